@@ -1,0 +1,61 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+static void *default_alloc(void *user, size_t size, size_t alignment)
+{
+    (void)user;
+    void *p = NULL;
+    if (alignment < sizeof(void *))
+        alignment = sizeof(void *);
+    if (posix_memalign(&p, alignment, size ? size : 1) != 0)
+        return NULL;
+    return p;
+}
+
+static void default_free(void *user, void *ptr)
+{
+    (void)user;
+    free(ptr);
+}
+
+FRL_API void frl_allocator_init(frl_allocator *a)
+{
+    if (!a)
+        return;
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->alloc = default_alloc;
+    a->free = default_free;
+}
+
+int frl_allocator_copy(frl_allocator *dst, const frl_allocator *src)
+{
+    frl_allocator_init(dst);
+    if (!src)
+        return 0;
+    /* An older, smaller table keeps the defaults for the fields it lacks. */
+    size_t n = src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
+    if (n < offsetof(frl_allocator, user))
+        return -1;
+    memcpy(dst, src, n);
+    dst->struct_size = sizeof *dst;
+    return (dst->alloc && dst->free) ? 0 : -1;
+}
+
+void *frl_alloc(const frl_allocator *a, size_t size, size_t align)
+{
+    if (size > (size_t)1 << 48)
+        return NULL;
+    void *p = a->alloc(a->user, size, align);
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
+
+void frl_free(const frl_allocator *a, void *ptr)
+{
+    if (ptr)
+        a->free(a->user, ptr);
+}

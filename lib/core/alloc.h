@@ -1,0 +1,25 @@
+/* Allocation through the runtime's (or a config's) allocator hooks. */
+#ifndef FRL_CORE_ALLOC_H
+#define FRL_CORE_ALLOC_H
+
+#include <stddef.h>
+
+#include "fastrl.h"
+
+enum { FRL_CACHE_LINE = 64 };
+
+/* Copy a caller's table into *dst, or the defaults if src is NULL. Returns -1 if the
+ * caller's table is too old to hold the two function pointers, or lacks one. */
+int frl_allocator_copy(frl_allocator *dst, const frl_allocator *src);
+
+/* size bytes aligned to align, zero-filled; NULL on failure or size overflow. */
+void *frl_alloc(const frl_allocator *a, size_t size, size_t align);
+void frl_free(const frl_allocator *a, void *ptr);
+
+/* Round size up to a multiple of align (a power of two). */
+static inline size_t frl_align_up(size_t size, size_t align)
+{
+    return (size + align - 1) & ~(align - 1);
+}
+
+#endif

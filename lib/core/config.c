@@ -1,0 +1,473 @@
+/* frl_config: typed, validated settings over the fixed key table. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/alloc.h"
+#include "core/config.h"
+
+enum { FRL_MAX_KEYS = 256 };
+
+struct frl_config {
+    frl_allocator alloc;
+    uint8_t set[FRL_MAX_KEYS];
+    frl_value values[FRL_MAX_KEYS];
+    char err[FRL_ERRMSG_SIZE];
+};
+
+int32_t frl_key_find(const char *key)
+{
+    for (int32_t i = 0; i < frl_key_count; i++)
+        if (strcmp(frl_key_defs[i].name, key) == 0)
+            return i;
+    return -1;
+}
+
+/* "a, b, c": the keys sharing key's namespace ("runtime."), or all keys if none do. */
+static void list_similar_keys(const char *key, char *buf, size_t size)
+{
+    const char *dot = strchr(key, '.');
+    size_t prefix = dot ? (size_t)(dot - key) + 1 : 0;
+    int any = 0;
+    for (int pass = 0; pass < 2 && !any; pass++) {
+        buf[0] = '\0';
+        for (int32_t i = 0; i < frl_key_count; i++) {
+            const char *name = frl_key_defs[i].name;
+            if (pass == 0 && (prefix == 0 || strncmp(name, key, prefix) != 0))
+                continue;
+            size_t used = strlen(buf);
+            snprintf(buf + used, size - used, "%s%s", any ? ", " : "", name);
+            any = 1;
+        }
+    }
+}
+
+static frl_status unknown_key(char *err, const char *key)
+{
+    char names[160];
+    list_similar_keys(key, names, sizeof names);
+    return frl_fail(err, FRL_ERR_UNKNOWN_NAME, "unknown config key '%s' (valid keys: %s)", key,
+                    names);
+}
+
+static frl_status check_range(char *err, const frl_key_def *d, double v)
+{
+    if (isnan(v) || isinf(v))
+        return frl_fail(err, FRL_ERR_NONFINITE, "config key '%s': value must be finite", d->name);
+    if (v < d->min || v > d->max)
+        return frl_fail(err, FRL_ERR_RANGE, "config key '%s': %.17g is outside [%.17g, %.17g]",
+                        d->name, v, d->min, d->max);
+    return FRL_OK;
+}
+
+static frl_status lookup(char *err, const char *key, int32_t *index)
+{
+    if (!key)
+        return frl_fail(err, FRL_ERR_NULL, "config key is NULL");
+    *index = frl_key_find(key);
+    return *index < 0 ? unknown_key(err, key) : FRL_OK;
+}
+
+FRL_API frl_status frl_config_create(frl_config **out, const frl_allocator *alloc)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_create: out is NULL");
+    *out = NULL;
+    frl_allocator a;
+    if (frl_allocator_copy(&a, alloc) != 0)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "frl_config_create: allocator table lacks alloc or free");
+    if (frl_key_count > FRL_MAX_KEYS)
+        return frl_fail(NULL, FRL_ERR_INTERNAL, "config key table exceeds %d keys", FRL_MAX_KEYS);
+    frl_config *cfg = frl_alloc(&a, sizeof *cfg, FRL_CACHE_LINE);
+    if (!cfg)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "frl_config_create: out of memory (%zu bytes)",
+                        sizeof *cfg);
+    cfg->alloc = a;
+    *out = cfg;
+    return FRL_OK;
+}
+
+FRL_API void frl_config_destroy(frl_config *cfg)
+{
+    if (cfg) {
+        frl_allocator a = cfg->alloc;
+        frl_free(&a, cfg);
+    }
+}
+
+FRL_API frl_status frl_config_clone(frl_config **out, const frl_config *cfg)
+{
+    if (!out || !cfg)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_clone: %s is NULL", out ? "cfg" : "out");
+    frl_status st = frl_config_create(out, &cfg->alloc);
+    if (st == FRL_OK) {
+        memcpy((*out)->set, cfg->set, sizeof cfg->set);
+        memcpy((*out)->values, cfg->values, sizeof cfg->values);
+    }
+    return st;
+}
+
+static frl_status store_number(frl_config *cfg, int32_t k, double v, int64_t iv)
+{
+    const frl_key_def *d = &frl_key_defs[k];
+    frl_status st = check_range(cfg->err, d, v);
+    if (st != FRL_OK)
+        return st;
+    if (d->type == FRL_CONFIG_INT)
+        cfg->values[k].i = iv;
+    else
+        cfg->values[k].f = v;
+    cfg->set[k] = 1;
+    return FRL_OK;
+}
+
+static frl_status type_error(char *err, const frl_key_def *d, const char *used)
+{
+    static const char *const names[] = {"?", "int", "float", "bool", "choice"};
+    return frl_fail(err, FRL_ERR_TYPE, "config key '%s' is of type %s, not %s", d->name,
+                    names[d->type], used);
+}
+
+FRL_API frl_status frl_config_set_int(frl_config *cfg, const char *key, int64_t value)
+{
+    if (!cfg)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_set_int: cfg is NULL");
+    int32_t k;
+    frl_status st = lookup(cfg->err, key, &k);
+    if (st != FRL_OK)
+        return st;
+    const frl_key_def *d = &frl_key_defs[k];
+    if (d->type == FRL_CONFIG_FLOAT)
+        return store_number(cfg, k, (double)value, 0);
+    if (d->type != FRL_CONFIG_INT)
+        return type_error(cfg->err, d, "int");
+    return store_number(cfg, k, (double)value, value);
+}
+
+FRL_API frl_status frl_config_set_float(frl_config *cfg, const char *key, double value)
+{
+    if (!cfg)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_set_float: cfg is NULL");
+    int32_t k;
+    frl_status st = lookup(cfg->err, key, &k);
+    if (st != FRL_OK)
+        return st;
+    const frl_key_def *d = &frl_key_defs[k];
+    if (d->type != FRL_CONFIG_FLOAT)
+        return type_error(cfg->err, d, "float");
+    return store_number(cfg, k, value, 0);
+}
+
+FRL_API frl_status frl_config_set_bool(frl_config *cfg, const char *key, int value)
+{
+    if (!cfg)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_set_bool: cfg is NULL");
+    int32_t k;
+    frl_status st = lookup(cfg->err, key, &k);
+    if (st != FRL_OK)
+        return st;
+    if (frl_key_defs[k].type != FRL_CONFIG_BOOL)
+        return type_error(cfg->err, &frl_key_defs[k], "bool");
+    cfg->values[k].i = value != 0;
+    cfg->set[k] = 1;
+    return FRL_OK;
+}
+
+static int parse_bool(const char *text, int64_t *out)
+{
+    static const char *const yes[] = {"true", "1", "yes", "on"};
+    static const char *const no[] = {"false", "0", "no", "off"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(text, yes[i]) == 0)
+            return *out = 1, 0;
+        if (strcasecmp(text, no[i]) == 0)
+            return *out = 0, 0;
+    }
+    return -1;
+}
+
+/* Index of text in "a|b|c", or -1. */
+static int64_t choice_index(const char *choices, const char *text)
+{
+    size_t len = strlen(text);
+    int64_t index = 0;
+    for (const char *p = choices; *p; index++) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (n == len && strncmp(p, text, n) == 0)
+            return index;
+        p += n + (bar ? 1 : 0);
+    }
+    return -1;
+}
+
+/* Integers may be written as "4096" or as an exact "1e6". */
+static int parse_int(const char *text, int64_t *out, double *as_double)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (*text && *end == '\0' && errno == 0) {
+        *out = v;
+        *as_double = (double)v;
+        return 0;
+    }
+    double d = strtod(text, &end);
+    if (!*text || *end != '\0' || d != floor(d) || fabs(d) > 9.2e18)
+        return -1;
+    *out = (int64_t)d;
+    *as_double = d;
+    return 0;
+}
+
+static frl_status parse_error(char *err, const frl_key_def *d, const char *text)
+{
+    static const char *const what[] = {"?", "an integer", "a number", "true or false",
+                                       "one of "};
+    return frl_fail(err, FRL_ERR_PARSE, "config key '%s': cannot parse '%s' as %s%s", d->name,
+                    text, what[d->type], d->type == FRL_CONFIG_CHOICE ? d->choices : "");
+}
+
+FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *text)
+{
+    if (!cfg || !text)
+        return frl_fail(cfg ? cfg->err : NULL, FRL_ERR_NULL, "frl_config_set: %s is NULL",
+                        cfg ? "text" : "cfg");
+    int32_t k;
+    frl_status st = lookup(cfg->err, key, &k);
+    if (st != FRL_OK)
+        return st;
+    const frl_key_def *d = &frl_key_defs[k];
+    int64_t iv = 0;
+    double dv = 0;
+    char *end;
+    switch (d->type) {
+    case FRL_CONFIG_INT:
+        if (parse_int(text, &iv, &dv) != 0)
+            return parse_error(cfg->err, d, text);
+        return store_number(cfg, k, dv, iv);
+    case FRL_CONFIG_FLOAT:
+        dv = strtod(text, &end);
+        if (!*text || *end != '\0')
+            return parse_error(cfg->err, d, text);
+        return store_number(cfg, k, dv, 0);
+    case FRL_CONFIG_BOOL:
+        if (parse_bool(text, &iv) != 0)
+            return parse_error(cfg->err, d, text);
+        break;
+    case FRL_CONFIG_CHOICE:
+        iv = choice_index(d->choices, text);
+        if (iv < 0)
+            return frl_fail(cfg->err, FRL_ERR_RANGE, "config key '%s': '%s' is not one of %s",
+                            d->name, text, d->choices);
+        break;
+    }
+    cfg->values[k].i = iv;
+    cfg->set[k] = 1;
+    return FRL_OK;
+}
+
+/* Apply one "key=value" token of length len. */
+static frl_status apply_pair(frl_config *cfg, const char *tok, size_t len)
+{
+    char pair[256];
+    if (len >= sizeof pair)
+        return frl_fail(cfg->err, FRL_ERR_PARSE, "config: setting '%.40s...' is too long", tok);
+    memcpy(pair, tok, len);
+    pair[len] = '\0';
+    char *eq = strchr(pair, '=');
+    if (!eq || eq == pair)
+        return frl_fail(cfg->err, FRL_ERR_PARSE, "config: '%s' is not of the form key=value",
+                        pair);
+    *eq = '\0';
+    return frl_config_set(cfg, pair, eq + 1);
+}
+
+FRL_API frl_status frl_config_parse(frl_config *cfg, const char *text)
+{
+    if (!cfg || !text)
+        return frl_fail(cfg ? cfg->err : NULL, FRL_ERR_NULL, "frl_config_parse: %s is NULL",
+                        cfg ? "text" : "cfg");
+    /* All or nothing: apply to a scratch copy of the values, keep it only if all parse. */
+    uint8_t set[FRL_MAX_KEYS];
+    frl_value values[FRL_MAX_KEYS];
+    memcpy(set, cfg->set, sizeof set);
+    memcpy(values, cfg->values, sizeof values);
+    const char *ws = " \t\r\n";
+    for (const char *p = text + strspn(text, ws); *p; p += strspn(p, ws)) {
+        size_t len = strcspn(p, ws);
+        frl_status st = apply_pair(cfg, p, len);
+        if (st != FRL_OK) {
+            memcpy(cfg->set, set, sizeof set);
+            memcpy(cfg->values, values, sizeof values);
+            return st;
+        }
+        p += len;
+    }
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_config_unset(frl_config *cfg, const char *key)
+{
+    if (!cfg)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_unset: cfg is NULL");
+    int32_t k;
+    frl_status st = lookup(cfg->err, key, &k);
+    if (st == FRL_OK)
+        cfg->set[k] = 0;
+    return st;
+}
+
+static frl_value value_of(const frl_config *cfg, int32_t k)
+{
+    if (cfg && cfg->set[k])
+        return cfg->values[k];
+    frl_value v;
+    if (frl_key_defs[k].type == FRL_CONFIG_FLOAT)
+        v.f = frl_key_defs[k].def;
+    else
+        v.i = (int64_t)frl_key_defs[k].def;
+    return v;
+}
+
+/* Look up key for a getter; errors go to the thread's last error only (cfg is const). */
+static frl_status get_def(const char *key, const void *out, frl_config_type want, int32_t *k)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_get: out is NULL");
+    frl_status st = lookup(NULL, key, k);
+    if (st != FRL_OK)
+        return st;
+    frl_config_type have = frl_key_defs[*k].type;
+    int ok = have == want || (want == FRL_CONFIG_FLOAT && have == FRL_CONFIG_INT) ||
+             (want == FRL_CONFIG_INT && have == FRL_CONFIG_CHOICE);
+    static const char *const names[] = {"?", "int", "float", "bool", "choice"};
+    return ok ? FRL_OK : type_error(NULL, &frl_key_defs[*k], names[want]);
+}
+
+FRL_API frl_status frl_config_get_int(const frl_config *cfg, const char *key, int64_t *out)
+{
+    int32_t k;
+    frl_status st = get_def(key, out, FRL_CONFIG_INT, &k);
+    if (st == FRL_OK)
+        *out = value_of(cfg, k).i;
+    return st;
+}
+
+FRL_API frl_status frl_config_get_float(const frl_config *cfg, const char *key, double *out)
+{
+    int32_t k;
+    frl_status st = get_def(key, out, FRL_CONFIG_FLOAT, &k);
+    if (st != FRL_OK)
+        return st;
+    frl_value v = value_of(cfg, k);
+    *out = frl_key_defs[k].type == FRL_CONFIG_INT ? (double)v.i : v.f;
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_config_get_bool(const frl_config *cfg, const char *key, int *out)
+{
+    int32_t k;
+    frl_status st = get_def(key, out, FRL_CONFIG_BOOL, &k);
+    if (st == FRL_OK)
+        *out = (int)value_of(cfg, k).i;
+    return st;
+}
+
+/* Copy the n-th choice of "a|b|c" into buf. */
+static int copy_choice(const char *choices, int64_t n, char *buf, size_t size)
+{
+    const char *p = choices;
+    for (; n > 0 && p; n--) {
+        p = strchr(p, '|');
+        p = p ? p + 1 : NULL;
+    }
+    size_t len = p ? strcspn(p, "|") : 0;
+    return snprintf(buf, size, "%.*s", (int)len, p ? p : "");
+}
+
+FRL_API frl_status frl_config_get_text(const frl_config *cfg, const char *key, char *buf,
+                                       size_t size)
+{
+    int32_t k;
+    if (!buf || size == 0)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_get_text: buf is NULL or empty");
+    frl_status st = lookup(NULL, key, &k);
+    if (st != FRL_OK)
+        return st;
+    const frl_key_def *d = &frl_key_defs[k];
+    frl_value v = value_of(cfg, k);
+    int n = 0;
+    switch (d->type) {
+    case FRL_CONFIG_INT: n = snprintf(buf, size, "%lld", (long long)v.i); break;
+    case FRL_CONFIG_FLOAT: n = snprintf(buf, size, "%.17g", v.f); break;
+    case FRL_CONFIG_BOOL: n = snprintf(buf, size, "%s", v.i ? "true" : "false"); break;
+    case FRL_CONFIG_CHOICE: n = copy_choice(d->choices, v.i, buf, size); break;
+    }
+    if (n < 0 || (size_t)n >= size)
+        return frl_fail(NULL, FRL_ERR_SIZE, "config key '%s': value needs %d bytes, buffer has %zu",
+                        key, n + 1, size);
+    return FRL_OK;
+}
+
+FRL_API int frl_config_is_set(const frl_config *cfg, const char *key)
+{
+    int32_t k = key ? frl_key_find(key) : -1;
+    return cfg && k >= 0 && cfg->set[k];
+}
+
+FRL_API const char *frl_config_next(const char *key)
+{
+    if (!key)
+        return frl_key_count > 0 ? frl_key_defs[0].name : NULL;
+    int32_t k = frl_key_find(key);
+    return (k >= 0 && k + 1 < frl_key_count) ? frl_key_defs[k + 1].name : NULL;
+}
+
+FRL_API frl_status frl_config_describe(const char *key, frl_config_key_info *info)
+{
+    int32_t k;
+    if (!info)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_describe: info is NULL");
+    if (info->struct_size < offsetof(frl_config_key_info, help) + sizeof(const char *))
+        return frl_fail(NULL, FRL_ERR_VERSION,
+                        "frl_config_describe: info->struct_size %zu is too small (set it to "
+                        "sizeof(frl_config_key_info))",
+                        info->struct_size);
+    frl_status st = lookup(NULL, key, &k);
+    if (st != FRL_OK)
+        return st;
+    const frl_key_def *d = &frl_key_defs[k];
+    info->name = d->name;
+    info->type = d->type;
+    info->default_text = d->default_text;
+    info->min = d->min;
+    info->max = d->max;
+    info->choices = d->choices;
+    info->help = d->help;
+    return FRL_OK;
+}
+
+FRL_API const char *frl_config_last_error(const frl_config *cfg)
+{
+    return cfg ? cfg->err : "frl_config_last_error: cfg is NULL";
+}
+
+int64_t frl_config_int(const frl_config *cfg, const char *key)
+{
+    int32_t k = frl_key_find(key);
+    return k < 0 ? 0 : value_of(cfg, k).i;
+}
+
+double frl_config_float(const frl_config *cfg, const char *key)
+{
+    int32_t k = frl_key_find(key);
+    if (k < 0)
+        return 0.0;
+    frl_value v = value_of(cfg, k);
+    return frl_key_defs[k].type == FRL_CONFIG_INT ? (double)v.i : v.f;
+}

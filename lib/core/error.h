@@ -1,0 +1,23 @@
+/* Error reporting: every failing call formats one message, stores it in the
+ * calling thread's buffer (frl_last_error) and in the handle's own buffer. */
+#ifndef FRL_CORE_ERROR_H
+#define FRL_CORE_ERROR_H
+
+#include "fastrl.h"
+
+enum { FRL_ERRMSG_SIZE = 256 };
+
+#if defined(__GNUC__)
+#define FRL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define FRL_PRINTF(f, a)
+#endif
+
+/* Record status with a printf-style message; handle_msg (FRL_ERRMSG_SIZE bytes) may be
+ * NULL. Returns status so a caller can write `return frl_fail(...)`. */
+frl_status frl_fail(char *handle_msg, frl_status status, const char *fmt, ...) FRL_PRINTF(3, 4);
+
+/* Record an already formatted message (from a worker thread) on this thread. */
+frl_status frl_fail_msg(char *handle_msg, frl_status status, const char *msg);
+
+#endif

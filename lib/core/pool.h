@@ -1,0 +1,32 @@
+/* The runtime's thread pool: fork-join over a range of task indices.
+ *
+ * The caller publishes a job by bumping a generation counter, runs tasks itself,
+ * and returns once every worker has acknowledged that generation, so no worker can
+ * still be reading the job when the next one is written. Idle workers spin for a
+ * short time (the next job of a stepping loop is usually microseconds away) and then
+ * park on a condition variable, so an idle pool burns no CPU. */
+#ifndef FRL_CORE_POOL_H
+#define FRL_CORE_POOL_H
+
+#include <stdint.h>
+
+#include "fastrl.h"
+
+typedef struct frl_pool frl_pool;
+
+/* Returns 0 or a failure code; all tasks run even if one fails. */
+typedef int (*frl_pool_fn)(void *user, int32_t task, int32_t thread);
+
+/* threads >= 1 (threads - 1 workers are started). On failure writes a message to err. */
+frl_status frl_pool_create(frl_pool **out, const frl_allocator *alloc, int32_t threads,
+                           int64_t spin_ns, char *err);
+void frl_pool_destroy(frl_pool *pool);
+int32_t frl_pool_threads(const frl_pool *pool);
+
+/* Run fn(user, t, thread) for t in [0, num_tasks). Returns 0, or the first non-zero
+ * result with its task index in *failed_task. Calls are serialised; a call made from
+ * inside a task of the same pool runs inline on that thread. */
+int frl_pool_run(frl_pool *pool, int32_t num_tasks, frl_pool_fn fn, void *user,
+                 int32_t *failed_task);
+
+#endif

@@ -1,0 +1,149 @@
+/* frl_runtime: owns the allocator, logger, thread pool and base seed. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/runtime.h"
+
+static int32_t online_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (n > 1024 ? 1024 : (int32_t)n);
+}
+
+static int copy_logger(frl_logger *dst, const frl_logger *src)
+{
+    frl_logger_init(dst);
+    if (!src)
+        return 0;
+    size_t n = src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
+    if (n < offsetof(frl_logger, user) + sizeof(void *))
+        return -1;
+    memcpy(dst, src, n);
+    dst->struct_size = sizeof *dst;
+    return 0;
+}
+
+FRL_API void frl_logger_init(frl_logger *l)
+{
+    if (!l)
+        return;
+    memset(l, 0, sizeof *l);
+    l->struct_size = sizeof *l;
+    l->max_level = FRL_LOG_INFO;
+}
+
+void frl_log(frl_runtime *rt, frl_log_level level, const char *fmt, ...)
+{
+    if (!rt->logger.log || level > rt->logger.max_level)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&rt->log_lock);
+    rt->logger.log(rt->logger.user, level, msg);
+    pthread_mutex_unlock(&rt->log_lock);
+}
+
+static frl_status check_tables(const frl_allocator *alloc, const frl_logger *logger,
+                               frl_allocator *a, frl_logger *l)
+{
+    if (frl_allocator_copy(a, alloc) != 0)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "frl_runtime_create: allocator table is too small or lacks alloc/free "
+                        "(fill it with frl_allocator_init first)");
+    if (copy_logger(l, logger) != 0)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "frl_runtime_create: logger table is too small (fill it with "
+                        "frl_logger_init first)");
+    return FRL_OK;
+}
+
+static frl_status start_pool(frl_runtime *rt, const frl_config *cfg)
+{
+    char msg[FRL_ERRMSG_SIZE];
+    int64_t spin_ns = frl_config_int(cfg, "runtime.spin_us") * 1000;
+    frl_status st = frl_pool_create(&rt->pool, &rt->alloc, rt->threads, spin_ns, msg);
+    return st == FRL_OK ? st : frl_fail_msg(NULL, st, msg);
+}
+
+FRL_API frl_status frl_runtime_create(frl_runtime **out, const frl_config *cfg,
+                                      const frl_allocator *alloc, const frl_logger *logger)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_runtime_create: out is NULL");
+    *out = NULL;
+    frl_allocator a;
+    frl_logger l;
+    frl_status st = check_tables(alloc, logger, &a, &l);
+    if (st != FRL_OK)
+        return st;
+    frl_runtime *rt = frl_alloc(&a, sizeof *rt, FRL_CACHE_LINE);
+    if (!rt)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "frl_runtime_create: out of memory");
+    rt->alloc = a;
+    rt->logger = l;
+    int64_t threads = frl_config_int(cfg, "runtime.threads");
+    rt->threads = threads == 0 ? online_cores() : (int32_t)threads;
+    rt->seed = (uint64_t)frl_config_int(cfg, "runtime.seed");
+    if (pthread_mutex_init(&rt->log_lock, NULL) != 0) {
+        frl_free(&a, rt);
+        return frl_fail(NULL, FRL_ERR_THREAD, "frl_runtime_create: cannot initialise a mutex");
+    }
+    st = start_pool(rt, cfg);
+    if (st != FRL_OK) {
+        pthread_mutex_destroy(&rt->log_lock);
+        frl_free(&a, rt);
+        return st;
+    }
+    frl_log(rt, FRL_LOG_INFO, "runtime: %d threads, seed %llu", (int)rt->threads,
+            (unsigned long long)rt->seed);
+    *out = rt;
+    return FRL_OK;
+}
+
+FRL_API void frl_runtime_destroy(frl_runtime *rt)
+{
+    if (!rt)
+        return;
+    frl_pool_destroy(rt->pool);
+    pthread_mutex_destroy(&rt->log_lock);
+    frl_allocator a = rt->alloc;
+    frl_free(&a, rt);
+}
+
+FRL_API int32_t frl_runtime_threads(const frl_runtime *rt)
+{
+    return rt ? rt->threads : 0;
+}
+
+FRL_API uint64_t frl_runtime_seed(const frl_runtime *rt)
+{
+    return rt ? rt->seed : 0;
+}
+
+FRL_API frl_status frl_runtime_parallel_for(frl_runtime *rt, int32_t num_tasks,
+                                            frl_task_fn fn, void *user)
+{
+    if (!rt || !fn)
+        return frl_fail(rt ? rt->err : NULL, FRL_ERR_NULL, "frl_runtime_parallel_for: %s is NULL",
+                        rt ? "fn" : "rt");
+    if (num_tasks < 0)
+        return frl_fail(rt->err, FRL_ERR_RANGE,
+                        "frl_runtime_parallel_for: num_tasks %d is negative", (int)num_tasks);
+    int32_t failed = -1;
+    int r = frl_pool_run(rt->pool, num_tasks, fn, user, &failed);
+    if (r != 0)
+        return frl_fail(rt->err, FRL_ERR_CALLBACK,
+                        "frl_runtime_parallel_for: task %d returned %d", (int)failed, r);
+    return FRL_OK;
+}
+
+FRL_API const char *frl_runtime_last_error(const frl_runtime *rt)
+{
+    return rt ? rt->err : "frl_runtime_last_error: rt is NULL";
+}

@@ -1,0 +1,168 @@
+/* frl_space: discrete(n) and float32 box spaces. */
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/space.h"
+
+static frl_status space_new(const frl_allocator *alloc, const char *who, frl_space **out)
+{
+    frl_allocator a;
+    if (frl_allocator_copy(&a, alloc) != 0)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: allocator table lacks alloc or free",
+                        who);
+    frl_space *s = frl_alloc(&a, sizeof *s, 16);
+    if (!s)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    s->alloc = a;
+    *out = s;
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_space_create_discrete(frl_space **out, const frl_allocator *alloc,
+                                             int64_t n)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_space_create_discrete: out is NULL");
+    *out = NULL;
+    if (n < 1 || n > INT32_MAX)
+        return frl_fail(NULL, FRL_ERR_RANGE,
+                        "frl_space_create_discrete: n = %lld is outside [1, 2147483647]",
+                        (long long)n);
+    frl_space *s = NULL;
+    frl_status st = space_new(alloc, "frl_space_create_discrete", &s);
+    if (st != FRL_OK)
+        return st;
+    s->kind = FRL_SPACE_DISCRETE;
+    s->n = n;
+    *out = s;
+    return FRL_OK;
+}
+
+static frl_status check_shape(int32_t rank, const int64_t *shape, int64_t *count)
+{
+    if (!shape)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_space_create_box: shape is NULL");
+    if (rank < 1 || rank > FRL_SPACE_MAX_RANK)
+        return frl_fail(NULL, FRL_ERR_RANGE, "frl_space_create_box: rank %d is outside [1, %d]",
+                        (int)rank, FRL_SPACE_MAX_RANK);
+    int64_t n = 1;
+    for (int32_t i = 0; i < rank; i++) {
+        if (shape[i] < 1 || shape[i] > ((int64_t)1 << 31) / n)
+            return frl_fail(NULL, FRL_ERR_RANGE,
+                            "frl_space_create_box: shape[%d] = %lld is not in [1, 2^31 / "
+                            "product of the others]",
+                            (int)i, (long long)shape[i]);
+        n *= shape[i];
+    }
+    *count = n;
+    return FRL_OK;
+}
+
+static frl_status check_bounds(int64_t n, const float *low, const float *high)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float lo = low ? low[i] : -INFINITY, hi = high ? high[i] : INFINITY;
+        if (isnan(lo) || isnan(hi) || lo > hi)
+            return frl_fail(NULL, FRL_ERR_RANGE,
+                            "frl_space_create_box: element %lld has low %g, high %g (need low "
+                            "<= high, no NaN)",
+                            (long long)i, (double)lo, (double)hi);
+    }
+    return FRL_OK;
+}
+
+static void fill_bounds(frl_space *s, const float *low, const float *high)
+{
+    for (int64_t i = 0; i < s->n; i++) {
+        s->low[i] = low ? low[i] : -INFINITY;
+        s->high[i] = high ? high[i] : INFINITY;
+    }
+}
+
+FRL_API frl_status frl_space_create_box(frl_space **out, const frl_allocator *alloc,
+                                        int32_t rank, const int64_t *shape, const float *low,
+                                        const float *high)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_space_create_box: out is NULL");
+    *out = NULL;
+    int64_t n = 0;
+    frl_status st = check_shape(rank, shape, &n);
+    if (st == FRL_OK)
+        st = check_bounds(n, low, high);
+    if (st != FRL_OK)
+        return st;
+    frl_space *s = NULL;
+    st = space_new(alloc, "frl_space_create_box", &s);
+    if (st != FRL_OK)
+        return st;
+    s->low = frl_alloc(&s->alloc, 2 * (size_t)n * sizeof(float), 64);
+    if (!s->low) {
+        frl_space_destroy(s);
+        return frl_fail(NULL, FRL_ERR_NOMEM, "frl_space_create_box: out of memory for %lld bounds",
+                        (long long)n);
+    }
+    s->high = s->low + n;
+    s->kind = FRL_SPACE_BOX;
+    s->n = n;
+    s->rank = rank;
+    memcpy(s->shape, shape, sizeof(int64_t) * (size_t)rank);
+    fill_bounds(s, low, high);
+    *out = s;
+    return FRL_OK;
+}
+
+frl_space *frl_space_clone(const frl_allocator *alloc, const frl_space *src)
+{
+    frl_space *s = NULL;
+    if (src->kind == FRL_SPACE_DISCRETE)
+        frl_space_create_discrete(&s, alloc, src->n);
+    else
+        frl_space_create_box(&s, alloc, src->rank, src->shape, src->low, src->high);
+    return s;
+}
+
+FRL_API void frl_space_destroy(frl_space *s)
+{
+    if (!s)
+        return;
+    frl_allocator a = s->alloc;
+    frl_free(&a, s->low);
+    frl_free(&a, s);
+}
+
+FRL_API frl_space_kind frl_space_get_kind(const frl_space *s)
+{
+    return s ? s->kind : (frl_space_kind)0;
+}
+
+FRL_API int64_t frl_space_n(const frl_space *s)
+{
+    return s ? s->n : 0;
+}
+
+FRL_API int32_t frl_space_rank(const frl_space *s)
+{
+    return s ? s->rank : 0;
+}
+
+FRL_API const int64_t *frl_space_shape(const frl_space *s)
+{
+    return s && s->kind == FRL_SPACE_BOX ? s->shape : NULL;
+}
+
+FRL_API const float *frl_space_low(const frl_space *s)
+{
+    return s ? s->low : NULL;
+}
+
+FRL_API const float *frl_space_high(const frl_space *s)
+{
+    return s ? s->high : NULL;
+}
+
+FRL_API int64_t frl_space_width(const frl_space *s)
+{
+    return !s ? 0 : (s->kind == FRL_SPACE_DISCRETE ? 1 : s->n);
+}

@@ -1,0 +1,22 @@
+/* Internal view of frl_space. */
+#ifndef FRL_CORE_SPACE_H
+#define FRL_CORE_SPACE_H
+
+#include "core/alloc.h"
+
+enum { FRL_SPACE_MAX_RANK = 8 };
+
+struct frl_space {
+    frl_allocator alloc;
+    frl_space_kind kind;
+    int64_t n;       /* discrete: n; box: element count */
+    int32_t rank;
+    int64_t shape[FRL_SPACE_MAX_RANK];
+    float *low;      /* box: n values, one allocation with high */
+    float *high;
+};
+
+/* Copy src with alloc; on failure sets the thread's last error and returns NULL. */
+frl_space *frl_space_clone(const frl_allocator *alloc, const frl_space *src);
+
+#endif

@@ -1,0 +1,159 @@
+/* frl_env: one environment, a vec env of one, so it runs the very code that vec
+ * envs run (the reference tests of the built-ins go through it). */
+#include <string.h>
+
+#include "env/vec_env.h"
+
+struct frl_env {
+    frl_vec_env *v;
+    char err[FRL_ERRMSG_SIZE];
+};
+
+static frl_status wrap(frl_env **out, frl_runtime *rt, frl_vec_env *v, frl_status st)
+{
+    if (st != FRL_OK)
+        return st;
+    frl_env *e = frl_alloc(&rt->alloc, sizeof *e, 16);
+    if (!e) {
+        v->cb.close = NULL; /* the host keeps ownership of its user pointer */
+        v->bcb.close = NULL;
+        frl_vec_env_destroy(v);
+        return frl_fail(NULL, FRL_ERR_NOMEM, "frl_env_create: out of memory");
+    }
+    e->v = v;
+    *out = e;
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_env_create(frl_env **out, frl_runtime *rt, const char *name,
+                                  const frl_config *cfg)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_env_create: out is NULL");
+    *out = NULL;
+    frl_vec_env *v = NULL;
+    frl_status st = frl_vec_env_create(&v, rt, name, 1, cfg);
+    return wrap(out, rt, v, st);
+}
+
+FRL_API frl_status frl_env_create_callbacks(frl_env **out, frl_runtime *rt,
+                                            const frl_env_callbacks *cb, void *user,
+                                            const frl_space *observation_space,
+                                            const frl_space *action_space,
+                                            const frl_config *cfg)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_env_create_callbacks: out is NULL");
+    *out = NULL;
+    frl_vec_env *v = NULL;
+    frl_status st = frl_vec_env_create_callbacks(&v, rt, cb, &user, 1, observation_space,
+                                                 action_space, cfg);
+    return wrap(out, rt, v, st);
+}
+
+FRL_API void frl_env_destroy(frl_env *e)
+{
+    if (!e)
+        return;
+    frl_allocator a = e->v->rt->alloc;
+    frl_vec_env_destroy(e->v);
+    frl_free(&a, e);
+}
+
+FRL_API const char *frl_env_name_at(int32_t index)
+{
+    const frl_env_class *c = frl_env_class_at(index);
+    return c ? c->name : NULL;
+}
+
+FRL_API const frl_space *frl_env_observation_space(const frl_env *e)
+{
+    return e ? e->v->obs_space : NULL;
+}
+
+FRL_API const frl_space *frl_env_action_space(const frl_env *e)
+{
+    return e ? e->v->act_space : NULL;
+}
+
+static void copy_obs(const frl_env *e, float *obs)
+{
+    memcpy(obs, e->v->b.obs, sizeof(float) * (size_t)e->v->obs_w);
+}
+
+FRL_API frl_status frl_env_reset(frl_env *e, uint64_t seed, float *obs)
+{
+    if (!e || !obs)
+        return frl_fail(e ? e->err : NULL, FRL_ERR_NULL, "frl_env_reset: %s is NULL",
+                        e ? "obs" : "env");
+    frl_status st = frl_vec_env_reset(e->v, seed);
+    if (st != FRL_OK)
+        return frl_fail_msg(e->err, st, e->v->err);
+    copy_obs(e, obs);
+    return FRL_OK;
+}
+
+static frl_status check_step_args(frl_env *e, const void *action, const float *obs,
+                                  const float *reward, const uint8_t *term,
+                                  const uint8_t *trunc)
+{
+    if (!e)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_env_step: env is NULL");
+    const char *missing = !action ? "action" : !obs ? "obs" : !reward ? "reward"
+                        : !term ? "terminated" : !trunc ? "truncated" : NULL;
+    if (missing)
+        return frl_fail(e->err, FRL_ERR_NULL, "frl_env_step: %s is NULL", missing);
+    if (!e->v->has_reset)
+        return frl_fail(e->err, FRL_ERR_STATE, "frl_env_step: call frl_env_reset first");
+    if (e->v->b.needs_reset[0])
+        return frl_fail(e->err, FRL_ERR_STATE,
+                        "frl_env_step: the episode has ended; call frl_env_reset");
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_env_step(frl_env *e, const void *action, float *obs, float *reward,
+                                uint8_t *terminated, uint8_t *truncated)
+{
+    frl_status st = check_step_args(e, action, obs, reward, terminated, truncated);
+    if (st != FRL_OK)
+        return st;
+    frl_vec_env *v = e->v;
+    memcpy((void *)v->b.actions, action, v->action_bytes);
+    st = frl_vec_env_step(v);
+    if (st != FRL_OK)
+        return frl_fail_msg(e->err, st, v->err);
+    copy_obs(e, obs);
+    *reward = v->b.rewards[0];
+    *terminated = v->b.terminated[0];
+    *truncated = v->b.truncated[0];
+    return FRL_OK;
+}
+
+FRL_API int32_t frl_env_state_size(const frl_env *e)
+{
+    return (e && e->v->state_dim > 0) ? e->v->state_dim + 1 : 0;
+}
+
+FRL_API frl_status frl_env_get_state(frl_env *e, double *state, int32_t size)
+{
+    if (!e || !state)
+        return frl_fail(e ? e->err : NULL, FRL_ERR_NULL, "frl_env_get_state: %s is NULL",
+                        e ? "state" : "env");
+    return frl_vec_env_get_state_at(e->v, 0, state, size, e->err);
+}
+
+FRL_API frl_status frl_env_set_state(frl_env *e, const double *state, int32_t size, float *obs)
+{
+    if (!e || !state)
+        return frl_fail(e ? e->err : NULL, FRL_ERR_NULL, "frl_env_set_state: %s is NULL",
+                        e ? "state" : "env");
+    frl_status st = frl_vec_env_set_state_at(e->v, 0, state, size, e->err);
+    if (st == FRL_OK && obs)
+        copy_obs(e, obs);
+    return st;
+}
+
+FRL_API const char *frl_env_last_error(const frl_env *e)
+{
+    return e ? e->err : "frl_env_last_error: env is NULL";
+}

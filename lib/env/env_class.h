@@ -1,0 +1,78 @@
+/* The internal description of a built-in environment.
+ *
+ * A built-in is a plain struct of simulator state (its "sim") plus a table of
+ * functions. Its per-step dynamics are static inline functions in its own file,
+ * expanded by step_range.h into a loop over a range of environments, so the hot
+ * loop has no indirect call per environment. */
+#ifndef FRL_ENV_ENV_CLASS_H
+#define FRL_ENV_ENV_CLASS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rng.h"
+
+enum {
+    FRL_SIM_MAX_BYTES = 64,   /* largest sim struct of any built-in */
+    FRL_SIM_MAX_STATE = 8,    /* largest state_dim (float64 values) */
+    FRL_OBS_MAX_DIM = 8       /* largest observation of any built-in */
+};
+
+/* Structure-of-arrays view of N environments; a step_range call touches only
+ * entries [begin, end) of every array, so disjoint ranges run on different
+ * threads without sharing a cache line of state (sims are 64-byte strided). */
+typedef struct frl_builtin_batch {
+    unsigned char *sims;          /* N sims, FRL_SIM_MAX_BYTES apart */
+    frl_rng *rngs;                /* N streams, used by reset */
+    const void *actions;          /* int32_t[N] (discrete) or float[N * action_dim] (box) */
+    float *obs;                   /* N * obs_dim */
+    float *rewards;               /* N */
+    uint8_t *terminated;          /* N */
+    uint8_t *truncated;           /* N */
+    uint8_t *reset_step;          /* N: 1 where this step was an autoreset */
+    uint8_t *needs_reset;         /* N: 1 where the previous step ended an episode */
+    int32_t *elapsed;             /* N: steps in the current episode */
+    double *ep_return;            /* N: running return of the current episode */
+    float *done_return;           /* N: return of the episode that ended this step */
+    int32_t *done_length;         /* N: its length */
+    int32_t max_episode_steps;    /* 0 = no time limit */
+} frl_builtin_batch;
+
+typedef struct frl_env_class {
+    const char *name;
+    int32_t obs_dim;
+    const float *obs_low;         /* obs_dim values */
+    const float *obs_high;
+    int32_t action_n;             /* > 0: discrete(action_n), actions are int32_t */
+    int32_t action_dim;           /* box: float actions per env; 1 for discrete */
+    const float *action_low;      /* box only, action_dim values; NULL for discrete */
+    const float *action_high;
+    int32_t state_dim;            /* float64 values in get/set_state */
+    int32_t max_episode_steps;    /* Gymnasium's TimeLimit for the registered id */
+    /* Draw the initial state from rng and write the first observation. */
+    void (*reset)(void *sim, frl_rng *rng, float *obs);
+    /* Step every environment in [begin, end) with autoreset and statistics. */
+    void (*step_range)(const frl_builtin_batch *b, int32_t begin, int32_t end);
+    /* The floor: the same dynamics in a bare loop (no validation, no flags, no
+     * statistics, no time limit; reset on termination only), for benchmarks. */
+    void (*floor_steps)(unsigned char *sims, frl_rng *rngs, int32_t n, const void *actions,
+                        float *obs, float *rewards);
+    void (*get_state)(const void *sim, double *state);
+    /* Returns 0, or -1 if the state is not finite or otherwise impossible. */
+    int (*set_state)(void *sim, const double *state);
+    /* Observation of the current sim (used after set_state). */
+    void (*observe)(const void *sim, float *obs);
+} frl_env_class;
+
+/* The registry, lib/env/registry.c. */
+int32_t frl_env_class_count(void);
+const frl_env_class *frl_env_class_at(int32_t index);
+const frl_env_class *frl_env_class_find(const char *name);
+
+extern const frl_env_class frl_env_cartpole;
+extern const frl_env_class frl_env_pendulum;
+extern const frl_env_class frl_env_acrobot;
+extern const frl_env_class frl_env_mountain_car;
+extern const frl_env_class frl_env_mountain_car_continuous;
+
+#endif

@@ -1,0 +1,100 @@
+/* The per-range stepping loop shared by every built-in, written once.
+ *
+ * frl_step_range_impl and frl_floor_impl are always inlined into each
+ * environment's own file with that environment's static step and reset
+ * functions as constant arguments, so the compiler inlines the dynamics into
+ * the loop: one specialised loop per environment, no indirect call per step. */
+#ifndef FRL_ENV_STEP_RANGE_H
+#define FRL_ENV_STEP_RANGE_H
+
+#include "env/env_class.h"
+
+#if defined(__GNUC__)
+#define FRL_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define FRL_ALWAYS_INLINE inline
+#endif
+
+/* step: advance one sim by one action; write obs, reward and terminated. */
+typedef void (*frl_sim_step_fn)(void *sim, const void *action, float *obs, float *reward,
+                                uint8_t *terminated);
+typedef void (*frl_sim_reset_fn)(void *sim, frl_rng *rng, float *obs);
+
+/* Bookkeeping for env i after a reset: Gymnasium's next-step autoreset returns the
+ * reset observation with reward 0 and both flags 0. */
+static FRL_ALWAYS_INLINE void frl_record_reset(const frl_builtin_batch *b, int32_t i)
+{
+    b->rewards[i] = 0.0f;
+    b->terminated[i] = 0;
+    b->truncated[i] = 0;
+    b->reset_step[i] = 1;
+    b->needs_reset[i] = 0;
+    b->elapsed[i] = 0;
+    b->ep_return[i] = 0.0;
+}
+
+/* Bookkeeping for env i after a step: the time limit, which sets truncated
+ * independently of terminated as Gymnasium's TimeLimit does, and episode statistics. */
+static FRL_ALWAYS_INLINE void frl_record_step(const frl_builtin_batch *b, int32_t i, float reward,
+                                             uint8_t term, uint8_t trunc)
+{
+    int32_t elapsed = b->elapsed[i] + 1;
+    trunc |= (uint8_t)(b->max_episode_steps > 0 && elapsed >= b->max_episode_steps);
+    double ret = b->ep_return[i] + (double)reward;
+    b->elapsed[i] = elapsed;
+    b->ep_return[i] = ret;
+    b->rewards[i] = reward;
+    b->terminated[i] = term;
+    b->truncated[i] = trunc;
+    b->reset_step[i] = 0;
+    if (term | trunc) {
+        b->needs_reset[i] = 1;
+        b->done_return[i] = (float)ret;
+        b->done_length[i] = elapsed;
+    }
+}
+
+static FRL_ALWAYS_INLINE void frl_step_one_impl(const frl_builtin_batch *b, int32_t i,
+                                               int32_t obs_dim, size_t action_bytes,
+                                               frl_sim_step_fn step, frl_sim_reset_fn reset)
+{
+    void *sim = b->sims + (size_t)i * FRL_SIM_MAX_BYTES;
+    float *obs = b->obs + (size_t)i * (size_t)obs_dim;
+    if (b->needs_reset[i]) {
+        /* The action of an autoreset step is ignored. */
+        reset(sim, &b->rngs[i], obs);
+        frl_record_reset(b, i);
+        return;
+    }
+    const void *action = (const unsigned char *)b->actions + (size_t)i * action_bytes;
+    float reward;
+    uint8_t term;
+    step(sim, action, obs, &reward, &term);
+    frl_record_step(b, i, reward, term, 0);
+}
+
+static FRL_ALWAYS_INLINE void frl_step_range_impl(const frl_builtin_batch *b, int32_t begin,
+                                                 int32_t end, int32_t obs_dim,
+                                                 size_t action_bytes, frl_sim_step_fn step,
+                                                 frl_sim_reset_fn reset)
+{
+    for (int32_t i = begin; i < end; i++)
+        frl_step_one_impl(b, i, obs_dim, action_bytes, step, reset);
+}
+
+static FRL_ALWAYS_INLINE void frl_floor_impl(unsigned char *sims, frl_rng *rngs, int32_t n,
+                                            const void *actions, float *obs, float *rewards,
+                                            int32_t obs_dim, size_t action_bytes,
+                                            frl_sim_step_fn step, frl_sim_reset_fn reset)
+{
+    for (int32_t i = 0; i < n; i++) {
+        void *sim = sims + (size_t)i * FRL_SIM_MAX_BYTES;
+        float *o = obs + (size_t)i * (size_t)obs_dim;
+        uint8_t term;
+        step(sim, (const unsigned char *)actions + (size_t)i * action_bytes, o, &rewards[i], &term);
+        if (term)
+            reset(sim, &rngs[i], o);
+    }
+}
+
+#endif

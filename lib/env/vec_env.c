@@ -1,0 +1,467 @@
+/* frl_vec_env: creation, memory layout, accessors and simulator state.
+ * Stepping is in vec_step.c. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "env/vec_env.h"
+
+enum { FRL_MAX_ENVS = 1 << 24 };
+
+/* ---- memory: every per-env array lives in one cache-line aligned arena ---- */
+
+typedef struct arena_plan {
+    size_t sims, rngs, actions, obs, rewards, term, trunc, reset_step, needs_reset, elapsed,
+        ep_return, done_return, done_length, seeds, users, chunk_episodes, chunk_status,
+        chunk_err, total;
+} arena_plan;
+
+static size_t take(size_t *cursor, size_t bytes)
+{
+    size_t at = *cursor;
+    *cursor = frl_align_up(at + bytes, FRL_CACHE_LINE);
+    return at;
+}
+
+static arena_plan plan_arena(const frl_vec_env *v)
+{
+    size_t n = (size_t)v->n, c = 0, chunks = (size_t)v->num_chunks;
+    arena_plan p;
+    p.sims = take(&c, v->kind == VEC_BUILTIN ? n * FRL_SIM_MAX_BYTES : 0);
+    p.rngs = take(&c, n * sizeof(frl_rng));
+    p.actions = take(&c, n * v->action_bytes);
+    p.obs = take(&c, n * (size_t)v->obs_w * sizeof(float));
+    p.rewards = take(&c, n * sizeof(float));
+    p.term = take(&c, n);
+    p.trunc = take(&c, n);
+    p.reset_step = take(&c, n);
+    p.needs_reset = take(&c, n);
+    p.elapsed = take(&c, n * sizeof(int32_t));
+    p.ep_return = take(&c, n * sizeof(double));
+    p.done_return = take(&c, n * sizeof(float));
+    p.done_length = take(&c, n * sizeof(int32_t));
+    p.seeds = take(&c, v->kind == VEC_BATCH ? n * sizeof(uint64_t) : 0);
+    p.users = take(&c, v->kind == VEC_CALLBACKS ? n * sizeof(void *) : 0);
+    p.chunk_episodes = take(&c, chunks * sizeof(int64_t));
+    p.chunk_status = take(&c, chunks * sizeof(int32_t));
+    p.chunk_err = take(&c, chunks * FRL_ERRMSG_SIZE);
+    p.total = c;
+    return p;
+}
+
+static void bind_arena(frl_vec_env *v, unsigned char *m, const arena_plan *p)
+{
+    frl_builtin_batch *b = &v->b;
+    b->sims = m + p->sims;
+    b->rngs = (frl_rng *)(void *)(m + p->rngs);
+    b->actions = m + p->actions;
+    b->obs = (float *)(void *)(m + p->obs);
+    b->rewards = (float *)(void *)(m + p->rewards);
+    b->terminated = m + p->term;
+    b->truncated = m + p->trunc;
+    b->reset_step = m + p->reset_step;
+    b->needs_reset = m + p->needs_reset;
+    b->elapsed = (int32_t *)(void *)(m + p->elapsed);
+    b->ep_return = (double *)(void *)(m + p->ep_return);
+    b->done_return = (float *)(void *)(m + p->done_return);
+    b->done_length = (int32_t *)(void *)(m + p->done_length);
+    v->seeds = (uint64_t *)(void *)(m + p->seeds);
+    v->users = (void **)(void *)(m + p->users);
+    v->chunk_episodes = (int64_t *)(void *)(m + p->chunk_episodes);
+    v->chunk_status = (int32_t *)(void *)(m + p->chunk_status);
+    v->chunk_err = (char(*)[FRL_ERRMSG_SIZE])(void *)(m + p->chunk_err);
+}
+
+/* Envs per pool task: built-ins take about 20 ns a step, so chunks of a few hundred
+ * keep the per-task overhead (one atomic add) under 1%; chunk sizes are multiples of
+ * 64 so no two threads write the same cache line of a byte array. Host callbacks may
+ * be slow and uneven, so they get small chunks for load balance. */
+static void choose_chunks(frl_vec_env *v)
+{
+    int32_t threads = v->rt->threads;
+    int32_t per = (v->n + threads * 4 - 1) / (threads * 4);
+    if (v->kind == VEC_BUILTIN) {
+        per = per < 64 ? 64 : (per > 1024 ? 1024 : per);
+        per = (per + 63) & ~63;
+    } else if (per < 1) {
+        per = 1;
+    }
+    v->chunk = per;
+    v->num_chunks = (v->n + per - 1) / per;
+}
+
+/* ---- creation ---- */
+
+static frl_status check_common(frl_vec_env **out, frl_runtime *rt, int32_t num_envs,
+                               const char *who)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: out is NULL", who);
+    *out = NULL;
+    if (!rt)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: runtime is NULL", who);
+    if (num_envs < 1 || num_envs > FRL_MAX_ENVS)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: num_envs %d is outside [1, %d]", who,
+                        (int)num_envs, FRL_MAX_ENVS);
+    return FRL_OK;
+}
+
+static frl_status new_vec(frl_runtime *rt, vec_kind kind, int32_t n, frl_vec_env **out)
+{
+    frl_vec_env *v = frl_alloc(&rt->alloc, sizeof *v, FRL_CACHE_LINE);
+    if (!v)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "vec env: out of memory");
+    v->rt = rt;
+    v->kind = kind;
+    v->n = n;
+    *out = v;
+    return FRL_OK;
+}
+
+/* Sizes from the spaces, then the arena. */
+static frl_status finish_layout(frl_vec_env *v, const frl_config *cfg, int32_t class_limit)
+{
+    v->obs_w = (int32_t)frl_space_width(v->obs_space);
+    v->act_w = (int32_t)frl_space_width(v->act_space);
+    v->action_n = v->act_space->kind == FRL_SPACE_DISCRETE ? (int32_t)v->act_space->n : 0;
+    v->action_bytes = (size_t)v->act_w * (v->action_n ? sizeof(int32_t) : sizeof(float));
+    choose_chunks(v);
+    arena_plan p = plan_arena(v);
+    v->arena = frl_alloc(&v->rt->alloc, p.total, FRL_CACHE_LINE);
+    if (!v->arena)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "vec env: out of memory for %d envs (%zu bytes)",
+                        (int)v->n, p.total);
+    bind_arena(v, v->arena, &p);
+    int64_t limit = frl_config_int(cfg, "env.max_episode_steps");
+    v->b.max_episode_steps = limit < 0 ? class_limit : (int32_t)limit;
+    return FRL_OK;
+}
+
+static frl_status unknown_env(const char *name, const char *who)
+{
+    char names[200] = "";
+    for (int32_t i = 0; i < frl_env_class_count(); i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                 frl_env_class_at(i)->name);
+    }
+    return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "%s: unknown environment '%s' (built-ins: %s)",
+                    who, name, names);
+}
+
+static frl_status class_spaces(frl_vec_env *v, const frl_env_class *c)
+{
+    int64_t obs_shape = c->obs_dim, act_shape = c->action_dim;
+    frl_status st = frl_space_create_box(&v->obs_space, &v->rt->alloc, 1, &obs_shape,
+                                         c->obs_low, c->obs_high);
+    if (st != FRL_OK)
+        return st;
+    if (c->action_n > 0)
+        return frl_space_create_discrete(&v->act_space, &v->rt->alloc, c->action_n);
+    return frl_space_create_box(&v->act_space, &v->rt->alloc, 1, &act_shape, c->action_low,
+                                c->action_high);
+}
+
+FRL_API frl_status frl_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char *name,
+                                      int32_t num_envs, const frl_config *cfg)
+{
+    const char *who = "frl_vec_env_create";
+    frl_status st = check_common(out, rt, num_envs, who);
+    if (st != FRL_OK)
+        return st;
+    if (!name)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: name is NULL", who);
+    const frl_env_class *c = frl_env_class_find(name);
+    if (!c)
+        return unknown_env(name, who);
+    frl_vec_env *v = NULL;
+    st = new_vec(rt, VEC_BUILTIN, num_envs, &v);
+    if (st != FRL_OK)
+        return st;
+    v->cls = c;
+    v->state_dim = c->state_dim;
+    st = class_spaces(v, c);
+    if (st == FRL_OK)
+        st = finish_layout(v, cfg, c->max_episode_steps);
+    if (st != FRL_OK) {
+        frl_vec_env_destroy(v);
+        return st;
+    }
+    *out = v;
+    return FRL_OK;
+}
+
+static frl_status copy_spaces(frl_vec_env *v, const frl_space *obs, const frl_space *act,
+                              const char *who)
+{
+    if (!obs || !act)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s space is NULL", who,
+                        obs ? "action" : "observation");
+    if (obs->kind != FRL_SPACE_BOX)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: the observation space must be a box (observations are float32)",
+                        who);
+    v->obs_space = frl_space_clone(&v->rt->alloc, obs);
+    v->act_space = v->obs_space ? frl_space_clone(&v->rt->alloc, act) : NULL;
+    return v->act_space ? FRL_OK : FRL_ERR_NOMEM;
+}
+
+static frl_status copy_callbacks(frl_env_callbacks *dst, const frl_env_callbacks *src,
+                                 const char *who)
+{
+    frl_env_callbacks_init(dst);
+    if (!src)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: callbacks table is NULL", who);
+    size_t n = src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
+    if (n < offsetof(frl_env_callbacks, close))
+        return frl_fail(NULL, FRL_ERR_VERSION,
+                        "%s: callbacks struct_size %zu is too small (use frl_env_callbacks_init)",
+                        who, src->struct_size);
+    memcpy(dst, src, n);
+    dst->struct_size = sizeof *dst;
+    if (!dst->reset || !dst->step)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: callbacks.%s is NULL", who,
+                        dst->reset ? "step" : "reset");
+    if (dst->state_size < 0 || (dst->state_size > 0 && (!dst->get_state || !dst->set_state)))
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "%s: state_size %d needs both get_state and set_state", who,
+                        (int)dst->state_size);
+    return FRL_OK;
+}
+
+FRL_API void frl_env_callbacks_init(frl_env_callbacks *cb)
+{
+    if (cb) {
+        memset(cb, 0, sizeof *cb);
+        cb->struct_size = sizeof *cb;
+    }
+}
+
+FRL_API void frl_batch_env_callbacks_init(frl_batch_env_callbacks *cb)
+{
+    if (cb) {
+        memset(cb, 0, sizeof *cb);
+        cb->struct_size = sizeof *cb;
+    }
+}
+
+FRL_API frl_status frl_vec_env_create_callbacks(frl_vec_env **out, frl_runtime *rt,
+                                                const frl_env_callbacks *cb,
+                                                void *const *users, int32_t num_envs,
+                                                const frl_space *observation_space,
+                                                const frl_space *action_space,
+                                                const frl_config *cfg)
+{
+    const char *who = "frl_vec_env_create_callbacks";
+    frl_env_callbacks table;
+    frl_status st = check_common(out, rt, num_envs, who);
+    if (st == FRL_OK)
+        st = copy_callbacks(&table, cb, who);
+    if (st == FRL_OK && !users)
+        st = frl_fail(NULL, FRL_ERR_NULL, "%s: users array is NULL", who);
+    frl_vec_env *v = NULL;
+    if (st == FRL_OK)
+        st = new_vec(rt, VEC_CALLBACKS, num_envs, &v);
+    if (st != FRL_OK)
+        return st;
+    v->cb = table;
+    v->state_dim = table.state_size;
+    st = copy_spaces(v, observation_space, action_space, who);
+    if (st == FRL_OK)
+        st = finish_layout(v, cfg, 0);
+    if (st != FRL_OK) {
+        v->cb.close = NULL; /* the host keeps ownership of users on failure */
+        frl_vec_env_destroy(v);
+        return st;
+    }
+    memcpy(v->users, users, sizeof(void *) * (size_t)num_envs);
+    *out = v;
+    return FRL_OK;
+}
+
+static frl_status copy_batch_callbacks(frl_batch_env_callbacks *dst,
+                                       const frl_batch_env_callbacks *src, const char *who)
+{
+    frl_batch_env_callbacks_init(dst);
+    if (!src)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: callbacks table is NULL", who);
+    size_t n = src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
+    if (n < offsetof(frl_batch_env_callbacks, close))
+        return frl_fail(NULL, FRL_ERR_VERSION,
+                        "%s: callbacks struct_size %zu is too small (use "
+                        "frl_batch_env_callbacks_init)",
+                        who, src->struct_size);
+    memcpy(dst, src, n);
+    dst->struct_size = sizeof *dst;
+    if (!dst->reset || !dst->step)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: callbacks.%s is NULL", who,
+                        dst->reset ? "step" : "reset");
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_vec_env_create_batch(frl_vec_env **out, frl_runtime *rt,
+                                            const frl_batch_env_callbacks *cb, void *user,
+                                            int32_t num_envs,
+                                            const frl_space *observation_space,
+                                            const frl_space *action_space,
+                                            const frl_config *cfg)
+{
+    const char *who = "frl_vec_env_create_batch";
+    frl_batch_env_callbacks table;
+    frl_status st = check_common(out, rt, num_envs, who);
+    if (st == FRL_OK)
+        st = copy_batch_callbacks(&table, cb, who);
+    frl_vec_env *v = NULL;
+    if (st == FRL_OK)
+        st = new_vec(rt, VEC_BATCH, num_envs, &v);
+    if (st != FRL_OK)
+        return st;
+    v->bcb = table;
+    v->batch_user = user;
+    st = copy_spaces(v, observation_space, action_space, who);
+    if (st == FRL_OK)
+        st = finish_layout(v, cfg, 0);
+    if (st != FRL_OK) {
+        v->bcb.close = NULL;
+        frl_vec_env_destroy(v);
+        return st;
+    }
+    *out = v;
+    return FRL_OK;
+}
+
+static void close_hosts(frl_vec_env *v)
+{
+    if (v->kind == VEC_CALLBACKS && v->cb.close && v->users)
+        for (int32_t i = 0; i < v->n; i++)
+            v->cb.close(v->users[i]);
+    if (v->kind == VEC_BATCH && v->bcb.close)
+        v->bcb.close(v->batch_user);
+}
+
+FRL_API void frl_vec_env_destroy(frl_vec_env *v)
+{
+    if (!v)
+        return;
+    if (v->arena)
+        close_hosts(v);
+    frl_space_destroy(v->obs_space);
+    frl_space_destroy(v->act_space);
+    frl_allocator a = v->rt->alloc;
+    frl_free(&a, v->arena);
+    frl_free(&a, v);
+}
+
+/* ---- accessors ---- */
+
+FRL_API int32_t frl_vec_env_num_envs(const frl_vec_env *v) { return v ? v->n : 0; }
+FRL_API const frl_space *frl_vec_env_observation_space(const frl_vec_env *v)
+{
+    return v ? v->obs_space : NULL;
+}
+FRL_API const frl_space *frl_vec_env_action_space(const frl_vec_env *v)
+{
+    return v ? v->act_space : NULL;
+}
+FRL_API void *frl_vec_env_actions(frl_vec_env *v) { return v ? (void *)v->b.actions : NULL; }
+FRL_API const float *frl_vec_env_observations(const frl_vec_env *v) { return v ? v->b.obs : NULL; }
+FRL_API const float *frl_vec_env_rewards(const frl_vec_env *v) { return v ? v->b.rewards : NULL; }
+FRL_API const uint8_t *frl_vec_env_terminated(const frl_vec_env *v)
+{
+    return v ? v->b.terminated : NULL;
+}
+FRL_API const uint8_t *frl_vec_env_truncated(const frl_vec_env *v)
+{
+    return v ? v->b.truncated : NULL;
+}
+FRL_API const uint8_t *frl_vec_env_reset_steps(const frl_vec_env *v)
+{
+    return v ? v->b.reset_step : NULL;
+}
+FRL_API const float *frl_vec_env_episode_returns(const frl_vec_env *v)
+{
+    return v ? v->b.done_return : NULL;
+}
+FRL_API const int32_t *frl_vec_env_episode_lengths(const frl_vec_env *v)
+{
+    return v ? v->b.done_length : NULL;
+}
+FRL_API int64_t frl_vec_env_total_steps(const frl_vec_env *v) { return v ? v->total_steps : 0; }
+FRL_API int64_t frl_vec_env_total_episodes(const frl_vec_env *v)
+{
+    return v ? v->total_episodes : 0;
+}
+FRL_API const char *frl_vec_env_last_error(const frl_vec_env *v)
+{
+    return v ? v->err : "frl_vec_env_last_error: venv is NULL";
+}
+
+/* ---- simulator state ---- */
+
+static frl_status check_state_size(const frl_vec_env *v, int32_t size, char *err)
+{
+    if (v->state_dim == 0)
+        return frl_fail(err, FRL_ERR_UNSUPPORTED, "this environment has no simulator state");
+    if (size != v->state_dim + 1)
+        return frl_fail(err, FRL_ERR_SIZE, "state has %d values, this environment needs %d",
+                        (int)size, (int)v->state_dim + 1);
+    return FRL_OK;
+}
+
+frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, int32_t size,
+                                    char *err)
+{
+    frl_status st = check_state_size(v, size, err);
+    if (st != FRL_OK)
+        return st;
+    if (v->kind == VEC_BUILTIN) {
+        v->cls->get_state(v->b.sims + (size_t)i * FRL_SIM_MAX_BYTES, state);
+    } else {
+        int rc = v->cb.get_state(v->users[i], state);
+        if (rc != 0)
+            return frl_fail(err, FRL_ERR_CALLBACK, "env %d: get_state callback returned %d",
+                            (int)i, rc);
+    }
+    state[v->state_dim] = (double)v->b.elapsed[i];
+    return FRL_OK;
+}
+
+static frl_status check_state_values(const frl_vec_env *v, const double *state, char *err)
+{
+    for (int32_t k = 0; k <= v->state_dim; k++)
+        if (!isfinite(state[k]))
+            return frl_fail(err, FRL_ERR_NONFINITE, "state[%d] is not finite", (int)k);
+    double elapsed = state[v->state_dim];
+    if (elapsed < 0 || elapsed > INT32_MAX || elapsed != floor(elapsed))
+        return frl_fail(err, FRL_ERR_RANGE,
+                        "state[%d] (elapsed steps) = %g is not an integer in [0, 2^31)",
+                        (int)v->state_dim, elapsed);
+    return FRL_OK;
+}
+
+frl_status frl_vec_env_set_state_at(frl_vec_env *v, int32_t i, const double *state,
+                                    int32_t size, char *err)
+{
+    frl_status st = check_state_size(v, size, err);
+    if (st == FRL_OK)
+        st = check_state_values(v, state, err);
+    if (st != FRL_OK)
+        return st;
+    if (v->kind == VEC_BUILTIN) {
+        void *sim = v->b.sims + (size_t)i * FRL_SIM_MAX_BYTES;
+        if (v->cls->set_state(sim, state) != 0)
+            return frl_fail(err, FRL_ERR_RANGE, "state is not a valid %s state", v->cls->name);
+        v->cls->observe(sim, v->b.obs + (size_t)i * (size_t)v->obs_w);
+    } else {
+        int rc = v->cb.set_state(v->users[i], state);
+        if (rc != 0)
+            return frl_fail(err, FRL_ERR_CALLBACK, "env %d: set_state callback returned %d",
+                            (int)i, rc);
+    }
+    v->b.elapsed[i] = (int32_t)state[v->state_dim];
+    v->b.needs_reset[i] = 0;
+    v->b.ep_return[i] = 0.0;
+    v->has_reset = 1;
+    return FRL_OK;
+}

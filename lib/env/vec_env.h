@@ -1,0 +1,56 @@
+/* Internal view of frl_vec_env, shared with the single-env wrapper (env.c). */
+#ifndef FRL_ENV_VEC_ENV_H
+#define FRL_ENV_VEC_ENV_H
+
+#include "core/runtime.h"
+#include "core/space.h"
+#include "env/env_class.h"
+
+typedef enum vec_kind {
+    VEC_BUILTIN = 1,  /* a built-in, stepped by env_class step_range */
+    VEC_CALLBACKS,    /* one host env per index, stepped by the pool */
+    VEC_BATCH         /* one host world stepping all envs in one callback */
+} vec_kind;
+
+struct frl_vec_env {
+    frl_runtime *rt;
+    vec_kind kind;
+    int32_t n;
+    const frl_env_class *cls;   /* VEC_BUILTIN */
+    frl_space *obs_space;
+    frl_space *act_space;
+    int32_t obs_w;              /* floats per observation */
+    int32_t act_w;              /* values per action (1 for discrete) */
+    int32_t action_n;           /* discrete n; 0 for box */
+    size_t action_bytes;        /* bytes per env in the actions array */
+    int32_t state_dim;          /* simulator values, without the elapsed count */
+    frl_builtin_batch b;        /* every per-env array, in one arena */
+    void *arena;
+    uint64_t *seeds;            /* VEC_BATCH: reset seeds per env */
+    void **users;               /* VEC_CALLBACKS: user pointer per env */
+    frl_env_callbacks cb;
+    frl_batch_env_callbacks bcb;
+    void *batch_user;
+    int32_t chunk;              /* envs per pool task */
+    int32_t num_chunks;
+    int64_t *chunk_episodes;    /* episodes ended in each chunk this step */
+    int32_t *chunk_status;      /* frl_status of each chunk this step */
+    char (*chunk_err)[FRL_ERRMSG_SIZE];
+    int has_reset;
+    int64_t step_calls;
+    int64_t total_steps;
+    int64_t total_episodes;
+    char err[FRL_ERRMSG_SIZE];
+};
+
+/* State of env i: state_dim simulator values, then the elapsed step count. */
+frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, int32_t size,
+                                    char *err);
+frl_status frl_vec_env_set_state_at(frl_vec_env *v, int32_t i, const double *state,
+                                    int32_t size, char *err);
+
+/* Index of the first non-finite value of x[0..n), or -1. Bit tests, so the check
+ * survives any floating-point optimisation flags. */
+int64_t frl_find_nonfinite(const float *x, int64_t n);
+
+#endif

@@ -1,0 +1,303 @@
+/* frl_vec_env: reset, action validation and stepping for the three kinds. */
+#include <stdio.h>
+#include <string.h>
+
+#include "env/step_range.h"
+#include "env/vec_env.h"
+
+int64_t frl_find_nonfinite(const float *x, int64_t n)
+{
+    /* A float is NaN or infinite exactly when its exponent bits are all ones. The
+     * branch-free OR over the array vectorises; the exact index is searched only
+     * when something was found. */
+    uint32_t any = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], sizeof bits);
+        any |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    if (!any)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], sizeof bits);
+        if ((bits & 0x7f800000u) == 0x7f800000u)
+            return i;
+    }
+    return -1;
+}
+
+/* ---- action validation: all actions are checked before any env is stepped ---- */
+
+static frl_status validate_discrete(frl_vec_env *v)
+{
+    const int32_t *a = v->b.actions;
+    const uint8_t *skip = v->b.needs_reset;
+    uint32_t n = (uint32_t)v->action_n, bad = 0;
+    for (int32_t i = 0; i < v->n; i++)
+        bad |= (uint32_t)(skip[i] == 0) & (uint32_t)((uint32_t)a[i] >= n);
+    if (!bad)
+        return FRL_OK;
+    for (int32_t i = 0; i < v->n; i++)
+        if (!skip[i] && (uint32_t)a[i] >= n)
+            return frl_fail(v->err, FRL_ERR_RANGE,
+                            "env %d step %lld: action %d is outside the discrete range [0, %d)",
+                            (int)i, (long long)v->step_calls, (int)a[i], (int)n);
+    return FRL_OK;
+}
+
+static frl_status validate_box(frl_vec_env *v)
+{
+    const float *a = v->b.actions;
+    int64_t w = v->act_w;
+    int64_t bad = frl_find_nonfinite(a, (int64_t)v->n * w);
+    while (bad >= 0) {
+        int64_t env = bad / w;
+        if (!v->b.needs_reset[env])
+            return frl_fail(v->err, FRL_ERR_NONFINITE,
+                            "env %lld step %lld: action[%lld] is %s", (long long)env,
+                            (long long)v->step_calls, (long long)(bad % w),
+                            a[bad] != a[bad] ? "NaN" : "infinite");
+        /* An autoreset env's action is ignored: look past it. */
+        int64_t next = (env + 1) * w;
+        int64_t rest = frl_find_nonfinite(a + next, (int64_t)v->n * w - next);
+        bad = rest < 0 ? -1 : next + rest;
+    }
+    return FRL_OK;
+}
+
+static frl_status validate_actions(frl_vec_env *v)
+{
+    return v->action_n ? validate_discrete(v) : validate_box(v);
+}
+
+/* ---- one env of a host per-env callback table ---- */
+
+static frl_status host_fail(frl_vec_env *v, int32_t i, char *err, const char *what, int rc)
+{
+    v->b.needs_reset[i] = 1; /* a failed env starts over on the next step */
+    snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: %s callback returned %d", (int)i,
+             (long long)v->step_calls, what, rc);
+    return FRL_ERR_CALLBACK;
+}
+
+static frl_status check_host_obs(frl_vec_env *v, int32_t i, const float *obs, char *err,
+                                 const char *who)
+{
+    int64_t k = frl_find_nonfinite(obs, v->obs_w);
+    if (k < 0)
+        return FRL_OK;
+    v->b.needs_reset[i] = 1;
+    snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: %s callback returned %s in obs[%lld]",
+             (int)i, (long long)v->step_calls, who, obs[k] != obs[k] ? "NaN" : "infinity",
+             (long long)k);
+    return FRL_ERR_NONFINITE;
+}
+
+static frl_status host_reset_one(frl_vec_env *v, int32_t i, float *obs, char *err)
+{
+    uint64_t seed = frl_rng_next(&v->b.rngs[i]);
+    int rc = v->cb.reset(v->users[i], seed, obs);
+    if (rc != 0)
+        return host_fail(v, i, err, "reset", rc);
+    frl_status st = check_host_obs(v, i, obs, err, "reset");
+    if (st == FRL_OK)
+        frl_record_reset(&v->b, i);
+    return st;
+}
+
+static frl_status host_step_one(frl_vec_env *v, int32_t i, char *err)
+{
+    float *obs = v->b.obs + (size_t)i * (size_t)v->obs_w;
+    if (v->b.needs_reset[i])
+        return host_reset_one(v, i, obs, err);
+    const void *action = (const unsigned char *)v->b.actions + (size_t)i * v->action_bytes;
+    float reward = 0.0f;
+    uint8_t term = 0, trunc = 0;
+    int rc = v->cb.step(v->users[i], action, obs, &reward, &term, &trunc);
+    if (rc != 0)
+        return host_fail(v, i, err, "step", rc);
+    frl_status st = check_host_obs(v, i, obs, err, "step");
+    if (st != FRL_OK)
+        return st;
+    if (frl_find_nonfinite(&reward, 1) >= 0) {
+        v->b.needs_reset[i] = 1;
+        snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: step callback returned %s reward",
+                 (int)i, (long long)v->step_calls, reward != reward ? "NaN" : "infinite");
+        return FRL_ERR_NONFINITE;
+    }
+    frl_record_step(&v->b, i, reward, (uint8_t)(term != 0), (uint8_t)(trunc != 0));
+    return FRL_OK;
+}
+
+/* ---- pool tasks: one chunk of envs each ---- */
+
+static int64_t count_episodes(const frl_builtin_batch *b, int32_t begin, int32_t end)
+{
+    int64_t n = 0;
+    for (int32_t i = begin; i < end; i++)
+        n += b->terminated[i] | b->truncated[i];
+    return n;
+}
+
+static void chunk_range(const frl_vec_env *v, int32_t task, int32_t *begin, int32_t *end)
+{
+    *begin = task * v->chunk;
+    *end = *begin + v->chunk < v->n ? *begin + v->chunk : v->n;
+}
+
+static int builtin_task(void *user, int32_t task, int32_t thread)
+{
+    (void)thread;
+    frl_vec_env *v = user;
+    int32_t begin, end;
+    chunk_range(v, task, &begin, &end);
+    v->cls->step_range(&v->b, begin, end);
+    v->chunk_episodes[task] = count_episodes(&v->b, begin, end);
+    v->chunk_status[task] = FRL_OK;
+    return 0;
+}
+
+static int host_task(void *user, int32_t task, int32_t thread)
+{
+    (void)thread;
+    frl_vec_env *v = user;
+    int32_t begin, end;
+    chunk_range(v, task, &begin, &end);
+    frl_status st = FRL_OK;
+    for (int32_t i = begin; i < end && st == FRL_OK; i++)
+        st = host_step_one(v, i, v->chunk_err[task]);
+    v->chunk_episodes[task] = count_episodes(&v->b, begin, end);
+    v->chunk_status[task] = st;
+    return st != FRL_OK;
+}
+
+/* Run every chunk on the pool, then collect episode counts and the error of the
+ * lowest failing chunk (lowest, so the message does not depend on timing). */
+static frl_status run_chunks(frl_vec_env *v, frl_pool_fn fn)
+{
+    frl_pool_run(v->rt->pool, v->num_chunks, fn, v, NULL);
+    frl_status st = FRL_OK;
+    for (int32_t t = 0; t < v->num_chunks; t++) {
+        v->total_episodes += v->chunk_episodes[t];
+        if (st == FRL_OK && v->chunk_status[t] != FRL_OK)
+            st = frl_fail_msg(v->err, (frl_status)v->chunk_status[t], v->chunk_err[t]);
+    }
+    return st;
+}
+
+/* ---- one host world stepping all envs ---- */
+
+static frl_status check_batch_obs(frl_vec_env *v, const char *who)
+{
+    int64_t k = frl_find_nonfinite(v->b.obs, (int64_t)v->n * v->obs_w);
+    if (k >= 0)
+        return frl_fail(v->err, FRL_ERR_NONFINITE,
+                        "env %lld step %lld: batch %s callback returned %s in obs[%lld]",
+                        (long long)(k / v->obs_w), (long long)v->step_calls, who,
+                        v->b.obs[k] != v->b.obs[k] ? "NaN" : "infinity",
+                        (long long)(k % v->obs_w));
+    return FRL_OK;
+}
+
+static frl_status check_batch_rewards(frl_vec_env *v)
+{
+    /* Rewards of agents that were reset are ignored. */
+    for (int32_t i = 0; i < v->n; i++)
+        if (!v->b.needs_reset[i] && frl_find_nonfinite(&v->b.rewards[i], 1) >= 0)
+            return frl_fail(v->err, FRL_ERR_NONFINITE,
+                            "env %d step %lld: batch step callback returned a non-finite reward",
+                            (int)i, (long long)v->step_calls);
+    return FRL_OK;
+}
+
+static void draw_seeds(frl_vec_env *v, int all)
+{
+    for (int32_t i = 0; i < v->n; i++)
+        v->seeds[i] = (all || v->b.needs_reset[i]) ? frl_rng_next(&v->b.rngs[i]) : 0;
+}
+
+static frl_status batch_step(frl_vec_env *v)
+{
+    frl_builtin_batch *b = &v->b;
+    draw_seeds(v, 0);
+    int rc = v->bcb.step(v->batch_user, v->n, b->actions, b->needs_reset, v->seeds, b->obs,
+                         b->rewards, b->terminated, b->truncated);
+    if (rc != 0)
+        return frl_fail(v->err, FRL_ERR_CALLBACK, "step %lld: batch step callback returned %d",
+                        (long long)v->step_calls, rc);
+    frl_status st = check_batch_obs(v, "step");
+    if (st == FRL_OK)
+        st = check_batch_rewards(v);
+    if (st != FRL_OK)
+        return st;
+    for (int32_t i = 0; i < v->n; i++) {
+        if (b->needs_reset[i]) {
+            frl_record_reset(b, i);
+            continue;
+        }
+        frl_record_step(b, i, b->rewards[i], (uint8_t)(b->terminated[i] != 0),
+                        (uint8_t)(b->truncated[i] != 0));
+        v->total_episodes += b->terminated[i] | b->truncated[i];
+    }
+    return FRL_OK;
+}
+
+static frl_status batch_reset(frl_vec_env *v)
+{
+    draw_seeds(v, 1);
+    int rc = v->bcb.reset(v->batch_user, v->n, v->seeds, v->b.obs);
+    if (rc != 0)
+        return frl_fail(v->err, FRL_ERR_CALLBACK, "batch reset callback returned %d", rc);
+    memset(v->b.needs_reset, 0, (size_t)v->n);
+    frl_status st = check_batch_obs(v, "reset");
+    if (st != FRL_OK)
+        return st;
+    for (int32_t i = 0; i < v->n; i++)
+        frl_record_reset(&v->b, i);
+    return FRL_OK;
+}
+
+/* ---- public entry points ---- */
+
+static frl_status step_kind(frl_vec_env *v)
+{
+    switch (v->kind) {
+    case VEC_BUILTIN: return run_chunks(v, builtin_task);
+    case VEC_CALLBACKS: return run_chunks(v, host_task);
+    case VEC_BATCH: return batch_step(v);
+    }
+    return frl_fail(v->err, FRL_ERR_INTERNAL, "vec env of unknown kind %d", (int)v->kind);
+}
+
+FRL_API frl_status frl_vec_env_reset(frl_vec_env *v, uint64_t seed)
+{
+    if (!v)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_reset: venv is NULL");
+    for (int32_t i = 0; i < v->n; i++) {
+        v->b.rngs[i] = frl_rng_stream(seed, (uint64_t)i);
+        v->b.needs_reset[i] = 1;
+    }
+    v->has_reset = 1;
+    /* A reset is a step in which every env autoresets: the same code path. */
+    frl_status st = v->kind == VEC_BATCH ? batch_reset(v) : step_kind(v);
+    if (st != FRL_OK)
+        v->has_reset = 0;
+    return st;
+}
+
+FRL_API frl_status frl_vec_env_step(frl_vec_env *v)
+{
+    if (!v)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_step: venv is NULL");
+    if (!v->has_reset)
+        return frl_fail(v->err, FRL_ERR_STATE,
+                        "frl_vec_env_step: call frl_vec_env_reset before the first step");
+    v->step_calls++;
+    frl_status st = validate_actions(v);
+    if (st != FRL_OK)
+        return st;
+    st = step_kind(v);
+    v->total_steps += v->n;
+    return st;
+}

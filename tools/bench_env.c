@@ -1,0 +1,260 @@
+/* fastrl bench env: steps/s through the public vec env API, against the floor
+ * measured in the same run (the same dynamics in a bare loop on one core). */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "core/rng.h"
+#include "env/env_class.h"
+
+enum { ACTION_SETS = 64, RUNS = 5 };
+
+typedef struct bench_opts {
+    const char *env;
+    int32_t envs;
+    int32_t threads;
+    double seconds;
+} bench_opts;
+
+static int parse_opts(int argc, char **argv, bench_opts *o)
+{
+    o->envs = 4096;
+    o->threads = 0;
+    o->seconds = 0.5;
+    if (argc < 2 || strcmp(argv[0], "env") != 0)
+        return -1;
+    o->env = argv[1];
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--envs"))
+            o->envs = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            o->threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seconds"))
+            o->seconds = atof(argv[i + 1]);
+        else
+            return -1;
+    }
+    return (argc % 2 == 0 && o->envs > 0 && o->seconds > 0) ? 0 : -1;
+}
+
+/* ACTION_SETS random action arrays, so writing actions costs one memcpy per step. */
+static void *make_actions(const frl_space *space, int32_t n, size_t *set_bytes)
+{
+    int64_t w = frl_space_width(space);
+    int discrete = frl_space_get_kind(space) == FRL_SPACE_DISCRETE;
+    *set_bytes = (size_t)n * (size_t)w * 4;
+    unsigned char *t = malloc(*set_bytes * ACTION_SETS);
+    frl_rng r = frl_rng_stream(12345, 0);
+    for (size_t k = 0; t && k < (size_t)n * (size_t)w * ACTION_SETS; k++) {
+        if (discrete) {
+            int32_t a = (int32_t)(frl_rng_next(&r) % (uint64_t)frl_space_n(space));
+            memcpy(t + 4 * k, &a, 4);
+        } else {
+            float lo = frl_space_low(space)[k % (size_t)w], hi = frl_space_high(space)[k % (size_t)w];
+            float a = (float)frl_rng_uniform_range(&r, lo, hi);
+            memcpy(t + 4 * k, &a, 4);
+        }
+    }
+    return t;
+}
+
+static double run_public(frl_vec_env *v, const unsigned char *table, size_t bytes, double secs)
+{
+    void *actions = frl_vec_env_actions(v);
+    int64_t steps = 0;
+    double t0 = cli_now(), t = t0;
+    for (int k = 0; t - t0 < secs; k++, t = cli_now()) {
+        memcpy(actions, table + bytes * (size_t)(k % ACTION_SETS), bytes);
+        if (frl_vec_env_step(v) != FRL_OK)
+            return -1.0;
+        steps += frl_vec_env_num_envs(v);
+    }
+    return (double)steps / (t - t0);
+}
+
+typedef struct floor_state {
+    const frl_env_class *cls;
+    int32_t n;
+    unsigned char *sims;
+    frl_rng *rngs;
+    float *obs;
+    float *rewards;
+} floor_state;
+
+static int floor_init(floor_state *f, const frl_env_class *cls, int32_t n)
+{
+    f->cls = cls;
+    f->n = n;
+    f->sims = aligned_alloc(64, (size_t)n * FRL_SIM_MAX_BYTES);
+    f->rngs = malloc(sizeof(frl_rng) * (size_t)n);
+    f->obs = malloc(sizeof(float) * (size_t)n * (size_t)cls->obs_dim);
+    f->rewards = malloc(sizeof(float) * (size_t)n);
+    if (!f->sims || !f->rngs || !f->obs || !f->rewards)
+        return -1;
+    for (int32_t i = 0; i < n; i++) {
+        f->rngs[i] = frl_rng_stream(7, (uint64_t)i);
+        cls->reset(f->sims + (size_t)i * FRL_SIM_MAX_BYTES, &f->rngs[i],
+                   f->obs + (size_t)i * (size_t)cls->obs_dim);
+    }
+    return 0;
+}
+
+static void floor_free(floor_state *f)
+{
+    free(f->sims);
+    free(f->rngs);
+    free(f->obs);
+    free(f->rewards);
+}
+
+static double run_floor(floor_state *f, const unsigned char *table, size_t bytes, double secs)
+{
+    int64_t steps = 0;
+    double t0 = cli_now(), t = t0;
+    for (int k = 0; t - t0 < secs; k++, t = cli_now()) {
+        f->cls->floor_steps(f->sims, f->rngs, f->n, table + bytes * (size_t)(k % ACTION_SETS),
+                            f->obs, f->rewards);
+        steps += f->n;
+    }
+    return (double)steps / (t - t0);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* ---- pool wake-up latency ---- */
+
+typedef struct wake_probe {
+    double t0;
+    int32_t threads;
+    double start[64];
+    atomic_int started;
+} wake_probe;
+
+/* Each task records when it started and waits (up to 50 ms) until every task has
+ * started, so each of the `threads` tasks lands on a different thread. */
+static int wake_task(void *user, int32_t task, int32_t thread)
+{
+    (void)thread;
+    wake_probe *p = user;
+    p->start[task] = cli_now();
+    atomic_fetch_add(&p->started, 1);
+    double deadline = p->start[task] + 0.05;
+    while (atomic_load(&p->started) < p->threads && cli_now() < deadline) {
+    }
+    return 0;
+}
+
+static double wake_latency_us(frl_runtime *rt, int parked)
+{
+    double lat[15];
+    wake_probe p;
+    p.threads = frl_runtime_threads(rt) < 64 ? frl_runtime_threads(rt) : 64;
+    if (p.threads < 2)
+        return 0.0;
+    for (int k = 0; k < 15; k++) {
+        if (parked) {
+            struct timespec ts = {0, 20 * 1000 * 1000}; /* longer than any spin */
+            nanosleep(&ts, NULL);
+        }
+        atomic_store(&p.started, 0);
+        p.t0 = cli_now();
+        frl_runtime_parallel_for(rt, p.threads, wake_task, &p);
+        double last = 0;
+        for (int32_t i = 0; i < p.threads; i++)
+            last = p.start[i] > last ? p.start[i] : last;
+        lat[k] = (last - p.t0) * 1e6;
+    }
+    return median(lat, 15);
+}
+
+/* ---- the benchmark ---- */
+
+static int setup(const bench_opts *o, frl_runtime **rt, frl_vec_env **v)
+{
+    frl_config *cfg;
+    frl_status st = frl_config_create(&cfg, NULL);
+    if (st == FRL_OK)
+        st = frl_config_set_int(cfg, "runtime.threads", o->threads);
+    if (st == FRL_OK)
+        st = frl_runtime_create(rt, cfg, NULL, NULL);
+    frl_config_destroy(cfg);
+    if (st != FRL_OK)
+        return cli_fail("runtime", st);
+    st = frl_vec_env_create(v, *rt, o->env, o->envs, NULL);
+    if (st == FRL_OK)
+        st = frl_vec_env_reset(*v, 1);
+    return st == FRL_OK ? 0 : cli_fail(o->env, st);
+}
+
+static void report(const bench_opts *o, int32_t threads, double pub, double flo,
+                   frl_runtime *rt)
+{
+    printf("floor (bare dynamics loop, 1 core): %.4g steps/s, %.2f ns/step\n", flo, 1e9 / flo);
+    printf("public vec env (%d threads): %.4g steps/s, %.2f ns/step per thread\n",
+           (int)threads, pub, 1e9 * threads / pub);
+    printf("ratio to floor: %.2fx; efficiency vs %d x floor: %.1f%%\n", pub / flo,
+           (int)threads, 100.0 * pub / (threads * flo));
+    printf("pool wake-up latency (median of 15): parked %.1f us, spinning %.2f us\n",
+           wake_latency_us(rt, 1), wake_latency_us(rt, 0));
+    printf("steps_per_second: %.0f\n", pub);
+    (void)o;
+}
+
+int cli_bench(int argc, char **argv)
+{
+    bench_opts o;
+    if (parse_opts(argc, argv, &o) != 0) {
+        fprintf(stderr, "usage: fastrl bench env ENV [--envs N] [--threads T] [--seconds S]\n");
+        return 2;
+    }
+    frl_runtime *rt = NULL;
+    frl_vec_env *v = NULL;
+    if (setup(&o, &rt, &v) != 0) {
+        frl_runtime_destroy(rt);
+        return 1;
+    }
+    size_t bytes;
+    unsigned char *table = make_actions(frl_vec_env_action_space(v), o.envs, &bytes);
+    floor_state f;
+    int rc = 1;
+    if (!table || floor_init(&f, frl_env_class_find(o.env), o.envs) != 0) {
+        fprintf(stderr, "fastrl: bench: out of memory\n");
+        goto out;
+    }
+    int32_t threads = frl_runtime_threads(rt);
+    printf("env: %s  envs: %d  threads: %d  runs: %d x %.2f s\n", o.env, (int)o.envs,
+           (int)threads, RUNS, o.seconds);
+    double pub[RUNS], flo[RUNS];
+    run_public(v, table, bytes, o.seconds / 4); /* warm-up: page in, wake workers */
+    for (int r = 0; r < RUNS; r++) {
+        flo[r] = run_floor(&f, table, bytes, o.seconds);
+        pub[r] = run_public(v, table, bytes, o.seconds);
+        printf("run %d: public %.4g steps/s, floor %.4g steps/s\n", r + 1, pub[r], flo[r]);
+        if (pub[r] < 0) {
+            rc = cli_fail("step", FRL_ERR_INTERNAL);
+            goto out_floor;
+        }
+    }
+    report(&o, threads, median(pub, RUNS), median(flo, RUNS), rt);
+    rc = 0;
+out_floor:
+    floor_free(&f);
+out:
+    free(table);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+    return rc;
+}

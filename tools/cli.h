@@ -1,0 +1,16 @@
+/* Shared pieces of the fastrl command-line program. */
+#ifndef FRL_TOOLS_CLI_H
+#define FRL_TOOLS_CLI_H
+
+#include <stdint.h>
+
+#include "fastrl.h"
+
+/* Print "fastrl: <what>: <status name>: <message>" to stderr and return 1. */
+int cli_fail(const char *what, frl_status st);
+
+double cli_now(void);
+
+int cli_bench(int argc, char **argv);
+
+#endif

@@ -1,0 +1,129 @@
+/* fastrl: the command-line program. Subcommands: envs, info, config, bench. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+int cli_fail(const char *what, frl_status st)
+{
+    fprintf(stderr, "fastrl: %s: %s: %s\n", what, frl_status_name(st), frl_last_error());
+    return 1;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void print_space(const char *label, const frl_space *s)
+{
+    int64_t n = frl_space_n(s);
+    if (frl_space_get_kind(s) == FRL_SPACE_DISCRETE) {
+        printf("  %s: Discrete(%lld)\n", label, (long long)n);
+        return;
+    }
+    printf("  %s: Box(shape=(%lld,), low=[", label, (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        printf("%s%g", i ? ", " : "", (double)frl_space_low(s)[i]);
+    printf("], high=[");
+    for (int64_t i = 0; i < n; i++)
+        printf("%s%g", i ? ", " : "", (double)frl_space_high(s)[i]);
+    printf("])\n");
+}
+
+static int cmd_envs(void)
+{
+    frl_runtime *rt;
+    frl_config *cfg;
+    if (frl_config_create(&cfg, NULL) != FRL_OK || frl_config_set_int(cfg, "runtime.threads", 1))
+        return cli_fail("config", FRL_ERR_NOMEM);
+    frl_status st = frl_runtime_create(&rt, cfg, NULL, NULL);
+    frl_config_destroy(cfg);
+    if (st != FRL_OK)
+        return cli_fail("runtime", st);
+    for (int32_t i = 0; frl_env_name_at(i); i++) {
+        frl_env *e;
+        if ((st = frl_env_create(&e, rt, frl_env_name_at(i), NULL)) != FRL_OK)
+            return cli_fail(frl_env_name_at(i), st);
+        printf("%s\n", frl_env_name_at(i));
+        print_space("observation", frl_env_observation_space(e));
+        print_space("action", frl_env_action_space(e));
+        printf("  state: %d float64 values\n", (int)frl_env_state_size(e));
+        frl_env_destroy(e);
+    }
+    frl_runtime_destroy(rt);
+    return 0;
+}
+
+static int cmd_info(void)
+{
+    frl_runtime *rt;
+    frl_status st = frl_runtime_create(&rt, NULL, NULL, NULL);
+    if (st != FRL_OK)
+        return cli_fail("runtime", st);
+    printf("%s", frl_build_info());
+    printf("abi loaded: %u.%u\n", frl_abi_version() >> 16, frl_abi_version() & 0xffff);
+    printf("threads (default): %d\n", (int)frl_runtime_threads(rt));
+    printf("cpu features: %s\n", frl_cpu_features());
+    int32_t n = 0;
+    while (frl_env_name_at(n))
+        n++;
+    printf("built-in environments: %d\n", (int)n);
+    frl_runtime_destroy(rt);
+    return 0;
+}
+
+static int cmd_config_list(void)
+{
+    static const char *const types[] = {"?", "int", "float", "bool", "choice"};
+    for (const char *k = frl_config_next(NULL); k; k = frl_config_next(k)) {
+        frl_config_key_info info;
+        info.struct_size = sizeof info;
+        if (frl_config_describe(k, &info) != FRL_OK)
+            return cli_fail(k, FRL_ERR_INTERNAL);
+        printf("%-24s %-6s default %-6s", info.name, types[info.type], info.default_text);
+        if (info.type == FRL_CONFIG_INT || info.type == FRL_CONFIG_FLOAT)
+            printf(" range [%g, %g]", info.min, info.max);
+        if (info.type == FRL_CONFIG_CHOICE)
+            printf(" choices %s", info.choices);
+        printf("\n    %s\n", info.help);
+    }
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: fastrl <command> [options]\n"
+               "  envs                      list the built-in environments and their spaces\n"
+               "  info                      version, ABI, threads, CPU features, kernels\n"
+               "  config --list             every setting with its type, default and help\n"
+               "  bench env ENV [--envs N] [--threads T] [--seconds S]\n"
+               "                            environment stepping throughput vs the floor\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "envs"))
+        return cmd_envs();
+    if (!strcmp(cmd, "info"))
+        return cmd_info();
+    if (!strcmp(cmd, "config") && argc == 3 && !strcmp(argv[2], "--list"))
+        return cmd_config_list();
+    if (!strcmp(cmd, "bench"))
+        return cli_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "fastrl: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}
