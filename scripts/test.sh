@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The whole test suite: set up, then build and test three configurations:
+#   build/       release (what users get; also symbols, ABI, NaN checks in release)
+#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (leaks included)
+#   build-tsan/  ThreadSanitizer
+# Ends with one line "N passed, N failed" counted from meson's test logs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+set +e
+frl_setup || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+
+configs=(build build-asan build-tsan)
+declare -A opts=(
+  [build]="--buildtype=release"
+  [build-asan]="--buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false"
+  [build-tsan]="--buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false"
+)
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+status=0
+for c in "${configs[@]}"; do
+  echo "=== $c: ${opts[$c]}"
+  rm -f "$c/meson-logs/testlog.json"
+  # shellcheck disable=SC2086
+  if ! frl_build "$c" ${opts[$c]}; then
+    echo "build of $c failed:"
+    ninja -C "$c" 2>&1 | tail -40
+    status=1
+    continue
+  fi
+  fork=yes mult=1
+  [ "$c" = build ] || { fork=no; mult=4; }
+  CK_FORK=$fork meson test -C "$c" --print-errorlogs --timeout-multiplier "$mult" -q || status=1
+done
+
+python3 - "${configs[@]}" <<'PY'
+import json, os, sys
+passed = failed = skipped = 0
+for d in sys.argv[1:]:
+    log = os.path.join(d, "meson-logs", "testlog.json")
+    if not os.path.exists(log):
+        failed += 1  # a configuration that did not build or run counts as a failure
+        continue
+    for line in open(log):
+        r = json.loads(line)["result"]
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+sys.exit(1 if failed or passed == 0 else 0)
+PY
+count=$?
+[ $count -eq 0 ] && [ $status -eq 0 ]

@@ -1,0 +1,253 @@
+/* Host environments through callbacks: per-env tables stepped by the pool and one
+ * batch table for a whole world; autoreset, seeds, thread-count invariance, and
+ * the non-finite checks (which must work in the release build the suite runs). */
+#include <check.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fastrl.h"
+
+/* A counter world: obs = [position, seed-derived offset]; each step adds the action
+ * (0 or 1) to position; the episode terminates when position reaches 3. */
+typedef struct counter {
+    float pos, offset;
+    atomic_int steps, resets;
+    float poison; /* written into obs[0] when non-zero */
+} counter;
+
+static int counter_reset(void *user, uint64_t seed, float *obs)
+{
+    counter *c = user;
+    c->pos = 0.0f;
+    c->offset = (float)(seed % 1000u);
+    atomic_fetch_add(&c->resets, 1);
+    obs[0] = c->pos;
+    obs[1] = c->offset;
+    return 0;
+}
+
+static int counter_step(void *user, const void *action, float *obs, float *reward,
+                        uint8_t *terminated, uint8_t *truncated)
+{
+    counter *c = user;
+    c->pos += (float)*(const int32_t *)action;
+    atomic_fetch_add(&c->steps, 1);
+    obs[0] = c->poison != 0.0f ? c->poison : c->pos;
+    obs[1] = c->offset;
+    *reward = 1.0f;
+    *terminated = c->pos >= 3.0f;
+    *truncated = 0;
+    return 0;
+}
+
+static frl_runtime *make_runtime(int threads)
+{
+    frl_config *cfg;
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", threads), FRL_OK);
+    ck_assert_int_eq(frl_runtime_create(&rt, cfg, NULL, NULL), FRL_OK);
+    frl_config_destroy(cfg);
+    return rt;
+}
+
+static void make_spaces(frl_space **obs, frl_space **act)
+{
+    int64_t shape = 2;
+    ck_assert_int_eq(frl_space_create_box(obs, NULL, 1, &shape, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(act, NULL, 2), FRL_OK);
+}
+
+static frl_vec_env *make_counters(frl_runtime *rt, counter *c, int32_t n)
+{
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = counter_reset;
+    cb.step = counter_step;
+    void *users[64];
+    for (int32_t i = 0; i < n; i++)
+        users[i] = &c[i];
+    frl_space *obs, *act;
+    make_spaces(&obs, &act);
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(
+        frl_vec_env_create_callbacks(&v, rt, &cb, users, n, obs, act, NULL), FRL_OK);
+    frl_space_destroy(obs); /* copied by the vec env */
+    frl_space_destroy(act);
+    return v;
+}
+
+START_TEST(per_env_autoreset)
+{
+    frl_runtime *rt = make_runtime(3);
+    counter c[7];
+    memset(c, 0, sizeof c);
+    frl_vec_env *v = make_counters(rt, c, 7);
+    ck_assert_int_eq(frl_vec_env_reset(v, 9), FRL_OK);
+    int32_t *a = frl_vec_env_actions(v);
+    for (int s = 0; s < 4; s++) {
+        for (int i = 0; i < 7; i++)
+            a[i] = 1;
+        ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    }
+    /* Steps 1-3 moved to 3 and terminated; step 4 autoreset without calling step. */
+    for (int i = 0; i < 7; i++) {
+        ck_assert_int_eq(atomic_load(&c[i].steps), 3);
+        ck_assert_int_eq(atomic_load(&c[i].resets), 2);
+        ck_assert_int_eq(frl_vec_env_reset_steps(v)[i], 1);
+        ck_assert(frl_vec_env_rewards(v)[i] == 0.0f);
+        ck_assert(frl_vec_env_observations(v)[2 * i] == 0.0f);
+        ck_assert_int_eq(frl_vec_env_episode_lengths(v)[i], 3);
+        ck_assert(frl_vec_env_episode_returns(v)[i] == 3.0f);
+    }
+    ck_assert_int_eq(frl_vec_env_total_episodes(v), 7);
+    /* Seeds come from per-env streams: different envs, different seeds. */
+    ck_assert(c[0].offset != c[1].offset || c[1].offset != c[2].offset);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* The seeds a host env receives depend on (seed, env index) only. */
+START_TEST(host_seeds_independent_of_threads)
+{
+    float offsets[2][7];
+    for (int k = 0; k < 2; k++) {
+        frl_runtime *rt = make_runtime(k ? 7 : 1);
+        counter c[7];
+        memset(c, 0, sizeof c);
+        frl_vec_env *v = make_counters(rt, c, 7);
+        ck_assert_int_eq(frl_vec_env_reset(v, 123), FRL_OK);
+        for (int i = 0; i < 7; i++)
+            offsets[k][i] = c[i].offset;
+        frl_vec_env_destroy(v);
+        frl_runtime_destroy(rt);
+    }
+    ck_assert_mem_eq(offsets[0], offsets[1], sizeof offsets[0]);
+}
+END_TEST
+
+/* NaN and infinity from a host env are caught, naming env and step. */
+START_TEST(nonfinite_obs_detected)
+{
+    static const float poisons[] = {NAN, INFINITY, -INFINITY};
+    for (int p = 0; p < 3; p++) {
+        frl_runtime *rt = make_runtime(2);
+        counter c[7];
+        memset(c, 0, sizeof c);
+        frl_vec_env *v = make_counters(rt, c, 7);
+        ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+        c[4].poison = poisons[p];
+        memset(frl_vec_env_actions(v), 0, 7 * sizeof(int32_t));
+        ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_NONFINITE);
+        ck_assert_ptr_nonnull(strstr(frl_last_error(), "env 4 step 1"));
+        ck_assert_ptr_nonnull(strstr(frl_vec_env_last_error(v), p ? "infinity" : "NaN"));
+        frl_vec_env_destroy(v);
+        frl_runtime_destroy(rt);
+    }
+}
+END_TEST
+
+/* A batch world: every agent's position; reset_mask and seeds per agent. */
+typedef struct world {
+    float pos[16];
+    int step_calls, reset_calls;
+    uint64_t last_seed[16];
+} world;
+
+static int world_reset(void *user, int32_t n, const uint64_t *seeds, float *obs)
+{
+    world *w = user;
+    w->reset_calls++;
+    for (int32_t i = 0; i < n; i++) {
+        w->pos[i] = 0;
+        w->last_seed[i] = seeds[i];
+        obs[i] = 0;
+    }
+    return 0;
+}
+
+static int world_step(void *user, int32_t n, const void *actions, const uint8_t *mask,
+                      const uint64_t *seeds, float *obs, float *rewards, uint8_t *term,
+                      uint8_t *trunc)
+{
+    world *w = user;
+    const int32_t *a = actions;
+    w->step_calls++;
+    for (int32_t i = 0; i < n; i++) {
+        if (mask[i]) {
+            w->pos[i] = 0;
+            w->last_seed[i] = seeds[i];
+        } else {
+            w->pos[i] += (float)a[i];
+        }
+        obs[i] = w->pos[i];
+        rewards[i] = mask[i] ? 123.0f : -1.0f; /* a reset agent's reward is ignored */
+        term[i] = w->pos[i] >= (float)(1 + i % 3);
+        trunc[i] = 0;
+    }
+    return 0;
+}
+
+START_TEST(batch_world_autoreset)
+{
+    frl_runtime *rt = make_runtime(2);
+    world w;
+    memset(&w, 0, sizeof w);
+    frl_batch_env_callbacks cb;
+    frl_batch_env_callbacks_init(&cb);
+    cb.reset = world_reset;
+    cb.step = world_step;
+    int64_t one = 1;
+    frl_space *obs, *act;
+    ck_assert_int_eq(frl_space_create_box(&obs, NULL, 1, &one, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&act, NULL, 2), FRL_OK);
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, &w, 16, obs, act, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 5), FRL_OK);
+    ck_assert_int_eq(w.reset_calls, 1);
+    int32_t *a = frl_vec_env_actions(v);
+    int finished = 0;
+    for (int s = 0; s < 12; s++) {
+        for (int i = 0; i < 16; i++)
+            a[i] = 1;
+        ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+        for (int i = 0; i < 16; i++) {
+            if (frl_vec_env_reset_steps(v)[i])
+                ck_assert(frl_vec_env_rewards(v)[i] == 0.0f);
+            else
+                ck_assert(frl_vec_env_rewards(v)[i] == -1.0f);
+            if (frl_vec_env_terminated(v)[i]) {
+                finished++;
+                ck_assert_int_eq(frl_vec_env_episode_lengths(v)[i], 1 + i % 3);
+            }
+        }
+    }
+    ck_assert_int_eq(w.step_calls, 12);
+    ck_assert_int_eq(frl_vec_env_total_episodes(v), finished);
+    ck_assert_int_gt(finished, 16);
+    ck_assert(w.last_seed[0] != w.last_seed[1]);
+    frl_vec_env_destroy(v);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("callbacks");
+    TCase *tc = tcase_create("callbacks");
+    tcase_add_test(tc, per_env_autoreset);
+    tcase_add_test(tc, host_seeds_independent_of_threads);
+    tcase_add_test(tc, nonfinite_obs_detected);
+    tcase_add_test(tc, batch_world_autoreset);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

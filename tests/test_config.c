@@ -1,0 +1,138 @@
+/* frl_config: typed set/get, parsing, validation messages, iteration. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fastrl.h"
+
+static frl_config *cfg;
+
+static void setup(void) { ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK); }
+static void teardown(void) { frl_config_destroy(cfg); }
+
+START_TEST(defaults_and_typed_set)
+{
+    int64_t v = 99;
+    ck_assert_int_eq(frl_config_get_int(cfg, "runtime.threads", &v), FRL_OK);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(frl_config_get_int(NULL, "env.max_episode_steps", &v), FRL_OK);
+    ck_assert_int_eq(v, -1);
+    ck_assert_int_eq(frl_config_is_set(cfg, "runtime.threads"), 0);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", 3), FRL_OK);
+    ck_assert_int_eq(frl_config_is_set(cfg, "runtime.threads"), 1);
+    ck_assert_int_eq(frl_config_get_int(cfg, "runtime.threads", &v), FRL_OK);
+    ck_assert_int_eq(v, 3);
+    double d = 0;
+    ck_assert_int_eq(frl_config_get_float(cfg, "runtime.threads", &d), FRL_OK);
+    ck_assert(d == 3.0);
+    ck_assert_int_eq(frl_config_unset(cfg, "runtime.threads"), FRL_OK);
+    ck_assert_int_eq(frl_config_get_int(cfg, "runtime.threads", &v), FRL_OK);
+    ck_assert_int_eq(v, 0);
+}
+END_TEST
+
+START_TEST(range_type_and_unknown_errors)
+{
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", -1), FRL_ERR_RANGE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "runtime.threads"));
+    ck_assert_ptr_nonnull(strstr(frl_config_last_error(cfg), "[0, 1024]"));
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", 1025), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_config_set_float(cfg, "runtime.threads", 2.0), FRL_ERR_TYPE);
+    ck_assert_int_eq(frl_config_set_bool(cfg, "runtime.seed", 1), FRL_ERR_TYPE);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.thread", 2), FRL_ERR_UNKNOWN_NAME);
+    /* The message names the bad key and lists the valid keys of its namespace. */
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "'runtime.thread'"));
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "runtime.threads"));
+    ck_assert_int_eq(frl_config_set(cfg, "runtime.threads", "two"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_set(cfg, "runtime.threads", ""), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_set(cfg, "runtime.threads", "2.5"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_is_set(cfg, "runtime.threads"), 0);
+    ck_assert_int_eq(frl_config_set_int(cfg, NULL, 1), FRL_ERR_NULL);
+}
+END_TEST
+
+START_TEST(text_values)
+{
+    int64_t v = 0;
+    ck_assert_int_eq(frl_config_set(cfg, "runtime.seed", "1e6"), FRL_OK);
+    ck_assert_int_eq(frl_config_get_int(cfg, "runtime.seed", &v), FRL_OK);
+    ck_assert_int_eq(v, 1000000);
+    char buf[32];
+    ck_assert_int_eq(frl_config_get_text(cfg, "runtime.seed", buf, sizeof buf), FRL_OK);
+    ck_assert_str_eq(buf, "1000000");
+    ck_assert_int_eq(frl_config_get_text(cfg, "runtime.seed", buf, 4), FRL_ERR_SIZE);
+    ck_assert_int_eq(buf[3], '\0');
+}
+END_TEST
+
+START_TEST(parse_all_or_nothing)
+{
+    int64_t v = 0;
+    ck_assert_int_eq(frl_config_parse(cfg, "  runtime.threads=2\truntime.seed=7\n"), FRL_OK);
+    ck_assert_int_eq(frl_config_get_int(cfg, "runtime.seed", &v), FRL_OK);
+    ck_assert_int_eq(v, 7);
+    ck_assert_int_eq(frl_config_parse(cfg, "runtime.seed=9 runtime.threads=-4"), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_config_get_int(cfg, "runtime.seed", &v), FRL_OK);
+    ck_assert_int_eq(v, 7); /* unchanged: the first pair was rolled back */
+    ck_assert_int_eq(frl_config_parse(cfg, "runtime.seed"), FRL_ERR_PARSE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "key=value"));
+    ck_assert_int_eq(frl_config_parse(cfg, "=3"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_parse(cfg, ""), FRL_OK);
+}
+END_TEST
+
+START_TEST(iterate_and_describe)
+{
+    int count = 0;
+    for (const char *k = frl_config_next(NULL); k; k = frl_config_next(k), count++) {
+        frl_config_key_info info;
+        info.struct_size = sizeof info;
+        ck_assert_int_eq(frl_config_describe(k, &info), FRL_OK);
+        ck_assert_str_eq(info.name, k);
+        ck_assert(strlen(info.help) > 10);
+        ck_assert(info.min <= info.max);
+        /* The default parses back through the key's own parser. */
+        frl_config *c;
+        ck_assert_int_eq(frl_config_create(&c, NULL), FRL_OK);
+        ck_assert_int_eq(frl_config_set(c, k, info.default_text), FRL_OK);
+        frl_config_destroy(c);
+    }
+    ck_assert_int_ge(count, 4);
+    frl_config_key_info info;
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(frl_config_describe("nope", &info), FRL_ERR_UNKNOWN_NAME);
+}
+END_TEST
+
+START_TEST(clone_is_independent)
+{
+    frl_config *c2;
+    int64_t v = 0;
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.seed", 5), FRL_OK);
+    ck_assert_int_eq(frl_config_clone(&c2, cfg), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.seed", 6), FRL_OK);
+    ck_assert_int_eq(frl_config_get_int(c2, "runtime.seed", &v), FRL_OK);
+    ck_assert_int_eq(v, 5);
+    frl_config_destroy(c2);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("config");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, defaults_and_typed_set);
+    tcase_add_test(tc, range_type_and_unknown_errors);
+    tcase_add_test(tc, text_values);
+    tcase_add_test(tc, parse_all_or_nothing);
+    tcase_add_test(tc, iterate_and_describe);
+    tcase_add_test(tc, clone_is_independent);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

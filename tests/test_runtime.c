@@ -1,0 +1,187 @@
+/* frl_runtime: the thread pool's fork-join, nesting, errors, logging and parking. */
+#include <check.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fastrl.h"
+
+static frl_runtime *make_runtime(int threads, int spin_us)
+{
+    frl_config *cfg;
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", threads), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.spin_us", spin_us), FRL_OK);
+    ck_assert_int_eq(frl_runtime_create(&rt, cfg, NULL, NULL), FRL_OK);
+    frl_config_destroy(cfg);
+    return rt;
+}
+
+typedef struct counts {
+    atomic_int hits[1000];
+    atomic_int threads_seen[64];
+} counts;
+
+static int count_task(void *user, int32_t task, int32_t thread)
+{
+    counts *c = user;
+    atomic_fetch_add(&c->hits[task], 1);
+    atomic_fetch_add(&c->threads_seen[thread], 1);
+    return 0;
+}
+
+/* Every task index runs exactly once per job, over many back-to-back jobs of
+ * varying size, with spinning workers (50 us) and with always-parking ones (0). */
+START_TEST(every_task_once)
+{
+    static const int thread_counts[] = {1, 2, 3, 7};
+    for (int spin = 0; spin < 2; spin++) {
+        for (int t = 0; t < 4; t++) {
+            frl_runtime *rt = make_runtime(thread_counts[t], spin ? 50 : 0);
+            ck_assert_int_eq(frl_runtime_threads(rt), thread_counts[t]);
+            counts *c = calloc(1, sizeof *c);
+            int expected = 0;
+            for (int job = 0; job < 2000; job++) {
+                int n = 1 + (job * 37) % 1000;
+                if (n > 1000)
+                    n = 1000;
+                ck_assert_int_eq(frl_runtime_parallel_for(rt, n, count_task, c), FRL_OK);
+                for (int i = 0; i < n; i++)
+                    ck_assert_int_eq(atomic_exchange(&c->hits[i], 0), 1);
+                expected += n;
+            }
+            int total = 0;
+            for (int i = 0; i < 64; i++)
+                total += atomic_load(&c->threads_seen[i]);
+            ck_assert_int_eq(total, expected);
+            for (int i = thread_counts[t]; i < 64; i++)
+                ck_assert_int_eq(atomic_load(&c->threads_seen[i]), 0);
+            free(c);
+            frl_runtime_destroy(rt);
+        }
+    }
+}
+END_TEST
+
+static int failing_task(void *user, int32_t task, int32_t thread)
+{
+    (void)thread;
+    atomic_fetch_add((atomic_int *)user, 1);
+    return task == 5 ? 42 : 0;
+}
+
+START_TEST(failure_reaches_caller)
+{
+    frl_runtime *rt = make_runtime(3, 50);
+    atomic_int ran = 0;
+    ck_assert_int_eq(frl_runtime_parallel_for(rt, 20, failing_task, &ran), FRL_ERR_CALLBACK);
+    ck_assert_int_eq(atomic_load(&ran), 20); /* all tasks still run */
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "task 5 returned 42"));
+    ck_assert_ptr_nonnull(strstr(frl_runtime_last_error(rt), "task 5"));
+    ck_assert_int_eq(frl_runtime_parallel_for(rt, 0, failing_task, &ran), FRL_OK);
+    ck_assert_int_eq(frl_runtime_parallel_for(rt, -1, failing_task, &ran), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_runtime_parallel_for(rt, 4, NULL, &ran), FRL_ERR_NULL);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+typedef struct nest {
+    frl_runtime *rt;
+    atomic_int inner;
+} nest;
+
+static int inner_task(void *user, int32_t task, int32_t thread)
+{
+    (void)task;
+    (void)thread;
+    atomic_fetch_add((atomic_int *)user, 1);
+    return 0;
+}
+
+static int outer_task(void *user, int32_t task, int32_t thread)
+{
+    (void)task;
+    (void)thread;
+    nest *n = user;
+    return frl_runtime_parallel_for(n->rt, 10, inner_task, &n->inner) != FRL_OK;
+}
+
+START_TEST(nested_call_runs_inline)
+{
+    nest n;
+    n.rt = make_runtime(2, 50);
+    atomic_init(&n.inner, 0);
+    ck_assert_int_eq(frl_runtime_parallel_for(n.rt, 8, outer_task, &n), FRL_OK);
+    ck_assert_int_eq(atomic_load(&n.inner), 80);
+    frl_runtime_destroy(n.rt);
+}
+END_TEST
+
+static void collect_log(void *user, frl_log_level level, const char *msg)
+{
+    if (level == FRL_LOG_INFO && strstr(msg, "threads"))
+        (*(int *)user)++;
+}
+
+START_TEST(logger_and_defaults)
+{
+    frl_logger l;
+    int seen = 0;
+    frl_logger_init(&l);
+    l.log = collect_log;
+    l.user = &seen;
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_runtime_create(&rt, NULL, NULL, &l), FRL_OK);
+    ck_assert_int_eq(seen, 1);
+    ck_assert_int_ge(frl_runtime_threads(rt), 1);
+    frl_runtime_destroy(rt);
+    l.max_level = FRL_LOG_ERROR; /* INFO is above the threshold: not formatted */
+    ck_assert_int_eq(frl_runtime_create(&rt, NULL, NULL, &l), FRL_OK);
+    ck_assert_int_eq(seen, 1);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Idle workers park: after a burst of jobs, 300 ms of idling costs the process far
+ * less CPU than one spinning worker would burn (300 ms). */
+START_TEST(idle_workers_park)
+{
+    frl_runtime *rt = make_runtime(3, 50);
+    atomic_int ran = 0;
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(frl_runtime_parallel_for(rt, 16, inner_task, &ran), FRL_OK);
+    double c0 = cpu_seconds();
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    double used = cpu_seconds() - c0;
+    ck_assert_msg(used < 0.1, "idle pool used %.3f s of CPU in 0.3 s", used);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("runtime");
+    TCase *tc = tcase_create("pool");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, every_task_once);
+    tcase_add_test(tc, failure_reaches_caller);
+    tcase_add_test(tc, nested_call_runs_inline);
+    tcase_add_test(tc, logger_and_defaults);
+    tcase_add_test(tc, idle_workers_park);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
