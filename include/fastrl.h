@@ -51,7 +51,7 @@ extern "C" {
 typedef enum frl_status {
     FRL_OK = 0,
     FRL_ERR_NULL = -1,             /* a required pointer or handle was NULL */
-    FRL_ERR_INVALID_ARGUMENT = -2, /* an argument is malformed (e.g. zero envs) */
+    FRL_ERR_INVALID_ARGUMENT = -2, /* an argument is malformed (e.g. inconsistent table) */
     FRL_ERR_UNKNOWN_NAME = -3,     /* unknown environment, config key or choice */
     FRL_ERR_SIZE = -4,             /* an array or buffer has the wrong size */
     FRL_ERR_RANGE = -5,            /* a value is outside its valid range */
@@ -65,7 +65,7 @@ typedef enum frl_status {
     FRL_ERR_UNSUPPORTED = -13,     /* not built in, or not available on this machine */
     FRL_ERR_IO = -14,              /* a file could not be read or written */
     FRL_ERR_FORMAT = -15,          /* a file is corrupted, truncated or foreign */
-    FRL_ERR_VERSION = -16,         /* a file or table is of an incompatible version */
+    FRL_ERR_VERSION = -16,         /* a file, or a table's struct_size, is of an incompatible version */
     FRL_ERR_INTERNAL = -17         /* a bug in libfastrl: please report it */
 } frl_status;
 

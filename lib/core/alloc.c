@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/error.h"
 
 static void *default_alloc(void *user, size_t size, size_t alignment)
 {
@@ -30,18 +31,24 @@ FRL_API void frl_allocator_init(frl_allocator *a)
     a->free = default_free;
 }
 
-int frl_allocator_copy(frl_allocator *dst, const frl_allocator *src)
+frl_status frl_allocator_copy(frl_allocator *dst, const frl_allocator *src, const char *who)
 {
     frl_allocator_init(dst);
     if (!src)
-        return 0;
+        return FRL_OK;
     /* An older, smaller table keeps the defaults for the fields it lacks. */
     size_t n = src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
     if (n < offsetof(frl_allocator, user))
-        return -1;
+        return frl_fail(NULL, FRL_ERR_VERSION,
+                        "%s: allocator struct_size %zu is too small (fill the table with "
+                        "frl_allocator_init first)",
+                        who, src->struct_size);
     memcpy(dst, src, n);
     dst->struct_size = sizeof *dst;
-    return (dst->alloc && dst->free) ? 0 : -1;
+    if (!dst->alloc || !dst->free)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: allocator.%s is NULL", who,
+                        dst->alloc ? "free" : "alloc");
+    return FRL_OK;
 }
 
 void *frl_alloc(const frl_allocator *a, size_t size, size_t align)

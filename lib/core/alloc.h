@@ -8,9 +8,10 @@
 
 enum { FRL_CACHE_LINE = 64 };
 
-/* Copy a caller's table into *dst, or the defaults if src is NULL. Returns -1 if the
- * caller's table is too old to hold the two function pointers, or lacks one. */
-int frl_allocator_copy(frl_allocator *dst, const frl_allocator *src);
+/* Copy a caller's table into *dst, or the defaults if src is NULL. FRL_ERR_VERSION if
+ * its struct_size is too small to hold the functions, FRL_ERR_NULL if one is NULL; the
+ * message names `who`. */
+frl_status frl_allocator_copy(frl_allocator *dst, const frl_allocator *src, const char *who);
 
 /* size bytes aligned to align, zero-filled; NULL on failure or size overflow. */
 void *frl_alloc(const frl_allocator *a, size_t size, size_t align);

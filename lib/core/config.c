@@ -1,4 +1,5 @@
 /* frl_config: typed, validated settings over the fixed key table. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -77,9 +78,9 @@ FRL_API frl_status frl_config_create(frl_config **out, const frl_allocator *allo
         return frl_fail(NULL, FRL_ERR_NULL, "frl_config_create: out is NULL");
     *out = NULL;
     frl_allocator a;
-    if (frl_allocator_copy(&a, alloc) != 0)
-        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
-                        "frl_config_create: allocator table lacks alloc or free");
+    frl_status ast = frl_allocator_copy(&a, alloc, "frl_config_create");
+    if (ast != FRL_OK)
+        return ast;
     if (frl_key_count > FRL_MAX_KEYS)
         return frl_fail(NULL, FRL_ERR_INTERNAL, "config key table exceeds %d keys", FRL_MAX_KEYS);
     frl_config *cfg = frl_alloc(&a, sizeof *cfg, FRL_CACHE_LINE);
@@ -101,6 +102,8 @@ FRL_API void frl_config_destroy(frl_config *cfg)
 
 FRL_API frl_status frl_config_clone(frl_config **out, const frl_config *cfg)
 {
+    if (out)
+        *out = NULL;
     if (!out || !cfg)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_config_clone: %s is NULL", out ? "cfg" : "out");
     frl_status st = frl_config_create(out, &cfg->alloc);
@@ -245,6 +248,13 @@ FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *
     int64_t iv = 0;
     double dv = 0;
     char *end;
+    /* strtod would skip leading spaces and read "nan": both are rejected clearly. */
+    if (isspace((unsigned char)text[0]))
+        return parse_error(cfg->err, d, text);
+    if ((d->type == FRL_CONFIG_INT || d->type == FRL_CONFIG_FLOAT) && !isfinite(strtod(text, &end)) &&
+        *end == '\0')
+        return frl_fail(cfg->err, FRL_ERR_NONFINITE, "config key '%s': value must be finite",
+                        d->name);
     switch (d->type) {
     case FRL_CONFIG_INT:
         if (parse_int(text, &iv, &dv) != 0)
@@ -394,8 +404,11 @@ FRL_API frl_status frl_config_get_text(const frl_config *cfg, const char *key, c
                                        size_t size)
 {
     int32_t k;
-    if (!buf || size == 0)
-        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_get_text: buf is NULL or empty");
+    if (!buf)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_get_text: buf is NULL");
+    if (size == 0)
+        return frl_fail(NULL, FRL_ERR_SIZE, "config key '%s': buffer size is 0",
+                        key ? key : "(null)");
     frl_status st = lookup(NULL, key, &k);
     if (st != FRL_OK)
         return st;

@@ -13,17 +13,20 @@ static int32_t online_cores(void)
     return n < 1 ? 1 : (n > 1024 ? 1024 : (int32_t)n);
 }
 
-static int copy_logger(frl_logger *dst, const frl_logger *src)
+static frl_status copy_logger(frl_logger *dst, const frl_logger *src)
 {
     frl_logger_init(dst);
     if (!src)
-        return 0;
+        return FRL_OK;
     size_t n = src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
     if (n < offsetof(frl_logger, user) + sizeof(void *))
-        return -1;
+        return frl_fail(NULL, FRL_ERR_VERSION,
+                        "frl_runtime_create: logger struct_size %zu is too small (fill the "
+                        "table with frl_logger_init first)",
+                        src->struct_size);
     memcpy(dst, src, n);
     dst->struct_size = sizeof *dst;
-    return 0;
+    return FRL_OK;
 }
 
 FRL_API void frl_logger_init(frl_logger *l)
@@ -52,15 +55,8 @@ void frl_log(frl_runtime *rt, frl_log_level level, const char *fmt, ...)
 static frl_status check_tables(const frl_allocator *alloc, const frl_logger *logger,
                                frl_allocator *a, frl_logger *l)
 {
-    if (frl_allocator_copy(a, alloc) != 0)
-        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
-                        "frl_runtime_create: allocator table is too small or lacks alloc/free "
-                        "(fill it with frl_allocator_init first)");
-    if (copy_logger(l, logger) != 0)
-        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
-                        "frl_runtime_create: logger table is too small (fill it with "
-                        "frl_logger_init first)");
-    return FRL_OK;
+    frl_status st = frl_allocator_copy(a, alloc, "frl_runtime_create");
+    return st != FRL_OK ? st : copy_logger(l, logger);
 }
 
 static frl_status start_pool(frl_runtime *rt, const frl_config *cfg)

@@ -8,9 +8,9 @@
 static frl_status space_new(const frl_allocator *alloc, const char *who, frl_space **out)
 {
     frl_allocator a;
-    if (frl_allocator_copy(&a, alloc) != 0)
-        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: allocator table lacks alloc or free",
-                        who);
+    frl_status st = frl_allocator_copy(&a, alloc, who);
+    if (st != FRL_OK)
+        return st;
     frl_space *s = frl_alloc(&a, sizeof *s, 16);
     if (!s)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);

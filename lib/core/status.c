@@ -30,10 +30,10 @@ static const char *const status_names[] = {
 
 FRL_API const char *frl_status_name(frl_status status)
 {
-    int index = -(int)status;
-    if (index < 0 || index >= (int)(sizeof status_names / sizeof status_names[0]))
+    /* Compare before negating: -INT_MIN overflows. */
+    if (status > FRL_OK || status < FRL_ERR_INTERNAL)
         return "FRL_ERR_UNKNOWN_STATUS";
-    return status_names[index];
+    return status_names[-(int)status];
 }
 
 FRL_API const char *frl_last_error(void)

@@ -32,7 +32,7 @@ FRL_API frl_status frl_env_create(frl_env **out, frl_runtime *rt, const char *na
         return frl_fail(NULL, FRL_ERR_NULL, "frl_env_create: out is NULL");
     *out = NULL;
     frl_vec_env *v = NULL;
-    frl_status st = frl_vec_env_create(&v, rt, name, 1, cfg);
+    frl_status st = frl_vec_env_create_as(&v, rt, name, 1, cfg, "frl_env_create");
     return wrap(out, rt, v, st);
 }
 
@@ -46,8 +46,9 @@ FRL_API frl_status frl_env_create_callbacks(frl_env **out, frl_runtime *rt,
         return frl_fail(NULL, FRL_ERR_NULL, "frl_env_create_callbacks: out is NULL");
     *out = NULL;
     frl_vec_env *v = NULL;
-    frl_status st = frl_vec_env_create_callbacks(&v, rt, cb, &user, 1, observation_space,
-                                                 action_space, cfg);
+    frl_status st = frl_vec_env_create_callbacks_as(&v, rt, cb, &user, 1, observation_space,
+                                                    action_space, cfg,
+                                                    "frl_env_create_callbacks");
     return wrap(out, rt, v, st);
 }
 

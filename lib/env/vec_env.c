@@ -166,7 +166,12 @@ static frl_status class_spaces(frl_vec_env *v, const frl_env_class *c)
 FRL_API frl_status frl_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char *name,
                                       int32_t num_envs, const frl_config *cfg)
 {
-    const char *who = "frl_vec_env_create";
+    return frl_vec_env_create_as(out, rt, name, num_envs, cfg, "frl_vec_env_create");
+}
+
+frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char *name,
+                                 int32_t num_envs, const frl_config *cfg, const char *who)
+{
     frl_status st = check_common(out, rt, num_envs, who);
     if (st != FRL_OK)
         return st;
@@ -253,7 +258,16 @@ FRL_API frl_status frl_vec_env_create_callbacks(frl_vec_env **out, frl_runtime *
                                                 const frl_space *action_space,
                                                 const frl_config *cfg)
 {
-    const char *who = "frl_vec_env_create_callbacks";
+    return frl_vec_env_create_callbacks_as(out, rt, cb, users, num_envs, observation_space,
+                                           action_space, cfg, "frl_vec_env_create_callbacks");
+}
+
+frl_status frl_vec_env_create_callbacks_as(frl_vec_env **out, frl_runtime *rt,
+                                           const frl_env_callbacks *cb, void *const *users,
+                                           int32_t num_envs, const frl_space *observation_space,
+                                           const frl_space *action_space, const frl_config *cfg,
+                                           const char *who)
+{
     frl_env_callbacks table;
     frl_status st = check_common(out, rt, num_envs, who);
     if (st == FRL_OK)

@@ -43,6 +43,15 @@ struct frl_vec_env {
     char err[FRL_ERRMSG_SIZE];
 };
 
+/* The create functions, with `who` naming the public function in error messages. */
+frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char *name,
+                                 int32_t num_envs, const frl_config *cfg, const char *who);
+frl_status frl_vec_env_create_callbacks_as(frl_vec_env **out, frl_runtime *rt,
+                                           const frl_env_callbacks *cb, void *const *users,
+                                           int32_t num_envs, const frl_space *observation_space,
+                                           const frl_space *action_space, const frl_config *cfg,
+                                           const char *who);
+
 /* State of env i: state_dim simulator values, then the elapsed step count. */
 frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, int32_t size,
                                     char *err);

@@ -73,9 +73,20 @@ static frl_status validate_actions(frl_vec_env *v)
 
 /* ---- one env of a host per-env callback table ---- */
 
+/* A host env whose callback failed reports no transition this step (reward 0, no
+ * flags, so it is not counted as an episode) and starts over on the next step. */
+static void mark_failed(frl_vec_env *v, int32_t i)
+{
+    v->b.needs_reset[i] = 1;
+    v->b.rewards[i] = 0.0f;
+    v->b.terminated[i] = 0;
+    v->b.truncated[i] = 0;
+    v->b.reset_step[i] = 0;
+}
+
 static frl_status host_fail(frl_vec_env *v, int32_t i, char *err, const char *what, int rc)
 {
-    v->b.needs_reset[i] = 1; /* a failed env starts over on the next step */
+    mark_failed(v, i);
     snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: %s callback returned %d", (int)i,
              (long long)v->step_calls, what, rc);
     return FRL_ERR_CALLBACK;
@@ -87,7 +98,7 @@ static frl_status check_host_obs(frl_vec_env *v, int32_t i, const float *obs, ch
     int64_t k = frl_find_nonfinite(obs, v->obs_w);
     if (k < 0)
         return FRL_OK;
-    v->b.needs_reset[i] = 1;
+    mark_failed(v, i);
     snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: %s callback returned %s in obs[%lld]",
              (int)i, (long long)v->step_calls, who, obs[k] != obs[k] ? "NaN" : "infinity",
              (long long)k);
@@ -121,7 +132,7 @@ static frl_status host_step_one(frl_vec_env *v, int32_t i, char *err)
     if (st != FRL_OK)
         return st;
     if (frl_find_nonfinite(&reward, 1) >= 0) {
-        v->b.needs_reset[i] = 1;
+        mark_failed(v, i);
         snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: step callback returned %s reward",
                  (int)i, (long long)v->step_calls, reward != reward ? "NaN" : "infinite");
         return FRL_ERR_NONFINITE;
@@ -164,9 +175,14 @@ static int host_task(void *user, int32_t task, int32_t thread)
     frl_vec_env *v = user;
     int32_t begin, end;
     chunk_range(v, task, &begin, &end);
+    /* Every env is stepped even after one fails, so which envs advanced never depends
+     * on how envs were split into chunks; the chunk keeps its first (lowest) error. */
     frl_status st = FRL_OK;
-    for (int32_t i = begin; i < end && st == FRL_OK; i++)
-        st = host_step_one(v, i, v->chunk_err[task]);
+    char scratch[FRL_ERRMSG_SIZE];
+    for (int32_t i = begin; i < end; i++) {
+        frl_status s = host_step_one(v, i, st == FRL_OK ? v->chunk_err[task] : scratch);
+        st = st == FRL_OK ? s : st;
+    }
     v->chunk_episodes[task] = count_episodes(&v->b, begin, end);
     v->chunk_status[task] = st;
     return st != FRL_OK;
