@@ -170,9 +170,9 @@ static inline void acrobot_reset(void *sim, frl_rng *rng, float *obs)
     acrobot_observe_sim(s, obs);
 }
 
-static void acrobot_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
+static int32_t acrobot_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
 {
-    frl_step_range_impl(b, begin, end, AC_OBS_DIM, sizeof(int32_t), acrobot_step, acrobot_reset);
+    return frl_step_range_impl(b, begin, end, AC_OBS_DIM, sizeof(int32_t), acrobot_step, acrobot_reset);
 }
 
 static void acrobot_floor_steps(unsigned char *sims, frl_rng *rngs, int32_t n,

@@ -83,9 +83,9 @@ static inline void cartpole_reset(void *sim, frl_rng *rng, float *obs)
     cartpole_observe_sim(s, obs);
 }
 
-static void cartpole_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
+static int32_t cartpole_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
 {
-    frl_step_range_impl(b, begin, end, CP_OBS_DIM, sizeof(int32_t), cartpole_step, cartpole_reset);
+    return frl_step_range_impl(b, begin, end, CP_OBS_DIM, sizeof(int32_t), cartpole_step, cartpole_reset);
 }
 
 static void cartpole_floor_steps(unsigned char *sims, frl_rng *rngs, int32_t n,

@@ -51,8 +51,9 @@ typedef struct frl_env_class {
     int32_t max_episode_steps;    /* Gymnasium's TimeLimit for the registered id */
     /* Draw the initial state from rng and write the first observation. */
     void (*reset)(void *sim, frl_rng *rng, float *obs);
-    /* Step every environment in [begin, end) with autoreset and statistics. */
-    void (*step_range)(const frl_builtin_batch *b, int32_t begin, int32_t end);
+    /* Step every environment in [begin, end) with autoreset and statistics; returns
+     * the number of episodes that ended. */
+    int32_t (*step_range)(const frl_builtin_batch *b, int32_t begin, int32_t end);
     /* The floor: the same dynamics in a bare loop (no validation, no flags, no
      * statistics, no time limit; reset on termination only), for benchmarks. */
     void (*floor_steps)(unsigned char *sims, frl_rng *rngs, int32_t n, const void *actions,

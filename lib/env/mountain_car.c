@@ -70,9 +70,9 @@ static inline void mountain_car_reset(void *sim, frl_rng *rng, float *obs)
     mountain_car_observe_sim(s, obs);
 }
 
-static void mountain_car_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
+static int32_t mountain_car_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
 {
-    frl_step_range_impl(b, begin, end, MC_OBS_DIM, sizeof(int32_t), mountain_car_step,
+    return frl_step_range_impl(b, begin, end, MC_OBS_DIM, sizeof(int32_t), mountain_car_step,
                         mountain_car_reset);
 }
 

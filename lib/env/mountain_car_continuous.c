@@ -129,9 +129,9 @@ static inline void mcc_reset(void *sim, frl_rng *rng, float *obs)
     mcc_observe_sim(s, obs);
 }
 
-static void mcc_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
+static int32_t mcc_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
 {
-    frl_step_range_impl(b, begin, end, MCC_OBS_DIM, sizeof(float), mcc_step, mcc_reset);
+    return frl_step_range_impl(b, begin, end, MCC_OBS_DIM, sizeof(float), mcc_step, mcc_reset);
 }
 
 static void mcc_floor_steps(unsigned char *sims, frl_rng *rngs, int32_t n, const void *actions,

@@ -98,9 +98,9 @@ static inline void pendulum_reset(void *sim, frl_rng *rng, float *obs)
     pendulum_observe_sim(s, obs);
 }
 
-static void pendulum_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
+static int32_t pendulum_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
 {
-    frl_step_range_impl(b, begin, end, PD_OBS_DIM, sizeof(float), pendulum_step, pendulum_reset);
+    return frl_step_range_impl(b, begin, end, PD_OBS_DIM, sizeof(float), pendulum_step, pendulum_reset);
 }
 
 static void pendulum_floor_steps(unsigned char *sims, frl_rng *rngs, int32_t n,

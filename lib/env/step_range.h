@@ -35,7 +35,7 @@ static FRL_ALWAYS_INLINE void frl_record_reset(const frl_builtin_batch *b, int32
 
 /* Bookkeeping for env i after a step: the time limit, which sets truncated
  * independently of terminated as Gymnasium's TimeLimit does, and episode statistics. */
-static FRL_ALWAYS_INLINE void frl_record_step(const frl_builtin_batch *b, int32_t i, float reward,
+static FRL_ALWAYS_INLINE uint8_t frl_record_step(const frl_builtin_batch *b, int32_t i, float reward,
                                              uint8_t term, uint8_t trunc)
 {
     int32_t elapsed = b->elapsed[i] + 1;
@@ -52,9 +52,10 @@ static FRL_ALWAYS_INLINE void frl_record_step(const frl_builtin_batch *b, int32_
         b->done_return[i] = (float)ret;
         b->done_length[i] = elapsed;
     }
+    return term | trunc;
 }
 
-static FRL_ALWAYS_INLINE void frl_step_one_impl(const frl_builtin_batch *b, int32_t i,
+static FRL_ALWAYS_INLINE int32_t frl_step_one_impl(const frl_builtin_batch *b, int32_t i,
                                                int32_t obs_dim, size_t action_bytes,
                                                frl_sim_step_fn step, frl_sim_reset_fn reset)
 {
@@ -64,22 +65,25 @@ static FRL_ALWAYS_INLINE void frl_step_one_impl(const frl_builtin_batch *b, int3
         /* The action of an autoreset step is ignored. */
         reset(sim, &b->rngs[i], obs);
         frl_record_reset(b, i);
-        return;
+        return 0;
     }
     const void *action = (const unsigned char *)b->actions + (size_t)i * action_bytes;
     float reward;
     uint8_t term;
     step(sim, action, obs, &reward, &term);
-    frl_record_step(b, i, reward, term, 0);
+    return frl_record_step(b, i, reward, term, 0);
 }
 
-static FRL_ALWAYS_INLINE void frl_step_range_impl(const frl_builtin_batch *b, int32_t begin,
+/* Returns the number of episodes that ended in [begin, end). */
+static FRL_ALWAYS_INLINE int32_t frl_step_range_impl(const frl_builtin_batch *b, int32_t begin,
                                                  int32_t end, int32_t obs_dim,
                                                  size_t action_bytes, frl_sim_step_fn step,
                                                  frl_sim_reset_fn reset)
 {
+    int32_t ended = 0;
     for (int32_t i = begin; i < end; i++)
-        frl_step_one_impl(b, i, obs_dim, action_bytes, step, reset);
+        ended += frl_step_one_impl(b, i, obs_dim, action_bytes, step, reset);
+    return ended;
 }
 
 static FRL_ALWAYS_INLINE void frl_floor_impl(unsigned char *sims, frl_rng *rngs, int32_t n,

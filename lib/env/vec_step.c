@@ -163,8 +163,7 @@ static int builtin_task(void *user, int32_t task, int32_t thread)
     frl_vec_env *v = user;
     int32_t begin, end;
     chunk_range(v, task, &begin, &end);
-    v->cls->step_range(&v->b, begin, end);
-    v->chunk_episodes[task] = count_episodes(&v->b, begin, end);
+    v->chunk_episodes[task] = v->cls->step_range(&v->b, begin, end);
     v->chunk_status[task] = FRL_OK;
     return 0;
 }
