@@ -6,7 +6,8 @@
  * - Every handle is opaque. Constructors are `frl_status frl_X_create(frl_X **out, ...)`;
  *   on failure *out is set to NULL and nothing leaks. `frl_X_destroy(NULL)` does nothing.
  * - Every function returning frl_status sets a message retrievable with frl_last_error()
- *   on the calling thread (and, where the call has a handle, with frl_X_last_error(h)).
+ *   on the calling thread (and, where the call has a non-const handle, with
+ *   frl_X_last_error(h); the const config getters set only the thread's message).
  * - Pointers returned by accessors are borrowed: valid until the handle is destroyed,
  *   unless the comment says otherwise.
  * - Threads: a handle may be used from any thread, but not from two threads at once,
@@ -83,7 +84,7 @@ FRL_API uint32_t frl_abi_version(void);
 /* Static, space-separated: the CPU features this process can use ("sse2 avx2 fma ..."). */
 FRL_API const char *frl_cpu_features(void);
 /* Static, one "key: value" per line: version, ABI, compiler, CUDA plugin built or not,
- * and the kernels selected for this CPU. */
+ * and the kernels in use. */
 FRL_API const char *frl_build_info(void);
 
 /* ---------------------------------------------------------------------------------------
@@ -132,7 +133,7 @@ typedef struct frl_config frl_config;
 typedef enum frl_config_type {
     FRL_CONFIG_INT = 1,   /* int64 */
     FRL_CONFIG_FLOAT = 2, /* double */
-    FRL_CONFIG_BOOL = 3,  /* "true"/"false"/"1"/"0" */
+    FRL_CONFIG_BOOL = 3,  /* "true"/"false", "1"/"0", "yes"/"no", "on"/"off", any case */
     FRL_CONFIG_CHOICE = 4 /* one of a fixed list of strings */
 } frl_config_type;
 
@@ -154,12 +155,15 @@ FRL_API void frl_config_destroy(frl_config *cfg);
 FRL_API frl_status frl_config_clone(frl_config **out, const frl_config *cfg);
 
 /* Typed setters. An unknown key gives FRL_ERR_UNKNOWN_NAME (the message lists the
- * nearest keys), a value of the wrong type FRL_ERR_TYPE, one outside the range
- * FRL_ERR_RANGE, NaN FRL_ERR_NONFINITE. On error the config is unchanged. */
+ * keys of its namespace), a value of the wrong type FRL_ERR_TYPE (set_int is accepted
+ * on a FLOAT key), one outside the range FRL_ERR_RANGE, NaN FRL_ERR_NONFINITE. On
+ * error the config is unchanged. */
 FRL_API frl_status frl_config_set_int(frl_config *cfg, const char *key, int64_t value);
 FRL_API frl_status frl_config_set_float(frl_config *cfg, const char *key, double value);
 FRL_API frl_status frl_config_set_bool(frl_config *cfg, const char *key, int value);
-/* Set any key from text ("4", "3e-4", "true", a choice); FRL_ERR_PARSE if malformed. */
+/* Set any key from text ("4", "3e-4", "true", a choice); FRL_ERR_PARSE if malformed.
+ * INT keys also take a number with an exact integer value ("1e6", "0x10"). An unknown
+ * choice gives FRL_ERR_UNKNOWN_NAME. */
 FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *text);
 /* Parse "key=value key=value" (spaces, tabs or newlines between pairs). Applied all or
  * nothing: on error the config is unchanged and the message names the bad pair. */
@@ -168,7 +172,8 @@ FRL_API frl_status frl_config_parse(frl_config *cfg, const char *text);
 FRL_API frl_status frl_config_unset(frl_config *cfg, const char *key);
 
 /* Getters return the value set, or the default. cfg may be NULL (all defaults).
- * An INT key may be read with get_float; a FLOAT key not with get_int. */
+ * An INT key may be read with get_float; a FLOAT key not with get_int; get_int on a
+ * CHOICE key gives the index of the choice. */
 FRL_API frl_status frl_config_get_int(const frl_config *cfg, const char *key, int64_t *out);
 FRL_API frl_status frl_config_get_float(const frl_config *cfg, const char *key, double *out);
 FRL_API frl_status frl_config_get_bool(const frl_config *cfg, const char *key, int *out);
@@ -192,8 +197,8 @@ typedef struct frl_runtime frl_runtime;
 
 /* cfg, alloc and logger may be NULL (defaults); all are copied. Keys used:
  * runtime.threads (0 = one per core; 1 = no worker threads, all work runs on the
- * calling thread), runtime.seed, runtime.spin_us (how long an idle worker spins
- * before it parks). */
+ * calling thread), runtime.seed (returned by frl_runtime_seed; environments take their
+ * seed from reset), runtime.spin_us (how long an idle worker spins before it parks). */
 FRL_API frl_status frl_runtime_create(frl_runtime **out, const frl_config *cfg,
                                       const frl_allocator *alloc, const frl_logger *logger);
 /* Joins the workers. No call on this runtime or its objects may be in flight. */
@@ -208,8 +213,11 @@ typedef int (*frl_task_fn)(void *user, int32_t task_index, int32_t thread_index)
 
 /* Run fn for every task index in [0, num_tasks) on the runtime's threads, the calling
  * thread included, and return when all are done. Tasks may run in any order; all run
- * even if one fails; the first failure is returned as FRL_ERR_CALLBACK. Calls from
- * several threads are serialised; a call from inside a task runs inline. */
+ * even if one fails; the first failure is returned as FRL_ERR_CALLBACK. May be called
+ * from several threads at once: jobs that need the workers are serialised, jobs that
+ * run on the caller alone (one thread, or num_tasks <= 1) are not. A call from inside
+ * a task runs inline on that thread. thread_index is unique among the threads running
+ * tasks of one job (a nested job's tasks get the index of the thread running them). */
 FRL_API frl_status frl_runtime_parallel_for(frl_runtime *rt, int32_t num_tasks,
                                             frl_task_fn fn, void *user);
 FRL_API const char *frl_runtime_last_error(const frl_runtime *rt);
@@ -249,7 +257,8 @@ FRL_API int64_t frl_space_width(const frl_space *space);
  * Host environments through callbacks.
  *
  * Callbacks return 0 on success and any other value on failure; the library then
- * fails the call with FRL_ERR_CALLBACK naming the env index, the step and the value.
+ * fails the call with FRL_ERR_CALLBACK naming the env index (per-env callbacks), the
+ * step and the value.
  * Observations and rewards must be finite (FRL_ERR_NONFINITE otherwise). Actions
  * are int32_t (discrete) or float (box); box actions are checked to be finite but
  * are not clipped. */
@@ -313,8 +322,10 @@ FRL_API frl_status frl_env_reset(frl_env *env, uint64_t seed, float *obs);
 FRL_API frl_status frl_env_step(frl_env *env, const void *action, float *obs, float *reward,
                                 uint8_t *terminated, uint8_t *truncated);
 /* The full simulator state as float64 values, the episode's elapsed steps last.
- * frl_env_state_size: how many (0 if the env has none). set_state also returns the
- * observation of the new state in obs (may be NULL). Sizes must match exactly. */
+ * frl_env_state_size: how many (0 if the env has none). For built-ins set_state also
+ * writes the observation of the new state to obs (may be NULL); host envs cannot
+ * report one, so obs receives their last observation. Sizes must match exactly.
+ * After set_state the env may be stepped without a reset. */
 FRL_API int32_t frl_env_state_size(const frl_env *env);
 FRL_API frl_status frl_env_get_state(frl_env *env, double *state, int32_t size);
 FRL_API frl_status frl_env_set_state(frl_env *env, const double *state, int32_t size,
@@ -358,9 +369,11 @@ FRL_API const frl_space *frl_vec_env_action_space(const frl_vec_env *venv);
 /* Reset every env; env i draws from the stream (seed, i). */
 FRL_API frl_status frl_vec_env_reset(frl_vec_env *venv, uint64_t seed);
 /* Step every env with the actions in frl_vec_env_actions(). Actions are validated
- * first: a bad one fails the call with its env index and no env is stepped. A failing
- * callback fails the call with the env index and step; envs stepped by other threads
- * in the same call keep their new state (their results are in the arrays). */
+ * first: a bad one fails the call with its env index and no env is stepped. If per-env
+ * callbacks fail, every other env is still stepped (results in the arrays), the call
+ * returns the error of the lowest failing env, and each failed env reports reward 0,
+ * no flags, and is reset on the next step. If a batch callback fails, no bookkeeping
+ * is done for that step. After a failed reset, step fails until a reset succeeds. */
 FRL_API frl_status frl_vec_env_step(frl_vec_env *venv);
 
 /* int32_t[num_envs] (discrete) or float[num_envs * width] (box), written by the caller. */
@@ -374,7 +387,8 @@ FRL_API const uint8_t *frl_vec_env_reset_steps(const frl_vec_env *venv);/* [N] *
  * ended (the length counts steps, not the reset). Other entries are stale. */
 FRL_API const float *frl_vec_env_episode_returns(const frl_vec_env *venv);
 FRL_API const int32_t *frl_vec_env_episode_lengths(const frl_vec_env *venv);
-/* Totals since create: env steps taken (reset steps included) and episodes ended. */
+/* Totals since create: env steps of every frl_vec_env_step call whose actions passed
+ * validation (autoreset steps included, frl_vec_env_reset not), and episodes ended. */
 FRL_API int64_t frl_vec_env_total_steps(const frl_vec_env *venv);
 FRL_API int64_t frl_vec_env_total_episodes(const frl_vec_env *venv);
 FRL_API const char *frl_vec_env_last_error(const frl_vec_env *venv);

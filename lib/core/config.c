@@ -120,6 +120,10 @@ static frl_status store_number(frl_config *cfg, int32_t k, double v, int64_t iv)
     frl_status st = check_range(cfg->err, d, v);
     if (st != FRL_OK)
         return st;
+    /* Integers are also checked exactly: a double cannot tell 2^53 from 2^53 + 1. */
+    if (d->type == FRL_CONFIG_INT && (iv < (int64_t)d->min || iv > (int64_t)d->max))
+        return frl_fail(cfg->err, FRL_ERR_RANGE, "config key '%s': %lld is outside [%.17g, %.17g]",
+                        d->name, (long long)iv, d->min, d->max);
     if (d->type == FRL_CONFIG_INT)
         cfg->values[k].i = iv;
     else
@@ -272,7 +276,7 @@ FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *
     case FRL_CONFIG_CHOICE:
         iv = choice_index(d->choices, text);
         if (iv < 0)
-            return frl_fail(cfg->err, FRL_ERR_RANGE, "config key '%s': '%s' is not one of %s",
+            return frl_fail(cfg->err, FRL_ERR_UNKNOWN_NAME, "config key '%s': '%s' is not one of %s",
                             d->name, text, d->choices);
         break;
     }

@@ -6,7 +6,7 @@ const frl_key_def frl_key_defs[] = {
     {"env.max_episode_steps", FRL_CONFIG_INT, "-1", -1, -1, 2147483647.0, "",
      "episode time limit in steps: -1 = the environment's own, 0 = none"},
     {"runtime.seed", FRL_CONFIG_INT, "0", 0, 0, 9007199254740992.0, "",
-     "base seed for everything the runtime randomises"},
+     "base seed of the runtime (environments take theirs from reset)"},
     {"runtime.spin_us", FRL_CONFIG_INT, "50", 50, 0, 1000000, "",
      "microseconds an idle worker spins for new work before it sleeps"},
     {"runtime.threads", FRL_CONFIG_INT, "0", 0, 0, 1024, "",

@@ -41,6 +41,8 @@ struct frl_pool {
 
 /* The pool whose task this thread is running, to run nested calls inline. */
 static _Thread_local frl_pool *tls_current_pool;
+/* This thread's index in tls_current_pool, passed to the tasks of nested jobs. */
+static _Thread_local int32_t tls_thread_index;
 
 static int64_t now_ns(void)
 {
@@ -111,6 +113,7 @@ static void *worker_main(void *arg)
     worker *w = arg;
     frl_pool *p = w->pool;
     tls_current_pool = p;
+    tls_thread_index = w->index;
     uint64_t seen = 0;
     for (;;) {
         seen = wait_for_job(p, seen);
@@ -152,11 +155,12 @@ static void wait_for_workers(frl_pool *p)
     }
 }
 
-static int run_inline(int32_t num_tasks, frl_pool_fn fn, void *user, int32_t *failed_task)
+static int run_inline(int32_t num_tasks, frl_pool_fn fn, void *user, int32_t thread,
+                      int32_t *failed_task)
 {
     int first = 0;
     for (int32_t t = 0; t < num_tasks; t++) {
-        int r = fn(user, t, 0);
+        int r = fn(user, t, thread);
         if (r != 0 && first == 0) {
             first = r;
             *failed_task = t;
@@ -171,8 +175,10 @@ int frl_pool_run(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user,
     int32_t dummy;
     failed_task = failed_task ? failed_task : &dummy;
     *failed_task = -1;
-    if (p->started == 0 || num_tasks <= 1 || tls_current_pool == p)
-        return run_inline(num_tasks, fn, user, failed_task);
+    if (tls_current_pool == p)
+        return run_inline(num_tasks, fn, user, tls_thread_index, failed_task);
+    if (p->started == 0 || num_tasks <= 1)
+        return run_inline(num_tasks, fn, user, 0, failed_task);
     pthread_mutex_lock(&p->run_lock);
     p->fn = fn;
     p->user = user;
@@ -182,9 +188,12 @@ int frl_pool_run(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user,
     atomic_store_explicit(&p->first_result, 0, memory_order_relaxed);
     publish(p);
     frl_pool *outer = tls_current_pool;
+    int32_t outer_index = tls_thread_index;
     tls_current_pool = p;
+    tls_thread_index = 0;
     run_tasks(p, 0);
     tls_current_pool = outer;
+    tls_thread_index = outer_index;
     wait_for_workers(p);
     int r = atomic_load(&p->first_result);
     if (r != 0)
