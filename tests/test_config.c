@@ -49,6 +49,10 @@ START_TEST(range_type_and_unknown_errors)
     ck_assert_int_eq(frl_config_set(cfg, "runtime.threads", "2.5"), FRL_ERR_PARSE);
     ck_assert_int_eq(frl_config_is_set(cfg, "runtime.threads"), 0);
     ck_assert_int_eq(frl_config_set_int(cfg, NULL, 1), FRL_ERR_NULL);
+    /* Integer ranges are exact: 2^53 + 1 rounds to 2^53 as a double but is out. */
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.seed", (int64_t)1 << 53), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.seed", ((int64_t)1 << 53) + 1),
+                     FRL_ERR_RANGE);
 }
 END_TEST
 

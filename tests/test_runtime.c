@@ -90,7 +90,24 @@ END_TEST
 typedef struct nest {
     frl_runtime *rt;
     atomic_int inner;
+    atomic_int wrong_thread;
 } nest;
+
+typedef struct inner_arg {
+    nest *n;
+    int32_t outer_thread;
+} inner_arg;
+
+/* A nested job's tasks run on the outer task's thread and must get its index. */
+static int nested_inner_task(void *user, int32_t task, int32_t thread)
+{
+    (void)task;
+    inner_arg *a = user;
+    atomic_fetch_add(&a->n->inner, 1);
+    if (thread != a->outer_thread)
+        atomic_fetch_add(&a->n->wrong_thread, 1);
+    return 0;
+}
 
 static int inner_task(void *user, int32_t task, int32_t thread)
 {
@@ -103,9 +120,8 @@ static int inner_task(void *user, int32_t task, int32_t thread)
 static int outer_task(void *user, int32_t task, int32_t thread)
 {
     (void)task;
-    (void)thread;
-    nest *n = user;
-    return frl_runtime_parallel_for(n->rt, 10, inner_task, &n->inner) != FRL_OK;
+    inner_arg a = {user, thread};
+    return frl_runtime_parallel_for(a.n->rt, 10, nested_inner_task, &a) != FRL_OK;
 }
 
 START_TEST(nested_call_runs_inline)
@@ -113,8 +129,10 @@ START_TEST(nested_call_runs_inline)
     nest n;
     n.rt = make_runtime(2, 50);
     atomic_init(&n.inner, 0);
+    atomic_init(&n.wrong_thread, 0);
     ck_assert_int_eq(frl_runtime_parallel_for(n.rt, 8, outer_task, &n), FRL_OK);
     ck_assert_int_eq(atomic_load(&n.inner), 80);
+    ck_assert_int_eq(atomic_load(&n.wrong_thread), 0);
     frl_runtime_destroy(n.rt);
 }
 END_TEST
