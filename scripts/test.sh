@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: set up, then build and test three configurations:
-#   build/       release (what users get; also symbols, ABI, NaN checks in release)
+# The whole test suite: set up, then build and test four configurations, all with
+# warnings as errors:
+#   build/       gcc, release (what users get; also symbols, ABI, install, NaN checks)
+#   build-clang/ clang, release
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (leaks included)
 #   build-tsan/  ThreadSanitizer
 # Ends with one line "N passed, N failed" counted from meson's test logs.
@@ -10,12 +12,15 @@ source scripts/setup.sh
 set +e
 frl_setup || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
-configs=(build build-asan build-tsan)
+configs=(build build-clang build-asan build-tsan)
 declare -A opts=(
-  [build]="--buildtype=release"
-  [build-asan]="--buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false"
-  [build-tsan]="--buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false"
+  [build]="--buildtype=release -Dwerror=true"
+  [build-clang]="--buildtype=release -Dwerror=true"
+  [build-asan]="--buildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false"
+  [build-tsan]="--buildtype=debugoptimized -Dwerror=true -Db_sanitize=thread -Db_lundef=false"
 )
+declare -A compilers=([build]=gcc [build-clang]=clang [build-asan]=gcc [build-tsan]=gcc)
+declare -A cxx=([build]=g++ [build-clang]=clang++ [build-asan]=g++ [build-tsan]=g++)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
@@ -25,7 +30,7 @@ for c in "${configs[@]}"; do
   echo "=== $c: ${opts[$c]}"
   rm -f "$c/meson-logs/testlog.json"
   # shellcheck disable=SC2086
-  if ! frl_build "$c" ${opts[$c]}; then
+  if ! CC=${compilers[$c]} CXX=${cxx[$c]} frl_build "$c" ${opts[$c]}; then
     echo "build of $c failed:"
     ninja -C "$c" 2>&1 | tail -40
     status=1

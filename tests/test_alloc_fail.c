@@ -15,6 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,14 +123,15 @@ static void counting_finish(counting *c)
 enum { NUM_HOSTS = 7 };
 
 static int closes;
-static int callbacks_run;
+/* Incremented from pool threads, hence atomic. */
+static atomic_int callbacks_run;
 
 static int h_reset(void *user, uint64_t seed, float *obs)
 {
     (void)user;
     (void)seed;
     obs[0] = obs[1] = 0.0f;
-    callbacks_run++;
+    atomic_fetch_add(&callbacks_run, 1);
     return 0;
 }
 
@@ -141,7 +143,7 @@ static int h_step(void *user, const void *action, float *obs, float *reward, uin
     obs[0] = obs[1] = 1.0f;
     *reward = 1.0f;
     *term = *trunc = 0;
-    callbacks_run++;
+    atomic_fetch_add(&callbacks_run, 1);
     return 0;
 }
 
@@ -156,7 +158,7 @@ static int b_reset(void *user, int32_t n, const uint64_t *seeds, float *obs)
     (void)user;
     (void)seeds;
     memset(obs, 0, sizeof(float) * 2 * (size_t)n);
-    callbacks_run++;
+    atomic_fetch_add(&callbacks_run, 1);
     return 0;
 }
 
@@ -172,7 +174,7 @@ static int b_step(void *user, int32_t n, const void *actions, const uint8_t *mas
     memset(rewards, 0, sizeof(float) * (size_t)n);
     memset(term, 0, (size_t)n);
     memset(trunc, 0, (size_t)n);
-    callbacks_run++;
+    atomic_fetch_add(&callbacks_run, 1);
     return 0;
 }
 
@@ -326,7 +328,7 @@ static void fixture_init(fixture *f, const scenario *s)
     for (int i = 0; i < NUM_HOSTS; i++)
         f->users[i] = &f->hosts[i];
     closes = 0;
-    callbacks_run = 0;
+    atomic_store(&callbacks_run, 0);
 }
 
 static void fixture_finish(fixture *f)
@@ -360,7 +362,7 @@ static void sweep(const scenario *s)
                   counting_get(&f.c, &f.c.live) - base);
     ck_assert_msg(closes == s->expected_closes, "%s: destroy called close %d times, not %d",
                   s->name, closes, s->expected_closes);
-    ck_assert_int_eq(callbacks_run, 0);
+    ck_assert_int_eq(atomic_load(&callbacks_run), 0);
 
     for (long n = 1; n <= k; n++) {
         for (int sticky = 0; sticky < 2; sticky++) {
@@ -386,7 +388,7 @@ static void sweep(const scenario *s)
                           s->name, n, k, sticky ? "sticky" : "once", live - base);
             ck_assert_msg(closes == 0, "%s: allocation %ld failed: close called %d times",
                           s->name, n, closes);
-            ck_assert_int_eq(callbacks_run, 0);
+            ck_assert_int_eq(atomic_load(&callbacks_run), 0);
             pthread_mutex_lock(&f.c.lock);
             f.c.injected = 0;
             pthread_mutex_unlock(&f.c.lock);
