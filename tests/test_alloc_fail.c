@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "fastrl.h"
+#include "test_util.h"
 
 /* ---- the counting allocator ------------------------------------------------------- */
 
@@ -453,9 +454,5 @@ int main(void)
     tcase_add_loop_test(tc, sweep_one, 0, NUM_SCENARIOS);
     tcase_add_test(tc, stepping_allocates_nothing);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return frl_test_run(s);
 }

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "fastrl.h"
+#include "test_util.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -1485,9 +1486,5 @@ int main(void)
     tcase_add_test(tc, failed_autoreset_counts_no_episode);
     tcase_add_test(tc, batch_failures);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return frl_test_run(s);
 }

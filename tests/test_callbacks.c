@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fastrl.h"
+#include "test_util.h"
 
 /* A counter world: obs = [position, seed-derived offset]; each step adds the action
  * (0 or 1) to position; the episode terminates when position reaches 3. */
@@ -42,17 +43,6 @@ static int counter_step(void *user, const void *action, float *obs, float *rewar
     return 0;
 }
 
-static frl_runtime *make_runtime(int threads)
-{
-    frl_config *cfg;
-    frl_runtime *rt = NULL;
-    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
-    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", threads), FRL_OK);
-    ck_assert_int_eq(frl_runtime_create(&rt, cfg, NULL, NULL), FRL_OK);
-    frl_config_destroy(cfg);
-    return rt;
-}
-
 static void make_spaces(frl_space **obs, frl_space **act)
 {
     int64_t shape = 2;
@@ -81,7 +71,7 @@ static frl_vec_env *make_counters(frl_runtime *rt, counter *c, int32_t n)
 
 START_TEST(per_env_autoreset)
 {
-    frl_runtime *rt = make_runtime(3);
+    frl_runtime *rt = frl_test_runtime(3);
     counter c[7];
     memset(c, 0, sizeof c);
     frl_vec_env *v = make_counters(rt, c, 7);
@@ -115,7 +105,7 @@ START_TEST(host_seeds_independent_of_threads)
 {
     float offsets[2][7];
     for (int k = 0; k < 2; k++) {
-        frl_runtime *rt = make_runtime(k ? 7 : 1);
+        frl_runtime *rt = frl_test_runtime(k ? 7 : 1);
         counter c[7];
         memset(c, 0, sizeof c);
         frl_vec_env *v = make_counters(rt, c, 7);
@@ -134,7 +124,7 @@ START_TEST(nonfinite_obs_detected)
 {
     static const float poisons[] = {NAN, INFINITY, -INFINITY};
     for (int p = 0; p < 3; p++) {
-        frl_runtime *rt = make_runtime(2);
+        frl_runtime *rt = frl_test_runtime(2);
         counter c[7];
         memset(c, 0, sizeof c);
         frl_vec_env *v = make_counters(rt, c, 7);
@@ -193,7 +183,7 @@ static int world_step(void *user, int32_t n, const void *actions, const uint8_t 
 
 START_TEST(batch_world_autoreset)
 {
-    frl_runtime *rt = make_runtime(2);
+    frl_runtime *rt = frl_test_runtime(2);
     world w;
     memset(&w, 0, sizeof w);
     frl_batch_env_callbacks cb;
@@ -245,9 +235,5 @@ int main(void)
     tcase_add_test(tc, nonfinite_obs_detected);
     tcase_add_test(tc, batch_world_autoreset);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return frl_test_run(s);
 }

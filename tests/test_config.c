@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fastrl.h"
+#include "test_util.h"
 
 static frl_config *cfg;
 
@@ -134,9 +135,5 @@ int main(void)
     tcase_add_test(tc, iterate_and_describe);
     tcase_add_test(tc, clone_is_independent);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return frl_test_run(s);
 }

@@ -7,6 +7,8 @@
  * mean, variance, extremes, a 20-bin histogram and pairwise correlations
  * within 5 standard errors (or a tail probability of about 1e-9). */
 #include <check.h>
+
+#include "test_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,9 +203,5 @@ static Suite *init_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(init_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return frl_test_run(init_suite());
 }

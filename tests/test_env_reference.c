@@ -22,6 +22,8 @@
  *
  * The data folder is argv[1], else $FRL_TEST_DATA_DIR, else tests/data. */
 #include <check.h>
+
+#include "test_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -572,9 +574,5 @@ int main(int argc, char **argv)
         g_data_dir = argv[1];
     else if (env_dir && *env_dir)
         g_data_dir = env_dir;
-    SRunner *sr = srunner_create(reference_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return frl_test_run(reference_suite());
 }

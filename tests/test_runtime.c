@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "fastrl.h"
+#include "test_util.h"
 
 static frl_runtime *make_runtime(int threads, int spin_us)
 {
@@ -197,9 +198,5 @@ int main(void)
     tcase_add_test(tc, logger_and_defaults);
     tcase_add_test(tc, idle_workers_park);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return frl_test_run(s);
 }

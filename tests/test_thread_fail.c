@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "fastrl.h"
+#include "test_util.h"
 
 /* ---- the pthread_create wrapper --------------------------------------------------- */
 
@@ -268,9 +269,5 @@ int main(void)
     tcase_add_test(tc, other_thread_counts);
     tcase_add_test(tc, failure_beside_a_live_runtime);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return frl_test_run(s);
 }

@@ -5,17 +5,7 @@
 #include <string.h>
 
 #include "fastrl.h"
-
-static frl_runtime *make_runtime(int threads)
-{
-    frl_config *cfg;
-    frl_runtime *rt = NULL;
-    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
-    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", threads), FRL_OK);
-    ck_assert_int_eq(frl_runtime_create(&rt, cfg, NULL, NULL), FRL_OK);
-    frl_config_destroy(cfg);
-    return rt;
-}
+#include "test_util.h"
 
 /* A deterministic action for (step, env), valid for every built-in. */
 static uint32_t mix(uint64_t x)
@@ -52,7 +42,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 /* Hash of every output array after every step of a run. */
 static uint64_t run_hash(const char *env, int threads, int32_t n, int steps)
 {
-    frl_runtime *rt = make_runtime(threads);
+    frl_runtime *rt = frl_test_runtime(threads);
     frl_vec_env *v;
     frl_config *cfg;
     /* A 100-step limit, so every env also truncates and autoresets inside the run. */
@@ -96,7 +86,7 @@ END_TEST
  * ending step. CartPole gives reward 1 per step, so return == length. */
 START_TEST(autoreset_and_episode_stats)
 {
-    frl_runtime *rt = make_runtime(2);
+    frl_runtime *rt = frl_test_runtime(2);
     frl_vec_env *v;
     const int32_t n = 64;
     ck_assert_int_eq(frl_vec_env_create(&v, rt, "CartPole-v1", n, NULL), FRL_OK);
@@ -140,7 +130,7 @@ END_TEST
  * of a vec env reset with seed s starts like a single env reset with seed s. */
 START_TEST(reset_streams_match_single_env)
 {
-    frl_runtime *rt = make_runtime(1);
+    frl_runtime *rt = frl_test_runtime(1);
     frl_vec_env *v;
     frl_env *e;
     float obs[4];
@@ -161,7 +151,7 @@ END_TEST
 
 START_TEST(time_limit_from_config)
 {
-    frl_runtime *rt = make_runtime(1);
+    frl_runtime *rt = frl_test_runtime(1);
     frl_config *cfg;
     frl_env *e;
     float obs[3], reward;
@@ -187,7 +177,7 @@ END_TEST
 /* get_state / set_state round-trip, and two envs set to the same state step alike. */
 START_TEST(state_round_trip)
 {
-    frl_runtime *rt = make_runtime(1);
+    frl_runtime *rt = frl_test_runtime(1);
     for (int32_t k = 0; frl_env_name_at(k); k++) {
         frl_env *a, *b;
         ck_assert_int_eq(frl_env_create(&a, rt, frl_env_name_at(k), NULL), FRL_OK);
@@ -233,9 +223,5 @@ int main(void)
     tcase_add_test(tc, time_limit_from_config);
     tcase_add_test(tc, state_round_trip);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return frl_test_run(s);
 }

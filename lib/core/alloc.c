@@ -3,6 +3,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/table.h"
 
 static void *default_alloc(void *user, size_t size, size_t alignment)
 {
@@ -36,15 +37,10 @@ frl_status frl_allocator_copy(frl_allocator *dst, const frl_allocator *src, cons
     frl_allocator_init(dst);
     if (!src)
         return FRL_OK;
-    /* An older, smaller table keeps the defaults for the fields it lacks. */
-    size_t n = src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
-    if (n < offsetof(frl_allocator, user))
-        return frl_fail(NULL, FRL_ERR_VERSION,
-                        "%s: allocator struct_size %zu is too small (fill the table with "
-                        "frl_allocator_init first)",
-                        who, src->struct_size);
-    memcpy(dst, src, n);
-    dst->struct_size = sizeof *dst;
+    frl_status st = frl_copy_table(dst, sizeof *dst, src, offsetof(frl_allocator, user), who,
+                                   "allocator", "frl_allocator_init");
+    if (st != FRL_OK)
+        return st;
     if (!dst->alloc || !dst->free)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: allocator.%s is NULL", who,
                         dst->alloc ? "free" : "alloc");

@@ -6,6 +6,7 @@
 
 #include "core/config.h"
 #include "core/runtime.h"
+#include "core/table.h"
 
 static int32_t online_cores(void)
 {
@@ -18,15 +19,8 @@ static frl_status copy_logger(frl_logger *dst, const frl_logger *src)
     frl_logger_init(dst);
     if (!src)
         return FRL_OK;
-    size_t n = src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
-    if (n < offsetof(frl_logger, user) + sizeof(void *))
-        return frl_fail(NULL, FRL_ERR_VERSION,
-                        "frl_runtime_create: logger struct_size %zu is too small (fill the "
-                        "table with frl_logger_init first)",
-                        src->struct_size);
-    memcpy(dst, src, n);
-    dst->struct_size = sizeof *dst;
-    return FRL_OK;
+    return frl_copy_table(dst, sizeof *dst, src, offsetof(frl_logger, user) + sizeof(void *),
+                          "frl_runtime_create", "logger", "frl_logger_init");
 }
 
 FRL_API void frl_logger_init(frl_logger *l)

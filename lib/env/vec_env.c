@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/table.h"
 #include "env/vec_env.h"
 
 enum { FRL_MAX_ENVS = 1 << 24 };
@@ -216,15 +217,10 @@ static frl_status copy_callbacks(frl_env_callbacks *dst, const frl_env_callbacks
                                  const char *who)
 {
     frl_env_callbacks_init(dst);
-    if (!src)
-        return frl_fail(NULL, FRL_ERR_NULL, "%s: callbacks table is NULL", who);
-    size_t n = src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
-    if (n < offsetof(frl_env_callbacks, close))
-        return frl_fail(NULL, FRL_ERR_VERSION,
-                        "%s: callbacks struct_size %zu is too small (use frl_env_callbacks_init)",
-                        who, src->struct_size);
-    memcpy(dst, src, n);
-    dst->struct_size = sizeof *dst;
+    frl_status st = frl_copy_table(dst, sizeof *dst, src, offsetof(frl_env_callbacks, close),
+                                   who, "callbacks", "frl_env_callbacks_init");
+    if (st != FRL_OK)
+        return st;
     if (!dst->reset || !dst->step)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: callbacks.%s is NULL", who,
                         dst->reset ? "step" : "reset");
@@ -298,16 +294,11 @@ static frl_status copy_batch_callbacks(frl_batch_env_callbacks *dst,
                                        const frl_batch_env_callbacks *src, const char *who)
 {
     frl_batch_env_callbacks_init(dst);
-    if (!src)
-        return frl_fail(NULL, FRL_ERR_NULL, "%s: callbacks table is NULL", who);
-    size_t n = src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
-    if (n < offsetof(frl_batch_env_callbacks, close))
-        return frl_fail(NULL, FRL_ERR_VERSION,
-                        "%s: callbacks struct_size %zu is too small (use "
-                        "frl_batch_env_callbacks_init)",
-                        who, src->struct_size);
-    memcpy(dst, src, n);
-    dst->struct_size = sizeof *dst;
+    frl_status st = frl_copy_table(dst, sizeof *dst, src,
+                                   offsetof(frl_batch_env_callbacks, close), who, "callbacks",
+                                   "frl_batch_env_callbacks_init");
+    if (st != FRL_OK)
+        return st;
     if (!dst->reset || !dst->step)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: callbacks.%s is NULL", who,
                         dst->reset ? "step" : "reset");

@@ -1,0 +1,20 @@
+#include <string.h>
+
+#include "core/error.h"
+#include "core/table.h"
+
+frl_status frl_copy_table(void *dst, size_t dst_size, const void *src, size_t min_size,
+                          const char *who, const char *what, const char *init_fn)
+{
+    if (!src)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s table is NULL", who, what);
+    size_t src_size;
+    memcpy(&src_size, src, sizeof src_size);
+    if (src_size < min_size)
+        return frl_fail(NULL, FRL_ERR_VERSION,
+                        "%s: %s struct_size %zu is too small (fill the table with %s first)",
+                        who, what, src_size, init_fn);
+    memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
+    memcpy(dst, &dst_size, sizeof dst_size);
+    return FRL_OK;
+}

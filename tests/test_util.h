@@ -1,0 +1,32 @@
+/* Helpers shared by the Check suites. Header-only: each test is one program. */
+#ifndef FRL_TESTS_TEST_UTIL_H
+#define FRL_TESTS_TEST_UTIL_H
+
+#include <check.h>
+#include <stdlib.h>
+
+#include "fastrl.h"
+
+/* Run a suite; the exit status of main(): non-zero if any check failed. */
+static inline int frl_test_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* A runtime with the given thread count and default allocator and logger. */
+static inline frl_runtime *frl_test_runtime(int threads)
+{
+    frl_config *cfg;
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", threads), FRL_OK);
+    ck_assert_int_eq(frl_runtime_create(&rt, cfg, NULL, NULL), FRL_OK);
+    frl_config_destroy(cfg);
+    return rt;
+}
+
+#endif
