@@ -85,7 +85,12 @@ typedef struct floor_state {
     float *rewards;
 } floor_state;
 
-static void floor_reset_all(floor_state *f);
+static void floor_reset_all(floor_state *f)
+{
+    for (int32_t i = 0; i < f->n; i++)
+        f->cls->reset(f->sims + (size_t)i * FRL_SIM_MAX_BYTES, &f->rngs[i],
+                      f->obs + (size_t)i * (size_t)f->cls->obs_dim);
+}
 
 static int floor_init(floor_state *f, const frl_env_class *cls, int32_t n)
 {
@@ -109,13 +114,6 @@ static void floor_free(floor_state *f)
     free(f->rngs);
     free(f->obs);
     free(f->rewards);
-}
-
-static void floor_reset_all(floor_state *f)
-{
-    for (int32_t i = 0; i < f->n; i++)
-        f->cls->reset(f->sims + (size_t)i * FRL_SIM_MAX_BYTES, &f->rngs[i],
-                      f->obs + (size_t)i * (size_t)f->cls->obs_dim);
 }
 
 static double run_floor(floor_state *f, const unsigned char *table, size_t bytes, double secs)
