@@ -23,11 +23,11 @@
 #include <stdint.h>
 
 #define FRL_VERSION_MAJOR 0
-#define FRL_VERSION_MINOR 1
+#define FRL_VERSION_MINOR 2
 #define FRL_VERSION_PATCH 0
 /* The ABI: MAJOR is the soname (libfastrl.so.MAJOR); MINOR grows when symbols are added. */
 #define FRL_ABI_VERSION_MAJOR 0
-#define FRL_ABI_VERSION_MINOR 1
+#define FRL_ABI_VERSION_MINOR 2
 
 #if defined(FRL_STATIC)
 #define FRL_API
@@ -67,7 +67,8 @@ typedef enum frl_status {
     FRL_ERR_IO = -14,              /* a file could not be read or written */
     FRL_ERR_FORMAT = -15,          /* a file is corrupted, truncated or foreign */
     FRL_ERR_VERSION = -16,         /* a file, or a table's struct_size, is of an incompatible version */
-    FRL_ERR_INTERNAL = -17         /* a bug in libfastrl: please report it */
+    FRL_ERR_INTERNAL = -17,        /* a bug in libfastrl: please report it */
+    FRL_ERR_INTERRUPTED = -18      /* stopped by request before finishing */
 } frl_status;
 
 /* Static text naming the status ("FRL_ERR_NULL"); "FRL_ERR_UNKNOWN_STATUS" for others. */
@@ -77,7 +78,7 @@ FRL_API const char *frl_status_name(frl_status status);
  * valid until the next failing call on this thread. Any thread. */
 FRL_API const char *frl_last_error(void);
 
-/* "0.1.0". Static. */
+/* "0.2.0". Static. */
 FRL_API const char *frl_version_string(void);
 /* (FRL_ABI_VERSION_MAJOR << 16) | FRL_ABI_VERSION_MINOR of the library actually loaded. */
 FRL_API uint32_t frl_abi_version(void);
@@ -134,7 +135,8 @@ typedef enum frl_config_type {
     FRL_CONFIG_INT = 1,   /* int64 */
     FRL_CONFIG_FLOAT = 2, /* double */
     FRL_CONFIG_BOOL = 3,  /* "true"/"false", "1"/"0", "yes"/"no", "on"/"off", any case */
-    FRL_CONFIG_CHOICE = 4 /* one of a fixed list of strings */
+    FRL_CONFIG_CHOICE = 4, /* one of a fixed list of strings */
+    FRL_CONFIG_INT_LIST = 5 /* up to 8 integers, as text "64,64" ("" = empty) */
 } frl_config_type;
 
 typedef struct frl_config_key_info {
@@ -177,6 +179,9 @@ FRL_API frl_status frl_config_unset(frl_config *cfg, const char *key);
 FRL_API frl_status frl_config_get_int(const frl_config *cfg, const char *key, int64_t *out);
 FRL_API frl_status frl_config_get_float(const frl_config *cfg, const char *key, double *out);
 FRL_API frl_status frl_config_get_bool(const frl_config *cfg, const char *key, int *out);
+/* An INT_LIST key: *count values into out[0..capacity); FRL_ERR_SIZE if they don't fit. */
+FRL_API frl_status frl_config_get_int_list(const frl_config *cfg, const char *key,
+                                           int64_t *out, int32_t capacity, int32_t *count);
 /* The value as text, into buf (always NUL-terminated); FRL_ERR_SIZE if it does not fit. */
 FRL_API frl_status frl_config_get_text(const frl_config *cfg, const char *key, char *buf,
                                        size_t size);
@@ -392,6 +397,184 @@ FRL_API const int32_t *frl_vec_env_episode_lengths(const frl_vec_env *venv);
 FRL_API int64_t frl_vec_env_total_steps(const frl_vec_env *venv);
 FRL_API int64_t frl_vec_env_total_episodes(const frl_vec_env *venv);
 FRL_API const char *frl_vec_env_last_error(const frl_vec_env *venv);
+
+/* ---------------------------------------------------------------------------------------
+ * Policies: a network mapping observations to an action distribution and a value.
+ *
+ * Built from config keys policy.* (frl_config_next lists them): an MLP trunk
+ * (policy.hidden = "64,64", policy.activation = tanh|relu|elu), separate or shared for
+ * actor and critic (policy.shared), a categorical head for a discrete action space or
+ * a diagonal Gaussian with a learned state-independent log-std for a box, and optional
+ * observation normalisation (policy.obs_norm) whose statistics are saved with it. */
+typedef struct frl_policy frl_policy;
+
+FRL_API frl_status frl_policy_create(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
+                                     const frl_space *observation_space,
+                                     const frl_space *action_space);
+FRL_API void frl_policy_destroy(frl_policy *policy);
+FRL_API const frl_space *frl_policy_observation_space(const frl_policy *policy);
+FRL_API const frl_space *frl_policy_action_space(const frl_policy *policy);
+/* Trainable float32 parameters (weights, biases, log-std). */
+FRL_API int64_t frl_policy_num_parameters(const frl_policy *policy);
+/* Incremented by every learner update; 0 after create. */
+FRL_API uint64_t frl_policy_version(const frl_policy *policy);
+
+/* One call of frl_policy_act. Set struct_size with frl_act_args_init; fields added in
+ * later versions go at the end and default to "off". */
+typedef struct frl_act_args {
+    size_t struct_size;
+    int32_t batch;               /* rows, >= 1 */
+    const float *observations;   /* [batch * observation width], finite */
+    void *actions;               /* out: int32_t[batch] (discrete) or float[batch * width] */
+    float *log_probs;            /* out, optional: [batch] log-probability of each action */
+    float *values;               /* out, optional: [batch] value estimates */
+    int32_t deterministic;       /* 1: the mode (argmax or mean) instead of a sample */
+    /* Row i samples from the random stream (policy seed, stream_offset + i) at position
+     * counter: the same inputs give the same actions on any thread. Advance counter
+     * between calls (the trainer uses the env index and its step count). */
+    uint64_t stream_offset;
+    uint64_t counter;
+    /* Optional caller-owned scratch of frl_policy_workspace_size() bytes, 64-byte
+     * aligned. With it, act may run on several threads at once; without it, act uses
+     * the policy's own scratch under a lock. Any batch size works with any workspace:
+     * rows are processed in chunks of the workspace's capacity. */
+    void *workspace;
+    size_t workspace_size;
+} frl_act_args;
+
+FRL_API void frl_act_args_init(frl_act_args *args);
+/* Bytes of workspace that hold rows_per_chunk rows (>= 1) of activations. */
+FRL_API size_t frl_policy_workspace_size(const frl_policy *policy, int32_t rows_per_chunk);
+/* Compute actions (and optionally log-probs and values) for a batch. Runs on the
+ * calling thread and never allocates. Non-finite observations give FRL_ERR_NONFINITE
+ * naming the row; nothing is written then. */
+FRL_API frl_status frl_policy_act(frl_policy *policy, const frl_act_args *args);
+
+/* Save the policy (spaces, settings, weights, normaliser) to path: a versioned,
+ * zstd-compressed, checksummed file written to a temporary name, fsync'd and renamed,
+ * so a crash leaves the previous file intact. */
+FRL_API frl_status frl_policy_save(const frl_policy *policy, const char *path);
+/* Load a policy saved by frl_policy_save or a trainer checkpoint. Truncated, corrupted
+ * or foreign files give FRL_ERR_FORMAT, newer format versions FRL_ERR_VERSION. */
+FRL_API frl_status frl_policy_load(frl_policy **out, frl_runtime *rt, const char *path);
+FRL_API const char *frl_policy_last_error(const frl_policy *policy);
+
+/* ---------------------------------------------------------------------------------------
+ * The experience ring: preallocated slots, each a [T x B] block (T steps of B
+ * environments, row t * B + b) of every array a learner needs. A sampler writes each
+ * step straight into its slot, a learner reads it in place, and the host may read any
+ * array through frl_ring_array. Arrays are named by an enum, so new arrays (recurrent
+ * states, policy ids for populations) can be added without changing this interface. */
+typedef struct frl_ring frl_ring;
+
+typedef enum frl_ring_array_id {
+    FRL_RING_OBSERVATIONS = 0, /* float [T*B*obs width]: observation the action saw */
+    FRL_RING_ACTIONS = 1,      /* int32 [T*B] or float [T*B*action width], as sampled */
+    FRL_RING_LOG_PROBS = 2,    /* float [T*B] */
+    FRL_RING_VALUES = 3,       /* float [T*B] */
+    FRL_RING_REWARDS = 4,      /* float [T*B] */
+    FRL_RING_TERMINATED = 5,   /* uint8 [T*B] */
+    FRL_RING_TRUNCATED = 6,    /* uint8 [T*B] */
+    FRL_RING_RESET_STEPS = 7,  /* uint8 [T*B]: 1 = an autoreset step, not a transition */
+    FRL_RING_POLICY_VERSION = 8, /* uint64 [T]: policy version that acted at step t */
+    FRL_RING_BOOTSTRAP_OBS = 9,  /* float [B*obs width]: observation after the last step */
+    FRL_RING_ARRAY_COUNT = 10
+} frl_ring_array_id;
+
+typedef enum frl_slot_state {
+    FRL_SLOT_FREE = 0,    /* may be acquired for writing */
+    FRL_SLOT_WRITING = 1, /* a sampler is filling it */
+    FRL_SLOT_READY = 2,   /* complete, waiting for a learner */
+    FRL_SLOT_READING = 3  /* a learner is reading it */
+} frl_slot_state;
+
+/* Bytes a ring of these dimensions takes (all slots, all arrays, alignment included). */
+FRL_API frl_status frl_ring_memory_size(int32_t slots, int32_t steps, int32_t envs,
+                                        const frl_space *observation_space,
+                                        const frl_space *action_space, size_t *bytes);
+FRL_API frl_status frl_ring_create(frl_ring **out, frl_runtime *rt, int32_t slots,
+                                   int32_t steps, int32_t envs,
+                                   const frl_space *observation_space,
+                                   const frl_space *action_space);
+FRL_API void frl_ring_destroy(frl_ring *ring);
+FRL_API int32_t frl_ring_slots(const frl_ring *ring);
+FRL_API int32_t frl_ring_steps(const frl_ring *ring);
+FRL_API int32_t frl_ring_envs(const frl_ring *ring);
+/* The array's address and size in bytes; stable for the ring's life. */
+FRL_API frl_status frl_ring_array(frl_ring *ring, int32_t slot, frl_ring_array_id id,
+                                  void **data, size_t *bytes);
+FRL_API frl_slot_state frl_ring_slot_state(const frl_ring *ring, int32_t slot);
+/* Slot transitions. acquire_write takes the lowest free slot, acquire_read the ready
+ * slot committed first; either gives FRL_ERR_STATE if there is none. commit and release
+ * fail with FRL_ERR_STATE if the slot is not in the state they start from. Safe from
+ * several threads at once. */
+FRL_API frl_status frl_ring_acquire_write(frl_ring *ring, int32_t *slot);
+FRL_API frl_status frl_ring_commit(frl_ring *ring, int32_t slot);    /* WRITING -> READY */
+FRL_API frl_status frl_ring_acquire_read(frl_ring *ring, int32_t *slot);
+FRL_API frl_status frl_ring_release(frl_ring *ring, int32_t slot);   /* READING -> FREE */
+FRL_API const char *frl_ring_last_error(const frl_ring *ring);
+
+/* ---------------------------------------------------------------------------------------
+ * Trainer: a vec env, a policy, a ring, a sampler and a PPO learner for the common case.
+ * Settings are the config keys train.* and policy.*; each built-in environment has
+ * defaults that solve it, applied under the keys the caller sets. */
+typedef struct frl_trainer frl_trainer;
+
+/* Per-update metrics, passed to the callback; fields are added only at the end. */
+typedef struct frl_metrics {
+    size_t struct_size;
+    int64_t update;            /* updates done, this one included */
+    int64_t env_steps;         /* environment steps done (autoreset steps included) */
+    int64_t episodes;          /* episodes finished */
+    double mean_return;        /* mean return of the last 100 episodes (NaN if none) */
+    double mean_length;        /* their mean length (NaN if none) */
+    double seconds;            /* wall time since the trainer was created (or loaded) */
+    double steps_per_second;   /* env steps per second over the whole run */
+    double policy_loss, value_loss, entropy, approx_kl, clip_fraction;
+    double explained_variance, grad_norm, learning_rate;
+    int32_t epochs_done;       /* fewer than train.epochs when target-KL stopped early */
+    /* seconds spent in each stage during this update */
+    double time_env, time_inference, time_backward, time_optimizer, time_waiting;
+} frl_metrics;
+
+/* Return 0 to go on; any other value stops training, and frl_trainer_train returns
+ * FRL_ERR_CALLBACK naming that value. Called on the thread that called train. */
+typedef int (*frl_metrics_fn)(void *user, const frl_metrics *metrics);
+
+/* A trainer on the built-in environment env_name. */
+FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt,
+                                      const char *env_name, const frl_config *cfg);
+/* A trainer on a host vec env (borrowed: it must outlive the trainer). */
+FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt,
+                                          frl_vec_env *venv, const frl_config *cfg);
+FRL_API void frl_trainer_destroy(frl_trainer *trainer);
+FRL_API void frl_trainer_set_callback(frl_trainer *trainer, frl_metrics_fn fn, void *user);
+/* Write metrics.csv, a TensorBoard event file and settings.txt into dir (which must
+ * exist) from the next update on. */
+FRL_API frl_status frl_trainer_set_output(frl_trainer *trainer, const char *dir);
+/* Train until env_steps reaches total_steps (counted from the run's start, so a resumed
+ * run continues to the same total), until the mean return reaches train.target_return
+ * when that key is set, or until a stop. Returns FRL_OK at the budget or the target,
+ * FRL_ERR_INTERRUPTED after frl_trainer_request_stop (the run may be continued or
+ * saved), FRL_ERR_CALLBACK if the callback stopped it. */
+FRL_API frl_status frl_trainer_train(frl_trainer *trainer, int64_t total_steps);
+/* Ask train to return at the next step boundary. Async-signal-safe: only sets a flag,
+ * so it may be called from a signal handler or another thread. */
+FRL_API void frl_trainer_request_stop(frl_trainer *trainer);
+/* Everything needed to continue the run: settings, weights, Adam moments, normaliser,
+ * random streams, environment states, counters. Atomic as frl_policy_save. */
+FRL_API frl_status frl_trainer_save(const frl_trainer *trainer, const char *path);
+/* Continue a saved run on the built-in env it was saved from. cfg may be NULL; keys it
+ * sets override the saved settings (e.g. runtime-only ones). */
+FRL_API frl_status frl_trainer_load(frl_trainer **out, frl_runtime *rt, const char *path,
+                                    const frl_config *cfg);
+/* Borrowed handles, valid for the trainer's life. */
+FRL_API frl_policy *frl_trainer_policy(frl_trainer *trainer);
+FRL_API frl_ring *frl_trainer_ring(frl_trainer *trainer);
+FRL_API frl_vec_env *frl_trainer_vec_env(frl_trainer *trainer);
+/* Metrics of the last update (zeros before the first). */
+FRL_API const frl_metrics *frl_trainer_metrics(const frl_trainer *trainer);
+FRL_API const char *frl_trainer_last_error(const frl_trainer *trainer);
 
 #ifdef __cplusplus
 }

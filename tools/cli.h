@@ -11,6 +11,11 @@ int cli_fail(const char *what, frl_status st);
 
 double cli_now(void);
 
+/* When main started: `seconds` in train's last line counts from here. */
+extern double cli_start;
+
 int cli_bench(int argc, char **argv);
+int cli_train(int argc, char **argv);
+int cli_eval(int argc, char **argv);
 
 #endif

@@ -5,6 +5,8 @@
 
 #include "cli.h"
 
+double cli_start;
+
 int cli_fail(const char *what, frl_status st)
 {
     fprintf(stderr, "fastrl: %s: %s: %s\n", what, frl_status_name(st), frl_last_error());
@@ -78,7 +80,7 @@ static int cmd_info(void)
 
 static int cmd_config_list(void)
 {
-    static const char *const types[] = {"?", "int", "float", "bool", "choice"};
+    static const char *const types[] = {"?", "int", "float", "bool", "choice", "list"};
     for (const char *k = frl_config_next(NULL); k; k = frl_config_next(k)) {
         frl_config_key_info info;
         info.struct_size = sizeof info;
@@ -100,12 +102,20 @@ static void usage(FILE *f)
                "  envs                      list the built-in environments and their spaces\n"
                "  info                      version, ABI, threads, CPU features, kernels\n"
                "  config --list             every setting with its type, default and help\n"
+               "  train ENV [--steps N] [--seed S] [--threads T] [--set key=value ...]\n"
+               "        [--out DIR] [--resume DIR] [--quiet]\n"
+               "                            train with PPO; progress on stderr; DIR gets\n"
+               "                            metrics.csv, TensorBoard events, settings.txt and\n"
+               "                            checkpoint.frl; Ctrl-C saves and stops\n"
+               "  eval CHECKPOINT [--episodes N] [--deterministic] [--env ENV] [--seed S]\n"
+               "                            mean return of a saved policy\n"
                "  bench env ENV [--envs N] [--threads T] [--seconds S]\n"
                "                            environment stepping throughput vs the floor\n");
 }
 
 int main(int argc, char **argv)
 {
+    cli_start = cli_now();
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -117,6 +127,10 @@ int main(int argc, char **argv)
         return cmd_info();
     if (!strcmp(cmd, "config") && argc == 3 && !strcmp(argv[2], "--list"))
         return cmd_config_list();
+    if (!strcmp(cmd, "train"))
+        return cli_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "eval"))
+        return cli_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench"))
         return cli_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {

@@ -134,7 +134,7 @@ static frl_status store_number(frl_config *cfg, int32_t k, double v, int64_t iv)
 
 static frl_status type_error(char *err, const frl_key_def *d, const char *used)
 {
-    static const char *const names[] = {"?", "int", "float", "bool", "choice"};
+    static const char *const names[] = {"?", "int", "float", "bool", "choice", "int list"};
     return frl_fail(err, FRL_ERR_TYPE, "config key '%s' is of type %s, not %s", d->name,
                     names[d->type], used);
 }
@@ -239,6 +239,36 @@ static frl_status parse_error(char *err, const frl_key_def *d, const char *text)
                     text, what[d->type], d->type == FRL_CONFIG_CHOICE ? d->choices : "");
 }
 
+/* "64,64" (or "") into a list whose values are checked against the key's range. */
+static frl_status parse_list(char *err, const frl_key_def *d, const char *text, frl_int_list *out)
+{
+    frl_int_list l = {0, {0}};
+    for (const char *p = text; *p;) {
+        char item[32];
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof item || l.n == FRL_LIST_MAX)
+            return frl_fail(err, FRL_ERR_PARSE,
+                            "config key '%s': '%s' is not a list of at most %d integers "
+                            "separated by commas",
+                            d->name, text, FRL_LIST_MAX);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        int64_t iv;
+        double dv;
+        if (parse_int(item, &iv, &dv) != 0)
+            return parse_error(err, d, text);
+        if (iv < (int64_t)d->min || iv > (int64_t)d->max)
+            return frl_fail(err, FRL_ERR_RANGE, "config key '%s': %lld is outside [%.17g, %.17g]",
+                            d->name, (long long)iv, d->min, d->max);
+        l.v[l.n++] = (int32_t)iv;
+        p += len;
+        if (*p == ',' && *++p == '\0')
+            return parse_error(err, d, text);
+    }
+    *out = l;
+    return FRL_OK;
+}
+
 FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *text)
 {
     if (!cfg || !text)
@@ -279,6 +309,15 @@ FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *
             return frl_fail(cfg->err, FRL_ERR_UNKNOWN_NAME, "config key '%s': '%s' is not one of %s",
                             d->name, text, d->choices);
         break;
+    case FRL_CONFIG_INT_LIST: {
+        frl_int_list l;
+        frl_status lst = parse_list(cfg->err, d, text, &l);
+        if (lst != FRL_OK)
+            return lst;
+        cfg->values[k].list = l;
+        cfg->set[k] = 1;
+        return FRL_OK;
+    }
     }
     cfg->values[k].i = iv;
     cfg->set[k] = 1;
@@ -341,8 +380,11 @@ static frl_value value_of(const frl_config *cfg, int32_t k)
     if (cfg && cfg->set[k])
         return cfg->values[k];
     frl_value v;
+    memset(&v, 0, sizeof v);
     if (frl_key_defs[k].type == FRL_CONFIG_FLOAT)
         v.f = frl_key_defs[k].def;
+    else if (frl_key_defs[k].type == FRL_CONFIG_INT_LIST)
+        (void)parse_list(NULL, &frl_key_defs[k], frl_key_defs[k].default_text, &v.list);
     else
         v.i = (int64_t)frl_key_defs[k].def;
     return v;
@@ -359,7 +401,7 @@ static frl_status get_def(const char *key, const void *out, frl_config_type want
     frl_config_type have = frl_key_defs[*k].type;
     int ok = have == want || (want == FRL_CONFIG_FLOAT && have == FRL_CONFIG_INT) ||
              (want == FRL_CONFIG_INT && have == FRL_CONFIG_CHOICE);
-    static const char *const names[] = {"?", "int", "float", "bool", "choice"};
+    static const char *const names[] = {"?", "int", "float", "bool", "choice", "int list"};
     return ok ? FRL_OK : type_error(NULL, &frl_key_defs[*k], names[want]);
 }
 
@@ -390,6 +432,36 @@ FRL_API frl_status frl_config_get_bool(const frl_config *cfg, const char *key, i
     if (st == FRL_OK)
         *out = (int)value_of(cfg, k).i;
     return st;
+}
+
+FRL_API frl_status frl_config_get_int_list(const frl_config *cfg, const char *key,
+                                           int64_t *out, int32_t capacity, int32_t *count)
+{
+    int32_t k;
+    if (!count)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_get_int_list: count is NULL");
+    frl_status st = get_def(key, out, FRL_CONFIG_INT_LIST, &k);
+    if (st != FRL_OK)
+        return st;
+    frl_int_list l = value_of(cfg, k).list;
+    *count = l.n;
+    if (l.n > capacity)
+        return frl_fail(NULL, FRL_ERR_SIZE, "config key '%s' holds %d values, capacity is %d",
+                        key, (int)l.n, (int)capacity);
+    for (int32_t i = 0; i < l.n; i++)
+        out[i] = l.v[i];
+    return FRL_OK;
+}
+
+static int format_list(const frl_int_list *l, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%s", "");
+    for (int32_t i = 0; i < l->n && n >= 0; i++) {
+        size_t used = (size_t)n < size ? (size_t)n : size;
+        int m = snprintf(buf + used, size - used, "%s%d", i ? "," : "", (int)l->v[i]);
+        n = m < 0 ? m : n + m;
+    }
+    return n;
 }
 
 /* Copy the n-th choice of "a|b|c" into buf. */
@@ -424,6 +496,7 @@ FRL_API frl_status frl_config_get_text(const frl_config *cfg, const char *key, c
     case FRL_CONFIG_FLOAT: n = snprintf(buf, size, "%.17g", v.f); break;
     case FRL_CONFIG_BOOL: n = snprintf(buf, size, "%s", v.i ? "true" : "false"); break;
     case FRL_CONFIG_CHOICE: n = copy_choice(d->choices, v.i, buf, size); break;
+    case FRL_CONFIG_INT_LIST: n = format_list(&v.list, buf, size); break;
     }
     if (n < 0 || (size_t)n >= size)
         return frl_fail(NULL, FRL_ERR_SIZE, "config key '%s': value needs %d bytes, buffer has %zu",
@@ -487,4 +560,20 @@ double frl_config_float(const frl_config *cfg, const char *key)
         return 0.0;
     frl_value v = value_of(cfg, k);
     return frl_key_defs[k].type == FRL_CONFIG_INT ? (double)v.i : v.f;
+}
+
+frl_int_list frl_config_list(const frl_config *cfg, const char *key)
+{
+    int32_t k = frl_key_find(key);
+    frl_int_list none = {0, {0}};
+    return k < 0 ? none : value_of(cfg, k).list;
+}
+
+void frl_config_overlay(frl_config *dst, const frl_config *src)
+{
+    for (int32_t k = 0; src && k < frl_key_count; k++)
+        if (src->set[k]) {
+            dst->values[k] = src->values[k];
+            dst->set[k] = 1;
+        }
 }

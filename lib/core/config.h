@@ -20,9 +20,17 @@ typedef struct frl_key_def {
 extern const frl_key_def frl_key_defs[];
 extern const int32_t frl_key_count;
 
+enum { FRL_LIST_MAX = 8 };
+
+typedef struct frl_int_list {
+    int32_t n;
+    int32_t v[FRL_LIST_MAX];
+} frl_int_list;
+
 typedef union frl_value {
     int64_t i;
     double f;
+    frl_int_list list; /* INT_LIST */
 } frl_value;
 
 /* Index of key in frl_key_defs, or -1. */
@@ -32,5 +40,9 @@ int32_t frl_key_find(const char *key);
  * by the library after validation, so they cannot fail. */
 int64_t frl_config_int(const frl_config *cfg, const char *key);
 double frl_config_float(const frl_config *cfg, const char *key);
+frl_int_list frl_config_list(const frl_config *cfg, const char *key);
+
+/* Set on dst every key that src sets (src's values win). */
+void frl_config_overlay(frl_config *dst, const frl_config *src);
 
 #endif

@@ -26,12 +26,13 @@ static const char *const status_names[] = {
     "FRL_ERR_FORMAT",
     "FRL_ERR_VERSION",
     "FRL_ERR_INTERNAL",
+    "FRL_ERR_INTERRUPTED",
 };
 
 FRL_API const char *frl_status_name(frl_status status)
 {
     /* Compare before negating: -INT_MIN overflows. */
-    if (status > FRL_OK || status < FRL_ERR_INTERNAL)
+    if (status > FRL_OK || status < FRL_ERR_INTERRUPTED)
         return "FRL_ERR_UNKNOWN_STATUS";
     return status_names[-(int)status];
 }
@@ -59,9 +60,12 @@ frl_status frl_fail(char *handle_msg, frl_status status, const char *fmt, ...)
     return frl_fail_msg(handle_msg, status, msg);
 }
 
+#define FRL_STR2(x) #x
+#define FRL_STR(x) FRL_STR2(x)
+
 FRL_API const char *frl_version_string(void)
 {
-    return "0.1.0";
+    return FRL_STR(FRL_VERSION_MAJOR) "." FRL_STR(FRL_VERSION_MINOR) "." FRL_STR(FRL_VERSION_PATCH);
 }
 
 FRL_API uint32_t frl_abi_version(void)

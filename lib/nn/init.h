@@ -1,0 +1,22 @@
+/* Parameter initialisation: orthogonal weights with a gain, zero biases. */
+#ifndef FRL_NN_INIT_H
+#define FRL_NN_INIT_H
+
+#include "core/rng.h"
+#include "nn/mlp.h"
+
+/* A standard normal draw (Box-Muller on two uniforms). */
+double frl_rng_normal(frl_rng *r);
+
+/* Fill wt[in x out] with an orthogonal matrix times gain (Saxe et al., 2014): the
+ * [out x in] weight has orthonormal rows or columns, whichever are fewer. work holds
+ * max(in, out) * min(in, out) doubles. Biases are left as they are (zero). */
+void frl_init_orthogonal(float *wt, int32_t in, int32_t out, double gain, frl_rng *r,
+                         double *work);
+
+/* Orthogonal init of every layer of m: hidden layers with hidden_gain, the last one
+ * with out_gain (a trunk uses hidden_gain throughout). */
+void frl_mlp_init_params(const frl_mlp *m, float *params, double hidden_gain, double out_gain,
+                         frl_rng *r, double *work);
+
+#endif

@@ -1,0 +1,60 @@
+/* CPU compute kernels of the networks, chosen once at run time by CPU features.
+ *
+ * Layout: activations are row-major [rows x features], contiguous. A linear layer's
+ * weights are stored transposed, wt[in x out] row-major, so a forward pass is a plain
+ * row-major GEMM and the SIMD kernels vectorise over output features.
+ *
+ * Determinism contract (every implementation): the value computed for one output
+ * element depends only on the inputs of that element, never on m, on the row's
+ * position or on how rows are blocked. Reductions over k (forward, input gradient)
+ * and over rows (weight gradient) run in increasing index order. So splitting a batch
+ * into shards changes no result, and a run never depends on the thread count. */
+#ifndef FRL_NN_KERNELS_H
+#define FRL_NN_KERNELS_H
+
+#include <stdint.h>
+
+typedef enum frl_nn_act {
+    FRL_NN_LINEAR = 0, /* identity */
+    FRL_NN_TANH,
+    FRL_NN_RELU,
+    FRL_NN_ELU       /* alpha = 1 */
+} frl_nn_act;
+
+typedef struct frl_kernels {
+    const char *name; /* "scalar", "avx2", "avx512" */
+
+    /* y[m x n] = act(x[m x k] . wt[k x n] + b[n]); b may be NULL (no bias). */
+    void (*linear_fwd)(int32_t m, int32_t n, int32_t k, const float *x, const float *wt,
+                       const float *b, float *y, frl_nn_act act);
+
+    /* dx[m x k] = dy[m x n] . wt[k x n]^T  (overwrites dx). */
+    void (*linear_bwd_input)(int32_t m, int32_t n, int32_t k, const float *dy,
+                             const float *wt, float *dx);
+
+    /* dwt[k x n] += x[m x k]^T . dy[m x n];  db[n] += column sums of dy (db may be NULL). */
+    void (*linear_bwd_weight)(int32_t m, int32_t n, int32_t k, const float *x,
+                              const float *dy, float *dwt, float *db);
+
+    /* dx[i] = dy[i] * act'(given y[i] = act(pre-activation)), in place allowed (dx == dy).
+     * tanh: 1 - y^2; relu: y > 0; elu: y > 0 ? 1 : y + 1. act != FRL_NN_LINEAR. */
+    void (*act_bwd)(int64_t n, const float *y, const float *dy, float *dx, frl_nn_act act);
+} frl_kernels;
+
+/* The table for this CPU (the fastest one its features allow), chosen on first use;
+ * thread-safe. FRL_KERNELS=scalar|avx2|avx512 in the environment forces a table the
+ * CPU supports (for tests and benchmarks). */
+const frl_kernels *frl_kernels_get(void);
+
+/* Every table built into this library, NULL-terminated, and whether this CPU can run
+ * one of them. Tests compare each runnable table against the scalar one. */
+const frl_kernels *const *frl_kernels_all(void);
+int frl_kernels_supported(const frl_kernels *k);
+
+/* Internal, for tests and benchmarks: the table that FRL_KERNELS=name would choose.
+ * NULL or "" gives the fastest table this CPU runs; a name that is unknown or that
+ * this CPU cannot run gives that same table (never one that would crash). Pure: it
+ * changes nothing, so it can be called after frl_kernels_get() has chosen. */
+const frl_kernels *frl_kernels_select(const char *name);
+
+#endif

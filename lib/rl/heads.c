@@ -1,0 +1,92 @@
+/* Log-probabilities, entropies, samples and their gradients for the policy heads. */
+#include <math.h>
+
+#include "rl/heads.h"
+
+static double log_sum_exp(const float *z, int32_t n)
+{
+    double mx = z[0];
+    for (int32_t i = 1; i < n; i++)
+        mx = z[i] > mx ? z[i] : mx;
+    double s = 0;
+    for (int32_t i = 0; i < n; i++)
+        s += exp((double)z[i] - mx);
+    return mx + log(s);
+}
+
+int32_t frl_cat_sample(const float *logits, int32_t n, double u)
+{
+    double lse = log_sum_exp(logits, n), c = 0;
+    for (int32_t i = 0; i < n - 1; i++) {
+        c += exp((double)logits[i] - lse);
+        if (u < c)
+            return i;
+    }
+    return n - 1;
+}
+
+int32_t frl_cat_argmax(const float *logits, int32_t n)
+{
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        best = logits[i] > logits[best] ? i : best;
+    return best;
+}
+
+double frl_cat_logp(const float *logits, int32_t n, int32_t a)
+{
+    return (double)logits[a] - log_sum_exp(logits, n);
+}
+
+double frl_cat_entropy(const float *logits, int32_t n)
+{
+    double lse = log_sum_exp(logits, n), h = 0;
+    for (int32_t i = 0; i < n; i++) {
+        double lp = (double)logits[i] - lse;
+        h -= exp(lp) * lp;
+    }
+    return h;
+}
+
+void frl_cat_backward(const float *logits, int32_t n, int32_t a, double c_logp, double c_ent,
+                      float *dlogits)
+{
+    double lse = log_sum_exp(logits, n), h = frl_cat_entropy(logits, n);
+    for (int32_t i = 0; i < n; i++) {
+        double lp = (double)logits[i] - lse, p = exp(lp);
+        /* d logp(a)/dz_i = [i == a] - p_i;  dH/dz_i = -p_i (log p_i + H). */
+        double g = c_logp * ((i == a) - p) - c_ent * p * (lp + h);
+        dlogits[i] = (float)g;
+    }
+}
+
+static const double half_log_2pi = 0.91893853320467274178;
+
+double frl_gauss_logp(const float *mean, const float *log_std, const float *a, int32_t n)
+{
+    double s = 0;
+    for (int32_t i = 0; i < n; i++) {
+        double z = ((double)a[i] - mean[i]) * exp(-(double)log_std[i]);
+        s += -0.5 * z * z - (double)log_std[i] - half_log_2pi;
+    }
+    return s;
+}
+
+double frl_gauss_entropy(const float *log_std, int32_t n)
+{
+    double s = 0;
+    for (int32_t i = 0; i < n; i++)
+        s += 0.5 + half_log_2pi + (double)log_std[i];
+    return s;
+}
+
+void frl_gauss_backward(const float *mean, const float *log_std, const float *a, int32_t n,
+                        double c_logp, double c_ent, float *dmean, double *dlog_std)
+{
+    for (int32_t i = 0; i < n; i++) {
+        double inv = exp(-(double)log_std[i]);
+        double z = ((double)a[i] - mean[i]) * inv;
+        dmean[i] = (float)(c_logp * z * inv);
+        dlog_std[i] += c_logp * (z * z - 1.0) + c_ent;
+    }
+}

@@ -1,0 +1,54 @@
+/* Running observation statistics and their frozen float copy. */
+#include <math.h>
+
+#include "rl/obsnorm.h"
+
+void frl_obsnorm_reset(frl_obsnorm *n)
+{
+    n->count = 0;
+    for (int32_t i = 0; i < n->width; i++) {
+        n->mean[i] = 0;
+        n->m2[i] = 0;
+        n->use_mean[i] = 0;
+        n->use_inv_std[i] = 1;
+    }
+}
+
+void frl_obsnorm_update(frl_obsnorm *n, const float *x, int64_t rows)
+{
+    if (rows <= 0)
+        return;
+    for (int32_t i = 0; i < n->width; i++) {
+        double s = 0, ss = 0;
+        for (int64_t r = 0; r < rows; r++)
+            s += x[r * n->width + i];
+        double bm = s / (double)rows;
+        for (int64_t r = 0; r < rows; r++) {
+            double d = x[r * n->width + i] - bm;
+            ss += d * d;
+        }
+        double tot = n->count + (double)rows, delta = bm - n->mean[i];
+        n->mean[i] += delta * (double)rows / tot;
+        n->m2[i] += ss + delta * delta * n->count * (double)rows / tot;
+    }
+    n->count += (double)rows;
+}
+
+void frl_obsnorm_freeze(frl_obsnorm *n)
+{
+    for (int32_t i = 0; i < n->width; i++) {
+        double var = n->count > 1 ? n->m2[i] / n->count : 1.0;
+        n->use_mean[i] = (float)n->mean[i];
+        n->use_inv_std[i] = (float)(1.0 / sqrt(var + 1e-8));
+    }
+}
+
+void frl_obsnorm_apply(const frl_obsnorm *n, const float *x, int32_t rows, float *out)
+{
+    float c = n->clip;
+    for (int64_t r = 0; r < rows; r++)
+        for (int32_t i = 0; i < n->width; i++) {
+            float v = (x[r * n->width + i] - n->use_mean[i]) * n->use_inv_std[i];
+            out[r * n->width + i] = v > c ? c : (v < -c ? -c : v);
+        }
+}

@@ -1,0 +1,29 @@
+/* Observation normalisation by running mean and variance.
+ *
+ * Statistics accumulate in double (Chan et al.'s parallel merge of a whole rollout
+ * at a time, in row order, so the result does not depend on threads). Acting and
+ * learning use a frozen float copy, refreshed only between updates, so the
+ * observations a learner replays are normalised exactly as they were when acted on. */
+#ifndef FRL_RL_OBSNORM_H
+#define FRL_RL_OBSNORM_H
+
+#include <stdint.h>
+
+typedef struct frl_obsnorm {
+    int32_t width;
+    float clip;
+    double count;
+    double *mean, *m2;       /* running statistics [width] */
+    float *use_mean, *use_inv_std; /* frozen copy used by normalise [width] */
+} frl_obsnorm;
+
+/* Arrays must be set by the owner (4 * width values); this resets them. */
+void frl_obsnorm_reset(frl_obsnorm *n);
+/* Merge rows x width observations into the running statistics. */
+void frl_obsnorm_update(frl_obsnorm *n, const float *x, int64_t rows);
+/* Copy the running statistics into the frozen copy. */
+void frl_obsnorm_freeze(frl_obsnorm *n);
+/* out = clip((x - mean) / std) for rows x width values. */
+void frl_obsnorm_apply(const frl_obsnorm *n, const float *x, int32_t rows, float *out);
+
+#endif

@@ -1,0 +1,431 @@
+/* frl_policy: construction, the forward and backward passes, and acting. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "env/vec_env.h"
+#include "nn/init.h"
+#include "rl/heads.h"
+#include "rl/policy.h"
+
+enum { FLOAT_ALIGN = 16 }; /* 64 bytes */
+
+static size_t up(size_t n)
+{
+    return frl_align_up(n, FLOAT_ALIGN);
+}
+
+/* ---- layout ---- */
+
+static frl_nn_act activation_of(const frl_config *cfg)
+{
+    static const frl_nn_act acts[] = {FRL_NN_TANH, FRL_NN_RELU, FRL_NN_ELU};
+    return acts[frl_config_int(cfg, "policy.activation")];
+}
+
+/* Lay out the networks; returns the number of parameters. */
+static size_t layout_networks(frl_policy *p)
+{
+    frl_int_list h = frl_config_list(p->cfg, "policy.hidden");
+    frl_nn_act act = activation_of(p->cfg);
+    if (p->shared && h.n > 0) {
+        frl_mlp_init(&p->trunk, p->obs_w, h.v, h.n, 0, act, 0);
+        int32_t tw = frl_mlp_out(&p->trunk);
+        frl_mlp_init(&p->actor, tw, NULL, 0, p->out_w, act, p->trunk.num_params);
+        frl_mlp_init(&p->critic, tw, NULL, 0, 1, act,
+                     p->actor.param_base + p->actor.num_params);
+    } else {
+        p->shared = 0;
+        frl_mlp_init(&p->actor, p->obs_w, h.v, h.n, p->out_w, act, 0);
+        frl_mlp_init(&p->critic, p->obs_w, h.v, h.n, 1, act, p->actor.num_params);
+    }
+    p->log_std_off = p->critic.param_base + p->critic.num_params;
+    return p->log_std_off + (p->discrete ? 0 : (size_t)p->out_w);
+}
+
+static int32_t max_i32(int32_t a, int32_t b)
+{
+    return a > b ? a : b;
+}
+
+size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training)
+{
+    size_t r = (size_t)rows, n = 0;
+    n += up(r * (size_t)p->obs_w);
+    n += p->shared ? up(r * (size_t)p->trunk.act_width) : 0;
+    n += up(r * (size_t)p->actor.act_width) + up(r * (size_t)p->critic.act_width);
+    if (training) {
+        int32_t mw = max_i32(p->actor.max_width, p->critic.max_width);
+        mw = max_i32(mw, p->trunk.max_width);
+        n += 2 * up(r * (size_t)mw);                    /* dy, scratch */
+        n += up(r * (size_t)p->out_w) + up(r);          /* d_out, d_value */
+        n += p->shared ? up(r * (size_t)frl_mlp_out(&p->trunk)) : 0; /* dh */
+    }
+    return n;
+}
+
+static float *take(float **cursor, size_t n)
+{
+    float *p = *cursor;
+    *cursor += up(n);
+    return p;
+}
+
+void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, float *ws,
+                            frl_pass *f)
+{
+    size_t r = (size_t)rows;
+    memset(f, 0, sizeof *f);
+    f->xn = take(&ws, r * (size_t)p->obs_w);
+    if (p->shared)
+        f->trunk_acts = take(&ws, r * (size_t)p->trunk.act_width);
+    f->actor_acts = take(&ws, r * (size_t)p->actor.act_width);
+    f->critic_acts = take(&ws, r * (size_t)p->critic.act_width);
+    if (!training)
+        return;
+    int32_t mw = max_i32(max_i32(p->actor.max_width, p->critic.max_width), p->trunk.max_width);
+    f->dy = take(&ws, r * (size_t)mw);
+    f->scratch = take(&ws, r * (size_t)mw);
+    f->d_out = take(&ws, r * (size_t)p->out_w);
+    f->d_value = take(&ws, r);
+    if (p->shared)
+        f->dh = take(&ws, r * (size_t)frl_mlp_out(&p->trunk));
+}
+
+/* ---- forward and backward ---- */
+
+void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
+                        const float *obs, frl_pass *f)
+{
+    f->in = obs;
+    if (p->obs_norm) {
+        frl_obsnorm_apply(&p->norm, obs, rows, f->xn);
+        f->in = f->xn;
+    }
+    const float *x = f->in;
+    if (p->shared)
+        x = frl_mlp_forward(&p->trunk, p->k, params, rows, x, f->trunk_acts);
+    f->out = frl_mlp_forward(&p->actor, p->k, params, rows, x, f->actor_acts);
+    f->value = frl_mlp_forward(&p->critic, p->k, params, rows, x, f->critic_acts);
+}
+
+static void backward_separate(const frl_policy *p, const float *params, float *grads,
+                              int32_t rows, frl_pass *f)
+{
+    memcpy(f->dy, f->d_out, sizeof(float) * (size_t)rows * (size_t)p->out_w);
+    frl_mlp_backward(&p->actor, p->k, params, grads, rows, f->in, f->actor_acts, f->dy,
+                     f->scratch, NULL);
+    memcpy(f->dy, f->d_value, sizeof(float) * (size_t)rows);
+    frl_mlp_backward(&p->critic, p->k, params, grads, rows, f->in, f->critic_acts, f->dy,
+                     f->scratch, NULL);
+}
+
+/* Shared trunk: the heads' input gradients are summed into dh, then the trunk's pass. */
+static void backward_shared(const frl_policy *p, const float *params, float *grads,
+                            int32_t rows, frl_pass *f)
+{
+    int32_t tw = frl_mlp_out(&p->trunk);
+    const float *h = f->trunk_acts + (size_t)rows * (size_t)(p->trunk.act_width - tw);
+    memcpy(f->dy, f->d_out, sizeof(float) * (size_t)rows * (size_t)p->out_w);
+    frl_mlp_backward(&p->actor, p->k, params, grads, rows, h, f->actor_acts, f->dy, NULL,
+                     f->dh);
+    memcpy(f->dy, f->d_value, sizeof(float) * (size_t)rows);
+    frl_mlp_backward(&p->critic, p->k, params, grads, rows, h, f->critic_acts, f->dy, NULL,
+                     f->scratch);
+    size_t n = (size_t)rows * (size_t)tw;
+    for (size_t i = 0; i < n; i++)
+        f->dy[i] = f->dh[i] + f->scratch[i];
+    frl_mlp_backward(&p->trunk, p->k, params, grads, rows, f->in, f->trunk_acts, f->dy,
+                     f->scratch, NULL);
+}
+
+void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
+                         int32_t rows, frl_pass *f)
+{
+    if (p->shared)
+        backward_shared(p, params, grads, rows, f);
+    else
+        backward_separate(p, params, grads, rows, f);
+}
+
+/* ---- acting ---- */
+
+double frl_policy_head_act(const frl_policy *p, const float *out, int deterministic,
+                           uint64_t stream, uint64_t counter, void *action_row)
+{
+    frl_rng r = frl_rng_stream(p->seed + counter * 0x9e3779b97f4a7c15ULL, stream);
+    if (p->discrete) {
+        int32_t a = deterministic ? frl_cat_argmax(out, p->out_w)
+                                  : frl_cat_sample(out, p->out_w, frl_rng_uniform(&r));
+        *(int32_t *)action_row = a;
+        return frl_cat_logp(out, p->out_w, a);
+    }
+    float *a = action_row;
+    const float *log_std = p->params + p->log_std_off;
+    for (int32_t i = 0; i < p->out_w; i++)
+        a[i] = deterministic ? out[i]
+                             : out[i] + expf(log_std[i]) * (float)frl_rng_normal(&r);
+    return frl_gauss_logp(out, log_std, a, p->out_w);
+}
+
+static size_t action_row_bytes(const frl_policy *p)
+{
+    return p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
+}
+
+/* Act on rows [0, rows) of a chunk whose workspace is ws. */
+static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32_t rows,
+                      float *ws)
+{
+    frl_pass f;
+    frl_policy_pass_layout(p, rows, 0, ws, &f);
+    frl_policy_forward(p, p->params, rows, a->observations + first * p->obs_w, &f);
+    unsigned char *act = (unsigned char *)a->actions + (size_t)first * action_row_bytes(p);
+    for (int32_t r = 0; r < rows; r++) {
+        double lp = frl_policy_head_act(p, f.out + (size_t)r * (size_t)p->out_w,
+                                        a->deterministic, a->stream_offset + (uint64_t)(first + r),
+                                        a->counter, act + (size_t)r * action_row_bytes(p));
+        if (a->log_probs)
+            a->log_probs[first + r] = (float)lp;
+        if (a->values)
+            a->values[first + r] = f.value[r];
+    }
+}
+
+static int32_t rows_that_fit(const frl_policy *p, size_t bytes)
+{
+    int32_t rows = 1;
+    while (rows < (1 << 20) && frl_policy_pass_floats(p, rows * 2, 0) * sizeof(float) <= bytes)
+        rows *= 2;
+    return frl_policy_pass_floats(p, rows, 0) * sizeof(float) <= bytes ? rows : 0;
+}
+
+static void act_all(frl_policy *p, const frl_act_args *a, float *ws, int32_t chunk)
+{
+    for (int64_t first = 0; first < a->batch; first += chunk) {
+        int64_t left = a->batch - first;
+        act_chunk(p, a, first, (int32_t)(left < chunk ? left : chunk), ws);
+    }
+}
+
+static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
+{
+    if (!a)
+        return frl_fail(p->err, FRL_ERR_NULL, "frl_policy_act: args is NULL");
+    if (a->struct_size < offsetof(frl_act_args, workspace_size) + sizeof(size_t))
+        return frl_fail(p->err, FRL_ERR_VERSION,
+                        "frl_policy_act: args->struct_size %zu is too small (use "
+                        "frl_act_args_init)", a->struct_size);
+    if (!a->observations || !a->actions)
+        return frl_fail(p->err, FRL_ERR_NULL, "frl_policy_act: args->%s is NULL",
+                        a->observations ? "actions" : "observations");
+    if (a->batch < 1)
+        return frl_fail(p->err, FRL_ERR_RANGE, "frl_policy_act: batch %d must be >= 1",
+                        (int)a->batch);
+    int64_t bad = frl_find_nonfinite(a->observations, (int64_t)a->batch * p->obs_w);
+    if (bad >= 0)
+        return frl_fail(p->err, FRL_ERR_NONFINITE,
+                        "frl_policy_act: observation of row %lld, element %lld is not finite",
+                        (long long)(bad / p->obs_w), (long long)(bad % p->obs_w));
+    if (a->workspace && ((uintptr_t)a->workspace % FRL_CACHE_LINE != 0 ||
+                         rows_that_fit(p, a->workspace_size) == 0))
+        return frl_fail(p->err, FRL_ERR_SIZE,
+                        "frl_policy_act: workspace must be 64-byte aligned and hold at least "
+                        "%zu bytes (frl_policy_workspace_size(policy, 1)); it has %zu",
+                        frl_policy_pass_floats(p, 1, 0) * sizeof(float), a->workspace_size);
+    return FRL_OK;
+}
+
+FRL_API void frl_act_args_init(frl_act_args *args)
+{
+    if (args) {
+        memset(args, 0, sizeof *args);
+        args->struct_size = sizeof *args;
+    }
+}
+
+FRL_API size_t frl_policy_workspace_size(const frl_policy *p, int32_t rows_per_chunk)
+{
+    if (!p || rows_per_chunk < 1)
+        return 0;
+    return frl_policy_pass_floats(p, rows_per_chunk, 0) * sizeof(float);
+}
+
+FRL_API frl_status frl_policy_act(frl_policy *p, const frl_act_args *a)
+{
+    if (!p)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_policy_act: policy is NULL");
+    frl_status st = check_act_args(p, a);
+    if (st != FRL_OK)
+        return st;
+    if (a->workspace) {
+        act_all(p, a, a->workspace, rows_that_fit(p, a->workspace_size));
+        return FRL_OK;
+    }
+    pthread_mutex_lock(&p->ws_lock);
+    act_all(p, a, p->ws, rows_that_fit(p, p->ws_size));
+    pthread_mutex_unlock(&p->ws_lock);
+    return FRL_OK;
+}
+
+/* ---- creation ---- */
+
+static frl_status check_spaces(char *err, const frl_space *obs, const frl_space *act,
+                               const char *who)
+{
+    if (!obs || !act)
+        return frl_fail(err, FRL_ERR_NULL, "%s: %s space is NULL", who,
+                        obs ? "action" : "observation");
+    if (obs->kind != FRL_SPACE_BOX)
+        return frl_fail(err, FRL_ERR_UNSUPPORTED,
+                        "%s: the observation space must be a box (float32 values)", who);
+    if (obs->n > (1 << 24) || act->n > (1 << 16))
+        return frl_fail(err, FRL_ERR_RANGE,
+                        "%s: observation width %lld or action width %lld is too large", who,
+                        (long long)obs->n, (long long)act->n);
+    if (act->kind == FRL_SPACE_DISCRETE && act->n < 2)
+        return frl_fail(err, FRL_ERR_RANGE, "%s: a discrete action space needs n >= 2", who);
+    return FRL_OK;
+}
+
+static frl_status alloc_arrays(frl_policy *p, const char *who)
+{
+    const frl_allocator *al = &p->rt->alloc;
+    size_t w = (size_t)p->obs_w;
+    p->params = frl_alloc(al, sizeof(float) * (p->num_params + 1), FRL_CACHE_LINE);
+    p->norm.mean = frl_alloc(al, 2 * sizeof(double) * w, FRL_CACHE_LINE);
+    p->norm.use_mean = frl_alloc(al, 2 * sizeof(float) * w, FRL_CACHE_LINE);
+    p->ws_size = frl_policy_pass_floats(p, 256, 0) * sizeof(float);
+    p->ws = frl_alloc(al, p->ws_size, FRL_CACHE_LINE);
+    if (!p->params || !p->norm.mean || !p->norm.use_mean || !p->ws)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for %zu parameters", who,
+                        p->num_params);
+    p->norm.m2 = p->norm.mean + w;
+    p->norm.use_inv_std = p->norm.use_mean + w;
+    p->norm.width = p->obs_w;
+    p->norm.clip = (float)frl_config_float(p->cfg, "policy.obs_clip");
+    frl_obsnorm_reset(&p->norm);
+    return FRL_OK;
+}
+
+/* Orthogonal init (Andrychowicz et al., 2021): sqrt(2) for hidden layers, 0.01 for
+ * the policy's output and 1 for the value's, so the first policy is near uniform. */
+static frl_status init_params(frl_policy *p, const char *who)
+{
+    int32_t mw = max_i32(max_i32(p->actor.max_width, p->critic.max_width), p->trunk.max_width);
+    double *work = frl_alloc(&p->rt->alloc, sizeof(double) * (size_t)mw * (size_t)mw, 64);
+    if (!work)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for initialisation", who);
+    frl_rng r = frl_rng_stream(p->seed, 0x706f6c6963790000ULL);
+    double g = sqrt(2.0);
+    if (p->shared)
+        frl_mlp_init_params(&p->trunk, p->params, g, g, &r, work);
+    frl_mlp_init_params(&p->actor, p->params, g, 0.01, &r, work);
+    frl_mlp_init_params(&p->critic, p->params, g, 1.0, &r, work);
+    for (int32_t i = 0; !p->discrete && i < p->out_w; i++)
+        p->params[p->log_std_off + (size_t)i] = (float)frl_config_float(p->cfg, "policy.init_log_std");
+    frl_free(&p->rt->alloc, work);
+    return FRL_OK;
+}
+
+static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *obs,
+                        const frl_space *act, const char *who)
+{
+    frl_status st = cfg ? frl_config_clone(&p->cfg, cfg) : frl_config_create(&p->cfg, &p->rt->alloc);
+    if (st != FRL_OK)
+        return st;
+    p->obs_space = frl_space_clone(&p->rt->alloc, obs);
+    p->act_space = frl_space_clone(&p->rt->alloc, act);
+    if (!p->obs_space || !p->act_space)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    frl_int_list h = frl_config_list(p->cfg, "policy.hidden");
+    if (h.n > FRL_MLP_MAX_LAYERS - 1)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: policy.hidden has %d layers, at most %d", who,
+                        (int)h.n, FRL_MLP_MAX_LAYERS - 1);
+    p->obs_w = (int32_t)obs->n;
+    p->discrete = act->kind == FRL_SPACE_DISCRETE;
+    p->out_w = (int32_t)act->n;
+    p->shared = (int32_t)frl_config_int(p->cfg, "policy.shared");
+    p->obs_norm = (int32_t)frl_config_int(p->cfg, "policy.obs_norm");
+    p->num_params = layout_networks(p);
+    p->k = frl_kernels_get();
+    if ((st = alloc_arrays(p, who)) != FRL_OK)
+        return st;
+    return init_params(p, who);
+}
+
+frl_status frl_policy_create_seeded(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
+                                    const frl_space *obs, const frl_space *act, uint64_t seed,
+                                    const char *who)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: out is NULL", who);
+    *out = NULL;
+    if (!rt)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: runtime is NULL", who);
+    frl_status st = check_spaces(NULL, obs, act, who);
+    if (st != FRL_OK)
+        return st;
+    frl_policy *p = frl_alloc(&rt->alloc, sizeof *p, FRL_CACHE_LINE);
+    if (!p)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    p->rt = rt;
+    p->seed = seed;
+    pthread_mutex_init(&p->ws_lock, NULL);
+    if ((st = setup(p, cfg, obs, act, who)) != FRL_OK) {
+        frl_policy_destroy(p);
+        return st;
+    }
+    *out = p;
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_policy_create(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
+                                     const frl_space *observation_space,
+                                     const frl_space *action_space)
+{
+    return frl_policy_create_seeded(out, rt, cfg, observation_space, action_space,
+                                    rt ? rt->seed : 0, "frl_policy_create");
+}
+
+FRL_API void frl_policy_destroy(frl_policy *p)
+{
+    if (!p)
+        return;
+    const frl_allocator *al = &p->rt->alloc;
+    frl_free(al, p->params);
+    frl_free(al, p->norm.mean);
+    frl_free(al, p->norm.use_mean);
+    frl_free(al, p->ws);
+    frl_space_destroy(p->obs_space);
+    frl_space_destroy(p->act_space);
+    frl_config_destroy(p->cfg);
+    pthread_mutex_destroy(&p->ws_lock);
+    frl_free(al, p);
+}
+
+FRL_API const frl_space *frl_policy_observation_space(const frl_policy *p)
+{
+    return p ? p->obs_space : NULL;
+}
+
+FRL_API const frl_space *frl_policy_action_space(const frl_policy *p)
+{
+    return p ? p->act_space : NULL;
+}
+
+FRL_API int64_t frl_policy_num_parameters(const frl_policy *p)
+{
+    return p ? (int64_t)p->num_params : -1;
+}
+
+FRL_API uint64_t frl_policy_version(const frl_policy *p)
+{
+    return p ? p->version : 0;
+}
+
+FRL_API const char *frl_policy_last_error(const frl_policy *p)
+{
+    return p ? p->err : "frl_policy_last_error: policy is NULL";
+}

@@ -1,0 +1,97 @@
+/* Internal view of frl_policy: networks over one flat parameter vector, the head,
+ * the observation normaliser, and the forward pass shared by acting and learning. */
+#ifndef FRL_RL_POLICY_H
+#define FRL_RL_POLICY_H
+
+#include <pthread.h>
+
+#include "core/config.h"
+#include "core/runtime.h"
+#include "core/space.h"
+#include "nn/mlp.h"
+#include "rl/obsnorm.h"
+
+struct frl_policy {
+    frl_runtime *rt;
+    frl_config *cfg;          /* the settings it was built from (policy.* keys) */
+    frl_space *obs_space, *act_space;
+    int32_t obs_w;            /* observation width */
+    int32_t out_w;            /* logits (discrete n) or Gaussian means (box width) */
+    int32_t discrete;         /* 1: categorical head */
+    int32_t shared;           /* 1: trunk + two linear heads */
+    frl_mlp actor, critic;    /* separate: full networks; shared: one-layer heads */
+    frl_mlp trunk;            /* shared only */
+    size_t log_std_off;       /* box only: out_w log-stds in params */
+    size_t num_params;
+    float *params;
+    const frl_kernels *k;
+    int32_t obs_norm;
+    frl_obsnorm norm;
+    uint64_t seed;
+    uint64_t version;
+    pthread_mutex_t ws_lock;  /* guards the policy's own act workspace */
+    float *ws;
+    size_t ws_size;
+    char err[FRL_ERRMSG_SIZE];
+};
+
+/* Pointers into a workspace for one forward (and backward) pass over rows rows. */
+typedef struct frl_pass {
+    float *xn;            /* normalised observations (obs_norm only) */
+    const float *in;      /* what the networks read: xn or the observations */
+    float *trunk_acts, *actor_acts, *critic_acts;
+    float *out;           /* [rows x out_w]: logits or means */
+    float *value;         /* [rows]: values (critic output, width 1) */
+    /* backward only */
+    float *d_out, *d_value, *dy, *scratch, *dh;
+} frl_pass;
+
+/* Floats of workspace for rows rows (training adds the backward buffers). */
+size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training);
+void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, float *ws,
+                            frl_pass *f);
+
+/* Forward pass of rows observations with parameters params (normally p->params). */
+void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
+                        const float *obs, frl_pass *f);
+
+/* Accumulate into grads the gradient given f->d_out [rows x out_w] and f->d_value
+ * [rows]. Both are overwritten. */
+void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
+                         int32_t rows, frl_pass *f);
+
+/* Action of row i from the head outputs: samples with the row's stream, writes the
+ * action and returns its log-probability. */
+double frl_policy_head_act(const frl_policy *p, const float *out, int deterministic,
+                           uint64_t stream, uint64_t counter, void *action_row);
+
+/* Create with a given seed for initialisation and sampling (used by load and trainer). */
+frl_status frl_policy_create_seeded(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
+                                    const frl_space *obs, const frl_space *act, uint64_t seed,
+                                    const char *who);
+
+/* The sections that describe a policy in a file (policy_io.c). The blob holds the
+ * encoded copies the sections point to; free it after writing. */
+#include "io/container.h"
+enum { FRL_POLICY_SECTIONS = 7, FRL_SETTINGS_MAX = 8192 };
+typedef struct frl_policy_blob {
+    char settings[FRL_SETTINGS_MAX];
+    double *obs_space, *act_space, *norm;
+    uint64_t ids[2];
+    const frl_allocator *alloc;
+} frl_policy_blob;
+frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_section *s,
+                                int32_t *n, char *err);
+void frl_policy_blob_free(frl_policy_blob *b);
+/* Rebuild a policy from the sections of a file. */
+frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
+                                     const frl_container *c, char *err);
+
+/* Weights, normaliser, seed and version from a file into a policy of the same layout. */
+frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char *err);
+
+/* "key=value\n" for every key starting with prefix, as set on cfg or default. */
+frl_status frl_config_to_text(const frl_config *cfg, const char *prefix, char *buf,
+                              size_t size);
+
+#endif

@@ -1,0 +1,236 @@
+/* Saving and loading policies through the checkpoint container. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "env/vec_env.h"
+#include "rl/policy.h"
+
+frl_status frl_config_to_text(const frl_config *cfg, const char *prefix, char *buf, size_t size)
+{
+    size_t used = 0, plen = strlen(prefix);
+    buf[0] = '\0';
+    for (const char *k = frl_config_next(NULL); k; k = frl_config_next(k)) {
+        char value[256];
+        if (strncmp(k, prefix, plen) != 0 || (frl_key_defs[frl_key_find(k)].type == FRL_CONFIG_FLOAT
+                                              && !frl_config_is_set(cfg, k)
+                                              && strcmp(frl_key_defs[frl_key_find(k)].default_text, "none") == 0))
+            continue;
+        frl_status st = frl_config_get_text(cfg, k, value, sizeof value);
+        if (st != FRL_OK)
+            return st;
+        int n = snprintf(buf + used, size - used, "%s=%s\n", k, value);
+        if (n < 0 || (size_t)n >= size - used)
+            return frl_fail(NULL, FRL_ERR_SIZE, "settings text exceeds %zu bytes", size);
+        used += (size_t)n;
+    }
+    return FRL_OK;
+}
+
+/* [kind, n, rank, shape..., low..., high...] as doubles (infinities survive). */
+static size_t space_values(const frl_space *s)
+{
+    return 3 + (size_t)s->rank + (s->kind == FRL_SPACE_BOX ? 2 * (size_t)s->n : 0);
+}
+
+static void encode_space(const frl_space *s, double *v)
+{
+    v[0] = s->kind;
+    v[1] = (double)s->n;
+    v[2] = s->rank;
+    for (int32_t i = 0; i < s->rank; i++)
+        v[3 + i] = (double)s->shape[i];
+    for (int64_t i = 0; s->kind == FRL_SPACE_BOX && i < s->n; i++) {
+        v[3 + s->rank + i] = s->low[i];
+        v[3 + s->rank + s->n + i] = s->high[i];
+    }
+}
+
+static void add(frl_section *s, int32_t *n, const char *name, frl_dtype t, uint64_t count,
+                const void *data)
+{
+    frl_section *x = &s[(*n)++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->dtype = t;
+    x->count = count;
+    x->data = data;
+}
+
+frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_section *s,
+                                int32_t *n, char *err)
+{
+    memset(b, 0, sizeof *b);
+    b->alloc = &p->rt->alloc;
+    size_t w = (size_t)p->obs_w, no = space_values(p->obs_space), na = space_values(p->act_space);
+    b->obs_space = frl_alloc(b->alloc, sizeof(double) * (no + na + 1 + 2 * w), 64);
+    if (!b->obs_space)
+        return frl_fail(err, FRL_ERR_NOMEM, "out of memory encoding the policy");
+    b->act_space = b->obs_space + no;
+    b->norm = b->act_space + na;
+    frl_status st = frl_config_to_text(p->cfg, "policy.", b->settings, sizeof b->settings);
+    if (st != FRL_OK)
+        return frl_fail_msg(err, st, frl_last_error());
+    encode_space(p->obs_space, b->obs_space);
+    encode_space(p->act_space, b->act_space);
+    b->norm[0] = p->norm.count;
+    memcpy(b->norm + 1, p->norm.mean, sizeof(double) * w);
+    memcpy(b->norm + 1 + w, p->norm.m2, sizeof(double) * w);
+    b->ids[0] = p->seed;
+    b->ids[1] = p->version;
+    add(s, n, "policy.settings", FRL_DTYPE_TEXT, strlen(b->settings), b->settings);
+    add(s, n, "policy.obs_space", FRL_DTYPE_F64, no, b->obs_space);
+    add(s, n, "policy.act_space", FRL_DTYPE_F64, na, b->act_space);
+    add(s, n, "policy.params", FRL_DTYPE_F32, p->num_params, p->params);
+    add(s, n, "policy.obsnorm", FRL_DTYPE_F64, 1 + 2 * w, b->norm);
+    add(s, n, "policy.ids", FRL_DTYPE_U64, 2, b->ids);
+    return FRL_OK;
+}
+
+void frl_policy_blob_free(frl_policy_blob *b)
+{
+    if (b->alloc)
+        frl_free(b->alloc, b->obs_space);
+    b->obs_space = NULL;
+}
+
+FRL_API frl_status frl_policy_save(const frl_policy *p, const char *path)
+{
+    if (!p || !path)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_policy_save: %s is NULL", p ? "path" : "policy");
+    frl_policy_blob b;
+    frl_section s[FRL_POLICY_SECTIONS + 1];
+    int32_t n = 0;
+    char *err = ((frl_policy *)p)->err;
+    add(s, &n, "kind", FRL_DTYPE_TEXT, 6, "policy");
+    frl_status st = frl_policy_blob_make(p, &b, s, &n, err);
+    if (st == FRL_OK)
+        st = frl_container_write(path, &p->rt->alloc, s, n, err);
+    frl_policy_blob_free(&b);
+    return st;
+}
+
+/* ---- loading ---- */
+
+static frl_status decode_space(const frl_section *sec, const frl_allocator *al, frl_space **out,
+                               char *err)
+{
+    const double *v = sec->data;
+    if (sec->count < 3 || (v[0] != FRL_SPACE_DISCRETE && v[0] != FRL_SPACE_BOX) ||
+        !(v[1] >= 1 && v[1] <= (double)(1 << 24)) || !(v[2] >= 0 && v[2] <= 8))
+        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space", sec->name);
+    int64_t n = (int64_t)v[1];
+    int32_t rank = (int32_t)v[2];
+    if (v[0] == FRL_SPACE_DISCRETE)
+        return frl_space_create_discrete(out, al, n);
+    if (sec->count != 3 + (uint64_t)rank + 2 * (uint64_t)n || rank < 1)
+        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed box space", sec->name);
+    int64_t shape[8];
+    for (int32_t i = 0; i < rank; i++)
+        shape[i] = (int64_t)v[3 + i];
+    float *lh = frl_alloc(al, sizeof(float) * 2 * (size_t)n, 64);
+    if (!lh)
+        return frl_fail(err, FRL_ERR_NOMEM, "out of memory decoding a space");
+    for (int64_t i = 0; i < 2 * n; i++)
+        lh[i] = (float)v[3 + rank + i];
+    frl_status st = frl_space_create_box(out, al, rank, shape, lh, lh + n);
+    frl_free(al, lh);
+    if (st != FRL_OK)
+        return frl_fail_msg(err, FRL_ERR_FORMAT, frl_last_error());
+    return FRL_OK;
+}
+
+static frl_status decode_settings(const frl_section *sec, const frl_allocator *al,
+                                  frl_config **cfg, char *err)
+{
+    char text[FRL_SETTINGS_MAX];
+    if (sec->count >= sizeof text)
+        return frl_fail(err, FRL_ERR_FORMAT, "policy settings are too long");
+    memcpy(text, sec->data, sec->count);
+    text[sec->count] = '\0';
+    frl_status st = frl_config_create(cfg, al);
+    if (st == FRL_OK && (st = frl_config_parse(*cfg, text)) != FRL_OK)
+        return frl_fail(err, FRL_ERR_FORMAT, "policy settings: %s", frl_config_last_error(*cfg));
+    return st;
+}
+
+typedef struct loaded {
+    frl_config *cfg;
+    frl_space *obs, *act;
+} loaded;
+
+static void loaded_free(loaded *l)
+{
+    frl_config_destroy(l->cfg);
+    frl_space_destroy(l->obs);
+    frl_space_destroy(l->act);
+}
+
+frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char *err)
+{
+    const frl_section *par = frl_container_find(c, "policy.params", FRL_DTYPE_F32,
+                                                (int64_t)p->num_params, err);
+    const frl_section *nrm = frl_container_find(c, "policy.obsnorm", FRL_DTYPE_F64,
+                                                1 + 2 * (int64_t)p->obs_w, err);
+    const frl_section *ids = frl_container_find(c, "policy.ids", FRL_DTYPE_U64, 2, err);
+    if (!par || !nrm || !ids)
+        return FRL_ERR_FORMAT;
+    if (frl_find_nonfinite(par->data, (int64_t)p->num_params) >= 0)
+        return frl_fail(err, FRL_ERR_FORMAT, "policy.params holds a non-finite value");
+    memcpy(p->params, par->data, sizeof(float) * p->num_params);
+    const double *nv = nrm->data;
+    p->norm.count = nv[0];
+    memcpy(p->norm.mean, nv + 1, sizeof(double) * (size_t)p->obs_w);
+    memcpy(p->norm.m2, nv + 1 + p->obs_w, sizeof(double) * (size_t)p->obs_w);
+    frl_obsnorm_freeze(&p->norm);
+    p->seed = ((const uint64_t *)ids->data)[0];
+    p->version = ((const uint64_t *)ids->data)[1];
+    return FRL_OK;
+}
+
+frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
+                                     const frl_container *c, char *err)
+{
+    loaded l = {0};
+    const frl_section *set = frl_container_find(c, "policy.settings", FRL_DTYPE_TEXT, -1, err);
+    const frl_section *os = frl_container_find(c, "policy.obs_space", FRL_DTYPE_F64, -1, err);
+    const frl_section *as = frl_container_find(c, "policy.act_space", FRL_DTYPE_F64, -1, err);
+    const frl_section *ids = frl_container_find(c, "policy.ids", FRL_DTYPE_U64, 2, err);
+    if (!set || !os || !as || !ids)
+        return FRL_ERR_FORMAT;
+    frl_status st = decode_settings(set, &rt->alloc, &l.cfg, err);
+    if (st == FRL_OK)
+        st = decode_space(os, &rt->alloc, &l.obs, err);
+    if (st == FRL_OK)
+        st = decode_space(as, &rt->alloc, &l.act, err);
+    if (st == FRL_OK) {
+        st = frl_policy_create_seeded(out, rt, l.cfg, l.obs, l.act,
+                                      ((const uint64_t *)ids->data)[0], "frl_policy_load");
+        if (st != FRL_OK)
+            frl_fail_msg(err, st == FRL_ERR_NOMEM ? st : FRL_ERR_FORMAT, frl_last_error());
+        st = st == FRL_OK || st == FRL_ERR_NOMEM ? st : FRL_ERR_FORMAT;
+    }
+    if (st == FRL_OK && (st = frl_policy_restore_state(*out, c, err)) != FRL_OK) {
+        frl_policy_destroy(*out);
+        *out = NULL;
+    }
+    loaded_free(&l);
+    return st;
+}
+
+FRL_API frl_status frl_policy_load(frl_policy **out, frl_runtime *rt, const char *path)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !rt || !path)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_policy_load: %s is NULL",
+                        !out ? "out" : !rt ? "runtime" : "path");
+    char err[FRL_ERRMSG_SIZE];
+    frl_container *c;
+    frl_status st = frl_container_read(&c, path, &rt->alloc, err);
+    if (st != FRL_OK)
+        return frl_fail_msg(NULL, st, err);
+    st = frl_policy_from_container(out, rt, c, err);
+    frl_container_free(c);
+    return st == FRL_OK ? st : frl_fail(NULL, st, "frl_policy_load: %s: %s", path, err);
+}

@@ -1,0 +1,417 @@
+/* PPO: advantages, the clipped surrogate loss and its gradient, and the optimiser step. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/rng.h"
+#include "rl/heads.h"
+#include "rl/ppo.h"
+
+/* Per-shard sums (the first five), then per-epoch extras. */
+enum { STAT_PG, STAT_V, STAT_ENT, STAT_KL, STAT_CLIP, STAT_N, TIME_BWD, TIME_OPT, SUM_COUNT };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- setup ---- */
+
+/* Shards of at least 64 rows, at most 64 shards per minibatch: few enough gradient
+ * buffers, enough tasks for the pool. Depends only on M, never on the thread count. */
+static int32_t shard_rows_for(int32_t M)
+{
+    int32_t s = 64;
+    while ((M + s - 1) / s > 64)
+        s *= 2;
+    return s;
+}
+
+static size_t gather_floats(const frl_policy *p, int32_t rows)
+{
+    /* obs, actions (as floats or int32), old log-probs, advantages, returns, old values,
+     * and per-row log-std gradients (box) */
+    size_t r = (size_t)rows;
+    return frl_align_up(r * (size_t)p->obs_w, 16) + frl_align_up(r * (size_t)p->out_w, 16) +
+           4 * frl_align_up(r, 16) + frl_align_up((size_t)p->out_w * 2, 16);
+}
+
+static frl_status alloc_buffers(frl_ppo *l, char *err)
+{
+    const frl_allocator *al = &l->rt->alloc;
+    int32_t threads = frl_runtime_threads(l->rt);
+    size_t n = (size_t)l->N, np = l->p->num_params;
+    l->grad_stride = frl_align_up(np, 16);
+    l->adv = frl_alloc(al, sizeof(float) * (2 * n + (size_t)l->B), 64);
+    l->valid = frl_alloc(al, n, 64);
+    l->perm = frl_alloc(al, sizeof(int32_t) * n, 64);
+    l->grads = frl_alloc(al, sizeof(float) * l->grad_stride * (size_t)(l->shards + 1), 64);
+    l->adam.m = frl_alloc(al, sizeof(float) * 2 * l->grad_stride, 64);
+    l->shard_stats = frl_alloc(al, sizeof(double) * FRL_PPO_STAT_COUNT * (size_t)l->shards, 64);
+    l->ws = frl_alloc(al, sizeof(float *) * (size_t)threads, 64);
+    if (!l->adv || !l->valid || !l->perm || !l->grads || !l->adam.m || !l->shard_stats || !l->ws)
+        return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory for %d rows", (int)l->N);
+    l->ret = l->adv + n;
+    l->vboot = l->ret + n;
+    l->g = l->grads + l->grad_stride * (size_t)l->shards;
+    l->adam.v = l->adam.m + l->grad_stride;
+    l->ws_floats = frl_policy_pass_floats(l->p, l->shard_rows, 1) + gather_floats(l->p, l->shard_rows);
+    for (int32_t t = 0; t < threads; t++)
+        if (!(l->ws[t] = frl_alloc(al, sizeof(float) * l->ws_floats, 64)))
+            return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory for workspaces");
+    return FRL_OK;
+}
+
+frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ring,
+                        const frl_ppo_settings *s, char *err)
+{
+    memset(l, 0, sizeof *l);
+    l->p = p;
+    l->rt = rt;
+    l->ring = ring;
+    l->s = *s;
+    l->T = ring->steps;
+    l->B = ring->envs;
+    l->N = l->T * l->B;
+    if (l->N % s->minibatches != 0)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
+                        "train.minibatches %d must divide train.rollout x train.num_envs = %d",
+                        (int)s->minibatches, (int)l->N);
+    l->M = l->N / s->minibatches;
+    l->shard_rows = shard_rows_for(l->M);
+    l->shards = (l->M + l->shard_rows - 1) / l->shard_rows;
+    l->adam.beta1 = 0.9;
+    l->adam.beta2 = 0.999;
+    l->adam.eps = s->adam_eps;
+    return alloc_buffers(l, err);
+}
+
+void frl_ppo_free(frl_ppo *l)
+{
+    const frl_allocator *al = &l->rt->alloc;
+    for (int32_t t = 0; l->ws && t < frl_runtime_threads(l->rt); t++)
+        frl_free(al, l->ws[t]);
+    frl_free(al, l->ws);
+    frl_free(al, l->adv);
+    frl_free(al, l->valid);
+    frl_free(al, l->perm);
+    frl_free(al, l->grads);
+    frl_free(al, l->adam.m);
+    frl_free(al, l->shard_stats);
+    memset(l, 0, sizeof *l);
+}
+
+/* ---- advantages ---- */
+
+void frl_ppo_bootstrap(frl_ppo *l, int32_t slot)
+{
+    const float *obs = frl_ring_at(l->ring, slot, FRL_RING_BOOTSTRAP_OBS);
+    frl_pass f;
+    for (int32_t first = 0; first < l->B; first += l->shard_rows) {
+        int32_t rows = l->B - first < l->shard_rows ? l->B - first : l->shard_rows;
+        frl_policy_pass_layout(l->p, rows, 0, l->ws[0], &f);
+        frl_policy_forward(l->p, l->p->params, rows, obs + (size_t)first * (size_t)l->p->obs_w, &f);
+        memcpy(l->vboot + first, f.value, sizeof(float) * (size_t)rows);
+    }
+}
+
+/* With next-step autoreset, the row after an episode's last step holds the value of
+ * the final observation, so truncation bootstraps from it; the row itself is an
+ * autoreset step, not a transition, and is masked out. */
+void frl_ppo_advantages(frl_ppo *l, int32_t slot)
+{
+    const float *v = frl_ring_at(l->ring, slot, FRL_RING_VALUES);
+    const float *r = frl_ring_at(l->ring, slot, FRL_RING_REWARDS);
+    const uint8_t *term = frl_ring_at(l->ring, slot, FRL_RING_TERMINATED);
+    const uint8_t *trunc = frl_ring_at(l->ring, slot, FRL_RING_TRUNCATED);
+    const uint8_t *reset = frl_ring_at(l->ring, slot, FRL_RING_RESET_STEPS);
+    double g = l->s.gamma, gl = l->s.gamma * l->s.lambda;
+    for (int32_t b = 0; b < l->B; b++) {
+        double next_v = l->vboot[b], next_adv = 0;
+        for (int32_t t = l->T - 1; t >= 0; t--) {
+            size_t i = (size_t)t * (size_t)l->B + (size_t)b;
+            l->valid[i] = !reset[i];
+            if (reset[i]) {
+                l->adv[i] = l->ret[i] = 0;
+                next_v = v[i];
+                next_adv = 0;
+                continue;
+            }
+            double delta = r[i] + g * next_v * (1 - term[i]) - v[i];
+            double adv = delta + gl * (1 - (term[i] | trunc[i])) * next_adv;
+            l->adv[i] = (float)adv;
+            l->ret[i] = (float)(adv + v[i]);
+            next_adv = adv;
+            next_v = v[i];
+        }
+    }
+}
+
+/* ---- one shard: forward, loss gradient, backward ---- */
+
+typedef struct shard_buf {
+    float *obs, *act, *old_lp, *adv, *ret, *old_v;
+    double *dlog_std;
+} shard_buf;
+
+static void shard_layout(const frl_ppo *l, float *ws, frl_pass *f, shard_buf *sb)
+{
+    size_t r = (size_t)l->shard_rows;
+    frl_policy_pass_layout(l->p, l->shard_rows, 1, ws, f);
+    float *g = ws + frl_policy_pass_floats(l->p, l->shard_rows, 1);
+    sb->obs = g;
+    g += frl_align_up(r * (size_t)l->p->obs_w, 16);
+    sb->act = g;
+    g += frl_align_up(r * (size_t)l->p->out_w, 16);
+    sb->old_lp = g;
+    sb->adv = g + frl_align_up(r, 16);
+    sb->ret = g + 2 * frl_align_up(r, 16);
+    sb->old_v = g + 3 * frl_align_up(r, 16);
+    sb->dlog_std = (double *)(g + 4 * frl_align_up(r, 16));
+}
+
+static void gather(const frl_ppo *l, const int32_t *idx, int32_t rows, shard_buf *sb)
+{
+    frl_ring *ring = l->ring;
+    const float *obs = frl_ring_at(ring, l->slot, FRL_RING_OBSERVATIONS);
+    const unsigned char *act = frl_ring_at(ring, l->slot, FRL_RING_ACTIONS);
+    const float *lp = frl_ring_at(ring, l->slot, FRL_RING_LOG_PROBS);
+    const float *v = frl_ring_at(ring, l->slot, FRL_RING_VALUES);
+    size_t ow = (size_t)l->p->obs_w;
+    size_t ab = l->p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)l->p->out_w;
+    for (int32_t r = 0; r < rows; r++) {
+        size_t i = (size_t)idx[r];
+        memcpy(sb->obs + (size_t)r * ow, obs + i * ow, sizeof(float) * ow);
+        memcpy((unsigned char *)sb->act + (size_t)r * ab, act + i * ab, ab);
+        sb->old_lp[r] = lp[i];
+        sb->adv[r] = (float)((l->adv[i] - l->adv_mean) * l->adv_inv_std);
+        sb->ret[r] = l->ret[i];
+        sb->old_v[r] = v[i];
+    }
+}
+
+/* dL/dv for one row, and its value loss. */
+static double value_grad(const frl_ppo *l, double v, double old_v, double ret, double *loss)
+{
+    double l1 = (v - ret) * (v - ret);
+    if (!l->s.clip_value) {
+        *loss = 0.5 * l1;
+        return v - ret;
+    }
+    double c = l->s.clip, d = v - old_v;
+    double vc = old_v + (d < -c ? -c : (d > c ? c : d));
+    double l2 = (vc - ret) * (vc - ret);
+    *loss = 0.5 * (l1 > l2 ? l1 : l2);
+    if (l1 >= l2)
+        return v - ret;
+    return (d > -c && d < c) ? vc - ret : 0.0;
+}
+
+/* Loss terms and output gradients of row r; accumulates stats. */
+static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, int32_t r,
+                     double *st)
+{
+    const frl_policy *p = l->p;
+    int32_t w = p->out_w;
+    const float *out = f->out + (size_t)r * (size_t)w;
+    const float *log_std = p->params + p->log_std_off;
+    double lp, ent;
+    if (p->discrete) {
+        int32_t a = ((const int32_t *)sb->act)[r];
+        lp = frl_cat_logp(out, w, a);
+        ent = frl_cat_entropy(out, w);
+    } else {
+        lp = frl_gauss_logp(out, log_std, sb->act + (size_t)r * (size_t)w, w);
+        ent = frl_gauss_entropy(log_std, w);
+    }
+    double logratio = lp - sb->old_lp[r], ratio = exp(logratio), adv = sb->adv[r];
+    double c = l->s.clip, rc = ratio < 1 - c ? 1 - c : (ratio > 1 + c ? 1 + c : ratio);
+    double pg1 = -adv * ratio, pg2 = -adv * rc;
+    double d_lp = (pg1 >= pg2 ? -adv * ratio : 0.0) * l->inv_valid;
+    double d_ent = -l->s.ent_coef * l->inv_valid;
+    if (p->discrete)
+        frl_cat_backward(out, w, ((const int32_t *)sb->act)[r], d_lp, d_ent,
+                         f->d_out + (size_t)r * (size_t)w);
+    else
+        frl_gauss_backward(out, log_std, sb->act + (size_t)r * (size_t)w, w, d_lp, d_ent,
+                           f->d_out + (size_t)r * (size_t)w, sb->dlog_std);
+    double vloss;
+    double dv = value_grad(l, f->value[r], sb->old_v[r], sb->ret[r], &vloss);
+    f->d_value[r] = (float)(l->s.vf_coef * dv * l->inv_valid);
+    st[STAT_PG] += pg1 > pg2 ? pg1 : pg2;
+    st[STAT_V] += vloss;
+    st[STAT_ENT] += ent;
+    st[STAT_KL] += (ratio - 1) - logratio;
+    st[STAT_CLIP] += fabs(ratio - 1) > c;
+}
+
+static int shard_task(void *user, int32_t task, int32_t thread)
+{
+    frl_ppo *l = user;
+    const frl_policy *p = l->p;
+    int32_t first = task * l->shard_rows;
+    int32_t rows = l->mb_rows - first < l->shard_rows ? l->mb_rows - first : l->shard_rows;
+    frl_pass f;
+    shard_buf sb;
+    shard_layout(l, l->ws[thread], &f, &sb);
+    gather(l, l->mb + first, rows, &sb);
+    frl_policy_forward(p, p->params, rows, sb.obs, &f);
+    double *st = l->shard_stats + (size_t)task * FRL_PPO_STAT_COUNT;
+    memset(st, 0, sizeof(double) * FRL_PPO_STAT_COUNT);
+    memset(sb.dlog_std, 0, sizeof(double) * (size_t)p->out_w);
+    for (int32_t r = 0; r < rows; r++) {
+        if (!l->valid[l->mb[first + r]]) {
+            memset(f.d_out + (size_t)r * (size_t)p->out_w, 0, sizeof(float) * (size_t)p->out_w);
+            f.d_value[r] = 0;
+            continue;
+        }
+        row_grad(l, &f, &sb, r, st);
+    }
+    float *grads = l->grads + (size_t)task * l->grad_stride;
+    memset(grads, 0, sizeof(float) * l->grad_stride);
+    frl_policy_backward(p, p->params, grads, rows, &f);
+    for (int32_t i = 0; !p->discrete && i < p->out_w; i++)
+        grads[p->log_std_off + (size_t)i] += (float)sb.dlog_std[i];
+    return 0;
+}
+
+/* ---- minibatches, epochs and the optimiser ---- */
+
+static void shuffle(int32_t *perm, int32_t n, uint64_t seed, uint64_t stream)
+{
+    frl_rng r = frl_rng_stream(seed, stream);
+    for (int32_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (int32_t i = n - 1; i > 0; i--) {
+        int32_t j = (int32_t)(frl_rng_uniform(&r) * (double)(i + 1));
+        int32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+/* Advantage normalisation over the valid rows of the minibatch. */
+static int32_t minibatch_moments(frl_ppo *l)
+{
+    double s = 0, ss = 0;
+    int32_t n = 0;
+    for (int32_t r = 0; r < l->mb_rows; r++) {
+        int32_t i = l->mb[r];
+        if (!l->valid[i])
+            continue;
+        s += l->adv[i];
+        n++;
+    }
+    double mean = n ? s / n : 0;
+    for (int32_t r = 0; r < l->mb_rows; r++) {
+        int32_t i = l->mb[r];
+        if (l->valid[i])
+            ss += (l->adv[i] - mean) * (l->adv[i] - mean);
+    }
+    /* torch's std() is the unbiased one; CleanRL divides by std + 1e-8. */
+    double sd = n > 1 ? sqrt(ss / (n - 1)) : 0;
+    l->adv_mean = l->s.norm_adv ? mean : 0;
+    l->adv_inv_std = l->s.norm_adv ? 1.0 / (sd + 1e-8) : 1.0;
+    l->inv_valid = n ? 1.0 / n : 0;
+    return n;
+}
+
+/* Sum the shards' gradients in shard order, clip, step Adam. Returns the norm. */
+static double optimiser_step(frl_ppo *l, double lr)
+{
+    size_t np = l->p->num_params;
+    memcpy(l->g, l->grads, sizeof(float) * np);
+    for (int32_t s = 1; s < l->shards; s++) {
+        const float *gs = l->grads + (size_t)s * l->grad_stride;
+        for (size_t i = 0; i < np; i++)
+            l->g[i] += gs[i];
+    }
+    double norm = frl_clip_grad_norm(l->g, np, l->s.max_grad_norm);
+    frl_adam_begin(&l->adam);
+    frl_adam_update(&l->adam, l->p->params, l->g, 0, np, lr);
+    return norm;
+}
+
+/* Losses are reported for the last epoch (as CleanRL does). */
+static frl_status run_minibatch(frl_ppo *l, double lr, double *sums, double *norm, char *err)
+{
+    int32_t n = minibatch_moments(l);
+    if (n == 0)
+        return FRL_OK;
+    int32_t tasks = (l->mb_rows + l->shard_rows - 1) / l->shard_rows;
+    int32_t failed;
+    double t0 = now_s();
+    if (frl_pool_run(l->rt->pool, tasks, shard_task, l, &failed) != 0)
+        return frl_fail(err, FRL_ERR_INTERNAL, "PPO shard %d failed", (int)failed);
+    double t1 = now_s();
+    for (int32_t s = tasks; s < l->shards; s++)
+        memset(l->grads + (size_t)s * l->grad_stride, 0, sizeof(float) * l->grad_stride);
+    *norm = optimiser_step(l, lr);
+    sums[TIME_BWD] += t1 - t0;
+    sums[TIME_OPT] += now_s() - t1;
+    for (int32_t s = 0; s < tasks; s++)
+        for (int k = 0; k < STAT_N; k++)
+            sums[k] += l->shard_stats[(size_t)s * FRL_PPO_STAT_COUNT + (size_t)k];
+    sums[STAT_N] += n;
+    return FRL_OK;
+}
+
+static double explained_variance(const frl_ppo *l, int32_t slot)
+{
+    const float *v = frl_ring_at(l->ring, slot, FRL_RING_VALUES);
+    double sy = 0, syy = 0, sd = 0, sdd = 0;
+    int64_t n = 0;
+    for (int32_t i = 0; i < l->N; i++) {
+        if (!l->valid[i])
+            continue;
+        double y = l->ret[i], d = y - v[i];
+        sy += y;
+        syy += y * y;
+        sd += d;
+        sdd += d * d;
+        n++;
+    }
+    if (n < 2)
+        return NAN;
+    double vy = syy / n - (sy / n) * (sy / n), vd = sdd / n - (sd / n) * (sd / n);
+    return vy > 0 ? 1 - vd / vy : NAN;
+}
+
+frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_t num_updates,
+                          uint64_t seed, frl_ppo_stats *out, char *err)
+{
+    double frac = l->s.anneal_lr && num_updates > 0 ? 1.0 - (double)update_index / (double)num_updates : 1.0;
+    double lr = l->s.lr * (frac > 0 ? frac : 0);
+    double norm = 0;
+    l->slot = slot;
+    memset(out, 0, sizeof *out);
+    for (int32_t e = 0; e < l->s.epochs; e++) {
+        double epoch[SUM_COUNT] = {0};
+        shuffle(l->perm, l->N, seed, 0x7070000000000000ULL + (uint64_t)update_index * 4096u + (uint64_t)e);
+        for (int32_t m = 0; m < l->s.minibatches; m++) {
+            l->mb = l->perm + (size_t)m * (size_t)l->M;
+            l->mb_rows = l->M;
+            frl_status st = run_minibatch(l, lr, epoch, &norm, err);
+            if (st != FRL_OK)
+                return st;
+        }
+        out->epochs_done = e + 1;
+        double cnt = epoch[STAT_N] > 0 ? epoch[STAT_N] : 1;
+        out->policy_loss = epoch[STAT_PG] / cnt;
+        out->value_loss = epoch[STAT_V] / cnt;
+        out->entropy = epoch[STAT_ENT] / cnt;
+        out->approx_kl = epoch[STAT_KL] / cnt;
+        out->clip_fraction = epoch[STAT_CLIP] / cnt;
+        out->time_backward += epoch[TIME_BWD];
+        out->time_optimizer += epoch[TIME_OPT];
+        if (l->s.use_target_kl && out->approx_kl > l->s.target_kl)
+            break;
+    }
+    out->grad_norm = norm;
+    out->learning_rate = lr;
+    out->explained_variance = explained_variance(l, slot);
+    l->p->version++;
+    return FRL_OK;
+}

@@ -1,0 +1,64 @@
+/* The PPO learner (Schulman et al., 2017) over one ring slot: GAE, then epochs of
+ * shuffled minibatches, each split into fixed-size shards run on the pool. Every shard
+ * has its own gradient buffer and the buffers are summed in shard order, so a run
+ * gives the same bits on any number of threads. */
+#ifndef FRL_RL_PPO_H
+#define FRL_RL_PPO_H
+
+#include "nn/optim.h"
+#include "rl/policy.h"
+#include "rl/ring.h"
+
+typedef struct frl_ppo_settings {
+    int32_t epochs, minibatches;
+    double lr, clip, ent_coef, vf_coef, max_grad_norm, gamma, lambda, adam_eps, target_kl;
+    int32_t clip_value, norm_adv, anneal_lr, use_target_kl;
+} frl_ppo_settings;
+
+typedef struct frl_ppo_stats {
+    double policy_loss, value_loss, entropy, approx_kl, clip_fraction;
+    double explained_variance, grad_norm, learning_rate;
+    int32_t epochs_done;
+    double time_backward, time_optimizer;
+} frl_ppo_stats;
+
+enum { FRL_PPO_STAT_COUNT = 6 };
+
+typedef struct frl_ppo {
+    frl_policy *p;
+    frl_runtime *rt;
+    frl_ring *ring;
+    frl_ppo_settings s;
+    int32_t T, B, N, M;       /* steps, envs, rows per rollout, rows per minibatch */
+    int32_t shard_rows, shards;
+    size_t grad_stride;       /* floats per shard gradient (padded) */
+    float *adv, *ret, *vboot;
+    uint8_t *valid;
+    int32_t *perm;
+    float *grads;             /* [shards][grad_stride] */
+    float *g;                 /* the reduced gradient */
+    frl_adam adam;
+    float **ws;               /* per thread: shard workspace */
+    size_t ws_floats;
+    double *shard_stats;      /* [shards][FRL_PPO_STAT_COUNT] */
+    /* the minibatch being processed */
+    int32_t slot;
+    const int32_t *mb;
+    int32_t mb_rows;
+    double adv_mean, adv_inv_std, inv_valid;
+} frl_ppo;
+
+frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ring,
+                        const frl_ppo_settings *s, char *err);
+void frl_ppo_free(frl_ppo *l);
+
+/* Bootstrap values of the slot's final observations, into l->vboot. */
+void frl_ppo_bootstrap(frl_ppo *l, int32_t slot);
+/* GAE(lambda) over the slot into l->adv / l->ret / l->valid. */
+void frl_ppo_advantages(frl_ppo *l, int32_t slot);
+/* One update: epochs of minibatches; update_index counts from 0 of num_updates
+ * (learning-rate annealing); seed and update_index choose the shuffles. */
+frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_t num_updates,
+                          uint64_t seed, frl_ppo_stats *out, char *err);
+
+#endif

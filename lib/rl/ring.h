@@ -1,0 +1,34 @@
+/* Internal view of frl_ring. */
+#ifndef FRL_RL_RING_H
+#define FRL_RL_RING_H
+
+#include <pthread.h>
+
+#include "core/runtime.h"
+
+typedef struct frl_ring_slot {
+    void *array[FRL_RING_ARRAY_COUNT];
+    size_t bytes[FRL_RING_ARRAY_COUNT];
+    frl_slot_state state;
+    uint64_t commit_seq; /* order of commits, so readers take the oldest first */
+} frl_ring_slot;
+
+struct frl_ring {
+    frl_runtime *rt;
+    int32_t slots, steps, envs;
+    int32_t obs_w, act_w;   /* act_w: 1 for discrete (int32) */
+    int32_t discrete;
+    void *arena;
+    frl_ring_slot *slot;
+    pthread_mutex_t lock;
+    uint64_t next_seq;
+    char err[FRL_ERRMSG_SIZE];
+};
+
+/* Typed views of slot s (no checks: for the library's own sampler and learner). */
+static inline void *frl_ring_at(frl_ring *r, int32_t s, frl_ring_array_id id)
+{
+    return r->slot[s].array[id];
+}
+
+#endif

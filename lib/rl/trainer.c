@@ -1,0 +1,448 @@
+/* frl_trainer: the synchronous sampler writing into the ring, and the training loop. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "rl/trainer.h"
+
+double frl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- settings ---- */
+
+static void read_ppo_settings(const frl_config *c, frl_ppo_settings *s)
+{
+    s->epochs = (int32_t)frl_config_int(c, "train.epochs");
+    s->minibatches = (int32_t)frl_config_int(c, "train.minibatches");
+    s->lr = frl_config_float(c, "train.lr");
+    s->clip = frl_config_float(c, "train.clip");
+    s->ent_coef = frl_config_float(c, "train.ent_coef");
+    s->vf_coef = frl_config_float(c, "train.vf_coef");
+    s->max_grad_norm = frl_config_float(c, "train.max_grad_norm");
+    s->gamma = frl_config_float(c, "train.gamma");
+    s->lambda = frl_config_float(c, "train.gae_lambda");
+    s->adam_eps = frl_config_float(c, "train.adam_eps");
+    s->target_kl = frl_config_float(c, "train.target_kl");
+    s->use_target_kl = frl_config_is_set(c, "train.target_kl");
+    s->clip_value = (int32_t)frl_config_int(c, "train.clip_value");
+    s->norm_adv = (int32_t)frl_config_int(c, "train.norm_adv");
+    s->anneal_lr = (int32_t)frl_config_int(c, "train.anneal_lr");
+}
+
+/* The caller's settings over the environment's defaults over the library's. */
+static frl_status resolve_settings(frl_runtime *rt, const char *env_name, const frl_config *cfg,
+                                   frl_config **out)
+{
+    frl_status st = frl_config_create(out, &rt->alloc);
+    if (st != FRL_OK)
+        return st;
+    if ((st = frl_config_parse(*out, frl_env_default_settings(env_name))) != FRL_OK) {
+        frl_config_destroy(*out);
+        *out = NULL;
+        return frl_fail(NULL, FRL_ERR_INTERNAL, "defaults of %s: %s", env_name, frl_last_error());
+    }
+    frl_config_overlay(*out, cfg);
+    return FRL_OK;
+}
+
+/* ---- construction ---- */
+
+static frl_status build_parts(frl_trainer *t, const char *who)
+{
+    const frl_space *os = frl_vec_env_observation_space(t->venv);
+    const frl_space *as = frl_vec_env_action_space(t->venv);
+    frl_status st = frl_policy_create_seeded(&t->policy, t->rt, t->cfg, os, as, t->seed, who);
+    if (st == FRL_OK)
+        st = frl_ring_create(&t->ring, t->rt, 1, t->T, t->B, os, as);
+    if (st != FRL_OK)
+        return st;
+    frl_ppo_settings s;
+    read_ppo_settings(t->cfg, &s);
+    st = frl_ppo_init(&t->ppo, t->rt, t->policy, t->ring, &s, t->err);
+    if (st != FRL_OK)
+        return frl_fail_msg(NULL, st, t->err);
+    t->disc_return = frl_alloc(&t->rt->alloc, sizeof(double) * (size_t)t->B, 64);
+    if (!t->disc_return)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    t->act_rows = t->ppo.shard_rows;
+    t->rn_scale = 1.0f;
+    return FRL_OK;
+}
+
+frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv, int own,
+                             frl_config *resolved, const char *env_name, const char *who)
+{
+    frl_trainer *t = frl_alloc(&rt->alloc, sizeof *t, FRL_CACHE_LINE);
+    if (!t) {
+        frl_config_destroy(resolved);
+        if (own)
+            frl_vec_env_destroy(venv);
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    }
+    t->rt = rt;
+    t->cfg = resolved;
+    t->venv = venv;
+    t->own_venv = own;
+    snprintf(t->env_name, sizeof t->env_name, "%s", env_name);
+    t->seed = frl_runtime_seed(rt);
+    t->T = (int32_t)frl_config_int(resolved, "train.rollout");
+    t->B = frl_vec_env_num_envs(venv);
+    t->reward_norm = (int32_t)frl_config_int(resolved, "train.reward_norm");
+    atomic_init(&t->stop, 0);
+    t->metrics.struct_size = sizeof t->metrics;
+    frl_status st = build_parts(t, who);
+    if (st != FRL_OK) {
+        frl_trainer_destroy(t);
+        return st;
+    }
+    t->t_start = frl_now();
+    *out = t;
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt, const char *env_name,
+                                      const frl_config *cfg)
+{
+    const char *who = "frl_trainer_create";
+    if (out)
+        *out = NULL;
+    if (!out || !rt || !env_name)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
+                        !out ? "out" : !rt ? "runtime" : "env_name");
+    if (strlen(env_name) >= FRL_ENV_NAME_MAX)
+        return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "%s: unknown environment '%.40s...'", who,
+                        env_name);
+    frl_config *resolved;
+    frl_status st = resolve_settings(rt, env_name, cfg, &resolved);
+    if (st != FRL_OK)
+        return st;
+    frl_vec_env *venv;
+    int32_t n = (int32_t)frl_config_int(resolved, "train.num_envs");
+    if ((st = frl_vec_env_create_as(&venv, rt, env_name, n, resolved, who)) != FRL_OK) {
+        frl_config_destroy(resolved);
+        return st;
+    }
+    return frl_trainer_build(out, rt, venv, 1, resolved, env_name, who);
+}
+
+FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
+                                          const frl_config *cfg)
+{
+    const char *who = "frl_trainer_create_vec";
+    if (out)
+        *out = NULL;
+    if (!out || !rt || !venv)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
+                        !out ? "out" : !rt ? "runtime" : "venv");
+    if (venv->rt != rt)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: venv belongs to another runtime", who);
+    frl_config *resolved;
+    frl_status st = resolve_settings(rt, "", cfg, &resolved);
+    if (st != FRL_OK)
+        return st;
+    return frl_trainer_build(out, rt, venv, 0, resolved, "", who);
+}
+
+FRL_API void frl_trainer_destroy(frl_trainer *t)
+{
+    if (!t)
+        return;
+    frl_trainer_close_outputs(t);
+    if (t->ppo.rt)
+        frl_ppo_free(&t->ppo);
+    frl_ring_destroy(t->ring);
+    frl_policy_destroy(t->policy);
+    if (t->own_venv)
+        frl_vec_env_destroy(t->venv);
+    frl_free(&t->rt->alloc, t->disc_return);
+    frl_config_destroy(t->cfg);
+    frl_free(&t->rt->alloc, t);
+}
+
+/* ---- the sampler ---- */
+
+typedef struct act_job {
+    frl_trainer *t;
+    int32_t step;
+} act_job;
+
+/* Write env b's action for the env (box actions clipped to the space, as CleanRL's
+ * ClipAction does; the ring keeps the unclipped sample the log-prob belongs to). */
+static void env_action(frl_trainer *t, int32_t b, const void *sampled)
+{
+    const frl_policy *p = t->policy;
+    if (p->discrete) {
+        ((int32_t *)frl_vec_env_actions(t->venv))[b] = *(const int32_t *)sampled;
+        return;
+    }
+    const float *a = sampled, *lo = p->act_space->low, *hi = p->act_space->high;
+    float *dst = (float *)frl_vec_env_actions(t->venv) + (size_t)b * (size_t)p->out_w;
+    for (int32_t i = 0; i < p->out_w; i++)
+        dst[i] = a[i] < lo[i] ? lo[i] : (a[i] > hi[i] ? hi[i] : a[i]);
+}
+
+static int act_task(void *user, int32_t task, int32_t thread)
+{
+    act_job *j = user;
+    frl_trainer *t = j->t;
+    const frl_policy *p = t->policy;
+    int32_t first = task * t->act_rows;
+    int32_t rows = t->B - first < t->act_rows ? t->B - first : t->act_rows;
+    size_t row0 = (size_t)j->step * (size_t)t->B + (size_t)first;
+    const float *obs = (const float *)frl_ring_at(t->ring, t->slot, FRL_RING_OBSERVATIONS) +
+                       row0 * (size_t)p->obs_w;
+    unsigned char *act = frl_ring_at(t->ring, t->slot, FRL_RING_ACTIONS);
+    float *lp = (float *)frl_ring_at(t->ring, t->slot, FRL_RING_LOG_PROBS) + row0;
+    float *val = (float *)frl_ring_at(t->ring, t->slot, FRL_RING_VALUES) + row0;
+    size_t ab = p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
+    frl_pass f;
+    frl_policy_pass_layout(p, rows, 0, t->ppo.ws[thread], &f);
+    frl_policy_forward(p, p->params, rows, obs, &f);
+    for (int32_t r = 0; r < rows; r++) {
+        void *a = act + (row0 + (size_t)r) * ab;
+        lp[r] = (float)frl_policy_head_act(p, f.out + (size_t)r * (size_t)p->out_w, 0,
+                                          (uint64_t)(first + r), (uint64_t)t->rollout_steps, a);
+        val[r] = f.value[r];
+        env_action(t, first + r, a);
+    }
+    return 0;
+}
+
+/* Scale rewards by the running std of the discounted return (Engstrom et al., 2020). */
+static void normalise_rewards(frl_trainer *t, float *r, const uint8_t *term, const uint8_t *trunc)
+{
+    double g = frl_config_float(t->cfg, "train.gamma"), s = 0, ss = 0;
+    for (int32_t b = 0; b < t->B; b++) {
+        t->disc_return[b] = t->disc_return[b] * g + r[b];
+        s += t->disc_return[b];
+    }
+    double bm = s / t->B;
+    for (int32_t b = 0; b < t->B; b++)
+        ss += (t->disc_return[b] - bm) * (t->disc_return[b] - bm);
+    double tot = t->rn_count + t->B, d = bm - t->rn_mean;
+    t->rn_mean += d * t->B / tot;
+    t->rn_m2 += ss + d * d * t->rn_count * t->B / tot;
+    t->rn_count = tot;
+    t->rn_scale = (float)(1.0 / sqrt(t->rn_m2 / t->rn_count + 1e-8));
+    for (int32_t b = 0; b < t->B; b++) {
+        r[b] *= t->rn_scale;
+        if (term[b] | trunc[b])
+            t->disc_return[b] = 0;
+    }
+}
+
+static void record_episodes(frl_trainer *t)
+{
+    const uint8_t *term = frl_vec_env_terminated(t->venv), *trunc = frl_vec_env_truncated(t->venv);
+    const float *ret = frl_vec_env_episode_returns(t->venv);
+    const int32_t *len = frl_vec_env_episode_lengths(t->venv);
+    for (int32_t b = 0; b < t->B; b++) {
+        if (!(term[b] | trunc[b]))
+            continue;
+        t->recent_return[t->episodes % FRL_RECENT_EPISODES] = ret[b];
+        t->recent_length[t->episodes % FRL_RECENT_EPISODES] = len[b];
+        t->episodes++;
+    }
+}
+
+/* Copy the step's results into row block `step` of the slot. */
+static void store_results(frl_trainer *t, int32_t step)
+{
+    size_t off = (size_t)step * (size_t)t->B, n = (size_t)t->B;
+    float *r = (float *)frl_ring_at(t->ring, t->slot, FRL_RING_REWARDS) + off;
+    uint8_t *term = (uint8_t *)frl_ring_at(t->ring, t->slot, FRL_RING_TERMINATED) + off;
+    uint8_t *trunc = (uint8_t *)frl_ring_at(t->ring, t->slot, FRL_RING_TRUNCATED) + off;
+    memcpy(r, frl_vec_env_rewards(t->venv), sizeof(float) * n);
+    memcpy(term, frl_vec_env_terminated(t->venv), n);
+    memcpy(trunc, frl_vec_env_truncated(t->venv), n);
+    memcpy((uint8_t *)frl_ring_at(t->ring, t->slot, FRL_RING_RESET_STEPS) + off,
+           frl_vec_env_reset_steps(t->venv), n);
+    if (t->reward_norm)
+        normalise_rewards(t, r, term, trunc);
+    record_episodes(t);
+}
+
+static frl_status rollout_step(frl_trainer *t, int32_t step, double *t_inf, double *t_env)
+{
+    size_t ow = (size_t)t->policy->obs_w, B = (size_t)t->B;
+    float *obs = (float *)frl_ring_at(t->ring, t->slot, FRL_RING_OBSERVATIONS) + (size_t)step * B * ow;
+    double t0 = frl_now();
+    memcpy(obs, frl_vec_env_observations(t->venv), sizeof(float) * B * ow);
+    ((uint64_t *)frl_ring_at(t->ring, t->slot, FRL_RING_POLICY_VERSION))[step] = t->policy->version;
+    act_job j = {t, step};
+    int32_t failed, tasks = (t->B + t->act_rows - 1) / t->act_rows;
+    if (frl_pool_run(t->rt->pool, tasks, act_task, &j, &failed) != 0)
+        return frl_fail(t->err, FRL_ERR_INTERNAL, "acting failed in task %d", (int)failed);
+    double t1 = frl_now();
+    frl_status st = frl_vec_env_step(t->venv);
+    if (st != FRL_OK)
+        return frl_fail_msg(t->err, st, frl_vec_env_last_error(t->venv));
+    store_results(t, step);
+    t->rollout_steps++;
+    t->env_steps += t->B;
+    *t_inf += t1 - t0;
+    *t_env += frl_now() - t1;
+    return FRL_OK;
+}
+
+static frl_status rollout(frl_trainer *t)
+{
+    frl_status st = frl_ring_acquire_write(t->ring, &t->slot);
+    if (st != FRL_OK)
+        return frl_fail_msg(t->err, st, frl_ring_last_error(t->ring));
+    t->metrics.time_env = t->metrics.time_inference = 0;
+    for (int32_t s = 0; s < t->T && st == FRL_OK; s++)
+        st = rollout_step(t, s, &t->metrics.time_inference, &t->metrics.time_env);
+    memcpy(frl_ring_at(t->ring, t->slot, FRL_RING_BOOTSTRAP_OBS), frl_vec_env_observations(t->venv),
+           sizeof(float) * (size_t)t->B * (size_t)t->policy->obs_w);
+    frl_ring_commit(t->ring, t->slot);
+    return st;
+}
+
+/* ---- the learner step and the loop ---- */
+
+static void fill_metrics(frl_trainer *t, const frl_ppo_stats *s)
+{
+    frl_metrics *m = &t->metrics;
+    int64_t n = t->episodes < FRL_RECENT_EPISODES ? t->episodes : FRL_RECENT_EPISODES;
+    double sr = 0, sl = 0;
+    for (int64_t i = 0; i < n; i++) {
+        sr += t->recent_return[i];
+        sl += t->recent_length[i];
+    }
+    m->update = t->updates;
+    m->env_steps = t->env_steps;
+    m->episodes = t->episodes;
+    m->mean_return = n ? sr / (double)n : NAN;
+    m->mean_length = n ? sl / (double)n : NAN;
+    m->seconds = frl_now() - t->t_start;
+    m->steps_per_second = m->seconds > 0 ? (double)t->env_steps / m->seconds : 0;
+    m->policy_loss = s->policy_loss;
+    m->value_loss = s->value_loss;
+    m->entropy = s->entropy;
+    m->approx_kl = s->approx_kl;
+    m->clip_fraction = s->clip_fraction;
+    m->explained_variance = s->explained_variance;
+    m->grad_norm = s->grad_norm;
+    m->learning_rate = s->learning_rate;
+    m->epochs_done = s->epochs_done;
+    m->time_backward = s->time_backward;
+    m->time_optimizer = s->time_optimizer;
+    m->time_waiting = 0;
+}
+
+static frl_status learn(frl_trainer *t, int64_t num_updates)
+{
+    int32_t slot;
+    frl_status st = frl_ring_acquire_read(t->ring, &slot);
+    if (st != FRL_OK)
+        return frl_fail_msg(t->err, st, frl_ring_last_error(t->ring));
+    frl_ppo_bootstrap(&t->ppo, slot);
+    frl_ppo_advantages(&t->ppo, slot);
+    frl_ppo_stats s;
+    st = frl_ppo_update(&t->ppo, slot, t->updates, num_updates, t->seed, &s, t->err);
+    if (st == FRL_OK && t->policy->obs_norm) {
+        frl_obsnorm_update(&t->policy->norm, frl_ring_at(t->ring, slot, FRL_RING_OBSERVATIONS),
+                           (int64_t)t->T * t->B);
+        frl_obsnorm_freeze(&t->policy->norm);
+    }
+    frl_ring_release(t->ring, slot);
+    t->updates++;
+    fill_metrics(t, &s);
+    return st;
+}
+
+static int target_reached(const frl_trainer *t)
+{
+    return frl_config_is_set(t->cfg, "train.target_return") &&
+           t->episodes >= FRL_RECENT_EPISODES &&
+           t->metrics.mean_return >= frl_config_float(t->cfg, "train.target_return");
+}
+
+static frl_status start(frl_trainer *t)
+{
+    if (t->started)
+        return FRL_OK;
+    frl_status st = frl_vec_env_reset(t->venv, t->seed);
+    if (st != FRL_OK)
+        return frl_fail_msg(t->err, st, frl_vec_env_last_error(t->venv));
+    t->started = 1;
+    return FRL_OK;
+}
+
+static frl_status after_update(frl_trainer *t)
+{
+    frl_status st = frl_trainer_write_outputs(t);
+    if (st != FRL_OK)
+        return st;
+    if (t->cb) {
+        int rc = t->cb(t->cb_user, &t->metrics);
+        if (rc != 0)
+            return frl_fail(t->err, FRL_ERR_CALLBACK, "the metrics callback returned %d", rc);
+    }
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
+{
+    if (!t)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_train: trainer is NULL");
+    if (total_steps < 0)
+        return frl_fail(t->err, FRL_ERR_RANGE, "frl_trainer_train: total_steps %lld < 0",
+                        (long long)total_steps);
+    int64_t per = (int64_t)t->T * t->B, num_updates = (total_steps + per - 1) / per;
+    frl_status st = start(t);
+    while (st == FRL_OK && t->env_steps < total_steps && !target_reached(t)) {
+        if (atomic_exchange(&t->stop, 0))
+            return frl_fail(t->err, FRL_ERR_INTERRUPTED, "training stopped by request at %lld steps",
+                            (long long)t->env_steps);
+        if ((st = rollout(t)) == FRL_OK && (st = learn(t, num_updates)) == FRL_OK)
+            st = after_update(t);
+    }
+    if (st != FRL_OK)
+        frl_fail_msg(NULL, st, t->err);
+    return st;
+}
+
+FRL_API void frl_trainer_request_stop(frl_trainer *t)
+{
+    if (t)
+        atomic_store(&t->stop, 1);
+}
+
+FRL_API void frl_trainer_set_callback(frl_trainer *t, frl_metrics_fn fn, void *user)
+{
+    if (t) {
+        t->cb = fn;
+        t->cb_user = user;
+    }
+}
+
+FRL_API frl_policy *frl_trainer_policy(frl_trainer *t)
+{
+    return t ? t->policy : NULL;
+}
+
+FRL_API frl_ring *frl_trainer_ring(frl_trainer *t)
+{
+    return t ? t->ring : NULL;
+}
+
+FRL_API frl_vec_env *frl_trainer_vec_env(frl_trainer *t)
+{
+    return t ? t->venv : NULL;
+}
+
+FRL_API const frl_metrics *frl_trainer_metrics(const frl_trainer *t)
+{
+    return t ? &t->metrics : NULL;
+}
+
+FRL_API const char *frl_trainer_last_error(const frl_trainer *t)
+{
+    return t ? t->err : "frl_trainer_last_error: trainer is NULL";
+}

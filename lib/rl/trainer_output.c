@@ -1,0 +1,102 @@
+/* The trainer's output directory: metrics.csv, a TensorBoard event file, settings.txt. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "rl/trainer.h"
+
+static const char csv_header[] =
+    "update,env_steps,episodes,mean_return,mean_length,seconds,steps_per_second,"
+    "policy_loss,value_loss,entropy,approx_kl,clip_fraction,explained_variance,grad_norm,"
+    "learning_rate,epochs_done,time_env,time_inference,time_backward,time_optimizer,"
+    "time_waiting\n";
+
+static frl_status write_settings(frl_trainer *t, const char *dir)
+{
+    char path[4096], text[FRL_SETTINGS_MAX];
+    snprintf(path, sizeof path, "%s/settings.txt", dir);
+    frl_status st = frl_config_to_text(t->cfg, "", text, sizeof text);
+    if (st != FRL_OK)
+        return frl_fail_msg(t->err, st, frl_last_error());
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return frl_fail(t->err, FRL_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "# env=%s seed=%llu threads=%d\n%s", t->env_name[0] ? t->env_name : "(host)",
+            (unsigned long long)t->seed, (int)frl_runtime_threads(t->rt), text);
+    return fclose(f) == 0 ? FRL_OK : frl_fail(t->err, FRL_ERR_IO, "cannot write %s", path);
+}
+
+FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
+{
+    if (!t || !dir)
+        return frl_fail(t ? t->err : NULL, FRL_ERR_NULL, "frl_trainer_set_output: %s is NULL",
+                        t ? "dir" : "trainer");
+    frl_trainer_close_outputs(t);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    frl_status st = write_settings(t, dir);
+    if (st == FRL_OK && !(t->csv = fopen(path, "w")))
+        st = frl_fail(t->err, FRL_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    if (st == FRL_OK && fputs(csv_header, t->csv) < 0)
+        st = frl_fail(t->err, FRL_ERR_IO, "cannot write %s", path);
+    if (st == FRL_OK)
+        st = frl_tfevents_open(&t->tb, dir, &t->rt->alloc, t->err);
+    if (st != FRL_OK) {
+        frl_trainer_close_outputs(t);
+        frl_fail_msg(NULL, st, t->err);
+    }
+    return st;
+}
+
+void frl_trainer_close_outputs(frl_trainer *t)
+{
+    if (t->csv)
+        fclose(t->csv);
+    t->csv = NULL;
+    frl_tfevents_close(t->tb);
+    t->tb = NULL;
+}
+
+static void write_csv_row(FILE *f, const frl_metrics *m)
+{
+    fprintf(f, "%lld,%lld,%lld,%.9g,%.9g,%.6f,%.1f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d,"
+            "%.6f,%.6f,%.6f,%.6f,%.6f\n",
+            (long long)m->update, (long long)m->env_steps, (long long)m->episodes,
+            m->mean_return, m->mean_length, m->seconds, m->steps_per_second, m->policy_loss,
+            m->value_loss, m->entropy, m->approx_kl, m->clip_fraction, m->explained_variance,
+            m->grad_norm, m->learning_rate, (int)m->epochs_done, m->time_env,
+            m->time_inference, m->time_backward, m->time_optimizer, m->time_waiting);
+}
+
+static frl_status write_scalars(frl_trainer *t, const frl_metrics *m, double wall)
+{
+    struct { const char *tag; double v; } s[] = {
+        {"charts/mean_return", m->mean_return}, {"charts/mean_length", m->mean_length},
+        {"charts/steps_per_second", m->steps_per_second}, {"losses/policy", m->policy_loss},
+        {"losses/value", m->value_loss}, {"losses/entropy", m->entropy},
+        {"losses/approx_kl", m->approx_kl}, {"losses/clip_fraction", m->clip_fraction},
+        {"losses/explained_variance", m->explained_variance}, {"losses/grad_norm", m->grad_norm},
+        {"charts/learning_rate", m->learning_rate},
+    };
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
+        if (isnan(s[i].v))
+            continue;
+        frl_status st = frl_tfevents_scalar(t->tb, s[i].tag, m->env_steps, wall, (float)s[i].v,
+                                            t->err);
+        if (st != FRL_OK)
+            return st;
+    }
+    return frl_tfevents_flush(t->tb, t->err);
+}
+
+frl_status frl_trainer_write_outputs(frl_trainer *t)
+{
+    if (!t->csv)
+        return FRL_OK;
+    write_csv_row(t->csv, &t->metrics);
+    if (fflush(t->csv) != 0)
+        return frl_fail(t->err, FRL_ERR_IO, "cannot write metrics.csv: %s", strerror(errno));
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return write_scalars(t, &t->metrics, (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec);
+}

@@ -1,0 +1,199 @@
+/* `fastrl train` and `fastrl eval`. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "io/container.h"
+
+typedef struct train_opts {
+    const char *env, *out, *resume;
+    int64_t steps;
+    int quiet;
+} train_opts;
+
+static frl_trainer *volatile g_trainer;
+
+/* Ctrl-C asks the trainer to stop at the end of its update; a second one kills. */
+static void on_sigint(int sig)
+{
+    (void)sig;
+    signal(SIGINT, SIG_DFL);
+    if (g_trainer)
+        frl_trainer_request_stop(g_trainer);
+}
+
+static int is_tty;
+
+typedef struct progress {
+    int64_t total;
+    double last_print;
+} progress;
+
+static void format_time(double s, char *buf, size_t size)
+{
+    if (!(s >= 0) || s > 1e7) {
+        snprintf(buf, size, "--:--");
+        return;
+    }
+    int t = (int)(s + 0.5);
+    snprintf(buf, size, "%d:%02d", t / 60, t % 60);
+}
+
+static void print_progress(const progress *p, const frl_metrics *m, int final)
+{
+    double frac = p->total > 0 ? (double)m->env_steps / (double)p->total : 1;
+    frac = frac > 1 ? 1 : frac;
+    char bar[21], el[32], eta[32];
+    int fill = (int)(frac * 20);
+    for (int i = 0; i < 20; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[20] = '\0';
+    format_time(cli_now() - cli_start, el, sizeof el);
+    format_time(m->steps_per_second > 0 ? (double)(p->total - m->env_steps) / m->steps_per_second : -1,
+                eta, sizeof eta);
+    fprintf(stderr, "%s[%s] %3.0f%% %lld steps  %.0f steps/s  return %.1f  %s elapsed  ETA %s%s",
+            is_tty ? "\r" : "", bar, 100 * frac, (long long)m->env_steps, m->steps_per_second,
+            m->mean_return, el, final ? "0:00" : eta, is_tty && !final ? "\033[K" : "\n");
+    fflush(stderr);
+}
+
+static int on_metrics(void *user, const frl_metrics *m)
+{
+    progress *p = user;
+    double now = cli_now();
+    if (now - p->last_print >= (is_tty ? 0.1 : 2.0)) {
+        p->last_print = now;
+        print_progress(p, m, 0);
+    }
+    return 0;
+}
+
+static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cfg)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int has = v != NULL;
+        if (!strcmp(a, "--steps") && has) {
+            o->steps = (int64_t)strtod(v, NULL);
+        } else if (!strcmp(a, "--seed") && has) {
+            if (frl_config_set(cfg, "runtime.seed", v) != FRL_OK)
+                return cli_fail("--seed", FRL_ERR_PARSE);
+        } else if (!strcmp(a, "--threads") && has) {
+            if (frl_config_set(cfg, "runtime.threads", v) != FRL_OK)
+                return cli_fail("--threads", FRL_ERR_PARSE);
+        } else if (!strcmp(a, "--set") && has) {
+            frl_status st = frl_config_parse(cfg, v);
+            if (st != FRL_OK)
+                return cli_fail("--set", st);
+        } else if (!strcmp(a, "--out") && has) {
+            o->out = v;
+        } else if (!strcmp(a, "--resume") && has) {
+            o->resume = v;
+        } else if (!strcmp(a, "--quiet")) {
+            o->quiet = 1;
+            continue;
+        } else if (a[0] != '-' && !o->env) {
+            o->env = a;
+            continue;
+        } else {
+            fprintf(stderr, "fastrl train: unknown or incomplete option '%s'\n", a);
+            return 2;
+        }
+        i++;
+    }
+    if (!o->env && !o->resume) {
+        fprintf(stderr, "fastrl train: name an environment (fastrl envs lists them) or --resume DIR\n");
+        return 2;
+    }
+    return 0;
+}
+
+static int make_dir(const char *dir)
+{
+    if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+        return 0;
+    fprintf(stderr, "fastrl train: cannot create %s: %s\n", dir, strerror(errno));
+    return 1;
+}
+
+static frl_status open_trainer(frl_trainer **t, frl_runtime *rt, const train_opts *o,
+                               const frl_config *cfg)
+{
+    if (!o->resume)
+        return frl_trainer_create(t, rt, o->env, cfg);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/checkpoint.frl", o->resume);
+    return frl_trainer_load(t, rt, path, cfg);
+}
+
+static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *p)
+{
+    const frl_metrics *m = frl_trainer_metrics(t);
+    if (!o->quiet && m->update > 0)
+        print_progress(p, m, st == FRL_OK);
+    const char *dir = o->out ? o->out : o->resume;
+    if (dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/checkpoint.frl", dir);
+        frl_status sv = frl_trainer_save(t, path);
+        if (sv != FRL_OK)
+            return cli_fail("saving the checkpoint", sv);
+        fprintf(stderr, "checkpoint: %s\n", path);
+    }
+    if (st == FRL_ERR_INTERRUPTED)
+        fprintf(stderr, "interrupted at %lld steps%s\n", (long long)m->env_steps,
+                dir ? "; continue with --resume" : " (no --out: nothing saved)");
+    else if (st != FRL_OK)
+        return cli_fail("train", st);
+    printf("env_steps_per_second: %.1f\n", m->steps_per_second);
+    printf("mean_return: %.4f steps: %lld seconds: %.3f\n", m->mean_return,
+           (long long)m->env_steps, cli_now() - cli_start);
+    return st == FRL_ERR_INTERRUPTED ? 130 : 0;
+}
+
+static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *cfg)
+{
+    frl_trainer *t;
+    frl_status st = open_trainer(&t, rt, o, cfg);
+    if (st != FRL_OK)
+        return cli_fail(o->resume ? "resume" : o->env, st);
+    if (o->out && (make_dir(o->out) || (st = frl_trainer_set_output(t, o->out)) != FRL_OK)) {
+        frl_trainer_destroy(t);
+        return st != FRL_OK ? cli_fail("output", st) : 1;
+    }
+    progress p = {o->steps, 0};
+    if (!o->quiet)
+        frl_trainer_set_callback(t, on_metrics, &p);
+    g_trainer = t;
+    signal(SIGINT, on_sigint);
+    st = frl_trainer_train(t, o->steps);
+    signal(SIGINT, SIG_DFL);
+    g_trainer = NULL;
+    int rc = finish(t, o, st, &p);
+    frl_trainer_destroy(t);
+    return rc;
+}
+
+int cli_train(int argc, char **argv)
+{
+    train_opts o = {NULL, NULL, NULL, 500000, 0};
+    frl_config *cfg;
+    if (frl_config_create(&cfg, NULL) != FRL_OK)
+        return cli_fail("config", FRL_ERR_NOMEM);
+    int rc = parse_train_args(argc, argv, &o, cfg);
+    is_tty = isatty(2);
+    frl_runtime *rt = NULL;
+    if (rc == 0) {
+        frl_status st = frl_runtime_create(&rt, cfg, NULL, NULL);
+        rc = st == FRL_OK ? run_training(rt, &o, cfg) : cli_fail("runtime", st);
+    }
+    frl_runtime_destroy(rt);
+    frl_config_destroy(cfg);
+    return rc;
+}
