@@ -318,43 +318,54 @@ static int32_t minibatch_moments(frl_ppo *l)
     return n;
 }
 
-/* Sum the shards' gradients in shard order, clip, step Adam. Returns the norm. */
-static double optimiser_step(frl_ppo *l, double lr)
+/* Sum the shards' gradients into l->g in shard order. */
+static void reduce_shards(frl_ppo *l, int32_t tasks)
 {
     size_t np = l->p->num_params;
     memcpy(l->g, l->grads, sizeof(float) * np);
-    for (int32_t s = 1; s < l->shards; s++) {
+    for (int32_t s = 1; s < tasks; s++) {
         const float *gs = l->grads + (size_t)s * l->grad_stride;
         for (size_t i = 0; i < np; i++)
             l->g[i] += gs[i];
     }
-    double norm = frl_clip_grad_norm(l->g, np, l->s.max_grad_norm);
-    frl_adam_begin(&l->adam);
-    frl_adam_update(&l->adam, l->p->params, l->g, 0, np, lr);
-    return norm;
 }
 
-/* Losses are reported for the last epoch (as CleanRL does). */
-static frl_status run_minibatch(frl_ppo *l, double lr, double *sums, double *norm, char *err)
+frl_status frl_ppo_gradient(frl_ppo *l, const int32_t *rows_idx, int32_t rows, double *sums,
+                            char *err)
 {
+    l->mb = rows_idx;
+    l->mb_rows = rows;
     int32_t n = minibatch_moments(l);
-    if (n == 0)
+    int32_t tasks = (rows + l->shard_rows - 1) / l->shard_rows, failed;
+    if (n == 0) {
+        memset(l->g, 0, sizeof(float) * l->p->num_params);
         return FRL_OK;
-    int32_t tasks = (l->mb_rows + l->shard_rows - 1) / l->shard_rows;
-    int32_t failed;
-    double t0 = now_s();
+    }
     if (frl_pool_run(l->rt->pool, tasks, shard_task, l, &failed) != 0)
         return frl_fail(err, FRL_ERR_INTERNAL, "PPO shard %d failed", (int)failed);
-    double t1 = now_s();
-    for (int32_t s = tasks; s < l->shards; s++)
-        memset(l->grads + (size_t)s * l->grad_stride, 0, sizeof(float) * l->grad_stride);
-    *norm = optimiser_step(l, lr);
-    sums[TIME_BWD] += t1 - t0;
-    sums[TIME_OPT] += now_s() - t1;
-    for (int32_t s = 0; s < tasks; s++)
+    reduce_shards(l, tasks);
+    for (int32_t s = 0; sums && s < tasks; s++)
         for (int k = 0; k < STAT_N; k++)
             sums[k] += l->shard_stats[(size_t)s * FRL_PPO_STAT_COUNT + (size_t)k];
-    sums[STAT_N] += n;
+    if (sums)
+        sums[STAT_N] += n;
+    return FRL_OK;
+}
+
+/* One minibatch: gradient, clipping, Adam. Losses are reported for the last epoch. */
+static frl_status run_minibatch(frl_ppo *l, const int32_t *mb, double lr, double *sums,
+                                double *norm, char *err)
+{
+    double t0 = now_s();
+    frl_status st = frl_ppo_gradient(l, mb, l->M, sums, err);
+    if (st != FRL_OK)
+        return st;
+    double t1 = now_s();
+    *norm = frl_clip_grad_norm(l->g, l->p->num_params, l->s.max_grad_norm);
+    frl_adam_begin(&l->adam);
+    frl_adam_update(&l->adam, l->p->params, l->g, 0, l->p->num_params, lr);
+    sums[TIME_BWD] += t1 - t0;
+    sums[TIME_OPT] += now_s() - t1;
     return FRL_OK;
 }
 
@@ -391,9 +402,7 @@ frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_
         double epoch[SUM_COUNT] = {0};
         shuffle(l->perm, l->N, seed, 0x7070000000000000ULL + (uint64_t)update_index * 4096u + (uint64_t)e);
         for (int32_t m = 0; m < l->s.minibatches; m++) {
-            l->mb = l->perm + (size_t)m * (size_t)l->M;
-            l->mb_rows = l->M;
-            frl_status st = run_minibatch(l, lr, epoch, &norm, err);
+            frl_status st = run_minibatch(l, l->perm + (size_t)m * (size_t)l->M, lr, epoch, &norm, err);
             if (st != FRL_OK)
                 return st;
         }

@@ -56,6 +56,10 @@ void frl_ppo_free(frl_ppo *l);
 void frl_ppo_bootstrap(frl_ppo *l, int32_t slot);
 /* GAE(lambda) over the slot into l->adv / l->ret / l->valid. */
 void frl_ppo_advantages(frl_ppo *l, int32_t slot);
+/* The loss gradient over rows rows_idx[0..rows) into l->g (no optimiser step); adds
+ * loss sums to sums (may be NULL). For the gradient checks. */
+frl_status frl_ppo_gradient(frl_ppo *l, const int32_t *rows_idx, int32_t rows, double *sums,
+                            char *err);
 /* One update: epochs of minibatches; update_index counts from 0 of num_updates
  * (learning-rate annealing); seed and update_index choose the shuffles. */
 frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_t num_updates,
