@@ -1,0 +1,225 @@
+/* frl_trainer through the public API: identical runs, exact resume from a
+ * checkpoint, stopping from another thread or from the callback, outputs, bad input. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static frl_runtime *runtime(int threads, const char *extra)
+{
+    frl_config *cfg;
+    frl_runtime *rt;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", threads), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.seed", 7), FRL_OK);
+    ck_assert_int_eq(frl_config_parse(cfg, extra), FRL_OK);
+    ck_assert_int_eq(frl_runtime_create(&rt, cfg, NULL, NULL), FRL_OK);
+    frl_config_destroy(cfg);
+    return rt;
+}
+
+static frl_config *settings(const char *text)
+{
+    frl_config *cfg;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_parse(cfg, text), FRL_OK);
+    return cfg;
+}
+
+/* A fingerprint of the policy: its log-probs and values on fixed observations. */
+static void fingerprint(frl_trainer *t, float *out)
+{
+    float obs[64 * 4];
+    int32_t act[64];
+    for (int i = 0; i < 64 * 4; i++)
+        obs[i] = (float)((i * 13) % 17) * 0.05f - 0.4f;
+    frl_act_args a;
+    frl_act_args_init(&a);
+    a.batch = 64;
+    a.observations = obs;
+    a.actions = act;
+    a.log_probs = out;
+    a.values = out + 64;
+    ck_assert_int_eq(frl_policy_act(frl_trainer_policy(t), &a), FRL_OK);
+}
+
+static const char *small = "train.num_envs=8 train.rollout=32 policy.hidden=16,16";
+
+static void run_cartpole(int threads, int64_t steps, float *fp, double *ret)
+{
+    frl_runtime *rt = runtime(threads, "");
+    frl_config *cfg = settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, steps), FRL_OK);
+    ck_assert_int_ge(frl_trainer_metrics(t)->env_steps, steps);
+    fingerprint(t, fp);
+    *ret = frl_trainer_metrics(t)->mean_return;
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(same_seed_same_run_any_thread_count)
+{
+    float a[128], b[128], c[128];
+    double ra, rb, rc;
+    run_cartpole(2, 20000, a, &ra);
+    run_cartpole(2, 20000, b, &rb);
+    run_cartpole(1, 20000, c, &rc);
+    ck_assert(memcmp(a, b, sizeof a) == 0 && ra == rb);
+    /* Shards are fixed-size and reduced in order, so the thread count changes nothing. */
+    ck_assert(memcmp(a, c, sizeof a) == 0 && ra == rc);
+}
+END_TEST
+
+static int stop_at_update(void *user, const frl_metrics *m)
+{
+    frl_trainer **t = user;
+    if (m->update == 5)
+        frl_trainer_request_stop(*t);
+    return 0;
+}
+
+START_TEST(resume_continues_exactly)
+{
+    float whole[128], resumed[128];
+    double r_whole;
+    run_cartpole(2, 24000, whole, &r_whole);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/frl_test_trainer_%d.frl", (int)getpid());
+    frl_runtime *rt = runtime(2, "");
+    frl_config *cfg = settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    frl_trainer_set_callback(t, stop_at_update, &t);
+    ck_assert_int_eq(frl_trainer_train(t, 24000), FRL_ERR_INTERRUPTED);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 5);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    ck_assert_int_eq(frl_trainer_load(&t, rt, path, NULL), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 24000), FRL_OK);
+    fingerprint(t, resumed);
+    ck_assert(memcmp(whole, resumed, sizeof whole) == 0);
+    ck_assert(frl_trainer_metrics(t)->mean_return == r_whole);
+    /* A trainer checkpoint also loads as a policy. */
+    frl_policy *p;
+    ck_assert_int_eq(frl_policy_load(&p, rt, path), FRL_OK);
+    frl_policy_destroy(p);
+    frl_trainer_destroy(t);
+    unlink(path);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+static void *stop_later(void *arg)
+{
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    frl_trainer_request_stop(arg);
+    return NULL;
+}
+
+static int refuse(void *user, const frl_metrics *m)
+{
+    (void)user;
+    return m->update == 3 ? 42 : 0;
+}
+
+START_TEST(stop_from_thread_and_callback)
+{
+    frl_runtime *rt = runtime(2, "");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", NULL), FRL_OK);
+    pthread_t th;
+    pthread_create(&th, NULL, stop_later, t);
+    ck_assert_int_eq(frl_trainer_train(t, (int64_t)1 << 40), FRL_ERR_INTERRUPTED);
+    pthread_join(th, NULL);
+    int64_t steps = frl_trainer_metrics(t)->env_steps;
+    ck_assert_int_gt(steps, 0);
+    /* The run goes on after an interruption. */
+    frl_trainer_set_callback(t, refuse, NULL);
+    ck_assert_int_eq(frl_trainer_train(t, (int64_t)1 << 40), FRL_ERR_CALLBACK);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "42"));
+    ck_assert_int_gt(frl_trainer_metrics(t)->env_steps, steps);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(outputs_are_written)
+{
+    char dir[128], path[256];
+    snprintf(dir, sizeof dir, "/tmp/frl_test_out_%d", (int)getpid());
+    mkdir(dir, 0777);
+    frl_runtime *rt = runtime(1, "");
+    frl_config *cfg = settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, "/nonexistent/dir"), FRL_ERR_IO);
+    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 2560), FRL_OK);
+    frl_trainer_destroy(t);
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    int lines = 0;
+    while (fgets(line, sizeof line, f))
+        lines++;
+    fclose(f);
+    ck_assert_int_eq(lines, 1 + 10); /* header + 2560 / 256 updates */
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    ck_assert_int_eq(system(path), 0);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(bad_input)
+{
+    frl_runtime *rt = runtime(1, "");
+    frl_trainer *t = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "NoSuchEnv-v0", NULL), FRL_ERR_UNKNOWN_NAME);
+    ck_assert_ptr_null(t);
+    ck_assert_int_eq(frl_trainer_create(&t, NULL, "CartPole-v1", NULL), FRL_ERR_NULL);
+    ck_assert_int_eq(frl_trainer_create(&t, rt, NULL, NULL), FRL_ERR_NULL);
+    frl_config *cfg = settings("train.num_envs=3 train.rollout=5 train.minibatches=4");
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "train.minibatches"));
+    ck_assert_int_eq(frl_trainer_load(&t, rt, "/nonexistent.frl", NULL), FRL_ERR_IO);
+    ck_assert_int_eq(frl_trainer_train(NULL, 10), FRL_ERR_NULL);
+    frl_trainer_request_stop(NULL);
+    ck_assert_ptr_null(frl_trainer_policy(NULL));
+    /* A policy file is not a trainer checkpoint. */
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "Pendulum-v1", NULL), FRL_OK);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/frl_test_policy_only_%d.frl", (int)getpid());
+    ck_assert_int_eq(frl_policy_save(frl_trainer_policy(t), path), FRL_OK);
+    frl_trainer_destroy(t);
+    ck_assert_int_eq(frl_trainer_load(&t, rt, path, NULL), FRL_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "not a trainer checkpoint"));
+    unlink(path);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("trainer");
+    TCase *tc = tcase_create("trainer");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, same_seed_same_run_any_thread_count);
+    tcase_add_test(tc, resume_continues_exactly);
+    tcase_add_test(tc, stop_from_thread_and_callback);
+    tcase_add_test(tc, outputs_are_written);
+    tcase_add_test(tc, bad_input);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
