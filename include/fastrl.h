@@ -558,8 +558,10 @@ FRL_API frl_status frl_trainer_set_output(frl_trainer *trainer, const char *dir)
  * FRL_ERR_INTERRUPTED after frl_trainer_request_stop (the run may be continued or
  * saved), FRL_ERR_CALLBACK if the callback stopped it. */
 FRL_API frl_status frl_trainer_train(frl_trainer *trainer, int64_t total_steps);
-/* Ask train to return at the next step boundary. Async-signal-safe: only sets a flag,
- * so it may be called from a signal handler or another thread. */
+/* Ask train to return FRL_ERR_INTERRUPTED at the end of the current update (a rollout
+ * and its learning step, milliseconds), so the run stays resumable exactly.
+ * Async-signal-safe: only sets a flag, so it may be called from a signal handler or
+ * another thread. */
 FRL_API void frl_trainer_request_stop(frl_trainer *trainer);
 /* Everything needed to continue the run: settings, weights, Adam moments, normaliser,
  * random streams, environment states, counters. Atomic as frl_policy_save. */
