@@ -24,6 +24,8 @@ declare -A cxx=([build]=g++ [build-clang]=clang++ [build-asan]=g++ [build-tsan]=
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+# One Python venv (tensorboard, for the event-file check) shared by the four builds.
+export FRL_PY_VENV=${FRL_PY_VENV:-$PWD/build-venv}
 
 status=0
 for c in "${configs[@]}"; do

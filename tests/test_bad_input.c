@@ -202,7 +202,7 @@ START_TEST(status_names_distinct)
     ck_assert_str_eq(frl_status_name(FRL_OK), "FRL_OK");
     ck_assert_str_eq(frl_status_name(FRL_ERR_NULL), "FRL_ERR_NULL");
     ck_assert_str_eq(frl_status_name(FRL_ERR_INTERNAL), "FRL_ERR_INTERNAL");
-    static const int unknown[] = {1, 2, 100, -18, -1000, INT_MAX, INT_MIN};
+    static const int unknown[] = {1, 2, 100, -19, -1000, INT_MAX, INT_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
         ck_assert_str_eq(frl_status_name((frl_status)unknown[i]), "FRL_ERR_UNKNOWN_STATUS");
     ck_assert_ptr_nonnull(frl_last_error());

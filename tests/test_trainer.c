@@ -125,10 +125,10 @@ static void *stop_later(void *arg)
     return NULL;
 }
 
+/* Refuse two updates after the one in *user. */
 static int refuse(void *user, const frl_metrics *m)
 {
-    (void)user;
-    return m->update == 3 ? 42 : 0;
+    return m->update == *(int64_t *)user + 2 ? 42 : 0;
 }
 
 START_TEST(stop_from_thread_and_callback)
@@ -143,7 +143,8 @@ START_TEST(stop_from_thread_and_callback)
     int64_t steps = frl_trainer_metrics(t)->env_steps;
     ck_assert_int_gt(steps, 0);
     /* The run goes on after an interruption. */
-    frl_trainer_set_callback(t, refuse, NULL);
+    int64_t from = frl_trainer_metrics(t)->update;
+    frl_trainer_set_callback(t, refuse, &from);
     ck_assert_int_eq(frl_trainer_train(t, (int64_t)1 << 40), FRL_ERR_CALLBACK);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "42"));
     ck_assert_int_gt(frl_trainer_metrics(t)->env_steps, steps);
@@ -210,6 +211,74 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* A host world whose step fails once, on call 40. */
+typedef struct flaky {
+    int calls;
+} flaky;
+
+static int flaky_reset(void *user, int32_t n, const uint64_t *seeds, float *obs)
+{
+    (void)user;
+    (void)seeds;
+    memset(obs, 0, sizeof(float) * (size_t)n);
+    return 0;
+}
+
+static int flaky_step(void *user, int32_t n, const void *actions, const uint8_t *mask,
+                      const uint64_t *seeds, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
+{
+    flaky *f = user;
+    (void)actions;
+    (void)mask;
+    (void)seeds;
+    if (++f->calls == 40)
+        return -5;
+    for (int32_t i = 0; i < n; i++) {
+        obs[i] = 0;
+        rew[i] = 1;
+        term[i] = 1;
+        trunc[i] = 0;
+    }
+    return 0;
+}
+
+START_TEST(recovers_after_a_failed_rollout)
+{
+    frl_runtime *rt = runtime(2, "");
+    frl_space *os, *as;
+    int64_t one = 1;
+    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &one, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
+    flaky w = {0};
+    frl_batch_env_callbacks cb;
+    frl_batch_env_callbacks_init(&cb);
+    cb.reset = flaky_reset;
+    cb.step = flaky_step;
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, &w, 4, os, as, NULL), FRL_OK);
+    frl_config *cfg = settings("train.rollout=16");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 4000), FRL_ERR_CALLBACK);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "-5"));
+    /* The failed rollout's slot was given back: training goes on. */
+    ck_assert_int_eq(frl_trainer_train(t, 4000), FRL_OK);
+    ck_assert_int_ge(frl_trainer_metrics(t)->env_steps, 4000);
+    /* A stop requested while idle applies to the next call, once. */
+    frl_trainer_request_stop(t);
+    ck_assert_int_eq(frl_trainer_train(t, 8000), FRL_ERR_INTERRUPTED);
+    ck_assert_int_eq(frl_trainer_train(t, 8000), FRL_OK);
+    /* Host environments cannot be saved in a checkpoint. */
+    ck_assert_int_eq(frl_trainer_save(t, "/tmp/frl_unused.frl"), FRL_ERR_UNSUPPORTED);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trainer");
@@ -220,6 +289,7 @@ int main(void)
     tcase_add_test(tc, stop_from_thread_and_callback);
     tcase_add_test(tc, outputs_are_written);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, recovers_after_a_failed_rollout);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -27,31 +27,65 @@ int32_t frl_key_find(const char *key)
     return -1;
 }
 
-/* "a, b, c": the keys sharing key's namespace ("runtime."), or all keys if none do. */
+/* Append name to the ", "-separated list in buf, or " ..." once it would not fit. */
+static void list_add(char *buf, size_t size, const char *name)
+{
+    size_t used = strlen(buf);
+    if (used >= 4 && strcmp(buf + used - 4, " ...") == 0)
+        return;
+    if (used + strlen(name) + 6 >= size) {
+        snprintf(buf + used, size - used, " ...");
+        return;
+    }
+    snprintf(buf + used, size - used, "%s%s", used ? ", " : "", name);
+}
+
+/* The keys sharing key's namespace ("runtime."), or else the namespaces themselves. */
 static void list_similar_keys(const char *key, char *buf, size_t size)
 {
     const char *dot = strchr(key, '.');
     size_t prefix = dot ? (size_t)(dot - key) + 1 : 0;
-    int any = 0;
-    for (int pass = 0; pass < 2 && !any; pass++) {
-        buf[0] = '\0';
-        for (int32_t i = 0; i < frl_key_count; i++) {
-            const char *name = frl_key_defs[i].name;
-            if (pass == 0 && (prefix == 0 || strncmp(name, key, prefix) != 0))
-                continue;
-            size_t used = strlen(buf);
-            snprintf(buf + used, size - used, "%s%s", any ? ", " : "", name);
-            any = 1;
-        }
+    buf[0] = '\0';
+    for (int32_t i = 0; prefix && i < frl_key_count; i++)
+        if (strncmp(frl_key_defs[i].name, key, prefix) == 0)
+            list_add(buf, size, frl_key_defs[i].name);
+    if (buf[0])
+        return;
+    for (int32_t i = 0; i < frl_key_count; i++) {
+        const char *name = frl_key_defs[i].name;
+        size_t ns = strcspn(name, ".");
+        if (i > 0 && strncmp(name, frl_key_defs[i - 1].name, ns + 1) == 0)
+            continue; /* the table is sorted: one entry per namespace */
+        char space[64];
+        snprintf(space, sizeof space, "%.*s.*", (int)ns, name);
+        list_add(buf, size, space);
     }
+}
+
+/* The key whose last component is key's ("threads" -> "runtime.threads"), or NULL. */
+static const char *same_leaf(const char *key)
+{
+    const char *leaf = strrchr(key, '.');
+    leaf = leaf ? leaf + 1 : key;
+    for (int32_t i = 0; i < frl_key_count; i++) {
+        const char *dot = strrchr(frl_key_defs[i].name, '.');
+        if (dot && strcmp(dot + 1, leaf) == 0)
+            return frl_key_defs[i].name;
+    }
+    return NULL;
 }
 
 static frl_status unknown_key(char *err, const char *key)
 {
+    const char *guess = same_leaf(key);
+    if (guess)
+        return frl_fail(err, FRL_ERR_UNKNOWN_NAME, "unknown config key '%s' (did you mean %s?)",
+                        key, guess);
     char names[160];
     list_similar_keys(key, names, sizeof names);
-    return frl_fail(err, FRL_ERR_UNKNOWN_NAME, "unknown config key '%s' (valid keys: %s)", key,
-                    names);
+    return frl_fail(err, FRL_ERR_UNKNOWN_NAME,
+                    "unknown config key '%s' (valid keys: %s; `fastrl config --list` shows all)",
+                    key, names);
 }
 
 static frl_status check_range(char *err, const frl_key_def *d, double v)
@@ -253,6 +287,8 @@ static frl_status parse_list(char *err, const frl_key_def *d, const char *text, 
                             d->name, text, FRL_LIST_MAX);
         memcpy(item, p, len);
         item[len] = '\0';
+        if (isspace((unsigned char)item[0]))
+            return parse_error(err, d, text);
         int64_t iv;
         double dv;
         if (parse_int(item, &iv, &dv) != 0)
@@ -282,6 +318,11 @@ FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *
     int64_t iv = 0;
     double dv = 0;
     char *end;
+    /* Optional keys (default "none") go back to unset when given "none". */
+    if (strcmp(d->default_text, "none") == 0 && strcmp(text, "none") == 0) {
+        cfg->set[k] = 0;
+        return FRL_OK;
+    }
     /* strtod would skip leading spaces and read "nan": both are rejected clearly. */
     if (isspace((unsigned char)text[0]))
         return parse_error(cfg->err, d, text);

@@ -23,7 +23,7 @@ const frl_key_def frl_key_defs[] = {
      "microseconds an idle worker spins for new work before it sleeps"},
     {"runtime.threads", FRL_CONFIG_INT, "0", 0, 0, 1024, "",
      "threads doing work, the caller included: 0 = one per core, 1 = no workers"},
-    {"train.adam_eps", FRL_CONFIG_FLOAT, "1e-5", 1e-5, 0, 1, "", "Adam's epsilon"},
+    {"train.adam_eps", FRL_CONFIG_FLOAT, "1e-5", 1e-5, 1e-12, 1, "", "Adam's epsilon"},
     {"train.anneal_lr", FRL_CONFIG_BOOL, "true", 1, 0, 1, "",
      "decay the learning rate linearly to 0 over the step budget"},
     {"train.clip", FRL_CONFIG_FLOAT, "0.2", 0.2, 0, 10, "", "PPO's ratio clipping range"},

@@ -44,6 +44,10 @@ FRL_API const char *frl_last_error(void)
 
 frl_status frl_fail_msg(char *handle_msg, frl_status status, const char *msg)
 {
+    /* msg may be this thread's own buffer (frl_last_error()): copy it first. */
+    char copy[FRL_ERRMSG_SIZE];
+    snprintf(copy, sizeof copy, "%s", msg);
+    msg = copy;
     snprintf(tls_error, sizeof tls_error, "%s", msg);
     if (handle_msg)
         snprintf(handle_msg, FRL_ERRMSG_SIZE, "%s", msg);

@@ -332,9 +332,11 @@ static frl_status init_params(frl_policy *p, const char *who)
 static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *obs,
                         const frl_space *act, const char *who)
 {
-    frl_status st = cfg ? frl_config_clone(&p->cfg, cfg) : frl_config_create(&p->cfg, &p->rt->alloc);
+    /* The runtime's allocator, not the config's: the caller's config may go away. */
+    frl_status st = frl_config_create(&p->cfg, &p->rt->alloc);
     if (st != FRL_OK)
         return st;
+    frl_config_overlay(p->cfg, cfg);
     p->obs_space = frl_space_clone(&p->rt->alloc, obs);
     p->act_space = frl_space_clone(&p->rt->alloc, act);
     if (!p->obs_space || !p->act_space)
@@ -417,7 +419,7 @@ FRL_API const frl_space *frl_policy_action_space(const frl_policy *p)
 
 FRL_API int64_t frl_policy_num_parameters(const frl_policy *p)
 {
-    return p ? (int64_t)p->num_params : -1;
+    return p ? (int64_t)p->num_params : 0;
 }
 
 FRL_API uint64_t frl_policy_version(const frl_policy *p)

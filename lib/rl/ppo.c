@@ -169,7 +169,7 @@ static void shard_layout(const frl_ppo *l, float *ws, frl_pass *f, shard_buf *sb
     sb->adv = g + frl_align_up(r, 16);
     sb->ret = g + 2 * frl_align_up(r, 16);
     sb->old_v = g + 3 * frl_align_up(r, 16);
-    sb->dlog_std = (double *)(g + 4 * frl_align_up(r, 16));
+    sb->dlog_std = (double *)(void *)(g + 4 * frl_align_up(r, 16)); /* 64-byte aligned */
 }
 
 static void gather(const frl_ppo *l, const int32_t *idx, int32_t rows, shard_buf *sb)

@@ -57,7 +57,8 @@ FRL_API frl_status frl_ring_memory_size(int32_t slots, int32_t steps, int32_t en
         return st;
     size_t b[FRL_RING_ARRAY_COUNT];
     array_bytes(steps, envs, o->n, a->n, a->kind == FRL_SPACE_DISCRETE, b);
-    *bytes = (size_t)slots * slot_bytes(b) + (size_t)slots * sizeof(frl_ring_slot);
+    *bytes = (size_t)slots * slot_bytes(b) + (size_t)slots * sizeof(frl_ring_slot) +
+             sizeof(frl_ring);
     return FRL_OK;
 }
 
@@ -76,9 +77,10 @@ FRL_API frl_status frl_ring_create(frl_ring **out, frl_runtime *rt, int32_t slot
                                    int32_t steps, int32_t envs, const frl_space *o,
                                    const frl_space *a)
 {
+    if (out)
+        *out = NULL;
     if (!out || !rt)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_ring_create: %s is NULL", out ? "runtime" : "out");
-    *out = NULL;
     frl_status st = check_dims(NULL, slots, steps, envs, o, a, "frl_ring_create");
     if (st != FRL_OK)
         return st;
@@ -198,6 +200,11 @@ static frl_status transition(frl_ring *r, int32_t slot, frl_slot_state from, frl
 FRL_API frl_status frl_ring_commit(frl_ring *r, int32_t slot)
 {
     return transition(r, slot, FRL_SLOT_WRITING, FRL_SLOT_READY, "frl_ring_commit");
+}
+
+frl_status frl_ring_abandon(frl_ring *r, int32_t slot)
+{
+    return transition(r, slot, FRL_SLOT_WRITING, FRL_SLOT_FREE, "frl_ring_abandon");
 }
 
 FRL_API frl_status frl_ring_release(frl_ring *r, int32_t slot)

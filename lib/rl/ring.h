@@ -25,6 +25,9 @@ struct frl_ring {
     char err[FRL_ERRMSG_SIZE];
 };
 
+/* WRITING -> FREE: a sampler gives up a slot it could not fill. */
+frl_status frl_ring_abandon(frl_ring *r, int32_t slot);
+
 /* Typed views of slot s (no checks: for the library's own sampler and learner). */
 static inline void *frl_ring_at(frl_ring *r, int32_t s, frl_ring_array_id id)
 {

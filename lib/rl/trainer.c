@@ -91,6 +91,12 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *ve
     t->seed = frl_runtime_seed(rt);
     t->T = (int32_t)frl_config_int(resolved, "train.rollout");
     t->B = frl_vec_env_num_envs(venv);
+    int64_t rows = (int64_t)t->T * t->B;
+    if (rows > 0x7fffffff) {
+        frl_trainer_destroy(t);
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: train.rollout x envs = %lld rows exceeds 2^31 - 1",
+                        who, (long long)rows);
+    }
     t->reward_norm = (int32_t)frl_config_int(resolved, "train.reward_norm");
     atomic_init(&t->stop, 0);
     t->metrics.struct_size = sizeof t->metrics;
@@ -140,11 +146,14 @@ FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, fr
                         !out ? "out" : !rt ? "runtime" : "venv");
     if (venv->rt != rt)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: venv belongs to another runtime", who);
+    /* A built-in vec env keeps its name, so a checkpoint of this trainer can be loaded. */
+    const char *name = venv->kind == VEC_BUILTIN ? venv->cls->name : "";
     frl_config *resolved;
-    frl_status st = resolve_settings(rt, "", cfg, &resolved);
+    frl_status st = resolve_settings(rt, name, cfg, &resolved);
     if (st != FRL_OK)
         return st;
-    return frl_trainer_build(out, rt, venv, 0, resolved, "", who);
+    frl_config_set_int(resolved, "train.num_envs", frl_vec_env_num_envs(venv));
+    return frl_trainer_build(out, rt, venv, 0, resolved, name, who);
 }
 
 FRL_API void frl_trainer_destroy(frl_trainer *t)
@@ -297,30 +306,41 @@ static frl_status rollout(frl_trainer *t)
     t->metrics.time_env = t->metrics.time_inference = 0;
     for (int32_t s = 0; s < t->T && st == FRL_OK; s++)
         st = rollout_step(t, s, &t->metrics.time_inference, &t->metrics.time_env);
+    if (st != FRL_OK) {
+        /* The slot is given back, so the run can go on after the caller fixes the cause. */
+        frl_ring_abandon(t->ring, t->slot);
+        return st;
+    }
     memcpy(frl_ring_at(t->ring, t->slot, FRL_RING_BOOTSTRAP_OBS), frl_vec_env_observations(t->venv),
            sizeof(float) * (size_t)t->B * (size_t)t->policy->obs_w);
-    frl_ring_commit(t->ring, t->slot);
-    return st;
+    return frl_ring_commit(t->ring, t->slot);
 }
 
 /* ---- the learner step and the loop ---- */
 
-static void fill_metrics(frl_trainer *t, const frl_ppo_stats *s)
+/* Mean return and length of the last (up to) 100 episodes; NaN before the first. */
+static void recent_means(const frl_trainer *t, double *ret, double *len)
 {
-    frl_metrics *m = &t->metrics;
     int64_t n = t->episodes < FRL_RECENT_EPISODES ? t->episodes : FRL_RECENT_EPISODES;
     double sr = 0, sl = 0;
     for (int64_t i = 0; i < n; i++) {
         sr += t->recent_return[i];
         sl += t->recent_length[i];
     }
+    *ret = n ? sr / (double)n : NAN;
+    *len = n ? sl / (double)n : NAN;
+}
+
+static void fill_metrics(frl_trainer *t, const frl_ppo_stats *s)
+{
+    frl_metrics *m = &t->metrics;
     m->update = t->updates;
     m->env_steps = t->env_steps;
     m->episodes = t->episodes;
-    m->mean_return = n ? sr / (double)n : NAN;
-    m->mean_length = n ? sl / (double)n : NAN;
+    recent_means(t, &m->mean_return, &m->mean_length);
     m->seconds = frl_now() - t->t_start;
-    m->steps_per_second = m->seconds > 0 ? (double)t->env_steps / m->seconds : 0;
+    /* Steps since create or load: a resumed run's rate is its own. */
+    m->steps_per_second = m->seconds > 0 ? (double)(t->env_steps - t->steps_at_start) / m->seconds : 0;
     m->policy_loss = s->policy_loss;
     m->value_loss = s->value_loss;
     m->entropy = s->entropy;
@@ -353,14 +373,21 @@ static frl_status learn(frl_trainer *t, int64_t num_updates)
     frl_ring_release(t->ring, slot);
     t->updates++;
     fill_metrics(t, &s);
+    if (st == FRL_OK && frl_find_nonfinite(t->policy->params, (int64_t)t->policy->num_params) >= 0)
+        st = frl_fail(t->err, FRL_ERR_NONFINITE,
+                      "training diverged: a parameter became non-finite at update %lld (lower "
+                      "train.lr or set train.max_grad_norm)", (long long)t->updates);
     return st;
 }
 
+/* From the episode window itself, which checkpoints keep (the metrics are not). */
 static int target_reached(const frl_trainer *t)
 {
+    double ret, len;
+    recent_means(t, &ret, &len);
     return frl_config_is_set(t->cfg, "train.target_return") &&
            t->episodes >= FRL_RECENT_EPISODES &&
-           t->metrics.mean_return >= frl_config_float(t->cfg, "train.target_return");
+           ret >= frl_config_float(t->cfg, "train.target_return");
 }
 
 static frl_status start(frl_trainer *t)
@@ -394,6 +421,8 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
     if (total_steps < 0)
         return frl_fail(t->err, FRL_ERR_RANGE, "frl_trainer_train: total_steps %lld < 0",
                         (long long)total_steps);
+    if (t->ring->slot[0].state != FRL_SLOT_FREE)
+        return frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_train: already running");
     int64_t per = (int64_t)t->T * t->B, num_updates = (total_steps + per - 1) / per;
     frl_status st = start(t);
     while (st == FRL_OK && t->env_steps < total_steps && !target_reached(t)) {
@@ -403,6 +432,8 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
         if ((st = rollout(t)) == FRL_OK && (st = learn(t, num_updates)) == FRL_OK)
             st = after_update(t);
     }
+    /* A stop that arrives during the last update is not carried over to the next call. */
+    atomic_store(&t->stop, 0);
     if (st != FRL_OK)
         frl_fail_msg(NULL, st, t->err);
     return st;

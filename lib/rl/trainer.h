@@ -24,6 +24,7 @@ struct frl_trainer {
     uint64_t seed;
     /* progress */
     int64_t env_steps, updates, rollout_steps, episodes;
+    int64_t steps_at_start;     /* env_steps when created or loaded (for the rate) */
     int32_t started;
     float recent_return[FRL_RECENT_EPISODES];
     int32_t recent_length[FRL_RECENT_EPISODES];
@@ -53,7 +54,8 @@ const char *frl_env_default_settings(const char *env_name);
  * trainer); settings are the resolved config (taken over). */
 frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv, int own,
                              frl_config *resolved, const char *env_name, const char *who);
-/* trainer_io.c */
+/* trainer_output.c */
+frl_status frl_trainer_settings_text(const frl_trainer *t, char *buf, size_t size);
 frl_status frl_trainer_write_outputs(frl_trainer *t);
 void frl_trainer_close_outputs(frl_trainer *t);
 double frl_now(void);

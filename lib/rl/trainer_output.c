@@ -11,11 +11,26 @@ static const char csv_header[] =
     "learning_rate,epochs_done,time_env,time_inference,time_backward,time_optimizer,"
     "time_waiting\n";
 
+/* The run's settings: every env., policy. and train. key. runtime.* keys belong to the
+ * runtime the caller passes, not to the run, so they are left out. */
+frl_status frl_trainer_settings_text(const frl_trainer *t, char *buf, size_t size)
+{
+    static const char *const prefixes[] = {"env.", "policy.", "train."};
+    size_t used = 0;
+    for (size_t i = 0; i < 3; i++) {
+        frl_status st = frl_config_to_text(t->cfg, prefixes[i], buf + used, size - used);
+        if (st != FRL_OK)
+            return st;
+        used += strlen(buf + used);
+    }
+    return FRL_OK;
+}
+
 static frl_status write_settings(frl_trainer *t, const char *dir)
 {
     char path[4096], text[FRL_SETTINGS_MAX];
     snprintf(path, sizeof path, "%s/settings.txt", dir);
-    frl_status st = frl_config_to_text(t->cfg, "", text, sizeof text);
+    frl_status st = frl_trainer_settings_text(t, text, sizeof text);
     if (st != FRL_OK)
         return frl_fail_msg(t->err, st, frl_last_error());
     FILE *f = fopen(path, "w");

@@ -57,7 +57,7 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
     frl_policy_blob pb;
     frl_section s[MAX_SECTIONS];
     int32_t n = 0;
-    frl_status st = frl_config_to_text(t->cfg, "", b.settings, sizeof b.settings);
+    frl_status st = frl_trainer_settings_text(t, b.settings, sizeof b.settings);
     if (st != FRL_OK)
         return frl_fail_msg(t->err, st, frl_last_error());
     trainer_sections(t, &b, s, &n);
@@ -174,8 +174,10 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     if ((st = restore(*out, c, err)) != FRL_OK) {
         frl_trainer_destroy(*out);
         *out = NULL;
+        return st;
     }
-    return st;
+    (*out)->steps_at_start = (*out)->env_steps;
+    return FRL_OK;
 }
 
 FRL_API frl_status frl_trainer_load(frl_trainer **out, frl_runtime *rt, const char *path,

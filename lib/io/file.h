@@ -1,0 +1,18 @@
+/* POSIX file helpers shared by the checkpoint container and the event writer. */
+#ifndef FRL_IO_FILE_H
+#define FRL_IO_FILE_H
+
+#include <stddef.h>
+
+/* Write all size bytes, retrying partial writes and EINTR. 0, or the errno of the
+ * failure (ENOSPC when write keeps returning 0). */
+int frl_write_all(int fd, const void *data, size_t size);
+
+/* Read exactly size bytes, retrying partial reads and EINTR. 0, -1 at an early end of
+ * file, or the errno of the failure. */
+int frl_read_all(int fd, void *data, size_t size);
+
+/* fsync, retried on EINTR. 0 or errno. */
+int frl_fsync(int fd);
+
+#endif
