@@ -1,0 +1,591 @@
+/* The SIMD kernels, written once over a small vector layer and included by
+ * kernels_avx2.c and kernels_avx512.c, which define that layer first:
+ *
+ *   VLEN                       floats per vector
+ *   vf, vmask, vbool           vector, lane mask for tails, comparison result
+ *   MR_MAIN, NV_MAIN           rows x vectors of the main register tile (wide GEMM)
+ *   NV_ROW1, NV_ROW2           vectors per tile when C has only 1 or 2 rows
+ *   v_zero v_set1 v_bcast v_load v_store v_load_m v_mask_first
+ *   v_store_part(p, n, v)      store the first n lanes (the fast way on this ISA)
+ *   v_add v_sub v_mul v_div v_fma(a,b,c)=a*b+c v_fnma(a,b,c)=c-a*b v_min v_max
+ *   v_abs v_sign v_or v_gt v_sel(cond, if_true, if_false) v_round v_pow2i
+ *   v_load_t4(a, lda, t)       t[c] = column c of the VLEN x 4 block at a (row stride lda)
+ *   KERNELS_TABLE, KERNELS_NAME
+ *
+ * Determinism: every output element is one chain "acc = 0 (or the stored value); for q
+ * in order: acc = fma(a_q, b_q, acc)", then "+ bias", then the activation, whichever
+ * tile, tail or path computes it. Paths are chosen by n and k (where m picks one, as
+ * for bwd_input with a few rows, both run the same chains); tiles differ only in how
+ * many chains run side by side. So row blocking and batch splits change no bit. SIMD
+ * runs across output columns, or across rows (narrow layers), never across the
+ * reduction. */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "nn/kernels_impl.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define MR_MAX MR_MAIN
+#define NV_MAX (NV_ROW1 > NV_MAIN ? NV_ROW1 : NV_MAIN)
+/* Outputs at most this wide use the row-vectorised (narrow) path. */
+#define NARROW_MAX 7
+/* Stack scratch for packed weight panels: 16 KiB keeps pool threads' stacks safe. */
+#define PACK_FLOATS 4096
+
+static inline int32_t min32(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t max32(int32_t a, int32_t b) { return a > b ? a : b; }
+
+/* ---- activations ------------------------------------------------------------- */
+
+/* expm1(x) with full relative accuracy near 0 (Cephes' expf polynomial): x = n ln2 + r,
+ * |r| <= ln2 / 2, expm1(x) = 2^n expm1(r) + (2^n - 1), where expm1(r) = r + r^2 P(r)
+ * cancels nothing and n = 0 for |x| < ln2 / 2. x is clamped to [-30, 20]: expm1 is -1
+ * in float below -30, and the callers need no more than 20. max/min return their
+ * second operand for NaN, so NaN passes through. */
+static inline vf v_expm1(vf x)
+{
+    x = v_min(v_set1(20.0f), v_max(v_set1(-30.0f), x));
+    const vf n = v_round(v_mul(x, v_set1(1.44269504088896341f)));
+    vf r = v_fnma(n, v_set1(0.693359375f), x); /* ln2 in two parts: r is exact-ish */
+    r = v_fnma(n, v_set1(-2.12194440e-4f), r);
+    vf p = v_set1(1.9875691500e-4f);
+    p = v_fma(p, r, v_set1(1.3981999507e-3f));
+    p = v_fma(p, r, v_set1(8.3334519073e-3f));
+    p = v_fma(p, r, v_set1(4.1665795894e-2f));
+    p = v_fma(p, r, v_set1(1.6666665459e-1f));
+    p = v_fma(p, r, v_set1(5.0000001201e-1f));
+    const vf em1r = v_fma(p, v_mul(r, r), r);
+    const vf t = v_pow2i(n);
+    return v_fma(t, em1r, v_sub(t, v_set1(1.0f)));
+}
+
+/* tanh|x| = e / (e + 2), e = expm1(2|x|): no cancellation anywhere, one division, and
+ * the clamp at 2|x| = 20 gives exactly 1 from |x| = 9.1 on (as tanhf does), also for
+ * x = +-inf. The sign is put back with a bit operation. */
+static inline vf v_tanh(vf x)
+{
+    const vf ax = v_abs(x);
+    const vf e = v_expm1(v_add(ax, ax));
+    return v_or(v_div(e, v_add(e, v_set1(2.0f))), v_sign(x));
+}
+
+static inline vf v_act(vf v, frl_nn_act act)
+{
+    switch (act) {
+    case FRL_NN_TANH:
+        return v_tanh(v);
+    case FRL_NN_RELU:
+        return v_max(v_zero(), v); /* NaN stays NaN, -0 stays -0 (as in scalar) */
+    case FRL_NN_ELU:
+        return v_sel(v_gt(v, v_zero()), v, v_expm1(v));
+    case FRL_NN_LINEAR:
+    default:
+        return v;
+    }
+}
+
+/* In place over a contiguous array, act fixed per instantiation; the tail goes through
+ * the same vector code. Four vectors per step: their long dependency chains (exp,
+ * division) interleave, which the out-of-order window alone does not manage. */
+static ALWAYS_INLINE void act_array_k(float *y, int64_t len, frl_nn_act act)
+{
+    int64_t i = 0;
+    for (; i + 4 * VLEN <= len; i += 4 * VLEN) {
+        vf v[4];
+        for (int u = 0; u < 4; u++)
+            v[u] = v_act(v_load(y + i + u * VLEN), act);
+        for (int u = 0; u < 4; u++)
+            v_store(y + i + u * VLEN, v[u]);
+    }
+    for (; i + VLEN <= len; i += VLEN)
+        v_store(y + i, v_act(v_load(y + i), act));
+    if (i < len) {
+        const vmask mk = v_mask_first((int)(len - i));
+        v_store_part(y + i, (int)(len - i), v_act(v_load_m(y + i, mk), act));
+    }
+}
+
+static void act_array(float *y, int64_t len, frl_nn_act act)
+{
+    switch (act) {
+    case FRL_NN_TANH: act_array_k(y, len, FRL_NN_TANH); break;
+    case FRL_NN_RELU: act_array_k(y, len, FRL_NN_RELU); break;
+    case FRL_NN_ELU: act_array_k(y, len, FRL_NN_ELU); break;
+    case FRL_NN_LINEAR:
+    default: break;
+    }
+}
+
+static inline vf v_act_grad(vf y, vf g, frl_nn_act act)
+{
+    /* The same operations, in the same order, as the scalar table: no FMA here. */
+    switch (act) {
+    case FRL_NN_TANH:
+        return v_mul(g, v_sub(v_set1(1.0f), v_mul(y, y)));
+    case FRL_NN_RELU:
+        return v_sel(v_gt(y, v_zero()), g, v_zero());
+    case FRL_NN_ELU:
+        return v_sel(v_gt(y, v_zero()), g, v_mul(g, v_add(y, v_set1(1.0f))));
+    case FRL_NN_LINEAR:
+    default:
+        return g;
+    }
+}
+
+static void act_bwd(int64_t n, const float *y, const float *dy, float *dx, frl_nn_act act)
+{
+    int64_t i = 0;
+    for (; i + VLEN <= n; i += VLEN)
+        v_store(dx + i, v_act_grad(v_load(y + i), v_load(dy + i), act));
+    if (i < n) {
+        const vmask mk = v_mask_first((int)(n - i));
+        const vf g = v_act_grad(v_load_m(y + i, mk), v_load_m(dy + i, mk), act);
+        v_store_part(dx + i, (int)(n - i), g);
+    }
+}
+
+/* ---- wide GEMM: SIMD across the columns of C ----------------------------------
+ * C[r][j] (= or +=) sum_q A(r, q) B[q][j] (+ bias[j]), A(r, q) = a[r*a_rs + q*a_cs], so
+ * one routine serves x.wt (a_cs = 1), dy.wt^T (wt^T packed) and x^T.dy (a_rs = 1). */
+typedef struct wide_args {
+    int32_t kdim; /* reduction length */
+    const float *a;
+    ptrdiff_t a_rs, a_cs;
+    const float *b;
+    ptrdiff_t ldb;
+    float *c;
+    ptrdiff_t ldc;
+    const float *bias; /* or NULL */
+    int beta;          /* 1: chains start from the values in C (accumulate) */
+} wide_args;
+
+/* One MR x (NV vectors) register tile; the last vector holds only `tail` columns when
+ * `masked`. The arguments that shape it are constants at every call, so the loops
+ * unroll and acc lives in registers. Fields are copied to locals: stores through c
+ * could alias *g, which would make the compiler reload them. */
+static ALWAYS_INLINE void wide_tile(const wide_args *g, int32_t i, int32_t j, int mr,
+                                    int nv, int masked, int tail)
+{
+    const ptrdiff_t ldc = g->ldc, a_rs = g->a_rs, a_cs = g->a_cs, ldb = g->ldb;
+    const int32_t kdim = g->kdim;
+    const vmask mk = v_mask_first(masked ? tail : 0);
+    vf acc[MR_MAX][NV_MAX];
+    float *c = g->c + i * ldc + j;
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < nv; v++) {
+            float *cp = c + r * ldc + v * VLEN;
+            if (!g->beta)
+                acc[r][v] = v_zero();
+            else
+                acc[r][v] = masked && v == nv - 1 ? v_load_m(cp, mk) : v_load(cp);
+        }
+    const float *a = g->a + i * a_rs;
+    const float *b = g->b + j;
+    for (int32_t q = 0; q < kdim; q++) {
+        vf bv[NV_MAX];
+        for (int v = 0; v < nv; v++)
+            bv[v] = masked && v == nv - 1 ? v_load_m(b + v * VLEN, mk) : v_load(b + v * VLEN);
+        for (int r = 0; r < mr; r++) {
+            const vf av = v_bcast(a + r * a_rs);
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = v_fma(av, bv[v], acc[r][v]);
+        }
+        a += a_cs;
+        b += ldb;
+    }
+    if (g->bias)
+        for (int v = 0; v < nv; v++) {
+            const float *bp = g->bias + j + v * VLEN;
+            const vf bb = masked && v == nv - 1 ? v_load_m(bp, mk) : v_load(bp);
+            for (int r = 0; r < mr; r++)
+                acc[r][v] = v_add(acc[r][v], bb);
+        }
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < nv; v++) {
+            float *cp = c + r * ldc + v * VLEN;
+            if (masked && v == nv - 1)
+                v_store_part(cp, tail, acc[r][v]);
+            else
+                v_store(cp, acc[r][v]);
+        }
+}
+
+/* Rows [0, rows) for the columns [j, j + nv*VLEN): MR_MAIN-row tiles, then the rest. */
+static ALWAYS_INLINE void wide_rowblocks(const wide_args *g, int32_t rows, int32_t j, int nv,
+                                         int masked, int tail)
+{
+    int32_t i = 0;
+    for (; i + MR_MAIN <= rows; i += MR_MAIN)
+        wide_tile(g, i, j, MR_MAIN, nv, masked, tail);
+    switch (rows - i) {
+    case 1: wide_tile(g, i, j, 1, nv, masked, tail); break;
+    case 2: wide_tile(g, i, j, 2, nv, masked, tail); break;
+    case 3: wide_tile(g, i, j, 3, nv, masked, tail); break;
+    case 4: wide_tile(g, i, j, 4, nv, masked, tail); break;
+    case 5: wide_tile(g, i, j, 5, nv, masked, tail); break;
+#if MR_MAIN > 6
+    case 6: wide_tile(g, i, j, 6, nv, masked, tail); break;
+    case 7: wide_tile(g, i, j, 7, nv, masked, tail); break;
+#endif
+    default: break;
+    }
+}
+
+/* C with only mr (1 or 2) rows: wider tiles, so enough chains hide the FMA latency. */
+static ALWAYS_INLINE void wide_fewrows(const wide_args *g, int32_t cols, int mr, int nvw)
+{
+    int32_t j = 0;
+    for (; j + nvw * VLEN <= cols; j += nvw * VLEN)
+        wide_tile(g, 0, j, mr, nvw, 0, 0);
+    for (; j + VLEN <= cols; j += VLEN)
+        wide_tile(g, 0, j, mr, 1, 0, 0);
+    if (j < cols)
+        wide_tile(g, 0, j, mr, 1, 1, cols - j);
+}
+
+/* C[rows x cols]: column tiles outside, row tiles inside, so a B panel stays in L1
+ * while the rows (a chunk the caller keeps small) stream past it. */
+static void wide_gemm(const wide_args *g, int32_t rows, int32_t cols)
+{
+    if (rows <= 0)
+        return;
+    if (rows == 1) {
+        wide_fewrows(g, cols, 1, NV_ROW1);
+        return;
+    }
+    if (rows == 2) {
+        wide_fewrows(g, cols, 2, NV_ROW2);
+        return;
+    }
+    int32_t j = 0;
+    for (; j + NV_MAIN * VLEN <= cols; j += NV_MAIN * VLEN)
+        wide_rowblocks(g, rows, j, NV_MAIN, 0, 0);
+    for (; j + VLEN <= cols; j += VLEN)
+        wide_rowblocks(g, rows, j, 1, 0, 0);
+    if (j < cols)
+        wide_rowblocks(g, rows, j, 1, 1, cols - j);
+}
+
+/* ---- narrow GEMM: SIMD across rows, for outputs 1..NARROW_MAX wide -------------
+ * C(i, c) = act(sum_q a[i*lda + q] B(q, c) + bias[c]), B(q, c) = b[q*b_rs + c*b_cs],
+ * C(i, c) at c[i*ldc + c*c_cs].
+ * Blocks of A are transposed in registers so each vector holds one column q of VLEN
+ * rows; the sum over q stays in order per row. */
+typedef struct narrow_args {
+    int32_t kdim;
+    const float *a;
+    ptrdiff_t lda;
+    const float *b;
+    ptrdiff_t b_rs, b_cs;
+    float *c;
+    ptrdiff_t ldc, c_cs;
+    const float *bias;
+    frl_nn_act act;
+} narrow_args;
+
+/* The transposed VLEN x 4 block at a, of which only nrows x ncols exist (the k tail):
+ * copied into a zeroed block first, so nothing past the arrays is read. */
+static inline void load_t4_part(const float *a, ptrdiff_t lda, int nrows, int ncols, vf t[4])
+{
+    float blk[VLEN * 4];
+    memset(blk, 0, sizeof blk);
+    for (int r = 0; r < nrows; r++)
+        memcpy(blk + 4 * r, a + r * lda, (size_t)ncols * sizeof(float));
+    v_load_t4(blk, 4, t);
+}
+
+#define NARROW_RB_MAX 4
+
+/* acc[r][c] += columns q..q+qn-1 of block r times B rows q..; the block's rows come
+ * from t (already transposed). */
+static ALWAYS_INLINE void narrow_fma4(vf acc[NARROW_MAX], const vf t[4], const float *b,
+                                      ptrdiff_t b_rs, ptrdiff_t b_cs, int qn, int nc)
+{
+    for (int qq = 0; qq < qn; qq++)
+        for (int c = 0; c < nc; c++)
+            acc[c] = v_fma(t[qq], v_bcast(b + qq * b_rs + c * b_cs), acc[c]);
+}
+
+/* rb blocks of VLEN rows from row i, nc output columns. The shape arguments, and the B
+ * strides when B was packed, are constants at each call. */
+static ALWAYS_INLINE void narrow_block(const narrow_args *g, const float *b, ptrdiff_t b_rs,
+                                       ptrdiff_t b_cs, int32_t i, int rb, int nc)
+{
+    const ptrdiff_t lda = g->lda;
+    const int32_t kdim = g->kdim;
+    vf acc[NARROW_RB_MAX][NARROW_MAX];
+    for (int r = 0; r < rb; r++)
+        for (int c = 0; c < nc; c++)
+            acc[r][c] = v_zero();
+    const float *a = g->a + i * lda;
+    int32_t q = 0;
+    for (; q + 4 <= kdim; q += 4, a += 4, b += 4 * b_rs)
+        for (int r = 0; r < rb; r++) {
+            vf t[4];
+            v_load_t4(a + r * VLEN * lda, lda, t);
+            narrow_fma4(acc[r], t, b, b_rs, b_cs, 4, nc);
+        }
+    const int kr = (int)(kdim - q);
+    if (kr > 0)
+        for (int r = 0; r < rb; r++) {
+            vf t[4];
+            load_t4_part(a + r * VLEN * lda, lda, VLEN, kr, t);
+            narrow_fma4(acc[r], t, b, b_rs, b_cs, kr, nc);
+        }
+    for (int r = 0; r < rb; r++)
+        for (int c = 0; c < nc; c++) {
+            vf v = acc[r][c];
+            if (g->bias)
+                v = v_add(v, v_bcast(g->bias + c));
+            float out[VLEN];
+            v_store(out, v_act(v, g->act));
+            float *cp = g->c + (i + r * VLEN) * g->ldc + c * g->c_cs;
+            for (int l = 0; l < VLEN; l++)
+                cp[l * g->ldc] = out[l];
+        }
+}
+
+/* Rows r0..r0+rg-1 of a partial block into res[c][r]: their rg * nc chains side by
+ * side in registers (rg and nc are constants). */
+static ALWAYS_INLINE void narrow_rows(const narrow_args *g, const float *b, ptrdiff_t b_rs,
+                                      ptrdiff_t b_cs, int32_t i, int r0, int rg, int nc,
+                                      float res[NARROW_MAX][VLEN])
+{
+    float acc[4][NARROW_MAX];
+    for (int r = 0; r < rg; r++)
+        for (int c = 0; c < nc; c++)
+            acc[r][c] = 0.0f;
+    const float *a = g->a + (i + r0) * g->lda;
+    for (int32_t q = 0; q < g->kdim; q++, b += b_rs)
+        for (int r = 0; r < rg; r++)
+            for (int c = 0; c < nc; c++)
+                acc[r][c] = fmaf(a[r * g->lda + q], b[c * b_cs], acc[r][c]);
+    for (int r = 0; r < rg; r++)
+        for (int c = 0; c < nc; c++)
+            res[c][r0 + r] = acc[r][c];
+}
+
+/* The last rows, fewer than VLEN: the same chains computed with fmaf (one lane of
+ * v_fma is the same fused operation), which spares the zero-padded transposes that
+ * would dominate small batches. Bias and activation still go through the vector code,
+ * so every bit matches what a full block gives. */
+static ALWAYS_INLINE void narrow_part(const narrow_args *g, const float *b, ptrdiff_t b_rs,
+                                      ptrdiff_t b_cs, int32_t i, int nrows, int nc)
+{
+    const int rg = nc <= 2 ? 4 : 2; /* 8 to 14 chains, in registers */
+    float res[NARROW_MAX][VLEN];
+    memset(res, 0, sizeof res);
+    int r = 0;
+    for (; r + rg <= nrows; r += rg)
+        narrow_rows(g, b, b_rs, b_cs, i, r, rg, nc, res);
+    for (; r < nrows; r++)
+        narrow_rows(g, b, b_rs, b_cs, i, r, 1, nc, res);
+    for (int c = 0; c < nc; c++) {
+        vf v = v_load(res[c]);
+        if (g->bias)
+            v = v_add(v, v_bcast(g->bias + c));
+        float out[VLEN];
+        v_store(out, v_act(v, g->act));
+        for (int l = 0; l < nrows; l++)
+            g->c[(i + l) * g->ldc + c * g->c_cs] = out[l];
+    }
+}
+
+static ALWAYS_INLINE void narrow_cols(const narrow_args *g, const float *b, ptrdiff_t b_rs,
+                                      ptrdiff_t b_cs, int32_t m, int nc)
+{
+    /* Chains per group: enough to cover the FMA latency for one output column. */
+    const int rb = nc == 1 ? 4 : nc <= 5 ? 2 : 1;
+    int32_t i = 0;
+    for (; i + rb * VLEN <= m; i += rb * VLEN)
+        narrow_block(g, b, b_rs, b_cs, i, rb, nc);
+    for (; i + VLEN <= m; i += VLEN)
+        narrow_block(g, b, b_rs, b_cs, i, 1, nc);
+    if (i < m)
+        narrow_part(g, b, b_rs, b_cs, i, (int)(m - i), nc);
+}
+
+/* B packed as bp[q*nc + c] (constant strides: cheap addressing, no stride multiplies)
+ * when full blocks will reuse it and it fits the scratch; the sums are the same either
+ * way. */
+static ALWAYS_INLINE void narrow_nc(const narrow_args *g, int32_t m, int nc)
+{
+    float bp[PACK_FLOATS];
+    if (m < VLEN || (int64_t)g->kdim * nc > PACK_FLOATS) {
+        narrow_cols(g, g->b, g->b_rs, g->b_cs, m, nc);
+        return;
+    }
+    for (int32_t q = 0; q < g->kdim; q++)
+        for (int c = 0; c < nc; c++)
+            bp[q * nc + c] = g->b[q * g->b_rs + c * g->b_cs];
+    narrow_cols(g, bp, nc, 1, m, nc);
+}
+
+static void narrow_gemm(const narrow_args *g, int32_t m, int32_t nc)
+{
+    switch (nc) {
+    case 1: narrow_nc(g, m, 1); break;
+    case 2: narrow_nc(g, m, 2); break;
+    case 3: narrow_nc(g, m, 3); break;
+    case 4: narrow_nc(g, m, 4); break;
+    case 5: narrow_nc(g, m, 5); break;
+    case 6: narrow_nc(g, m, 6); break;
+    default: narrow_nc(g, m, 7); break;
+    }
+}
+
+/* ---- the table's entry points ---------------------------------------------- */
+
+static void linear_fwd(int32_t m, int32_t n, int32_t k, const float *x, const float *wt,
+                       const float *b, float *y, frl_nn_act act)
+{
+    if (m <= 0)
+        return;
+    if (n <= NARROW_MAX) {
+        const narrow_args g = {k, x, k, wt, n, 1, y, n, 1, b, act};
+        narrow_gemm(&g, m, n);
+        return;
+    }
+    /* Row chunks small enough that x and y of a chunk stay in L1 across the column
+     * tiles and the activation pass. */
+    int32_t mc = min32(4096 / k, 8192 / n);
+    mc = max32(MR_MAIN, mc - mc % MR_MAIN);
+    for (int32_t i0 = 0; i0 < m; i0 += mc) {
+        const int32_t rows = min32(mc, m - i0);
+        const wide_args g = {k, x + (ptrdiff_t)i0 * k, k, 1, wt, n,
+                             y + (ptrdiff_t)i0 * n, n, b, 0};
+        wide_gemm(&g, rows, n);
+        act_array(y + (ptrdiff_t)i0 * n, (int64_t)rows * n, act);
+    }
+}
+
+/* dx = dy . wt^T with dx at least NARROW_MAX + 1 wide: wt^T is packed in panels
+ * [j0, j0 + jc) x [p0, p0 + pc); later j panels continue the chains stored in dx. */
+static void bwd_input_wide(int32_t m, int32_t n, int32_t k, const float *dy,
+                           const float *wt, float *dx)
+{
+    float buf[PACK_FLOATS] __attribute__((aligned(64)));
+    int32_t pw = k;
+    if ((int64_t)n * k > PACK_FLOATS)
+        pw = min32(k, max32(2 * VLEN, (PACK_FLOATS / n) / VLEN * VLEN));
+    const int32_t jw = min32(n, PACK_FLOATS / pw);
+    int32_t mc = max32(MR_MAIN, 4096 / jw); /* dy rows of a chunk: 16 KiB */
+    mc -= mc % MR_MAIN;
+    for (int32_t p0 = 0; p0 < k; p0 += pw) {
+        const int32_t pc = min32(pw, k - p0);
+        for (int32_t j0 = 0; j0 < n; j0 += jw) {
+            const int32_t jc = min32(jw, n - j0);
+            for (int32_t jj = 0; jj < jc; jj++)
+                for (int32_t pp = 0; pp < pc; pp++)
+                    buf[jj * pc + pp] = wt[(ptrdiff_t)(p0 + pp) * n + j0 + jj];
+            for (int32_t i0 = 0; i0 < m; i0 += mc) {
+                const wide_args g = {jc, dy + (ptrdiff_t)i0 * n + j0, n, 1, buf, pc,
+                                     dx + (ptrdiff_t)i0 * k + p0, k, NULL, j0 > 0};
+                wide_gemm(&g, min32(mc, m - i0), pc);
+            }
+        }
+    }
+}
+
+static void linear_bwd_input(int32_t m, int32_t n, int32_t k, const float *dy,
+                             const float *wt, float *dx)
+{
+    if (m <= 0)
+        return;
+    if (k <= NARROW_MAX) {
+        /* B(q = j, c = p) = wt[p*n + j]. */
+        const narrow_args g = {n, dy, n, wt, 1, n, dx, k, 1, NULL, FRL_NN_LINEAR};
+        narrow_gemm(&g, m, k);
+        return;
+    }
+    if (m <= NARROW_MAX && n >= 16) {
+        /* A few rows and a long sum (packing wt^T would cost as much as the product):
+         * dx^T = wt . dy^T, SIMD across p, nothing to pack. Each chain is the one
+         * bwd_input_wide runs, fma(wt[p][j], dy[i][j], .) over j in order (a product
+         * does not depend on the order of its factors), so the bits are the same for
+         * any m; the split-batch test checks it. */
+        const narrow_args g = {n, wt, n, dy, 1, n, dx, 1, k, NULL, FRL_NN_LINEAR};
+        narrow_gemm(&g, k, m);
+        return;
+    }
+    bwd_input_wide(m, n, k, dy, wt, dx);
+}
+
+/* Rows of x and dy per pass over dwt: the chunk stays in L1 while every dwt tile
+ * accumulates it; dwt holds each chain's value between chunks. */
+static int32_t bwd_weight_chunk(int32_t n, int32_t k)
+{
+    return max32(16, 6144 / (n + k));
+}
+
+/* n narrower than a vector: SIMD across p on dwt^T, packed into a panel buffer. */
+static void bwd_weight_narrow(int32_t m, int32_t n, int32_t k, const float *x,
+                              const float *dy, float *dwt)
+{
+    float buf[PACK_FLOATS] __attribute__((aligned(64)));
+    const int32_t pw = min32(k, PACK_FLOATS / n);
+    const int32_t mc = bwd_weight_chunk(n, k);
+    for (int32_t p0 = 0; p0 < k; p0 += pw) {
+        const int32_t pc = min32(pw, k - p0);
+        for (int32_t j = 0; j < n; j++)
+            for (int32_t p = 0; p < pc; p++)
+                buf[j * pc + p] = dwt[(ptrdiff_t)(p0 + p) * n + j];
+        for (int32_t i0 = 0; i0 < m; i0 += mc) {
+            /* A(r = j, q = i) = dy[i*n + j]; B[q = i][p] = x[i*k + p0 + p]. */
+            const wide_args g = {min32(mc, m - i0), dy + (ptrdiff_t)i0 * n, 1, n,
+                                 x + (ptrdiff_t)i0 * k + p0, k, buf, pc, NULL, 1};
+            wide_gemm(&g, n, pc);
+        }
+        for (int32_t j = 0; j < n; j++)
+            for (int32_t p = 0; p < pc; p++)
+                dwt[(ptrdiff_t)(p0 + p) * n + j] = buf[j * pc + p];
+    }
+}
+
+static void bias_grad(int32_t m, int32_t n, const float *dy, float *db)
+{
+    int32_t j = 0;
+    for (; j + VLEN <= n; j += VLEN) {
+        vf acc = v_load(db + j);
+        for (int32_t i = 0; i < m; i++)
+            acc = v_add(acc, v_load(dy + (ptrdiff_t)i * n + j));
+        v_store(db + j, acc);
+    }
+    if (j < n) {
+        const vmask mk = v_mask_first(n - j);
+        vf acc = v_load_m(db + j, mk);
+        for (int32_t i = 0; i < m; i++)
+            acc = v_add(acc, v_load_m(dy + (ptrdiff_t)i * n + j, mk));
+        v_store_part(db + j, n - j, acc);
+    }
+}
+
+static void linear_bwd_weight(int32_t m, int32_t n, int32_t k, const float *x,
+                              const float *dy, float *dwt, float *db)
+{
+    if (m <= 0)
+        return;
+    if (db)
+        bias_grad(m, n, dy, db);
+    if (n < VLEN && n < k) {
+        bwd_weight_narrow(m, n, k, x, dy, dwt);
+        return;
+    }
+    const int32_t mc = bwd_weight_chunk(n, k);
+    for (int32_t i0 = 0; i0 < m; i0 += mc) {
+        /* A(r = p, q = i) = x[i*k + p]; B[q = i][j] = dy[i*n + j]; C = dwt. */
+        const wide_args g = {min32(mc, m - i0), x + (ptrdiff_t)i0 * k, 1, k,
+                             dy + (ptrdiff_t)i0 * n, n, dwt, n, NULL, 1};
+        wide_gemm(&g, k, n);
+    }
+}
+
+const frl_kernels KERNELS_TABLE = {
+    .name = KERNELS_NAME,
+    .linear_fwd = linear_fwd,
+    .linear_bwd_input = linear_bwd_input,
+    .linear_bwd_weight = linear_bwd_weight,
+    .act_bwd = act_bwd,
+};

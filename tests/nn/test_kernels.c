@@ -1,0 +1,586 @@
+/* The nn kernel tables, checkasm-style: every table this CPU runs against the scalar
+ * reference on random inputs over many shapes (tails included), the activations
+ * against double precision, the determinism contract of lib/nn/kernels.h bit for bit,
+ * and the run-time choice of table (CPU features, FRL_KERNELS). */
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nn/kernels.h"
+#include "test_util.h"
+
+static const frl_kernels *ref;       /* the scalar table */
+static const frl_kernels *tested[8]; /* runnable tables other than scalar */
+static int ntested;
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+/* ck_assert records every passing check with the parent process; the element loops run
+ * millions, so they test plainly and only report a failure. */
+#define EXPECT(cond, ...)                \
+    do {                                 \
+        if (!(cond))                     \
+            ck_abort_msg(__VA_ARGS__);   \
+    } while (0)
+
+static uint64_t rng_state;
+
+static void rng_seed(uint64_t s) { rng_state = s; }
+
+/* splitmix64: fixed seed, so every failure reproduces. */
+static double rng_unit(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+/* Exact-size buffers, so ASan sees any access past an end. */
+static float *fbuf(int64_t n)
+{
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static float *frand(int64_t n)
+{
+    float *p = fbuf(n);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (float)(rng_unit() * 6.0 - 3.0);
+    return p;
+}
+
+static float *fcopy(const float *src, int64_t n)
+{
+    float *p = fbuf(n);
+    memcpy(p, src, (size_t)n * sizeof(float));
+    return p;
+}
+
+/* Outputs start as NaN: an element a kernel forgets to write fails the comparison. */
+static void poison(float *p, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        p[i] = NAN;
+}
+
+static const char *act_name(frl_nn_act a)
+{
+    static const char *const names[] = {"linear", "tanh", "relu", "elu"};
+    return names[a];
+}
+
+/* |got - want| <= tol; NaN must meet NaN. A NaN got with a number wanted fails. */
+static int close_to(float got, float want, double tol)
+{
+    if (isnan(want))
+        return isnan(got);
+    return fabs((double)got - (double)want) <= tol;
+}
+
+/* ---- comparisons against scalar ------------------------------------------------- */
+
+static const frl_nn_act acts[] = {FRL_NN_LINEAR, FRL_NN_TANH, FRL_NN_RELU, FRL_NN_ELU};
+
+/* Product tolerance of the brief: 1e-5 * sum |a b| + 1e-6 (the bias counts as a term).
+ * The activations are 1-Lipschitz, so the same bound carries through them, plus a
+ * relative 1e-6 (8 float ulps) for the activation's own rounding. */
+static void check_fwd(const frl_kernels *t, int32_t m, int32_t n, int32_t k)
+{
+    float *x = frand((int64_t)m * k), *wt = frand((int64_t)k * n), *b = frand(n);
+    float *want = fbuf((int64_t)m * n), *got = fbuf((int64_t)m * n);
+    for (int bias = 0; bias < 2; bias++)
+        for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++) {
+            const frl_nn_act act = acts[ai];
+            const float *bp = bias ? b : NULL;
+            poison(want, (int64_t)m * n);
+            poison(got, (int64_t)m * n);
+            ref->linear_fwd(m, n, k, x, wt, bp, want, act);
+            t->linear_fwd(m, n, k, x, wt, bp, got, act);
+            for (int32_t i = 0; i < m; i++)
+                for (int32_t j = 0; j < n; j++) {
+                    double mag = bias ? fabs(b[j]) : 0.0;
+                    for (int32_t p = 0; p < k; p++)
+                        mag += fabs((double)x[i * k + p] * wt[p * n + j]);
+                    const float w = want[i * n + j], g = got[i * n + j];
+                    const double tol = 1e-5 * mag + 1e-6 + 1e-6 * fabs(w);
+                    EXPECT(close_to(g, w, tol),
+                           "%s fwd m=%d n=%d k=%d %s bias=%d at [%d][%d]: %.9g vs scalar %.9g",
+                           t->name, m, n, k, act_name(act), bias, i, j, g, w);
+                }
+        }
+    free(x), free(wt), free(b), free(want), free(got);
+}
+
+static void check_bwd_input(const frl_kernels *t, int32_t m, int32_t n, int32_t k)
+{
+    float *dy = frand((int64_t)m * n), *wt = frand((int64_t)k * n);
+    float *want = fbuf((int64_t)m * k), *got = fbuf((int64_t)m * k);
+    poison(want, (int64_t)m * k);
+    poison(got, (int64_t)m * k);
+    ref->linear_bwd_input(m, n, k, dy, wt, want);
+    t->linear_bwd_input(m, n, k, dy, wt, got);
+    for (int32_t i = 0; i < m; i++)
+        for (int32_t p = 0; p < k; p++) {
+            double mag = 0.0;
+            for (int32_t j = 0; j < n; j++)
+                mag += fabs((double)dy[i * n + j] * wt[p * n + j]);
+            const float w = want[i * k + p], g = got[i * k + p];
+            EXPECT(close_to(g, w, 1e-5 * mag + 1e-6),
+                   "%s bwd_input m=%d n=%d k=%d at [%d][%d]: %.9g vs scalar %.9g",
+                   t->name, m, n, k, i, p, g, w);
+        }
+    free(dy), free(wt), free(want), free(got);
+}
+
+/* Accumulates into random dwt and db, as training does; db == NULL skips the bias
+ * gradient (then dbg and dbw keep db0 and the db check passes trivially). */
+static void check_bwd_weight(const frl_kernels *t, int32_t m, int32_t n, int32_t k)
+{
+    float *x = frand((int64_t)m * k), *dy = frand((int64_t)m * n);
+    float *dwt0 = frand((int64_t)k * n), *db0 = frand(n);
+    for (int with_db = 0; with_db < 2; with_db++) {
+        float *want = fcopy(dwt0, (int64_t)k * n), *got = fcopy(dwt0, (int64_t)k * n);
+        float *dbw = fcopy(db0, n), *dbg = fcopy(db0, n);
+        ref->linear_bwd_weight(m, n, k, x, dy, want, with_db ? dbw : NULL);
+        t->linear_bwd_weight(m, n, k, x, dy, got, with_db ? dbg : NULL);
+        for (int32_t p = 0; p < k; p++)
+            for (int32_t j = 0; j < n; j++) {
+                double mag = fabs(dwt0[p * n + j]);
+                for (int32_t i = 0; i < m; i++)
+                    mag += fabs((double)x[i * k + p] * dy[i * n + j]);
+                const float w = want[p * n + j], g = got[p * n + j];
+                EXPECT(close_to(g, w, 1e-5 * mag + 1e-6),
+                       "%s bwd_weight m=%d n=%d k=%d db=%d at [%d][%d]: %.9g vs scalar %.9g",
+                       t->name, m, n, k, with_db, p, j, g, w);
+            }
+        for (int32_t j = 0; j < n; j++) {
+            double mag = fabs(db0[j]);
+            for (int32_t i = 0; i < m; i++)
+                mag += fabs(dy[i * n + j]);
+            EXPECT(close_to(dbg[j], dbw[j], 1e-5 * mag + 1e-6),
+                   "%s bwd_weight db m=%d n=%d at [%d]: %.9g vs scalar %.9g", t->name, m,
+                   n, j, dbg[j], dbw[j]);
+        }
+        free(want), free(got), free(dbw), free(dbg);
+    }
+    free(x), free(dy), free(dwt0), free(db0);
+}
+
+/* Shapes: m, n, k on both sides of the vector widths (8, 16) and register tiles (6 or
+ * 8 rows, 2 vectors), the narrow paths (outputs 1..7 wide), and the typical layers. */
+static const int32_t ms[] = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64};
+static const int32_t ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65};
+static const int32_t ks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64, 65};
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Bigger shapes that reach the row chunks, the packed-panel splits and the unpacked
+ * fallbacks (B too big for the scratch) of the SIMD code. */
+static const int32_t big[][3] = {
+    {70, 600, 20}, {300, 70, 70}, {13, 5, 1000}, {9, 37, 700}, {5, 1100, 37}, {2048, 64, 64},
+};
+
+typedef void (*check_fn)(const frl_kernels *, int32_t, int32_t, int32_t);
+
+static void check_all_shapes(check_fn fn)
+{
+    for (int ti = 0; ti < ntested; ti++) {
+        rng_seed(12345);
+        for (size_t a = 0; a < COUNT(ms); a++)
+            for (size_t b = 0; b < COUNT(ns); b++)
+                for (size_t c = 0; c < COUNT(ks); c++)
+                    fn(tested[ti], ms[a], ns[b], ks[c]);
+        for (size_t s = 0; s < COUNT(big); s++)
+            fn(tested[ti], big[s][0], big[s][1], big[s][2]);
+    }
+}
+
+START_TEST(fwd_matches_scalar) { check_all_shapes(check_fwd); }
+END_TEST
+
+START_TEST(bwd_input_matches_scalar) { check_all_shapes(check_bwd_input); }
+END_TEST
+
+START_TEST(bwd_weight_matches_scalar) { check_all_shapes(check_bwd_weight); }
+END_TEST
+
+START_TEST(act_bwd_matches_scalar)
+{
+    const int64_t lens[] = {0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 1000, 1001};
+    for (int ti = 0; ti < ntested; ti++)
+        for (size_t ai = 1; ai < COUNT(acts); ai++)
+            for (size_t li = 0; li < COUNT(lens); li++) {
+                const int64_t n = lens[li];
+                rng_seed(99);
+                float *pre = frand(n), *y = fbuf(n), *dy = frand(n);
+                /* y must be an activation output: make it one (with exact zeros too). */
+                for (int64_t i = 0; i < n; i++)
+                    pre[i] = i % 5 == 0 ? 0.0f : pre[i];
+                for (int64_t i = 0; i < n; i++)
+                    y[i] = acts[ai] == FRL_NN_TANH   ? tanhf(pre[i])
+                           : acts[ai] == FRL_NN_RELU ? (pre[i] < 0 ? 0.0f : pre[i])
+                                                     : (pre[i] > 0 ? pre[i] : expm1f(pre[i]));
+                float *want = fbuf(n), *got = fbuf(n), *inplace = fcopy(dy, n);
+                poison(want, n);
+                poison(got, n);
+                ref->act_bwd(n, y, dy, want, acts[ai]);
+                tested[ti]->act_bwd(n, y, dy, got, acts[ai]);
+                tested[ti]->act_bwd(n, y, inplace, inplace, acts[ai]); /* dx == dy */
+                for (int64_t i = 0; i < n; i++) {
+                    const double tol = 1e-6 * fabs(want[i]) + 1e-7;
+                    EXPECT(close_to(got[i], want[i], tol) && close_to(inplace[i], want[i], tol),
+                           "%s act_bwd %s n=%ld at %ld: %.9g / in place %.9g vs scalar %.9g",
+                           tested[ti]->name, act_name(acts[ai]), (long)n, (long)i, got[i],
+                           inplace[i], want[i]);
+                }
+                free(pre), free(y), free(dy), free(want), free(got), free(inplace);
+            }
+}
+END_TEST
+
+/* ---- activations against double precision --------------------------------------- */
+
+static double act_ref(double x, frl_nn_act act)
+{
+    switch (act) {
+    case FRL_NN_TANH: return tanh(x);
+    case FRL_NN_RELU: return x < 0 ? 0.0 : x;
+    case FRL_NN_ELU: return x > 0 ? x : expm1(x);
+    default: return x;
+    }
+}
+
+/* Spacing of floats at |v|: the unit of the error bound. */
+static double ulp_at(double v)
+{
+    const float a = (float)fabs(v);
+    return a >= FLT_MIN ? (double)nextafterf(a, INFINITY) - a : 0x1.0p-149;
+}
+
+/* y = act(x * 1): k = 1, wt = 1, no bias, so the pre-activation is x exactly. n = 1 runs
+ * the narrow (row-vectorised) path, n = 37 the wide one with a masked tail. */
+static void check_act_values(const frl_kernels *t, frl_nn_act act, const float *xs, int32_t cnt)
+{
+    const int32_t widths[] = {1, 37};
+    for (size_t wi = 0; wi < COUNT(widths); wi++) {
+        const int32_t n = widths[wi];
+        float *x = fbuf(cnt), *wt = fbuf(n), *y = fbuf((int64_t)cnt * n);
+        memcpy(x, xs, (size_t)cnt * sizeof(float));
+        for (int32_t j = 0; j < n; j++)
+            wt[j] = 1.0f;
+        poison(y, (int64_t)cnt * n);
+        t->linear_fwd(cnt, n, 1, x, wt, NULL, y, act);
+        double worst = 0.0;
+        for (int32_t i = 0; i < cnt; i++) {
+            const double want = act_ref(xs[i], act);
+            for (int32_t j = 0; j < n; j++) {
+                const float got = y[(int64_t)i * n + j];
+                if (isnan(want) || isinf(want)) {
+                    EXPECT(isnan(want) ? isnan(got) : got == want, "%s %s(%.9g) = %.9g",
+                           t->name, act_name(act), xs[i], got);
+                    continue;
+                }
+                const double err = fabs(got - want) / ulp_at(want);
+                worst = err > worst ? err : worst;
+                /* 4 ulps: on a dense sweep glibc's tanhf and the SIMD tanh are within 2.2,
+                 * expm1 within 1. */
+                EXPECT(err <= 4.0, "%s %s(%.9g) = %.9g, want %.9g (%.2f ulp), n=%d",
+                       t->name, act_name(act), xs[i], got, want, err, n);
+            }
+        }
+        free(x), free(wt), free(y);
+    }
+}
+
+START_TEST(activations_accurate)
+{
+    enum { SWEEP = 40000 };
+    float *xs = fbuf(SWEEP + 64);
+    int32_t cnt = 0;
+    for (int i = 0; i < SWEEP; i++) /* [-12, 12] densely, through 0.625 and saturation */
+        xs[cnt++] = (float)(-12.0 + 24.0 * i / (SWEEP - 1));
+    const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-40f, -1e-40f, 1e-4f, -1e-4f,
+                             0.6249999f, 0.625f, -0.625f, 0.3465736f, -0.3465736f, 9.0f,
+                             -9.0f, 9.5f, 20.0f, -20.0f, 88.0f, -88.0f, 100.0f, -100.0f,
+                             1e30f, -1e30f, INFINITY, -INFINITY, NAN, -30.0f, -31.0f};
+    for (size_t i = 0; i < COUNT(special); i++)
+        xs[cnt++] = special[i];
+    for (size_t ai = 1; ai < COUNT(acts); ai++) {
+        check_act_values(ref, acts[ai], xs, cnt);
+        for (int ti = 0; ti < ntested; ti++)
+            check_act_values(tested[ti], acts[ai], xs, cnt);
+    }
+    free(xs);
+}
+END_TEST
+
+/* ---- determinism ------------------------------------------------------------------ */
+
+/* (k, n) of the typical layers, plus odd ones for the tails and narrow paths. */
+static const int32_t det_kn[][2] = {{4, 64}, {64, 64}, {64, 2}, {64, 1}, {3, 64}, {6, 64},
+                                    {64, 3}, {5, 13}, {33, 7}, {2, 1}, {70, 300}, {1, 5}};
+/* Two ways to split 256 rows into consecutive blocks. */
+static const int32_t split4[] = {64, 64, 64, 64};
+static const int32_t split_odd[] = {1, 7, 56, 3, 125, 64};
+
+static void det_fwd_bwd_input(const frl_kernels *t, int32_t k, int32_t n, const int32_t *sp)
+{
+    const int32_t m = 256;
+    float *x = frand((int64_t)m * k), *wt = frand((int64_t)k * n), *b = frand(n);
+    float *dy = frand((int64_t)m * n);
+    float *y1 = fbuf((int64_t)m * n), *y2 = fbuf((int64_t)m * n);
+    float *dx1 = fbuf((int64_t)m * k), *dx2 = fbuf((int64_t)m * k);
+    for (size_t ai = 0; ai < COUNT(acts); ai++) {
+        poison(y2, (int64_t)m * n);
+        t->linear_fwd(m, n, k, x, wt, b, y1, acts[ai]);
+        for (int32_t i = 0, s = 0; i < m; i += sp[s++])
+            t->linear_fwd(sp[s], n, k, x + (int64_t)i * k, wt, b, y2 + (int64_t)i * n, acts[ai]);
+        EXPECT(memcmp(y1, y2, (size_t)m * n * sizeof(float)) == 0,
+               "%s fwd k=%d n=%d %s: a split batch changed bits", t->name, k, n,
+               act_name(acts[ai]));
+    }
+    poison(dx2, (int64_t)m * k);
+    t->linear_bwd_input(m, n, k, dy, wt, dx1);
+    for (int32_t i = 0, s = 0; i < m; i += sp[s++])
+        t->linear_bwd_input(sp[s], n, k, dy + (int64_t)i * n, wt, dx2 + (int64_t)i * k);
+    EXPECT(memcmp(dx1, dx2, (size_t)m * k * sizeof(float)) == 0,
+           "%s bwd_input k=%d n=%d: a split batch changed bits", t->name, k, n);
+    free(x), free(wt), free(b), free(dy), free(y1), free(y2), free(dx1), free(dx2);
+}
+
+/* One call over all rows equals accumulating consecutive blocks, bit for bit. */
+static void det_bwd_weight(const frl_kernels *t, int32_t k, int32_t n, const int32_t *sp)
+{
+    const int32_t m = 256;
+    float *x = frand((int64_t)m * k), *dy = frand((int64_t)m * n);
+    float *dw1 = frand((int64_t)k * n), *db1 = frand(n);
+    float *dw2 = fcopy(dw1, (int64_t)k * n), *db2 = fcopy(db1, n);
+    t->linear_bwd_weight(m, n, k, x, dy, dw1, db1);
+    for (int32_t i = 0, s = 0; i < m; i += sp[s++])
+        t->linear_bwd_weight(sp[s], n, k, x + (int64_t)i * k, dy + (int64_t)i * n, dw2, db2);
+    EXPECT(memcmp(dw1, dw2, (size_t)k * n * sizeof(float)) == 0 &&
+           memcmp(db1, db2, (size_t)n * sizeof(float)) == 0,
+           "%s bwd_weight k=%d n=%d: a split batch changed bits", t->name, k, n);
+    free(x), free(dy), free(dw1), free(db1), free(dw2), free(db2);
+}
+
+START_TEST(split_batches_change_no_bit)
+{
+    const frl_kernels *tabs[9] = {ref};
+    for (int i = 0; i < ntested; i++)
+        tabs[i + 1] = tested[i];
+    for (int ti = 0; ti <= ntested; ti++)
+        for (size_t s = 0; s < COUNT(det_kn); s++) {
+            rng_seed(7 + s);
+            det_fwd_bwd_input(tabs[ti], det_kn[s][0], det_kn[s][1], split4);
+            det_fwd_bwd_input(tabs[ti], det_kn[s][0], det_kn[s][1], split_odd);
+            det_bwd_weight(tabs[ti], det_kn[s][0], det_kn[s][1], split4);
+            det_bwd_weight(tabs[ti], det_kn[s][0], det_kn[s][1], split_odd);
+        }
+}
+END_TEST
+
+/* A row's output does not depend on its neighbours: row r alone (m = 1) equals row r of
+ * the full batch. */
+START_TEST(single_rows_match_batch)
+{
+    for (int ti = 0; ti < ntested; ti++)
+        for (size_t s = 0; s < COUNT(det_kn); s++) {
+            const int32_t k = det_kn[s][0], n = det_kn[s][1], m = 19;
+            rng_seed(3 + s);
+            float *x = frand((int64_t)m * k), *wt = frand((int64_t)k * n), *b = frand(n);
+            float *y = fbuf((int64_t)m * n), *y1 = fbuf(n);
+            tested[ti]->linear_fwd(m, n, k, x, wt, b, y, FRL_NN_TANH);
+            for (int32_t i = 0; i < m; i++) {
+                tested[ti]->linear_fwd(1, n, k, x + (int64_t)i * k, wt, b, y1, FRL_NN_TANH);
+                EXPECT(memcmp(y1, y + (int64_t)i * n, (size_t)n * sizeof(float)) == 0,
+                       "%s fwd k=%d n=%d row %d", tested[ti]->name, k, n, i);
+            }
+            free(x), free(wt), free(b), free(y), free(y1);
+        }
+}
+END_TEST
+
+/* ---- the choice of table ----------------------------------------------------------- */
+
+static const char *expected_best(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return __builtin_cpu_supports("avx512f") ? "avx512" : "avx2";
+#endif
+    return "scalar";
+}
+
+START_TEST(table_list)
+{
+    const frl_kernels *const *all = frl_kernels_all();
+    ck_assert_ptr_nonnull(all[0]);
+    ck_assert_str_eq(all[0]->name, "scalar");
+    ck_assert_int_eq(frl_kernels_supported(all[0]), 1);
+    int n = 0;
+    for (; all[n]; n++) {
+        ck_assert(all[n]->linear_fwd != NULL);
+        ck_assert(all[n]->linear_bwd_input != NULL);
+        ck_assert(all[n]->linear_bwd_weight != NULL);
+        ck_assert(all[n]->act_bwd != NULL);
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(all[1]->name, "avx2");
+    ck_assert_str_eq(all[2]->name, "avx512");
+#endif
+    ck_assert_int_eq(frl_kernels_supported(NULL), 0);
+}
+END_TEST
+
+/* The fast path is taken where the CPU has it (main() cleared FRL_KERNELS). */
+START_TEST(best_table_chosen)
+{
+    ck_assert_str_eq(frl_kernels_get()->name, expected_best());
+    ck_assert_ptr_eq(frl_kernels_get(), frl_kernels_get());
+    ck_assert_ptr_eq(frl_kernels_select(NULL), frl_kernels_get());
+    ck_assert_ptr_eq(frl_kernels_select(""), frl_kernels_get());
+    ck_assert_str_eq(frl_kernels_select("scalar")->name, "scalar");
+    ck_assert_str_eq(frl_kernels_select("no-such-table")->name, expected_best());
+    const frl_kernels *const *all = frl_kernels_all();
+    for (int i = 0; all[i]; i++) /* a table the CPU cannot run is never handed out */
+        ck_assert_str_eq(frl_kernels_select(all[i]->name)->name,
+                         frl_kernels_supported(all[i]) ? all[i]->name : expected_best());
+}
+END_TEST
+
+static void *get_table(void *arg)
+{
+    (void)arg;
+    return (void *)frl_kernels_get();
+}
+
+START_TEST(first_use_is_thread_safe)
+{
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, get_table, NULL), 0);
+    for (int i = 0; i < 8; i++) {
+        void *got = NULL;
+        ck_assert_int_eq(pthread_join(th[i], &got), 0);
+        ck_assert_ptr_eq(got, frl_kernels_get());
+    }
+}
+END_TEST
+
+/* The table a fresh process picks with FRL_KERNELS=value: this program re-run with
+ * --print-kernels (the choice is made once per process, so it needs a new one). */
+static void kernels_in_child(const char *value, char *out, size_t cap)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[0]);
+        setenv("FRL_KERNELS", value, 1);
+        execl("/proc/self/exe", "test_kernels", "--print-kernels", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t len = 0;
+    ssize_t r;
+    while (len + 1 < cap && (r = read(fd[0], out + len, cap - 1 - len)) > 0)
+        len += (size_t)r;
+    out[len] = '\0';
+    close(fd[0]);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = '\0';
+}
+
+START_TEST(env_var_honoured)
+{
+    char got[64];
+    kernels_in_child("scalar", got, sizeof got);
+    ck_assert_str_eq(got, "scalar");
+    kernels_in_child("bogus", got, sizeof got);
+    ck_assert_str_eq(got, expected_best());
+    const frl_kernels *const *all = frl_kernels_all();
+    for (int i = 0; all[i]; i++) {
+        kernels_in_child(all[i]->name, got, sizeof got);
+        ck_assert_str_eq(got, frl_kernels_supported(all[i]) ? all[i]->name : expected_best());
+    }
+}
+END_TEST
+
+/* ---- main ---------------------------------------------------------------------------- */
+
+/* Why this CPU cannot run a table, for the log. */
+static const char *skip_reason(const frl_kernels *t)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2"))
+        return "CPU lacks avx2";
+    if (!__builtin_cpu_supports("fma"))
+        return "CPU lacks fma";
+    if (strcmp(t->name, "avx512") == 0 && !__builtin_cpu_supports("avx512f"))
+        return "CPU lacks avx512f";
+#endif
+    (void)t;
+    return "not supported here";
+}
+
+static Suite *kernels_suite(void)
+{
+    Suite *s = suite_create("kernels");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, table_list);
+    tcase_add_test(tc, best_table_chosen);
+    tcase_add_test(tc, first_use_is_thread_safe);
+    tcase_add_test(tc, env_var_honoured);
+    tcase_add_test(tc, fwd_matches_scalar);
+    tcase_add_test(tc, bwd_input_matches_scalar);
+    tcase_add_test(tc, bwd_weight_matches_scalar);
+    tcase_add_test(tc, act_bwd_matches_scalar);
+    tcase_add_test(tc, activations_accurate);
+    tcase_add_test(tc, split_batches_change_no_bit);
+    tcase_add_test(tc, single_rows_match_batch);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--print-kernels") == 0) {
+        printf("%s\n", frl_kernels_get()->name);
+        return 0;
+    }
+    /* The tests choose tables themselves; an inherited FRL_KERNELS would change the
+     * answer of best_table_chosen. */
+    unsetenv("FRL_KERNELS");
+    const frl_kernels *const *all = frl_kernels_all();
+    ref = all[0];
+    for (int i = 1; all[i]; i++) {
+        if (frl_kernels_supported(all[i])) {
+            tested[ntested++] = all[i];
+            printf("kernels: %s: tested against scalar\n", all[i]->name);
+        } else {
+            printf("kernels: %s: skipped, %s\n", all[i]->name, skip_reason(all[i]));
+        }
+    }
+    fflush(stdout);
+    return frl_test_run(kernels_suite());
+}
