@@ -60,6 +60,35 @@ void frl_cat_backward(const float *logits, int32_t n, int32_t a, double c_logp, 
     }
 }
 
+double frl_cat_eval(const float *logits, int32_t n, int32_t a, double *p, double *logp,
+                    double *entropy)
+{
+    double mx = logits[0], s = 0, h = 0;
+    for (int32_t i = 1; i < n; i++)
+        mx = logits[i] > mx ? logits[i] : mx;
+    for (int32_t i = 0; i < n; i++) {
+        p[i] = exp((double)logits[i] - mx);
+        s += p[i];
+    }
+    double lse = mx + log(s), inv = 1.0 / s;
+    for (int32_t i = 0; i < n; i++) {
+        p[i] *= inv;
+        h -= p[i] * ((double)logits[i] - lse);
+    }
+    *logp = (double)logits[a] - lse;
+    *entropy = h;
+    return lse;
+}
+
+void frl_cat_backward_from(const float *logits, const double *p, double lse, double entropy,
+                           int32_t n, int32_t a, double c_logp, double c_ent, float *dlogits)
+{
+    for (int32_t i = 0; i < n; i++) {
+        double lp = (double)logits[i] - lse;
+        dlogits[i] = (float)(c_logp * ((i == a) - p[i]) - c_ent * p[i] * (lp + entropy));
+    }
+}
+
 static const double half_log_2pi = 0.91893853320467274178;
 
 double frl_gauss_logp(const float *mean, const float *log_std, const float *a, int32_t n)

@@ -11,6 +11,13 @@ int32_t frl_cat_sample(const float *logits, int32_t n, double u);
 int32_t frl_cat_argmax(const float *logits, int32_t n);
 double frl_cat_logp(const float *logits, int32_t n, int32_t a);
 double frl_cat_entropy(const float *logits, int32_t n);
+/* One pass for the learner: softmax probabilities into p[n], returns log-sum-exp, and
+ * stores logp(a) and the entropy. Then frl_cat_backward_from reuses them. */
+enum { FRL_CAT_FUSED_MAX = 64 };
+double frl_cat_eval(const float *logits, int32_t n, int32_t a, double *p, double *logp,
+                    double *entropy);
+void frl_cat_backward_from(const float *logits, const double *p, double lse, double entropy,
+                           int32_t n, int32_t a, double c_logp, double c_ent, float *dlogits);
 /* dlogits = d(c_logp * logp(a) + c_ent * entropy) / dlogits. */
 void frl_cat_backward(const float *logits, int32_t n, int32_t a, double c_logp, double c_ent,
                       float *dlogits);

@@ -217,8 +217,11 @@ static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, i
     int32_t w = p->out_w;
     const float *out = f->out + (size_t)r * (size_t)w;
     const float *log_std = p->params + p->log_std_off;
-    double lp, ent;
-    if (p->discrete) {
+    double lp, ent, probs[FRL_CAT_FUSED_MAX], lse = 0;
+    int fused = p->discrete && w <= FRL_CAT_FUSED_MAX;
+    if (fused) {
+        lse = frl_cat_eval(out, w, ((const int32_t *)sb->act)[r], probs, &lp, &ent);
+    } else if (p->discrete) {
         int32_t a = ((const int32_t *)sb->act)[r];
         lp = frl_cat_logp(out, w, a);
         ent = frl_cat_entropy(out, w);
@@ -231,7 +234,10 @@ static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, i
     double pg1 = -adv * ratio, pg2 = -adv * rc;
     double d_lp = (pg1 >= pg2 ? -adv * ratio : 0.0) * l->inv_valid;
     double d_ent = -l->s.ent_coef * l->inv_valid;
-    if (p->discrete)
+    if (fused)
+        frl_cat_backward_from(out, probs, lse, ent, w, ((const int32_t *)sb->act)[r], d_lp, d_ent,
+                              f->d_out + (size_t)r * (size_t)w);
+    else if (p->discrete)
         frl_cat_backward(out, w, ((const int32_t *)sb->act)[r], d_lp, d_ent,
                          f->d_out + (size_t)r * (size_t)w);
     else
