@@ -161,8 +161,6 @@ double frl_policy_head_act(const frl_policy *p, const float *out, int determinis
         *(int32_t *)action_row = a;
         return frl_cat_logp(out, p->out_w, a);
     }
-    /* (discrete sampling costs n + 1 exponentials and two logs per row; it is a small
-     * part of acting next to the networks) */
     float *a = action_row;
     const float *log_std = p->params + p->log_std_off;
     for (int32_t i = 0; i < p->out_w; i++)
