@@ -351,6 +351,10 @@ static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *o
     p->shared = (int32_t)frl_config_int(p->cfg, "policy.shared");
     p->obs_norm = (int32_t)frl_config_int(p->cfg, "policy.obs_norm");
     p->num_params = layout_networks(p);
+    if (p->expect_params >= 0 && (int64_t)p->num_params != p->expect_params)
+        return frl_fail(NULL, FRL_ERR_FORMAT,
+                        "%s: the file holds %lld parameters, its settings need %zu", who,
+                        (long long)p->expect_params, p->num_params);
     p->k = frl_kernels_get();
     if ((st = alloc_arrays(p, who)) != FRL_OK)
         return st;
@@ -360,6 +364,13 @@ static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *o
 frl_status frl_policy_create_seeded(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
                                     const frl_space *obs, const frl_space *act, uint64_t seed,
                                     const char *who)
+{
+    return frl_policy_create_checked(out, rt, cfg, obs, act, seed, -1, who);
+}
+
+frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
+                                     const frl_space *obs, const frl_space *act, uint64_t seed,
+                                     int64_t expect_params, const char *who)
 {
     if (!out)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: out is NULL", who);
@@ -374,6 +385,7 @@ frl_status frl_policy_create_seeded(frl_policy **out, frl_runtime *rt, const frl
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
     p->rt = rt;
     p->seed = seed;
+    p->expect_params = expect_params;
     pthread_mutex_init(&p->ws_lock, NULL);
     if ((st = setup(p, cfg, obs, act, who)) != FRL_OK) {
         frl_policy_destroy(p);

@@ -29,6 +29,8 @@ struct frl_policy {
     frl_obsnorm norm;
     uint64_t seed;
     uint64_t version;
+    int64_t expect_params;    /* loading: the file's parameter count, checked before
+                                 anything is allocated for it (-1: not loading) */
     pthread_mutex_t ws_lock;  /* guards the policy's own act workspace */
     float *ws;
     size_t ws_size;
@@ -69,6 +71,12 @@ double frl_policy_head_act(const frl_policy *p, const float *out, int determinis
 frl_status frl_policy_create_seeded(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
                                     const frl_space *obs, const frl_space *act, uint64_t seed,
                                     const char *who);
+
+/* The same, failing with FRL_ERR_FORMAT before allocating if the layout does not have
+ * expect_params parameters (for loading files). */
+frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
+                                     const frl_space *obs, const frl_space *act, uint64_t seed,
+                                     int64_t expect_params, const char *who);
 
 /* The sections that describe a policy in a file (policy_io.c). The blob holds the
  * encoded copies the sections point to; free it after writing. */

@@ -196,7 +196,8 @@ frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
     const frl_section *os = frl_container_find(c, "policy.obs_space", FRL_DTYPE_F64, -1, err);
     const frl_section *as = frl_container_find(c, "policy.act_space", FRL_DTYPE_F64, -1, err);
     const frl_section *ids = frl_container_find(c, "policy.ids", FRL_DTYPE_U64, 2, err);
-    if (!set || !os || !as || !ids)
+    const frl_section *par = frl_container_find(c, "policy.params", FRL_DTYPE_F32, -1, err);
+    if (!set || !os || !as || !ids || !par)
         return FRL_ERR_FORMAT;
     frl_status st = decode_settings(set, &rt->alloc, &l.cfg, err);
     if (st == FRL_OK)
@@ -204,8 +205,9 @@ frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
     if (st == FRL_OK)
         st = decode_space(as, &rt->alloc, &l.act, err);
     if (st == FRL_OK) {
-        st = frl_policy_create_seeded(out, rt, l.cfg, l.obs, l.act,
-                                      ((const uint64_t *)ids->data)[0], "frl_policy_load");
+        st = frl_policy_create_checked(out, rt, l.cfg, l.obs, l.act,
+                                       ((const uint64_t *)ids->data)[0], (int64_t)par->count,
+                                       "frl_policy_load");
         if (st != FRL_OK)
             frl_fail_msg(err, st == FRL_ERR_NOMEM ? st : FRL_ERR_FORMAT, frl_last_error());
         st = st == FRL_OK || st == FRL_ERR_NOMEM ? st : FRL_ERR_FORMAT;

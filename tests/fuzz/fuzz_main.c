@@ -15,6 +15,12 @@
 
 #include "fastrl.h"
 #include "fuzz_container.h"
+#include "fuzz_policy.h"
+
+/* Which target this driver runs: the container reader (default) or the policy loader. */
+#ifndef FRL_FUZZ_ONE
+#define FRL_FUZZ_ONE frl_fuzz_container_one
+#endif
 
 static int files, failures, outcomes[32];
 
@@ -51,7 +57,7 @@ static void run_file(const char *path)
         free(buf);
         return;
     }
-    int st = frl_fuzz_container_one(buf, got);
+    int st = FRL_FUZZ_ONE(buf, got);
     free(buf);
     files++;
     outcomes[-st & 31]++;

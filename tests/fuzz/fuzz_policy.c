@@ -1,0 +1,79 @@
+/* Fuzz target for the policy loader: everything frl_policy_load does after reading
+ * the file (sections to settings, spaces, parameters, normaliser), on a buffer. A
+ * policy it accepts must act without error on a finite observation. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/runtime.h"
+#include "fuzz_policy.h"
+#include "io/container.h"
+#include "rl/policy.h"
+
+static void require(int ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "fuzz_policy: invariant broken: %s\n", what);
+        abort();
+    }
+}
+
+static frl_runtime *runtime(void)
+{
+    static frl_runtime *rt;
+    if (!rt) {
+        frl_config *cfg;
+        require(frl_config_create(&cfg, NULL) == FRL_OK, "config");
+        frl_config_set_int(cfg, "runtime.threads", 1);
+        require(frl_runtime_create(&rt, cfg, NULL, NULL) == FRL_OK, "runtime");
+        frl_config_destroy(cfg);
+    }
+    return rt;
+}
+
+/* Act once on zeros; an accepted policy must manage it. */
+static void exercise(frl_policy *p)
+{
+    int64_t w = frl_space_n(frl_policy_observation_space(p));
+    int64_t a = frl_space_n(frl_policy_action_space(p));
+    require(w >= 1 && w <= 4096 && a >= 1 && a <= 4096, "space sizes");
+    float *obs = calloc((size_t)w, sizeof(float)), *act = calloc((size_t)a, sizeof(float));
+    float lp, v;
+    frl_act_args args;
+    frl_act_args_init(&args);
+    args.batch = 1;
+    args.observations = obs;
+    args.actions = act;
+    args.log_probs = &lp;
+    args.values = &v;
+    require(obs && act && frl_policy_act(p, &args) == FRL_OK, "act on a loaded policy");
+    free(obs);
+    free(act);
+}
+
+int frl_fuzz_policy_one(const uint8_t *data, size_t size)
+{
+    char err[FRL_ERRMSG_SIZE];
+    frl_container *c = NULL;
+    frl_status st = frl_container_parse(&c, data, size, NULL, err);
+    if (st != FRL_OK)
+        return st;
+    frl_policy *p = NULL;
+    st = frl_policy_from_container(&p, runtime(), c, err);
+    frl_container_free(c);
+    require((st == FRL_OK) == (p != NULL), "*out set exactly on success");
+    require(st == FRL_OK || st == FRL_ERR_FORMAT || st == FRL_ERR_NOMEM, "status");
+    require(st == FRL_OK || strlen(err) > 0, "a failure has a message");
+    if (p)
+        exercise(p);
+    frl_policy_destroy(p);
+    return st;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    frl_fuzz_policy_one(data, size);
+    return 0;
+}
