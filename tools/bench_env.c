@@ -227,6 +227,8 @@ static void report(const bench_opts *o, int32_t threads, double pub, double flo,
 int cli_bench(int argc, char **argv)
 {
     bench_opts o;
+    if (argc >= 1 && strcmp(argv[0], "train") == 0)
+        return cli_bench_train(argc, argv);
     if (parse_opts(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: fastrl bench env ENV [--envs N] [--threads T] [--seconds S]\n");
         return 2;

@@ -16,6 +16,7 @@ extern double cli_start;
 
 int cli_bench(int argc, char **argv);
 int cli_train(int argc, char **argv);
+int cli_bench_train(int argc, char **argv);
 int cli_eval(int argc, char **argv);
 
 #endif

@@ -110,7 +110,9 @@ static void usage(FILE *f)
                "  eval CHECKPOINT [--episodes N] [--deterministic] [--env ENV] [--seed S]\n"
                "                            mean return of a saved policy\n"
                "  bench env ENV [--envs N] [--threads T] [--seconds S]\n"
-               "                            environment stepping throughput vs the floor\n");
+               "                            environment stepping throughput vs the floor\n"
+               "  bench train [ENV] [--steps N] [--threads T] [--set key=value ...]\n"
+               "                            end-to-end training throughput vs the FLOP floor\n");
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,174 @@
+/* `fastrl bench train [ENV] [--steps N] [--threads T] [--set key=value ...]`: end-to-end
+ * training throughput against the FLOP floor measured in the same run.
+ *
+ * The floor is the time the run's network arithmetic would take at the rate of
+ * OpenBLAS sgemm on the dominant layer shape (minibatch rows x 64 x 64), single
+ * threaded, times the thread count: fraction = floor time / measured time. FLOPs per
+ * env step are counted from the layer shapes: one forward pass to act, then per epoch
+ * a forward pass, the weight gradients and the input gradients of every layer but the
+ * first. Prints the time per stage and peak RSS. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "cli.h"
+#include "nn/kernels.h"
+#include "rl/trainer.h"
+
+/* MACs of one forward pass, and of the input gradients (all layers but the first). */
+static void mlp_macs(const frl_mlp *m, double *fwd, double *in_grad)
+{
+    for (int32_t l = 0; l < m->layers; l++) {
+        double macs = (double)m->width[l] * m->width[l + 1];
+        *fwd += macs;
+        *in_grad += l > 0 ? macs : 0;
+    }
+}
+
+static double flops_per_step(const frl_trainer *t)
+{
+    const frl_policy *p = t->policy;
+    double fwd = 0, in_grad = 0;
+    if (p->shared)
+        mlp_macs(&p->trunk, &fwd, &in_grad);
+    mlp_macs(&p->actor, &fwd, &in_grad);
+    mlp_macs(&p->critic, &fwd, &in_grad);
+    if (p->shared)
+        in_grad += (double)p->actor.width[0] * (p->actor.width[1] + p->critic.width[1]);
+    double epochs = (double)frl_config_int(t->cfg, "train.epochs");
+    return 2.0 * (fwd + epochs * (2 * fwd + in_grad));
+}
+
+/* Single-threaded GFLOP/s of y[m x 64] = x[m x 64] . w[64 x 64], sgemm or our kernel. */
+static double gemm_rate(int32_t m, int ours)
+{
+    float *x = calloc((size_t)m * 64, sizeof(float)), *w = calloc(64 * 64, sizeof(float));
+    float *y = calloc((size_t)m * 64, sizeof(float)), *b = calloc(64, sizeof(float));
+    const frl_kernels *k = frl_kernels_get();
+    double best = 0;
+    for (int rep = 0; x && w && y && b && rep < 5; rep++) {
+        int iters = 0;
+        double t0 = cli_now(), t1 = t0;
+        while (t1 - t0 < 0.05) {
+            if (ours)
+                k->linear_fwd(m, 64, 64, x, w, NULL, y, FRL_NN_LINEAR);
+            else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, 64, 64, 1.0f, x, 64,
+                            w, 64, 0.0f, y, 64);
+            iters++;
+            t1 = cli_now();
+        }
+        double rate = 2.0 * m * 64 * 64 * iters / (t1 - t0) / 1e9;
+        best = rate > best ? rate : best;
+    }
+    free(x);
+    free(w);
+    free(y);
+    free(b);
+    return best;
+}
+
+typedef struct train_bench {
+    const char *env;
+    int64_t steps;
+} train_bench;
+
+static int parse(int argc, char **argv, train_bench *o, frl_config *cfg)
+{
+    o->env = "CartPole-v1";
+    o->steps = 1000000;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--steps") && v)
+            o->steps = (int64_t)strtod(argv[++i], NULL);
+        else if (!strcmp(a, "--threads") && v && frl_config_set(cfg, "runtime.threads", argv[++i]) == FRL_OK)
+            continue;
+        else if (!strcmp(a, "--set") && v && frl_config_parse(cfg, argv[++i]) == FRL_OK)
+            continue;
+        else if (a[0] != '-')
+            o->env = a;
+        else
+            return -1;
+    }
+    return o->steps > 0 ? 0 : -1;
+}
+
+static int report(frl_trainer *t, double seconds)
+{
+    const frl_metrics *m = frl_trainer_metrics(t);
+    int32_t threads = frl_runtime_threads(t->rt);
+    int32_t rows = t->ppo.M;
+    double sgemm = gemm_rate(rows, 0), ours = gemm_rate(rows, 1);
+    double fps = flops_per_step(t), total = fps * (double)m->env_steps;
+    double floor_s = total / (sgemm * 1e9 * threads);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("env: %s  envs: %d  rollout: %d  epochs: %lld  minibatch rows: %d  threads: %d\n",
+           t->env_name, (int)t->B, (int)t->T, (long long)frl_config_int(t->cfg, "train.epochs"),
+           (int)rows, (int)threads);
+    printf("env steps: %lld in %.3f s (trainer create to last update)\n", (long long)m->env_steps,
+           seconds);
+    printf("network FLOPs per env step: %.1f K; total %.2f GFLOP; achieved %.1f GFLOP/s\n",
+           fps / 1e3, total / 1e9, total / seconds / 1e9);
+    printf("same-run single-thread rate, %d x 64 x 64: OpenBLAS sgemm %.1f GFLOP/s, "
+           "fastrl %s kernel %.1f GFLOP/s\n", (int)rows, sgemm, frl_kernels_get()->name, ours);
+    printf("FLOP floor at sgemm rate x %d threads: %.3f s; fraction of floor reached: %.2f\n",
+           (int)threads, floor_s, floor_s / seconds);
+    printf("last update's stages (s): env %.4f inference %.4f backward %.4f optimizer %.4f\n",
+           m->time_env, m->time_inference, m->time_backward, m->time_optimizer);
+    printf("mean return (last 100 episodes): %.2f\n", m->mean_return);
+    printf("peak RSS: %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
+    printf("env_steps_per_second: %.1f\n", (double)m->env_steps / seconds);
+    return 0;
+}
+
+/* Sum the stage times over all updates through the callback. */
+typedef struct stage_sums {
+    double env, inference, backward, optimizer;
+} stage_sums;
+
+static int add_stages(void *user, const frl_metrics *m)
+{
+    stage_sums *s = user;
+    s->env += m->time_env;
+    s->inference += m->time_inference;
+    s->backward += m->time_backward;
+    s->optimizer += m->time_optimizer;
+    return 0;
+}
+
+int cli_bench_train(int argc, char **argv)
+{
+    frl_config *cfg;
+    train_bench o;
+    if (frl_config_create(&cfg, NULL) != FRL_OK)
+        return cli_fail("config", FRL_ERR_NOMEM);
+    if (parse(argc, argv, &o, cfg) != 0) {
+        fprintf(stderr, "usage: fastrl bench train [ENV] [--steps N] [--threads T] [--set k=v]\n");
+        frl_config_destroy(cfg);
+        return 2;
+    }
+    frl_runtime *rt = NULL;
+    frl_trainer *t = NULL;
+    frl_status st = frl_runtime_create(&rt, cfg, NULL, NULL);
+    double t0 = cli_now();
+    if (st == FRL_OK)
+        st = frl_trainer_create(&t, rt, o.env, cfg);
+    stage_sums sums = {0, 0, 0, 0};
+    if (st == FRL_OK) {
+        frl_trainer_set_callback(t, add_stages, &sums);
+        st = frl_trainer_train(t, o.steps);
+    }
+    double seconds = cli_now() - t0;
+    int rc = st == FRL_OK ? report(t, seconds) : cli_fail("bench train", st);
+    if (rc == 0)
+        printf("all updates' stages (s): env %.3f inference %.3f backward %.3f optimizer %.3f "
+               "other %.3f\n", sums.env, sums.inference, sums.backward, sums.optimizer,
+               seconds - sums.env - sums.inference - sums.backward - sums.optimizer);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+    frl_config_destroy(cfg);
+    return rc;
+}
