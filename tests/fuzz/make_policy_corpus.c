@@ -42,11 +42,11 @@ static frl_runtime *rt;
 
 static void save_policy(const char *name, int discrete, const char *settings)
 {
-    frl_space *os, *as;
+    frl_space *os = NULL, *as = NULL;
     int64_t w = 5, aw = 2;
     float lo[2] = {-1, -1}, hi[2] = {1, 1};
-    frl_config *cfg;
-    frl_policy *p;
+    frl_config *cfg = NULL;
+    frl_policy *p = NULL;
     if (frl_space_create_box(&os, NULL, 1, &w, NULL, NULL) ||
         (discrete ? frl_space_create_discrete(&as, NULL, 3)
                   : frl_space_create_box(&as, NULL, 1, &aw, lo, hi)) ||
@@ -65,8 +65,8 @@ static void save_policy(const char *name, int discrete, const char *settings)
 
 static void save_trainer(const char *name)
 {
-    frl_config *cfg;
-    frl_trainer *t;
+    frl_config *cfg = NULL;
+    frl_trainer *t = NULL;
     if (frl_config_create(&cfg, NULL) || frl_config_parse(cfg, "train.num_envs=4 train.rollout=8 "
                                                                "policy.hidden=8") ||
         frl_trainer_create(&t, rt, "CartPole-v1", cfg) || frl_trainer_train(t, 64))
