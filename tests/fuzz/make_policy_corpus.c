@@ -187,12 +187,12 @@ static void nan_weight(void)
     if (frl_container_read(&c, path, NULL, err))
         die(err);
     const frl_section *p = frl_container_find(c, "policy.params", FRL_DTYPE_F32, -1, err);
-    float *w = malloc(sizeof(float) * p->count);
-    memcpy(w, p->data, sizeof(float) * p->count);
-    w[p->count / 2] = NAN;
+    uint64_t n = p->count;
+    float *w = malloc(sizeof(float) * n);
+    memcpy(w, p->data, sizeof(float) * n);
+    w[n / 2] = NAN;
     frl_container_free(c);
-    corrupt("ok_policy_discrete", "format_params_nan", "policy.params", FRL_DTYPE_F32,
-            (uint64_t)p->count, w);
+    corrupt("ok_policy_discrete", "format_params_nan", "policy.params", FRL_DTYPE_F32, n, w);
     free(w);
 }
 
