@@ -124,7 +124,7 @@ static void train_probe(int kind, int seed, const expect *e, int n)
     ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, &p, 8, os, as, cfg), FRL_OK);
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
-    ck_assert_int_eq(frl_trainer_train(t, 30000), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 12000), FRL_OK);
     check_policy(frl_trainer_policy(t), e, n, kind, seed);
     frl_trainer_destroy(t);
     frl_vec_env_destroy(v);
