@@ -163,7 +163,8 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     frl_status st = open_trainer(&t, rt, o, cfg);
     if (st != FRL_OK)
         return cli_fail(o->resume ? "resume" : o->env, st);
-    if (o->out && (make_dir(o->out) || (st = frl_trainer_set_output(t, o->out)) != FRL_OK)) {
+    const char *out = o->out ? o->out : o->resume; /* a resumed run keeps writing its dir */
+    if (out && (make_dir(out) || (st = frl_trainer_set_output(t, out)) != FRL_OK)) {
         frl_trainer_destroy(t);
         return st != FRL_OK ? cli_fail("output", st) : 1;
     }

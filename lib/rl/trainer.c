@@ -331,13 +331,19 @@ static void recent_means(const frl_trainer *t, double *ret, double *len)
     *len = n ? sl / (double)n : NAN;
 }
 
-static void fill_metrics(frl_trainer *t, const frl_ppo_stats *s)
+void frl_trainer_refresh_progress(frl_trainer *t)
 {
     frl_metrics *m = &t->metrics;
     m->update = t->updates;
     m->env_steps = t->env_steps;
     m->episodes = t->episodes;
     recent_means(t, &m->mean_return, &m->mean_length);
+}
+
+static void fill_metrics(frl_trainer *t, const frl_ppo_stats *s)
+{
+    frl_metrics *m = &t->metrics;
+    frl_trainer_refresh_progress(t);
     m->seconds = frl_now() - t->t_start;
     /* Steps since create or load: a resumed run's rate is its own. */
     m->steps_per_second = m->seconds > 0 ? (double)(t->env_steps - t->steps_at_start) / m->seconds : 0;

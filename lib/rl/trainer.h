@@ -54,6 +54,9 @@ const char *frl_env_default_settings(const char *env_name);
  * trainer); settings are the resolved config (taken over). */
 frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv, int own,
                              frl_config *resolved, const char *env_name, const char *who);
+/* The progress fields of the metrics (update, steps, episodes, mean return) from the
+ * trainer's counters, e.g. after a load. */
+void frl_trainer_refresh_progress(frl_trainer *t);
 /* trainer_output.c */
 frl_status frl_trainer_settings_text(const frl_trainer *t, char *buf, size_t size);
 frl_status frl_trainer_write_outputs(frl_trainer *t);

@@ -50,9 +50,11 @@ FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
     char path[4096];
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     frl_status st = write_settings(t, dir);
-    if (st == FRL_OK && !(t->csv = fopen(path, "w")))
+    /* A resumed run (updates done) appends to the metrics of the run it continues. */
+    const char *mode = t->updates > 0 ? "a" : "w";
+    if (st == FRL_OK && !(t->csv = fopen(path, mode)))
         st = frl_fail(t->err, FRL_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-    if (st == FRL_OK && fputs(csv_header, t->csv) < 0)
+    if (st == FRL_OK && ftell(t->csv) == 0 && fputs(csv_header, t->csv) < 0)
         st = frl_fail(t->err, FRL_ERR_IO, "cannot write %s", path);
     if (st == FRL_OK)
         st = frl_tfevents_open(&t->tb, dir, &t->rt->alloc, t->err);
