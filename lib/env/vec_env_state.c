@@ -1,7 +1,6 @@
 /* Snapshot and restore of a built-in vec env's whole state, for trainer checkpoints:
  * simulators, random streams, observations, flags and episode bookkeeping, so a
  * resumed run continues exactly where it stopped. */
-#include <stdio.h>
 #include <string.h>
 
 #include "env/vec_env_state.h"
@@ -33,14 +32,8 @@ frl_status frl_vec_env_snapshot(const frl_vec_env *v, frl_section *s, int32_t *n
     totals[1] = v->total_steps;
     totals[2] = v->total_episodes;
     totals[3] = v->has_reset;
-    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
-        frl_section *x = &s[(*n)++];
-        memset(x, 0, sizeof *x);
-        snprintf(x->name, sizeof x->name, "%s", a[i].name);
-        x->dtype = a[i].t;
-        x->count = a[i].count;
-        x->data = a[i].data;
-    }
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+        frl_section_add(s, n, a[i].name, a[i].t, a[i].count, a[i].data);
     return FRL_OK;
 }
 

@@ -654,3 +654,14 @@ const frl_section *frl_container_find(const frl_container *c, const char *name,
         return s;
     return NULL;
 }
+
+void frl_section_add(frl_section *s, int32_t *n, const char *name, frl_dtype dtype,
+                     uint64_t count, const void *data)
+{
+    frl_section *x = &s[(*n)++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->dtype = dtype;
+    x->count = count;
+    x->data = data;
+}

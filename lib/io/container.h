@@ -51,6 +51,10 @@ typedef struct frl_section {
     const void *data; /* count elements of dtype */
 } frl_section;
 
+/* Append a section to s[*n] and count it (the name is copied, the data is not). */
+void frl_section_add(frl_section *s, int32_t *n, const char *name, frl_dtype dtype,
+                     uint64_t count, const void *data);
+
 /* Write sections[0..n) to path atomically. On failure returns FRL_ERR_IO (naming the
  * system call and errno text) or FRL_ERR_NOMEM, writes the message to err
  * (FRL_ERRMSG_SIZE bytes), removes the temporary file, and leaves an existing file at

@@ -46,17 +46,6 @@ static void encode_space(const frl_space *s, double *v)
     }
 }
 
-static void add(frl_section *s, int32_t *n, const char *name, frl_dtype t, uint64_t count,
-                const void *data)
-{
-    frl_section *x = &s[(*n)++];
-    memset(x, 0, sizeof *x);
-    snprintf(x->name, sizeof x->name, "%s", name);
-    x->dtype = t;
-    x->count = count;
-    x->data = data;
-}
-
 frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_section *s,
                                 int32_t *n, char *err)
 {
@@ -78,12 +67,12 @@ frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_sec
     memcpy(b->norm + 1 + w, p->norm.m2, sizeof(double) * w);
     b->ids[0] = p->seed;
     b->ids[1] = p->version;
-    add(s, n, "policy.settings", FRL_DTYPE_TEXT, strlen(b->settings), b->settings);
-    add(s, n, "policy.obs_space", FRL_DTYPE_F64, no, b->obs_space);
-    add(s, n, "policy.act_space", FRL_DTYPE_F64, na, b->act_space);
-    add(s, n, "policy.params", FRL_DTYPE_F32, p->num_params, p->params);
-    add(s, n, "policy.obsnorm", FRL_DTYPE_F64, 1 + 2 * w, b->norm);
-    add(s, n, "policy.ids", FRL_DTYPE_U64, 2, b->ids);
+    frl_section_add(s, n, "policy.settings", FRL_DTYPE_TEXT, strlen(b->settings), b->settings);
+    frl_section_add(s, n, "policy.obs_space", FRL_DTYPE_F64, no, b->obs_space);
+    frl_section_add(s, n, "policy.act_space", FRL_DTYPE_F64, na, b->act_space);
+    frl_section_add(s, n, "policy.params", FRL_DTYPE_F32, p->num_params, p->params);
+    frl_section_add(s, n, "policy.obsnorm", FRL_DTYPE_F64, 1 + 2 * w, b->norm);
+    frl_section_add(s, n, "policy.ids", FRL_DTYPE_U64, 2, b->ids);
     return FRL_OK;
 }
 
@@ -102,7 +91,7 @@ FRL_API frl_status frl_policy_save(const frl_policy *p, const char *path)
     frl_section s[FRL_POLICY_SECTIONS + 1];
     int32_t n = 0;
     char *err = ((frl_policy *)p)->err;
-    add(s, &n, "kind", FRL_DTYPE_TEXT, 6, "policy");
+    frl_section_add(s, &n, "kind", FRL_DTYPE_TEXT, 6, "policy");
     frl_status st = frl_policy_blob_make(p, &b, s, &n, err);
     if (st == FRL_OK)
         st = frl_container_write(path, &p->rt->alloc, s, n, err);

@@ -15,17 +15,6 @@ typedef struct save_buf {
     uint64_t seed;
 } save_buf;
 
-static void add(frl_section *s, int32_t *n, const char *name, frl_dtype t, uint64_t count,
-                const void *data)
-{
-    frl_section *x = &s[(*n)++];
-    memset(x, 0, sizeof *x);
-    snprintf(x->name, sizeof x->name, "%s", name);
-    x->dtype = t;
-    x->count = count;
-    x->data = data;
-}
-
 static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, int32_t *n)
 {
     const int64_t c[COUNTERS] = {t->env_steps, t->updates, t->rollout_steps, t->episodes,
@@ -36,16 +25,16 @@ static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, 
     b->rn[2] = t->rn_m2;
     b->rn[3] = t->rn_scale;
     b->seed = t->seed;
-    add(s, n, "kind", FRL_DTYPE_TEXT, 7, "trainer");
-    add(s, n, "trainer.env", FRL_DTYPE_TEXT, strlen(t->env_name), t->env_name);
-    add(s, n, "trainer.settings", FRL_DTYPE_TEXT, strlen(b->settings), b->settings);
-    add(s, n, "trainer.counters", FRL_DTYPE_I64, COUNTERS, b->counters);
-    add(s, n, "trainer.seed", FRL_DTYPE_U64, 1, &b->seed);
-    add(s, n, "trainer.adam", FRL_DTYPE_F32, 2 * t->ppo.grad_stride, t->ppo.adam.m);
-    add(s, n, "trainer.recent_return", FRL_DTYPE_F32, FRL_RECENT_EPISODES, t->recent_return);
-    add(s, n, "trainer.recent_length", FRL_DTYPE_I32, FRL_RECENT_EPISODES, t->recent_length);
-    add(s, n, "trainer.reward_norm", FRL_DTYPE_F64, 4, b->rn);
-    add(s, n, "trainer.disc_return", FRL_DTYPE_F64, (uint64_t)t->B, t->disc_return);
+    frl_section_add(s, n, "kind", FRL_DTYPE_TEXT, 7, "trainer");
+    frl_section_add(s, n, "trainer.env", FRL_DTYPE_TEXT, strlen(t->env_name), t->env_name);
+    frl_section_add(s, n, "trainer.settings", FRL_DTYPE_TEXT, strlen(b->settings), b->settings);
+    frl_section_add(s, n, "trainer.counters", FRL_DTYPE_I64, COUNTERS, b->counters);
+    frl_section_add(s, n, "trainer.seed", FRL_DTYPE_U64, 1, &b->seed);
+    frl_section_add(s, n, "trainer.adam", FRL_DTYPE_F32, 2 * t->ppo.grad_stride, t->ppo.adam.m);
+    frl_section_add(s, n, "trainer.recent_return", FRL_DTYPE_F32, FRL_RECENT_EPISODES, t->recent_return);
+    frl_section_add(s, n, "trainer.recent_length", FRL_DTYPE_I32, FRL_RECENT_EPISODES, t->recent_length);
+    frl_section_add(s, n, "trainer.reward_norm", FRL_DTYPE_F64, 4, b->rn);
+    frl_section_add(s, n, "trainer.disc_return", FRL_DTYPE_F64, (uint64_t)t->B, t->disc_return);
 }
 
 FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
