@@ -224,7 +224,7 @@ static int act_task(void *user, int32_t task, int32_t thread)
 /* Scale rewards by the running std of the discounted return (Engstrom et al., 2020). */
 static void normalise_rewards(frl_trainer *t, float *r, const uint8_t *term, const uint8_t *trunc)
 {
-    double g = frl_config_float(t->cfg, "train.gamma"), s = 0, ss = 0;
+    double g = t->ppo.s.gamma, s = 0, ss = 0;
     for (int32_t b = 0; b < t->B; b++) {
         t->disc_return[b] = t->disc_return[b] * g + r[b];
         s += t->disc_return[b];
