@@ -618,3 +618,24 @@ void frl_config_overlay(frl_config *dst, const frl_config *src)
             dst->set[k] = 1;
         }
 }
+
+frl_status frl_config_to_text(const frl_config *cfg, const char *prefix, char *buf, size_t size)
+{
+    size_t used = 0, plen = strlen(prefix);
+    buf[0] = '\0';
+    for (int32_t k = 0; k < frl_key_count; k++) {
+        const frl_key_def *d = &frl_key_defs[k];
+        int optional = strcmp(d->default_text, "none") == 0;
+        if (strncmp(d->name, prefix, plen) != 0 || (optional && !(cfg && cfg->set[k])))
+            continue;
+        char value[256];
+        frl_status st = frl_config_get_text(cfg, d->name, value, sizeof value);
+        if (st != FRL_OK)
+            return st;
+        int n = snprintf(buf + used, size - used, "%s=%s\n", d->name, value);
+        if (n < 0 || (size_t)n >= size - used)
+            return frl_fail(NULL, FRL_ERR_SIZE, "settings text exceeds %zu bytes", size);
+        used += (size_t)n;
+    }
+    return FRL_OK;
+}

@@ -42,6 +42,10 @@ int64_t frl_config_int(const frl_config *cfg, const char *key);
 double frl_config_float(const frl_config *cfg, const char *key);
 frl_int_list frl_config_list(const frl_config *cfg, const char *key);
 
+/* "key=value\n" for every key starting with prefix, as set on cfg or its default;
+ * optional keys (default "none") only when set. FRL_ERR_SIZE if buf is too small. */
+frl_status frl_config_to_text(const frl_config *cfg, const char *prefix, char *buf, size_t size);
+
 /* Set on dst every key that src sets (src's values win). */
 void frl_config_overlay(frl_config *dst, const frl_config *src);
 

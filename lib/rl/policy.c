@@ -49,6 +49,12 @@ static int32_t max_i32(int32_t a, int32_t b)
     return a > b ? a : b;
 }
 
+/* The widest layer of any network, input included: the backward buffers' width. */
+static int32_t widest_layer(const frl_policy *p)
+{
+    return max_i32(max_i32(p->actor.max_width, p->critic.max_width), p->trunk.max_width);
+}
+
 size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training)
 {
     size_t r = (size_t)rows, n = 0;
@@ -56,8 +62,7 @@ size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training)
     n += p->shared ? up(r * (size_t)p->trunk.act_width) : 0;
     n += up(r * (size_t)p->actor.act_width) + up(r * (size_t)p->critic.act_width);
     if (training) {
-        int32_t mw = max_i32(p->actor.max_width, p->critic.max_width);
-        mw = max_i32(mw, p->trunk.max_width);
+        int32_t mw = widest_layer(p);
         n += 2 * up(r * (size_t)mw);                    /* dy, scratch */
         n += up(r * (size_t)p->out_w) + up(r);          /* d_out, d_value */
         n += p->shared ? up(r * (size_t)frl_mlp_out(&p->trunk)) : 0; /* dh */
@@ -84,7 +89,7 @@ void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, flo
     f->critic_acts = take(&ws, r * (size_t)p->critic.act_width);
     if (!training)
         return;
-    int32_t mw = max_i32(max_i32(p->actor.max_width, p->critic.max_width), p->trunk.max_width);
+    int32_t mw = widest_layer(p);
     f->dy = take(&ws, r * (size_t)mw);
     f->scratch = take(&ws, r * (size_t)mw);
     f->d_out = take(&ws, r * (size_t)p->out_w);
@@ -193,12 +198,20 @@ static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32
     }
 }
 
+/* The most rows an acting workspace of `bytes` holds (0 if not one): a binary search,
+ * since the size grows with rows but not exactly linearly (each array is rounded up). */
 static int32_t rows_that_fit(const frl_policy *p, size_t bytes)
 {
-    int32_t rows = 1;
-    while (rows < (1 << 20) && frl_policy_pass_floats(p, rows * 2, 0) * sizeof(float) <= bytes)
-        rows *= 2;
-    return frl_policy_pass_floats(p, rows, 0) * sizeof(float) <= bytes ? rows : 0;
+    size_t floats = bytes / sizeof(float);
+    int32_t lo = 0, hi = 1 << 20; /* pass_floats(lo) fits; the answer is at most hi */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo + 1) / 2;
+        if (frl_policy_pass_floats(p, mid, 0) <= floats)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
 static void act_all(frl_policy *p, const frl_act_args *a, float *ws, int32_t chunk)
@@ -313,7 +326,7 @@ static frl_status alloc_arrays(frl_policy *p, const char *who)
  * the policy's output and 1 for the value's, so the first policy is near uniform. */
 static frl_status init_params(frl_policy *p, const char *who)
 {
-    int32_t mw = max_i32(max_i32(p->actor.max_width, p->critic.max_width), p->trunk.max_width);
+    int32_t mw = widest_layer(p);
     double *work = frl_alloc(&p->rt->alloc, sizeof(double) * (size_t)mw * (size_t)mw, 64);
     if (!work)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for initialisation", who);

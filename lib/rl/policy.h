@@ -98,8 +98,4 @@ frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
 /* Weights, normaliser, seed and version from a file into a policy of the same layout. */
 frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char *err);
 
-/* "key=value\n" for every key starting with prefix, as set on cfg or default. */
-frl_status frl_config_to_text(const frl_config *cfg, const char *prefix, char *buf,
-                              size_t size);
-
 #endif

@@ -6,27 +6,6 @@
 #include "env/vec_env.h"
 #include "rl/policy.h"
 
-frl_status frl_config_to_text(const frl_config *cfg, const char *prefix, char *buf, size_t size)
-{
-    size_t used = 0, plen = strlen(prefix);
-    buf[0] = '\0';
-    for (const char *k = frl_config_next(NULL); k; k = frl_config_next(k)) {
-        char value[256];
-        if (strncmp(k, prefix, plen) != 0 || (frl_key_defs[frl_key_find(k)].type == FRL_CONFIG_FLOAT
-                                              && !frl_config_is_set(cfg, k)
-                                              && strcmp(frl_key_defs[frl_key_find(k)].default_text, "none") == 0))
-            continue;
-        frl_status st = frl_config_get_text(cfg, k, value, sizeof value);
-        if (st != FRL_OK)
-            return st;
-        int n = snprintf(buf + used, size - used, "%s=%s\n", k, value);
-        if (n < 0 || (size_t)n >= size - used)
-            return frl_fail(NULL, FRL_ERR_SIZE, "settings text exceeds %zu bytes", size);
-        used += (size_t)n;
-    }
-    return FRL_OK;
-}
-
 /* [kind, n, rank, shape..., low..., high...] as doubles (infinities survive). */
 static size_t space_values(const frl_space *s)
 {
