@@ -21,6 +21,15 @@ typedef enum frl_nn_act {
     FRL_NN_ELU       /* alpha = 1 */
 } frl_nn_act;
 
+/* The per-step constants of an Adam update (see frl_adam_update). */
+typedef struct frl_adam_coef {
+    float gscale;  /* gradient scale from norm clipping (1: none) */
+    float b1, b2;  /* moment decays */
+    float step;    /* lr / (1 - b1^t) */
+    float rbc2;    /* 1 / sqrt(1 - b2^t) */
+    float eps;
+} frl_adam_coef;
+
 typedef struct frl_kernels {
     const char *name; /* "scalar", "avx2", "avx512" */
 
@@ -39,6 +48,16 @@ typedef struct frl_kernels {
     /* dx[i] = dy[i] * act'(given y[i] = act(pre-activation)), in place allowed (dx == dy).
      * tanh: 1 - y^2; relu: y > 0; elu: y > 0 ? 1 : y + 1. act != FRL_NN_LINEAR. */
     void (*act_bwd)(int64_t n, const float *y, const float *dy, float *dx, frl_nn_act act);
+
+    /* sum of x[i]^2, in double. Its order is the table's own (fixed, so a run is
+     * repeatable), so tables differ by rounding only. */
+    double (*sum_squares)(int64_t n, const float *x);
+
+    /* Adam on n parameters: with gs = g * gscale, m = b1 m + (1 - b1) gs,
+     * v = b2 v + (1 - b2) gs gs, p -= step m / (sqrt(v) rbc2 + eps), each operation
+     * rounded as written (no FMA), so every table gives the same bits. */
+    void (*adam)(int64_t n, float *p, const float *g, float *m, float *v,
+                 const frl_adam_coef *c);
 } frl_kernels;
 
 /* The table for this CPU (the fastest one its features allow), chosen on first use;

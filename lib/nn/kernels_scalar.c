@@ -97,10 +97,30 @@ static void act_bwd(int64_t n, const float *y, const float *dy, float *dx, frl_n
     }
 }
 
+static double sum_squares(int64_t n, const float *x)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += (double)x[i] * (double)x[i];
+    return s;
+}
+
+static void adam(int64_t n, float *p, const float *g, float *m, float *v, const frl_adam_coef *c)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float gs = g[i] * c->gscale;
+        m[i] = c->b1 * m[i] + (1.0f - c->b1) * gs;
+        v[i] = c->b2 * v[i] + (1.0f - c->b2) * gs * gs;
+        p[i] -= c->step * m[i] / (sqrtf(v[i]) * c->rbc2 + c->eps);
+    }
+}
+
 const frl_kernels frl_kernels_scalar = {
     .name = "scalar",
     .linear_fwd = linear_fwd,
     .linear_bwd_input = linear_bwd_input,
     .linear_bwd_weight = linear_bwd_weight,
     .act_bwd = act_bwd,
+    .sum_squares = sum_squares,
+    .adam = adam,
 };

@@ -1,9 +1,12 @@
-/* Adam and global gradient-norm clipping over a flat parameter vector. */
+/* Adam and global gradient-norm clipping over a flat parameter vector, through the
+ * kernel table. */
 #ifndef FRL_NN_OPTIM_H
 #define FRL_NN_OPTIM_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "nn/kernels.h"
 
 typedef struct frl_adam {
     float *m, *v;     /* first and second moments, one per parameter */
@@ -11,18 +14,19 @@ typedef struct frl_adam {
     double beta1, beta2, eps;
 } frl_adam;
 
-/* The global L2 norm of g[0..n) (accumulated in double, in index order). */
-double frl_grad_norm(const float *g, size_t n);
+/* The global L2 norm of g[0..n). */
+double frl_grad_norm(const frl_kernels *k, const float *g, size_t n);
 
-/* Scale g so that its norm is at most max_norm (max_norm <= 0: no clipping). Returns
- * the norm before clipping. */
-double frl_clip_grad_norm(float *g, size_t n, double max_norm);
+/* The factor that brings a gradient of norm `norm` down to max_norm (as torch's
+ * clip_grad_norm_ computes it), or 1 when it is within the bound or max_norm <= 0. */
+float frl_clip_scale(double norm, double max_norm);
 
-/* One Adam step on p[lo..hi) (so threads can split the vector): bias-corrected as in
- * Kingma and Ba; the step count must be advanced once per update by the caller
- * (frl_adam_begin). */
+/* One Adam step on p[lo..hi) (so threads can split the vector) with the gradient
+ * g * gscale: bias-corrected as in Kingma and Ba; the step count must be advanced once
+ * per update by the caller (frl_adam_begin). Scaling inside the step gives the bits
+ * that clipping g in place first would. */
 void frl_adam_begin(frl_adam *a);
-void frl_adam_update(const frl_adam *a, float *p, const float *g, size_t lo, size_t hi,
-                     double lr);
+void frl_adam_update(const frl_adam *a, const frl_kernels *k, float *p, const float *g,
+                     size_t lo, size_t hi, double lr, float gscale);
 
 #endif

@@ -100,8 +100,8 @@ void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, flo
 
 /* ---- forward and backward ---- */
 
-void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
-                        const float *obs, frl_pass *f)
+void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t rows,
+                              const float *obs, frl_pass *f, unsigned heads)
 {
     f->in = obs;
     if (p->obs_norm) {
@@ -111,8 +111,16 @@ void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
     const float *x = f->in;
     if (p->shared)
         x = frl_mlp_forward(&p->trunk, p->k, params, rows, x, f->trunk_acts);
-    f->out = frl_mlp_forward(&p->actor, p->k, params, rows, x, f->actor_acts);
-    f->value = frl_mlp_forward(&p->critic, p->k, params, rows, x, f->critic_acts);
+    if (heads & FRL_HEAD_ACTOR)
+        f->out = frl_mlp_forward(&p->actor, p->k, params, rows, x, f->actor_acts);
+    if (heads & FRL_HEAD_CRITIC)
+        f->value = frl_mlp_forward(&p->critic, p->k, params, rows, x, f->critic_acts);
+}
+
+void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
+                        const float *obs, frl_pass *f)
+{
+    frl_policy_forward_heads(p, params, rows, obs, f, FRL_HEAD_ACTOR | FRL_HEAD_CRITIC);
 }
 
 static void backward_separate(const frl_policy *p, const float *params, float *grads,
@@ -185,7 +193,9 @@ static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32
 {
     frl_pass f;
     frl_policy_pass_layout(p, rows, 0, ws, &f);
-    frl_policy_forward(p, p->params, rows, a->observations + first * p->obs_w, &f);
+    /* The critic runs only for a caller that wants values: acting alone is half the work. */
+    frl_policy_forward_heads(p, p->params, rows, a->observations + first * p->obs_w, &f,
+                             FRL_HEAD_ACTOR | (a->values ? FRL_HEAD_CRITIC : 0u));
     unsigned char *act = (unsigned char *)a->actions + (size_t)first * action_row_bytes(p);
     for (int32_t r = 0; r < rows; r++) {
         double lp = frl_policy_head_act(p, f.out + (size_t)r * (size_t)p->out_w,

@@ -54,6 +54,11 @@ void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, flo
                             frl_pass *f);
 
 /* Forward pass of rows observations with parameters params (normally p->params). */
+enum { FRL_HEAD_ACTOR = 1u, FRL_HEAD_CRITIC = 2u };
+/* Only the heads named (a shared trunk always runs); f->out or f->value of a head not
+ * run is left NULL. */
+void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t rows,
+                              const float *obs, frl_pass *f, unsigned heads);
 void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
                         const float *obs, frl_pass *f);
 

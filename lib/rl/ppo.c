@@ -105,15 +105,42 @@ void frl_ppo_free(frl_ppo *l)
 
 /* ---- advantages ---- */
 
+/* Values of rows [first, first + rows) of obs into v, with the workspace of `thread`. */
+static void values_of(frl_ppo *l, const float *obs, int32_t first, int32_t rows, float *v,
+                      int32_t thread)
+{
+    frl_pass f;
+    frl_policy_pass_layout(l->p, rows, 0, l->ws[thread], &f);
+    frl_policy_forward_heads(l->p, l->p->params, rows, obs + (size_t)first * (size_t)l->p->obs_w,
+                             &f, FRL_HEAD_CRITIC);
+    memcpy(v + first, f.value, sizeof(float) * (size_t)rows);
+}
+
+static int values_task(void *user, int32_t task, int32_t thread)
+{
+    frl_ppo *l = user;
+    int32_t first = task * l->shard_rows;
+    int32_t rows = l->N - first < l->shard_rows ? l->N - first : l->shard_rows;
+    values_of(l, frl_ring_at(l->ring, l->slot, FRL_RING_OBSERVATIONS), first, rows,
+              frl_ring_at(l->ring, l->slot, FRL_RING_VALUES), thread);
+    return 0;
+}
+
+frl_status frl_ppo_values(frl_ppo *l, int32_t slot, char *err)
+{
+    int32_t failed, tasks = (l->N + l->shard_rows - 1) / l->shard_rows;
+    l->slot = slot;
+    if (frl_pool_run(l->rt->pool, tasks, values_task, l, &failed) != 0)
+        return frl_fail(err, FRL_ERR_INTERNAL, "PPO values: task %d failed", (int)failed);
+    return FRL_OK;
+}
+
 void frl_ppo_bootstrap(frl_ppo *l, int32_t slot)
 {
     const float *obs = frl_ring_at(l->ring, slot, FRL_RING_BOOTSTRAP_OBS);
-    frl_pass f;
     for (int32_t first = 0; first < l->B; first += l->shard_rows) {
         int32_t rows = l->B - first < l->shard_rows ? l->B - first : l->shard_rows;
-        frl_policy_pass_layout(l->p, rows, 0, l->ws[0], &f);
-        frl_policy_forward(l->p, l->p->params, rows, obs + (size_t)first * (size_t)l->p->obs_w, &f);
-        memcpy(l->vboot + first, f.value, sizeof(float) * (size_t)rows);
+        values_of(l, obs, first, rows, l->vboot, 0);
     }
 }
 
@@ -367,9 +394,11 @@ static frl_status run_minibatch(frl_ppo *l, const int32_t *mb, double lr, double
     if (st != FRL_OK)
         return st;
     double t1 = now_s();
-    *norm = frl_clip_grad_norm(l->g, l->p->num_params, l->s.max_grad_norm);
+    const frl_policy *p = l->p;
+    *norm = frl_grad_norm(p->k, l->g, p->num_params);
     frl_adam_begin(&l->adam);
-    frl_adam_update(&l->adam, l->p->params, l->g, 0, l->p->num_params, lr);
+    frl_adam_update(&l->adam, p->k, p->params, l->g, 0, p->num_params, lr,
+                    frl_clip_scale(*norm, l->s.max_grad_norm));
     sums[TIME_BWD] += t1 - t0;
     sums[TIME_OPT] += now_s() - t1;
     return FRL_OK;

@@ -52,6 +52,11 @@ frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ri
                         const frl_ppo_settings *s, char *err);
 void frl_ppo_free(frl_ppo *l);
 
+/* The values of the slot's observations, into its VALUES array. The sampler acts with
+ * the actor alone; the critic runs here in large batches, with the same parameters
+ * and normaliser the rollout saw, and the kernels' results do not depend on batch
+ * size, so the numbers are those acting would have given. */
+frl_status frl_ppo_values(frl_ppo *l, int32_t slot, char *err);
 /* Bootstrap values of the slot's final observations, into l->vboot. */
 void frl_ppo_bootstrap(frl_ppo *l, int32_t slot);
 /* GAE(lambda) over the slot into l->adv / l->ret / l->valid. */

@@ -206,16 +206,15 @@ static int act_task(void *user, int32_t task, int32_t thread)
                        row0 * (size_t)p->obs_w;
     unsigned char *act = frl_ring_at(t->ring, t->slot, FRL_RING_ACTIONS);
     float *lp = (float *)frl_ring_at(t->ring, t->slot, FRL_RING_LOG_PROBS) + row0;
-    float *val = (float *)frl_ring_at(t->ring, t->slot, FRL_RING_VALUES) + row0;
     size_t ab = p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
     frl_pass f;
     frl_policy_pass_layout(p, rows, 0, t->ppo.ws[thread], &f);
-    frl_policy_forward(p, p->params, rows, obs, &f);
+    /* Values come later, in one batch (frl_ppo_values). */
+    frl_policy_forward_heads(p, p->params, rows, obs, &f, FRL_HEAD_ACTOR);
     for (int32_t r = 0; r < rows; r++) {
         void *a = act + (row0 + (size_t)r) * ab;
         lp[r] = (float)frl_policy_head_act(p, f.out + (size_t)r * (size_t)p->out_w, 0,
                                           (uint64_t)(first + r), (uint64_t)t->rollout_steps, a);
-        val[r] = f.value[r];
         env_action(t, first + r, a);
     }
     return 0;
@@ -367,9 +366,15 @@ static frl_status learn(frl_trainer *t, int64_t num_updates)
     frl_status st = frl_ring_acquire_read(t->ring, &slot);
     if (st != FRL_OK)
         return frl_fail_msg(t->err, st, frl_ring_last_error(t->ring));
-    frl_ppo_bootstrap(&t->ppo, slot);
-    frl_ppo_advantages(&t->ppo, slot);
     frl_ppo_stats s;
+    double t0 = frl_now();
+    if ((st = frl_ppo_values(&t->ppo, slot, t->err)) != FRL_OK) {
+        frl_ring_release(t->ring, slot);
+        return st;
+    }
+    frl_ppo_bootstrap(&t->ppo, slot);
+    t->metrics.time_inference += frl_now() - t0;
+    frl_ppo_advantages(&t->ppo, slot);
     st = frl_ppo_update(&t->ppo, slot, t->updates, num_updates, t->seed, &s, t->err);
     if (st == FRL_OK && t->policy->obs_norm) {
         frl_obsnorm_update(&t->policy->norm, frl_ring_at(t->ring, slot, FRL_RING_OBSERVATIONS),

@@ -323,6 +323,73 @@ START_TEST(activations_accurate)
 }
 END_TEST
 
+/* ---- the optimiser kernels ------------------------------------------------------- */
+
+/* Lengths around the vector widths and the 1024-element blocks of the SIMD sums. */
+static const int64_t opt_lens[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 1023, 1024,
+                                   1025, 2049, 8833};
+
+START_TEST(sum_squares_matches_scalar)
+{
+    rng_seed(7);
+    for (size_t li = 0; li < COUNT(opt_lens); li++) {
+        const int64_t n = opt_lens[li];
+        float *x = frand(n);
+        const double want = ref->sum_squares(n, x);
+        double exact = 0;
+        for (int64_t i = 0; i < n; i++)
+            exact += (double)x[i] * x[i];
+        EXPECT(want == exact, "scalar sum_squares n=%ld: %.17g vs %.17g", (long)n, want, exact);
+        for (int ti = 0; ti < ntested; ti++) {
+            const double got = tested[ti]->sum_squares(n, x);
+            /* Float partial sums of at most 32 terms: well within 1e-5 relative. */
+            EXPECT(fabs(got - want) <= 1e-5 * want + 1e-30,
+                   "%s sum_squares n=%ld: %.9g vs scalar %.9g", tested[ti]->name, (long)n, got,
+                   want);
+            EXPECT(got == tested[ti]->sum_squares(n, x), "%s sum_squares is not repeatable",
+                   tested[ti]->name);
+        }
+        free(x);
+    }
+}
+END_TEST
+
+/* Every table gives the scalar bits for the parameters and both moments, on gradients
+ * spanning many magnitudes, with and without a clipping scale. */
+START_TEST(adam_matches_scalar_bits)
+{
+    rng_seed(8);
+    const frl_adam_coef coefs[] = {
+        {1.0f, 0.9f, 0.999f, 2.5e-4f, 1.0f, 1e-5f},
+        {0.37f, 0.9f, 0.999f, 1.9e-3f, 22.4f, 1e-8f},
+    };
+    for (size_t ci = 0; ci < COUNT(coefs); ci++)
+        for (size_t li = 0; li < COUNT(opt_lens); li++) {
+            const int64_t n = opt_lens[li];
+            float *p = frand(n), *g = frand(n), *m = frand(n), *v = frand(n);
+            for (int64_t i = 0; i < n; i++) {
+                g[i] *= powf(10.0f, (float)(i % 13) - 8.0f);
+                v[i] = fabsf(v[i]) * 1e-3f;
+            }
+            float *pr = fcopy(p, n), *mr = fcopy(m, n), *vr = fcopy(v, n);
+            ref->adam(n, pr, g, mr, vr, &coefs[ci]);
+            for (int ti = 0; ti < ntested; ti++) {
+                float *pt = fcopy(p, n), *mt = fcopy(m, n), *vt = fcopy(v, n);
+                tested[ti]->adam(n, pt, g, mt, vt, &coefs[ci]);
+                size_t bytes = (size_t)n * sizeof(float);
+                EXPECT(!memcmp(pt, pr, bytes) && !memcmp(mt, mr, bytes) && !memcmp(vt, vr, bytes),
+                       "%s adam n=%ld coef %zu: bits differ from scalar", tested[ti]->name,
+                       (long)n, ci);
+                free(pt), free(mt), free(vt);
+            }
+            /* The step moved the parameters, so the comparison above is not vacuous. */
+            EXPECT(n == 0 || memcmp(pr, p, (size_t)n * sizeof(float)) != 0,
+                   "scalar adam n=%ld changed nothing", (long)n);
+            free(p), free(g), free(m), free(v), free(pr), free(mr), free(vr);
+        }
+}
+END_TEST
+
 /* ---- determinism ------------------------------------------------------------------ */
 
 /* (k, n) of the typical layers, plus odd ones for the tails and narrow paths. */
@@ -434,6 +501,8 @@ START_TEST(table_list)
         ck_assert(all[n]->linear_bwd_input != NULL);
         ck_assert(all[n]->linear_bwd_weight != NULL);
         ck_assert(all[n]->act_bwd != NULL);
+        ck_assert(all[n]->sum_squares != NULL);
+        ck_assert(all[n]->adam != NULL);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
     ck_assert_int_eq(n, 3);
@@ -558,6 +627,8 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, activations_accurate);
     tcase_add_test(tc, split_batches_change_no_bit);
     tcase_add_test(tc, single_rows_match_batch);
+    tcase_add_test(tc, sum_squares_matches_scalar);
+    tcase_add_test(tc, adam_matches_scalar_bits);
     suite_add_tcase(s, tc);
     return s;
 }
