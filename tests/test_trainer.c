@@ -279,6 +279,53 @@ START_TEST(recovers_after_a_failed_rollout)
 }
 END_TEST
 
+/* Finite but enormous rewards: the returns overflow float, the loss gradient becomes
+ * infinite and Adam's step NaN. The trainer must say so, not train on garbage. */
+static int huge_step(void *user, int32_t n, const void *actions, const uint8_t *mask,
+                     const uint64_t *seeds, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
+{
+    (void)user;
+    (void)actions;
+    (void)mask;
+    (void)seeds;
+    for (int32_t i = 0; i < n; i++) {
+        obs[i] = 0.5f;
+        rew[i] = 3e38f;
+        term[i] = 0;
+        trunc[i] = 0;
+    }
+    return 0;
+}
+
+START_TEST(divergence_is_reported)
+{
+    frl_runtime *rt = runtime(1, "");
+    frl_space *os, *as;
+    int64_t one = 1;
+    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &one, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
+    frl_batch_env_callbacks cb;
+    frl_batch_env_callbacks_init(&cb);
+    cb.reset = flaky_reset;
+    cb.step = huge_step;
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, NULL, 4, os, as, NULL), FRL_OK);
+    frl_config *cfg = settings("train.rollout=16 train.gamma=0.99");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 640), FRL_ERR_NONFINITE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "diverged"));
+    /* It stops at the first bad update, not at the end of the budget. */
+    ck_assert_int_lt(frl_trainer_metrics(t)->env_steps, 640);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trainer");
@@ -290,6 +337,7 @@ int main(void)
     tcase_add_test(tc, outputs_are_written);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, recovers_after_a_failed_rollout);
+    tcase_add_test(tc, divergence_is_reported);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }
