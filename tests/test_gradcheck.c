@@ -330,7 +330,9 @@ START_TEST(gaussian_head)
     float mean[3] = {0.1f, -0.7f, 1.3f}, ls[3] = {-0.5f, 0.2f, 0.0f}, a[3] = {0.4f, -0.2f, 1.0f};
     float dm[3];
     double dls[3] = {0, 0, 0};
-    frl_gauss_backward(mean, ls, a, 3, 0.6, 0.25, dm, dls);
+    double inv[3];
+    frl_gauss_inv_std(ls, 3, inv);
+    frl_gauss_backward_inv(mean, inv, a, 3, 0.6, 0.25, dm, dls);
     for (int i = 0; i < 3; i++) {
         double h = 1e-6;
         for (int which = 0; which < 2; which++) {

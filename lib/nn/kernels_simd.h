@@ -161,12 +161,17 @@ typedef struct wide_args {
     int beta;          /* 1: chains start from the values in C (accumulate) */
 } wide_args;
 
+/* What a tile does to its registers before the store, a constant of each instance of
+ * the GEMM (a run-time choice inside the tile costs the registers their place): relu,
+ * the same operation as the activation pass, so the same bits. */
+enum { EPI_NONE, EPI_RELU };
+
 /* One MR x (NV vectors) register tile; the last vector holds only `tail` columns when
  * `masked`. The arguments that shape it are constants at every call, so the loops
  * unroll and acc lives in registers. Fields are copied to locals: stores through c
  * could alias *g, which would make the compiler reload them. */
 static ALWAYS_INLINE void wide_tile(const wide_args *g, int32_t i, int32_t j, int mr,
-                                    int nv, int masked, int tail)
+                                    int nv, int masked, int tail, int epi)
 {
     const ptrdiff_t ldc = g->ldc, a_rs = g->a_rs, a_cs = g->a_cs, ldb = g->ldb;
     const int32_t kdim = g->kdim;
@@ -202,6 +207,10 @@ static ALWAYS_INLINE void wide_tile(const wide_args *g, int32_t i, int32_t j, in
             for (int r = 0; r < mr; r++)
                 acc[r][v] = v_add(acc[r][v], bb);
         }
+    if (epi == EPI_RELU)
+        for (int r = 0; r < mr; r++)
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = v_act(acc[r][v], FRL_NN_RELU);
     for (int r = 0; r < mr; r++)
         for (int v = 0; v < nv; v++) {
             float *cp = c + r * ldc + v * VLEN;
@@ -214,58 +223,69 @@ static ALWAYS_INLINE void wide_tile(const wide_args *g, int32_t i, int32_t j, in
 
 /* Rows [0, rows) for the columns [j, j + nv*VLEN): MR_MAIN-row tiles, then the rest. */
 static ALWAYS_INLINE void wide_rowblocks(const wide_args *g, int32_t rows, int32_t j, int nv,
-                                         int masked, int tail)
+                                         int masked, int tail, int epi)
 {
     int32_t i = 0;
     for (; i + MR_MAIN <= rows; i += MR_MAIN)
-        wide_tile(g, i, j, MR_MAIN, nv, masked, tail);
+        wide_tile(g, i, j, MR_MAIN, nv, masked, tail, epi);
     switch (rows - i) {
-    case 1: wide_tile(g, i, j, 1, nv, masked, tail); break;
-    case 2: wide_tile(g, i, j, 2, nv, masked, tail); break;
-    case 3: wide_tile(g, i, j, 3, nv, masked, tail); break;
-    case 4: wide_tile(g, i, j, 4, nv, masked, tail); break;
-    case 5: wide_tile(g, i, j, 5, nv, masked, tail); break;
+    case 1: wide_tile(g, i, j, 1, nv, masked, tail, epi); break;
+    case 2: wide_tile(g, i, j, 2, nv, masked, tail, epi); break;
+    case 3: wide_tile(g, i, j, 3, nv, masked, tail, epi); break;
+    case 4: wide_tile(g, i, j, 4, nv, masked, tail, epi); break;
+    case 5: wide_tile(g, i, j, 5, nv, masked, tail, epi); break;
 #if MR_MAIN > 6
-    case 6: wide_tile(g, i, j, 6, nv, masked, tail); break;
-    case 7: wide_tile(g, i, j, 7, nv, masked, tail); break;
+    case 6: wide_tile(g, i, j, 6, nv, masked, tail, epi); break;
+    case 7: wide_tile(g, i, j, 7, nv, masked, tail, epi); break;
 #endif
     default: break;
     }
 }
 
 /* C with only mr (1 or 2) rows: wider tiles, so enough chains hide the FMA latency. */
-static ALWAYS_INLINE void wide_fewrows(const wide_args *g, int32_t cols, int mr, int nvw)
+static ALWAYS_INLINE void wide_fewrows(const wide_args *g, int32_t cols, int mr, int nvw,
+                                       int epi)
 {
     int32_t j = 0;
     for (; j + nvw * VLEN <= cols; j += nvw * VLEN)
-        wide_tile(g, 0, j, mr, nvw, 0, 0);
+        wide_tile(g, 0, j, mr, nvw, 0, 0, epi);
     for (; j + VLEN <= cols; j += VLEN)
-        wide_tile(g, 0, j, mr, 1, 0, 0);
+        wide_tile(g, 0, j, mr, 1, 0, 0, epi);
     if (j < cols)
-        wide_tile(g, 0, j, mr, 1, 1, cols - j);
+        wide_tile(g, 0, j, mr, 1, 1, cols - j, epi);
 }
 
 /* C[rows x cols]: column tiles outside, row tiles inside, so a B panel stays in L1
  * while the rows (a chunk the caller keeps small) stream past it. */
-static void wide_gemm(const wide_args *g, int32_t rows, int32_t cols)
+static ALWAYS_INLINE void wide_gemm_k(const wide_args *g, int32_t rows, int32_t cols, int epi)
 {
     if (rows <= 0)
         return;
     if (rows == 1) {
-        wide_fewrows(g, cols, 1, NV_ROW1);
+        wide_fewrows(g, cols, 1, NV_ROW1, epi);
         return;
     }
     if (rows == 2) {
-        wide_fewrows(g, cols, 2, NV_ROW2);
+        wide_fewrows(g, cols, 2, NV_ROW2, epi);
         return;
     }
     int32_t j = 0;
     for (; j + NV_MAIN * VLEN <= cols; j += NV_MAIN * VLEN)
-        wide_rowblocks(g, rows, j, NV_MAIN, 0, 0);
+        wide_rowblocks(g, rows, j, NV_MAIN, 0, 0, epi);
     for (; j + VLEN <= cols; j += VLEN)
-        wide_rowblocks(g, rows, j, 1, 0, 0);
+        wide_rowblocks(g, rows, j, 1, 0, 0, epi);
     if (j < cols)
-        wide_rowblocks(g, rows, j, 1, 1, cols - j);
+        wide_rowblocks(g, rows, j, 1, 1, cols - j, epi);
+}
+
+static void wide_gemm(const wide_args *g, int32_t rows, int32_t cols)
+{
+    wide_gemm_k(g, rows, cols, EPI_NONE);
+}
+
+static void wide_gemm_relu(const wide_args *g, int32_t rows, int32_t cols)
+{
+    wide_gemm_k(g, rows, cols, EPI_RELU);
 }
 
 /* ---- narrow GEMM: SIMD across rows, for outputs 1..NARROW_MAX wide -------------
@@ -448,16 +468,22 @@ static void linear_fwd(int32_t m, int32_t n, int32_t k, const float *x, const fl
         narrow_gemm(&g, m, n);
         return;
     }
-    /* Row chunks small enough that x and y of a chunk stay in L1 across the column
-     * tiles and the activation pass. */
+    /* relu costs one operation, so it is applied in the registers; tanh and elu would
+     * crowd the tile's registers and run in a pass over the chunk instead. Row chunks
+     * are small enough that x and y of a chunk stay in L1 across the column tiles and
+     * that pass. */
     int32_t mc = min32(4096 / k, 8192 / n);
     mc = max32(MR_MAIN, mc - mc % MR_MAIN);
     for (int32_t i0 = 0; i0 < m; i0 += mc) {
         const int32_t rows = min32(mc, m - i0);
-        const wide_args g = {k, x + (ptrdiff_t)i0 * k, k, 1, wt, n,
-                             y + (ptrdiff_t)i0 * n, n, b, 0};
-        wide_gemm(&g, rows, n);
-        act_array(y + (ptrdiff_t)i0 * n, (int64_t)rows * n, act);
+        const wide_args g = {k, x + (ptrdiff_t)i0 * k, k, 1, wt, n, y + (ptrdiff_t)i0 * n, n,
+                             b, 0};
+        if (act == FRL_NN_RELU) {
+            wide_gemm_relu(&g, rows, n);
+        } else {
+            wide_gemm(&g, rows, n);
+            act_array(y + (ptrdiff_t)i0 * n, (int64_t)rows * n, act);
+        }
     }
 }
 

@@ -58,9 +58,34 @@ static const float *layer_output(const frl_mlp *m, const float *acts, int32_t ro
     return acts + off;
 }
 
+void frl_mlp_weights_out_in(const frl_mlp *m, const float *params, float *w_out_in)
+{
+    for (int32_t l = 0; l < m->layers; l++) {
+        const int32_t n = m->width[l + 1], kin = m->width[l];
+        const float *wt = params + m->off_w[l];
+        float *w = w_out_in + m->off_w[l];
+        /* Contiguous writes, strided reads: loads are the cheaper side to scatter. */
+        for (int32_t j = 0; j < n; j++)
+            for (int32_t p = 0; p < kin; p++)
+                w[(size_t)j * (size_t)kin + (size_t)p] = wt[(size_t)p * (size_t)n + (size_t)j];
+    }
+}
+
+/* dx[rows x kin] = dy[rows x n] . W, from wt[kin x n] or from W[n x kin] itself. */
+static void input_grad(const frl_mlp *m, const frl_kernels *k, const float *params,
+                       const float *w_out_in, int32_t l, int32_t rows, const float *dy,
+                       float *dx)
+{
+    const int32_t n = m->width[l + 1], kin = m->width[l];
+    if (w_out_in)
+        k->linear_fwd(rows, kin, n, dy, w_out_in + m->off_w[l], NULL, dx, FRL_NN_LINEAR);
+    else
+        k->linear_bwd_input(rows, n, kin, dy, params + m->off_w[l], dx);
+}
+
 void frl_mlp_backward(const frl_mlp *m, const frl_kernels *k, const float *params,
-                      float *grads, int32_t rows, const float *x, const float *acts,
-                      float *dy, float *scratch, float *dx)
+                      const float *w_out_in, float *grads, int32_t rows, const float *x,
+                      const float *acts, float *dy, float *scratch, float *dx)
 {
     float *cur = dy, *next = scratch;
     for (int32_t l = m->layers - 1; l >= 0; l--) {
@@ -71,12 +96,12 @@ void frl_mlp_backward(const frl_mlp *m, const frl_kernels *k, const float *param
         const float *in = l == 0 ? x : layer_output(m, acts, rows, l - 1);
         k->linear_bwd_weight(rows, n, kin, in, cur, grads + m->off_w[l], grads + m->off_b[l]);
         if (l > 0) {
-            k->linear_bwd_input(rows, n, kin, cur, params + m->off_w[l], next);
+            input_grad(m, k, params, w_out_in, l, rows, cur, next);
             float *t = cur;
             cur = next;
             next = t;
         } else if (dx) {
-            k->linear_bwd_input(rows, n, kin, cur, params + m->off_w[l], dx);
+            input_grad(m, k, params, w_out_in, l, rows, cur, dx);
         }
     }
 }

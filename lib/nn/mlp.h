@@ -42,9 +42,17 @@ float *frl_mlp_forward(const frl_mlp *m, const frl_kernels *k, const float *para
 
 /* Accumulate parameter gradients into grads given dL/d(output) in dy. dy and scratch
  * are [rows x max_width] buffers, both overwritten. If dx is not NULL, dL/dx
- * [rows x in] is written there. acts must hold the forward pass of x. */
+ * [rows x in] is written there. acts must hold the forward pass of x.
+ * w_out_in, if not NULL, holds the weights untransposed (frl_mlp_weights_out_in): the
+ * input gradients dy . W are then plain forward products, which the kernels compute
+ * with the same chains as linear_bwd_input (the same bits) without packing wt^T on
+ * every call. */
 void frl_mlp_backward(const frl_mlp *m, const frl_kernels *k, const float *params,
-                      float *grads, int32_t rows, const float *x, const float *acts,
-                      float *dy, float *scratch, float *dx);
+                      const float *w_out_in, float *grads, int32_t rows, const float *x,
+                      const float *acts, float *dy, float *scratch, float *dx);
+
+/* Each layer's weights as W[out x in] at the same offsets as in params (biases are not
+ * written). Done once per minibatch, it replaces a transposition per shard. */
+void frl_mlp_weights_out_in(const frl_mlp *m, const float *params, float *w_out_in);
 
 #endif

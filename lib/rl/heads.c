@@ -91,13 +91,33 @@ void frl_cat_backward_from(const float *logits, const double *p, double lse, dou
 
 static const double half_log_2pi = 0.91893853320467274178;
 
+/* One dimension's log-density, given inv = exp(-log_std). */
+static double gauss_term(float mean, float log_std, double inv, float a)
+{
+    double z = ((double)a - mean) * inv;
+    return -0.5 * z * z - (double)log_std - half_log_2pi;
+}
+
 double frl_gauss_logp(const float *mean, const float *log_std, const float *a, int32_t n)
 {
     double s = 0;
-    for (int32_t i = 0; i < n; i++) {
-        double z = ((double)a[i] - mean[i]) * exp(-(double)log_std[i]);
-        s += -0.5 * z * z - (double)log_std[i] - half_log_2pi;
-    }
+    for (int32_t i = 0; i < n; i++)
+        s += gauss_term(mean[i], log_std[i], exp(-(double)log_std[i]), a[i]);
+    return s;
+}
+
+void frl_gauss_inv_std(const float *log_std, int32_t n, double *inv_std)
+{
+    for (int32_t i = 0; i < n; i++)
+        inv_std[i] = exp(-(double)log_std[i]);
+}
+
+double frl_gauss_logp_inv(const float *mean, const float *log_std, const double *inv_std,
+                          const float *a, int32_t n)
+{
+    double s = 0;
+    for (int32_t i = 0; i < n; i++)
+        s += gauss_term(mean[i], log_std[i], inv_std[i], a[i]);
     return s;
 }
 
@@ -109,11 +129,12 @@ double frl_gauss_entropy(const float *log_std, int32_t n)
     return s;
 }
 
-void frl_gauss_backward(const float *mean, const float *log_std, const float *a, int32_t n,
-                        double c_logp, double c_ent, float *dmean, double *dlog_std)
+void frl_gauss_backward_inv(const float *mean, const double *inv_std, const float *a,
+                            int32_t n, double c_logp, double c_ent, float *dmean,
+                            double *dlog_std)
 {
     for (int32_t i = 0; i < n; i++) {
-        double inv = exp(-(double)log_std[i]);
+        double inv = inv_std[i];
         double z = ((double)a[i] - mean[i]) * inv;
         dmean[i] = (float)(c_logp * z * inv);
         dlog_std[i] += c_logp * (z * z - 1.0) + c_ent;

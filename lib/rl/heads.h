@@ -25,8 +25,13 @@ void frl_cat_backward(const float *logits, int32_t n, int32_t a, double c_logp, 
 /* ---- diagonal Gaussian over n dimensions ---- */
 double frl_gauss_logp(const float *mean, const float *log_std, const float *a, int32_t n);
 double frl_gauss_entropy(const float *log_std, int32_t n);
+/* inv_std[i] = exp(-log_std[i]): the learner computes it once per shard, not per row. */
+void frl_gauss_inv_std(const float *log_std, int32_t n, double *inv_std);
+double frl_gauss_logp_inv(const float *mean, const float *log_std, const double *inv_std,
+                          const float *a, int32_t n);
 /* dmean = d(c_logp * logp(a)) / dmean; dlog_std += d(c_logp * logp + c_ent * H) / dlog_std. */
-void frl_gauss_backward(const float *mean, const float *log_std, const float *a, int32_t n,
-                        double c_logp, double c_ent, float *dmean, double *dlog_std);
+void frl_gauss_backward_inv(const float *mean, const double *inv_std, const float *a,
+                            int32_t n, double c_logp, double c_ent, float *dmean,
+                            double *dlog_std);
 
 #endif

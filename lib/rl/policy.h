@@ -46,6 +46,7 @@ typedef struct frl_pass {
     float *value;         /* [rows]: values (critic output, width 1) */
     /* backward only */
     float *d_out, *d_value, *dy, *scratch, *dh;
+    const float *w_out_in; /* optional: frl_policy_weights_out_in of the parameters */
 } frl_pass;
 
 /* Floats of workspace for rows rows (training adds the backward buffers). */
@@ -61,6 +62,10 @@ void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t 
                               const float *obs, frl_pass *f, unsigned heads);
 void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
                         const float *obs, frl_pass *f);
+
+/* The weights untransposed, for backward passes that share one set of parameters
+ * (see frl_mlp_backward): num_params floats. */
+void frl_policy_weights_out_in(const frl_policy *p, const float *params, float *w_out_in);
 
 /* Accumulate into grads the gradient given f->d_out [rows x out_w] and f->d_value
  * [rows]. Both are overwritten. */

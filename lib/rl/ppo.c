@@ -32,10 +32,10 @@ static int32_t shard_rows_for(int32_t M)
 static size_t gather_floats(const frl_policy *p, int32_t rows)
 {
     /* obs, actions (as floats or int32), old log-probs, advantages, returns, old values,
-     * and per-row log-std gradients (box) */
+     * and the log-std gradients and inverse stds (box), in double */
     size_t r = (size_t)rows;
     return frl_align_up(r * (size_t)p->obs_w, 16) + frl_align_up(r * (size_t)p->out_w, 16) +
-           4 * frl_align_up(r, 16) + frl_align_up((size_t)p->out_w * 2, 16);
+           4 * frl_align_up(r, 16) + 2 * frl_align_up((size_t)p->out_w * 2, 16);
 }
 
 static frl_status alloc_buffers(frl_ppo *l, char *err)
@@ -47,7 +47,8 @@ static frl_status alloc_buffers(frl_ppo *l, char *err)
     l->adv = frl_alloc(al, sizeof(float) * (2 * n + (size_t)l->B), 64);
     l->valid = frl_alloc(al, n, 64);
     l->perm = frl_alloc(al, sizeof(int32_t) * n, 64);
-    l->grads = frl_alloc(al, sizeof(float) * l->grad_stride * (size_t)(l->shards + 1), 64);
+    /* the shards' gradients, the reduced one, and the untransposed weights */
+    l->grads = frl_alloc(al, sizeof(float) * l->grad_stride * (size_t)(l->shards + 2), 64);
     l->adam.m = frl_alloc(al, sizeof(float) * 2 * l->grad_stride, 64);
     l->shard_stats = frl_alloc(al, sizeof(double) * FRL_PPO_STAT_COUNT * (size_t)l->shards, 64);
     l->ws = frl_alloc(al, sizeof(float *) * (size_t)threads, 64);
@@ -56,6 +57,7 @@ static frl_status alloc_buffers(frl_ppo *l, char *err)
     l->ret = l->adv + n;
     l->vboot = l->ret + n;
     l->g = l->grads + l->grad_stride * (size_t)l->shards;
+    l->w_out_in = l->g + l->grad_stride;
     l->adam.v = l->adam.m + l->grad_stride;
     l->ws_floats = frl_policy_pass_floats(l->p, l->shard_rows, 1) + gather_floats(l->p, l->shard_rows);
     for (int32_t t = 0; t < threads; t++)
@@ -180,7 +182,7 @@ void frl_ppo_advantages(frl_ppo *l, int32_t slot)
 
 typedef struct shard_buf {
     float *obs, *act, *old_lp, *adv, *ret, *old_v;
-    double *dlog_std;
+    double *dlog_std, *inv_std;
 } shard_buf;
 
 static void shard_layout(const frl_ppo *l, float *ws, frl_pass *f, shard_buf *sb)
@@ -197,6 +199,7 @@ static void shard_layout(const frl_ppo *l, float *ws, frl_pass *f, shard_buf *sb
     sb->ret = g + 2 * frl_align_up(r, 16);
     sb->old_v = g + 3 * frl_align_up(r, 16);
     sb->dlog_std = (double *)(void *)(g + 4 * frl_align_up(r, 16)); /* 64-byte aligned */
+    sb->inv_std = sb->dlog_std + frl_align_up((size_t)l->p->out_w, 8);
 }
 
 static void gather(const frl_ppo *l, const int32_t *idx, int32_t rows, shard_buf *sb)
@@ -253,7 +256,7 @@ static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, i
         lp = frl_cat_logp(out, w, a);
         ent = frl_cat_entropy(out, w);
     } else {
-        lp = frl_gauss_logp(out, log_std, sb->act + (size_t)r * (size_t)w, w);
+        lp = frl_gauss_logp_inv(out, log_std, sb->inv_std, sb->act + (size_t)r * (size_t)w, w);
         ent = frl_gauss_entropy(log_std, w);
     }
     double logratio = lp - sb->old_lp[r], ratio = exp(logratio), adv = sb->adv[r];
@@ -268,7 +271,7 @@ static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, i
         frl_cat_backward(out, w, ((const int32_t *)sb->act)[r], d_lp, d_ent,
                          f->d_out + (size_t)r * (size_t)w);
     else
-        frl_gauss_backward(out, log_std, sb->act + (size_t)r * (size_t)w, w, d_lp, d_ent,
+        frl_gauss_backward_inv(out, sb->inv_std, sb->act + (size_t)r * (size_t)w, w, d_lp, d_ent,
                            f->d_out + (size_t)r * (size_t)w, sb->dlog_std);
     double vloss;
     double dv = value_grad(l, f->value[r], sb->old_v[r], sb->ret[r], &vloss);
@@ -289,11 +292,14 @@ static int shard_task(void *user, int32_t task, int32_t thread)
     frl_pass f;
     shard_buf sb;
     shard_layout(l, l->ws[thread], &f, &sb);
+    f.w_out_in = l->w_out_in;
     gather(l, l->mb + first, rows, &sb);
     frl_policy_forward(p, p->params, rows, sb.obs, &f);
     double *st = l->shard_stats + (size_t)task * FRL_PPO_STAT_COUNT;
     memset(st, 0, sizeof(double) * FRL_PPO_STAT_COUNT);
     memset(sb.dlog_std, 0, sizeof(double) * (size_t)p->out_w);
+    if (!p->discrete)
+        frl_gauss_inv_std(p->params + p->log_std_off, p->out_w, sb.inv_std);
     for (int32_t r = 0; r < rows; r++) {
         if (!l->valid[l->mb[first + r]]) {
             memset(f.d_out + (size_t)r * (size_t)p->out_w, 0, sizeof(float) * (size_t)p->out_w);
@@ -374,6 +380,7 @@ frl_status frl_ppo_gradient(frl_ppo *l, const int32_t *rows_idx, int32_t rows, d
         memset(l->g, 0, sizeof(float) * l->p->num_params);
         return FRL_OK;
     }
+    frl_policy_weights_out_in(l->p, l->p->params, l->w_out_in);
     if (frl_pool_run(l->rt->pool, tasks, shard_task, l, &failed) != 0)
         return frl_fail(err, FRL_ERR_INTERNAL, "PPO shard %d failed", (int)failed);
     reduce_shards(l, tasks);

@@ -37,6 +37,7 @@ typedef struct frl_ppo {
     int32_t *perm;
     float *grads;             /* [shards][grad_stride] */
     float *g;                 /* the reduced gradient */
+    float *w_out_in;          /* the weights untransposed, per minibatch */
     frl_adam adam;
     float **ws;               /* per thread: shard workspace */
     size_t ws_floats;

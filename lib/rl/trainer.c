@@ -274,11 +274,12 @@ static void store_results(frl_trainer *t, int32_t step)
     record_episodes(t);
 }
 
-static frl_status rollout_step(frl_trainer *t, int32_t step, double *t_inf, double *t_env)
+/* *clock is the time the step starts, and becomes the time it ends: two clock reads a
+ * step, not three. */
+static frl_status rollout_step(frl_trainer *t, int32_t step, double *clock)
 {
     size_t ow = (size_t)t->policy->obs_w, B = (size_t)t->B;
     float *obs = (float *)frl_ring_at(t->ring, t->slot, FRL_RING_OBSERVATIONS) + (size_t)step * B * ow;
-    double t0 = frl_now();
     memcpy(obs, frl_vec_env_observations(t->venv), sizeof(float) * B * ow);
     ((uint64_t *)frl_ring_at(t->ring, t->slot, FRL_RING_POLICY_VERSION))[step] = t->policy->version;
     act_job j = {t, step};
@@ -292,8 +293,10 @@ static frl_status rollout_step(frl_trainer *t, int32_t step, double *t_inf, doub
     store_results(t, step);
     t->rollout_steps++;
     t->env_steps += t->B;
-    *t_inf += t1 - t0;
-    *t_env += frl_now() - t1;
+    double t2 = frl_now();
+    t->metrics.time_inference += t1 - *clock;
+    t->metrics.time_env += t2 - t1;
+    *clock = t2;
     return FRL_OK;
 }
 
@@ -303,8 +306,9 @@ static frl_status rollout(frl_trainer *t)
     if (st != FRL_OK)
         return frl_fail_msg(t->err, st, frl_ring_last_error(t->ring));
     t->metrics.time_env = t->metrics.time_inference = 0;
+    double clock = frl_now();
     for (int32_t s = 0; s < t->T && st == FRL_OK; s++)
-        st = rollout_step(t, s, &t->metrics.time_inference, &t->metrics.time_env);
+        st = rollout_step(t, s, &clock);
     if (st != FRL_OK) {
         /* The slot is given back, so the run can go on after the caller fixes the cause. */
         frl_ring_abandon(t->ring, t->slot);

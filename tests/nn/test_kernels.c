@@ -611,6 +611,35 @@ static const char *skip_reason(const frl_kernels *t)
     return "not supported here";
 }
 
+/* The learner computes input gradients as forward products with the untransposed
+ * weights (lib/nn/mlp.c): in every table that must give linear_bwd_input's bits. */
+START_TEST(fwd_on_untransposed_weights_is_bwd_input)
+{
+    const frl_kernels *all[9] = {ref};
+    for (int ti = 0; ti < ntested; ti++)
+        all[ti + 1] = tested[ti];
+    const int32_t rows[] = {1, 2, 4, 7, 13, 64, 256};
+    rng_seed(9);
+    for (int ti = 0; ti <= ntested; ti++)
+        for (size_t di = 0; di < COUNT(det_kn); di++)
+            for (size_t mi = 0; mi < COUNT(rows); mi++) {
+                const int32_t k = det_kn[di][0], n = det_kn[di][1], m = rows[mi];
+                float *dy = frand((int64_t)m * n), *wt = frand((int64_t)k * n);
+                float *w = fbuf((int64_t)n * k), *a = fbuf((int64_t)m * k), *b = fbuf((int64_t)m * k);
+                for (int32_t p = 0; p < k; p++)
+                    for (int32_t j = 0; j < n; j++)
+                        w[(int64_t)j * k + p] = wt[(int64_t)p * n + j];
+                poison(a, (int64_t)m * k);
+                poison(b, (int64_t)m * k);
+                all[ti]->linear_bwd_input(m, n, k, dy, wt, a);
+                all[ti]->linear_fwd(m, k, n, dy, w, NULL, b, FRL_NN_LINEAR);
+                EXPECT(memcmp(a, b, (size_t)m * k * sizeof(float)) == 0,
+                       "%s m=%d n=%d k=%d: dy.W differs from bwd_input", all[ti]->name, m, n, k);
+                free(dy), free(wt), free(w), free(a), free(b);
+            }
+}
+END_TEST
+
 static Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -627,6 +656,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, activations_accurate);
     tcase_add_test(tc, split_batches_change_no_bit);
     tcase_add_test(tc, single_rows_match_batch);
+    tcase_add_test(tc, fwd_on_untransposed_weights_is_bwd_input);
     tcase_add_test(tc, sum_squares_matches_scalar);
     tcase_add_test(tc, adam_matches_scalar_bits);
     suite_add_tcase(s, tc);
