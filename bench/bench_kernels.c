@@ -57,7 +57,7 @@ static void run_once(const problem *p, const frl_kernels *t, op_kind op)
     case OP_BWD_WEIGHT:
     default:
         if (t)
-            t->linear_bwd_weight(m, n, k, p->x, p->dy, p->dwt, NULL);
+            t->linear_bwd_weight(m, n, k, p->x, p->dy, p->dwt, NULL, 1);
         else
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0f, p->x, k,
                         p->dy, n, 1.0f, p->dwt, n);

@@ -41,9 +41,11 @@ typedef struct frl_kernels {
     void (*linear_bwd_input)(int32_t m, int32_t n, int32_t k, const float *dy,
                              const float *wt, float *dx);
 
-    /* dwt[k x n] += x[m x k]^T . dy[m x n];  db[n] += column sums of dy (db may be NULL). */
+    /* dwt[k x n] += x[m x k]^T . dy[m x n];  db[n] += column sums of dy (db may be NULL).
+     * accumulate == 0: = instead of += (the same bits as += into zeroed arrays), which
+     * spares a backward pass the zeroing of its gradient buffer. */
     void (*linear_bwd_weight)(int32_t m, int32_t n, int32_t k, const float *x,
-                              const float *dy, float *dwt, float *db);
+                              const float *dy, float *dwt, float *db, int accumulate);
 
     /* dx[i] = dy[i] * act'(given y[i] = act(pre-activation)), in place allowed (dx == dy).
      * tanh: 1 - y^2; relu: y > 0; elu: y > 0 ? 1 : y + 1. act != FRL_NN_LINEAR. */

@@ -57,8 +57,13 @@ static void linear_bwd_input(int32_t m, int32_t n, int32_t k, const float *dy,
 }
 
 static void linear_bwd_weight(int32_t m, int32_t n, int32_t k, const float *x,
-                              const float *dy, float *dwt, float *db)
+                              const float *dy, float *dwt, float *db, int accumulate)
 {
+    if (!accumulate) {
+        memset(dwt, 0, sizeof(float) * (size_t)n * (size_t)k);
+        if (db)
+            memset(db, 0, sizeof(float) * (size_t)n);
+    }
     /* Rows outermost: every dwt and db element accumulates rows 0..m-1 in order. */
     for (int32_t i = 0; i < m; i++) {
         const float *xi = x + (int64_t)i * k;

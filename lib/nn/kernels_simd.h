@@ -548,7 +548,7 @@ static int32_t bwd_weight_chunk(int32_t n, int32_t k)
 
 /* n narrower than a vector: SIMD across p on dwt^T, packed into a panel buffer. */
 static void bwd_weight_narrow(int32_t m, int32_t n, int32_t k, const float *x,
-                              const float *dy, float *dwt)
+                              const float *dy, float *dwt, int accumulate)
 {
     float buf[PACK_FLOATS] __attribute__((aligned(64)));
     const int32_t pw = min32(k, PACK_FLOATS / n);
@@ -557,7 +557,7 @@ static void bwd_weight_narrow(int32_t m, int32_t n, int32_t k, const float *x,
         const int32_t pc = min32(pw, k - p0);
         for (int32_t j = 0; j < n; j++)
             for (int32_t p = 0; p < pc; p++)
-                buf[j * pc + p] = dwt[(ptrdiff_t)(p0 + p) * n + j];
+                buf[j * pc + p] = accumulate ? dwt[(ptrdiff_t)(p0 + p) * n + j] : 0.0f;
         for (int32_t i0 = 0; i0 < m; i0 += mc) {
             /* A(r = j, q = i) = dy[i*n + j]; B[q = i][p] = x[i*k + p0 + p]. */
             const wide_args g = {min32(mc, m - i0), dy + (ptrdiff_t)i0 * n, 1, n,
@@ -589,21 +589,29 @@ static void bias_grad(int32_t m, int32_t n, const float *dy, float *db)
 }
 
 static void linear_bwd_weight(int32_t m, int32_t n, int32_t k, const float *x,
-                              const float *dy, float *dwt, float *db)
+                              const float *dy, float *dwt, float *db, int accumulate)
 {
-    if (m <= 0)
-        return;
+    if (m <= 0 || !accumulate) {
+        /* Chains that start from 0 in the registers or from a stored +0 are the same. */
+        if (!accumulate && db)
+            memset(db, 0, sizeof(float) * (size_t)n);
+        if (m <= 0) {
+            if (!accumulate)
+                memset(dwt, 0, sizeof(float) * (size_t)n * (size_t)k);
+            return;
+        }
+    }
     if (db)
         bias_grad(m, n, dy, db);
     if (n < VLEN && n < k) {
-        bwd_weight_narrow(m, n, k, x, dy, dwt);
+        bwd_weight_narrow(m, n, k, x, dy, dwt, accumulate);
         return;
     }
     const int32_t mc = bwd_weight_chunk(n, k);
     for (int32_t i0 = 0; i0 < m; i0 += mc) {
         /* A(r = p, q = i) = x[i*k + p]; B[q = i][j] = dy[i*n + j]; C = dwt. */
         const wide_args g = {min32(mc, m - i0), x + (ptrdiff_t)i0 * k, 1, k,
-                             dy + (ptrdiff_t)i0 * n, n, dwt, n, NULL, 1};
+                             dy + (ptrdiff_t)i0 * n, n, dwt, n, NULL, accumulate || i0 > 0};
         wide_gemm(&g, k, n);
     }
 }

@@ -84,8 +84,8 @@ static void input_grad(const frl_mlp *m, const frl_kernels *k, const float *para
 }
 
 void frl_mlp_backward(const frl_mlp *m, const frl_kernels *k, const float *params,
-                      const float *w_out_in, float *grads, int32_t rows, const float *x,
-                      const float *acts, float *dy, float *scratch, float *dx)
+                      const float *w_out_in, float *grads, int accumulate, int32_t rows,
+                      const float *x, const float *acts, float *dy, float *scratch, float *dx)
 {
     float *cur = dy, *next = scratch;
     for (int32_t l = m->layers - 1; l >= 0; l--) {
@@ -94,7 +94,8 @@ void frl_mlp_backward(const frl_mlp *m, const frl_kernels *k, const float *param
         if (a != FRL_NN_LINEAR)
             k->act_bwd((int64_t)rows * n, layer_output(m, acts, rows, l), cur, cur, a);
         const float *in = l == 0 ? x : layer_output(m, acts, rows, l - 1);
-        k->linear_bwd_weight(rows, n, kin, in, cur, grads + m->off_w[l], grads + m->off_b[l]);
+        k->linear_bwd_weight(rows, n, kin, in, cur, grads + m->off_w[l], grads + m->off_b[l],
+                             accumulate);
         if (l > 0) {
             input_grad(m, k, params, w_out_in, l, rows, cur, next);
             float *t = cur;

@@ -40,7 +40,8 @@ static inline int32_t frl_mlp_out(const frl_mlp *m)
 float *frl_mlp_forward(const frl_mlp *m, const frl_kernels *k, const float *params,
                        int32_t rows, const float *x, float *acts);
 
-/* Accumulate parameter gradients into grads given dL/d(output) in dy. dy and scratch
+/* Accumulate (accumulate == 0: write) parameter gradients into grads given dL/d(output)
+ * in dy. dy and scratch
  * are [rows x max_width] buffers, both overwritten. If dx is not NULL, dL/dx
  * [rows x in] is written there. acts must hold the forward pass of x.
  * w_out_in, if not NULL, holds the weights untransposed (frl_mlp_weights_out_in): the
@@ -48,8 +49,8 @@ float *frl_mlp_forward(const frl_mlp *m, const frl_kernels *k, const float *para
  * with the same chains as linear_bwd_input (the same bits) without packing wt^T on
  * every call. */
 void frl_mlp_backward(const frl_mlp *m, const frl_kernels *k, const float *params,
-                      const float *w_out_in, float *grads, int32_t rows, const float *x,
-                      const float *acts, float *dy, float *scratch, float *dx);
+                      const float *w_out_in, float *grads, int accumulate, int32_t rows,
+                      const float *x, const float *acts, float *dy, float *scratch, float *dx);
 
 /* Each layer's weights as W[out x in] at the same offsets as in params (biases are not
  * written). Done once per minibatch, it replaces a transposition per shard. */

@@ -127,11 +127,11 @@ static void backward_separate(const frl_policy *p, const float *params, float *g
                               int32_t rows, frl_pass *f)
 {
     memcpy(f->dy, f->d_out, sizeof(float) * (size_t)rows * (size_t)p->out_w);
-    frl_mlp_backward(&p->actor, p->k, params, f->w_out_in, grads, rows, f->in, f->actor_acts, f->dy,
-                     f->scratch, NULL);
+    frl_mlp_backward(&p->actor, p->k, params, f->w_out_in, grads, f->accumulate, rows, f->in,
+                     f->actor_acts, f->dy, f->scratch, NULL);
     memcpy(f->dy, f->d_value, sizeof(float) * (size_t)rows);
-    frl_mlp_backward(&p->critic, p->k, params, f->w_out_in, grads, rows, f->in, f->critic_acts, f->dy,
-                     f->scratch, NULL);
+    frl_mlp_backward(&p->critic, p->k, params, f->w_out_in, grads, f->accumulate, rows, f->in,
+                     f->critic_acts, f->dy, f->scratch, NULL);
 }
 
 /* Shared trunk: the heads' input gradients are summed into dh, then the trunk's pass. */
@@ -141,16 +141,16 @@ static void backward_shared(const frl_policy *p, const float *params, float *gra
     int32_t tw = frl_mlp_out(&p->trunk);
     const float *h = f->trunk_acts + (size_t)rows * (size_t)(p->trunk.act_width - tw);
     memcpy(f->dy, f->d_out, sizeof(float) * (size_t)rows * (size_t)p->out_w);
-    frl_mlp_backward(&p->actor, p->k, params, f->w_out_in, grads, rows, h, f->actor_acts, f->dy, NULL,
-                     f->dh);
+    frl_mlp_backward(&p->actor, p->k, params, f->w_out_in, grads, f->accumulate, rows, h,
+                     f->actor_acts, f->dy, NULL, f->dh);
     memcpy(f->dy, f->d_value, sizeof(float) * (size_t)rows);
-    frl_mlp_backward(&p->critic, p->k, params, f->w_out_in, grads, rows, h, f->critic_acts, f->dy, NULL,
-                     f->scratch);
+    frl_mlp_backward(&p->critic, p->k, params, f->w_out_in, grads, f->accumulate, rows, h,
+                     f->critic_acts, f->dy, NULL, f->scratch);
     size_t n = (size_t)rows * (size_t)tw;
     for (size_t i = 0; i < n; i++)
         f->dy[i] = f->dh[i] + f->scratch[i];
-    frl_mlp_backward(&p->trunk, p->k, params, f->w_out_in, grads, rows, f->in, f->trunk_acts, f->dy,
-                     f->scratch, NULL);
+    frl_mlp_backward(&p->trunk, p->k, params, f->w_out_in, grads, f->accumulate, rows, f->in,
+                     f->trunk_acts, f->dy, f->scratch, NULL);
 }
 
 void frl_policy_weights_out_in(const frl_policy *p, const float *params, float *w_out_in)

@@ -47,6 +47,8 @@ typedef struct frl_pass {
     /* backward only */
     float *d_out, *d_value, *dy, *scratch, *dh;
     const float *w_out_in; /* optional: frl_policy_weights_out_in of the parameters */
+    int accumulate;        /* backward: 1 adds to grads, 0 writes every network's
+                              gradient (the log-std, if any, is the caller's) */
 } frl_pass;
 
 /* Floats of workspace for rows rows (training adds the backward buffers). */

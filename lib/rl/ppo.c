@@ -309,10 +309,10 @@ static int shard_task(void *user, int32_t task, int32_t thread)
         row_grad(l, &f, &sb, r, st);
     }
     float *grads = l->grads + (size_t)task * l->grad_stride;
-    memset(grads, 0, sizeof(float) * l->grad_stride);
+    f.accumulate = 0; /* every network's gradient is written, not added: no zeroing */
     frl_policy_backward(p, p->params, grads, rows, &f);
     for (int32_t i = 0; !p->discrete && i < p->out_w; i++)
-        grads[p->log_std_off + (size_t)i] += (float)sb.dlog_std[i];
+        grads[p->log_std_off + (size_t)i] = (float)sb.dlog_std[i];
     return 0;
 }
 

@@ -151,8 +151,8 @@ static void check_bwd_weight(const frl_kernels *t, int32_t m, int32_t n, int32_t
     for (int with_db = 0; with_db < 2; with_db++) {
         float *want = fcopy(dwt0, (int64_t)k * n), *got = fcopy(dwt0, (int64_t)k * n);
         float *dbw = fcopy(db0, n), *dbg = fcopy(db0, n);
-        ref->linear_bwd_weight(m, n, k, x, dy, want, with_db ? dbw : NULL);
-        t->linear_bwd_weight(m, n, k, x, dy, got, with_db ? dbg : NULL);
+        ref->linear_bwd_weight(m, n, k, x, dy, want, with_db ? dbw : NULL, 1);
+        t->linear_bwd_weight(m, n, k, x, dy, got, with_db ? dbg : NULL, 1);
         for (int32_t p = 0; p < k; p++)
             for (int32_t j = 0; j < n; j++) {
                 double mag = fabs(dwt0[p * n + j]);
@@ -431,12 +431,25 @@ static void det_bwd_weight(const frl_kernels *t, int32_t k, int32_t n, const int
     float *x = frand((int64_t)m * k), *dy = frand((int64_t)m * n);
     float *dw1 = frand((int64_t)k * n), *db1 = frand(n);
     float *dw2 = fcopy(dw1, (int64_t)k * n), *db2 = fcopy(db1, n);
-    t->linear_bwd_weight(m, n, k, x, dy, dw1, db1);
+    t->linear_bwd_weight(m, n, k, x, dy, dw1, db1, 1);
     for (int32_t i = 0, s = 0; i < m; i += sp[s++])
-        t->linear_bwd_weight(sp[s], n, k, x + (int64_t)i * k, dy + (int64_t)i * n, dw2, db2);
+        t->linear_bwd_weight(sp[s], n, k, x + (int64_t)i * k, dy + (int64_t)i * n, dw2, db2, 1);
     EXPECT(memcmp(dw1, dw2, (size_t)k * n * sizeof(float)) == 0 &&
            memcmp(db1, db2, (size_t)n * sizeof(float)) == 0,
            "%s bwd_weight k=%d n=%d: a split batch changed bits", t->name, k, n);
+    /* Overwriting poisoned arrays equals accumulating into zeros, bit for bit. */
+    float *dw3 = fbuf((int64_t)k * n), *db3 = fbuf(n);
+    memset(dw2, 0, (size_t)k * n * sizeof(float));
+    memset(db2, 0, (size_t)n * sizeof(float));
+    poison(dw3, (int64_t)k * n);
+    poison(db3, n);
+    t->linear_bwd_weight(m, n, k, x, dy, dw2, db2, 1);
+    t->linear_bwd_weight(m, n, k, x, dy, dw3, db3, 0);
+    EXPECT(memcmp(dw3, dw2, (size_t)k * n * sizeof(float)) == 0 &&
+           memcmp(db3, db2, (size_t)n * sizeof(float)) == 0,
+           "%s bwd_weight k=%d n=%d: overwriting differs from accumulating into zeros",
+           t->name, k, n);
+    free(dw3), free(db3);
     free(x), free(dy), free(dw1), free(db1), free(dw2), free(db2);
 }
 
