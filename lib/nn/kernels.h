@@ -51,6 +51,9 @@ typedef struct frl_kernels {
      * tanh: 1 - y^2; relu: y > 0; elu: y > 0 ? 1 : y + 1. act != FRL_NN_LINEAR. */
     void (*act_bwd)(int64_t n, const float *y, const float *dy, float *dx, frl_nn_act act);
 
+    /* dst[cols x rows] = src[rows x cols]^T (a copy: every table gives the same bits). */
+    void (*transpose)(int32_t rows, int32_t cols, const float *src, float *dst);
+
     /* sum of x[i]^2, in double. Its order is the table's own (fixed, so a run is
      * repeatable), so tables differ by rounding only. */
     double (*sum_squares)(int64_t n, const float *x);

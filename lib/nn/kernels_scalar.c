@@ -102,6 +102,13 @@ static void act_bwd(int64_t n, const float *y, const float *dy, float *dx, frl_n
     }
 }
 
+static void transpose(int32_t rows, int32_t cols, const float *src, float *dst)
+{
+    for (int32_t c = 0; c < cols; c++)
+        for (int32_t r = 0; r < rows; r++)
+            dst[(int64_t)c * rows + r] = src[(int64_t)r * cols + c];
+}
+
 static double sum_squares(int64_t n, const float *x)
 {
     double s = 0;
@@ -126,6 +133,7 @@ const frl_kernels frl_kernels_scalar = {
     .linear_bwd_input = linear_bwd_input,
     .linear_bwd_weight = linear_bwd_weight,
     .act_bwd = act_bwd,
+    .transpose = transpose,
     .sum_squares = sum_squares,
     .adam = adam,
 };

@@ -134,15 +134,34 @@ static inline vf v_act_grad(vf y, vf g, frl_nn_act act)
     }
 }
 
-static void act_bwd(int64_t n, const float *y, const float *dy, float *dx, frl_nn_act act)
+/* act fixed per instantiation, so the loop has no switch in it. */
+static ALWAYS_INLINE void act_bwd_k(int64_t n, const float *y, const float *dy, float *dx,
+                                    frl_nn_act act)
 {
     int64_t i = 0;
+    for (; i + 2 * VLEN <= n; i += 2 * VLEN) {
+        const vf g0 = v_act_grad(v_load(y + i), v_load(dy + i), act);
+        const vf g1 = v_act_grad(v_load(y + i + VLEN), v_load(dy + i + VLEN), act);
+        v_store(dx + i, g0);
+        v_store(dx + i + VLEN, g1);
+    }
     for (; i + VLEN <= n; i += VLEN)
         v_store(dx + i, v_act_grad(v_load(y + i), v_load(dy + i), act));
     if (i < n) {
         const vmask mk = v_mask_first((int)(n - i));
         const vf g = v_act_grad(v_load_m(y + i, mk), v_load_m(dy + i, mk), act);
         v_store_part(dx + i, (int)(n - i), g);
+    }
+}
+
+static void act_bwd(int64_t n, const float *y, const float *dy, float *dx, frl_nn_act act)
+{
+    switch (act) {
+    case FRL_NN_TANH: act_bwd_k(n, y, dy, dx, FRL_NN_TANH); break;
+    case FRL_NN_RELU: act_bwd_k(n, y, dy, dx, FRL_NN_RELU); break;
+    case FRL_NN_ELU: act_bwd_k(n, y, dy, dx, FRL_NN_ELU); break;
+    case FRL_NN_LINEAR:
+    default: act_bwd_k(n, y, dy, dx, FRL_NN_LINEAR); break;
     }
 }
 
@@ -616,6 +635,29 @@ static void linear_bwd_weight(int32_t m, int32_t n, int32_t k, const float *x,
     }
 }
 
+/* ---- transposition ------------------------------------------------------------ */
+
+/* VLEN x 4 blocks through the registers (v_load_t4), the edges one element at a time. */
+static void transpose(int32_t rows, int32_t cols, const float *src, float *dst)
+{
+    int32_t r = 0;
+    for (; r + VLEN <= rows; r += VLEN) {
+        int32_t c = 0;
+        for (; c + 4 <= cols; c += 4) {
+            vf t[4];
+            v_load_t4(src + (ptrdiff_t)r * cols + c, cols, t);
+            for (int u = 0; u < 4; u++)
+                v_store(dst + (ptrdiff_t)(c + u) * rows + r, t[u]);
+        }
+        for (; c < cols; c++)
+            for (int i = 0; i < VLEN; i++)
+                dst[(ptrdiff_t)c * rows + r + i] = src[(ptrdiff_t)(r + i) * cols + c];
+    }
+    for (; r < rows; r++)
+        for (int32_t c = 0; c < cols; c++)
+            dst[(ptrdiff_t)c * rows + r] = src[(ptrdiff_t)r * cols + c];
+}
+
 /* ---- the optimiser ---------------------------------------------------------- */
 
 /* Blocks of 1024 squares summed in four float vectors (at most 32 terms per lane, so
@@ -691,6 +733,7 @@ const frl_kernels KERNELS_TABLE = {
     .linear_bwd_input = linear_bwd_input,
     .linear_bwd_weight = linear_bwd_weight,
     .act_bwd = act_bwd,
+    .transpose = transpose,
     .sum_squares = sum_squares,
     .adam = adam,
 };

@@ -58,17 +58,11 @@ static const float *layer_output(const frl_mlp *m, const float *acts, int32_t ro
     return acts + off;
 }
 
-void frl_mlp_weights_out_in(const frl_mlp *m, const float *params, float *w_out_in)
+void frl_mlp_weights_out_in(const frl_mlp *m, const frl_kernels *k, const float *params,
+                            float *w_out_in)
 {
-    for (int32_t l = 0; l < m->layers; l++) {
-        const int32_t n = m->width[l + 1], kin = m->width[l];
-        const float *wt = params + m->off_w[l];
-        float *w = w_out_in + m->off_w[l];
-        /* Contiguous writes, strided reads: loads are the cheaper side to scatter. */
-        for (int32_t j = 0; j < n; j++)
-            for (int32_t p = 0; p < kin; p++)
-                w[(size_t)j * (size_t)kin + (size_t)p] = wt[(size_t)p * (size_t)n + (size_t)j];
-    }
+    for (int32_t l = 0; l < m->layers; l++)
+        k->transpose(m->width[l], m->width[l + 1], params + m->off_w[l], w_out_in + m->off_w[l]);
 }
 
 /* dx[rows x kin] = dy[rows x n] . W, from wt[kin x n] or from W[n x kin] itself. */

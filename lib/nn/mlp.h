@@ -54,6 +54,7 @@ void frl_mlp_backward(const frl_mlp *m, const frl_kernels *k, const float *param
 
 /* Each layer's weights as W[out x in] at the same offsets as in params (biases are not
  * written). Done once per minibatch, it replaces a transposition per shard. */
-void frl_mlp_weights_out_in(const frl_mlp *m, const float *params, float *w_out_in);
+void frl_mlp_weights_out_in(const frl_mlp *m, const frl_kernels *k, const float *params,
+                            float *w_out_in);
 
 #endif

@@ -156,9 +156,9 @@ static void backward_shared(const frl_policy *p, const float *params, float *gra
 void frl_policy_weights_out_in(const frl_policy *p, const float *params, float *w_out_in)
 {
     if (p->shared)
-        frl_mlp_weights_out_in(&p->trunk, params, w_out_in);
-    frl_mlp_weights_out_in(&p->actor, params, w_out_in);
-    frl_mlp_weights_out_in(&p->critic, params, w_out_in);
+        frl_mlp_weights_out_in(&p->trunk, p->k, params, w_out_in);
+    frl_mlp_weights_out_in(&p->actor, p->k, params, w_out_in);
+    frl_mlp_weights_out_in(&p->critic, p->k, params, w_out_in);
 }
 
 void frl_policy_backward(const frl_policy *p, const float *params, float *grads,

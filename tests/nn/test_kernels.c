@@ -323,6 +323,32 @@ START_TEST(activations_accurate)
 }
 END_TEST
 
+/* A copy, so every table gives exactly the scalar result; poisoned outputs. */
+START_TEST(transpose_matches_scalar)
+{
+    rng_seed(10);
+    const int32_t dims[] = {1, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64, 65};
+    for (size_t ri = 0; ri < COUNT(dims); ri++)
+        for (size_t ci = 0; ci < COUNT(dims); ci++) {
+            const int32_t r = dims[ri], c = dims[ci];
+            float *src = frand((int64_t)r * c), *want = fbuf((int64_t)r * c);
+            for (int32_t i = 0; i < r; i++)
+                for (int32_t j = 0; j < c; j++)
+                    want[(int64_t)j * r + i] = src[(int64_t)i * c + j];
+            for (int ti = -1; ti < ntested; ti++) {
+                const frl_kernels *t = ti < 0 ? ref : tested[ti];
+                float *got = fbuf((int64_t)r * c);
+                poison(got, (int64_t)r * c);
+                t->transpose(r, c, src, got);
+                EXPECT(memcmp(got, want, (size_t)r * c * sizeof(float)) == 0,
+                       "%s transpose %d x %d is wrong", t->name, r, c);
+                free(got);
+            }
+            free(src), free(want);
+        }
+}
+END_TEST
+
 /* ---- the optimiser kernels ------------------------------------------------------- */
 
 /* Lengths around the vector widths and the 1024-element blocks of the SIMD sums. */
@@ -515,6 +541,7 @@ START_TEST(table_list)
         ck_assert(all[n]->linear_bwd_weight != NULL);
         ck_assert(all[n]->act_bwd != NULL);
         ck_assert(all[n]->sum_squares != NULL);
+        ck_assert(all[n]->transpose != NULL);
         ck_assert(all[n]->adam != NULL);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -670,6 +697,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, split_batches_change_no_bit);
     tcase_add_test(tc, single_rows_match_batch);
     tcase_add_test(tc, fwd_on_untransposed_weights_is_bwd_input);
+    tcase_add_test(tc, transpose_matches_scalar);
     tcase_add_test(tc, sum_squares_matches_scalar);
     tcase_add_test(tc, adam_matches_scalar_bits);
     suite_add_tcase(s, tc);
