@@ -1,6 +1,12 @@
 /* Settings that solve each built-in environment with PPO, applied under the caller's.
  * CartPole and Acrobot keep CleanRL's update (4 epochs, 4 minibatches, rollout 128,
- * separate 64x64 tanh networks) with more environments and a larger step size. */
+ * separate 64x64 tanh networks) with more environments and a larger step size.
+ * Pendulum uses the settings of RLtools' PPO example (v2.2.0): 4 envs x 1024 steps,
+ * 2 epochs of 16 minibatches, relu 64x64 networks, gamma 0.9, constant lr 1e-3, no
+ * clipping of values or gradients, no normalisation, initial std 4 (RLtools' 2 in
+ * units of the maximum torque, 2). Over seeds 1-30 every run reached -200 within 300K
+ * steps (worst 258K); the earlier 10-epoch settings solved in fewer steps but took 4x
+ * the time and failed one seed in ten. */
 #include <string.h>
 
 #include "rl/trainer.h"
@@ -14,8 +20,10 @@ static const env_defaults table[] = {
     {"CartPole-v1", "train.num_envs=16 train.lr=2.5e-3"},
     {"Acrobot-v1", "train.num_envs=16 train.lr=2.5e-3"},
     {"Pendulum-v1",
-     "train.num_envs=4 train.rollout=1024 train.epochs=10 train.minibatches=16 train.lr=1e-3 "
-     "train.gamma=0.95 train.ent_coef=0 policy.obs_norm=true train.reward_norm=true"},
+     "train.num_envs=4 train.rollout=1024 train.epochs=2 train.minibatches=16 train.lr=1e-3 "
+     "train.anneal_lr=false train.gamma=0.9 train.gae_lambda=0.95 train.ent_coef=0 "
+     "train.clip_value=false train.max_grad_norm=0 train.adam_eps=1e-8 "
+     "policy.activation=relu policy.init_log_std=1.386"},
     {"MountainCar-v0", "train.num_envs=16"},
     {"MountainCarContinuous-v0", "train.num_envs=4 train.rollout=1024 train.ent_coef=0 "
                                  "policy.obs_norm=true train.reward_norm=true"},
