@@ -315,8 +315,9 @@ START_TEST(divergence_is_reported)
     ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(t, 640), FRL_ERR_NONFINITE);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "diverged"));
-    /* It stops at the first bad update, not at the end of the budget. */
-    ck_assert_int_lt(frl_trainer_metrics(t)->env_steps, 640);
+    /* It stops at the first bad update (4 envs x 16 steps), not at the end of the budget. */
+    ck_assert_int_eq(frl_trainer_metrics(t)->env_steps, 64);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 1);
     frl_trainer_destroy(t);
     frl_vec_env_destroy(v);
     frl_space_destroy(os);

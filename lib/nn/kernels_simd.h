@@ -7,7 +7,7 @@
  *   NV_ROW1, NV_ROW2           vectors per tile when C has only 1 or 2 rows
  *   v_zero v_set1 v_bcast v_load v_store v_load_m v_mask_first
  *   v_store_part(p, n, v)      store the first n lanes (the fast way on this ISA)
- *   v_add v_sub v_mul v_div v_fma(a,b,c)=a*b+c v_fnma(a,b,c)=c-a*b v_min v_max
+ *   v_add v_sub v_mul v_div v_sqrt v_fma(a,b,c)=a*b+c v_fnma(a,b,c)=c-a*b v_min v_max
  *   v_abs v_sign v_or v_gt v_sel(cond, if_true, if_false) v_round v_pow2i
  *   v_load_t4(a, lda, t)       t[c] = column c of the VLEN x 4 block at a (row stride lda)
  *   KERNELS_TABLE, KERNELS_NAME

@@ -5,7 +5,13 @@
 
 double frl_grad_norm(const frl_kernels *k, const float *g, size_t n)
 {
-    return sqrt(k->sum_squares((int64_t)n, g));
+    double ss = k->sum_squares((int64_t)n, g);
+    /* The SIMD tables sum squares in float within a block, which overflows for elements
+     * near 1.8e19; the double sum does not, so clipping still scales such a gradient
+     * (as the scalar table and torch do) instead of zeroing it. */
+    if (!isfinite(ss))
+        ss = frl_kernels_all()[0]->sum_squares((int64_t)n, g); /* [0]: scalar */
+    return sqrt(ss);
 }
 
 float frl_clip_scale(double norm, double max_norm)

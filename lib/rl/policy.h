@@ -69,8 +69,9 @@ void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
  * (see frl_mlp_backward): num_params floats. */
 void frl_policy_weights_out_in(const frl_policy *p, const float *params, float *w_out_in);
 
-/* Accumulate into grads the gradient given f->d_out [rows x out_w] and f->d_value
- * [rows]. Both are overwritten. */
+/* The gradient given f->d_out [rows x out_w] and f->d_value [rows], written into grads
+ * (f->accumulate == 0: every network's parameters, not the log-std) or added to it
+ * (f->accumulate == 1). d_out and d_value are overwritten. */
 void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
                          int32_t rows, frl_pass *f);
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "nn/kernels.h"
+#include "nn/optim.h"
 #include "test_util.h"
 
 static const frl_kernels *ref;       /* the scalar table */
@@ -380,6 +381,30 @@ START_TEST(sum_squares_matches_scalar)
 }
 END_TEST
 
+/* Squares near FLT_MAX overflow a float partial sum; the norm the optimiser uses must
+ * stay finite, as the scalar table's double sum does (a clipped gradient, not a zero
+ * one). */
+START_TEST(grad_norm_survives_huge_elements)
+{
+    float g[40];
+    for (int i = 0; i < 40; i++)
+        g[i] = i == 17 ? 2e19f : 0.25f;
+    const double want = sqrt(4e38 + 39 * 0.0625);
+    for (int ti = -1; ti < ntested; ti++) {
+        const frl_kernels *t = ti < 0 ? ref : tested[ti];
+        const double norm = frl_grad_norm(t, g, 40);
+        EXPECT(isfinite(norm) && fabs(norm - want) <= 1e-6 * want, "%s: norm %.9g, want %.9g",
+               t->name, norm, want);
+        const float scale = frl_clip_scale(norm, 0.5);
+        EXPECT(scale > 0 && scale < 1e-19f, "%s: clip scale %.9g", t->name, scale);
+    }
+    EXPECT(frl_clip_scale(0.4, 0.5) == 1.0f && frl_clip_scale(2.0, 0) == 1.0f,
+           "frl_clip_scale clips a norm within bounds");
+    EXPECT(fabsf(frl_clip_scale(2.0, 0.5) - (float)(0.5 / (2.0 + 1e-6))) == 0.0f,
+           "frl_clip_scale is not max / (norm + 1e-6)");
+}
+END_TEST
+
 /* Every table gives the scalar bits for the parameters and both moments, on gradients
  * spanning many magnitudes, with and without a clipping scale. */
 START_TEST(adam_matches_scalar_bits)
@@ -699,6 +724,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, fwd_on_untransposed_weights_is_bwd_input);
     tcase_add_test(tc, transpose_matches_scalar);
     tcase_add_test(tc, sum_squares_matches_scalar);
+    tcase_add_test(tc, grad_norm_survives_huge_elements);
     tcase_add_test(tc, adam_matches_scalar_bits);
     suite_add_tcase(s, tc);
     return s;
