@@ -24,8 +24,12 @@ declare -A cxx=([build]=g++ [build-clang]=clang++ [build-asan]=g++ [build-tsan]=
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-# One Python venv (tensorboard, for the event-file check) shared by the four builds.
+# One Python venv shared by the four builds: TensorBoard (the event-file check), pytest
+# and gymnasium (the Python binding's suite). Made here, once, before any test runs;
+# the tests' own scripts then only check its markers (they make it when run by hand).
 export FRL_PY_VENV=${FRL_PY_VENV:-$PWD/build-venv}
+sh bindings/python/tests/py_venv.sh "$FRL_PY_VENV" >/dev/null ||
+  echo "python venv: not made (see above); the tests that need it report why"
 
 status=0
 for c in "${configs[@]}"; do

@@ -1,0 +1,54 @@
+"""fastrl: Python binding of libfastrl through ctypes (no C extension).
+
+    import fastrl
+    env = fastrl.make_vec("CartPole-v1", num_envs=4096)   # gymnasium vector API
+    obs, info = env.reset(seed=0)                           # numpy views, zero-copy
+    obs, rew, term, trunc, info = env.step(env.action_space.sample())
+
+    trainer = fastrl.Trainer("CartPole-v1", target_return=475)
+    trainer.train(500_000, checkpoint="cartpole.frl")
+    returns = fastrl.evaluate(fastrl.Policy.load("cartpole.frl"), "CartPole-v1")
+
+doc/python.md has the API, the library lookup order, the lifetime rules of the numpy
+views, threads and the GIL, callbacks and errors.
+"""
+
+from . import spaces
+from ._handle import owner_of as _owner_of  # noqa: F401 (for tests and debugging)
+from ._lib import Error, LibraryNotFoundError, Status, library_path
+from .config import Config, KeyInfo, config_keys, describe
+from .env import Env, VecEnv, env_ids, make, make_vec
+from .policy import Policy
+from .ring import RING_ARRAYS, Ring
+from .runtime import Runtime, default_runtime
+from .trainer import Metrics, Trainer, evaluate
+from ._gym import register_envs, register_if_possible as _register_if_possible
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "Config", "Env", "Error", "KeyInfo", "LibraryNotFoundError", "Metrics", "Policy",
+    "RING_ARRAYS", "Ring", "Runtime", "Status", "Trainer", "VecEnv", "build_info",
+    "config_keys", "cpu_features", "default_runtime", "describe", "env_ids", "evaluate",
+    "library_path", "library_version", "make", "make_vec", "register_envs", "spaces",
+]
+
+
+def library_version():
+    """The loaded library's version ("0.2.0")."""
+    from ._lib import lib
+    return lib().version_string().decode()
+
+
+def build_info():
+    """The loaded library's build description (version, ABI, compiler, kernels)."""
+    from ._lib import lib
+    return lib().build_info().decode()
+
+
+def cpu_features():
+    from ._lib import lib
+    return lib().cpu_features().decode().split()
+
+
+_register_if_possible()

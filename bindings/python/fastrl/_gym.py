@@ -1,0 +1,49 @@
+"""Registration of the built-ins with gymnasium, as ``fastrl/<id>``."""
+
+from . import _lib
+
+_registered = []
+
+
+def _entry(name):
+    def make_env(**kwargs):
+        from .env import Env
+        return Env(name, **kwargs)
+    make_env.__name__ = f"make_{name.replace('-', '_')}"
+    return make_env
+
+
+def _vector_entry(name):
+    def make_vec_env(num_envs=1, **kwargs):
+        from .env import VecEnv
+        return VecEnv(name, num_envs, **kwargs)
+    make_vec_env.__name__ = f"make_vec_{name.replace('-', '_')}"
+    return make_vec_env
+
+
+def register_envs():
+    """Register every built-in with gymnasium as ``fastrl/<id>`` (done by ``import
+    fastrl`` when gymnasium and the library are there). Returns the ids registered."""
+    import gymnasium
+    from .env import env_ids
+    out = []
+    for name in env_ids():
+        gid = f"fastrl/{name}"
+        if gid not in gymnasium.registry:
+            gymnasium.register(id=gid, entry_point=_entry(name),
+                               vector_entry_point=_vector_entry(name))
+        out.append(gid)
+    _registered[:] = out
+    return out
+
+
+def register_if_possible():
+    try:
+        import gymnasium  # noqa: F401
+    except ImportError:
+        return []
+    try:
+        _lib.lib()
+    except _lib.LibraryNotFoundError:
+        return []  # the first use of the library says why; fastrl.register_envs() retries
+    return register_envs()

@@ -1,0 +1,85 @@
+"""C handle lifetimes and numpy views of library memory.
+
+A :class:`Handle` owns one C object. Its destroy function runs when the last Python
+reference to the handle goes: the wrapper object (Env, VecEnv, ...) holds one until it
+is closed, and every numpy view of the object's memory holds one through the view's
+``base``. So ``close()`` only lets go; the memory stays valid while any view lives.
+
+A handle also holds what must outlive the C object (``deps``: its runtime, the vec env
+a trainer borrows; ``keep``: ctypes callbacks the C object calls, the Python envs behind
+them). They are released only after the destroy function has run, which gives the
+order the C API requires (objects before their runtime, a trainer before the vec env
+it borrows) whatever order Python collects the wrappers in. At interpreter exit the
+remaining handles are destroyed newest first (``weakref.finalize``'s atexit order),
+which is the same order.
+"""
+
+import weakref
+
+import numpy as np
+
+from . import _lib
+
+
+def _destroy(destroy, ptr, deps, keep):
+    if destroy is not None:
+        destroy(ptr)
+
+
+class Handle:
+    """One C object (``ptr``) and its destroy function (None for a borrowed one)."""
+
+    __slots__ = ("ptr", "kind", "_fin", "__weakref__")
+
+    def __init__(self, ptr, destroy, kind, deps=(), keep=()):
+        self.ptr = ptr
+        self.kind = kind
+        self._fin = weakref.finalize(self, _destroy, destroy, ptr, tuple(deps), list(keep))
+
+    @property
+    def alive(self):
+        return self._fin.alive
+
+    def keep(self, obj):
+        """Keep obj alive until after this object is destroyed."""
+        info = self._fin.peek()  # (self, func, args, kwargs) while alive
+        if info is not None:
+            info[2][3].append(obj)
+
+    def __repr__(self):
+        state = "alive" if self._fin.alive else "destroyed"
+        return f"<fastrl handle {self.kind} 0x{self.ptr or 0:x} {state}>"
+
+
+class _ArrayMemory:
+    """The base of a numpy view: describes the memory and holds its owner."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, address, shape, typestr, readonly, owner):
+        self.__array_interface__ = {"data": (address, readonly), "shape": shape,
+                                    "typestr": typestr, "version": 3}
+        self.owner = owner
+
+
+_TYPESTR = {np.dtype(t): np.dtype(t).str for t in
+            (np.float32, np.float64, np.int32, np.int64, np.uint8, np.uint64, np.bool_)}
+
+
+def view(address, shape, dtype, owner, readonly=True):
+    """A numpy array over library memory at address, keeping owner alive."""
+    if not address:
+        raise _lib.Error(_lib.Status.ERR_INTERNAL, "libfastrl returned a NULL array")
+    dt = np.dtype(dtype)
+    return np.asarray(_ArrayMemory(address, tuple(int(s) for s in shape), _TYPESTR[dt],
+                                   readonly, owner))
+
+
+def owner_of(array):
+    """The Handle a view keeps alive, or None (for tests and debugging)."""
+    base = array
+    while base is not None:
+        if isinstance(base, _ArrayMemory):
+            return base.owner
+        base = getattr(base, "base", None)
+    return None

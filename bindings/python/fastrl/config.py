@@ -1,0 +1,298 @@
+"""Config: the library's typed settings as a dict-like object."""
+
+import collections.abc
+import ctypes
+import dataclasses
+
+import numpy as np
+
+from . import _lib
+from ._handle import Handle
+from ._lib import Error, Status
+
+__all__ = ["Config", "KeyInfo", "config_keys", "describe", "resolve_key", "as_config"]
+
+_TYPES = {1: "int", 2: "float", 3: "bool", 4: "choice", 5: "int_list"}
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyInfo:
+    """One config key, as ``frl_config_describe`` reports it."""
+
+    name: str
+    type: str          # "int", "float", "bool", "choice" or "int_list"
+    default: str       # the default as text ("none" for keys unset by default)
+    min: float         # int and float keys (and each int_list item): valid range
+    max: float
+    choices: tuple     # choice keys: the valid values
+    help: str
+
+    def __str__(self):
+        if self.type == "choice":
+            rng = "|".join(self.choices)
+        elif self.type == "bool":
+            rng = "true|false"
+        else:
+            rng = f"[{_num(self.min)}, {_num(self.max)}]"
+        return f"{self.name} ({self.type}, default {self.default}, {rng}): {self.help}"
+
+
+def _num(x):
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
+_infos = None
+
+
+def _all_infos():
+    global _infos
+    if _infos is None:
+        L = _lib.lib()
+        infos = {}
+        p = L.config_next(None)
+        while p:
+            name = ctypes.string_at(p).decode()
+            ki = _lib.ConfigKeyInfo()
+            ki.struct_size = ctypes.sizeof(ki)
+            _lib.check(L.config_describe(name.encode(), ctypes.byref(ki)))
+            infos[name] = KeyInfo(
+                name=name, type=_TYPES.get(ki.type, str(ki.type)),
+                default=(ki.default_text or b"").decode(), min=ki.min, max=ki.max,
+                choices=tuple(c for c in (ki.choices or b"").decode().split("|") if c),
+                help=(ki.help or b"").decode())
+            p = L.config_next(p)
+        _infos = infos
+    return _infos
+
+
+def config_keys():
+    """Every key the library knows, in its table's order, as :class:`KeyInfo`."""
+    return list(_all_infos().values())
+
+
+def describe(key):
+    """The :class:`KeyInfo` of a key (full name, e.g. ``"train.lr"``)."""
+    info = _all_infos().get(key)
+    if info is None:
+        _unknown(key)
+    return info
+
+
+def _unknown(key):
+    # The library's own message lists the keys of the namespace.
+    st = _lib.lib().config_describe(_lib.encode(key, "config key"),
+                                    ctypes.byref(_key_info_probe()))
+    raise _lib.error(st or Status.ERR_UNKNOWN_NAME, f"unknown config key {key!r}")
+
+
+def _key_info_probe():
+    ki = _lib.ConfigKeyInfo()
+    ki.struct_size = ctypes.sizeof(ki)
+    return ki
+
+
+def resolve_key(name):
+    """A full key for an option name: ``"lr"`` -> ``"train.lr"``.
+
+    A name with a dot must be a key; a name without one must be the last part of
+    exactly one key (no two namespaces share a last part in this version)."""
+    if not isinstance(name, str):
+        raise TypeError(f"config key must be a str, not {type(name).__name__}")
+    infos = _all_infos()
+    if "." in name:
+        if name not in infos:
+            _unknown(name)
+        return name
+    hits = [k for k in infos if k.rsplit(".", 1)[1] == name]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise Error(Status.ERR_UNKNOWN_NAME,
+                    f"unknown option {name!r}: options are config keys (fastrl.config_keys()"
+                    f"), written in full ('train.lr') or by their last part ('lr')")
+    raise Error(Status.ERR_UNKNOWN_NAME,
+                f"option {name!r} is ambiguous: write one of {', '.join(hits)}")
+
+
+class Config(collections.abc.MutableMapping):
+    """The library's settings: a mapping over every known key.
+
+    ``cfg["train.lr"]`` reads a key's value (its default when not set; ``None`` for
+    ``train.target_kl`` and ``train.target_return`` while unset); ``cfg["train.lr"] =
+    1e-3`` sets it, validated by the library (a bad value raises :class:`Error` and
+    changes nothing); ``del cfg[key]`` (or assigning None) unsets it. Iteration and
+    ``len`` cover every key; :meth:`set_keys` lists the ones set, :meth:`help` every
+    key with its help. ``Config({"train.lr": 1e-3}, num_envs=8)`` or ``Config("train.lr=1e-3
+    train.num_envs=8")`` build one; keyword names may drop the namespace.
+    """
+
+    def __init__(self, values=None, /, **options):
+        ptr = ctypes.c_void_p()
+        _lib.check(_lib.lib().config_create(ctypes.byref(ptr), None), "Config")
+        self._h = Handle(ptr.value, _lib.lib().config_destroy, "config")
+        merged = {}
+        if isinstance(values, (str, bytes)):
+            self.parse(values)
+        elif isinstance(values, Config):
+            self._replace(values._clone_handle())
+        elif values is not None:
+            merged.update(values)
+        for k, v in options.items():
+            merged[resolve_key(k)] = v
+        if merged:
+            self.update(merged)
+
+    # -- plumbing
+    @property
+    def _ptr(self):
+        return self._h.ptr
+
+    def _replace(self, handle):
+        self._h = handle
+
+    def _clone_handle(self):
+        ptr = ctypes.c_void_p()
+        _lib.check(_lib.lib().config_clone(ctypes.byref(ptr), self._ptr), "Config.copy")
+        return Handle(ptr.value, _lib.lib().config_destroy, "config")
+
+    # -- mapping
+    def __getitem__(self, key):
+        info = describe(key)
+        L = _lib.lib()
+        k = key.encode()
+        t = info.type
+        if t == "int":
+            out = ctypes.c_int64()
+            _lib.check(L.config_get_int(self._ptr, k, ctypes.byref(out)))
+            return out.value
+        if t == "float":
+            if info.default == "none" and not L.config_is_set(self._ptr, k):
+                return None
+            out = ctypes.c_double()
+            _lib.check(L.config_get_float(self._ptr, k, ctypes.byref(out)))
+            return out.value
+        if t == "bool":
+            out = ctypes.c_int()
+            _lib.check(L.config_get_bool(self._ptr, k, ctypes.byref(out)))
+            return bool(out.value)
+        if t == "int_list":
+            buf = (ctypes.c_int64 * 8)()
+            n = ctypes.c_int32()
+            _lib.check(L.config_get_int_list(self._ptr, k, buf, 8, ctypes.byref(n)))
+            return tuple(buf[: n.value])
+        buf = ctypes.create_string_buffer(256)
+        _lib.check(L.config_get_text(self._ptr, k, buf, 256))
+        return buf.value.decode()
+
+    def __setitem__(self, key, value):
+        self._set(self._ptr, key, value)
+
+    @staticmethod
+    def _set(ptr, key, value):
+        L = _lib.lib()
+        k = _lib.encode(key, "config key")
+        if value is None:
+            _lib.check(L.config_unset(ptr, k))
+        elif isinstance(value, (bool, np.bool_)):
+            _lib.check(L.config_set_bool(ptr, k, int(bool(value))))
+        elif isinstance(value, (int, np.integer)):
+            v = int(value)
+            if not -(2**63) <= v < 2**63:
+                raise Error(Status.ERR_RANGE, f"config key {key!r}: {v} does not fit in int64")
+            _lib.check(L.config_set_int(ptr, k, v))
+        elif isinstance(value, (float, np.floating)):
+            _lib.check(L.config_set_float(ptr, k, float(value)))  # NaN: the library says
+        elif isinstance(value, (str, bytes)):
+            _lib.check(L.config_set(ptr, k, _lib.encode(value, f"value of {key!r}")))
+        elif isinstance(value, (list, tuple, np.ndarray)):
+            items = []
+            for x in value:
+                if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+                    raise Error(Status.ERR_TYPE, f"config key {key!r}: list items must "
+                                f"be integers, not {type(x).__name__}")
+                items.append(str(int(x)))
+            _lib.check(L.config_set(ptr, k, ",".join(items).encode()))
+        else:
+            raise TypeError(f"config key {key!r}: cannot set a {type(value).__name__} "
+                            "(use int, float, bool, str, a list of ints, or None to unset)")
+
+    def __delitem__(self, key):
+        _lib.check(_lib.lib().config_unset(self._ptr, _lib.encode(key, "config key")))
+
+    def __iter__(self):
+        return iter(_all_infos())
+
+    def __len__(self):
+        return len(_all_infos())
+
+    def __contains__(self, key):
+        return isinstance(key, str) and key in _all_infos()
+
+    def update(self, other=(), /, **options):
+        """Set several keys, all or nothing: on an error nothing changes."""
+        items = list(other.items() if hasattr(other, "items") else other)
+        items += [(resolve_key(k), v) for k, v in options.items()]
+        scratch = self._clone_handle()
+        for k, v in items:
+            self._set(scratch.ptr, k, v)
+        self._replace(scratch)
+
+    # -- the rest
+    def parse(self, text):
+        """Apply ``"key=value key=value"`` (all or nothing)."""
+        _lib.check(_lib.lib().config_parse(self._ptr, _lib.encode(text, "config text")))
+        return self
+
+    def is_set(self, key):
+        describe(key)
+        return bool(_lib.lib().config_is_set(self._ptr, key.encode()))
+
+    def set_keys(self):
+        """The keys with a value set, in table order."""
+        L = _lib.lib()
+        return [k for k in _all_infos() if L.config_is_set(self._ptr, k.encode())]
+
+    def to_dict(self, all=False):
+        """The set keys (or every key, with ``all=True``) and their values."""
+        return {k: self[k] for k in (_all_infos() if all else self.set_keys())}
+
+    def copy(self):
+        c = Config.__new__(Config)
+        c._h = self._clone_handle()
+        return c
+
+    __copy__ = copy
+
+    def describe(self, key):
+        return describe(key)
+
+    @staticmethod
+    def help():
+        """Every key with its type, default, range and help, one per line."""
+        return "\n".join(str(i) for i in config_keys())
+
+    def __repr__(self):
+        return f"Config({self.to_dict()!r})"
+
+    def __eq__(self, other):
+        if isinstance(other, Config):
+            return self.to_dict() == other.to_dict()
+        return NotImplemented
+
+    __hash__ = None
+
+
+def as_config(config, options=None, what="config"):
+    """A Config from None, a Config (copied), a mapping or "k=v" text, plus options."""
+    if config is None:
+        cfg = Config()
+    elif isinstance(config, Config):
+        cfg = config.copy()
+    elif isinstance(config, (str, bytes, collections.abc.Mapping)):
+        cfg = Config(config)
+    else:
+        raise TypeError(f"{what} must be a fastrl.Config, a dict or 'key=value' text, "
+                        f"not {type(config).__name__}")
+    if options:
+        cfg.update({resolve_key(k): v for k, v in options.items()})
+    return cfg

@@ -1,0 +1,999 @@
+"""Env and VecEnv: the library's environments behind gymnasium's API.
+
+Built-ins run in C. Host environments written in Python (any gymnasium.Env, or any
+object with ``reset(seed=...)`` and ``step(action)``) are plugged in through the
+library's callback tables, so the library validates actions, applies the time limit,
+autoresets, checks for NaN and keeps episode statistics for them too, and a trainer
+can learn on them.
+
+Threads: ctypes releases the GIL for every library call and the callbacks take it
+back. A single :class:`Env` and a batch :class:`VecEnv` (the default for Python envs)
+call Python only on the thread that called ``reset``/``step``/``train``. A VecEnv made
+with ``per_env=True`` lets the library call each env's Python ``reset``/``step`` from
+its pool threads; the GIL makes those calls take turns, so it pays only for envs whose
+step releases the GIL (C extensions, numba). See doc/python.md.
+"""
+
+import collections.abc
+import ctypes
+import weakref
+
+import numpy as np
+
+from . import _lib, spaces
+from ._handle import Handle, view
+from ._lib import Error, Status
+from .config import as_config
+from .runtime import runtime_for
+
+try:
+    import gymnasium as _gym
+    from gymnasium.utils import seeding as _seeding
+    _EnvBase = _gym.Env
+    _VecEnvBase = _gym.vector.VectorEnv
+    try:
+        from gymnasium.vector import AutoresetMode as _AutoresetMode
+        _VEC_METADATA = {"autoreset_mode": _AutoresetMode.NEXT_STEP}
+    except ImportError:  # gymnasium 1.0: next-step is the only mode
+        _VEC_METADATA = {}
+except ImportError:
+    _gym = None
+    _seeding = None
+    _VEC_METADATA = {}
+
+    class _EnvBase:  # the parts of gymnasium.Env the binding relies on
+        metadata = {"render_modes": []}
+        render_mode = None
+        spec = None
+        _np_random = None
+
+        @property
+        def np_random(self):
+            if self._np_random is None:
+                self._np_random = np.random.default_rng()
+            return self._np_random
+
+        def reset(self, *, seed=None, options=None):
+            if seed is not None:
+                self._np_random = np.random.default_rng(seed)
+
+        @property
+        def unwrapped(self):
+            return self
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *args):
+            self.close()
+            return False
+
+    class _VecEnvBase:
+        metadata = {}
+        spec = None
+        closed = False
+        _np_random = None
+
+        @property
+        def np_random(self):
+            if self._np_random is None:
+                self._np_random = np.random.default_rng()
+            return self._np_random
+
+        def reset(self, *, seed=None, options=None):
+            if seed is not None:
+                self._np_random = np.random.default_rng(seed)
+
+        @property
+        def unwrapped(self):
+            return self
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *args):
+            self.close()
+            return False
+
+__all__ = ["Env", "VecEnv", "env_ids", "make", "make_vec"]
+
+_I32 = np.dtype(np.int32)
+_F32 = np.dtype(np.float32)
+_U64_LIMIT = 2**64
+
+
+def env_ids():
+    """The ids of the built-in environments ("CartPole-v1", ...)."""
+    L = _lib.lib()
+    out = []
+    i = 0
+    while True:
+        name = L.env_name_at(i)
+        if name is None:
+            return out
+        out.append(name.decode())
+        i += 1
+
+
+def _builtin_name(id):
+    if not isinstance(id, str):
+        raise TypeError(f"environment id must be a str, not {type(id).__name__}")
+    return id[len("fastrl/"):] if id.startswith("fastrl/") else id
+
+
+def _check_seed(seed, what="seed"):
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{what} must be an int or None, not {type(seed).__name__}")
+    seed = int(seed)
+    if not 0 <= seed < _U64_LIMIT:
+        raise Error(Status.ERR_RANGE, f"{what} {seed} is outside [0, 2^64)")
+    return seed
+
+
+def _check_options(options, what):
+    if options:
+        raise Error(Status.ERR_UNSUPPORTED,
+                    f"{what}: options {dict(options)!r} are not supported (fastrl's "
+                    "environments take no reset options)")
+
+
+def _env_config(config, options, what, render_mode=None):
+    if render_mode is not None:
+        raise Error(Status.ERR_UNSUPPORTED, f"{what}: render_mode={render_mode!r}: "
+                    "fastrl environments do not render")
+    return as_config(config, options, what)
+
+
+# ---------------------------------------------------------------- host callbacks
+
+
+class _HostErrors:
+    """Exceptions raised by Python callbacks, kept until the library call returns."""
+
+    __slots__ = ("errors",)
+
+    def __init__(self):
+        self.errors = {}
+
+    def record(self, index, exc):
+        self.errors.setdefault(index, exc)
+
+    def clear(self):
+        self.errors.clear()
+
+    def raise_for(self, status, what, message=None):
+        """Raise the failure of a library call: a callback's own exception (the one of
+        the lowest env, as the library's message names), or the library's Error.
+        ``message``: the call's message, when other calls were made since."""
+        if message is None:
+            message = _lib.last_error()
+        if self.errors:
+            index = min(self.errors)
+            exc = self.errors[index]
+            others = len(self.errors) - 1
+            self.errors.clear()
+            note = (f"fastrl: raised by the Python callback of env {index} during {what}; "
+                    f"the library reported {_status_name(status)}: {message}")
+            if others:
+                note += f" ({others} other env(s) failed too)"
+            if hasattr(exc, "add_note"):
+                exc.add_note(note)
+            raise exc
+        raise Error(status, f"{what}: {message}" if message else what)
+
+
+def _status_name(status):
+    try:
+        return "FRL_" + Status(status).name
+    except ValueError:
+        return str(status)
+
+
+def _reset_result(result):
+    """obs from what env.reset returned: (obs, info) as gymnasium, or obs alone."""
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+        return result
+    return result, {}
+
+
+def _step_result(result):
+    if not isinstance(result, tuple) or len(result) not in (4, 5):
+        raise Error(Status.ERR_INVALID_ARGUMENT,
+                    f"step returned {type(result).__name__}; expected (obs, reward, "
+                    "terminated, truncated, info) as gymnasium does")
+    if len(result) == 4:  # old gym API: (obs, reward, done, info)
+        raise Error(Status.ERR_INVALID_ARGUMENT,
+                    "step returned 4 values (the old gym API); return (obs, reward, "
+                    "terminated, truncated, info)")
+    return result
+
+
+class _ObsWriter:
+    """Checks a Python observation and writes it as float32 into library memory."""
+
+    __slots__ = ("shape", "width")
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.width = int(np.prod(self.shape, dtype=np.int64))
+
+    def array(self, obs):
+        a = np.asarray(obs, dtype=np.float32)
+        if a.shape != self.shape and a.size != self.width:
+            raise Error(Status.ERR_SIZE, f"observation of shape {a.shape}; the "
+                        f"observation space has shape {self.shape}")
+        return a
+
+    def write(self, obs, address):
+        a = np.ascontiguousarray(self.array(obs))
+        ctypes.memmove(address, a.ctypes.data, self.width * 4)
+
+
+class _ActionReader:
+    """Turns the library's action (int32 or float32) into the Python env's action."""
+
+    __slots__ = ("discrete", "start", "shape", "width", "dtype")
+
+    def __init__(self, space, start):
+        self.discrete = spaces.describe(space)[0] == "discrete"
+        self.start = start
+        self.shape = tuple(getattr(space, "shape", ()) or ())
+        self.width = int(np.prod(self.shape, dtype=np.int64)) if not self.discrete else 1
+        dt = getattr(space, "dtype", None)
+        self.dtype = np.dtype(dt) if dt is not None else (_I32 if self.discrete else _F32)
+
+    def at(self, address):
+        if self.discrete:
+            return ctypes.c_int32.from_address(address).value + self.start
+        a = np.frombuffer((ctypes.c_float * self.width).from_address(address), np.float32)
+        return a.astype(self.dtype).reshape(self.shape)
+
+    def row(self, actions, i):
+        if self.discrete:
+            return int(actions[i]) + self.start
+        return actions[i].astype(self.dtype)  # a copy: the row changes next step
+
+
+def _resolve_envs(envs):
+    if not isinstance(envs, collections.abc.Sequence) or isinstance(envs, (str, bytes)):
+        raise TypeError("envs must be a list of environments or of functions that make "
+                        "one")
+    out = []
+    for e in envs:
+        if isinstance(e, type) or (callable(e) and not hasattr(e, "step")):
+            e = e()  # a class or function that makes the env (gymnasium's env_fns)
+        if not (hasattr(e, "reset") and hasattr(e, "step")):
+            raise TypeError(f"{e!r} has no reset/step: not an environment")
+        out.append(e)
+    if not out:
+        raise Error(Status.ERR_RANGE, "envs is empty: at least one environment is needed")
+    return out
+
+
+def _spaces_of(env, observation_space, action_space):
+    obs = observation_space if observation_space is not None else getattr(
+        env, "observation_space", None)
+    act = action_space if action_space is not None else getattr(env, "action_space", None)
+    if obs is None or act is None:
+        raise Error(Status.ERR_NULL, f"{env!r} has no observation_space/action_space; "
+                    "pass observation_space= and action_space=")
+    return obs, act
+
+
+def _make_env_callbacks(envs, obs_writer, reader, errors, infos=None):
+    """A per-env callback table; user pointer = env index."""
+    def reset(user, seed, obs):
+        i = user or 0
+        try:
+            o, info = _reset_result(envs[i].reset(seed=seed))
+            obs_writer.write(o, obs)
+            if infos is not None:
+                infos[i] = info
+            return 0
+        except BaseException as e:  # noqa: B902 - every exception goes to the caller
+            errors.record(i, e)
+            return 1
+
+    def step(user, action, obs, reward, terminated, truncated):
+        i = user or 0
+        try:
+            o, r, te, tr, info = _step_result(envs[i].step(reader.at(action)))
+            obs_writer.write(o, obs)
+            ctypes.c_float.from_address(reward).value = float(r)
+            ctypes.c_uint8.from_address(terminated).value = 1 if te else 0
+            ctypes.c_uint8.from_address(truncated).value = 1 if tr else 0
+            if infos is not None:
+                infos[i] = info
+            return 0
+        except BaseException as e:  # noqa: B902
+            errors.record(i, e)
+            return 1
+
+    cb = _lib.EnvCallbacks()
+    _lib.lib().env_callbacks_init(ctypes.byref(cb))
+    cb.reset = _lib.ENV_RESET_FN(reset)
+    cb.step = _lib.ENV_STEP_FN(step)
+    return cb
+
+
+# ---------------------------------------------------------------- Env
+
+
+class Env(_EnvBase):
+    """One environment, gymnasium.Env-compatible.
+
+    ``fastrl.make("CartPole-v1")`` for a built-in (its time limit is the library's:
+    ``max_episode_steps=N`` changes it, 0 removes it), :meth:`from_python` for a Python
+    env. ``reset(seed=None, options=None) -> (obs, info)``; ``step(action) -> (obs,
+    reward, terminated, truncated, info)``. Observations are new float32 arrays that the
+    library writes directly (no copy). Stepping after an episode ended raises
+    :class:`fastrl.Error` (FRL_ERR_STATE) until reset.
+    """
+
+    metadata = {"render_modes": []}
+    render_mode = None
+
+    def __init__(self, id, *, runtime=None, config=None, render_mode=None, **options):
+        name = _builtin_name(id)
+        rt, options = runtime_for(runtime, options, "make")
+        cfg = _env_config(config, options, "make", render_mode)
+        L = _lib.lib()
+        ptr = ctypes.c_void_p()
+        _lib.check(L.env_create(ctypes.byref(ptr), rt.handle.ptr, _lib.encode(name, "id"),
+                                cfg._ptr), "make")
+        self._setup(Handle(ptr.value, L.env_destroy, "env", deps=[rt.handle]), rt, name)
+        self._errors = None
+        self._python_env = None
+
+    @classmethod
+    def from_python(cls, env, *, runtime=None, config=None, observation_space=None,
+                    action_space=None, **options):
+        """Run a Python env through the library's callback table.
+
+        ``env`` is a gymnasium.Env or any object with ``reset(seed=...)`` and
+        ``step(action)`` (and ``observation_space``/``action_space`` unless given). Its
+        callbacks run on the calling thread. An exception they raise is re-raised by
+        ``reset``/``step`` with its traceback (and a note with the library's message).
+        The observation space must be a box; actions are discrete(n) or a float box.
+        The env's ``info`` dicts are passed through. A ``Discrete(n, start=s)`` action
+        space becomes the library's discrete(n): action a reaches the env as a + s.
+        """
+        obs_space, act_space = _spaces_of(env, observation_space, action_space)
+        rt, options = runtime_for(runtime, options, "Env.from_python")
+        cfg = as_config(config, options, "Env.from_python")
+        c_obs = spaces.observation_space_to_c(obs_space)
+        c_act, start = spaces.to_c(act_space, "action space")
+        reader = _ActionReader(act_space, start)
+        writer = _ObsWriter(spaces.describe(obs_space)[1])
+        errors = _HostErrors()
+        infos = [{}]
+        cb = _make_env_callbacks([env], writer, reader, errors, infos)
+        L = _lib.lib()
+        ptr = ctypes.c_void_p()
+        _lib.check(L.env_create_callbacks(ctypes.byref(ptr), rt.handle.ptr, ctypes.byref(cb),
+                                          None, c_obs.ptr, c_act.ptr, cfg._ptr),
+                   "Env.from_python")
+        self = cls.__new__(cls)
+        self._setup(Handle(ptr.value, L.env_destroy, "env", deps=[rt.handle],
+                           keep=[cb, env]), rt, type(env).__name__)
+        self._errors = errors
+        self._infos = infos
+        self._python_env = env
+        return self
+
+    def _setup(self, handle, runtime, name):
+        L = _lib.lib()
+        self._h = handle
+        self._runtime = runtime
+        self.name = name
+        self.observation_space = spaces.from_c(L.env_observation_space(handle.ptr))
+        self.action_space = spaces.from_c(L.env_action_space(handle.ptr))
+        self._obs_shape = self.observation_space.shape
+        self._discrete = L.space_get_kind(L.env_action_space(handle.ptr)) == spaces.DISCRETE
+        if self._discrete:
+            self._n = int(self.action_space.n)
+            self._act = ctypes.c_int32()
+            self._act_ptr = ctypes.addressof(self._act)
+        else:
+            self._act_arr = np.zeros(self.action_space.shape, np.float32)
+            self._act_ptr = self._act_arr.ctypes.data
+        self._rew = ctypes.c_float()
+        self._term = ctypes.c_uint8()
+        self._trunc = ctypes.c_uint8()
+        self._ptrs = (ctypes.addressof(self._rew), ctypes.addressof(self._term),
+                      ctypes.addressof(self._trunc))
+
+    @property
+    def _ptr(self):
+        h = self._h
+        if h is None:
+            raise Error(Status.ERR_STATE, f"{self.name}: the env is closed")
+        return h.ptr
+
+    def _fail(self, st, what):
+        if self._errors is not None:
+            self._errors.raise_for(st, what)
+        raise _lib.error(st, what)
+
+    def reset(self, *, seed=None, options=None):
+        ptr = self._ptr
+        _check_options(options, "reset")
+        if seed is not None:
+            seed = _check_seed(seed)
+        super().reset(seed=seed)
+        c_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
+        obs = np.empty(self._obs_shape, np.float32)
+        st = _lib.lib().env_reset(ptr, c_seed, obs.ctypes.data)
+        if st:
+            self._fail(st, "reset")
+        info = {}
+        if self._python_env is not None:
+            info = self._infos[0]
+        return obs, info
+
+    def step(self, action):
+        ptr = self._ptr
+        if self._discrete:
+            if isinstance(action, np.ndarray) and action.shape in ((), (1,)):
+                action = action.reshape(())[()]
+            if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+                raise TypeError(f"a discrete action must be an int, not "
+                                f"{type(action).__name__}")
+            a = int(action)
+            if not -(2**31) <= a < 2**31:
+                raise Error(Status.ERR_RANGE, f"action {a} is outside [0, {self._n})")
+            self._act.value = a
+        else:
+            a = np.asarray(action, dtype=np.float32)
+            if a.shape != self._act_arr.shape:
+                raise Error(Status.ERR_SIZE, f"action of shape {a.shape}; the action space "
+                            f"has shape {self._act_arr.shape}")
+            self._act_arr[...] = a
+        obs = np.empty(self._obs_shape, np.float32)
+        r, te, tr = self._ptrs
+        st = _lib.lib().env_step(ptr, self._act_ptr, obs.ctypes.data, r, te, tr)
+        if st:
+            self._fail(st, "step")
+        info = {}
+        if self._python_env is not None:
+            info = self._infos[0]
+        return obs, float(self._rew.value), bool(self._term.value), bool(self._trunc.value), info
+
+    # -- state
+    @property
+    def state_size(self):
+        """float64 values in the full state (simulator values, then elapsed steps)."""
+        return _lib.lib().env_state_size(self._ptr)
+
+    def get_state(self):
+        n = self.state_size
+        out = np.empty(n, np.float64)
+        _lib.check(_lib.lib().env_get_state(self._ptr, out.ctypes.data, n), "get_state")
+        return out
+
+    def set_state(self, state):
+        """Restore a state from get_state; returns the observation of that state."""
+        s = np.ascontiguousarray(state, dtype=np.float64)
+        if s.ndim != 1:
+            raise Error(Status.ERR_SIZE, f"state must be 1-D, not of shape {s.shape}")
+        obs = np.empty(self._obs_shape, np.float32)
+        _lib.check(_lib.lib().env_set_state(self._ptr, s.ctypes.data, s.size,
+                                            obs.ctypes.data), "set_state")
+        return obs
+
+    def render(self):
+        return None
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def close(self):
+        """Destroy the env (a Python env behind it is closed too)."""
+        if getattr(self, "_h", None) is None:
+            return
+        self._h = None
+        env, self._python_env = self._python_env, None
+        if env is not None and hasattr(env, "close"):
+            env.close()
+
+    def __repr__(self):
+        return f"<fastrl.Env {self.name}{' closed' if self.closed else ''}>"
+
+
+# ---------------------------------------------------------------- VecEnv
+
+
+class VecEnv(_VecEnvBase):
+    """N environments stepped together by the library, gymnasium.vector-compatible
+    with next-step autoreset.
+
+    ``fastrl.make_vec("CartPole-v1", num_envs=4096)`` for a built-in,
+    :meth:`from_python` for Python envs, :meth:`from_batch` for a Python world that
+    steps all agents in one call.
+
+    ``step(actions)`` copies the actions into the library's action array (or skips the
+    copy when ``actions`` *is* :attr:`actions`, the writable view of that array) and
+    returns ``(obs, rewards, terminations, truncations, info)``: numpy **views** of the
+    library's arrays, the same objects every step, overwritten by the next ``reset`` or
+    ``step`` (pass ``copy=True`` for fresh copies). The views are read-only and keep
+    the library's memory alive: they stay valid after :meth:`close`, until the last
+    view is gone. ``info`` is empty; the library's episode statistics are
+    :attr:`episode_returns`, :attr:`episode_lengths` (valid where an episode ended) and
+    :attr:`reset_steps`.
+    """
+
+    metadata = dict(_VEC_METADATA)
+
+    def __init__(self, id, num_envs=1, *, runtime=None, config=None, copy=False,
+                 render_mode=None, **options):
+        name = _builtin_name(id)
+        n = _check_num_envs(num_envs)
+        rt, options = runtime_for(runtime, options, "make_vec")
+        cfg = _env_config(config, options, "make_vec", render_mode)
+        L = _lib.lib()
+        ptr = ctypes.c_void_p()
+        _lib.check(L.vec_env_create(ctypes.byref(ptr), rt.handle.ptr,
+                                    _lib.encode(name, "id"), n, cfg._ptr), "make_vec")
+        self._setup(Handle(ptr.value, L.vec_env_destroy, "vec_env", deps=[rt.handle]),
+                    rt, name, copy)
+
+    @classmethod
+    def from_python(cls, envs, *, runtime=None, config=None, per_env=False, copy=False,
+                    observation_space=None, action_space=None, **options):
+        """Step Python envs through the library (``envs``: environments, or functions
+        that make one, as gymnasium's ``env_fns``).
+
+        By default one batch callback steps every env on the calling thread. With
+        ``per_env=True`` each env gets the library's per-env callbacks, run on the
+        runtime's threads (each call takes the GIL). Env i is reset with seeds drawn
+        from the library's stream (reset seed, i) on every autoreset. An exception
+        raised by an env stops the call; ``step``/``reset`` (or ``Trainer.train``)
+        re-raises it with its traceback, and the env is reset on the next step.
+        """
+        envs = _resolve_envs(envs)
+        obs_space, act_space = _spaces_of(envs[0], observation_space, action_space)
+        rt, options = runtime_for(runtime, options, "VecEnv.from_python")
+        cfg = as_config(config, options, "VecEnv.from_python")
+        c_obs = spaces.observation_space_to_c(obs_space)
+        c_act, start = spaces.to_c(act_space, "action space")
+        reader = _ActionReader(act_space, start)
+        writer = _ObsWriter(spaces.describe(obs_space)[1])
+        errors = _HostErrors()
+        L = _lib.lib()
+        ptr = ctypes.c_void_p()
+        n = len(envs)
+        if per_env:
+            cb = _make_env_callbacks(envs, writer, reader, errors)
+            users = (ctypes.c_void_p * n)(*range(n))
+            _lib.check(L.vec_env_create_callbacks(ctypes.byref(ptr), rt.handle.ptr,
+                                                  ctypes.byref(cb), users, n, c_obs.ptr,
+                                                  c_act.ptr, cfg._ptr), "VecEnv.from_python")
+        else:
+            cb = _batch_callbacks_for_envs(envs, writer, reader, errors)
+            _lib.check(L.vec_env_create_batch(ctypes.byref(ptr), rt.handle.ptr,
+                                              ctypes.byref(cb), None, n, c_obs.ptr, c_act.ptr,
+                                              cfg._ptr), "VecEnv.from_python")
+        self = cls.__new__(cls)
+        self._setup(Handle(ptr.value, L.vec_env_destroy, "vec_env", deps=[rt.handle],
+                           keep=[cb, envs]), rt, type(envs[0]).__name__, copy)
+        self._errors = errors
+        self._python_envs = envs
+        return self
+
+    @classmethod
+    def from_batch(cls, world, num_envs, observation_space, action_space, *, runtime=None,
+                   config=None, copy=False, **options):
+        """A Python world that steps all ``num_envs`` agents in one call (the library's
+        batch callbacks), on the calling thread, with numpy views of the library's
+        arrays (no copies):
+
+        - ``world.reset(seeds, obs)``: reset agent i from ``seeds[i]`` (uint64) and
+          write ``obs[i]``;
+        - ``world.step(actions, reset_mask, seeds, obs, rewards, terminated,
+          truncated)``: step every agent with ``reset_mask[i] == 0`` by ``actions[i]``,
+          reset the others from ``seeds[i]``, and write obs (all agents), rewards and
+          the two flags (uint8, 0 or 1) of the agents that stepped.
+
+        The views show the library's arrays only during the call (the library uses the
+        memory as it pleases afterwards), but they own a reference to it: one the world
+        keeps never dangles. An exception raised by the world is re-raised by the
+        ``reset``/``step``/``train`` that called it.
+        """
+        n = _check_num_envs(num_envs)
+        rt, options = runtime_for(runtime, options, "VecEnv.from_batch")
+        cfg = as_config(config, options, "VecEnv.from_batch")
+        c_obs = spaces.observation_space_to_c(observation_space)
+        c_act, start = spaces.to_c(action_space, "action space")
+        if start:
+            raise Error(Status.ERR_UNSUPPORTED, "from_batch: a Discrete action space must "
+                        "start at 0 (actions arrive as the library's int32 array)")
+        obs_shape = spaces.describe(observation_space)[1]
+        d = spaces.describe(action_space)
+        act_shape = () if d[0] == "discrete" else d[1]
+        errors = _HostErrors()
+        holder = [None]
+        cb = _batch_callbacks_for_world(world, n, obs_shape, act_shape, d[0] == "discrete",
+                                        errors, holder)
+        L = _lib.lib()
+        ptr = ctypes.c_void_p()
+        _lib.check(L.vec_env_create_batch(ctypes.byref(ptr), rt.handle.ptr, ctypes.byref(cb),
+                                          None, n, c_obs.ptr, c_act.ptr, cfg._ptr),
+                   "VecEnv.from_batch")
+        self = cls.__new__(cls)
+        self._setup(Handle(ptr.value, L.vec_env_destroy, "vec_env", deps=[rt.handle],
+                           keep=[cb, world]), rt, type(world).__name__, copy)
+        holder[0] = weakref.ref(self._h)
+        self._errors = errors
+        self._python_world = world
+        return self
+
+    @classmethod
+    def _borrowed(cls, ptr, owner, runtime, name, errors=None):
+        """The vec env inside a trainer: readable, not steppable."""
+        self = cls.__new__(cls)
+        self._setup(Handle(ptr, None, "vec_env (borrowed)", deps=[owner]), runtime, name,
+                    False)
+        self._read_only = True
+        if errors is not None:
+            self._errors = errors
+        return self
+
+    def _setup(self, handle, runtime, name, copy):
+        L = _lib.lib()
+        p = handle.ptr
+        self._h = handle
+        self._runtime = runtime
+        self._errors = None
+        self._python_envs = None
+        self._python_world = None
+        self._read_only = False
+        self.name = name
+        self.copy = bool(copy)
+        self.num_envs = n = L.vec_env_num_envs(p)
+        self.single_observation_space = spaces.from_c(L.vec_env_observation_space(p))
+        self.single_action_space = spaces.from_c(L.vec_env_action_space(p))
+        self.observation_space = spaces.batch_space(self.single_observation_space, n)
+        self.action_space = spaces.batch_space(self.single_action_space, n)
+        discrete = L.space_get_kind(L.vec_env_action_space(p)) == spaces.DISCRETE
+        self._discrete = discrete
+        self._n_actions = int(self.single_action_space.n) if discrete else 0
+        obs_shape = (n,) + tuple(self.single_observation_space.shape)
+        act_shape = (n,) if discrete else (n,) + tuple(self.single_action_space.shape)
+        self._act_shape = act_shape
+        self._obs = view(L.vec_env_observations(p), obs_shape, np.float32, handle)
+        self._rew = view(L.vec_env_rewards(p), (n,), np.float32, handle)
+        self._term = view(L.vec_env_terminated(p), (n,), np.bool_, handle)
+        self._trunc = view(L.vec_env_truncated(p), (n,), np.bool_, handle)
+        self._actions = view(L.vec_env_actions(p), act_shape,
+                             np.int32 if discrete else np.float32, handle, readonly=False)
+        self._step_fn = L.vec_env_step
+        self._ptr_cache = p
+
+    # -- accessors
+    @property
+    def _ptr(self):
+        if self._h is None:
+            raise Error(Status.ERR_STATE, f"{self.name}: the vec env is closed")
+        return self._ptr_cache
+
+    def _array(self, fn, shape, dtype):
+        h = self._h
+        if h is None:
+            raise Error(Status.ERR_STATE, f"{self.name}: the vec env is closed")
+        return view(fn(h.ptr), shape, dtype, h)
+
+    @property
+    def actions(self):
+        """The library's action array (writable view): write actions here and call
+        ``step(env.actions)`` to step without a copy."""
+        self._ptr
+        return self._actions
+
+    @property
+    def observations(self):
+        self._ptr
+        return self._obs
+
+    @property
+    def rewards(self):
+        self._ptr
+        return self._rew
+
+    @property
+    def terminations(self):
+        self._ptr
+        return self._term
+
+    @property
+    def truncations(self):
+        self._ptr
+        return self._trunc
+
+    @property
+    def reset_steps(self):
+        """bool[N]: the last reset/step reset env i (an autoreset step, not a transition)."""
+        return self._array(_lib.lib().vec_env_reset_steps, (self.num_envs,), np.bool_)
+
+    @property
+    def episode_returns(self):
+        """float32[N]: where an episode ended this step, its return (stale elsewhere)."""
+        return self._array(_lib.lib().vec_env_episode_returns, (self.num_envs,), np.float32)
+
+    @property
+    def episode_lengths(self):
+        """int32[N]: where an episode ended this step, its length (stale elsewhere)."""
+        return self._array(_lib.lib().vec_env_episode_lengths, (self.num_envs,), np.int32)
+
+    @property
+    def total_steps(self):
+        return _lib.lib().vec_env_total_steps(self._ptr)
+
+    @property
+    def total_episodes(self):
+        return _lib.lib().vec_env_total_episodes(self._ptr)
+
+    @property
+    def runtime(self):
+        return self._runtime
+
+    # -- gymnasium API
+    def _fail(self, st, what):
+        if self._errors is not None:
+            self._errors.raise_for(st, what)
+        raise _lib.error(st, what)
+
+    def _check_writable(self, what):
+        if self._read_only:
+            raise Error(Status.ERR_STATE, f"{what}: this is a trainer's vec env; only the "
+                        "trainer may reset or step it (read its arrays between updates)")
+
+    def reset(self, *, seed=None, options=None):
+        """Reset every env: env i draws from the stream (seed, i). ``seed`` is one int
+        (or None: drawn from this VecEnv's own generator)."""
+        ptr = self._ptr
+        self._check_writable("reset")
+        _check_options(options, "reset")
+        if seed is not None and not isinstance(seed, (int, np.integer)):
+            if isinstance(seed, collections.abc.Sequence):
+                raise Error(Status.ERR_UNSUPPORTED,
+                            "reset: a list of seeds is not supported; pass one int (env "
+                            "i then draws from the library's stream (seed, i))")
+        if seed is not None:
+            seed = _check_seed(seed)
+            if _seeding is not None:
+                self._np_random, self._np_random_seed = _seeding.np_random(seed)
+            else:
+                self._np_random = np.random.default_rng(seed)
+            c_seed = seed
+        else:
+            c_seed = int(self.np_random.integers(0, 2**63))
+        st = _lib.lib().vec_env_reset(ptr, c_seed)
+        if st:
+            self._fail(st, "reset")
+        if self.copy:
+            return self._obs.copy(), {}
+        return self._obs, {}
+
+    def step(self, actions):
+        h = self._h
+        if h is None or self._read_only:
+            self._ptr
+            self._check_writable("step")
+        if actions is not self._actions:
+            a = actions
+            if (type(a) is np.ndarray and a.dtype is self._actions.dtype
+                    and a.shape == self._act_shape):
+                self._actions[...] = a
+            else:
+                self._write_actions(a)
+        st = self._step_fn(self._ptr_cache)
+        if st:
+            self._fail(st, "step")
+        if self.copy:
+            return (self._obs.copy(), self._rew.copy(), self._term.copy(),
+                    self._trunc.copy(), {})
+        return self._obs, self._rew, self._term, self._trunc, {}
+
+    def _write_actions(self, actions):
+        a = np.asarray(actions)
+        if a.shape != self._act_shape:
+            raise Error(Status.ERR_SIZE, f"step: actions of shape {a.shape}; expected "
+                        f"{self._act_shape}")
+        if self._discrete:
+            if a.dtype.kind not in "iu":
+                raise Error(Status.ERR_TYPE, f"step: discrete actions must be integers, "
+                            f"not {a.dtype}")
+            if a.dtype.itemsize >= 4 and a.dtype != _I32 and a.size:
+                # Values beyond int32 would wrap into range: catch them here.
+                bad = np.flatnonzero((a < 0) | (a >= self._n_actions))
+                if bad.size:
+                    i = int(bad[0])
+                    raise Error(Status.ERR_RANGE, f"step: env {i}: action {a[i]} is "
+                                f"outside [0, {self._n_actions})")
+            np.copyto(self._actions, a, casting="unsafe")
+        else:
+            if a.dtype.kind not in "fiu":
+                raise Error(Status.ERR_TYPE, f"step: box actions must be numbers, not "
+                            f"{a.dtype}")
+            np.copyto(self._actions, a, casting="unsafe")
+
+    def render(self):
+        return None
+
+    def close(self, **kwargs):
+        """Let go of the library's vec env: it is destroyed once no view of its arrays
+        is left. Python envs behind it are closed now."""
+        if getattr(self, "_h", None) is None:
+            self.closed = True
+            return
+        self._h = None
+        self._obs = self._rew = self._term = self._trunc = self._actions = None
+        self.closed = True
+        envs, self._python_envs = self._python_envs, None
+        world, self._python_world = self._python_world, None
+        first = None
+        for e in (envs or []) + ([world] if world is not None else []):
+            if hasattr(e, "close"):
+                try:
+                    e.close()
+                except Exception as exc:  # close them all, then raise the first
+                    first = first or exc
+        if first is not None:
+            raise first
+
+    def __repr__(self):
+        state = " closed" if getattr(self, "_h", None) is None else ""
+        return f"<fastrl.VecEnv {getattr(self, 'name', '?')} num_envs={self.num_envs}{state}>"
+
+
+def _check_num_envs(n):
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"num_envs must be an int, not {type(n).__name__}")
+    n = int(n)
+    if not 1 <= n <= 1 << 24:
+        raise Error(Status.ERR_RANGE, f"num_envs {n} is outside [1, 2^24]")
+    return n
+
+
+def _u64_view(address, n):
+    return np.frombuffer((ctypes.c_uint64 * n).from_address(address), np.uint64)
+
+
+def _batch_callbacks_for_envs(envs, writer, reader, errors):
+    """One batch callback table stepping a list of Python envs on the calling thread."""
+    n = len(envs)
+    cache = {}
+
+    def arrays(obs, rewards=None, terminated=None, truncated=None, actions=None):
+        key = (obs, rewards, terminated, truncated, actions)
+        got = cache.get(key)
+        if got is None:
+            o = np.frombuffer((ctypes.c_float * (n * writer.width)).from_address(obs),
+                              np.float32).reshape(n, writer.width)
+            r = te = tr = a = None
+            if rewards:
+                r = np.frombuffer((ctypes.c_float * n).from_address(rewards), np.float32)
+                te = np.frombuffer((ctypes.c_uint8 * n).from_address(terminated), np.uint8)
+                tr = np.frombuffer((ctypes.c_uint8 * n).from_address(truncated), np.uint8)
+                if reader.discrete:
+                    a = np.frombuffer((ctypes.c_int32 * n).from_address(actions), np.int32)
+                else:
+                    a = np.frombuffer((ctypes.c_float * (n * reader.width)).from_address(
+                        actions), np.float32).reshape((n,) + reader.shape)
+            cache.clear()  # the vec env's arrays never move: one entry is enough
+            got = cache[key] = (o, r, te, tr, a)
+        return got
+
+    # On an exception, the arrays over library memory are dropped from this frame and
+    # the cache before the exception (whose traceback holds the frame) is kept: it may
+    # outlive the vec env. The Python envs only ever see ints and copies.
+    def reset(user, num, seeds, obs):
+        i = 0
+        o = s = None
+        try:
+            o = arrays(obs)[0]
+            s = _u64_view(seeds, n)
+            for i in range(n):
+                ob, _ = _reset_result(envs[i].reset(seed=int(s[i])))
+                o[i] = writer.array(ob).reshape(-1)
+            return 0
+        except BaseException as e:  # noqa: B902
+            o = s = None
+            cache.clear()
+            errors.record(i, e)
+            return 1
+
+    def step(user, num, actions, reset_mask, seeds, obs, rewards, terminated, truncated):
+        i = 0
+        o = r = te = tr = a = mask = s = None
+        try:
+            o, r, te, tr, a = arrays(obs, rewards, terminated, truncated, actions)
+            mask = np.frombuffer((ctypes.c_uint8 * n).from_address(reset_mask), np.uint8)
+            s = _u64_view(seeds, n)
+            row = reader.row
+            arr = writer.array
+            for i in range(n):
+                if mask[i]:
+                    ob, _ = _reset_result(envs[i].reset(seed=int(s[i])))
+                    o[i] = arr(ob).reshape(-1)
+                else:
+                    ob, rew, t1, t2, _ = _step_result(envs[i].step(row(a, i)))
+                    o[i] = arr(ob).reshape(-1)
+                    r[i] = rew
+                    te[i] = 1 if t1 else 0
+                    tr[i] = 1 if t2 else 0
+            return 0
+        except BaseException as e:  # noqa: B902
+            o = r = te = tr = a = mask = s = None
+            cache.clear()
+            errors.record(i, e)
+            return 1
+
+    cb = _lib.BatchEnvCallbacks()
+    _lib.lib().batch_env_callbacks_init(ctypes.byref(cb))
+    cb.reset = _lib.BATCH_RESET_FN(reset)
+    cb.step = _lib.BATCH_STEP_FN(step)
+    return cb
+
+
+def _batch_callbacks_for_world(world, n, obs_shape, act_shape, discrete, errors, holder):
+    """Batch callbacks handing a world numpy views of the library's arrays. The views
+    are made per call and own a reference to the vec env's handle (``holder[0]``, a
+    weakref set once the vec env exists), so a view the world keeps, or one held by an
+    exception's traceback, stays valid however long it lives."""
+    obs_shape = (n,) + tuple(obs_shape)
+    act_shape = (n,) + tuple(act_shape)
+
+    def owner():
+        return holder[0]() if holder[0] is not None else None
+
+    def reset(user, num, seeds, obs):
+        try:
+            h = owner()
+            world.reset(view(seeds, (n,), np.uint64, h), view(obs, obs_shape, np.float32, h,
+                                                              readonly=False))
+            return 0
+        except BaseException as e:  # noqa: B902
+            errors.record(0, e)
+            return 1
+
+    def step(user, num, actions, reset_mask, seeds, obs, rewards, terminated, truncated):
+        try:
+            h = owner()
+            world.step(view(actions, act_shape, np.int32 if discrete else np.float32, h),
+                       view(reset_mask, (n,), np.uint8, h),
+                       view(seeds, (n,), np.uint64, h),
+                       view(obs, obs_shape, np.float32, h, readonly=False),
+                       view(rewards, (n,), np.float32, h, readonly=False),
+                       view(terminated, (n,), np.uint8, h, readonly=False),
+                       view(truncated, (n,), np.uint8, h, readonly=False))
+            return 0
+        except BaseException as e:  # noqa: B902
+            errors.record(0, e)
+            return 1
+
+    cb = _lib.BatchEnvCallbacks()
+    _lib.lib().batch_env_callbacks_init(ctypes.byref(cb))
+    cb.reset = _lib.BATCH_RESET_FN(reset)
+    cb.step = _lib.BATCH_STEP_FN(step)
+    return cb
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def make(id, **options):
+    """A built-in environment, as ``gymnasium.make``: ``fastrl.make("CartPole-v1",
+    max_episode_steps=200)``. Options are config keys (``env.max_episode_steps``, or
+    its last part), ``runtime=`` (a :class:`fastrl.Runtime`; runtime.* options make a
+    new one) and ``config=``."""
+    return Env(id, **options)
+
+
+def make_vec(id, num_envs=1, **options):
+    """``num_envs`` copies of a built-in, stepped by the library's threads:
+    ``fastrl.make_vec("CartPole-v1", num_envs=4096, threads=2)``. ``copy=True``
+    returns copies instead of views."""
+    return VecEnv(id, num_envs, **options)
+

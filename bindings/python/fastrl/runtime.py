@@ -1,0 +1,148 @@
+"""Runtime: the library's thread pool, seed and logger."""
+
+import ctypes
+import logging
+import threading
+
+from . import _lib
+from ._handle import Handle
+from ._lib import Error, Status
+from .config import as_config
+
+__all__ = ["Runtime", "default_runtime"]
+
+_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
+
+
+class Runtime:
+    """A libfastrl runtime: ``runtime.threads`` threads (0 = one per core, 1 = every
+    call runs on the calling thread), ``runtime.seed``, ``runtime.spin_us``.
+
+    ``Runtime(threads=2, seed=7)`` or ``Runtime(config)``. ``logger`` is None, a
+    ``logging.Logger``, or a callable ``(level, message)`` with the library's levels
+    (0 error, 1 warning, 2 info, 3 debug); the library may call it from any of its
+    threads (ctypes takes the GIL for the call). Exceptions raised by a logger callable
+    are ignored.
+
+    Every env, policy, ring and trainer keeps its runtime alive, so :meth:`close` only
+    lets go of this object's reference: the pool stops once they are gone too.
+    """
+
+    def __init__(self, config=None, *, logger=None, log_level=2, **options):
+        cfg = as_config(config, options, "Runtime config")
+        foreign = [k for k in cfg.set_keys() if not k.startswith("runtime.")]
+        if foreign:
+            raise Error(Status.ERR_INVALID_ARGUMENT,
+                        f"Runtime: only runtime.* keys apply to a runtime, not "
+                        f"{', '.join(foreign)}")
+        L = _lib.lib()
+        keep = []
+        log_ptr = None
+        if logger is not None:
+            fn = _log_function(logger)
+            cb = _lib.LOG_FN(fn)
+            lg = _lib.Logger()
+            L.logger_init(ctypes.byref(lg))
+            lg.log = ctypes.cast(cb, ctypes.c_void_p)
+            lg.max_level = int(log_level)
+            keep += [cb, lg]
+            log_ptr = ctypes.byref(lg)
+        ptr = ctypes.c_void_p()
+        _lib.check(L.runtime_create(ctypes.byref(ptr), cfg._ptr, None, log_ptr), "Runtime")
+        self._h = Handle(ptr.value, L.runtime_destroy, "runtime", keep=keep)
+        self._threads = L.runtime_threads(ptr.value)
+        self._seed = L.runtime_seed(ptr.value)
+
+    @property
+    def handle(self):
+        if self._h is None:
+            raise Error(Status.ERR_STATE, "this Runtime is closed")
+        return self._h
+
+    @property
+    def threads(self):
+        """Threads doing work, the calling thread included."""
+        self.handle
+        return self._threads
+
+    @property
+    def seed(self):
+        self.handle
+        return self._seed
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def close(self):
+        self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        if self._h is None:
+            return "<fastrl.Runtime closed>"
+        return f"<fastrl.Runtime threads={self._threads} seed={self._seed}>"
+
+
+def _log_function(logger):
+    if isinstance(logger, logging.Logger):
+        def fn(user, level, message):
+            try:
+                logger.log(_LEVELS.get(level, logging.DEBUG), "%s",
+                           (message or b"").decode("utf-8", "replace"))
+            except BaseException:
+                pass
+        return fn
+    if callable(logger):
+        def fn(user, level, message):
+            try:
+                logger(int(level), (message or b"").decode("utf-8", "replace"))
+            except BaseException:
+                pass
+        return fn
+    raise TypeError(f"logger must be a logging.Logger or a callable, not "
+                    f"{type(logger).__name__}")
+
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_runtime():
+    """The runtime used when none is given: one thread per core, seed 0. Created on
+    first use and shared by every object made without a runtime."""
+    global _default
+    if _default is None or _default.closed:
+        with _default_lock:
+            if _default is None or _default.closed:
+                _default = Runtime()
+    return _default
+
+
+def runtime_for(runtime, options, what):
+    """(runtime, remaining options): the given runtime, or a new one when options
+    name runtime.* keys, or the default runtime."""
+    from .config import resolve_key
+    rt_opts = {}
+    rest = {}
+    for k, v in options.items():
+        key = resolve_key(k)
+        (rt_opts if key.startswith("runtime.") else rest)[key] = v
+    if rt_opts:
+        if runtime is not None:
+            raise Error(Status.ERR_INVALID_ARGUMENT,
+                        f"{what}: {', '.join(rt_opts)} apply to a new runtime; pass them "
+                        "to fastrl.Runtime(...) instead of also giving runtime=")
+        return Runtime(rt_opts), rest
+    if runtime is None:
+        return default_runtime(), rest
+    if not isinstance(runtime, Runtime):
+        raise TypeError(f"{what}: runtime must be a fastrl.Runtime, not "
+                        f"{type(runtime).__name__}")
+    runtime.handle  # closed?
+    return runtime, rest

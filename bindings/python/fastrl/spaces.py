@@ -1,0 +1,175 @@
+"""Spaces: the library's discrete(n) and float32 box, as gymnasium spaces.
+
+With gymnasium installed, spaces are ``gymnasium.spaces.Discrete(n, dtype=np.int32)``
+(int32 is the library's action type, so actions sampled from the space are written
+without conversion) and ``gymnasium.spaces.Box(..., dtype=np.float32)``. Without it,
+the small :class:`Box` and :class:`Discrete` below stand in, with the same attributes.
+"""
+
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._handle import Handle
+from ._lib import Error, Status
+
+try:  # optional
+    import gymnasium as _gym
+except ImportError:  # pragma: no cover - exercised by the no-gymnasium test
+    _gym = None
+
+__all__ = ["Box", "Discrete", "from_c", "to_c", "batch_space"]
+
+DISCRETE, BOX = 1, 2
+
+
+class Discrete:
+    """discrete(n): int32 values in [start, start + n) (stand-in for gymnasium's)."""
+
+    def __init__(self, n, start=0, dtype=np.int32, seed=None):
+        self.n = np.int64(n)
+        self.start = np.int64(start)
+        self.dtype = np.dtype(dtype)
+        self.shape = ()
+        self._rng = np.random.default_rng(seed)
+
+    def sample(self):
+        return self.dtype.type(self.start + self._rng.integers(self.n))
+
+    def contains(self, x):
+        try:
+            v = int(x)
+        except (TypeError, ValueError):
+            return False
+        return v == x and self.start <= v < self.start + self.n
+
+    __contains__ = contains
+
+    def __eq__(self, other):
+        return isinstance(other, Discrete) and (self.n, self.start) == (other.n, other.start)
+
+    def __repr__(self):
+        return f"Discrete({self.n})" if not self.start else f"Discrete({self.n}, start={self.start})"
+
+
+class Box:
+    """A float32 box (stand-in for gymnasium's)."""
+
+    def __init__(self, low, high, shape=None, dtype=np.float32, seed=None):
+        self.dtype = np.dtype(dtype)
+        if shape is None:
+            shape = np.shape(low)
+        self.shape = tuple(int(s) for s in shape)
+        self.low = np.broadcast_to(np.asarray(low, self.dtype), self.shape).copy()
+        self.high = np.broadcast_to(np.asarray(high, self.dtype), self.shape).copy()
+        self._rng = np.random.default_rng(seed)
+
+    def sample(self):
+        lo = np.where(np.isfinite(self.low), self.low, -1.0)
+        hi = np.where(np.isfinite(self.high), self.high, 1.0)
+        return self._rng.uniform(lo, hi).astype(self.dtype)
+
+    def contains(self, x):
+        x = np.asarray(x)
+        return (x.shape == self.shape and bool(np.all(x >= self.low))
+                and bool(np.all(x <= self.high)))
+
+    __contains__ = contains
+
+    def __eq__(self, other):
+        return (isinstance(other, Box) and self.shape == other.shape
+                and np.array_equal(self.low, other.low) and np.array_equal(self.high, other.high))
+
+    def __repr__(self):
+        return f"Box({self.low.min()}, {self.high.max()}, {self.shape}, float32)"
+
+
+def _f32_array(address, n):
+    return np.frombuffer((ctypes.c_float * n).from_address(address), np.float32).copy()
+
+
+def from_c(ptr):
+    """A Python space equal to the C space at ptr (copied)."""
+    L = _lib.lib()
+    kind = L.space_get_kind(ptr)
+    if kind == DISCRETE:
+        n = L.space_n(ptr)
+        if _gym is not None:
+            return _gym.spaces.Discrete(int(n), dtype=np.int32)
+        return Discrete(n)
+    if kind == BOX:
+        rank = L.space_rank(ptr)
+        shape = tuple((ctypes.c_int64 * rank).from_address(L.space_shape(ptr)))
+        n = int(L.space_n(ptr))
+        low = _f32_array(L.space_low(ptr), n).reshape(shape)
+        high = _f32_array(L.space_high(ptr), n).reshape(shape)
+        if _gym is not None:
+            return _gym.spaces.Box(low=low, high=high, shape=shape, dtype=np.float32)
+        return Box(low, high, shape)
+    raise Error(Status.ERR_INTERNAL, f"libfastrl returned a space of unknown kind {kind}")
+
+
+def describe(space):
+    """("discrete", n, start) or ("box", shape, low, high) for a Python space, or an
+    Error saying why the library cannot take it."""
+    cls = type(space).__name__
+    if hasattr(space, "n") and not hasattr(space, "low") and not getattr(space, "shape", ()):
+        try:
+            n, start = int(space.n), int(getattr(space, "start", 0))
+        except (TypeError, ValueError):
+            n, start = None, 0
+        if n is not None:
+            return ("discrete", n, start)
+    if hasattr(space, "low") and hasattr(space, "high") and hasattr(space, "shape"):
+        shape = tuple(int(s) for s in space.shape)
+        if not shape:
+            raise Error(Status.ERR_UNSUPPORTED, f"{space!r}: a box needs rank >= 1 (wrap "
+                        "the env so its values have shape (1,))")
+        if len(shape) > 8:
+            raise Error(Status.ERR_UNSUPPORTED, f"{space!r}: libfastrl boxes have rank <= 8")
+        low = np.broadcast_to(np.asarray(space.low, np.float64), shape)
+        high = np.broadcast_to(np.asarray(space.high, np.float64), shape)
+        return ("box", shape, low.astype(np.float32), high.astype(np.float32))
+    raise Error(Status.ERR_UNSUPPORTED,
+                f"{space!r} ({cls}): libfastrl takes discrete(n) and float boxes only "
+                "(for dict, tuple or multi-discrete spaces, flatten the env first, e.g. "
+                "gymnasium.wrappers.FlattenObservation)")
+
+
+def to_c(space, what="space"):
+    """An owned C space (Handle) for a Python space, and the Discrete start (or 0)."""
+    d = describe(space)
+    L = _lib.lib()
+    ptr = ctypes.c_void_p()
+    if d[0] == "discrete":
+        _lib.check(L.space_create_discrete(ctypes.byref(ptr), None, d[1]), what)
+        return Handle(ptr.value, L.space_destroy, "space"), d[2]
+    _, shape, low, high = d
+    shp = (ctypes.c_int64 * len(shape))(*shape)
+    low = np.ascontiguousarray(low)
+    high = np.ascontiguousarray(high)
+    _lib.check(L.space_create_box(ctypes.byref(ptr), None, len(shape), shp,
+                                  low.ctypes.data, high.ctypes.data), what)
+    return Handle(ptr.value, L.space_destroy, "space"), 0
+
+
+def observation_space_to_c(space):
+    """Observation spaces must be boxes (float32 inside the library)."""
+    d = describe(space)
+    if d[0] != "box":
+        raise Error(Status.ERR_UNSUPPORTED,
+                    f"observation space {space!r}: libfastrl observations are float32 "
+                    "boxes; wrap the env with gymnasium.wrappers.FlattenObservation "
+                    "(a discrete observation becomes a one-hot box)")
+    return to_c(space, "observation space")[0]
+
+
+def batch_space(space, n):
+    if _gym is not None:
+        return _gym.vector.utils.batch_space(space, n)
+    if isinstance(space, Discrete):
+        return Box(np.full(n, space.start), np.full(n, space.start + space.n - 1), (n,),
+                   dtype=np.int32)
+    return Box(np.broadcast_to(space.low, (n,) + space.shape),
+               np.broadcast_to(space.high, (n,) + space.shape), (n,) + space.shape)

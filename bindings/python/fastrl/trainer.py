@@ -1,0 +1,417 @@
+"""Trainer: PPO on a built-in or a Python environment, with metrics callbacks,
+clean Ctrl-C, checkpoints, and evaluation."""
+
+import ctypes
+import dataclasses
+import math
+import signal
+import weakref
+
+import numpy as np
+
+from . import _lib
+from ._handle import Handle
+from ._lib import Error, Status
+from .config import as_config
+from .env import VecEnv, _builtin_name
+from .policy import Policy
+from .ring import Ring
+from .runtime import runtime_for
+
+__all__ = ["Metrics", "Trainer", "evaluate"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Metrics:
+    """The metrics of one update (``frl_metrics``; see doc/api.md, Trainer)."""
+
+    update: int = 0
+    env_steps: int = 0
+    episodes: int = 0
+    mean_return: float = math.nan
+    mean_length: float = math.nan
+    seconds: float = 0.0
+    steps_per_second: float = 0.0
+    policy_loss: float = 0.0
+    value_loss: float = 0.0
+    entropy: float = 0.0
+    approx_kl: float = 0.0
+    clip_fraction: float = 0.0
+    explained_variance: float = 0.0
+    grad_norm: float = 0.0
+    learning_rate: float = 0.0
+    epochs_done: int = 0
+    time_env: float = 0.0
+    time_inference: float = 0.0
+    time_backward: float = 0.0
+    time_optimizer: float = 0.0
+    time_waiting: float = 0.0
+
+    @classmethod
+    def _at(cls, address):
+        s = _lib.MetricsStruct.from_address(address)
+        size = s.struct_size
+        values = {}
+        for name, _ in _lib.METRICS_FIELDS[1:]:
+            f = getattr(_lib.MetricsStruct, name)
+            if f.offset + f.size <= size:  # fields an older library lacks keep defaults
+                values[name] = getattr(s, name)
+        return cls(**values)
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+
+def _unlock(venv_ref):
+    v = venv_ref()
+    if v is not None:
+        v._read_only = False
+
+
+class Trainer:
+    """A PPO trainer (``frl_trainer``).
+
+    ``Trainer("CartPole-v1", target_return=475)`` trains on a built-in, with the
+    library's settings for that env under the ones given (config keys, or their last
+    part as keywords); ``Trainer(vec_env)`` trains on a :class:`VecEnv` (e.g. Python
+    envs through ``VecEnv.from_python``), which only the trainer may step while it
+    lives. ``seed=``/``threads=`` make a runtime of their own; ``runtime=`` shares one.
+
+    :meth:`train` runs to a step budget (or ``train.target_return``), calling
+    ``callback(metrics)`` after each update on the calling thread (return False to
+    stop). Ctrl-C stops it at the end of the current update, writes ``checkpoint`` if
+    given, and raises KeyboardInterrupt; the trainer can then be saved or trained on.
+    """
+
+    def __init__(self, env, config=None, *, runtime=None, **options):
+        L = _lib.lib()
+        ptr = ctypes.c_void_p()
+        deps = []
+        if isinstance(env, VecEnv):
+            venv = env
+            venv._ptr
+            rt_keys = [k for k in options if k.startswith("runtime.")
+                       or k in ("threads", "seed", "spin_us")]
+            if rt_keys:
+                raise Error(Status.ERR_INVALID_ARGUMENT,
+                            f"Trainer: {', '.join(rt_keys)} would make a new runtime, but a "
+                            "trainer shares its vec env's runtime: make the vec env with "
+                            "runtime=fastrl.Runtime(seed=..., threads=...)")
+            rt, options = runtime_for(runtime if runtime is not None else venv.runtime,
+                                      options, "Trainer")
+            cfg = as_config(config, options, "Trainer config")
+            if venv._read_only:
+                raise Error(Status.ERR_STATE, "Trainer: this vec env already belongs to a "
+                            "trainer")
+            _lib.check(L.trainer_create_vec(ctypes.byref(ptr), rt.handle.ptr, venv._ptr,
+                                            cfg._ptr), "Trainer")
+            deps = [rt.handle, venv._h]
+            self._venv_errors = venv._errors
+            self._host = venv._python_envs is not None or venv._python_world is not None
+            self.env_name = venv.name
+            h = Handle(ptr.value, L.trainer_destroy, "trainer", deps=deps)
+            venv._read_only = True
+            weakref.finalize(h, _unlock, weakref.ref(venv))
+        else:
+            name = _builtin_name(env)
+            rt, options = runtime_for(runtime, options, "Trainer")
+            cfg = as_config(config, options, "Trainer config")
+            _lib.check(L.trainer_create(ctypes.byref(ptr), rt.handle.ptr,
+                                        _lib.encode(name, "environment id"), cfg._ptr),
+                       "Trainer")
+            h = Handle(ptr.value, L.trainer_destroy, "trainer", deps=[rt.handle])
+            self._venv_errors = None
+            self._host = False
+            self.env_name = name
+        self._setup(h, rt)
+
+    @classmethod
+    def load(cls, path, config=None, *, runtime=None, **options):
+        """Continue a run saved by :meth:`save` (built-in envs). Keys set by ``config``
+        or ``options`` override the saved settings."""
+        rt, options = runtime_for(runtime, options, "Trainer.load")
+        cfg = as_config(config, options, "Trainer.load config")
+        L = _lib.lib()
+        ptr = ctypes.c_void_p()
+        _lib.check(L.trainer_load(ctypes.byref(ptr), rt.handle.ptr, _lib.fspath(path),
+                                  cfg._ptr if cfg.set_keys() else None), "Trainer.load")
+        self = cls.__new__(cls)
+        self._venv_errors = None
+        self._host = False
+        self.env_name = None
+        self._setup(Handle(ptr.value, L.trainer_destroy, "trainer", deps=[rt.handle]), rt)
+        return self
+
+    def _setup(self, handle, runtime):
+        self._h = handle
+        self._runtime = runtime
+        self._training = False
+        self._policy = None
+        self._ring = None
+        self._vec_env = None
+
+    @property
+    def _ptr(self):
+        if self._h is None:
+            raise Error(Status.ERR_STATE, "the trainer is closed")
+        return self._h.ptr
+
+    def _idle(self, what):
+        if self._training:
+            raise Error(Status.ERR_STATE, f"{what}: not while train runs (use the callback's "
+                        "metrics, or call it after train returns)")
+        return self._ptr
+
+    # -- borrowed objects
+    @property
+    def runtime(self):
+        return self._runtime
+
+    @property
+    def policy(self):
+        """The trainer's policy (act on it, save it, between train calls)."""
+        if self._policy is None:
+            p = _lib.lib().trainer_policy(self._ptr)
+            me = weakref.ref(self)  # no cycle: the trainer goes when its last user does
+
+            def busy():
+                t = me()
+                return t is not None and t._training
+            self._policy = Policy._borrowed(p, self._h, self._runtime, busy)
+        return self._policy
+
+    @property
+    def vec_env(self):
+        """The trainer's vec env: read its arrays and totals; only the trainer steps it."""
+        if self._vec_env is None:
+            p = _lib.lib().trainer_vec_env(self._ptr)
+            name = self.env_name or "(loaded)"
+            self._vec_env = VecEnv._borrowed(p, self._h, self._runtime, name)
+        return self._vec_env
+
+    @property
+    def ring(self):
+        """The trainer's one-slot ring: the last rollout, as read-only numpy views shaped
+        [T, B, ...] (read between train calls)."""
+        if self._ring is None:
+            p = _lib.lib().trainer_ring(self._ptr)
+            v = self.vec_env
+            self._ring = Ring._borrowed(p, self._h, v.single_observation_space,
+                                        v.single_action_space)
+        return self._ring
+
+    @property
+    def metrics(self):
+        """The metrics of the last update (zeros before the first)."""
+        return Metrics._at(_lib.lib().trainer_metrics(self._ptr))
+
+    # -- control
+    def request_stop(self):
+        """Make train return at the end of the current update (any thread)."""
+        _lib.lib().trainer_request_stop(self._ptr)
+
+    def set_output(self, directory):
+        """Write metrics.csv, a TensorBoard event file and settings.txt into directory
+        (which must exist) from the next update on."""
+        _lib.check(_lib.lib().trainer_set_output(self._idle("set_output"),
+                                                 _lib.fspath(directory, "directory")),
+                   "set_output")
+
+    def save(self, path):
+        """Write a resumable checkpoint (built-in envs; for a Python env, save the
+        policy: ``trainer.policy.save(path)``)."""
+        _lib.check(_lib.lib().trainer_save(self._idle("save"), _lib.fspath(path)),
+                   "Trainer.save")
+
+    def _checkpoint(self, path):
+        if self._host:
+            self.policy.save(path)
+        else:
+            self.save(path)
+
+    def train(self, total_steps, callback=None, *, checkpoint=None, handle_sigint=True):
+        """Train until the run has ``total_steps`` env steps (counted from its start),
+        the target return, a stop, or Ctrl-C. Returns the last update's
+        :class:`Metrics`.
+
+        ``callback(metrics)`` runs after each update on this thread; returning False
+        stops the run (train returns normally). An exception it raises, or one raised
+        by a Python env, stops the run and is re-raised here with its traceback.
+        ``checkpoint``: a path written when train returns (a trainer checkpoint; a
+        policy file for Python envs, which the library cannot save). With
+        ``handle_sigint`` (and the default SIGINT handler, on the main thread), Ctrl-C
+        stops at the end of the current update, writes the checkpoint and raises
+        KeyboardInterrupt; a second Ctrl-C interrupts at once.
+        """
+        ptr = self._idle("train")
+        if isinstance(total_steps, bool) or not isinstance(total_steps, (int, np.integer)):
+            raise TypeError(f"total_steps must be an int, not {type(total_steps).__name__}")
+        if not -(2**63) <= int(total_steps) < 2**63:
+            raise Error(Status.ERR_RANGE, f"total_steps {total_steps} does not fit in int64")
+        if callback is not None and not callable(callback):
+            raise TypeError("callback must be callable")
+        L = _lib.lib()
+        st_ = _TrainState()
+
+        def on_metrics(user, address):
+            try:
+                if callback is not None:
+                    if callback(Metrics._at(address)) is False:
+                        st_.stopped = True
+                        L.trainer_request_stop(ptr)
+                return 0
+            except KeyboardInterrupt as e:  # the default SIGINT handler, or a 2nd Ctrl-C
+                st_.interrupt = e
+                L.trainer_request_stop(ptr)
+                return 0
+            except BaseException as e:  # noqa: B902
+                st_.exc = e
+                return 1
+
+        fn = _lib.METRICS_FN(on_metrics)
+        old = None
+        if (handle_sigint and _lib.is_main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            def on_sigint(signum, frame):
+                if st_.sigint:
+                    raise KeyboardInterrupt
+                st_.sigint = True
+                L.trainer_request_stop(ptr)
+            old = signal.signal(signal.SIGINT, on_sigint)
+        L.trainer_set_callback(ptr, fn, None)
+        self._training = True
+        try:
+            if self._venv_errors is not None:
+                self._venv_errors.clear()
+            status = L.trainer_train(ptr, int(total_steps))
+            message = _lib.last_error()
+        finally:
+            self._training = False
+            L.trainer_set_callback(ptr, _lib.METRICS_FN(), None)
+            if old is not None:
+                signal.signal(signal.SIGINT, old)
+        env_exc = None
+        if self._venv_errors is not None and self._venv_errors.errors:
+            env_exc = self._venv_errors
+        interrupted = (st_.sigint or st_.interrupt is not None or
+                       (env_exc is not None and isinstance(
+                           env_exc.errors[min(env_exc.errors)], KeyboardInterrupt)))
+        notes = []
+        if checkpoint is not None and (status in (Status.OK, Status.ERR_INTERRUPTED)
+                                       or interrupted):
+            try:
+                self._checkpoint(checkpoint)
+                notes.append(f"fastrl: checkpoint written to {checkpoint}")
+            except Error as e:
+                if not interrupted and status == Status.OK:
+                    raise
+                notes.append(f"fastrl: could not write the checkpoint: {e}")
+        if st_.exc is not None:
+            _add_note(st_.exc, f"fastrl: raised by the metrics callback; train stopped "
+                      f"after update {self.metrics.update}", *notes)
+            raise st_.exc
+        if env_exc is not None:
+            for n in notes:
+                _add_note(env_exc.errors[min(env_exc.errors)], n)
+            env_exc.raise_for(status, "train", message)
+        if interrupted:
+            e = st_.interrupt or KeyboardInterrupt()
+            m = self.metrics
+            _add_note(e, f"fastrl: training stopped by Ctrl-C after update {m.update} "
+                      f"({m.env_steps} env steps)", *notes)
+            raise e
+        if status not in (Status.OK, Status.ERR_INTERRUPTED):
+            raise Error(status, f"train: {message}" if message else "train")
+        return self.metrics
+
+    def close(self):
+        """Let go of the trainer: destroyed once its policy, ring and vec env views are
+        gone too."""
+        if self._training:
+            raise Error(Status.ERR_STATE, "close: train is running")
+        self._h = None
+        self._policy = self._ring = self._vec_env = None
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        if self._h is None:
+            return "<fastrl.Trainer closed>"
+        return f"<fastrl.Trainer {self.env_name} update={self.metrics.update}>"
+
+
+class _TrainState:
+    __slots__ = ("stopped", "interrupt", "exc", "sigint")
+
+    def __init__(self):
+        self.stopped = False
+        self.interrupt = None
+        self.exc = None
+        self.sigint = False
+
+
+def _add_note(exc, *notes):
+    if hasattr(exc, "add_note"):
+        for n in notes:
+            exc.add_note(n)
+
+
+def evaluate(policy, env, episodes=100, *, deterministic=True, seed=0, num_envs=None,
+             runtime=None, max_steps=10_000_000, **options):
+    """The returns of ``episodes`` episodes of ``policy`` on ``env`` (a built-in id, or
+    a :class:`VecEnv` to reset and step), as a float64 array.
+
+    Env i of ``num_envs`` (default ``min(episodes, 64)``) runs a fixed quota of
+    episodes, so short episodes are not favoured. Greedy actions by default; box
+    actions are clipped to the action space, as the trainer does.
+    """
+    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or \
+            episodes < 1:
+        raise Error(Status.ERR_RANGE, f"evaluate: episodes must be an int >= 1, not "
+                    f"{episodes!r}")
+    own = not isinstance(env, VecEnv)
+    if own:
+        n = int(num_envs or min(int(episodes), 64))
+        venv = VecEnv(env, n, runtime=runtime if runtime is not None else policy._runtime,
+                      **options)
+    else:
+        venv = env
+        n = venv.num_envs
+    try:
+        quota = np.full(n, int(episodes) // n, np.int64)
+        quota[: int(episodes) % n] += 1
+        done = np.zeros(n, np.int64)
+        returns = [[] for _ in range(n)]
+        obs, _ = venv.reset(seed=seed)
+        rets, lens = venv.episode_returns, venv.episode_lengths
+        counter = 0
+        steps = 0
+        space = venv.single_action_space
+        clip = (space.low, space.high) if hasattr(space, "low") else None
+        while (done < quota).any():
+            a = policy.act(obs, deterministic, counter=counter)
+            venv.step(np.clip(a, *clip) if clip else a)
+            counter += 1
+            ended = np.flatnonzero(venv.terminations | venv.truncations)
+            for i in ended:
+                if done[i] < quota[i]:
+                    returns[i].append(float(rets[i]))
+                    done[i] += 1
+            steps += n
+            if steps > max_steps:
+                raise Error(Status.ERR_RANGE, f"evaluate: {max_steps} steps without "
+                            f"finishing {episodes} episodes (episodes too long?)")
+        del rets, lens, obs
+        return np.array([r for rs in returns for r in rs], np.float64)
+    finally:
+        if own:
+            venv.close()
+

@@ -1,0 +1,133 @@
+"""Config: dict-like access, types, validation, help, errors."""
+
+import math
+
+import numpy as np
+import pytest
+
+import fastrl
+from fastrl import Status
+
+
+def test_every_key_listed_with_help():
+    keys = fastrl.config_keys()
+    names = [k.name for k in keys]
+    assert len(names) >= 28 and len(set(names)) == len(names)  # 28 in 0.2.0
+    assert names[0] == "env.max_episode_steps" and "train.lr" in names
+    for k in keys:
+        assert k.help and k.type in ("int", "float", "bool", "choice", "int_list")
+    act = fastrl.describe("policy.activation")
+    assert act.type == "choice" and act.choices == ("tanh", "relu", "elu")
+    lr = fastrl.describe("train.lr")
+    assert (lr.type, lr.default, lr.min, lr.max) == ("float", "2.5e-4", 0.0, 10.0)
+    text = fastrl.Config.help()
+    assert len(text.splitlines()) == len(keys)
+    assert "train.lr (float, default 2.5e-4, [0, 10]): Adam learning rate" in text
+
+
+def test_mapping_reads_defaults_and_typed_values():
+    c = fastrl.Config()
+    assert len(c) == len(fastrl.config_keys()) and "train.lr" in c and "nope" not in c
+    assert list(c) == [k.name for k in fastrl.config_keys()]
+    assert c["train.lr"] == 2.5e-4 and isinstance(c["train.num_envs"], int)
+    assert c["train.anneal_lr"] is True
+    assert c["policy.activation"] == "tanh"
+    assert c["policy.hidden"] == (64, 64)
+    assert c["train.target_return"] is None and c["train.target_kl"] is None
+    assert c.set_keys() == [] and c.to_dict() == {}
+    assert len(c.to_dict(all=True)) == len(c)
+
+
+def test_set_get_unset_every_type():
+    c = fastrl.Config()
+    c["train.num_envs"] = 32
+    c["train.lr"] = 1e-3
+    c["train.gamma"] = 1  # an int is accepted on a float key
+    c["policy.obs_norm"] = True
+    c["policy.activation"] = "relu"
+    c["policy.hidden"] = [32, 16, 8]
+    c["train.target_return"] = np.float64(475)
+    c["train.epochs"] = np.int64(3)
+    c["train.clip"] = "0.1"  # text goes through the library's parser
+    assert c["train.num_envs"] == 32 and c["train.lr"] == 1e-3 and c["train.gamma"] == 1.0
+    assert c["policy.obs_norm"] is True and c["policy.activation"] == "relu"
+    assert c["policy.hidden"] == (32, 16, 8) and c["train.target_return"] == 475.0
+    assert c["train.epochs"] == 3 and c["train.clip"] == 0.1
+    assert c.is_set("train.lr") and not c.is_set("train.ent_coef")
+    c["policy.hidden"] = []
+    assert c["policy.hidden"] == ()
+    del c["train.lr"]
+    c["train.target_return"] = None
+    assert c["train.lr"] == 2.5e-4 and c["train.target_return"] is None
+    assert "train.lr" not in c.set_keys()
+
+
+def test_constructors_short_names_and_text():
+    a = fastrl.Config({"train.lr": 1e-3}, num_envs=4, hidden=[8])
+    assert a.to_dict() == {"policy.hidden": (8,), "train.lr": 1e-3, "train.num_envs": 4}
+    b = fastrl.Config("train.lr=1e-3 train.num_envs=4 policy.hidden=8")
+    assert a == b and a != fastrl.Config()
+    c = a.copy()
+    c["train.lr"] = 0.5
+    assert a["train.lr"] == 1e-3  # copies are independent
+    assert "train.lr" in repr(a)
+    assert fastrl.Config(a) == a
+
+
+@pytest.mark.parametrize("key, value, status", [
+    ("train.lr", -1.0, Status.ERR_RANGE),
+    ("train.lr", math.nan, Status.ERR_NONFINITE),
+    ("train.lr", math.inf, Status.ERR_NONFINITE),
+    ("train.num_envs", 0, Status.ERR_RANGE),
+    ("train.num_envs", 2.5, Status.ERR_TYPE),
+    ("train.num_envs", "many", Status.ERR_PARSE),
+    ("train.num_envs", 2**70, Status.ERR_RANGE),
+    ("policy.activation", "sigmoid", Status.ERR_UNKNOWN_NAME),
+    ("policy.hidden", [64, 0], Status.ERR_RANGE),
+    ("policy.hidden", [1] * 9, Status.ERR_PARSE),
+    ("policy.hidden", [64, 1.5], Status.ERR_TYPE),
+    ("train.nope", 1, Status.ERR_UNKNOWN_NAME),
+    ("train.anneal_lr", "maybe", Status.ERR_PARSE),
+])
+def test_bad_values_raise_and_change_nothing(key, value, status):
+    c = fastrl.Config(lr=1e-3)
+    before = c.to_dict()
+    with pytest.raises(fastrl.Error) as ei:
+        c[key] = value
+    assert ei.value.status == status, ei.value
+    assert ei.value.message
+    assert c.to_dict() == before
+
+
+def test_unknown_key_message_lists_the_namespace():
+    c = fastrl.Config()
+    with pytest.raises(fastrl.Error) as ei:
+        c["train.learning_rate"]
+    assert ei.value.status == Status.ERR_UNKNOWN_NAME and "train.lr" in ei.value.message
+    with pytest.raises(fastrl.Error):
+        del c["nope.x"]
+    with pytest.raises(TypeError):
+        c["train.lr"] = {"a": 1}
+    with pytest.raises(fastrl.Error) as ei:
+        c["train.lr"] = "1e-3\0"
+    assert ei.value.status == Status.ERR_INVALID_ARGUMENT
+
+
+def test_update_and_parse_are_all_or_nothing():
+    c = fastrl.Config(lr=1e-3)
+    with pytest.raises(fastrl.Error):
+        c.update({"train.num_envs": 8, "train.clip": -5.0})
+    assert c.to_dict() == {"train.lr": 1e-3}
+    with pytest.raises(fastrl.Error) as ei:
+        c.parse("train.num_envs=8 train.clip=oops")
+    assert "train.clip" in ei.value.message and c.to_dict() == {"train.lr": 1e-3}
+    c.update(num_envs=8)
+    assert c["train.num_envs"] == 8
+
+
+def test_short_option_names():
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Config(no_such_option=1)
+    assert ei.value.status == Status.ERR_UNKNOWN_NAME and "config_keys" in ei.value.message
+    with pytest.raises(TypeError):
+        fastrl.Config(42)

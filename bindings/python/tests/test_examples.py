@@ -1,0 +1,53 @@
+"""examples/python run as a user would run them (each exits non-zero when its own
+check fails: a return below 475, a Python env that did not learn)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PKG_ROOT
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(PKG_ROOT)), "examples", "python")
+
+
+def run(name, *args, cwd=None):
+    env = dict(os.environ, PYTHONPATH=PKG_ROOT)
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, name), *map(str, args)],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=cwd)
+    assert r.returncode == 0, f"{name} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+@pytest.mark.slow
+def test_train_then_evaluate_cartpole(tmp_path):
+    out = run("train_cartpole.py", "--out", tmp_path / "run")
+    assert "evaluation: 100 greedy episodes, mean return" in out
+    ret = float(out.rsplit("mean return", 1)[1].split()[0])
+    assert ret >= 475
+    ck = tmp_path / "run" / "checkpoint.frl"
+    assert ck.exists() and (tmp_path / "run" / "metrics.csv").exists()
+    out = run("evaluate.py", ck, "--episodes", 20)
+    assert "CartPole-v1: 20 episodes, mean return" in out
+    out = run("evaluate.py", ck, "--episodes", 3, "--gymnasium")
+    assert float(out.split("mean return")[1].split()[0]) >= 475
+    # A missing checkpoint: the library's message, exit 1.
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, "evaluate.py"),
+                        str(tmp_path / "none.frl")], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=PKG_ROOT))
+    assert r.returncode == 1 and "FRL_ERR_IO" in r.stderr
+
+
+@pytest.mark.slow
+def test_custom_python_env_learns(tmp_path):
+    out = run("custom_env.py", "--out", tmp_path)
+    trained = float(out.split("trained ")[-1].split(",")[0])
+    assert trained >= 0.7, out
+
+
+@pytest.mark.slow
+def test_ring_numpy_example():
+    out = run("ring_numpy.py")
+    assert "shares the library's memory: True" in out
+    assert "update 5: policy version 4" in out and "own ring: slot 0 is reading" in out

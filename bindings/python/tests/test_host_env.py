@@ -1,0 +1,381 @@
+"""Environments written in Python, run through the library's callback tables."""
+
+import threading
+import traceback
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import fastrl
+from fastrl import Status
+from conftest import random_actions
+
+
+class Walker(gym.Env):
+    """Walk on cells 0..10 to a target; discrete(3) actions starting at `start`."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, fail_at=None, start=0, exc=ValueError):
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float64)
+        self.action_space = gym.spaces.Discrete(3, start=start)
+        self.start = start
+        self.fail_at = fail_at
+        self.exc = exc
+        self.steps = 0
+        self.seen = []
+        self.closed = False
+        self.threads = set()
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos, self.target = (int(x) for x in self.np_random.choice(11, 2, replace=False))
+        return self._obs(), {"reset": True}
+
+    def _obs(self):
+        return np.array([self.pos / 10, self.target / 10])
+
+    def step(self, action):
+        self.threads.add(threading.get_ident())
+        self.steps += 1
+        if self.fail_at is not None and self.steps == self.fail_at:
+            raise self.exc(f"walker failed at step {self.steps}")
+        self.seen.append(action)
+        self.pos = min(10, max(0, self.pos + int(action) - self.start - 1))
+        done = self.pos == self.target
+        return self._obs(), 1.0 if done else -0.05, done, False, {"pos": self.pos}
+
+    def close(self):
+        self.closed = True
+
+
+def test_single_python_env_is_a_gymnasium_env():
+    w = Walker()
+    env = fastrl.Env.from_python(w, max_episode_steps=30)
+    check_env(env, skip_render_check=True)
+    obs, info = env.reset(seed=1)
+    assert obs.dtype == np.float32 and obs.shape == (2,) and info == {"reset": True}
+    assert np.array_equal(obs, env.reset(seed=1)[0])
+    obs, r, term, trunc, info = env.step(2)
+    assert info == {"pos": w.pos} and r in (1.0, float(np.float32(-0.05)))  # float32 inside
+    env.reset(seed=2)
+    n = 0
+    while not (term or trunc):
+        obs, r, term, trunc, info = env.step(1)  # stay: only the time limit ends it
+        n += 1
+    assert trunc and not term and n == 30
+    env.close()
+    assert w.closed
+
+
+def test_actions_reach_the_python_env_in_its_own_space():
+    w = Walker(start=-1)  # Discrete(3, start=-1): the env's actions are -1, 0, 1
+    env = fastrl.Env.from_python(w)
+    assert env.action_space.n == 3 and env.action_space.start == 0  # the library's
+    check_env(env, skip_render_check=True)
+    env.reset(seed=0)
+    w.seen.clear()
+    for a in (0, 1, 2):
+        env.step(a)
+    assert w.seen == [-1, 0, 1] and all(type(a) is int for a in w.seen)
+    with pytest.raises(fastrl.Error) as ei:
+        env.step(3)
+    assert ei.value.status == Status.ERR_RANGE
+    v = fastrl.VecEnv.from_python([Walker(start=5), Walker(start=5)])
+    v.reset(seed=0)
+    v.step([0, 2])
+    assert [e.seen for e in v._python_envs] == [[5], [7]]
+
+    class BoxActions(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+        action_space = gym.spaces.Box(-2, 2, (2,), np.float64)
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(3, np.float32), {}
+
+        def step(self, action):
+            self.last = action
+            return np.full(3, 0.5, np.float32), float(action.sum()), False, False, {}
+
+    b = BoxActions()
+    env = fastrl.Env.from_python(b)
+    env.reset(seed=0)
+    _, r, *_ = env.step(np.array([0.25, 1.5]))
+    assert b.last.shape == (2,) and b.last.dtype == np.float64 and r == 1.75
+
+
+def test_exception_in_python_env_is_reraised_with_its_traceback():
+    env = fastrl.Env.from_python(Walker(fail_at=3))
+    env.reset(seed=0)
+    env.step(0)
+    env.step(0)
+    with pytest.raises(ValueError, match="walker failed at step 3") as ei:
+        env.step(0)
+    tb = "".join(traceback.format_exception(ei.value))
+    assert "in step" in tb and "raise self.exc" in tb  # the env's own frame
+    notes = getattr(ei.value, "__notes__", [])
+    assert any("FRL_ERR_CALLBACK" in n and "env 0" in n for n in notes), notes
+    with pytest.raises(fastrl.Error) as e2:  # the episode counts as ended
+        env.step(0)
+    assert e2.value.status == Status.ERR_STATE
+    env.reset(seed=1)
+    env.step(0)
+
+
+def test_bad_values_from_python_envs():
+    class Bad(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self, mode):
+            self.mode = mode
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(2, np.float32), {}
+
+        def step(self, action):
+            if self.mode == "nan":
+                return np.array([0, np.nan], np.float32), 0.0, False, False, {}
+            if self.mode == "shape":
+                return np.zeros(3, np.float32), 0.0, False, False, {}
+            if self.mode == "reward":
+                return np.zeros(2, np.float32), float("inf"), False, False, {}
+            return np.zeros(2, np.float32), 0.0, False, {}  # the old 4-tuple API
+
+    expect = {"nan": Status.ERR_NONFINITE, "shape": Status.ERR_SIZE,
+              "reward": Status.ERR_NONFINITE, "old": Status.ERR_INVALID_ARGUMENT}
+    for mode, status in expect.items():
+        env = fastrl.Env.from_python(Bad(mode))
+        env.reset(seed=0)
+        with pytest.raises(fastrl.Error) as ei:
+            env.step(0)
+        assert ei.value.status == status, (mode, ei.value)
+
+
+def test_unsupported_spaces_are_refused_clearly():
+    class DictObs:
+        observation_space = gym.spaces.Dict({"a": gym.spaces.Discrete(2)})
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, seed=None):
+            pass
+
+        def step(self, a):
+            pass
+
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Env.from_python(DictObs())
+    assert ei.value.status == Status.ERR_UNSUPPORTED and "Flatten" in ei.value.message
+    e = DictObs()
+    e.observation_space = gym.spaces.Discrete(5)
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.VecEnv.from_python([e])
+    assert ei.value.status == Status.ERR_UNSUPPORTED and "one-hot" in ei.value.message
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Env.from_python(object.__new__(type("NoSpaces", (), {
+            "reset": lambda self, seed=None: 0, "step": lambda self, a: 0})))
+    assert ei.value.status == Status.ERR_NULL
+    with pytest.raises(TypeError):
+        fastrl.VecEnv.from_python([object()])
+    with pytest.raises(fastrl.Error):
+        fastrl.VecEnv.from_python([])
+
+
+def test_duck_typed_env_with_plain_reset():
+    class Plain:  # not a gymnasium.Env; reset returns obs alone
+        def reset(self, seed=None):
+            self.t = 0
+            return [0.0]
+
+        def step(self, a):
+            self.t += 1
+            return [float(self.t)], 1.0, self.t >= 3, False, {}
+
+    v = fastrl.VecEnv.from_python([Plain(), Plain()],
+                                  observation_space=fastrl.spaces.Box(-10, 10, (1,)),
+                                  action_space=fastrl.spaces.Discrete(2))
+    obs, _ = v.reset(seed=0)
+    assert obs.tolist() == [[0.0], [0.0]]
+    for _ in range(3):
+        obs, rew, term, trunc, _ = v.step([0, 1])
+    assert term.all() and v.episode_returns.tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_and_per_env_modes_agree(threads):
+    n = 6
+    a = fastrl.VecEnv.from_python([Walker for _ in range(n)], threads=threads,
+                                  max_episode_steps=20)
+    b = fastrl.VecEnv.from_python([Walker() for _ in range(n)], per_env=True,
+                                  threads=threads, max_episode_steps=20)
+    oa, _ = a.reset(seed=9)
+    ob, _ = b.reset(seed=9)
+    assert np.array_equal(oa, ob)
+    for k in range(200):
+        acts = random_actions(a.single_action_space, n, k)
+        ra, rb = a.step(acts), b.step(acts)
+        assert all(np.array_equal(x, y) for x, y in zip(ra[:4], rb[:4])), k
+    assert a.total_episodes == b.total_episodes > 10
+    # per_env: the library called Python from its pool threads too (GIL taken by ctypes)
+    main = threading.get_ident()
+    if threads == 1:
+        assert set().union(*(w.threads for w in b._python_envs)) == {main}
+    assert set().union(*(w.threads for w in a._python_envs)) == {main}  # batch mode
+    envs = b._python_envs
+    a.close()
+    b.close()
+    assert all(w.closed for w in envs)
+
+
+def test_per_env_callbacks_run_on_the_pool_threads():
+    """per_env=True: the library calls Python from its worker threads too (ctypes takes
+    the GIL there). Each step sleeps, releasing the GIL, so the worker (even a parked
+    one, ~2 ms to wake) gets tasks while the calling thread sleeps."""
+    import time
+
+    class Slow(Walker):
+        def step(self, action):
+            time.sleep(0.004)
+            return super().step(action)
+
+    v = fastrl.VecEnv.from_python([Slow for _ in range(4)], per_env=True, threads=2)
+    v.reset(seed=0)
+    for _ in range(8):
+        v.step(np.ones(4, np.int32))
+    used = set().union(*(w.threads for w in v._python_envs))
+    assert used - {threading.get_ident()}, used
+
+
+def test_vec_exception_names_the_lowest_env_and_env_recovers():
+    for per_env in (False, True):
+        envs = [Walker(), Walker(), Walker(fail_at=2), Walker(fail_at=2, exc=KeyError)]
+        v = fastrl.VecEnv.from_python(envs, per_env=per_env, threads=2)
+        v.reset(seed=0)
+        v.step([1, 1, 1, 1])
+        with pytest.raises(ValueError, match="failed at step 2") as ei:
+            v.step([1, 1, 1, 1])
+        notes = " ".join(getattr(ei.value, "__notes__", []))
+        assert "env 2" in notes and "FRL_ERR_CALLBACK" in notes
+        if per_env:
+            # Every env ran; the library reports the lowest failing one, marks the
+            # failed envs, and resets them on the next step.
+            assert "1 other env(s) failed too" in notes
+            assert [w.steps for w in envs] == [2, 2, 2, 2]
+            v.step([1, 1, 1, 1])
+            assert v.reset_steps.tolist() == [False, False, True, True]
+        else:
+            # One batch call: it stops at the first exception, so envs after it have
+            # not stepped, and the library keeps no statistics of that step.
+            assert [w.steps for w in envs] == [2, 2, 2, 1]
+            with pytest.raises(KeyError, match="failed at step 2"):
+                v.step([1, 1, 1, 1])  # env 3's turn to fail
+            v.step([1, 1, 1, 1])
+            assert [w.steps for w in envs] == [4, 4, 4, 3]
+
+
+def test_keyboard_interrupt_inside_an_env_reaches_the_caller():
+    v = fastrl.VecEnv.from_python([Walker(fail_at=1, exc=KeyboardInterrupt)])
+    v.reset(seed=0)
+    with pytest.raises(KeyboardInterrupt):
+        v.step([0])
+
+
+class World:
+    """A numpy-vectorised world for from_batch: agent i moves on a line."""
+
+    def __init__(self, fail=False):
+        self.fail = fail
+        self.calls = 0
+
+    def reset(self, seeds, obs):
+        assert not seeds.flags.writeable and seeds.dtype == np.uint64
+        obs[:, 0] = (seeds % 7).astype(np.float32)
+        obs[:, 1] = 0
+
+    def step(self, actions, reset_mask, seeds, obs, rewards, terminated, truncated):
+        self.calls += 1
+        if self.fail and self.calls == 2:
+            raise RuntimeError("world broke")
+        live = reset_mask == 0
+        obs[live, 1] += np.where(actions[live] == 1, 1.0, -1.0)
+        rewards[live] = obs[live, 1]
+        terminated[live] = np.abs(obs[live, 1]) >= 3
+        r = ~live
+        obs[r, 0] = (seeds[r] % 7).astype(np.float32)
+        obs[r, 1] = 0
+
+
+def test_from_batch_world():
+    v = fastrl.VecEnv.from_batch(World(), 5, fastrl.spaces.Box(-10, 10, (2,)),
+                                 gym.spaces.Discrete(2, dtype=np.int32))
+    obs, _ = v.reset(seed=4)
+    assert obs.shape == (5, 2) and (obs[:, 1] == 0).all()
+    for _ in range(3):
+        obs, rew, term, trunc, _ = v.step(np.ones(5, np.int32))
+    assert term.all() and rew.tolist() == [3.0] * 5
+    assert v.episode_returns.tolist() == [6.0] * 5 and v.episode_lengths.tolist() == [3] * 5
+    obs, rew, term, *_ = v.step(np.ones(5, np.int32))
+    assert v.reset_steps.all() and (obs[:, 1] == 0).all() and (rew == 0).all()
+    bad = fastrl.VecEnv.from_batch(World(fail=True), 2, fastrl.spaces.Box(-9, 9, (2,)),
+                                   fastrl.spaces.Discrete(2))
+    bad.reset(seed=0)
+    bad.step([0, 1])
+    with pytest.raises(RuntimeError, match="world broke"):
+        bad.step([0, 1])
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.VecEnv.from_batch(World(), 0, fastrl.spaces.Box(-9, 9, (2,)),
+                                 fastrl.spaces.Discrete(2))
+    assert ei.value.status == Status.ERR_RANGE
+
+
+def test_views_a_world_keeps_stay_valid():
+    """A world that keeps the views it was given (against the contract's advice) or an
+    exception that holds them never reads freed memory: the views own the vec env."""
+    import weakref
+    from conftest import collect, touch
+
+    class Keeper(World):
+        def step(self, actions, reset_mask, seeds, obs, rewards, terminated, truncated):
+            self.kept = (obs, rewards, actions)
+            super().step(actions, reset_mask, seeds, obs, rewards, terminated, truncated)
+
+    k = Keeper()
+    v = fastrl.VecEnv.from_batch(k, 64, fastrl.spaces.Box(-9, 9, (2,)),
+                                 fastrl.spaces.Discrete(2))
+    v.reset(seed=0)
+    v.step(np.ones(64, np.int32))
+    h = weakref.ref(v._h)
+    v.close()
+    del v
+    collect()
+    assert h() is not None  # the kept views hold it
+    for a in k.kept:
+        touch(a)
+    assert (k.kept[0][:, 1] == 1).all()
+    del k.kept, a
+    collect()
+    assert h() is None
+
+    v = fastrl.VecEnv.from_batch(World(fail=True), 8, fastrl.spaces.Box(-9, 9, (2,)),
+                                 fastrl.spaces.Discrete(2))
+    v.reset(seed=0)
+    v.step(np.zeros(8, np.int32))
+    try:
+        v.step(np.zeros(8, np.int32))
+    except RuntimeError as e:
+        err = e
+    h = weakref.ref(v._h)
+    v.close()
+    del v
+    collect()
+    frame_obs = err.__traceback__.tb_next
+    while frame_obs.tb_next is not None:
+        frame_obs = frame_obs.tb_next
+    obs = frame_obs.tb_frame.f_locals["obs"]  # the world's frame, as a debugger sees it
+    touch(obs)
+    assert h() is not None
+    del err, frame_obs, obs
+    collect()
+    assert h() is None

@@ -1,0 +1,215 @@
+"""Policy, Ring and Runtime."""
+
+import logging
+import os
+import weakref
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import fastrl
+from fastrl import Status
+from conftest import collect, touch
+
+OBS = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+ACT = gym.spaces.Discrete(2)
+
+
+def obs_batch(n, seed=0, width=4):
+    return np.random.default_rng(seed).normal(size=(n, width)).astype(np.float32)
+
+
+# ---------------------------------------------------------------- Runtime
+
+
+def test_runtime_properties_and_logger():
+    messages = []
+    r = fastrl.Runtime(threads=2, seed=77, logger=lambda lvl, msg: messages.append((lvl, msg)))
+    assert (r.threads, r.seed) == (2, 77)
+    assert messages == [(2, "runtime: 2 threads, seed 77")]
+    assert "threads=2" in repr(r)
+    log = logging.getLogger("fastrl.test")
+    records = []
+    h = logging.Handler()
+    h.emit = records.append
+    log.addHandler(h)
+    log.setLevel(logging.INFO)
+    fastrl.Runtime(threads=1, logger=log)
+    assert records and records[0].getMessage().startswith("runtime: 1 threads")
+    quiet = []
+    fastrl.Runtime(threads=1, logger=lambda *a: quiet.append(a), log_level=1)  # warnings only
+    assert quiet == []
+    fastrl.Runtime(threads=1, logger=lambda *a: 1 / 0)  # a failing logger is ignored
+    with pytest.raises(TypeError):
+        fastrl.Runtime(logger=42)
+
+
+def test_runtime_errors_and_default():
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Runtime(threads=5000)
+    assert ei.value.status == Status.ERR_RANGE
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Runtime(lr=1e-3)
+    assert ei.value.status == Status.ERR_INVALID_ARGUMENT and "train.lr" in ei.value.message
+    r = fastrl.Runtime({"runtime.threads": 1})
+    r.close()
+    with pytest.raises(fastrl.Error) as ei:
+        r.threads
+    assert ei.value.status == Status.ERR_STATE
+    assert fastrl.default_runtime() is fastrl.default_runtime()
+    # threads=0: one per online core (capped at 1024)
+    assert fastrl.default_runtime().threads == min(os.sysconf("SC_NPROCESSORS_ONLN"), 1024)
+    with fastrl.Runtime(threads=1) as r2:
+        assert not r2.closed
+    assert r2.closed
+
+
+# ---------------------------------------------------------------- Policy
+
+
+def test_policy_act_batches_and_single(rt):
+    p = fastrl.Policy(OBS, ACT, runtime=rt)
+    assert p.num_parameters == 9155 and p.version == 0  # two 4-64-64 nets, doc/api.md
+    assert p.observation_space.shape == (4,) and p.action_space.n == 2
+    o = obs_batch(256)
+    a = p.act(o)
+    assert a.shape == (256,) and a.dtype == np.int32 and set(np.unique(a)) <= {0, 1}
+    d1, d2 = p.act(o, deterministic=True), p.act(o, deterministic=True)
+    assert np.array_equal(d1, d2)
+    s0 = p.act(o, counter=5)
+    assert np.array_equal(s0, p.act(o, counter=5))  # same stream position: same draws
+    assert not np.array_equal(p.act(o, counter=5), p.act(o, counter=6))
+    assert not np.array_equal(p.act(o), p.act(o))  # without counter: fresh draws
+    one = p.act(o[0], deterministic=True)
+    assert type(one) is int and one == d1[0]
+    acts, logp, vals = p.act_with_info(o, deterministic=True)
+    assert np.array_equal(acts, d1) and (logp <= 0).all() and np.isfinite(vals).all()
+    a1, lp1, v1 = p.act_with_info(o[3])
+    assert type(lp1) is float and type(v1) is float and abs(v1 - vals[3]) < 1e-5
+    # Row i draws from stream stream_offset + i: shifting the offset shifts the rows.
+    x = p.act(np.repeat(o[:1], 64, 0), counter=3, stream_offset=10)
+    y = p.act(np.repeat(o[:1], 64, 0), counter=3, stream_offset=11)
+    assert np.array_equal(x[1:], y[:-1])
+
+
+def test_policy_box_actions(rt):
+    p = fastrl.Policy(gym.spaces.Box(-1, 1, (3,), np.float32),
+                      gym.spaces.Box(-2, 2, (2,), np.float32), {"policy.hidden": [16]},
+                      runtime=rt)
+    a = p.act(obs_batch(10, width=3))
+    assert a.shape == (10, 2) and a.dtype == np.float32
+    single = p.act(np.zeros(3, np.float32), deterministic=True)
+    assert single.shape == (2,)
+
+
+def test_policy_save_load_roundtrip(rt, tmp_path):
+    p = fastrl.Policy(OBS, ACT, {"policy.hidden": [32, 32], "policy.activation": "relu"},
+                      runtime=rt)
+    path = tmp_path / "p.frl"
+    p.save(path)
+    q = fastrl.Policy.load(str(path), runtime=rt)
+    o = obs_batch(500, 1)
+    assert q.num_parameters == p.num_parameters
+    assert np.array_equal(p.act(o, counter=9), q.act(o, counter=9))
+    assert np.array_equal(p.act_with_info(o, True)[2], q.act_with_info(o, True)[2])
+    q.close()
+    assert q.closed and "closed" in repr(q)
+    with pytest.raises(fastrl.Error) as ei:
+        q.act(o)
+    assert ei.value.status == Status.ERR_STATE
+
+
+def test_policy_errors(rt, tmp_path):
+    p = fastrl.Policy(OBS, ACT, runtime=rt)
+    cases = [
+        (lambda: p.act(np.zeros((5, 3), np.float32)), Status.ERR_SIZE),
+        (lambda: p.act(np.zeros((0, 4), np.float32)), Status.ERR_RANGE),
+        (lambda: p.act(np.array([[0, 0, np.nan, 0]], np.float32)), Status.ERR_NONFINITE),
+        (lambda: p.act(np.zeros(4), counter=-1), Status.ERR_RANGE),
+        (lambda: p.save(tmp_path / "no" / "dir" / "p.frl"), Status.ERR_IO),
+        (lambda: fastrl.Policy.load(tmp_path / "missing.frl"), Status.ERR_IO),
+        (lambda: fastrl.Policy(OBS, gym.spaces.Discrete(1)), Status.ERR_RANGE),
+        (lambda: fastrl.Policy(gym.spaces.Discrete(3), ACT), Status.ERR_UNSUPPORTED),
+        (lambda: fastrl.Policy(OBS, ACT, hidden=[0]), Status.ERR_RANGE),
+    ]
+    for fn, status in cases:
+        with pytest.raises(fastrl.Error) as ei:
+            fn()
+        assert ei.value.status == status, ei.value
+    with pytest.raises(fastrl.Error) as ei:
+        p.act(np.array([[0, 0, 0, 0], [0, np.inf, 0, 0]], np.float32))
+    assert "1" in ei.value.message  # names the row
+    junk = tmp_path / "junk.frl"
+    junk.write_bytes(b"definitely not a checkpoint" * 10)
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Policy.load(junk)
+    assert ei.value.status == Status.ERR_FORMAT and str(junk) in ei.value.message
+    good = tmp_path / "good.frl"
+    p.save(good)
+    data = good.read_bytes()
+    trunc = tmp_path / "trunc.frl"
+    trunc.write_bytes(data[: len(data) // 2])
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Policy.load(trunc)
+    assert ei.value.status == Status.ERR_FORMAT
+
+
+# ---------------------------------------------------------------- Ring
+
+
+def test_ring_arrays_and_slots(rt):
+    assert fastrl.Ring.memory_size(2, 8, 4, OBS, ACT) > 2 * 8 * 4 * 16
+    r = fastrl.Ring(2, 8, 4, OBS, ACT, runtime=rt)
+    assert (r.slots, r.steps, r.envs) == (2, 8, 4)
+    arrays = r.arrays(0)
+    assert set(arrays) == set(fastrl.RING_ARRAYS)
+    assert arrays["observations"].shape == (8, 4, 4)
+    assert arrays["actions"].shape == (8, 4) and arrays["actions"].dtype == np.int32
+    assert arrays["terminated"].dtype == np.bool_
+    assert arrays["policy_version"].shape == (8,) and arrays["policy_version"].dtype == np.uint64
+    assert arrays["bootstrap_obs"].shape == (4, 4)
+    assert arrays["observations"].flags.writeable
+    assert not np.shares_memory(r.array("rewards", 0), r.array("rewards", 1))
+    assert r.slot_state(0) == "free"
+    s = r.acquire_write()
+    assert s == 0 and r.slot_state(0) == "writing"
+    r.array("rewards", s)[:] = 7.0
+    r.commit(s)
+    assert r.slot_state(0) == "ready"
+    assert r.acquire_read() == 0 and r.slot_state(0) == "reading"
+    assert (r.array("rewards", 0) == 7.0).all()
+    r.release(0)
+    assert r.slot_state(0) == "free"
+    for fn, status in ((r.acquire_read, Status.ERR_STATE),
+                       (lambda: r.commit(0), Status.ERR_STATE),
+                       (lambda: r.release(1), Status.ERR_STATE),
+                       (lambda: r.array("rewards", 2), Status.ERR_RANGE),
+                       (lambda: r.array("nope"), Status.ERR_UNKNOWN_NAME),
+                       (lambda: r.slot_state(5), Status.ERR_RANGE),
+                       (lambda: fastrl.Ring(0, 8, 4, OBS, ACT), Status.ERR_RANGE)):
+        with pytest.raises(fastrl.Error) as ei:
+            fn()
+        assert ei.value.status == status, ei.value
+    assert r.acquire_write() == 0 and r.acquire_write() == 1
+    with pytest.raises(fastrl.Error):
+        r.acquire_write()  # none free
+
+
+def test_ring_views_outlive_the_ring(rt):
+    r = fastrl.Ring(1, 16, 8, OBS, gym.spaces.Box(-1, 1, (3,), np.float32), runtime=rt)
+    obs = r.array("observations")
+    acts = r.array("actions")
+    assert acts.shape == (16, 8, 3) and acts.dtype == np.float32
+    obs[:] = 1.5
+    h = weakref.ref(fastrl._owner_of(obs))
+    r.close()
+    del r
+    collect()
+    assert h() is not None
+    touch(obs)
+    touch(acts)
+    assert (obs == 1.5).all()
+    del obs, acts
+    collect()
+    assert h() is None
