@@ -17,7 +17,8 @@ medians and worsts (so a median can read `unsolved`).
 Needs only the system python3, no packages:
     python3 bench/learning.py [--seeds 10] [--envs CartPole-v1,Acrobot-v1] [--jobs 1]
 --jobs N runs N trainings at once: faster, but their wall times then compete for cores
-(steps to solve do not depend on it). --threads T passes --set runtime.threads=T.
+(steps to solve do not depend on it). --threads T passes --set runtime.threads=T, and
+each --set KEY=VALUE is passed on (e.g. --set train.advantage=vtrace).
 Exit status: 0 whatever was solved; 1 when a run crashed (nonzero exit status, timeout
 or output without the result lines), or fastrl has no train command; 2 on bad arguments.
 """
@@ -45,6 +46,8 @@ def command(a, env, seed):
            "--set", f"train.target_return={target:g}"]
     if a.threads:
         cmd += ["--set", f"runtime.threads={a.threads}"]
+    for kv in a.set:
+        cmd += ["--set", kv]
     return cmd
 
 
@@ -101,6 +104,8 @@ def parse_args():
                     help="--set runtime.threads=T for each run (0: fastrl's default)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     ap.add_argument("--fastrl", default="build/tools/fastrl")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra settings for every run, e.g. --set train.advantage=vtrace")
     a = ap.parse_args()
     a.envs = [e.strip() for e in a.envs.split(",") if e.strip()]
     unknown = [e for e in a.envs if e not in TASKS]

@@ -6,7 +6,8 @@
  *   3 two-step discounting:     the value discounts (V(0) = gamma, V(1) = 1);
  *   4 action-dependent reward:  the policy learns (greedy action 0, V = 1);
  *   5 action and observation:   the policy reads the observation (greedy = obs > 0).
- * The bars: value error <= 0.05 and the greedy action right in every state. */
+ * The bars: value error <= 0.05 and the greedy action right in every state, with GAE
+ * and with V-trace advantages. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -102,13 +103,14 @@ static void check_policy(frl_policy *pol, const expect *e, int n, int kind, int 
     }
 }
 
-static void train_probe(int kind, int seed, const expect *e, int n)
+static void train_probe(int kind, int seed, const expect *e, int n, const char *advantage)
 {
     frl_config *cfg;
     frl_runtime *rt;
     ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
     ck_assert_int_eq(frl_config_parse(cfg, "runtime.threads=2 train.lr=1e-3 train.rollout=32 "
                                            "train.ent_coef=0 train.num_envs=8"), FRL_OK);
+    ck_assert_int_eq(frl_config_set(cfg, "train.advantage", advantage), FRL_OK);
     ck_assert_int_eq(frl_config_set_int(cfg, "runtime.seed", seed), FRL_OK);
     ck_assert_int_eq(frl_runtime_create(&rt, cfg, NULL, NULL), FRL_OK);
     frl_space *os, *as;
@@ -143,10 +145,12 @@ static const expect probe_expect[5][2] = {
 };
 static const int probe_states[5] = {1, 2, 2, 1, 2};
 
+/* Runs 0-24 with GAE, 25-49 with V-trace: the same bars for both. */
 START_TEST(probe_solved)
 {
-    int kind = _i / 5 + 1, seed = _i % 5 + 1;
-    train_probe(kind, seed, probe_expect[kind - 1], probe_states[kind - 1]);
+    int kind = _i % 25 / 5 + 1, seed = _i % 5 + 1;
+    train_probe(kind, seed, probe_expect[kind - 1], probe_states[kind - 1],
+                _i < 25 ? "gae" : "vtrace");
 }
 END_TEST
 
@@ -155,7 +159,7 @@ int main(void)
     Suite *s = suite_create("probes");
     TCase *tc = tcase_create("probes");
     tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, probe_solved, 0, 25);
+    tcase_add_loop_test(tc, probe_solved, 0, 50);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

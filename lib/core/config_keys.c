@@ -24,6 +24,9 @@ const frl_key_def frl_key_defs[] = {
     {"runtime.threads", FRL_CONFIG_INT, "0", 0, 0, 1024, "",
      "threads doing work, the caller included: 0 = one per core, 1 = no workers"},
     {"train.adam_eps", FRL_CONFIG_FLOAT, "1e-5", 1e-5, 1e-12, 1, "", "Adam's epsilon"},
+    {"train.advantage", FRL_CONFIG_CHOICE, "gae", 0, 0, 0, "gae|vtrace",
+     "advantages and value targets: GAE(lambda), or V-trace (IMPALA), which corrects for "
+     "the policy having changed since the rollout"},
     {"train.anneal_lr", FRL_CONFIG_BOOL, "true", 1, 0, 1, "",
      "decay the learning rate linearly to 0 over the step budget"},
     {"train.clip", FRL_CONFIG_FLOAT, "0.2", 0.2, 0, 10, "", "PPO's ratio clipping range"},
@@ -49,6 +52,10 @@ const frl_key_def frl_key_defs[] = {
      "stop an update's epochs once the approximate KL exceeds this (unset: never)"},
     {"train.target_return", FRL_CONFIG_FLOAT, "none", 0, -1e300, 1e300, "",
      "stop training once the mean return of the last 100 episodes reaches this (unset: never)"},
+    {"train.vtrace_c", FRL_CONFIG_FLOAT, "1", 1, 1e-6, 1e9, "",
+     "V-trace: traces are lambda * min(c, pi/mu) (train.advantage=vtrace)"},
+    {"train.vtrace_rho", FRL_CONFIG_FLOAT, "1", 1, 1e-6, 1e9, "",
+     "V-trace: TD weights are min(rho, pi/mu) (train.advantage=vtrace)"},
     {"train.vf_coef", FRL_CONFIG_FLOAT, "0.5", 0.5, 0, 100, "", "value loss coefficient"},
 };
 

@@ -6,6 +6,7 @@
 #include "core/rng.h"
 #include "rl/heads.h"
 #include "rl/ppo.h"
+#include "rl/vtrace.h"
 
 /* Per-shard sums (the first five), then per-epoch extras. */
 enum { STAT_PG, STAT_V, STAT_ENT, STAT_KL, STAT_CLIP, STAT_N, TIME_BWD, TIME_OPT, SUM_COUNT };
@@ -44,7 +45,7 @@ static frl_status alloc_buffers(frl_ppo *l, char *err)
     int32_t threads = frl_runtime_threads(l->rt);
     size_t n = (size_t)l->N, np = l->p->num_params;
     l->grad_stride = frl_align_up(np, 16);
-    l->adv = frl_alloc(al, sizeof(float) * (2 * n + (size_t)l->B), 64);
+    l->adv = frl_alloc(al, sizeof(float) * (3 * n + (size_t)l->B), 64);
     l->valid = frl_alloc(al, n, 64);
     l->perm = frl_alloc(al, sizeof(int32_t) * n, 64);
     /* the shards' gradients, the reduced one, and the untransposed weights */
@@ -56,6 +57,7 @@ static frl_status alloc_buffers(frl_ppo *l, char *err)
         return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory for %d rows", (int)l->N);
     l->ret = l->adv + n;
     l->vboot = l->ret + n;
+    l->log_ratio = l->vboot + l->B;
     l->g = l->grads + l->grad_stride * (size_t)l->shards;
     l->w_out_in = l->g + l->grad_stride;
     l->adam.v = l->adam.m + l->grad_stride;
@@ -107,15 +109,31 @@ void frl_ppo_free(frl_ppo *l)
 
 /* ---- advantages ---- */
 
-/* Values of rows [first, first + rows) of obs into v, with the workspace of `thread`. */
+/* Values of rows [first, first + rows) of obs into v, with the workspace of `thread`;
+ * with log_ratio, also log pi(a|x) - log mu(a|x) of the slot's rows (V-trace). */
 static void values_of(frl_ppo *l, const float *obs, int32_t first, int32_t rows, float *v,
-                      int32_t thread)
+                      float *log_ratio, int32_t thread)
 {
+    const frl_policy *p = l->p;
     frl_pass f;
-    frl_policy_pass_layout(l->p, rows, 0, l->ws[thread], &f);
-    frl_policy_forward_heads(l->p, l->p->params, rows, obs + (size_t)first * (size_t)l->p->obs_w,
-                             &f, FRL_HEAD_CRITIC);
+    frl_policy_pass_layout(p, rows, 0, l->ws[thread], &f);
+    frl_policy_forward_heads(p, p->params, rows, obs + (size_t)first * (size_t)p->obs_w, &f,
+                             FRL_HEAD_CRITIC | (log_ratio ? FRL_HEAD_ACTOR : 0u));
     memcpy(v + first, f.value, sizeof(float) * (size_t)rows);
+    if (!log_ratio)
+        return;
+    const unsigned char *act = frl_ring_at(l->ring, l->slot, FRL_RING_ACTIONS);
+    const float *mu = frl_ring_at(l->ring, l->slot, FRL_RING_LOG_PROBS);
+    const float *log_std = p->params + p->log_std_off;
+    size_t ab = p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
+    for (int32_t r = 0; r < rows; r++) {
+        size_t i = (size_t)(first + r);
+        const float *out = f.out + (size_t)r * (size_t)p->out_w;
+        const void *a = act + i * ab;
+        double lp = p->discrete ? frl_cat_logp(out, p->out_w, *(const int32_t *)a)
+                                : frl_gauss_logp(out, log_std, a, p->out_w);
+        log_ratio[i] = (float)(lp - mu[i]);
+    }
 }
 
 static int values_task(void *user, int32_t task, int32_t thread)
@@ -124,7 +142,8 @@ static int values_task(void *user, int32_t task, int32_t thread)
     int32_t first = task * l->shard_rows;
     int32_t rows = l->N - first < l->shard_rows ? l->N - first : l->shard_rows;
     values_of(l, frl_ring_at(l->ring, l->slot, FRL_RING_OBSERVATIONS), first, rows,
-              frl_ring_at(l->ring, l->slot, FRL_RING_VALUES), thread);
+              frl_ring_at(l->ring, l->slot, FRL_RING_VALUES), l->s.vtrace ? l->log_ratio : NULL,
+              thread);
     return 0;
 }
 
@@ -142,15 +161,32 @@ void frl_ppo_bootstrap(frl_ppo *l, int32_t slot)
     const float *obs = frl_ring_at(l->ring, slot, FRL_RING_BOOTSTRAP_OBS);
     for (int32_t first = 0; first < l->B; first += l->shard_rows) {
         int32_t rows = l->B - first < l->shard_rows ? l->B - first : l->shard_rows;
-        values_of(l, obs, first, rows, l->vboot, 0);
+        values_of(l, obs, first, rows, l->vboot, NULL, 0);
     }
 }
 
 /* With next-step autoreset, the row after an episode's last step holds the value of
  * the final observation, so truncation bootstraps from it; the row itself is an
  * autoreset step, not a transition, and is masked out. */
+static void vtrace_advantages(frl_ppo *l, int32_t slot)
+{
+    const frl_vtrace_params vp = {l->s.gamma, l->s.lambda, l->s.rho_bar, l->s.c_bar};
+    for (int32_t b = 0; b < l->B; b++)
+        frl_vtrace_column(l->T, l->B, (const float *)frl_ring_at(l->ring, slot, FRL_RING_REWARDS) + b,
+                          (const float *)frl_ring_at(l->ring, slot, FRL_RING_VALUES) + b,
+                          l->log_ratio + b,
+                          (const uint8_t *)frl_ring_at(l->ring, slot, FRL_RING_TERMINATED) + b,
+                          (const uint8_t *)frl_ring_at(l->ring, slot, FRL_RING_TRUNCATED) + b,
+                          (const uint8_t *)frl_ring_at(l->ring, slot, FRL_RING_RESET_STEPS) + b,
+                          l->vboot[b], &vp, l->ret + b, l->adv + b, l->valid + b);
+}
+
 void frl_ppo_advantages(frl_ppo *l, int32_t slot)
 {
+    if (l->s.vtrace) {
+        vtrace_advantages(l, slot);
+        return;
+    }
     const float *v = frl_ring_at(l->ring, slot, FRL_RING_VALUES);
     const float *r = frl_ring_at(l->ring, slot, FRL_RING_REWARDS);
     const uint8_t *term = frl_ring_at(l->ring, slot, FRL_RING_TERMINATED);

@@ -13,6 +13,8 @@ typedef struct frl_ppo_settings {
     int32_t epochs, minibatches;
     double lr, clip, ent_coef, vf_coef, max_grad_norm, gamma, lambda, adam_eps, target_kl;
     int32_t clip_value, norm_adv, anneal_lr, use_target_kl;
+    int32_t vtrace;           /* advantages and value targets by V-trace, not GAE */
+    double rho_bar, c_bar;    /* V-trace's truncation levels */
 } frl_ppo_settings;
 
 typedef struct frl_ppo_stats {
@@ -33,6 +35,7 @@ typedef struct frl_ppo {
     int32_t shard_rows, shards;
     size_t grad_stride;       /* floats per shard gradient (padded) */
     float *adv, *ret, *vboot;
+    float *log_ratio;         /* V-trace: log pi - log mu of each row */
     uint8_t *valid;
     int32_t *perm;
     float *grads;             /* [shards][grad_stride] */
@@ -56,11 +59,13 @@ void frl_ppo_free(frl_ppo *l);
 /* The values of the slot's observations, into its VALUES array. The sampler acts with
  * the actor alone; the critic runs here in large batches, with the same parameters
  * and normaliser the rollout saw, and the kernels' results do not depend on batch
- * size, so the numbers are those acting would have given. */
+ * size, so the numbers are those acting would have given. With V-trace the actor runs
+ * too, for the log-ratios of the learner's policy to the one that acted. */
 frl_status frl_ppo_values(frl_ppo *l, int32_t slot, char *err);
 /* Bootstrap values of the slot's final observations, into l->vboot. */
 void frl_ppo_bootstrap(frl_ppo *l, int32_t slot);
-/* GAE(lambda) over the slot into l->adv / l->ret / l->valid. */
+/* GAE(lambda), or V-trace (settings.vtrace), over the slot into l->adv / l->ret /
+ * l->valid. */
 void frl_ppo_advantages(frl_ppo *l, int32_t slot);
 /* The loss gradient over rows rows_idx[0..rows) into l->g (no optimiser step); adds
  * loss sums to sums (may be NULL). For the gradient checks. */
