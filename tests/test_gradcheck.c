@@ -125,7 +125,7 @@ static double ppo_loss_d(const frl_ppo *l, const double *p, const int32_t *idx, 
         double lp = logp_d(pol, p, out, acts + (size_t)i * ab, &ent);
         double ratio = exp(lp - old_lp[i]), A = (l->adv[i] - mean) / (sd + 1e-8);
         double rc = ratio < 1 - c ? 1 - c : (ratio > 1 + c ? 1 + c : ratio);
-        pg += fmax(-A * ratio, -A * rc);
+        pg += l->s.impala ? -A * lp : fmax(-A * ratio, -A * rc);
         double d = v - old_v[i], vc = old_v[i] + (d < -c ? -c : (d > c ? c : d));
         vl += 0.5 * fmax((v - l->ret[i]) * (v - l->ret[i]), (vc - l->ret[i]) * (vc - l->ret[i]));
         en += ent;
@@ -187,7 +187,8 @@ static void setup(fixture *f, const char *settings, int discrete, int obs_w)
         ck_assert_int_eq(frl_space_create_box(&f->as, NULL, 1, &ashape, lo, hi), FRL_OK);
     ck_assert_int_eq(frl_policy_create(&f->p, f->rt, cfg, f->os, f->as), FRL_OK);
     ck_assert_int_eq(frl_ring_create(&f->ring, f->rt, 1, 5, 40, f->os, f->as), FRL_OK);
-    frl_ppo_settings s = {1, 1, 1e-3, 0.2, 0.01, 0.5, 0.5, 0.99, 0.95, 1e-5, 0, 1, 1, 0, 0, 0, 1, 1};
+    frl_ppo_settings s = {1, 1, 1e-3, 0.2, 0.01, 0.5, 0.5, 0.99, 0.95, 1e-5, 0, 1, 1, 0, 0, 0, 0, 1, 1};
+    s.impala = frl_config_int(cfg, "train.algo") == 1;
     char err[256];
     ck_assert_int_eq(frl_ppo_init(&f->l, f->rt, f->p, f->ring, &s, err), FRL_OK);
     frl_config_destroy(cfg);
@@ -303,6 +304,13 @@ START_TEST(ppo_gradient_shared_tanh_gaussian_obs_norm)
 }
 END_TEST
 
+/* IMPALA's loss (-A log pi, no clipping) on the same random experience. */
+START_TEST(impala_gradient_separate_relu_gaussian)
+{
+    check_case("policy.hidden=7,5 policy.activation=relu train.algo=impala", 0, 3);
+}
+END_TEST
+
 START_TEST(ppo_gradient_linear_policy)
 {
     check_case("policy.hidden=", 1, 4);
@@ -388,6 +396,7 @@ int main(void)
     tcase_add_test(tc, ppo_gradient_separate_elu_gaussian);
     tcase_add_test(tc, ppo_gradient_shared_tanh_gaussian_obs_norm);
     tcase_add_test(tc, ppo_gradient_linear_policy);
+    tcase_add_test(tc, impala_gradient_separate_relu_gaussian);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

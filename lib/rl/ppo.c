@@ -275,6 +275,21 @@ static double value_grad(const frl_ppo *l, double v, double old_v, double ret, d
     return (d > -c && d < c) ? vc - ret : 0.0;
 }
 
+/* A row's policy loss into *pg, and its derivative by the log-probability lp.
+ * PPO: max(-A ratio, -A clip(ratio)); IMPALA: -A lp, A being V-trace's rho-weighted
+ * advantage, which already carries the importance weight. */
+static double policy_loss(const frl_ppo *l, double lp, double ratio, double adv, double *pg)
+{
+    if (l->s.impala) {
+        *pg = -adv * lp;
+        return -adv;
+    }
+    double c = l->s.clip, rc = ratio < 1 - c ? 1 - c : (ratio > 1 + c ? 1 + c : ratio);
+    double pg1 = -adv * ratio, pg2 = -adv * rc;
+    *pg = pg1 > pg2 ? pg1 : pg2;
+    return pg1 >= pg2 ? -adv * ratio : 0.0;
+}
+
 /* Loss terms and output gradients of row r; accumulates stats. */
 static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, int32_t r,
                      double *st)
@@ -295,10 +310,8 @@ static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, i
         lp = frl_gauss_logp_inv(out, log_std, sb->inv_std, sb->act + (size_t)r * (size_t)w, w);
         ent = frl_gauss_entropy(log_std, w);
     }
-    double logratio = lp - sb->old_lp[r], ratio = exp(logratio), adv = sb->adv[r];
-    double c = l->s.clip, rc = ratio < 1 - c ? 1 - c : (ratio > 1 + c ? 1 + c : ratio);
-    double pg1 = -adv * ratio, pg2 = -adv * rc;
-    double d_lp = (pg1 >= pg2 ? -adv * ratio : 0.0) * l->inv_valid;
+    double logratio = lp - sb->old_lp[r], ratio = exp(logratio), pg;
+    double d_lp = policy_loss(l, lp, ratio, sb->adv[r], &pg) * l->inv_valid;
     double d_ent = -l->s.ent_coef * l->inv_valid;
     if (fused)
         frl_cat_backward_from(out, probs, lse, ent, w, ((const int32_t *)sb->act)[r], d_lp, d_ent,
@@ -312,11 +325,11 @@ static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, i
     double vloss;
     double dv = value_grad(l, f->value[r], sb->old_v[r], sb->ret[r], &vloss);
     f->d_value[r] = (float)(l->s.vf_coef * dv * l->inv_valid);
-    st[STAT_PG] += pg1 > pg2 ? pg1 : pg2;
+    st[STAT_PG] += pg;
     st[STAT_V] += vloss;
     st[STAT_ENT] += ent;
     st[STAT_KL] += (ratio - 1) - logratio;
-    st[STAT_CLIP] += fabs(ratio - 1) > c;
+    st[STAT_CLIP] += fabs(ratio - 1) > l->s.clip;
 }
 
 static int shard_task(void *user, int32_t task, int32_t thread)

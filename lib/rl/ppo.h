@@ -1,4 +1,5 @@
-/* The PPO learner (Schulman et al., 2017) over one ring slot: GAE, then epochs of
+/* The PPO learner (Schulman et al., 2017) over one ring slot, or IMPALA's V-trace
+ * actor-critic (Espeholt et al., 2018) with train.algo=impala: GAE or V-trace, then epochs of
  * shuffled minibatches, each split into fixed-size shards run on the pool. Every shard
  * has its own gradient buffer and the buffers are summed in shard order, so a run
  * gives the same bits on any number of threads. */
@@ -14,6 +15,7 @@ typedef struct frl_ppo_settings {
     double lr, clip, ent_coef, vf_coef, max_grad_norm, gamma, lambda, adam_eps, target_kl;
     int32_t clip_value, norm_adv, anneal_lr, use_target_kl;
     int32_t vtrace;           /* advantages and value targets by V-trace, not GAE */
+    int32_t impala;           /* IMPALA's policy gradient (-A log pi), not PPO's clip */
     double rho_bar, c_bar;    /* V-trace's truncation levels */
 } frl_ppo_settings;
 

@@ -31,7 +31,9 @@ static void read_ppo_settings(const frl_config *c, frl_ppo_settings *s)
     s->clip_value = (int32_t)frl_config_int(c, "train.clip_value");
     s->norm_adv = (int32_t)frl_config_int(c, "train.norm_adv");
     s->anneal_lr = (int32_t)frl_config_int(c, "train.anneal_lr");
-    s->vtrace = frl_config_int(c, "train.advantage") == 1;
+    s->impala = frl_config_int(c, "train.algo") == 1;
+    /* IMPALA is defined with V-trace's targets and advantages. */
+    s->vtrace = s->impala || frl_config_int(c, "train.advantage") == 1;
     s->rho_bar = frl_config_float(c, "train.vtrace_rho");
     s->c_bar = frl_config_float(c, "train.vtrace_c");
 }
