@@ -45,6 +45,13 @@ START_TEST(range_type_and_unknown_errors)
     /* The message names the bad key and lists the valid keys of its namespace. */
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "'runtime.thread'"));
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "runtime.threads"));
+    /* Abbreviations either way are suggested; anything else lists the namespace. */
+    ck_assert_int_eq(frl_config_set(cfg, "train.learning_rate", "1"), FRL_ERR_UNKNOWN_NAME);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "did you mean train.lr?"));
+    ck_assert_int_eq(frl_config_set(cfg, "train.ent", "1"), FRL_ERR_UNKNOWN_NAME);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "did you mean train.ent_coef?"));
+    ck_assert_int_eq(frl_config_set(cfg, "train.zzz", "1"), FRL_ERR_UNKNOWN_NAME);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "valid keys: train."));
     ck_assert_int_eq(frl_config_set(cfg, "runtime.threads", "two"), FRL_ERR_PARSE);
     ck_assert_int_eq(frl_config_set(cfg, "runtime.threads", ""), FRL_ERR_PARSE);
     ck_assert_int_eq(frl_config_set(cfg, "runtime.threads", "2.5"), FRL_ERR_PARSE);

@@ -75,9 +75,43 @@ static const char *same_leaf(const char *key)
     return NULL;
 }
 
+/* a's characters appear in b in order ("lr" in "learning_rate"). */
+static int is_subsequence(const char *a, const char *b)
+{
+    for (; *a && *b; b++)
+        if (*a == *b)
+            a++;
+    return *a == '\0';
+}
+
+/* A key of key's namespace whose last component abbreviates key's or is abbreviated by
+ * it ("train.learning_rate" -> "train.lr", "train.ent" -> "train.ent_coef"), the closest
+ * in length; or NULL. */
+static const char *abbreviation_of(const char *key)
+{
+    const char *dot = strchr(key, '.'), *best = NULL;
+    if (!dot || strlen(dot + 1) < 2)
+        return NULL;
+    size_t ns = (size_t)(dot - key) + 1, leaf_len = strlen(dot + 1), best_gap = (size_t)-1;
+    for (int32_t i = 0; i < frl_key_count; i++) {
+        const char *name = frl_key_defs[i].name;
+        if (strncmp(name, key, ns) != 0 || strchr(name + ns, '.'))
+            continue;
+        const char *leaf = name + ns;
+        size_t len = strlen(leaf), gap = len > leaf_len ? len - leaf_len : leaf_len - len;
+        if ((is_subsequence(leaf, dot + 1) || is_subsequence(dot + 1, leaf)) && gap < best_gap) {
+            best = name;
+            best_gap = gap;
+        }
+    }
+    return best;
+}
+
 static frl_status unknown_key(char *err, const char *key)
 {
     const char *guess = same_leaf(key);
+    if (!guess)
+        guess = abbreviation_of(key);
     if (guess)
         return frl_fail(err, FRL_ERR_UNKNOWN_NAME, "unknown config key '%s' (did you mean %s?)",
                         key, guess);
