@@ -47,6 +47,8 @@ import time
 import warnings
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from compare_env import busy_seconds, cpu_model, own_seconds  # noqa: E402
 SETS = 64
 WINDOWS = 5
 
@@ -171,32 +173,6 @@ class GymSync:
         return rate_loop(self.env.step, self.actions, self.n, self.seconds, self.steps)
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def machine_busy():
-    """CPU-seconds used by the whole machine so far (None off Linux)."""
-    try:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu():
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
 def fmt(x):
     return "failed" if x is None else f"{x / 1e6:8.3f} M"
 
@@ -259,7 +235,7 @@ def main():
             print(f"{p.name} {p.version}")
 
     rates = {p.name: [] for p in peers}
-    busy0, own0, t0 = machine_busy(), own_cpu(), time.time()
+    busy0, own0, t0 = busy_seconds(), own_seconds(), time.time()
     for rep in range(a.reps):
         line = []
         for p in peers:
@@ -272,7 +248,7 @@ def main():
             line.append(f"{p.name} {fmt(r)}")
         print(f"rep {rep + 1}: " + ", ".join(line) + " steps/s")
     wall = time.time() - t0
-    busy1, own1 = machine_busy(), own_cpu()
+    busy1, own1 = busy_seconds(), own_seconds()
 
     med = {k: (statistics.median([x for x in v if x]) if any(v) else None)
            for k, v in rates.items()}

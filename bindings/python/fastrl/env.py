@@ -41,59 +41,38 @@ except ImportError:
     _seeding = None
     _VEC_METADATA = {}
 
-    class _EnvBase:  # the parts of gymnasium.Env the binding relies on
+    class _Base:  # the parts of gymnasium's Env and VectorEnv the binding relies on
+        spec = None
+        _np_random = None
+
+        @property
+        def np_random(self):
+            if self._np_random is None:
+                self._np_random = np.random.default_rng()
+            return self._np_random
+
+        def reset(self, *, seed=None, options=None):
+            if seed is not None:
+                self._np_random = np.random.default_rng(seed)
+
+        @property
+        def unwrapped(self):
+            return self
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *args):
+            self.close()
+            return False
+
+    class _EnvBase(_Base):
         metadata = {"render_modes": []}
         render_mode = None
-        spec = None
-        _np_random = None
 
-        @property
-        def np_random(self):
-            if self._np_random is None:
-                self._np_random = np.random.default_rng()
-            return self._np_random
-
-        def reset(self, *, seed=None, options=None):
-            if seed is not None:
-                self._np_random = np.random.default_rng(seed)
-
-        @property
-        def unwrapped(self):
-            return self
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *args):
-            self.close()
-            return False
-
-    class _VecEnvBase:
+    class _VecEnvBase(_Base):
         metadata = {}
-        spec = None
         closed = False
-        _np_random = None
-
-        @property
-        def np_random(self):
-            if self._np_random is None:
-                self._np_random = np.random.default_rng()
-            return self._np_random
-
-        def reset(self, *, seed=None, options=None):
-            if seed is not None:
-                self._np_random = np.random.default_rng(seed)
-
-        @property
-        def unwrapped(self):
-            return self
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *args):
-            self.close()
-            return False
 
 __all__ = ["Env", "VecEnv", "env_ids", "make", "make_vec"]
 
