@@ -242,23 +242,53 @@ static int flaky_step(void *user, int32_t n, const void *actions, const uint8_t 
     return 0;
 }
 
-START_TEST(recovers_after_a_failed_rollout)
-{
-    frl_runtime *rt = runtime(2, "");
+/* A trainer over 4 host agents with a 1-float observation and 2 actions, stepped by
+ * `step` through the batch callback. */
+typedef int (*batch_step_fn)(void *user, int32_t n, const void *actions, const uint8_t *mask,
+                             const uint64_t *seeds, float *obs, float *rew, uint8_t *term,
+                             uint8_t *trunc);
+
+typedef struct host_trainer {
+    frl_runtime *rt;
     frl_space *os, *as;
+    frl_vec_env *v;
+    frl_config *cfg;
+    frl_trainer *t;
+} host_trainer;
+
+static void host_trainer_create(host_trainer *h, int threads, batch_step_fn step, void *user,
+                                const char *text)
+{
+    h->rt = runtime(threads, "");
     int64_t one = 1;
-    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &one, NULL, NULL), FRL_OK);
-    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
-    flaky w = {0};
+    ck_assert_int_eq(frl_space_create_box(&h->os, NULL, 1, &one, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&h->as, NULL, 2), FRL_OK);
     frl_batch_env_callbacks cb;
     frl_batch_env_callbacks_init(&cb);
     cb.reset = flaky_reset;
-    cb.step = flaky_step;
-    frl_vec_env *v;
-    ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, &w, 4, os, as, NULL), FRL_OK);
-    frl_config *cfg = settings("train.rollout=16");
-    frl_trainer *t;
-    ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
+    cb.step = step;
+    ck_assert_int_eq(frl_vec_env_create_batch(&h->v, h->rt, &cb, user, 4, h->os, h->as, NULL),
+                     FRL_OK);
+    h->cfg = settings(text);
+    ck_assert_int_eq(frl_trainer_create_vec(&h->t, h->rt, h->v, h->cfg), FRL_OK);
+}
+
+static void host_trainer_destroy(host_trainer *h)
+{
+    frl_trainer_destroy(h->t);
+    frl_vec_env_destroy(h->v);
+    frl_space_destroy(h->os);
+    frl_space_destroy(h->as);
+    frl_config_destroy(h->cfg);
+    frl_runtime_destroy(h->rt);
+}
+
+START_TEST(recovers_after_a_failed_rollout)
+{
+    flaky w = {0};
+    host_trainer h;
+    host_trainer_create(&h, 2, flaky_step, &w, "train.rollout=16");
+    frl_trainer *t = h.t;
     ck_assert_int_eq(frl_trainer_train(t, 4000), FRL_ERR_CALLBACK);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "-5"));
     /* The failed rollout's slot was given back: training goes on. */
@@ -270,12 +300,7 @@ START_TEST(recovers_after_a_failed_rollout)
     ck_assert_int_eq(frl_trainer_train(t, 8000), FRL_OK);
     /* Host environments cannot be saved in a checkpoint. */
     ck_assert_int_eq(frl_trainer_save(t, "/tmp/frl_unused.frl"), FRL_ERR_UNSUPPORTED);
-    frl_trainer_destroy(t);
-    frl_vec_env_destroy(v);
-    frl_space_destroy(os);
-    frl_space_destroy(as);
-    frl_config_destroy(cfg);
-    frl_runtime_destroy(rt);
+    host_trainer_destroy(&h);
 }
 END_TEST
 
@@ -299,31 +324,15 @@ static int huge_step(void *user, int32_t n, const void *actions, const uint8_t *
 
 START_TEST(divergence_is_reported)
 {
-    frl_runtime *rt = runtime(1, "");
-    frl_space *os, *as;
-    int64_t one = 1;
-    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &one, NULL, NULL), FRL_OK);
-    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
-    frl_batch_env_callbacks cb;
-    frl_batch_env_callbacks_init(&cb);
-    cb.reset = flaky_reset;
-    cb.step = huge_step;
-    frl_vec_env *v;
-    ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, NULL, 4, os, as, NULL), FRL_OK);
-    frl_config *cfg = settings("train.rollout=16 train.gamma=0.99");
-    frl_trainer *t;
-    ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
+    host_trainer h;
+    host_trainer_create(&h, 1, huge_step, NULL, "train.rollout=16 train.gamma=0.99");
+    frl_trainer *t = h.t;
     ck_assert_int_eq(frl_trainer_train(t, 640), FRL_ERR_NONFINITE);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "diverged"));
     /* It stops at the first bad update (4 envs x 16 steps), not at the end of the budget. */
     ck_assert_int_eq(frl_trainer_metrics(t)->env_steps, 64);
     ck_assert_int_eq(frl_trainer_metrics(t)->update, 1);
-    frl_trainer_destroy(t);
-    frl_vec_env_destroy(v);
-    frl_space_destroy(os);
-    frl_space_destroy(as);
-    frl_config_destroy(cfg);
-    frl_runtime_destroy(rt);
+    host_trainer_destroy(&h);
 }
 END_TEST
 
