@@ -30,6 +30,15 @@ frl_setup() {
   fi
 }
 
+# The CUDA toolkit is not a Debian package here: it lives under /usr/local/cuda (or
+# CUDA_HOME). Put its nvcc on PATH when it is not there yet, for the plugin build.
+frl_cuda_path() {
+  local home=${CUDA_HOME:-/usr/local/cuda}
+  if ! command -v nvcc >/dev/null 2>&1 && [ -x "$home/bin/nvcc" ]; then
+    export PATH="$home/bin:$PATH"
+  fi
+}
+
 # Configure (or reconfigure) a build directory and build it: frl_build DIR [meson options]
 frl_build() {
   local dir=$1
@@ -41,6 +50,8 @@ frl_build() {
   fi
   ninja -C "$dir" >/dev/null
 }
+
+frl_cuda_path
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   frl_setup

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: set up, then build and test four configurations, all with
 # warnings as errors:
-#   build/       gcc, release (what users get; also symbols, ABI, install, NaN checks)
+#   build/       gcc, release (what users get; also symbols, ABI, install, NaN checks),
+#                with the CUDA plugin required (nvcc from /usr/local/cuda): a broken
+#                plugin build fails here; without a GPU its test says why it cannot run
 #   build-clang/ clang, release
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (leaks included)
 #   build-tsan/  ThreadSanitizer
@@ -14,7 +16,7 @@ frl_setup || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
 configs=(build build-clang build-asan build-tsan)
 declare -A opts=(
-  [build]="--buildtype=release -Dwerror=true"
+  [build]="--buildtype=release -Dwerror=true -Dcuda=enabled"
   [build-clang]="--buildtype=release -Dwerror=true"
   [build-asan]="--buildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false"
   [build-tsan]="--buildtype=debugoptimized -Dwerror=true -Db_sanitize=thread -Db_lundef=false"

@@ -60,6 +60,24 @@ static int cmd_envs(void)
     return 0;
 }
 
+/* What runtime.device=auto would choose, and why, without failing the command. */
+static void print_device(void)
+{
+    frl_config *cfg;
+    frl_runtime *rt;
+    if (frl_config_create(&cfg, NULL) != FRL_OK)
+        return;
+    frl_config_set_int(cfg, "runtime.threads", 1);
+    frl_config_set(cfg, "runtime.device", "auto");
+    if (frl_runtime_create(&rt, cfg, NULL, NULL) == FRL_OK) {
+        const char *note = frl_runtime_device_note(rt);
+        printf("device (runtime.device=auto): %s%s%s\n", frl_runtime_device(rt),
+               note[0] ? "; " : "", note);
+        frl_runtime_destroy(rt);
+    }
+    frl_config_destroy(cfg);
+}
+
 static int cmd_info(void)
 {
     frl_runtime *rt;
@@ -75,6 +93,7 @@ static int cmd_info(void)
         n++;
     printf("built-in environments: %d\n", (int)n);
     frl_runtime_destroy(rt);
+    print_device();
     return 0;
 }
 
@@ -100,7 +119,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: fastrl <command> [options]\n"
                "  envs                      list the built-in environments and their spaces\n"
-               "  info                      version, ABI, threads, CPU features, kernels\n"
+               "  info                      version, ABI, threads, CPU features, kernels, device\n"
                "  config --list             every setting with its type, default and help\n"
                "  train ENV [--steps N] [--seed S] [--threads T] [--set key=value ...]\n"
                "        [--out DIR] [--resume DIR] [--quiet]\n"

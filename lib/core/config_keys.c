@@ -17,6 +17,9 @@ const frl_key_def frl_key_defs[] = {
      "normalise observations by running mean and variance (saved with the policy)"},
     {"policy.shared", FRL_CONFIG_BOOL, "false", 0, 0, 1, "",
      "actor and critic share one trunk (false: two separate networks)"},
+    {"runtime.device", FRL_CONFIG_CHOICE, "cpu", 0, 0, 0, "cpu|cuda|auto",
+     "where networks run: cpu; cuda (the CUDA plugin and a device, or an error); auto "
+     "(cuda when it can run the work, else cpu)"},
     {"runtime.seed", FRL_CONFIG_INT, "0", 0, 0, 9007199254740992.0, "",
      "base seed of the runtime (environments take theirs from reset)"},
     {"runtime.spin_us", FRL_CONFIG_INT, "50", 50, 0, 1000000, "",

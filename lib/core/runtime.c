@@ -84,14 +84,18 @@ FRL_API frl_status frl_runtime_create(frl_runtime **out, const frl_config *cfg,
         frl_free(&a, rt);
         return frl_fail(NULL, FRL_ERR_THREAD, "frl_runtime_create: cannot initialise a mutex");
     }
-    st = start_pool(rt, cfg);
+    st = frl_device_open(&rt->device, frl_config_int(cfg, "runtime.device"), NULL);
+    if (st == FRL_OK && (st = start_pool(rt, cfg)) != FRL_OK)
+        frl_device_close(&rt->device);
     if (st != FRL_OK) {
         pthread_mutex_destroy(&rt->log_lock);
         frl_free(&a, rt);
         return st;
     }
-    frl_log(rt, FRL_LOG_INFO, "runtime: %d threads, seed %llu", (int)rt->threads,
-            (unsigned long long)rt->seed);
+    if (rt->device.note[0])
+        frl_log(rt, FRL_LOG_INFO, "%s", rt->device.note);
+    frl_log(rt, FRL_LOG_INFO, "runtime: %d threads, seed %llu, device %s", (int)rt->threads,
+            (unsigned long long)rt->seed, rt->device.name);
     *out = rt;
     return FRL_OK;
 }
@@ -101,9 +105,20 @@ FRL_API void frl_runtime_destroy(frl_runtime *rt)
     if (!rt)
         return;
     frl_pool_destroy(rt->pool);
+    frl_device_close(&rt->device);
     pthread_mutex_destroy(&rt->log_lock);
     frl_allocator a = rt->alloc;
     frl_free(&a, rt);
+}
+
+FRL_API const char *frl_runtime_device(const frl_runtime *rt)
+{
+    return rt ? rt->device.name : "frl_runtime_device: runtime is NULL";
+}
+
+FRL_API const char *frl_runtime_device_note(const frl_runtime *rt)
+{
+    return rt ? rt->device.note : "";
 }
 
 FRL_API int32_t frl_runtime_threads(const frl_runtime *rt)

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "core/alloc.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/pool.h"
 
@@ -15,6 +16,7 @@ struct frl_runtime {
     frl_pool *pool;
     int32_t threads;
     uint64_t seed;
+    frl_device device;
     char err[FRL_ERRMSG_SIZE];
 };
 

@@ -408,6 +408,12 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
     *out = NULL;
     if (!rt)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: runtime is NULL", who);
+    if (rt->device.kind != FRL_DEVICE_CPU)
+        /* Running a CUDA runtime's networks on the CPU would hide that the GPU is idle. */
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: the runtime is on %s, and networks on the GPU are not built yet "
+                        "(the CUDA issue); use runtime.device=cpu or auto", who,
+                        rt->device.name);
     frl_status st = check_spaces(NULL, obs, act, who);
     if (st != FRL_OK)
         return st;

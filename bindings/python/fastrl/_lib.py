@@ -193,6 +193,8 @@ _PROTOTYPES = {
     "frl_runtime_destroy": (None, [vp]),
     "frl_runtime_threads": (i32, [vp]),
     "frl_runtime_seed": (u64, [vp]),
+    "frl_runtime_device": (cp, [vp]),
+    "frl_runtime_device_note": (cp, [vp]),
     # spaces
     "frl_space_create_discrete": (c_status, [P(vp), vp, i64]),
     "frl_space_create_box": (c_status, [P(vp), vp, i32, vp, vp, vp]),

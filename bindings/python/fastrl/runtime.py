@@ -52,6 +52,8 @@ class Runtime:
         self._h = Handle(ptr.value, L.runtime_destroy, "runtime", keep=keep)
         self._threads = L.runtime_threads(ptr.value)
         self._seed = L.runtime_seed(ptr.value)
+        self._device = L.runtime_device(ptr.value).decode()
+        self._device_note = L.runtime_device_note(ptr.value).decode()
 
     @property
     def handle(self):
@@ -69,6 +71,18 @@ class Runtime:
     def seed(self):
         self.handle
         return self._seed
+
+    @property
+    def device(self):
+        """Where networks run (runtime.device): "cpu" or "cuda:0 <name> (...)"."""
+        self.handle
+        return self._device
+
+    @property
+    def device_note(self):
+        """With runtime.device="auto", why the runtime stayed on the CPU ("" otherwise)."""
+        self.handle
+        return self._device_note
 
     @property
     def closed(self):

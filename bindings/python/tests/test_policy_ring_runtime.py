@@ -27,7 +27,8 @@ def test_runtime_properties_and_logger():
     messages = []
     r = fastrl.Runtime(threads=2, seed=77, logger=lambda lvl, msg: messages.append((lvl, msg)))
     assert (r.threads, r.seed) == (2, 77)
-    assert messages == [(2, "runtime: 2 threads, seed 77")]
+    assert messages == [(2, "runtime: 2 threads, seed 77, device cpu")]
+    assert (r.device, r.device_note) == ("cpu", "")
     assert "threads=2" in repr(r)
     log = logging.getLogger("fastrl.test")
     records = []
@@ -58,6 +59,17 @@ def test_runtime_errors_and_default():
         r.threads
     assert ei.value.status == Status.ERR_STATE
     assert fastrl.default_runtime() is fastrl.default_runtime()
+    # runtime.device=cuda without a usable plugin or GPU is an error that says why; auto
+    # stays on the CPU and keeps the reason.
+    os.environ["FRL_CUDA_PLUGIN"] = "/nonexistent/libfastrl-cuda.so.0"
+    try:
+        with pytest.raises(fastrl.Error) as ei:
+            fastrl.Runtime(device="cuda")
+        assert ei.value.status == Status.ERR_UNSUPPORTED and "cannot be loaded" in ei.value.message
+        auto = fastrl.Runtime(device="auto")
+        assert auto.device == "cpu" and "cannot be loaded" in auto.device_note
+    finally:
+        del os.environ["FRL_CUDA_PLUGIN"]
     # threads=0: one per online core (capped at 1024)
     assert fastrl.default_runtime().threads == min(os.sysconf("SC_NPROCESSORS_ONLN"), 1024)
     with fastrl.Runtime(threads=1) as r2:

@@ -1,0 +1,41 @@
+/* A stand-in for libfastrl-cuda.so.0, so the device selection (lib/core/device.c) is
+ * tested on machines without a GPU: FAKE_CUDA=ok|nodevice|badabi chooses what it
+ * reports, FAKE_CUDA_CAPS its capabilities. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/plugin_api.h"
+
+static int probe(int32_t *count, char *err, size_t err_size)
+{
+    const char *mode = getenv("FAKE_CUDA");
+    if (mode && strcmp(mode, "nodevice") == 0) {
+        snprintf(err, err_size, "the CUDA driver sees no device");
+        return 1;
+    }
+    *count = 2;
+    return 0;
+}
+
+static int describe(int32_t index, char *name, size_t name_size, int32_t *cc_major,
+                    int32_t *cc_minor, uint64_t *memory_bytes)
+{
+    snprintf(name, name_size, "Fake GPU %d", (int)index);
+    *cc_major = 9;
+    *cc_minor = 0;
+    *memory_bytes = (uint64_t)80 << 30;
+    return 0;
+}
+
+static frl_cuda_plugin plugin = {FRL_CUDA_PLUGIN_ABI, 0u, probe, describe};
+
+__attribute__((visibility("default"))) const frl_cuda_plugin *frl_cuda_plugin_get(void);
+
+const frl_cuda_plugin *frl_cuda_plugin_get(void)
+{
+    const char *mode = getenv("FAKE_CUDA"), *caps = getenv("FAKE_CUDA_CAPS");
+    plugin.abi = mode && strcmp(mode, "badabi") == 0 ? 99u : FRL_CUDA_PLUGIN_ABI;
+    plugin.capabilities = caps ? (uint32_t)atoi(caps) : 0u;
+    return &plugin;
+}
