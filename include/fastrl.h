@@ -210,6 +210,11 @@ FRL_API frl_status frl_runtime_create(frl_runtime **out, const frl_config *cfg,
 FRL_API void frl_runtime_destroy(frl_runtime *rt);
 /* Threads doing work, the calling thread included (>= 1). */
 FRL_API int32_t frl_runtime_threads(const frl_runtime *rt);
+/* The device the runtime computes on (runtime.device): "cpu", or "cuda:0 <name> (...)"
+ * when the CUDA plugin found a device. Borrowed, valid while the runtime lives. */
+FRL_API const char *frl_runtime_device(const frl_runtime *rt);
+/* With runtime.device=auto, why the runtime stayed on the CPU; "" otherwise. */
+FRL_API const char *frl_runtime_device_note(const frl_runtime *rt);
 FRL_API uint64_t frl_runtime_seed(const frl_runtime *rt);
 
 /* A unit of parallel work: return 0 on success, anything else to fail the job (the
