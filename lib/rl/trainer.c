@@ -73,7 +73,11 @@ static frl_status build_parts(frl_trainer *t, const char *who)
     t->disc_return = frl_alloc(&t->rt->alloc, sizeof(double) * (size_t)t->B, 64);
     if (!t->disc_return)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
-    t->act_rows = t->ppo.shard_rows;
+    /* Acting splits the envs over the threads (an action depends only on its row, so
+     * the split changes no result), in pieces no larger than a learner workspace. */
+    int32_t threads = frl_runtime_threads(t->rt);
+    int32_t per = (t->B + threads - 1) / threads;
+    t->act_rows = per < t->ppo.shard_rows ? per : t->ppo.shard_rows;
     t->rn_scale = 1.0f;
     return FRL_OK;
 }
