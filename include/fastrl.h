@@ -540,6 +540,13 @@ typedef struct frl_metrics {
     int32_t epochs_done;       /* fewer than train.epochs when target-KL stopped early */
     /* seconds spent in each stage during this update */
     double time_env, time_inference, time_backward, time_optimizer, time_waiting;
+    /* Asynchronous sampling (sampler.mode=async; zero in sync mode). The lag of a step
+     * is the learner's policy version minus the version that acted; time_env and
+     * time_inference are then busy time summed over threads since the last update,
+     * time_waiting the learner's wait for a rollout. */
+    double policy_lag_mean;    /* mean over the rollout's steps */
+    double policy_lag_max;
+    int64_t slots_dropped;     /* rollouts dropped for exceeding sampler.max_lag, in all */
 } frl_metrics;
 
 /* Return 0 to go on; any other value stops training, and frl_trainer_train returns
@@ -552,6 +559,14 @@ FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt,
 /* A trainer on a host vec env (borrowed: it must outlive the trainer). */
 FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt,
                                           frl_vec_env *venv, const frl_config *cfg);
+/* A trainer on count (1..64) host vec envs with the same spaces, each one group of the
+ * asynchronous sampler (sampler.mode=async; sets sampler.groups = count): while the
+ * library computes one group's actions, another group steps. A group's callbacks are
+ * called from library threads, never two batch callbacks of one trainer at once.
+ * Borrowed: they must outlive the trainer. */
+FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
+                                           frl_vec_env *const *venvs, int32_t count,
+                                           const frl_config *cfg);
 FRL_API void frl_trainer_destroy(frl_trainer *trainer);
 FRL_API void frl_trainer_set_callback(frl_trainer *trainer, frl_metrics_fn fn, void *user);
 /* Write metrics.csv, a TensorBoard event file and settings.txt into dir (which must

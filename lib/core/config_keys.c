@@ -26,6 +26,18 @@ const frl_key_def frl_key_defs[] = {
      "microseconds an idle worker spins for new work before it sleeps"},
     {"runtime.threads", FRL_CONFIG_INT, "0", 0, 0, 1024, "",
      "threads doing work, the caller included: 0 = one per core, 1 = no workers"},
+    {"sampler.groups", FRL_CONFIG_INT, "2", 2, 1, 64, "",
+     "async: environment groups stepped in turn (double-buffered sampling: while one "
+     "group's actions are computed, the others step)"},
+    {"sampler.max_lag", FRL_CONFIG_INT, "0", 0, 0, 1e9, "",
+     "async: drop a rollout any step of which is more than this many policy versions "
+     "behind the learner, and count it (0: never drop)"},
+    {"sampler.mode", FRL_CONFIG_CHOICE, "sync", 0, 0, 0, "sync|async",
+     "sync: step, act and learn in turn; async: environments, inference and the learner "
+     "run at the same time (APPO: V-trace corrects for the policy lag)"},
+    {"sampler.slots", FRL_CONFIG_INT, "2", 2, 2, 64, "",
+     "async: rollouts in the ring (more lets sampling run further ahead of the learner, "
+     "with more lag)"},
     {"train.adam_eps", FRL_CONFIG_FLOAT, "1e-5", 1e-5, 1e-12, 1, "", "Adam's epsilon"},
     {"train.advantage", FRL_CONFIG_CHOICE, "gae", 0, 0, 0, "gae|vtrace",
      "advantages and value targets: GAE(lambda), or V-trace (IMPALA), which corrects for "

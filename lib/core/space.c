@@ -166,3 +166,16 @@ FRL_API int64_t frl_space_width(const frl_space *s)
 {
     return !s ? 0 : (s->kind == FRL_SPACE_DISCRETE ? 1 : s->n);
 }
+
+int frl_space_equal(const frl_space *a, const frl_space *b)
+{
+    if (a->kind != b->kind || a->n != b->n || a->rank != b->rank)
+        return 0;
+    for (int32_t i = 0; i < a->rank; i++)
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    if (a->kind != FRL_SPACE_BOX)
+        return 1;
+    return memcmp(a->low, b->low, sizeof(float) * (size_t)a->n) == 0 &&
+           memcmp(a->high, b->high, sizeof(float) * (size_t)a->n) == 0;
+}

@@ -19,4 +19,7 @@ struct frl_space {
 /* Copy src with alloc; on failure sets the thread's last error and returns NULL. */
 frl_space *frl_space_clone(const frl_allocator *alloc, const frl_space *src);
 
+/* 1 when a and b have the same kind, shape and bounds. */
+int frl_space_equal(const frl_space *a, const frl_space *b);
+
 #endif

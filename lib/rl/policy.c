@@ -82,6 +82,7 @@ void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, flo
 {
     size_t r = (size_t)rows;
     memset(f, 0, sizeof *f);
+    f->norm = &p->norm;
     f->xn = take(&ws, r * (size_t)p->obs_w);
     if (p->shared)
         f->trunk_acts = take(&ws, r * (size_t)p->trunk.act_width);
@@ -105,7 +106,7 @@ void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t 
 {
     f->in = obs;
     if (p->obs_norm) {
-        frl_obsnorm_apply(&p->norm, obs, rows, f->xn);
+        frl_obsnorm_apply(f->norm, obs, rows, f->xn);
         f->in = f->xn;
     }
     const float *x = f->in;
@@ -172,7 +173,8 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
 
 /* ---- acting ---- */
 
-double frl_policy_head_act(const frl_policy *p, const float *out, int deterministic,
+double frl_policy_head_act(const frl_policy *p, const float *params, const float *out,
+                           int deterministic,
                            uint64_t stream, uint64_t counter, void *action_row)
 {
     frl_rng r = frl_rng_stream(p->seed + counter * 0x9e3779b97f4a7c15ULL, stream);
@@ -183,7 +185,7 @@ double frl_policy_head_act(const frl_policy *p, const float *out, int determinis
         return frl_cat_logp(out, p->out_w, a);
     }
     float *a = action_row;
-    const float *log_std = p->params + p->log_std_off;
+    const float *log_std = params + p->log_std_off;
     for (int32_t i = 0; i < p->out_w; i++)
         a[i] = deterministic ? out[i]
                              : out[i] + expf(log_std[i]) * (float)frl_rng_normal(&r);
@@ -206,7 +208,7 @@ static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32
                              FRL_HEAD_ACTOR | (a->values ? FRL_HEAD_CRITIC : 0u));
     unsigned char *act = (unsigned char *)a->actions + (size_t)first * action_row_bytes(p);
     for (int32_t r = 0; r < rows; r++) {
-        double lp = frl_policy_head_act(p, f.out + (size_t)r * (size_t)p->out_w,
+        double lp = frl_policy_head_act(p, p->params, f.out + (size_t)r * (size_t)p->out_w,
                                         a->deterministic, a->stream_offset + (uint64_t)(first + r),
                                         a->counter, act + (size_t)r * action_row_bytes(p));
         if (a->log_probs)

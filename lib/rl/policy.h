@@ -49,6 +49,8 @@ typedef struct frl_pass {
     const float *w_out_in; /* optional: frl_policy_weights_out_in of the parameters */
     int accumulate;        /* backward: 1 adds to grads, 0 writes every network's
                               gradient (the log-std, if any, is the caller's) */
+    const frl_obsnorm *norm; /* the normaliser the forward pass applies (obs_norm only):
+                                the policy's own, or an acting snapshot of it */
 } frl_pass;
 
 /* Floats of workspace for rows rows (training adds the backward buffers). */
@@ -76,8 +78,10 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
                          int32_t rows, frl_pass *f);
 
 /* Action of row i from the head outputs: samples with the row's stream, writes the
- * action and returns its log-probability. */
-double frl_policy_head_act(const frl_policy *p, const float *out, int deterministic,
+ * action and returns its log-probability. params: the parameters that produced out
+ * (a Gaussian's log-std is one of them). */
+double frl_policy_head_act(const frl_policy *p, const float *params, const float *out,
+                           int deterministic,
                            uint64_t stream, uint64_t counter, void *action_row);
 
 /* Create with a given seed for initialisation and sampling (used by load and trainer). */

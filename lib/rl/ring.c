@@ -244,6 +244,16 @@ static frl_status acquire(frl_ring *r, int32_t *slot, frl_slot_state from, frl_s
     return FRL_OK;
 }
 
+int32_t frl_ring_try_acquire_write(frl_ring *r)
+{
+    pthread_mutex_lock(&r->lock);
+    int32_t s = pick(r, FRL_SLOT_FREE);
+    if (s >= 0)
+        r->slot[s].state = FRL_SLOT_WRITING;
+    pthread_mutex_unlock(&r->lock);
+    return s;
+}
+
 FRL_API frl_status frl_ring_acquire_write(frl_ring *r, int32_t *slot)
 {
     return acquire(r, slot, FRL_SLOT_FREE, FRL_SLOT_WRITING, "frl_ring_acquire_write");

@@ -25,6 +25,9 @@ struct frl_ring {
     char err[FRL_ERRMSG_SIZE];
 };
 
+/* FREE -> WRITING for the lowest free slot, or -1 when none is free (the async sampler
+ * then waits for the learner; not an error, so nothing is reported). */
+int32_t frl_ring_try_acquire_write(frl_ring *r);
 /* WRITING -> FREE: a sampler gives up a slot it could not fill. */
 frl_status frl_ring_abandon(frl_ring *r, int32_t slot);
 

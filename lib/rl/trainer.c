@@ -32,8 +32,10 @@ static void read_ppo_settings(const frl_config *c, frl_ppo_settings *s)
     s->norm_adv = (int32_t)frl_config_int(c, "train.norm_adv");
     s->anneal_lr = (int32_t)frl_config_int(c, "train.anneal_lr");
     s->impala = frl_config_int(c, "train.algo") == 1;
-    /* IMPALA is defined with V-trace's targets and advantages. */
-    s->vtrace = s->impala || frl_config_int(c, "train.advantage") == 1;
+    /* IMPALA is defined with V-trace's targets and advantages; the async sampler (APPO)
+     * uses them unless the caller chose GAE, since its rollouts lag the learner. */
+    int async_default = frl_config_int(c, "sampler.mode") == 1 && !frl_config_is_set(c, "train.advantage");
+    s->vtrace = s->impala || frl_config_int(c, "train.advantage") == 1 || async_default;
     s->rho_bar = frl_config_float(c, "train.vtrace_rho");
     s->c_bar = frl_config_float(c, "train.vtrace_c");
 }
@@ -62,7 +64,10 @@ static frl_status build_parts(frl_trainer *t, const char *who)
     const frl_space *as = frl_vec_env_action_space(t->venv);
     frl_status st = frl_policy_create_seeded(&t->policy, t->rt, t->cfg, os, as, t->seed, who);
     if (st == FRL_OK)
-        st = frl_ring_create(&t->ring, t->rt, 1, t->T, t->B, os, as);
+        st = frl_ring_create(&t->ring, t->rt,
+                             t->groups > 1 || frl_config_int(t->cfg, "sampler.mode") == 1
+                                 ? (int32_t)frl_config_int(t->cfg, "sampler.slots") : 1,
+                             t->T, t->B, os, as);
     if (st != FRL_OK)
         return st;
     frl_ppo_settings s;
@@ -79,27 +84,79 @@ static frl_status build_parts(frl_trainer *t, const char *who)
     int32_t per = (t->B + threads - 1) / threads;
     t->act_rows = per < t->ppo.shard_rows ? per : t->ppo.shard_rows;
     t->rn_scale = 1.0f;
+    t->learn = frl_trainer_learn_slot;
+    if (frl_config_int(t->cfg, "sampler.mode") == 1)
+        return frl_async_create(&t->as, t);
     return FRL_OK;
 }
 
-frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv, int own,
-                             frl_config *resolved, const char *env_name, const char *who)
+/* Every group's vec env must have the first one's spaces. */
+static frl_status check_groups(frl_vec_env *const *v, int32_t groups, frl_runtime *rt,
+                               const char *who)
 {
-    frl_trainer *t = frl_alloc(&rt->alloc, sizeof *t, FRL_CACHE_LINE);
+    for (int32_t g = 0; g < groups; g++) {
+        if (!v[g])
+            return frl_fail(NULL, FRL_ERR_NULL, "%s: venvs[%d] is NULL", who, (int)g);
+        if (v[g]->rt != rt)
+            return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: venvs[%d] belongs to another "
+                            "runtime", who, (int)g);
+        for (int32_t h = 0; h < g; h++)
+            if (v[h] == v[g])
+                return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: venvs[%d] and venvs[%d] are "
+                                "the same vec env", who, (int)h, (int)g);
+        if (!frl_space_equal(v[g]->obs_space, v[0]->obs_space) ||
+            !frl_space_equal(v[g]->act_space, v[0]->act_space))
+            return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: venvs[%d]'s spaces differ from "
+                            "venvs[0]'s", who, (int)g);
+    }
+    return FRL_OK;
+}
+
+static void destroy_groups(frl_vec_env *const *v, int32_t groups)
+{
+    for (int32_t g = 0; g < groups; g++)
+        frl_vec_env_destroy(v[g]);
+}
+
+static void set_groups(frl_trainer *t, frl_vec_env *const *venvs, int32_t groups)
+{
+    t->groups = groups;
+    t->venv = venvs[0];
+    t->B = 0;
+    for (int32_t g = 0; g < groups; g++) {
+        t->venvs[g] = venvs[g];
+        t->group_first[g] = t->B;
+        t->B += frl_vec_env_num_envs(venvs[g]);
+    }
+}
+
+static frl_status check_mode(const frl_config *c, int32_t groups, const char *who)
+{
+    if (frl_config_int(c, "sampler.mode") == 0 && groups > 1)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: %d vec envs need sampler.mode=async "
+                        "(the synchronous sampler steps one)", who, (int)groups);
+    return FRL_OK;
+}
+
+frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
+                             int32_t groups, int own, frl_config *resolved, const char *env_name,
+                             const char *who)
+{
+    frl_status st = check_mode(resolved, groups, who);
+    frl_trainer *t = st == FRL_OK ? frl_alloc(&rt->alloc, sizeof *t, FRL_CACHE_LINE) : NULL;
     if (!t) {
         frl_config_destroy(resolved);
         if (own)
-            frl_vec_env_destroy(venv);
-        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+            destroy_groups(venvs, groups);
+        return st != FRL_OK ? st : frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
     }
     t->rt = rt;
     t->cfg = resolved;
-    t->venv = venv;
+    set_groups(t, venvs, groups);
     t->own_venv = own;
     snprintf(t->env_name, sizeof t->env_name, "%s", env_name);
     t->seed = frl_runtime_seed(rt);
     t->T = (int32_t)frl_config_int(resolved, "train.rollout");
-    t->B = frl_vec_env_num_envs(venv);
     int64_t rows = (int64_t)t->T * t->B;
     if (rows > 0x7fffffff) {
         frl_trainer_destroy(t);
@@ -108,14 +165,37 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *ve
     }
     t->reward_norm = (int32_t)frl_config_int(resolved, "train.reward_norm");
     atomic_init(&t->stop, 0);
+    atomic_init(&t->running, 0);
     t->metrics.struct_size = sizeof t->metrics;
-    frl_status st = build_parts(t, who);
+    st = build_parts(t, who);
     if (st != FRL_OK) {
         frl_trainer_destroy(t);
         return st;
     }
     t->t_start = frl_now();
     *out = t;
+    return FRL_OK;
+}
+
+/* sampler.groups vec envs of the built-in, the envs split as evenly as possible. */
+static frl_status create_groups(frl_vec_env **v, int32_t *groups, frl_runtime *rt,
+                                const char *env_name, const frl_config *c, const char *who)
+{
+    int32_t n = (int32_t)frl_config_int(c, "train.num_envs");
+    int32_t k = frl_config_int(c, "sampler.mode") == 1 ? (int32_t)frl_config_int(c, "sampler.groups")
+                                                        : 1;
+    if (k > n)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: sampler.groups %d is more than train.num_envs %d",
+                        who, (int)k, (int)n);
+    for (int32_t g = 0; g < k; g++) {
+        int32_t size = n / k + (g < n % k);
+        frl_status st = frl_vec_env_create_as(&v[g], rt, env_name, size, c, who);
+        if (st != FRL_OK) {
+            destroy_groups(v, g);
+            return st;
+        }
+    }
+    *groups = k;
     return FRL_OK;
 }
 
@@ -135,13 +215,13 @@ FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt, const 
     frl_status st = resolve_settings(rt, env_name, cfg, &resolved);
     if (st != FRL_OK)
         return st;
-    frl_vec_env *venv;
-    int32_t n = (int32_t)frl_config_int(resolved, "train.num_envs");
-    if ((st = frl_vec_env_create_as(&venv, rt, env_name, n, resolved, who)) != FRL_OK) {
+    frl_vec_env *v[FRL_MAX_GROUPS];
+    int32_t groups = 0;
+    if ((st = create_groups(v, &groups, rt, env_name, resolved, who)) != FRL_OK) {
         frl_config_destroy(resolved);
         return st;
     }
-    return frl_trainer_build(out, rt, venv, 1, resolved, env_name, who);
+    return frl_trainer_build(out, rt, v, groups, 1, resolved, env_name, who);
 }
 
 FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
@@ -153,16 +233,42 @@ FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, fr
     if (!out || !rt || !venv)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
                         !out ? "out" : !rt ? "runtime" : "venv");
-    if (venv->rt != rt)
-        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: venv belongs to another runtime", who);
-    /* A built-in vec env keeps its name, so a checkpoint of this trainer can be loaded. */
-    const char *name = venv->kind == VEC_BUILTIN ? venv->cls->name : "";
-    frl_config *resolved;
-    frl_status st = resolve_settings(rt, name, cfg, &resolved);
+    return frl_trainer_create_vecs(out, rt, &venv, 1, cfg);
+}
+
+FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
+                                           frl_vec_env *const *venvs, int32_t count,
+                                           const frl_config *cfg)
+{
+    const char *who = count == 1 ? "frl_trainer_create_vec" : "frl_trainer_create_vecs";
+    if (out)
+        *out = NULL;
+    if (!out || !rt || !venvs)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
+                        !out ? "out" : !rt ? "runtime" : "venvs");
+    if (count < 1 || count > FRL_MAX_GROUPS)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: count %d is outside [1, %d]", who, (int)count,
+                        FRL_MAX_GROUPS);
+    frl_status st = check_groups(venvs, count, rt, who);
     if (st != FRL_OK)
         return st;
-    frl_config_set_int(resolved, "train.num_envs", frl_vec_env_num_envs(venv));
-    return frl_trainer_build(out, rt, venv, 0, resolved, name, who);
+    /* A built-in vec env keeps its name, so a checkpoint of this trainer can be loaded. */
+    const frl_vec_env *v0 = venvs[0];
+    const char *name = count == 1 && v0->kind == VEC_BUILTIN ? v0->cls->name : "";
+    frl_config *resolved;
+    if ((st = resolve_settings(rt, name, cfg, &resolved)) != FRL_OK)
+        return st;
+    int64_t n = 0;
+    for (int32_t g = 0; g < count; g++)
+        n += frl_vec_env_num_envs(venvs[g]);
+    if (n > 0x7fffffff) {
+        frl_config_destroy(resolved);
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: %lld envs in all exceed 2^31 - 1", who,
+                        (long long)n);
+    }
+    frl_config_set_int(resolved, "train.num_envs", n);
+    frl_config_set_int(resolved, "sampler.groups", count);
+    return frl_trainer_build(out, rt, venvs, count, 0, resolved, name, who);
 }
 
 FRL_API void frl_trainer_destroy(frl_trainer *t)
@@ -170,12 +276,13 @@ FRL_API void frl_trainer_destroy(frl_trainer *t)
     if (!t)
         return;
     frl_trainer_close_outputs(t);
+    frl_async_destroy(t->as);
     if (t->ppo.rt)
         frl_ppo_free(&t->ppo);
     frl_ring_destroy(t->ring);
     frl_policy_destroy(t->policy);
     if (t->own_venv)
-        frl_vec_env_destroy(t->venv);
+        destroy_groups(t->venvs, t->groups);
     frl_free(&t->rt->alloc, t->disc_return);
     frl_config_destroy(t->cfg);
     frl_free(&t->rt->alloc, t);
@@ -188,17 +295,18 @@ typedef struct act_job {
     int32_t step;
 } act_job;
 
-/* Write env b's action for the env (box actions clipped to the space, as CleanRL's
- * ClipAction does; the ring keeps the unclipped sample the log-prob belongs to). */
-static void env_action(frl_trainer *t, int32_t b, const void *sampled)
+/* Write the action of env `local` of group g into its vec env (box actions clipped to
+ * the space, as CleanRL's ClipAction does; the ring keeps the unclipped sample the
+ * log-prob belongs to). */
+void frl_trainer_env_action(frl_trainer *t, int32_t g, int32_t local, const void *sampled)
 {
     const frl_policy *p = t->policy;
     if (p->discrete) {
-        ((int32_t *)frl_vec_env_actions(t->venv))[b] = *(const int32_t *)sampled;
+        ((int32_t *)frl_vec_env_actions(t->venvs[g]))[local] = *(const int32_t *)sampled;
         return;
     }
     const float *a = sampled, *lo = p->act_space->low, *hi = p->act_space->high;
-    float *dst = (float *)frl_vec_env_actions(t->venv) + (size_t)b * (size_t)p->out_w;
+    float *dst = (float *)frl_vec_env_actions(t->venvs[g]) + (size_t)local * (size_t)p->out_w;
     for (int32_t i = 0; i < p->out_w; i++)
         dst[i] = a[i] < lo[i] ? lo[i] : (a[i] > hi[i] ? hi[i] : a[i]);
 }
@@ -222,42 +330,44 @@ static int act_task(void *user, int32_t task, int32_t thread)
     frl_policy_forward_heads(p, p->params, rows, obs, &f, FRL_HEAD_ACTOR);
     for (int32_t r = 0; r < rows; r++) {
         void *a = act + (row0 + (size_t)r) * ab;
-        lp[r] = (float)frl_policy_head_act(p, f.out + (size_t)r * (size_t)p->out_w, 0,
+        lp[r] = (float)frl_policy_head_act(p, p->params, f.out + (size_t)r * (size_t)p->out_w, 0,
                                           (uint64_t)(first + r), (uint64_t)t->rollout_steps, a);
-        env_action(t, first + r, a);
+        frl_trainer_env_action(t, 0, first + r, a);
     }
     return 0;
 }
 
-/* Scale rewards by the running std of the discounted return (Engstrom et al., 2020). */
-static void normalise_rewards(frl_trainer *t, float *r, const uint8_t *term, const uint8_t *trunc)
+/* Scale rewards r[0..n) of envs [first, first + n) by the running std of the
+ * discounted return (Engstrom et al., 2020). */
+static void normalise_rewards(frl_trainer *t, int32_t first, int32_t n, float *r,
+                              const uint8_t *term, const uint8_t *trunc)
 {
-    double g = t->ppo.s.gamma, s = 0, ss = 0;
-    for (int32_t b = 0; b < t->B; b++) {
-        t->disc_return[b] = t->disc_return[b] * g + r[b];
-        s += t->disc_return[b];
+    double g = t->ppo.s.gamma, s = 0, ss = 0, *d = t->disc_return + first;
+    for (int32_t b = 0; b < n; b++) {
+        d[b] = d[b] * g + r[b];
+        s += d[b];
     }
-    double bm = s / t->B;
-    for (int32_t b = 0; b < t->B; b++)
-        ss += (t->disc_return[b] - bm) * (t->disc_return[b] - bm);
-    double tot = t->rn_count + t->B, d = bm - t->rn_mean;
-    t->rn_mean += d * t->B / tot;
-    t->rn_m2 += ss + d * d * t->rn_count * t->B / tot;
+    double bm = s / n;
+    for (int32_t b = 0; b < n; b++)
+        ss += (d[b] - bm) * (d[b] - bm);
+    double tot = t->rn_count + n, dm = bm - t->rn_mean;
+    t->rn_mean += dm * n / tot;
+    t->rn_m2 += ss + dm * dm * t->rn_count * n / tot;
     t->rn_count = tot;
     t->rn_scale = (float)(1.0 / sqrt(t->rn_m2 / t->rn_count + 1e-8));
-    for (int32_t b = 0; b < t->B; b++) {
+    for (int32_t b = 0; b < n; b++) {
         r[b] *= t->rn_scale;
         if (term[b] | trunc[b])
-            t->disc_return[b] = 0;
+            d[b] = 0;
     }
 }
 
-static void record_episodes(frl_trainer *t)
+static void record_episodes(frl_trainer *t, const frl_vec_env *v)
 {
-    const uint8_t *term = frl_vec_env_terminated(t->venv), *trunc = frl_vec_env_truncated(t->venv);
-    const float *ret = frl_vec_env_episode_returns(t->venv);
-    const int32_t *len = frl_vec_env_episode_lengths(t->venv);
-    for (int32_t b = 0; b < t->B; b++) {
+    const uint8_t *term = frl_vec_env_terminated(v), *trunc = frl_vec_env_truncated(v);
+    const float *ret = frl_vec_env_episode_returns(v);
+    const int32_t *len = frl_vec_env_episode_lengths(v);
+    for (int32_t b = 0; b < v->n; b++) {
         if (!(term[b] | trunc[b]))
             continue;
         t->recent_return[t->episodes % FRL_RECENT_EPISODES] = ret[b];
@@ -266,21 +376,21 @@ static void record_episodes(frl_trainer *t)
     }
 }
 
-/* Copy the step's results into row block `step` of the slot. */
-static void store_results(frl_trainer *t, int32_t step)
+void frl_trainer_store_step(frl_trainer *t, int32_t g, int32_t slot, int32_t step)
 {
-    size_t off = (size_t)step * (size_t)t->B, n = (size_t)t->B;
-    float *r = (float *)frl_ring_at(t->ring, t->slot, FRL_RING_REWARDS) + off;
-    uint8_t *term = (uint8_t *)frl_ring_at(t->ring, t->slot, FRL_RING_TERMINATED) + off;
-    uint8_t *trunc = (uint8_t *)frl_ring_at(t->ring, t->slot, FRL_RING_TRUNCATED) + off;
-    memcpy(r, frl_vec_env_rewards(t->venv), sizeof(float) * n);
-    memcpy(term, frl_vec_env_terminated(t->venv), n);
-    memcpy(trunc, frl_vec_env_truncated(t->venv), n);
-    memcpy((uint8_t *)frl_ring_at(t->ring, t->slot, FRL_RING_RESET_STEPS) + off,
-           frl_vec_env_reset_steps(t->venv), n);
+    const frl_vec_env *v = t->venvs[g];
+    size_t off = (size_t)step * (size_t)t->B + (size_t)t->group_first[g], n = (size_t)v->n;
+    float *r = (float *)frl_ring_at(t->ring, slot, FRL_RING_REWARDS) + off;
+    uint8_t *term = (uint8_t *)frl_ring_at(t->ring, slot, FRL_RING_TERMINATED) + off;
+    uint8_t *trunc = (uint8_t *)frl_ring_at(t->ring, slot, FRL_RING_TRUNCATED) + off;
+    memcpy(r, frl_vec_env_rewards(v), sizeof(float) * n);
+    memcpy(term, frl_vec_env_terminated(v), n);
+    memcpy(trunc, frl_vec_env_truncated(v), n);
+    memcpy((uint8_t *)frl_ring_at(t->ring, slot, FRL_RING_RESET_STEPS) + off,
+           frl_vec_env_reset_steps(v), n);
     if (t->reward_norm)
-        normalise_rewards(t, r, term, trunc);
-    record_episodes(t);
+        normalise_rewards(t, t->group_first[g], v->n, r, term, trunc);
+    record_episodes(t, v);
 }
 
 /* *clock is the time the step starts, and becomes the time it ends: two clock reads a
@@ -299,7 +409,7 @@ static frl_status rollout_step(frl_trainer *t, int32_t step, double *clock)
     frl_status st = frl_vec_env_step(t->venv);
     if (st != FRL_OK)
         return frl_fail_msg(t->err, st, frl_vec_env_last_error(t->venv));
-    store_results(t, step);
+    frl_trainer_store_step(t, 0, t->slot, step);
     t->rollout_steps++;
     t->env_steps += t->B;
     double t2 = frl_now();
@@ -373,20 +483,30 @@ static void fill_metrics(frl_trainer *t, const frl_ppo_stats *s)
     m->time_waiting = 0;
 }
 
-static frl_status learn(frl_trainer *t, int64_t num_updates)
+/* The progress the sampler writes, read under the async scheduler's lock. */
+static void lock_progress(frl_trainer *t)
 {
-    int32_t slot;
-    frl_status st = frl_ring_acquire_read(t->ring, &slot);
-    if (st != FRL_OK)
-        return frl_fail_msg(t->err, st, frl_ring_last_error(t->ring));
+    if (t->as)
+        frl_async_lock(t->as);
+}
+
+static void unlock_progress(frl_trainer *t)
+{
+    if (t->as)
+        frl_async_unlock(t->as);
+}
+
+frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_updates)
+{
     frl_ppo_stats s;
     double t0 = frl_now();
-    if ((st = frl_ppo_values(&t->ppo, slot, t->err)) != FRL_OK) {
+    frl_status st = frl_ppo_values(&t->ppo, slot, t->err);
+    if (st != FRL_OK) {
         frl_ring_release(t->ring, slot);
         return st;
     }
     frl_ppo_bootstrap(&t->ppo, slot);
-    t->metrics.time_inference += frl_now() - t0;
+    double t_values = frl_now() - t0;
     frl_ppo_advantages(&t->ppo, slot);
     st = frl_ppo_update(&t->ppo, slot, t->updates, num_updates, t->seed, &s, t->err);
     if (st == FRL_OK && t->policy->obs_norm) {
@@ -396,7 +516,15 @@ static frl_status learn(frl_trainer *t, int64_t num_updates)
     }
     frl_ring_release(t->ring, slot);
     t->updates++;
+    lock_progress(t);
     fill_metrics(t, &s);
+    unlock_progress(t);
+    /* Sync: acting's time plus the value pass; async: the sampler's roles report their
+     * own busy time, so the value pass counts as learning. */
+    if (t->as)
+        t->metrics.time_backward += t_values;
+    else
+        t->metrics.time_inference += t_values;
     if (st == FRL_OK && frl_find_nonfinite(t->policy->params, (int64_t)t->policy->num_params) >= 0)
         st = frl_fail(t->err, FRL_ERR_NONFINITE,
                       "training diverged: a parameter became non-finite at update %lld (lower "
@@ -404,8 +532,17 @@ static frl_status learn(frl_trainer *t, int64_t num_updates)
     return st;
 }
 
+static frl_status learn(frl_trainer *t, int64_t num_updates)
+{
+    int32_t slot;
+    frl_status st = frl_ring_acquire_read(t->ring, &slot);
+    if (st != FRL_OK)
+        return frl_fail_msg(t->err, st, frl_ring_last_error(t->ring));
+    return t->learn(t, slot, num_updates);
+}
+
 /* From the episode window itself, which checkpoints keep (the metrics are not). */
-static int target_reached(const frl_trainer *t)
+int frl_trainer_target_reached(const frl_trainer *t)
 {
     double ret, len;
     recent_means(t, &ret, &len);
@@ -425,7 +562,7 @@ static frl_status start(frl_trainer *t)
     return FRL_OK;
 }
 
-static frl_status after_update(frl_trainer *t)
+frl_status frl_trainer_after_update(frl_trainer *t)
 {
     frl_status st = frl_trainer_write_outputs(t);
     if (st != FRL_OK)
@@ -438,6 +575,8 @@ static frl_status after_update(frl_trainer *t)
     return FRL_OK;
 }
 
+static frl_status train_sync(frl_trainer *t, int64_t total_steps);
+
 FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
 {
     if (!t)
@@ -445,21 +584,28 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
     if (total_steps < 0)
         return frl_fail(t->err, FRL_ERR_RANGE, "frl_trainer_train: total_steps %lld < 0",
                         (long long)total_steps);
-    if (t->ring->slot[0].state != FRL_SLOT_FREE)
+    if (atomic_exchange(&t->running, 1))
         return frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_train: already running");
+    frl_status st = t->as ? frl_async_train(t->as, total_steps) : train_sync(t, total_steps);
+    atomic_store(&t->running, 0);
+    if (st != FRL_OK)
+        frl_fail_msg(NULL, st, t->err);
+    return st;
+}
+
+static frl_status train_sync(frl_trainer *t, int64_t total_steps)
+{
     int64_t per = (int64_t)t->T * t->B, num_updates = (total_steps + per - 1) / per;
     frl_status st = start(t);
-    while (st == FRL_OK && t->env_steps < total_steps && !target_reached(t)) {
+    while (st == FRL_OK && t->env_steps < total_steps && !frl_trainer_target_reached(t)) {
         if (atomic_exchange(&t->stop, 0))
             return frl_fail(t->err, FRL_ERR_INTERRUPTED, "training stopped by request at %lld steps",
                             (long long)t->env_steps);
         if ((st = rollout(t)) == FRL_OK && (st = learn(t, num_updates)) == FRL_OK)
-            st = after_update(t);
+            st = frl_trainer_after_update(t);
     }
     /* A stop that arrives during the last update is not carried over to the next call. */
     atomic_store(&t->stop, 0);
-    if (st != FRL_OK)
-        frl_fail_msg(NULL, st, t->err);
     return st;
 }
 

@@ -9,14 +9,29 @@
 #include "io/tfevents.h"
 #include "rl/ppo.h"
 
-enum { FRL_RECENT_EPISODES = 100, FRL_ENV_NAME_MAX = 64 };
+enum { FRL_RECENT_EPISODES = 100, FRL_ENV_NAME_MAX = 64, FRL_MAX_GROUPS = 64 };
+
+struct frl_async;
+
+/* Learn from a READING slot and release it (the PPO learner; benchmarks of the sampler
+ * alone put a learner that only releases). */
+typedef frl_status (*frl_learn_fn)(frl_trainer *t, int32_t slot, int64_t num_updates);
 
 struct frl_trainer {
     frl_runtime *rt;
     frl_config *cfg;            /* resolved settings: env defaults under the caller's */
     char env_name[FRL_ENV_NAME_MAX]; /* "" for a host vec env */
-    frl_vec_env *venv;
-    int32_t own_venv;
+    frl_vec_env *venv;          /* venvs[0] */
+    int32_t own_venv;           /* destroy the vec envs with the trainer */
+    /* The env groups: group g is venvs[g], columns [group_first[g], + its envs) of the
+     * ring. One group in sync mode; sampler.groups (or the host's vec envs) in async. */
+    int32_t groups;
+    frl_vec_env *venvs[FRL_MAX_GROUPS];
+    int32_t group_first[FRL_MAX_GROUPS];
+    struct frl_async *as;       /* sampler.mode=async: the scheduler, else NULL */
+    frl_learn_fn learn;
+    int64_t slots_dropped;      /* rollouts dropped for exceeding sampler.max_lag */
+    atomic_int running;
     frl_policy *policy;
     frl_ring *ring;
     frl_ppo ppo;
@@ -50,10 +65,30 @@ struct frl_trainer {
 /* env_defaults.c: the settings that solve a built-in, as "key=value" text ("" if none). */
 const char *frl_env_default_settings(const char *env_name);
 
-/* trainer.c: build a trainer around an existing vec env (own = destroy it with the
- * trainer); settings are the resolved config (taken over). */
-frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv, int own,
-                             frl_config *resolved, const char *env_name, const char *who);
+/* trainer.c: build a trainer around existing vec envs, one per group (own = destroy
+ * them with the trainer, also on failure); settings are the resolved config (taken
+ * over). */
+frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
+                             int32_t groups, int own, frl_config *resolved,
+                             const char *env_name, const char *who);
+/* Write the results of the step just taken by the vec env of group g into row block
+ * step of slot; reward normalisation and episode statistics included. */
+void frl_trainer_store_step(frl_trainer *t, int32_t g, int32_t slot, int32_t step);
+/* The action of env `local` of group g, from the sampled row. */
+void frl_trainer_env_action(frl_trainer *t, int32_t g, int32_t local, const void *sampled);
+/* The default learner: values, advantages, the update, metrics; releases the slot. */
+frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_updates);
+/* Write outputs and call the metrics callback after an update. */
+frl_status frl_trainer_after_update(frl_trainer *t);
+int frl_trainer_target_reached(const frl_trainer *t);
+
+/* trainer_async.c */
+frl_status frl_async_create(struct frl_async **out, frl_trainer *t);
+void frl_async_destroy(struct frl_async *a);
+frl_status frl_async_train(struct frl_async *a, int64_t total_steps);
+/* The scheduler's lock, held while the learner reads progress the sampler writes. */
+void frl_async_lock(struct frl_async *a);
+void frl_async_unlock(struct frl_async *a);
 /* The progress fields of the metrics (update, steps, episodes, mean return) from the
  * trainer's counters, e.g. after a load. */
 void frl_trainer_refresh_progress(frl_trainer *t);

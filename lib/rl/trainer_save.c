@@ -42,6 +42,10 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
     if (!ct || !path)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_save: %s is NULL", ct ? "path" : "trainer");
     frl_trainer *t = (frl_trainer *)ct; /* for its error buffer only */
+    if (t->as)
+        return frl_fail(t->err, FRL_ERR_UNSUPPORTED,
+                        "frl_trainer_save: an async trainer (sampler.mode=async) cannot be saved "
+                        "yet: its rollouts in flight and env groups have no file format");
     save_buf b;
     frl_policy_blob pb;
     frl_section s[MAX_SECTIONS];
@@ -152,13 +156,18 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     frl_status st = load_settings(rt, c, over, &cfg, env, err);
     if (st != FRL_OK)
         return st;
+    if (frl_config_int(cfg, "sampler.mode") == 1) {
+        frl_config_destroy(cfg);
+        return frl_fail(err, FRL_ERR_UNSUPPORTED, "frl_trainer_load: continuing a run with "
+                        "sampler.mode=async is not supported yet (load it in sync mode)");
+    }
     frl_vec_env *venv;
     int32_t n = (int32_t)frl_config_int(cfg, "train.num_envs");
     if ((st = frl_vec_env_create_as(&venv, rt, env, n, cfg, "frl_trainer_load")) != FRL_OK) {
         frl_config_destroy(cfg);
         return frl_fail_msg(err, st, frl_last_error());
     }
-    if ((st = frl_trainer_build(out, rt, venv, 1, cfg, env, "frl_trainer_load")) != FRL_OK)
+    if ((st = frl_trainer_build(out, rt, &venv, 1, 1, cfg, env, "frl_trainer_load")) != FRL_OK)
         return frl_fail_msg(err, st, frl_last_error());
     if ((st = restore(*out, c, err)) != FRL_OK) {
         frl_trainer_destroy(*out);

@@ -1,0 +1,614 @@
+/* The asynchronous sampler (sampler.mode=async): environment stepping, batched
+ * inference and the learner run at the same time (Sample Factory's roles, SEED RL's
+ * central inference).
+ *
+ * Work is split into tasks that any of the runtime's threads may take:
+ *   STEP(g)  step group g's vec env and store the results in the ring;
+ *   ACT(gs)  gather the observations of every group waiting for actions into one
+ *            batch, run the actor on the acting weights, write actions back;
+ *   LEARN    train on the oldest complete rollout (only the thread that called
+ *            train, so the metrics callback runs where the caller expects it).
+ * Each group cycles ACT, STEP, ACT, ... through the T steps of its rollout; with K
+ * groups, one group's inference overlaps another's stepping (double-buffered sampling).
+ * All groups write the same rollout (a [T x B] ring slot, group g in its own columns);
+ * the last group to finish it commits the slot.
+ *
+ * Why it cannot deadlock: every task runs without the scheduler lock and takes no
+ * other lock except the ring's and the acting weights' (each held for a copy and never
+ * while waiting). The only waits are (1) a thread with nothing to do, woken by every
+ * task's end, (2) a group with no free slot, which needs the learner; the learner runs
+ * on the caller's thread, which never waits without a timeout, and it frees a slot
+ * with every rollout it takes, and (3) the learner publishing weights, which waits for
+ * readers that hold the old buffer for one batch and wait on nothing. The group that is
+ * furthest behind always owns an open slot, so some rollout always completes. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "rl/trainer.h"
+#include "rl/weights.h"
+
+enum phase { PH_OPEN, PH_ACT, PH_STEP, PH_BUSY };
+
+typedef struct group {
+    int32_t phase;
+    int32_t t;             /* next step of the rollout */
+    int64_t seq;           /* the rollout (counted from the run's start) being written */
+    int32_t slot;
+    int64_t acts;          /* inference calls so far: the sampling counter */
+    int32_t restart;       /* its step failed: reset its envs before acting again */
+} group;
+
+/* A rollout being written; record seq % slots. */
+typedef struct rollout {
+    int64_t seq;           /* -1: none */
+    int32_t slot;
+    int32_t groups_done;
+} rollout;
+
+/* Per thread: gathered observations, inference workspace, the groups of its batch. */
+typedef struct act_scratch {
+    float *obs;
+    float *ws;
+    int32_t picked[FRL_MAX_GROUPS];
+} act_scratch;
+
+typedef struct frl_async {
+    frl_trainer *t;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int32_t sync_live;
+    group g[FRL_MAX_GROUPS];
+    rollout *open;
+    int32_t slots;
+    int64_t committed;     /* rollouts committed since the run's start */
+    int64_t budget;        /* rollouts this train call may open */
+    int64_t num_updates;   /* for learning-rate annealing */
+    int32_t ready;         /* committed, not yet taken by the learner */
+    int32_t serial_steps;  /* host batch callbacks: one STEP at a time */
+    int32_t stepping;      /* STEP tasks running */
+    int32_t stop;
+    int32_t sampler_failed; /* a STEP failed: its rollouts are abandoned at the end */
+    frl_status status;
+    char err[FRL_ERRMSG_SIZE];
+    frl_weights w;
+    int32_t threads, chunk;
+    act_scratch *scratch;
+    double busy_env, busy_act, learner_wait; /* seconds since the last update */
+} frl_async;
+
+/* ---- creation ---- */
+
+static frl_status alloc_scratch(frl_async *a, const frl_policy *p, char *err)
+{
+    frl_allocator *al = &a->t->rt->alloc;
+    a->scratch = frl_alloc(al, sizeof(act_scratch) * (size_t)a->threads, FRL_CACHE_LINE);
+    if (!a->scratch)
+        return frl_fail(err, FRL_ERR_NOMEM, "async sampler: out of memory");
+    memset(a->scratch, 0, sizeof(act_scratch) * (size_t)a->threads);
+    size_t obs = (size_t)a->t->B * (size_t)p->obs_w, ws = frl_policy_pass_floats(p, a->chunk, 0);
+    for (int32_t i = 0; i < a->threads; i++) {
+        a->scratch[i].obs = frl_alloc(al, sizeof(float) * obs, FRL_CACHE_LINE);
+        a->scratch[i].ws = frl_alloc(al, sizeof(float) * ws, FRL_CACHE_LINE);
+        if (!a->scratch[i].obs || !a->scratch[i].ws)
+            return frl_fail(err, FRL_ERR_NOMEM, "async sampler: out of memory for %zu floats of "
+                            "inference buffers per thread", obs + ws);
+    }
+    return FRL_OK;
+}
+
+static frl_status init_sync(frl_async *a, char *err)
+{
+    if (pthread_mutex_init(&a->lock, NULL) != 0)
+        return frl_fail(err, FRL_ERR_THREAD, "async sampler: cannot initialise a mutex");
+    if (pthread_cond_init(&a->wake, NULL) != 0) {
+        pthread_mutex_destroy(&a->lock);
+        return frl_fail(err, FRL_ERR_THREAD, "async sampler: cannot initialise a condition");
+    }
+    a->sync_live = 1;
+    return FRL_OK;
+}
+
+static void init_groups(frl_async *a)
+{
+    frl_trainer *t = a->t;
+    for (int32_t g = 0; g < t->groups; g++) {
+        a->g[g].phase = PH_OPEN;
+        a->g[g].slot = -1;
+        if (t->venvs[g]->kind == VEC_BATCH)
+            a->serial_steps = 1;
+    }
+    for (int32_t i = 0; i < a->slots; i++)
+        a->open[i].seq = -1;
+}
+
+frl_status frl_async_create(struct frl_async **out, frl_trainer *t)
+{
+    frl_allocator *al = &t->rt->alloc;
+    frl_async *a = frl_alloc(al, sizeof *a, FRL_CACHE_LINE);
+    if (!a)
+        return frl_fail(t->err, FRL_ERR_NOMEM, "async sampler: out of memory");
+    memset(a, 0, sizeof *a);
+    *out = a;
+    a->t = t;
+    a->slots = frl_ring_slots(t->ring);
+    a->threads = frl_runtime_threads(t->rt);
+    /* Inference runs in pieces no larger than this; the kernels give the same bits at
+     * any batch size, so the piece size changes speed only. */
+    a->chunk = t->B < 256 ? t->B : 256;
+    a->open = frl_alloc(al, sizeof(rollout) * (size_t)a->slots, FRL_CACHE_LINE);
+    if (!a->open)
+        return frl_fail(t->err, FRL_ERR_NOMEM, "async sampler: out of memory");
+    init_groups(a);
+    frl_status st = alloc_scratch(a, t->policy, t->err);
+    if (st == FRL_OK)
+        st = frl_weights_init(&a->w, al, t->policy, t->err);
+    if (st == FRL_OK)
+        st = init_sync(a, t->err);
+    return st;
+}
+
+void frl_async_destroy(struct frl_async *a)
+{
+    if (!a)
+        return;
+    frl_allocator *al = &a->t->rt->alloc;
+    if (a->sync_live) {
+        pthread_cond_destroy(&a->wake);
+        pthread_mutex_destroy(&a->lock);
+    }
+    frl_weights_free(&a->w);
+    for (int32_t i = 0; a->scratch && i < a->threads; i++) {
+        frl_free(al, a->scratch[i].obs);
+        frl_free(al, a->scratch[i].ws);
+    }
+    frl_free(al, a->scratch);
+    frl_free(al, a->open);
+    frl_free(al, a);
+}
+
+void frl_async_lock(struct frl_async *a)
+{
+    pthread_mutex_lock(&a->lock);
+}
+
+void frl_async_unlock(struct frl_async *a)
+{
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* ---- rollouts (all under the lock) ---- */
+
+/* Join the group's rollout, opening a slot for it if it is the first group there.
+ * Returns 0 when the budget is spent or no slot is free (the learner frees one). */
+static int open_rollout(frl_async *a, group *g)
+{
+    if (g->seq >= a->budget)
+        return 0;
+    rollout *r = &a->open[g->seq % a->slots];
+    if (r->seq != g->seq) {
+        /* The record held rollout seq - slots or older, committed already: the groups
+         * are never more than `slots` rollouts apart, since the rollouts between the
+         * last group and the first would all be open and hold every slot. */
+        int32_t slot = frl_ring_try_acquire_write(a->t->ring);
+        if (slot < 0)
+            return 0;
+        r->seq = g->seq;
+        r->slot = slot;
+        r->groups_done = 0;
+        uint64_t *ver = frl_ring_at(a->t->ring, slot, FRL_RING_POLICY_VERSION);
+        for (int32_t s = 0; s < a->t->T; s++)
+            ver[s] = UINT64_MAX;
+    }
+    g->slot = r->slot;
+    g->t = 0;
+    g->phase = PH_ACT;
+    return 1;
+}
+
+/* The group has written all T steps of its rollout. */
+static void finish_rollout(frl_async *a, int32_t gi)
+{
+    frl_trainer *t = a->t;
+    group *g = &a->g[gi];
+    const frl_vec_env *v = t->venvs[gi];
+    size_t ow = (size_t)t->policy->obs_w;
+    memcpy((float *)frl_ring_at(t->ring, g->slot, FRL_RING_BOOTSTRAP_OBS) +
+               (size_t)t->group_first[gi] * ow,
+           frl_vec_env_observations(v), sizeof(float) * (size_t)v->n * ow);
+    rollout *r = &a->open[g->seq % a->slots];
+    if (++r->groups_done == t->groups) {
+        frl_ring_commit(t->ring, r->slot);
+        a->committed++;
+        a->ready++;
+    }
+    g->seq++;
+    g->slot = -1;
+    g->phase = PH_OPEN;
+    open_rollout(a, g);
+}
+
+/* After a sampler error: give back every slot being written, so the next train call
+ * starts clean rollouts from the envs' present observations. Complete rollouts stay. */
+static void abandon_open(frl_async *a)
+{
+    for (int32_t i = 0; i < a->slots; i++) {
+        rollout *r = &a->open[i];
+        if (r->seq >= a->committed)
+            frl_ring_abandon(a->t->ring, r->slot);
+        if (r->seq >= a->committed)
+            r->seq = -1;
+    }
+    for (int32_t gi = 0; gi < a->t->groups; gi++) {
+        a->g[gi].seq = a->committed;
+        a->g[gi].slot = -1;
+        a->g[gi].phase = PH_OPEN;
+    }
+}
+
+/* ---- tasks ---- */
+
+typedef struct task {
+    int kind;              /* 0 none, 1 step, 2 act, 3 learn */
+    int32_t group;         /* step */
+    int32_t count;         /* act: groups in the batch (scratch.picked) */
+} task;
+
+enum { TASK_NONE, TASK_STEP, TASK_ACT, TASK_LEARN };
+
+static int take_step(frl_async *a, task *k)
+{
+    if (a->serial_steps && a->stepping > 0)
+        return 0;
+    for (int32_t gi = 0; gi < a->t->groups; gi++)
+        if (a->g[gi].phase == PH_STEP) {
+            a->g[gi].phase = PH_BUSY;
+            a->stepping++;
+            k->kind = TASK_STEP;
+            k->group = gi;
+            return 1;
+        }
+    return 0;
+}
+
+static int take_act(frl_async *a, task *k, int32_t thread)
+{
+    int32_t n = 0;
+    for (int32_t gi = 0; gi < a->t->groups; gi++) {
+        group *g = &a->g[gi];
+        if (g->phase == PH_OPEN)
+            open_rollout(a, g);
+        if (g->phase == PH_ACT) {
+            g->phase = PH_BUSY;
+            a->scratch[thread].picked[n++] = gi;
+        }
+    }
+    k->kind = n ? TASK_ACT : TASK_NONE;
+    k->count = n;
+    return n > 0;
+}
+
+/* Stepping first: with a serial host callback the callback is the resource to keep
+ * busy, and the batch of actions grows while it runs. */
+static int take_task(frl_async *a, task *k, int32_t thread)
+{
+    if (thread == 0 && a->ready > 0) {
+        a->ready--;
+        k->kind = TASK_LEARN;
+        return 1;
+    }
+    return take_step(a, k) || take_act(a, k, thread);
+}
+
+/* Copy group gi's observations into its rows of the slot; returns where they are. */
+static const float *store_obs(frl_async *a, int32_t gi)
+{
+    frl_trainer *t = a->t;
+    const group *g = &a->g[gi];
+    const frl_vec_env *v = t->venvs[gi];
+    size_t ow = (size_t)t->policy->obs_w;
+    float *dst = (float *)frl_ring_at(t->ring, g->slot, FRL_RING_OBSERVATIONS) +
+                 ((size_t)g->t * (size_t)t->B + (size_t)t->group_first[gi]) * ow;
+    memcpy(dst, frl_vec_env_observations(v), sizeof(float) * (size_t)v->n * ow);
+    return dst;
+}
+
+/* Sample row r of the batch (env `local` of group gi) from the head outputs. */
+static void act_row(frl_async *a, const frl_weights_view *wv, int32_t gi, int32_t local,
+                    const float *out)
+{
+    frl_trainer *t = a->t;
+    const frl_policy *p = t->policy;
+    const group *g = &a->g[gi];
+    size_t row = (size_t)g->t * (size_t)t->B + (size_t)(t->group_first[gi] + local);
+    size_t ab = p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
+    void *act = (unsigned char *)frl_ring_at(t->ring, g->slot, FRL_RING_ACTIONS) + row * ab;
+    float *lp = (float *)frl_ring_at(t->ring, g->slot, FRL_RING_LOG_PROBS) + row;
+    /* Each env samples from its own stream at the group's counter, so an env's
+     * actions do not depend on which batch it was gathered into. */
+    *lp = (float)frl_policy_head_act(p, wv->params, out, 0,
+                                     (uint64_t)(t->group_first[gi] + local), (uint64_t)g->acts,
+                                     act);
+    frl_trainer_env_action(t, gi, local, act);
+}
+
+/* One batch: the gathered groups' observations, in group order. */
+static void act_batch(frl_async *a, const task *k, int32_t thread, uint64_t *version)
+{
+    frl_trainer *t = a->t;
+    const frl_policy *p = t->policy;
+    act_scratch *sc = &a->scratch[thread];
+    size_t ow = (size_t)p->obs_w;
+    const float *obs = NULL;
+    int32_t rows = 0;
+    for (int32_t i = 0; i < k->count; i++) {
+        int32_t gi = sc->picked[i], n = t->venvs[gi]->n;
+        const float *src = store_obs(a, gi);
+        if (k->count == 1)
+            obs = src;
+        else
+            memcpy(sc->obs + (size_t)rows * ow, src, sizeof(float) * (size_t)n * ow);
+        rows += n;
+    }
+    obs = k->count == 1 ? obs : sc->obs;
+    frl_weights_view wv;
+    frl_weights_pin(&t->as->w, p, &wv);
+    *version = wv.version;
+    int32_t pi = 0, local = 0;
+    for (int32_t first = 0; first < rows; first += a->chunk) {
+        int32_t n = rows - first < a->chunk ? rows - first : a->chunk;
+        frl_pass f;
+        frl_policy_pass_layout(p, n, 0, sc->ws, &f);
+        f.norm = &wv.norm;
+        frl_policy_forward_heads(p, wv.params, n, obs + (size_t)first * ow, &f, FRL_HEAD_ACTOR);
+        for (int32_t r = 0; r < n; r++) {
+            act_row(a, &wv, sc->picked[pi], local, f.out + (size_t)r * (size_t)p->out_w);
+            if (++local == t->venvs[sc->picked[pi]]->n) {
+                pi++;
+                local = 0;
+            }
+        }
+    }
+    frl_weights_unpin(&t->as->w, &wv);
+}
+
+static void act_done(frl_async *a, const task *k, int32_t thread, uint64_t version)
+{
+    for (int32_t i = 0; i < k->count; i++) {
+        group *g = &a->g[a->scratch[thread].picked[i]];
+        uint64_t *ver = frl_ring_at(a->t->ring, g->slot, FRL_RING_POLICY_VERSION);
+        /* A step's version is the oldest that acted in it: lag is never understated. */
+        ver[g->t] = version < ver[g->t] ? version : ver[g->t];
+        g->acts++;
+        g->phase = PH_STEP;
+    }
+}
+
+static void step_done(frl_async *a, int32_t gi)
+{
+    frl_trainer *t = a->t;
+    group *g = &a->g[gi];
+    frl_trainer_store_step(t, gi, g->slot, g->t);
+    t->env_steps += t->venvs[gi]->n;
+    if (++g->t == t->T)
+        finish_rollout(a, gi);
+    else
+        g->phase = PH_ACT;
+}
+
+static void fail_locked(frl_async *a, frl_status st, const char *msg)
+{
+    if (a->status == FRL_OK) {
+        a->status = st;
+        snprintf(a->err, sizeof a->err, "%s", msg);
+    }
+    a->stop = 1;
+}
+
+/* Run a sampling task without the lock; account for it with the lock. */
+static void run_sampling(frl_async *a, const task *k, int32_t thread)
+{
+    double t0 = frl_now();
+    frl_status st = FRL_OK;
+    uint64_t version = 0;
+    if (k->kind == TASK_STEP)
+        st = frl_vec_env_step(a->t->venvs[k->group]);
+    else
+        act_batch(a, k, thread, &version);
+    double dt = frl_now() - t0;
+    pthread_mutex_lock(&a->lock);
+    if (k->kind == TASK_STEP) {
+        a->stepping--;
+        a->busy_env += dt;
+        if (st == FRL_OK)
+            step_done(a, k->group);
+        else {
+            a->g[k->group].phase = PH_STEP; /* reset by abandon_open at the end */
+            a->g[k->group].restart = 1;
+            a->sampler_failed = 1;
+            fail_locked(a, st, frl_vec_env_last_error(a->t->venvs[k->group]));
+        }
+    } else {
+        a->busy_act += dt;
+        act_done(a, k, thread, version);
+    }
+    pthread_cond_broadcast(&a->wake);
+}
+
+/* ---- the learner ---- */
+
+/* Lag of the slot's steps behind the learner's present version. */
+static void slot_lag(frl_async *a, int32_t slot, double *mean, double *max)
+{
+    const uint64_t *ver = frl_ring_at(a->t->ring, slot, FRL_RING_POLICY_VERSION);
+    uint64_t now = a->t->policy->version;
+    double sum = 0, hi = 0;
+    for (int32_t s = 0; s < a->t->T; s++) {
+        double lag = (double)(now - ver[s]);
+        sum += lag;
+        hi = lag > hi ? lag : hi;
+    }
+    *mean = sum / a->t->T;
+    *max = hi;
+}
+
+static frl_status learn_next(frl_async *a)
+{
+    frl_trainer *t = a->t;
+    int32_t slot;
+    frl_status st = frl_ring_acquire_read(t->ring, &slot);
+    if (st != FRL_OK)
+        return frl_fail(t->err, FRL_ERR_INTERNAL, "async learner: a committed rollout is missing "
+                        "from the ring: %s", frl_ring_last_error(t->ring));
+    double mean, max;
+    slot_lag(a, slot, &mean, &max);
+    int64_t max_lag = frl_config_int(t->cfg, "sampler.max_lag");
+    if (max_lag > 0 && max > (double)max_lag) {
+        frl_ring_release(t->ring, slot);
+        pthread_mutex_lock(&a->lock);
+        t->slots_dropped++;
+        t->metrics.slots_dropped = t->slots_dropped;
+        pthread_cond_broadcast(&a->wake);
+        pthread_mutex_unlock(&a->lock);
+        return FRL_OK;
+    }
+    if ((st = t->learn(t, slot, a->num_updates)) != FRL_OK)
+        return st;
+    frl_weights_publish(&a->w, t->policy);
+    pthread_mutex_lock(&a->lock);
+    frl_metrics *m = &t->metrics;
+    m->time_env = a->busy_env;
+    m->time_inference = a->busy_act;
+    m->time_waiting = a->learner_wait;
+    m->policy_lag_mean = mean;
+    m->policy_lag_max = max;
+    m->slots_dropped = t->slots_dropped;
+    a->busy_env = a->busy_act = a->learner_wait = 0;
+    /* A slot is free again: wake groups waiting for one. */
+    pthread_cond_broadcast(&a->wake);
+    pthread_mutex_unlock(&a->lock);
+    return frl_trainer_after_update(t);
+}
+
+/* The caller's thread: is the run over? (under the lock) */
+static int learner_finished(frl_async *a)
+{
+    frl_trainer *t = a->t;
+    if (a->stop)
+        return 1;
+    if (atomic_exchange(&t->stop, 0)) {
+        fail_locked(a, FRL_ERR_INTERRUPTED, "");
+        snprintf(a->err, sizeof a->err, "training stopped by request at %lld steps",
+                 (long long)t->env_steps);
+        return 1;
+    }
+    if (t->updates + t->slots_dropped >= a->budget || frl_trainer_target_reached(t)) {
+        a->stop = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static void wait_for_work(frl_async *a, int32_t thread)
+{
+    if (thread != 0) {
+        pthread_cond_wait(&a->wake, &a->lock);
+        return;
+    }
+    /* The caller's thread polls for a stop request (a signal handler cannot wake it). */
+    double t0 = frl_now();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20 * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&a->wake, &a->lock, &ts);
+    a->learner_wait += frl_now() - t0;
+}
+
+static int worker(void *user, int32_t task_index, int32_t thread)
+{
+    (void)task_index;
+    frl_async *a = user;
+    pthread_mutex_lock(&a->lock);
+    for (;;) {
+        if (thread == 0 ? learner_finished(a) : a->stop)
+            break;
+        task k;
+        if (!take_task(a, &k, thread)) {
+            wait_for_work(a, thread);
+            continue;
+        }
+        pthread_mutex_unlock(&a->lock);
+        if (k.kind == TASK_LEARN) {
+            frl_status st = learn_next(a);
+            pthread_mutex_lock(&a->lock);
+            if (st != FRL_OK)
+                fail_locked(a, st, a->t->err);
+            continue;
+        }
+        run_sampling(a, &k, thread);
+    }
+    /* Whoever stops the run wakes the others. */
+    pthread_cond_broadcast(&a->wake);
+    pthread_mutex_unlock(&a->lock);
+    return 0;
+}
+
+/* ---- train ---- */
+
+/* Group g's env i draws from the stream (seed + g * golden, i), distinct from every
+ * other group's; a restart after a failure moves to fresh streams. */
+static frl_status reset_group(frl_async *a, int32_t g, uint64_t restarts)
+{
+    frl_trainer *t = a->t;
+    uint64_t seed = t->seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL + restarts * 0xbf58476d1ce4e5b9ULL;
+    frl_status st = frl_vec_env_reset(t->venvs[g], seed);
+    if (st != FRL_OK)
+        return frl_fail_msg(t->err, st, frl_vec_env_last_error(t->venvs[g]));
+    a->g[g].restart = 0;
+    return FRL_OK;
+}
+
+/* The first call resets every group; later calls reset the groups whose step failed
+ * (their observations may be the bad ones). */
+static frl_status start_groups(frl_async *a)
+{
+    frl_trainer *t = a->t;
+    for (int32_t g = 0; g < t->groups; g++)
+        if (!t->started || a->g[g].restart) {
+            frl_status st = reset_group(a, g, t->started ? (uint64_t)a->committed + 1 : 0);
+            if (st != FRL_OK)
+                return st;
+        }
+    t->started = 1;
+    return FRL_OK;
+}
+
+frl_status frl_async_train(struct frl_async *a, int64_t total_steps)
+{
+    frl_trainer *t = a->t;
+    int64_t per = (int64_t)t->T * t->B;
+    frl_status st = start_groups(a);
+    if (st != FRL_OK)
+        return st;
+    a->budget = (total_steps + per - 1) / per;
+    a->num_updates = a->budget;
+    a->stop = 0;
+    a->sampler_failed = 0;
+    a->status = FRL_OK;
+    a->err[0] = '\0';
+    /* One long task per thread; the pool's nested calls (vec env chunks, learner
+     * shards) then run inline on the thread that makes them. */
+    int32_t failed;
+    frl_pool_run(t->rt->pool, a->threads, worker, a, &failed);
+    st = a->status;
+    if (a->sampler_failed)
+        abandon_open(a);
+    atomic_store(&t->stop, 0);
+    if (st != FRL_OK)
+        return frl_fail_msg(t->err, st, a->err);
+    return FRL_OK;
+}

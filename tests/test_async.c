@@ -1,0 +1,396 @@
+/* The asynchronous sampler (sampler.mode=async) through the public API: it trains,
+ * reports lag, honours max_lag, runs host batch callbacks one at a time from library
+ * threads, carries a callback's failure to the caller and goes on after it, and
+ * survives 1,000 stops at random moments with no slot lost or leaked. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static frl_runtime *runtime(int threads)
+{
+    frl_config *cfg;
+    frl_runtime *rt;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", threads), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.seed", 3), FRL_OK);
+    ck_assert_int_eq(frl_runtime_create(&rt, cfg, NULL, NULL), FRL_OK);
+    frl_config_destroy(cfg);
+    return rt;
+}
+
+static frl_config *settings(const char *text)
+{
+    frl_config *cfg;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_parse(cfg, text), FRL_OK);
+    return cfg;
+}
+
+static const char *small = "sampler.mode=async train.num_envs=8 train.rollout=16 "
+                           "policy.hidden=16";
+
+/* Every slot is free, being written or ready: none is left being read. */
+static void check_ring(frl_trainer *t)
+{
+    frl_ring *r = frl_trainer_ring(t);
+    for (int32_t s = 0; s < frl_ring_slots(r); s++)
+        ck_assert_int_ne(frl_ring_slot_state(r, s), FRL_SLOT_READING);
+}
+
+/* ---- a host world: agents walk a line; the batch callback can be slow or fail ---- */
+
+typedef struct world {
+    float pos[64];
+    atomic_int inside;      /* calls running now */
+    atomic_int overlapped;  /* a call started while another ran */
+    atomic_long calls;
+    long fail_at, nan_at;   /* call number that fails / returns NaN (0: never) */
+    int delay_us;
+    pthread_t caller;
+    atomic_int off_caller;  /* calls made on a thread other than train's */
+} world;
+
+static int world_reset(void *user, int32_t n, const uint64_t *seeds, float *obs)
+{
+    world *w = user;
+    for (int32_t i = 0; i < n; i++) {
+        w->pos[i] = (float)(seeds[i] % 5) * 0.1f;
+        obs[i] = w->pos[i];
+    }
+    return 0;
+}
+
+static void busy_wait_us(int us)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
+}
+
+static int world_step(void *user, int32_t n, const void *actions, const uint8_t *reset_mask,
+                      const uint64_t *seeds, float *obs, float *rewards, uint8_t *term,
+                      uint8_t *trunc)
+{
+    world *w = user;
+    if (atomic_fetch_add(&w->inside, 1) != 0)
+        atomic_store(&w->overlapped, 1);
+    if (!pthread_equal(pthread_self(), w->caller))
+        atomic_store(&w->off_caller, 1);
+    long call = atomic_fetch_add(&w->calls, 1) + 1;
+    busy_wait_us(w->delay_us);
+    const int32_t *a = actions;
+    for (int32_t i = 0; i < n; i++) {
+        if (reset_mask[i]) {
+            w->pos[i] = (float)(seeds[i] % 5) * 0.1f;
+        } else {
+            w->pos[i] += a[i] ? 0.1f : -0.1f;
+        }
+        term[i] = w->pos[i] >= 1.0f || w->pos[i] <= -1.0f;
+        rewards[i] = w->pos[i] >= 1.0f ? 1.0f : 0.0f;
+        trunc[i] = 0;
+        obs[i] = w->pos[i];
+    }
+    if (call == w->nan_at)
+        obs[0] = 0.0f / 0.0f;
+    atomic_fetch_sub(&w->inside, 1);
+    return call == w->fail_at ? 7 : 0;
+}
+
+static frl_vec_env *world_env(frl_runtime *rt, world *w, int32_t n)
+{
+    frl_space *obs, *act;
+    float lo = -2, hi = 2;
+    int64_t shape = 1;
+    ck_assert_int_eq(frl_space_create_box(&obs, NULL, 1, &shape, &lo, &hi), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&act, NULL, 2), FRL_OK);
+    frl_batch_env_callbacks cb;
+    frl_batch_env_callbacks_init(&cb);
+    cb.reset = world_reset;
+    cb.step = world_step;
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, w, n, obs, act, NULL), FRL_OK);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    return v;
+}
+
+/* ---- tests ---- */
+
+START_TEST(async_trains_and_reports_lag)
+{
+    frl_runtime *rt = runtime(2);
+    frl_config *cfg = settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 40), FRL_OK);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    /* The budget is counted in rollouts learned (or dropped), as in sync mode. */
+    ck_assert_int_eq(m->update, 40);
+    ck_assert_int_ge(m->env_steps, 8 * 16 * 40);
+    ck_assert(m->policy_lag_mean >= 0 && m->policy_lag_mean <= m->policy_lag_max);
+    /* Two slots: a rollout is at most one being learned plus the one written behind. */
+    ck_assert(m->policy_lag_max <= 3);
+    ck_assert_int_eq(m->slots_dropped, 0);
+    ck_assert_uint_eq(frl_policy_version(frl_trainer_policy(t)), 40);
+    check_ring(t);
+    /* A second call continues to a larger total. */
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 50), FRL_OK);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 50);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Learning slowly (a sleeping callback) lets sampling run ahead; no rollout learned may
+ * lag more than max_lag, and every rollout is learned or counted as dropped. */
+static int slow_check_lag(void *user, const frl_metrics *m)
+{
+    int64_t *max_lag = user;
+    ck_assert(m->policy_lag_max <= (double)*max_lag);
+    usleep(2000);
+    return 0;
+}
+
+START_TEST(async_max_lag_drops_and_counts)
+{
+    frl_runtime *rt = runtime(2);
+    frl_config *cfg = settings("sampler.mode=async train.num_envs=8 train.rollout=8 "
+                               "policy.hidden=16 sampler.slots=6 sampler.max_lag=1");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    int64_t max_lag = 1;
+    frl_trainer_set_callback(t, slow_check_lag, &max_lag);
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 8 * 60), FRL_OK);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    ck_assert_int_eq(m->update + m->slots_dropped, 60);
+    printf("max_lag=1, 6 slots, slow learner: %lld learned, %lld dropped\n",
+           (long long)m->update, (long long)m->slots_dropped);
+    check_ring(t);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+static frl_trainer *world_trainer(frl_runtime *rt, world *w, frl_vec_env **v, int groups,
+                                  const char *extra)
+{
+    for (int g = 0; g < groups; g++) {
+        w[g].caller = pthread_self();
+        v[g] = world_env(rt, &w[g], 8);
+    }
+    char text[256];
+    snprintf(text, sizeof text, "sampler.mode=async train.rollout=8 policy.hidden=8 %s", extra);
+    frl_config *cfg = settings(text);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, v, groups, cfg), FRL_OK);
+    frl_config_destroy(cfg);
+    return t;
+}
+
+START_TEST(async_batch_callbacks_never_overlap)
+{
+    frl_runtime *rt = runtime(2);
+    world w[2];
+    memset(w, 0, sizeof w);
+    w[0].delay_us = w[1].delay_us = 50;
+    frl_vec_env *v[2];
+    frl_trainer *t = world_trainer(rt, w, v, 2, "");
+    ck_assert_int_eq(frl_trainer_train(t, 16 * 8 * 20), FRL_OK);
+    /* The two groups share one serial "engine": never two batch calls at once. */
+    ck_assert_int_eq(atomic_load(&w[0].overlapped) | atomic_load(&w[1].overlapped), 0);
+    long calls = atomic_load(&w[0].calls) + atomic_load(&w[1].calls);
+    ck_assert_int_ge(calls, 2 * 8 * 20);
+    printf("batch callbacks: %ld calls, some off the caller's thread: %d\n", calls,
+           atomic_load(&w[0].off_caller) | atomic_load(&w[1].off_caller));
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v[0]);
+    frl_vec_env_destroy(v[1]);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A failing callback stops the run with its error; the run goes on when called again. */
+static void failure_then_continue(long fail_at, long nan_at, frl_status want, const char *text)
+{
+    frl_runtime *rt = runtime(2);
+    world w[2];
+    memset(w, 0, sizeof w);
+    w[1].fail_at = fail_at;
+    w[1].nan_at = nan_at;
+    frl_vec_env *v[2];
+    frl_trainer *t = world_trainer(rt, w, v, 2, "");
+    ck_assert_int_eq(frl_trainer_train(t, 16 * 8 * 20), want);
+    ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t), text));
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), text));
+    check_ring(t);
+    /* The rollouts being written were given back: the next call fills fresh ones. */
+    ck_assert_int_eq(frl_trainer_train(t, 16 * 8 * 20), FRL_OK);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 20);
+    check_ring(t);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v[0]);
+    frl_vec_env_destroy(v[1]);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(async_callback_failure_reaches_caller)
+{
+    failure_then_continue(30, 0, FRL_ERR_CALLBACK, "batch step callback returned 7");
+}
+END_TEST
+
+START_TEST(async_callback_nan_reaches_caller)
+{
+    failure_then_continue(0, 45, FRL_ERR_NONFINITE, "NaN in obs[0]");
+}
+END_TEST
+
+/* ---- 1,000 stops at random moments ---- */
+
+typedef struct stopper {
+    frl_trainer *t;
+    int delay_us;
+} stopper;
+
+static void *stop_later(void *arg)
+{
+    stopper *s = arg;
+    usleep((useconds_t)s->delay_us);
+    frl_trainer_request_stop(s->t);
+    return NULL;
+}
+
+static uint64_t lcg(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *x >> 33;
+}
+
+START_TEST(async_thousand_random_stops)
+{
+    frl_runtime *rt = runtime(2);
+    frl_config *cfg = settings("sampler.mode=async train.num_envs=4 train.rollout=4 "
+                               "policy.hidden=8 sampler.slots=3");
+    uint64_t x = 12345;
+    int interrupted = 0, finished = 0;
+    frl_trainer *t = NULL;
+    for (int i = 0; i < 1000; i++) {
+        /* Now and then start over: destroying a paused trainer must free everything. */
+        if (!t || lcg(&x) % 50 == 0) {
+            frl_trainer_destroy(t);
+            ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+        }
+        stopper s = {t, (int)(lcg(&x) % 1500)};
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, stop_later, &s), 0);
+        int64_t total = frl_trainer_metrics(t)->env_steps + 16 * (int64_t)(1 + lcg(&x) % 40);
+        frl_status st = frl_trainer_train(t, total);
+        ck_assert(st == FRL_OK || st == FRL_ERR_INTERRUPTED);
+        interrupted += st == FRL_ERR_INTERRUPTED;
+        finished += st == FRL_OK;
+        pthread_join(th, NULL);
+        check_ring(t);
+    }
+    printf("1000 random stops: %d interrupted, %d finished their budget\n", interrupted,
+           finished);
+    ck_assert_int_gt(interrupted, 0);
+    ck_assert_int_gt(finished, 0);
+    /* Nothing was lost on the way: the last trainer still trains to a budget. (A stop
+     * that came after the last call returned is still pending and ends the next call
+     * at once, as documented.) */
+    int64_t before = frl_trainer_metrics(t)->update;
+    int64_t total = frl_trainer_metrics(t)->env_steps + 16 * 20;
+    frl_status st = frl_trainer_train(t, total);
+    if (st == FRL_ERR_INTERRUPTED)
+        st = frl_trainer_train(t, total);
+    ck_assert_int_eq(st, FRL_OK);
+    ck_assert_int_ge(frl_trainer_metrics(t)->update, before + 1);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- bad input ---- */
+
+START_TEST(async_bad_input)
+{
+    frl_runtime *rt = runtime(2);
+    frl_trainer *t;
+    frl_config *cfg = settings("sampler.mode=async train.num_envs=2 sampler.groups=3");
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_ERR_RANGE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "sampler.groups 3"));
+    frl_config_destroy(cfg);
+
+    world w[2];
+    memset(w, 0, sizeof w);
+    frl_vec_env *v[2] = {world_env(rt, &w[0], 4), world_env(rt, &w[1], 4)};
+    cfg = settings("sampler.mode=sync");
+    ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, v, 2, cfg), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "sampler.mode=async"));
+    frl_config_destroy(cfg);
+    frl_vec_env *same[2] = {v[0], v[0]};
+    ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, same, 2, NULL), FRL_ERR_INVALID_ARGUMENT);
+    frl_vec_env *cart;
+    ck_assert_int_eq(frl_vec_env_create(&cart, rt, "CartPole-v1", 4, NULL), FRL_OK);
+    frl_vec_env *mixed[2] = {v[0], cart};
+    ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, mixed, 2, NULL), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "spaces differ"));
+    ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, v, 0, NULL), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, NULL, 2, NULL), FRL_ERR_NULL);
+    ck_assert_ptr_null(t);
+
+    /* An async trainer cannot be saved yet: a clear error, nothing written. */
+    cfg = settings(small);
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, "async_should_not_exist.frl"), FRL_ERR_UNSUPPORTED);
+    ck_assert_int_ne(access("async_should_not_exist.frl", F_OK), 0);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_vec_env_destroy(cart);
+    frl_vec_env_destroy(v[0]);
+    frl_vec_env_destroy(v[1]);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* One thread: the caller samples and learns in turn, and still finishes. */
+START_TEST(async_one_thread)
+{
+    frl_runtime *rt = runtime(1);
+    frl_config *cfg = settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 10), FRL_OK);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 10);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("async");
+    TCase *tc = tcase_create("async");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, async_trains_and_reports_lag);
+    tcase_add_test(tc, async_max_lag_drops_and_counts);
+    tcase_add_test(tc, async_batch_callbacks_never_overlap);
+    tcase_add_test(tc, async_callback_failure_reaches_caller);
+    tcase_add_test(tc, async_callback_nan_reaches_caller);
+    tcase_add_test(tc, async_thousand_random_stops);
+    tcase_add_test(tc, async_bad_input);
+    tcase_add_test(tc, async_one_thread);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
