@@ -33,6 +33,7 @@ static int is_tty;
 typedef struct progress {
     int64_t total;
     double last_print;
+    int async;      /* sampler.mode=async: show the policy lag */
 } progress;
 
 static void format_time(double s, char *buf, size_t size)
@@ -57,9 +58,15 @@ static void print_progress(const progress *p, const frl_metrics *m, int final)
     format_time(cli_now() - cli_start, el, sizeof el);
     format_time(m->steps_per_second > 0 ? (double)(p->total - m->env_steps) / m->steps_per_second : -1,
                 eta, sizeof eta);
-    fprintf(stderr, "%s[%s] %3.0f%% %lld steps  %.0f steps/s  return %.1f  %s elapsed  ETA %s%s",
+    char lag[64] = "";
+    if (p->async)
+        snprintf(lag, sizeof lag, "  lag %.1f (max %.0f)", m->policy_lag_mean, m->policy_lag_max);
+    if (p->async && m->slots_dropped)
+        snprintf(lag + strlen(lag), sizeof lag - strlen(lag), " %lld dropped",
+                 (long long)m->slots_dropped);
+    fprintf(stderr, "%s[%s] %3.0f%% %lld steps  %.0f steps/s  return %.1f%s  %s elapsed  ETA %s%s",
             is_tty ? "\r" : "", bar, 100 * frac, (long long)m->env_steps, m->steps_per_second,
-            m->mean_return, el, final ? "0:00" : eta, is_tty && !final ? "\033[K" : "\n");
+            m->mean_return, lag, el, final ? "0:00" : eta, is_tty && !final ? "\033[K" : "\n");
     fflush(stderr);
 }
 
@@ -142,9 +149,12 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
         char path[4096];
         snprintf(path, sizeof path, "%s/checkpoint.frl", dir);
         frl_status sv = frl_trainer_save(t, path);
-        if (sv != FRL_OK)
+        if (sv == FRL_ERR_UNSUPPORTED)
+            fprintf(stderr, "no checkpoint: %s\n", frl_trainer_last_error(t));
+        else if (sv != FRL_OK)
             return cli_fail("saving the checkpoint", sv);
-        fprintf(stderr, "checkpoint: %s\n", path);
+        else
+            fprintf(stderr, "checkpoint: %s\n", path);
     }
     if (st == FRL_ERR_INTERRUPTED)
         fprintf(stderr, "interrupted at %lld steps%s\n", (long long)m->env_steps,
@@ -168,7 +178,9 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
         frl_trainer_destroy(t);
         return st != FRL_OK ? cli_fail("output", st) : 1;
     }
-    progress p = {o->steps, 0};
+    char mode[16] = "";
+    frl_config_get_text(cfg, "sampler.mode", mode, sizeof mode);
+    progress p = {o->steps, 0, strcmp(mode, "async") == 0};
     if (!o->quiet)
         frl_trainer_set_callback(t, on_metrics, &p);
     g_trainer = t;

@@ -37,6 +37,16 @@ struct frl_pool {
     frl_pool_fn fn;
     void *user;
     int32_t num_tasks;
+    /* The side job (frl_pool_help), all under side_lock. */
+    pthread_mutex_t side_lock;
+    pthread_cond_t side_done;
+    void (*side_wake)(void *);
+    void *side_wake_user;
+    frl_pool_fn side_fn;
+    void *side_user;
+    int32_t side_tasks, side_next, side_running;
+    int side_active, side_result;
+    int32_t side_failed;
 };
 
 /* The pool whose task this thread is running, to run nested calls inline. */
@@ -169,14 +179,98 @@ static int run_inline(int32_t num_tasks, frl_pool_fn fn, void *user, int32_t thr
     return first;
 }
 
+/* Take and run side-job tasks until none is left, or `limit` of them; called and
+ * returns with side_lock held. */
+static void side_tasks(frl_pool *p, int32_t thread, int32_t limit)
+{
+    for (int32_t done = 0; done < limit && p->side_next < p->side_tasks; done++) {
+        int32_t t = p->side_next++;
+        frl_pool_fn fn = p->side_fn;
+        void *user = p->side_user;
+        pthread_mutex_unlock(&p->side_lock);
+        int r = fn(user, t, thread);
+        pthread_mutex_lock(&p->side_lock);
+        if (r != 0 && p->side_result == 0) {
+            p->side_result = r;
+            p->side_failed = t;
+        }
+    }
+}
+
+int frl_pool_help(frl_pool *p, int32_t thread)
+{
+    pthread_mutex_lock(&p->side_lock);
+    int ran = p->side_active && p->side_next < p->side_tasks;
+    if (ran) {
+        p->side_running++;
+        side_tasks(p, thread, 1);
+        if (--p->side_running == 0)
+            pthread_cond_signal(&p->side_done);
+    }
+    pthread_mutex_unlock(&p->side_lock);
+    return ran;
+}
+
+int frl_pool_side_pending(frl_pool *p)
+{
+    pthread_mutex_lock(&p->side_lock);
+    int pending = p->side_active && p->side_next < p->side_tasks;
+    pthread_mutex_unlock(&p->side_lock);
+    return pending;
+}
+
+void frl_pool_set_side_wake(frl_pool *p, void (*wake)(void *user), void *user)
+{
+    pthread_mutex_lock(&p->side_lock);
+    p->side_wake = wake;
+    p->side_wake_user = user;
+    pthread_mutex_unlock(&p->side_lock);
+}
+
+/* A nested call published as the side job; -1 if it cannot be (none wanted, or one is
+ * published already), and the caller runs it inline. */
+static int run_side(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user, int32_t thread,
+                    int32_t *failed_task)
+{
+    pthread_mutex_lock(&p->side_lock);
+    if (!p->side_wake || p->side_active || num_tasks <= 1) {
+        pthread_mutex_unlock(&p->side_lock);
+        return -1;
+    }
+    p->side_fn = fn;
+    p->side_user = user;
+    p->side_tasks = num_tasks;
+    p->side_next = 0;
+    p->side_running = 1;
+    p->side_result = 0;
+    p->side_active = 1;
+    void (*wake)(void *) = p->side_wake;
+    void *wake_user = p->side_wake_user;
+    pthread_mutex_unlock(&p->side_lock);
+    wake(wake_user);
+    pthread_mutex_lock(&p->side_lock);
+    side_tasks(p, thread, INT32_MAX);
+    p->side_running--;
+    while (p->side_running > 0)
+        pthread_cond_wait(&p->side_done, &p->side_lock);
+    p->side_active = 0;
+    int r = p->side_result;
+    if (r != 0)
+        *failed_task = p->side_failed;
+    pthread_mutex_unlock(&p->side_lock);
+    return r;
+}
+
 int frl_pool_run(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user,
                  int32_t *failed_task)
 {
     int32_t dummy;
     failed_task = failed_task ? failed_task : &dummy;
     *failed_task = -1;
-    if (tls_current_pool == p)
-        return run_inline(num_tasks, fn, user, tls_thread_index, failed_task);
+    if (tls_current_pool == p) {
+        int r = run_side(p, num_tasks, fn, user, tls_thread_index, failed_task);
+        return r >= 0 ? r : run_inline(num_tasks, fn, user, tls_thread_index, failed_task);
+    }
     if (p->started == 0 || num_tasks <= 1)
         return run_inline(num_tasks, fn, user, 0, failed_task);
     pthread_mutex_lock(&p->run_lock);
@@ -213,8 +307,12 @@ static void stop_workers(frl_pool *p)
 
 static int init_sync(frl_pool *p)
 {
-    if (pthread_mutex_init(&p->run_lock, NULL) != 0)
+    if (pthread_mutex_init(&p->side_lock, NULL) != 0)
         return -1;
+    if (pthread_cond_init(&p->side_done, NULL) != 0)
+        goto fail_side;
+    if (pthread_mutex_init(&p->run_lock, NULL) != 0)
+        goto fail_run;
     if (pthread_mutex_init(&p->lock, NULL) != 0)
         goto fail_lock;
     if (pthread_cond_init(&p->wake, NULL) != 0)
@@ -228,6 +326,10 @@ fail_wake:
     pthread_mutex_destroy(&p->lock);
 fail_lock:
     pthread_mutex_destroy(&p->run_lock);
+fail_run:
+    pthread_cond_destroy(&p->side_done);
+fail_side:
+    pthread_mutex_destroy(&p->side_lock);
     return -1;
 }
 
@@ -237,6 +339,8 @@ static void destroy_sync(frl_pool *p)
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->lock);
     pthread_mutex_destroy(&p->run_lock);
+    pthread_cond_destroy(&p->side_done);
+    pthread_mutex_destroy(&p->side_lock);
 }
 
 static int start_workers(frl_pool *p, char *err)

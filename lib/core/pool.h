@@ -29,4 +29,19 @@ int32_t frl_pool_threads(const frl_pool *pool);
 int frl_pool_run(frl_pool *pool, int32_t num_tasks, frl_pool_fn fn, void *user,
                  int32_t *failed_task);
 
+/* Helping with nested jobs. A long job whose tasks sit in loops of their own (the async
+ * sampler's roles) would otherwise run every nested call inline on its thread. With a
+ * wake function set, a nested call with several tasks is published as the pool's side
+ * job and wake(user) is called; threads of the long job with nothing else to do call
+ * frl_pool_help, which runs tasks of the side job with their own thread index. The
+ * nested call returns when all its tasks are done, as any frl_pool_run. One side job at
+ * a time: a nested call made while one is published runs inline. */
+void frl_pool_set_side_wake(frl_pool *pool, void (*wake)(void *user), void *user);
+/* 1 if a side job has tasks nobody has taken (a hint: frl_pool_help may still find
+ * none). */
+int frl_pool_side_pending(frl_pool *pool);
+/* Run one task of the side job (so a helper soon looks for its own work again);
+ * returns 1 if it ran one. */
+int frl_pool_help(frl_pool *pool, int32_t thread);
+
 #endif

@@ -538,7 +538,14 @@ static int worker(void *user, int32_t task_index, int32_t thread)
             break;
         task k;
         if (!take_task(a, &k, thread)) {
-            wait_for_work(a, thread);
+            /* Nothing to sample: help the learner (or a vec env) with its shards. */
+            if (frl_pool_side_pending(a->t->rt->pool)) {
+                pthread_mutex_unlock(&a->lock);
+                frl_pool_help(a->t->rt->pool, thread);
+                pthread_mutex_lock(&a->lock);
+            } else {
+                wait_for_work(a, thread);
+            }
             continue;
         }
         pthread_mutex_unlock(&a->lock);
@@ -555,6 +562,16 @@ static int worker(void *user, int32_t task_index, int32_t thread)
     pthread_cond_broadcast(&a->wake);
     pthread_mutex_unlock(&a->lock);
     return 0;
+}
+
+/* The pool published a nested job: wake idle threads to help. Taking the lock orders
+ * this after any thread's check for pending side work, so no wake-up is lost. */
+static void wake_helpers(void *user)
+{
+    frl_async *a = user;
+    pthread_mutex_lock(&a->lock);
+    pthread_cond_broadcast(&a->wake);
+    pthread_mutex_unlock(&a->lock);
 }
 
 /* ---- train ---- */
@@ -603,7 +620,9 @@ frl_status frl_async_train(struct frl_async *a, int64_t total_steps)
     /* One long task per thread; the pool's nested calls (vec env chunks, learner
      * shards) then run inline on the thread that makes them. */
     int32_t failed;
+    frl_pool_set_side_wake(t->rt->pool, wake_helpers, a);
     frl_pool_run(t->rt->pool, a->threads, worker, a, &failed);
+    frl_pool_set_side_wake(t->rt->pool, NULL, NULL);
     st = a->status;
     if (a->sampler_failed)
         abandon_open(a);

@@ -9,15 +9,15 @@ static const char csv_header[] =
     "update,env_steps,episodes,mean_return,mean_length,seconds,steps_per_second,"
     "policy_loss,value_loss,entropy,approx_kl,clip_fraction,explained_variance,grad_norm,"
     "learning_rate,epochs_done,time_env,time_inference,time_backward,time_optimizer,"
-    "time_waiting\n";
+    "time_waiting,policy_lag_mean,policy_lag_max,slots_dropped\n";
 
-/* The run's settings: every env., policy. and train. key. runtime.* keys belong to the
+/* The run's settings: every env., policy., sampler. and train. key. runtime.* keys belong to the
  * runtime the caller passes, not to the run, so they are left out. */
 frl_status frl_trainer_settings_text(const frl_trainer *t, char *buf, size_t size)
 {
-    static const char *const prefixes[] = {"env.", "policy.", "train."};
+    static const char *const prefixes[] = {"env.", "policy.", "sampler.", "train."};
     size_t used = 0;
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
         frl_status st = frl_config_to_text(t->cfg, prefixes[i], buf + used, size - used);
         if (st != FRL_OK)
             return st;
@@ -77,12 +77,13 @@ void frl_trainer_close_outputs(frl_trainer *t)
 static void write_csv_row(FILE *f, const frl_metrics *m)
 {
     fprintf(f, "%lld,%lld,%lld,%.9g,%.9g,%.6f,%.1f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d,"
-            "%.6f,%.6f,%.6f,%.6f,%.6f\n",
+            "%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.0f,%lld\n",
             (long long)m->update, (long long)m->env_steps, (long long)m->episodes,
             m->mean_return, m->mean_length, m->seconds, m->steps_per_second, m->policy_loss,
             m->value_loss, m->entropy, m->approx_kl, m->clip_fraction, m->explained_variance,
             m->grad_norm, m->learning_rate, (int)m->epochs_done, m->time_env,
-            m->time_inference, m->time_backward, m->time_optimizer, m->time_waiting);
+            m->time_inference, m->time_backward, m->time_optimizer, m->time_waiting,
+            m->policy_lag_mean, m->policy_lag_max, (long long)m->slots_dropped);
 }
 
 static frl_status write_scalars(frl_trainer *t, const frl_metrics *m, double wall)
@@ -94,6 +95,9 @@ static frl_status write_scalars(frl_trainer *t, const frl_metrics *m, double wal
         {"losses/approx_kl", m->approx_kl}, {"losses/clip_fraction", m->clip_fraction},
         {"losses/explained_variance", m->explained_variance}, {"losses/grad_norm", m->grad_norm},
         {"charts/learning_rate", m->learning_rate},
+        /* Lag exists only with the async sampler; NaN rows are skipped below. */
+        {"charts/policy_lag_mean", t->as ? m->policy_lag_mean : NAN},
+        {"charts/policy_lag_max", t->as ? m->policy_lag_max : NAN},
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
         if (isnan(s[i].v))

@@ -153,6 +153,7 @@ METRICS_FIELDS = [
     ("explained_variance", dbl), ("grad_norm", dbl), ("learning_rate", dbl),
     ("epochs_done", i32), ("time_env", dbl), ("time_inference", dbl),
     ("time_backward", dbl), ("time_optimizer", dbl), ("time_waiting", dbl),
+    ("policy_lag_mean", dbl), ("policy_lag_max", dbl), ("slots_dropped", ctypes.c_int64),
 ]
 
 

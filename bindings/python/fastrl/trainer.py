@@ -46,6 +46,9 @@ class Metrics:
     time_backward: float = 0.0
     time_optimizer: float = 0.0
     time_waiting: float = 0.0
+    policy_lag_mean: float = 0.0
+    policy_lag_max: float = 0.0
+    slots_dropped: int = 0
 
     @classmethod
     def _at(cls, address):
