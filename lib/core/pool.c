@@ -408,3 +408,8 @@ int32_t frl_pool_threads(const frl_pool *p)
 {
     return p->threads;
 }
+
+int64_t frl_pool_spin_ns(const frl_pool *p)
+{
+    return p->spin_ns;
+}

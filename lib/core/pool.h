@@ -22,6 +22,8 @@ frl_status frl_pool_create(frl_pool **out, const frl_allocator *alloc, int32_t t
                            int64_t spin_ns, char *err);
 void frl_pool_destroy(frl_pool *pool);
 int32_t frl_pool_threads(const frl_pool *pool);
+/* How long idle workers spin before they sleep (runtime.spin_us). */
+int64_t frl_pool_spin_ns(const frl_pool *pool);
 
 /* Run fn(user, t, thread) for t in [0, num_tasks). Returns 0, or the first non-zero
  * result with its task index in *failed_task. Calls are serialised; a call made from

@@ -75,7 +75,16 @@ typedef struct frl_async {
     int32_t threads, chunk;
     act_scratch *scratch;
     double busy_env, busy_act, learner_wait; /* seconds since the last update */
+    _Atomic uint64_t events; /* bumped with every broadcast, for spinning waiters */
+    double spin_s;
 } frl_async;
+
+/* Wake every waiting thread (called with the lock held). */
+static void notify(frl_async *a)
+{
+    atomic_fetch_add_explicit(&a->events, 1, memory_order_relaxed);
+    pthread_cond_broadcast(&a->wake);
+}
 
 /* ---- creation ---- */
 
@@ -133,6 +142,7 @@ frl_status frl_async_create(struct frl_async **out, frl_trainer *t)
     a->t = t;
     a->slots = frl_ring_slots(t->ring);
     a->threads = frl_runtime_threads(t->rt);
+    a->spin_s = 1e-9 * (double)frl_pool_spin_ns(t->rt->pool);
     /* Inference runs in pieces no larger than this; the kernels give the same bits at
      * any batch size, so the piece size changes speed only. */
     a->chunk = t->B < 256 ? t->B : 256;
@@ -432,7 +442,7 @@ static void run_sampling(frl_async *a, const task *k, int32_t thread)
         a->busy_act += dt;
         act_done(a, k, thread, version);
     }
-    pthread_cond_broadcast(&a->wake);
+    notify(a);
 }
 
 /* ---- the learner ---- */
@@ -468,7 +478,7 @@ static frl_status learn_next(frl_async *a)
         pthread_mutex_lock(&a->lock);
         t->slots_dropped++;
         t->metrics.slots_dropped = t->slots_dropped;
-        pthread_cond_broadcast(&a->wake);
+        notify(a);
         pthread_mutex_unlock(&a->lock);
         return FRL_OK;
     }
@@ -485,7 +495,7 @@ static frl_status learn_next(frl_async *a)
     m->slots_dropped = t->slots_dropped;
     a->busy_env = a->busy_act = a->learner_wait = 0;
     /* A slot is free again: wake groups waiting for one. */
-    pthread_cond_broadcast(&a->wake);
+    notify(a);
     pthread_mutex_unlock(&a->lock);
     return frl_trainer_after_update(t);
 }
@@ -509,10 +519,34 @@ static int learner_finished(frl_async *a)
     return 0;
 }
 
+/* Spin for up to spin_s while nothing happens (the next task of a stepping loop is
+ * usually microseconds away, and a condition variable's wake-up costs about as much),
+ * then sleep. Events are bumped under the lock, so one that lands after the spin is
+ * seen by the check that precedes the wait. */
+static void spin_then_wait(frl_async *a)
+{
+    uint64_t seen = atomic_load_explicit(&a->events, memory_order_relaxed);
+    pthread_mutex_unlock(&a->lock);
+    double end = frl_now() + a->spin_s;
+    for (uint32_t i = 1;; i++) {
+        if (atomic_load_explicit(&a->events, memory_order_relaxed) != seen)
+            break;
+        if ((i & 63) == 0 && frl_now() > end)
+            break;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    pthread_mutex_lock(&a->lock);
+    if (atomic_load_explicit(&a->events, memory_order_relaxed) == seen &&
+        !frl_pool_side_pending(a->t->rt->pool))
+        pthread_cond_wait(&a->wake, &a->lock);
+}
+
 static void wait_for_work(frl_async *a, int32_t thread)
 {
     if (thread != 0) {
-        pthread_cond_wait(&a->wake, &a->lock);
+        spin_then_wait(a);
         return;
     }
     /* The caller's thread polls for a stop request (a signal handler cannot wake it). */
@@ -559,7 +593,7 @@ static int worker(void *user, int32_t task_index, int32_t thread)
         run_sampling(a, &k, thread);
     }
     /* Whoever stops the run wakes the others. */
-    pthread_cond_broadcast(&a->wake);
+    notify(a);
     pthread_mutex_unlock(&a->lock);
     return 0;
 }
@@ -570,7 +604,7 @@ static void wake_helpers(void *user)
 {
     frl_async *a = user;
     pthread_mutex_lock(&a->lock);
-    pthread_cond_broadcast(&a->wake);
+    notify(a);
     pthread_mutex_unlock(&a->lock);
 }
 
