@@ -363,6 +363,26 @@ START_TEST(async_bad_input)
 }
 END_TEST
 
+/* Minibatches of several shards: idle sampler threads help the learner (the pool's side
+ * jobs), which TSan watches here; the run still learns CartPole a little. */
+START_TEST(async_helpers_share_the_learner)
+{
+    frl_runtime *rt = runtime(2);
+    frl_config *cfg = settings("sampler.mode=async train.num_envs=16 train.rollout=64 "
+                               "train.minibatches=2 policy.hidden=32,32");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 16 * 64 * 30), FRL_OK);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    ck_assert_int_eq(m->update, 30);
+    ck_assert(m->mean_return > 22.0); /* random play averages about 22 */
+    check_ring(t);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* One thread: the caller samples and learns in turn, and still finishes. */
 START_TEST(async_one_thread)
 {
@@ -391,6 +411,7 @@ int main(void)
     tcase_add_test(tc, async_thousand_random_stops);
     tcase_add_test(tc, async_bad_input);
     tcase_add_test(tc, async_one_thread);
+    tcase_add_test(tc, async_helpers_share_the_learner);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }
