@@ -578,6 +578,15 @@ FRL_API frl_status frl_trainer_set_output(frl_trainer *trainer, const char *dir)
  * FRL_ERR_INTERRUPTED after frl_trainer_request_stop (the run may be continued or
  * saved), FRL_ERR_CALLBACK if the callback stopped it. */
 FRL_API frl_status frl_trainer_train(frl_trainer *trainer, int64_t total_steps);
+/* Train count (1..64) async trainers (sampler.mode=async) on one runtime at once, each
+ * with its own environments, policy and learner, sharing the runtime's threads (several
+ * policies in one run: the base of self-play and population-based training; give each
+ * its own train.seed). Each trains to total_steps or its target; the call returns when
+ * all have, on the first error (the thread's last error names trainers[i]; that
+ * trainer's last error has the message), or with FRL_ERR_INTERRUPTED after a stop
+ * request to any of them. Metrics callbacks run on the calling thread. */
+FRL_API frl_status frl_trainer_train_many(frl_trainer *const *trainers, int32_t count,
+                                          int64_t total_steps);
 /* Ask train to return FRL_ERR_INTERRUPTED at the end of the current update (a rollout
  * and its learning step, milliseconds), so the run stays resumable exactly.
  * Async-signal-safe: only sets a flag, so it may be called from a signal handler or

@@ -289,15 +289,20 @@ START_TEST(async_thousand_random_stops)
             frl_trainer_destroy(t);
             ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
         }
+        /* One call in 8 has no stop at all, so some reach their budget even where
+         * the machine (or a sanitizer) is slow. */
+        int with_stop = lcg(&x) % 8 != 0;
         stopper s = {t, (int)(lcg(&x) % 1500)};
         pthread_t th;
-        ck_assert_int_eq(pthread_create(&th, NULL, stop_later, &s), 0);
+        if (with_stop)
+            ck_assert_int_eq(pthread_create(&th, NULL, stop_later, &s), 0);
         int64_t total = frl_trainer_metrics(t)->env_steps + 16 * (int64_t)(1 + lcg(&x) % 40);
         frl_status st = frl_trainer_train(t, total);
         ck_assert(st == FRL_OK || st == FRL_ERR_INTERRUPTED);
         interrupted += st == FRL_ERR_INTERRUPTED;
         finished += st == FRL_OK;
-        pthread_join(th, NULL);
+        if (with_stop)
+            pthread_join(th, NULL);
         check_ring(t);
     }
     printf("1000 random stops: %d interrupted, %d finished their budget\n", interrupted,
@@ -383,6 +388,146 @@ START_TEST(async_helpers_share_the_learner)
 }
 END_TEST
 
+/* ---- several policies in one run ---- */
+
+typedef struct seen {
+    int calls;
+    pthread_t thread;
+    int off_thread;
+} seen;
+
+static int count_updates(void *user, const frl_metrics *m)
+{
+    seen *s = user;
+    (void)m;
+    s->calls++;
+    s->off_thread |= !pthread_equal(pthread_self(), s->thread);
+    return 0;
+}
+
+/* Three trainers (two CartPole populations members with their own seeds, one Acrobot)
+ * share a runtime's threads; each learns with its own policy to its own budget. */
+START_TEST(train_many_trains_each_its_own_policy)
+{
+    frl_runtime *rt = runtime(2);
+    const char *text[3] = {"train.seed=1", "train.seed=2", ""};
+    const char *env[3] = {"CartPole-v1", "CartPole-v1", "Acrobot-v1"};
+    frl_trainer *t[3];
+    seen s[3];
+    for (int i = 0; i < 3; i++) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s %s", small, text[i]);
+        frl_config *cfg = settings(buf);
+        ck_assert_int_eq(frl_trainer_create(&t[i], rt, env[i], cfg), FRL_OK);
+        frl_config_destroy(cfg);
+        s[i] = (seen){0, pthread_self(), 0};
+        frl_trainer_set_callback(t[i], count_updates, &s[i]);
+    }
+    ck_assert_int_eq(frl_trainer_train_many(t, 3, 8 * 16 * 30), FRL_OK);
+    float w[3][4];
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(frl_trainer_metrics(t[i])->update, 30);
+        ck_assert_int_eq(s[i].calls, 30);
+        ck_assert_int_eq(s[i].off_thread, 0); /* callbacks on the calling thread */
+        ck_assert_uint_eq(frl_policy_version(frl_trainer_policy(t[i])), 30);
+        check_ring(t[i]);
+        float obs[6] = {0.01f, 0.02f, -0.03f, 0.04f, 0.0f, 0.0f};
+        int32_t act;
+        frl_act_args a;
+        frl_act_args_init(&a);
+        a.batch = 1;
+        a.observations = obs;
+        a.actions = &act;
+        a.values = &w[i][0];
+        ck_assert_int_eq(frl_policy_act(frl_trainer_policy(t[i]), &a), FRL_OK);
+    }
+    /* Different seeds: different policies (their values differ). */
+    ck_assert(w[0][0] != w[1][0]);
+    /* They go on, alone or together. */
+    ck_assert_int_eq(frl_trainer_train(t[0], 8 * 16 * 35), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train_many(t, 2, 8 * 16 * 40), FRL_OK);
+    ck_assert_int_eq(frl_trainer_metrics(t[0])->update, 40);
+    ck_assert_int_eq(frl_trainer_metrics(t[1])->update, 40);
+    ck_assert_int_eq(frl_trainer_metrics(t[2])->update, 30);
+    for (int i = 0; i < 3; i++)
+        frl_trainer_destroy(t[i]);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A failure in one trainer's envs ends the run with that trainer named. */
+START_TEST(train_many_failure_names_the_trainer)
+{
+    frl_runtime *rt = runtime(2);
+    world w[2];
+    memset(w, 0, sizeof w);
+    w[0].fail_at = 25;
+    frl_vec_env *v[2];
+    frl_trainer *t[2];
+    frl_config *cfg = settings(small);
+    ck_assert_int_eq(frl_trainer_create(&t[0], rt, "CartPole-v1", cfg), FRL_OK);
+    frl_config_destroy(cfg);
+    t[1] = world_trainer(rt, w, v, 2, "");
+    ck_assert_int_eq(frl_trainer_train_many(t, 2, 16 * 8 * 20), FRL_ERR_CALLBACK);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "trainers[1]: "));
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "batch step callback returned 7"));
+    ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t[1]), "returned 7"));
+    ck_assert_int_eq(frl_trainer_train_many(t, 2, 16 * 8 * 20), FRL_OK);
+    /* Bad input. */
+    frl_trainer *same[2] = {t[0], t[0]};
+    ck_assert_int_eq(frl_trainer_train_many(same, 2, 100), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(frl_trainer_train_many(t, 0, 100), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_trainer_train_many(NULL, 2, 100), FRL_ERR_NULL);
+    ck_assert_int_eq(frl_trainer_train_many(t, 2, -1), FRL_ERR_RANGE);
+    frl_trainer *sync;
+    cfg = settings("train.num_envs=4");
+    ck_assert_int_eq(frl_trainer_create(&sync, rt, "CartPole-v1", cfg), FRL_OK);
+    frl_config_destroy(cfg);
+    frl_trainer *mixed[2] = {t[0], sync};
+    ck_assert_int_eq(frl_trainer_train_many(mixed, 2, 100), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "not an async trainer"));
+    frl_runtime *rt2 = runtime(1);
+    frl_trainer *other;
+    cfg = settings(small);
+    ck_assert_int_eq(frl_trainer_create(&other, rt2, "CartPole-v1", cfg), FRL_OK);
+    frl_config_destroy(cfg);
+    frl_trainer *two_rt[2] = {t[0], other};
+    ck_assert_int_eq(frl_trainer_train_many(two_rt, 2, 100), FRL_ERR_INVALID_ARGUMENT);
+    frl_trainer_destroy(other);
+    frl_runtime_destroy(rt2);
+    frl_trainer_destroy(sync);
+    frl_trainer_destroy(t[0]);
+    frl_trainer_destroy(t[1]);
+    frl_vec_env_destroy(v[0]);
+    frl_vec_env_destroy(v[1]);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A stop request to any member stops them all, and all go on afterwards. */
+START_TEST(train_many_stop)
+{
+    frl_runtime *rt = runtime(2);
+    frl_trainer *t[2];
+    for (int i = 0; i < 2; i++) {
+        frl_config *cfg = settings(small);
+        ck_assert_int_eq(frl_trainer_create(&t[i], rt, "CartPole-v1", cfg), FRL_OK);
+        frl_config_destroy(cfg);
+    }
+    stopper s = {t[1], 3000};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, stop_later, &s), 0);
+    ck_assert_int_eq(frl_trainer_train_many(t, 2, (int64_t)1 << 40), FRL_ERR_INTERRUPTED);
+    pthread_join(th, NULL);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "trainers[1]: training stopped by request"));
+    int64_t u0 = frl_trainer_metrics(t[0])->update, u1 = frl_trainer_metrics(t[1])->update;
+    ck_assert_int_eq(frl_trainer_train_many(t, 2, 8 * 16 * (u0 > u1 ? u0 : u1) + 8 * 16 * 3), FRL_OK);
+    frl_trainer_destroy(t[0]);
+    frl_trainer_destroy(t[1]);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* One thread: the caller samples and learns in turn, and still finishes. */
 START_TEST(async_one_thread)
 {
@@ -412,6 +557,9 @@ int main(void)
     tcase_add_test(tc, async_bad_input);
     tcase_add_test(tc, async_one_thread);
     tcase_add_test(tc, async_helpers_share_the_learner);
+    tcase_add_test(tc, train_many_trains_each_its_own_policy);
+    tcase_add_test(tc, train_many_failure_names_the_trainer);
+    tcase_add_test(tc, train_many_stop);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

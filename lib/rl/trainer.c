@@ -155,7 +155,9 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
     set_groups(t, venvs, groups);
     t->own_venv = own;
     snprintf(t->env_name, sizeof t->env_name, "%s", env_name);
-    t->seed = frl_runtime_seed(rt);
+    /* train.seed lets trainers on one runtime differ (members of a population). */
+    t->seed = frl_config_is_set(resolved, "train.seed") ? (uint64_t)frl_config_int(resolved, "train.seed")
+                                                        : frl_runtime_seed(rt);
     t->T = (int32_t)frl_config_int(resolved, "train.rollout");
     int64_t rows = (int64_t)t->T * t->B;
     if (rows > 0x7fffffff) {
@@ -606,6 +608,69 @@ static frl_status train_sync(frl_trainer *t, int64_t total_steps)
     }
     /* A stop that arrives during the last update is not carried over to the next call. */
     atomic_store(&t->stop, 0);
+    return st;
+}
+
+static frl_status check_many(frl_trainer *const *tr, int32_t count, int64_t total_steps,
+                             const char *who)
+{
+    if (!tr)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: trainers is NULL", who);
+    if (count < 1 || count > FRL_MAX_GROUPS)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: count %d is outside [1, %d]", who, (int)count,
+                        FRL_MAX_GROUPS);
+    if (total_steps < 0)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: total_steps %lld < 0", who,
+                        (long long)total_steps);
+    for (int32_t i = 0; i < count; i++) {
+        if (!tr[i])
+            return frl_fail(NULL, FRL_ERR_NULL, "%s: trainers[%d] is NULL", who, (int)i);
+        if (!tr[i]->as)
+            return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: trainers[%d] is not an async "
+                            "trainer (set sampler.mode=async)", who, (int)i);
+        if (tr[i]->rt != tr[0]->rt)
+            return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: trainers[%d] belongs to another "
+                            "runtime than trainers[0] (they share its threads)", who, (int)i);
+        for (int32_t j = 0; j < i; j++)
+            if (tr[j] == tr[i])
+                return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: trainers[%d] and "
+                                "trainers[%d] are the same trainer", who, (int)j, (int)i);
+    }
+    return FRL_OK;
+}
+
+/* Mark the trainers running; none is marked if one already was. */
+static frl_status claim(frl_trainer *const *tr, int32_t count, const char *who)
+{
+    for (int32_t i = 0; i < count; i++)
+        if (atomic_exchange(&tr[i]->running, 1)) {
+            while (i-- > 0)
+                atomic_store(&tr[i]->running, 0);
+            return frl_fail(NULL, FRL_ERR_STATE, "%s: a trainer is already training", who);
+        }
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_trainer_train_many(frl_trainer *const *trainers, int32_t count,
+                                          int64_t total_steps)
+{
+    const char *who = "frl_trainer_train_many";
+    frl_status st = check_many(trainers, count, total_steps, who);
+    if (st == FRL_OK)
+        st = claim(trainers, count, who);
+    if (st != FRL_OK)
+        return st;
+    struct frl_async *m[FRL_MAX_GROUPS];
+    for (int32_t i = 0; i < count; i++)
+        m[i] = trainers[i]->as;
+    int32_t failed;
+    st = frl_async_train_many(m, count, total_steps, &failed);
+    for (int32_t i = 0; i < count; i++)
+        atomic_store(&trainers[i]->running, 0);
+    if (st != FRL_OK && failed >= 0)
+        frl_fail(NULL, st, "trainers[%d]: %s", (int)failed, trainers[failed]->err);
+    else if (st != FRL_OK)
+        frl_fail(NULL, st, "%s: %s", who, trainers[0]->err);
     return st;
 }
 

@@ -86,6 +86,10 @@ int frl_trainer_target_reached(const frl_trainer *t);
 frl_status frl_async_create(struct frl_async **out, frl_trainer *t);
 void frl_async_destroy(struct frl_async *a);
 frl_status frl_async_train(struct frl_async *a, int64_t total_steps);
+/* Train several async trainers (same runtime) in one run; *failed: the index of the
+ * trainer whose error ended it (-1 if none). */
+frl_status frl_async_train_many(struct frl_async *const *m, int32_t count, int64_t total_steps,
+                                int32_t *failed);
 /* The scheduler's lock, held while the learner reads progress the sampler writes. */
 void frl_async_lock(struct frl_async *a);
 void frl_async_unlock(struct frl_async *a);

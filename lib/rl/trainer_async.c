@@ -53,11 +53,28 @@ typedef struct act_scratch {
     int32_t picked[FRL_MAX_GROUPS];
 } act_scratch;
 
-typedef struct frl_async {
-    frl_trainer *t;
+/* One train call's scheduler, shared by every trainer trained in it (one, or several
+ * with frl_trainer_train_many). */
+typedef struct frl_run {
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    int32_t sync_live;
+    _Atomic uint64_t events; /* bumped with every broadcast, for spinning waiters */
+    double spin_s;
+    int32_t stop;
+    frl_status status;
+    int32_t failed;          /* the trainer whose error ends the run */
+    char err[FRL_ERRMSG_SIZE];
+    struct frl_async *m[FRL_MAX_GROUPS];
+    int32_t count;
+    int32_t rr;              /* where the next search for a task starts */
+    frl_pool *pool;
+} frl_run;
+
+typedef struct frl_async {
+    frl_trainer *t;
+    frl_run *run;          /* the run in progress (NULL between train calls) */
+    int32_t index;         /* in the run */
+    int32_t done;          /* reached its budget or target in this run */
     group g[FRL_MAX_GROUPS];
     rollout *open;
     int32_t slots;
@@ -67,23 +84,18 @@ typedef struct frl_async {
     int32_t ready;         /* committed, not yet taken by the learner */
     int32_t serial_steps;  /* host batch callbacks: one STEP at a time */
     int32_t stepping;      /* STEP tasks running */
-    int32_t stop;
     int32_t sampler_failed; /* a STEP failed: its rollouts are abandoned at the end */
-    frl_status status;
-    char err[FRL_ERRMSG_SIZE];
     frl_weights w;
     int32_t threads, chunk;
     act_scratch *scratch;
     double busy_env, busy_act, learner_wait; /* seconds since the last update */
-    _Atomic uint64_t events; /* bumped with every broadcast, for spinning waiters */
-    double spin_s;
 } frl_async;
 
 /* Wake every waiting thread (called with the lock held). */
-static void notify(frl_async *a)
+static void notify(frl_run *r)
 {
-    atomic_fetch_add_explicit(&a->events, 1, memory_order_relaxed);
-    pthread_cond_broadcast(&a->wake);
+    atomic_fetch_add_explicit(&r->events, 1, memory_order_relaxed);
+    pthread_cond_broadcast(&r->wake);
 }
 
 /* ---- creation ---- */
@@ -103,18 +115,6 @@ static frl_status alloc_scratch(frl_async *a, const frl_policy *p, char *err)
             return frl_fail(err, FRL_ERR_NOMEM, "async sampler: out of memory for %zu floats of "
                             "inference buffers per thread", obs + ws);
     }
-    return FRL_OK;
-}
-
-static frl_status init_sync(frl_async *a, char *err)
-{
-    if (pthread_mutex_init(&a->lock, NULL) != 0)
-        return frl_fail(err, FRL_ERR_THREAD, "async sampler: cannot initialise a mutex");
-    if (pthread_cond_init(&a->wake, NULL) != 0) {
-        pthread_mutex_destroy(&a->lock);
-        return frl_fail(err, FRL_ERR_THREAD, "async sampler: cannot initialise a condition");
-    }
-    a->sync_live = 1;
     return FRL_OK;
 }
 
@@ -142,7 +142,6 @@ frl_status frl_async_create(struct frl_async **out, frl_trainer *t)
     a->t = t;
     a->slots = frl_ring_slots(t->ring);
     a->threads = frl_runtime_threads(t->rt);
-    a->spin_s = 1e-9 * (double)frl_pool_spin_ns(t->rt->pool);
     /* Inference runs in pieces no larger than this; the kernels give the same bits at
      * any batch size, so the piece size changes speed only. */
     a->chunk = t->B < 256 ? t->B : 256;
@@ -153,8 +152,6 @@ frl_status frl_async_create(struct frl_async **out, frl_trainer *t)
     frl_status st = alloc_scratch(a, t->policy, t->err);
     if (st == FRL_OK)
         st = frl_weights_init(&a->w, al, t->policy, t->err);
-    if (st == FRL_OK)
-        st = init_sync(a, t->err);
     return st;
 }
 
@@ -163,10 +160,6 @@ void frl_async_destroy(struct frl_async *a)
     if (!a)
         return;
     frl_allocator *al = &a->t->rt->alloc;
-    if (a->sync_live) {
-        pthread_cond_destroy(&a->wake);
-        pthread_mutex_destroy(&a->lock);
-    }
     frl_weights_free(&a->w);
     for (int32_t i = 0; a->scratch && i < a->threads; i++) {
         frl_free(al, a->scratch[i].obs);
@@ -179,12 +172,14 @@ void frl_async_destroy(struct frl_async *a)
 
 void frl_async_lock(struct frl_async *a)
 {
-    pthread_mutex_lock(&a->lock);
+    if (a->run)
+        pthread_mutex_lock(&a->run->lock);
 }
 
 void frl_async_unlock(struct frl_async *a)
 {
-    pthread_mutex_unlock(&a->lock);
+    if (a->run)
+        pthread_mutex_unlock(&a->run->lock);
 }
 
 /* ---- rollouts (all under the lock) ---- */
@@ -298,18 +293,6 @@ static int take_act(frl_async *a, task *k, int32_t thread)
     return n > 0;
 }
 
-/* Stepping first: with a serial host callback the callback is the resource to keep
- * busy, and the batch of actions grows while it runs. */
-static int take_task(frl_async *a, task *k, int32_t thread)
-{
-    if (thread == 0 && a->ready > 0) {
-        a->ready--;
-        k->kind = TASK_LEARN;
-        return 1;
-    }
-    return take_step(a, k) || take_act(a, k, thread);
-}
-
 /* Copy group gi's observations into its rows of the slot; returns where they are. */
 static const float *store_obs(frl_async *a, int32_t gi)
 {
@@ -406,13 +389,15 @@ static void step_done(frl_async *a, int32_t gi)
         g->phase = PH_ACT;
 }
 
-static void fail_locked(frl_async *a, frl_status st, const char *msg)
+/* End the run with this error (the first one wins), under the lock. */
+static void fail_locked(frl_run *r, int32_t member, frl_status st, const char *msg)
 {
-    if (a->status == FRL_OK) {
-        a->status = st;
-        snprintf(a->err, sizeof a->err, "%s", msg);
+    if (r->status == FRL_OK) {
+        r->status = st;
+        r->failed = member;
+        snprintf(r->err, sizeof r->err, "%s", msg);
     }
-    a->stop = 1;
+    r->stop = 1;
 }
 
 /* Run a sampling task without the lock; account for it with the lock. */
@@ -426,7 +411,7 @@ static void run_sampling(frl_async *a, const task *k, int32_t thread)
     else
         act_batch(a, k, thread, &version);
     double dt = frl_now() - t0;
-    pthread_mutex_lock(&a->lock);
+    pthread_mutex_lock(&a->run->lock);
     if (k->kind == TASK_STEP) {
         a->stepping--;
         a->busy_env += dt;
@@ -436,13 +421,13 @@ static void run_sampling(frl_async *a, const task *k, int32_t thread)
             a->g[k->group].phase = PH_STEP; /* reset by abandon_open at the end */
             a->g[k->group].restart = 1;
             a->sampler_failed = 1;
-            fail_locked(a, st, frl_vec_env_last_error(a->t->venvs[k->group]));
+            fail_locked(a->run, a->index, st, frl_vec_env_last_error(a->t->venvs[k->group]));
         }
     } else {
         a->busy_act += dt;
         act_done(a, k, thread, version);
     }
-    notify(a);
+    notify(a->run);
 }
 
 /* ---- the learner ---- */
@@ -475,17 +460,17 @@ static frl_status learn_next(frl_async *a)
     int64_t max_lag = frl_config_int(t->cfg, "sampler.max_lag");
     if (max_lag > 0 && max > (double)max_lag) {
         frl_ring_release(t->ring, slot);
-        pthread_mutex_lock(&a->lock);
+        pthread_mutex_lock(&a->run->lock);
         t->slots_dropped++;
         t->metrics.slots_dropped = t->slots_dropped;
-        notify(a);
-        pthread_mutex_unlock(&a->lock);
+        notify(a->run);
+        pthread_mutex_unlock(&a->run->lock);
         return FRL_OK;
     }
     if ((st = t->learn(t, slot, a->num_updates)) != FRL_OK)
         return st;
     frl_weights_publish(&a->w, t->policy);
-    pthread_mutex_lock(&a->lock);
+    pthread_mutex_lock(&a->run->lock);
     frl_metrics *m = &t->metrics;
     m->time_env = a->busy_env;
     m->time_inference = a->busy_act;
@@ -495,41 +480,49 @@ static frl_status learn_next(frl_async *a)
     m->slots_dropped = t->slots_dropped;
     a->busy_env = a->busy_act = a->learner_wait = 0;
     /* A slot is free again: wake groups waiting for one. */
-    notify(a);
-    pthread_mutex_unlock(&a->lock);
+    notify(a->run);
+    pthread_mutex_unlock(&a->run->lock);
     return frl_trainer_after_update(t);
 }
 
-/* The caller's thread: is the run over? (under the lock) */
-static int learner_finished(frl_async *a)
+/* The caller's thread, under the lock: is the run over? A stop request of any
+ * trainer ends it; a trainer at its budget or target stops taking tasks, and the run
+ * ends when all have. */
+static int run_finished(frl_run *r)
 {
-    frl_trainer *t = a->t;
-    if (a->stop)
+    if (r->stop)
         return 1;
-    if (atomic_exchange(&t->stop, 0)) {
-        fail_locked(a, FRL_ERR_INTERRUPTED, "");
-        snprintf(a->err, sizeof a->err, "training stopped by request at %lld steps",
-                 (long long)t->env_steps);
-        return 1;
+    int all_done = 1;
+    for (int32_t i = 0; i < r->count; i++) {
+        frl_async *a = r->m[i];
+        frl_trainer *t = a->t;
+        if (atomic_exchange(&t->stop, 0)) {
+            char msg[FRL_ERRMSG_SIZE];
+            snprintf(msg, sizeof msg, "training stopped by request at %lld steps",
+                     (long long)t->env_steps);
+            fail_locked(r, i, FRL_ERR_INTERRUPTED, msg);
+            return 1;
+        }
+        if (!a->done && (t->updates + t->slots_dropped >= a->budget ||
+                         frl_trainer_target_reached(t)))
+            a->done = 1;
+        all_done &= a->done;
     }
-    if (t->updates + t->slots_dropped >= a->budget || frl_trainer_target_reached(t)) {
-        a->stop = 1;
-        return 1;
-    }
-    return 0;
+    r->stop = all_done;
+    return all_done;
 }
 
 /* Spin for up to spin_s while nothing happens (the next task of a stepping loop is
  * usually microseconds away, and a condition variable's wake-up costs about as much),
  * then sleep. Events are bumped under the lock, so one that lands after the spin is
  * seen by the check that precedes the wait. */
-static void spin_then_wait(frl_async *a)
+static void spin_then_wait(frl_run *r)
 {
-    uint64_t seen = atomic_load_explicit(&a->events, memory_order_relaxed);
-    pthread_mutex_unlock(&a->lock);
-    double end = frl_now() + a->spin_s;
+    uint64_t seen = atomic_load_explicit(&r->events, memory_order_relaxed);
+    pthread_mutex_unlock(&r->lock);
+    double end = frl_now() + r->spin_s;
     for (uint32_t i = 1;; i++) {
-        if (atomic_load_explicit(&a->events, memory_order_relaxed) != seen)
+        if (atomic_load_explicit(&r->events, memory_order_relaxed) != seen)
             break;
         if ((i & 63) == 0 && frl_now() > end)
             break;
@@ -537,19 +530,15 @@ static void spin_then_wait(frl_async *a)
         __builtin_ia32_pause();
 #endif
     }
-    pthread_mutex_lock(&a->lock);
-    if (atomic_load_explicit(&a->events, memory_order_relaxed) == seen &&
-        !frl_pool_side_pending(a->t->rt->pool))
-        pthread_cond_wait(&a->wake, &a->lock);
+    pthread_mutex_lock(&r->lock);
+    if (atomic_load_explicit(&r->events, memory_order_relaxed) == seen &&
+        !frl_pool_side_pending(r->pool))
+        pthread_cond_wait(&r->wake, &r->lock);
 }
 
-static void wait_for_work(frl_async *a, int32_t thread)
+/* The caller's thread polls for a stop request (a signal handler cannot wake it). */
+static void learner_wait(frl_run *r)
 {
-    if (thread != 0) {
-        spin_then_wait(a);
-        return;
-    }
-    /* The caller's thread polls for a stop request (a signal handler cannot wake it). */
     double t0 = frl_now();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -558,43 +547,85 @@ static void wait_for_work(frl_async *a, int32_t thread)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000;
     }
-    pthread_cond_timedwait(&a->wake, &a->lock, &ts);
-    a->learner_wait += frl_now() - t0;
+    pthread_cond_timedwait(&r->wake, &r->lock, &ts);
+    double dt = frl_now() - t0;
+    for (int32_t i = 0; i < r->count; i++)
+        r->m[i]->learner_wait += dt;
+}
+
+static int take_learn(frl_async *a, task *k)
+{
+    if (a->ready == 0)
+        return 0;
+    a->ready--;
+    k->kind = TASK_LEARN;
+    return 1;
+}
+
+/* The next task of any trainer still running, searched from r->rr so that no trainer
+ * starves: learning first (thread 0 only), then stepping (with a serial host callback
+ * the callback is the resource to keep busy, and the batch of actions grows while it
+ * runs), then inference. */
+static int take_any(frl_run *r, int32_t thread, frl_async **who, task *k)
+{
+    for (int pass = thread == 0 ? 0 : 1; pass < 3; pass++)
+        for (int32_t j = 0; j < r->count; j++) {
+            frl_async *a = r->m[(r->rr + j) % r->count];
+            if (a->done)
+                continue;
+            int got = pass == 0 ? take_learn(a, k)
+                    : pass == 1 ? take_step(a, k)
+                                : take_act(a, k, thread);
+            if (got) {
+                *who = a;
+                r->rr = (r->rr + j + 1) % r->count;
+                return 1;
+            }
+        }
+    return 0;
+}
+
+/* Nothing to do now: help with the pool's side job (the learner's shards) or wait. */
+static void idle(frl_run *r, int32_t thread)
+{
+    if (frl_pool_side_pending(r->pool)) {
+        pthread_mutex_unlock(&r->lock);
+        frl_pool_help(r->pool, thread);
+        pthread_mutex_lock(&r->lock);
+    } else if (thread == 0) {
+        learner_wait(r);
+    } else {
+        spin_then_wait(r);
+    }
 }
 
 static int worker(void *user, int32_t task_index, int32_t thread)
 {
     (void)task_index;
-    frl_async *a = user;
-    pthread_mutex_lock(&a->lock);
+    frl_run *r = user;
+    pthread_mutex_lock(&r->lock);
     for (;;) {
-        if (thread == 0 ? learner_finished(a) : a->stop)
+        if (thread == 0 ? run_finished(r) : r->stop)
             break;
+        frl_async *a;
         task k;
-        if (!take_task(a, &k, thread)) {
-            /* Nothing to sample: help the learner (or a vec env) with its shards. */
-            if (frl_pool_side_pending(a->t->rt->pool)) {
-                pthread_mutex_unlock(&a->lock);
-                frl_pool_help(a->t->rt->pool, thread);
-                pthread_mutex_lock(&a->lock);
-            } else {
-                wait_for_work(a, thread);
-            }
+        if (!take_any(r, thread, &a, &k)) {
+            idle(r, thread);
             continue;
         }
-        pthread_mutex_unlock(&a->lock);
+        pthread_mutex_unlock(&r->lock);
         if (k.kind == TASK_LEARN) {
             frl_status st = learn_next(a);
-            pthread_mutex_lock(&a->lock);
+            pthread_mutex_lock(&r->lock);
             if (st != FRL_OK)
-                fail_locked(a, st, a->t->err);
+                fail_locked(r, a->index, st, a->t->err);
             continue;
         }
         run_sampling(a, &k, thread);
     }
     /* Whoever stops the run wakes the others. */
-    notify(a);
-    pthread_mutex_unlock(&a->lock);
+    notify(r);
+    pthread_mutex_unlock(&r->lock);
     return 0;
 }
 
@@ -602,10 +633,10 @@ static int worker(void *user, int32_t task_index, int32_t thread)
  * this after any thread's check for pending side work, so no wake-up is lost. */
 static void wake_helpers(void *user)
 {
-    frl_async *a = user;
-    pthread_mutex_lock(&a->lock);
-    notify(a);
-    pthread_mutex_unlock(&a->lock);
+    frl_run *r = user;
+    pthread_mutex_lock(&r->lock);
+    notify(r);
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* ---- train ---- */
@@ -638,30 +669,85 @@ static frl_status start_groups(frl_async *a)
     return FRL_OK;
 }
 
-frl_status frl_async_train(struct frl_async *a, int64_t total_steps)
+static frl_status begin(frl_async *a, frl_run *r, int32_t index, int64_t total_steps)
 {
     frl_trainer *t = a->t;
-    int64_t per = (int64_t)t->T * t->B;
     frl_status st = start_groups(a);
     if (st != FRL_OK)
         return st;
+    int64_t per = (int64_t)t->T * t->B;
     a->budget = (total_steps + per - 1) / per;
     a->num_updates = a->budget;
-    a->stop = 0;
+    a->done = 0;
     a->sampler_failed = 0;
-    a->status = FRL_OK;
-    a->err[0] = '\0';
-    /* One long task per thread; the pool's nested calls (vec env chunks, learner
-     * shards) then run inline on the thread that makes them. */
-    int32_t failed;
-    frl_pool_set_side_wake(t->rt->pool, wake_helpers, a);
-    frl_pool_run(t->rt->pool, a->threads, worker, a, &failed);
-    frl_pool_set_side_wake(t->rt->pool, NULL, NULL);
-    st = a->status;
+    a->run = r;
+    a->index = index;
+    return FRL_OK;
+}
+
+/* After the run: give back the rollouts of failed groups, forget the run, and put the
+ * run's error on the trainer it belongs to. */
+static void end(frl_async *a, const frl_run *r)
+{
     if (a->sampler_failed)
         abandon_open(a);
-    atomic_store(&t->stop, 0);
+    a->run = NULL;
+    atomic_store(&a->t->stop, 0);
+    if (r->status != FRL_OK && r->failed == a->index)
+        snprintf(a->t->err, sizeof a->t->err, "%s", r->err);
+}
+
+static frl_status init_run(frl_run *r, frl_async *const *m, int32_t count)
+{
+    memset(r, 0, sizeof *r);
+    if (pthread_mutex_init(&r->lock, NULL) != 0)
+        return FRL_ERR_THREAD;
+    if (pthread_cond_init(&r->wake, NULL) != 0) {
+        pthread_mutex_destroy(&r->lock);
+        return FRL_ERR_THREAD;
+    }
+    for (int32_t i = 0; i < count; i++)
+        r->m[i] = m[i];
+    r->count = count;
+    r->failed = -1;
+    r->pool = m[0]->t->rt->pool;
+    r->spin_s = 1e-9 * (double)frl_pool_spin_ns(r->pool);
+    return FRL_OK;
+}
+
+frl_status frl_async_train_many(struct frl_async *const *m, int32_t count, int64_t total_steps,
+                                int32_t *failed)
+{
+    frl_run r;
+    *failed = -1;
+    if (init_run(&r, m, count) != FRL_OK)
+        return frl_fail(m[0]->t->err, FRL_ERR_THREAD, "async sampler: cannot initialise a mutex");
+    frl_status st = FRL_OK;
+    for (int32_t i = 0; i < count && st == FRL_OK; i++)
+        if ((st = begin(m[i], &r, i, total_steps)) != FRL_OK)
+            *failed = i;
+    if (st == FRL_OK) {
+        /* One long task per thread; nested pool calls become side jobs the idle
+         * threads help with. */
+        frl_pool_set_side_wake(r.pool, wake_helpers, &r);
+        frl_pool_run(r.pool, m[0]->threads, worker, &r, NULL);
+        frl_pool_set_side_wake(r.pool, NULL, NULL);
+        st = r.status;
+        *failed = r.failed;
+    }
+    for (int32_t i = 0; i < count; i++)
+        end(m[i], &r);
+    pthread_cond_destroy(&r.wake);
+    pthread_mutex_destroy(&r.lock);
+    return st;
+}
+
+frl_status frl_async_train(struct frl_async *a, int64_t total_steps)
+{
+    int32_t failed;
+    frl_status st = frl_async_train_many(&a, 1, total_steps, &failed);
+    /* The message is on the trainer already; make it the thread's last error too. */
     if (st != FRL_OK)
-        return frl_fail_msg(t->err, st, a->err);
+        return frl_fail_msg(NULL, st, a->t->err);
     return FRL_OK;
 }
