@@ -34,7 +34,7 @@ int main(void)
     frl_trainer *member[MEMBERS];
     for (int i = 0; i < MEMBERS; i++) {
         char text[160];
-        snprintf(text, sizeof text, "sampler.mode=async train.seed=%d train.lr=%s", 100 + i, lr[i]);
+        snprintf(text, sizeof text, "sampler.mode=async train.seed_offset=%d train.lr=%s", i, lr[i]);
         if (frl_config_parse(cfg, text) != FRL_OK ||
             frl_trainer_create(&member[i], rt, "CartPole-v1", cfg) != FRL_OK)
             return fail("member");

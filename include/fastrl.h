@@ -581,7 +581,7 @@ FRL_API frl_status frl_trainer_train(frl_trainer *trainer, int64_t total_steps);
 /* Train count (1..64) async trainers (sampler.mode=async) on one runtime at once, each
  * with its own environments, policy and learner, sharing the runtime's threads (several
  * policies in one run: the base of self-play and population-based training; give each
- * its own train.seed). Each trains to total_steps or its target; the call returns when
+ * its own train.seed_offset). Each trains to total_steps or its target; the call returns when
  * all have, on the first error (the thread's last error names trainers[i]; that
  * trainer's last error has the message), or with FRL_ERR_INTERRUPTED after a stop
  * request to any of them. Metrics callbacks run on the calling thread. */

@@ -410,7 +410,7 @@ static int count_updates(void *user, const frl_metrics *m)
 START_TEST(train_many_trains_each_its_own_policy)
 {
     frl_runtime *rt = runtime(2);
-    const char *text[3] = {"train.seed=1", "train.seed=2", ""};
+    const char *text[3] = {"train.seed_offset=1", "train.seed_offset=2", ""};
     const char *env[3] = {"CartPole-v1", "CartPole-v1", "Acrobot-v1"};
     frl_trainer *t[3];
     seen s[3];

@@ -66,9 +66,9 @@ const frl_key_def frl_key_defs[] = {
      "scale rewards by the running std of the discounted return"},
     {"train.rollout", FRL_CONFIG_INT, "128", 128, 1, 1048576, "",
      "steps per environment in each rollout (T)"},
-    {"train.seed", FRL_CONFIG_INT, "none", 0, 0, 9007199254740992.0, "",
-     "the trainer's seed (initial weights, sampling, env resets); unset: the runtime's "
-     "(members of a population on one runtime need their own)"},
+    {"train.seed_offset", FRL_CONFIG_INT, "0", 0, 0, 9007199254740992.0, "",
+     "added to the runtime's seed to make the trainer's (initial weights, sampling, env "
+     "resets): members of a population on one runtime need different offsets"},
     {"train.target_kl", FRL_CONFIG_FLOAT, "none", 0, 0, 1e9, "",
      "stop an update's epochs once the approximate KL exceeds this (unset: never)"},
     {"train.target_return", FRL_CONFIG_FLOAT, "none", 0, -1e300, 1e300, "",

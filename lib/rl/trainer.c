@@ -155,9 +155,8 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
     set_groups(t, venvs, groups);
     t->own_venv = own;
     snprintf(t->env_name, sizeof t->env_name, "%s", env_name);
-    /* train.seed lets trainers on one runtime differ (members of a population). */
-    t->seed = frl_config_is_set(resolved, "train.seed") ? (uint64_t)frl_config_int(resolved, "train.seed")
-                                                        : frl_runtime_seed(rt);
+    /* The offset lets trainers on one runtime differ (members of a population). */
+    t->seed = frl_runtime_seed(rt) + (uint64_t)frl_config_int(resolved, "train.seed_offset");
     t->T = (int32_t)frl_config_int(resolved, "train.rollout");
     int64_t rows = (int64_t)t->T * t->B;
     if (rows > 0x7fffffff) {
