@@ -528,6 +528,25 @@ START_TEST(train_many_stop)
 }
 END_TEST
 
+/* The run ends on the target; the metrics it returns show the return it ended on,
+ * although sampling went on after the last update. */
+START_TEST(async_target_is_in_the_final_metrics)
+{
+    frl_runtime *rt = runtime(2);
+    frl_config *cfg = settings("sampler.mode=async train.target_return=200");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 2000000), FRL_OK);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    ck_assert(m->mean_return >= 200);
+    ck_assert_int_lt(m->env_steps, 2000000);
+    ck_assert_int_eq(m->episodes >= 100, 1);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* One thread: the caller samples and learns in turn, and still finishes. */
 START_TEST(async_one_thread)
 {
@@ -556,6 +575,7 @@ int main(void)
     tcase_add_test(tc, async_thousand_random_stops);
     tcase_add_test(tc, async_bad_input);
     tcase_add_test(tc, async_one_thread);
+    tcase_add_test(tc, async_target_is_in_the_final_metrics);
     tcase_add_test(tc, async_helpers_share_the_learner);
     tcase_add_test(tc, train_many_trains_each_its_own_policy);
     tcase_add_test(tc, train_many_failure_names_the_trainer);

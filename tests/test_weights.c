@@ -10,7 +10,7 @@
 #include "rl/weights.h"
 #include "test_util.h"
 
-enum { VERSIONS = 20000, READERS = 3 };
+enum { VERSIONS = 3000, READERS = 2 };
 
 typedef struct ctx {
     frl_weights w;

@@ -692,6 +692,9 @@ static void end(frl_async *a, const frl_run *r)
     if (a->sampler_failed)
         abandon_open(a);
     a->run = NULL;
+    /* Sampling went on after the last update, and the run may have ended on episodes
+     * that finished since: the progress fields are made those the run ended on. */
+    frl_trainer_refresh_progress(a->t);
     atomic_store(&a->t->stop, 0);
     if (r->status != FRL_OK && r->failed == a->index)
         snprintf(a->t->err, sizeof a->t->err, "%s", r->err);
