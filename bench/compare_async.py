@@ -54,7 +54,6 @@ no result lines, fastrl rejecting a setting, SF not importable); 2 on bad argume
 
 import argparse
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -65,6 +64,8 @@ import sys
 import tempfile
 import time
 from datetime import datetime
+
+from machine_stats import busy_seconds, cpu_model, own_seconds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -100,33 +101,6 @@ SF_FPS_RE = re.compile(r"Fps is \(10 sec: " + _NUM + r", 60 sec: " + _NUM + r", 
 
 
 # ---------------------------------------------------------------- machine
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def busy_seconds():
-    """CPU-seconds spent outside idle/iowait by the whole machine (None off Linux)."""
-    try:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = v[3] + (v[4] if len(v) > 4 else 0)
-    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def own_seconds():
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
 
 
 def parse_cpus(text):

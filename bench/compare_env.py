@@ -45,38 +45,13 @@ import sys
 import time
 import warnings
 
+from machine_stats import busy_seconds, cpu_model, own_seconds
+
 ACTION_SETS = 64
 INSTALL_HINT = ("install the peers with: python3 -m venv /tmp/benchvenv && "
                 "/tmp/benchvenv/bin/pip install -r bench/requirements.txt, then run "
                 "/tmp/benchvenv/bin/python bench/compare_env.py")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def busy_seconds():
-    """CPU-seconds spent outside idle/iowait by the whole machine (None off Linux)."""
-    try:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = v[3] + (v[4] if len(v) > 4 else 0)
-    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def own_seconds():
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
 
 
 def fmt(x):

@@ -23,14 +23,6 @@ static frl_runtime *runtime(int threads)
     return rt;
 }
 
-static frl_config *settings(const char *text)
-{
-    frl_config *cfg;
-    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
-    ck_assert_int_eq(frl_config_parse(cfg, text), FRL_OK);
-    return cfg;
-}
-
 static const char *small = "sampler.mode=async train.num_envs=8 train.rollout=16 "
                            "policy.hidden=16";
 
@@ -126,7 +118,7 @@ static frl_vec_env *world_env(frl_runtime *rt, world *w, int32_t n)
 START_TEST(async_trains_and_reports_lag)
 {
     frl_runtime *rt = runtime(2);
-    frl_config *cfg = settings(small);
+    frl_config *cfg = frl_test_settings(small);
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 40), FRL_OK);
@@ -162,7 +154,7 @@ static int slow_check_lag(void *user, const frl_metrics *m)
 START_TEST(async_max_lag_drops_and_counts)
 {
     frl_runtime *rt = runtime(2);
-    frl_config *cfg = settings("sampler.mode=async train.num_envs=8 train.rollout=8 "
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.num_envs=8 train.rollout=8 "
                                "policy.hidden=16 sampler.slots=6 sampler.max_lag=1");
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
@@ -189,7 +181,7 @@ static frl_trainer *world_trainer(frl_runtime *rt, world *w, frl_vec_env **v, in
     }
     char text[256];
     snprintf(text, sizeof text, "sampler.mode=async train.rollout=8 policy.hidden=8 %s", extra);
-    frl_config *cfg = settings(text);
+    frl_config *cfg = frl_test_settings(text);
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, v, groups, cfg), FRL_OK);
     frl_config_destroy(cfg);
@@ -278,7 +270,7 @@ static uint64_t lcg(uint64_t *x)
 START_TEST(async_thousand_random_stops)
 {
     frl_runtime *rt = runtime(2);
-    frl_config *cfg = settings("sampler.mode=async train.num_envs=4 train.rollout=4 "
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.num_envs=4 train.rollout=4 "
                                "policy.hidden=8 sampler.slots=3");
     uint64_t x = 12345;
     int interrupted = 0, finished = 0;
@@ -331,7 +323,7 @@ START_TEST(async_bad_input)
 {
     frl_runtime *rt = runtime(2);
     frl_trainer *t;
-    frl_config *cfg = settings("sampler.mode=async train.num_envs=2 sampler.groups=3");
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.num_envs=2 sampler.groups=3");
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_ERR_RANGE);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "sampler.groups 3"));
     frl_config_destroy(cfg);
@@ -339,7 +331,7 @@ START_TEST(async_bad_input)
     world w[2];
     memset(w, 0, sizeof w);
     frl_vec_env *v[2] = {world_env(rt, &w[0], 4), world_env(rt, &w[1], 4)};
-    cfg = settings("sampler.mode=sync");
+    cfg = frl_test_settings("sampler.mode=sync");
     ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, v, 2, cfg), FRL_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "sampler.mode=async"));
     frl_config_destroy(cfg);
@@ -355,7 +347,7 @@ START_TEST(async_bad_input)
     ck_assert_ptr_null(t);
 
     /* An async trainer cannot be saved yet: a clear error, nothing written. */
-    cfg = settings(small);
+    cfg = frl_test_settings(small);
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_save(t, "async_should_not_exist.frl"), FRL_ERR_UNSUPPORTED);
     ck_assert_int_ne(access("async_should_not_exist.frl", F_OK), 0);
@@ -373,7 +365,7 @@ END_TEST
 START_TEST(async_helpers_share_the_learner)
 {
     frl_runtime *rt = runtime(2);
-    frl_config *cfg = settings("sampler.mode=async train.num_envs=16 train.rollout=64 "
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.num_envs=16 train.rollout=64 "
                                "train.minibatches=2 policy.hidden=32,32");
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
@@ -417,7 +409,7 @@ START_TEST(train_many_trains_each_its_own_policy)
     for (int i = 0; i < 3; i++) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s %s", small, text[i]);
-        frl_config *cfg = settings(buf);
+        frl_config *cfg = frl_test_settings(buf);
         ck_assert_int_eq(frl_trainer_create(&t[i], rt, env[i], cfg), FRL_OK);
         frl_config_destroy(cfg);
         s[i] = (seen){0, pthread_self(), 0};
@@ -464,7 +456,7 @@ START_TEST(train_many_failure_names_the_trainer)
     w[0].fail_at = 25;
     frl_vec_env *v[2];
     frl_trainer *t[2];
-    frl_config *cfg = settings(small);
+    frl_config *cfg = frl_test_settings(small);
     ck_assert_int_eq(frl_trainer_create(&t[0], rt, "CartPole-v1", cfg), FRL_OK);
     frl_config_destroy(cfg);
     t[1] = world_trainer(rt, w, v, 2, "");
@@ -480,7 +472,7 @@ START_TEST(train_many_failure_names_the_trainer)
     ck_assert_int_eq(frl_trainer_train_many(NULL, 2, 100), FRL_ERR_NULL);
     ck_assert_int_eq(frl_trainer_train_many(t, 2, -1), FRL_ERR_RANGE);
     frl_trainer *sync;
-    cfg = settings("train.num_envs=4");
+    cfg = frl_test_settings("train.num_envs=4");
     ck_assert_int_eq(frl_trainer_create(&sync, rt, "CartPole-v1", cfg), FRL_OK);
     frl_config_destroy(cfg);
     frl_trainer *mixed[2] = {t[0], sync};
@@ -488,7 +480,7 @@ START_TEST(train_many_failure_names_the_trainer)
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "not an async trainer"));
     frl_runtime *rt2 = runtime(1);
     frl_trainer *other;
-    cfg = settings(small);
+    cfg = frl_test_settings(small);
     ck_assert_int_eq(frl_trainer_create(&other, rt2, "CartPole-v1", cfg), FRL_OK);
     frl_config_destroy(cfg);
     frl_trainer *two_rt[2] = {t[0], other};
@@ -510,7 +502,7 @@ START_TEST(train_many_stop)
     frl_runtime *rt = runtime(2);
     frl_trainer *t[2];
     for (int i = 0; i < 2; i++) {
-        frl_config *cfg = settings(small);
+        frl_config *cfg = frl_test_settings(small);
         ck_assert_int_eq(frl_trainer_create(&t[i], rt, "CartPole-v1", cfg), FRL_OK);
         frl_config_destroy(cfg);
     }
@@ -533,7 +525,7 @@ END_TEST
 START_TEST(async_target_is_in_the_final_metrics)
 {
     frl_runtime *rt = runtime(2);
-    frl_config *cfg = settings("sampler.mode=async train.target_return=200");
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.target_return=200");
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(t, 2000000), FRL_OK);
@@ -551,7 +543,7 @@ END_TEST
 START_TEST(async_one_thread)
 {
     frl_runtime *rt = runtime(1);
-    frl_config *cfg = settings(small);
+    frl_config *cfg = frl_test_settings(small);
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 10), FRL_OK);

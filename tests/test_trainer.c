@@ -22,14 +22,6 @@ static frl_runtime *runtime(int threads, const char *extra)
     return rt;
 }
 
-static frl_config *settings(const char *text)
-{
-    frl_config *cfg;
-    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
-    ck_assert_int_eq(frl_config_parse(cfg, text), FRL_OK);
-    return cfg;
-}
-
 /* A fingerprint of the policy: its log-probs and values on fixed observations. */
 static void fingerprint(frl_trainer *t, float *out)
 {
@@ -52,7 +44,7 @@ static const char *small = "train.num_envs=8 train.rollout=32 policy.hidden=16,1
 static void run_cartpole(int threads, int64_t steps, float *fp, double *ret)
 {
     frl_runtime *rt = runtime(threads, "");
-    frl_config *cfg = settings(small);
+    frl_config *cfg = frl_test_settings(small);
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(t, steps), FRL_OK);
@@ -93,7 +85,7 @@ START_TEST(resume_continues_exactly)
     char path[128];
     snprintf(path, sizeof path, "/tmp/frl_test_trainer_%d.frl", (int)getpid());
     frl_runtime *rt = runtime(2, "");
-    frl_config *cfg = settings(small);
+    frl_config *cfg = frl_test_settings(small);
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     frl_trainer_set_callback(t, stop_at_update, &t);
@@ -159,7 +151,7 @@ START_TEST(outputs_are_written)
     snprintf(dir, sizeof dir, "/tmp/frl_test_out_%d", (int)getpid());
     mkdir(dir, 0777);
     frl_runtime *rt = runtime(1, "");
-    frl_config *cfg = settings(small);
+    frl_config *cfg = frl_test_settings(small);
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_set_output(t, "/nonexistent/dir"), FRL_ERR_IO);
@@ -190,7 +182,7 @@ START_TEST(bad_input)
     ck_assert_ptr_null(t);
     ck_assert_int_eq(frl_trainer_create(&t, NULL, "CartPole-v1", NULL), FRL_ERR_NULL);
     ck_assert_int_eq(frl_trainer_create(&t, rt, NULL, NULL), FRL_ERR_NULL);
-    frl_config *cfg = settings("train.num_envs=3 train.rollout=5 train.minibatches=4");
+    frl_config *cfg = frl_test_settings("train.num_envs=3 train.rollout=5 train.minibatches=4");
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "train.minibatches"));
     ck_assert_int_eq(frl_trainer_load(&t, rt, "/nonexistent.frl", NULL), FRL_ERR_IO);
@@ -269,7 +261,7 @@ static void host_trainer_create(host_trainer *h, int threads, batch_step_fn step
     cb.step = step;
     ck_assert_int_eq(frl_vec_env_create_batch(&h->v, h->rt, &cb, user, 4, h->os, h->as, NULL),
                      FRL_OK);
-    h->cfg = settings(text);
+    h->cfg = frl_test_settings(text);
     ck_assert_int_eq(frl_trainer_create_vec(&h->t, h->rt, h->v, h->cfg), FRL_OK);
 }
 

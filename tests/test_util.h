@@ -29,4 +29,13 @@ static inline frl_runtime *frl_test_runtime(int threads)
     return rt;
 }
 
+/* A config holding the settings of `text` ("key=value key=value"). */
+static inline frl_config *frl_test_settings(const char *text)
+{
+    frl_config *cfg;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_parse(cfg, text), FRL_OK);
+    return cfg;
+}
+
 #endif
