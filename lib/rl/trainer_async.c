@@ -106,7 +106,6 @@ static frl_status alloc_scratch(frl_async *a, const frl_policy *p, char *err)
     a->scratch = frl_alloc(al, sizeof(act_scratch) * (size_t)a->threads, FRL_CACHE_LINE);
     if (!a->scratch)
         return frl_fail(err, FRL_ERR_NOMEM, "async sampler: out of memory");
-    memset(a->scratch, 0, sizeof(act_scratch) * (size_t)a->threads);
     size_t obs = (size_t)a->t->B * (size_t)p->obs_w, ws = frl_policy_pass_floats(p, a->chunk, 0);
     for (int32_t i = 0; i < a->threads; i++) {
         a->scratch[i].obs = frl_alloc(al, sizeof(float) * obs, FRL_CACHE_LINE);
@@ -137,8 +136,7 @@ frl_status frl_async_create(struct frl_async **out, frl_trainer *t)
     frl_async *a = frl_alloc(al, sizeof *a, FRL_CACHE_LINE);
     if (!a)
         return frl_fail(t->err, FRL_ERR_NOMEM, "async sampler: out of memory");
-    memset(a, 0, sizeof *a);
-    *out = a;
+    *out = a; /* zeroed by frl_alloc */
     a->t = t;
     a->slots = frl_ring_slots(t->ring);
     a->threads = frl_runtime_threads(t->rt);
