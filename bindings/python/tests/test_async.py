@@ -53,5 +53,7 @@ def test_async_checkpoint_is_refused_with_a_note(tmp_path):
         t.save(tmp_path / "a.frl")
     assert ei.value.status == Status.ERR_UNSUPPORTED and "async" in ei.value.message
     assert not (tmp_path / "a.frl").exists()
-    m = t.train(4 * 16 * 128)
+    m = t.train(4 * 16 * 128, checkpoint=tmp_path / "p.frl")  # a policy file instead
     assert m.update == 4
+    p = fastrl.Policy.load(tmp_path / "p.frl")
+    assert p.version == t.policy.version == 4
