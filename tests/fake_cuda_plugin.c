@@ -28,7 +28,37 @@ static int describe(int32_t index, char *name, size_t name_size, int32_t *cc_maj
     return 0;
 }
 
-static frl_cuda_plugin plugin = {FRL_CUDA_PLUGIN_ABI, 0u, probe, describe};
+static int open_ctx(void **ctx, int32_t device, int32_t tf32, char *err, size_t err_size)
+{
+    (void)device, (void)tf32, (void)err, (void)err_size;
+    static int dummy;
+    *ctx = &dummy;
+    return 0;
+}
+
+static void close_ctx(void *ctx)
+{
+    (void)ctx;
+}
+
+/* No networks: creating one fails as a device out of memory would. */
+static int model_create(void *ctx, const frl_cuda_net_desc *d, void **model, char *err,
+                        size_t err_size)
+{
+    (void)ctx, (void)d, (void)model;
+    snprintf(err, err_size, "the fake plugin runs no networks");
+    return 1;
+}
+
+static frl_cuda_plugin plugin = {
+    .abi = FRL_CUDA_PLUGIN_ABI,
+    .backend = "fake",
+    .probe = probe,
+    .describe = describe,
+    .open = open_ctx,
+    .close = close_ctx,
+    .model_create = model_create,
+};
 
 __attribute__((visibility("default"))) const frl_cuda_plugin *frl_cuda_plugin_get(void);
 

@@ -64,11 +64,11 @@ START_TEST(fake_device)
     unsetenv("FAKE_CUDA_CAPS");
     ck_assert_int_eq(make("cuda", fake_plugin, &rt), FRL_OK);
     ck_assert_str_eq(frl_runtime_device(rt), "cuda:0 Fake GPU 0 (cc 9.0, 80 GiB; 2 devices)");
-    /* Nothing runs on the GPU yet: creating networks there says so instead of quietly
-     * using the CPU. */
+    /* Networks go to the device; a plugin that cannot hold them fails their creation
+     * with its reason instead of quietly using the CPU. */
     frl_trainer *t;
-    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", NULL), FRL_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(frl_last_error(), "not built yet"));
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", NULL), FRL_ERR_DEVICE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "runs no networks"));
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "cuda:0 Fake GPU 0"));
     frl_runtime_destroy(rt);
     /* auto takes the GPU only when the plugin can run the work. */

@@ -90,8 +90,9 @@ static const frl_cuda_plugin *plugin_table(void *h, char *why, size_t size)
     return p && p->abi == FRL_CUDA_PLUGIN_ABI ? p : NULL;
 }
 
-/* Device 0 through the plugin, described in d->name; 0 on success, else why says. */
-static int open_cuda(frl_device *d, char *why, size_t size)
+/* Device 0 through the plugin, described in d->name, with a context open on it; 0 on
+ * success, else why says. */
+static int open_cuda(frl_device *d, int tf32, char *why, size_t size)
 {
     void *h = load_plugin(why, size);
     if (!h)
@@ -99,6 +100,11 @@ static int open_cuda(frl_device *d, char *why, size_t size)
     const frl_cuda_plugin *p = plugin_table(h, why, size);
     int32_t count = 0;
     if (!p || p->probe(&count, why, size) != 0) {
+        dlclose(h);
+        return 1;
+    }
+    void *ctx = NULL;
+    if (p->open(&ctx, 0, tf32, why, size) != 0) {
         dlclose(h);
         return 1;
     }
@@ -112,17 +118,18 @@ static int open_cuda(frl_device *d, char *why, size_t size)
     d->kind = FRL_DEVICE_CUDA;
     d->plugin_handle = h;
     d->plugin = p;
+    d->ctx = ctx;
     return 0;
 }
 
-frl_status frl_device_open(frl_device *d, int64_t choice, char *err)
+frl_status frl_device_open(frl_device *d, int64_t choice, int tf32, char *err)
 {
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "cpu");
     if (choice == 0)
         return FRL_OK;
     char why[FRL_ERRMSG_SIZE - 40] = "";
-    if (open_cuda(d, why, sizeof why) != 0) {
+    if (open_cuda(d, tf32, why, sizeof why) != 0) {
         if (choice == 1)
             return frl_fail(err, FRL_ERR_UNSUPPORTED, "runtime.device=cuda: %s", why);
         snprintf(d->note, sizeof d->note, "runtime.device=auto: on the CPU, %s", why);
@@ -142,6 +149,9 @@ frl_status frl_device_open(frl_device *d, int64_t choice, char *err)
 
 void frl_device_close(frl_device *d)
 {
+    if (d->ctx)
+        ((const frl_cuda_plugin *)d->plugin)->close(d->ctx);
+    d->ctx = NULL;
     if (d->plugin_handle)
         dlclose(d->plugin_handle);
     d->plugin_handle = NULL;

@@ -84,7 +84,8 @@ FRL_API frl_status frl_runtime_create(frl_runtime **out, const frl_config *cfg,
         frl_free(&a, rt);
         return frl_fail(NULL, FRL_ERR_THREAD, "frl_runtime_create: cannot initialise a mutex");
     }
-    st = frl_device_open(&rt->device, frl_config_int(cfg, "runtime.device"), NULL);
+    st = frl_device_open(&rt->device, frl_config_int(cfg, "runtime.device"),
+                         (int)frl_config_int(cfg, "runtime.tf32"), NULL);
     if (st == FRL_OK && (st = start_pool(rt, cfg)) != FRL_OK)
         frl_device_close(&rt->device);
     if (st != FRL_OK) {

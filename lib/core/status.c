@@ -27,12 +27,13 @@ static const char *const status_names[] = {
     "FRL_ERR_VERSION",
     "FRL_ERR_INTERNAL",
     "FRL_ERR_INTERRUPTED",
+    "FRL_ERR_DEVICE",
 };
 
 FRL_API const char *frl_status_name(frl_status status)
 {
     /* Compare before negating: -INT_MIN overflows. */
-    if (status > FRL_OK || status < FRL_ERR_INTERRUPTED)
+    if (status > FRL_OK || status < FRL_ERR_DEVICE)
         return "FRL_ERR_UNKNOWN_STATUS";
     return status_names[-(int)status];
 }

@@ -2,24 +2,67 @@
  * core loads with dlopen when a runtime asks for runtime.device=cuda or auto. The core
  * links nothing of CUDA; everything that touches the driver lives behind this table.
  * Internal: both sides are built from this tree, and the ABI number guards against a
- * plugin from another build. */
+ * plugin from another build (so the table may share internal structs such as frl_mlp).
+ *
+ * The plugin holds a policy's networks on the device (a model) and a PPO/APPO learner
+ * over them. The core keeps the algorithm's control (epochs, shuffles, learning-rate
+ * schedule, early stop, statistics) and a host copy of the parameters, refreshed after
+ * every update, so saving, acting through the public API and the metrics work as on
+ * the CPU. Calls return 0 on success, else nonzero with a sentence in err. */
 #ifndef FRL_CUDA_PLUGIN_API_H
 #define FRL_CUDA_PLUGIN_API_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define FRL_CUDA_PLUGIN_ABI 1u
+#include "cuda/dev_math.h"
+#include "nn/mlp.h"
+
+#define FRL_CUDA_PLUGIN_ABI 2u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
 #define FRL_CUDA_PLUGIN_FILE "libfastrl-cuda.so.0"
 
-/* What the plugin can run. None yet: the GPU inference and learners come with the rest
- * of the CUDA issue, and until then runtime.device=auto stays on the CPU. */
+/* What the plugin can run. */
 enum { FRL_CUDA_CAP_INFERENCE = 1u, FRL_CUDA_CAP_LEARNER = 2u };
+
+/* A policy's layout (lib/rl/policy.h): separate actor and critic MLPs over the
+ * observation, or a shared trunk with one-layer heads. */
+typedef struct frl_cuda_net_desc {
+    int32_t obs_w, out_w, discrete, shared, obs_norm;
+    frl_mlp trunk, actor, critic;
+    uint64_t log_std_off, num_params;
+    int32_t max_rows; /* the largest batch model_forward is given */
+} frl_cuda_net_desc;
+
+/* The learner's shape and settings. */
+typedef struct frl_cuda_learn_desc {
+    int32_t T, B, M;          /* steps and envs of a rollout, rows per minibatch */
+    int32_t norm_adv;
+    frl_dm_adv_params adv;    /* vtrace != 0: V-trace (log-ratios by the learner's actor) */
+    frl_dm_loss loss;
+    double max_grad_norm, adam_eps;
+} frl_cuda_learn_desc;
+
+/* One rollout in host memory (a ring slot), rows t * B + b. */
+typedef struct frl_cuda_rollout {
+    const float *obs;            /* [T*B x obs_w] */
+    const void *actions;         /* int32 [T*B] or float [T*B x out_w] */
+    const float *log_probs;      /* [T*B], of the policy that acted */
+    const float *rewards;        /* [T*B], normalised if the trainer does */
+    const uint8_t *terminated, *truncated, *reset; /* [T*B] */
+    const float *bootstrap_obs;  /* [B x obs_w] */
+} frl_cuda_rollout;
+
+/* Epoch statistics, summed over the epoch's valid rows (divide by count). */
+typedef struct frl_cuda_epoch_stats {
+    double policy_loss, value_loss, entropy, approx_kl, clip_fraction, count;
+    double grad_norm; /* of the epoch's last minibatch, before clipping */
+} frl_cuda_epoch_stats;
 
 typedef struct frl_cuda_plugin {
     uint32_t abi;          /* FRL_CUDA_PLUGIN_ABI */
     uint32_t capabilities; /* FRL_CUDA_CAP_* */
+    const char *backend;   /* its ops: "frl_dev_ops_cuda", or "frl_dev_ops_host" (test build) */
     /* Find the driver and count the devices. 0 on success with *count >= 1; otherwise
      * nonzero with a sentence in err (no driver, no device, a driver too old). */
     int (*probe)(int32_t *count, char *err, size_t err_size);
@@ -27,6 +70,48 @@ typedef struct frl_cuda_plugin {
      * memory; 0 on success. */
     int (*describe)(int32_t index, char *name, size_t name_size, int32_t *cc_major,
                     int32_t *cc_minor, uint64_t *memory_bytes);
+
+    /* A context on device `device` (its stream and handles); tf32 != 0 allows
+     * TensorFloat-32 in the products. */
+    int (*open)(void **ctx, int32_t device, int32_t tf32, char *err, size_t err_size);
+    void (*close)(void *ctx);
+    /* Page-locked host memory (transfers from it overlap work); NULL when out. */
+    void *(*alloc_pinned)(void *ctx, size_t bytes);
+    void (*free_pinned)(void *ctx, void *p);
+
+    /* A model: the parameters, the frozen observation normaliser and an inference
+     * workspace of d->max_rows rows, on the device. */
+    int (*model_create)(void *ctx, const frl_cuda_net_desc *d, void **model, char *err,
+                        size_t err_size);
+    void (*model_destroy)(void *model);
+    /* Upload the parameters (params may be NULL: keep them) and the normaliser's frozen
+     * mean and 1/std (NULL when the policy does not normalise). */
+    int (*model_load)(void *model, const float *params, const float *norm_mean,
+                      const float *norm_inv_std, float norm_clip, char *err, size_t err_size);
+    /* Forward rows <= max_rows host observations: out [rows x out_w] (logits or means)
+     * and, when value is not NULL, the critic's values [rows], into host memory. */
+    int (*model_forward)(void *model, int32_t rows, const float *obs, float *out,
+                         float *value, char *err, size_t err_size);
+
+    /* A learner training the model's parameters in place (with its own Adam state). */
+    int (*learner_create)(void *model, const frl_cuda_learn_desc *d, void **learner,
+                          char *err, size_t err_size);
+    void (*learner_destroy)(void *learner);
+    /* Upload a rollout and compute its values, log-ratios (V-trace) and advantages. */
+    int (*learner_begin)(void *learner, const frl_cuda_rollout *r, char *err,
+                         size_t err_size);
+    /* One epoch over the permutation perm [T*B] (host): minibatch m is rows
+     * perm[m*M .. m*M+M). adam_t: the step count of the first minibatch's update. */
+    int (*learner_epoch)(void *learner, const int32_t *perm, double lr, int64_t adam_t,
+                         frl_cuda_epoch_stats *out, char *err, size_t err_size);
+    /* The updated parameters into params (host), and the rollout's value targets, values
+     * and valid flags [T*B] (host; any may be NULL) for the explained variance. */
+    int (*learner_end)(void *learner, float *params, float *ret, float *values,
+                       uint8_t *valid, char *err, size_t err_size);
+    /* Adam's moments [num_params] each: upload != 0 sets the device's from m and v (a
+     * run continued from a file), 0 reads them into m and v (for saving). */
+    int (*learner_adam)(void *learner, float *m, float *v, int upload, char *err,
+                        size_t err_size);
 } frl_cuda_plugin;
 
 typedef const frl_cuda_plugin *(*frl_cuda_plugin_get_fn)(void);

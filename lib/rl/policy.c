@@ -285,6 +285,30 @@ FRL_API size_t frl_policy_workspace_size(const frl_policy *p, int32_t rows_per_c
     return frl_policy_pass_floats(p, rows_per_chunk, 0) * sizeof(float);
 }
 
+/* On the device: the networks there, the heads' sampling here (the same streams as on
+ * the CPU, so an action depends only on its row's outputs). */
+static frl_status act_device(frl_policy *p, const frl_act_args *a)
+{
+    frl_status st = FRL_OK;
+    size_t ab = action_row_bytes(p);
+    for (int64_t first = 0; st == FRL_OK && first < a->batch; first += p->dev_rows) {
+        int64_t n = a->batch - first < p->dev_rows ? a->batch - first : p->dev_rows;
+        st = frl_policy_device_forward(p, n, a->observations + first * p->obs_w, p->dev_out,
+                                       a->values ? p->dev_value : NULL, p->err);
+        for (int64_t r = 0; st == FRL_OK && r < n; r++) {
+            int64_t i = first + r;
+            double lp = frl_policy_head_act(p, p->params, p->dev_out + r * p->out_w,
+                                            a->deterministic, a->stream_offset + (uint64_t)i,
+                                            a->counter, (unsigned char *)a->actions + (size_t)i * ab);
+            if (a->log_probs)
+                a->log_probs[i] = (float)lp;
+            if (a->values)
+                a->values[i] = p->dev_value[r];
+        }
+    }
+    return st;
+}
+
 FRL_API frl_status frl_policy_act(frl_policy *p, const frl_act_args *a)
 {
     if (!p)
@@ -292,6 +316,13 @@ FRL_API frl_status frl_policy_act(frl_policy *p, const frl_act_args *a)
     frl_status st = check_act_args(p, a);
     if (st != FRL_OK)
         return st;
+    if (p->dev) {
+        /* One device model per policy: callers take turns, whatever workspace they bring. */
+        pthread_mutex_lock(&p->ws_lock);
+        st = act_device(p, a);
+        pthread_mutex_unlock(&p->ws_lock);
+        return st;
+    }
     if (a->workspace) {
         act_all(p, a, a->workspace, rows_that_fit(p, a->workspace_size));
         return FRL_OK;
@@ -410,12 +441,6 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
     *out = NULL;
     if (!rt)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: runtime is NULL", who);
-    if (rt->device.kind != FRL_DEVICE_CPU)
-        /* Running a CUDA runtime's networks on the CPU would hide that the GPU is idle. */
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: the runtime is on %s, and networks on the GPU are not built yet "
-                        "(the CUDA issue); use runtime.device=cpu or auto", who,
-                        rt->device.name);
     frl_status st = check_spaces(NULL, obs, act, who);
     if (st != FRL_OK)
         return st;
@@ -426,7 +451,8 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
     p->seed = seed;
     p->expect_params = expect_params;
     pthread_mutex_init(&p->ws_lock, NULL);
-    if ((st = setup(p, cfg, obs, act, who)) != FRL_OK) {
+    if ((st = setup(p, cfg, obs, act, who)) != FRL_OK ||
+        (st = frl_policy_device_open(p, who)) != FRL_OK) {
         frl_policy_destroy(p);
         return st;
     }
@@ -447,6 +473,7 @@ FRL_API void frl_policy_destroy(frl_policy *p)
     if (!p)
         return;
     const frl_allocator *al = &p->rt->alloc;
+    frl_policy_device_close(p);
     frl_free(al, p->params);
     frl_free(al, p->norm.mean);
     frl_free(al, p->norm.use_mean);

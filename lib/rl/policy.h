@@ -31,7 +31,16 @@ struct frl_policy {
     uint64_t version;
     int64_t expect_params;    /* loading: the file's parameter count, checked before
                                  anything is allocated for it (-1: not loading) */
-    pthread_mutex_t ws_lock;  /* guards the policy's own act workspace */
+    /* runtime.device=cuda: the networks' copy on the device (policy_device.c). The host
+     * parameters stay the master copy; the device's is refreshed when p->version moves
+     * past dev_version or the frozen normaliser changes (dev_norm_stale). */
+    void *dev;                /* the plugin's model, or NULL on the CPU */
+    int32_t dev_rows;         /* rows per device forward */
+    uint64_t dev_version;
+    int32_t dev_norm_stale;
+    float *dev_out, *dev_value; /* pinned host buffers of one forward's outputs */
+    pthread_mutex_t ws_lock;  /* guards the policy's own act workspace (and the device
+                                 model, which one thread at a time may use) */
     float *ws;
     size_t ws_size;
     char err[FRL_ERRMSG_SIZE];
@@ -94,6 +103,18 @@ frl_status frl_policy_create_seeded(frl_policy **out, frl_runtime *rt, const frl
 frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
                                      const frl_space *obs, const frl_space *act, uint64_t seed,
                                      int64_t expect_params, const char *who);
+
+/* policy_device.c: the networks on the runtime's CUDA device (nothing on the CPU). */
+frl_status frl_policy_device_open(frl_policy *p, const char *who);
+void frl_policy_device_close(frl_policy *p);
+/* Upload what changed on the host since the last call (parameters, normaliser). */
+frl_status frl_policy_device_refresh(frl_policy *p, char *err);
+/* Forward rows host observations on the device into out [rows x out_w] and, when value
+ * is not NULL, value [rows], in chunks of p->dev_rows. One caller at a time. */
+frl_status frl_policy_device_forward(frl_policy *p, int64_t rows, const float *obs, float *out,
+                                     float *value, char *err);
+/* The plugin table of the policy's runtime. */
+const struct frl_cuda_plugin *frl_policy_plugin(const frl_policy *p);
 
 /* The sections that describe a policy in a file (policy_io.c). The blob holds the
  * encoded copies the sections point to; free it after writing. */

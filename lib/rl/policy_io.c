@@ -153,6 +153,8 @@ frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char 
     frl_obsnorm_freeze(&p->norm);
     p->seed = ((const uint64_t *)ids->data)[0];
     p->version = ((const uint64_t *)ids->data)[1];
+    p->dev_version = ~(uint64_t)0; /* a device copy, if any, is stale */
+    p->dev_norm_stale = 1;
     return FRL_OK;
 }
 

@@ -95,6 +95,7 @@ frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ri
 void frl_ppo_free(frl_ppo *l)
 {
     const frl_allocator *al = &l->rt->alloc;
+    frl_ppo_device_free(l);
     for (int32_t t = 0; l->ws && t < frl_runtime_threads(l->rt); t++)
         frl_free(al, l->ws[t]);
     frl_free(al, l->ws);
@@ -367,9 +368,10 @@ static int shard_task(void *user, int32_t task, int32_t thread)
 
 /* ---- minibatches, epochs and the optimiser ---- */
 
-static void shuffle(int32_t *perm, int32_t n, uint64_t seed, uint64_t stream)
+void frl_ppo_shuffle(int32_t *perm, int32_t n, uint64_t seed, int64_t update_index, int32_t epoch)
 {
-    frl_rng r = frl_rng_stream(seed, stream);
+    frl_rng r = frl_rng_stream(seed, 0x7070000000000000ULL + (uint64_t)update_index * 4096u +
+                                         (uint64_t)epoch);
     for (int32_t i = 0; i < n; i++)
         perm[i] = i;
     for (int32_t i = n - 1; i > 0; i--) {
@@ -460,7 +462,7 @@ static frl_status run_minibatch(frl_ppo *l, const int32_t *mb, double lr, double
     return FRL_OK;
 }
 
-static double explained_variance(const frl_ppo *l, int32_t slot)
+double frl_ppo_explained_variance(const frl_ppo *l, int32_t slot)
 {
     const float *v = frl_ring_at(l->ring, slot, FRL_RING_VALUES);
     double sy = 0, syy = 0, sd = 0, sdd = 0;
@@ -491,7 +493,7 @@ frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_
     memset(out, 0, sizeof *out);
     for (int32_t e = 0; e < l->s.epochs; e++) {
         double epoch[SUM_COUNT] = {0};
-        shuffle(l->perm, l->N, seed, 0x7070000000000000ULL + (uint64_t)update_index * 4096u + (uint64_t)e);
+        frl_ppo_shuffle(l->perm, l->N, seed, update_index, e);
         for (int32_t m = 0; m < l->s.minibatches; m++) {
             frl_status st = run_minibatch(l, l->perm + (size_t)m * (size_t)l->M, lr, epoch, &norm, err);
             if (st != FRL_OK)
@@ -511,7 +513,7 @@ frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_
     }
     out->grad_norm = norm;
     out->learning_rate = lr;
-    out->explained_variance = explained_variance(l, slot);
+    out->explained_variance = frl_ppo_explained_variance(l, slot);
     l->p->version++;
     return FRL_OK;
 }

@@ -44,6 +44,8 @@ typedef struct frl_ppo {
     float *g;                 /* the reduced gradient */
     float *w_out_in;          /* the weights untransposed, per minibatch */
     frl_adam adam;
+    void *dev;                /* runtime.device=cuda: the plugin's learner (ppo_device.c) */
+    int32_t dev_adam_stale;   /* adam.m/v were set on the host (a load): upload them */
     float **ws;               /* per thread: shard workspace */
     size_t ws_floats;
     double *shard_stats;      /* [shards][FRL_PPO_STAT_COUNT] */
@@ -77,5 +79,19 @@ frl_status frl_ppo_gradient(frl_ppo *l, const int32_t *rows_idx, int32_t rows, d
  * (learning-rate annealing); seed and update_index choose the shuffles. */
 frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_t num_updates,
                           uint64_t seed, frl_ppo_stats *out, char *err);
+
+/* Shared with the device learner: the minibatch shuffle of an epoch, and the explained
+ * variance of the slot's values given l->ret and l->valid. */
+void frl_ppo_shuffle(int32_t *perm, int32_t n, uint64_t seed, int64_t update_index, int32_t epoch);
+double frl_ppo_explained_variance(const frl_ppo *l, int32_t slot);
+
+/* ppo_device.c: the learner on the policy's CUDA device (l->p->dev set). create: after
+ * frl_ppo_init; update: frl_ppo_update's work (values, advantages, epochs) on the
+ * device, then the parameters back into the policy. */
+frl_status frl_ppo_device_create(frl_ppo *l, char *err);
+void frl_ppo_device_free(frl_ppo *l);
+frl_status frl_ppo_device_update(frl_ppo *l, int32_t slot, int64_t update_index,
+                                 int64_t num_updates, uint64_t seed, frl_ppo_stats *out,
+                                 char *err);
 
 #endif

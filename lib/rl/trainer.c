@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda/plugin_api.h"
 #include "rl/trainer.h"
 
 double frl_now(void)
@@ -58,6 +59,19 @@ static frl_status resolve_settings(frl_runtime *rt, const char *env_name, const 
 
 /* ---- construction ---- */
 
+/* Sync sampling on a device: one forward of all envs per step into a pinned buffer,
+ * from which the pool's tasks sample. */
+static frl_status alloc_device_outputs(frl_trainer *t)
+{
+    const frl_policy *p = t->policy;
+    size_t bytes = sizeof(float) * (size_t)t->B * (size_t)p->out_w;
+    t->dev_out = frl_policy_plugin(p)->alloc_pinned(t->rt->device.ctx, bytes);
+    if (!t->dev_out)
+        return frl_fail(t->err, FRL_ERR_NOMEM, "out of pinned host memory for %d envs' actions",
+                        (int)t->B);
+    return FRL_OK;
+}
+
 static frl_status build_parts(frl_trainer *t, const char *who)
 {
     const frl_space *os = frl_vec_env_observation_space(t->venv);
@@ -73,6 +87,10 @@ static frl_status build_parts(frl_trainer *t, const char *who)
     frl_ppo_settings s;
     read_ppo_settings(t->cfg, &s);
     st = frl_ppo_init(&t->ppo, t->rt, t->policy, t->ring, &s, t->err);
+    if (st == FRL_OK)
+        st = frl_ppo_device_create(&t->ppo, t->err);
+    if (st == FRL_OK && t->policy->dev)
+        st = alloc_device_outputs(t);
     if (st != FRL_OK)
         return frl_fail_msg(NULL, st, t->err);
     t->disc_return = frl_alloc(&t->rt->alloc, sizeof(double) * (size_t)t->B, 64);
@@ -280,6 +298,8 @@ FRL_API void frl_trainer_destroy(frl_trainer *t)
     frl_async_destroy(t->as);
     if (t->ppo.rt)
         frl_ppo_free(&t->ppo);
+    if (t->dev_out)
+        frl_policy_plugin(t->policy)->free_pinned(t->rt->device.ctx, t->dev_out);
     frl_ring_destroy(t->ring);
     frl_policy_destroy(t->policy);
     if (t->own_venv)
@@ -327,8 +347,12 @@ static int act_task(void *user, int32_t task, int32_t thread)
     size_t ab = p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
     frl_pass f;
     frl_policy_pass_layout(p, rows, 0, t->ppo.ws[thread], &f);
-    /* Values come later, in one batch (frl_ppo_values). */
-    frl_policy_forward_heads(p, p->params, rows, obs, &f, FRL_HEAD_ACTOR);
+    /* Values come later, in one batch (frl_ppo_values). On a device the outputs are
+     * there already (rollout_step). */
+    if (t->dev_out)
+        f.out = t->dev_out + (size_t)first * (size_t)p->out_w;
+    else
+        frl_policy_forward_heads(p, p->params, rows, obs, &f, FRL_HEAD_ACTOR);
     for (int32_t r = 0; r < rows; r++) {
         void *a = act + (row0 + (size_t)r) * ab;
         lp[r] = (float)frl_policy_head_act(p, p->params, f.out + (size_t)r * (size_t)p->out_w, 0,
@@ -404,6 +428,11 @@ static frl_status rollout_step(frl_trainer *t, int32_t step, double *clock)
     ((uint64_t *)frl_ring_at(t->ring, t->slot, FRL_RING_POLICY_VERSION))[step] = t->policy->version;
     act_job j = {t, step};
     int32_t failed, tasks = (t->B + t->act_rows - 1) / t->act_rows;
+    if (t->dev_out) {
+        frl_status st = frl_policy_device_forward(t->policy, t->B, obs, t->dev_out, NULL, t->err);
+        if (st != FRL_OK)
+            return st;
+    }
     if (frl_pool_run(t->rt->pool, tasks, act_task, &j, &failed) != 0)
         return frl_fail(t->err, FRL_ERR_INTERNAL, "acting failed in task %d", (int)failed);
     double t1 = frl_now();
@@ -497,23 +526,36 @@ static void unlock_progress(frl_trainer *t)
         frl_async_unlock(t->as);
 }
 
+/* Values, advantages and the update on the CPU; *t_values: the value pass's time. */
+static frl_status learn_on_cpu(frl_trainer *t, int32_t slot, int64_t num_updates,
+                               frl_ppo_stats *s, double *t_values)
+{
+    double t0 = frl_now();
+    frl_status st = frl_ppo_values(&t->ppo, slot, t->err);
+    if (st != FRL_OK)
+        return st;
+    frl_ppo_bootstrap(&t->ppo, slot);
+    *t_values = frl_now() - t0;
+    frl_ppo_advantages(&t->ppo, slot);
+    return frl_ppo_update(&t->ppo, slot, t->updates, num_updates, t->seed, s, t->err);
+}
+
 frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_updates)
 {
     frl_ppo_stats s;
-    double t0 = frl_now();
-    frl_status st = frl_ppo_values(&t->ppo, slot, t->err);
+    double t_values = 0;
+    frl_status st = t->ppo.dev ? frl_ppo_device_update(&t->ppo, slot, t->updates, num_updates,
+                                                       t->seed, &s, t->err)
+                               : learn_on_cpu(t, slot, num_updates, &s, &t_values);
     if (st != FRL_OK) {
         frl_ring_release(t->ring, slot);
         return st;
     }
-    frl_ppo_bootstrap(&t->ppo, slot);
-    double t_values = frl_now() - t0;
-    frl_ppo_advantages(&t->ppo, slot);
-    st = frl_ppo_update(&t->ppo, slot, t->updates, num_updates, t->seed, &s, t->err);
     if (st == FRL_OK && t->policy->obs_norm) {
         frl_obsnorm_update(&t->policy->norm, frl_ring_at(t->ring, slot, FRL_RING_OBSERVATIONS),
                            (int64_t)t->T * t->B);
         frl_obsnorm_freeze(&t->policy->norm);
+        t->policy->dev_norm_stale = 1;
     }
     frl_ring_release(t->ring, slot);
     t->updates++;

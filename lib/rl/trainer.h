@@ -50,6 +50,7 @@ struct frl_trainer {
     float rn_scale;
     /* acting */
     int32_t act_rows;
+    float *dev_out;             /* runtime.device=cuda: the actor's outputs of one step */
     int32_t slot;
     frl_metrics metrics;
     frl_metrics_fn cb;

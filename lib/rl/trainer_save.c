@@ -106,6 +106,7 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     t->started = (int32_t)k[5];
     t->seed = *(const uint64_t *)sd->data;
     memcpy(t->ppo.adam.m, ad->data, sizeof(float) * 2 * t->ppo.grad_stride);
+    t->ppo.dev_adam_stale = 1;
     memcpy(t->recent_return, rr->data, sizeof t->recent_return);
     memcpy(t->recent_length, rl->data, sizeof t->recent_length);
     const double *r = rn->data;

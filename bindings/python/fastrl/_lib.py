@@ -50,6 +50,7 @@ class Status(enum.IntEnum):
     ERR_VERSION = -16
     ERR_INTERNAL = -17
     ERR_INTERRUPTED = -18
+    ERR_DEVICE = -19
 
 
 class Error(Exception):

@@ -1,0 +1,290 @@
+/* The device learner: see dev_learner.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/dev_learner.h"
+
+enum { SUMS = FRL_DM_STATS + 1 }; /* per minibatch: the stats' sums and the valid count */
+
+/* The device buffers, by address and size, so they are allocated and released in one
+ * place. */
+typedef struct buffer {
+    void **at;
+    size_t bytes;
+} buffer;
+
+static int32_t buffers(frl_dev_learner *l, buffer *b)
+{
+    const frl_cuda_net_desc *n = &l->net->desc;
+    size_t N = (size_t)l->N, M = (size_t)l->s.M, B = (size_t)l->s.B, f = sizeof(float);
+    size_t ow = (size_t)n->obs_w, w = (size_t)n->out_w, np = (size_t)n->num_params;
+    size_t mb = (size_t)l->minibatches;
+    int32_t k = 0;
+#define BUF(field, size) b[k++] = (buffer){(void **)&l->field, (size)}
+    BUF(obs, f * N * ow);
+    BUF(actions, l->act_bytes * N);
+    BUF(log_probs, f * N);
+    BUF(rewards, f * N);
+    BUF(values, f * N);
+    BUF(log_ratio, f * N);
+    BUF(adv, f * N);
+    BUF(ret, f * N);
+    BUF(boot_obs, f * B * ow);
+    BUF(vboot, f * B);
+    BUF(term, N);
+    BUF(trunc, N);
+    BUF(reset, N);
+    BUF(valid, N);
+    BUF(perm, sizeof(int32_t) * N);
+    BUF(mb_obs, f * M * ow);
+    BUF(mb_act, l->act_bytes * M);
+    BUF(mb_lp, f * M);
+    BUF(mb_adv, f * M);
+    BUF(mb_ret, f * M);
+    BUF(mb_v, f * M);
+    BUF(mb_valid, M);
+    BUF(ws, f * frl_dev_pass_floats(n, l->s.M, 1));
+    BUF(d_log_std, f * M * w);
+    BUF(stats, f * M * FRL_DM_STATS);
+    BUF(moments, f * 4);
+    BUF(grads, f * np);
+    BUF(adam_m, f * np);
+    BUF(adam_v, f * np);
+    BUF(epoch_sums, f * mb * SUMS);
+    BUF(sumsq, sizeof(double) * mb);
+#undef BUF
+    return k;
+}
+
+enum { MAX_BUFFERS = 40 };
+
+void frl_dev_learner_destroy(frl_dev_learner *l)
+{
+    if (!l)
+        return;
+    buffer b[MAX_BUFFERS];
+    int32_t k = buffers(l, b);
+    for (int32_t i = 0; i < k; i++)
+        l->net->ops->release(l->net->d, *b[i].at);
+    free(l->h_sums);
+    free(l->h_sumsq);
+    free(l);
+}
+
+static int check_desc(const frl_dev_learner *l, const frl_cuda_learn_desc *s, char *err,
+                      size_t err_size)
+{
+    if (s->T < 1 || s->B < 1 || s->M < 1 || (int64_t)s->T * s->B > INT32_MAX ||
+        l->N % s->M != 0) {
+        snprintf(err, err_size, "device learner: a rollout of %d x %d rows does not split into "
+                 "minibatches of %d", (int)s->T, (int)s->B, (int)s->M);
+        return 1;
+    }
+    return 0;
+}
+
+int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
+                           const frl_cuda_learn_desc *s, char *err, size_t err_size)
+{
+    frl_dev_learner *l = calloc(1, sizeof *l);
+    if (!l) {
+        snprintf(err, err_size, "device learner: out of host memory");
+        return 1;
+    }
+    l->net = net;
+    l->s = *s;
+    l->N = s->T * s->B;
+    if (check_desc(l, s, err, err_size)) {
+        free(l);
+        return 1;
+    }
+    l->minibatches = l->N / s->M;
+    l->act_bytes = net->desc.discrete ? sizeof(int32_t) : sizeof(float) * (size_t)net->desc.out_w;
+    buffer b[MAX_BUFFERS];
+    int32_t k = buffers(l, b);
+    size_t total = 0;
+    for (int32_t i = 0; i < k; i++) {
+        total += b[i].bytes;
+        if (!(*b[i].at = net->ops->alloc(net->d, b[i].bytes))) {
+            snprintf(err, err_size, "device learner: out of device memory (%zu bytes more, "
+                     "%.1f MiB so far)", b[i].bytes, (double)total / 1048576.0);
+            frl_dev_learner_destroy(l);
+            return 1;
+        }
+    }
+    l->h_sums = malloc(sizeof(float) * (size_t)l->minibatches * SUMS);
+    l->h_sumsq = malloc(sizeof(double) * (size_t)l->minibatches);
+    if (!l->h_sums || !l->h_sumsq) {
+        snprintf(err, err_size, "device learner: out of host memory");
+        frl_dev_learner_destroy(l);
+        return 1;
+    }
+    /* Adam's moments start at zero. */
+    net->ops->zero(net->d, l->adam_m, sizeof(float) * net->desc.num_params);
+    net->ops->zero(net->d, l->adam_v, sizeof(float) * net->desc.num_params);
+    *out = l;
+    return net->ops->sync(net->d, err, err_size);
+}
+
+static void upload(frl_dev_learner *l, const frl_cuda_rollout *r)
+{
+    const frl_dev_ops *o = l->net->ops;
+    frl_dev *d = l->net->d;
+    size_t N = (size_t)l->N, f = sizeof(float), ow = (size_t)l->net->desc.obs_w;
+    o->put(d, l->obs, r->obs, f * N * ow);
+    o->put(d, l->actions, r->actions, l->act_bytes * N);
+    o->put(d, l->log_probs, r->log_probs, f * N);
+    o->put(d, l->rewards, r->rewards, f * N);
+    o->put(d, l->term, r->terminated, N);
+    o->put(d, l->trunc, r->truncated, N);
+    o->put(d, l->reset, r->reset, N);
+    o->put(d, l->boot_obs, r->bootstrap_obs, f * (size_t)l->s.B * ow);
+}
+
+/* Values of rows [0, rows) of obs into v, M rows at a time; with ratio, also the
+ * log-ratios of the rollout's actions (V-trace). */
+static void values_of(frl_dev_learner *l, const float *obs, int32_t rows, float *v,
+                      float *ratio)
+{
+    const frl_dev_net *net = l->net;
+    const frl_cuda_net_desc *n = &net->desc;
+    for (int32_t first = 0; first < rows; first += l->s.M) {
+        int32_t k = rows - first < l->s.M ? rows - first : l->s.M;
+        frl_dev_pass f;
+        frl_dev_pass_layout(n, k, 0, l->ws, &f);
+        frl_dev_net_forward(net, k, obs + (size_t)first * (size_t)n->obs_w, &f,
+                            FRL_DEV_CRITIC | (ratio ? FRL_DEV_ACTOR : 0u));
+        net->ops->copy(net->d, v + first, f.value, sizeof(float) * (size_t)k);
+        if (ratio)
+            net->ops->log_ratio(net->d, k, n->out_w, n->discrete, f.out,
+                                (const char *)l->actions + (size_t)first * l->act_bytes,
+                                net->params + n->log_std_off, l->log_probs + first,
+                                ratio + first);
+    }
+}
+
+int frl_dev_learner_begin(frl_dev_learner *l, const frl_cuda_rollout *r, char *err,
+                          size_t err_size)
+{
+    upload(l, r);
+    int vtrace = l->s.adv.vtrace != 0;
+    values_of(l, l->obs, l->N, l->values, vtrace ? l->log_ratio : NULL);
+    values_of(l, l->boot_obs, l->s.B, l->vboot, NULL);
+    l->net->ops->advantages(l->net->d, l->s.T, l->s.B, l->rewards, l->values,
+                            vtrace ? l->log_ratio : NULL, l->term, l->trunc, l->reset, l->vboot,
+                            &l->s.adv, l->adv, l->ret, l->valid);
+    return l->net->ops->sync(l->net->d, err, err_size);
+}
+
+static void gather_minibatch(frl_dev_learner *l, const int32_t *idx)
+{
+    const frl_dev_ops *o = l->net->ops;
+    frl_dev *d = l->net->d;
+    int32_t M = l->s.M;
+    size_t f = sizeof(float);
+    o->gather(d, M, f * (size_t)l->net->desc.obs_w, idx, l->obs, l->mb_obs);
+    o->gather(d, M, l->act_bytes, idx, l->actions, l->mb_act);
+    o->gather(d, M, f, idx, l->log_probs, l->mb_lp);
+    o->gather(d, M, f, idx, l->adv, l->mb_adv);
+    o->gather(d, M, f, idx, l->ret, l->mb_ret);
+    o->gather(d, M, f, idx, l->values, l->mb_v);
+    o->gather(d, M, 1, idx, l->valid, l->mb_valid);
+}
+
+/* Adam's constants for step t (frl_adam_update's). */
+static frl_dev_adam adam_coef(const frl_dev_learner *l, double lr, int64_t t)
+{
+    double bc1 = 1.0 - pow(0.9, (double)t), bc2 = 1.0 - pow(0.999, (double)t);
+    return (frl_dev_adam){.b1 = 0.9f, .b2 = 0.999f, .step = (float)(lr / bc1),
+                          .rbc2 = (float)(1.0 / sqrt(bc2)), .eps = (float)l->s.adam_eps,
+                          .max_norm = l->s.max_grad_norm};
+}
+
+/* Minibatch m: its gradient, statistics and Adam step, all enqueued. */
+static void minibatch(frl_dev_learner *l, int32_t m, double lr, int64_t t)
+{
+    const frl_dev_net *net = l->net;
+    const frl_cuda_net_desc *n = &net->desc;
+    const frl_dev_ops *o = net->ops;
+    frl_dev *d = net->d;
+    int32_t M = l->s.M;
+    gather_minibatch(l, l->perm + (size_t)m * (size_t)M);
+    o->moments(d, M, l->mb_adv, l->mb_valid, l->s.norm_adv, l->moments);
+    frl_dev_pass f;
+    frl_dev_pass_layout(n, M, 1, l->ws, &f);
+    frl_dev_net_forward(net, M, l->mb_obs, &f, FRL_DEV_ACTOR | FRL_DEV_CRITIC);
+    const float *log_std = net->params + n->log_std_off;
+    o->loss_rows(d, M, n->out_w, n->discrete, &l->s.loss, f.out, f.value, l->mb_act, l->mb_lp,
+                 l->mb_adv, l->mb_ret, l->mb_v, l->mb_valid, log_std, l->moments, f.d_out,
+                 f.d_value, n->discrete ? NULL : l->d_log_std, l->stats);
+    frl_dev_net_backward(net, l->grads, M, &f);
+    if (!n->discrete)
+        o->col_sums(d, M, n->out_w, l->d_log_std, l->grads + n->log_std_off);
+    float *sums = l->epoch_sums + (size_t)m * SUMS;
+    o->col_sums(d, M, FRL_DM_STATS, l->stats, sums);
+    o->copy(d, sums + FRL_DM_STATS, l->moments + 3, sizeof(float));
+    o->sum_squares(d, (int64_t)n->num_params, l->grads, l->sumsq + m);
+    frl_dev_adam c = adam_coef(l, lr, t);
+    o->adam(d, (int64_t)n->num_params, net->params, l->grads, l->adam_m, l->adam_v, &c,
+            l->sumsq + m);
+}
+
+static void epoch_stats(const frl_dev_learner *l, frl_cuda_epoch_stats *out)
+{
+    double s[SUMS] = {0};
+    for (int32_t m = 0; m < l->minibatches; m++)
+        for (int32_t k = 0; k < SUMS; k++)
+            s[k] += l->h_sums[(size_t)m * SUMS + (size_t)k];
+    *out = (frl_cuda_epoch_stats){s[0], s[1], s[2], s[3], s[4], s[5],
+                                  sqrt(l->h_sumsq[l->minibatches - 1])};
+}
+
+int frl_dev_learner_epoch(frl_dev_learner *l, const int32_t *perm, double lr, int64_t adam_t,
+                          frl_cuda_epoch_stats *out, char *err, size_t err_size)
+{
+    const frl_dev_ops *o = l->net->ops;
+    frl_dev *d = l->net->d;
+    o->put(d, l->perm, perm, sizeof(int32_t) * (size_t)l->N);
+    for (int32_t m = 0; m < l->minibatches; m++)
+        minibatch(l, m, lr, adam_t + m);
+    o->get(d, l->h_sums, l->epoch_sums, sizeof(float) * (size_t)l->minibatches * SUMS);
+    o->get(d, l->h_sumsq, l->sumsq, sizeof(double) * (size_t)l->minibatches);
+    if (o->sync(d, err, err_size))
+        return 1;
+    epoch_stats(l, out);
+    return 0;
+}
+
+int frl_dev_learner_end(frl_dev_learner *l, float *params, float *ret, float *values,
+                        uint8_t *valid, char *err, size_t err_size)
+{
+    const frl_dev_ops *o = l->net->ops;
+    frl_dev *d = l->net->d;
+    size_t N = (size_t)l->N;
+    if (params)
+        o->get(d, params, l->net->params, sizeof(float) * l->net->desc.num_params);
+    if (ret)
+        o->get(d, ret, l->ret, sizeof(float) * N);
+    if (values)
+        o->get(d, values, l->values, sizeof(float) * N);
+    if (valid)
+        o->get(d, valid, l->valid, N);
+    return o->sync(d, err, err_size);
+}
+
+int frl_dev_learner_adam(frl_dev_learner *l, float *m, float *v, int upload, char *err,
+                         size_t err_size)
+{
+    const frl_dev_ops *o = l->net->ops;
+    size_t bytes = sizeof(float) * l->net->desc.num_params;
+    if (upload) {
+        o->put(l->net->d, l->adam_m, m, bytes);
+        o->put(l->net->d, l->adam_v, v, bytes);
+    } else {
+        o->get(l->net->d, m, l->adam_m, bytes);
+        o->get(l->net->d, v, l->adam_v, bytes);
+    }
+    return o->sync(l->net->d, err, err_size);
+}

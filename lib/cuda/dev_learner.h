@@ -1,0 +1,48 @@
+/* PPO and APPO (PPO's clipped loss on V-trace targets) and IMPALA on a device: the
+ * rollout is uploaded once, then values, advantages and every minibatch's forward,
+ * loss, backward and Adam step run on the device without a round trip to the host;
+ * the host reads back the epoch's statistics once per epoch and the parameters once
+ * per update. The algorithm's control (shuffles, epochs, learning rate, early stop)
+ * stays with the core (lib/rl/ppo_device.c), which drives this through the plugin. */
+#ifndef FRL_CUDA_DEV_LEARNER_H
+#define FRL_CUDA_DEV_LEARNER_H
+
+#include "cuda/dev_net.h"
+
+typedef struct frl_dev_learner {
+    frl_dev_net *net;
+    frl_cuda_learn_desc s;
+    int32_t N, minibatches;
+    size_t act_bytes;            /* bytes of one row's action */
+    /* the rollout */
+    float *obs, *log_probs, *rewards, *values, *log_ratio, *adv, *ret, *boot_obs, *vboot;
+    void *actions;
+    uint8_t *term, *trunc, *reset, *valid;
+    int32_t *perm;
+    /* one minibatch */
+    float *mb_obs, *mb_lp, *mb_adv, *mb_ret, *mb_v;
+    void *mb_act;
+    uint8_t *mb_valid;
+    float *ws;                   /* a training pass of M rows */
+    float *d_log_std, *stats, *moments;
+    float *grads, *adam_m, *adam_v;
+    float *epoch_sums;           /* [minibatches x (FRL_DM_STATS + 1)]: sums and count */
+    double *sumsq;               /* [minibatches] */
+    /* host copies of the epoch's sums */
+    float *h_sums;
+    double *h_sumsq;
+} frl_dev_learner;
+
+int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
+                           const frl_cuda_learn_desc *s, char *err, size_t err_size);
+void frl_dev_learner_destroy(frl_dev_learner *l);
+int frl_dev_learner_begin(frl_dev_learner *l, const frl_cuda_rollout *r, char *err,
+                          size_t err_size);
+int frl_dev_learner_epoch(frl_dev_learner *l, const int32_t *perm, double lr, int64_t adam_t,
+                          frl_cuda_epoch_stats *out, char *err, size_t err_size);
+int frl_dev_learner_adam(frl_dev_learner *l, float *m, float *v, int upload, char *err,
+                         size_t err_size);
+int frl_dev_learner_end(frl_dev_learner *l, float *params, float *ret, float *values,
+                        uint8_t *valid, char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,46 @@
+/* A policy's networks on a device: the forward pass for acting and learning and the
+ * backward pass for the learner, over the device-ops table (lib/cuda/dev_ops.h). The
+ * same layout and the same order of operations as the CPU's (lib/rl/policy.c,
+ * lib/nn/mlp.c), so the host build of the ops reproduces the CPU policy. */
+#ifndef FRL_CUDA_DEV_NET_H
+#define FRL_CUDA_DEV_NET_H
+
+#include "cuda/dev_ops.h"
+#include "cuda/plugin_api.h"
+
+typedef struct frl_dev_net {
+    const frl_dev_ops *ops;
+    frl_dev *d;
+    frl_cuda_net_desc desc;
+    float *params;               /* device [num_params] */
+    float *norm_mean, *norm_inv_std; /* device [obs_w] (obs_norm only) */
+    float norm_clip;
+} frl_dev_net;
+
+/* Device buffers of one pass over rows rows (like frl_pass). */
+typedef struct frl_dev_pass {
+    float *xn;                   /* normalised observations (obs_norm only) */
+    const float *in;             /* what the networks read */
+    float *trunk_acts, *actor_acts, *critic_acts;
+    float *out, *value;          /* set by the forward pass */
+    /* backward only */
+    float *d_out, *d_value, *dy, *scratch, *dh;
+} frl_dev_pass;
+
+enum { FRL_DEV_ACTOR = 1u, FRL_DEV_CRITIC = 2u };
+
+/* Floats of a pass's workspace for rows rows (training: with the backward buffers). */
+size_t frl_dev_pass_floats(const frl_cuda_net_desc *n, int32_t rows, int training);
+void frl_dev_pass_layout(const frl_cuda_net_desc *n, int32_t rows, int training, float *ws,
+                         frl_dev_pass *f);
+
+/* Forward rows device observations through the heads named (a shared trunk always
+ * runs). */
+void frl_dev_net_forward(const frl_dev_net *net, int32_t rows, const float *obs,
+                         frl_dev_pass *f, unsigned heads);
+/* Every network's gradient written into grads (device [num_params]; the log-std's is
+ * the caller's) from f->d_out [rows x out_w] and f->d_value [rows]. */
+void frl_dev_net_backward(const frl_dev_net *net, float *grads, int32_t rows,
+                          frl_dev_pass *f);
+
+#endif

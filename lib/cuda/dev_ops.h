@@ -1,0 +1,140 @@
+/* Device ops: memory, transfers and the arithmetic of the GPU policy and learner, on
+ * one stream of one device. Two implementations behind one table:
+ *   ops_cuda.cu  CUDA kernels and cuBLAS (the real plugin, libfastrl-cuda.so.0);
+ *   ops_host.c   plain loops over host memory through the CPU kernel table (the test
+ *                plugin, so the plugin's learner and the core's dispatch run and are
+ *                checked on machines without a GPU).
+ * The per-element arithmetic of both is lib/cuda/dev_math.h.
+ *
+ * Conventions. Every pointer an op takes is device memory (host memory for ops_host),
+ * except where a comment says host. Matrices are row-major and contiguous, as in
+ * lib/nn/kernels.h: activations [rows x features], a layer's weights wt[in x out].
+ * Ops are enqueued on the context's stream and run in order; they return nothing. The
+ * first failure (a launch, cuBLAS, an allocation inside an op) is kept in the context
+ * and reported by the next sync, which then clears it: a caller checks once per batch
+ * of work, never per op. Internal, like plugin_api.h: both sides build from this tree. */
+#ifndef FRL_CUDA_DEV_OPS_H
+#define FRL_CUDA_DEV_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda/dev_math.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct frl_dev frl_dev; /* one implementation's context: device, stream, handles */
+
+/* Adam's per-step constants (frl_adam_coef without the clipping factor, which the adam
+ * op computes on the device from the gradient's sum of squares). */
+typedef struct frl_dev_adam {
+    float b1, b2, step, rbc2, eps;
+    double max_norm; /* <= 0: no clipping */
+} frl_dev_adam;
+
+typedef struct frl_dev_ops {
+    const char *name; /* "cuda" or "host" */
+
+    /* ---- devices ---- */
+    /* The number of devices (0 on success, *count >= 1), else a sentence in err. */
+    int (*probe)(int32_t *count, char *err, size_t err_size);
+    int (*describe)(int32_t index, char *name, size_t name_size, int32_t *cc_major,
+                    int32_t *cc_minor, uint64_t *memory_bytes);
+    /* A context on device `device` with its own stream; tf32 != 0 lets the products use
+     * TensorFloat-32. 0 on success, else err says why. */
+    int (*open)(frl_dev **out, int32_t device, int32_t tf32, char *err, size_t err_size);
+    void (*close)(frl_dev *d);
+
+    /* ---- memory and transfers ---- */
+    /* Device memory (NULL when out of memory); release(NULL) does nothing. */
+    void *(*alloc)(frl_dev *d, size_t bytes);
+    void (*release)(frl_dev *d, void *p);
+    /* Page-locked host memory, from which put and get run asynchronously. */
+    void *(*alloc_pinned)(frl_dev *d, size_t bytes);
+    void (*release_pinned)(frl_dev *d, void *p);
+    /* put: host src to device dst; get: device src to host dst; copy: device to device;
+     * zero: bytes of device memory to 0. All on the stream. */
+    void (*put)(frl_dev *d, void *dst, const void *src, size_t bytes);
+    void (*get)(frl_dev *d, void *dst, const void *src, size_t bytes);
+    void (*copy)(frl_dev *d, void *dst, const void *src, size_t bytes);
+    void (*zero)(frl_dev *d, void *dst, size_t bytes);
+    /* Wait until the stream has run everything enqueued. 0 if all of it succeeded;
+     * else the first failure's sentence in err, and the kept failure is cleared (after a
+     * sticky CUDA error, an illegal address or a lost device, every later call fails
+     * too, until the process ends). */
+    int (*sync)(frl_dev *d, char *err, size_t err_size);
+
+    /* ---- the networks (the CPU kernel table's operations, lib/nn/kernels.h) ---- */
+    /* y[m x n] = act(x[m x k] . wt[k x n] + b[n]); b may be NULL. act: frl_nn_act. */
+    void (*linear_fwd)(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *x,
+                       const float *wt, const float *b, float *y, int32_t act);
+    /* dx[m x k] = dy[m x n] . wt[k x n]^T (overwrites dx). */
+    void (*linear_bwd_input)(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *dy,
+                             const float *wt, float *dx);
+    /* dwt[k x n] (+)= x[m x k]^T . dy[m x n]; db[n] (+)= column sums of dy (db may be
+     * NULL); accumulate 0 writes, 1 adds. */
+    void (*linear_bwd_weight)(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *x,
+                              const float *dy, float *dwt, float *db, int32_t accumulate);
+    /* dx[i] = dy[i] * act'(y[i]) for n elements, y the activation's output; dx may be
+     * dy. act != linear. */
+    void (*act_bwd)(frl_dev *d, int64_t n, const float *y, const float *dy, float *dx,
+                    int32_t act);
+    /* y[i] += alpha * x[i]. */
+    void (*axpy)(frl_dev *d, int64_t n, float alpha, const float *x, float *y);
+
+    /* ---- the learner ---- */
+    /* y = clip((x - mean) / std) per column: mean[width], inv_std[width]. */
+    void (*normalize)(frl_dev *d, int32_t rows, int32_t width, const float *x,
+                      const float *mean, const float *inv_std, float clip, float *y);
+    /* dst row r = src row idx[r], rows of row_bytes bytes (a multiple of 1; any size). */
+    void (*gather)(frl_dev *d, int32_t rows, size_t row_bytes, const int32_t *idx,
+                   const void *src, void *dst);
+    /* GAE (log_ratio NULL, p->vtrace 0) or V-trace over a [T x B] slot, one column per
+     * env: frl_dm_gae_column / frl_dm_vtrace_column. p is host memory. */
+    void (*advantages)(frl_dev *d, int32_t T, int32_t B, const float *reward,
+                       const float *value, const float *log_ratio, const uint8_t *term,
+                       const uint8_t *trunc, const uint8_t *reset, const float *bootstrap,
+                       const frl_dm_adv_params *p, float *adv, float *ret, uint8_t *valid);
+    /* out[r] = log pi(a_r | z_r) - old_lp[r] for rows rows (frl_dm_logp): z [rows x n],
+     * actions int32 [rows] (discrete) or float [rows x n]; log_std [n] (box only). */
+    void (*log_ratio)(frl_dev *d, int32_t rows, int32_t n, int32_t discrete, const float *z,
+                      const void *actions, const float *log_std, const float *old_lp,
+                      float *out);
+    /* The minibatch's advantage moments over rows whose valid byte is set, into
+     * out[4] (device): mean, 1 / (unbiased std + 1e-8), 1 / count, count; norm_adv 0
+     * gives mean 0 and 1 instead of the first two (count 0: 0, 1, 0, 0). */
+    void (*moments)(frl_dev *d, int32_t rows, const float *adv, const uint8_t *valid,
+                    int32_t norm_adv, float *out);
+    /* Per row (frl_dm_row_grad), with adv normalised by moments[0..1] and scale
+     * moments[2]: d_z [rows x n], d_value [rows], d_log_std [rows x n] (box; may be NULL
+     * for discrete), stats [rows x FRL_DM_STATS]. A row whose valid byte is 0 gets
+     * zeros everywhere. s is host memory; moments device. d_log_std is required
+     * for a box head. */
+    void (*loss_rows)(frl_dev *d, int32_t rows, int32_t n, int32_t discrete,
+                      const frl_dm_loss *s, const float *z, const float *value,
+                      const void *actions, const float *old_lp, const float *adv,
+                      const float *ret, const float *old_v, const uint8_t *valid,
+                      const float *log_std, const float *moments, float *d_z,
+                      float *d_value, float *d_log_std, float *stats);
+    /* out[c] = sum over rows of x[r * cols + c] (summed in double), written. */
+    void (*col_sums)(frl_dev *d, int32_t rows, int32_t cols, const float *x, float *out);
+    /* *out = sum of x[i]^2 (double, device). */
+    void (*sum_squares)(frl_dev *d, int64_t n, const float *x, double *out);
+    /* Adam (frl_dm_adam) on n parameters, the gradient scaled by
+     * max_norm / (sqrt(*sumsq) + 1e-6) when c->max_norm > 0 and the norm exceeds it
+     * (frl_clip_scale). c is host memory, sumsq device. */
+    void (*adam)(frl_dev *d, int64_t n, float *p, const float *g, float *m, float *v,
+                 const frl_dev_adam *c, const double *sumsq);
+} frl_dev_ops;
+
+/* The implementations (each in its own build of the plugin). */
+extern const frl_dev_ops frl_dev_ops_cuda;
+extern const frl_dev_ops frl_dev_ops_host;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,848 @@
+// The device ops (dev_ops.h) in CUDA: cuBLAS for the products, small kernels over the
+// arithmetic of dev_math.h for the rest, everything on one stream per context. Part of
+// libfastrl-cuda, which links the CUDA runtime statically, so what it needs from the
+// machine is the driver (libcuda.so.1) and cuBLAS.
+//
+// Reductions (column sums, sums of squares, moments) run in double over a partition of
+// the input fixed by its size alone (never by the device's SM count or by timing), each
+// part and then the parts summed in a fixed order: a result repeats bit for bit.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda/dev_ops.h"
+
+static constexpr int THREADS = 256;            // per block of the element-wise kernels
+static constexpr int MOMENT_THREADS = 1024;    // the one block of the moments
+static constexpr int64_t MAX_BLOCKS = 1 << 20; // beyond this a grid-stride loop takes the rest
+static constexpr int64_t SUM_BLOCKS = 1024;    // the most partial sums of sum_squares
+static constexpr int64_t COL_CHUNKS = 1024;    // the most row chunks of a column sum
+static constexpr int64_t ROWS_PER_THREAD = 64; // a column sum's rows per thread in a chunk
+
+struct frl_dev {
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    double *scratch; // partial sums of the reductions, grown on demand
+    size_t scratch_len;
+    int failed;
+    char err[256];
+};
+
+// ---- errors ----
+
+__attribute__((format(printf, 2, 3))) static void fail(frl_dev *d, const char *fmt, ...)
+{
+    if (d->failed)
+        return;
+    d->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->err, sizeof d->err, fmt, ap);
+    va_end(ap);
+}
+
+// A failed runtime call is also the thread's "last error": cleared here, so that the next
+// launch check does not report it a second time, against another op.
+static int check_rt(frl_dev *d, cudaError_t e, const char *call, const char *op)
+{
+    if (e == cudaSuccess)
+        return 0;
+    cudaGetLastError();
+    fail(d, "%s failed: %s (%s)", call, cudaGetErrorString(e), op);
+    return 1;
+}
+
+static void launched(frl_dev *d, const char *op)
+{
+    check_rt(d, cudaGetLastError(), "kernel launch", op);
+}
+
+static void check_gemm(frl_dev *d, cublasStatus_t s, const char *op, int32_t m, int32_t n,
+                       int32_t k)
+{
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return;
+    cudaGetLastError(); // a failed launch inside cuBLAS, reported here already
+    fail(d, "cublasSgemm failed: %s (%s %dx%dx%d)", cublasGetStatusName(s), op, (int)m, (int)n,
+         (int)k);
+}
+
+// The calling thread's current device may be another one (or none yet): kernels launch
+// on the current device, so every op makes it the context's first.
+static void enter(frl_dev *d)
+{
+    check_rt(d, cudaSetDevice(d->device), "cudaSetDevice", "device op");
+}
+
+// Ops still queued may use the memory: they finish first (a failure among them is kept
+// for the next sync, as any other).
+static void drain(frl_dev *d, const char *op)
+{
+    enter(d);
+    check_rt(d, cudaStreamSynchronize(d->stream), "cudaStreamSynchronize", op);
+}
+
+static unsigned grid_for(int64_t n)
+{
+    int64_t b = (n + THREADS - 1) / THREADS;
+    return (unsigned)(b < MAX_BLOCKS ? b : MAX_BLOCKS);
+}
+
+#define FOR_EACH(i, n)                                                                             \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+// At least count doubles of scratch, or NULL (the failure recorded).
+static double *scratch(frl_dev *d, size_t count)
+{
+    if (count <= d->scratch_len)
+        return d->scratch;
+    drain(d, "reduction scratch"); // queued kernels may still read the old buffer
+    cudaFree(d->scratch);
+    d->scratch = NULL;
+    d->scratch_len = 0;
+    size_t len = 1;
+    while (len < count)
+        len *= 2;
+    if (check_rt(d, cudaMalloc((void **)&d->scratch, len * sizeof(double)), "cudaMalloc",
+                 "reduction scratch")) {
+        d->scratch = NULL;
+        return NULL;
+    }
+    d->scratch_len = len;
+    return d->scratch;
+}
+
+// ---- devices ----
+
+static int probe(int32_t *count, char *err, size_t err_size)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    cudaGetLastError();
+    if (e == cudaErrorInsufficientDriver) {
+        snprintf(err, err_size,
+                 "no usable CUDA driver (libcuda.so.1 is missing or older than "
+                 "this CUDA %d.%d build needs)",
+                 CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+        return 1;
+    }
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) {
+        snprintf(err, err_size, "the CUDA driver sees no device");
+        return 1;
+    }
+    if (e != cudaSuccess) {
+        snprintf(err, err_size, "cudaGetDeviceCount failed: %s", cudaGetErrorString(e));
+        return 1;
+    }
+    *count = n;
+    return 0;
+}
+
+static int describe(int32_t index, char *name, size_t name_size, int32_t *cc_major,
+                    int32_t *cc_minor, uint64_t *memory_bytes)
+{
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, index) != cudaSuccess) {
+        cudaGetLastError();
+        return 1;
+    }
+    snprintf(name, name_size, "%s", p.name);
+    *cc_major = p.major;
+    *cc_minor = p.minor;
+    *memory_bytes = (uint64_t)p.totalGlobalMem;
+    return 0;
+}
+
+static void close_dev(frl_dev *d)
+{
+    if (!d)
+        return;
+    cudaSetDevice(d->device);
+    if (d->stream)
+        cudaStreamSynchronize(d->stream);
+    if (d->blas)
+        cublasDestroy(d->blas);
+    cudaFree(d->scratch);
+    if (d->stream)
+        cudaStreamDestroy(d->stream);
+    cudaGetLastError();
+    free(d);
+}
+
+// Default math keeps fp32 products in fp32 arithmetic: since CUDA 11 cuBLAS uses TF32 only
+// when the handle asks for it (and BF16x9 emulation, when asked, keeps fp32 accuracy).
+// Pedantic math would add nothing to the accuracy of these products and may cost speed.
+static int setup_blas(frl_dev *d, int32_t tf32)
+{
+    if (cublasCreate(&d->blas) != CUBLAS_STATUS_SUCCESS) {
+        d->blas = NULL;
+        fail(d, "cublasCreate failed on device %d", d->device);
+        return 1;
+    }
+    cublasStatus_t s = cublasSetStream(d->blas, d->stream);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasSetMathMode(d->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        fail(d, "cuBLAS setup failed: %s", cublasGetStatusName(s));
+    return s != CUBLAS_STATUS_SUCCESS;
+}
+
+static int setup(frl_dev *d, int32_t tf32)
+{
+    char what[64];
+    snprintf(what, sizeof what, "opening device %d", d->device);
+    if (check_rt(d, cudaSetDevice(d->device), "cudaSetDevice", what) ||
+        check_rt(d, cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking),
+                 "cudaStreamCreateWithFlags", what))
+        return 1;
+    if (setup_blas(d, tf32))
+        return 1;
+    // Enough for every reduction of a typical minibatch, so ops rarely grow it.
+    return scratch(d, (size_t)1 << 16) == NULL;
+}
+
+static int open_dev(frl_dev **out, int32_t device, int32_t tf32, char *err, size_t err_size)
+{
+    *out = NULL;
+    frl_dev *d = (frl_dev *)calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, err_size, "out of host memory for a CUDA context");
+        return 1;
+    }
+    d->device = device;
+    if (setup(d, tf32)) {
+        snprintf(err, err_size, "%s", d->err);
+        close_dev(d);
+        return 1;
+    }
+    *out = d;
+    return 0;
+}
+
+// ---- memory and transfers ----
+
+// A request of 0 bytes gets a valid (minimal) allocation, as from the host ops: NULL
+// always means out of memory to the callers.
+static void *alloc_mem(frl_dev *d, size_t bytes)
+{
+    void *p = NULL;
+    enter(d);
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+static void release_mem(frl_dev *d, void *p)
+{
+    if (!p)
+        return;
+    drain(d, "release");
+    check_rt(d, cudaFree(p), "cudaFree", "release");
+}
+
+static void *alloc_pinned(frl_dev *d, size_t bytes)
+{
+    void *p = NULL;
+    enter(d);
+    if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+static void release_pinned(frl_dev *d, void *p)
+{
+    if (!p)
+        return;
+    drain(d, "release_pinned");
+    check_rt(d, cudaFreeHost(p), "cudaFreeHost", "release_pinned");
+}
+
+static void transfer(frl_dev *d, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+                     const char *op)
+{
+    if (!bytes)
+        return;
+    enter(d);
+    check_rt(d, cudaMemcpyAsync(dst, src, bytes, kind, d->stream), "cudaMemcpyAsync", op);
+}
+
+static void put(frl_dev *d, void *dst, const void *src, size_t bytes)
+{
+    transfer(d, dst, src, bytes, cudaMemcpyHostToDevice, "put");
+}
+
+static void get(frl_dev *d, void *dst, const void *src, size_t bytes)
+{
+    transfer(d, dst, src, bytes, cudaMemcpyDeviceToHost, "get");
+}
+
+static void copy(frl_dev *d, void *dst, const void *src, size_t bytes)
+{
+    transfer(d, dst, src, bytes, cudaMemcpyDeviceToDevice, "copy");
+}
+
+static void zero(frl_dev *d, void *dst, size_t bytes)
+{
+    if (!bytes)
+        return;
+    enter(d);
+    check_rt(d, cudaMemsetAsync(dst, 0, bytes, d->stream), "cudaMemsetAsync", "zero");
+}
+
+static int sync_dev(frl_dev *d, char *err, size_t err_size)
+{
+    enter(d);
+    check_rt(d, cudaStreamSynchronize(d->stream), "cudaStreamSynchronize", "sync");
+    if (!d->failed)
+        return 0;
+    if (err && err_size)
+        snprintf(err, err_size, "%s", d->err);
+    d->failed = 0;
+    d->err[0] = '\0';
+    return 1;
+}
+
+// ---- reductions ----
+
+// The block's sum of v, by a fixed tree (blockDim.x a power of two, sh of blockDim.x).
+static __device__ double block_sum(double v, double *sh)
+{
+    unsigned t = threadIdx.x;
+    sh[t] = v;
+    __syncthreads();
+    for (unsigned h = blockDim.x / 2; h > 0; h /= 2) {
+        if (t < h)
+            sh[t] += sh[t + h];
+        __syncthreads();
+    }
+    double s = sh[0];
+    __syncthreads(); // sh may be reused at once
+    return s;
+}
+
+static __global__ void sumsq_part_k(int64_t n, const float *x, double *part)
+{
+    __shared__ double sh[THREADS];
+    double s = 0;
+    FOR_EACH(i, n) {
+        double v = x[i];
+        s += v * v;
+    }
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = s;
+}
+
+static __global__ void sum_parts_k(int64_t parts, const double *part, double *out)
+{
+    __shared__ double sh[THREADS];
+    double s = 0;
+    for (int64_t i = threadIdx.x; i < parts; i += blockDim.x)
+        s += part[i];
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0)
+        *out = s;
+}
+
+static void sum_squares(frl_dev *d, int64_t n, const float *x, double *out)
+{
+    enter(d);
+    int64_t parts = n > 0 ? (n + THREADS * 16 - 1) / (THREADS * 16) : 0;
+    parts = parts < SUM_BLOCKS ? parts : SUM_BLOCKS;
+    double *part = scratch(d, SUM_BLOCKS);
+    if (!part)
+        return;
+    if (parts > 0) {
+        sumsq_part_k<<<(unsigned)parts, THREADS, 0, d->stream>>>(n, x, part);
+        launched(d, "sum_squares");
+    }
+    sum_parts_k<<<1, THREADS, 0, d->stream>>>(parts, part, out);
+    launched(d, "sum_squares");
+}
+
+// A column sum's partition: tiles of cw columns across blockIdx.x, `lanes` threads per
+// column in a block, chunks of chunk_rows rows across blockIdx.y. Reads are coalesced:
+// consecutive threads read consecutive floats of a row (or of consecutive rows).
+typedef struct col_plan {
+    int32_t cw, lanes, tiles;
+    int64_t chunk_rows, chunks;
+} col_plan;
+
+static col_plan plan_cols(int32_t rows, int32_t cols)
+{
+    col_plan p;
+    p.cw = cols < THREADS ? cols : THREADS;
+    p.lanes = THREADS / p.cw;
+    p.tiles = (cols + p.cw - 1) / p.cw;
+    int64_t per = (int64_t)p.lanes * ROWS_PER_THREAD;
+    int64_t least = ((int64_t)rows + COL_CHUNKS - 1) / COL_CHUNKS;
+    p.chunk_rows = per > least ? per : least;
+    p.chunks = ((int64_t)rows + p.chunk_rows - 1) / p.chunk_rows;
+    return p;
+}
+
+// The lanes' sums of each column into lane 0, by a fixed tree over a count of lanes
+// that need not be a power of two.
+static __device__ void lane_sum(double *sh, int32_t lanes, int32_t lane, int32_t cw)
+{
+    for (int32_t n = lanes; n > 1;) {
+        int32_t h = (n + 1) / 2;
+        if (lane < n - h)
+            sh[threadIdx.x] += sh[threadIdx.x + h * cw];
+        __syncthreads();
+        n = h;
+    }
+}
+
+static __global__ void col_part_k(int32_t rows, int32_t cols, int32_t cw, int64_t chunk_rows,
+                                  const float *x, double *part)
+{
+    __shared__ double sh[THREADS];
+    int32_t lanes = THREADS / cw, lane = (int32_t)threadIdx.x / cw;
+    int32_t cl = (int32_t)threadIdx.x % cw;
+    int64_t c = (int64_t)blockIdx.x * cw + cl;
+    int64_t lo = (int64_t)blockIdx.y * chunk_rows, hi = lo + chunk_rows;
+    hi = hi < rows ? hi : rows;
+    double s = 0;
+    if (lane < lanes && c < cols)
+        for (int64_t r = lo + lane; r < hi; r += lanes)
+            s += x[r * cols + c];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    lane_sum(sh, lanes, lane, cw);
+    if (lane == 0 && c < cols)
+        part[(int64_t)blockIdx.y * cols + c] = sh[cl];
+}
+
+static __global__ void col_finish_k(int64_t chunks, int32_t cols, const double *part, float *out,
+                                    int32_t accumulate)
+{
+    FOR_EACH(c, cols) {
+        double s = 0;
+        for (int64_t k = 0; k < chunks; k++)
+            s += part[k * cols + c];
+        out[c] = accumulate ? out[c] + (float)s : (float)s;
+    }
+}
+
+// out[c] (+)= the sum over rows of x[r * cols + c], in double.
+static void col_reduce(frl_dev *d, int32_t rows, int32_t cols, const float *x, float *out,
+                       int32_t accumulate, const char *op)
+{
+    if (cols <= 0)
+        return;
+    rows = rows > 0 ? rows : 0;
+    col_plan p = plan_cols(rows, cols);
+    double *part = scratch(d, (size_t)(p.chunks > 0 ? p.chunks : 1) * (size_t)cols);
+    if (!part)
+        return;
+    if (p.chunks > 0) {
+        dim3 grid((unsigned)p.tiles, (unsigned)p.chunks);
+        col_part_k<<<grid, THREADS, 0, d->stream>>>(rows, cols, p.cw, p.chunk_rows, x, part);
+        launched(d, op);
+    }
+    col_finish_k<<<grid_for(cols), THREADS, 0, d->stream>>>(p.chunks, cols, part, out, accumulate);
+    launched(d, op);
+}
+
+static void col_sums(frl_dev *d, int32_t rows, int32_t cols, const float *x, float *out)
+{
+    enter(d);
+    col_reduce(d, rows, cols, x, out, 0, "col_sums");
+}
+
+// ---- the networks ----
+
+// y = act(y + b) per row, or act(b) when the product was empty (from_zero).
+static __global__ void bias_act_k(int64_t total, int32_t n, const float *b, int32_t act,
+                                  int32_t from_zero, float *y)
+{
+    FOR_EACH(i, total) {
+        float v = from_zero ? 0.0f : y[i];
+        if (b)
+            v += b[i % n];
+        y[i] = frl_dm_act(v, act);
+    }
+}
+
+// Row-major products through column-major cuBLAS: a row-major [r x c] matrix is the
+// column-major [c x r] one, so y = x . wt is y^T = wt^T . x^T with no transposition.
+static void linear_fwd(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *x, const float *wt,
+                       const float *b, float *y, int32_t act)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    enter(d);
+    const float one = 1.0f, zero = 0.0f;
+    if (k > 0) {
+        cublasStatus_t s =
+            cublasSgemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, wt, n, x, k, &zero, y, n);
+        check_gemm(d, s, "linear_fwd", m, n, k);
+    }
+    if (k > 0 && !b && act == 0)
+        return;
+    int64_t total = (int64_t)m * n;
+    bias_act_k<<<grid_for(total), THREADS, 0, d->stream>>>(total, n, b, act, k <= 0, y);
+    launched(d, "linear_fwd");
+}
+
+static void linear_bwd_input(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *dy,
+                             const float *wt, float *dx)
+{
+    if (m <= 0 || k <= 0)
+        return;
+    enter(d);
+    if (n <= 0) {
+        check_rt(d, cudaMemsetAsync(dx, 0, sizeof(float) * (size_t)m * (size_t)k, d->stream),
+                 "cudaMemsetAsync", "linear_bwd_input");
+        return;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t s =
+        cublasSgemm(d->blas, CUBLAS_OP_T, CUBLAS_OP_N, k, m, n, &one, wt, n, dy, n, &zero, dx, k);
+    check_gemm(d, s, "linear_bwd_input", m, n, k);
+}
+
+// beta = 0 makes cuBLAS ignore what dwt held (NaN included), as accumulate = 0 needs.
+static void linear_bwd_weight(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *x,
+                              const float *dy, float *dwt, float *db, int32_t accumulate)
+{
+    if (n <= 0)
+        return;
+    enter(d);
+    m = m > 0 ? m : 0;
+    const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    if (k > 0 && m > 0) {
+        cublasStatus_t s = cublasSgemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_T, n, k, m, &one, dy, n, x,
+                                       k, &beta, dwt, n);
+        check_gemm(d, s, "linear_bwd_weight", m, n, k);
+    } else if (k > 0 && !accumulate)
+        check_rt(d, cudaMemsetAsync(dwt, 0, sizeof(float) * (size_t)n * (size_t)k, d->stream),
+                 "cudaMemsetAsync", "linear_bwd_weight");
+    if (db)
+        col_reduce(d, m, n, dy, db, accumulate, "linear_bwd_weight");
+}
+
+static __global__ void act_bwd_k(int64_t n, const float *y, const float *dy, float *dx, int32_t act)
+{
+    FOR_EACH(i, n) {
+        dx[i] = dy[i] * frl_dm_act_grad(y[i], act);
+    }
+}
+
+static void act_bwd(frl_dev *d, int64_t n, const float *y, const float *dy, float *dx, int32_t act)
+{
+    if (n <= 0)
+        return;
+    enter(d);
+    act_bwd_k<<<grid_for(n), THREADS, 0, d->stream>>>(n, y, dy, dx, act);
+    launched(d, "act_bwd");
+}
+
+// A kernel rather than cublasSaxpy, whose int count would cap n below the op's int64.
+static __global__ void axpy_k(int64_t n, float alpha, const float *x, float *y)
+{
+    FOR_EACH(i, n) {
+        y[i] += alpha * x[i];
+    }
+}
+
+static void axpy(frl_dev *d, int64_t n, float alpha, const float *x, float *y)
+{
+    if (n <= 0)
+        return;
+    enter(d);
+    axpy_k<<<grid_for(n), THREADS, 0, d->stream>>>(n, alpha, x, y);
+    launched(d, "axpy");
+}
+
+// ---- the learner ----
+
+static __global__ void normalize_k(int64_t total, int32_t width, const float *x, const float *mean,
+                                   const float *inv_std, float clip, float *y)
+{
+    FOR_EACH(i, total) {
+        int64_t c = i % width;
+        y[i] = frl_dm_normalize(x[i], mean[c], inv_std[c], clip);
+    }
+}
+
+static void normalize(frl_dev *d, int32_t rows, int32_t width, const float *x, const float *mean,
+                      const float *inv_std, float clip, float *y)
+{
+    if (rows <= 0 || width <= 0)
+        return;
+    enter(d);
+    int64_t total = (int64_t)rows * width;
+    normalize_k<<<grid_for(total), THREADS, 0, d->stream>>>(total, width, x, mean, inv_std, clip,
+                                                            y);
+    launched(d, "normalize");
+}
+
+// One thread per word of W bytes of the output.
+template <typename W>
+static __global__ void gather_k(int64_t total, int64_t words, const int32_t *idx, const W *src,
+                                W *dst)
+{
+    FOR_EACH(i, total) {
+        int64_t r = i / words, w = i % words;
+        dst[i] = src[(int64_t)idx[r] * words + w];
+    }
+}
+
+template <typename W>
+static void gather_as(frl_dev *d, int32_t rows, size_t row_bytes, const int32_t *idx,
+                      const void *src, void *dst)
+{
+    int64_t words = (int64_t)(row_bytes / sizeof(W)), total = (int64_t)rows * words;
+    gather_k<W>
+        <<<grid_for(total), THREADS, 0, d->stream>>>(total, words, idx, (const W *)src, (W *)dst);
+}
+
+// The widest word that divides the rows and the alignment of both buffers.
+static void gather(frl_dev *d, int32_t rows, size_t row_bytes, const int32_t *idx, const void *src,
+                   void *dst)
+{
+    if (rows <= 0 || row_bytes == 0)
+        return;
+    enter(d);
+    size_t a = (size_t)(uintptr_t)src | (size_t)(uintptr_t)dst | row_bytes;
+    if (a % 16 == 0)
+        gather_as<uint4>(d, rows, row_bytes, idx, src, dst);
+    else if (a % 4 == 0)
+        gather_as<uint32_t>(d, rows, row_bytes, idx, src, dst);
+    else
+        gather_as<uint8_t>(d, rows, row_bytes, idx, src, dst);
+    launched(d, "gather");
+}
+
+typedef struct adv_args {
+    int32_t T, B;
+    const float *reward, *value, *log_ratio;
+    const uint8_t *term, *trunc, *reset;
+    const float *bootstrap;
+    float *adv, *ret;
+    uint8_t *valid;
+} adv_args;
+
+// One thread per env column, which runs backwards in time.
+static __global__ void advantages_k(adv_args a, frl_dm_adv_params p)
+{
+    FOR_EACH(b, a.B) {
+        if (p.vtrace && a.log_ratio)
+            frl_dm_vtrace_column(a.T, a.B, b, a.reward, a.value, a.log_ratio, a.term, a.trunc,
+                                 a.reset, a.bootstrap[b], &p, a.adv, a.ret, a.valid);
+        else
+            frl_dm_gae_column(a.T, a.B, b, a.reward, a.value, a.term, a.trunc, a.reset,
+                              a.bootstrap[b], &p, a.adv, a.ret, a.valid);
+    }
+}
+
+static void advantages(frl_dev *d, int32_t T, int32_t B, const float *reward, const float *value,
+                       const float *log_ratio, const uint8_t *term, const uint8_t *trunc,
+                       const uint8_t *reset, const float *bootstrap, const frl_dm_adv_params *p,
+                       float *adv, float *ret, uint8_t *valid)
+{
+    if (T <= 0 || B <= 0)
+        return;
+    enter(d);
+    adv_args a = {T, B, reward, value, log_ratio, term, trunc, reset, bootstrap, adv, ret, valid};
+    advantages_k<<<grid_for(B), THREADS, 0, d->stream>>>(a, *p);
+    launched(d, "advantages");
+}
+
+static __global__ void log_ratio_k(int32_t rows, int32_t n, int32_t discrete, const float *z,
+                                   const void *actions, const float *log_std, const float *old_lp,
+                                   float *out)
+{
+    FOR_EACH(r, rows) {
+        double lp = frl_dm_logp(z + r * n, n, discrete, (const int32_t *)actions + r,
+                                (const float *)actions + r * n, log_std);
+        out[r] = (float)(lp - old_lp[r]);
+    }
+}
+
+static void log_ratio(frl_dev *d, int32_t rows, int32_t n, int32_t discrete, const float *z,
+                      const void *actions, const float *log_std, const float *old_lp, float *out)
+{
+    if (rows <= 0)
+        return;
+    enter(d);
+    log_ratio_k<<<grid_for(rows), THREADS, 0, d->stream>>>(rows, n, discrete, z, actions, log_std,
+                                                           old_lp, out);
+    launched(d, "log_ratio");
+}
+
+// One block: a minibatch is small enough, and one block's fixed tree makes the result
+// independent of the device. Two passes over the rows, as on the host: the mean, then
+// the squared deviations from it.
+static __global__ void __launch_bounds__(MOMENT_THREADS)
+    moments_k(int32_t rows, const float *adv, const uint8_t *valid, int32_t norm_adv, float *out)
+{
+    __shared__ double sh[MOMENT_THREADS];
+    double s = 0, c = 0, ss = 0;
+    for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
+        if (valid[r]) {
+            s += adv[r];
+            c += 1;
+        }
+    s = block_sum(s, sh);
+    c = block_sum(c, sh);
+    double mean = c > 0 ? s / c : 0;
+    for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
+        if (valid[r])
+            ss += (adv[r] - mean) * (adv[r] - mean);
+    ss = block_sum(ss, sh);
+    if (threadIdx.x != 0)
+        return;
+    double sd = c > 1 ? sqrt(ss / (c - 1)) : 0;
+    int on = norm_adv && c > 0;
+    out[0] = on ? (float)mean : 0.0f;
+    out[1] = on ? (float)(1.0 / (sd + 1e-8)) : 1.0f;
+    out[2] = c > 0 ? (float)(1.0 / c) : 0.0f;
+    out[3] = (float)c;
+}
+
+static void moments(frl_dev *d, int32_t rows, const float *adv, const uint8_t *valid,
+                    int32_t norm_adv, float *out)
+{
+    enter(d);
+    moments_k<<<1, MOMENT_THREADS, 0, d->stream>>>(rows > 0 ? rows : 0, adv, valid, norm_adv, out);
+    launched(d, "moments");
+}
+
+typedef struct loss_args {
+    int32_t rows, n, discrete;
+    const float *z, *value;
+    const void *actions;
+    const float *old_lp, *adv, *ret, *old_v;
+    const uint8_t *valid;
+    const float *log_std, *moments;
+    float *d_z, *d_value, *d_log_std, *stats;
+} loss_args;
+
+static __device__ void loss_zero_row(const loss_args &a, int64_t r)
+{
+    for (int64_t i = 0; i < a.n; i++)
+        a.d_z[r * a.n + i] = 0.0f;
+    a.d_value[r] = 0.0f;
+    if (a.d_log_std)
+        for (int64_t i = 0; i < a.n; i++)
+            a.d_log_std[r * a.n + i] = 0.0f;
+    for (int64_t i = 0; i < FRL_DM_STATS; i++)
+        a.stats[r * FRL_DM_STATS + i] = 0.0f;
+}
+
+static __device__ void loss_row(const loss_args &a, const frl_dm_loss *s, int64_t r)
+{
+    const float *mo = a.moments;
+    frl_dm_row row;
+    row.z = a.z + r * a.n;
+    row.value = a.value[r];
+    row.old_v = a.old_v[r];
+    row.old_lp = a.old_lp[r];
+    row.adv = (float)((a.adv[r] - mo[0]) * mo[1]);
+    row.ret = a.ret[r];
+    row.a_int = (const int32_t *)a.actions + r;
+    row.a_box = (const float *)a.actions + r * a.n;
+    row.log_std = a.log_std;
+    float unused; // discrete rows write no d_log_std, which may then be NULL
+    frl_dm_row_grad(s, &row, a.n, a.discrete, mo[2], a.d_z + r * a.n, a.d_value + r,
+                    a.d_log_std ? a.d_log_std + r * a.n : &unused, a.stats + r * FRL_DM_STATS);
+}
+
+static __global__ void loss_rows_k(loss_args a, frl_dm_loss s)
+{
+    FOR_EACH(r, a.rows) {
+        if (a.valid[r])
+            loss_row(a, &s, r);
+        else
+            loss_zero_row(a, r);
+    }
+}
+
+static void loss_rows(frl_dev *d, int32_t rows, int32_t n, int32_t discrete, const frl_dm_loss *s,
+                      const float *z, const float *value, const void *actions, const float *old_lp,
+                      const float *adv, const float *ret, const float *old_v, const uint8_t *valid,
+                      const float *log_std, const float *mo, float *d_z, float *d_value,
+                      float *d_log_std, float *stats)
+{
+    if (rows <= 0)
+        return;
+    enter(d);
+    // A box row writes n gradients of its log-stds: without a buffer it has nowhere to go.
+    if (!discrete && !d_log_std) {
+        fail(d, "loss_rows: a Gaussian head needs d_log_std");
+        return;
+    }
+    loss_args a = {rows,  n,     discrete, z,  value, actions, old_lp,    adv,  ret,
+                   old_v, valid, log_std,  mo, d_z,   d_value, d_log_std, stats};
+    loss_rows_k<<<grid_for(rows), THREADS, 0, d->stream>>>(a, *s);
+    launched(d, "loss_rows");
+}
+
+// The clipping factor, once per block (frl_clip_scale of lib/nn/optim.c): a thread reads
+// the norm the previous op left on the device, so the host never waits for it.
+static __global__ void adam_k(int64_t n, float *p, const float *g, float *m, float *v,
+                              frl_dev_adam c, const double *sumsq)
+{
+    __shared__ float gscale;
+    if (threadIdx.x == 0) {
+        double norm = sqrt(*sumsq);
+        gscale = c.max_norm > 0 && norm > c.max_norm ? (float)(c.max_norm / (norm + 1e-6)) : 1.0f;
+    }
+    __syncthreads();
+    FOR_EACH(i, n) {
+        frl_dm_adam(p + i, g[i], m + i, v + i, gscale, c.b1, c.b2, c.step, c.rbc2, c.eps);
+    }
+}
+
+static void adam(frl_dev *d, int64_t n, float *p, const float *g, float *m, float *v,
+                 const frl_dev_adam *c, const double *sumsq)
+{
+    if (n <= 0)
+        return;
+    enter(d);
+    adam_k<<<grid_for(n), THREADS, 0, d->stream>>>(n, p, g, m, v, *c, sumsq);
+    launched(d, "adam");
+}
+
+// Positional (C++17 has no designated initializers): the order of dev_ops.h.
+extern "C" const frl_dev_ops frl_dev_ops_cuda = {
+    "cuda",
+    probe,
+    describe,
+    open_dev,
+    close_dev,
+    alloc_mem,
+    release_mem,
+    alloc_pinned,
+    release_pinned,
+    put,
+    get,
+    copy,
+    zero,
+    sync_dev,
+    linear_fwd,
+    linear_bwd_input,
+    linear_bwd_weight,
+    act_bwd,
+    axpy,
+    normalize,
+    gather,
+    advantages,
+    log_ratio,
+    moments,
+    loss_rows,
+    col_sums,
+    sum_squares,
+    adam,
+};

@@ -1,0 +1,328 @@
+/* The device ops on host memory: the CPU kernel table for the networks and plain loops
+ * over lib/cuda/dev_math.h for the learner. It is the CPU reference the CUDA ops are
+ * tested against, and the ops of the test build of the plugin, which runs the plugin's
+ * networks and learner (and the core's dispatch to them) on machines without a GPU.
+ * FAKE_CUDA=nodevice makes its probe fail as a machine without a device would, and
+ * FAKE_CUDA_FAIL_SYNC=n makes the process's n-th sync from then on report a device
+ * failure (the tests' stand-in for an Xid error or a lost device). */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/dev_ops.h"
+#include "nn/kernels.h"
+
+struct frl_dev {
+    const frl_kernels *k;
+    char err[256];
+};
+
+static int probe(int32_t *count, char *err, size_t err_size)
+{
+    const char *mode = getenv("FAKE_CUDA");
+    if (mode && strcmp(mode, "nodevice") == 0) {
+        snprintf(err, err_size, "the CUDA driver sees no device");
+        return 1;
+    }
+    *count = 1;
+    return 0;
+}
+
+static int describe(int32_t index, char *name, size_t name_size, int32_t *cc_major,
+                    int32_t *cc_minor, uint64_t *memory_bytes)
+{
+    snprintf(name, name_size, "host stand-in %d", (int)index);
+    *cc_major = 0;
+    *cc_minor = 0;
+    *memory_bytes = 0;
+    return 0;
+}
+
+static int open_dev(frl_dev **out, int32_t device, int32_t tf32, char *err, size_t err_size)
+{
+    (void)device;
+    (void)tf32;
+    frl_dev *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, err_size, "out of memory for a host device context");
+        return 1;
+    }
+    /* The scalar table: the reference every other table is tested against. */
+    d->k = frl_kernels_all()[0];
+    *out = d;
+    return 0;
+}
+
+static void close_dev(frl_dev *d)
+{
+    free(d);
+}
+
+/* 64-byte aligned, like the library's own buffers (the kernels do not need it). */
+static void *alloc_mem(frl_dev *d, size_t bytes)
+{
+    (void)d;
+    void *p = NULL;
+    return posix_memalign(&p, 64, bytes ? bytes : 1) == 0 ? p : NULL;
+}
+
+static void release_mem(frl_dev *d, void *p)
+{
+    (void)d;
+    free(p);
+}
+
+static void move_bytes(frl_dev *d, void *dst, const void *src, size_t bytes)
+{
+    (void)d;
+    if (bytes)
+        memmove(dst, src, bytes);
+}
+
+static void zero_bytes(frl_dev *d, void *dst, size_t bytes)
+{
+    (void)d;
+    if (bytes)
+        memset(dst, 0, bytes);
+}
+
+static atomic_int syncs_to_failure;
+
+/* Set by FAKE_CUDA_FAIL_SYNC=n (read when it changes): nonzero when this sync fails. */
+static int injected_failure(void)
+{
+    static _Atomic(const char *) seen;
+    const char *v = getenv("FAKE_CUDA_FAIL_SYNC");
+    if (v != atomic_exchange(&seen, v))
+        atomic_store(&syncs_to_failure, v ? atoi(v) : 0);
+    return atomic_load(&syncs_to_failure) > 0 && atomic_fetch_sub(&syncs_to_failure, 1) == 1;
+}
+
+static int sync_dev(frl_dev *d, char *err, size_t err_size)
+{
+    if (injected_failure()) {
+        snprintf(err, err_size, "injected device failure (FAKE_CUDA_FAIL_SYNC)");
+        d->err[0] = '\0';
+        return 1;
+    }
+    if (!d->err[0])
+        return 0;
+    snprintf(err, err_size, "%s", d->err);
+    d->err[0] = '\0';
+    return 1;
+}
+
+/* ---- networks ---- */
+
+static void linear_fwd(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *x,
+                       const float *wt, const float *b, float *y, int32_t act)
+{
+    d->k->linear_fwd(m, n, k, x, wt, b, y, (frl_nn_act)act);
+}
+
+static void linear_bwd_input(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *dy,
+                             const float *wt, float *dx)
+{
+    d->k->linear_bwd_input(m, n, k, dy, wt, dx);
+}
+
+static void linear_bwd_weight(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *x,
+                              const float *dy, float *dwt, float *db, int32_t accumulate)
+{
+    d->k->linear_bwd_weight(m, n, k, x, dy, dwt, db, accumulate);
+}
+
+static void act_bwd(frl_dev *d, int64_t n, const float *y, const float *dy, float *dx,
+                    int32_t act)
+{
+    d->k->act_bwd(n, y, dy, dx, (frl_nn_act)act);
+}
+
+static void axpy(frl_dev *d, int64_t n, float alpha, const float *x, float *y)
+{
+    (void)d;
+    for (int64_t i = 0; i < n; i++)
+        y[i] += alpha * x[i];
+}
+
+/* ---- the learner ---- */
+
+static void normalize(frl_dev *d, int32_t rows, int32_t width, const float *x,
+                      const float *mean, const float *inv_std, float clip, float *y)
+{
+    (void)d;
+    for (int64_t r = 0; r < rows; r++)
+        for (int32_t c = 0; c < width; c++) {
+            int64_t i = r * width + c;
+            y[i] = frl_dm_normalize(x[i], mean[c], inv_std[c], clip);
+        }
+}
+
+static void gather(frl_dev *d, int32_t rows, size_t row_bytes, const int32_t *idx,
+                   const void *src, void *dst)
+{
+    (void)d;
+    for (int32_t r = 0; r < rows; r++)
+        memcpy((char *)dst + (size_t)r * row_bytes,
+               (const char *)src + (size_t)idx[r] * row_bytes, row_bytes);
+}
+
+static void advantages(frl_dev *d, int32_t T, int32_t B, const float *reward,
+                       const float *value, const float *log_ratio, const uint8_t *term,
+                       const uint8_t *trunc, const uint8_t *reset, const float *bootstrap,
+                       const frl_dm_adv_params *p, float *adv, float *ret, uint8_t *valid)
+{
+    (void)d;
+    for (int32_t b = 0; b < B; b++) {
+        if (p->vtrace && log_ratio)
+            frl_dm_vtrace_column(T, B, b, reward, value, log_ratio, term, trunc, reset,
+                                 bootstrap[b], p, adv, ret, valid);
+        else
+            frl_dm_gae_column(T, B, b, reward, value, term, trunc, reset, bootstrap[b], p,
+                              adv, ret, valid);
+    }
+}
+
+static void log_ratio(frl_dev *d, int32_t rows, int32_t n, int32_t discrete, const float *z,
+                      const void *actions, const float *log_std, const float *old_lp,
+                      float *out)
+{
+    (void)d;
+    for (int64_t r = 0; r < rows; r++)
+        out[r] = (float)(frl_dm_logp(z + r * n, n, discrete, (const int32_t *)actions + r,
+                                     (const float *)actions + r * n, log_std) -
+                         old_lp[r]);
+}
+
+static void moments(frl_dev *d, int32_t rows, const float *adv, const uint8_t *valid,
+                    int32_t norm_adv, float *out)
+{
+    (void)d;
+    double s = 0, ss = 0;
+    int64_t n = 0;
+    for (int32_t r = 0; r < rows; r++)
+        if (valid[r]) {
+            s += adv[r];
+            n++;
+        }
+    double mean = n ? s / (double)n : 0;
+    for (int32_t r = 0; r < rows; r++)
+        if (valid[r])
+            ss += (adv[r] - mean) * (adv[r] - mean);
+    double sd = n > 1 ? sqrt(ss / (double)(n - 1)) : 0;
+    out[0] = norm_adv ? (float)mean : 0.0f;
+    out[1] = norm_adv ? (float)(1.0 / (sd + 1e-8)) : 1.0f;
+    out[2] = n ? (float)(1.0 / (double)n) : 0.0f;
+    out[3] = (float)n;
+    if (n == 0)
+        out[0] = 0.0f, out[1] = 1.0f;
+}
+
+static void loss_row(int32_t r, int32_t n, int32_t discrete, const frl_dm_loss *s,
+                     const float *z, const float *value, const void *actions,
+                     const float *old_lp, const float *adv, const float *ret,
+                     const float *old_v, const float *log_std, const float *mo, float *d_z,
+                     float *d_value, float *d_log_std, float *stats)
+{
+    float dummy[1];
+    frl_dm_row row = {
+        .z = z + (size_t)r * (size_t)n,
+        .value = value[r],
+        .old_v = old_v[r],
+        .old_lp = old_lp[r],
+        .adv = (float)((adv[r] - mo[0]) * mo[1]),
+        .ret = ret[r],
+        .a_int = (const int32_t *)actions + r,
+        .a_box = (const float *)actions + (size_t)r * (size_t)n,
+        .log_std = log_std,
+    };
+    frl_dm_row_grad(s, &row, n, discrete, mo[2], d_z + (size_t)r * (size_t)n, d_value + r,
+                    d_log_std ? d_log_std + (size_t)r * (size_t)n : dummy,
+                    stats + (size_t)r * FRL_DM_STATS);
+}
+
+static void loss_rows(frl_dev *d, int32_t rows, int32_t n, int32_t discrete,
+                      const frl_dm_loss *s, const float *z, const float *value,
+                      const void *actions, const float *old_lp, const float *adv,
+                      const float *ret, const float *old_v, const uint8_t *valid,
+                      const float *log_std, const float *mo, float *d_z, float *d_value,
+                      float *d_log_std, float *stats)
+{
+    (void)d;
+    for (int32_t r = 0; r < rows; r++) {
+        if (valid[r]) {
+            loss_row(r, n, discrete, s, z, value, actions, old_lp, adv, ret, old_v, log_std,
+                     mo, d_z, d_value, d_log_std, stats);
+            continue;
+        }
+        memset(d_z + (size_t)r * (size_t)n, 0, sizeof(float) * (size_t)n);
+        d_value[r] = 0;
+        if (d_log_std)
+            memset(d_log_std + (size_t)r * (size_t)n, 0, sizeof(float) * (size_t)n);
+        memset(stats + (size_t)r * FRL_DM_STATS, 0, sizeof(float) * FRL_DM_STATS);
+    }
+}
+
+static void col_sums(frl_dev *d, int32_t rows, int32_t cols, const float *x, float *out)
+{
+    (void)d;
+    for (int32_t c = 0; c < cols; c++) {
+        double s = 0;
+        for (int64_t r = 0; r < rows; r++)
+            s += x[r * cols + c];
+        out[c] = (float)s;
+    }
+}
+
+static void sum_squares(frl_dev *d, int64_t n, const float *x, double *out)
+{
+    (void)d;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += (double)x[i] * x[i];
+    *out = s;
+}
+
+static void adam(frl_dev *d, int64_t n, float *p, const float *g, float *m, float *v,
+                 const frl_dev_adam *c, const double *sumsq)
+{
+    (void)d;
+    double norm = sqrt(*sumsq);
+    float gscale = c->max_norm > 0 && norm > c->max_norm ? (float)(c->max_norm / (norm + 1e-6))
+                                                          : 1.0f;
+    for (int64_t i = 0; i < n; i++)
+        frl_dm_adam(p + i, g[i], m + i, v + i, gscale, c->b1, c->b2, c->step, c->rbc2, c->eps);
+}
+
+const frl_dev_ops frl_dev_ops_host = {
+    .name = "host",
+    .probe = probe,
+    .describe = describe,
+    .open = open_dev,
+    .close = close_dev,
+    .alloc = alloc_mem,
+    .release = release_mem,
+    .alloc_pinned = alloc_mem,
+    .release_pinned = release_mem,
+    .put = move_bytes,
+    .get = move_bytes,
+    .copy = move_bytes,
+    .zero = zero_bytes,
+    .sync = sync_dev,
+    .linear_fwd = linear_fwd,
+    .linear_bwd_input = linear_bwd_input,
+    .linear_bwd_weight = linear_bwd_weight,
+    .act_bwd = act_bwd,
+    .axpy = axpy,
+    .normalize = normalize,
+    .gather = gather,
+    .advantages = advantages,
+    .log_ratio = log_ratio,
+    .moments = moments,
+    .loss_rows = loss_rows,
+    .col_sums = col_sums,
+    .sum_squares = sum_squares,
+    .adam = adam,
+};

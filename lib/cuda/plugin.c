@@ -1,0 +1,226 @@
+/* The plugin's side of the ABI (plugin_api.h) over one device-ops table, chosen at build
+ * time: FRL_DEV_OPS=frl_dev_ops_cuda in libfastrl-cuda.so.0, frl_dev_ops_host in the
+ * test build that runs everything on the host. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/dev_learner.h"
+
+#ifndef FRL_DEV_OPS
+#error "FRL_DEV_OPS names the device-ops table (frl_dev_ops_cuda or frl_dev_ops_host)"
+#endif
+
+static const frl_dev_ops *const ops = &FRL_DEV_OPS;
+
+typedef struct context {
+    frl_dev *d;
+} context;
+
+/* A model: the networks, an inference workspace of max_rows rows and its input. */
+typedef struct model {
+    frl_dev_net net;
+    float *obs, *ws;
+} model;
+
+static int ctx_open(void **out, int32_t device, int32_t tf32, char *err, size_t err_size)
+{
+    context *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, err_size, "out of host memory");
+        return 1;
+    }
+    if (ops->open(&c->d, device, tf32, err, err_size)) {
+        free(c);
+        return 1;
+    }
+    *out = c;
+    return 0;
+}
+
+static void ctx_close(void *p)
+{
+    context *c = p;
+    if (c)
+        ops->close(c->d);
+    free(c);
+}
+
+static void *pinned(void *p, size_t bytes)
+{
+    return ops->alloc_pinned(((context *)p)->d, bytes);
+}
+
+static void unpin(void *p, void *mem)
+{
+    ops->release_pinned(((context *)p)->d, mem);
+}
+
+static void model_destroy(void *p)
+{
+    model *m = p;
+    if (!m)
+        return;
+    frl_dev *d = m->net.d;
+    ops->release(d, m->net.params);
+    ops->release(d, m->net.norm_mean);
+    ops->release(d, m->net.norm_inv_std);
+    ops->release(d, m->obs);
+    ops->release(d, m->ws);
+    free(m);
+}
+
+static int model_alloc(model *m, char *err, size_t err_size)
+{
+    const frl_cuda_net_desc *n = &m->net.desc;
+    frl_dev *d = m->net.d;
+    size_t f = sizeof(float), rows = (size_t)n->max_rows, ow = (size_t)n->obs_w;
+    m->net.params = ops->alloc(d, f * n->num_params);
+    m->net.norm_mean = ops->alloc(d, f * ow);
+    m->net.norm_inv_std = ops->alloc(d, f * ow);
+    m->obs = ops->alloc(d, f * rows * ow);
+    m->ws = ops->alloc(d, f * frl_dev_pass_floats(n, n->max_rows, 0));
+    if (m->net.params && m->net.norm_mean && m->net.norm_inv_std && m->obs && m->ws)
+        return 0;
+    snprintf(err, err_size, "out of device memory for a model of %llu parameters and %d rows",
+             (unsigned long long)n->num_params, (int)n->max_rows);
+    return 1;
+}
+
+static int model_create(void *ctx, const frl_cuda_net_desc *desc, void **out, char *err,
+                        size_t err_size)
+{
+    if (desc->max_rows < 1 || desc->obs_w < 1 || desc->out_w < 1 || desc->num_params < 1) {
+        snprintf(err, err_size, "a model needs max_rows, obs_w, out_w and parameters >= 1");
+        return 1;
+    }
+    model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, err_size, "out of host memory");
+        return 1;
+    }
+    m->net.ops = ops;
+    m->net.d = ((context *)ctx)->d;
+    m->net.desc = *desc;
+    if (model_alloc(m, err, err_size)) {
+        model_destroy(m);
+        return 1;
+    }
+    *out = m;
+    return 0;
+}
+
+static int model_load(void *p, const float *params, const float *mean, const float *inv_std,
+                      float clip, char *err, size_t err_size)
+{
+    model *m = p;
+    size_t f = sizeof(float), ow = (size_t)m->net.desc.obs_w;
+    if (params)
+        ops->put(m->net.d, m->net.params, params, f * m->net.desc.num_params);
+    if (mean && inv_std) {
+        ops->put(m->net.d, m->net.norm_mean, mean, f * ow);
+        ops->put(m->net.d, m->net.norm_inv_std, inv_std, f * ow);
+    }
+    m->net.norm_clip = clip;
+    return ops->sync(m->net.d, err, err_size);
+}
+
+static int model_forward(void *p, int32_t rows, const float *obs, float *out, float *value,
+                         char *err, size_t err_size)
+{
+    model *m = p;
+    const frl_cuda_net_desc *n = &m->net.desc;
+    if (rows < 1 || rows > n->max_rows) {
+        snprintf(err, err_size, "model_forward: %d rows, the model takes 1 to %d", (int)rows,
+                 (int)n->max_rows);
+        return 1;
+    }
+    frl_dev *d = m->net.d;
+    size_t f = sizeof(float);
+    frl_dev_pass pass;
+    frl_dev_pass_layout(n, rows, 0, m->ws, &pass);
+    ops->put(d, m->obs, obs, f * (size_t)rows * (size_t)n->obs_w);
+    frl_dev_net_forward(&m->net, rows, m->obs, &pass, FRL_DEV_ACTOR | (value ? FRL_DEV_CRITIC : 0u));
+    ops->get(d, out, pass.out, f * (size_t)rows * (size_t)n->out_w);
+    if (value)
+        ops->get(d, value, pass.value, f * (size_t)rows);
+    return ops->sync(d, err, err_size);
+}
+
+static int learner_create(void *p, const frl_cuda_learn_desc *s, void **out, char *err,
+                          size_t err_size)
+{
+    return frl_dev_learner_create((frl_dev_learner **)out, &((model *)p)->net, s, err, err_size);
+}
+
+static void learner_destroy(void *p)
+{
+    frl_dev_learner_destroy(p);
+}
+
+static int learner_begin(void *p, const frl_cuda_rollout *r, char *err, size_t err_size)
+{
+    return frl_dev_learner_begin(p, r, err, err_size);
+}
+
+static int learner_epoch(void *p, const int32_t *perm, double lr, int64_t adam_t,
+                         frl_cuda_epoch_stats *out, char *err, size_t err_size)
+{
+    return frl_dev_learner_epoch(p, perm, lr, adam_t, out, err, err_size);
+}
+
+static int learner_end(void *p, float *params, float *ret, float *values, uint8_t *valid,
+                       char *err, size_t err_size)
+{
+    return frl_dev_learner_end(p, params, ret, values, valid, err, err_size);
+}
+
+/* The ops table is another translation unit's constant, so the table below cannot
+ * take its members in an initialiser: these forward to them. */
+static int probe(int32_t *count, char *err, size_t err_size)
+{
+    return ops->probe(count, err, err_size);
+}
+
+static int describe(int32_t index, char *name, size_t name_size, int32_t *cc_major,
+                    int32_t *cc_minor, uint64_t *memory_bytes)
+{
+    return ops->describe(index, name, name_size, cc_major, cc_minor, memory_bytes);
+}
+
+#define STRINGIFY2(x) #x
+#define STRINGIFY(x) STRINGIFY2(x)
+
+static int learner_adam(void *p, float *m, float *v, int upload, char *err, size_t err_size)
+{
+    return frl_dev_learner_adam(p, m, v, upload, err, err_size);
+}
+
+static const frl_cuda_plugin plugin = {
+    .abi = FRL_CUDA_PLUGIN_ABI,
+    .capabilities = FRL_CUDA_CAP_INFERENCE | FRL_CUDA_CAP_LEARNER,
+    .backend = STRINGIFY(FRL_DEV_OPS),
+    .probe = probe,
+    .describe = describe,
+    .open = ctx_open,
+    .close = ctx_close,
+    .alloc_pinned = pinned,
+    .free_pinned = unpin,
+    .model_create = model_create,
+    .model_destroy = model_destroy,
+    .model_load = model_load,
+    .model_forward = model_forward,
+    .learner_create = learner_create,
+    .learner_destroy = learner_destroy,
+    .learner_begin = learner_begin,
+    .learner_epoch = learner_epoch,
+    .learner_end = learner_end,
+    .learner_adam = learner_adam,
+};
+
+__attribute__((visibility("default"))) const frl_cuda_plugin *frl_cuda_plugin_get(void);
+
+const frl_cuda_plugin *frl_cuda_plugin_get(void)
+{
+    return &plugin;
+}

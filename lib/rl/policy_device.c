@@ -1,0 +1,96 @@
+/* A policy's networks on the runtime's CUDA device, through the plugin's model
+ * (lib/cuda/plugin_api.h). The host keeps the master copy of the parameters, so saving,
+ * loading and the CPU paths work unchanged; the device copy follows it. */
+#include <string.h>
+
+#include "cuda/plugin_api.h"
+#include "rl/policy.h"
+
+/* Rows of one device forward: large enough that a batch of envs goes in one call, small
+ * enough that the model's workspace stays a few MiB for typical networks. */
+enum { DEVICE_ROWS = 16384 };
+
+const frl_cuda_plugin *frl_policy_plugin(const frl_policy *p)
+{
+    return p->rt->device.plugin;
+}
+
+static void describe_net(const frl_policy *p, frl_cuda_net_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->obs_w = p->obs_w;
+    d->out_w = p->out_w;
+    d->discrete = p->discrete;
+    d->shared = p->shared;
+    d->obs_norm = p->obs_norm;
+    d->trunk = p->trunk;
+    d->actor = p->actor;
+    d->critic = p->critic;
+    d->log_std_off = p->log_std_off;
+    d->num_params = p->num_params;
+    d->max_rows = p->dev_rows;
+}
+
+frl_status frl_policy_device_open(frl_policy *p, const char *who)
+{
+    if (p->rt->device.kind != FRL_DEVICE_CUDA)
+        return FRL_OK;
+    const frl_cuda_plugin *pl = frl_policy_plugin(p);
+    char why[FRL_ERRMSG_SIZE - 64] = "";
+    frl_cuda_net_desc d;
+    p->dev_rows = DEVICE_ROWS;
+    describe_net(p, &d);
+    if (pl->model_create(p->rt->device.ctx, &d, &p->dev, why, sizeof why) != 0)
+        return frl_fail(NULL, FRL_ERR_DEVICE, "%s: on %s: %s", who, p->rt->device.name, why);
+    size_t floats = (size_t)p->dev_rows * (size_t)(p->out_w + 1);
+    p->dev_out = pl->alloc_pinned(p->rt->device.ctx, sizeof(float) * floats);
+    if (!p->dev_out)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of pinned host memory", who);
+    p->dev_value = p->dev_out + (size_t)p->dev_rows * (size_t)p->out_w;
+    p->dev_version = ~(uint64_t)0; /* nothing uploaded yet */
+    p->dev_norm_stale = 1;
+    return FRL_OK;
+}
+
+void frl_policy_device_close(frl_policy *p)
+{
+    const frl_cuda_plugin *pl = frl_policy_plugin(p);
+    if (p->dev_out)
+        pl->free_pinned(p->rt->device.ctx, p->dev_out);
+    if (p->dev)
+        pl->model_destroy(p->dev);
+    p->dev = NULL;
+    p->dev_out = p->dev_value = NULL;
+}
+
+frl_status frl_policy_device_refresh(frl_policy *p, char *err)
+{
+    int params = p->dev_version != p->version, norm = p->obs_norm && p->dev_norm_stale;
+    if (!p->dev || (!params && !norm))
+        return FRL_OK;
+    char why[FRL_ERRMSG_SIZE - 64] = "";
+    if (frl_policy_plugin(p)->model_load(p->dev, params ? p->params : NULL,
+                                         norm ? p->norm.use_mean : NULL,
+                                         norm ? p->norm.use_inv_std : NULL, p->norm.clip, why,
+                                         sizeof why) != 0)
+        return frl_fail(err, FRL_ERR_DEVICE, "uploading the policy to %s: %s",
+                        p->rt->device.name, why);
+    p->dev_version = p->version;
+    p->dev_norm_stale = 0;
+    return FRL_OK;
+}
+
+frl_status frl_policy_device_forward(frl_policy *p, int64_t rows, const float *obs, float *out,
+                                     float *value, char *err)
+{
+    frl_status st = frl_policy_device_refresh(p, err);
+    const frl_cuda_plugin *pl = frl_policy_plugin(p);
+    char why[FRL_ERRMSG_SIZE - 64] = "";
+    for (int64_t first = 0; st == FRL_OK && first < rows; first += p->dev_rows) {
+        int32_t n = rows - first < p->dev_rows ? (int32_t)(rows - first) : p->dev_rows;
+        if (pl->model_forward(p->dev, n, obs + first * p->obs_w, out + first * p->out_w,
+                              value ? value + first : NULL, why, sizeof why) != 0)
+            st = frl_fail(err, FRL_ERR_DEVICE, "inference on %s: %s", p->rt->device.name, why);
+    }
+    return st;
+}

@@ -1,0 +1,1073 @@
+/* The CUDA device ops (lib/cuda/ops_cuda.cu) against the host ops (lib/cuda/ops_host.c),
+ * op by op, in the manner of checkasm: fresh random inputs of several sizes (awkward ones
+ * included), every output poisoned with NaN bytes first so that an element left unwritten
+ * fails, then the device's result compared with the host's within a bound that the op's
+ * arithmetic justifies. Products are bounded by tol * sum_k |a_ik b_kj| (the scale of
+ * their rounding), element-wise ops relative to their result, integers and bytes exactly.
+ *
+ * Prints the seed (FRL_TEST_SEED=n repeats a run) and one line per op and case; an
+ * argument runs only the ops whose name contains it. Exit 0: all passed; 1: a failure;
+ * 77 (meson's skip): no usable CUDA device. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/dev_ops.h"
+
+static const frl_dev_ops *const G = &frl_dev_ops_cuda;
+static const frl_dev_ops *const H = &frl_dev_ops_host;
+
+/* gdev: fp32 products; gtf32: TensorFloat-32 products; hdev: the reference. */
+static frl_dev *gdev, *gtf32, *hdev;
+static int failures;
+static uint64_t rng_state;
+
+/* Products: |d| <= tol * sum_k |a_ik b_kj| + ATOL_PRODUCT. TF32 keeps 10 bits of each
+ * factor's mantissa: a term a b is then off by at most 2 * 2^-11 (about 1e-3) of |a b| when
+ * the factors are rounded to nearest, 2 * 2^-10 when truncated (about 1e-3 on average):
+ * 2e-3 holds for either. */
+#define TOL_FP32 1e-5
+#define TOL_TF32 2e-3
+#define ATOL_PRODUCT 1e-6
+/* An activation's own rounding, relative to its output. */
+#define TOL_ACT 1e-6
+
+/* ---- random inputs ---- */
+
+static uint64_t next_u64(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double uni(double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(next_u64() >> 11) / 9007199254740992.0;
+}
+
+/* ---- buffers, all freed at the end of each case ---- */
+
+enum { MAX_BUFS = 256 };
+static void *host_bufs[MAX_BUFS], *dev_bufs[MAX_BUFS];
+static int n_host, n_dev;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "test_cuda_ops: %s\n", what);
+    exit(1);
+}
+
+static void *hmem(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p || n_host == MAX_BUFS)
+        die("out of host memory (or buffers)");
+    return host_bufs[n_host++] = p;
+}
+
+static void *dmem(size_t bytes)
+{
+    void *p = G->alloc(gdev, bytes);
+    if (!p || n_dev == MAX_BUFS)
+        die("out of device memory (or buffers)");
+    return dev_bufs[n_dev++] = p;
+}
+
+static void free_all(void)
+{
+    for (int i = 0; i < n_dev; i++)
+        G->release(gdev, dev_bufs[i]);
+    for (int i = 0; i < n_host; i++)
+        free(host_bufs[i]);
+    n_dev = n_host = 0;
+}
+
+static float *rand_f(size_t n, double lo, double hi)
+{
+    float *x = hmem(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)uni(lo, hi);
+    return x;
+}
+
+static uint8_t *rand_flags(size_t n, double p)
+{
+    uint8_t *x = hmem(n);
+    for (size_t i = 0; i < n; i++)
+        x[i] = uni(0, 1) < p;
+    return x;
+}
+
+static int32_t *rand_idx(size_t n, int32_t hi)
+{
+    int32_t *x = hmem(sizeof(int32_t) * n);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (int32_t)(next_u64() % (uint64_t)hi);
+    return x;
+}
+
+static void *dup_host(const void *src, size_t bytes)
+{
+    void *p = hmem(bytes);
+    if (bytes)
+        memcpy(p, src, bytes);
+    return p;
+}
+
+/* NaN in every float and double, 0xFF in every byte: an unwritten element shows. */
+static void *host_poisoned(size_t bytes)
+{
+    void *p = hmem(bytes);
+    memset(p, 0xFF, bytes);
+    return p;
+}
+
+/* A device copy of host memory, enqueued on d's stream (the op that reads it follows
+ * on the same stream). */
+static void *up(frl_dev *d, const void *h, size_t bytes)
+{
+    void *p = dmem(bytes);
+    G->put(d, p, h, bytes);
+    return p;
+}
+
+static void *dev_poisoned(frl_dev *d, size_t bytes)
+{
+    return up(d, host_poisoned(bytes), bytes);
+}
+
+/* Enqueues the copy of device memory into a new host buffer (valid after a sync). */
+static void *down(frl_dev *d, const void *dp, size_t bytes)
+{
+    void *h = hmem(bytes);
+    G->get(d, h, dp, bytes);
+    return h;
+}
+
+/* ---- comparison ---- */
+
+typedef struct check {
+    char name[112];
+    double max_err, max_ratio;
+    int64_t bad, first;
+    double got, ref, bound;
+} check;
+
+static void check_start(check *c, const char *op, const char *fmt, ...)
+{
+    char label[80];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(label, sizeof label, fmt, ap);
+    va_end(ap);
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%-18s %s", op, label);
+}
+
+/* NaN on either side fails: no input here makes one, and poison is NaN. */
+static void check_val(check *c, int64_t i, double got, double ref, double bound)
+{
+    double e = fabs(got - ref);
+    int ok = e <= bound;
+    if (isnan(e))
+        e = INFINITY;
+    double ratio = bound > 0 ? e / bound : (e > 0 ? INFINITY : 0);
+    c->max_err = e > c->max_err ? e : c->max_err;
+    c->max_ratio = ratio > c->max_ratio ? ratio : c->max_ratio;
+    if (!ok && c->bad++ == 0) {
+        c->first = i;
+        c->got = got;
+        c->ref = ref;
+        c->bound = bound;
+    }
+}
+
+static void check_end(check *c)
+{
+    printf("%-58s max err %-10.3g err/bound %-10.3g %s", c->name, c->max_err, c->max_ratio,
+           c->bad ? "FAIL" : "ok");
+    if (c->bad)
+        printf(" (%lld bad; first [%lld]: got %.9g, want %.9g, bound %.3g)", (long long)c->bad,
+               (long long)c->first, c->got, c->ref, c->bound);
+    printf("\n");
+    failures += c->bad != 0;
+}
+
+/* |got - ref| <= tol * scale + atol per element; scale NULL: |ref|. */
+static void cmp_f(check *c, const float *got, const float *ref, size_t n, const double *scale,
+                  double tol, double atol)
+{
+    for (size_t i = 0; i < n; i++) {
+        double s = scale ? scale[i] : fabs((double)ref[i]);
+        check_val(c, (int64_t)i, got[i], ref[i], tol * s + atol);
+    }
+}
+
+static void cmp_bytes(check *c, const uint8_t *got, const uint8_t *ref, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        check_val(c, (int64_t)i, got[i], ref[i], 0);
+}
+
+/* Waits for d; on failure the case fails with the device's sentence. */
+static int synced(frl_dev *d, const check *c)
+{
+    char err[256];
+    if (G->sync(d, err, sizeof err) == 0)
+        return 1;
+    printf("%-58s FAIL (sync: %s)\n", c->name, err);
+    failures++;
+    return 0;
+}
+
+/* ---- products ---- */
+
+static const int32_t shapes[][3] = {{1, 1, 1},    {1, 7, 3},      {2, 3, 1},       {3, 5, 7},
+                                    {17, 33, 65}, {64, 1, 300},   {4, 6, 0},       {0, 3, 2},
+                                    {5, 0, 3},    {1000, 64, 64}, {4096, 256, 256}};
+enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
+
+static double *zeros_d(size_t n)
+{
+    double *s = hmem(sizeof(double) * n);
+    for (size_t i = 0; i < n; i++)
+        s[i] = 0;
+    return s;
+}
+
+/* s[m x n] = |a|[m x k] . |b|[k x n], in double: the scale of a product's rounding. */
+static double *abs_product(int32_t m, int32_t n, int32_t k, const float *a, const float *b)
+{
+    double *s = zeros_d((size_t)m * (size_t)n);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < k; p++) {
+            double av = fabs((double)a[i * k + p]);
+            for (int64_t j = 0; j < n; j++)
+                s[i * n + j] += av * fabs((double)b[p * n + j]);
+        }
+    return s;
+}
+
+static float *transposed(int32_t rows, int32_t cols, const float *x)
+{
+    float *t = hmem(sizeof(float) * (size_t)rows * (size_t)cols);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            t[c * rows + r] = x[r * cols + c];
+    return t;
+}
+
+/* The device contexts the products run on, with their tolerances. */
+typedef struct product_ctx {
+    frl_dev **d;
+    const char *tag;
+    double tol;
+} product_ctx;
+
+static const product_ctx product_ctxs[] = {{&gdev, "fp32", TOL_FP32}, {&gtf32, "tf32", TOL_TF32}};
+
+static float *fwd_on(frl_dev *d, const int32_t *s, const float *x, const float *wt, const float *b,
+                     int32_t act)
+{
+    int32_t m = s[0], n = s[1], k = s[2];
+    size_t ny = (size_t)m * (size_t)n;
+    float *dx = up(d, x, sizeof(float) * (size_t)m * (size_t)k);
+    float *dw = up(d, wt, sizeof(float) * (size_t)k * (size_t)n);
+    float *db = b ? up(d, b, sizeof(float) * (size_t)n) : NULL;
+    float *dy = dev_poisoned(d, sizeof(float) * ny);
+    G->linear_fwd(d, m, n, k, dx, dw, db, dy, act);
+    return down(d, dy, sizeof(float) * ny);
+}
+
+/* One shape, with or without bias. act 0: the products on both contexts; else fp32 only,
+ * within the product's bound plus the activation's own rounding (each activation is
+ * 1-Lipschitz, so the product's error passes through it no larger). */
+static void fwd_case(const int32_t *s, int bias, int32_t act)
+{
+    int32_t m = s[0], n = s[1], k = s[2];
+    size_t ny = (size_t)m * (size_t)n;
+    float *x = rand_f((size_t)m * (size_t)k, -2, 2);
+    float *wt = rand_f((size_t)k * (size_t)n, -1 / sqrt(k + 1.0), 1 / sqrt(k + 1.0));
+    float *b = bias ? rand_f((size_t)n, -1, 1) : NULL;
+    double *scale = abs_product(m, n, k, x, wt);
+    for (size_t i = 0; b && i < ny; i++)
+        scale[i] += fabs((double)b[i % (size_t)n]);
+    float *ref = host_poisoned(sizeof(float) * ny);
+    H->linear_fwd(hdev, m, n, k, x, wt, b, ref, act);
+    for (int c = 0; c < (act ? 1 : 2); c++) {
+        const product_ctx *p = &product_ctxs[c];
+        check ck;
+        check_start(&ck, "linear_fwd", "%s %dx%dx%d bias=%d act=%d", p->tag, m, n, k, bias, act);
+        float *got = fwd_on(*p->d, s, x, wt, b, act);
+        if (synced(*p->d, &ck)) {
+            for (size_t i = 0; i < ny; i++)
+                check_val(&ck, (int64_t)i, got[i], ref[i],
+                          p->tol * scale[i] + (act ? TOL_ACT * fabs((double)ref[i]) : 0) +
+                              ATOL_PRODUCT);
+            check_end(&ck);
+        }
+    }
+    free_all();
+}
+
+static void test_linear_fwd(void)
+{
+    for (int i = 0; i < N_SHAPES; i++)
+        for (int bias = 0; bias < 2; bias++)
+            fwd_case(shapes[i], bias, 0);
+    static const int act_shapes[] = {2, 3, 6, 9};
+    for (int a = 1; a <= 3; a++)
+        for (size_t i = 0; i < sizeof act_shapes / sizeof act_shapes[0]; i++)
+            fwd_case(shapes[act_shapes[i]], 1, a);
+}
+
+static void bwd_input_case(const int32_t *s)
+{
+    int32_t m = s[0], n = s[1], k = s[2];
+    size_t nx = (size_t)m * (size_t)k;
+    float *dy = rand_f((size_t)m * (size_t)n, -1, 1);
+    float *wt = rand_f((size_t)k * (size_t)n, -1, 1);
+    double *scale = abs_product(m, k, n, dy, transposed(k, n, wt));
+    float *ref = host_poisoned(sizeof(float) * nx);
+    H->linear_bwd_input(hdev, m, n, k, dy, wt, ref);
+    for (int c = 0; c < 2; c++) {
+        const product_ctx *p = &product_ctxs[c];
+        frl_dev *d = *p->d;
+        check ck;
+        check_start(&ck, "linear_bwd_input", "%s %dx%dx%d", p->tag, m, n, k);
+        float *ddy = up(d, dy, sizeof(float) * (size_t)m * (size_t)n);
+        float *dw = up(d, wt, sizeof(float) * (size_t)k * (size_t)n);
+        float *ddx = dev_poisoned(d, sizeof(float) * nx);
+        G->linear_bwd_input(d, m, n, k, ddy, dw, ddx);
+        float *got = down(d, ddx, sizeof(float) * nx);
+        if (synced(d, &ck)) {
+            cmp_f(&ck, got, ref, nx, scale, p->tol, ATOL_PRODUCT);
+            check_end(&ck);
+        }
+    }
+    free_all();
+}
+
+static void test_linear_bwd_input(void)
+{
+    for (int i = 0; i < N_SHAPES; i++)
+        bwd_input_case(shapes[i]);
+}
+
+/* The inputs and references of one linear_bwd_weight case. */
+typedef struct bwd_w {
+    int32_t m, n, k, accumulate, with_db;
+    const float *x, *dy, *pre_w, *pre_b, *ref_w, *ref_b;
+    const double *scale_w, *scale_b;
+} bwd_w;
+
+/* Outputs start from pre_* when accumulating, else from poison. */
+static float *start_out(frl_dev *d, const float *pre, size_t n, int accumulate)
+{
+    return accumulate ? up(d, pre, sizeof(float) * n) : dev_poisoned(d, sizeof(float) * n);
+}
+
+static void bwd_w_run(const bwd_w *t, const product_ctx *p)
+{
+    frl_dev *d = *p->d;
+    size_t nw = (size_t)t->k * (size_t)t->n, nb = (size_t)t->n;
+    check ck;
+    check_start(&ck, "linear_bwd_weight", "%s %dx%dx%d acc=%d db=%d", p->tag, t->m, t->n, t->k,
+                t->accumulate, t->with_db);
+    float *dx = up(d, t->x, sizeof(float) * (size_t)t->m * (size_t)t->k);
+    float *ddy = up(d, t->dy, sizeof(float) * (size_t)t->m * (size_t)t->n);
+    float *dw = start_out(d, t->pre_w, nw, t->accumulate);
+    float *db = t->with_db ? start_out(d, t->pre_b, nb, t->accumulate) : NULL;
+    G->linear_bwd_weight(d, t->m, t->n, t->k, dx, ddy, dw, db, t->accumulate);
+    float *got_w = down(d, dw, sizeof(float) * nw);
+    float *got_b = db ? down(d, db, sizeof(float) * nb) : NULL;
+    if (!synced(d, &ck))
+        return;
+    cmp_f(&ck, got_w, t->ref_w, nw, t->scale_w, p->tol, ATOL_PRODUCT);
+    if (got_b) /* a plain sum: fp32 rounding whatever the context */
+        cmp_f(&ck, got_b, t->ref_b, nb, t->scale_b, TOL_FP32, ATOL_PRODUCT);
+    check_end(&ck);
+}
+
+/* scale[j] = sum_i |dy_ij| (+ |pre_j|). */
+static double *abs_col_sums(int32_t m, int32_t n, const float *dy, const float *pre)
+{
+    double *s = zeros_d((size_t)n);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            s[j] += fabs((double)dy[i * n + j]);
+    for (int64_t j = 0; pre && j < n; j++)
+        s[j] += fabs((double)pre[j]);
+    return s;
+}
+
+static void bwd_weight_case(const int32_t *s, int32_t accumulate, int32_t with_db)
+{
+    bwd_w t = {.m = s[0], .n = s[1], .k = s[2], .accumulate = accumulate, .with_db = with_db};
+    size_t nw = (size_t)t.k * (size_t)t.n;
+    t.x = rand_f((size_t)t.m * (size_t)t.k, -1, 1);
+    t.dy = rand_f((size_t)t.m * (size_t)t.n, -1, 1);
+    t.pre_w = rand_f(nw, -1, 1);
+    t.pre_b = rand_f((size_t)t.n, -1, 1);
+    double *sw = abs_product(t.k, t.n, t.m, transposed(t.m, t.k, t.x), t.dy);
+    for (size_t i = 0; accumulate && i < nw; i++)
+        sw[i] += fabs((double)t.pre_w[i]);
+    t.scale_w = sw;
+    t.scale_b = abs_col_sums(t.m, t.n, t.dy, accumulate ? t.pre_b : NULL);
+    float *rw =
+        accumulate ? dup_host(t.pre_w, sizeof(float) * nw) : host_poisoned(sizeof(float) * nw);
+    float *rb = accumulate ? dup_host(t.pre_b, sizeof(float) * (size_t)t.n)
+                           : host_poisoned(sizeof(float) * (size_t)t.n);
+    H->linear_bwd_weight(hdev, t.m, t.n, t.k, t.x, t.dy, rw, with_db ? rb : NULL, accumulate);
+    t.ref_w = rw;
+    t.ref_b = rb;
+    for (int c = 0; c < 2; c++)
+        bwd_w_run(&t, &product_ctxs[c]);
+    free_all();
+}
+
+static void test_linear_bwd_weight(void)
+{
+    for (int i = 0; i < N_SHAPES; i++)
+        for (int acc = 0; acc < 2; acc++)
+            for (int db = 0; db < 2; db++)
+                bwd_weight_case(shapes[i], acc, db);
+}
+
+/* ---- element-wise ops ---- */
+
+static const int64_t elem_sizes[] = {1, 1000, 300001};
+enum { N_ELEM = sizeof elem_sizes / sizeof elem_sizes[0] };
+
+/* dx = dy * act'(y): the rounding of 1 - y^2 (fused or not) is relative to dy, not to
+ * the (possibly cancelled) result. */
+static void act_bwd_case(int64_t n, int32_t act, int in_place)
+{
+    size_t bytes = sizeof(float) * (size_t)n;
+    float *y = rand_f((size_t)n, -3, 3), *dy = rand_f((size_t)n, -1, 1);
+    double *scale = hmem(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = frl_dm_act(y[i], act);
+    float *ref = in_place ? dup_host(dy, bytes) : host_poisoned(bytes);
+    H->act_bwd(hdev, n, y, in_place ? ref : dy, ref, act);
+    for (int64_t i = 0; i < n; i++)
+        scale[i] = fabs((double)ref[i]) + fabs((double)dy[i]);
+    check ck;
+    check_start(&ck, "act_bwd", "n=%lld act=%d in_place=%d", (long long)n, act, in_place);
+    float *d_y = up(gdev, y, bytes), *d_dy = up(gdev, dy, bytes);
+    float *d_dx = in_place ? d_dy : dev_poisoned(gdev, bytes);
+    G->act_bwd(gdev, n, d_y, d_dy, d_dx, act);
+    float *got = down(gdev, d_dx, bytes);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, got, ref, (size_t)n, scale, 1e-6, 1e-30);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_act_bwd(void)
+{
+    for (int32_t act = 1; act <= 3; act++)
+        for (int i = 0; i < N_ELEM; i++)
+            act_bwd_case(elem_sizes[i], act, i == 1);
+}
+
+static void axpy_case(int64_t n)
+{
+    size_t bytes = sizeof(float) * (size_t)n;
+    float alpha = (float)uni(-2, 2);
+    float *x = rand_f((size_t)n, -1, 1), *y = rand_f((size_t)n, -1, 1);
+    float *ref = dup_host(y, bytes);
+    double *scale = hmem(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        scale[i] = fabs((double)y[i]) + fabs((double)alpha * x[i]);
+    H->axpy(hdev, n, alpha, x, ref);
+    check ck;
+    check_start(&ck, "axpy", "n=%lld", (long long)n);
+    float *dx = up(gdev, x, bytes), *dy = up(gdev, y, bytes);
+    G->axpy(gdev, n, alpha, dx, dy);
+    float *got = down(gdev, dy, bytes);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, got, ref, (size_t)n, scale, 1e-6, 1e-30);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_axpy(void)
+{
+    for (int i = 0; i < N_ELEM; i++)
+        axpy_case(elem_sizes[i]);
+}
+
+static void normalize_case(int32_t rows, int32_t width)
+{
+    size_t n = (size_t)rows * (size_t)width, bytes = sizeof(float) * n;
+    float clip = 3.0f;
+    float *x = rand_f(n, -10, 10), *mean = rand_f((size_t)width, -2, 2);
+    float *inv = rand_f((size_t)width, 0.1, 2);
+    float *ref = host_poisoned(bytes);
+    H->normalize(hdev, rows, width, x, mean, inv, clip, ref);
+    check ck;
+    check_start(&ck, "normalize", "%dx%d", rows, width);
+    float *dx = up(gdev, x, bytes), *dm = up(gdev, mean, sizeof(float) * (size_t)width);
+    float *di = up(gdev, inv, sizeof(float) * (size_t)width), *dy = dev_poisoned(gdev, bytes);
+    G->normalize(gdev, rows, width, dx, dm, di, clip, dy);
+    float *got = down(gdev, dy, bytes);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, got, ref, n, NULL, 1e-6, 1e-6);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_normalize(void)
+{
+    static const int32_t cases[][2] = {{1, 1}, {7, 3}, {1000, 17}, {300000, 4}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        normalize_case(cases[i][0], cases[i][1]);
+}
+
+/* src_off / dst_off: byte offsets that take the copy off its widest word. */
+static void gather_case(int32_t rows, size_t row_bytes, size_t src_off, size_t dst_off)
+{
+    int32_t src_rows = 2 * rows + 3;
+    size_t sb = (size_t)src_rows * row_bytes, db = (size_t)rows * row_bytes;
+    uint8_t *src = hmem(sb);
+    for (size_t i = 0; i < sb; i++)
+        src[i] = (uint8_t)next_u64();
+    int32_t *idx = rand_idx((size_t)rows, src_rows);
+    uint8_t *ref = host_poisoned(db);
+    H->gather(hdev, rows, row_bytes, idx, src, ref);
+    check ck;
+    check_start(&ck, "gather", "rows=%d row_bytes=%zu src+%zu dst+%zu", rows, row_bytes, src_off,
+                dst_off);
+    uint8_t *dsrc = dmem(sb + src_off), *ddst = dev_poisoned(gdev, db + dst_off);
+    G->put(gdev, dsrc + src_off, src, sb);
+    int32_t *didx = up(gdev, idx, sizeof(int32_t) * (size_t)rows);
+    G->gather(gdev, rows, row_bytes, didx, dsrc + src_off, ddst + dst_off);
+    uint8_t *got = down(gdev, ddst + dst_off, db);
+    if (synced(gdev, &ck)) {
+        cmp_bytes(&ck, got, ref, db);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_gather(void)
+{
+    static const size_t widths[] = {1, 3, 4, 12, 16, 68, 80, 256};
+    static const int32_t rows[] = {1, 1000};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+        for (size_t r = 0; r < 2; r++) {
+            gather_case(rows[r], widths[w], 0, 0);
+            gather_case(rows[r], widths[w], 1, 0);
+            gather_case(rows[r], widths[w], 0, 4);
+        }
+    gather_case(100000, 4, 0, 0);
+}
+
+/* ---- the learner ---- */
+
+/* variant 0: GAE (log-ratios given but not asked for); 1: V-trace; 2: vtrace set with no
+ * log-ratios, which is GAE. */
+static void advantages_case(int32_t T, int32_t B, int variant)
+{
+    size_t n = (size_t)T * (size_t)B, fb = sizeof(float) * n;
+    frl_dm_adv_params p = {0.99, 0.95, variant == 1 ? 1.5 : 1.0, variant == 1 ? 0.8 : 1.0,
+                           variant != 0};
+    float *rew = rand_f(n, -1, 1), *val = rand_f(n, -1, 1), *lr = rand_f(n, -1, 1);
+    float *boot = rand_f((size_t)B, -1, 1);
+    uint8_t *term = rand_flags(n, 0.05), *trunc = rand_flags(n, 0.05);
+    uint8_t *reset = rand_flags(n, 0.05);
+    const float *lr_used = variant == 2 ? NULL : lr;
+    float *ra = host_poisoned(fb), *rr = host_poisoned(fb);
+    uint8_t *rv = host_poisoned(n);
+    H->advantages(hdev, T, B, rew, val, lr_used, term, trunc, reset, boot, &p, ra, rr, rv);
+    check ck;
+    check_start(&ck, "advantages", "%dx%d %s", T, B,
+                variant == 0 ? "gae" : (variant == 1 ? "vtrace" : "vtrace-no-ratio"));
+    float *da = dev_poisoned(gdev, fb), *dr = dev_poisoned(gdev, fb);
+    uint8_t *dv = dev_poisoned(gdev, n);
+    G->advantages(gdev, T, B, up(gdev, rew, fb), up(gdev, val, fb),
+                  lr_used ? up(gdev, lr, fb) : NULL, up(gdev, term, n), up(gdev, trunc, n),
+                  up(gdev, reset, n), up(gdev, boot, sizeof(float) * (size_t)B), &p, da, dr, dv);
+    float *ga = down(gdev, da, fb), *gr = down(gdev, dr, fb);
+    uint8_t *gv = down(gdev, dv, n);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, ga, ra, n, NULL, 1e-6, 1e-6);
+        cmp_f(&ck, gr, rr, n, NULL, 1e-6, 1e-6);
+        cmp_bytes(&ck, gv, rv, n);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_advantages(void)
+{
+    static const int32_t cases[][2] = {{1, 1}, {5, 3}, {128, 64}, {33, 1000}, {1000, 7}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int v = 0; v < 3; v++)
+            advantages_case(cases[i][0], cases[i][1], v);
+}
+
+/* Actions of rows rows: int32 indices (discrete) or floats [rows x n]. */
+static void *rand_actions(int32_t rows, int32_t n, int32_t discrete, size_t *bytes)
+{
+    if (discrete) {
+        *bytes = sizeof(int32_t) * (size_t)rows;
+        return rand_idx((size_t)rows, n);
+    }
+    *bytes = sizeof(float) * (size_t)rows * (size_t)n;
+    return rand_f((size_t)rows * (size_t)n, -2, 2);
+}
+
+/* Old log-probabilities near the current ones, so that ratios fall on both sides of a
+ * 0.2 clip. */
+static float *old_logp(int32_t rows, int32_t n, int32_t discrete, const float *z, const void *act,
+                       const float *log_std, double noise)
+{
+    float *lp = hmem(sizeof(float) * (size_t)rows);
+    for (int64_t r = 0; r < rows; r++)
+        lp[r] = (float)(frl_dm_logp(z + r * n, n, discrete, (const int32_t *)act + r,
+                                    (const float *)act + r * n, log_std) +
+                        uni(-noise, noise));
+    return lp;
+}
+
+static void log_ratio_case(int32_t rows, int32_t n, int32_t discrete)
+{
+    size_t ab, nz = (size_t)rows * (size_t)n, fb = sizeof(float) * (size_t)rows;
+    float *z = rand_f(nz, -3, 3), *log_std = rand_f((size_t)n, -1, 0.5);
+    void *act = rand_actions(rows, n, discrete, &ab);
+    float *old = old_logp(rows, n, discrete, z, act, log_std, 1.0);
+    float *ref = host_poisoned(fb);
+    H->log_ratio(hdev, rows, n, discrete, z, act, log_std, old, ref);
+    check ck;
+    check_start(&ck, "log_ratio", "rows=%d n=%d %s", rows, n, discrete ? "discrete" : "box");
+    float *dout = dev_poisoned(gdev, fb);
+    G->log_ratio(gdev, rows, n, discrete, up(gdev, z, sizeof(float) * nz), up(gdev, act, ab),
+                 up(gdev, log_std, sizeof(float) * (size_t)n), up(gdev, old, fb), dout);
+    float *got = down(gdev, dout, fb);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, got, ref, (size_t)rows, NULL, 1e-6, 1e-6);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_log_ratio(void)
+{
+    static const int32_t cases[][3] = {{1, 2, 1}, {1000, 2, 1}, {1000, 7, 1}, {3000, 100, 1},
+                                       {1, 1, 0}, {1000, 1, 0}, {1000, 6, 0}, {100000, 6, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        log_ratio_case(cases[i][0], cases[i][1], cases[i][2]);
+}
+
+static void moments_case(int32_t rows, double p_valid, int32_t norm_adv)
+{
+    float *adv = rand_f((size_t)rows, -2.5, 3.5);
+    uint8_t *valid = rand_flags((size_t)rows, p_valid);
+    float ref[4], got[4];
+    memset(ref, 0xFF, sizeof ref);
+    H->moments(hdev, rows, adv, valid, norm_adv, ref);
+    check ck;
+    check_start(&ck, "moments", "rows=%d valid=%.2f norm=%d", rows, p_valid, norm_adv);
+    float *dout = dev_poisoned(gdev, sizeof got);
+    G->moments(gdev, rows, up(gdev, adv, sizeof(float) * (size_t)rows),
+               up(gdev, valid, (size_t)rows), norm_adv, dout);
+    G->get(gdev, got, dout, sizeof got);
+    if (synced(gdev, &ck)) {
+        check_val(&ck, 0, got[0], ref[0], 1e-6 * fabs(ref[0]) + 1e-12);
+        cmp_f(&ck, got + 1, ref + 1, 2, NULL, 1e-6, 0);
+        check_val(&ck, 3, got[3], ref[3], 0);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_moments(void)
+{
+    static const int32_t rows[] = {0, 1, 2, 1000, 300000};
+    static const double valid[] = {1.0, 0.9, 0.0};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (size_t v = 0; v < sizeof valid / sizeof valid[0]; v++)
+            for (int32_t norm = 0; norm < 2; norm++)
+                moments_case(rows[r], valid[v], norm);
+}
+
+/* The inputs of one loss_rows case, on the host. */
+typedef struct loss_in {
+    int32_t rows, n, discrete;
+    frl_dm_loss s;
+    float *z, *value, *old_lp, *adv, *ret, *old_v, *log_std, mo[4];
+    void *act;
+    size_t act_bytes;
+    uint8_t *valid;
+} loss_in;
+
+static loss_in loss_inputs(int32_t rows, int32_t n, int32_t discrete, int32_t clip_value,
+                           int32_t impala)
+{
+    loss_in in;
+    memset(&in, 0, sizeof in);
+    in.rows = rows;
+    in.n = n;
+    in.discrete = discrete;
+    in.s = (frl_dm_loss){.clip = 0.2, .ent_coef = 0.01, .vf_coef = 0.5,
+                         .clip_value = clip_value, .impala = impala};
+    size_t nr = (size_t)rows;
+    in.z = rand_f(nr * (size_t)n, -2, 2);
+    in.log_std = rand_f((size_t)n, -1, 0.5);
+    in.act = rand_actions(rows, n, discrete, &in.act_bytes);
+    in.old_lp = old_logp(rows, n, discrete, in.z, in.act, in.log_std, 0.3);
+    in.value = rand_f(nr, -1, 1);
+    in.old_v = rand_f(nr, -0.5, 0.5);
+    for (size_t r = 0; r < nr; r++)
+        in.old_v[r] += in.value[r];
+    in.adv = rand_f(nr, -2, 2);
+    in.ret = rand_f(nr, -2, 2);
+    in.valid = rand_flags(nr, 0.9);
+    H->moments(hdev, rows, in.adv, in.valid, 1, in.mo);
+    return in;
+}
+
+typedef struct loss_out {
+    float *d_z, *d_value, *d_log_std, *stats;
+} loss_out;
+
+static void loss_sizes(const loss_in *in, size_t sz[4])
+{
+    size_t nr = (size_t)in->rows, nz = nr * (size_t)in->n;
+    sz[0] = nz;
+    sz[1] = nr;
+    sz[2] = in->discrete ? 0 : nz;
+    sz[3] = nr * FRL_DM_STATS;
+}
+
+static loss_out loss_on_device(const loss_in *in)
+{
+    size_t sz[4], f = sizeof(float), nr = (size_t)in->rows;
+    loss_sizes(in, sz);
+    loss_out o = {dev_poisoned(gdev, f * sz[0]), dev_poisoned(gdev, f * sz[1]),
+                  in->discrete ? NULL : dev_poisoned(gdev, f * sz[2]),
+                  dev_poisoned(gdev, f * sz[3])};
+    G->loss_rows(gdev, in->rows, in->n, in->discrete, &in->s, up(gdev, in->z, f * sz[0]),
+                 up(gdev, in->value, f * nr), up(gdev, in->act, in->act_bytes),
+                 up(gdev, in->old_lp, f * nr), up(gdev, in->adv, f * nr), up(gdev, in->ret, f * nr),
+                 up(gdev, in->old_v, f * nr), up(gdev, in->valid, nr),
+                 up(gdev, in->log_std, f * (size_t)in->n), up(gdev, in->mo, sizeof in->mo), o.d_z,
+                 o.d_value, o.d_log_std, o.stats);
+    loss_out h = {down(gdev, o.d_z, f * sz[0]), down(gdev, o.d_value, f * sz[1]),
+                  o.d_log_std ? down(gdev, o.d_log_std, f * sz[2]) : NULL,
+                  down(gdev, o.stats, f * sz[3])};
+    return h;
+}
+
+static loss_out loss_on_host(const loss_in *in)
+{
+    size_t sz[4], f = sizeof(float);
+    loss_sizes(in, sz);
+    loss_out o = {host_poisoned(f * sz[0]), host_poisoned(f * sz[1]),
+                  in->discrete ? NULL : host_poisoned(f * sz[2]), host_poisoned(f * sz[3])};
+    H->loss_rows(hdev, in->rows, in->n, in->discrete, &in->s, in->z, in->value, in->act, in->old_lp,
+                 in->adv, in->ret, in->old_v, in->valid, in->log_std, in->mo, o.d_z, o.d_value,
+                 o.d_log_std, o.stats);
+    return o;
+}
+
+/* Heads and losses run in double on both sides: the float results agree to a rounding. */
+static void loss_case(int32_t rows, int32_t n, int32_t discrete, int32_t clip_value, int32_t impala)
+{
+    loss_in in = loss_inputs(rows, n, discrete, clip_value, impala);
+    loss_out ref = loss_on_host(&in);
+    check ck;
+    check_start(&ck, "loss_rows", "rows=%d n=%d %s clip_v=%d impala=%d", rows, n,
+                discrete ? "discrete" : "box", clip_value, impala);
+    loss_out got = loss_on_device(&in);
+    if (synced(gdev, &ck)) {
+        size_t sz[4];
+        loss_sizes(&in, sz);
+        cmp_f(&ck, got.d_z, ref.d_z, sz[0], NULL, 1e-5, 1e-9);
+        cmp_f(&ck, got.d_value, ref.d_value, sz[1], NULL, 1e-5, 1e-9);
+        if (!discrete)
+            cmp_f(&ck, got.d_log_std, ref.d_log_std, sz[2], NULL, 1e-5, 1e-9);
+        cmp_f(&ck, got.stats, ref.stats, sz[3], NULL, 1e-5, 1e-9);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_loss_rows(void)
+{
+    static const int32_t heads[][2] = {{2, 1}, {7, 1}, {100, 1}, {1, 0}, {6, 0}};
+    for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++)
+        for (int32_t cv = 0; cv < 2; cv++)
+            for (int32_t im = 0; im < 2; im++) {
+                loss_case(1, heads[h][0], heads[h][1], cv, im);
+                loss_case(1000, heads[h][0], heads[h][1], cv, im);
+            }
+    loss_case(70000, 6, 0, 1, 0);
+}
+
+static void col_sums_case(int32_t rows, int32_t cols)
+{
+    size_t n = (size_t)rows * (size_t)cols, fc = sizeof(float) * (size_t)cols;
+    float *x = rand_f(n, -1, 1);
+    double *scale = abs_col_sums(rows, cols, x, NULL);
+    for (int32_t c = 0; c < cols; c++)
+        scale[c] *= 1e-4; /* tol 1e-10 of sum |x| next to 1e-6 of |sum| */
+    float *ref = host_poisoned(fc);
+    H->col_sums(hdev, rows, cols, x, ref);
+    for (int32_t c = 0; c < cols; c++)
+        scale[c] += fabs((double)ref[c]);
+    check ck;
+    check_start(&ck, "col_sums", "%dx%d", rows, cols);
+    float *dout = dev_poisoned(gdev, fc);
+    G->col_sums(gdev, rows, cols, up(gdev, x, sizeof(float) * n), dout);
+    float *got = down(gdev, dout, fc);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, got, ref, (size_t)cols, scale, 1e-6, 0);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_col_sums(void)
+{
+    static const int32_t cases[][2] = {{1, 1},      {3, 5},      {0, 3},     {1000, 64},
+                                       {300000, 5}, {300000, 1}, {4099, 33}, {777, 300}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        col_sums_case(cases[i][0], cases[i][1]);
+}
+
+static void sum_squares_case(int64_t n)
+{
+    float *x = rand_f((size_t)n, -1, 1);
+    double ref, got;
+    H->sum_squares(hdev, n, x, &ref);
+    check ck;
+    check_start(&ck, "sum_squares", "n=%lld", (long long)n);
+    double *dout = dev_poisoned(gdev, sizeof got);
+    G->sum_squares(gdev, n, up(gdev, x, sizeof(float) * (size_t)n), dout);
+    G->get(gdev, &got, dout, sizeof got);
+    if (synced(gdev, &ck)) {
+        check_val(&ck, 0, got, ref, 1e-9 * ref);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_sum_squares(void)
+{
+    static const int64_t sizes[] = {0, 1, 1000, 300001, 5000001};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        sum_squares_case(sizes[i]);
+}
+
+/* Bounds of a moment or a parameter relative to its old value and the gradient, which
+ * an update's (fused or not) rounding is relative to. */
+static double *adam_scale(int64_t n, const float *ref, const float *old, const float *g)
+{
+    double *s = hmem(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        s[i] = fabs((double)ref[i]) + fabs((double)old[i]) + fabs((double)g[i]);
+    return s;
+}
+
+/* clip 0: off; 1: a max norm above the gradient's norm; 2: below it (scaled). */
+static void adam_case(int64_t n, int clip)
+{
+    size_t fb = sizeof(float) * (size_t)n;
+    float *p = rand_f((size_t)n, -1, 1), *g = rand_f((size_t)n, -1, 1);
+    float *m = rand_f((size_t)n, -0.1, 0.1), *v = rand_f((size_t)n, 0, 0.01);
+    double sumsq = 0;
+    for (int64_t i = 0; i < n; i++)
+        sumsq += (double)g[i] * g[i];
+    double t = 3, lr = 1e-3;
+    frl_dev_adam c = {0.9f,
+                      0.999f,
+                      (float)(lr / (1 - pow(0.9, t))),
+                      (float)(1 / sqrt(1 - pow(0.999, t))),
+                      1e-8f,
+                      clip == 0 ? 0.0 : sqrt(sumsq) * (clip == 1 ? 2.0 : 0.5)};
+    float *rp = dup_host(p, fb), *rm = dup_host(m, fb), *rv = dup_host(v, fb);
+    H->adam(hdev, n, rp, g, rm, rv, &c, &sumsq);
+    check ck;
+    check_start(&ck, "adam", "n=%lld clip=%s", (long long)n,
+                clip == 0 ? "off" : (clip == 1 ? "inactive" : "active"));
+    float *dp = up(gdev, p, fb), *dm = up(gdev, m, fb), *dv = up(gdev, v, fb);
+    G->adam(gdev, n, dp, up(gdev, g, fb), dm, dv, &c, up(gdev, &sumsq, sizeof sumsq));
+    float *gp = down(gdev, dp, fb), *gm = down(gdev, dm, fb), *gv = down(gdev, dv, fb);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, gp, rp, (size_t)n, adam_scale(n, rp, p, g), 1e-6, 1e-12);
+        cmp_f(&ck, gm, rm, (size_t)n, adam_scale(n, rm, m, g), 1e-6, 1e-12);
+        cmp_f(&ck, gv, rv, (size_t)n, adam_scale(n, rv, v, g), 1e-6, 1e-12);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_adam(void)
+{
+    for (int i = 0; i < N_ELEM; i++)
+        for (int clip = 0; clip < 3; clip++)
+            adam_case(elem_sizes[i], clip);
+}
+
+/* ---- memory, transfers and errors ---- */
+
+/* put, copy (into the middle of another buffer), zero (part of it) and get, through
+ * pinned host memory one way and pageable the other; alloc(0) and release(NULL). */
+static void memory_check(check *ck, uint8_t *pin, size_t n)
+{
+    size_t off = 4097, len = 300001;
+    uint8_t *src = hmem(n), *want = host_poisoned(n);
+    for (size_t i = 0; i < n; i++)
+        src[i] = (uint8_t)next_u64();
+    memcpy(want + off, src, n - off); /* the first off bytes keep the poison */
+    memset(want + 2 * off, 0, len);
+    uint8_t *a = up(gdev, src, n), *b = dev_poisoned(gdev, n);
+    G->copy(gdev, b + off, a, n - off);
+    G->zero(gdev, b + 2 * off, len);
+    G->get(gdev, pin, b, n);
+    if (!synced(gdev, ck))
+        return;
+    cmp_bytes(ck, pin, want, n);
+    G->put(gdev, a, pin, n);
+    uint8_t *back = down(gdev, a, n);
+    if (synced(gdev, ck))
+        cmp_bytes(ck, back, want, n);
+}
+
+static void test_memory(void)
+{
+    size_t n = 1000003;
+    check ck;
+    check_start(&ck, "memory", "put/copy/zero/get n=%zu", n);
+    uint8_t *pin = G->alloc_pinned(gdev, n);
+    void *empty = G->alloc(gdev, 0);
+    check_val(&ck, 0, pin != NULL, 1, 0);
+    check_val(&ck, 1, empty != NULL, 1, 0);
+    if (pin)
+        memory_check(&ck, pin, n);
+    G->release(gdev, empty);
+    G->release(gdev, NULL);
+    G->release_pinned(gdev, pin);
+    G->release_pinned(gdev, NULL);
+    check_end(&ck);
+    free_all();
+}
+
+/* A failed op is reported by the next sync, once: the one after it succeeds. */
+static void test_errors(void)
+{
+    check ck;
+    check_start(&ck, "errors", "sticky first failure");
+    char err[256] = "";
+    float *buf = dev_poisoned(gdev, 64 * sizeof(float));
+    frl_dm_loss s = {0.2, 0.01, 0.5, 0, 0};
+    /* A Gaussian head without d_log_std: the CUDA ops refuse it (a recorded failure). */
+    G->loss_rows(gdev, 1, 2, 0, &s, buf, buf, buf, buf, buf, buf, buf, (const uint8_t *)buf, buf,
+                 buf, buf, buf, NULL, buf);
+    int first = G->sync(gdev, err, sizeof err);
+    int second = G->sync(gdev, err + 128, sizeof err - 128);
+    check_val(&ck, 0, first != 0 && err[0] != '\0', 1, 0);
+    check_val(&ck, 1, second, 0, 0);
+    check_end(&ck);
+    if (first)
+        printf("%-58s (the sentence: %s)\n", "", err);
+    free_all();
+}
+
+/* ---- the harness ---- */
+
+typedef struct test {
+    const char *name;
+    void (*run)(void);
+} test;
+
+static const test tests[] = {
+    {"memory", test_memory},
+    {"errors", test_errors},
+    {"linear_fwd", test_linear_fwd},
+    {"linear_bwd_input", test_linear_bwd_input},
+    {"linear_bwd_weight", test_linear_bwd_weight},
+    {"act_bwd", test_act_bwd},
+    {"axpy", test_axpy},
+    {"normalize", test_normalize},
+    {"gather", test_gather},
+    {"advantages", test_advantages},
+    {"log_ratio", test_log_ratio},
+    {"moments", test_moments},
+    {"loss_rows", test_loss_rows},
+    {"col_sums", test_col_sums},
+    {"sum_squares", test_sum_squares},
+    {"adam", test_adam},
+};
+
+static uint64_t seed_from_env(void)
+{
+    const char *s = getenv("FRL_TEST_SEED");
+    return s && *s ? strtoull(s, NULL, 0) : 20240611u;
+}
+
+/* 0 with the three contexts open; else 77 (no device) or 1, having said why. */
+static int open_all(void)
+{
+    char err[256] = "";
+    int32_t count = 0, major = 0, minor = 0;
+    uint64_t mem = 0;
+    char name[256] = "?";
+    if (G->probe(&count, err, sizeof err) || G->open(&gdev, 0, 0, err, sizeof err)) {
+        printf("SKIP: %s\n", err);
+        return 77;
+    }
+    if (G->open(&gtf32, 0, 1, err, sizeof err)) {
+        printf("SKIP: %s (the TF32 context)\n", err);
+        return 77;
+    }
+    if (H->open(&hdev, 0, 0, err, sizeof err)) {
+        printf("host ops: %s\n", err);
+        return 1;
+    }
+    G->describe(0, name, sizeof name, &major, &minor, &mem);
+    printf("device 0 of %d: %s, compute %d.%d, %.1f GiB\n", (int)count, name, (int)major,
+           (int)minor, (double)mem / (1u << 30));
+    return 0;
+}
+
+static void close_all(void)
+{
+    G->close(gtf32);
+    G->close(gdev);
+    if (hdev)
+        H->close(hdev);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = seed_from_env();
+    printf("seed %llu (FRL_TEST_SEED=%llu repeats this run)\n", (unsigned long long)seed,
+           (unsigned long long)seed);
+    int rc = open_all();
+    if (rc) {
+        close_all();
+        return rc;
+    }
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        if (argc > 1 && !strstr(tests[i].name, argv[1]))
+            continue;
+        /* Each op its own stream of numbers: a filtered run sees the same inputs. */
+        rng_state = seed * 0x100000001B3ull + i;
+        tests[i].run();
+    }
+    close_all();
+    printf("%s: %d failed\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,300 @@
+/* The device paths of the core and the plugin's networks and learner, run on the host
+ * through the plugin's test build (FRL_CUDA_PLUGIN = libfastrl-cuda-host, whose ops are
+ * lib/cuda/ops_host.c) with runtime.device=cuda. The CPU runtime is the reference:
+ * acting must give the same bits (both sides use the scalar kernel table, FRL_KERNELS=
+ * scalar), learning the same parameters up to the rounding of a different summation
+ * order (the CPU sums shard gradients; the device sums the whole minibatch at once). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rl/trainer.h"
+#include "test_util.h"
+
+static frl_runtime *runtime_on(const char *device, int threads)
+{
+    frl_config *cfg = frl_test_settings("runtime.seed=7");
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_config_set(cfg, "runtime.device", device), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", threads), FRL_OK);
+    frl_status st = frl_runtime_create(&rt, cfg, NULL, NULL);
+    ck_assert_msg(st == FRL_OK, "runtime.device=%s: %s", device, frl_last_error());
+    frl_config_destroy(cfg);
+    return rt;
+}
+
+static uint64_t lcg(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *x >> 11;
+}
+
+static float *random_obs(int64_t n, uint64_t seed)
+{
+    float *o = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        o[i] = (float)((double)lcg(&seed) / 9007199254740992.0 * 4.0 - 2.0);
+    return o;
+}
+
+START_TEST(device_is_the_host_plugin)
+{
+    frl_runtime *rt = runtime_on("cuda", 1);
+    ck_assert_ptr_nonnull(strstr(frl_runtime_device(rt), "host stand-in"));
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- acting: the same bits as the CPU ---- */
+
+typedef struct act_out {
+    unsigned char *actions;
+    float *lp, *v;
+} act_out;
+
+static act_out act_with(frl_policy *p, int32_t rows, int32_t act_bytes, const float *obs)
+{
+    act_out o = {malloc((size_t)rows * (size_t)act_bytes), malloc(sizeof(float) * (size_t)rows),
+                 malloc(sizeof(float) * (size_t)rows)};
+    frl_act_args a;
+    frl_act_args_init(&a);
+    a.batch = rows;
+    a.observations = obs;
+    a.actions = o.actions;
+    a.log_probs = o.lp;
+    a.values = o.v;
+    a.counter = 3;
+    ck_assert_msg(frl_policy_act(p, &a) == FRL_OK, "%s", frl_policy_last_error(p));
+    return o;
+}
+
+static void free_out(act_out *o)
+{
+    free(o->actions);
+    free(o->lp);
+    free(o->v);
+}
+
+/* A policy of `settings` on the CPU and on the device acting on rows observations. */
+static void check_act_same(const char *env, const char *settings, int32_t rows)
+{
+    frl_runtime *cpu = runtime_on("cpu", 1), *dev = runtime_on("cuda", 1);
+    frl_config *cfg = frl_test_settings(settings);
+    frl_env *e;
+    ck_assert_int_eq(frl_env_create(&e, cpu, env, NULL), FRL_OK);
+    const frl_space *os = frl_env_observation_space(e), *as = frl_env_action_space(e);
+    frl_policy *pc, *pd;
+    ck_assert_int_eq(frl_policy_create(&pc, cpu, cfg, os, as), FRL_OK);
+    ck_assert_msg(frl_policy_create(&pd, dev, cfg, os, as) == FRL_OK, "%s", frl_last_error());
+    int32_t ow = (int32_t)frl_space_n(os), width = (int32_t)frl_space_n(as);
+    int32_t ab = frl_space_get_kind(as) == FRL_SPACE_DISCRETE ? 4 : 4 * width;
+    float *obs = random_obs((int64_t)rows * ow, 11);
+    act_out a = act_with(pc, rows, ab, obs), b = act_with(pd, rows, ab, obs);
+    ck_assert_int_eq(memcmp(a.actions, b.actions, (size_t)rows * (size_t)ab), 0);
+    ck_assert_int_eq(memcmp(a.lp, b.lp, sizeof(float) * (size_t)rows), 0);
+    ck_assert_int_eq(memcmp(a.v, b.v, sizeof(float) * (size_t)rows), 0);
+    free_out(&a);
+    free_out(&b);
+    free(obs);
+    frl_policy_destroy(pc);
+    frl_policy_destroy(pd);
+    frl_env_destroy(e);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(cpu);
+    frl_runtime_destroy(dev);
+}
+
+START_TEST(act_matches_cpu)
+{
+    check_act_same("CartPole-v1", "policy.hidden=64,64", 1000);
+    /* more rows than one device forward takes: chunked */
+    check_act_same("CartPole-v1", "policy.hidden=8", 40000);
+    check_act_same("Pendulum-v1", "policy.hidden=32,32 policy.activation=relu", 777);
+    check_act_same("Acrobot-v1", "policy.shared=true policy.obs_norm=true policy.activation=elu", 513);
+    check_act_same("MountainCarContinuous-v0", "policy.hidden=", 100);
+}
+END_TEST
+
+/* ---- learning: the same parameters, to rounding ---- */
+
+static frl_trainer *trainer_on(const char *device, const char *env, const char *settings)
+{
+    frl_runtime *rt = runtime_on(device, 1);
+    frl_config *cfg = frl_test_settings(settings);
+    frl_trainer *t;
+    frl_status st = frl_trainer_create(&t, rt, env, cfg);
+    ck_assert_msg(st == FRL_OK, "%s on %s: %s", env, device, frl_last_error());
+    frl_config_destroy(cfg);
+    return t;
+}
+
+static void destroy_trainer(frl_trainer *t)
+{
+    frl_runtime *rt = t->rt;
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+
+/* The largest parameter difference over the largest parameter magnitude. */
+static double param_gap(const frl_policy *a, const frl_policy *b)
+{
+    double d = 0, m = 0;
+    for (size_t i = 0; i < a->num_params; i++) {
+        d = fmax(d, fabs((double)a->params[i] - b->params[i]));
+        m = fmax(m, fabs((double)a->params[i]));
+    }
+    return d / m;
+}
+
+/* updates updates of `settings` on both: the parameters and the metrics agree. */
+static void check_learn_same(const char *env, const char *settings, int updates, double tol)
+{
+    frl_trainer *c = trainer_on("cpu", env, settings), *d = trainer_on("cuda", env, settings);
+    ck_assert_ptr_nonnull(d->ppo.dev);
+    int64_t steps = (int64_t)updates * c->T * c->B;
+    ck_assert_int_eq(frl_trainer_train(c, steps), FRL_OK);
+    ck_assert_msg(frl_trainer_train(d, steps) == FRL_OK, "%s", frl_trainer_last_error(d));
+    const frl_metrics *mc = frl_trainer_metrics(c), *md = frl_trainer_metrics(d);
+    double gap = param_gap(c->policy, d->policy);
+    printf("%s [%s]: %d updates, parameter gap %.3g, policy loss %.6g / %.6g, value loss "
+           "%.6g / %.6g, kl %.3g / %.3g\n", env, settings, updates, gap, mc->policy_loss,
+           md->policy_loss, mc->value_loss, md->value_loss, mc->approx_kl, md->approx_kl);
+    ck_assert_int_eq(mc->update, md->update);
+    ck_assert_int_eq(mc->epochs_done, md->epochs_done);
+    ck_assert_msg(gap < tol, "parameter gap %g >= %g", gap, tol);
+    ck_assert(fabs(mc->value_loss - md->value_loss) <= 1e-3 * fabs(mc->value_loss) + 1e-6);
+    ck_assert(fabs(mc->entropy - md->entropy) <= 1e-4 * fabs(mc->entropy) + 1e-6);
+    ck_assert(fabs(mc->explained_variance - md->explained_variance) <= 1e-3);
+    ck_assert_uint_eq(frl_policy_version(c->policy), frl_policy_version(d->policy));
+    destroy_trainer(c);
+    destroy_trainer(d);
+}
+
+START_TEST(learner_matches_cpu)
+{
+    check_learn_same("CartPole-v1", "", 2, 1e-4);
+    check_learn_same("Pendulum-v1", "train.num_envs=2 train.rollout=256 train.minibatches=8", 1, 1e-4);
+    check_learn_same("Acrobot-v1", "policy.shared=true policy.obs_norm=true train.clip_value=true "
+                     "train.advantage=vtrace train.vtrace_rho=0.9", 2, 1e-4);
+    check_learn_same("CartPole-v1", "train.algo=impala train.epochs=1", 2, 1e-4);
+    check_learn_same("MountainCarContinuous-v0", "train.norm_adv=false train.max_grad_norm=0.1 "
+                     "train.target_kl=0.001", 1, 1e-4);
+}
+END_TEST
+
+/* The device learner solves CartPole with the built-in settings. */
+START_TEST(learns_cartpole)
+{
+    frl_trainer *t = trainer_on("cuda", "CartPole-v1", "train.target_return=475");
+    frl_status st = frl_trainer_train(t, 400000);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    printf("CartPole-v1 on the device learner: mean return %.1f after %lld steps\n",
+           m->mean_return, (long long)m->env_steps);
+    ck_assert_msg(st == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert(m->mean_return >= 475);
+    destroy_trainer(t);
+}
+END_TEST
+
+/* A trainer saved from the device runs on: the host copy is the device's. */
+START_TEST(save_and_load_on_device)
+{
+    char path[] = "/tmp/frl_cuda_host_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    frl_trainer *t = trainer_on("cuda", "CartPole-v1", "");
+    ck_assert_int_eq(frl_trainer_train(t, 2048), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer *u;
+    ck_assert_msg(frl_trainer_load(&u, t->rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_double_eq(param_gap(t->policy, u->policy), 0);
+    ck_assert_int_eq(frl_trainer_train(t, 4096), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(u, 4096), FRL_OK);
+    ck_assert_double_eq(param_gap(t->policy, u->policy), 0);
+    frl_trainer_destroy(u);
+    destroy_trainer(t);
+    remove(path);
+}
+END_TEST
+
+/* A device failure at any point of a rollout or an update reaches the caller as
+ * FRL_ERR_DEVICE; the policy keeps its last good parameters and the run goes on. */
+START_TEST(device_failures_are_reported)
+{
+    frl_trainer *t = trainer_on("cuda", "CartPole-v1", "train.epochs=2");
+    int64_t per_update = (int64_t)t->T * t->B;
+    ck_assert_int_eq(frl_trainer_train(t, per_update), FRL_OK);
+    size_t np = t->policy->num_params;
+    float *before = malloc(sizeof(float) * np);
+    /* T forwards, then the update: begin, 2 epochs, end, Adam read-back. */
+    for (int n = 1; n <= t->T + 5; n += n < 4 || n >= t->T - 2 ? 1 : t->T / 4) {
+        memcpy(before, t->policy->params, sizeof(float) * np);
+        uint64_t version = frl_policy_version(t->policy);
+        char v[16];
+        snprintf(v, sizeof v, "%d", n);
+        setenv("FAKE_CUDA_FAIL_SYNC", v, 1);
+        frl_status st = frl_trainer_train(t, t->env_steps + per_update);
+        unsetenv("FAKE_CUDA_FAIL_SYNC");
+        ck_assert_msg(st == FRL_ERR_DEVICE, "sync %d: %s", n, frl_status_name(st));
+        ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t), "injected device failure"));
+        ck_assert_uint_eq(frl_policy_version(t->policy), version);
+        ck_assert_int_eq(memcmp(before, t->policy->params, sizeof(float) * np), 0);
+        /* A failed rollout is given back and a failed update drops its rollout (its steps
+         * stay counted); either way the next call runs one whole update. */
+        ck_assert_msg(frl_trainer_train(t, t->env_steps + per_update) == FRL_OK,
+                      "after sync %d: %s", n, frl_trainer_last_error(t));
+        ck_assert_uint_eq(frl_policy_version(t->policy), version + 1);
+    }
+    /* acting through the public API */
+    float obs[4] = {0.01f, 0.02f, 0.03f, 0.04f};
+    int32_t action;
+    frl_act_args a;
+    frl_act_args_init(&a);
+    a.batch = 1;
+    a.observations = obs;
+    a.actions = &action;
+    setenv("FAKE_CUDA_FAIL_SYNC", "1", 1);
+    ck_assert_int_eq(frl_policy_act(t->policy, &a), FRL_ERR_DEVICE);
+    unsetenv("FAKE_CUDA_FAIL_SYNC");
+    ck_assert_int_eq(frl_policy_act(t->policy, &a), FRL_OK);
+    free(before);
+    destroy_trainer(t);
+}
+END_TEST
+
+/* The asynchronous sampler with the device learner (inference stays on the CPU). */
+START_TEST(async_with_device_learner)
+{
+    frl_runtime *rt = runtime_on("cuda", 2);
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.target_return=475");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_ptr_nonnull(t->ppo.dev);
+    frl_status st = frl_trainer_train(t, 500000);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    printf("async CartPole-v1, device learner: mean return %.1f after %lld steps, lag %.2f\n",
+           m->mean_return, (long long)m->env_steps, m->policy_lag_mean);
+    ck_assert_msg(st == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert(m->mean_return >= 475);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cuda_host");
+    TCase *tc = tcase_create("host plugin");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, device_is_the_host_plugin);
+    tcase_add_test(tc, act_matches_cpu);
+    tcase_add_test(tc, learner_matches_cpu);
+    tcase_add_test(tc, learns_cartpole);
+    tcase_add_test(tc, save_and_load_on_device);
+    tcase_add_test(tc, device_failures_are_reported);
+    tcase_add_test(tc, async_with_device_learner);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
