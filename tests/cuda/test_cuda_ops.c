@@ -159,6 +159,8 @@ typedef struct check {
 } check;
 
 static void check_start(check *c, const char *op, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void check_start(check *c, const char *op, const char *fmt, ...)
 {
     char label[80];
     va_list ap;
