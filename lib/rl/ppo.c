@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "core/rng.h"
+#include "cuda/dev_math.h"
 #include "rl/heads.h"
 #include "rl/ppo.h"
 #include "rl/vtrace.h"
@@ -193,26 +194,11 @@ void frl_ppo_advantages(frl_ppo *l, int32_t slot)
     const uint8_t *term = frl_ring_at(l->ring, slot, FRL_RING_TERMINATED);
     const uint8_t *trunc = frl_ring_at(l->ring, slot, FRL_RING_TRUNCATED);
     const uint8_t *reset = frl_ring_at(l->ring, slot, FRL_RING_RESET_STEPS);
-    double g = l->s.gamma, gl = l->s.gamma * l->s.lambda;
-    for (int32_t b = 0; b < l->B; b++) {
-        double next_v = l->vboot[b], next_adv = 0;
-        for (int32_t t = l->T - 1; t >= 0; t--) {
-            size_t i = (size_t)t * (size_t)l->B + (size_t)b;
-            l->valid[i] = !reset[i];
-            if (reset[i]) {
-                l->adv[i] = l->ret[i] = 0;
-                next_v = v[i];
-                next_adv = 0;
-                continue;
-            }
-            double delta = r[i] + g * next_v * (1 - term[i]) - v[i];
-            double adv = delta + gl * (1 - (term[i] | trunc[i])) * next_adv;
-            l->adv[i] = (float)adv;
-            l->ret[i] = (float)(adv + v[i]);
-            next_adv = adv;
-            next_v = v[i];
-        }
-    }
+    const frl_dm_adv_params p = {l->s.gamma, l->s.lambda, l->s.rho_bar, l->s.c_bar, 0};
+    /* The device learner's GAE column (lib/cuda/dev_math.h): one arithmetic for both. */
+    for (int32_t b = 0; b < l->B; b++)
+        frl_dm_gae_column(l->T, l->B, b, r, v, term, trunc, reset, l->vboot[b], &p, l->adv,
+                          l->ret, l->valid);
 }
 
 /* ---- one shard: forward, loss gradient, backward ---- */
