@@ -286,7 +286,8 @@ START_TEST(device_failures_are_reported)
 }
 END_TEST
 
-/* The asynchronous sampler with the device learner (inference stays on the CPU). */
+/* The asynchronous sampler on the device: inference on its own model, learning on the
+ * trainer's. */
 START_TEST(async_with_device_learner)
 {
     frl_runtime *rt = runtime_on("cuda", 2);
@@ -296,12 +297,84 @@ START_TEST(async_with_device_learner)
     ck_assert_ptr_nonnull(t->ppo.dev);
     frl_status st = frl_trainer_train(t, learning_budget(500000, "async_with_device_learner"));
     const frl_metrics *m = frl_trainer_metrics(t);
-    printf("async CartPole-v1, device learner: mean return %.1f after %lld steps, lag %.2f\n",
+    printf("async CartPole-v1, device inference and learner: mean return %.1f after %lld steps, lag %.2f\n",
            m->mean_return, (long long)m->env_steps, m->policy_lag_mean);
     ck_assert_msg(st == FRL_OK, "%s", frl_trainer_last_error(t));
     ck_assert(quick() || m->mean_return >= 475);
     frl_trainer_destroy(t);
     frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* An async trainer on the device and one on the CPU act the first rollout on version 0
+ * with the same bits (the env streams do not depend on batching), so their first
+ * updates agree as the sync learners do. Groups of 3 make batches of several groups. */
+START_TEST(async_device_acts_as_cpu)
+{
+    const char *set = "sampler.mode=async sampler.groups=3 train.num_envs=12";
+    frl_trainer *c = trainer_on("cpu", "CartPole-v1", set), *d = trainer_on("cuda", "CartPole-v1", set);
+    int64_t steps = (int64_t)c->T * c->B;
+    ck_assert_int_eq(frl_trainer_train(c, steps), FRL_OK);
+    ck_assert_msg(frl_trainer_train(d, steps) == FRL_OK, "%s", frl_trainer_last_error(d));
+    double gap = param_gap(c->policy, d->policy);
+    printf("async CartPole-v1, 3 groups: first update on the device vs the CPU, parameter gap "
+           "%.3g\n", gap);
+    ck_assert_uint_eq(frl_policy_version(c->policy), 1);
+    ck_assert_uint_eq(frl_policy_version(d->policy), 1);
+    ck_assert_msg(gap < 1e-4, "parameter gap %g", gap);
+    destroy_trainer(c);
+    destroy_trainer(d);
+}
+END_TEST
+
+/* A device failure while the async sampler infers ends the train call with
+ * FRL_ERR_DEVICE and the inference's sentence; the next call trains on. */
+START_TEST(async_device_failure)
+{
+    frl_trainer *t = trainer_on("cuda", "CartPole-v1", "sampler.mode=async sampler.groups=2");
+    int64_t per_update = (int64_t)t->T * t->B;
+    ck_assert_int_eq(frl_trainer_train(t, per_update), FRL_OK);
+    uint64_t version = frl_policy_version(t->policy);
+    setenv("FAKE_CUDA_FAIL_SYNC", "1", 1);
+    frl_status st = frl_trainer_train(t, t->env_steps + 4 * per_update);
+    unsetenv("FAKE_CUDA_FAIL_SYNC");
+    const char *msg = frl_trainer_last_error(t);
+    printf("async, injected failure: %s: %s\n", frl_status_name(st), msg);
+    ck_assert_int_eq(st, FRL_ERR_DEVICE);
+    ck_assert_ptr_nonnull(strstr(msg, "injected device failure"));
+    ck_assert_ptr_nonnull(strstr(msg, "async sampler"));
+    ck_assert_msg(frl_trainer_train(t, t->env_steps + 2 * per_update) == FRL_OK, "%s",
+                  frl_trainer_last_error(t));
+    ck_assert_uint_gt(frl_policy_version(t->policy), version);
+    destroy_trainer(t);
+}
+END_TEST
+
+/* On a CUDA runtime the ring and the inference buffers are page-locked; when the system
+ * has no locked memory to give, creating them fails with the reason, and nothing leaks
+ * (the sanitizer builds check). */
+START_TEST(no_pinned_memory)
+{
+    frl_runtime *rt = runtime_on("cuda", 1);
+    frl_space *os, *as;
+    int64_t shape = 4;
+    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &shape, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
+    setenv("FAKE_CUDA_NO_PINNED", "1", 1);
+    frl_ring *r = NULL;
+    ck_assert_int_eq(frl_ring_create(&r, rt, 2, 8, 4, os, as), FRL_ERR_NOMEM);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "FAKE_CUDA_NO_PINNED"));
+    frl_trainer *t = NULL;
+    frl_status st = frl_trainer_create(&t, rt, "CartPole-v1", NULL);
+    printf("trainer without page-locked memory: %s: %s\n", frl_status_name(st), frl_last_error());
+    ck_assert_int_eq(st, FRL_ERR_NOMEM);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "FAKE_CUDA_NO_PINNED"));
+    unsetenv("FAKE_CUDA_NO_PINNED");
+    ck_assert_int_eq(frl_ring_create(&r, rt, 2, 8, 4, os, as), FRL_OK);
+    frl_ring_destroy(r);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
     frl_runtime_destroy(rt);
 }
 END_TEST
@@ -318,6 +391,9 @@ int main(void)
     tcase_add_test(tc, save_and_load_on_device);
     tcase_add_test(tc, device_failures_are_reported);
     tcase_add_test(tc, async_with_device_learner);
+    tcase_add_test(tc, async_device_acts_as_cpu);
+    tcase_add_test(tc, async_device_failure);
+    tcase_add_test(tc, no_pinned_memory);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -281,7 +281,11 @@ static int32_t max_batch(const opts *o)
  * DMA, as the trainer's are), else plain malloc; *pinned says which. */
 static float *host_floats(bench *b, size_t n, int *pinned)
 {
-    float *p = b->p->alloc_pinned ? b->p->alloc_pinned(b->ctx, sizeof(float) * n) : NULL;
+    char why[256] = "";
+    float *p = b->p->alloc_pinned ? b->p->alloc_pinned(b->ctx, sizeof(float) * n, why, sizeof why)
+                                  : NULL;
+    if (!p && why[0])
+        fprintf(stderr, "note: %s; using malloc (the copies then stage through the driver)\n", why);
     *pinned = p != NULL;
     return p ? p : malloc(sizeof(float) * n);
 }

@@ -158,3 +158,35 @@ void frl_device_close(frl_device *d)
     d->plugin = NULL;
     d->kind = FRL_DEVICE_CPU;
 }
+
+/* The plugins of tests may leave out pinned memory: their runtimes use the allocator. */
+static const frl_cuda_plugin *pinning(const frl_device *d)
+{
+    const frl_cuda_plugin *p = d->kind == FRL_DEVICE_CUDA ? d->plugin : NULL;
+    return p && p->alloc_pinned && p->free_pinned ? p : NULL;
+}
+
+void *frl_device_host_alloc(const frl_device *d, const frl_allocator *al, size_t bytes,
+                            char *why, size_t size)
+{
+    const frl_cuda_plugin *p = pinning(d);
+    if (!p) {
+        void *mem = frl_alloc(al, bytes, 4096);
+        if (!mem)
+            snprintf(why, size, "out of memory for %zu bytes", bytes);
+        return mem;
+    }
+    void *mem = p->alloc_pinned(d->ctx, bytes, why, size);
+    if (mem)
+        memset(mem, 0, bytes);
+    return mem;
+}
+
+void frl_device_host_free(const frl_device *d, const frl_allocator *al, void *mem)
+{
+    const frl_cuda_plugin *p = pinning(d);
+    if (!p)
+        frl_free(al, mem);
+    else if (mem)
+        p->free_pinned(d->ctx, mem);
+}

@@ -2,8 +2,10 @@
 #ifndef FRL_CORE_DEVICE_H
 #define FRL_CORE_DEVICE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "fastrl.h"
 
@@ -23,5 +25,14 @@ typedef struct frl_device {
  * the reason in d->note. */
 frl_status frl_device_open(frl_device *d, int64_t choice, int tf32, char *err);
 void frl_device_close(frl_device *d);
+
+/* Host memory for buffers that cross to the device (ring slots, inference inputs and
+ * outputs): page-locked through the plugin on a CUDA device, so the copies run
+ * asynchronously and without a staging copy in the driver; from the allocator al
+ * otherwise. Zeroed, aligned to 4096. NULL when there is none, with the reason in why.
+ * Free with frl_device_host_free on the same device and allocator. */
+void *frl_device_host_alloc(const frl_device *d, const frl_allocator *al, size_t bytes,
+                            char *why, size_t size);
+void frl_device_host_free(const frl_device *d, const frl_allocator *al, void *p);
 
 #endif

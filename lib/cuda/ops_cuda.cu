@@ -250,10 +250,12 @@ static void *alloc_pinned(frl_dev *d, size_t bytes)
 {
     void *p = NULL;
     enter(d);
-    if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault) != cudaSuccess) {
-        cudaGetLastError();
+    char what[64];
+    snprintf(what, sizeof what, "%zu bytes of page-locked host memory", bytes);
+    // The reason waits for the next sync, where the plugin fetches it for its caller.
+    if (check_rt(d, cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault), "cudaHostAlloc",
+                 what))
         return NULL;
-    }
     return p;
 }
 

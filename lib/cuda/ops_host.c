@@ -4,7 +4,8 @@
  * networks and learner (and the core's dispatch to them) on machines without a GPU.
  * FAKE_CUDA=nodevice makes its probe fail as a machine without a device would, and
  * FAKE_CUDA_FAIL_SYNC=n makes the process's n-th sync from then on report a device
- * failure (the tests' stand-in for an Xid error or a lost device). */
+ * failure (the tests' stand-in for an Xid error or a lost device), and
+ * FAKE_CUDA_NO_PINNED=1 makes page-locked allocations fail (the locked-memory limit). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -72,6 +73,17 @@ static void release_mem(frl_dev *d, void *p)
 {
     (void)d;
     free(p);
+}
+
+static void *alloc_pinned(frl_dev *d, size_t bytes)
+{
+    const char *v = getenv("FAKE_CUDA_NO_PINNED");
+    if (v && v[0] == '1') {
+        snprintf(d->err, sizeof d->err, "page-locked allocation of %zu bytes refused "
+                 "(FAKE_CUDA_NO_PINNED)", bytes);
+        return NULL;
+    }
+    return alloc_mem(d, bytes);
 }
 
 static void move_bytes(frl_dev *d, void *dst, const void *src, size_t bytes)
@@ -304,7 +316,7 @@ const frl_dev_ops frl_dev_ops_host = {
     .close = close_dev,
     .alloc = alloc_mem,
     .release = release_mem,
-    .alloc_pinned = alloc_mem,
+    .alloc_pinned = alloc_pinned,
     .release_pinned = release_mem,
     .put = move_bytes,
     .get = move_bytes,

@@ -13,8 +13,11 @@
 
 static const frl_dev_ops *const ops = &FRL_DEV_OPS;
 
+/* A context: the device and its settings, and one stream of its own for pinned memory.
+ * Each model opens its own stream on the same device (one per role). */
 typedef struct context {
     frl_dev *d;
+    int32_t device, tf32;
 } context;
 
 /* A model: the networks, an inference workspace of max_rows rows and its input. */
@@ -34,6 +37,8 @@ static int ctx_open(void **out, int32_t device, int32_t tf32, char *err, size_t 
         free(c);
         return 1;
     }
+    c->device = device;
+    c->tf32 = tf32;
     *out = c;
     return 0;
 }
@@ -46,9 +51,14 @@ static void ctx_close(void *p)
     free(c);
 }
 
-static void *pinned(void *p, size_t bytes)
+static void *pinned(void *p, size_t bytes, char *err, size_t err_size)
 {
-    return ops->alloc_pinned(((context *)p)->d, bytes);
+    frl_dev *d = ((context *)p)->d;
+    void *mem = ops->alloc_pinned(d, bytes);
+    /* The ops keep the driver's reason as the context's pending failure. */
+    if (!mem && ops->sync(d, err, err_size) == 0)
+        snprintf(err, err_size, "no page-locked host memory for %zu bytes", bytes);
+    return mem;
 }
 
 static void unpin(void *p, void *mem)
@@ -67,6 +77,7 @@ static void model_destroy(void *p)
     ops->release(d, m->net.norm_inv_std);
     ops->release(d, m->obs);
     ops->release(d, m->ws);
+    ops->close(d);
     free(m);
 }
 
@@ -99,8 +110,12 @@ static int model_create(void *ctx, const frl_cuda_net_desc *desc, void **out, ch
         snprintf(err, err_size, "out of host memory");
         return 1;
     }
+    const context *c = ctx;
+    if (ops->open(&m->net.d, c->device, c->tf32, err, err_size)) {
+        free(m);
+        return 1;
+    }
     m->net.ops = ops;
-    m->net.d = ((context *)ctx)->d;
     m->net.desc = *desc;
     if (model_alloc(m, err, err_size)) {
         model_destroy(m);

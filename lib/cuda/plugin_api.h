@@ -8,7 +8,13 @@
  * over them. The core keeps the algorithm's control (epochs, shuffles, learning-rate
  * schedule, early stop, statistics) and a host copy of the parameters, refreshed after
  * every update, so saving, acting through the public API and the metrics work as on
- * the CPU. Calls return 0 on success, else nonzero with a sentence in err. */
+ * the CPU. Calls return 0 on success, else nonzero with a sentence in err.
+ *
+ * Streams: every model has its own stream (and cuBLAS handle), and its learner runs on
+ * the model's stream. A role is a model: the trainer's model carries the learner, and the
+ * asynchronous sampler infers on a second model, so inference runs beside the learner's
+ * epochs instead of queueing behind them. One host thread at a time per model; two
+ * models may be driven from two threads. */
 #ifndef FRL_CUDA_PLUGIN_API_H
 #define FRL_CUDA_PLUGIN_API_H
 
@@ -18,7 +24,7 @@
 #include "cuda/dev_math.h"
 #include "nn/mlp.h"
 
-#define FRL_CUDA_PLUGIN_ABI 2u
+#define FRL_CUDA_PLUGIN_ABI 3u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
 #define FRL_CUDA_PLUGIN_FILE "libfastrl-cuda.so.0"
 
@@ -71,16 +77,17 @@ typedef struct frl_cuda_plugin {
     int (*describe)(int32_t index, char *name, size_t name_size, int32_t *cc_major,
                     int32_t *cc_minor, uint64_t *memory_bytes);
 
-    /* A context on device `device` (its stream and handles); tf32 != 0 allows
-     * TensorFloat-32 in the products. */
+    /* A context on device `device`; tf32 != 0 allows TensorFloat-32 in the products of
+     * every model created in it. */
     int (*open)(void **ctx, int32_t device, int32_t tf32, char *err, size_t err_size);
     void (*close)(void *ctx);
-    /* Page-locked host memory (transfers from it overlap work); NULL when out. */
-    void *(*alloc_pinned)(void *ctx, size_t bytes);
+    /* Page-locked host memory, from which transfers run asynchronously; NULL with a
+     * sentence in err when there is none. Any thread. */
+    void *(*alloc_pinned)(void *ctx, size_t bytes, char *err, size_t err_size);
     void (*free_pinned)(void *ctx, void *p);
 
-    /* A model: the parameters, the frozen observation normaliser and an inference
-     * workspace of d->max_rows rows, on the device. */
+    /* A model: its stream, the parameters, the frozen observation normaliser and an
+     * inference workspace of d->max_rows rows, on the device. */
     int (*model_create)(void *ctx, const frl_cuda_net_desc *d, void **model, char *err,
                         size_t err_size);
     void (*model_destroy)(void *model);
@@ -89,7 +96,9 @@ typedef struct frl_cuda_plugin {
     int (*model_load)(void *model, const float *params, const float *norm_mean,
                       const float *norm_inv_std, float norm_clip, char *err, size_t err_size);
     /* Forward rows <= max_rows host observations: out [rows x out_w] (logits or means)
-     * and, when value is not NULL, the critic's values [rows], into host memory. */
+     * and, when value is not NULL, the critic's values [rows], into host memory. The
+     * upload, the layers and the download are queued on the model's stream and waited
+     * for once; from page-locked obs and out the copies run without staging. */
     int (*model_forward)(void *model, int32_t rows, const float *obs, float *out,
                          float *value, char *err, size_t err_size);
 

@@ -113,6 +113,18 @@ frl_status frl_policy_device_refresh(frl_policy *p, char *err);
  * is not NULL, value [rows], in chunks of p->dev_rows. One caller at a time. */
 frl_status frl_policy_device_forward(frl_policy *p, int64_t rows, const float *obs, float *out,
                                      float *value, char *err);
+/* Another model of p's networks on the device, taking up to rows rows a forward: its
+ * own stream, so it can infer while p's model learns (the async sampler's inference
+ * role). Destroy it with the plugin's model_destroy. */
+frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, void **model,
+                                   const char *who);
+/* Upload parameters and the frozen normaliser (either may be NULL: kept) into model. */
+frl_status frl_policy_device_load(const frl_policy *p, void *model, const float *params,
+                                  const float *norm_mean, const float *norm_inv_std, char *err);
+/* Forward rows observations on model, max_rows at a time, as frl_policy_device_forward. */
+frl_status frl_policy_device_infer(const frl_policy *p, void *model, int32_t max_rows,
+                                   int64_t rows, const float *obs, float *out, float *value,
+                                   char *err);
 /* The plugin table of the policy's runtime. */
 const struct frl_cuda_plugin *frl_policy_plugin(const frl_policy *p);
 

@@ -1,4 +1,5 @@
 /* frl_ring: one arena of fixed-size slots with explicit states. */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/space.h"
@@ -96,14 +97,20 @@ FRL_API frl_status frl_ring_create(frl_ring **out, frl_runtime *rt, int32_t slot
     r->obs_w = (int32_t)o->n;
     r->discrete = a->kind == FRL_SPACE_DISCRETE;
     r->act_w = r->discrete ? 1 : (int32_t)a->n;
-    r->arena = frl_alloc(&rt->alloc, (size_t)slots * slot_bytes(b), 4096);
+    /* On a CUDA runtime the slots are page-locked: observations go to the device
+     * straight from a slot, and a rollout to the device learner, asynchronously. */
+    char why[FRL_ERRMSG_SIZE / 2] = "";
+    r->arena = frl_device_host_alloc(&rt->device, &rt->alloc, (size_t)slots * slot_bytes(b),
+                                     why, sizeof why);
     r->slot = frl_alloc(&rt->alloc, sizeof(frl_ring_slot) * (size_t)slots, FRL_CACHE_LINE);
     if (!r->arena || !r->slot) {
-        frl_free(&rt->alloc, r->arena);
+        if (r->arena || !why[0])
+            snprintf(why, sizeof why, "out of memory");
+        frl_device_host_free(&rt->device, &rt->alloc, r->arena);
         frl_free(&rt->alloc, r->slot);
         frl_free(&rt->alloc, r);
-        return frl_fail(NULL, FRL_ERR_NOMEM, "frl_ring_create: out of memory for %d slots of "
-                        "%zu bytes", (int)slots, slot_bytes(b));
+        return frl_fail(NULL, FRL_ERR_NOMEM, "frl_ring_create: %d slots of %zu bytes: %s",
+                        (int)slots, slot_bytes(b), why);
     }
     carve_slots(r, b);
     pthread_mutex_init(&r->lock, NULL);
@@ -116,7 +123,7 @@ FRL_API void frl_ring_destroy(frl_ring *r)
     if (!r)
         return;
     pthread_mutex_destroy(&r->lock);
-    frl_free(&r->rt->alloc, r->arena);
+    frl_device_host_free(&r->rt->device, &r->rt->alloc, r->arena);
     frl_free(&r->rt->alloc, r->slot);
     frl_free(&r->rt->alloc, r);
 }

@@ -65,10 +65,11 @@ static frl_status alloc_device_outputs(frl_trainer *t)
 {
     const frl_policy *p = t->policy;
     size_t bytes = sizeof(float) * (size_t)t->B * (size_t)p->out_w;
-    t->dev_out = frl_policy_plugin(p)->alloc_pinned(t->rt->device.ctx, bytes);
+    char why[FRL_ERRMSG_SIZE / 2] = "";
+    t->dev_out = frl_device_host_alloc(&t->rt->device, &t->rt->alloc, bytes, why, sizeof why);
     if (!t->dev_out)
-        return frl_fail(t->err, FRL_ERR_NOMEM, "out of pinned host memory for %d envs' actions",
-                        (int)t->B);
+        return frl_fail(t->err, FRL_ERR_NOMEM, "the outputs of %d envs' inference: %s",
+                        (int)t->B, why);
     return FRL_OK;
 }
 
@@ -299,7 +300,7 @@ FRL_API void frl_trainer_destroy(frl_trainer *t)
     if (t->ppo.rt)
         frl_ppo_free(&t->ppo);
     if (t->dev_out)
-        frl_policy_plugin(t->policy)->free_pinned(t->rt->device.ctx, t->dev_out);
+        frl_device_host_free(&t->rt->device, &t->rt->alloc, t->dev_out);
     frl_ring_destroy(t->ring);
     frl_policy_destroy(t->policy);
     if (t->own_venv)

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda/plugin_api.h"
 #include "rl/trainer.h"
 #include "rl/weights.h"
 
@@ -84,10 +85,19 @@ typedef struct frl_async {
     int32_t ready;         /* committed, not yet taken by the learner */
     int32_t serial_steps;  /* host batch callbacks: one STEP at a time */
     int32_t stepping;      /* STEP tasks running */
-    int32_t sampler_failed; /* a STEP failed: its rollouts are abandoned at the end */
+    int32_t sampler_failed; /* a STEP or ACT failed: its rollouts are abandoned at the end */
     frl_weights w;
     int32_t threads, chunk;
     act_scratch *scratch;
+    /* runtime.device=cuda: inference on a model of its own (its own stream, so batches
+     * run beside the learner's epochs), one batch at a time, between page-locked
+     * buffers; a single group's observations go up straight from the (page-locked) ring
+     * slot. */
+    void *dev;
+    int32_t dev_rows;
+    float *dev_obs, *dev_out;
+    uint64_t dev_version;  /* of the acting weights in dev; ~0: must upload */
+    int32_t dev_acting;    /* a device batch is running */
     double busy_env, busy_act, learner_wait; /* seconds since the last update */
 } frl_async;
 
@@ -130,6 +140,37 @@ static void init_groups(frl_async *a)
         a->open[i].seq = -1;
 }
 
+static frl_status open_device(frl_async *a)
+{
+    frl_trainer *t = a->t;
+    const frl_policy *p = t->policy;
+    a->dev_rows = t->B < p->dev_rows ? t->B : p->dev_rows;
+    a->dev_version = ~(uint64_t)0;
+    frl_status st = frl_policy_device_model(p, a->dev_rows, &a->dev, "async sampler");
+    if (st != FRL_OK)
+        return frl_fail_msg(t->err, st, frl_last_error());
+    const frl_device *d = &t->rt->device;
+    char why[FRL_ERRMSG_SIZE / 2] = "";
+    size_t B = (size_t)t->B, f = sizeof(float);
+    a->dev_obs = frl_device_host_alloc(d, &t->rt->alloc, f * B * (size_t)p->obs_w, why, sizeof why);
+    if (a->dev_obs)
+        a->dev_out = frl_device_host_alloc(d, &t->rt->alloc, f * B * (size_t)p->out_w, why,
+                                           sizeof why);
+    if (!a->dev_out)
+        return frl_fail(t->err, FRL_ERR_NOMEM, "async sampler: buffers of device inference: %s",
+                        why);
+    return FRL_OK;
+}
+
+static void close_device(frl_async *a)
+{
+    frl_trainer *t = a->t;
+    frl_device_host_free(&t->rt->device, &t->rt->alloc, a->dev_obs);
+    frl_device_host_free(&t->rt->device, &t->rt->alloc, a->dev_out);
+    if (a->dev)
+        frl_policy_plugin(t->policy)->model_destroy(a->dev);
+}
+
 frl_status frl_async_create(struct frl_async **out, frl_trainer *t)
 {
     frl_allocator *al = &t->rt->alloc;
@@ -150,6 +191,8 @@ frl_status frl_async_create(struct frl_async **out, frl_trainer *t)
     frl_status st = alloc_scratch(a, t->policy, t->err);
     if (st == FRL_OK)
         st = frl_weights_init(&a->w, al, t->policy, t->err);
+    if (st == FRL_OK && t->policy->dev)
+        st = open_device(a);
     return st;
 }
 
@@ -158,6 +201,7 @@ void frl_async_destroy(struct frl_async *a)
     if (!a)
         return;
     frl_allocator *al = &a->t->rt->alloc;
+    close_device(a);
     frl_weights_free(&a->w);
     for (int32_t i = 0; a->scratch && i < a->threads; i++) {
         frl_free(al, a->scratch[i].obs);
@@ -277,6 +321,8 @@ static int take_step(frl_async *a, task *k)
 static int take_act(frl_async *a, task *k, int32_t thread)
 {
     int32_t n = 0;
+    if (a->dev_acting)
+        return 0; /* the device model takes one batch at a time */
     for (int32_t gi = 0; gi < a->t->groups; gi++) {
         group *g = &a->g[gi];
         if (g->phase == PH_OPEN)
@@ -288,6 +334,7 @@ static int take_act(frl_async *a, task *k, int32_t thread)
     }
     k->kind = n ? TASK_ACT : TASK_NONE;
     k->count = n;
+    a->dev_acting = a->dev && n > 0;
     return n > 0;
 }
 
@@ -323,44 +370,108 @@ static void act_row(frl_async *a, const frl_weights_view *wv, int32_t gi, int32_
     frl_trainer_env_action(t, gi, local, act);
 }
 
-/* One batch: the gathered groups' observations, in group order. */
-static void act_batch(frl_async *a, const task *k, int32_t thread, uint64_t *version)
+/* The batch's observations, in group order: stored in the groups' rows of their slots,
+ * and gathered into buf when there are several groups. */
+static const float *gather_obs(frl_async *a, const task *k, int32_t thread, float *buf,
+                               int32_t *rows)
 {
-    frl_trainer *t = a->t;
-    const frl_policy *p = t->policy;
-    act_scratch *sc = &a->scratch[thread];
-    size_t ow = (size_t)p->obs_w;
-    const float *obs = NULL;
-    int32_t rows = 0;
+    const frl_trainer *t = a->t;
+    size_t ow = (size_t)t->policy->obs_w;
+    const int32_t *picked = a->scratch[thread].picked;
+    const float *one = NULL;
+    int32_t n = 0;
     for (int32_t i = 0; i < k->count; i++) {
-        int32_t gi = sc->picked[i], n = t->venvs[gi]->n;
+        int32_t gi = picked[i], m = t->venvs[gi]->n;
         const float *src = store_obs(a, gi);
         if (k->count == 1)
-            obs = src;
+            one = src;
         else
-            memcpy(sc->obs + (size_t)rows * ow, src, sizeof(float) * (size_t)n * ow);
-        rows += n;
+            memcpy(buf + (size_t)n * ow, src, sizeof(float) * (size_t)m * ow);
+        n += m;
     }
-    obs = k->count == 1 ? obs : sc->obs;
-    frl_weights_view wv;
-    frl_weights_pin(&t->as->w, p, &wv);
-    *version = wv.version;
-    int32_t pi = 0, local = 0;
+    *rows = n;
+    return k->count == 1 ? one : buf;
+}
+
+/* Where the next row of the batch goes: a group and an env in it. */
+typedef struct row_cursor {
+    int32_t pi, local;
+} row_cursor;
+
+/* Sample n rows of head outputs out [n x out_w], continuing at *c. */
+static void sample_rows(frl_async *a, const frl_weights_view *wv, const int32_t *picked,
+                        int32_t n, const float *out, row_cursor *c)
+{
+    const frl_trainer *t = a->t;
+    size_t ow = (size_t)t->policy->out_w;
+    for (int32_t r = 0; r < n; r++) {
+        act_row(a, wv, picked[c->pi], c->local, out + (size_t)r * ow);
+        if (++c->local == t->venvs[picked[c->pi]]->n) {
+            c->pi++;
+            c->local = 0;
+        }
+    }
+}
+
+static void act_batch_cpu(frl_async *a, const task *k, int32_t thread,
+                          const frl_weights_view *wv)
+{
+    const frl_policy *p = a->t->policy;
+    act_scratch *sc = &a->scratch[thread];
+    int32_t rows;
+    const float *obs = gather_obs(a, k, thread, sc->obs, &rows);
+    row_cursor c = {0, 0};
     for (int32_t first = 0; first < rows; first += a->chunk) {
         int32_t n = rows - first < a->chunk ? rows - first : a->chunk;
         frl_pass f;
         frl_policy_pass_layout(p, n, 0, sc->ws, &f);
-        f.norm = &wv.norm;
-        frl_policy_forward_heads(p, wv.params, n, obs + (size_t)first * ow, &f, FRL_HEAD_ACTOR);
-        for (int32_t r = 0; r < n; r++) {
-            act_row(a, &wv, sc->picked[pi], local, f.out + (size_t)r * (size_t)p->out_w);
-            if (++local == t->venvs[sc->picked[pi]]->n) {
-                pi++;
-                local = 0;
-            }
-        }
+        f.norm = &wv->norm;
+        frl_policy_forward_heads(p, wv->params, n, obs + (size_t)first * (size_t)p->obs_w, &f,
+                                 FRL_HEAD_ACTOR);
+        sample_rows(a, wv, sc->picked, n, f.out, &c);
     }
-    frl_weights_unpin(&t->as->w, &wv);
+}
+
+/* The batch on the device model, uploading the acting weights when they moved on. The
+ * heads are sampled on the host, from the same streams as on the CPU. */
+static frl_status act_batch_device(frl_async *a, const task *k, int32_t thread,
+                                   const frl_weights_view *wv, char *err)
+{
+    const frl_policy *p = a->t->policy;
+    int32_t rows;
+    const float *obs = gather_obs(a, k, thread, a->dev_obs, &rows);
+    frl_status st = FRL_OK;
+    if (a->dev_version != wv->version) {
+        int norm = p->obs_norm;
+        st = frl_policy_device_load(p, a->dev, wv->params, norm ? wv->norm.use_mean : NULL,
+                                    norm ? wv->norm.use_inv_std : NULL, err);
+        a->dev_version = st == FRL_OK ? wv->version : ~(uint64_t)0;
+    }
+    if (st == FRL_OK)
+        st = frl_policy_device_infer(p, a->dev, a->dev_rows, rows, obs, a->dev_out, NULL, err);
+    if (st != FRL_OK) {
+        a->dev_version = ~(uint64_t)0; /* the device's copy may be half written */
+        return st;
+    }
+    row_cursor c = {0, 0};
+    sample_rows(a, wv, a->scratch[thread].picked, rows, a->dev_out, &c);
+    return FRL_OK;
+}
+
+/* One batch on the acting weights; *version: theirs. */
+static frl_status act_batch(frl_async *a, const task *k, int32_t thread, uint64_t *version,
+                            char *err)
+{
+    frl_weights_view wv;
+    frl_weights_pin(&a->w, a->t->policy, &wv);
+    *version = wv.version;
+    frl_status st = FRL_OK;
+    if (a->dev)
+        st = act_batch_device(a, k, thread, &wv, err);
+    else
+        act_batch_cpu(a, k, thread, &wv);
+    frl_weights_unpin(&a->w, &wv);
+    return st;
 }
 
 static void act_done(frl_async *a, const task *k, int32_t thread, uint64_t version)
@@ -398,16 +509,30 @@ static void fail_locked(frl_run *r, int32_t member, frl_status st, const char *m
     r->stop = 1;
 }
 
+/* A device batch failed: its groups wait to act again, and their rollouts are given
+ * back at the end of the run (the envs are untouched, so no reset is needed). */
+static void act_failed(frl_async *a, const task *k, int32_t thread, frl_status st,
+                       const char *msg)
+{
+    for (int32_t i = 0; i < k->count; i++)
+        a->g[a->scratch[thread].picked[i]].phase = PH_ACT;
+    a->sampler_failed = 1;
+    char full[FRL_ERRMSG_SIZE];
+    snprintf(full, sizeof full, "async sampler: %s", msg);
+    fail_locked(a->run, a->index, st, full);
+}
+
 /* Run a sampling task without the lock; account for it with the lock. */
 static void run_sampling(frl_async *a, const task *k, int32_t thread)
 {
     double t0 = frl_now();
     frl_status st = FRL_OK;
     uint64_t version = 0;
+    char err[FRL_ERRMSG_SIZE] = "";
     if (k->kind == TASK_STEP)
         st = frl_vec_env_step(a->t->venvs[k->group]);
     else
-        act_batch(a, k, thread, &version);
+        st = act_batch(a, k, thread, &version, err);
     double dt = frl_now() - t0;
     pthread_mutex_lock(&a->run->lock);
     if (k->kind == TASK_STEP) {
@@ -423,7 +548,11 @@ static void run_sampling(frl_async *a, const task *k, int32_t thread)
         }
     } else {
         a->busy_act += dt;
-        act_done(a, k, thread, version);
+        a->dev_acting = 0;
+        if (st == FRL_OK)
+            act_done(a, k, thread, version);
+        else
+            act_failed(a, k, thread, st, err);
     }
     notify(a->run);
 }
