@@ -8,7 +8,11 @@
  * element depends only on the inputs of that element, never on m, on the row's
  * position or on how rows are blocked. Reductions over k (forward, input gradient)
  * and over rows (weight gradient) run in increasing index order. So splitting a batch
- * into shards changes no result, and a run never depends on the thread count. */
+ * into shards changes no result, and a run never depends on the thread count.
+ *
+ * Shapes: m >= 0 (tests/nn cover m == 0 with accumulation), n >= 1 and k >= 1 (a
+ * layer has inputs and outputs; the SIMD tables size their panels by n and must not
+ * be called with 0). */
 #ifndef FRL_NN_KERNELS_H
 #define FRL_NN_KERNELS_H
 
