@@ -307,24 +307,33 @@ START_TEST(async_with_device_learner)
 }
 END_TEST
 
-/* An async trainer on the device and one on the CPU act the first rollout on version 0
- * with the same bits (the env streams do not depend on batching), so their first
- * updates agree as the sync learners do. Groups of 3 make batches of several groups. */
-START_TEST(async_device_acts_as_cpu)
+/* Async trainers on the device and on the CPU, one thread each (so one schedule): the
+ * device's inference model acts with the CPU's bits on every version it is given (its
+ * parameters and frozen normaliser uploaded as the version moves), so after `updates`
+ * updates the parameters differ only by the learners' rounding. Groups of 3 make
+ * batches of several groups. */
+static void check_async_same(const char *env, const char *settings, int updates)
 {
-    const char *set = "sampler.mode=async sampler.groups=3 train.num_envs=12";
-    frl_trainer *c = trainer_on("cpu", "CartPole-v1", set), *d = trainer_on("cuda", "CartPole-v1", set);
-    int64_t steps = (int64_t)c->T * c->B;
+    frl_trainer *c = trainer_on("cpu", env, settings), *d = trainer_on("cuda", env, settings);
+    updates = quick() ? 1 : updates;
+    int64_t steps = (int64_t)updates * c->T * c->B;
     ck_assert_int_eq(frl_trainer_train(c, steps), FRL_OK);
     ck_assert_msg(frl_trainer_train(d, steps) == FRL_OK, "%s", frl_trainer_last_error(d));
     double gap = param_gap(c->policy, d->policy);
-    printf("async CartPole-v1, 3 groups: first update on the device vs the CPU, parameter gap "
-           "%.3g\n", gap);
-    ck_assert_uint_eq(frl_policy_version(c->policy), 1);
-    ck_assert_uint_eq(frl_policy_version(d->policy), 1);
+    printf("async %s [%s]: %d updates on the device vs the CPU, parameter gap %.3g\n", env,
+           settings, updates, gap);
+    ck_assert_uint_eq(frl_policy_version(c->policy), (uint64_t)updates);
+    ck_assert_uint_eq(frl_policy_version(d->policy), (uint64_t)updates);
     ck_assert_msg(gap < 1e-4, "parameter gap %g", gap);
     destroy_trainer(c);
     destroy_trainer(d);
+}
+
+START_TEST(async_device_acts_as_cpu)
+{
+    check_async_same("CartPole-v1", "sampler.mode=async sampler.groups=3 train.num_envs=12", 3);
+    check_async_same("Pendulum-v1", "sampler.mode=async sampler.groups=2 train.num_envs=4 "
+                     "train.rollout=128 policy.obs_norm=true", 3);
 }
 END_TEST
 
