@@ -127,6 +127,21 @@ typedef struct frl_dev_ops {
      * (frl_clip_scale). c is host memory, sumsq device. */
     void (*adam)(frl_dev *d, int64_t n, float *p, const float *g, float *m, float *v,
                  const frl_dev_adam *c, const double *sumsq);
+
+    /* ---- ordering between streams (roles) ---- */
+    /* An event (NULL when none can be made, the reason kept for the next sync). Any
+     * context on the same device may record or wait on it. */
+    void *(*event_create)(frl_dev *d);
+    void (*event_destroy)(frl_dev *d, void *ev);
+    /* record: ev completes once everything enqueued on d's stream so far has run.
+     * wait: what d's stream runs from now on starts after ev's latest record as of this
+     * call. Neither blocks the host. */
+    void (*record)(frl_dev *d, void *ev);
+    void (*wait)(frl_dev *d, void *ev);
+    /* 0 if everything enqueued since the last sync was queued; else the first failure's
+     * sentence in err, kept for the next sync too. Never waits for the stream, so a
+     * failure while running shows at the next sync only. */
+    int (*check)(frl_dev *d, char *err, size_t err_size);
 } frl_dev_ops;
 
 /* The implementations (each in its own build of the plugin). */

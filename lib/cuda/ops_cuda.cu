@@ -817,6 +817,50 @@ static void adam(frl_dev *d, int64_t n, float *p, const float *g, float *m, floa
     launched(d, "adam");
 }
 
+// ---- ordering between streams ----
+
+static void *event_create(frl_dev *d)
+{
+    cudaEvent_t e = NULL;
+    enter(d);
+    // Timing would make every record a timestamp write; only the ordering is wanted.
+    if (check_rt(d, cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+                 "cudaEventCreateWithFlags", "event_create"))
+        return NULL;
+    return (void *)e;
+}
+
+// A record not yet reached by its stream is released by the driver once it is.
+static void event_destroy(frl_dev *d, void *ev)
+{
+    if (!ev)
+        return;
+    enter(d);
+    check_rt(d, cudaEventDestroy((cudaEvent_t)ev), "cudaEventDestroy", "event_destroy");
+}
+
+static void record(frl_dev *d, void *ev)
+{
+    enter(d);
+    check_rt(d, cudaEventRecord((cudaEvent_t)ev, d->stream), "cudaEventRecord", "record");
+}
+
+static void wait_event(frl_dev *d, void *ev)
+{
+    enter(d);
+    check_rt(d, cudaStreamWaitEvent(d->stream, (cudaEvent_t)ev, 0), "cudaStreamWaitEvent",
+             "wait");
+}
+
+static int check(frl_dev *d, char *err, size_t err_size)
+{
+    if (!d->failed)
+        return 0;
+    if (err && err_size)
+        snprintf(err, err_size, "%s", d->err);
+    return 1;
+}
+
 // Positional (C++17 has no designated initializers): the order of dev_ops.h.
 extern "C" const frl_dev_ops frl_dev_ops_cuda = {
     "cuda",
@@ -847,4 +891,9 @@ extern "C" const frl_dev_ops frl_dev_ops_cuda = {
     col_sums,
     sum_squares,
     adam,
+    event_create,
+    event_destroy,
+    record,
+    wait_event,
+    check,
 };

@@ -308,6 +308,49 @@ static void adam(frl_dev *d, int64_t n, float *p, const float *g, float *m, floa
         frl_dm_adam(p + i, g[i], m + i, v + i, gscale, c->b1, c->b2, c->step, c->rbc2, c->eps);
 }
 
+/* ---- events ----
+ * Host ops run when they are called, so an event is complete once recorded and waiting
+ * has nothing to wait for. What the host can check is the protocol: a wait on an event
+ * that was never recorded waits on nothing on a GPU, so the data it was meant to guard
+ * may not be there yet; here it is a failure. */
+typedef struct host_event {
+    atomic_int recorded;
+} host_event;
+
+static void *event_create(frl_dev *d)
+{
+    host_event *e = calloc(1, sizeof *e);
+    if (!e)
+        snprintf(d->err, sizeof d->err, "out of host memory for an event");
+    return e;
+}
+
+static void event_destroy(frl_dev *d, void *ev)
+{
+    (void)d;
+    free(ev);
+}
+
+static void record(frl_dev *d, void *ev)
+{
+    (void)d;
+    atomic_store(&((host_event *)ev)->recorded, 1);
+}
+
+static void wait_event(frl_dev *d, void *ev)
+{
+    if (!atomic_load(&((host_event *)ev)->recorded) && !d->err[0])
+        snprintf(d->err, sizeof d->err, "waited on an event that was never recorded");
+}
+
+static int check(frl_dev *d, char *err, size_t err_size)
+{
+    if (!d->err[0])
+        return 0;
+    snprintf(err, err_size, "%s", d->err);
+    return 1;
+}
+
 const frl_dev_ops frl_dev_ops_host = {
     .name = "host",
     .probe = probe,
@@ -337,4 +380,9 @@ const frl_dev_ops frl_dev_ops_host = {
     .col_sums = col_sums,
     .sum_squares = sum_squares,
     .adam = adam,
+    .event_create = event_create,
+    .event_destroy = event_destroy,
+    .record = record,
+    .wait = wait_event,
+    .check = check,
 };

@@ -20,10 +20,21 @@ typedef struct context {
     int32_t device, tf32;
 } context;
 
-/* A model: the networks, an inference workspace of max_rows rows and its input. */
+/* A snapshot of a model's parameters and frozen normaliser for another model to take:
+ * buf holds num_params + 2 * obs_w floats; ready is recorded once they are written. */
+typedef struct snapshot {
+    float *buf;
+    void *ready;
+    float clip;
+    int32_t norm; /* the normaliser was staged */
+} snapshot;
+
+/* A model: the networks, an inference workspace of max_rows rows and its input, and the
+ * snapshots it staged (allocated by the first stage). */
 typedef struct model {
     frl_dev_net net;
     float *obs, *ws;
+    snapshot snap[2];
 } model;
 
 static int ctx_open(void **out, int32_t device, int32_t tf32, char *err, size_t err_size)
@@ -72,6 +83,11 @@ static void model_destroy(void *p)
     if (!m)
         return;
     frl_dev *d = m->net.d;
+    for (int i = 0; i < 2; i++) {
+        ops->release(d, m->snap[i].buf);
+        if (m->snap[i].ready)
+            ops->event_destroy(d, m->snap[i].ready);
+    }
     ops->release(d, m->net.params);
     ops->release(d, m->net.norm_mean);
     ops->release(d, m->net.norm_inv_std);
@@ -162,6 +178,94 @@ static int model_forward(void *p, int32_t rows, const float *obs, float *out, fl
     return ops->sync(d, err, err_size);
 }
 
+static size_t snapshot_floats(const frl_cuda_net_desc *n)
+{
+    return (size_t)n->num_params + 2 * (size_t)n->obs_w;
+}
+
+static int snapshot_alloc(model *m, snapshot *s, char *err, size_t err_size)
+{
+    frl_dev *d = m->net.d;
+    s->buf = ops->alloc(d, sizeof(float) * snapshot_floats(&m->net.desc));
+    if (!s->buf) {
+        snprintf(err, err_size, "out of device memory for a snapshot of %llu parameters",
+                 (unsigned long long)m->net.desc.num_params);
+        return 1;
+    }
+    if (!(s->ready = ops->event_create(d))) {
+        ops->release(d, s->buf);
+        s->buf = NULL;
+        if (ops->sync(d, err, err_size) == 0)
+            snprintf(err, err_size, "no event for a snapshot");
+        return 1;
+    }
+    return 0;
+}
+
+/* After a failure to queue, the stream may still run what was queued before it: it
+ * drains, so that the caller may reuse the memory (the sentence is already in err). */
+static int failed_to_queue(frl_dev *d, char *err, size_t err_size)
+{
+    if (ops->check(d, err, err_size) == 0)
+        return 0;
+    char again[8];
+    ops->sync(d, again, sizeof again);
+    return 1;
+}
+
+static int model_stage(void *p, int32_t slot, const float *mean, const float *inv_std,
+                       float clip, char *err, size_t err_size)
+{
+    model *m = p;
+    if (slot < 0 || slot > 1) {
+        snprintf(err, err_size, "model_stage: slot %d, there are slots 0 and 1", (int)slot);
+        return 1;
+    }
+    snapshot *s = &m->snap[slot];
+    if (!s->buf && snapshot_alloc(m, s, err, err_size))
+        return 1;
+    frl_dev *d = m->net.d;
+    size_t f = sizeof(float), np = (size_t)m->net.desc.num_params;
+    size_t ow = (size_t)m->net.desc.obs_w;
+    ops->copy(d, s->buf, m->net.params, f * np);
+    s->norm = mean && inv_std;
+    if (s->norm) {
+        ops->put(d, s->buf + np, mean, f * ow);
+        ops->put(d, s->buf + np + ow, inv_std, f * ow);
+    }
+    s->clip = clip;
+    ops->record(d, s->ready);
+    return failed_to_queue(d, err, err_size);
+}
+
+static int model_take(void *dst, void *src, int32_t slot, char *err, size_t err_size)
+{
+    model *t = dst;
+    const model *m = src;
+    const frl_cuda_net_desc *a = &t->net.desc, *b = &m->net.desc;
+    if (slot < 0 || slot > 1 || !m->snap[slot].buf) {
+        snprintf(err, err_size, "model_take: slot %d was never staged", (int)slot);
+        return 1;
+    }
+    if (a->num_params != b->num_params || a->obs_w != b->obs_w) {
+        snprintf(err, err_size, "model_take: a model of %llu parameters cannot take a "
+                 "snapshot of %llu", (unsigned long long)a->num_params,
+                 (unsigned long long)b->num_params);
+        return 1;
+    }
+    const snapshot *s = &m->snap[slot];
+    frl_dev *d = t->net.d;
+    size_t f = sizeof(float), np = (size_t)a->num_params, ow = (size_t)a->obs_w;
+    ops->wait(d, s->ready);
+    ops->copy(d, t->net.params, s->buf, f * np);
+    if (s->norm) {
+        ops->copy(d, t->net.norm_mean, s->buf + np, f * ow);
+        ops->copy(d, t->net.norm_inv_std, s->buf + np + ow, f * ow);
+    }
+    t->net.norm_clip = s->clip;
+    return failed_to_queue(d, err, err_size);
+}
+
 static int learner_create(void *p, const frl_cuda_learn_desc *s, void **out, char *err,
                           size_t err_size)
 {
@@ -225,6 +329,8 @@ static const frl_cuda_plugin plugin = {
     .model_destroy = model_destroy,
     .model_load = model_load,
     .model_forward = model_forward,
+    .model_stage = model_stage,
+    .model_take = model_take,
     .learner_create = learner_create,
     .learner_destroy = learner_destroy,
     .learner_begin = learner_begin,

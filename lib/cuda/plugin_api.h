@@ -14,7 +14,10 @@
  * the model's stream. A role is a model: the trainer's model carries the learner, and the
  * asynchronous sampler infers on a second model, so inference runs beside the learner's
  * epochs instead of queueing behind them. One host thread at a time per model; two
- * models may be driven from two threads. */
+ * models may be driven from two threads. Weights pass between roles on the device:
+ * the learner's model stages a snapshot of its parameters and records an event, and the
+ * sampler's model takes it on its own stream after waiting for that event, so neither
+ * host thread waits for the other's stream. */
 #ifndef FRL_CUDA_PLUGIN_API_H
 #define FRL_CUDA_PLUGIN_API_H
 
@@ -24,7 +27,7 @@
 #include "cuda/dev_math.h"
 #include "nn/mlp.h"
 
-#define FRL_CUDA_PLUGIN_ABI 3u
+#define FRL_CUDA_PLUGIN_ABI 4u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
 #define FRL_CUDA_PLUGIN_FILE "libfastrl-cuda.so.0"
 
@@ -101,6 +104,20 @@ typedef struct frl_cuda_plugin {
      * for once; from page-locked obs and out the copies run without staging. */
     int (*model_forward)(void *model, int32_t rows, const float *obs, float *out,
                          float *value, char *err, size_t err_size);
+
+    /* Snapshots for another model (another role) to take without a round trip through
+     * the host. model_stage copies this model's parameters into its snapshot `slot` (0
+     * or 1), with the frozen normaliser's mean and 1/std from host memory (NULL: the
+     * policy does not normalise; they must stay unchanged until the model's stream next
+     * syncs), and records the slot's event; model_take makes dst's stream wait for that
+     * event and copies the snapshot into dst's parameters and normaliser, so dst's next
+     * forward uses them. Neither waits for a stream. The caller must not stage a slot
+     * again while a take from it may be running, i.e. before dst's next forward after
+     * the take has returned (the core's acting weights guarantee it: a slot is staged
+     * only once no sampler holds it). */
+    int (*model_stage)(void *model, int32_t slot, const float *norm_mean,
+                       const float *norm_inv_std, float norm_clip, char *err, size_t err_size);
+    int (*model_take)(void *dst, void *src, int32_t slot, char *err, size_t err_size);
 
     /* A learner training the model's parameters in place (with its own Adam state). */
     int (*learner_create)(void *model, const frl_cuda_learn_desc *d, void **learner,

@@ -94,6 +94,10 @@ frl_status frl_async_train_many(struct frl_async *const *m, int32_t count, int64
 /* The scheduler's lock, held while the learner reads progress the sampler writes. */
 void frl_async_lock(struct frl_async *a);
 void frl_async_unlock(struct frl_async *a);
+/* How the device sampler has loaded weight versions so far: *taken from the learner
+ * model's snapshots on the device, *uploaded from the host (both 0 on the CPU).
+ * Between train calls only. */
+void frl_async_device_loads(const struct frl_async *a, int64_t *taken, int64_t *uploaded);
 /* The progress fields of the metrics (update, steps, episodes, mean return) from the
  * trainer's counters, e.g. after a load. */
 void frl_trainer_refresh_progress(frl_trainer *t);

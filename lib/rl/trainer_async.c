@@ -98,6 +98,7 @@ typedef struct frl_async {
     float *dev_obs, *dev_out;
     uint64_t dev_version;  /* of the acting weights in dev; ~0: must upload */
     int32_t dev_acting;    /* a device batch is running */
+    int64_t dev_takes, dev_uploads; /* weight versions taken from a snapshot, uploaded */
     double busy_env, busy_act, learner_wait; /* seconds since the last update */
 } frl_async;
 
@@ -222,6 +223,12 @@ void frl_async_unlock(struct frl_async *a)
 {
     if (a->run)
         pthread_mutex_unlock(&a->run->lock);
+}
+
+void frl_async_device_loads(const struct frl_async *a, int64_t *taken, int64_t *uploaded)
+{
+    *taken = a->dev_takes;
+    *uploaded = a->dev_uploads;
 }
 
 /* ---- rollouts (all under the lock) ---- */
@@ -432,7 +439,27 @@ static void act_batch_cpu(frl_async *a, const task *k, int32_t thread,
     }
 }
 
-/* The batch on the device model, uploading the acting weights when they moved on. The
+/* The acting weights wv into the device model: from the learner model's snapshot of the
+ * same index when it staged one (a device-to-device copy after the learner stream's
+ * event, queued before the batch's forward, which waits for it), else from the host. */
+static frl_status load_acting_weights(frl_async *a, const frl_weights_view *wv, char *err)
+{
+    const frl_policy *p = a->t->policy;
+    if (wv->staged) {
+        char why[FRL_ERRMSG_SIZE - 64] = "";
+        if (frl_policy_plugin(p)->model_take(a->dev, p->dev, wv->index, why, sizeof why) != 0)
+            return frl_fail(err, FRL_ERR_DEVICE, "taking the learner's weights on %s: %s",
+                            p->rt->device.name, why);
+        a->dev_takes++;
+        return FRL_OK;
+    }
+    int norm = p->obs_norm;
+    a->dev_uploads++;
+    return frl_policy_device_load(p, a->dev, wv->params, norm ? wv->norm.use_mean : NULL,
+                                  norm ? wv->norm.use_inv_std : NULL, err);
+}
+
+/* The batch on the device model, loading the acting weights when they moved on. The
  * heads are sampled on the host, from the same streams as on the CPU. */
 static frl_status act_batch_device(frl_async *a, const task *k, int32_t thread,
                                    const frl_weights_view *wv, char *err)
@@ -442,9 +469,7 @@ static frl_status act_batch_device(frl_async *a, const task *k, int32_t thread,
     const float *obs = gather_obs(a, k, thread, a->dev_obs, &rows);
     frl_status st = FRL_OK;
     if (a->dev_version != wv->version) {
-        int norm = p->obs_norm;
-        st = frl_policy_device_load(p, a->dev, wv->params, norm ? wv->norm.use_mean : NULL,
-                                    norm ? wv->norm.use_inv_std : NULL, err);
+        st = load_acting_weights(a, wv, err);
         a->dev_version = st == FRL_OK ? wv->version : ~(uint64_t)0;
     }
     if (st == FRL_OK)
@@ -574,6 +599,30 @@ static void slot_lag(frl_async *a, int32_t slot, double *mean, double *max)
     *max = hi;
 }
 
+/* The learner's thread, on the acting buffer about to become current: when the
+ * learner's model holds exactly its parameters (after an update on the device), the
+ * model stages a snapshot of them with the buffer's index for the sampler's model to
+ * take. The learner's thread does not wait for it: the sampler's stream waits for the
+ * snapshot's event. */
+static frl_status stage_on_device(void *ctx, const frl_weights_view *v, int32_t *staged,
+                                  char *err)
+{
+    frl_async *a = ctx;
+    const frl_policy *p = a->t->policy;
+    *staged = 0;
+    if (!p->dev || p->dev_version != v->version)
+        return FRL_OK;
+    int norm = p->obs_norm;
+    char why[FRL_ERRMSG_SIZE - 64] = "";
+    if (frl_policy_plugin(p)->model_stage(p->dev, v->index, norm ? v->norm.use_mean : NULL,
+                                          norm ? v->norm.use_inv_std : NULL, v->norm.clip, why,
+                                          sizeof why) != 0)
+        return frl_fail(err, FRL_ERR_DEVICE, "async learner: staging the weights on %s: %s",
+                        p->rt->device.name, why);
+    *staged = 1;
+    return FRL_OK;
+}
+
 static frl_status learn_next(frl_async *a)
 {
     frl_trainer *t = a->t;
@@ -596,7 +645,10 @@ static frl_status learn_next(frl_async *a)
     }
     if ((st = t->learn(t, slot, a->num_updates)) != FRL_OK)
         return st;
-    frl_weights_publish(&a->w, t->policy);
+    /* A failed stage still publishes the host copy, which the sampler then acts from;
+     * the update's metrics are kept and the failure ends the call. */
+    frl_status staged = frl_weights_publish(&a->w, t->policy, a->dev ? stage_on_device : NULL,
+                                            a, t->err);
     pthread_mutex_lock(&a->run->lock);
     frl_metrics *m = &t->metrics;
     m->time_env = a->busy_env;
@@ -609,6 +661,8 @@ static frl_status learn_next(frl_async *a)
     /* A slot is free again: wake groups waiting for one. */
     notify(a->run);
     pthread_mutex_unlock(&a->run->lock);
+    if (staged != FRL_OK)
+        return staged;
     return frl_trainer_after_update(t);
 }
 

@@ -60,7 +60,22 @@ void frl_weights_free(frl_weights *w)
     }
 }
 
-void frl_weights_publish(frl_weights *w, const frl_policy *p)
+static void view_of(const frl_weights *w, int32_t i, const frl_policy *p, frl_weights_view *v)
+{
+    const float *b = w->buf[i];
+    v->index = i;
+    v->version = w->version[i];
+    v->staged = w->staged[i];
+    v->params = b;
+    memset(&v->norm, 0, sizeof v->norm);
+    v->norm.width = w->obs_w;
+    v->norm.clip = p->norm.clip;
+    v->norm.use_mean = (float *)(b + w->num_params);
+    v->norm.use_inv_std = (float *)(b + w->num_params + w->obs_w);
+}
+
+frl_status frl_weights_publish(frl_weights *w, const frl_policy *p, frl_weights_stage_fn stage,
+                               void *ctx, char *err)
 {
     pthread_mutex_lock(&w->lock);
     int32_t idle = 1 - w->current;
@@ -72,25 +87,27 @@ void frl_weights_publish(frl_weights *w, const frl_policy *p)
     /* Nobody can pin `idle` until it becomes current below: only this thread
      * changes `current`. */
     copy_from(w, idle, p);
+    frl_status st = FRL_OK;
+    int32_t staged = 0;
+    if (stage) {
+        frl_weights_view v;
+        view_of(w, idle, p, &v);
+        st = stage(ctx, &v, &staged, err);
+    }
     pthread_mutex_lock(&w->lock);
+    w->staged[idle] = st == FRL_OK && staged;
     w->current = idle;
     pthread_mutex_unlock(&w->lock);
+    return st;
 }
 
 void frl_weights_pin(frl_weights *w, const frl_policy *p, frl_weights_view *v)
 {
     pthread_mutex_lock(&w->lock);
-    v->index = w->current;
-    w->readers[v->index]++;
-    v->version = w->version[v->index];
+    int32_t i = w->current;
+    w->readers[i]++;
+    view_of(w, i, p, v);
     pthread_mutex_unlock(&w->lock);
-    const float *b = w->buf[v->index];
-    v->params = b;
-    memset(&v->norm, 0, sizeof v->norm);
-    v->norm.width = w->obs_w;
-    v->norm.clip = p->norm.clip;
-    v->norm.use_mean = (float *)(b + w->num_params);
-    v->norm.use_inv_std = (float *)(b + w->num_params + w->obs_w);
 }
 
 void frl_weights_unpin(frl_weights *w, const frl_weights_view *v)

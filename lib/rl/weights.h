@@ -20,6 +20,7 @@ typedef struct frl_weights {
     float *buf[2];             /* parameters, then the normaliser's frozen mean and 1/std */
     uint64_t version[2];
     int32_t readers[2];
+    int32_t staged[2];         /* the buffer has a device copy (its stage hook succeeded) */
     int32_t current;
     size_t num_params;
     int32_t obs_w;
@@ -31,6 +32,7 @@ typedef struct frl_weights {
 typedef struct frl_weights_view {
     int32_t index;
     uint64_t version;
+    int32_t staged;            /* the buffer has a device copy, indexed like the buffer */
     const float *params;
     frl_obsnorm norm;          /* width, clip and the frozen arrays only */
 } frl_weights_view;
@@ -39,9 +41,17 @@ typedef struct frl_weights_view {
 frl_status frl_weights_init(frl_weights *w, const frl_allocator *alloc, const frl_policy *p,
                             char *err);
 void frl_weights_free(frl_weights *w);
-/* Copy p's parameters, frozen normaliser and version into the idle buffer and make it
- * current. One publisher at a time (the learner). */
-void frl_weights_publish(frl_weights *w, const frl_policy *p);
+/* A publisher's hook on the buffer v (about to become current, pinned by nobody): make
+ * its device copy, with the same index (lib/rl/trainer_async.c). *staged = 1 when it
+ * did; an error leaves no device copy. */
+typedef frl_status (*frl_weights_stage_fn)(void *ctx, const frl_weights_view *v,
+                                           int32_t *staged, char *err);
+
+/* Copy p's parameters, frozen normaliser and version into the idle buffer, call stage
+ * on it (when not NULL) and make it current. One publisher at a time (the learner).
+ * The host copy is published even when stage fails; the failure is returned. */
+frl_status frl_weights_publish(frl_weights *w, const frl_policy *p, frl_weights_stage_fn stage,
+                               void *ctx, char *err);
 void frl_weights_pin(frl_weights *w, const frl_policy *p, frl_weights_view *v);
 void frl_weights_unpin(frl_weights *w, const frl_weights_view *v);
 
