@@ -114,7 +114,8 @@ typedef struct frl_cuda_plugin {
      * forward uses them. Neither waits for a stream. The caller must not stage a slot
      * again while a take from it may be running, i.e. before dst's next forward after
      * the take has returned (the core's acting weights guarantee it: a slot is staged
-     * only once no sampler holds it). */
+     * only once no sampler holds it), nor destroy the staging model before dst's next
+     * forward or dst's destruction (the async sampler's model goes first). */
     int (*model_stage)(void *model, int32_t slot, const float *norm_mean,
                        const float *norm_inv_std, float norm_clip, char *err, size_t err_size);
     int (*model_take)(void *dst, void *src, int32_t slot, char *err, size_t err_size);

@@ -977,13 +977,82 @@ static void test_errors(void)
     /* A Gaussian head without d_log_std: the CUDA ops refuse it (a recorded failure). */
     G->loss_rows(gdev, 1, 2, 0, &s, buf, buf, buf, buf, buf, buf, buf, (const uint8_t *)buf, buf,
                  buf, buf, buf, NULL, buf);
+    char seen[256] = "";
+    int queued = G->check(gdev, seen, sizeof seen);
     int first = G->sync(gdev, err, sizeof err);
     int second = G->sync(gdev, err + 128, sizeof err - 128);
     check_val(&ck, 0, first != 0 && err[0] != '\0', 1, 0);
     check_val(&ck, 1, second, 0, 0);
+    /* check saw the same failure and left it for the sync. */
+    check_val(&ck, 2, queued != 0 && strcmp(seen, err) == 0, 1, 0);
+    check_val(&ck, 3, G->check(gdev, seen, sizeof seen), 0, 0);
     check_end(&ck);
     if (first)
         printf("%-58s (the sentence: %s)\n", "", err);
+    free_all();
+}
+
+/* ---- ordering between streams ---- */
+
+/* Stream A (gdev) adds 1 to a large buffer `rounds` times and records an event; stream B
+ * (gtf32, another stream on the same device) copies the buffer out, after waiting for
+ * the event when `wait` is set. Returns how many elements of the copy hold the final
+ * value (exact: small integers in float). */
+static size_t copied_final(float *x, const float *ones, size_t n, int rounds, void *ev,
+                           int wait, const check *c)
+{
+    float *y = dev_poisoned(gtf32, sizeof(float) * n);
+    G->zero(gdev, x, sizeof(float) * n);
+    if (!synced(gtf32, c) || !synced(gdev, c))
+        return 0;
+    for (int r = 0; r < rounds; r++)
+        G->axpy(gdev, (int64_t)n, 1.0f, ones, x);
+    G->record(gdev, ev);
+    if (wait)
+        G->wait(gtf32, ev);
+    G->copy(gtf32, y, x, sizeof(float) * n);
+    float *h = down(gtf32, y, sizeof(float) * n);
+    if (!synced(gtf32, c) || !synced(gdev, c))
+        return 0;
+    size_t done = 0;
+    for (size_t i = 0; i < n; i++)
+        done += h[i] == (float)rounds;
+    return done;
+}
+
+/* After wait, the other stream sees everything recorded before the event. Without it the
+ * copy may run while the adds do: printed, as a sign the case can tell the two apart, but
+ * not asserted, since the hardware may order them anyway. check() reports a queued
+ * failure without waiting and without clearing it. */
+static void test_events(void)
+{
+    check ck;
+    check_start(&ck, "events", "record on one stream, wait on another");
+    size_t n = (size_t)1 << 23;
+    int rounds = 64;
+    float *x = dmem(sizeof(float) * n), *ones = dmem(sizeof(float) * n);
+    float *h1 = hmem(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++)
+        h1[i] = 1.0f;
+    G->put(gdev, ones, h1, sizeof(float) * n);
+    void *ev = G->event_create(gdev);
+    if (!ev) {
+        char err[256] = "";
+        G->sync(gdev, err, sizeof err);
+        printf("%-58s FAIL (event_create: %s)\n", ck.name, err);
+        failures++;
+        free_all();
+        return;
+    }
+    size_t waited = copied_final(x, ones, n, rounds, ev, 1, &ck);
+    check_val(&ck, 0, (double)waited, (double)n, 0);
+    size_t raced = copied_final(x, ones, n, rounds, ev, 0, &ck);
+    char err[256] = "";
+    check_val(&ck, 1, G->check(gdev, err, sizeof err), 0, 0);
+    G->event_destroy(gdev, ev);
+    check_val(&ck, 2, G->sync(gdev, err, sizeof err), 0, 0);
+    check_end(&ck);
+    printf("%-58s (without the wait the copy saw %zu of %zu final)\n", "", raced, n);
     free_all();
 }
 
@@ -1011,6 +1080,7 @@ static const test tests[] = {
     {"col_sums", test_col_sums},
     {"sum_squares", test_sum_squares},
     {"adam", test_adam},
+    {"events", test_events},
 };
 
 static uint64_t seed_from_env(void)
