@@ -367,6 +367,37 @@ START_TEST(async_device_failure)
 }
 END_TEST
 
+/* A failure to stage the weights on the device (here: no event for the second
+ * snapshot) ends the train call with FRL_ERR_DEVICE and the reason, after the update it
+ * followed: the version moved and the sampler acts from the host copy. The next call
+ * trains on and takes the later versions from the device again. */
+START_TEST(async_stage_failure)
+{
+    frl_trainer *t = trainer_on("cuda", "CartPole-v1", "sampler.mode=async sampler.groups=2");
+    int64_t per_update = (int64_t)t->T * t->B;
+    ck_assert_int_eq(frl_trainer_train(t, per_update), FRL_OK); /* stages snapshot 1 */
+    uint64_t version = frl_policy_version(t->policy);
+    setenv("FAKE_CUDA_NO_EVENTS", "1", 1);
+    frl_status st = frl_trainer_train(t, t->env_steps + 4 * per_update);
+    unsetenv("FAKE_CUDA_NO_EVENTS");
+    const char *msg = frl_trainer_last_error(t);
+    printf("async, no event for a snapshot: %s: %s\n", frl_status_name(st), msg);
+    ck_assert_int_eq(st, FRL_ERR_DEVICE);
+    ck_assert_ptr_nonnull(strstr(msg, "staging the weights"));
+    ck_assert_ptr_nonnull(strstr(msg, "FAKE_CUDA_NO_EVENTS"));
+    ck_assert_uint_eq(frl_policy_version(t->policy), version + 1);
+    int64_t taken, uploaded, taken2, uploaded2;
+    frl_async_device_loads(t->as, &taken, &uploaded);
+    ck_assert_msg(frl_trainer_train(t, t->env_steps + 4 * per_update) == FRL_OK, "%s",
+                  frl_trainer_last_error(t));
+    frl_async_device_loads(t->as, &taken2, &uploaded2);
+    printf("versions taken %lld -> %lld, uploaded %lld -> %lld\n", (long long)taken,
+           (long long)taken2, (long long)uploaded, (long long)uploaded2);
+    ck_assert_int_gt(taken2, taken);
+    destroy_trainer(t);
+}
+END_TEST
+
 /* On a CUDA runtime the ring and the inference buffers are page-locked; when the system
  * has no locked memory to give, creating them fails with the reason, and nothing leaks
  * (the sanitizer builds check). */
@@ -402,6 +433,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, device_is_the_host_plugin);
     tcase_add_test(tc, act_matches_cpu);
+    tcase_add_test(tc, async_stage_failure);
     tcase_add_test(tc, learner_matches_cpu);
     tcase_add_test(tc, learns_cartpole);
     tcase_add_test(tc, save_and_load_on_device);

@@ -5,7 +5,8 @@
  * FAKE_CUDA=nodevice makes its probe fail as a machine without a device would, and
  * FAKE_CUDA_FAIL_SYNC=n makes the process's n-th sync from then on report a device
  * failure (the tests' stand-in for an Xid error or a lost device), and
- * FAKE_CUDA_NO_PINNED=1 makes page-locked allocations fail (the locked-memory limit). */
+ * FAKE_CUDA_NO_PINNED=1 makes page-locked allocations fail (the locked-memory limit), and
+ * FAKE_CUDA_NO_EVENTS=1 makes event creation fail. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -319,6 +320,11 @@ typedef struct host_event {
 
 static void *event_create(frl_dev *d)
 {
+    const char *v = getenv("FAKE_CUDA_NO_EVENTS");
+    if (v && v[0] == '1') {
+        snprintf(d->err, sizeof d->err, "event creation refused (FAKE_CUDA_NO_EVENTS)");
+        return NULL;
+    }
     host_event *e = calloc(1, sizeof *e);
     if (!e)
         snprintf(d->err, sizeof d->err, "out of host memory for an event");
