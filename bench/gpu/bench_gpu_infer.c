@@ -14,7 +14,14 @@
  *   bench_gpu_infer [--plugin PATH] [--device N] [--obs 64] [--hidden 256,256]
  *                   [--actions 8] [--act tanh|relu|elu|linear]
  *                   [--batches 1,4,...,65536] [--reps 200] [--budget 2] [--tf32 0|1]
- *                   [--csv]
+ *                   [--csv] [--handoff]
+ *
+ * --handoff adds the cost of giving the inference model a new weight version, as the
+ * async sampler does after each update: an upload from a host copy (model_load, the
+ * path for a version the learner did not stage) against the device handoff
+ * (model_stage on a second model, the learner's, then model_take), each followed by a
+ * one-row forward so the new weights are in use; the forward alone is the floor. The
+ * handoff is checked first: the taken weights must give the CPU's logits.
  *
  * The plugin is, in order: --plugin, $FRL_CUDA_PLUGIN, the one this build made (when
  * meson built it), libfastrl-cuda.so.0 on the loader's search path. */
@@ -34,7 +41,7 @@ enum { MAX_BATCHES = 32, ERR_SIZE = 512, CHECK_ROWS = 256 };
 
 typedef struct opts {
     const char *plugin;
-    int32_t device, obs, actions, tf32, csv, reps;
+    int32_t device, obs, actions, tf32, csv, reps, handoff;
     int32_t hidden[FRL_MLP_MAX_LAYERS], nh;
     frl_nn_act act;
     int32_t batches[MAX_BATCHES], nb;
@@ -93,7 +100,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_gpu_infer [--plugin PATH] [--device N] [--obs N] [--hidden A,B,...]\n"
                "         [--actions N] [--act tanh|relu|elu|linear] [--batches A,B,...]\n"
-               "         [--reps N] [--budget SECONDS] [--tf32 0|1] [--csv]\n");
+               "         [--reps N] [--budget SECONDS] [--tf32 0|1] [--csv] [--handoff]\n");
 }
 
 static void default_opts(opts *o)
@@ -146,6 +153,8 @@ static int parse_args(int argc, char **argv, opts *o)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--csv")) {
             o->csv = 1;
+        } else if (!strcmp(argv[i], "--handoff")) {
+            o->handoff = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             exit(0);
@@ -510,6 +519,128 @@ static int run(bench *b, const opts *o)
     return rc;
 }
 
+/* ---- the weight handoff (--handoff) ---- */
+
+typedef struct handoff {
+    void *learner;     /* the learner's role: a second model, with its own stream */
+    float *params;     /* another weight version, in pageable host memory */
+    double *t[3];      /* seconds per rep: floor, upload, take */
+} handoff;
+
+enum { H_FLOOR, H_UPLOAD, H_TAKE };
+static const char *const handoff_names[] = {"forward(1) alone", "upload + forward(1)",
+                                            "stage + take + forward(1)"};
+
+static int handoff_step(bench *b, handoff *h, int kind, int32_t slot)
+{
+    const frl_cuda_plugin *p = b->p;
+    if (kind == H_UPLOAD &&
+        p->model_load(b->model, h->params, NULL, NULL, 0.0f, b->err, sizeof b->err) != 0)
+        return 1;
+    if (kind == H_TAKE &&
+        (p->model_stage(h->learner, slot, NULL, NULL, 0.0f, b->err, sizeof b->err) != 0 ||
+         p->model_take(b->model, h->learner, slot, b->err, sizeof b->err) != 0))
+        return 1;
+    return forward(b, 1);
+}
+
+/* The learner's model holding h->params, and the check that a take gives the CPU's
+ * logits for them; 1 with b->err (or a printed FAIL). */
+static int handoff_setup(bench *b, handoff *h, const opts *o)
+{
+    frl_cuda_net_desc d = b->desc;
+    d.max_rows = 1;
+    uint64_t s = 0xD1B54A32D192ED03ULL;
+    h->params = malloc(sizeof(float) * d.num_params);
+    if (!h->params) {
+        snprintf(b->err, sizeof b->err, "out of host memory");
+        return 1;
+    }
+    init_mlp(&d.actor, h->params, &s);
+    init_mlp(&d.critic, h->params, &s);
+    if (b->p->model_create(b->ctx, &d, &h->learner, b->err, sizeof b->err) != 0 ||
+        b->p->model_load(h->learner, h->params, NULL, NULL, 0.0f, b->err, sizeof b->err) != 0 ||
+        b->p->model_stage(h->learner, 0, NULL, NULL, 0.0f, b->err, sizeof b->err) != 0 ||
+        b->p->model_take(b->model, h->learner, 0, b->err, sizeof b->err) != 0)
+        return 1;
+    float *kept = b->params;
+    b->params = h->params; /* the CPU reference now uses the taken version */
+    int32_t rows = max_batch(o) < CHECK_ROWS ? max_batch(o) : CHECK_ROWS;
+    double diff = check_against_cpu(b, rows);
+    b->params = kept;
+    if (diff < 0)
+        return 1;
+    if (!(diff <= (o->tf32 ? 2e-2 : 1e-4))) {
+        snprintf(b->err, sizeof b->err, "after a take the logits differ from the CPU forward "
+                 "pass on the staged weights by %.3g", diff);
+        return 1;
+    }
+    printf("%shandoff check: the taken weights give the CPU's logits (%.2e)\n",
+           o->csv ? "# " : "", diff);
+    return 0;
+}
+
+/* The three kinds interleaved rep by rep, so they share the machine's noise. */
+static int handoff_time(bench *b, handoff *h, const opts *o, int *n)
+{
+    double spent = 0;
+    *n = 0;
+    for (int i = 0; i < o->reps && (i < 3 || spent < o->budget); i++) {
+        for (int k = 0; k < 3; k++) {
+            double t0 = now_s();
+            if (handoff_step(b, h, k, (int32_t)(i & 1)) != 0)
+                return 1;
+            h->t[k][i] = now_s() - t0;
+            spent += h->t[k][i];
+        }
+        *n = i + 1;
+    }
+    for (int k = 0; k < 3; k++)
+        qsort(h->t[k], (size_t)*n, sizeof(double), cmp_double);
+    return 0;
+}
+
+static void handoff_report(const bench *b, const handoff *h, const opts *o, int n)
+{
+    const char *pfx = o->csv ? "# " : "";
+    double med[3];
+    for (int k = 0; k < 3; k++)
+        med[k] = quantile(h->t[k], n, 0.5);
+    printf("%sweight handoff: %llu parameters (%.1f KiB), %d reps each, interleaved\n", pfx,
+           (unsigned long long)b->desc.num_params, 4.0 * (double)b->desc.num_params / 1024, n);
+    for (int k = 0; k < 3; k++)
+        printf("%s  %-28s median %10.2f us  min %10.2f us\n", pfx, handoff_names[k],
+               med[k] * 1e6, h->t[k][0] * 1e6);
+    double up = med[H_UPLOAD] - med[H_FLOOR], take = med[H_TAKE] - med[H_FLOOR];
+    printf("%s  above the floor: upload %.2f us, handoff %.2f us; upload / handoff = %.2fx\n",
+           pfx, up * 1e6, take * 1e6, take > 0 ? up / take : INFINITY);
+}
+
+static int run_handoff(bench *b, const opts *o)
+{
+    if (!b->p->model_stage || !b->p->model_take) {
+        printf("handoff: this plugin cannot stage weights\n");
+        return 1;
+    }
+    handoff h;
+    memset(&h, 0, sizeof h);
+    int n = 0, rc = handoff_setup(b, &h, o);
+    for (int k = 0; rc == 0 && k < 3; k++)
+        rc = !(h.t[k] = malloc(sizeof(double) * (size_t)o->reps));
+    if (rc == 0 && warm_up(b, 1) == 0)
+        rc = handoff_time(b, &h, o, &n);
+    if (rc)
+        printf("FAIL: handoff: %s\n", b->err);
+    else
+        handoff_report(b, &h, o, n);
+    if (h.learner)
+        b->p->model_destroy(h.learner);
+    for (int k = 0; k < 3; k++)
+        free(h.t[k]);
+    free(h.params);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     opts o;
@@ -529,6 +660,8 @@ int main(int argc, char **argv)
     else {
         print_header(&b, &o);
         rc = run(&b, &o);
+        if (rc == 0 && o.handoff)
+            rc = run_handoff(&b, &o);
     }
     teardown(&b);
     return rc;

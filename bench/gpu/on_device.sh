@@ -3,7 +3,7 @@
 # bench/gpu/pack_for_device.sh): the kernel tests, compute-sanitizer memcheck on them,
 # training on the GPU, and the two benchmarks. Every step has its own time limit so the
 # whole run ends inside the device tool's 10 minutes; the logs go to $OUT (or /tmp).
-# STEPS="ops memcheck train infer ppo" picks steps (all by default).
+# STEPS="ops memcheck train infer handoff ppo" picks steps (all by default).
 set -u
 P=$PWD/.devpack
 O=${OUT:-/tmp/on_device}
@@ -11,7 +11,7 @@ mkdir -p "$O"
 cudalib=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
 export LD_LIBRARY_PATH=$P/lib:${cudalib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FRL_CUDA_PLUGIN=$P/lib/libfastrl-cuda.so.0 PYTHONUNBUFFERED=1
-steps=${STEPS:-ops memcheck train infer ppo}
+steps=${STEPS:-ops memcheck train infer handoff ppo}
 
 step() { # name limit command...
   local name=$1 limit=$2; shift 2
@@ -31,5 +31,7 @@ step memcheck 240 compute-sanitizer --tool memcheck --leak-check full --error-ex
 step train 120 "$P/fastrl" train CartPole-v1 --set runtime.device=cuda --out "$O/run"
 step infer 150 python3 bench/gpu/compare_torch.py --bench "$P/bench_gpu_infer" \
   --plugin "$FRL_CUDA_PLUGIN" --rounds 2 --csv-out "$O/infer.csv"
+step handoff 40 sh -c "'$P/bench_gpu_infer' --batches 1 --handoff --budget 1 &&
+  '$P/bench_gpu_infer' --batches 1 --hidden 1024,1024 --handoff --budget 1"
 step ppo 200 python3 bench/gpu/ppo_cpu_vs_gpu.py --fastrl "$P/fastrl" \
   --plugin "$FRL_CUDA_PLUGIN" --reps 1 --steps 4e6
