@@ -2,7 +2,8 @@
 # Build the GPU pieces here and pack them, with the shared libraries the GPU machine's
 # image lacks (OpenBLAS, zstd; it has CUDA, cuBLAS and PyTorch but fetches nothing),
 # into .devpack/ for the device tool to carry. Then, on the GPU machine:
-#   run(command="bash bench/gpu/on_device.sh", carry=[".devpack"])
+#   run(command='STEPS="ops memcheck train train_async" bash bench/gpu/on_device.sh', carry=[".devpack"])
+#   run(command='STEPS="infer handoff ppo" bash bench/gpu/on_device.sh', carry=[".devpack"])
 # Both machines are x86-64 Linux; the binaries built here against Debian 12's glibc run
 # on the newer glibc there.
 set -euo pipefail
