@@ -344,52 +344,60 @@ START_TEST(async_device_acts_as_cpu)
 }
 END_TEST
 
+/* An async trainer on the device, one update in. */
+static frl_trainer *async_after_one_update(void)
+{
+    frl_trainer *t = trainer_on("cuda", "CartPole-v1", "sampler.mode=async sampler.groups=2");
+    ck_assert_int_eq(frl_trainer_train(t, (int64_t)t->T * t->B), FRL_OK);
+    return t;
+}
+
+/* One train call of up to 4 more updates with the host ops' fault `fault` set: it must
+ * end with FRL_ERR_DEVICE; returns its sentence. */
+static const char *call_with_fault(frl_trainer *t, const char *fault)
+{
+    setenv(fault, "1", 1);
+    frl_status st = frl_trainer_train(t, t->env_steps + 4 * (int64_t)t->T * t->B);
+    unsetenv(fault);
+    const char *msg = frl_trainer_last_error(t);
+    printf("async, %s: %s: %s\n", fault, frl_status_name(st), msg);
+    ck_assert_int_eq(st, FRL_ERR_DEVICE);
+    return msg;
+}
+
 /* A device failure while the async sampler infers ends the train call with
  * FRL_ERR_DEVICE and the inference's sentence; the next call trains on. */
 START_TEST(async_device_failure)
 {
-    frl_trainer *t = trainer_on("cuda", "CartPole-v1", "sampler.mode=async sampler.groups=2");
-    int64_t per_update = (int64_t)t->T * t->B;
-    ck_assert_int_eq(frl_trainer_train(t, per_update), FRL_OK);
+    frl_trainer *t = async_after_one_update();
     uint64_t version = frl_policy_version(t->policy);
-    setenv("FAKE_CUDA_FAIL_SYNC", "1", 1);
-    frl_status st = frl_trainer_train(t, t->env_steps + 4 * per_update);
-    unsetenv("FAKE_CUDA_FAIL_SYNC");
-    const char *msg = frl_trainer_last_error(t);
-    printf("async, injected failure: %s: %s\n", frl_status_name(st), msg);
-    ck_assert_int_eq(st, FRL_ERR_DEVICE);
+    const char *msg = call_with_fault(t, "FAKE_CUDA_FAIL_SYNC");
     ck_assert_ptr_nonnull(strstr(msg, "injected device failure"));
     ck_assert_ptr_nonnull(strstr(msg, "async sampler"));
-    ck_assert_msg(frl_trainer_train(t, t->env_steps + 2 * per_update) == FRL_OK, "%s",
-                  frl_trainer_last_error(t));
+    ck_assert_msg(frl_trainer_train(t, t->env_steps + 2 * (int64_t)t->T * t->B) == FRL_OK,
+                  "%s", frl_trainer_last_error(t));
     ck_assert_uint_gt(frl_policy_version(t->policy), version);
     destroy_trainer(t);
 }
 END_TEST
 
 /* A failure to stage the weights on the device (here: no event for the second
- * snapshot) ends the train call with FRL_ERR_DEVICE and the reason, after the update it
- * followed: the version moved and the sampler acts from the host copy. The next call
- * trains on and takes the later versions from the device again. */
+ * snapshot; the first update staged the other) ends the train call with FRL_ERR_DEVICE
+ * and the reason, after the update it followed: the version moved and the sampler acts
+ * from the host copy. The next call trains on and takes later versions from the device
+ * again. */
 START_TEST(async_stage_failure)
 {
-    frl_trainer *t = trainer_on("cuda", "CartPole-v1", "sampler.mode=async sampler.groups=2");
-    int64_t per_update = (int64_t)t->T * t->B;
-    ck_assert_int_eq(frl_trainer_train(t, per_update), FRL_OK); /* stages snapshot 1 */
+    frl_trainer *t = async_after_one_update();
     uint64_t version = frl_policy_version(t->policy);
-    setenv("FAKE_CUDA_NO_EVENTS", "1", 1);
-    frl_status st = frl_trainer_train(t, t->env_steps + 4 * per_update);
-    unsetenv("FAKE_CUDA_NO_EVENTS");
-    const char *msg = frl_trainer_last_error(t);
-    printf("async, no event for a snapshot: %s: %s\n", frl_status_name(st), msg);
-    ck_assert_int_eq(st, FRL_ERR_DEVICE);
+    const char *msg = call_with_fault(t, "FAKE_CUDA_NO_EVENTS");
     ck_assert_ptr_nonnull(strstr(msg, "staging the weights"));
     ck_assert_ptr_nonnull(strstr(msg, "FAKE_CUDA_NO_EVENTS"));
     ck_assert_uint_eq(frl_policy_version(t->policy), version + 1);
     int64_t taken, uploaded, taken2, uploaded2;
     frl_async_device_loads(t->as, &taken, &uploaded);
-    ck_assert_msg(frl_trainer_train(t, t->env_steps + 4 * per_update) == FRL_OK, "%s",
-                  frl_trainer_last_error(t));
+    ck_assert_msg(frl_trainer_train(t, t->env_steps + 4 * (int64_t)t->T * t->B) == FRL_OK,
+                  "%s", frl_trainer_last_error(t));
     frl_async_device_loads(t->as, &taken2, &uploaded2);
     printf("versions taken %lld -> %lld, uploaded %lld -> %lld\n", (long long)taken,
            (long long)taken2, (long long)uploaded, (long long)uploaded2);
