@@ -10,9 +10,10 @@
  * and over rows (weight gradient) run in increasing index order. So splitting a batch
  * into shards changes no result, and a run never depends on the thread count.
  *
- * Shapes: m >= 0 (tests/nn cover m == 0 with accumulation), n >= 1 and k >= 1 (a
- * layer has inputs and outputs; the SIMD tables size their panels by n and must not
- * be called with 0). */
+ * Shapes: m, n and k are >= 0; any of them may be 0 (tests/nn cover each). An empty
+ * output is not touched, and an empty sum is +0, where every chain starts: so k == 0
+ * gives y = act(b) (act(0) without b), n == 0 in linear_bwd_input gives dx = +0, and
+ * m == 0 leaves dwt and db as they are (accumulate) or sets them to +0 (=). */
 #ifndef FRL_NN_KERNELS_H
 #define FRL_NN_KERNELS_H
 

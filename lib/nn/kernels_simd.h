@@ -480,8 +480,8 @@ static void narrow_gemm(const narrow_args *g, int32_t m, int32_t nc)
 static void linear_fwd(int32_t m, int32_t n, int32_t k, const float *x, const float *wt,
                        const float *b, float *y, frl_nn_act act)
 {
-    if (m <= 0)
-        return;
+    if (m <= 0 || n <= 0)
+        return; /* y is empty (narrow_gemm would take n = 0 for its widest case) */
     if (n <= NARROW_MAX) {
         const narrow_args g = {k, x, k, wt, n, 1, y, n, 1, b, act};
         narrow_gemm(&g, m, n);
@@ -490,8 +490,8 @@ static void linear_fwd(int32_t m, int32_t n, int32_t k, const float *x, const fl
     /* relu costs one operation, so it is applied in the registers; tanh and elu would
      * crowd the tile's registers and run in a pass over the chunk instead. Row chunks
      * are small enough that x and y of a chunk stay in L1 across the column tiles and
-     * that pass. */
-    int32_t mc = min32(4096 / k, 8192 / n);
+     * that pass. k = 0 (no products: bias and activation only) sizes chunks as k = 1. */
+    int32_t mc = min32(4096 / max32(k, 1), 8192 / n);
     mc = max32(MR_MAIN, mc - mc % MR_MAIN);
     for (int32_t i0 = 0; i0 < m; i0 += mc) {
         const int32_t rows = min32(mc, m - i0);
@@ -537,8 +537,13 @@ static void bwd_input_wide(int32_t m, int32_t n, int32_t k, const float *dy,
 static void linear_bwd_input(int32_t m, int32_t n, int32_t k, const float *dy,
                              const float *wt, float *dx)
 {
-    if (m <= 0)
+    if (m <= 0 || k <= 0)
+        return; /* dx is empty (narrow_gemm would take k = 0 for its widest case) */
+    if (n <= 0) {
+        /* Empty sums: the +0 every chain starts from (bwd_input_wide sizes by n). */
+        memset(dx, 0, sizeof(float) * (size_t)m * (size_t)k);
         return;
+    }
     if (k <= NARROW_MAX) {
         /* B(q = j, c = p) = wt[p*n + j]. */
         const narrow_args g = {n, dy, n, wt, 1, n, dx, k, 1, NULL, FRL_NN_LINEAR};
@@ -610,6 +615,8 @@ static void bias_grad(int32_t m, int32_t n, const float *dy, float *db)
 static void linear_bwd_weight(int32_t m, int32_t n, int32_t k, const float *x,
                               const float *dy, float *dwt, float *db, int accumulate)
 {
+    if (n <= 0)
+        return; /* dwt and db are empty (the panels and chunks divide by n) */
     if (m <= 0 || !accumulate) {
         /* Chains that start from 0 in the registers or from a stored +0 are the same. */
         if (!accumulate && db)

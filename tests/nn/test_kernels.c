@@ -1,7 +1,8 @@
 /* The nn kernel tables, checkasm-style: every table this CPU runs against the scalar
  * reference on random inputs over many shapes (tails included), the activations
  * against double precision, the determinism contract of lib/nn/kernels.h bit for bit,
- * and the run-time choice of table (CPU features, FRL_KERNELS). */
+ * what that contract promises for empty dimensions, and the run-time choice of table
+ * (CPU features, FRL_KERNELS). */
 #include <check.h>
 #include <float.h>
 #include <math.h>
@@ -44,11 +45,15 @@ static double rng_unit(void)
     return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
 }
 
-/* Exact-size buffers, so ASan sees any access past an end. */
+/* Exact-size buffers, so ASan sees any access past an end. An empty one still gets a
+ * float (malloc(0) may give NULL), holding NaN: a kernel that reads it spoils a result,
+ * and one that writes it fails empty_kept() in builds without ASan too. */
 static float *fbuf(int64_t n)
 {
     float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     ck_assert_ptr_nonnull(p);
+    if (n <= 0)
+        p[0] = NAN;
     return p;
 }
 
@@ -73,6 +78,9 @@ static void poison(float *p, int64_t n)
     for (int64_t i = 0; i < n; i++)
         p[i] = NAN;
 }
+
+/* An empty array (n == 0) still holds fbuf's NaN: the kernel wrote nothing there. */
+static int empty_kept(const float *p, int64_t n) { return n > 0 || isnan(p[0]); }
 
 static const char *act_name(frl_nn_act a)
 {
@@ -143,45 +151,60 @@ static void check_bwd_input(const frl_kernels *t, int32_t m, int32_t n, int32_t 
     free(dy), free(wt), free(want), free(got);
 }
 
-/* Accumulates into random dwt and db, as training does; db == NULL skips the bias
- * gradient (then dbg and dbw keep db0 and the db check passes trivially). */
+/* One call of t and of scalar from the same dwt0 and db0 (db0 NULL: no bias gradient);
+ * with accumulate == 0 their values do not count (the caller poisons them). */
+static void check_bwd_weight_into(const frl_kernels *t, int32_t m, int32_t n, int32_t k,
+                                  const float *x, const float *dy, const float *dwt0,
+                                  const float *db0, int acc)
+{
+    float *want = fcopy(dwt0, (int64_t)k * n), *got = fcopy(dwt0, (int64_t)k * n);
+    float *dbw = db0 ? fcopy(db0, n) : NULL, *dbg = db0 ? fcopy(db0, n) : NULL;
+    ref->linear_bwd_weight(m, n, k, x, dy, want, dbw, acc);
+    t->linear_bwd_weight(m, n, k, x, dy, got, dbg, acc);
+    for (int32_t p = 0; p < k; p++)
+        for (int32_t j = 0; j < n; j++) {
+            double mag = acc ? fabs(dwt0[p * n + j]) : 0.0;
+            for (int32_t i = 0; i < m; i++)
+                mag += fabs((double)x[i * k + p] * dy[i * n + j]);
+            const float w = want[p * n + j], g = got[p * n + j];
+            EXPECT(close_to(g, w, 1e-5 * mag + 1e-6),
+                   "%s bwd_weight m=%d n=%d k=%d db=%d acc=%d at [%d][%d]: %.9g vs scalar %.9g",
+                   t->name, m, n, k, db0 != NULL, acc, p, j, g, w);
+        }
+    for (int32_t j = 0; db0 && j < n; j++) {
+        double mag = acc ? fabs(db0[j]) : 0.0;
+        for (int32_t i = 0; i < m; i++)
+            mag += fabs(dy[i * n + j]);
+        EXPECT(close_to(dbg[j], dbw[j], 1e-5 * mag + 1e-6),
+               "%s bwd_weight db m=%d n=%d acc=%d at [%d]: %.9g vs scalar %.9g", t->name, m,
+               n, acc, j, dbg[j], dbw[j]);
+    }
+    free(want), free(got), free(dbw), free(dbg);
+}
+
+/* Accumulates into random dwt and db, as training does, then overwrites poisoned ones
+ * (accumulate == 0); each with and without the bias gradient (db NULL). */
 static void check_bwd_weight(const frl_kernels *t, int32_t m, int32_t n, int32_t k)
 {
     float *x = frand((int64_t)m * k), *dy = frand((int64_t)m * n);
     float *dwt0 = frand((int64_t)k * n), *db0 = frand(n);
-    for (int with_db = 0; with_db < 2; with_db++) {
-        float *want = fcopy(dwt0, (int64_t)k * n), *got = fcopy(dwt0, (int64_t)k * n);
-        float *dbw = fcopy(db0, n), *dbg = fcopy(db0, n);
-        ref->linear_bwd_weight(m, n, k, x, dy, want, with_db ? dbw : NULL, 1);
-        t->linear_bwd_weight(m, n, k, x, dy, got, with_db ? dbg : NULL, 1);
-        for (int32_t p = 0; p < k; p++)
-            for (int32_t j = 0; j < n; j++) {
-                double mag = fabs(dwt0[p * n + j]);
-                for (int32_t i = 0; i < m; i++)
-                    mag += fabs((double)x[i * k + p] * dy[i * n + j]);
-                const float w = want[p * n + j], g = got[p * n + j];
-                EXPECT(close_to(g, w, 1e-5 * mag + 1e-6),
-                       "%s bwd_weight m=%d n=%d k=%d db=%d at [%d][%d]: %.9g vs scalar %.9g",
-                       t->name, m, n, k, with_db, p, j, g, w);
+    for (int acc = 1; acc >= 0; acc--)
+        for (int with_db = 0; with_db < 2; with_db++) {
+            if (!acc) {
+                poison(dwt0, (int64_t)k * n);
+                poison(db0, n);
             }
-        for (int32_t j = 0; j < n; j++) {
-            double mag = fabs(db0[j]);
-            for (int32_t i = 0; i < m; i++)
-                mag += fabs(dy[i * n + j]);
-            EXPECT(close_to(dbg[j], dbw[j], 1e-5 * mag + 1e-6),
-                   "%s bwd_weight db m=%d n=%d at [%d]: %.9g vs scalar %.9g", t->name, m,
-                   n, j, dbg[j], dbw[j]);
+            check_bwd_weight_into(t, m, n, k, x, dy, dwt0, with_db ? db0 : NULL, acc);
         }
-        free(want), free(got), free(dbw), free(dbg);
-    }
     free(x), free(dy), free(dwt0), free(db0);
 }
 
 /* Shapes: m, n, k on both sides of the vector widths (8, 16) and register tiles (6 or
- * 8 rows, 2 vectors), the narrow paths (outputs 1..7 wide), and the typical layers. */
+ * 8 rows, 2 vectors), the narrow paths (outputs 1..7 wide), the typical layers, and 0
+ * (empty_dims_follow_contract says what an empty dimension must give). */
 static const int32_t ms[] = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64};
-static const int32_t ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65};
-static const int32_t ks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64, 65};
+static const int32_t ns[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65};
+static const int32_t ks[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64, 65};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Bigger shapes that reach the row chunks, the packed-panel splits and the unpacked
@@ -245,6 +268,122 @@ START_TEST(act_bwd_matches_scalar)
                 }
                 free(pre), free(y), free(dy), free(want), free(got), free(inplace);
             }
+}
+END_TEST
+
+/* ---- empty dimensions ------------------------------------------------------------ */
+
+/* What lib/nn/kernels.h promises when m, n or k is 0, exactly, in every table (scalar
+ * included; the sweeps above compare the others with it on these shapes too): an empty
+ * output is not touched, and an empty sum is +0, the value every chain starts from. */
+
+/* Every element is +0, bit for bit. */
+static int all_pos_zero(const float *p, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (p[i] != 0.0f || signbit(p[i]))
+            return 0;
+    return 1;
+}
+
+/* k = 0 gives what one column of zeros in x gives: bias and activation only. */
+static void empty_fwd(const frl_kernels *t, int32_t m, int32_t n, int32_t k)
+{
+    const int64_t mn = (int64_t)m * n;
+    float *x = frand((int64_t)m * k), *wt = frand((int64_t)k * n), *b = frand(n);
+    float *x0 = fbuf(m), *wt0 = frand(n), *y = fbuf(mn), *y0 = fbuf(mn);
+    for (int32_t i = 0; i < m; i++)
+        x0[i] = 0.0f;
+    for (int bias = 0; bias < 2; bias++)
+        for (size_t ai = 0; ai < COUNT(acts); ai++) {
+            poison(y, mn);
+            for (int64_t i = 0; i < mn; i++) /* not NaN: two unwritten arrays differ */
+                y0[i] = -1.0f;
+            t->linear_fwd(m, n, k, x, wt, bias ? b : NULL, y, acts[ai]);
+            if (k == 0)
+                t->linear_fwd(m, n, 1, x0, wt0, bias ? b : NULL, y0, acts[ai]);
+            const int same = k > 0 || memcmp(y, y0, (size_t)mn * sizeof(float)) == 0;
+            EXPECT(empty_kept(y, mn) && same,
+                   "%s fwd m=%d n=%d k=%d %s bias=%d: not act(bias) or wrote an empty y",
+                   t->name, m, n, k, act_name(acts[ai]), bias);
+        }
+    free(x), free(wt), free(b), free(x0), free(wt0), free(y), free(y0);
+}
+
+/* n = 0: dx = +0; m = 0 or k = 0: dx is empty. */
+static void empty_bwd_input(const frl_kernels *t, int32_t m, int32_t n, int32_t k)
+{
+    const int64_t mk = (int64_t)m * k;
+    float *dy = frand((int64_t)m * n), *wt = frand((int64_t)k * n), *dx = fbuf(mk);
+    poison(dx, mk);
+    t->linear_bwd_input(m, n, k, dy, wt, dx);
+    EXPECT(empty_kept(dx, mk) && all_pos_zero(dx, mk),
+           "%s bwd_input m=%d n=%d k=%d: dx is not +0 or an empty dx was written", t->name,
+           m, n, k);
+    free(dy), free(wt), free(dx);
+}
+
+/* m = 0: dwt and db are kept (accumulate) or +0 (=); k = 0: dwt is empty and db is what
+ * any k gives (here k = 1); n = 0: both are empty. */
+static void empty_bwd_weight(const frl_kernels *t, int32_t m, int32_t n, int32_t k)
+{
+    const int64_t kn = (int64_t)k * n;
+    float *x = frand((int64_t)m * k), *x1 = frand(m), *dy = frand((int64_t)m * n);
+    float *dw0 = frand(kn), *db0 = frand(n);
+    for (int acc = 1; acc >= 0; acc--) {
+        float *dw = fcopy(dw0, kn), *db = fcopy(db0, n), *dw1 = frand(n), *db1 = fcopy(db0, n);
+        if (!acc) {
+            poison(dw, kn);
+            poison(db, n);
+            for (int32_t j = 0; j < n; j++) /* not NaN: two unwritten arrays differ */
+                db1[j] = -1.0f;
+        }
+        t->linear_bwd_weight(m, n, k, x, dy, dw, db, acc);
+        t->linear_bwd_weight(m, n, 1, x1, dy, dw1, db1, acc);
+        const int kept = acc ? !memcmp(dw, dw0, (size_t)kn * sizeof(float)) &&
+                                   !memcmp(db, db0, (size_t)n * sizeof(float))
+                             : all_pos_zero(dw, kn) && all_pos_zero(db, n);
+        EXPECT(empty_kept(dw, kn) && empty_kept(db, n) && (m > 0 || kept) &&
+                   !memcmp(db, db1, (size_t)n * sizeof(float)),
+               "%s bwd_weight m=%d n=%d k=%d acc=%d: wrong dwt or db", t->name, m, n, k, acc);
+        free(dw), free(db), free(dw1), free(db1);
+    }
+    free(x), free(x1), free(dy), free(dw0), free(db0);
+}
+
+/* The elementwise kernels with n = 0 touch nothing; an empty sum of squares is 0. */
+static void empty_elementwise(const frl_kernels *t)
+{
+    float *y = fbuf(0), *dy = fbuf(0), *dx = fbuf(0), *p = fbuf(0), *m = fbuf(0), *v = fbuf(0);
+    for (size_t ai = 1; ai < COUNT(acts); ai++)
+        t->act_bwd(0, y, dy, dx, acts[ai]);
+    const frl_adam_coef c = {1.0f, 0.9f, 0.999f, 1e-3f, 1.0f, 1e-8f};
+    t->adam(0, p, dy, m, v, &c);
+    EXPECT(empty_kept(dx, 0) && empty_kept(p, 0) && empty_kept(m, 0) && empty_kept(v, 0),
+           "%s act_bwd or adam with n=0 wrote memory", t->name);
+    EXPECT(t->sum_squares(0, y) == 0.0, "%s sum_squares(0) is not 0", t->name);
+    free(y), free(dy), free(dx), free(p), free(m), free(v);
+}
+
+START_TEST(empty_dims_follow_contract)
+{
+    /* Around the paths: narrow (1..7), vector widths, row tiles and blocks. */
+    const int32_t dims[] = {0, 1, 3, 7, 8, 9, 16, 17, 33, 65};
+    rng_seed(11);
+    for (int ti = -1; ti < ntested; ti++) {
+        const frl_kernels *t = ti < 0 ? ref : tested[ti];
+        empty_elementwise(t);
+        for (size_t a = 0; a < COUNT(dims); a++)
+            for (size_t b = 0; b < COUNT(dims); b++)
+                for (size_t c = 0; c < COUNT(dims); c++) {
+                    const int32_t m = dims[a], n = dims[b], k = dims[c];
+                    if (m > 0 && n > 0 && k > 0)
+                        continue;
+                    empty_fwd(t, m, n, k);
+                    empty_bwd_input(t, m, n, k);
+                    empty_bwd_weight(t, m, n, k);
+                }
+    }
 }
 END_TEST
 
@@ -328,7 +467,7 @@ END_TEST
 START_TEST(transpose_matches_scalar)
 {
     rng_seed(10);
-    const int32_t dims[] = {1, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64, 65};
+    const int32_t dims[] = {0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64, 65};
     for (size_t ri = 0; ri < COUNT(dims); ri++)
         for (size_t ci = 0; ci < COUNT(dims); ci++) {
             const int32_t r = dims[ri], c = dims[ci];
@@ -341,7 +480,8 @@ START_TEST(transpose_matches_scalar)
                 float *got = fbuf((int64_t)r * c);
                 poison(got, (int64_t)r * c);
                 t->transpose(r, c, src, got);
-                EXPECT(memcmp(got, want, (size_t)r * c * sizeof(float)) == 0,
+                EXPECT(memcmp(got, want, (size_t)r * c * sizeof(float)) == 0 &&
+                           empty_kept(got, (int64_t)r * c),
                        "%s transpose %d x %d is wrong", t->name, r, c);
                 free(got);
             }
@@ -718,6 +858,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, bwd_input_matches_scalar);
     tcase_add_test(tc, bwd_weight_matches_scalar);
     tcase_add_test(tc, act_bwd_matches_scalar);
+    tcase_add_test(tc, empty_dims_follow_contract);
     tcase_add_test(tc, activations_accurate);
     tcase_add_test(tc, split_batches_change_no_bit);
     tcase_add_test(tc, single_rows_match_batch);
