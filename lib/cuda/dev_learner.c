@@ -143,6 +143,13 @@ static void upload(frl_dev_learner *l, const frl_cuda_rollout *r)
     o->put(d, l->boot_obs, r->bootstrap_obs, f * (size_t)l->s.B * ow);
 }
 
+/* The Gaussian head's log-stds, or NULL for a discrete head, which has none: its
+ * offset is then the end of the parameters, not a pointer the ops may be given. */
+static const float *log_std_of(const frl_dev_net *net)
+{
+    return net->desc.discrete ? NULL : net->params + net->desc.log_std_off;
+}
+
 /* Values of rows [0, rows) of obs into v, M rows at a time; with ratio, also the
  * log-ratios of the rollout's actions (V-trace). */
 static void values_of(frl_dev_learner *l, const float *obs, int32_t rows, float *v,
@@ -160,7 +167,7 @@ static void values_of(frl_dev_learner *l, const float *obs, int32_t rows, float 
         if (ratio)
             net->ops->log_ratio(net->d, k, n->out_w, n->discrete, f.out,
                                 (const char *)l->actions + (size_t)first * l->act_bytes,
-                                net->params + n->log_std_off, l->log_probs + first,
+                                log_std_of(net), l->log_probs + first,
                                 ratio + first);
     }
 }
@@ -215,9 +222,8 @@ static void minibatch(frl_dev_learner *l, int32_t m, double lr, int64_t t)
     frl_dev_pass f;
     frl_dev_pass_layout(n, M, 1, l->ws, &f);
     frl_dev_net_forward(net, M, l->mb_obs, &f, FRL_DEV_ACTOR | FRL_DEV_CRITIC);
-    const float *log_std = net->params + n->log_std_off;
     o->loss_rows(d, M, n->out_w, n->discrete, &l->s.loss, f.out, f.value, l->mb_act, l->mb_lp,
-                 l->mb_adv, l->mb_ret, l->mb_v, l->mb_valid, log_std, l->moments, f.d_out,
+                 l->mb_adv, l->mb_ret, l->mb_v, l->mb_valid, log_std_of(net), l->moments, f.d_out,
                  f.d_value, n->discrete ? NULL : l->d_log_std, l->stats);
     frl_dev_net_backward(net, l->grads, M, &f);
     if (!n->discrete)

@@ -98,7 +98,8 @@ typedef struct frl_dev_ops {
                        const uint8_t *trunc, const uint8_t *reset, const float *bootstrap,
                        const frl_dm_adv_params *p, float *adv, float *ret, uint8_t *valid);
     /* out[r] = log pi(a_r | z_r) - old_lp[r] for rows rows (frl_dm_logp): z [rows x n],
-     * actions int32 [rows] (discrete) or float [rows x n]; log_std [n] (box only). */
+     * actions int32 [rows] (discrete) or float [rows x n]; log_std [n] (box; NULL when
+     * discrete). */
     void (*log_ratio)(frl_dev *d, int32_t rows, int32_t n, int32_t discrete, const float *z,
                       const void *actions, const float *log_std, const float *old_lp,
                       float *out);
@@ -110,8 +111,8 @@ typedef struct frl_dev_ops {
     /* Per row (frl_dm_row_grad), with adv normalised by moments[0..1] and scale
      * moments[2]: d_z [rows x n], d_value [rows], d_log_std [rows x n] (box; may be NULL
      * for discrete), stats [rows x FRL_DM_STATS]. A row whose valid byte is 0 gets
-     * zeros everywhere. s is host memory; moments device. d_log_std is required
-     * for a box head. */
+     * zeros everywhere. s is host memory; moments device. log_std [n] and d_log_std
+     * are required for a box head (log_std is NULL for a discrete one). */
     void (*loss_rows)(frl_dev *d, int32_t rows, int32_t n, int32_t discrete,
                       const frl_dm_loss *s, const float *z, const float *value,
                       const void *actions, const float *old_lp, const float *adv,
