@@ -1,0 +1,201 @@
+// A CPU stand-in for the part of the CUDA runtime that lib/cuda/ops_cuda.cu uses, so
+// that its kernels and host code run, and are tested, on machines without a GPU.
+//
+// ops_cuda.cu is compiled unchanged as C++ against this header (and cublas_v2.h beside
+// it), after unlaunch.py has turned each `k<<<grid, block, shmem, stream>>>(args)` into
+// `frl_emu::launch(k, grid, block, shmem, stream)(args)`. What the emulator checks that
+// a plain host build would not (emu.cc says how):
+//   - each thread of a block runs as its own fiber, so __syncthreads is a real barrier
+//     and a barrier that only some threads reach is reported;
+//   - work queued on a stream runs when the stream is synchronised, waited on through an
+//     event, or freed under, not when it is queued: a result read before its sync, or
+//     across streams without an event, is stale;
+//   - pointers handed to kernels, copies and products must lie in device memory (or
+//     host memory, by the copy's kind), whole;
+//   - launch configurations are checked against the limits of a real device;
+//   - the products round their factors to TensorFloat-32 when the handle asks for it.
+// Under AddressSanitizer the kernels' out-of-bounds accesses are caught as on the host
+// (a stand-in for compute-sanitizer memcheck). It does not model timing, warps, or the
+// precision of the GPU's own math functions.
+//
+// The fault knobs of lib/cuda/ops_host.c work here too (FAKE_CUDA=nodevice,
+// FAKE_CUDA_FAIL_SYNC=n, FAKE_CUDA_NO_PINNED=1, FAKE_CUDA_NO_EVENTS=1), so the real
+// error paths of ops_cuda.cu run in the tests.
+#ifndef FRL_CUDA_EMU_RUNTIME_H
+#define FRL_CUDA_EMU_RUNTIME_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tuple>
+#include <utility>
+
+#define CUDART_VERSION 13000
+
+// Device code is plain C++ here. One grid runs at a time (emu.cc), its blocks one after
+// another, so shared memory and the thread's coordinates can be plain statics.
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static
+#define __launch_bounds__(...)
+
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct uint3 {
+    unsigned x, y, z;
+};
+struct uint4 {
+    unsigned x, y, z, w;
+};
+
+extern uint3 threadIdx, blockIdx;
+extern dim3 blockDim, gridDim;
+void __syncthreads(void);
+
+enum cudaError_t {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorInsufficientDriver = 35,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidResourceHandle = 400,
+    cudaErrorIllegalAddress = 700,
+    cudaErrorLaunchFailure = 719,
+    // the emulator's injected faults (the knobs above), each with its own sentence
+    cudaErrorEmuInjectedSync = 10001,
+    cudaErrorEmuNoPinned = 10002,
+    cudaErrorEmuNoEvents = 10003,
+};
+
+enum cudaMemcpyKind {
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
+};
+
+struct frl_emu_stream;
+struct frl_emu_event;
+typedef frl_emu_stream *cudaStream_t;
+typedef frl_emu_event *cudaEvent_t;
+
+#define cudaStreamNonBlocking 0x01u
+#define cudaEventDisableTiming 0x02u
+#define cudaHostAllocDefault 0x00u
+
+struct cudaDeviceProp {
+    char name[256];
+    int major, minor;
+    size_t totalGlobalMem;
+};
+
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetLastError(void);
+const char *cudaGetErrorString(cudaError_t e);
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+
+cudaError_t cudaMalloc(void **p, size_t bytes);
+cudaError_t cudaFree(void *p);
+cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags);
+cudaError_t cudaFreeHost(void *p);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t s);
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t s);
+
+// ---- launches ----
+
+namespace frl_emu {
+
+struct work;
+// Queues w (taking it) to run as every thread of every block of the configuration when
+// the stream gets there; an invalid configuration or stream is the launch's error.
+void launch_work(const char *kernel, dim3 grid, dim3 block, size_t shmem, cudaStream_t s,
+                 work *w);
+
+// A launch's arguments, converted to the kernel's parameter types at the launch as a
+// call would, then kept until the stream reaches the launch.
+struct work {
+    virtual void run() = 0;
+    virtual ~work() {}
+};
+
+// False (and the reason printed) when a pointer argument is not device memory.
+bool device_arg(const void *p, const char *kernel, int index);
+
+template <typename T> bool arg_ok(const T &, const char *, int)
+{
+    return true;
+}
+template <typename T> bool arg_ok(T *p, const char *kernel, int index)
+{
+    return p == nullptr || device_arg((const void *)p, kernel, index);
+}
+
+template <typename... P> struct kernel_work final : work {
+    void (*k)(P...);
+    std::tuple<P...> args;
+    template <typename... A>
+    kernel_work(void (*k_)(P...), A &&...a) : k(k_), args(static_cast<P>(std::forward<A>(a))...)
+    {
+    }
+    void run() override { std::apply(k, args); }
+    bool pointers_ok(const char *name) const
+    {
+        return std::apply(
+            [name](const P &...p) {
+                int i = 0;
+                bool ok = true;
+                ((ok = arg_ok(p, name, i++) && ok), ...); // left to right: every one reported
+                return ok;
+            },
+            args);
+    }
+};
+
+// A pointer argument outside device memory: on a GPU the kernel would fault; here the
+// launch fails with the error of that fault, which the caller's launch check reports.
+void launch_refused(void);
+
+template <typename... P> struct launcher {
+    void (*k)(P...);
+    const char *name;
+    dim3 grid, block;
+    size_t shmem;
+    cudaStream_t stream;
+    template <typename... A> void operator()(A &&...a) const
+    {
+        auto *w = new kernel_work<P...>(k, std::forward<A>(a)...);
+        if (!w->pointers_ok(name)) {
+            delete w;
+            launch_refused();
+            return;
+        }
+        launch_work(name, grid, block, shmem, stream, w);
+    }
+};
+
+template <typename... P>
+launcher<P...> launch(void (*k)(P...), const char *name, dim3 grid, dim3 block, size_t shmem = 0,
+                      cudaStream_t stream = nullptr)
+{
+    return launcher<P...>{k, name, grid, block, shmem, stream};
+}
+
+} // namespace frl_emu
+
+#endif
