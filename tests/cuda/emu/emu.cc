@@ -178,9 +178,33 @@ struct frl_emu_event {
 
 namespace {
 
-std::mutex streams_mutex;
+// The live handles of one kind, so that a destroyed or foreign handle is an error, as
+// from the runtime, rather than a crash.
+template <typename T> struct handle_set {
+    std::mutex m;
+    std::set<T *> live;
+
+    T *add(T *h)
+    {
+        std::lock_guard<std::mutex> g(m);
+        live.insert(h);
+        return h;
+    }
+    bool remove(T *h)
+    {
+        std::lock_guard<std::mutex> g(m);
+        return live.erase(h) != 0;
+    }
+    bool has(T *h)
+    {
+        std::lock_guard<std::mutex> g(m);
+        return live.count(h) != 0;
+    }
+};
+
+std::mutex streams_mutex; // the streams, and the events' fields
 std::set<frl_emu_stream *> streams;
-std::set<frl_emu_event *> events;
+handle_set<frl_emu_event> events;
 frl_emu_stream legacy_stream; // stream 0
 
 frl_emu_stream *stream_of(cudaStream_t s)
@@ -193,8 +217,7 @@ frl_emu_stream *stream_of(cudaStream_t s)
 
 bool valid_event(cudaEvent_t e)
 {
-    std::lock_guard<std::mutex> g(streams_mutex);
-    return events.count(e) != 0;
+    return events.has(e);
 }
 
 void enqueue(frl_emu_stream *s, std::function<void(op_fault &)> op)
@@ -764,7 +787,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
     {
         std::lock_guard<std::mutex> g(streams_mutex);
         streams.erase(s);
-        for (frl_emu_event *e : events)
+        std::lock_guard<std::mutex> ge(events.m);
+        for (frl_emu_event *e : events.live)
             if (e->stream == s)
                 e->stream = nullptr; // a wait on it now has nothing to wait for
     }
@@ -797,19 +821,14 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
     *e = nullptr;
     if (knob_on("FAKE_CUDA_NO_EVENTS"))
         return fail(cudaErrorEmuNoEvents);
-    *e = new frl_emu_event;
-    std::lock_guard<std::mutex> g(streams_mutex);
-    events.insert(*e);
+    *e = events.add(new frl_emu_event);
     return cudaSuccess;
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t e)
 {
-    {
-        std::lock_guard<std::mutex> g(streams_mutex);
-        if (!events.erase(e))
-            return fail(cudaErrorInvalidResourceHandle);
-    }
+    if (!events.remove(e))
+        return fail(cudaErrorInvalidResourceHandle);
     delete e;
     return cudaSuccess;
 }
@@ -949,13 +968,11 @@ struct frl_emu_blas {
 
 namespace {
 
-std::mutex blas_mutex;
-std::set<frl_emu_blas *> handles;
+handle_set<frl_emu_blas> handles;
 
 bool valid_handle(cublasHandle_t h)
 {
-    std::lock_guard<std::mutex> g(blas_mutex);
-    return handles.count(h) != 0;
+    return handles.has(h);
 }
 
 // TensorFloat-32: 10 bits of mantissa, rounded to nearest (ties away, as the tensor
@@ -1030,20 +1047,15 @@ cublasStatus_t cublasCreate(cublasHandle_t *h)
 {
     if (!h)
         return CUBLAS_STATUS_INVALID_VALUE;
-    *h = new frl_emu_blas;
-    std::lock_guard<std::mutex> g(blas_mutex);
-    handles.insert(*h);
+    *h = handles.add(new frl_emu_blas);
     return CUBLAS_STATUS_SUCCESS;
 }
 
 // As the real one, it waits for the whole device first.
 cublasStatus_t cublasDestroy(cublasHandle_t h)
 {
-    {
-        std::lock_guard<std::mutex> g(blas_mutex);
-        if (!handles.erase(h))
-            return CUBLAS_STATUS_NOT_INITIALIZED;
-    }
+    if (!handles.remove(h))
+        return CUBLAS_STATUS_NOT_INITIALIZED;
     run_all();
     delete h;
     return CUBLAS_STATUS_SUCCESS;
