@@ -234,14 +234,19 @@ static const int32_t shapes[][3] = {{1, 1, 1},    {1, 7, 3},      {2, 3, 1},    
                                     {5, 0, 3},    {1000, 64, 64}, {4096, 256, 256}};
 enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
 
-/* FRL_TEST_QUICK=1 (the sanitizer builds, which run the ops on the CUDA emulator of
- * tests/cuda/emu): shapes over 2^24 multiply-adds are left to the release builds, where
- * they take seconds rather than minutes. Says so once. */
+/* FRL_TEST_QUICK=1: the sanitizer builds, which run the ops on the CUDA emulator of
+ * tests/cuda/emu, where the largest cases take minutes rather than seconds. */
+static int quick(void)
+{
+    const char *q = getenv("FRL_TEST_QUICK");
+    return q && q[0] == '1';
+}
+
+/* Quick: shapes over 2^24 multiply-adds are left to the release builds. Says so once. */
 static int skipped_shape(const int32_t *s)
 {
     static int said;
-    const char *q = getenv("FRL_TEST_QUICK");
-    if (!q || q[0] != '1' || (double)s[0] * s[1] * s[2] <= 16777216.0)
+    if (!quick() || (double)s[0] * s[1] * s[2] <= 16777216.0)
         return 0;
     if (!said++)
         printf("FRL_TEST_QUICK: products over 2^24 multiply-adds (%dx%dx%d) are left to the "
@@ -1046,8 +1051,7 @@ static void test_events(void)
     check_start(&ck, "events", "record on one stream, wait on another");
     /* Big enough that a GPU is still adding when the copy would start without the wait
      * (the emulator defers the adds until the wait, so any size shows it there). */
-    const char *q = getenv("FRL_TEST_QUICK");
-    size_t n = (size_t)1 << (q && q[0] == '1' ? 16 : 23);
+    size_t n = (size_t)1 << (quick() ? 16 : 23);
     int rounds = 64;
     float *x = dmem(sizeof(float) * n), *ones = dmem(sizeof(float) * n);
     float *h1 = hmem(sizeof(float) * n);
