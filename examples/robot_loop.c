@@ -117,6 +117,10 @@ static int setup(loop *l, frl_runtime *rt, const char *path, void *ws, size_t ws
     if (frl_env_reset(l->plant, 1, l->obs) != FRL_OK)
         return fail("reset");
     frl_act_args_init(&l->args);
+    /* The widths of the arrays as this program laid them out: the plant's spaces. A
+     * policy trained on another env fails the first act instead of misreading rows. */
+    l->args.observation_width = frl_space_width(frl_env_observation_space(l->plant));
+    l->args.action_width = frl_space_width(frl_env_action_space(l->plant));
     l->args.batch = 1;
     l->args.observations = l->obs;
     l->args.actions = l->action;

@@ -23,20 +23,23 @@
 #include <stdint.h>
 
 #define FRL_VERSION_MAJOR 0
-#define FRL_VERSION_MINOR 2
+#define FRL_VERSION_MINOR 3
 #define FRL_VERSION_PATCH 0
-/* The ABI: MAJOR is the soname (libfastrl.so.MAJOR); MINOR grows when symbols are added. */
+/* One comparable number, MAJOR * 10000 + MINOR * 100 + PATCH (300 for 0.3.0), for
+ * "#if FRL_VERSION_NUMBER >= 300"; frl_version_number() gives the loaded library's. */
+#define FRL_VERSION_NUMBER \
+    (FRL_VERSION_MAJOR * 10000 + FRL_VERSION_MINOR * 100 + FRL_VERSION_PATCH)
+/* The ABI: MAJOR is the soname (libfastrl.so.MAJOR); MINOR names the newest symbol
+ * version node (FASTRL_0.MINOR in lib/fastrl.map) and grows with each release that adds
+ * symbols. Released nodes never change (doc/api.md, "ABI and versions"). */
 #define FRL_ABI_VERSION_MAJOR 0
-#define FRL_ABI_VERSION_MINOR 2
+#define FRL_ABI_VERSION_MINOR 3
 
+/* Supported platforms: Linux with glibc on x86-64 (built and tested) and arm64 (built
+ * only). The library relies on ELF symbol visibility and versioning; other systems are
+ * not supported. */
 #if defined(FRL_STATIC)
 #define FRL_API
-#elif defined(_WIN32)
-#if defined(FRL_BUILDING_LIBRARY)
-#define FRL_API __declspec(dllexport)
-#else
-#define FRL_API __declspec(dllimport)
-#endif
 #elif defined(__GNUC__)
 #define FRL_API __attribute__((visibility("default")))
 #else
@@ -46,6 +49,19 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The initialisers of the versioned tables below (frl_allocator_init and the rest) are
+ * static inline, so the caller's compiler sizes what they clear and writes its own
+ * sizeof into struct_size: a program built against this header and run with a newer
+ * library, whose tables have grown, keeps within its own structs. (Programs built
+ * against 0.2 called exported initialisers; those symbols stay, at their old version
+ * nodes, and clear only the 0.2 sizes.) */
+static inline void frl_inline_zero(void *p, size_t size)
+{
+    unsigned char *b = (unsigned char *)p;
+    for (size_t i = 0; i < size; i++)
+        b[i] = 0;
+}
 
 /* ---------------------------------------------------------------------------------------
  * Status codes. Values are fixed forever; new codes only get new numbers. */
@@ -79,8 +95,10 @@ FRL_API const char *frl_status_name(frl_status status);
  * valid until the next failing call on this thread. Any thread. */
 FRL_API const char *frl_last_error(void);
 
-/* "0.2.0". Static. */
+/* "0.3.0". Static. */
 FRL_API const char *frl_version_string(void);
+/* FRL_VERSION_NUMBER of the library actually loaded (compare with the header's). */
+FRL_API uint32_t frl_version_number(void);
 /* (FRL_ABI_VERSION_MAJOR << 16) | FRL_ABI_VERSION_MINOR of the library actually loaded. */
 FRL_API uint32_t frl_abi_version(void);
 /* Static, space-separated: the CPU features this process can use ("sse2 avx2 fma ..."). */
@@ -94,15 +112,23 @@ FRL_API const char *frl_build_info(void);
 typedef struct frl_allocator {
     size_t struct_size; /* sizeof(frl_allocator), set by frl_allocator_init */
     /* Return size bytes aligned to alignment (a power of two <= 4096), or NULL.
-     * Called from any thread the library runs on. */
+     * Called from any thread the library runs on. alloc and free both NULL (as
+     * frl_allocator_init leaves them): the C library's aligned allocation. */
     void *(*alloc)(void *user, size_t size, size_t alignment);
     /* Free a pointer returned by alloc; never called with NULL. */
     void (*free)(void *user, void *ptr);
     void *user;
 } frl_allocator;
 
-/* Fill *a with the default allocator (the C library's aligned allocation). */
-FRL_API void frl_allocator_init(frl_allocator *a);
+/* Fill *a with the default allocator (alloc and free NULL: the C library's aligned
+ * allocation). */
+static inline void frl_allocator_init(frl_allocator *a)
+{
+    if (a) {
+        frl_inline_zero(a, sizeof *a);
+        a->struct_size = sizeof *a;
+    }
+}
 
 typedef enum frl_log_level {
     FRL_LOG_ERROR = 0,
@@ -121,7 +147,14 @@ typedef struct frl_logger {
 } frl_logger;
 
 /* Fill *l with defaults: no log function, max_level FRL_LOG_INFO. */
-FRL_API void frl_logger_init(frl_logger *l);
+static inline void frl_logger_init(frl_logger *l)
+{
+    if (l) {
+        frl_inline_zero(l, sizeof *l);
+        l->struct_size = sizeof *l;
+        l->max_level = FRL_LOG_INFO;
+    }
+}
 
 /* ---------------------------------------------------------------------------------------
  * Config: typed key/value settings, validated on set.
@@ -288,7 +321,14 @@ typedef struct frl_env_callbacks {
     int (*set_state)(void *user, const double *state);
 } frl_env_callbacks;
 
-FRL_API void frl_env_callbacks_init(frl_env_callbacks *cb);
+/* Fill *cb with defaults: no callbacks, state_size 0. */
+static inline void frl_env_callbacks_init(frl_env_callbacks *cb)
+{
+    if (cb) {
+        frl_inline_zero(cb, sizeof *cb);
+        cb->struct_size = sizeof *cb;
+    }
+}
 
 /* One callback table for a host that steps all its agents at once (a game world).
  * Called on the thread that calls frl_vec_env_reset / frl_vec_env_step. */
@@ -305,7 +345,13 @@ typedef struct frl_batch_env_callbacks {
     void (*close)(void *user); /* optional */
 } frl_batch_env_callbacks;
 
-FRL_API void frl_batch_env_callbacks_init(frl_batch_env_callbacks *cb);
+static inline void frl_batch_env_callbacks_init(frl_batch_env_callbacks *cb)
+{
+    if (cb) {
+        frl_inline_zero(cb, sizeof *cb);
+        cb->struct_size = sizeof *cb;
+    }
+}
 
 /* ---------------------------------------------------------------------------------------
  * A single environment. */
@@ -446,15 +492,66 @@ typedef struct frl_act_args {
      * rows are processed in chunks of the workspace's capacity. */
     void *workspace;
     size_t workspace_size;
+    /* Since 0.3, and required: the values per row of observations and of actions as
+     * the caller laid them out. They must equal frl_space_width of the policy's
+     * observation and action spaces, or act fails with FRL_ERR_SIZE naming both, so a
+     * policy paired with another env's arrays (or a short action buffer) is an error
+     * instead of reads and writes past each row. Not checked for callers built against
+     * 0.2, whose struct_size ends before them. */
+    int64_t observation_width;
+    int64_t action_width;
 } frl_act_args;
 
-FRL_API void frl_act_args_init(frl_act_args *args);
+/* Zero *args and set struct_size; the caller then sets batch, the arrays and the widths. */
+static inline void frl_act_args_init(frl_act_args *args)
+{
+    if (args) {
+        frl_inline_zero(args, sizeof *args);
+        args->struct_size = sizeof *args;
+    }
+}
 /* Bytes of workspace that hold rows_per_chunk rows (>= 1) of activations. */
 FRL_API size_t frl_policy_workspace_size(const frl_policy *policy, int32_t rows_per_chunk);
 /* Compute actions (and optionally log-probs and values) for a batch. Runs on the
  * calling thread and never allocates. Non-finite observations give FRL_ERR_NONFINITE
  * naming the row; nothing is written then. */
 FRL_API frl_status frl_policy_act(frl_policy *policy, const frl_act_args *args);
+
+/* One call of frl_policy_evaluate. Fill with frl_eval_args_init; fields added in later
+ * versions go at the end. */
+typedef struct frl_eval_args {
+    size_t struct_size;
+    int32_t episodes;      /* episodes to run, >= 1 (default 100) */
+    int32_t deterministic; /* 1 (default): the mode (argmax or mean); 0: sample */
+    uint64_t seed;         /* the vec env is reset from this seed (default 0) */
+    /* Out, optional: [episodes] each, env 0's episodes first, then env 1's, ... */
+    double *returns;
+    int32_t *lengths;
+    /* Give up with FRL_ERR_RANGE after this many env steps (all envs counted) without
+     * finishing (default 10,000,000; 0 = no limit). */
+    int64_t max_steps;
+} frl_eval_args;
+
+static inline void frl_eval_args_init(frl_eval_args *args)
+{
+    if (args) {
+        frl_inline_zero(args, sizeof *args);
+        args->struct_size = sizeof *args;
+        args->episodes = 100;
+        args->deterministic = 1;
+        args->max_steps = 10000000;
+    }
+}
+
+/* Run whole episodes of the policy on venv (reset first) and report their returns.
+ * Env i of the N envs runs a fixed quota of episodes (episodes / N, one more for the
+ * first episodes % N), so short episodes are not favoured. Box actions are clipped to
+ * the action space, as the trainer does. The spaces of policy and venv must match
+ * (kind, width, discrete n), or FRL_ERR_SIZE naming both. mean_return (may be NULL)
+ * receives the mean. Runs on the calling thread and venv's runtime; allocates
+ * per call. */
+FRL_API frl_status frl_policy_evaluate(frl_policy *policy, frl_vec_env *venv,
+                                       const frl_eval_args *args, double *mean_return);
 
 /* Save the policy (spaces, settings, weights, normaliser) to path: a versioned,
  * zstd-compressed, checksummed file written to a temporary name, fsync'd and renamed,

@@ -100,6 +100,8 @@ static void *run(void *arg)
     worker *w = arg;
     frl_act_args a;
     frl_act_args_init(&a);
+    a.observation_width = frl_space_width(frl_policy_observation_space(w->p));
+    a.action_width = frl_space_width(frl_policy_action_space(w->p));
     a.batch = BATCH;
     a.observations = w->obs;
     a.actions = w->actions;

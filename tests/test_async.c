@@ -427,6 +427,7 @@ START_TEST(train_many_trains_each_its_own_policy)
         int32_t act;
         frl_act_args a;
         frl_act_args_init(&a);
+        frl_test_act_widths(&a, frl_trainer_policy(t[i]));
         a.batch = 1;
         a.observations = obs;
         a.actions = &act;

@@ -77,6 +77,7 @@ static act_out act_with(frl_policy *p, int32_t rows, int32_t act_bytes, const fl
                  malloc(sizeof(float) * (size_t)rows)};
     frl_act_args a;
     frl_act_args_init(&a);
+    frl_test_act_widths(&a, p);
     a.batch = rows;
     a.observations = obs;
     a.actions = o.actions;
@@ -274,6 +275,7 @@ START_TEST(device_failures_are_reported)
     int32_t action;
     frl_act_args a;
     frl_act_args_init(&a);
+    frl_test_act_widths(&a, t->policy);
     a.batch = 1;
     a.observations = obs;
     a.actions = &action;

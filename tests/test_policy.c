@@ -46,10 +46,12 @@ static void obs_batch(float *obs, int n)
         obs[i] = sinf((float)i * 0.37f);
 }
 
-static frl_act_args args_for(const float *obs, void *act, float *lp, float *v, int32_t n)
+static frl_act_args args_for(const frl_policy *p, const float *obs, void *act, float *lp,
+                             float *v, int32_t n)
 {
     frl_act_args a;
     frl_act_args_init(&a);
+    frl_test_act_widths(&a, p);
     a.batch = n;
     a.observations = obs;
     a.actions = act;
@@ -64,12 +66,12 @@ START_TEST(act_rows_do_not_depend_on_batching)
     make(&f, _i, "policy.hidden=16,16");
     float obs[ROWS * 4], lp[ROWS], v[ROWS], lp1, v1, act[ROWS * 2], act1[2];
     obs_batch(obs, ROWS);
-    frl_act_args a = args_for(obs, act, lp, v, ROWS);
+    frl_act_args a = args_for(f.p, obs, act, lp, v, ROWS);
     a.counter = 9;
     ck_assert_int_eq(frl_policy_act(f.p, &a), FRL_OK);
     /* Row by row, with the stream offset naming the row: the same bits. */
     for (int r = 0; r < ROWS; r++) {
-        frl_act_args b = args_for(obs + r * 4, act1, &lp1, &v1, 1);
+        frl_act_args b = args_for(f.p, obs + r * 4, act1, &lp1, &v1, 1);
         b.counter = 9;
         b.stream_offset = (uint64_t)r;
         ck_assert_int_eq(frl_policy_act(f.p, &b), FRL_OK);
@@ -81,7 +83,7 @@ START_TEST(act_rows_do_not_depend_on_batching)
     size_t need = frl_policy_workspace_size(f.p, 3);
     ck_assert(need > 0 && need <= sizeof ws);
     float lp2[ROWS], v2[ROWS], act2[ROWS * 2];
-    frl_act_args c = args_for(obs, act2, lp2, v2, ROWS);
+    frl_act_args c = args_for(f.p, obs, act2, lp2, v2, ROWS);
     c.counter = 9;
     c.workspace = ws;
     c.workspace_size = need;
@@ -102,11 +104,11 @@ START_TEST(deterministic_is_the_mode)
     float obs[ROWS * 4], lp[ROWS], lps[ROWS];
     int32_t det[ROWS], smp[ROWS];
     obs_batch(obs, ROWS);
-    frl_act_args a = args_for(obs, det, lp, NULL, ROWS);
+    frl_act_args a = args_for(f.p, obs, det, lp, NULL, ROWS);
     a.deterministic = 1;
     ck_assert_int_eq(frl_policy_act(f.p, &a), FRL_OK);
     for (uint64_t c = 0; c < 20; c++) {
-        frl_act_args b = args_for(obs, smp, lps, NULL, ROWS);
+        frl_act_args b = args_for(f.p, obs, smp, lps, NULL, ROWS);
         b.counter = c;
         ck_assert_int_eq(frl_policy_act(f.p, &b), FRL_OK);
         /* The mode's probability is at least any sampled action's. */
@@ -123,7 +125,7 @@ START_TEST(act_rejects_bad_input)
     make(&f, 1, "");
     float obs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int32_t act[2] = {-7, -7};
-    frl_act_args a = args_for(obs, act, NULL, NULL, 2);
+    frl_act_args a = args_for(f.p, obs, act, NULL, NULL, 2);
     ck_assert_int_eq(frl_policy_act(NULL, &a), FRL_ERR_NULL);
     ck_assert_int_eq(frl_policy_act(f.p, NULL), FRL_ERR_NULL);
     obs[6] = NAN;
@@ -193,7 +195,7 @@ START_TEST(save_and_load_round_trip)
     float obs[ROWS * 4], lp[2][ROWS], v[2][ROWS], act[2][ROWS * 2];
     obs_batch(obs, ROWS);
     for (int k = 0; k < 2; k++) {
-        frl_act_args a = args_for(obs, act[k], lp[k], v[k], ROWS);
+        frl_act_args a = args_for(f.p, obs, act[k], lp[k], v[k], ROWS);
         ck_assert_int_eq(frl_policy_act(k ? q : f.p, &a), FRL_OK);
     }
     ck_assert(memcmp(lp[0], lp[1], sizeof lp[0]) == 0 && memcmp(v[0], v[1], sizeof v[0]) == 0);

@@ -87,6 +87,7 @@ static void check_policy(frl_policy *pol, const expect *e, int n, int kind, int 
         int32_t act;
         float value;
         frl_act_args_init(&a);
+        frl_test_act_widths(&a, pol);
         a.batch = 1;
         a.observations = &e[k].obs;
         a.actions = &act;

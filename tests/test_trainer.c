@@ -31,6 +31,7 @@ static void fingerprint(frl_trainer *t, float *out)
         obs[i] = (float)((i * 13) % 17) * 0.05f - 0.4f;
     frl_act_args a;
     frl_act_args_init(&a);
+    frl_test_act_widths(&a, frl_trainer_policy(t));
     a.batch = 64;
     a.observations = obs;
     a.actions = act;

@@ -18,6 +18,14 @@ static inline int frl_test_run(Suite *s)
 }
 
 /* A runtime with the given thread count and default allocator and logger. */
+/* The row widths frl_policy_act requires, taken from the policy's own spaces (for
+ * tests whose arrays are made for that policy). */
+static inline void frl_test_act_widths(frl_act_args *a, const frl_policy *p)
+{
+    a->observation_width = frl_space_width(frl_policy_observation_space(p));
+    a->action_width = frl_space_width(frl_policy_action_space(p));
+}
+
 static inline frl_runtime *frl_test_runtime(int threads)
 {
     frl_config *cfg;

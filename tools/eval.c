@@ -65,6 +65,8 @@ static int run_episodes(frl_policy *p, frl_vec_env *v, const eval_opts *o, doubl
     double sum = 0;
     frl_act_args a;
     frl_act_args_init(&a);
+    a.observation_width = frl_space_width(frl_vec_env_observation_space(v));
+    a.action_width = frl_space_width(frl_vec_env_action_space(v));
     a.batch = n;
     a.observations = frl_vec_env_observations(v);
     a.actions = frl_vec_env_actions(v);

@@ -22,25 +22,26 @@ static void default_free(void *user, void *ptr)
     free(ptr);
 }
 
-FRL_API void frl_allocator_init(frl_allocator *a)
+void frl_allocator_default(frl_allocator *a)
 {
-    if (!a)
-        return;
-    memset(a, 0, sizeof *a);
-    a->struct_size = sizeof *a;
+    frl_allocator_init(a);
     a->alloc = default_alloc;
     a->free = default_free;
 }
 
 frl_status frl_allocator_copy(frl_allocator *dst, const frl_allocator *src, const char *who)
 {
-    frl_allocator_init(dst);
+    frl_allocator_default(dst);
     if (!src)
         return FRL_OK;
     frl_status st = frl_copy_table(dst, sizeof *dst, src, offsetof(frl_allocator, user), who,
                                    "allocator", "frl_allocator_init");
     if (st != FRL_OK)
         return st;
+    if (!dst->alloc && !dst->free) { /* frl_allocator_init's table: the default */
+        dst->alloc = default_alloc;
+        dst->free = default_free;
+    }
     if (!dst->alloc || !dst->free)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: allocator.%s is NULL", who,
                         dst->alloc ? "free" : "alloc");

@@ -8,9 +8,13 @@
 
 enum { FRL_CACHE_LINE = 64 };
 
-/* Copy a caller's table into *dst, or the defaults if src is NULL. FRL_ERR_VERSION if
- * its struct_size is too small to hold the functions, FRL_ERR_NULL if one is NULL; the
- * message names `who`. */
+/* The C library's aligned allocation, with both functions set (0.2's initialiser
+ * filled them in; 0.3's inline one leaves them NULL, which frl_allocator_copy reads as
+ * this default). */
+void frl_allocator_default(frl_allocator *a);
+/* Copy a caller's table into *dst, or the defaults if src is NULL or has both functions
+ * NULL. FRL_ERR_VERSION if its struct_size is too small to hold the functions,
+ * FRL_ERR_NULL if exactly one is NULL; the message names `who`. */
 frl_status frl_allocator_copy(frl_allocator *dst, const frl_allocator *src, const char *who);
 
 /* size bytes aligned to align, zero-filled; NULL on failure or size overflow. */

@@ -23,15 +23,6 @@ static frl_status copy_logger(frl_logger *dst, const frl_logger *src)
                           "frl_runtime_create", "logger", "frl_logger_init");
 }
 
-FRL_API void frl_logger_init(frl_logger *l)
-{
-    if (!l)
-        return;
-    memset(l, 0, sizeof *l);
-    l->struct_size = sizeof *l;
-    l->max_level = FRL_LOG_INFO;
-}
-
 void frl_log(frl_runtime *rt, frl_log_level level, const char *fmt, ...)
 {
     if (!rt->logger.log || level > rt->logger.max_level)

@@ -73,6 +73,11 @@ FRL_API const char *frl_version_string(void)
     return FRL_STR(FRL_VERSION_MAJOR) "." FRL_STR(FRL_VERSION_MINOR) "." FRL_STR(FRL_VERSION_PATCH);
 }
 
+FRL_API uint32_t frl_version_number(void)
+{
+    return FRL_VERSION_NUMBER;
+}
+
 FRL_API uint32_t frl_abi_version(void)
 {
     return ((uint32_t)FRL_ABI_VERSION_MAJOR << 16) | (uint32_t)FRL_ABI_VERSION_MINOR;

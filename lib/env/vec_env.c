@@ -231,22 +231,6 @@ static frl_status copy_callbacks(frl_env_callbacks *dst, const frl_env_callbacks
     return FRL_OK;
 }
 
-FRL_API void frl_env_callbacks_init(frl_env_callbacks *cb)
-{
-    if (cb) {
-        memset(cb, 0, sizeof *cb);
-        cb->struct_size = sizeof *cb;
-    }
-}
-
-FRL_API void frl_batch_env_callbacks_init(frl_batch_env_callbacks *cb)
-{
-    if (cb) {
-        memset(cb, 0, sizeof *cb);
-        cb->struct_size = sizeof *cb;
-    }
-}
-
 FRL_API frl_status frl_vec_env_create_callbacks(frl_vec_env **out, frl_runtime *rt,
                                                 const frl_env_callbacks *cb,
                                                 void *const *users, int32_t num_envs,

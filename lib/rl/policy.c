@@ -242,6 +242,25 @@ static void act_all(frl_policy *p, const frl_act_args *a, float *ws, int32_t chu
     }
 }
 
+/* The widths the caller states (0.3 and later) against the policy's spaces; a caller
+ * built against 0.2 has no such fields and is not checked. */
+static frl_status check_act_widths(frl_policy *p, const frl_act_args *a)
+{
+    if (a->struct_size < offsetof(frl_act_args, action_width) + sizeof a->action_width)
+        return FRL_OK;
+    int64_t want_obs = frl_space_width(p->obs_space), want_act = frl_space_width(p->act_space);
+    if (a->observation_width != want_obs || a->action_width != want_act)
+        return frl_fail(p->err, FRL_ERR_SIZE,
+                        "frl_policy_act: the arrays are %lld observation and %lld action "
+                        "values wide, the policy's spaces %lld and %lld (set "
+                        "args->observation_width and args->action_width to the widths "
+                        "of the env the arrays come from; a policy acts only on the "
+                        "spaces it was made for)",
+                        (long long)a->observation_width, (long long)a->action_width,
+                        (long long)want_obs, (long long)want_act);
+    return FRL_OK;
+}
+
 static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
 {
     if (!a)
@@ -253,6 +272,8 @@ static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
     if (!a->observations || !a->actions)
         return frl_fail(p->err, FRL_ERR_NULL, "frl_policy_act: args->%s is NULL",
                         a->observations ? "actions" : "observations");
+    if (check_act_widths(p, a) != FRL_OK)
+        return FRL_ERR_SIZE;
     if (a->batch < 1)
         return frl_fail(p->err, FRL_ERR_RANGE, "frl_policy_act: batch %d must be >= 1",
                         (int)a->batch);
@@ -268,14 +289,6 @@ static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
                         "%zu bytes (frl_policy_workspace_size(policy, 1)); it has %zu",
                         frl_policy_pass_floats(p, 1, 0) * sizeof(float), a->workspace_size);
     return FRL_OK;
-}
-
-FRL_API void frl_act_args_init(frl_act_args *args)
-{
-    if (args) {
-        memset(args, 0, sizeof *args);
-        args->struct_size = sizeof *args;
-    }
 }
 
 FRL_API size_t frl_policy_workspace_size(const frl_policy *p, int32_t rows_per_chunk)

@@ -41,6 +41,8 @@ static void exercise(frl_policy *p)
     float lp, v;
     frl_act_args args;
     frl_act_args_init(&args);
+    args.observation_width = w;
+    args.action_width = frl_space_width(frl_policy_action_space(p));
     args.batch = 1;
     args.observations = obs;
     args.actions = act;

@@ -143,7 +143,19 @@ class ActArgs(ctypes.Structure):
     _fields_ = [("struct_size", c_size), ("batch", i32), ("observations", vp),
                 ("actions", vp), ("log_probs", vp), ("values", vp),
                 ("deterministic", i32), ("stream_offset", u64), ("counter", u64),
-                ("workspace", vp), ("workspace_size", c_size)]
+                ("workspace", vp), ("workspace_size", c_size),
+                ("observation_width", i64), ("action_width", i64)]
+
+
+def new_table(cls, **defaults):
+    """A versioned table (a struct that starts with struct_size) filled as the header's
+    static inline frl_X_init fills it: zeros, struct_size = this binding's sizeof (the
+    layout the binding was written against), then the given defaults."""
+    t = cls()
+    t.struct_size = ctypes.sizeof(cls)
+    for k, v in defaults.items():
+        setattr(t, k, v)
+    return t
 
 
 METRICS_FIELDS = [
@@ -171,7 +183,6 @@ _PROTOTYPES = {
     "frl_abi_version": (u32, []),
     "frl_cpu_features": (cp, []),
     "frl_build_info": (cp, []),
-    "frl_logger_init": (None, [vp]),
     # config
     "frl_config_create": (c_status, [P(vp), vp]),
     "frl_config_destroy": (None, [vp]),
@@ -209,8 +220,6 @@ _PROTOTYPES = {
     "frl_space_high": (vp, [vp]),
     "frl_space_width": (i64, [vp]),
     # callbacks
-    "frl_env_callbacks_init": (None, [P(EnvCallbacks)]),
-    "frl_batch_env_callbacks_init": (None, [P(BatchEnvCallbacks)]),
     # single env
     "frl_env_create": (c_status, [P(vp), vp, cp, vp]),
     "frl_env_create_callbacks": (c_status, [P(vp), vp, P(EnvCallbacks), vp, vp, vp, vp]),
@@ -252,7 +261,6 @@ _PROTOTYPES = {
     "frl_policy_action_space": (vp, [vp]),
     "frl_policy_num_parameters": (i64, [vp]),
     "frl_policy_version": (u64, [vp]),
-    "frl_act_args_init": (None, [P(ActArgs)]),
     "frl_policy_act": (c_status, [vp, P(ActArgs)]),
     "frl_policy_save": (c_status, [vp, cp]),
     "frl_policy_load": (c_status, [P(vp), vp, cp]),

@@ -288,8 +288,7 @@ def _make_env_callbacks(envs, obs_writer, reader, errors, infos=None):
             errors.record(i, e)
             return 1
 
-    cb = _lib.EnvCallbacks()
-    _lib.lib().env_callbacks_init(ctypes.byref(cb))
+    cb = _lib.new_table(_lib.EnvCallbacks)
     cb.reset = _lib.ENV_RESET_FN(reset)
     cb.step = _lib.ENV_STEP_FN(step)
     return cb
@@ -909,8 +908,7 @@ def _batch_callbacks_for_envs(envs, writer, reader, errors):
             errors.record(i, e)
             return 1
 
-    cb = _lib.BatchEnvCallbacks()
-    _lib.lib().batch_env_callbacks_init(ctypes.byref(cb))
+    cb = _lib.new_table(_lib.BatchEnvCallbacks)
     cb.reset = _lib.BATCH_RESET_FN(reset)
     cb.step = _lib.BATCH_STEP_FN(step)
     return cb
@@ -952,8 +950,7 @@ def _batch_callbacks_for_world(world, n, obs_shape, act_shape, discrete, errors,
             errors.record(0, e)
             return 1
 
-    cb = _lib.BatchEnvCallbacks()
-    _lib.lib().batch_env_callbacks_init(ctypes.byref(cb))
+    cb = _lib.new_table(_lib.BatchEnvCallbacks)
     cb.reset = _lib.BATCH_RESET_FN(reset)
     cb.step = _lib.BATCH_STEP_FN(step)
     return cb

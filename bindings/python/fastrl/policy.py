@@ -123,9 +123,10 @@ class Policy:
                 raise Error(Status.ERR_RANGE, f"act: {name} must be an int in [0, 2^64)")
         actions = np.empty((batch,) + self._act_shape,
                            np.int32 if self._discrete else np.float32)
-        args = _lib.ActArgs()
-        _lib.lib().act_args_init(ctypes.byref(args))
+        args = _lib.new_table(_lib.ActArgs)
         args.batch = batch
+        args.observation_width = obs[0].size if batch else 0
+        args.action_width = int(np.prod(self._act_shape, dtype=np.int64))
         args.observations = obs.ctypes.data
         args.actions = actions.ctypes.data
         logp = vals = None

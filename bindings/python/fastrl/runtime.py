@@ -41,8 +41,7 @@ class Runtime:
         if logger is not None:
             fn = _log_function(logger)
             cb = _lib.LOG_FN(fn)
-            lg = _lib.Logger()
-            L.logger_init(ctypes.byref(lg))
+            lg = _lib.new_table(_lib.Logger, max_level=2)  # FRL_LOG_INFO
             lg.log = ctypes.cast(cb, ctypes.c_void_p)
             lg.max_level = int(log_level)
             keep += [cb, lg]

@@ -1,0 +1,615 @@
+/* libfastrl: an embeddable reinforcement-learning library.
+ *
+ * The whole public API. Valid C99, C11 and C++.
+ *
+ * Conventions (doc/api.md has the full text):
+ * - Every handle is opaque. Constructors are `frl_status frl_X_create(frl_X **out, ...)`;
+ *   on failure *out is set to NULL and nothing leaks. `frl_X_destroy(NULL)` does nothing.
+ * - Every function returning frl_status sets a message retrievable with frl_last_error()
+ *   on the calling thread (and, where the call has a non-const handle, with
+ *   frl_X_last_error(h); the const config getters set only the thread's message).
+ * - Pointers returned by accessors are borrowed: valid until the handle is destroyed,
+ *   unless the comment says otherwise.
+ * - Threads: a handle may be used from any thread, but not from two threads at once,
+ *   unless the comment says otherwise. Calls on different handles are independent.
+ * - Callback tables start with struct_size, are filled with defaults by frl_X_init(),
+ *   and are copied when registered.
+ * - The library never prints unless a logger is set, never calls exit() or abort(),
+ *   and never touches signals. */
+#ifndef FASTRL_H
+#define FASTRL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FRL_VERSION_MAJOR 0
+#define FRL_VERSION_MINOR 2
+#define FRL_VERSION_PATCH 0
+/* The ABI: MAJOR is the soname (libfastrl.so.MAJOR); MINOR grows when symbols are added. */
+#define FRL_ABI_VERSION_MAJOR 0
+#define FRL_ABI_VERSION_MINOR 2
+
+#if defined(FRL_STATIC)
+#define FRL_API
+#elif defined(_WIN32)
+#if defined(FRL_BUILDING_LIBRARY)
+#define FRL_API __declspec(dllexport)
+#else
+#define FRL_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__)
+#define FRL_API __attribute__((visibility("default")))
+#else
+#define FRL_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------
+ * Status codes. Values are fixed forever; new codes only get new numbers. */
+typedef enum frl_status {
+    FRL_OK = 0,
+    FRL_ERR_NULL = -1,             /* a required pointer or handle was NULL */
+    FRL_ERR_INVALID_ARGUMENT = -2, /* an argument is malformed (e.g. inconsistent table) */
+    FRL_ERR_UNKNOWN_NAME = -3,     /* unknown environment, config key or choice */
+    FRL_ERR_SIZE = -4,             /* an array or buffer has the wrong size */
+    FRL_ERR_RANGE = -5,            /* a value is outside its valid range */
+    FRL_ERR_NONFINITE = -6,        /* NaN or infinity where a finite number is required */
+    FRL_ERR_NOMEM = -7,            /* an allocation failed */
+    FRL_ERR_THREAD = -8,           /* a thread could not be created */
+    FRL_ERR_CALLBACK = -9,         /* a host callback reported failure */
+    FRL_ERR_STATE = -10,           /* the call is not valid now (e.g. step before reset) */
+    FRL_ERR_TYPE = -11,            /* a config key was used with the wrong type */
+    FRL_ERR_PARSE = -12,           /* text could not be parsed */
+    FRL_ERR_UNSUPPORTED = -13,     /* not built in, or not available on this machine */
+    FRL_ERR_IO = -14,              /* a file could not be read or written */
+    FRL_ERR_FORMAT = -15,          /* a file is corrupted, truncated or foreign */
+    FRL_ERR_VERSION = -16,         /* a file, or a table's struct_size, is of an incompatible version */
+    FRL_ERR_INTERNAL = -17,        /* a bug in libfastrl: please report it */
+    FRL_ERR_INTERRUPTED = -18,     /* stopped by request before finishing */
+    FRL_ERR_DEVICE = -19           /* the GPU or its driver failed (runtime.device=cuda) */
+} frl_status;
+
+/* Static text naming the status ("FRL_ERR_NULL"); "FRL_ERR_UNKNOWN_STATUS" for others. */
+FRL_API const char *frl_status_name(frl_status status);
+
+/* The message of the last failing call on this thread; "" if none. The text stays
+ * valid until the next failing call on this thread. Any thread. */
+FRL_API const char *frl_last_error(void);
+
+/* "0.2.0". Static. */
+FRL_API const char *frl_version_string(void);
+/* (FRL_ABI_VERSION_MAJOR << 16) | FRL_ABI_VERSION_MINOR of the library actually loaded. */
+FRL_API uint32_t frl_abi_version(void);
+/* Static, space-separated: the CPU features this process can use ("sse2 avx2 fma ..."). */
+FRL_API const char *frl_cpu_features(void);
+/* Static, one "key: value" per line: version, ABI, compiler, CUDA plugin built or not,
+ * and the kernels in use. */
+FRL_API const char *frl_build_info(void);
+
+/* ---------------------------------------------------------------------------------------
+ * Allocator and logger (callback tables, copied when given to a runtime). */
+typedef struct frl_allocator {
+    size_t struct_size; /* sizeof(frl_allocator), set by frl_allocator_init */
+    /* Return size bytes aligned to alignment (a power of two <= 4096), or NULL.
+     * Called from any thread the library runs on. */
+    void *(*alloc)(void *user, size_t size, size_t alignment);
+    /* Free a pointer returned by alloc; never called with NULL. */
+    void (*free)(void *user, void *ptr);
+    void *user;
+} frl_allocator;
+
+/* Fill *a with the default allocator (the C library's aligned allocation). */
+FRL_API void frl_allocator_init(frl_allocator *a);
+
+typedef enum frl_log_level {
+    FRL_LOG_ERROR = 0,
+    FRL_LOG_WARNING = 1,
+    FRL_LOG_INFO = 2,
+    FRL_LOG_DEBUG = 3
+} frl_log_level;
+
+typedef struct frl_logger {
+    size_t struct_size; /* sizeof(frl_logger), set by frl_logger_init */
+    /* message is valid only during the call. Called from any library thread, one
+     * call at a time per runtime. NULL (the default): nothing is logged. */
+    void (*log)(void *user, frl_log_level level, const char *message);
+    void *user;
+    frl_log_level max_level; /* messages above this level are not formatted */
+} frl_logger;
+
+/* Fill *l with defaults: no log function, max_level FRL_LOG_INFO. */
+FRL_API void frl_logger_init(frl_logger *l);
+
+/* ---------------------------------------------------------------------------------------
+ * Config: typed key/value settings, validated on set.
+ *
+ * Every key has a type, a default, a range or a list of choices, and a one-line help;
+ * frl_config_next and frl_config_describe list them. A config holds only the values
+ * set on it; every other key reads as its default. Keys are namespaced
+ * ("runtime.threads", "env.max_episode_steps"). */
+typedef struct frl_config frl_config;
+
+typedef enum frl_config_type {
+    FRL_CONFIG_INT = 1,   /* int64 */
+    FRL_CONFIG_FLOAT = 2, /* double */
+    FRL_CONFIG_BOOL = 3,  /* "true"/"false", "1"/"0", "yes"/"no", "on"/"off", any case */
+    FRL_CONFIG_CHOICE = 4, /* one of a fixed list of strings */
+    FRL_CONFIG_INT_LIST = 5 /* up to 8 integers, as text "64,64" ("" = empty) */
+} frl_config_type;
+
+typedef struct frl_config_key_info {
+    size_t struct_size;       /* set by the caller to sizeof(frl_config_key_info) */
+    const char *name;         /* all strings are static */
+    frl_config_type type;
+    const char *default_text; /* the default, as text */
+    double min;               /* INT and FLOAT: the valid range, inclusive */
+    double max;
+    const char *choices;      /* CHOICE: "a|b|c"; otherwise "" */
+    const char *help;
+} frl_config_key_info;
+
+/* alloc may be NULL (the default allocator); it is copied. */
+FRL_API frl_status frl_config_create(frl_config **out, const frl_allocator *alloc);
+FRL_API void frl_config_destroy(frl_config *cfg);
+/* A new config with the same values. */
+FRL_API frl_status frl_config_clone(frl_config **out, const frl_config *cfg);
+
+/* Typed setters. An unknown key gives FRL_ERR_UNKNOWN_NAME (the message lists the
+ * keys of its namespace), a value of the wrong type FRL_ERR_TYPE (set_int is accepted
+ * on a FLOAT key), one outside the range FRL_ERR_RANGE, NaN FRL_ERR_NONFINITE. On
+ * error the config is unchanged. */
+FRL_API frl_status frl_config_set_int(frl_config *cfg, const char *key, int64_t value);
+FRL_API frl_status frl_config_set_float(frl_config *cfg, const char *key, double value);
+FRL_API frl_status frl_config_set_bool(frl_config *cfg, const char *key, int value);
+/* Set any key from text ("4", "3e-4", "true", a choice); FRL_ERR_PARSE if malformed.
+ * INT keys also take a number with an exact integer value ("1e6", "0x10"). An unknown
+ * choice gives FRL_ERR_UNKNOWN_NAME. */
+FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *text);
+/* Parse "key=value key=value" (spaces, tabs or newlines between pairs). Applied all or
+ * nothing: on error the config is unchanged and the message names the bad pair. */
+FRL_API frl_status frl_config_parse(frl_config *cfg, const char *text);
+/* Remove a key's value, so it reads as its default again. */
+FRL_API frl_status frl_config_unset(frl_config *cfg, const char *key);
+
+/* Getters return the value set, or the default. cfg may be NULL (all defaults).
+ * An INT key may be read with get_float; a FLOAT key not with get_int; get_int on a
+ * CHOICE key gives the index of the choice. */
+FRL_API frl_status frl_config_get_int(const frl_config *cfg, const char *key, int64_t *out);
+FRL_API frl_status frl_config_get_float(const frl_config *cfg, const char *key, double *out);
+FRL_API frl_status frl_config_get_bool(const frl_config *cfg, const char *key, int *out);
+/* An INT_LIST key: *count values into out[0..capacity); FRL_ERR_SIZE if they don't fit. */
+FRL_API frl_status frl_config_get_int_list(const frl_config *cfg, const char *key,
+                                           int64_t *out, int32_t capacity, int32_t *count);
+/* The value as text, into buf (always NUL-terminated); FRL_ERR_SIZE if it does not fit. */
+FRL_API frl_status frl_config_get_text(const frl_config *cfg, const char *key, char *buf,
+                                       size_t size);
+/* 1 if the key has a value set on cfg, 0 if it reads as its default or is unknown. */
+FRL_API int frl_config_is_set(const frl_config *cfg, const char *key);
+
+/* Iterate every known key: frl_config_next(NULL) is the first, NULL after the last.
+ * Static strings, any thread. */
+FRL_API const char *frl_config_next(const char *key);
+FRL_API frl_status frl_config_describe(const char *key, frl_config_key_info *info);
+
+FRL_API const char *frl_config_last_error(const frl_config *cfg);
+
+/* ---------------------------------------------------------------------------------------
+ * Runtime: the thread pool, allocator, logger and base seed. Every other handle
+ * belongs to one runtime, which must outlive it. */
+typedef struct frl_runtime frl_runtime;
+
+/* cfg, alloc and logger may be NULL (defaults); all are copied. Keys used:
+ * runtime.threads (0 = one per core; 1 = no worker threads, all work runs on the
+ * calling thread), runtime.seed (returned by frl_runtime_seed; environments take their
+ * seed from reset), runtime.spin_us (how long an idle worker spins before it parks). */
+FRL_API frl_status frl_runtime_create(frl_runtime **out, const frl_config *cfg,
+                                      const frl_allocator *alloc, const frl_logger *logger);
+/* Joins the workers. No call on this runtime or its objects may be in flight. */
+FRL_API void frl_runtime_destroy(frl_runtime *rt);
+/* Threads doing work, the calling thread included (>= 1). */
+FRL_API int32_t frl_runtime_threads(const frl_runtime *rt);
+/* The device the runtime computes on (runtime.device): "cpu", or "cuda:0 <name> (...)"
+ * when the CUDA plugin found a device. Borrowed, valid while the runtime lives. */
+FRL_API const char *frl_runtime_device(const frl_runtime *rt);
+/* With runtime.device=auto, why the runtime stayed on the CPU; "" otherwise. */
+FRL_API const char *frl_runtime_device_note(const frl_runtime *rt);
+FRL_API uint64_t frl_runtime_seed(const frl_runtime *rt);
+
+/* A unit of parallel work: return 0 on success, anything else to fail the job (the
+ * value is reported in the error message). thread_index is in [0, threads). */
+typedef int (*frl_task_fn)(void *user, int32_t task_index, int32_t thread_index);
+
+/* Run fn for every task index in [0, num_tasks) on the runtime's threads, the calling
+ * thread included, and return when all are done. Tasks may run in any order; all run
+ * even if one fails; the first failure is returned as FRL_ERR_CALLBACK. May be called
+ * from several threads at once: jobs that need the workers are serialised, jobs that
+ * run on the caller alone (one thread, or num_tasks <= 1) are not. A call from inside
+ * a task runs inline on that thread. thread_index is unique among the threads running
+ * tasks of one job (a nested job's tasks get the index of the thread running them). */
+FRL_API frl_status frl_runtime_parallel_for(frl_runtime *rt, int32_t num_tasks,
+                                            frl_task_fn fn, void *user);
+FRL_API const char *frl_runtime_last_error(const frl_runtime *rt);
+
+/* ---------------------------------------------------------------------------------------
+ * Spaces: discrete(n) with int32 actions in [0, n), and box(shape, low, high) of float32. */
+typedef struct frl_space frl_space;
+
+typedef enum frl_space_kind {
+    FRL_SPACE_DISCRETE = 1,
+    FRL_SPACE_BOX = 2
+} frl_space_kind;
+
+/* alloc may be NULL. n in [1, 2^31). */
+FRL_API frl_status frl_space_create_discrete(frl_space **out, const frl_allocator *alloc,
+                                             int64_t n);
+/* shape: rank values >= 1, rank in [1, 8]; low and high: product(shape) values each,
+ * copied; NULL means unbounded (-inf / +inf). low <= high and no NaN, or FRL_ERR_RANGE. */
+FRL_API frl_status frl_space_create_box(frl_space **out, const frl_allocator *alloc,
+                                        int32_t rank, const int64_t *shape, const float *low,
+                                        const float *high);
+FRL_API void frl_space_destroy(frl_space *space);
+FRL_API frl_space_kind frl_space_get_kind(const frl_space *space);
+/* Discrete: n. Box: the number of float32 elements (the product of the shape). */
+FRL_API int64_t frl_space_n(const frl_space *space);
+/* Box: the rank and shape; discrete: rank 0. */
+FRL_API int32_t frl_space_rank(const frl_space *space);
+FRL_API const int64_t *frl_space_shape(const frl_space *space);
+/* Box: frl_space_n values each; discrete: NULL. */
+FRL_API const float *frl_space_low(const frl_space *space);
+FRL_API const float *frl_space_high(const frl_space *space);
+/* Values per environment in an action or observation array: 1 for discrete (one
+ * int32), frl_space_n for box (float32). */
+FRL_API int64_t frl_space_width(const frl_space *space);
+
+/* ---------------------------------------------------------------------------------------
+ * Host environments through callbacks.
+ *
+ * Callbacks return 0 on success and any other value on failure; the library then
+ * fails the call with FRL_ERR_CALLBACK naming the env index (per-env callbacks), the
+ * step and the value.
+ * Observations and rewards must be finite (FRL_ERR_NONFINITE otherwise). Actions
+ * are int32_t (discrete) or float (box); box actions are checked to be finite but
+ * are not clipped. */
+typedef struct frl_env_callbacks {
+    size_t struct_size; /* sizeof(frl_env_callbacks), set by frl_env_callbacks_init */
+    /* Start an episode from seed; write the first observation. Required. */
+    int (*reset)(void *user, uint64_t seed, float *obs);
+    /* Apply action; write obs, *reward, *terminated and *truncated (0 or 1). Required. */
+    int (*step)(void *user, const void *action, float *obs, float *reward,
+                uint8_t *terminated, uint8_t *truncated);
+    /* Called once when the env is destroyed. Optional. */
+    void (*close)(void *user);
+    /* Optional simulator state of state_size float64 values (0: none). */
+    int32_t state_size;
+    int (*get_state)(void *user, double *state);
+    int (*set_state)(void *user, const double *state);
+} frl_env_callbacks;
+
+FRL_API void frl_env_callbacks_init(frl_env_callbacks *cb);
+
+/* One callback table for a host that steps all its agents at once (a game world).
+ * Called on the thread that calls frl_vec_env_reset / frl_vec_env_step. */
+typedef struct frl_batch_env_callbacks {
+    size_t struct_size; /* set by frl_batch_env_callbacks_init */
+    /* Reset all num_envs agents, agent i from seeds[i]; write obs[num_envs * obs_width]. */
+    int (*reset)(void *user, int32_t num_envs, const uint64_t *seeds, float *obs);
+    /* Step every agent i with reset_mask[i] == 0 by its action; reset every agent with
+     * reset_mask[i] == 1 from seeds[i] instead (its action, reward and flags are
+     * ignored). Write obs, rewards, terminated and truncated for all agents. */
+    int (*step)(void *user, int32_t num_envs, const void *actions, const uint8_t *reset_mask,
+                const uint64_t *seeds, float *obs, float *rewards, uint8_t *terminated,
+                uint8_t *truncated);
+    void (*close)(void *user); /* optional */
+} frl_batch_env_callbacks;
+
+FRL_API void frl_batch_env_callbacks_init(frl_batch_env_callbacks *cb);
+
+/* ---------------------------------------------------------------------------------------
+ * A single environment. */
+typedef struct frl_env frl_env;
+
+/* A built-in by id ("CartPole-v1"; frl_env_name_at lists them). cfg may be NULL; key
+ * used: env.max_episode_steps (-1 = the id's own limit, 0 = none). */
+FRL_API frl_status frl_env_create(frl_env **out, frl_runtime *rt, const char *name,
+                                  const frl_config *cfg);
+/* A host environment. Spaces are copied; user is passed to every callback. */
+FRL_API frl_status frl_env_create_callbacks(frl_env **out, frl_runtime *rt,
+                                            const frl_env_callbacks *cb, void *user,
+                                            const frl_space *observation_space,
+                                            const frl_space *action_space,
+                                            const frl_config *cfg);
+FRL_API void frl_env_destroy(frl_env *env);
+/* Built-in ids: index 0.. until NULL. Static. */
+FRL_API const char *frl_env_name_at(int32_t index);
+FRL_API const frl_space *frl_env_observation_space(const frl_env *env);
+FRL_API const frl_space *frl_env_action_space(const frl_env *env);
+/* Start an episode; obs receives frl_space_width(observation space) floats. */
+FRL_API frl_status frl_env_reset(frl_env *env, uint64_t seed, float *obs);
+/* One step. After an episode has ended, step fails with FRL_ERR_STATE until reset.
+ * An invalid action fails with FRL_ERR_RANGE / FRL_ERR_NONFINITE and changes nothing. */
+FRL_API frl_status frl_env_step(frl_env *env, const void *action, float *obs, float *reward,
+                                uint8_t *terminated, uint8_t *truncated);
+/* The full simulator state as float64 values, the episode's elapsed steps last.
+ * frl_env_state_size: how many (0 if the env has none). For built-ins set_state also
+ * writes the observation of the new state to obs (may be NULL); host envs cannot
+ * report one, so obs receives their last observation. Sizes must match exactly.
+ * After set_state the env may be stepped without a reset. */
+FRL_API int32_t frl_env_state_size(const frl_env *env);
+FRL_API frl_status frl_env_get_state(frl_env *env, double *state, int32_t size);
+FRL_API frl_status frl_env_set_state(frl_env *env, const double *state, int32_t size,
+                                     float *obs);
+FRL_API const char *frl_env_last_error(const frl_env *env);
+
+/* ---------------------------------------------------------------------------------------
+ * Vectorised environments: N environments stepped together by the runtime's threads.
+ *
+ * The caller writes actions into frl_vec_env_actions() and reads the results in place
+ * from the other arrays; every array is contiguous, indexed by env, and stays at the
+ * same address for the life of the vec env. Results of env i depend only on the seed
+ * and i, never on the thread count.
+ *
+ * Autoreset is Gymnasium's next-step mode: the step after an episode ends resets that
+ * env instead of stepping it, returns the reset observation with reward 0 and both
+ * flags 0, ignores (and does not validate) its action, and sets reset_steps[i] = 1. */
+typedef struct frl_vec_env frl_vec_env;
+
+FRL_API frl_status frl_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char *name,
+                                      int32_t num_envs, const frl_config *cfg);
+/* num_envs host environments; env i gets users[i] (the array is copied). */
+FRL_API frl_status frl_vec_env_create_callbacks(frl_vec_env **out, frl_runtime *rt,
+                                                const frl_env_callbacks *cb,
+                                                void *const *users, int32_t num_envs,
+                                                const frl_space *observation_space,
+                                                const frl_space *action_space,
+                                                const frl_config *cfg);
+/* One host world holding num_envs agents, stepped by one batch callback. */
+FRL_API frl_status frl_vec_env_create_batch(frl_vec_env **out, frl_runtime *rt,
+                                            const frl_batch_env_callbacks *cb, void *user,
+                                            int32_t num_envs,
+                                            const frl_space *observation_space,
+                                            const frl_space *action_space,
+                                            const frl_config *cfg);
+FRL_API void frl_vec_env_destroy(frl_vec_env *venv);
+FRL_API int32_t frl_vec_env_num_envs(const frl_vec_env *venv);
+FRL_API const frl_space *frl_vec_env_observation_space(const frl_vec_env *venv);
+FRL_API const frl_space *frl_vec_env_action_space(const frl_vec_env *venv);
+
+/* Reset every env; env i draws from the stream (seed, i). */
+FRL_API frl_status frl_vec_env_reset(frl_vec_env *venv, uint64_t seed);
+/* Step every env with the actions in frl_vec_env_actions(). Actions are validated
+ * first: a bad one fails the call with its env index and no env is stepped. If per-env
+ * callbacks fail, every other env is still stepped (results in the arrays), the call
+ * returns the error of the lowest failing env, and each failed env reports reward 0,
+ * no flags, and is reset on the next step. If a batch callback fails, no bookkeeping
+ * is done for that step. After a failed reset, step fails until a reset succeeds. */
+FRL_API frl_status frl_vec_env_step(frl_vec_env *venv);
+
+/* int32_t[num_envs] (discrete) or float[num_envs * width] (box), written by the caller. */
+FRL_API void *frl_vec_env_actions(frl_vec_env *venv);
+FRL_API const float *frl_vec_env_observations(const frl_vec_env *venv); /* [N * width] */
+FRL_API const float *frl_vec_env_rewards(const frl_vec_env *venv);      /* [N] */
+FRL_API const uint8_t *frl_vec_env_terminated(const frl_vec_env *venv); /* [N] */
+FRL_API const uint8_t *frl_vec_env_truncated(const frl_vec_env *venv);  /* [N] */
+FRL_API const uint8_t *frl_vec_env_reset_steps(const frl_vec_env *venv);/* [N] */
+/* Where terminated[i] | truncated[i]: the return and length of the episode that just
+ * ended (the length counts steps, not the reset). Other entries are stale. */
+FRL_API const float *frl_vec_env_episode_returns(const frl_vec_env *venv);
+FRL_API const int32_t *frl_vec_env_episode_lengths(const frl_vec_env *venv);
+/* Totals since create: env steps of every frl_vec_env_step call whose actions passed
+ * validation (autoreset steps included, frl_vec_env_reset not), and episodes ended. */
+FRL_API int64_t frl_vec_env_total_steps(const frl_vec_env *venv);
+FRL_API int64_t frl_vec_env_total_episodes(const frl_vec_env *venv);
+FRL_API const char *frl_vec_env_last_error(const frl_vec_env *venv);
+
+/* ---------------------------------------------------------------------------------------
+ * Policies: a network mapping observations to an action distribution and a value.
+ *
+ * Built from config keys policy.* (frl_config_next lists them): an MLP trunk
+ * (policy.hidden = "64,64", policy.activation = tanh|relu|elu), separate or shared for
+ * actor and critic (policy.shared), a categorical head for a discrete action space or
+ * a diagonal Gaussian with a learned state-independent log-std for a box, and optional
+ * observation normalisation (policy.obs_norm) whose statistics are saved with it. */
+typedef struct frl_policy frl_policy;
+
+FRL_API frl_status frl_policy_create(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
+                                     const frl_space *observation_space,
+                                     const frl_space *action_space);
+FRL_API void frl_policy_destroy(frl_policy *policy);
+FRL_API const frl_space *frl_policy_observation_space(const frl_policy *policy);
+FRL_API const frl_space *frl_policy_action_space(const frl_policy *policy);
+/* Trainable float32 parameters (weights, biases, log-std). */
+FRL_API int64_t frl_policy_num_parameters(const frl_policy *policy);
+/* Incremented by every learner update; 0 after create. */
+FRL_API uint64_t frl_policy_version(const frl_policy *policy);
+
+/* One call of frl_policy_act. Set struct_size with frl_act_args_init; fields added in
+ * later versions go at the end and default to "off". */
+typedef struct frl_act_args {
+    size_t struct_size;
+    int32_t batch;               /* rows, >= 1 */
+    const float *observations;   /* [batch * observation width], finite */
+    void *actions;               /* out: int32_t[batch] (discrete) or float[batch * width] */
+    float *log_probs;            /* out, optional: [batch] log-probability of each action */
+    float *values;               /* out, optional: [batch] value estimates */
+    int32_t deterministic;       /* 1: the mode (argmax or mean) instead of a sample */
+    /* Row i samples from the random stream (policy seed, stream_offset + i) at position
+     * counter: the same inputs give the same actions on any thread. Advance counter
+     * between calls (the trainer uses the env index and its step count). */
+    uint64_t stream_offset;
+    uint64_t counter;
+    /* Optional caller-owned scratch of frl_policy_workspace_size() bytes, 64-byte
+     * aligned. With it, act may run on several threads at once; without it, act uses
+     * the policy's own scratch under a lock. Any batch size works with any workspace:
+     * rows are processed in chunks of the workspace's capacity. */
+    void *workspace;
+    size_t workspace_size;
+} frl_act_args;
+
+FRL_API void frl_act_args_init(frl_act_args *args);
+/* Bytes of workspace that hold rows_per_chunk rows (>= 1) of activations. */
+FRL_API size_t frl_policy_workspace_size(const frl_policy *policy, int32_t rows_per_chunk);
+/* Compute actions (and optionally log-probs and values) for a batch. Runs on the
+ * calling thread and never allocates. Non-finite observations give FRL_ERR_NONFINITE
+ * naming the row; nothing is written then. */
+FRL_API frl_status frl_policy_act(frl_policy *policy, const frl_act_args *args);
+
+/* Save the policy (spaces, settings, weights, normaliser) to path: a versioned,
+ * zstd-compressed, checksummed file written to a temporary name, fsync'd and renamed,
+ * so a crash leaves the previous file intact. */
+FRL_API frl_status frl_policy_save(const frl_policy *policy, const char *path);
+/* Load a policy saved by frl_policy_save or a trainer checkpoint. Truncated, corrupted
+ * or foreign files give FRL_ERR_FORMAT, newer format versions FRL_ERR_VERSION. */
+FRL_API frl_status frl_policy_load(frl_policy **out, frl_runtime *rt, const char *path);
+FRL_API const char *frl_policy_last_error(const frl_policy *policy);
+
+/* ---------------------------------------------------------------------------------------
+ * The experience ring: preallocated slots, each a [T x B] block (T steps of B
+ * environments, row t * B + b) of every array a learner needs. A sampler writes each
+ * step straight into its slot, a learner reads it in place, and the host may read any
+ * array through frl_ring_array. Arrays are named by an enum, so new arrays (recurrent
+ * states, policy ids for populations) can be added without changing this interface. */
+typedef struct frl_ring frl_ring;
+
+typedef enum frl_ring_array_id {
+    FRL_RING_OBSERVATIONS = 0, /* float [T*B*obs width]: observation the action saw */
+    FRL_RING_ACTIONS = 1,      /* int32 [T*B] or float [T*B*action width], as sampled */
+    FRL_RING_LOG_PROBS = 2,    /* float [T*B] */
+    FRL_RING_VALUES = 3,       /* float [T*B] */
+    FRL_RING_REWARDS = 4,      /* float [T*B] */
+    FRL_RING_TERMINATED = 5,   /* uint8 [T*B] */
+    FRL_RING_TRUNCATED = 6,    /* uint8 [T*B] */
+    FRL_RING_RESET_STEPS = 7,  /* uint8 [T*B]: 1 = an autoreset step, not a transition */
+    FRL_RING_POLICY_VERSION = 8, /* uint64 [T]: policy version that acted at step t */
+    FRL_RING_BOOTSTRAP_OBS = 9,  /* float [B*obs width]: observation after the last step */
+    FRL_RING_ARRAY_COUNT = 10
+} frl_ring_array_id;
+
+typedef enum frl_slot_state {
+    FRL_SLOT_FREE = 0,    /* may be acquired for writing */
+    FRL_SLOT_WRITING = 1, /* a sampler is filling it */
+    FRL_SLOT_READY = 2,   /* complete, waiting for a learner */
+    FRL_SLOT_READING = 3  /* a learner is reading it */
+} frl_slot_state;
+
+/* Bytes a ring of these dimensions takes (all slots, all arrays, alignment included). */
+FRL_API frl_status frl_ring_memory_size(int32_t slots, int32_t steps, int32_t envs,
+                                        const frl_space *observation_space,
+                                        const frl_space *action_space, size_t *bytes);
+FRL_API frl_status frl_ring_create(frl_ring **out, frl_runtime *rt, int32_t slots,
+                                   int32_t steps, int32_t envs,
+                                   const frl_space *observation_space,
+                                   const frl_space *action_space);
+FRL_API void frl_ring_destroy(frl_ring *ring);
+FRL_API int32_t frl_ring_slots(const frl_ring *ring);
+FRL_API int32_t frl_ring_steps(const frl_ring *ring);
+FRL_API int32_t frl_ring_envs(const frl_ring *ring);
+/* The array's address and size in bytes; stable for the ring's life. */
+FRL_API frl_status frl_ring_array(frl_ring *ring, int32_t slot, frl_ring_array_id id,
+                                  void **data, size_t *bytes);
+FRL_API frl_slot_state frl_ring_slot_state(const frl_ring *ring, int32_t slot);
+/* Slot transitions. acquire_write takes the lowest free slot, acquire_read the ready
+ * slot committed first; either gives FRL_ERR_STATE if there is none. commit and release
+ * fail with FRL_ERR_STATE if the slot is not in the state they start from. Safe from
+ * several threads at once. */
+FRL_API frl_status frl_ring_acquire_write(frl_ring *ring, int32_t *slot);
+FRL_API frl_status frl_ring_commit(frl_ring *ring, int32_t slot);    /* WRITING -> READY */
+FRL_API frl_status frl_ring_acquire_read(frl_ring *ring, int32_t *slot);
+FRL_API frl_status frl_ring_release(frl_ring *ring, int32_t slot);   /* READING -> FREE */
+FRL_API const char *frl_ring_last_error(const frl_ring *ring);
+
+/* ---------------------------------------------------------------------------------------
+ * Trainer: a vec env, a policy, a ring, a sampler and a PPO learner for the common case.
+ * Settings are the config keys train.* and policy.*; each built-in environment has
+ * defaults that solve it, applied under the keys the caller sets. */
+typedef struct frl_trainer frl_trainer;
+
+/* Per-update metrics, passed to the callback; fields are added only at the end. */
+typedef struct frl_metrics {
+    size_t struct_size;
+    int64_t update;            /* updates done, this one included */
+    int64_t env_steps;         /* environment steps done (autoreset steps included) */
+    int64_t episodes;          /* episodes finished */
+    double mean_return;        /* mean return of the last 100 episodes (NaN if none) */
+    double mean_length;        /* their mean length (NaN if none) */
+    double seconds;            /* wall time since the trainer was created (or loaded) */
+    double steps_per_second;   /* env steps per second over the whole run */
+    double policy_loss, value_loss, entropy, approx_kl, clip_fraction;
+    double explained_variance, grad_norm, learning_rate;
+    int32_t epochs_done;       /* fewer than train.epochs when target-KL stopped early */
+    /* seconds spent in each stage during this update */
+    double time_env, time_inference, time_backward, time_optimizer, time_waiting;
+    /* Asynchronous sampling (sampler.mode=async; zero in sync mode). The lag of a step
+     * is the learner's policy version minus the version that acted; time_env and
+     * time_inference are then busy time summed over threads since the last update,
+     * time_waiting the learner's wait for a rollout. */
+    double policy_lag_mean;    /* mean over the rollout's steps */
+    double policy_lag_max;
+    int64_t slots_dropped;     /* rollouts dropped for exceeding sampler.max_lag, in all */
+} frl_metrics;
+
+/* Return 0 to go on; any other value stops training, and frl_trainer_train returns
+ * FRL_ERR_CALLBACK naming that value. Called on the thread that called train. */
+typedef int (*frl_metrics_fn)(void *user, const frl_metrics *metrics);
+
+/* A trainer on the built-in environment env_name. */
+FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt,
+                                      const char *env_name, const frl_config *cfg);
+/* A trainer on a host vec env (borrowed: it must outlive the trainer). */
+FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt,
+                                          frl_vec_env *venv, const frl_config *cfg);
+/* A trainer on count (1..64) host vec envs with the same spaces, each one group of the
+ * asynchronous sampler (sampler.mode=async; sets sampler.groups = count): while the
+ * library computes one group's actions, another group steps. A group's callbacks are
+ * called from library threads, never two batch callbacks of one trainer at once.
+ * Borrowed: they must outlive the trainer. */
+FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
+                                           frl_vec_env *const *venvs, int32_t count,
+                                           const frl_config *cfg);
+FRL_API void frl_trainer_destroy(frl_trainer *trainer);
+FRL_API void frl_trainer_set_callback(frl_trainer *trainer, frl_metrics_fn fn, void *user);
+/* Write metrics.csv, a TensorBoard event file and settings.txt into dir (which must
+ * exist) from the next update on. */
+FRL_API frl_status frl_trainer_set_output(frl_trainer *trainer, const char *dir);
+/* Train until env_steps reaches total_steps (counted from the run's start, so a resumed
+ * run continues to the same total), until the mean return reaches train.target_return
+ * when that key is set, or until a stop. Returns FRL_OK at the budget or the target,
+ * FRL_ERR_INTERRUPTED after frl_trainer_request_stop (the run may be continued or
+ * saved), FRL_ERR_CALLBACK if the callback stopped it. */
+FRL_API frl_status frl_trainer_train(frl_trainer *trainer, int64_t total_steps);
+/* Train count (1..64) async trainers (sampler.mode=async) on one runtime at once, each
+ * with its own environments, policy and learner, sharing the runtime's threads (several
+ * policies in one run: the base of self-play and population-based training; give each
+ * its own train.seed_offset). Each trains to total_steps or its target; the call returns when
+ * all have, on the first error (the thread's last error names trainers[i]; that
+ * trainer's last error has the message), or with FRL_ERR_INTERRUPTED after a stop
+ * request to any of them. Metrics callbacks run on the calling thread. */
+FRL_API frl_status frl_trainer_train_many(frl_trainer *const *trainers, int32_t count,
+                                          int64_t total_steps);
+/* Ask train to return FRL_ERR_INTERRUPTED at the end of the current update (a rollout
+ * and its learning step, milliseconds), so the run stays resumable exactly.
+ * Async-signal-safe: only sets a flag, so it may be called from a signal handler or
+ * another thread. */
+FRL_API void frl_trainer_request_stop(frl_trainer *trainer);
+/* Everything needed to continue the run: settings, weights, Adam moments, normaliser,
+ * random streams, environment states, counters. Atomic as frl_policy_save. */
+FRL_API frl_status frl_trainer_save(const frl_trainer *trainer, const char *path);
+/* Continue a saved run on the built-in env it was saved from. cfg may be NULL; keys it
+ * sets override the saved settings (e.g. runtime-only ones). */
+FRL_API frl_status frl_trainer_load(frl_trainer **out, frl_runtime *rt, const char *path,
+                                    const frl_config *cfg);
+/* Borrowed handles, valid for the trainer's life. */
+FRL_API frl_policy *frl_trainer_policy(frl_trainer *trainer);
+FRL_API frl_ring *frl_trainer_ring(frl_trainer *trainer);
+FRL_API frl_vec_env *frl_trainer_vec_env(frl_trainer *trainer);
+/* Metrics of the last update (zeros before the first). */
+FRL_API const frl_metrics *frl_trainer_metrics(const frl_trainer *trainer);
+FRL_API const char *frl_trainer_last_error(const frl_trainer *trainer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FASTRL_H */
