@@ -43,12 +43,12 @@ def check_versions(root, version, abi, problems):
     api_md, readme = read(root, "doc/api.md"), read(root, "README.md")
     title = re.search(r"^# .*\(([\d.]+)\)", api_md, flags=re.M)
     here = re.search(r"^## What is here \(([\d.]+)\)", readme, flags=re.M)
-    stated = re.search(r"The versions are .*?\(([\d.]+)\) and the ABI\s.*?\(([\d.]+)\)",
-                       api_md, flags=re.S)
+    release = re.search(r"`FRL_VERSION_MAJOR.MINOR.PATCH` \(([\d.]+)\)", api_md)
+    abi_stated = re.search(r"`FRL_ABI_VERSION_MAJOR.MINOR` \(([\d.]+)\)", api_md)
     found = {"meson.build project version": meson,
              "doc/api.md title": title and title.group(1),
-             "doc/api.md version paragraph": stated and stated.group(1),
-             "doc/api.md ABI version": stated and stated.group(2),
+             "doc/api.md version paragraph": release and release.group(1),
+             "doc/api.md ABI version": abi_stated and abi_stated.group(1),
              "README 'What is here'": here and here.group(1)}
     want = {"doc/api.md ABI version": abi,
             "README 'What is here'": version.rsplit(".", 1)[0]}

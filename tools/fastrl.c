@@ -1,4 +1,6 @@
-/* fastrl: the command-line program. Subcommands: envs, info, config, bench. */
+/* fastrl: the command-line program. Subcommands: train (tools/train.c), eval
+ * (tools/eval.c), envs, info, config --list, bench env (tools/bench_env.c) and bench
+ * train (tools/bench_train.c); `fastrl --help` lists them with their options. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
