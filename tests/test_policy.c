@@ -139,6 +139,22 @@ START_TEST(act_rejects_bad_input)
     a.struct_size = 8;
     ck_assert_int_eq(frl_policy_act(f.p, &a), FRL_ERR_VERSION);
     a.struct_size = sizeof a;
+    /* rows of another env's width, or a short action buffer: an error naming both */
+    a.observation_width = 6;
+    ck_assert_int_eq(frl_policy_act(f.p, &a), FRL_ERR_SIZE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "6 observation and 1 action values wide, "
+                                                   "the policy's spaces 4 and 1"));
+    a.observation_width = 4;
+    a.action_width = 0; /* unset: 0.3 callers must state it */
+    ck_assert_int_eq(frl_policy_act(f.p, &a), FRL_ERR_SIZE);
+    ck_assert(act[0] == -7 && act[1] == -7);
+    /* a caller built against 0.2 has no width fields: not checked */
+    a.struct_size = offsetof(frl_act_args, observation_width);
+    a.observation_width = 99;
+    ck_assert_int_eq(frl_policy_act(f.p, &a), FRL_OK);
+    act[0] = act[1] = -7;
+    a.struct_size = sizeof a;
+    frl_test_act_widths(&a, f.p);
     static char ws[256] __attribute__((aligned(64)));
     a.workspace = ws;
     a.workspace_size = 8;
