@@ -1,6 +1,7 @@
-/* The nn kernel tables, checkasm-style: every table this CPU runs against the scalar
- * reference on random inputs over many shapes (tails included), the activations
- * against double precision, the determinism contract of lib/nn/kernels.h bit for bit,
+/* The nn kernel tables, checkasm-style: every table this CPU runs, scalar included,
+ * against float64 references of every kernel within the bounds of float32 arithmetic,
+ * and every SIMD table against the scalar one, on random inputs over many shapes
+ * (tails included); the determinism contract of lib/nn/kernels.h bit for bit,
  * what that contract promises for empty dimensions, and the run-time choice of table
  * (CPU features, FRL_KERNELS). */
 #include <check.h>
@@ -21,6 +22,8 @@
 static const frl_kernels *ref;       /* the scalar table */
 static const frl_kernels *tested[8]; /* runnable tables other than scalar */
 static int ntested;
+static const frl_kernels *tables[9]; /* every runnable table: scalar, then tested */
+static int ntables;
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -96,59 +99,258 @@ static int close_to(float got, float want, double tol)
     return fabs((double)got - (double)want) <= tol;
 }
 
-/* ---- comparisons against scalar ------------------------------------------------- */
+/* ---- float64 references ----------------------------------------------------------
+ * Every kernel of lib/nn/kernels.h computed in double from its contract, with the bound
+ * its float32 arithmetic allows. Every table, scalar included, is held to them, so a
+ * wrong scalar kernel fails here on any CPU, also where no SIMD table runs (the
+ * comparisons with scalar below then check nothing). transpose and the activations
+ * have their exact references further down. */
 
 static const frl_nn_act acts[] = {FRL_NN_LINEAR, FRL_NN_TANH, FRL_NN_RELU, FRL_NN_ELU};
 
-/* Product tolerance of the brief: 1e-5 * sum |a b| + 1e-6 (the bias counts as a term).
- * The activations are 1-Lipschitz, so the same bound carries through them, plus a
- * relative 1e-6 (8 float ulps) for the activation's own rounding. */
+static double act_ref(double x, frl_nn_act act)
+{
+    switch (act) {
+    case FRL_NN_TANH: return tanh(x);
+    case FRL_NN_RELU: return x < 0 ? 0.0 : x;
+    case FRL_NN_ELU: return x > 0 ? x : expm1(x);
+    default: return x;
+    }
+}
+
+/* Spacing of floats at |v|: the unit of the activations' error bound. */
+static double ulp_at(double v)
+{
+    const float a = (float)fabs(v);
+    return a >= FLT_MIN ? (double)nextafterf(a, INFINITY) - a : 0x1.0p-149;
+}
+
+/* Higham's gamma_L = L u / (1 - L u): L roundings of relative size u, each multiplying
+ * or dividing, change a value by a factor within 1 +- gamma_L (Accuracy and Stability
+ * of Numerical Algorithms, lemma 3.1). */
+static double gamma_of(int64_t len, double u)
+{
+    return (double)len * u / (1.0 - (double)len * u);
+}
+
+/* The error bound of a chain of len terms (products or plain values, the start value
+ * and the bias included) summed in float32, as every table computes each output
+ * (kernels_simd.h, "Determinism"): a term is rounded once as a product (or not at all
+ * inside an FMA) and once per addition it passes through, at most len - 1 in any order
+ * of the additions, so |float - exact| <= gamma_len * mag, mag = sum |term| (Higham,
+ * eq. 3.5: the bound holds for the tables' in-order sums and any reordering). The double
+ * reference (products exact) adds its own gamma_len in u = 2^-53. With k = 65 terms
+ * this is 3.9e-6 * mag, with 1000 terms 6e-5 * mag: an order of magnitude below a
+ * missing, doubled or misplaced term of these random inputs (about mag / len). */
+static double chain_tol(int64_t len, double mag)
+{
+    return (gamma_of(len, 0x1p-24) + gamma_of(len, 0x1p-53)) * mag;
+}
+
+/* A reference output: the value, the sum of |terms| of its chain (for the comparison
+ * with scalar) and the bound on a table's distance from the value. */
+typedef struct refv {
+    double val, mag, tol;
+} refv;
+
+static refv chain_ref(double val, int64_t len, double mag)
+{
+    return (refv){val, mag, chain_tol(len, mag)};
+}
+
+static refv *rbuf(int64_t n)
+{
+    refv *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(refv));
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static int near_ref(float got, refv r) { return fabs((double)got - r.val) <= r.tol; }
+
+/* The pre-activations x . wt (+ b) with their bounds, for linear_fwd and its chains of
+ * k (+1 with a bias) terms. */
+static void ref_pre(int32_t m, int32_t n, int32_t k, const float *x, const float *wt,
+                    const float *b, refv *pre)
+{
+    for (int32_t i = 0; i < m; i++)
+        for (int32_t j = 0; j < n; j++) {
+            double s = b ? b[j] : 0.0, mag = b ? fabs(b[j]) : 0.0;
+            for (int32_t p = 0; p < k; p++) {
+                const double term = (double)x[(int64_t)i * k + p] * wt[(int64_t)p * n + j];
+                s += term;
+                mag += fabs(term);
+            }
+            pre[(int64_t)i * n + j] = chain_ref(s, k + (b != NULL), mag);
+        }
+}
+
+/* y = act(pre): the activations are 1-Lipschitz, so the pre-activation's bound carries
+ * through; tanh and elu add their own rounding, within 4 ulps of the result in every
+ * table (activations_accurate checks that), at most |y| + the carried bound. */
+static refv ref_act(refv pre, frl_nn_act act)
+{
+    const double y = act_ref(pre.val, act);
+    const int own = act == FRL_NN_TANH || act == FRL_NN_ELU ? 4 : 0;
+    return (refv){y, pre.mag, pre.tol + own * ulp_at(fabs(y) + pre.tol)};
+}
+
+/* dx = dy . wt^T: chains of n products. */
+static void ref_bwd_input(int32_t m, int32_t n, int32_t k, const float *dy, const float *wt,
+                          refv *dx)
+{
+    for (int32_t i = 0; i < m; i++)
+        for (int32_t p = 0; p < k; p++) {
+            double s = 0.0, mag = 0.0;
+            for (int32_t j = 0; j < n; j++) {
+                const double term = (double)dy[(int64_t)i * n + j] * wt[(int64_t)p * n + j];
+                s += term;
+                mag += fabs(term);
+            }
+            dx[(int64_t)i * k + p] = chain_ref(s, n, mag);
+        }
+}
+
+/* dwt (+)= x^T . dy and db (+)= column sums of dy: chains of m terms, plus the start
+ * value when accumulating (dwt0 and db0 are not read otherwise: they may be NaN). */
+static void ref_bwd_weight(int32_t m, int32_t n, int32_t k, const float *x, const float *dy,
+                           const float *dwt0, const float *db0, int acc, refv *dwt, refv *db)
+{
+    for (int32_t p = 0; p < k; p++)
+        for (int32_t j = 0; j < n; j++) {
+            const int64_t e = (int64_t)p * n + j;
+            double s = acc ? dwt0[e] : 0.0, mag = fabs(s);
+            for (int32_t i = 0; i < m; i++) {
+                const double term = (double)x[(int64_t)i * k + p] * dy[(int64_t)i * n + j];
+                s += term;
+                mag += fabs(term);
+            }
+            dwt[e] = chain_ref(s, m + acc, mag);
+        }
+    for (int32_t j = 0; db && j < n; j++) {
+        double s = acc ? db0[j] : 0.0, mag = fabs(s);
+        for (int32_t i = 0; i < m; i++) {
+            s += dy[(int64_t)i * n + j];
+            mag += fabs(dy[(int64_t)i * n + j]);
+        }
+        db[j] = chain_ref(s, m + acc, mag);
+    }
+}
+
+/* dx = dy * act'(y), as chains over the terms of the product expanded. tanh: dy - dy y y,
+ * three roundings (y y, 1 - y y, the product); elu with y <= 0: dy y + dy, two (y + 1,
+ * the product); relu, and elu with y > 0, select dy or 0 exactly. */
+static refv ref_act_bwd(float y, float dy, frl_nn_act act)
+{
+    const double g = dy, yv = y;
+    if (act == FRL_NN_TANH)
+        return chain_ref(g * (1.0 - yv * yv), 3, fabs(g) * (fabs(1.0 - yv * yv) + yv * yv));
+    if (act == FRL_NN_ELU && yv <= 0)
+        return chain_ref(g * (yv + 1.0), 2, fabs(g) * (fabs(yv) + 1.0));
+    if (act == FRL_NN_RELU || act == FRL_NN_ELU)
+        return chain_ref(yv > 0 ? g : 0.0, 0, 0.0);
+    return chain_ref(g, 0, 0.0);
+}
+
+/* ---- every table against the references, the SIMD ones also against scalar -------- */
+
+/* Product tolerance of the comparison with scalar (the brief of the SIMD work):
+ * 1e-5 * sum |a b| + 1e-6 (the bias counts as a term). The activations are
+ * 1-Lipschitz, so the same bound carries through them, plus a relative 1e-6 (8 float
+ * ulps) for the activation's own rounding. */
+static double scalar_tol(double mag, float want) { return 1e-5 * mag + 1e-6 + 1e-6 * fabs(want); }
+
+static void expect_fwd_ref(const frl_kernels *t, int32_t m, int32_t n, int32_t k,
+                           const float *b, frl_nn_act act, const refv *pre, const float *got)
+{
+    for (int64_t e = 0; e < (int64_t)m * n; e++) {
+        const refv r = ref_act(pre[e], act);
+        EXPECT(near_ref(got[e], r),
+               "%s fwd m=%d n=%d k=%d %s bias=%d at [%ld][%ld]: %.9g vs float64 %.9g (tol %.3g)",
+               t->name, m, n, k, act_name(act), b != NULL, (long)(e / n), (long)(e % n),
+               got[e], r.val, r.tol);
+    }
+}
+
+static void expect_fwd_scalar(const frl_kernels *t, int32_t m, int32_t n, int32_t k,
+                              const float *x, const float *wt, const float *b,
+                              frl_nn_act act, const refv *pre, const float *got)
+{
+    float *want = fbuf((int64_t)m * n);
+    poison(want, (int64_t)m * n);
+    ref->linear_fwd(m, n, k, x, wt, b, want, act);
+    for (int64_t e = 0; e < (int64_t)m * n; e++) {
+        const double tol = scalar_tol(pre[e].mag, want[e]);
+        EXPECT(close_to(got[e], want[e], tol),
+               "%s fwd m=%d n=%d k=%d %s bias=%d at [%ld][%ld]: %.9g vs scalar %.9g", t->name,
+               m, n, k, act_name(act), b != NULL, (long)(e / n), (long)(e % n), got[e],
+               want[e]);
+    }
+    free(want);
+}
+
 static void check_fwd(const frl_kernels *t, int32_t m, int32_t n, int32_t k)
 {
     float *x = frand((int64_t)m * k), *wt = frand((int64_t)k * n), *b = frand(n);
-    float *want = fbuf((int64_t)m * n), *got = fbuf((int64_t)m * n);
-    for (int bias = 0; bias < 2; bias++)
+    float *got = fbuf((int64_t)m * n);
+    refv *pre = rbuf((int64_t)m * n);
+    for (int bias = 0; bias < 2; bias++) {
+        const float *bp = bias ? b : NULL;
+        ref_pre(m, n, k, x, wt, bp, pre);
         for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++) {
-            const frl_nn_act act = acts[ai];
-            const float *bp = bias ? b : NULL;
-            poison(want, (int64_t)m * n);
             poison(got, (int64_t)m * n);
-            ref->linear_fwd(m, n, k, x, wt, bp, want, act);
-            t->linear_fwd(m, n, k, x, wt, bp, got, act);
-            for (int32_t i = 0; i < m; i++)
-                for (int32_t j = 0; j < n; j++) {
-                    double mag = bias ? fabs(b[j]) : 0.0;
-                    for (int32_t p = 0; p < k; p++)
-                        mag += fabs((double)x[i * k + p] * wt[p * n + j]);
-                    const float w = want[i * n + j], g = got[i * n + j];
-                    const double tol = 1e-5 * mag + 1e-6 + 1e-6 * fabs(w);
-                    EXPECT(close_to(g, w, tol),
-                           "%s fwd m=%d n=%d k=%d %s bias=%d at [%d][%d]: %.9g vs scalar %.9g",
-                           t->name, m, n, k, act_name(act), bias, i, j, g, w);
-                }
+            t->linear_fwd(m, n, k, x, wt, bp, got, acts[ai]);
+            expect_fwd_ref(t, m, n, k, bp, acts[ai], pre, got);
+            if (t != ref)
+                expect_fwd_scalar(t, m, n, k, x, wt, bp, acts[ai], pre, got);
         }
-    free(x), free(wt), free(b), free(want), free(got);
+    }
+    free(x), free(wt), free(b), free(got), free(pre);
 }
 
 static void check_bwd_input(const frl_kernels *t, int32_t m, int32_t n, int32_t k)
 {
     float *dy = frand((int64_t)m * n), *wt = frand((int64_t)k * n);
     float *want = fbuf((int64_t)m * k), *got = fbuf((int64_t)m * k);
+    refv *r = rbuf((int64_t)m * k);
+    ref_bwd_input(m, n, k, dy, wt, r);
     poison(want, (int64_t)m * k);
     poison(got, (int64_t)m * k);
     ref->linear_bwd_input(m, n, k, dy, wt, want);
     t->linear_bwd_input(m, n, k, dy, wt, got);
-    for (int32_t i = 0; i < m; i++)
-        for (int32_t p = 0; p < k; p++) {
-            double mag = 0.0;
-            for (int32_t j = 0; j < n; j++)
-                mag += fabs((double)dy[i * n + j] * wt[p * n + j]);
-            const float w = want[i * k + p], g = got[i * k + p];
-            EXPECT(close_to(g, w, 1e-5 * mag + 1e-6),
-                   "%s bwd_input m=%d n=%d k=%d at [%d][%d]: %.9g vs scalar %.9g",
-                   t->name, m, n, k, i, p, g, w);
-        }
-    free(dy), free(wt), free(want), free(got);
+    for (int64_t e = 0; e < (int64_t)m * k; e++) {
+        EXPECT(near_ref(got[e], r[e]),
+               "%s bwd_input m=%d n=%d k=%d at [%ld][%ld]: %.9g vs float64 %.9g (tol %.3g)",
+               t->name, m, n, k, (long)(e / k), (long)(e % k), got[e], r[e].val, r[e].tol);
+        EXPECT(close_to(got[e], want[e], scalar_tol(r[e].mag, 0.0f)),
+               "%s bwd_input m=%d n=%d k=%d at [%ld][%ld]: %.9g vs scalar %.9g", t->name, m,
+               n, k, (long)(e / k), (long)(e % k), got[e], want[e]);
+    }
+    free(dy), free(wt), free(want), free(got), free(r);
+}
+
+/* The dwt and db a table left, against the float64 reference and against scalar. */
+typedef struct bwd_weight_out {
+    const float *dwt, *db;
+} bwd_weight_out;
+
+static void expect_bwd_weight(const frl_kernels *t, int32_t m, int32_t n, int32_t k, int acc,
+                              const refv *rw, const refv *rb, bwd_weight_out got,
+                              bwd_weight_out want)
+{
+    for (int64_t e = 0; e < (int64_t)k * n; e++) {
+        EXPECT(near_ref(got.dwt[e], rw[e]) &&
+                   close_to(got.dwt[e], want.dwt[e], scalar_tol(rw[e].mag, 0.0f)),
+               "%s bwd_weight m=%d n=%d k=%d db=%d acc=%d at [%ld][%ld]: %.9g vs float64 "
+               "%.9g (tol %.3g), scalar %.9g",
+               t->name, m, n, k, got.db != NULL, acc, (long)(e / n), (long)(e % n),
+               got.dwt[e], rw[e].val, rw[e].tol, want.dwt[e]);
+    }
+    for (int32_t j = 0; got.db && j < n; j++)
+        EXPECT(near_ref(got.db[j], rb[j]) &&
+                   close_to(got.db[j], want.db[j], scalar_tol(rb[j].mag, 0.0f)),
+               "%s bwd_weight db m=%d n=%d acc=%d at [%d]: %.9g vs float64 %.9g (tol %.3g), "
+               "scalar %.9g",
+               t->name, m, n, acc, j, got.db[j], rb[j].val, rb[j].tol, want.db[j]);
 }
 
 /* One call of t and of scalar from the same dwt0 and db0 (db0 NULL: no bias gradient);
@@ -159,27 +361,13 @@ static void check_bwd_weight_into(const frl_kernels *t, int32_t m, int32_t n, in
 {
     float *want = fcopy(dwt0, (int64_t)k * n), *got = fcopy(dwt0, (int64_t)k * n);
     float *dbw = db0 ? fcopy(db0, n) : NULL, *dbg = db0 ? fcopy(db0, n) : NULL;
+    refv *rw = rbuf((int64_t)k * n), *rb = rbuf(n);
+    ref_bwd_weight(m, n, k, x, dy, dwt0, db0, acc, rw, db0 ? rb : NULL);
     ref->linear_bwd_weight(m, n, k, x, dy, want, dbw, acc);
     t->linear_bwd_weight(m, n, k, x, dy, got, dbg, acc);
-    for (int32_t p = 0; p < k; p++)
-        for (int32_t j = 0; j < n; j++) {
-            double mag = acc ? fabs(dwt0[p * n + j]) : 0.0;
-            for (int32_t i = 0; i < m; i++)
-                mag += fabs((double)x[i * k + p] * dy[i * n + j]);
-            const float w = want[p * n + j], g = got[p * n + j];
-            EXPECT(close_to(g, w, 1e-5 * mag + 1e-6),
-                   "%s bwd_weight m=%d n=%d k=%d db=%d acc=%d at [%d][%d]: %.9g vs scalar %.9g",
-                   t->name, m, n, k, db0 != NULL, acc, p, j, g, w);
-        }
-    for (int32_t j = 0; db0 && j < n; j++) {
-        double mag = acc ? fabs(db0[j]) : 0.0;
-        for (int32_t i = 0; i < m; i++)
-            mag += fabs(dy[i * n + j]);
-        EXPECT(close_to(dbg[j], dbw[j], 1e-5 * mag + 1e-6),
-               "%s bwd_weight db m=%d n=%d acc=%d at [%d]: %.9g vs scalar %.9g", t->name, m,
-               n, acc, j, dbg[j], dbw[j]);
-    }
-    free(want), free(got), free(dbw), free(dbg);
+    expect_bwd_weight(t, m, n, k, acc, rw, rb, (bwd_weight_out){got, dbg},
+                      (bwd_weight_out){want, dbw});
+    free(want), free(got), free(dbw), free(dbg), free(rw), free(rb);
 }
 
 /* Accumulates into random dwt and db, as training does, then overwrites poisoned ones
@@ -215,58 +403,73 @@ static const int32_t big[][3] = {
 
 typedef void (*check_fn)(const frl_kernels *, int32_t, int32_t, int32_t);
 
+/* Every runnable table, scalar first. */
 static void check_all_shapes(check_fn fn)
 {
-    for (int ti = 0; ti < ntested; ti++) {
+    for (int ti = 0; ti < ntables; ti++) {
         rng_seed(12345);
         for (size_t a = 0; a < COUNT(ms); a++)
             for (size_t b = 0; b < COUNT(ns); b++)
                 for (size_t c = 0; c < COUNT(ks); c++)
-                    fn(tested[ti], ms[a], ns[b], ks[c]);
+                    fn(tables[ti], ms[a], ns[b], ks[c]);
         for (size_t s = 0; s < COUNT(big); s++)
-            fn(tested[ti], big[s][0], big[s][1], big[s][2]);
+            fn(tables[ti], big[s][0], big[s][1], big[s][2]);
     }
 }
 
-START_TEST(fwd_matches_scalar) { check_all_shapes(check_fwd); }
+START_TEST(fwd_matches_reference) { check_all_shapes(check_fwd); }
 END_TEST
 
-START_TEST(bwd_input_matches_scalar) { check_all_shapes(check_bwd_input); }
+START_TEST(bwd_input_matches_reference) { check_all_shapes(check_bwd_input); }
 END_TEST
 
-START_TEST(bwd_weight_matches_scalar) { check_all_shapes(check_bwd_weight); }
+START_TEST(bwd_weight_matches_reference) { check_all_shapes(check_bwd_weight); }
 END_TEST
 
-START_TEST(act_bwd_matches_scalar)
+/* y made an activation output of random pre-activations, exact zeros included. */
+static float *act_outputs(int64_t n, frl_nn_act act)
+{
+    float *y = frand(n);
+    for (int64_t i = 0; i < n; i++) {
+        const float pre = i % 5 == 0 ? 0.0f : y[i];
+        y[i] = act == FRL_NN_TANH   ? tanhf(pre)
+               : act == FRL_NN_RELU ? (pre < 0 ? 0.0f : pre)
+                                    : (pre > 0 ? pre : expm1f(pre));
+    }
+    return y;
+}
+
+/* dx and dx computed in place (dx == dy) against float64 and against scalar. */
+static void check_act_bwd(const frl_kernels *t, frl_nn_act act, int64_t n)
+{
+    float *y = act_outputs(n, act), *dy = frand(n);
+    float *want = fbuf(n), *got = fbuf(n), *inplace = fcopy(dy, n);
+    poison(want, n);
+    poison(got, n);
+    ref->act_bwd(n, y, dy, want, act);
+    t->act_bwd(n, y, dy, got, act);
+    t->act_bwd(n, y, inplace, inplace, act);
+    for (int64_t i = 0; i < n; i++) {
+        const refv r = ref_act_bwd(y[i], dy[i], act);
+        const double tol = 1e-6 * fabs(want[i]) + 1e-7;
+        EXPECT(near_ref(got[i], r) && near_ref(inplace[i], r) &&
+                   close_to(got[i], want[i], tol),
+               "%s act_bwd %s n=%ld at %ld: %.9g / in place %.9g vs float64 %.9g (tol %.3g), "
+               "scalar %.9g",
+               t->name, act_name(act), (long)n, (long)i, got[i], inplace[i], r.val, r.tol,
+               want[i]);
+    }
+    free(y), free(dy), free(want), free(got), free(inplace);
+}
+
+START_TEST(act_bwd_matches_reference)
 {
     const int64_t lens[] = {0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 1000, 1001};
-    for (int ti = 0; ti < ntested; ti++)
+    for (int ti = 0; ti < ntables; ti++)
         for (size_t ai = 1; ai < COUNT(acts); ai++)
             for (size_t li = 0; li < COUNT(lens); li++) {
-                const int64_t n = lens[li];
                 rng_seed(99);
-                float *pre = frand(n), *y = fbuf(n), *dy = frand(n);
-                /* y must be an activation output: make it one (with exact zeros too). */
-                for (int64_t i = 0; i < n; i++)
-                    pre[i] = i % 5 == 0 ? 0.0f : pre[i];
-                for (int64_t i = 0; i < n; i++)
-                    y[i] = acts[ai] == FRL_NN_TANH   ? tanhf(pre[i])
-                           : acts[ai] == FRL_NN_RELU ? (pre[i] < 0 ? 0.0f : pre[i])
-                                                     : (pre[i] > 0 ? pre[i] : expm1f(pre[i]));
-                float *want = fbuf(n), *got = fbuf(n), *inplace = fcopy(dy, n);
-                poison(want, n);
-                poison(got, n);
-                ref->act_bwd(n, y, dy, want, acts[ai]);
-                tested[ti]->act_bwd(n, y, dy, got, acts[ai]);
-                tested[ti]->act_bwd(n, y, inplace, inplace, acts[ai]); /* dx == dy */
-                for (int64_t i = 0; i < n; i++) {
-                    const double tol = 1e-6 * fabs(want[i]) + 1e-7;
-                    EXPECT(close_to(got[i], want[i], tol) && close_to(inplace[i], want[i], tol),
-                           "%s act_bwd %s n=%ld at %ld: %.9g / in place %.9g vs scalar %.9g",
-                           tested[ti]->name, act_name(acts[ai]), (long)n, (long)i, got[i],
-                           inplace[i], want[i]);
-                }
-                free(pre), free(y), free(dy), free(want), free(got), free(inplace);
+                check_act_bwd(tables[ti], acts[ai], lens[li]);
             }
 }
 END_TEST
@@ -389,23 +592,6 @@ END_TEST
 
 /* ---- activations against double precision --------------------------------------- */
 
-static double act_ref(double x, frl_nn_act act)
-{
-    switch (act) {
-    case FRL_NN_TANH: return tanh(x);
-    case FRL_NN_RELU: return x < 0 ? 0.0 : x;
-    case FRL_NN_ELU: return x > 0 ? x : expm1(x);
-    default: return x;
-    }
-}
-
-/* Spacing of floats at |v|: the unit of the error bound. */
-static double ulp_at(double v)
-{
-    const float a = (float)fabs(v);
-    return a >= FLT_MIN ? (double)nextafterf(a, INFINITY) - a : 0x1.0p-149;
-}
-
 /* y = act(x * 1): k = 1, wt = 1, no bias, so the pre-activation is x exactly. n = 1 runs
  * the narrow (row-vectorised) path, n = 37 the wide one with a masked tail. */
 static void check_act_values(const frl_kernels *t, frl_nn_act act, const float *xs, int32_t cnt)
@@ -496,20 +682,34 @@ END_TEST
 static const int64_t opt_lens[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 1023, 1024,
                                    1025, 2049, 8833};
 
-START_TEST(sum_squares_matches_scalar)
+/* The float64 reference sums in the scalar table's order, so scalar must give its
+ * bits. The SIMD tables sum float lanes of at most 34 squares (kernels_simd.h: blocks of
+ * 1024 in four vectors, 32 a lane, and up to 3 more vectors of a short block's tail)
+ * and add the lanes in double. The squares are positive, so the lanes' bound gamma_34
+ * is relative to the sum; each double sum (the lanes', the reference's) adds gamma_n in
+ * 2^-53. */
+static double sum_squares_tol(int64_t n, double exact)
+{
+    return (gamma_of(34, 0x1p-24) + 2 * gamma_of(n, 0x1p-53)) * exact;
+}
+
+START_TEST(sum_squares_matches_reference)
 {
     rng_seed(7);
     for (size_t li = 0; li < COUNT(opt_lens); li++) {
         const int64_t n = opt_lens[li];
         float *x = frand(n);
-        const double want = ref->sum_squares(n, x);
         double exact = 0;
         for (int64_t i = 0; i < n; i++)
             exact += (double)x[i] * x[i];
+        const double want = ref->sum_squares(n, x);
         EXPECT(want == exact, "scalar sum_squares n=%ld: %.17g vs %.17g", (long)n, want, exact);
         for (int ti = 0; ti < ntested; ti++) {
             const double got = tested[ti]->sum_squares(n, x);
-            /* Float partial sums of at most 32 terms: well within 1e-5 relative. */
+            EXPECT(fabs(got - exact) <= sum_squares_tol(n, exact),
+                   "%s sum_squares n=%ld: %.17g vs float64 %.17g", tested[ti]->name, (long)n,
+                   got, exact);
+            /* Float partial sums of at most 34 terms: well within 1e-5 relative. */
             EXPECT(fabs(got - want) <= 1e-5 * want + 1e-30,
                    "%s sum_squares n=%ld: %.9g vs scalar %.9g", tested[ti]->name, (long)n, got,
                    want);
@@ -545,9 +745,51 @@ START_TEST(grad_norm_survives_huge_elements)
 }
 END_TEST
 
-/* Every table gives the scalar bits for the parameters and both moments, on gradients
- * spanning many magnitudes, with and without a clipping scale. */
-START_TEST(adam_matches_scalar_bits)
+/* Adam on one element in float64, from the contract (kernels.h), with the bounds of
+ * the float32 chains (chain_tol, a chain's terms those of the expression expanded):
+ *   m' = b1 m + (1 - b1) gs, gs = g gscale: the term (1 - b1) gs passes through four
+ *     roundings (gs, 1 - b1, the product, the sum), b1 m through two;
+ *   v' = b2 v + (1 - b2) gs gs: six (gs twice, 1 - b2, two products, the sum);
+ *   p' = p - q, q = step m' / (sqrt(v') rbc2 + eps): the denominator's terms are
+ *     positive, so its three roundings are relative; q has five, the difference six.
+ * p' is computed from the table's own m' and v' (held to their bounds first), so each
+ * line of the update is checked on its own, cancellation in m' not spreading to p'. */
+typedef struct adam_ref {
+    refv p, m, v;
+} adam_ref;
+
+static adam_ref ref_adam(float p, float g, float m, float v, float m1, float v1,
+                         const frl_adam_coef *c)
+{
+    const double gs = (double)g * c->gscale, a1 = 1.0 - c->b1, a2 = 1.0 - c->b2;
+    const double mt = (double)c->b1 * m, vt = (double)c->b2 * v;
+    const double q = (double)c->step * m1 / (sqrt((double)v1) * c->rbc2 + c->eps);
+    return (adam_ref){chain_ref(p - q, 6, fabs(p) + fabs(q)),
+                      chain_ref(mt + a1 * gs, 4, fabs(mt) + fabs(a1 * gs)),
+                      chain_ref(vt + a2 * gs * gs, 6, fabs(vt) + a2 * gs * gs)};
+}
+
+/* The state before (p, m, v) and after (p1, m1, v1) one step of table t. */
+typedef struct adam_state {
+    const float *p, *m, *v;
+} adam_state;
+
+static void expect_adam_ref(const frl_kernels *t, int64_t n, const float *g, adam_state s0,
+                            adam_state s1, const frl_adam_coef *c)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const adam_ref r = ref_adam(s0.p[i], g[i], s0.m[i], s0.v[i], s1.m[i], s1.v[i], c);
+        EXPECT(near_ref(s1.m[i], r.m) && near_ref(s1.v[i], r.v) && near_ref(s1.p[i], r.p),
+               "%s adam n=%ld at %ld: p %.9g m %.9g v %.9g vs float64 %.9g %.9g %.9g",
+               t->name, (long)n, (long)i, s1.p[i], s1.m[i], s1.v[i], r.p.val, r.m.val,
+               r.v.val);
+    }
+}
+
+/* Every table against the reference, and the SIMD ones against the scalar bits for the
+ * parameters and both moments, on gradients spanning many magnitudes, with and without
+ * a clipping scale. */
+START_TEST(adam_matches_reference)
 {
     rng_seed(8);
     const frl_adam_coef coefs[] = {
@@ -564,9 +806,13 @@ START_TEST(adam_matches_scalar_bits)
             }
             float *pr = fcopy(p, n), *mr = fcopy(m, n), *vr = fcopy(v, n);
             ref->adam(n, pr, g, mr, vr, &coefs[ci]);
+            expect_adam_ref(ref, n, g, (adam_state){p, m, v}, (adam_state){pr, mr, vr},
+                            &coefs[ci]);
             for (int ti = 0; ti < ntested; ti++) {
                 float *pt = fcopy(p, n), *mt = fcopy(m, n), *vt = fcopy(v, n);
                 tested[ti]->adam(n, pt, g, mt, vt, &coefs[ci]);
+                expect_adam_ref(tested[ti], n, g, (adam_state){p, m, v},
+                                (adam_state){pt, mt, vt}, &coefs[ci]);
                 size_t bytes = (size_t)n * sizeof(float);
                 EXPECT(!memcmp(pt, pr, bytes) && !memcmp(mt, mr, bytes) && !memcmp(vt, vr, bytes),
                        "%s adam n=%ld coef %zu: bits differ from scalar", tested[ti]->name,
@@ -646,16 +892,13 @@ static void det_bwd_weight(const frl_kernels *t, int32_t k, int32_t n, const int
 
 START_TEST(split_batches_change_no_bit)
 {
-    const frl_kernels *tabs[9] = {ref};
-    for (int i = 0; i < ntested; i++)
-        tabs[i + 1] = tested[i];
-    for (int ti = 0; ti <= ntested; ti++)
+    for (int ti = 0; ti < ntables; ti++)
         for (size_t s = 0; s < COUNT(det_kn); s++) {
             rng_seed(7 + s);
-            det_fwd_bwd_input(tabs[ti], det_kn[s][0], det_kn[s][1], split4);
-            det_fwd_bwd_input(tabs[ti], det_kn[s][0], det_kn[s][1], split_odd);
-            det_bwd_weight(tabs[ti], det_kn[s][0], det_kn[s][1], split4);
-            det_bwd_weight(tabs[ti], det_kn[s][0], det_kn[s][1], split_odd);
+            det_fwd_bwd_input(tables[ti], det_kn[s][0], det_kn[s][1], split4);
+            det_fwd_bwd_input(tables[ti], det_kn[s][0], det_kn[s][1], split_odd);
+            det_bwd_weight(tables[ti], det_kn[s][0], det_kn[s][1], split4);
+            det_bwd_weight(tables[ti], det_kn[s][0], det_kn[s][1], split_odd);
         }
 }
 END_TEST
@@ -820,12 +1063,9 @@ static const char *skip_reason(const frl_kernels *t)
  * weights (lib/nn/mlp.c): in every table that must give linear_bwd_input's bits. */
 START_TEST(fwd_on_untransposed_weights_is_bwd_input)
 {
-    const frl_kernels *all[9] = {ref};
-    for (int ti = 0; ti < ntested; ti++)
-        all[ti + 1] = tested[ti];
     const int32_t rows[] = {1, 2, 4, 7, 13, 64, 256};
     rng_seed(9);
-    for (int ti = 0; ti <= ntested; ti++)
+    for (int ti = 0; ti < ntables; ti++)
         for (size_t di = 0; di < COUNT(det_kn); di++)
             for (size_t mi = 0; mi < COUNT(rows); mi++) {
                 const int32_t k = det_kn[di][0], n = det_kn[di][1], m = rows[mi];
@@ -836,10 +1076,11 @@ START_TEST(fwd_on_untransposed_weights_is_bwd_input)
                         w[(int64_t)j * k + p] = wt[(int64_t)p * n + j];
                 poison(a, (int64_t)m * k);
                 poison(b, (int64_t)m * k);
-                all[ti]->linear_bwd_input(m, n, k, dy, wt, a);
-                all[ti]->linear_fwd(m, k, n, dy, w, NULL, b, FRL_NN_LINEAR);
+                tables[ti]->linear_bwd_input(m, n, k, dy, wt, a);
+                tables[ti]->linear_fwd(m, k, n, dy, w, NULL, b, FRL_NN_LINEAR);
                 EXPECT(memcmp(a, b, (size_t)m * k * sizeof(float)) == 0,
-                       "%s m=%d n=%d k=%d: dy.W differs from bwd_input", all[ti]->name, m, n, k);
+                       "%s m=%d n=%d k=%d: dy.W differs from bwd_input", tables[ti]->name, m,
+                       n, k);
                 free(dy), free(wt), free(w), free(a), free(b);
             }
 }
@@ -854,19 +1095,19 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, best_table_chosen);
     tcase_add_test(tc, first_use_is_thread_safe);
     tcase_add_test(tc, env_var_honoured);
-    tcase_add_test(tc, fwd_matches_scalar);
-    tcase_add_test(tc, bwd_input_matches_scalar);
-    tcase_add_test(tc, bwd_weight_matches_scalar);
-    tcase_add_test(tc, act_bwd_matches_scalar);
+    tcase_add_test(tc, fwd_matches_reference);
+    tcase_add_test(tc, bwd_input_matches_reference);
+    tcase_add_test(tc, bwd_weight_matches_reference);
+    tcase_add_test(tc, act_bwd_matches_reference);
     tcase_add_test(tc, empty_dims_follow_contract);
     tcase_add_test(tc, activations_accurate);
     tcase_add_test(tc, split_batches_change_no_bit);
     tcase_add_test(tc, single_rows_match_batch);
     tcase_add_test(tc, fwd_on_untransposed_weights_is_bwd_input);
     tcase_add_test(tc, transpose_matches_scalar);
-    tcase_add_test(tc, sum_squares_matches_scalar);
+    tcase_add_test(tc, sum_squares_matches_reference);
     tcase_add_test(tc, grad_norm_survives_huge_elements);
-    tcase_add_test(tc, adam_matches_scalar_bits);
+    tcase_add_test(tc, adam_matches_reference);
     suite_add_tcase(s, tc);
     return s;
 }
@@ -880,14 +1121,20 @@ int main(int argc, char **argv)
     /* The tests choose tables themselves; an inherited FRL_KERNELS would change the
      * answer of best_table_chosen. */
     unsetenv("FRL_KERNELS");
+    /* FRL_TEST_SCALAR_ONLY=1 leaves the SIMD tables out: what a CPU without them checks
+     * (the scalar table against the float64 references alone), on any CPU. */
+    const char *only = getenv("FRL_TEST_SCALAR_ONLY");
+    const int scalar_only = only && strcmp(only, "1") == 0;
     const frl_kernels *const *all = frl_kernels_all();
-    ref = all[0];
+    tables[ntables++] = ref = all[0];
+    printf("kernels: scalar: tested against float64\n");
     for (int i = 1; all[i]; i++) {
-        if (frl_kernels_supported(all[i])) {
-            tested[ntested++] = all[i];
-            printf("kernels: %s: tested against scalar\n", all[i]->name);
+        if (!scalar_only && frl_kernels_supported(all[i])) {
+            tables[ntables++] = tested[ntested++] = all[i];
+            printf("kernels: %s: tested against float64 and scalar\n", all[i]->name);
         } else {
-            printf("kernels: %s: skipped, %s\n", all[i]->name, skip_reason(all[i]));
+            printf("kernels: %s: skipped, %s\n", all[i]->name,
+                   scalar_only ? "FRL_TEST_SCALAR_ONLY=1" : skip_reason(all[i]));
         }
     }
     fflush(stdout);
