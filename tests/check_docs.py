@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The figures the docs state about the code match the code:
 - one version everywhere: the header's FRL_VERSION_*, meson's project version, the
-  title of doc/api.md, README's "What is here (X.Y)" and api.md's version paragraph;
+  Python package's, the title of doc/api.md, README's "What is here (X.Y)" and api.md's version paragraph;
 - doc/api.md's function count and per-node counts equal the header's public functions
   and lib/fastrl.map's nodes, and every public function has a `###` entry there;
 - the CLI's commands: `fastrl --help`, the dispatch in tools/fastrl.c, that file's
@@ -45,7 +45,13 @@ def check_versions(root, version, abi, problems):
     here = re.search(r"^## What is here \(([\d.]+)\)", readme, flags=re.M)
     release = re.search(r"`FRL_VERSION_MAJOR.MINOR.PATCH` \(([\d.]+)\)", api_md)
     abi_stated = re.search(r"`FRL_ABI_VERSION_MAJOR.MINOR` \(([\d.]+)\)", api_md)
+    pyproject = re.search(r'^version = "([\d.]+)"', read(root, "bindings/python/pyproject.toml"),
+                          flags=re.M)
+    package = re.search(r'^__version__ = "([\d.]+)"',
+                        read(root, "bindings/python/fastrl/__init__.py"), flags=re.M)
     found = {"meson.build project version": meson,
+             "bindings/python/pyproject.toml": pyproject and pyproject.group(1),
+             "bindings/python/fastrl/__init__.py __version__": package and package.group(1),
              "doc/api.md title": title and title.group(1),
              "doc/api.md version paragraph": release and release.group(1),
              "doc/api.md ABI version": abi_stated and abi_stated.group(1),

@@ -1,10 +1,12 @@
-/* `fastrl eval CHECKPOINT`: run a saved policy for whole episodes and report the mean. */
+/* `fastrl eval CHECKPOINT`: run a saved policy for whole episodes (frl_policy_evaluate)
+ * and report the returns: mean, std, min, max, and the mean episode length. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "core/error.h"
 #include "io/container.h"
 
 typedef struct eval_opts {
@@ -13,20 +15,31 @@ typedef struct eval_opts {
     uint64_t seed;
 } eval_opts;
 
-/* The environment a trainer checkpoint was trained on ("" for a bare policy file). */
-static void checkpoint_env(const char *path, char *env, size_t size)
+/* The environment a trainer checkpoint names (its "trainer.env"), or "" for a bare
+ * policy file, which frl_policy_save writes without one. A file the container reader
+ * refuses (missing, empty, a directory, corrupted) fails here with the reader's own
+ * message: it is not a bare policy. */
+static int checkpoint_env(const char *path, char *env, size_t size)
 {
     frl_container *c;
-    char err[256];
+    char err[FRL_ERRMSG_SIZE];
     env[0] = '\0';
-    if (frl_container_read(&c, path, NULL, err) != FRL_OK)
-        return;
+    frl_status st = frl_container_read(&c, path, NULL, err);
+    if (st != FRL_OK)
+        return cli_fail(path, st);
     const frl_section *s = frl_container_find(c, "trainer.env", FRL_DTYPE_TEXT, -1, err);
+    int rc = 0;
     if (s && s->count < size) {
         memcpy(env, s->data, s->count);
         env[s->count] = '\0';
+    } else if (s) {
+        fprintf(stderr, "fastrl eval: %s: its environment name is %llu bytes long (at most "
+                        "%zu); name the environment with --env\n",
+                path, (unsigned long long)s->count, size - 1);
+        rc = 1;
     }
     frl_container_free(c);
+    return rc;
 }
 
 static int parse_eval_args(int argc, char **argv, eval_opts *o)
@@ -56,64 +69,86 @@ static int parse_eval_args(int argc, char **argv, eval_opts *o)
     return 0;
 }
 
-/* Step until `episodes` episodes have ended; each env counts only episodes it started
- * in order, so many envs do not favour short episodes. */
-static int run_episodes(frl_policy *p, frl_vec_env *v, const eval_opts *o, double *mean)
+typedef struct eval_stats {
+    double mean, std, min, max, mean_length;
+} eval_stats;
+
+static eval_stats stats_of(const double *ret, const int32_t *len, int32_t n)
 {
-    int32_t n = frl_vec_env_num_envs(v), quota = (o->episodes + n - 1) / n, done = 0;
-    int32_t *count = calloc((size_t)n, sizeof *count);
-    double sum = 0;
-    frl_act_args a;
-    frl_act_args_init(&a);
-    a.observation_width = frl_space_width(frl_vec_env_observation_space(v));
-    a.action_width = frl_space_width(frl_vec_env_action_space(v));
-    a.batch = n;
-    a.observations = frl_vec_env_observations(v);
-    a.actions = frl_vec_env_actions(v);
-    a.deterministic = o->deterministic;
-    frl_status st = count ? frl_vec_env_reset(v, o->seed) : FRL_ERR_NOMEM;
-    for (uint64_t step = 0; st == FRL_OK && done < o->episodes; step++) {
-        a.counter = step;
-        if ((st = frl_policy_act(p, &a)) == FRL_OK)
-            st = frl_vec_env_step(v);
-        for (int32_t i = 0; st == FRL_OK && i < n; i++) {
-            if (!(frl_vec_env_terminated(v)[i] | frl_vec_env_truncated(v)[i]) || count[i] >= quota ||
-                done >= o->episodes)
-                continue;
-            count[i]++;
-            done++;
-            sum += frl_vec_env_episode_returns(v)[i];
-        }
+    eval_stats s = {0, 0, ret[0], ret[0], 0};
+    double sum = 0, dev = 0, steps = 0;
+    for (int32_t i = 0; i < n; i++) {
+        sum += ret[i];
+        steps += len[i];
+        s.min = ret[i] < s.min ? ret[i] : s.min;
+        s.max = ret[i] > s.max ? ret[i] : s.max;
     }
-    free(count);
-    *mean = done ? sum / done : NAN;
-    return st == FRL_OK ? 0 : cli_fail("eval", st);
+    s.mean = sum / n;
+    for (int32_t i = 0; i < n; i++)
+        dev += (ret[i] - s.mean) * (ret[i] - s.mean);
+    s.std = sqrt(dev / n); /* of these episodes, as numpy's std() */
+    s.mean_length = steps / n;
+    return s;
+}
+
+/* Whole episodes through frl_policy_evaluate: a fixed quota per env (short episodes
+ * are not favoured), box actions clipped, and spaces that differ from the policy's an
+ * error naming both. */
+static int run_episodes(frl_policy *p, frl_vec_env *v, const eval_opts *o, const char *what)
+{
+    double *ret = calloc((size_t)o->episodes, sizeof *ret);
+    int32_t *len = calloc((size_t)o->episodes, sizeof *len);
+    frl_eval_args a;
+    frl_eval_args_init(&a);
+    a.episodes = o->episodes;
+    a.deterministic = o->deterministic;
+    a.seed = o->seed;
+    a.returns = ret;
+    a.lengths = len;
+    frl_status st;
+    int rc = 0;
+    if (!ret || !len) {
+        fprintf(stderr, "fastrl eval: out of memory for %d episodes\n", (int)o->episodes);
+        rc = 1;
+    } else if ((st = frl_policy_evaluate(p, v, &a, NULL)) != FRL_OK) {
+        rc = cli_fail(what, st);
+    } else {
+        eval_stats s = stats_of(ret, len, o->episodes);
+        printf("episodes: %d\nmean_return: %.4f\nstd_return: %.4f\nmin_return: %.4f\n"
+               "max_return: %.4f\nmean_length: %.2f\n",
+               (int)o->episodes, s.mean, s.std, s.min, s.max, s.mean_length);
+    }
+    free(ret);
+    free(len);
+    return rc;
 }
 
 static int evaluate(frl_runtime *rt, const eval_opts *o)
 {
     char env[64];
-    checkpoint_env(o->path, env, sizeof env);
-    const char *name = o->env ? o->env : env;
-    if (!name[0]) {
-        fprintf(stderr, "fastrl eval: %s is a bare policy; name its environment with --env\n",
-                o->path);
-        return 2;
-    }
+    if (checkpoint_env(o->path, env, sizeof env) != 0)
+        return 1;
     frl_policy *p;
     frl_vec_env *v;
     frl_status st = frl_policy_load(&p, rt, o->path);
     if (st != FRL_OK)
         return cli_fail(o->path, st);
-    int32_t envs = o->episodes < 16 ? o->episodes : 16;
+    /* Only a file that loads as a policy and names no environment is a bare policy. */
+    const char *name = o->env ? o->env : env;
+    if (!name[0]) {
+        frl_policy_destroy(p);
+        fprintf(stderr, "fastrl eval: %s is a bare policy; name its environment with --env\n",
+                o->path);
+        return 2;
+    }
+    int32_t envs = o->episodes < o->envs ? o->episodes : o->envs;
     if ((st = frl_vec_env_create(&v, rt, name, envs, NULL)) != FRL_OK) {
         frl_policy_destroy(p);
         return cli_fail(name, st);
     }
-    double mean;
-    int rc = run_episodes(p, v, o, &mean);
-    if (rc == 0)
-        printf("episodes: %d\nmean_return: %.4f\n", (int)o->episodes, mean);
+    char what[512];
+    snprintf(what, sizeof what, "eval %s on %s", o->path, name);
+    int rc = run_episodes(p, v, o, what);
     frl_vec_env_destroy(v);
     frl_policy_destroy(p);
     return rc;

@@ -1,5 +1,6 @@
 /* frl_space: discrete(n) and float32 box spaces. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -167,15 +168,54 @@ FRL_API int64_t frl_space_width(const frl_space *s)
     return !s ? 0 : (s->kind == FRL_SPACE_DISCRETE ? 1 : s->n);
 }
 
-int frl_space_equal(const frl_space *a, const frl_space *b)
+/* Kind, n and shape: what decides how an array of the space is laid out. */
+static int same_layout(const frl_space *a, const frl_space *b)
 {
     if (a->kind != b->kind || a->n != b->n || a->rank != b->rank)
         return 0;
     for (int32_t i = 0; i < a->rank; i++)
         if (a->shape[i] != b->shape[i])
             return 0;
+    return 1;
+}
+
+int frl_space_equal(const frl_space *a, const frl_space *b)
+{
+    if (!same_layout(a, b))
+        return 0;
     if (a->kind != FRL_SPACE_BOX)
         return 1;
     return memcmp(a->low, b->low, sizeof(float) * (size_t)a->n) == 0 &&
            memcmp(a->high, b->high, sizeof(float) * (size_t)a->n) == 0;
+}
+
+/* "discrete(3)" or "box[2x3]": enough to tell two spaces apart in a message. */
+static void describe(const frl_space *s, char *buf, size_t size)
+{
+    if (s->kind == FRL_SPACE_DISCRETE) {
+        snprintf(buf, size, "discrete(%lld)", (long long)s->n);
+        return;
+    }
+    size_t used = (size_t)snprintf(buf, size, "box[");
+    for (int32_t i = 0; i < s->rank && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? "x" : "",
+                                 (long long)s->shape[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+}
+
+frl_status frl_space_check_same(const frl_space *want, const frl_space *have, const char *who,
+                                const char *what, char *err)
+{
+    if (!want || !have)
+        return frl_fail(err, FRL_ERR_NULL, "%s: %s: a space is NULL", who, what);
+    if (same_layout(want, have))
+        return FRL_OK;
+    /* A rank-8 box takes 4 + 8 * 11 + 1 characters at most. */
+    char w[96], h[96];
+    describe(want, w, sizeof w);
+    describe(have, h, sizeof h);
+    return frl_fail(err, FRL_ERR_SIZE,
+                    "%s: %s differ: %s and %s (they must match in kind, shape and "
+                    "discrete n)", who, what, w, h);
 }

@@ -22,4 +22,14 @@ frl_space *frl_space_clone(const frl_allocator *alloc, const frl_space *src);
 /* 1 when a and b have the same kind, shape and bounds. */
 int frl_space_equal(const frl_space *a, const frl_space *b);
 
+/* FRL_OK when have can stand where want is required: the same kind, the same shape
+ * (so the same width) and, for discrete spaces, the same n. Bounds may differ: they
+ * change which values are valid, not how arrays are laid out. Otherwise FRL_ERR_SIZE
+ * with "<who>: <what> differ: <want> and <have> (...)", both spaces described, written
+ * to err (FRL_ERRMSG_SIZE bytes, may be NULL) and the thread's message; so `what`
+ * names the two in that order, e.g. "the observation spaces of the policy and the vec
+ * env". FRL_ERR_NULL if either is NULL. */
+frl_status frl_space_check_same(const frl_space *want, const frl_space *have, const char *who,
+                                const char *what, char *err);
+
 #endif

@@ -24,7 +24,7 @@ from .runtime import Runtime, default_runtime
 from .trainer import Metrics, Trainer, evaluate
 from ._gym import register_envs, register_if_possible as _register_if_possible
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "Config", "Env", "Error", "KeyInfo", "LibraryNotFoundError", "Metrics", "Policy",
@@ -35,7 +35,7 @@ __all__ = [
 
 
 def library_version():
-    """The loaded library's version ("0.2.0")."""
+    """The loaded library's version ("0.3.0")."""
     from ._lib import lib
     return lib().version_string().decode()
 

@@ -25,7 +25,7 @@ __all__ = ["Error", "LibraryNotFoundError", "Status", "lib", "library_path"]
 
 SONAME = "libfastrl.so.0"
 ABI_MAJOR = 0
-ABI_MINOR = 2  # the binding uses symbols of FASTRL_0.2
+ABI_MINOR = 3  # the binding uses symbols of FASTRL_0.3 (frl_policy_evaluate)
 
 
 class Status(enum.IntEnum):
@@ -147,6 +147,12 @@ class ActArgs(ctypes.Structure):
                 ("observation_width", i64), ("action_width", i64)]
 
 
+class EvalArgs(ctypes.Structure):
+    """frl_eval_args (0.3): one call of frl_policy_evaluate."""
+    _fields_ = [("struct_size", c_size), ("episodes", i32), ("deterministic", i32),
+                ("seed", u64), ("returns", vp), ("lengths", vp), ("max_steps", i64)]
+
+
 def new_table(cls, **defaults):
     """A versioned table (a struct that starts with struct_size) filled as the header's
     static inline frl_X_init fills it: zeros, struct_size = this binding's sizeof (the
@@ -262,6 +268,7 @@ _PROTOTYPES = {
     "frl_policy_num_parameters": (i64, [vp]),
     "frl_policy_version": (u64, [vp]),
     "frl_policy_act": (c_status, [vp, P(ActArgs)]),
+    "frl_policy_evaluate": (c_status, [vp, vp, P(EvalArgs), P(dbl)]),
     "frl_policy_save": (c_status, [vp, cp]),
     "frl_policy_load": (c_status, [P(vp), vp, cp]),
     # ring

@@ -125,7 +125,7 @@ class Policy:
                            np.int32 if self._discrete else np.float32)
         args = _lib.new_table(_lib.ActArgs)
         args.batch = batch
-        args.observation_width = obs[0].size if batch else 0
+        args.observation_width = int(np.prod(obs.shape[1:], dtype=np.int64))
         args.action_width = int(np.prod(self._act_shape, dtype=np.int64))
         args.observations = obs.ctypes.data
         args.actions = actions.ctypes.data

@@ -379,16 +379,28 @@ def _add_note(exc, *notes):
 def evaluate(policy, env, episodes=100, *, deterministic=True, seed=0, num_envs=None,
              runtime=None, max_steps=10_000_000, **options):
     """The returns of ``episodes`` episodes of ``policy`` on ``env`` (a built-in id, or
-    a :class:`VecEnv` to reset and step), as a float64 array.
+    a :class:`VecEnv` to reset and step, Python envs included), as a float64 array.
 
-    Env i of ``num_envs`` (default ``min(episodes, 64)``) runs a fixed quota of
-    episodes, so short episodes are not favoured. Greedy actions by default; box
-    actions are clipped to the action space, as the trainer does.
+    The library runs the episodes (``frl_policy_evaluate``): env i of ``num_envs``
+    (default ``min(episodes, 64)``) runs a fixed quota of episodes (episodes // n, one
+    more for the first episodes % n), so short episodes are not favoured, and the
+    returns come env-major (env 0's episodes first). Greedy actions by default; box
+    actions are clipped to the action space, as the trainer does. The vec env is reset
+    from ``seed`` (None: drawn from the VecEnv's own generator). The policy's spaces
+    must match the env's (``Error`` ``ERR_SIZE`` naming both); more than ``max_steps``
+    env steps (all envs counted; 0: no limit) without finishing is ``ERR_RANGE``.
     """
+    from .env import _check_seed  # here: the rest of the module needs nothing of it
     if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or \
-            episodes < 1:
-        raise Error(Status.ERR_RANGE, f"evaluate: episodes must be an int >= 1, not "
-                    f"{episodes!r}")
+            not 1 <= episodes < 2**31:
+        raise Error(Status.ERR_RANGE, f"evaluate: episodes must be an int in [1, 2^31), "
+                    f"not {episodes!r}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or \
+            not 0 <= max_steps < 2**63:
+        raise Error(Status.ERR_RANGE, f"evaluate: max_steps must be an int in [0, 2^63) "
+                    f"(0: no limit), not {max_steps!r}")
+    if seed is not None:
+        seed = _check_seed(seed)
     own = not isinstance(env, VecEnv)
     if own:
         n = int(num_envs or min(int(episodes), 64))
@@ -396,33 +408,18 @@ def evaluate(policy, env, episodes=100, *, deterministic=True, seed=0, num_envs=
                       **options)
     else:
         venv = env
-        n = venv.num_envs
+        venv._check_writable("evaluate")
     try:
-        quota = np.full(n, int(episodes) // n, np.int64)
-        quota[: int(episodes) % n] += 1
-        done = np.zeros(n, np.int64)
-        returns = [[] for _ in range(n)]
-        obs, _ = venv.reset(seed=seed)
-        rets, lens = venv.episode_returns, venv.episode_lengths
-        counter = 0
-        steps = 0
-        space = venv.single_action_space
-        clip = (space.low, space.high) if hasattr(space, "low") else None
-        while (done < quota).any():
-            a = policy.act(obs, deterministic, counter=counter)
-            venv.step(np.clip(a, *clip) if clip else a)
-            counter += 1
-            ended = np.flatnonzero(venv.terminations | venv.truncations)
-            for i in ended:
-                if done[i] < quota[i]:
-                    returns[i].append(float(rets[i]))
-                    done[i] += 1
-            steps += n
-            if steps > max_steps:
-                raise Error(Status.ERR_RANGE, f"evaluate: {max_steps} steps without "
-                            f"finishing {episodes} episodes (episodes too long?)")
-        del rets, lens, obs
-        return np.array([r for rs in returns for r in rs], np.float64)
+        if seed is None:
+            seed = int(venv.np_random.integers(0, 2**63))
+        returns = np.empty(int(episodes), np.float64)
+        args = _lib.new_table(_lib.EvalArgs, episodes=int(episodes),
+                              deterministic=1 if deterministic else 0, seed=seed,
+                              returns=returns.ctypes.data, max_steps=int(max_steps))
+        st = _lib.lib().policy_evaluate(policy._ptr, venv._ptr, ctypes.byref(args), None)
+        if st:
+            venv._fail(st, "evaluate")  # a Python env's own exception, if it raised one
+        return returns
     finally:
         if own:
             venv.close()

@@ -2,6 +2,7 @@
 
 import os
 import pickle
+import re
 import subprocess
 import sys
 
@@ -27,12 +28,23 @@ def run_python(code, env_update, unset=()):
 PRINT_PATH = "import fastrl; print(fastrl.library_path())"
 
 
+def header_version():
+    """FRL_VERSION_MAJOR.MINOR.PATCH of the header this checkout builds."""
+    text = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "include",
+                             "fastrl.h")).read()
+    return ".".join(re.search(rf"#define FRL_VERSION_{k} (\d+)", text).group(1)
+                    for k in ("MAJOR", "MINOR", "PATCH"))
+
+
+HEADER_VERSION = header_version()
+
+
 def test_loaded_library_and_versions():
     assert os.path.exists(fastrl.library_path())
-    assert fastrl.library_version() == "0.2.0"
+    assert fastrl.library_version() == HEADER_VERSION
     assert fastrl.__version__ == fastrl.library_version()
     info = fastrl.build_info()
-    assert "version: 0.2.0" in info and "abi" in info
+    assert f"version: {HEADER_VERSION}" in info and "abi" in info
     assert isinstance(fastrl.cpu_features(), list)
     assert fastrl.env_ids() == ["CartPole-v1", "Pendulum-v1", "Acrobot-v1",
                                 "MountainCar-v0", "MountainCarContinuous-v0"]

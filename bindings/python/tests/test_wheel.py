@@ -9,6 +9,8 @@ import zipfile
 
 import pytest
 
+import fastrl
+
 from conftest import PKG_ROOT
 
 
@@ -23,7 +25,7 @@ def test_wheel_bundles_the_library_and_works_installed(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     whl = out.stdout.strip().splitlines()[-1]
-    assert os.path.basename(whl).startswith("fastrl-0.2.0-py3-none-linux_")
+    assert os.path.basename(whl).startswith(f"fastrl-{fastrl.__version__}-py3-none-linux_")
     names = zipfile.ZipFile(whl).namelist()
     assert "fastrl/libfastrl.so.0" in names and "fastrl/env.py" in names
     assert not subprocess.run(["git", "-C", PKG_ROOT, "status", "--porcelain",
