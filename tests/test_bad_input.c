@@ -480,13 +480,17 @@ START_TEST(allocator_and_logger_tables)
     EXPECT_ERR(frl_space_create_discrete(&s, &a, 3), FRL_ERR_VERSION, "allocator");
     ck_assert_ptr_null(s);
 
+    /* Half a table is refused; an untouched one (both NULL) means the default. */
     frl_allocator_init(&a);
-    a.free = NULL;
+    a.alloc = null_alloc;
     EXPECT_ERR(frl_config_create(&cfg, &a), FRL_ERR_NULL, "free");
     EXPECT_ERR(frl_runtime_create(&rt, NULL, &a, NULL), FRL_ERR_NULL, "free");
     frl_allocator_init(&a);
-    a.alloc = NULL;
+    a.free = noop_free;
     EXPECT_ERR(frl_space_create_discrete(&s, &a, 3), FRL_ERR_NULL, "alloc");
+    frl_allocator_init(&a);
+    ck_assert_int_eq(frl_space_create_discrete(&s, &a, 3), FRL_OK);
+    frl_space_destroy(s);
 
     /* An allocator that always fails: FRL_ERR_NOMEM, nothing created. */
     frl_allocator_init(&a);

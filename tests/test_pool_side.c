@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/pool.h"
 #include "test_util.h"
@@ -66,8 +67,8 @@ static int long_task(void *user, int32_t task, int32_t thread)
 static void run_long(shared *s, int with_wake)
 {
     char err[FRL_ERRMSG_SIZE];
-    frl_allocator a;
-    frl_allocator_init(&a);
+    frl_allocator a; /* internal API: takes a filled table, as frl_allocator_copy leaves it */
+    frl_allocator_default(&a);
     ck_assert_int_eq(frl_pool_create(&s->pool, &a, 2, 50000, err), FRL_OK);
     if (with_wake)
         frl_pool_set_side_wake(s->pool, wake, s);
