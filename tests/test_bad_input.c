@@ -1043,7 +1043,8 @@ START_TEST(callback_tables_bad)
     void *users[NHOST];
     host_init_all(hosts, users, NHOST);
     frl_space *os = make_box(HOST_OBS), *as = make_discrete(HOST_ACTIONS);
-    frl_space *ds = make_discrete(4);
+    /* Discrete observations are float32 indices: n above 2^24 is refused. */
+    frl_space *ds = make_discrete((1 << 24) + 1);
     frl_env_callbacks cb;
     frl_env *e = JUNK;
     frl_vec_env *v = JUNK;
@@ -1110,9 +1111,9 @@ START_TEST(callback_tables_bad)
     EXPECT_ERR(frl_vec_env_create_callbacks(&v, rt, &cb, users, -3, os, as, NULL), FRL_ERR_RANGE,
                "num_envs", "-3");
     EXPECT_ERR(frl_vec_env_create_callbacks(&v, rt, &cb, users, NHOST, ds, as, NULL),
-               FRL_ERR_UNSUPPORTED, "observation space", "box");
+               FRL_ERR_RANGE, "observation space", "2^24");
     EXPECT_ERR(frl_env_create_callbacks(&e, rt, &cb, &hosts[0], ds, as, NULL),
-               FRL_ERR_UNSUPPORTED, "box");
+               FRL_ERR_RANGE, "2^24");
     ck_assert_ptr_null(e);
     ck_assert_ptr_null(v);
 
@@ -1144,7 +1145,7 @@ START_TEST(callback_tables_bad)
                FRL_ERR_VERSION, "struct_size");
     bcb.struct_size = sizeof bcb;
     EXPECT_ERR(frl_vec_env_create_batch(&v, rt, &bcb, &batch_closes, NHOST, ds, as, NULL),
-               FRL_ERR_UNSUPPORTED, "box");
+               FRL_ERR_RANGE, "2^24");
     EXPECT_ERR(frl_vec_env_create_batch(&v, rt, &bcb, &batch_closes, NHOST, os, NULL, NULL),
                FRL_ERR_NULL, "action space");
     EXPECT_ERR(frl_vec_env_create_batch(&v, rt, &bcb, &batch_closes, -1, os, as, NULL),

@@ -176,7 +176,10 @@ START_TEST(create_rejects_bad_input)
     ck_assert_int_eq(frl_policy_create(&p, NULL, NULL, f.os, f.as), FRL_ERR_NULL);
     ck_assert_ptr_null(p);
     ck_assert_int_eq(frl_policy_create(&p, f.rt, NULL, NULL, f.as), FRL_ERR_NULL);
-    ck_assert_int_eq(frl_policy_create(&p, f.rt, NULL, f.as, f.as), FRL_ERR_UNSUPPORTED);
+    frl_space *huge; /* discrete observations are float32 indices: n <= 2^24 */
+    ck_assert_int_eq(frl_space_create_discrete(&huge, NULL, (1 << 24) + 1), FRL_OK);
+    ck_assert_int_eq(frl_policy_create(&p, f.rt, NULL, huge, f.as), FRL_ERR_RANGE);
+    frl_space_destroy(huge);
     frl_config *cfg;
     ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
     ck_assert_int_eq(frl_config_set(cfg, "policy.hidden", "8,8,8,8,8,8,8,8"), FRL_OK);

@@ -14,7 +14,7 @@ const frl_key_def frl_key_defs[] = {
     {"policy.obs_clip", FRL_CONFIG_FLOAT, "10", 10, 0, 1e9, "",
      "normalised observations are clipped to [-clip, clip] (obs_norm only)"},
     {"policy.obs_norm", FRL_CONFIG_BOOL, "false", 0, 0, 1, "",
-     "normalise observations by running mean and variance (saved with the policy)"},
+     "normalise box observations by running mean and variance (saved with the policy)"},
     {"policy.shared", FRL_CONFIG_BOOL, "false", 0, 0, 1, "",
      "actor and critic share one trunk (false: two separate networks)"},
     {"runtime.device", FRL_CONFIG_CHOICE, "cpu", 0, 0, 0, "cpu|cuda|auto",

@@ -124,6 +124,7 @@ static frl_status new_vec(frl_runtime *rt, vec_kind kind, int32_t n, frl_vec_env
 static frl_status finish_layout(frl_vec_env *v, const frl_config *cfg, int32_t class_limit)
 {
     v->obs_w = (int32_t)frl_space_width(v->obs_space);
+    v->obs_n = v->obs_space->kind == FRL_SPACE_DISCRETE ? (int32_t)v->obs_space->n : 0;
     v->act_w = (int32_t)frl_space_width(v->act_space);
     v->action_n = v->act_space->kind == FRL_SPACE_DISCRETE ? (int32_t)v->act_space->n : 0;
     v->action_bytes = (size_t)v->act_w * (v->action_n ? sizeof(int32_t) : sizeof(float));
@@ -198,16 +199,25 @@ frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char 
     return FRL_OK;
 }
 
+frl_status frl_check_observation_space(const frl_space *s, const char *who, char *err)
+{
+    if (s->kind == FRL_SPACE_DISCRETE && s->n > FRL_DISCRETE_OBS_MAX)
+        return frl_fail(err, FRL_ERR_RANGE,
+                        "%s: a discrete observation space needs n <= 2^24 = %d, not %lld "
+                        "(an observation is its index as one float32, exact up to 2^24)",
+                        who, FRL_DISCRETE_OBS_MAX, (long long)s->n);
+    return FRL_OK;
+}
+
 static frl_status copy_spaces(frl_vec_env *v, const frl_space *obs, const frl_space *act,
                               const char *who)
 {
     if (!obs || !act)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: %s space is NULL", who,
                         obs ? "action" : "observation");
-    if (obs->kind != FRL_SPACE_BOX)
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: the observation space must be a box (observations are float32)",
-                        who);
+    frl_status st = frl_check_observation_space(obs, who, NULL);
+    if (st != FRL_OK)
+        return st;
     v->obs_space = frl_space_clone(&v->rt->alloc, obs);
     v->act_space = v->obs_space ? frl_space_clone(&v->rt->alloc, act) : NULL;
     return v->act_space ? FRL_OK : FRL_ERR_NOMEM;

@@ -27,6 +27,24 @@ int64_t frl_find_nonfinite(const float *x, int64_t n)
     return -1;
 }
 
+int64_t frl_find_bad_index(const float *x, int64_t count, int64_t n)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (frl_discrete_obs_index(x[i], n) < 0)
+            return i;
+    return -1;
+}
+
+void frl_describe_value(float v, char *buf, size_t size)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    if ((bits & 0x7f800000u) == 0x7f800000u)
+        snprintf(buf, size, "%s", (bits & 0x007fffffu) ? "NaN" : (bits >> 31) ? "-inf" : "inf");
+    else
+        snprintf(buf, size, "%.9g", (double)v);
+}
+
 /* ---- action validation: all actions are checked before any env is stepped ---- */
 
 static frl_status validate_discrete(frl_vec_env *v)
@@ -92,9 +110,27 @@ static frl_status host_fail(frl_vec_env *v, int32_t i, char *err, const char *wh
     return FRL_ERR_CALLBACK;
 }
 
+/* A discrete observation must name a state: an integer index in [0, n). */
+static frl_status check_host_index(frl_vec_env *v, int32_t i, const float *obs, char *err,
+                                   const char *who)
+{
+    if (frl_find_bad_index(obs, 1, v->obs_n) < 0)
+        return FRL_OK;
+    mark_failed(v, i);
+    char val[32];
+    frl_describe_value(obs[0], val, sizeof val);
+    snprintf(err, FRL_ERRMSG_SIZE,
+             "env %d step %lld: %s callback returned observation %s, not an index of the "
+             "discrete(%d) observation space (an integer in [0, %d))",
+             (int)i, (long long)v->step_calls, who, val, (int)v->obs_n, (int)v->obs_n);
+    return FRL_ERR_RANGE;
+}
+
 static frl_status check_host_obs(frl_vec_env *v, int32_t i, const float *obs, char *err,
                                  const char *who)
 {
+    if (v->obs_n)
+        return check_host_index(v, i, obs, err, who);
     int64_t k = frl_find_nonfinite(obs, v->obs_w);
     if (k < 0)
         return FRL_OK;
@@ -203,8 +239,24 @@ static frl_status run_chunks(frl_vec_env *v, frl_pool_fn fn)
 
 /* ---- one host world stepping all envs ---- */
 
+static frl_status check_batch_index(frl_vec_env *v, const char *who)
+{
+    int64_t k = frl_find_bad_index(v->b.obs, v->n, v->obs_n);
+    if (k < 0)
+        return FRL_OK;
+    char val[32];
+    frl_describe_value(v->b.obs[k], val, sizeof val);
+    return frl_fail(v->err, FRL_ERR_RANGE,
+                    "env %lld step %lld: batch %s callback returned observation %s, not an "
+                    "index of the discrete(%d) observation space (an integer in [0, %d))",
+                    (long long)k, (long long)v->step_calls, who, val, (int)v->obs_n,
+                    (int)v->obs_n);
+}
+
 static frl_status check_batch_obs(frl_vec_env *v, const char *who)
 {
+    if (v->obs_n)
+        return check_batch_index(v, who);
     int64_t k = frl_find_nonfinite(v->b.obs, (int64_t)v->n * v->obs_w);
     if (k >= 0)
         return frl_fail(v->err, FRL_ERR_NONFINITE,

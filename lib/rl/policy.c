@@ -30,15 +30,15 @@ static size_t layout_networks(frl_policy *p)
     frl_int_list h = frl_config_list(p->cfg, "policy.hidden");
     frl_nn_act act = activation_of(p->cfg);
     if (p->shared && h.n > 0) {
-        frl_mlp_init(&p->trunk, p->obs_w, h.v, h.n, 0, act, 0);
+        frl_mlp_init(&p->trunk, p->in_w, h.v, h.n, 0, act, 0);
         int32_t tw = frl_mlp_out(&p->trunk);
         frl_mlp_init(&p->actor, tw, NULL, 0, p->out_w, act, p->trunk.num_params);
         frl_mlp_init(&p->critic, tw, NULL, 0, 1, act,
                      p->actor.param_base + p->actor.num_params);
     } else {
         p->shared = 0;
-        frl_mlp_init(&p->actor, p->obs_w, h.v, h.n, p->out_w, act, 0);
-        frl_mlp_init(&p->critic, p->obs_w, h.v, h.n, 1, act, p->actor.num_params);
+        frl_mlp_init(&p->actor, p->in_w, h.v, h.n, p->out_w, act, 0);
+        frl_mlp_init(&p->critic, p->in_w, h.v, h.n, 1, act, p->actor.num_params);
     }
     p->log_std_off = p->critic.param_base + p->critic.num_params;
     return p->log_std_off + (p->discrete ? 0 : (size_t)p->out_w);
@@ -58,7 +58,7 @@ static int32_t widest_layer(const frl_policy *p)
 size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training)
 {
     size_t r = (size_t)rows, n = 0;
-    n += up(r * (size_t)p->obs_w);
+    n += up(r * (size_t)p->in_w);
     n += p->shared ? up(r * (size_t)p->trunk.act_width) : 0;
     n += up(r * (size_t)p->actor.act_width) + up(r * (size_t)p->critic.act_width);
     if (training) {
@@ -83,7 +83,7 @@ void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, flo
     size_t r = (size_t)rows;
     memset(f, 0, sizeof *f);
     f->norm = &p->norm;
-    f->xn = take(&ws, r * (size_t)p->obs_w);
+    f->xn = take(&ws, r * (size_t)p->in_w);
     if (p->shared)
         f->trunk_acts = take(&ws, r * (size_t)p->trunk.act_width);
     f->actor_acts = take(&ws, r * (size_t)p->actor.act_width);
@@ -101,11 +101,30 @@ void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, flo
 
 /* ---- forward and backward ---- */
 
+/* Discrete observations: row r becomes the one-hot row of its index, so the first
+ * layer's product picks that row of its weights (an embedding lookup) and the forward
+ * and backward passes stay the dense ones. An index outside [0, n), which act and the
+ * vec env refuse before it can get here, leaves its row zero instead of writing
+ * outside it. */
+static void one_hot(const frl_policy *p, const float *obs, int32_t rows, float *x)
+{
+    size_t n = (size_t)p->obs_n;
+    memset(x, 0, sizeof(float) * (size_t)rows * n);
+    for (int32_t r = 0; r < rows; r++) {
+        int32_t i = frl_discrete_obs_index(obs[r], p->obs_n);
+        if (i >= 0)
+            x[(size_t)r * n + (size_t)i] = 1.0f;
+    }
+}
+
 void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t rows,
                               const float *obs, frl_pass *f, unsigned heads)
 {
     f->in = obs;
-    if (p->obs_norm) {
+    if (p->obs_n) {
+        one_hot(p, obs, rows, f->xn);
+        f->in = f->xn;
+    } else if (p->obs_norm) {
         frl_obsnorm_apply(f->norm, obs, rows, f->xn);
         f->in = f->xn;
     }
@@ -261,6 +280,29 @@ static frl_status check_act_widths(frl_policy *p, const frl_act_args *a)
     return FRL_OK;
 }
 
+/* Box rows must be finite; a discrete row must hold an index of the space. */
+static frl_status check_act_obs(frl_policy *p, const frl_act_args *a)
+{
+    int64_t count = (int64_t)a->batch * p->obs_w;
+    if (p->obs_n) {
+        int64_t bad = frl_find_bad_index(a->observations, count, p->obs_n);
+        if (bad < 0)
+            return FRL_OK;
+        char val[32];
+        frl_describe_value(a->observations[bad], val, sizeof val);
+        return frl_fail(p->err, FRL_ERR_RANGE,
+                        "frl_policy_act: observation of row %lld is %s, not an index of the "
+                        "policy's discrete(%d) observation space (an integer in [0, %d))",
+                        (long long)bad, val, (int)p->obs_n, (int)p->obs_n);
+    }
+    int64_t bad = frl_find_nonfinite(a->observations, count);
+    if (bad >= 0)
+        return frl_fail(p->err, FRL_ERR_NONFINITE,
+                        "frl_policy_act: observation of row %lld, element %lld is not finite",
+                        (long long)(bad / p->obs_w), (long long)(bad % p->obs_w));
+    return FRL_OK;
+}
+
 static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
 {
     if (!a)
@@ -277,11 +319,9 @@ static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
     if (a->batch < 1)
         return frl_fail(p->err, FRL_ERR_RANGE, "frl_policy_act: batch %d must be >= 1",
                         (int)a->batch);
-    int64_t bad = frl_find_nonfinite(a->observations, (int64_t)a->batch * p->obs_w);
-    if (bad >= 0)
-        return frl_fail(p->err, FRL_ERR_NONFINITE,
-                        "frl_policy_act: observation of row %lld, element %lld is not finite",
-                        (long long)(bad / p->obs_w), (long long)(bad % p->obs_w));
+    frl_status st = check_act_obs(p, a);
+    if (st != FRL_OK)
+        return st;
     if (a->workspace && ((uintptr_t)a->workspace % FRL_CACHE_LINE != 0 ||
                          rows_that_fit(p, a->workspace_size) == 0))
         return frl_fail(p->err, FRL_ERR_SIZE,
@@ -354,9 +394,9 @@ static frl_status check_spaces(char *err, const frl_space *obs, const frl_space 
     if (!obs || !act)
         return frl_fail(err, FRL_ERR_NULL, "%s: %s space is NULL", who,
                         obs ? "action" : "observation");
-    if (obs->kind != FRL_SPACE_BOX)
-        return frl_fail(err, FRL_ERR_UNSUPPORTED,
-                        "%s: the observation space must be a box (float32 values)", who);
+    frl_status st = frl_check_observation_space(obs, who, err);
+    if (st != FRL_OK)
+        return st;
     if (obs->n > (1 << 24) || act->n > (1 << 16))
         return frl_fail(err, FRL_ERR_RANGE,
                         "%s: observation width %lld or action width %lld is too large", who,
@@ -366,6 +406,14 @@ static frl_status check_spaces(char *err, const frl_space *obs, const frl_space 
     return FRL_OK;
 }
 
+/* Rows of the policy's own act workspace: 256, fewer for a wide one-hot input, so its
+ * [rows x n] buffer stays near 4 MiB (act takes any batch, in chunks). */
+static int32_t own_ws_rows(const frl_policy *p)
+{
+    int32_t rows = p->obs_n ? (1 << 20) / p->obs_n : 256;
+    return rows < 1 ? 1 : (rows > 256 ? 256 : rows);
+}
+
 static frl_status alloc_arrays(frl_policy *p, const char *who)
 {
     const frl_allocator *al = &p->rt->alloc;
@@ -373,7 +421,7 @@ static frl_status alloc_arrays(frl_policy *p, const char *who)
     p->params = frl_alloc(al, sizeof(float) * (p->num_params + 1), FRL_CACHE_LINE);
     p->norm.mean = frl_alloc(al, 2 * sizeof(double) * w, FRL_CACHE_LINE);
     p->norm.use_mean = frl_alloc(al, 2 * sizeof(float) * w, FRL_CACHE_LINE);
-    p->ws_size = frl_policy_pass_floats(p, 256, 0) * sizeof(float);
+    p->ws_size = frl_policy_pass_floats(p, own_ws_rows(p), 0) * sizeof(float);
     p->ws = frl_alloc(al, p->ws_size, FRL_CACHE_LINE);
     if (!p->params || !p->norm.mean || !p->norm.use_mean || !p->ws)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for %zu parameters", who,
@@ -406,6 +454,31 @@ static frl_status init_params(frl_policy *p, const char *who)
     return FRL_OK;
 }
 
+/* Widths and settings from the spaces and the config. A discrete(n) observation is one
+ * value (its index) in every array, and n values (the one-hot row) inside the networks. */
+static void read_shape(frl_policy *p, const frl_space *obs, const frl_space *act)
+{
+    p->obs_w = (int32_t)frl_space_width(obs);
+    p->in_w = (int32_t)obs->n;
+    p->obs_n = obs->kind == FRL_SPACE_DISCRETE ? (int32_t)obs->n : 0;
+    p->discrete = act->kind == FRL_SPACE_DISCRETE;
+    p->out_w = (int32_t)act->n;
+    p->shared = (int32_t)frl_config_int(p->cfg, "policy.shared");
+    p->obs_norm = (int32_t)frl_config_int(p->cfg, "policy.obs_norm");
+}
+
+/* A one-hot row has no scale or offset to learn: normalising it would only turn the
+ * index into arbitrary numbers, so the combination is refused rather than ignored. */
+static frl_status check_obs_norm(const frl_policy *p, const char *who)
+{
+    if (p->obs_norm && p->obs_n)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "%s: policy.obs_norm=true with the discrete(%d) observation space: "
+                        "the networks see a one-hot row, which has nothing to normalise "
+                        "(set policy.obs_norm=false)", who, (int)p->obs_n);
+    return FRL_OK;
+}
+
 static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *obs,
                         const frl_space *act, const char *who)
 {
@@ -422,11 +495,9 @@ static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *o
     if (h.n > FRL_MLP_MAX_LAYERS - 1)
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: policy.hidden has %d layers, at most %d", who,
                         (int)h.n, FRL_MLP_MAX_LAYERS - 1);
-    p->obs_w = (int32_t)obs->n;
-    p->discrete = act->kind == FRL_SPACE_DISCRETE;
-    p->out_w = (int32_t)act->n;
-    p->shared = (int32_t)frl_config_int(p->cfg, "policy.shared");
-    p->obs_norm = (int32_t)frl_config_int(p->cfg, "policy.obs_norm");
+    read_shape(p, obs, act);
+    if ((st = check_obs_norm(p, who)) != FRL_OK)
+        return st;
     p->num_params = layout_networks(p);
     if (p->expect_params >= 0 && (int64_t)p->num_params != p->expect_params)
         return frl_fail(NULL, FRL_ERR_FORMAT,

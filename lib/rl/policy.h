@@ -15,7 +15,10 @@ struct frl_policy {
     frl_runtime *rt;
     frl_config *cfg;          /* the settings it was built from (policy.* keys) */
     frl_space *obs_space, *act_space;
-    int32_t obs_w;            /* observation width */
+    int32_t obs_w;            /* values per observation row: box width, 1 for discrete */
+    int32_t in_w;             /* the networks' input width: obs_w, or n for discrete(n) */
+    int32_t obs_n;            /* discrete(n) observations: n, each index becomes a one-hot
+                                 row before the first layer; 0 for a box */
     int32_t out_w;            /* logits (discrete n) or Gaussian means (box width) */
     int32_t discrete;         /* 1: categorical head */
     int32_t shared;           /* 1: trunk + two linear heads */
@@ -48,7 +51,8 @@ struct frl_policy {
 
 /* Pointers into a workspace for one forward (and backward) pass over rows rows. */
 typedef struct frl_pass {
-    float *xn;            /* normalised observations (obs_norm only) */
+    float *xn;            /* [rows x in_w]: normalised observations (obs_norm) or
+                             one-hot rows (discrete observations) */
     const float *in;      /* what the networks read: xn or the observations */
     float *trunk_acts, *actor_acts, *critic_acts;
     float *out;           /* [rows x out_w]: logits or means */

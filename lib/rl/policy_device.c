@@ -49,6 +49,14 @@ frl_status frl_policy_device_open(frl_policy *p, const char *who)
 {
     if (p->rt->device.kind != FRL_DEVICE_CUDA)
         return FRL_OK;
+    /* The device networks read float rows of in_w values straight from the ring and the
+     * sampler's buffers; a discrete space's rows are indices that the CPU expands into
+     * one-hot rows (policy.c), which the device path does not do yet. */
+    if (p->obs_n)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: discrete(%d) observation spaces run on the CPU for now, and this "
+                        "runtime computes on %s: use a runtime with runtime.device=cpu",
+                        who, (int)p->obs_n, p->rt->device.name);
     p->dev_rows = DEVICE_ROWS;
     frl_status st = frl_policy_device_model(p, p->dev_rows, &p->dev, who);
     if (st != FRL_OK)

@@ -85,7 +85,8 @@ static frl_status decode_space(const frl_section *sec, const frl_allocator *al, 
 {
     const double *v = sec->data;
     if (sec->count < 3 || (v[0] != FRL_SPACE_DISCRETE && v[0] != FRL_SPACE_BOX) ||
-        !(v[1] >= 1 && v[1] <= (double)(1 << 24)) || !(v[2] >= 0 && v[2] <= 8))
+        !(v[1] >= 1 && v[1] <= (double)(1 << 24)) || v[1] != floor(v[1]) ||
+        !(v[2] >= 0 && v[2] <= 8) || v[2] != floor(v[2]))
         return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space", sec->name);
     int64_t n = (int64_t)v[1];
     int32_t rank = (int32_t)v[2];

@@ -188,16 +188,22 @@ def _step_result(result):
 
 
 class _ObsWriter:
-    """Checks a Python observation and writes it as float32 into library memory."""
+    """Checks a Python observation and writes it as float32 into library memory. A
+    Discrete observation is written as its index, the space's start subtracted (the
+    library checks it is an integer in [0, n))."""
 
-    __slots__ = ("shape", "width")
+    __slots__ = ("shape", "width", "start")
 
-    def __init__(self, shape):
+    def __init__(self, shape, start=0):
         self.shape = tuple(shape)
         self.width = int(np.prod(self.shape, dtype=np.int64))
+        self.start = start
 
     def array(self, obs):
-        a = np.asarray(obs, dtype=np.float32)
+        if self.start:  # in float64, so a large start loses nothing before the shift
+            a = (np.asarray(obs, dtype=np.float64) - self.start).astype(np.float32)
+        else:
+            a = np.asarray(obs, dtype=np.float32)
         if a.shape != self.shape and a.size != self.width:
             raise Error(Status.ERR_SIZE, f"observation of shape {a.shape}; the "
                         f"observation space has shape {self.shape}")
@@ -304,7 +310,8 @@ class Env(_EnvBase):
     ``max_episode_steps=N`` changes it, 0 removes it), :meth:`from_python` for a Python
     env. ``reset(seed=None, options=None) -> (obs, info)``; ``step(action) -> (obs,
     reward, terminated, truncated, info)``. Observations are new float32 arrays that the
-    library writes directly (no copy). Stepping after an episode ended raises
+    library writes directly (no copy), or an int for a ``Discrete`` observation space.
+    Stepping after an episode ended raises
     :class:`fastrl.Error` (FRL_ERR_STATE) until reset.
     """
 
@@ -332,17 +339,19 @@ class Env(_EnvBase):
         ``step(action)`` (and ``observation_space``/``action_space`` unless given). Its
         callbacks run on the calling thread. An exception they raise is re-raised by
         ``reset``/``step`` with its traceback (and a note with the library's message).
-        The observation space must be a box; actions are discrete(n) or a float box.
-        The env's ``info`` dicts are passed through. A ``Discrete(n, start=s)`` action
-        space becomes the library's discrete(n): action a reaches the env as a + s.
+        Observations are a float box or ``Discrete(n)`` (n <= 2^24; the library
+        stores the index and returns it as an int); actions are discrete(n) or a float
+        box. The env's ``info`` dicts are passed through. A ``Discrete(n, start=s)``
+        space becomes the library's discrete(n): action a reaches the env as a + s, and
+        observation o is stored as o - s.
         """
         obs_space, act_space = _spaces_of(env, observation_space, action_space)
         rt, options = runtime_for(runtime, options, "Env.from_python")
         cfg = as_config(config, options, "Env.from_python")
-        c_obs = spaces.observation_space_to_c(obs_space)
+        c_obs = spaces.observation_space_to_c(obs_space, allow_start=True)
         c_act, start = spaces.to_c(act_space, "action space")
         reader = _ActionReader(act_space, start)
-        writer = _ObsWriter(spaces.describe(obs_space)[1])
+        writer = _ObsWriter(*spaces.observation_layout(obs_space))
         errors = _HostErrors()
         infos = [{}]
         cb = _make_env_callbacks([env], writer, reader, errors, infos)
@@ -367,6 +376,8 @@ class Env(_EnvBase):
         self.observation_space = spaces.from_c(L.env_observation_space(handle.ptr))
         self.action_space = spaces.from_c(L.env_action_space(handle.ptr))
         self._obs_shape = self.observation_space.shape
+        self._obs_index = (L.space_get_kind(L.env_observation_space(handle.ptr))
+                           == spaces.DISCRETE)
         self._discrete = L.space_get_kind(L.env_action_space(handle.ptr)) == spaces.DISCRETE
         if self._discrete:
             self._n = int(self.action_space.n)
@@ -393,6 +404,11 @@ class Env(_EnvBase):
             self._errors.raise_for(st, what)
         raise _lib.error(st, what)
 
+    def _observation(self, obs):
+        """A Discrete observation is stored as a float32 index: handed back as an int,
+        the value gymnasium's Discrete spaces hold."""
+        return int(obs) if self._obs_index else obs
+
     def reset(self, *, seed=None, options=None):
         ptr = self._ptr
         _check_options(options, "reset")
@@ -407,7 +423,7 @@ class Env(_EnvBase):
         info = {}
         if self._python_env is not None:
             info = self._infos[0]
-        return obs, info
+        return self._observation(obs), info
 
     def step(self, action):
         ptr = self._ptr
@@ -435,7 +451,8 @@ class Env(_EnvBase):
         info = {}
         if self._python_env is not None:
             info = self._infos[0]
-        return obs, float(self._rew.value), bool(self._term.value), bool(self._trunc.value), info
+        return (self._observation(obs), float(self._rew.value), bool(self._term.value),
+                bool(self._trunc.value), info)
 
     # -- state
     @property
@@ -457,7 +474,7 @@ class Env(_EnvBase):
         obs = np.empty(self._obs_shape, np.float32)
         _lib.check(_lib.lib().env_set_state(self._ptr, s.ctypes.data, s.size,
                                             obs.ctypes.data), "set_state")
-        return obs
+        return self._observation(obs)
 
     def render(self):
         return None
@@ -528,15 +545,21 @@ class VecEnv(_VecEnvBase):
         from the library's stream (reset seed, i) on every autoreset. An exception
         raised by an env stops the call; ``step``/``reset`` (or ``Trainer.train``)
         re-raises it with its traceback, and the env is reset on the next step.
+
+        A ``Discrete(n)`` observation space (n <= 2^24) is stored as one float32 per
+        env holding the index (``observations`` is then float32 ``[N]``; a
+        ``Discrete(n, start=s)`` observation o is stored as o - s); an index outside
+        [0, n), a fraction or NaN fails the call with FRL_ERR_RANGE naming the env. The
+        policy makes it a one-hot row inside its network.
         """
         envs = _resolve_envs(envs)
         obs_space, act_space = _spaces_of(envs[0], observation_space, action_space)
         rt, options = runtime_for(runtime, options, "VecEnv.from_python")
         cfg = as_config(config, options, "VecEnv.from_python")
-        c_obs = spaces.observation_space_to_c(obs_space)
+        c_obs = spaces.observation_space_to_c(obs_space, allow_start=True)
         c_act, start = spaces.to_c(act_space, "action space")
         reader = _ActionReader(act_space, start)
-        writer = _ObsWriter(spaces.describe(obs_space)[1])
+        writer = _ObsWriter(*spaces.observation_layout(obs_space))
         errors = _HostErrors()
         L = _lib.lib()
         ptr = ctypes.c_void_p()
@@ -586,7 +609,7 @@ class VecEnv(_VecEnvBase):
         if start:
             raise Error(Status.ERR_UNSUPPORTED, "from_batch: a Discrete action space must "
                         "start at 0 (actions arrive as the library's int32 array)")
-        obs_shape = spaces.describe(observation_space)[1]
+        obs_shape = spaces.observation_layout(observation_space)[0]  # () for Discrete
         d = spaces.describe(action_space)
         act_shape = () if d[0] == "discrete" else d[1]
         errors = _HostErrors()

@@ -67,7 +67,7 @@ class Ring:
         self.action_space = action_space
         d = spaces.describe(action_space)
         self._discrete = d[0] == "discrete"
-        self._obs_shape = tuple(spaces.describe(observation_space)[1])
+        self._obs_shape = spaces.observation_layout(observation_space)[0]  # Discrete: ()
         self._act_shape = () if self._discrete else tuple(d[1])
         self.slots = L.ring_slots(handle.ptr)
         self.steps = L.ring_steps(handle.ptr)

@@ -4,6 +4,10 @@ With gymnasium installed, spaces are ``gymnasium.spaces.Discrete(n, dtype=np.int
 (int32 is the library's action type, so actions sampled from the space are written
 without conversion) and ``gymnasium.spaces.Box(..., dtype=np.float32)``. Without it,
 the small :class:`Box` and :class:`Discrete` below stand in, with the same attributes.
+
+Observations: a box is float32 values; a ``Discrete(n)`` observation is one float32
+per env holding the state's index (an integer in [0, n), n <= 2^24), which the policy
+turns into a one-hot row inside its network.
 """
 
 import ctypes
@@ -19,7 +23,7 @@ try:  # optional
 except ImportError:  # pragma: no cover - exercised by the no-gymnasium test
     _gym = None
 
-__all__ = ["Box", "Discrete", "from_c", "to_c", "batch_space"]
+__all__ = ["Box", "Discrete", "from_c", "to_c", "batch_space", "observation_layout"]
 
 DISCRETE, BOX = 1, 2
 
@@ -154,15 +158,26 @@ def to_c(space, what="space"):
     return Handle(ptr.value, L.space_destroy, "space"), 0
 
 
-def observation_space_to_c(space):
-    """Observation spaces must be boxes (float32 inside the library)."""
+def observation_space_to_c(space, allow_start=False):
+    """An owned C observation space: a float32 box, or discrete(n), whose observations
+    are one float32 index each. ``allow_start``: a ``Discrete(n, start=s)`` is taken (the
+    caller subtracts s from every observation, as the env writers do); elsewhere the
+    observations are the library's indices, so a start other than 0 is refused."""
     d = describe(space)
-    if d[0] != "box":
+    if d[0] == "discrete" and d[2] and not allow_start:
         raise Error(Status.ERR_UNSUPPORTED,
-                    f"observation space {space!r}: libfastrl observations are float32 "
-                    "boxes; wrap the env with gymnasium.wrappers.FlattenObservation "
-                    "(a discrete observation becomes a one-hot box)")
+                    f"observation space {space!r}: a Discrete observation space must "
+                    "start at 0 here (observations are the library's indices in [0, n))")
     return to_c(space, "observation space")[0]
+
+
+def observation_layout(space):
+    """(shape, start) of one observation as the library stores it: a box's shape and 0,
+    or () and the Discrete start (one float32 holding the index)."""
+    d = describe(space)
+    if d[0] == "discrete":
+        return (), d[2]
+    return tuple(d[1]), 0
 
 
 def batch_space(space, n):

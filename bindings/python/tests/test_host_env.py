@@ -169,10 +169,10 @@ def test_unsupported_spaces_are_refused_clearly():
         fastrl.Env.from_python(DictObs())
     assert ei.value.status == Status.ERR_UNSUPPORTED and "Flatten" in ei.value.message
     e = DictObs()
-    e.observation_space = gym.spaces.Discrete(5)
+    e.observation_space = gym.spaces.Discrete(2**24 + 1)  # indices are float32: n <= 2^24
     with pytest.raises(fastrl.Error) as ei:
         fastrl.VecEnv.from_python([e])
-    assert ei.value.status == Status.ERR_UNSUPPORTED and "one-hot" in ei.value.message
+    assert ei.value.status == Status.ERR_RANGE and "2^24" in ei.value.message
     with pytest.raises(fastrl.Error) as ei:
         fastrl.Env.from_python(object.__new__(type("NoSpaces", (), {
             "reset": lambda self, seed=None: 0, "step": lambda self, a: 0})))

@@ -142,7 +142,7 @@ def test_policy_errors(rt, tmp_path):
         (lambda: p.save(tmp_path / "no" / "dir" / "p.frl"), Status.ERR_IO),
         (lambda: fastrl.Policy.load(tmp_path / "missing.frl"), Status.ERR_IO),
         (lambda: fastrl.Policy(OBS, gym.spaces.Discrete(1)), Status.ERR_RANGE),
-        (lambda: fastrl.Policy(gym.spaces.Discrete(3), ACT), Status.ERR_UNSUPPORTED),
+        (lambda: fastrl.Policy(gym.spaces.Discrete(2**24 + 1), ACT), Status.ERR_RANGE),
         (lambda: fastrl.Policy(OBS, ACT, hidden=[0]), Status.ERR_RANGE),
     ]
     for fn, status in cases:
