@@ -267,7 +267,8 @@ FRL_API frl_status frl_runtime_parallel_for(frl_runtime *rt, int32_t num_tasks,
 FRL_API const char *frl_runtime_last_error(const frl_runtime *rt);
 
 /* ---------------------------------------------------------------------------------------
- * Spaces: discrete(n) with int32 actions in [0, n), and box(shape, low, high) of float32. */
+ * Spaces: discrete(n) and box(shape, low, high) of float32. A discrete action is one
+ * int32 in [0, n); a discrete observation is one float holding the index (n <= 2^24). */
 typedef struct frl_space frl_space;
 
 typedef enum frl_space_kind {
@@ -305,7 +306,11 @@ FRL_API int64_t frl_space_width(const frl_space *space);
  * step and the value.
  * Observations and rewards must be finite (FRL_ERR_NONFINITE otherwise). Actions
  * are int32_t (discrete) or float (box); box actions are checked to be finite but
- * are not clipped. */
+ * are not clipped.
+ * With a discrete(n) observation space (n <= 2^24, so every index is exact in a float)
+ * a callback writes one float per env, the state's index: a value that is not an
+ * integer in [0, n), NaN and infinities included, fails the call with FRL_ERR_RANGE
+ * naming the env and the value. The policy makes the one-hot row itself. */
 typedef struct frl_env_callbacks {
     size_t struct_size; /* sizeof(frl_env_callbacks), set by frl_env_callbacks_init */
     /* Start an episode from seed; write the first observation. Required. */
@@ -457,7 +462,12 @@ FRL_API const char *frl_vec_env_last_error(const frl_vec_env *venv);
  * (policy.hidden = "64,64", policy.activation = tanh|relu|elu), separate or shared for
  * actor and critic (policy.shared), a categorical head for a discrete action space or
  * a diagonal Gaussian with a learned state-independent log-std for a box, and optional
- * observation normalisation (policy.obs_norm) whose statistics are saved with it. */
+ * observation normalisation (policy.obs_norm) whose statistics are saved with it.
+ * The observation space is a box, or discrete(n) with n <= 2^24: each row is then one
+ * float, the index, which the networks see as a one-hot row of n values (an embedding
+ * lookup in the first layer). policy.obs_norm is refused with it
+ * (FRL_ERR_INVALID_ARGUMENT), and so is a runtime on a CUDA device
+ * (FRL_ERR_UNSUPPORTED): discrete observations run on the CPU for now. */
 typedef struct frl_policy frl_policy;
 
 FRL_API frl_status frl_policy_create(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
@@ -476,7 +486,8 @@ FRL_API uint64_t frl_policy_version(const frl_policy *policy);
 typedef struct frl_act_args {
     size_t struct_size;
     int32_t batch;               /* rows, >= 1 */
-    const float *observations;   /* [batch * observation width], finite */
+    const float *observations;   /* [batch * observation width]: finite (box), or each an
+                                    index in [0, n) (discrete(n), width 1) */
     void *actions;               /* out: int32_t[batch] (discrete) or float[batch * width] */
     float *log_probs;            /* out, optional: [batch] log-probability of each action */
     float *values;               /* out, optional: [batch] value estimates */
@@ -513,8 +524,9 @@ static inline void frl_act_args_init(frl_act_args *args)
 /* Bytes of workspace that hold rows_per_chunk rows (>= 1) of activations. */
 FRL_API size_t frl_policy_workspace_size(const frl_policy *policy, int32_t rows_per_chunk);
 /* Compute actions (and optionally log-probs and values) for a batch. Runs on the
- * calling thread and never allocates. Non-finite observations give FRL_ERR_NONFINITE
- * naming the row; nothing is written then. */
+ * calling thread and never allocates. Non-finite box observations give
+ * FRL_ERR_NONFINITE naming the row, discrete ones that are not an index in [0, n)
+ * FRL_ERR_RANGE naming the row and the value; nothing is written then. */
 FRL_API frl_status frl_policy_act(frl_policy *policy, const frl_act_args *args);
 
 /* One call of frl_policy_evaluate. Fill with frl_eval_args_init; fields added in later
@@ -654,14 +666,15 @@ typedef int (*frl_metrics_fn)(void *user, const frl_metrics *metrics);
 /* A trainer on the built-in environment env_name. */
 FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt,
                                       const char *env_name, const frl_config *cfg);
-/* A trainer on a host vec env (borrowed: it must outlive the trainer). */
+/* A trainer on a host vec env (borrowed: it must outlive the trainer). B is its size:
+ * train.num_envs, if cfg sets it, must be the same (FRL_ERR_INVALID_ARGUMENT). */
 FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt,
                                           frl_vec_env *venv, const frl_config *cfg);
 /* A trainer on count (1..64) host vec envs with the same spaces, each one group of the
  * asynchronous sampler (sampler.mode=async; sets sampler.groups = count): while the
  * library computes one group's actions, another group steps. A group's callbacks are
  * called from library threads, never two batch callbacks of one trainer at once.
- * Borrowed: they must outlive the trainer. */
+ * train.num_envs, if set, must be their sum. Borrowed: they must outlive the trainer. */
 FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
                                            frl_vec_env *const *venvs, int32_t count,
                                            const frl_config *cfg);
@@ -691,12 +704,26 @@ FRL_API frl_status frl_trainer_train_many(frl_trainer *const *trainers, int32_t 
  * another thread. */
 FRL_API void frl_trainer_request_stop(frl_trainer *trainer);
 /* Everything needed to continue the run: settings, weights, Adam moments, normaliser,
- * random streams, environment states, counters. Atomic as frl_policy_save. */
+ * random streams, environment states, counters. Atomic as frl_policy_save. Host
+ * per-env callbacks are saved through get_state (state_size > 0); a batch world,
+ * callbacks without state and async trainers give FRL_ERR_UNSUPPORTED, saying why. */
 FRL_API frl_status frl_trainer_save(const frl_trainer *trainer, const char *path);
 /* Continue a saved run on the built-in env it was saved from. cfg may be NULL; keys it
  * sets override the saved settings (e.g. runtime-only ones). */
 FRL_API frl_status frl_trainer_load(frl_trainer **out, frl_runtime *rt, const char *path,
                                     const frl_config *cfg);
+/* Continue a saved run on venv, which the host made again: per-env callbacks with state
+ * for a run saved on them, or a vec env of the built-in the run was saved from. venv is
+ * borrowed as by frl_trainer_create_vec (it must outlive the trainer); the saved env
+ * states are written into it (set_state for host envs), so the run continues exactly.
+ * cfg as for frl_trainer_load. Before anything is written: FRL_ERR_INVALID_ARGUMENT if
+ * venv is of another kind or built-in than the run's, belongs to another runtime, or cfg
+ * sets train.num_envs to another size; FRL_ERR_SIZE if its number of envs, spaces or
+ * state_size differ from the run's (both named); file errors as frl_trainer_load. A
+ * set_state callback that fails gives FRL_ERR_CALLBACK, and venv must then be reset
+ * before it is stepped. *out is NULL after every failure. */
+FRL_API frl_status frl_trainer_load_vec(frl_trainer **out, frl_runtime *rt, const char *path,
+                                        frl_vec_env *venv, const frl_config *cfg);
 /* Borrowed handles, valid for the trainer's life. */
 FRL_API frl_policy *frl_trainer_policy(frl_trainer *trainer);
 FRL_API frl_ring *frl_trainer_ring(frl_trainer *trainer);

@@ -291,8 +291,10 @@ START_TEST(recovers_after_a_failed_rollout)
     frl_trainer_request_stop(t);
     ck_assert_int_eq(frl_trainer_train(t, 8000), FRL_ERR_INTERRUPTED);
     ck_assert_int_eq(frl_trainer_train(t, 8000), FRL_OK);
-    /* Host environments cannot be saved in a checkpoint. */
+    /* A batch world's state is the host's alone: it cannot be saved in a checkpoint
+     * (test_trainer_host covers the host envs that can). */
     ck_assert_int_eq(frl_trainer_save(t, "/tmp/frl_unused.frl"), FRL_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "batch world"));
     host_trainer_destroy(&h);
 }
 END_TEST

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/error.h"
 #include "io/container.h"
 
 typedef struct train_opts {
@@ -129,6 +130,43 @@ static int make_dir(const char *dir)
     return 1;
 }
 
+/* The environment of the run saved at path into env ("" for a host env's run); 0 when
+ * the file cannot say (unreadable, no name), and then frl_trainer_load reports why. */
+static int saved_env(const char *path, char *env, size_t size)
+{
+    frl_container *c;
+    char err[FRL_ERRMSG_SIZE];
+    if (frl_container_read(&c, path, NULL, err) != FRL_OK)
+        return 0;
+    const frl_section *s = frl_container_find(c, "trainer.env", FRL_DTYPE_TEXT, -1, err);
+    int found = s && s->count < size;
+    if (found) {
+        memcpy(env, s->data, s->count);
+        env[s->count] = '\0';
+    }
+    frl_container_free(c);
+    return found;
+}
+
+/* `train ENV --resume DIR`: the checkpoint holds its own environment, so an ENV that
+ * names another is a mistake (the run would continue on the saved one), refused before
+ * anything in DIR changes. */
+static int check_resume_env(const train_opts *o)
+{
+    char path[4096], env[64];
+    snprintf(path, sizeof path, "%s/checkpoint.frl", o->resume);
+    if (!o->env || !saved_env(path, env, sizeof env) || strcmp(env, o->env) == 0)
+        return 0;
+    if (!env[0])
+        fprintf(stderr, "fastrl train: %s holds a run on host envs, not %s: only the program "
+                        "that made them can continue it (frl_trainer_load_vec)\n", path, o->env);
+    else
+        fprintf(stderr, "fastrl train: %s holds a run of %s, not %s: resume it without naming "
+                        "an environment (or with %s), or train %s with another --out\n",
+                path, env, o->env, env, o->env);
+    return 1;
+}
+
 static frl_status open_trainer(frl_trainer **t, frl_runtime *rt, const train_opts *o,
                                const frl_config *cfg)
 {
@@ -170,6 +208,8 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
 static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *cfg)
 {
     frl_trainer *t;
+    if (o->resume && check_resume_env(o))
+        return 1;
     frl_status st = open_trainer(&t, rt, o, cfg);
     if (st != FRL_OK)
         return cli_fail(o->resume ? "resume" : o->env, st);

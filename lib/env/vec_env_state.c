@@ -1,73 +1,187 @@
-/* Snapshot and restore of a built-in vec env's whole state, for trainer checkpoints:
- * simulators, random streams, observations, flags and episode bookkeeping, so a
- * resumed run continues exactly where it stopped. */
+/* Snapshot and restore of a vec env's whole state, for trainer checkpoints: random
+ * streams, observations, flags and episode bookkeeping, plus the simulators (a
+ * built-in's raw structs, or each host env's state through its get_state and
+ * set_state callbacks), so a resumed run continues exactly where it stopped. */
 #include <string.h>
 
 #include "env/vec_env_state.h"
 
-frl_status frl_vec_env_snapshot(const frl_vec_env *v, frl_section *s, int32_t *n, int64_t *totals,
-                                char *err)
+/* One array of the vec env as it is saved. */
+typedef struct env_array {
+    const char *name;
+    frl_dtype type;
+    size_t count, elem;
+    void *data;
+} env_array;
+
+enum { MAX_ARRAYS = 12 };
+
+/* The per-env arrays saved for every kind, plus a built-in's simulator structs. A host
+ * env's simulator is its own: it travels through get_state and set_state instead. */
+static int32_t env_arrays(const frl_vec_env *v, env_array *a)
 {
-    if (v->kind != VEC_BUILTIN)
-        return frl_fail(err, FRL_ERR_UNSUPPORTED,
-                        "only built-in environments can be saved in a checkpoint");
     const frl_builtin_batch *b = &v->b;
     size_t N = (size_t)v->n;
-    struct { const char *name; frl_dtype t; size_t count; const void *data; } a[] = {
-        {"env.sims", FRL_DTYPE_U8, N * FRL_SIM_MAX_BYTES, b->sims},
-        {"env.rngs", FRL_DTYPE_U64, 2 * N, b->rngs},
-        {"env.obs", FRL_DTYPE_F32, N * (size_t)v->obs_w, b->obs},
-        {"env.rewards", FRL_DTYPE_F32, N, b->rewards},
-        {"env.terminated", FRL_DTYPE_U8, N, b->terminated},
-        {"env.truncated", FRL_DTYPE_U8, N, b->truncated},
-        {"env.reset_step", FRL_DTYPE_U8, N, b->reset_step},
-        {"env.needs_reset", FRL_DTYPE_U8, N, b->needs_reset},
-        {"env.elapsed", FRL_DTYPE_I32, N, b->elapsed},
-        {"env.ep_return", FRL_DTYPE_F64, N, b->ep_return},
-        {"env.done_return", FRL_DTYPE_F32, N, b->done_return},
-        {"env.done_length", FRL_DTYPE_I32, N, b->done_length},
-        {"env.totals", FRL_DTYPE_I64, 4, totals},
-    };
-    totals[0] = v->step_calls;
-    totals[1] = v->total_steps;
-    totals[2] = v->total_episodes;
-    totals[3] = v->has_reset;
-    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
-        frl_section_add(s, n, a[i].name, a[i].t, a[i].count, a[i].data);
+    int32_t k = 0;
+    if (v->kind == VEC_BUILTIN)
+        a[k++] = (env_array){"env.sims", FRL_DTYPE_U8, N * FRL_SIM_MAX_BYTES, 1, b->sims};
+    a[k++] = (env_array){"env.rngs", FRL_DTYPE_U64, 2 * N, 8, b->rngs};
+    a[k++] = (env_array){"env.obs", FRL_DTYPE_F32, N * (size_t)v->obs_w, 4, b->obs};
+    a[k++] = (env_array){"env.rewards", FRL_DTYPE_F32, N, 4, b->rewards};
+    a[k++] = (env_array){"env.terminated", FRL_DTYPE_U8, N, 1, b->terminated};
+    a[k++] = (env_array){"env.truncated", FRL_DTYPE_U8, N, 1, b->truncated};
+    a[k++] = (env_array){"env.reset_step", FRL_DTYPE_U8, N, 1, b->reset_step};
+    a[k++] = (env_array){"env.needs_reset", FRL_DTYPE_U8, N, 1, b->needs_reset};
+    a[k++] = (env_array){"env.elapsed", FRL_DTYPE_I32, N, 4, b->elapsed};
+    a[k++] = (env_array){"env.ep_return", FRL_DTYPE_F64, N, 8, b->ep_return};
+    a[k++] = (env_array){"env.done_return", FRL_DTYPE_F32, N, 4, b->done_return};
+    a[k++] = (env_array){"env.done_length", FRL_DTYPE_I32, N, 4, b->done_length};
+    return k;
+}
+
+frl_status frl_vec_env_check_savable(const frl_vec_env *v, char *err)
+{
+    if (v->kind == VEC_BATCH)
+        return frl_fail(err, FRL_ERR_UNSUPPORTED,
+                        "a batch world (frl_vec_env_create_batch) cannot be checkpointed: the "
+                        "library cannot read or restore its state; use per-env callbacks with "
+                        "state, or save the policy with frl_policy_save");
+    if (v->kind == VEC_CALLBACKS && v->state_dim == 0)
+        return frl_fail(err, FRL_ERR_UNSUPPORTED,
+                        "the vec env's callbacks provide no simulator state (state_size 0): set "
+                        "state_size, get_state and set_state in frl_env_callbacks to checkpoint "
+                        "the run, or save the policy with frl_policy_save");
     return FRL_OK;
 }
 
-static int restore_array(const frl_container *c, const char *name, frl_dtype t, size_t count,
-                         size_t elem, void *dst, char *err)
+/* Env i's state through its get_state callback, into states[i * S, + S). Envs waiting
+ * for their autoreset are left at 0: the reset replaces their simulator whatever it
+ * holds, and a finished or failed episode's state may be one the host cannot give. */
+static frl_status read_host_states(const frl_vec_env *v, double *states, char *err)
 {
-    const frl_section *s = frl_container_find(c, name, t, (int64_t)count, err);
-    if (!s)
-        return -1;
-    memcpy(dst, s->data, count * elem);
-    return 0;
+    size_t S = (size_t)v->state_dim;
+    memset(states, 0, sizeof(double) * S * (size_t)v->n);
+    for (int32_t i = 0; v->has_reset && i < v->n; i++) {
+        if (v->b.needs_reset[i])
+            continue;
+        int rc = v->cb.get_state(v->users[i], states + (size_t)i * S);
+        if (rc != 0)
+            return frl_fail(err, FRL_ERR_CALLBACK, "env %d: get_state callback returned %d",
+                            (int)i, rc);
+    }
+    return FRL_OK;
+}
+
+static frl_status snapshot_host(const frl_vec_env *v, frl_vec_env_snap *snap, char *err)
+{
+    snap->state_size = v->state_dim;
+    size_t bytes = sizeof(double) * (size_t)v->state_dim * (size_t)v->n;
+    snap->states = frl_alloc(snap->alloc, bytes, 64);
+    if (!snap->states)
+        return frl_fail(err, FRL_ERR_NOMEM, "out of memory for %d env states (%zu bytes)",
+                        (int)v->n, bytes);
+    frl_status st = read_host_states(v, snap->states, err);
+    if (st != FRL_OK)
+        frl_vec_env_snap_free(snap);
+    return st;
+}
+
+frl_status frl_vec_env_snapshot(const frl_vec_env *v, frl_vec_env_snap *snap, frl_section *s,
+                                int32_t *n, char *err)
+{
+    memset(snap, 0, sizeof *snap);
+    snap->alloc = &v->rt->alloc;
+    frl_status st = frl_vec_env_check_savable(v, err);
+    if (st == FRL_OK && v->kind == VEC_CALLBACKS)
+        st = snapshot_host(v, snap, err);
+    if (st != FRL_OK)
+        return st;
+    env_array a[MAX_ARRAYS];
+    int32_t k = env_arrays(v, a);
+    for (int32_t i = 0; i < k; i++)
+        frl_section_add(s, n, a[i].name, a[i].type, a[i].count, a[i].data);
+    snap->totals[0] = v->step_calls;
+    snap->totals[1] = v->total_steps;
+    snap->totals[2] = v->total_episodes;
+    snap->totals[3] = v->has_reset;
+    frl_section_add(s, n, "env.totals", FRL_DTYPE_I64, 4, snap->totals);
+    if (snap->states) {
+        frl_section_add(s, n, "env.state_size", FRL_DTYPE_I64, 1, &snap->state_size);
+        frl_section_add(s, n, "env.states", FRL_DTYPE_F64,
+                        (uint64_t)snap->state_size * (uint64_t)v->n, snap->states);
+    }
+    return FRL_OK;
+}
+
+void frl_vec_env_snap_free(frl_vec_env_snap *snap)
+{
+    if (snap->alloc)
+        frl_free(snap->alloc, snap->states);
+    snap->states = NULL;
+}
+
+int64_t frl_vec_env_saved_state_size(const frl_container *c)
+{
+    char ignored[FRL_ERRMSG_SIZE];
+    const frl_section *s = frl_container_find(c, "env.state_size", FRL_DTYPE_I64, 1, ignored);
+    return s ? *(const int64_t *)s->data : 0;
+}
+
+/* ---- restoring ---- */
+
+/* Every section v needs, found and sized, before anything is written. */
+static frl_status find_all(const frl_vec_env *v, const frl_container *c, env_array *a,
+                           int32_t k, const frl_section **found, char *err)
+{
+    for (int32_t i = 0; i < k; i++)
+        if (!(found[i] = frl_container_find(c, a[i].name, a[i].type, (int64_t)a[i].count, err)))
+            return FRL_ERR_FORMAT;
+    found[k] = frl_container_find(c, "env.totals", FRL_DTYPE_I64, 4, err);
+    found[k + 1] = v->kind != VEC_CALLBACKS ? NULL
+        : frl_container_find(c, "env.states", FRL_DTYPE_F64,
+                             (int64_t)v->state_dim * (int64_t)v->n, err);
+    if (!found[k] || (v->kind == VEC_CALLBACKS && !found[k + 1]))
+        return FRL_ERR_FORMAT;
+    return FRL_OK;
+}
+
+/* Host env i takes its saved state unless the saved run had it waiting for its
+ * autoreset (its state was not saved; the reset will make a new one). */
+static frl_status write_host_states(frl_vec_env *v, const uint8_t *needs_reset,
+                                    const double *states, char *err)
+{
+    for (int32_t i = 0; i < v->n; i++) {
+        if (needs_reset[i])
+            continue;
+        int rc = v->cb.set_state(v->users[i], states + (size_t)i * (size_t)v->state_dim);
+        if (rc != 0) {
+            /* Some hosts already hold the saved states, the others do not: only a reset
+             * makes the vec env consistent again. */
+            v->has_reset = 0;
+            return frl_fail(err, FRL_ERR_CALLBACK, "env %d: set_state callback returned %d",
+                            (int)i, rc);
+        }
+    }
+    return FRL_OK;
 }
 
 frl_status frl_vec_env_restore(frl_vec_env *v, const frl_container *c, char *err)
 {
-    frl_builtin_batch *b = &v->b;
-    size_t N = (size_t)v->n;
-    int64_t totals[4];
-    int bad = 0;
-    bad |= restore_array(c, "env.sims", FRL_DTYPE_U8, N * FRL_SIM_MAX_BYTES, 1, b->sims, err);
-    bad |= restore_array(c, "env.rngs", FRL_DTYPE_U64, 2 * N, 8, b->rngs, err);
-    bad |= restore_array(c, "env.obs", FRL_DTYPE_F32, N * (size_t)v->obs_w, 4, b->obs, err);
-    bad |= restore_array(c, "env.rewards", FRL_DTYPE_F32, N, 4, b->rewards, err);
-    bad |= restore_array(c, "env.terminated", FRL_DTYPE_U8, N, 1, b->terminated, err);
-    bad |= restore_array(c, "env.truncated", FRL_DTYPE_U8, N, 1, b->truncated, err);
-    bad |= restore_array(c, "env.reset_step", FRL_DTYPE_U8, N, 1, b->reset_step, err);
-    bad |= restore_array(c, "env.needs_reset", FRL_DTYPE_U8, N, 1, b->needs_reset, err);
-    bad |= restore_array(c, "env.elapsed", FRL_DTYPE_I32, N, 4, b->elapsed, err);
-    bad |= restore_array(c, "env.ep_return", FRL_DTYPE_F64, N, 8, b->ep_return, err);
-    bad |= restore_array(c, "env.done_return", FRL_DTYPE_F32, N, 4, b->done_return, err);
-    bad |= restore_array(c, "env.done_length", FRL_DTYPE_I32, N, 4, b->done_length, err);
-    bad |= restore_array(c, "env.totals", FRL_DTYPE_I64, 4, 8, totals, err);
-    if (bad)
-        return FRL_ERR_FORMAT;
+    env_array a[MAX_ARRAYS];
+    const frl_section *found[MAX_ARRAYS + 2];
+    int32_t k = env_arrays(v, a);
+    frl_status st = find_all(v, c, a, k, found, err);
+    if (st != FRL_OK)
+        return st;
+    const int64_t *totals = found[k]->data;
+    if (v->kind == VEC_CALLBACKS && totals[3]) {
+        const frl_section *nr = frl_container_find(c, "env.needs_reset", FRL_DTYPE_U8, v->n, err);
+        st = write_host_states(v, nr->data, found[k + 1]->data, err);
+        if (st != FRL_OK)
+            return st;
+    }
+    for (int32_t i = 0; i < k; i++)
+        memcpy(a[i].data, found[i]->data, a[i].count * a[i].elem);
     v->step_calls = totals[0];
     v->total_steps = totals[1];
     v->total_episodes = totals[2];

@@ -197,7 +197,8 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
     return FRL_OK;
 }
 
-/* sampler.groups vec envs of the built-in, the envs split as evenly as possible. */
+/* sampler.groups vec envs of the built-in, the envs split as evenly as possible. Here
+ * train.num_envs decides B (see frl_trainer_check_num_envs for the other direction). */
 static frl_status create_groups(frl_vec_env **v, int32_t *groups, frl_runtime *rt,
                                 const char *env_name, const frl_config *c, const char *who)
 {
@@ -286,9 +287,27 @@ FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: %lld envs in all exceed 2^31 - 1", who,
                         (long long)n);
     }
+    char why[FRL_ERRMSG_SIZE];
+    if ((st = frl_trainer_check_num_envs(cfg, n, count, why)) != FRL_OK) {
+        frl_config_destroy(resolved);
+        return frl_fail(NULL, st, "%s: %s", who, why);
+    }
+    /* Written back, so settings.txt and checkpoints record B (frl_trainer_load makes a
+     * built-in's vec env again from it). */
     frl_config_set_int(resolved, "train.num_envs", n);
     frl_config_set_int(resolved, "sampler.groups", count);
     return frl_trainer_build(out, rt, venvs, count, 0, resolved, name, who);
+}
+
+frl_status frl_trainer_check_num_envs(const frl_config *cfg, int64_t n, int32_t count, char *err)
+{
+    if (!frl_config_is_set(cfg, "train.num_envs") || frl_config_int(cfg, "train.num_envs") == n)
+        return FRL_OK;
+    return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
+                    "train.num_envs=%lld is set, but %s %lld envs%s (leave the key unset to "
+                    "take their size)", (long long)frl_config_int(cfg, "train.num_envs"),
+                    count == 1 ? "the vec env has" : "the vec envs have", (long long)n,
+                    count == 1 ? "" : " in all");
 }
 
 FRL_API void frl_trainer_destroy(frl_trainer *t)

@@ -35,6 +35,10 @@ struct frl_trainer {
     frl_policy *policy;
     frl_ring *ring;
     frl_ppo ppo;
+    /* B: the envs of all groups, always train.num_envs of cfg. A built-in trainer makes
+     * its vec envs from the key (frl_trainer_create, frl_trainer_load); a trainer on the
+     * host's vec envs writes their size into it (frl_trainer_create_vecs) after
+     * frl_trainer_check_num_envs, and frl_trainer_load_vec checks the saved B. */
     int32_t T, B;
     uint64_t seed;
     /* progress */
@@ -72,6 +76,10 @@ const char *frl_env_default_settings(const char *env_name);
 frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
                              int32_t groups, int own, frl_config *resolved,
                              const char *env_name, const char *who);
+/* FRL_OK unless the caller's cfg sets train.num_envs to another number than n, the envs
+ * of the host's count vec envs: then FRL_ERR_INVALID_ARGUMENT naming both, in err (may
+ * be NULL). An unset key takes the vec envs' size. */
+frl_status frl_trainer_check_num_envs(const frl_config *cfg, int64_t n, int32_t count, char *err);
 /* Write the results of the step just taken by the vec env of group g into row block
  * step of slot; reward normalisation and episode statistics included. */
 void frl_trainer_store_step(frl_trainer *t, int32_t g, int32_t slot, int32_t step);

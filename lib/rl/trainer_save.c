@@ -10,7 +10,6 @@ enum { MAX_SECTIONS = 40, COUNTERS = 7 };
 typedef struct save_buf {
     char settings[FRL_SETTINGS_MAX];
     int64_t counters[COUNTERS];
-    int64_t env_totals[4];
     double rn[4];
     uint64_t seed;
 } save_buf;
@@ -37,16 +36,11 @@ static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, 
     frl_section_add(s, n, "trainer.disc_return", FRL_DTYPE_F64, (uint64_t)t->B, t->disc_return);
 }
 
-FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
+/* Every section of the checkpoint, written to path; what they point to is freed after. */
+static frl_status write_checkpoint(frl_trainer *t, const char *path)
 {
-    if (!ct || !path)
-        return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_save: %s is NULL", ct ? "path" : "trainer");
-    frl_trainer *t = (frl_trainer *)ct; /* for its error buffer only */
-    if (t->as)
-        return frl_fail(t->err, FRL_ERR_UNSUPPORTED,
-                        "frl_trainer_save: an async trainer (sampler.mode=async) cannot be saved "
-                        "yet: its rollouts in flight and env groups have no file format");
     save_buf b;
+    frl_vec_env_snap snap;
     frl_policy_blob pb;
     frl_section s[MAX_SECTIONS];
     int32_t n = 0;
@@ -54,13 +48,30 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
     if (st != FRL_OK)
         return frl_fail_msg(t->err, st, frl_last_error());
     trainer_sections(t, &b, s, &n);
-    st = frl_vec_env_snapshot(t->venv, s, &n, b.env_totals, t->err);
+    /* The env states first: a host's get_state may fail, and then nothing is written. */
+    if ((st = frl_vec_env_snapshot(t->venv, &snap, s, &n, t->err)) != FRL_OK)
+        return st;
+    st = frl_policy_blob_make(t->policy, &pb, s, &n, t->err);
     if (st == FRL_OK)
-        st = frl_policy_blob_make(t->policy, &pb, s, &n, t->err);
-    if (st == FRL_OK) {
         st = frl_container_write(path, &t->rt->alloc, s, n, t->err);
-        frl_policy_blob_free(&pb);
-    }
+    frl_policy_blob_free(&pb);
+    frl_vec_env_snap_free(&snap);
+    return st;
+}
+
+FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
+{
+    if (!ct || !path)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_save: %s is NULL", ct ? "path" : "trainer");
+    frl_trainer *t = (frl_trainer *)ct; /* for its error buffer only */
+    frl_status st = FRL_OK;
+    if (t->as)
+        st = frl_fail(t->err, FRL_ERR_UNSUPPORTED,
+                      "an async trainer (sampler.mode=async) cannot be saved yet: its rollouts "
+                      "in flight and env groups have no file format; save the policy with "
+                      "frl_policy_save");
+    if (st == FRL_OK)
+        st = write_checkpoint(t, path);
     if (st != FRL_OK)
         frl_fail(NULL, st, "frl_trainer_save: %s", t->err);
     return st;
@@ -149,27 +160,165 @@ static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
     return st;
 }
 
+/* ---- the vec env a run continues on ---- */
+
+/* The thread's message into err without its leading "who: ", which the public function
+ * adds again. */
+static frl_status fail_unprefixed(char *err, frl_status st, const char *who)
+{
+    const char *m = frl_last_error();
+    size_t k = strlen(who);
+    if (strncmp(m, who, k) == 0 && m[k] == ':' && m[k + 1] == ' ')
+        m += k + 2;
+    return frl_fail_msg(err, st, m);
+}
+
+/* frl_trainer_load makes the built-in's vec env again. train.num_envs is the run's B:
+ * frl_trainer_create made its vec envs from the key, and frl_trainer_create_vecs wrote
+ * the host's size into it, so the saved settings hold it either way. */
+static frl_status make_builtin(frl_vec_env **v, frl_runtime *rt, const frl_config *cfg,
+                               const char *env, char *err)
+{
+    if (!env[0])
+        return frl_fail(err, FRL_ERR_UNKNOWN_NAME, "the run was saved on a host vec env, which "
+                        "only the host can make again: continue it with frl_trainer_load_vec");
+    int32_t n = (int32_t)frl_config_int(cfg, "train.num_envs");
+    frl_status st = frl_vec_env_create_as(v, rt, env, n, cfg, "frl_trainer_load");
+    return st == FRL_OK ? st : fail_unprefixed(err, st, "frl_trainer_load");
+}
+
+static void describe_vec(const frl_vec_env *v, char *buf, size_t size)
+{
+    if (v->kind == VEC_BUILTIN)
+        snprintf(buf, size, "the built-in %s", v->cls->name);
+    else if (v->kind == VEC_CALLBACKS)
+        snprintf(buf, size, "a host vec env (per-env callbacks)");
+    else
+        snprintf(buf, size, "a batch world (frl_vec_env_create_batch), whose state no "
+                 "checkpoint holds");
+}
+
+/* The host's vec env must be what the run was saved on: the same built-in, or per-env
+ * callbacks for a host run (only those can be saved). */
+static frl_status check_kind(const frl_vec_env *v, const char *env, char *err)
+{
+    int same = env[0] ? v->kind == VEC_BUILTIN && strcmp(v->cls->name, env) == 0
+                      : v->kind == VEC_CALLBACKS;
+    if (same)
+        return FRL_OK;
+    char have[96];
+    describe_vec(v, have, sizeof have);
+    return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the run was saved on %s, but venv is %s",
+                    env[0] ? env : "host envs (per-env callbacks)", have);
+}
+
+/* A saved space's layout: [kind, n, rank, shape...] as policy_io.c writes it (the bounds
+ * that follow do not decide the layout). Range checks come before any conversion. */
+static frl_status saved_space(const frl_container *c, const char *name,
+                              const frl_allocator *al, frl_space **out, char *err)
+{
+    const frl_section *s = frl_container_find(c, name, FRL_DTYPE_F64, -1, err);
+    if (!s)
+        return FRL_ERR_FORMAT;
+    const double *v = s->data;
+    int ok = s->count >= 3 && v[1] >= 1 && v[1] <= 2147483647.0 && v[2] >= 0 &&
+             v[2] <= FRL_SPACE_MAX_RANK && s->count >= 3 + (uint64_t)v[2];
+    int64_t shape[FRL_SPACE_MAX_RANK];
+    for (int32_t i = 0; ok && i < (int32_t)v[2]; i++) {
+        ok = v[3 + i] >= 1 && v[3 + i] <= 2147483647.0;
+        shape[i] = ok ? (int64_t)v[3 + i] : 0;
+    }
+    frl_status st = !ok ? FRL_ERR_FORMAT
+                  : v[0] == FRL_SPACE_DISCRETE ? frl_space_create_discrete(out, al, (int64_t)v[1])
+                  : v[0] == FRL_SPACE_BOX ? frl_space_create_box(out, al, (int32_t)v[2], shape,
+                                                                 NULL, NULL)
+                                          : FRL_ERR_FORMAT;
+    if (st == FRL_ERR_NOMEM)
+        return frl_fail(err, st, "out of memory decoding %s", name);
+    return st == FRL_OK ? st : frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space", name);
+}
+
+static frl_status check_space(const frl_container *c, const char *name, const frl_space *have,
+                              const char *what, const frl_allocator *al, char *err)
+{
+    frl_space *saved = NULL;
+    frl_status st = saved_space(c, name, al, &saved, err);
+    if (st == FRL_OK)
+        st = frl_space_check_same(saved, have, "venv", what, err);
+    frl_space_destroy(saved);
+    return st;
+}
+
+/* B, the spaces and the host's state_size: what the saved arrays were made for. */
+static frl_status check_sizes(const frl_vec_env *v, const frl_container *c, char *err)
+{
+    const frl_section *k = frl_container_find(c, "trainer.counters", FRL_DTYPE_I64, COUNTERS, err);
+    if (!k)
+        return FRL_ERR_FORMAT;
+    int64_t B = ((const int64_t *)k->data)[6];
+    if (B != v->n)
+        return frl_fail(err, FRL_ERR_SIZE, "the run was saved with %lld envs, venv has %d",
+                        (long long)B, (int)v->n);
+    const frl_allocator *al = &v->rt->alloc;
+    frl_status st = check_space(c, "policy.obs_space", v->obs_space,
+                                "the observation spaces of the saved run and venv", al, err);
+    if (st == FRL_OK)
+        st = check_space(c, "policy.act_space", v->act_space,
+                         "the action spaces of the saved run and venv", al, err);
+    if (st != FRL_OK || v->kind != VEC_CALLBACKS)
+        return st;
+    int64_t S = frl_vec_env_saved_state_size(c);
+    if (S != v->state_dim)
+        st = frl_fail(err, FRL_ERR_SIZE, "the run's host envs were saved with state_size %lld, "
+                      "venv's callbacks have state_size %d", (long long)S, (int)v->state_dim);
+    return st;
+}
+
+/* Everything frl_trainer_load_vec checks before it writes anything into venv. */
+static frl_status check_fit(const frl_vec_env *v, frl_runtime *rt, const frl_container *c,
+                            const frl_config *over, const char *env, char *err)
+{
+    if (v->rt != rt)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "venv belongs to another runtime");
+    frl_status st = check_kind(v, env, err);
+    if (st == FRL_OK)
+        st = frl_trainer_check_num_envs(over, v->n, 1, err);
+    if (st == FRL_OK)
+        st = check_sizes(v, c, err);
+    return st;
+}
+
+/* ---- loading ---- */
+
+typedef struct load_job {
+    const char *who;
+    frl_vec_env *venv;          /* the host's (frl_trainer_load_vec), or NULL: a built-in's */
+    const frl_config *over;     /* the caller's keys */
+} load_job;
+
 static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_container *c,
-                            const frl_config *over, char *err)
+                            const load_job *j, char *err)
 {
     char env[FRL_ENV_NAME_MAX];
     frl_config *cfg;
-    frl_status st = load_settings(rt, c, over, &cfg, env, err);
+    frl_status st = load_settings(rt, c, j->over, &cfg, env, err);
     if (st != FRL_OK)
         return st;
-    if (frl_config_int(cfg, "sampler.mode") == 1) {
+    frl_vec_env *venv = j->venv;
+    if (frl_config_int(cfg, "sampler.mode") == 1)
+        st = frl_fail(err, FRL_ERR_UNSUPPORTED, "continuing a run with sampler.mode=async is "
+                      "not supported yet (load it in sync mode)");
+    else if (venv)
+        st = check_fit(venv, rt, c, j->over, env, err);
+    else
+        st = make_builtin(&venv, rt, cfg, env, err);
+    if (st != FRL_OK) {
         frl_config_destroy(cfg);
-        return frl_fail(err, FRL_ERR_UNSUPPORTED, "frl_trainer_load: continuing a run with "
-                        "sampler.mode=async is not supported yet (load it in sync mode)");
+        return st;
     }
-    frl_vec_env *venv;
-    int32_t n = (int32_t)frl_config_int(cfg, "train.num_envs");
-    if ((st = frl_vec_env_create_as(&venv, rt, env, n, cfg, "frl_trainer_load")) != FRL_OK) {
-        frl_config_destroy(cfg);
-        return frl_fail_msg(err, st, frl_last_error());
-    }
-    if ((st = frl_trainer_build(out, rt, &venv, 1, 1, cfg, env, "frl_trainer_load")) != FRL_OK)
-        return frl_fail_msg(err, st, frl_last_error());
+    if ((st = frl_trainer_build(out, rt, &venv, 1, !j->venv, cfg, env, j->who)) != FRL_OK)
+        return fail_unprefixed(err, st, j->who);
+    /* The vec env comes last: a host's set_state is called only once the rest loaded. */
     if ((st = restore(*out, c, err)) != FRL_OK) {
         frl_trainer_destroy(*out);
         *out = NULL;
@@ -180,6 +329,25 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     return FRL_OK;
 }
 
+/* Read path, check that it holds a trainer checkpoint, and load it. */
+static frl_status load_path(frl_trainer **out, frl_runtime *rt, const char *path,
+                            const load_job *j)
+{
+    char err[FRL_ERRMSG_SIZE];
+    frl_container *c;
+    frl_status st = frl_container_read(&c, path, &rt->alloc, err);
+    if (st != FRL_OK)
+        return frl_fail(NULL, st, "%s: %s", j->who, err);
+    char kind[16];
+    st = text_of(c, "kind", kind, sizeof kind, err);
+    if (st == FRL_OK && strcmp(kind, "trainer") != 0)
+        st = frl_fail(err, FRL_ERR_FORMAT, "%s holds a %s, not a trainer checkpoint", path, kind);
+    if (st == FRL_OK)
+        st = load_from(out, rt, c, j, err);
+    frl_container_free(c);
+    return st == FRL_OK ? st : frl_fail(NULL, st, "%s: %s", j->who, err);
+}
+
 FRL_API frl_status frl_trainer_load(frl_trainer **out, frl_runtime *rt, const char *path,
                                     const frl_config *cfg)
 {
@@ -188,17 +356,18 @@ FRL_API frl_status frl_trainer_load(frl_trainer **out, frl_runtime *rt, const ch
     if (!out || !rt || !path)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_load: %s is NULL",
                         !out ? "out" : !rt ? "runtime" : "path");
-    char err[FRL_ERRMSG_SIZE];
-    frl_container *c;
-    frl_status st = frl_container_read(&c, path, &rt->alloc, err);
-    if (st != FRL_OK)
-        return frl_fail(NULL, st, "frl_trainer_load: %s", err);
-    char kind[16];
-    st = text_of(c, "kind", kind, sizeof kind, err);
-    if (st == FRL_OK && strcmp(kind, "trainer") != 0)
-        st = frl_fail(err, FRL_ERR_FORMAT, "%s holds a %s, not a trainer checkpoint", path, kind);
-    if (st == FRL_OK)
-        st = load_from(out, rt, c, cfg, err);
-    frl_container_free(c);
-    return st == FRL_OK ? st : frl_fail(NULL, st, "frl_trainer_load: %s", err);
+    load_job j = {"frl_trainer_load", NULL, cfg};
+    return load_path(out, rt, path, &j);
+}
+
+FRL_API frl_status frl_trainer_load_vec(frl_trainer **out, frl_runtime *rt, const char *path,
+                                        frl_vec_env *venv, const frl_config *cfg)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !rt || !path || !venv)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_load_vec: %s is NULL",
+                        !out ? "out" : !rt ? "runtime" : !path ? "path" : "venv");
+    load_job j = {"frl_trainer_load_vec", venv, cfg};
+    return load_path(out, rt, path, &j);
 }
