@@ -684,28 +684,6 @@ int frl_cfg_is_set(const frl_config *cfg, frl_key k)
     return cfg && cfg->set[k];
 }
 
-int64_t frl_config_int(const frl_config *cfg, const char *key)
-{
-    int32_t k = frl_key_find(key);
-    return k < 0 ? 0 : value_of(cfg, k).i;
-}
-
-double frl_config_float(const frl_config *cfg, const char *key)
-{
-    int32_t k = frl_key_find(key);
-    if (k < 0)
-        return 0.0;
-    frl_value v = value_of(cfg, k);
-    return frl_key_defs[k].type == FRL_CONFIG_INT ? (double)v.i : v.f;
-}
-
-frl_int_list frl_config_list(const frl_config *cfg, const char *key)
-{
-    int32_t k = frl_key_find(key);
-    frl_int_list none = {0, {0}};
-    return k < 0 ? none : value_of(cfg, k).list;
-}
-
 void frl_config_overlay(frl_config *dst, const frl_config *src)
 {
     for (int32_t k = 0; src && k < FRL_KEY_COUNT; k++)

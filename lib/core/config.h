@@ -48,12 +48,6 @@ int frl_cfg_is_set(const frl_config *cfg, frl_key k);
 /* Set an INT key; the range is checked as by frl_config_set_int. */
 frl_status frl_cfg_set_int(frl_config *cfg, frl_key k, int64_t value);
 
-/* The string-keyed reads the library still makes (an unknown key reads 0): going, in
- * favour of the reads by key above. */
-int64_t frl_config_int(const frl_config *cfg, const char *key);
-double frl_config_float(const frl_config *cfg, const char *key);
-frl_int_list frl_config_list(const frl_config *cfg, const char *key);
-
 /* "key=value\n" for every key starting with prefix, as set on cfg or its default;
  * optional keys (default "none") only when set. FRL_ERR_SIZE if buf is too small. */
 frl_status frl_config_to_text(const frl_config *cfg, const char *prefix, char *buf, size_t size);
