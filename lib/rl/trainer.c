@@ -143,6 +143,11 @@ static void destroy_groups(frl_vec_env *const *v, int32_t groups)
         frl_vec_env_destroy(v[g]);
 }
 
+/* B from the vec envs, and into t->cfg's train.num_envs: the one place the key is
+ * written, so a trainer's settings say B however its vec envs were made, and
+ * settings.txt and checkpoints record it (frl_trainer_load makes a built-in's vec env
+ * again from it). A host's B above the key's range is left unrecorded, since only a
+ * built-in's run is made again from the key. */
 static void set_groups(frl_trainer *t, frl_vec_env *const *venvs, int32_t groups)
 {
     t->groups = groups;
@@ -153,6 +158,7 @@ static void set_groups(frl_trainer *t, frl_vec_env *const *venvs, int32_t groups
         t->group_first[g] = t->B;
         t->B += frl_vec_env_num_envs(venvs[g]);
     }
+    (void)frl_cfg_set_int(t->cfg, FRL_KEY_TRAIN_NUM_ENVS, t->B);
 }
 
 static frl_status check_mode(const frl_config *c, int32_t groups, const char *who)
@@ -297,9 +303,7 @@ FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
         frl_config_destroy(resolved);
         return frl_fail(NULL, st, "%s: %s", who, why);
     }
-    /* Written back, so settings.txt and checkpoints record B (frl_trainer_load makes a
-     * built-in's vec env again from it). */
-    (void)frl_cfg_set_int(resolved, FRL_KEY_TRAIN_NUM_ENVS, n);
+    /* The host's group count, so settings.txt records it (the build records B). */
     (void)frl_cfg_set_int(resolved, FRL_KEY_SAMPLER_GROUPS, count);
     return frl_trainer_build(out, rt, venvs, count, 0, resolved, name, who);
 }

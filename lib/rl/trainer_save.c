@@ -174,8 +174,8 @@ static frl_status fail_unprefixed(char *err, frl_status st, const char *who)
 }
 
 /* frl_trainer_load makes the built-in's vec env again. train.num_envs is the run's B:
- * frl_trainer_create made its vec envs from the key, and frl_trainer_create_vecs wrote
- * the host's size into it, so the saved settings hold it either way. */
+ * the trainer's build wrote B into its settings, so the saved settings hold it however
+ * the run's vec envs were made. */
 static frl_status make_builtin(frl_vec_env **v, frl_runtime *rt, const frl_config *cfg,
                                const char *env, char *err)
 {
