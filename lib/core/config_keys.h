@@ -11,8 +11,8 @@
  *   parser of frl_config_set, so the default is written once; "none" marks an optional
  *   key, unset by default;
  * - min and max bound INT and FLOAT values and INT_LIST items.
- * Rows stay sorted by name: frl_config_next walks them in order, and the "did you
- * mean" hints take each namespace's keys as one run. */
+ * frl_config_next and `fastrl config --list` follow the rows' order; a namespace's
+ * rows stay together, since the "did you mean" hints take them as one run. */
 #ifndef FRL_CORE_CONFIG_KEYS_H
 #define FRL_CORE_CONFIG_KEYS_H
 
