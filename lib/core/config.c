@@ -55,7 +55,7 @@ static void list_similar_keys(const char *key, char *buf, size_t size)
         const char *name = frl_key_defs[i].name;
         size_t ns = strcspn(name, ".");
         if (i > 0 && strncmp(name, frl_key_defs[i - 1].name, ns + 1) == 0)
-            continue; /* the table is sorted: one entry per namespace */
+            continue; /* a namespace's keys are one run: one entry per namespace */
         char space[64];
         snprintf(space, sizeof space, "%.*s.*", (int)ns, name);
         list_add(buf, size, space);
