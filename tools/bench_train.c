@@ -37,7 +37,7 @@ static double flops_per_step(const frl_trainer *t)
     mlp_macs(&p->critic, &fwd, &in_grad);
     if (p->shared)
         in_grad += (double)p->actor.width[0] * (p->actor.width[1] + p->critic.width[1]);
-    double epochs = (double)frl_config_int(t->cfg, "train.epochs");
+    double epochs = (double)frl_cfg_int(t->cfg, FRL_KEY_TRAIN_EPOCHS);
     return 2.0 * (fwd + epochs * (2 * fwd + in_grad));
 }
 
@@ -106,8 +106,8 @@ static int report(frl_trainer *t, double seconds)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("env: %s  envs: %d  rollout: %d  epochs: %lld  minibatch rows: %d  threads: %d\n",
-           t->env_name, (int)t->B, (int)t->T, (long long)frl_config_int(t->cfg, "train.epochs"),
-           (int)rows, (int)threads);
+           t->env_name, (int)t->B, (int)t->T,
+           (long long)frl_cfg_int(t->cfg, FRL_KEY_TRAIN_EPOCHS), (int)rows, (int)threads);
     printf("env steps: %lld in %.3f s (trainer create to last update)\n", (long long)m->env_steps,
            seconds);
     printf("network FLOPs per env step: %.1f K; total %.2f GFLOP; achieved %.1f GFLOP/s\n",

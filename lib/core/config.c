@@ -1,7 +1,9 @@
 /* frl_config: typed, validated settings over the fixed key table. */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,18 +12,16 @@
 #include "core/alloc.h"
 #include "core/config.h"
 
-enum { FRL_MAX_KEYS = 256 };
-
 struct frl_config {
     frl_allocator alloc;
-    uint8_t set[FRL_MAX_KEYS];
-    frl_value values[FRL_MAX_KEYS];
+    uint8_t set[FRL_KEY_COUNT];
+    frl_value values[FRL_KEY_COUNT];
     char err[FRL_ERRMSG_SIZE];
 };
 
 int32_t frl_key_find(const char *key)
 {
-    for (int32_t i = 0; i < frl_key_count; i++)
+    for (int32_t i = 0; i < FRL_KEY_COUNT; i++)
         if (strcmp(frl_key_defs[i].name, key) == 0)
             return i;
     return -1;
@@ -46,16 +46,16 @@ static void list_similar_keys(const char *key, char *buf, size_t size)
     const char *dot = strchr(key, '.');
     size_t prefix = dot ? (size_t)(dot - key) + 1 : 0;
     buf[0] = '\0';
-    for (int32_t i = 0; prefix && i < frl_key_count; i++)
+    for (int32_t i = 0; prefix && i < FRL_KEY_COUNT; i++)
         if (strncmp(frl_key_defs[i].name, key, prefix) == 0)
             list_add(buf, size, frl_key_defs[i].name);
     if (buf[0])
         return;
-    for (int32_t i = 0; i < frl_key_count; i++) {
+    for (int32_t i = 0; i < FRL_KEY_COUNT; i++) {
         const char *name = frl_key_defs[i].name;
         size_t ns = strcspn(name, ".");
         if (i > 0 && strncmp(name, frl_key_defs[i - 1].name, ns + 1) == 0)
-            continue; /* the table is sorted: one entry per namespace */
+            continue; /* a namespace's keys are one run: one entry per namespace */
         char space[64];
         snprintf(space, sizeof space, "%.*s.*", (int)ns, name);
         list_add(buf, size, space);
@@ -67,7 +67,7 @@ static const char *same_leaf(const char *key)
 {
     const char *leaf = strrchr(key, '.');
     leaf = leaf ? leaf + 1 : key;
-    for (int32_t i = 0; i < frl_key_count; i++) {
+    for (int32_t i = 0; i < FRL_KEY_COUNT; i++) {
         const char *dot = strrchr(frl_key_defs[i].name, '.');
         if (dot && strcmp(dot + 1, leaf) == 0)
             return frl_key_defs[i].name;
@@ -93,7 +93,7 @@ static const char *abbreviation_of(const char *key)
     if (!dot || strlen(dot + 1) < 2)
         return NULL;
     size_t ns = (size_t)(dot - key) + 1, leaf_len = strlen(dot + 1), best_gap = (size_t)-1;
-    for (int32_t i = 0; i < frl_key_count; i++) {
+    for (int32_t i = 0; i < FRL_KEY_COUNT; i++) {
         const char *name = frl_key_defs[i].name;
         if (strncmp(name, key, ns) != 0 || strchr(name + ns, '.'))
             continue;
@@ -149,8 +149,6 @@ FRL_API frl_status frl_config_create(frl_config **out, const frl_allocator *allo
     frl_status ast = frl_allocator_copy(&a, alloc, "frl_config_create");
     if (ast != FRL_OK)
         return ast;
-    if (frl_key_count > FRL_MAX_KEYS)
-        return frl_fail(NULL, FRL_ERR_INTERNAL, "config key table exceeds %d keys", FRL_MAX_KEYS);
     frl_config *cfg = frl_alloc(&a, sizeof *cfg, FRL_CACHE_LINE);
     if (!cfg)
         return frl_fail(NULL, FRL_ERR_NOMEM, "frl_config_create: out of memory (%zu bytes)",
@@ -182,23 +180,36 @@ FRL_API frl_status frl_config_clone(frl_config **out, const frl_config *cfg)
     return st;
 }
 
-static frl_status store_number(frl_config *cfg, int32_t k, double v, int64_t iv)
+/* v (and iv, exact, for an INT key) checked against key d's range, as the member of
+ * d's type. */
+static frl_status number_value(char *err, const frl_key_def *d, double v, int64_t iv,
+                               frl_value *out)
 {
-    const frl_key_def *d = &frl_key_defs[k];
-    frl_status st = check_range(cfg->err, d, v);
+    frl_status st = check_range(err, d, v);
     if (st != FRL_OK)
         return st;
     /* Integers are also checked exactly: a double cannot tell 2^53 from 2^53 + 1. */
     if (d->type == FRL_CONFIG_INT && (iv < (int64_t)d->min || iv > (int64_t)d->max))
-        return frl_fail(cfg->err, FRL_ERR_RANGE, "config key '%s': %lld is outside [%.17g, %.17g]",
+        return frl_fail(err, FRL_ERR_RANGE, "config key '%s': %lld is outside [%.17g, %.17g]",
                         d->name, (long long)iv, d->min, d->max);
     if (d->type == FRL_CONFIG_INT)
-        cfg->values[k].i = iv;
+        out->i = iv;
     else
-        cfg->values[k].f = v;
-    cfg->set[k] = 1;
+        out->f = v;
     return FRL_OK;
 }
+
+/* Keep v as key k's value if st is FRL_OK; returns st. */
+static frl_status store(frl_config *cfg, int32_t k, frl_status st, frl_value v)
+{
+    if (st == FRL_OK) {
+        cfg->values[k] = v;
+        cfg->set[k] = 1;
+    }
+    return st;
+}
+
+static int is_optional(const frl_key_def *d) { return strcmp(d->default_text, "none") == 0; }
 
 static frl_status type_error(char *err, const frl_key_def *d, const char *used)
 {
@@ -216,11 +227,18 @@ FRL_API frl_status frl_config_set_int(frl_config *cfg, const char *key, int64_t 
     if (st != FRL_OK)
         return st;
     const frl_key_def *d = &frl_key_defs[k];
-    if (d->type == FRL_CONFIG_FLOAT)
-        return store_number(cfg, k, (double)value, 0);
-    if (d->type != FRL_CONFIG_INT)
+    if (d->type != FRL_CONFIG_INT && d->type != FRL_CONFIG_FLOAT)
         return type_error(cfg->err, d, "int");
-    return store_number(cfg, k, (double)value, value);
+    frl_value v;
+    return store(cfg, k, number_value(cfg->err, d, (double)value, value, &v), v);
+}
+
+frl_status frl_cfg_set_int(frl_config *cfg, frl_key k, int64_t value)
+{
+    assert((unsigned)k < FRL_KEY_COUNT && frl_key_defs[k].type == FRL_CONFIG_INT);
+    frl_value v;
+    frl_status st = number_value(cfg->err, &frl_key_defs[k], (double)value, value, &v);
+    return store(cfg, (int32_t)k, st, v);
 }
 
 FRL_API frl_status frl_config_set_float(frl_config *cfg, const char *key, double value)
@@ -234,7 +252,8 @@ FRL_API frl_status frl_config_set_float(frl_config *cfg, const char *key, double
     const frl_key_def *d = &frl_key_defs[k];
     if (d->type != FRL_CONFIG_FLOAT)
         return type_error(cfg->err, d, "float");
-    return store_number(cfg, k, value, 0);
+    frl_value v;
+    return store(cfg, k, number_value(cfg->err, d, value, 0, &v), v);
 }
 
 FRL_API frl_status frl_config_set_bool(frl_config *cfg, const char *key, int value)
@@ -339,6 +358,44 @@ static frl_status parse_list(char *err, const frl_key_def *d, const char *text, 
     return FRL_OK;
 }
 
+/* text as a number for the INT or FLOAT key d. */
+static frl_status parse_number(char *err, const frl_key_def *d, const char *text, frl_value *out)
+{
+    char *end;
+    double dv = strtod(text, &end);
+    if (!isfinite(dv) && *end == '\0')
+        return frl_fail(err, FRL_ERR_NONFINITE, "config key '%s': value must be finite", d->name);
+    int64_t iv = 0;
+    int bad = d->type == FRL_CONFIG_INT ? parse_int(text, &iv, &dv) != 0 : !*text || *end;
+    if (bad)
+        return parse_error(err, d, text);
+    return number_value(err, d, dv, iv, out);
+}
+
+/* text as a value of key d, checked ("none" for an optional key is the caller's): what
+ * frl_config_set stores, and how the defaults are read from the table. */
+static frl_status parse_value(char *err, const frl_key_def *d, const char *text, frl_value *out)
+{
+    memset(out, 0, sizeof *out);
+    /* strtod would skip leading spaces and read "nan": both are rejected clearly. */
+    if (isspace((unsigned char)text[0]))
+        return parse_error(err, d, text);
+    switch (d->type) {
+    case FRL_CONFIG_INT:
+    case FRL_CONFIG_FLOAT: return parse_number(err, d, text, out);
+    case FRL_CONFIG_BOOL:
+        return parse_bool(text, &out->i) == 0 ? FRL_OK : parse_error(err, d, text);
+    case FRL_CONFIG_CHOICE:
+        out->i = choice_index(d->choices, text);
+        if (out->i >= 0)
+            return FRL_OK;
+        return frl_fail(err, FRL_ERR_UNKNOWN_NAME, "config key '%s': '%s' is not one of %s",
+                        d->name, text, d->choices);
+    case FRL_CONFIG_INT_LIST: return parse_list(err, d, text, &out->list);
+    }
+    return frl_fail(err, FRL_ERR_INTERNAL, "config key '%s' has no type", d->name);
+}
+
 FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *text)
 {
     if (!cfg || !text)
@@ -348,55 +405,13 @@ FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *
     frl_status st = lookup(cfg->err, key, &k);
     if (st != FRL_OK)
         return st;
-    const frl_key_def *d = &frl_key_defs[k];
-    int64_t iv = 0;
-    double dv = 0;
-    char *end;
     /* Optional keys (default "none") go back to unset when given "none". */
-    if (strcmp(d->default_text, "none") == 0 && strcmp(text, "none") == 0) {
+    if (is_optional(&frl_key_defs[k]) && strcmp(text, "none") == 0) {
         cfg->set[k] = 0;
         return FRL_OK;
     }
-    /* strtod would skip leading spaces and read "nan": both are rejected clearly. */
-    if (isspace((unsigned char)text[0]))
-        return parse_error(cfg->err, d, text);
-    if ((d->type == FRL_CONFIG_INT || d->type == FRL_CONFIG_FLOAT) && !isfinite(strtod(text, &end)) &&
-        *end == '\0')
-        return frl_fail(cfg->err, FRL_ERR_NONFINITE, "config key '%s': value must be finite",
-                        d->name);
-    switch (d->type) {
-    case FRL_CONFIG_INT:
-        if (parse_int(text, &iv, &dv) != 0)
-            return parse_error(cfg->err, d, text);
-        return store_number(cfg, k, dv, iv);
-    case FRL_CONFIG_FLOAT:
-        dv = strtod(text, &end);
-        if (!*text || *end != '\0')
-            return parse_error(cfg->err, d, text);
-        return store_number(cfg, k, dv, 0);
-    case FRL_CONFIG_BOOL:
-        if (parse_bool(text, &iv) != 0)
-            return parse_error(cfg->err, d, text);
-        break;
-    case FRL_CONFIG_CHOICE:
-        iv = choice_index(d->choices, text);
-        if (iv < 0)
-            return frl_fail(cfg->err, FRL_ERR_UNKNOWN_NAME, "config key '%s': '%s' is not one of %s",
-                            d->name, text, d->choices);
-        break;
-    case FRL_CONFIG_INT_LIST: {
-        frl_int_list l;
-        frl_status lst = parse_list(cfg->err, d, text, &l);
-        if (lst != FRL_OK)
-            return lst;
-        cfg->values[k].list = l;
-        cfg->set[k] = 1;
-        return FRL_OK;
-    }
-    }
-    cfg->values[k].i = iv;
-    cfg->set[k] = 1;
-    return FRL_OK;
+    frl_value v;
+    return store(cfg, k, parse_value(cfg->err, &frl_key_defs[k], text, &v), v);
 }
 
 /* Apply one "key=value" token of length len. */
@@ -421,8 +436,8 @@ FRL_API frl_status frl_config_parse(frl_config *cfg, const char *text)
         return frl_fail(cfg ? cfg->err : NULL, FRL_ERR_NULL, "frl_config_parse: %s is NULL",
                         cfg ? "text" : "cfg");
     /* All or nothing: apply to a scratch copy of the values, keep it only if all parse. */
-    uint8_t set[FRL_MAX_KEYS];
-    frl_value values[FRL_MAX_KEYS];
+    uint8_t set[FRL_KEY_COUNT];
+    frl_value values[FRL_KEY_COUNT];
     memcpy(set, cfg->set, sizeof set);
     memcpy(values, cfg->values, sizeof values);
     const char *ws = " \t\r\n";
@@ -450,19 +465,26 @@ FRL_API frl_status frl_config_unset(frl_config *cfg, const char *key)
     return st;
 }
 
+/* The defaults as values, parsed once from the table's text by frl_config_set's parser:
+ * the text is their one written form, so what describe shows is what a read gets
+ * (test_config_keys checks that every default parses). Optional keys stay zero. */
+static frl_value default_values[FRL_KEY_COUNT];
+static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
+
+static void parse_defaults(void)
+{
+    for (int32_t k = 0; k < FRL_KEY_COUNT; k++)
+        if (!is_optional(&frl_key_defs[k]))
+            (void)parse_value(NULL, &frl_key_defs[k], frl_key_defs[k].default_text,
+                              &default_values[k]);
+}
+
 static frl_value value_of(const frl_config *cfg, int32_t k)
 {
     if (cfg && cfg->set[k])
         return cfg->values[k];
-    frl_value v;
-    memset(&v, 0, sizeof v);
-    if (frl_key_defs[k].type == FRL_CONFIG_FLOAT)
-        v.f = frl_key_defs[k].def;
-    else if (frl_key_defs[k].type == FRL_CONFIG_INT_LIST)
-        (void)parse_list(NULL, &frl_key_defs[k], frl_key_defs[k].default_text, &v.list);
-    else
-        v.i = (int64_t)frl_key_defs[k].def;
-    return v;
+    pthread_once(&defaults_once, parse_defaults);
+    return default_values[k];
 }
 
 /* Look up key for a getter; errors go to the thread's last error only (cfg is const). */
@@ -588,9 +610,9 @@ FRL_API int frl_config_is_set(const frl_config *cfg, const char *key)
 FRL_API const char *frl_config_next(const char *key)
 {
     if (!key)
-        return frl_key_count > 0 ? frl_key_defs[0].name : NULL;
+        return frl_key_defs[0].name;
     int32_t k = frl_key_find(key);
-    return (k >= 0 && k + 1 < frl_key_count) ? frl_key_defs[k + 1].name : NULL;
+    return (k >= 0 && k + 1 < FRL_KEY_COUNT) ? frl_key_defs[k + 1].name : NULL;
 }
 
 FRL_API frl_status frl_config_describe(const char *key, frl_config_key_info *info)
@@ -622,31 +644,49 @@ FRL_API const char *frl_config_last_error(const frl_config *cfg)
     return cfg ? cfg->err : "frl_config_last_error: cfg is NULL";
 }
 
-int64_t frl_config_int(const frl_config *cfg, const char *key)
+/* Key k's value, read as type `as`. Reading a key as another type would read another
+ * member of the union: a bug of the caller's, which the assertion stops the first time
+ * a test runs that read. */
+static frl_value read_as(const frl_config *cfg, frl_key k, frl_config_type as)
 {
-    int32_t k = frl_key_find(key);
-    return k < 0 ? 0 : value_of(cfg, k).i;
+    assert((unsigned)k < FRL_KEY_COUNT && frl_key_defs[k].type == as);
+    (void)as;
+    return value_of(cfg, (int32_t)k);
 }
 
-double frl_config_float(const frl_config *cfg, const char *key)
+int64_t frl_cfg_int(const frl_config *cfg, frl_key k)
 {
-    int32_t k = frl_key_find(key);
-    if (k < 0)
-        return 0.0;
-    frl_value v = value_of(cfg, k);
-    return frl_key_defs[k].type == FRL_CONFIG_INT ? (double)v.i : v.f;
+    return read_as(cfg, k, FRL_CONFIG_INT).i;
 }
 
-frl_int_list frl_config_list(const frl_config *cfg, const char *key)
+double frl_cfg_float(const frl_config *cfg, frl_key k)
 {
-    int32_t k = frl_key_find(key);
-    frl_int_list none = {0, {0}};
-    return k < 0 ? none : value_of(cfg, k).list;
+    return read_as(cfg, k, FRL_CONFIG_FLOAT).f;
+}
+
+int frl_cfg_bool(const frl_config *cfg, frl_key k)
+{
+    return read_as(cfg, k, FRL_CONFIG_BOOL).i != 0;
+}
+
+int32_t frl_cfg_choice(const frl_config *cfg, frl_key k)
+{
+    return (int32_t)read_as(cfg, k, FRL_CONFIG_CHOICE).i;
+}
+
+frl_int_list frl_cfg_list(const frl_config *cfg, frl_key k)
+{
+    return read_as(cfg, k, FRL_CONFIG_INT_LIST).list;
+}
+
+int frl_cfg_is_set(const frl_config *cfg, frl_key k)
+{
+    return cfg && cfg->set[k];
 }
 
 void frl_config_overlay(frl_config *dst, const frl_config *src)
 {
-    for (int32_t k = 0; src && k < frl_key_count; k++)
+    for (int32_t k = 0; src && k < FRL_KEY_COUNT; k++)
         if (src->set[k]) {
             dst->values[k] = src->values[k];
             dst->set[k] = 1;
@@ -657,10 +697,9 @@ frl_status frl_config_to_text(const frl_config *cfg, const char *prefix, char *b
 {
     size_t used = 0, plen = strlen(prefix);
     buf[0] = '\0';
-    for (int32_t k = 0; k < frl_key_count; k++) {
+    for (int32_t k = 0; k < FRL_KEY_COUNT; k++) {
         const frl_key_def *d = &frl_key_defs[k];
-        int optional = strcmp(d->default_text, "none") == 0;
-        if (strncmp(d->name, prefix, plen) != 0 || (optional && !(cfg && cfg->set[k])))
+        if (strncmp(d->name, prefix, plen) != 0 || (is_optional(d) && !(cfg && cfg->set[k])))
             continue;
         char value[256];
         frl_status st = frl_config_get_text(cfg, d->name, value, sizeof value);

@@ -1,24 +1,24 @@
-/* Internal view of frl_config: a fixed table of known keys (config_keys.c) and,
- * per config, which keys are set and their values. No allocation after create. */
+/* Internal view of frl_config: a fixed table of known keys (config_keys.h, one list
+ * for the table, the key enum and the choice enums) and, per config, which keys are set
+ * and their values. No allocation after create. */
 #ifndef FRL_CORE_CONFIG_H
 #define FRL_CORE_CONFIG_H
 
 #include <stdint.h>
 
+#include "core/config_keys.h"
 #include "core/error.h"
 
 typedef struct frl_key_def {
     const char *name;
     frl_config_type type;
-    const char *default_text;
-    double def;          /* default: the number, the bool (0/1) or the choice index */
-    double min, max;     /* INT and FLOAT */
-    const char *choices; /* CHOICE: "a|b|c" */
+    const char *default_text; /* the one written form of the default ("none": unset) */
+    double min, max;          /* INT and FLOAT, and INT_LIST items */
+    const char *choices;      /* CHOICE: "a|b|c" */
     const char *help;
 } frl_key_def;
 
-extern const frl_key_def frl_key_defs[];
-extern const int32_t frl_key_count;
+extern const frl_key_def frl_key_defs[FRL_KEY_COUNT];
 
 enum { FRL_LIST_MAX = 8 };
 
@@ -36,11 +36,17 @@ typedef union frl_value {
 /* Index of key in frl_key_defs, or -1. */
 int32_t frl_key_find(const char *key);
 
-/* Read a key known to exist with the right type; cfg may be NULL (defaults). For use
- * by the library after validation, so they cannot fail. */
-int64_t frl_config_int(const frl_config *cfg, const char *key);
-double frl_config_float(const frl_config *cfg, const char *key);
-frl_int_list frl_config_list(const frl_config *cfg, const char *key);
+/* The library's reads, by key: cfg may be NULL (defaults). They cannot fail, since the
+ * key exists and a set value was validated; reading a key as another type than its
+ * own is a bug, caught by an assertion. */
+int64_t frl_cfg_int(const frl_config *cfg, frl_key k);     /* INT */
+double frl_cfg_float(const frl_config *cfg, frl_key k);    /* FLOAT, or INT as a double */
+int frl_cfg_bool(const frl_config *cfg, frl_key k);        /* BOOL: 0 or 1 */
+int32_t frl_cfg_choice(const frl_config *cfg, frl_key k);  /* CHOICE: FRL_<ID>_<NAME> */
+frl_int_list frl_cfg_list(const frl_config *cfg, frl_key k); /* INT_LIST */
+int frl_cfg_is_set(const frl_config *cfg, frl_key k);
+/* Set an INT key; the range is checked as by frl_config_set_int. */
+frl_status frl_cfg_set_int(frl_config *cfg, frl_key k, int64_t value);
 
 /* "key=value\n" for every key starting with prefix, as set on cfg or its default;
  * optional keys (default "none") only when set. FRL_ERR_SIZE if buf is too small. */

@@ -47,7 +47,7 @@ static frl_status check_tables(const frl_allocator *alloc, const frl_logger *log
 static frl_status start_pool(frl_runtime *rt, const frl_config *cfg)
 {
     char msg[FRL_ERRMSG_SIZE];
-    int64_t spin_ns = frl_config_int(cfg, "runtime.spin_us") * 1000;
+    int64_t spin_ns = frl_cfg_int(cfg, FRL_KEY_RUNTIME_SPIN_US) * 1000;
     frl_status st = frl_pool_create(&rt->pool, &rt->alloc, rt->threads, spin_ns, msg);
     return st == FRL_OK ? st : frl_fail_msg(NULL, st, msg);
 }
@@ -68,15 +68,15 @@ FRL_API frl_status frl_runtime_create(frl_runtime **out, const frl_config *cfg,
         return frl_fail(NULL, FRL_ERR_NOMEM, "frl_runtime_create: out of memory");
     rt->alloc = a;
     rt->logger = l;
-    int64_t threads = frl_config_int(cfg, "runtime.threads");
+    int64_t threads = frl_cfg_int(cfg, FRL_KEY_RUNTIME_THREADS);
     rt->threads = threads == 0 ? online_cores() : (int32_t)threads;
-    rt->seed = (uint64_t)frl_config_int(cfg, "runtime.seed");
+    rt->seed = (uint64_t)frl_cfg_int(cfg, FRL_KEY_RUNTIME_SEED);
     if (pthread_mutex_init(&rt->log_lock, NULL) != 0) {
         frl_free(&a, rt);
         return frl_fail(NULL, FRL_ERR_THREAD, "frl_runtime_create: cannot initialise a mutex");
     }
-    st = frl_device_open(&rt->device, frl_config_int(cfg, "runtime.device"),
-                         (int)frl_config_int(cfg, "runtime.tf32"), NULL);
+    st = frl_device_open(&rt->device, frl_cfg_choice(cfg, FRL_KEY_RUNTIME_DEVICE),
+                         frl_cfg_bool(cfg, FRL_KEY_RUNTIME_TF32), NULL);
     if (st == FRL_OK && (st = start_pool(rt, cfg)) != FRL_OK)
         frl_device_close(&rt->device);
     if (st != FRL_OK) {

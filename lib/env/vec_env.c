@@ -135,7 +135,7 @@ static frl_status finish_layout(frl_vec_env *v, const frl_config *cfg, int32_t c
         return frl_fail(NULL, FRL_ERR_NOMEM, "vec env: out of memory for %d envs (%zu bytes)",
                         (int)v->n, p.total);
     bind_arena(v, v->arena, &p);
-    int64_t limit = frl_config_int(cfg, "env.max_episode_steps");
+    int64_t limit = frl_cfg_int(cfg, FRL_KEY_ENV_MAX_EPISODE_STEPS);
     v->b.max_episode_steps = limit < 0 ? class_limit : (int32_t)limit;
     return FRL_OK;
 }

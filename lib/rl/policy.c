@@ -20,14 +20,18 @@ static size_t up(size_t n)
 
 static frl_nn_act activation_of(const frl_config *cfg)
 {
-    static const frl_nn_act acts[] = {FRL_NN_TANH, FRL_NN_RELU, FRL_NN_ELU};
-    return acts[frl_config_int(cfg, "policy.activation")];
+    static const frl_nn_act acts[FRL_POLICY_ACTIVATION_COUNT] = {
+        [FRL_POLICY_ACTIVATION_TANH] = FRL_NN_TANH,
+        [FRL_POLICY_ACTIVATION_RELU] = FRL_NN_RELU,
+        [FRL_POLICY_ACTIVATION_ELU] = FRL_NN_ELU,
+    };
+    return acts[frl_cfg_choice(cfg, FRL_KEY_POLICY_ACTIVATION)];
 }
 
 /* Lay out the networks; returns the number of parameters. */
 static size_t layout_networks(frl_policy *p)
 {
-    frl_int_list h = frl_config_list(p->cfg, "policy.hidden");
+    frl_int_list h = frl_cfg_list(p->cfg, FRL_KEY_POLICY_HIDDEN);
     frl_nn_act act = activation_of(p->cfg);
     if (p->shared && h.n > 0) {
         frl_mlp_init(&p->trunk, p->in_w, h.v, h.n, 0, act, 0);
@@ -429,7 +433,7 @@ static frl_status alloc_arrays(frl_policy *p, const char *who)
     p->norm.m2 = p->norm.mean + w;
     p->norm.use_inv_std = p->norm.use_mean + w;
     p->norm.width = p->obs_w;
-    p->norm.clip = (float)frl_config_float(p->cfg, "policy.obs_clip");
+    p->norm.clip = (float)frl_cfg_float(p->cfg, FRL_KEY_POLICY_OBS_CLIP);
     frl_obsnorm_reset(&p->norm);
     return FRL_OK;
 }
@@ -448,8 +452,9 @@ static frl_status init_params(frl_policy *p, const char *who)
         frl_mlp_init_params(&p->trunk, p->params, g, g, &r, work);
     frl_mlp_init_params(&p->actor, p->params, g, 0.01, &r, work);
     frl_mlp_init_params(&p->critic, p->params, g, 1.0, &r, work);
+    float log_std = (float)frl_cfg_float(p->cfg, FRL_KEY_POLICY_INIT_LOG_STD);
     for (int32_t i = 0; !p->discrete && i < p->out_w; i++)
-        p->params[p->log_std_off + (size_t)i] = (float)frl_config_float(p->cfg, "policy.init_log_std");
+        p->params[p->log_std_off + (size_t)i] = log_std;
     frl_free(&p->rt->alloc, work);
     return FRL_OK;
 }
@@ -463,8 +468,8 @@ static void read_shape(frl_policy *p, const frl_space *obs, const frl_space *act
     p->obs_n = obs->kind == FRL_SPACE_DISCRETE ? (int32_t)obs->n : 0;
     p->discrete = act->kind == FRL_SPACE_DISCRETE;
     p->out_w = (int32_t)act->n;
-    p->shared = (int32_t)frl_config_int(p->cfg, "policy.shared");
-    p->obs_norm = (int32_t)frl_config_int(p->cfg, "policy.obs_norm");
+    p->shared = frl_cfg_bool(p->cfg, FRL_KEY_POLICY_SHARED);
+    p->obs_norm = frl_cfg_bool(p->cfg, FRL_KEY_POLICY_OBS_NORM);
 }
 
 /* A one-hot row has no scale or offset to learn: normalising it would only turn the
@@ -491,7 +496,7 @@ static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *o
     p->act_space = frl_space_clone(&p->rt->alloc, act);
     if (!p->obs_space || !p->act_space)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
-    frl_int_list h = frl_config_list(p->cfg, "policy.hidden");
+    frl_int_list h = frl_cfg_list(p->cfg, FRL_KEY_POLICY_HIDDEN);
     if (h.n > FRL_MLP_MAX_LAYERS - 1)
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: policy.hidden has %d layers, at most %d", who,
                         (int)h.n, FRL_MLP_MAX_LAYERS - 1);

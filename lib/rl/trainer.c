@@ -15,30 +15,36 @@ double frl_now(void)
 
 /* ---- settings ---- */
 
+static int is_async(const frl_config *c)
+{
+    return frl_cfg_choice(c, FRL_KEY_SAMPLER_MODE) == FRL_SAMPLER_MODE_ASYNC;
+}
+
 static void read_ppo_settings(const frl_config *c, frl_ppo_settings *s)
 {
-    s->epochs = (int32_t)frl_config_int(c, "train.epochs");
-    s->minibatches = (int32_t)frl_config_int(c, "train.minibatches");
-    s->lr = frl_config_float(c, "train.lr");
-    s->clip = frl_config_float(c, "train.clip");
-    s->ent_coef = frl_config_float(c, "train.ent_coef");
-    s->vf_coef = frl_config_float(c, "train.vf_coef");
-    s->max_grad_norm = frl_config_float(c, "train.max_grad_norm");
-    s->gamma = frl_config_float(c, "train.gamma");
-    s->lambda = frl_config_float(c, "train.gae_lambda");
-    s->adam_eps = frl_config_float(c, "train.adam_eps");
-    s->target_kl = frl_config_float(c, "train.target_kl");
-    s->use_target_kl = frl_config_is_set(c, "train.target_kl");
-    s->clip_value = (int32_t)frl_config_int(c, "train.clip_value");
-    s->norm_adv = (int32_t)frl_config_int(c, "train.norm_adv");
-    s->anneal_lr = (int32_t)frl_config_int(c, "train.anneal_lr");
-    s->impala = frl_config_int(c, "train.algo") == 1;
+    s->epochs = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_EPOCHS);
+    s->minibatches = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_MINIBATCHES);
+    s->lr = frl_cfg_float(c, FRL_KEY_TRAIN_LR);
+    s->clip = frl_cfg_float(c, FRL_KEY_TRAIN_CLIP);
+    s->ent_coef = frl_cfg_float(c, FRL_KEY_TRAIN_ENT_COEF);
+    s->vf_coef = frl_cfg_float(c, FRL_KEY_TRAIN_VF_COEF);
+    s->max_grad_norm = frl_cfg_float(c, FRL_KEY_TRAIN_MAX_GRAD_NORM);
+    s->gamma = frl_cfg_float(c, FRL_KEY_TRAIN_GAMMA);
+    s->lambda = frl_cfg_float(c, FRL_KEY_TRAIN_GAE_LAMBDA);
+    s->adam_eps = frl_cfg_float(c, FRL_KEY_TRAIN_ADAM_EPS);
+    s->target_kl = frl_cfg_float(c, FRL_KEY_TRAIN_TARGET_KL);
+    s->use_target_kl = frl_cfg_is_set(c, FRL_KEY_TRAIN_TARGET_KL);
+    s->clip_value = frl_cfg_bool(c, FRL_KEY_TRAIN_CLIP_VALUE);
+    s->norm_adv = frl_cfg_bool(c, FRL_KEY_TRAIN_NORM_ADV);
+    s->anneal_lr = frl_cfg_bool(c, FRL_KEY_TRAIN_ANNEAL_LR);
+    s->impala = frl_cfg_choice(c, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_IMPALA;
     /* IMPALA is defined with V-trace's targets and advantages; the async sampler (APPO)
      * uses them unless the caller chose GAE, since its rollouts lag the learner. */
-    int async_default = frl_config_int(c, "sampler.mode") == 1 && !frl_config_is_set(c, "train.advantage");
-    s->vtrace = s->impala || frl_config_int(c, "train.advantage") == 1 || async_default;
-    s->rho_bar = frl_config_float(c, "train.vtrace_rho");
-    s->c_bar = frl_config_float(c, "train.vtrace_c");
+    int async_default = is_async(c) && !frl_cfg_is_set(c, FRL_KEY_TRAIN_ADVANTAGE);
+    s->vtrace = s->impala || async_default ||
+                frl_cfg_choice(c, FRL_KEY_TRAIN_ADVANTAGE) == FRL_TRAIN_ADVANTAGE_VTRACE;
+    s->rho_bar = frl_cfg_float(c, FRL_KEY_TRAIN_VTRACE_RHO);
+    s->c_bar = frl_cfg_float(c, FRL_KEY_TRAIN_VTRACE_C);
 }
 
 /* The caller's settings over the environment's defaults over the library's. */
@@ -80,8 +86,8 @@ static frl_status build_parts(frl_trainer *t, const char *who)
     frl_status st = frl_policy_create_seeded(&t->policy, t->rt, t->cfg, os, as, t->seed, who);
     if (st == FRL_OK)
         st = frl_ring_create(&t->ring, t->rt,
-                             t->groups > 1 || frl_config_int(t->cfg, "sampler.mode") == 1
-                                 ? (int32_t)frl_config_int(t->cfg, "sampler.slots") : 1,
+                             t->groups > 1 || is_async(t->cfg)
+                                 ? (int32_t)frl_cfg_int(t->cfg, FRL_KEY_SAMPLER_SLOTS) : 1,
                              t->T, t->B, os, as);
     if (st != FRL_OK)
         return st;
@@ -104,7 +110,7 @@ static frl_status build_parts(frl_trainer *t, const char *who)
     t->act_rows = per < t->ppo.shard_rows ? per : t->ppo.shard_rows;
     t->rn_scale = 1.0f;
     t->learn = frl_trainer_learn_slot;
-    if (frl_config_int(t->cfg, "sampler.mode") == 1)
+    if (is_async(t->cfg))
         return frl_async_create(&t->as, t);
     return FRL_OK;
 }
@@ -137,6 +143,11 @@ static void destroy_groups(frl_vec_env *const *v, int32_t groups)
         frl_vec_env_destroy(v[g]);
 }
 
+/* B from the vec envs, and into t->cfg's train.num_envs: the one place the key is
+ * written, so a trainer's settings say B however its vec envs were made, and
+ * settings.txt and checkpoints record it (frl_trainer_load makes a built-in's vec env
+ * again from it). A host's B above the key's range is left unrecorded, since only a
+ * built-in's run is made again from the key. */
 static void set_groups(frl_trainer *t, frl_vec_env *const *venvs, int32_t groups)
 {
     t->groups = groups;
@@ -147,11 +158,12 @@ static void set_groups(frl_trainer *t, frl_vec_env *const *venvs, int32_t groups
         t->group_first[g] = t->B;
         t->B += frl_vec_env_num_envs(venvs[g]);
     }
+    (void)frl_cfg_set_int(t->cfg, FRL_KEY_TRAIN_NUM_ENVS, t->B);
 }
 
 static frl_status check_mode(const frl_config *c, int32_t groups, const char *who)
 {
-    if (frl_config_int(c, "sampler.mode") == 0 && groups > 1)
+    if (frl_cfg_choice(c, FRL_KEY_SAMPLER_MODE) == FRL_SAMPLER_MODE_SYNC && groups > 1)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: %d vec envs need sampler.mode=async "
                         "(the synchronous sampler steps one)", who, (int)groups);
     return FRL_OK;
@@ -175,15 +187,15 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
     t->own_venv = own;
     snprintf(t->env_name, sizeof t->env_name, "%s", env_name);
     /* The offset lets trainers on one runtime differ (members of a population). */
-    t->seed = frl_runtime_seed(rt) + (uint64_t)frl_config_int(resolved, "train.seed_offset");
-    t->T = (int32_t)frl_config_int(resolved, "train.rollout");
+    t->seed = frl_runtime_seed(rt) + (uint64_t)frl_cfg_int(resolved, FRL_KEY_TRAIN_SEED_OFFSET);
+    t->T = (int32_t)frl_cfg_int(resolved, FRL_KEY_TRAIN_ROLLOUT);
     int64_t rows = (int64_t)t->T * t->B;
     if (rows > 0x7fffffff) {
         frl_trainer_destroy(t);
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: train.rollout x envs = %lld rows exceeds 2^31 - 1",
                         who, (long long)rows);
     }
-    t->reward_norm = (int32_t)frl_config_int(resolved, "train.reward_norm");
+    t->reward_norm = frl_cfg_bool(resolved, FRL_KEY_TRAIN_REWARD_NORM);
     atomic_init(&t->stop, 0);
     atomic_init(&t->running, 0);
     t->metrics.struct_size = sizeof t->metrics;
@@ -202,9 +214,8 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
 static frl_status create_groups(frl_vec_env **v, int32_t *groups, frl_runtime *rt,
                                 const char *env_name, const frl_config *c, const char *who)
 {
-    int32_t n = (int32_t)frl_config_int(c, "train.num_envs");
-    int32_t k = frl_config_int(c, "sampler.mode") == 1 ? (int32_t)frl_config_int(c, "sampler.groups")
-                                                        : 1;
+    int32_t n = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_NUM_ENVS);
+    int32_t k = is_async(c) ? (int32_t)frl_cfg_int(c, FRL_KEY_SAMPLER_GROUPS) : 1;
     if (k > n)
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: sampler.groups %d is more than train.num_envs %d",
                         who, (int)k, (int)n);
@@ -292,20 +303,19 @@ FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
         frl_config_destroy(resolved);
         return frl_fail(NULL, st, "%s: %s", who, why);
     }
-    /* Written back, so settings.txt and checkpoints record B (frl_trainer_load makes a
-     * built-in's vec env again from it). */
-    frl_config_set_int(resolved, "train.num_envs", n);
-    frl_config_set_int(resolved, "sampler.groups", count);
+    /* The host's group count, so settings.txt records it (the build records B). */
+    (void)frl_cfg_set_int(resolved, FRL_KEY_SAMPLER_GROUPS, count);
     return frl_trainer_build(out, rt, venvs, count, 0, resolved, name, who);
 }
 
 frl_status frl_trainer_check_num_envs(const frl_config *cfg, int64_t n, int32_t count, char *err)
 {
-    if (!frl_config_is_set(cfg, "train.num_envs") || frl_config_int(cfg, "train.num_envs") == n)
+    int64_t asked = frl_cfg_int(cfg, FRL_KEY_TRAIN_NUM_ENVS);
+    if (!frl_cfg_is_set(cfg, FRL_KEY_TRAIN_NUM_ENVS) || asked == n)
         return FRL_OK;
     return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
                     "train.num_envs=%lld is set, but %s %lld envs%s (leave the key unset to "
-                    "take their size)", (long long)frl_config_int(cfg, "train.num_envs"),
+                    "take their size)", (long long)asked,
                     count == 1 ? "the vec env has" : "the vec envs have", (long long)n,
                     count == 1 ? "" : " in all");
 }
@@ -609,9 +619,9 @@ int frl_trainer_target_reached(const frl_trainer *t)
 {
     double ret, len;
     recent_means(t, &ret, &len);
-    return frl_config_is_set(t->cfg, "train.target_return") &&
+    return frl_cfg_is_set(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN) &&
            t->episodes >= FRL_RECENT_EPISODES &&
-           ret >= frl_config_float(t->cfg, "train.target_return");
+           ret >= frl_cfg_float(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN);
 }
 
 static frl_status start(frl_trainer *t)

@@ -35,10 +35,11 @@ struct frl_trainer {
     frl_policy *policy;
     frl_ring *ring;
     frl_ppo ppo;
-    /* B: the envs of all groups, always train.num_envs of cfg. A built-in trainer makes
-     * its vec envs from the key (frl_trainer_create, frl_trainer_load); a trainer on the
-     * host's vec envs writes their size into it (frl_trainer_create_vecs) after
-     * frl_trainer_check_num_envs, and frl_trainer_load_vec checks the saved B. */
+    /* B: the envs of all groups, counted from the vec envs by the build, which writes it
+     * into cfg's train.num_envs (the key's one writer: set_groups in trainer.c). A
+     * built-in trainer makes its vec envs from the key (frl_trainer_create,
+     * frl_trainer_load); a caller's train.num_envs must match the host's vec envs
+     * (frl_trainer_check_num_envs), and frl_trainer_load_vec checks the saved B. */
     int32_t T, B;
     uint64_t seed;
     /* progress */

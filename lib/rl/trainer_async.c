@@ -633,7 +633,7 @@ static frl_status learn_next(frl_async *a)
                         "from the ring: %s", frl_ring_last_error(t->ring));
     double mean, max;
     slot_lag(a, slot, &mean, &max);
-    int64_t max_lag = frl_config_int(t->cfg, "sampler.max_lag");
+    int64_t max_lag = frl_cfg_int(t->cfg, FRL_KEY_SAMPLER_MAX_LAG);
     if (max_lag > 0 && max > (double)max_lag) {
         frl_ring_release(t->ring, slot);
         pthread_mutex_lock(&a->run->lock);

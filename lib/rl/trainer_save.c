@@ -174,15 +174,15 @@ static frl_status fail_unprefixed(char *err, frl_status st, const char *who)
 }
 
 /* frl_trainer_load makes the built-in's vec env again. train.num_envs is the run's B:
- * frl_trainer_create made its vec envs from the key, and frl_trainer_create_vecs wrote
- * the host's size into it, so the saved settings hold it either way. */
+ * the trainer's build wrote B into its settings, so the saved settings hold it however
+ * the run's vec envs were made. */
 static frl_status make_builtin(frl_vec_env **v, frl_runtime *rt, const frl_config *cfg,
                                const char *env, char *err)
 {
     if (!env[0])
         return frl_fail(err, FRL_ERR_UNKNOWN_NAME, "the run was saved on a host vec env, which "
                         "only the host can make again: continue it with frl_trainer_load_vec");
-    int32_t n = (int32_t)frl_config_int(cfg, "train.num_envs");
+    int32_t n = (int32_t)frl_cfg_int(cfg, FRL_KEY_TRAIN_NUM_ENVS);
     frl_status st = frl_vec_env_create_as(v, rt, env, n, cfg, "frl_trainer_load");
     return st == FRL_OK ? st : fail_unprefixed(err, st, "frl_trainer_load");
 }
@@ -305,7 +305,7 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     if (st != FRL_OK)
         return st;
     frl_vec_env *venv = j->venv;
-    if (frl_config_int(cfg, "sampler.mode") == 1)
+    if (frl_cfg_choice(cfg, FRL_KEY_SAMPLER_MODE) == FRL_SAMPLER_MODE_ASYNC)
         st = frl_fail(err, FRL_ERR_UNSUPPORTED, "continuing a run with sampler.mode=async is "
                       "not supported yet (load it in sync mode)");
     else if (venv)

@@ -1,0 +1,129 @@
+/* Every config key the library knows, in one list (an X-macro, as MuJoCo's mjxmacro.h
+ * does). From it come the enum of keys (below), the table of key definitions
+ * (config_keys.c) and an enum per choice key, so a key, its index and its choices
+ * cannot drift apart, and the library reads settings by enum: a misspelt key does not
+ * compile. Add keys here; `fastrl config --list` and the bindings read the table.
+ *
+ * A row is X(ID, name, TYPE, default, min, max, help):
+ * - ID names the key in code: FRL_KEY_<ID>;
+ * - TYPE is INT, FLOAT, BOOL, CHOICE or INT_LIST (frl_config_type without FRL_CONFIG_);
+ * - default is text, as a user writes it: the value is parsed once from it by the
+ *   parser of frl_config_set, so the default is written once; "none" marks an optional
+ *   key, unset by default;
+ * - min and max bound INT and FLOAT values and INT_LIST items.
+ * frl_config_next and `fastrl config --list` follow the rows' order; a namespace's
+ * rows stay together, since the "did you mean" hints take them as one run. */
+#ifndef FRL_CORE_CONFIG_KEYS_H
+#define FRL_CORE_CONFIG_KEYS_H
+
+/* clang-format off */
+#define FRL_CONFIG_KEYS(X)                                                                   \
+    X(ENV_MAX_EPISODE_STEPS, "env.max_episode_steps", INT, "-1", -1, 2147483647.0,           \
+      "episode time limit in steps: -1 = the environment's own, 0 = none")                   \
+    X(POLICY_ACTIVATION, "policy.activation", CHOICE, "tanh", 0, 0,                          \
+      "activation of the hidden layers")                                                     \
+    X(POLICY_HIDDEN, "policy.hidden", INT_LIST, "64,64", 1, 4096,                            \
+      "hidden layer widths of the MLP trunk, e.g. 64,64 (empty: a linear policy)")           \
+    X(POLICY_INIT_LOG_STD, "policy.init_log_std", FLOAT, "0", -10, 5,                        \
+      "initial log standard deviation of a Gaussian (box action) head")                      \
+    X(POLICY_OBS_CLIP, "policy.obs_clip", FLOAT, "10", 0, 1e9,                               \
+      "normalised observations are clipped to [-clip, clip] (obs_norm only)")                \
+    X(POLICY_OBS_NORM, "policy.obs_norm", BOOL, "false", 0, 1,                               \
+      "normalise box observations by running mean and variance (saved with the policy)")     \
+    X(POLICY_SHARED, "policy.shared", BOOL, "false", 0, 1,                                   \
+      "actor and critic share one trunk (false: two separate networks)")                     \
+    X(RUNTIME_DEVICE, "runtime.device", CHOICE, "cpu", 0, 0,                                 \
+      "where networks run: cpu; cuda (the CUDA plugin and a device, or an error); auto "     \
+      "(cuda when it can run the work, else cpu)")                                           \
+    X(RUNTIME_SEED, "runtime.seed", INT, "0", 0, 9007199254740992.0,                         \
+      "base seed of the runtime (environments take theirs from reset)")                      \
+    X(RUNTIME_SPIN_US, "runtime.spin_us", INT, "50", 0, 1000000,                             \
+      "microseconds an idle worker spins for new work before it sleeps")                     \
+    X(RUNTIME_TF32, "runtime.tf32", BOOL, "false", 0, 1,                                     \
+      "cuda: let the GPU's matrix products use TensorFloat-32 (faster on Ampere and later, " \
+      "about 3 decimal digits instead of 7)")                                                \
+    X(RUNTIME_THREADS, "runtime.threads", INT, "0", 0, 1024,                                 \
+      "threads doing work, the caller included: 0 = one per core, 1 = no workers")           \
+    X(SAMPLER_GROUPS, "sampler.groups", INT, "2", 1, 64,                                     \
+      "async: environment groups stepped in turn (double-buffered sampling: while one "      \
+      "group's actions are computed, the others step)")                                      \
+    X(SAMPLER_MAX_LAG, "sampler.max_lag", INT, "0", 0, 1e9,                                  \
+      "async: drop a rollout any step of which is more than this many policy versions "      \
+      "behind the learner, and count it (0: never drop)")                                    \
+    X(SAMPLER_MODE, "sampler.mode", CHOICE, "sync", 0, 0,                                    \
+      "sync: step, act and learn in turn; async: environments, inference and the learner "   \
+      "run at the same time (APPO: V-trace corrects for the policy lag)")                    \
+    X(SAMPLER_SLOTS, "sampler.slots", INT, "2", 2, 64,                                       \
+      "async: rollouts in the ring (more lets sampling run further ahead of the learner, "   \
+      "with more lag)")                                                                      \
+    X(TRAIN_ADAM_EPS, "train.adam_eps", FLOAT, "1e-5", 1e-12, 1, "Adam's epsilon")           \
+    X(TRAIN_ADVANTAGE, "train.advantage", CHOICE, "gae", 0, 0,                               \
+      "advantages and value targets: GAE(lambda), or V-trace (IMPALA), which corrects for "  \
+      "the policy having changed since the rollout")                                         \
+    X(TRAIN_ALGO, "train.algo", CHOICE, "ppo", 0, 0,                                         \
+      "the policy loss: PPO's clipped surrogate, or IMPALA's V-trace actor-critic "          \
+      "(-A log pi; implies train.advantage=vtrace)")                                         \
+    X(TRAIN_ANNEAL_LR, "train.anneal_lr", BOOL, "true", 0, 1,                                \
+      "decay the learning rate linearly to 0 over the step budget")                          \
+    X(TRAIN_CLIP, "train.clip", FLOAT, "0.2", 0, 10, "PPO's ratio clipping range")           \
+    X(TRAIN_CLIP_VALUE, "train.clip_value", BOOL, "true", 0, 1,                              \
+      "clip value updates to the same range around the old values")                          \
+    X(TRAIN_ENT_COEF, "train.ent_coef", FLOAT, "0.01", 0, 100, "entropy bonus coefficient")  \
+    X(TRAIN_EPOCHS, "train.epochs", INT, "4", 1, 1000, "passes over each rollout")           \
+    X(TRAIN_GAE_LAMBDA, "train.gae_lambda", FLOAT, "0.95", 0, 1, "GAE's lambda")             \
+    X(TRAIN_GAMMA, "train.gamma", FLOAT, "0.99", 0, 1, "discount factor")                    \
+    X(TRAIN_LR, "train.lr", FLOAT, "2.5e-4", 0, 10, "Adam learning rate (initial)")          \
+    X(TRAIN_MAX_GRAD_NORM, "train.max_grad_norm", FLOAT, "0.5", 0, 1e9,                      \
+      "clip the global gradient norm to this (0: no clipping)")                              \
+    X(TRAIN_MINIBATCHES, "train.minibatches", INT, "4", 1, 1048576,                          \
+      "minibatches per epoch (rollout * num_envs must divide evenly)")                       \
+    X(TRAIN_NORM_ADV, "train.norm_adv", BOOL, "true", 0, 1,                                  \
+      "normalise advantages per minibatch")                                                  \
+    X(TRAIN_NUM_ENVS, "train.num_envs", INT, "8", 1, 1048576, "environments stepped together") \
+    X(TRAIN_REWARD_NORM, "train.reward_norm", BOOL, "false", 0, 1,                           \
+      "scale rewards by the running std of the discounted return")                           \
+    X(TRAIN_ROLLOUT, "train.rollout", INT, "128", 1, 1048576,                                \
+      "steps per environment in each rollout (T)")                                           \
+    X(TRAIN_SEED_OFFSET, "train.seed_offset", INT, "0", 0, 9007199254740992.0,               \
+      "added to the runtime's seed to make the trainer's (initial weights, sampling, env "   \
+      "resets): members of a population on one runtime need different offsets")              \
+    X(TRAIN_TARGET_KL, "train.target_kl", FLOAT, "none", 0, 1e9,                             \
+      "stop an update's epochs once the approximate KL exceeds this (unset: never)")         \
+    X(TRAIN_TARGET_RETURN, "train.target_return", FLOAT, "none", -1e300, 1e300,              \
+      "stop training once the mean return of the last 100 episodes reaches this (unset: "    \
+      "never)")                                                                              \
+    X(TRAIN_VTRACE_C, "train.vtrace_c", FLOAT, "1", 1e-6, 1e9,                               \
+      "V-trace: traces are lambda * min(c, pi/mu) (train.advantage=vtrace)")                 \
+    X(TRAIN_VTRACE_RHO, "train.vtrace_rho", FLOAT, "1", 1e-6, 1e9,                           \
+      "V-trace: TD weights are min(rho, pi/mu) (train.advantage=vtrace)")                    \
+    X(TRAIN_VF_COEF, "train.vf_coef", FLOAT, "0.5", 0, 100, "value loss coefficient")
+
+/* The choices of each CHOICE key, FRL_CHOICES_<ID>(X, K): X(K, NAME, text) per choice,
+ * in the order of their indices. Each gives enum { FRL_<ID>_<NAME>..., FRL_<ID>_COUNT }
+ * and the key's "a|b|c" text. */
+#define FRL_CHOICES_POLICY_ACTIVATION(X, K) X(K, TANH, "tanh") X(K, RELU, "relu") X(K, ELU, "elu")
+#define FRL_CHOICES_RUNTIME_DEVICE(X, K) X(K, CPU, "cpu") X(K, CUDA, "cuda") X(K, AUTO, "auto")
+#define FRL_CHOICES_SAMPLER_MODE(X, K) X(K, SYNC, "sync") X(K, ASYNC, "async")
+#define FRL_CHOICES_TRAIN_ADVANTAGE(X, K) X(K, GAE, "gae") X(K, VTRACE, "vtrace")
+#define FRL_CHOICES_TRAIN_ALGO(X, K) X(K, PPO, "ppo") X(K, IMPALA, "impala")
+/* clang-format on */
+
+#define FRL_KEY_ENUMERATOR(ID, ...) FRL_KEY_##ID,
+typedef enum frl_key { FRL_CONFIG_KEYS(FRL_KEY_ENUMERATOR) FRL_KEY_COUNT } frl_key;
+
+/* Only CHOICE rows make an enum; the other types expand to nothing. */
+#define FRL_CHOICE_ENUMERATOR(K, NAME, text) FRL_##K##_##NAME,
+#define FRL_CHOICE_ENUM_CHOICE(ID)                                                           \
+    enum { FRL_CHOICES_##ID(FRL_CHOICE_ENUMERATOR, ID) FRL_##ID##_COUNT };
+#define FRL_CHOICE_ENUM_INT(ID)
+#define FRL_CHOICE_ENUM_FLOAT(ID)
+#define FRL_CHOICE_ENUM_BOOL(ID)
+#define FRL_CHOICE_ENUM_INT_LIST(ID)
+#define FRL_CHOICE_ENUM(ID, name, TYPE, ...) FRL_CHOICE_ENUM_##TYPE(ID)
+FRL_CONFIG_KEYS(FRL_CHOICE_ENUM)
+
+/* "|a|b|c" of a key's choices; the table skips the first bar. */
+#define FRL_CHOICE_BAR_TEXT(K, NAME, text) "|" text
+#define FRL_CHOICES_TEXT(ID) FRL_CHOICES_##ID(FRL_CHOICE_BAR_TEXT, ID)
+
+#endif
