@@ -4,7 +4,7 @@
  *   ops_host.c   plain loops over host memory through the CPU kernel table (the test
  *                plugin, so the plugin's learner and the core's dispatch run and are
  *                checked on machines without a GPU).
- * The per-element arithmetic of both is lib/cuda/dev_math.h.
+ * The per-element arithmetic of both is lib/nn/dev_math.h.
  *
  * Conventions. Every pointer an op takes is device memory (host memory for ops_host),
  * except where a comment says host. Matrices are row-major and contiguous, as in
@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda/dev_math.h"
+#include "nn/dev_math.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda/dev_math.h"
+#include "nn/dev_math.h"
 #include "nn/mlp.h"
 
 #define FRL_CUDA_PLUGIN_ABI 4u

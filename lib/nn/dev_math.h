@@ -1,13 +1,15 @@
 /* The per-element and per-row arithmetic of the device ops (lib/cuda/dev_ops.h), written
  * once for both of their implementations: the CUDA kernels (ops_cuda.cu) call these
- * functions from device code, the host implementation (ops_host.c) from plain loops. So
+ * functions from device code, the host implementation (ops_host.c) from plain
+ * loops, and the CPU learner (lib/rl/ppo.c, vtrace.c) calls the advantage columns too. So
  * the host tests, which compare the host ops with the CPU learner's own functions
  * (lib/rl/heads.c, vtrace.c, ppo.c), check the very arithmetic the GPU runs, and a GPU
- * test then only has to check the launches and the cuBLAS products.
+ * test then only has to check the launches and the cuBLAS products. It lives in nn, below
+ * both the learner (rl) and the plugin (cuda), so neither climbs to reach it.
  *
  * C99 and CUDA C++. Heads and losses run in double, as on the CPU. */
-#ifndef FRL_CUDA_DEV_MATH_H
-#define FRL_CUDA_DEV_MATH_H
+#ifndef FRL_NN_DEV_MATH_H
+#define FRL_NN_DEV_MATH_H
 
 #include <math.h>
 #include <stdint.h>
