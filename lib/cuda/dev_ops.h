@@ -1,9 +1,9 @@
 /* Device ops: memory, transfers and the arithmetic of the GPU policy and learner, on
  * one stream of one device. Two implementations behind one table:
  *   ops_cuda.cu  CUDA kernels and cuBLAS (the real plugin, libfastrl-cuda.so.0);
- *   ops_host.c   plain loops over host memory through the CPU kernel table (the test
- *                plugin, so the plugin's learner and the core's dispatch run and are
- *                checked on machines without a GPU).
+ *   tests/cuda/ops_host.c  plain loops over host memory through the CPU kernel table
+ *                (a test double: the test build of the plugin, so the plugin's learner
+ *                and the core's dispatch run and are checked on machines without a GPU).
  * The per-element arithmetic of both is lib/nn/dev_math.h.
  *
  * Conventions. Every pointer an op takes is device memory (host memory for ops_host),
@@ -145,9 +145,9 @@ typedef struct frl_dev_ops {
     int (*check)(frl_dev *d, char *err, size_t err_size);
 } frl_dev_ops;
 
-/* The implementations (each in its own build of the plugin). */
+/* The CUDA implementation; the host one, a test double, is declared in
+ * tests/cuda/ops_host.h. */
 extern const frl_dev_ops frl_dev_ops_cuda;
-extern const frl_dev_ops frl_dev_ops_host;
 
 #ifdef __cplusplus
 }

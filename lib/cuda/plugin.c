@@ -1,6 +1,6 @@
 /* The plugin's side of the ABI (plugin_api.h) over one device-ops table, chosen at build
- * time: FRL_DEV_OPS=frl_dev_ops_cuda in libfastrl-cuda.so.0, frl_dev_ops_host in the
- * test build that runs everything on the host. */
+ * time: FRL_DEV_OPS=frl_dev_ops_cuda in libfastrl-cuda.so.0, frl_dev_ops_host
+ * (tests/cuda/ops_host.c) in the test build that runs everything on the host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +11,8 @@
 #error "FRL_DEV_OPS names the device-ops table (frl_dev_ops_cuda or frl_dev_ops_host)"
 #endif
 
+/* Declared here, not in dev_ops.h, so that the library's headers name no test double. */
+extern const frl_dev_ops FRL_DEV_OPS;
 static const frl_dev_ops *const ops = &FRL_DEV_OPS;
 
 /* A context: the device and its settings, and one stream of its own for pinned memory.

@@ -1,6 +1,6 @@
 /* The per-element and per-row arithmetic of the device ops (lib/cuda/dev_ops.h), written
  * once for both of their implementations: the CUDA kernels (ops_cuda.cu) call these
- * functions from device code, the host implementation (ops_host.c) from plain
+ * functions from device code, the host implementation (tests/cuda/ops_host.c) from plain
  * loops, and the CPU learner (lib/rl/ppo.c, vtrace.c) calls the advantage columns too. So
  * the host tests, which compare the host ops with the CPU learner's own functions
  * (lib/rl/heads.c, vtrace.c, ppo.c), check the very arithmetic the GPU runs, and a GPU

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/dev_ops.h"
 #include "nn/kernels.h"
+#include "ops_host.h"
 
 struct frl_dev {
     const frl_kernels *k;
