@@ -17,7 +17,7 @@ typedef struct buffer {
 
 static int32_t buffers(frl_dev_learner *l, buffer *b)
 {
-    const frl_cuda_net_desc *n = &l->net->desc;
+    const frl_net_desc *n = &l->net->desc;
     size_t N = (size_t)l->N, M = (size_t)l->s.M, B = (size_t)l->s.B, f = sizeof(float);
     size_t ow = (size_t)n->obs_w, w = (size_t)n->out_w, np = (size_t)n->num_params;
     size_t mb = (size_t)l->minibatches;
@@ -156,7 +156,7 @@ static void values_of(frl_dev_learner *l, const float *obs, int32_t rows, float 
                       float *ratio)
 {
     const frl_dev_net *net = l->net;
-    const frl_cuda_net_desc *n = &net->desc;
+    const frl_net_desc *n = &net->desc;
     for (int32_t first = 0; first < rows; first += l->s.M) {
         int32_t k = rows - first < l->s.M ? rows - first : l->s.M;
         frl_dev_pass f;
@@ -213,7 +213,7 @@ static frl_dev_adam adam_coef(const frl_dev_learner *l, double lr, int64_t t)
 static void minibatch(frl_dev_learner *l, int32_t m, double lr, int64_t t)
 {
     const frl_dev_net *net = l->net;
-    const frl_cuda_net_desc *n = &net->desc;
+    const frl_net_desc *n = &net->desc;
     const frl_dev_ops *o = net->ops;
     frl_dev *d = net->d;
     int32_t M = l->s.M;

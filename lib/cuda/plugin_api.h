@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "nn/dev_math.h"
-#include "nn/mlp.h"
+#include "nn/net.h"
 
 #define FRL_CUDA_PLUGIN_ABI 4u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
@@ -33,15 +33,6 @@
 
 /* What the plugin can run. */
 enum { FRL_CUDA_CAP_INFERENCE = 1u, FRL_CUDA_CAP_LEARNER = 2u };
-
-/* A policy's layout (lib/rl/policy.h): separate actor and critic MLPs over the
- * observation, or a shared trunk with one-layer heads. */
-typedef struct frl_cuda_net_desc {
-    int32_t obs_w, out_w, discrete, shared, obs_norm;
-    frl_mlp trunk, actor, critic;
-    uint64_t log_std_off, num_params;
-    int32_t max_rows; /* the largest batch model_forward is given */
-} frl_cuda_net_desc;
 
 /* The learner's shape and settings. */
 typedef struct frl_cuda_learn_desc {
@@ -91,7 +82,7 @@ typedef struct frl_cuda_plugin {
 
     /* A model: its stream, the parameters, the frozen observation normaliser and an
      * inference workspace of d->max_rows rows, on the device. */
-    int (*model_create)(void *ctx, const frl_cuda_net_desc *d, void **model, char *err,
+    int (*model_create)(void *ctx, const frl_net_desc *d, void **model, char *err,
                         size_t err_size);
     void (*model_destroy)(void *model);
     /* Upload the parameters (params may be NULL: keep them) and the normaliser's frozen

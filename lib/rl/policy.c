@@ -6,15 +6,9 @@
 #include "core/rng.h"
 #include "env/vec_env.h"
 #include "nn/init.h"
+#include "nn/net.h"
 #include "rl/heads.h"
 #include "rl/policy.h"
-
-enum { FLOAT_ALIGN = 16 }; /* 64 bytes */
-
-static size_t up(size_t n)
-{
-    return frl_align_up(n, FLOAT_ALIGN);
-}
 
 /* ---- layout ---- */
 
@@ -44,59 +38,40 @@ static size_t layout_networks(frl_policy *p)
     return p->log_std_off + (p->discrete ? 0 : (size_t)p->out_w);
 }
 
-static int32_t max_i32(int32_t a, int32_t b)
+/* The networks' shape for their workspace (nn/net.h): they read in_w values a row. */
+static frl_net_shape shape_of(const frl_policy *p)
 {
-    return a > b ? a : b;
-}
-
-/* The widest layer of any network, input included: the backward buffers' width. */
-static int32_t widest_layer(const frl_policy *p)
-{
-    return max_i32(max_i32(p->actor.max_width, p->critic.max_width), p->trunk.max_width);
+    frl_net_shape s = {p->in_w, p->out_w, p->shared ? &p->trunk : NULL, &p->actor, &p->critic};
+    return s;
 }
 
 size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training)
 {
-    size_t r = (size_t)rows, n = 0;
-    n += up(r * (size_t)p->in_w);
-    n += p->shared ? up(r * (size_t)p->trunk.act_width) : 0;
-    n += up(r * (size_t)p->actor.act_width) + up(r * (size_t)p->critic.act_width);
-    if (training) {
-        int32_t mw = widest_layer(p);
-        n += 2 * up(r * (size_t)mw);                    /* dy, scratch */
-        n += up(r * (size_t)p->out_w) + up(r);          /* d_out, d_value */
-        n += p->shared ? up(r * (size_t)frl_mlp_out(&p->trunk)) : 0; /* dh */
-    }
-    return n;
-}
-
-static float *take(float **cursor, size_t n)
-{
-    float *p = *cursor;
-    *cursor += up(n);
-    return p;
+    frl_net_shape s = shape_of(p);
+    frl_pass_plan w;
+    frl_net_pass_plan(&s, rows, training, &w);
+    return w.floats;
 }
 
 void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, float *ws,
                             frl_pass *f)
 {
-    size_t r = (size_t)rows;
+    frl_net_shape s = shape_of(p);
+    frl_pass_plan w;
+    frl_net_pass_plan(&s, rows, training, &w);
     memset(f, 0, sizeof *f);
     f->norm = &p->norm;
-    f->xn = take(&ws, r * (size_t)p->in_w);
-    if (p->shared)
-        f->trunk_acts = take(&ws, r * (size_t)p->trunk.act_width);
-    f->actor_acts = take(&ws, r * (size_t)p->actor.act_width);
-    f->critic_acts = take(&ws, r * (size_t)p->critic.act_width);
+    f->xn = ws + w.xn;
+    f->trunk_acts = p->shared ? ws + w.trunk_acts : NULL;
+    f->actor_acts = ws + w.actor_acts;
+    f->critic_acts = ws + w.critic_acts;
     if (!training)
         return;
-    int32_t mw = widest_layer(p);
-    f->dy = take(&ws, r * (size_t)mw);
-    f->scratch = take(&ws, r * (size_t)mw);
-    f->d_out = take(&ws, r * (size_t)p->out_w);
-    f->d_value = take(&ws, r);
-    if (p->shared)
-        f->dh = take(&ws, r * (size_t)frl_mlp_out(&p->trunk));
+    f->dy = ws + w.dy;
+    f->scratch = ws + w.scratch;
+    f->d_out = ws + w.d_out;
+    f->d_value = ws + w.d_value;
+    f->dh = p->shared ? ws + w.dh : NULL;
 }
 
 /* ---- forward and backward ---- */
@@ -438,7 +413,8 @@ static frl_status alloc_arrays(frl_policy *p, const char *who)
  * the policy's output and 1 for the value's, so the first policy is near uniform. */
 static frl_status init_params(frl_policy *p, const char *who)
 {
-    int32_t mw = widest_layer(p);
+    frl_net_shape s = shape_of(p);
+    int32_t mw = frl_net_widest(&s);
     double *work = frl_alloc(&p->rt->alloc, sizeof(double) * (size_t)mw * (size_t)mw, 64);
     if (!work)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for initialisation", who);

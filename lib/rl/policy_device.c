@@ -16,7 +16,7 @@ const frl_cuda_plugin *frl_policy_plugin(const frl_policy *p)
     return p->rt->device.plugin;
 }
 
-static void describe_net(const frl_policy *p, frl_cuda_net_desc *d)
+static void describe_net(const frl_policy *p, frl_net_desc *d)
 {
     memset(d, 0, sizeof *d);
     d->obs_w = p->obs_w;
@@ -37,7 +37,7 @@ frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, void **mod
 {
     const frl_cuda_plugin *pl = frl_policy_plugin(p);
     char why[FRL_ERRMSG_SIZE - 64] = "";
-    frl_cuda_net_desc d;
+    frl_net_desc d;
     describe_net(p, &d);
     d.max_rows = rows;
     if (pl->model_create(p->rt->device.ctx, &d, model, why, sizeof why) != 0)
