@@ -33,9 +33,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda/plugin_api.h"
+#include "core/plugin_api.h"
 #include "nn/kernels.h"
 #include "nn/mlp.h"
+#include "nn/net.h"
 
 enum { MAX_BATCHES = 32, ERR_SIZE = 512, CHECK_ROWS = 256 };
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "core/device.h"
-#include "cuda/plugin_api.h"
+#include "core/plugin_api.h"
 
 /* An object of this library, for dladdr (ISO C has no function-to-object casts). */
 static const char in_this_library = 0;

@@ -73,7 +73,7 @@ void frl_dev_learner_destroy(frl_dev_learner *l)
     free(l);
 }
 
-static int check_desc(const frl_dev_learner *l, const frl_cuda_learn_desc *s, char *err,
+static int check_desc(const frl_dev_learner *l, const frl_dm_learn_desc *s, char *err,
                       size_t err_size)
 {
     if (s->T < 1 || s->B < 1 || s->M < 1 || (int64_t)s->T * s->B > INT32_MAX ||
@@ -86,7 +86,7 @@ static int check_desc(const frl_dev_learner *l, const frl_cuda_learn_desc *s, ch
 }
 
 int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
-                           const frl_cuda_learn_desc *s, char *err, size_t err_size)
+                           const frl_dm_learn_desc *s, char *err, size_t err_size)
 {
     frl_dev_learner *l = calloc(1, sizeof *l);
     if (!l) {

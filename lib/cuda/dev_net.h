@@ -7,7 +7,7 @@
 #define FRL_CUDA_DEV_NET_H
 
 #include "cuda/dev_ops.h"
-#include "cuda/plugin_api.h"
+#include "nn/net.h"
 
 typedef struct frl_dev_net {
     const frl_dev_ops *ops;

@@ -12,7 +12,7 @@
  * Ops are enqueued on the context's stream and run in order; they return nothing. The
  * first failure (a launch, cuBLAS, an allocation inside an op) is kept in the context
  * and reported by the next sync, which then clears it: a caller checks once per batch
- * of work, never per op. Internal, like plugin_api.h: both sides build from this tree. */
+ * of work, never per op. Internal, like lib/core/plugin_api.h: both sides build from this tree. */
 #ifndef FRL_CUDA_DEV_OPS_H
 #define FRL_CUDA_DEV_OPS_H
 

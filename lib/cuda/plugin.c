@@ -1,4 +1,4 @@
-/* The plugin's side of the ABI (plugin_api.h) over one device-ops table, chosen at build
+/* The plugin's side of the ABI (lib/core/plugin_api.h) over one device-ops table, chosen at build
  * time: FRL_DEV_OPS=frl_dev_ops_cuda in libfastrl-cuda.so.0, frl_dev_ops_host
  * (tests/cuda/ops_host.c) in the test build that runs everything on the host. */
 #include <stdio.h>
@@ -268,7 +268,7 @@ static int model_take(void *dst, void *src, int32_t slot, char *err, size_t err_
     return failed_to_queue(d, err, err_size);
 }
 
-static int learner_create(void *p, const frl_cuda_learn_desc *s, void **out, char *err,
+static int learner_create(void *p, const frl_dm_learn_desc *s, void **out, char *err,
                           size_t err_size)
 {
     return frl_dev_learner_create((frl_dev_learner **)out, &((model *)p)->net, s, err, err_size);

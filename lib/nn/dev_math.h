@@ -157,6 +157,16 @@ typedef struct frl_dm_loss {
     int32_t clip_value, impala;
 } frl_dm_loss;
 
+/* A learner's shape and settings, as the device learner takes them (the plugin's
+ * learner_create, lib/core/plugin_api.h). */
+typedef struct frl_dm_learn_desc {
+    int32_t T, B, M;          /* steps and envs of a rollout, rows per minibatch */
+    int32_t norm_adv;
+    frl_dm_adv_params adv;    /* vtrace != 0: V-trace (log-ratios by the learner's actor) */
+    frl_dm_loss loss;
+    double max_grad_norm, adam_eps;
+} frl_dm_learn_desc;
+
 /* Statistics per row, summed by the learner: policy loss, value loss, entropy,
  * approximate KL, clipped (0/1). */
 enum { FRL_DM_STATS = 5 };

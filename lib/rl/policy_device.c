@@ -1,10 +1,11 @@
 /* A policy's networks on the runtime's CUDA device, through the plugin's model
- * (lib/cuda/plugin_api.h). The host keeps the master copy of the parameters, so saving,
+ * (lib/core/plugin_api.h). The host keeps the master copy of the parameters, so saving,
  * loading and the CPU paths work unchanged; the device copy follows it. */
 #include <string.h>
 
 #include "core/device.h"
-#include "cuda/plugin_api.h"
+#include "core/plugin_api.h"
+#include "nn/net.h"
 #include "rl/policy.h"
 
 /* Rows of one device forward: large enough that a batch of envs goes in one call, small

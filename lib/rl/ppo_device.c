@@ -1,14 +1,15 @@
 /* The PPO/APPO/IMPALA learner on the policy's CUDA device, through the plugin
- * (lib/cuda/plugin_api.h, lib/cuda/dev_learner.c). The control stays here and matches
+ * (lib/core/plugin_api.h, lib/cuda/dev_learner.c). The control stays here and matches
  * frl_ppo_update: the same shuffles, learning-rate schedule, Adam step count, early
  * stop and statistics; only the arithmetic moves. */
 #include <string.h>
 #include <time.h>
 
-#include "cuda/plugin_api.h"
+#include "core/plugin_api.h"
+#include "nn/dev_math.h"
 #include "rl/ppo.h"
 
-static void describe_learner(const frl_ppo *l, frl_cuda_learn_desc *d)
+static void describe_learner(const frl_ppo *l, frl_dm_learn_desc *d)
 {
     const frl_ppo_settings *s = &l->s;
     memset(d, 0, sizeof *d);
@@ -26,7 +27,7 @@ frl_status frl_ppo_device_create(frl_ppo *l, char *err)
 {
     if (!l->p->dev)
         return FRL_OK;
-    frl_cuda_learn_desc d;
+    frl_dm_learn_desc d;
     describe_learner(l, &d);
     char why[FRL_ERRMSG_SIZE - 64] = "";
     if (frl_policy_plugin(l->p)->learner_create(l->p->dev, &d, &l->dev, why, sizeof why) != 0)

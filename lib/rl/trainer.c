@@ -3,7 +3,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda/plugin_api.h"
+#include "core/plugin_api.h"
 #include "rl/trainer.h"
 
 double frl_now(void)

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda/plugin_api.h"
+#include "core/plugin_api.h"
 #include "rl/trainer.h"
 #include "rl/weights.h"
 
