@@ -150,7 +150,7 @@ frl_status frl_device_open(frl_device *d, int64_t choice, int tf32, char *err)
 void frl_device_close(frl_device *d)
 {
     if (d->ctx)
-        ((const frl_cuda_plugin *)d->plugin)->close(d->ctx);
+        d->plugin->close(d->ctx);
     d->ctx = NULL;
     if (d->plugin_handle)
         dlclose(d->plugin_handle);

@@ -319,8 +319,9 @@ static frl_status act_device(frl_policy *p, const frl_act_args *a)
 {
     frl_status st = FRL_OK;
     size_t ab = action_row_bytes(p);
-    for (int64_t first = 0; st == FRL_OK && first < a->batch; first += p->dev_rows) {
-        int64_t n = a->batch - first < p->dev_rows ? a->batch - first : p->dev_rows;
+    int32_t rows = p->dev->rows; /* the outputs' room */
+    for (int64_t first = 0; st == FRL_OK && first < a->batch; first += rows) {
+        int64_t n = a->batch - first < rows ? a->batch - first : rows;
         st = frl_policy_device_forward(p, n, a->observations + first * p->obs_w, p->dev_out,
                                        a->values ? p->dev_value : NULL, p->err);
         for (int64_t r = 0; st == FRL_OK && r < n; r++) {
@@ -359,6 +360,96 @@ FRL_API frl_status frl_policy_act(frl_policy *p, const frl_act_args *a)
     act_all(p, a, p->ws, rows_that_fit(p, p->ws_size));
     pthread_mutex_unlock(&p->ws_lock);
     return FRL_OK;
+}
+
+/* ---- the copy on the device (runtime.device=cuda) ---- */
+
+/* Rows of one device forward: large enough that a batch of envs goes in one call, small
+ * enough that the model's workspace stays a few MiB for typical networks. */
+enum { DEVICE_ROWS = 16384 };
+
+static void describe_net(const frl_policy *p, int32_t rows, frl_net_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->obs_w = p->obs_w;
+    d->out_w = p->out_w;
+    d->discrete = p->discrete;
+    d->shared = p->shared;
+    d->obs_norm = p->obs_norm;
+    d->trunk = p->trunk;
+    d->actor = p->actor;
+    d->critic = p->critic;
+    d->log_std_off = p->log_std_off;
+    d->num_params = p->num_params;
+    d->max_rows = rows;
+}
+
+frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, frl_dev_model **m,
+                                   const char *who)
+{
+    frl_net_desc d;
+    describe_net(p, rows, &d);
+    return frl_dev_model_create(m, &p->rt->device, &p->rt->alloc, &d, who);
+}
+
+/* The policy's own model and the page-locked outputs of its forwards; nothing on the
+ * CPU. */
+static frl_status open_device(frl_policy *p, const char *who)
+{
+    if (p->rt->device.kind != FRL_DEVICE_CUDA)
+        return FRL_OK;
+    /* The device networks read float rows of in_w values straight from the ring and the
+     * sampler's buffers; a discrete space's rows are indices that the CPU expands into
+     * one-hot rows (one_hot above), which the device path does not do yet. */
+    if (p->obs_n)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: discrete(%d) observation spaces run on the CPU for now, and this "
+                        "runtime computes on %s: use a runtime with runtime.device=cpu",
+                        who, (int)p->obs_n, p->rt->device.name);
+    frl_status st = frl_policy_device_model(p, DEVICE_ROWS, &p->dev, who);
+    if (st != FRL_OK)
+        return st;
+    size_t floats = (size_t)DEVICE_ROWS * (size_t)(p->out_w + 1);
+    char why[FRL_ERRMSG_SIZE / 2] = "";
+    p->dev_out = frl_device_host_alloc(&p->rt->device, &p->rt->alloc, sizeof(float) * floats,
+                                       why, sizeof why);
+    if (!p->dev_out)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: the outputs of device inference: %s", who, why);
+    p->dev_value = p->dev_out + (size_t)DEVICE_ROWS * (size_t)p->out_w;
+    p->dev_version = ~(uint64_t)0; /* nothing uploaded yet */
+    p->dev_norm_stale = 1;
+    return FRL_OK;
+}
+
+static void close_device(frl_policy *p)
+{
+    if (p->dev_out)
+        frl_device_host_free(&p->rt->device, &p->rt->alloc, p->dev_out);
+    frl_dev_model_destroy(p->dev);
+    p->dev = NULL;
+    p->dev_out = p->dev_value = NULL;
+}
+
+frl_status frl_policy_device_refresh(frl_policy *p, char *err)
+{
+    int params = p->dev_version != p->version, norm = p->obs_norm && p->dev_norm_stale;
+    if (!p->dev || (!params && !norm))
+        return FRL_OK;
+    frl_status st = frl_dev_model_load(p->dev, params ? p->params : NULL,
+                                       norm ? p->norm.use_mean : NULL,
+                                       norm ? p->norm.use_inv_std : NULL, p->norm.clip, err);
+    if (st != FRL_OK)
+        return st;
+    p->dev_version = p->version;
+    p->dev_norm_stale = 0;
+    return FRL_OK;
+}
+
+frl_status frl_policy_device_forward(frl_policy *p, int64_t rows, const float *obs, float *out,
+                                     float *value, char *err)
+{
+    frl_status st = frl_policy_device_refresh(p, err);
+    return st != FRL_OK ? st : frl_dev_model_forward(p->dev, rows, obs, out, value, err);
 }
 
 /* ---- creation ---- */
@@ -512,7 +603,7 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
     p->expect_params = expect_params;
     pthread_mutex_init(&p->ws_lock, NULL);
     if ((st = setup(p, cfg, obs, act, who)) != FRL_OK ||
-        (st = frl_policy_device_open(p, who)) != FRL_OK) {
+        (st = open_device(p, who)) != FRL_OK) {
         frl_policy_destroy(p);
         return st;
     }
@@ -533,7 +624,7 @@ FRL_API void frl_policy_destroy(frl_policy *p)
     if (!p)
         return;
     const frl_allocator *al = &p->rt->alloc;
-    frl_policy_device_close(p);
+    close_device(p);
     frl_free(al, p->params);
     frl_free(al, p->norm.mean);
     frl_free(al, p->norm.use_mean);
