@@ -121,24 +121,7 @@ frl_status frl_policy_device_forward(frl_policy *p, int64_t rows, const float *o
 frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, frl_dev_model **m,
                                    const char *who);
 
-/* The sections that describe a policy in a file (policy_io.c). The blob holds the
- * encoded copies the sections point to; free it after writing. */
-#include "io/container.h"
-enum { FRL_POLICY_SECTIONS = 7, FRL_SETTINGS_MAX = 8192 };
-typedef struct frl_policy_blob {
-    char settings[FRL_SETTINGS_MAX];
-    double *obs_space, *act_space, *norm;
-    uint64_t ids[2];
-    const frl_allocator *alloc;
-} frl_policy_blob;
-frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_section *s,
-                                int32_t *n, char *err);
-void frl_policy_blob_free(frl_policy_blob *b);
-/* Rebuild a policy from the sections of a file. */
-frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
-                                     const frl_container *c, char *err);
-
-/* Weights, normaliser, seed and version from a file into a policy of the same layout. */
-frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char *err);
+/* The longest settings text a policy or a run writes to a file. */
+enum { FRL_SETTINGS_MAX = 8192 };
 
 #endif
