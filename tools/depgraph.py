@@ -12,7 +12,10 @@ cycle between folders, on an arrow from a folder to one of the same or a higher 
 and on an allow-list entry that no longer matches a cycle (so the list stays true). The
 suite runs it (tests/meson.build, test depgraph), so a new cycle or arrow up fails there.
 
-usage: tools/depgraph.py [--check] [--files] [--dot] [--allow FILE] [LIB_DIR]"""
+--doc FILE makes --check fail too when FILE does not show the folder graph exactly as
+printed (doc/architecture.md, so the document stays true).
+
+usage: tools/depgraph.py [--check] [--files] [--dot] [--allow FILE] [--doc FILE] [LIB_DIR]"""
 import os
 import re
 import signal
@@ -175,12 +178,25 @@ def cycle_problems(found, allowed, allow_path):
     return problems, notes
 
 
-def print_graph(edges, folders, show_files):
-    print("folders (layer: folder -> folders it depends on):")
+def folder_lines(folders):
+    lines = ["folders (layer: folder -> folders it depends on):"]
     names = set(folders) | {b for deps in folders.values() for b in deps}
     for a in sorted(names, key=lambda f: (LAYERS.get(f, 99), f)):
         deps = ", ".join(sorted(folders.get(a, {}))) or "(nothing)"
-        print(f"  {LAYERS.get(a, '?')}: {a} -> {deps}")
+        lines.append(f"  {LAYERS.get(a, '?')}: {a} -> {deps}")
+    return lines
+
+
+def doc_problems(doc, folders):
+    """The document must show the folder graph as the script prints it."""
+    with open(doc) as f:
+        if "\n".join(folder_lines(folders)) in f.read():
+            return []
+    return [f"{doc} does not show the folder graph as it is now: paste the lines above"]
+
+
+def print_graph(edges, folders, show_files):
+    print("\n".join(folder_lines(folders)))
     if show_files:
         print("files:")
         for src in sorted(edges):
@@ -197,11 +213,13 @@ def print_dot(folders):
 
 
 def main(argv):
-    flags, rest, allow_path = set(), [], os.path.join(HERE, "depgraph_allow.txt")
+    flags, rest, allow_path, doc = set(), [], os.path.join(HERE, "depgraph_allow.txt"), None
     args = iter(argv)
     for a in args:
         if a == "--allow":
             allow_path = next(args)
+        elif a == "--doc":
+            doc = next(args)
         elif a.startswith("--"):
             flags.add(a)
         else:
@@ -216,6 +234,7 @@ def main(argv):
     allowed = read_allow(allow_path) if os.path.exists(allow_path) else []
     problems, notes = cycle_problems(cycles(edges), allowed, os.path.basename(allow_path))
     problems += [f"cycle between folders: {' <-> '.join(c)}" for c in cycles(folders)]
+    problems += doc_problems(doc, folders) if doc else []
     for a, b, why in not_down(folders):
         problems.append(f"{a} (layer {LAYERS.get(a, '?')}) depends on {b} (layer "
                         f"{LAYERS.get(b, '?')}), not a lower layer: {'; '.join(why[:4])}")
