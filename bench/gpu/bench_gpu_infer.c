@@ -1,5 +1,5 @@
 /* bench_gpu_infer: MLP inference latency and throughput through the CUDA plugin
- * (libfastrl-cuda.so.0, lib/cuda/plugin_api.h), one model_forward per call, for a range of
+ * (libfastrl-cuda.so.0, lib/core/plugin_api.h), one model_forward per call, for a range of
  * batch sizes.
  *
  * Each call does what acting on a device does in the trainer: host observations in,
