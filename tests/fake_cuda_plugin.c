@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/plugin_api.h"
+#include "core/plugin_api.h"
 
 static int probe(int32_t *count, char *err, size_t err_size)
 {
@@ -42,7 +42,7 @@ static void close_ctx(void *ctx)
 }
 
 /* No networks: creating one fails as a device out of memory would. */
-static int model_create(void *ctx, const frl_cuda_net_desc *d, void **model, char *err,
+static int model_create(void *ctx, const struct frl_net_desc *d, void **model, char *err,
                         size_t err_size)
 {
     (void)ctx, (void)d, (void)model;

@@ -1,6 +1,6 @@
 /* The device paths of the core and the plugin's networks and learner, run on the host
  * through the plugin's test build (FRL_CUDA_PLUGIN = libfastrl-cuda-host, whose ops are
- * lib/cuda/ops_host.c) with runtime.device=cuda. The CPU runtime is the reference:
+ * tests/cuda/ops_host.c) with runtime.device=cuda. The CPU runtime is the reference:
  * acting must give the same bits (both sides use the scalar kernel table, FRL_KERNELS=
  * scalar), learning the same parameters up to the rounding of a different summation
  * order (the CPU sums shard gradients; the device sums the whole minibatch at once). */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env/env_class.h"
+#include "env/registry.h"
 
 #define N_DRAWS 20000
 #define SEED 20251

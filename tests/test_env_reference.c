@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env/env_class.h"
+#include "env/registry.h"
 #include "env/step_range.h"
 
 #define STATE_BAR 1e-9

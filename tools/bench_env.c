@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "core/rng.h"
-#include "env/env_class.h"
+#include "env/registry.h"
 
 enum { ACTION_SETS = 64, RUNS = 5 };
 

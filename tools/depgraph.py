@@ -1,20 +1,45 @@
 #!/usr/bin/env python3
 """The include and call graph of the library (lib/), between folders and between files.
 
-A module is a header and its implementation (rl/policy = policy.h + policy.c). An
-arrow A -> B means a file of A includes a header of B or calls a function that B
-defines; folders inherit the arrows of their modules. The layers below say which way arrows may point: a folder may depend only on
-folders of a lower layer or its own. --check exits 1 on a cycle between modules or
-folders, or on an arrow up to a higher layer, so a new one fails the suite.
+A module is a header and its implementation (rl/policy = policy.h + policy.c), plus the
+few private headers named in SAME_MODULE. An arrow A -> B means a file of A includes a
+header of B or names a function that B defines (a call, or a declaration in A's header);
+folders inherit the arrows of their modules. LAYERS says which way arrows may point: a
+folder may depend only on folders of a lower layer.
 
-usage: tools/depgraph.py [--check] [--files] [--dot] [LIB_DIR]"""
+--check exits 1 on a cycle between modules that the allow-list does not name, on a
+cycle between folders, on an arrow from a folder to one of the same or a higher layer,
+and on an allow-list entry that no longer matches a cycle (so the list stays true). The
+suite runs it (tests/meson.build, test depgraph), so a new cycle or arrow up fails there.
+
+--doc FILE makes --check fail too when FILE does not show the folder graph exactly as
+printed (doc/architecture.md, so the document stays true).
+
+usage: tools/depgraph.py [--check] [--files] [--dot] [--allow FILE] [--doc FILE] [LIB_DIR]"""
 import os
 import re
+import signal
 import sys
 
-# Lower numbers are lower layers. lib/cuda is the plugin: it is loaded at run time,
-# never linked into the core, and sees only the math and ABI headers it includes.
-LAYERS = {"core": 0, "io": 1, "nn": 1, "env": 1, "rl": 2, "cuda": 3}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Lower numbers are lower layers; dependencies point down only, so no two folders of one
+# layer depend on each other. core: allocation, errors, config, the runtime and its
+# device (the plugin's loader); io: files; nn: networks and the math shared with the
+# device; env: environments (their state goes through io); rl: the policy, the learners
+# and the trainer. lib/cuda is the plugin: loaded at run time, never linked into the
+# library, so it sits on top and sees only the core's ABI header and the nn headers it
+# includes.
+LAYERS = {"core": 0, "io": 1, "nn": 1, "env": 2, "rl": 3, "cuda": 4}
+
+# Files that belong to another file's module, with why.
+SAME_MODULE = {
+    # The kernels' private header: the tables (kernels_scalar.c, kernels_avx2.c, ...)
+    # that the dispatcher of kernels.h chooses from. It exists so that the rest of the
+    # library sees the dispatcher only; it is the kernels module's inside, not a module
+    # under or over it.
+    "nn/kernels_impl": "nn/kernels",
+}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # A definition at column 0: return type, name, parameters, then "{" before any ";".
@@ -29,16 +54,18 @@ def sources(lib):
         for name in sorted(names):
             if name.endswith((".c", ".h", ".cu")):
                 path = os.path.join(folder, name)
-                yield os.path.relpath(path, lib), COMMENT.sub("", open(path).read())
+                with open(path) as f:
+                    yield os.path.relpath(path, lib), COMMENT.sub("", f.read())
 
 
-def folder_of(path):
-    return path.split(os.sep)[0] if os.sep in path else "."
+def folder_of(module_name):
+    return module_name.split("/")[0] if "/" in module_name else "."
 
 
 def module(path):
-    """A header and its implementation are one module: "rl/policy" for policy.[ch]."""
-    return os.path.splitext(path)[0]
+    """"rl/policy" for rl/policy.[ch]; SAME_MODULE's owner for its private files."""
+    name = os.path.splitext(path)[0].replace(os.sep, "/")
+    return SAME_MODULE.get(name, name)
 
 
 def file_graph(lib):
@@ -68,11 +95,10 @@ def file_graph(lib):
 def folder_graph(edges):
     folders = {}
     for src, deps in edges.items():
-        for dst, why in deps.items():
+        for dst in deps:
             a, b = folder_of(src), folder_of(dst)
             if a != b:
-                folders.setdefault(a, {}).setdefault(b, set()).update(
-                    {f"{src} -> {dst}"})
+                folders.setdefault(a, {}).setdefault(b, set()).add(f"{src} -> {dst}")
     return folders
 
 
@@ -108,19 +134,69 @@ def cycles(graph):
     return out
 
 
-def upward(folders):
+def not_down(folders):
+    """Arrows from a folder to one of the same or a higher layer (or of no layer)."""
     bad = []
     for a, deps in sorted(folders.items()):
         for b, why in sorted(deps.items()):
-            if LAYERS.get(a, 99) < LAYERS.get(b, 99):
+            if LAYERS.get(a, -1) <= LAYERS.get(b, 99):
                 bad.append((a, b, sorted(why)))
     return bad
 
 
+def read_allow(path):
+    """[(set of modules, reason, line number)] from lines "cycle A B ...: reason"."""
+    allowed = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            m = re.fullmatch(r"cycle\s+([^:]+):\s*(\S.*)", line)
+            if not m or len(m.group(1).split()) < 2:
+                raise SystemExit(f"{path}:{n}: expected 'cycle MODULE MODULE...: reason'")
+            allowed.append((set(m.group(1).split()), m.group(2), n))
+    return allowed
+
+
+def cycle_problems(found, allowed, allow_path):
+    """Failures for cycles outside the allow-list and for entries that match none; notes
+    for allowed cycles that shrank (the entry may be narrowed)."""
+    problems, notes, used = [], [], set()
+    for c in found:
+        entry = next((e for e in allowed if set(c) <= e[0]), None)
+        if entry is None:
+            problems.append(f"cycle between modules: {' <-> '.join(c)}")
+            continue
+        used.add(entry[2])
+        if set(c) != entry[0]:
+            notes.append(f"allowed cycle ({allow_path}:{entry[2]}) is now {' <-> '.join(c)}")
+    for mods, _, n in allowed:
+        if n not in used:
+            problems.append(f"{allow_path}:{n}: no cycle among {' '.join(sorted(mods))} any "
+                            "more: remove the entry")
+    return problems, notes
+
+
+def folder_lines(folders):
+    lines = ["folders (layer: folder -> folders it depends on):"]
+    names = set(folders) | {b for deps in folders.values() for b in deps}
+    for a in sorted(names, key=lambda f: (LAYERS.get(f, 99), f)):
+        deps = ", ".join(sorted(folders.get(a, {}))) or "(nothing)"
+        lines.append(f"  {LAYERS.get(a, '?')}: {a} -> {deps}")
+    return lines
+
+
+def doc_problems(doc, folders):
+    """The document must show the folder graph as the script prints it."""
+    with open(doc) as f:
+        if "\n".join(folder_lines(folders)) in f.read():
+            return []
+    return [f"{doc} does not show the folder graph as it is now: paste the lines above"]
+
+
 def print_graph(edges, folders, show_files):
-    print("folders (layer: folder -> folders it depends on):")
-    for a in sorted(folders, key=lambda f: (LAYERS.get(f, 99), f)):
-        print(f"  {LAYERS.get(a, '?')}: {a} -> {', '.join(sorted(folders[a]))}")
+    print("\n".join(folder_lines(folders)))
     if show_files:
         print("files:")
         for src in sorted(edges):
@@ -137,24 +213,42 @@ def print_dot(folders):
 
 
 def main(argv):
-    flags = {a for a in argv if a.startswith("--")}
-    rest = [a for a in argv if not a.startswith("--")]
-    lib = rest[0] if rest else os.path.join(os.path.dirname(__file__), "..", "lib")
+    flags, rest, allow_path, doc = set(), [], os.path.join(HERE, "depgraph_allow.txt"), None
+    args = iter(argv)
+    for a in args:
+        if a == "--allow":
+            allow_path = next(args)
+        elif a == "--doc":
+            doc = next(args)
+        elif a.startswith("--"):
+            flags.add(a)
+        else:
+            rest.append(a)
+    lib = rest[0] if rest else os.path.join(HERE, "..", "lib")
     edges = file_graph(lib)
     folders = folder_graph(edges)
     if "--dot" in flags:
         print_dot(folders)
         return 0
     print_graph(edges, folders, "--files" in flags)
-    problems = [f"cycle between modules: {' <-> '.join(c)}" for c in cycles(edges)]
+    allowed = read_allow(allow_path) if os.path.exists(allow_path) else []
+    problems, notes = cycle_problems(cycles(edges), allowed, os.path.basename(allow_path))
     problems += [f"cycle between folders: {' <-> '.join(c)}" for c in cycles(folders)]
-    for a, b, why in upward(folders):
-        problems.append(f"{a} (layer {LAYERS.get(a)}) depends on the higher {b} "
-                        f"(layer {LAYERS.get(b)}): {'; '.join(why[:4])}")
+    problems += doc_problems(doc, folders) if doc else []
+    for a, b, why in not_down(folders):
+        problems.append(f"{a} (layer {LAYERS.get(a, '?')}) depends on {b} (layer "
+                        f"{LAYERS.get(b, '?')}), not a lower layer: {'; '.join(why[:4])}")
+    for c in allowed:
+        print(f"allowed: cycle {' <-> '.join(sorted(c[0]))}: {c[1]}")
+    for n in notes:
+        print("note: " + n)
     for p in problems:
         print(("FAIL: " if "--check" in flags else "note: ") + p)
+    if "--check" in flags and not problems:
+        print("ok: no cycle outside the allow-list, every arrow points down")
     return 1 if problems and "--check" in flags else 0
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into head
     sys.exit(main(sys.argv[1:]))

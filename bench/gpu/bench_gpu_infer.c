@@ -1,5 +1,5 @@
 /* bench_gpu_infer: MLP inference latency and throughput through the CUDA plugin
- * (libfastrl-cuda.so.0, lib/cuda/plugin_api.h), one model_forward per call, for a range of
+ * (libfastrl-cuda.so.0, lib/core/plugin_api.h), one model_forward per call, for a range of
  * batch sizes.
  *
  * Each call does what acting on a device does in the trainer: host observations in,
@@ -33,9 +33,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda/plugin_api.h"
+#include "core/plugin_api.h"
 #include "nn/kernels.h"
 #include "nn/mlp.h"
+#include "nn/net.h"
 
 enum { MAX_BATCHES = 32, ERR_SIZE = 512, CHECK_ROWS = 256 };
 
@@ -52,7 +53,7 @@ typedef struct bench {
     void *dl;
     const frl_cuda_plugin *p;
     void *ctx, *model;
-    frl_cuda_net_desc desc;
+    frl_net_desc desc;
     float *params, *obs, *out;
     int obs_pinned, out_pinned; /* from alloc_pinned (else malloc) */
     char err[ERR_SIZE];
@@ -245,7 +246,7 @@ static int probe_device(bench *b, const opts *o)
 /* The policy's layout for a discrete action space with separate networks (as
  * lib/rl/policy.c lays them out): actor obs -> hidden -> actions, then critic
  * obs -> hidden -> 1, parameters contiguous, actor first. */
-static void describe_net(const opts *o, int32_t max_rows, frl_cuda_net_desc *d)
+static void describe_net(const opts *o, int32_t max_rows, frl_net_desc *d)
 {
     memset(d, 0, sizeof *d);
     d->obs_w = o->obs;
@@ -551,7 +552,7 @@ static int handoff_step(bench *b, handoff *h, int kind, int32_t slot)
  * logits for them; 1 with b->err (or a printed FAIL). */
 static int handoff_setup(bench *b, handoff *h, const opts *o)
 {
-    frl_cuda_net_desc d = b->desc;
+    frl_net_desc d = b->desc;
     d.max_rows = 1;
     uint64_t s = 0xD1B54A32D192ED03ULL;
     h->params = malloc(sizeof(float) * d.num_params);

@@ -1,66 +1,42 @@
-/* CPU feature detection and the build description for `fastrl info`. */
-#include <pthread.h>
-#include <stdio.h>
-
+/* CPU feature detection: see cpu.h. The build description for `fastrl info`, which
+ * names the network kernels chosen from it, is lib/nn/build_info.c. */
+#include "core/cpu.h"
 #include "fastrl.h"
-#include "nn/kernels.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define FRL_CPU_X86 1
+#else
+#define FRL_CPU_X86 0
+#endif
+
+frl_cpu_level frl_cpu_level_get(void)
+{
+#if FRL_CPU_X86
+    __builtin_cpu_init();
+    frl_cpu_level level = FRL_CPU_BASE;
+    if (__builtin_cpu_supports("avx"))
+        level = FRL_CPU_AVX;
+    if (level == FRL_CPU_AVX && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        level = FRL_CPU_AVX2_FMA;
+    if (level == FRL_CPU_AVX2_FMA && __builtin_cpu_supports("avx512f"))
+        level = FRL_CPU_AVX512F;
+    return level;
+#else
+    return FRL_CPU_BASE;
+#endif
+}
 
 FRL_API const char *frl_cpu_features(void)
 {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if FRL_CPU_X86
     /* The answer is one of a few static strings, so no buffer is shared between threads. */
-    __builtin_cpu_init();
     static const char *const table[] = {
         "sse2", "sse2 avx", "sse2 avx avx2 fma", "sse2 avx avx2 fma avx512f",
     };
-    int level = 0;
-    if (__builtin_cpu_supports("avx"))
-        level = 1;
-    if (level == 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        level = 2;
-    if (level == 2 && __builtin_cpu_supports("avx512f"))
-        level = 3;
-    return table[level];
+    return table[frl_cpu_level_get()];
 #elif defined(__aarch64__)
     return "neon";
 #else
     return "generic";
 #endif
-}
-
-#ifndef FRL_CUDA_BUILT
-#define FRL_CUDA_BUILT 0
-#endif
-
-#if defined(__clang__)
-#define FRL_COMPILER "clang " __clang_version__
-#elif defined(__GNUC__)
-#define FRL_COMPILER "gcc " __VERSION__
-#else
-#define FRL_COMPILER "unknown"
-#endif
-
-#define FRL_STR2(x) #x
-#define FRL_STR(x) FRL_STR2(x)
-
-static char build_info[512];
-static pthread_once_t build_info_once = PTHREAD_ONCE_INIT;
-
-/* Formatted once: the network kernels are only known at run time. */
-static void format_build_info(void)
-{
-    snprintf(build_info, sizeof build_info,
-             "version: %s\n"
-             "abi: " FRL_STR(FRL_ABI_VERSION_MAJOR) "." FRL_STR(FRL_ABI_VERSION_MINOR) "\n"
-             "compiler: " FRL_COMPILER "\n"
-             "cuda plugin built: " FRL_STR(FRL_CUDA_BUILT) "\n"
-             "network kernels: %s (chosen for this CPU; FRL_KERNELS overrides)\n"
-             "env kernels: portable C, one specialised loop per environment\n",
-             frl_version_string(), frl_kernels_get()->name);
-}
-
-FRL_API const char *frl_build_info(void)
-{
-    pthread_once(&build_info_once, format_build_info);
-    return build_info;
 }

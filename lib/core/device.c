@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "core/device.h"
-#include "cuda/plugin_api.h"
+#include "core/plugin_api.h"
 
 /* An object of this library, for dladdr (ISO C has no function-to-object casts). */
 static const char in_this_library = 0;
@@ -150,7 +150,7 @@ frl_status frl_device_open(frl_device *d, int64_t choice, int tf32, char *err)
 void frl_device_close(frl_device *d)
 {
     if (d->ctx)
-        ((const frl_cuda_plugin *)d->plugin)->close(d->ctx);
+        d->plugin->close(d->ctx);
     d->ctx = NULL;
     if (d->plugin_handle)
         dlclose(d->plugin_handle);

@@ -9,12 +9,14 @@
 #include "core/error.h"
 #include "fastrl.h"
 
+struct frl_cuda_plugin; /* plugin_api.h, for those that call it */
+
 typedef enum frl_device_kind { FRL_DEVICE_CPU = 0, FRL_DEVICE_CUDA = 1 } frl_device_kind;
 
 typedef struct frl_device {
     frl_device_kind kind;
     void *plugin_handle;           /* dlopen handle of libfastrl-cuda, or NULL */
-    const void *plugin;            /* its frl_cuda_plugin table */
+    const struct frl_cuda_plugin *plugin; /* its table (plugin_api.h) */
     void *ctx;                     /* the plugin's context on device 0 (stream, cuBLAS) */
     char name[160];                /* "cpu" or "cuda:0 NVIDIA H100 ... (cc 9.0, 80 GiB)" */
     char note[FRL_ERRMSG_SIZE];    /* auto: why it stayed on the CPU ("" otherwise) */

@@ -17,7 +17,7 @@ typedef struct buffer {
 
 static int32_t buffers(frl_dev_learner *l, buffer *b)
 {
-    const frl_cuda_net_desc *n = &l->net->desc;
+    const frl_net_desc *n = &l->net->desc;
     size_t N = (size_t)l->N, M = (size_t)l->s.M, B = (size_t)l->s.B, f = sizeof(float);
     size_t ow = (size_t)n->obs_w, w = (size_t)n->out_w, np = (size_t)n->num_params;
     size_t mb = (size_t)l->minibatches;
@@ -73,7 +73,7 @@ void frl_dev_learner_destroy(frl_dev_learner *l)
     free(l);
 }
 
-static int check_desc(const frl_dev_learner *l, const frl_cuda_learn_desc *s, char *err,
+static int check_desc(const frl_dev_learner *l, const frl_dm_learn_desc *s, char *err,
                       size_t err_size)
 {
     if (s->T < 1 || s->B < 1 || s->M < 1 || (int64_t)s->T * s->B > INT32_MAX ||
@@ -86,7 +86,7 @@ static int check_desc(const frl_dev_learner *l, const frl_cuda_learn_desc *s, ch
 }
 
 int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
-                           const frl_cuda_learn_desc *s, char *err, size_t err_size)
+                           const frl_dm_learn_desc *s, char *err, size_t err_size)
 {
     frl_dev_learner *l = calloc(1, sizeof *l);
     if (!l) {
@@ -156,7 +156,7 @@ static void values_of(frl_dev_learner *l, const float *obs, int32_t rows, float 
                       float *ratio)
 {
     const frl_dev_net *net = l->net;
-    const frl_cuda_net_desc *n = &net->desc;
+    const frl_net_desc *n = &net->desc;
     for (int32_t first = 0; first < rows; first += l->s.M) {
         int32_t k = rows - first < l->s.M ? rows - first : l->s.M;
         frl_dev_pass f;
@@ -213,7 +213,7 @@ static frl_dev_adam adam_coef(const frl_dev_learner *l, double lr, int64_t t)
 static void minibatch(frl_dev_learner *l, int32_t m, double lr, int64_t t)
 {
     const frl_dev_net *net = l->net;
-    const frl_cuda_net_desc *n = &net->desc;
+    const frl_net_desc *n = &net->desc;
     const frl_dev_ops *o = net->ops;
     frl_dev *d = net->d;
     int32_t M = l->s.M;

@@ -7,11 +7,12 @@
 #ifndef FRL_CUDA_DEV_LEARNER_H
 #define FRL_CUDA_DEV_LEARNER_H
 
+#include "core/plugin_api.h"
 #include "cuda/dev_net.h"
 
 typedef struct frl_dev_learner {
     frl_dev_net *net;
-    frl_cuda_learn_desc s;
+    frl_dm_learn_desc s;
     int32_t N, minibatches;
     size_t act_bytes;            /* bytes of one row's action */
     /* the rollout */
@@ -34,7 +35,7 @@ typedef struct frl_dev_learner {
 } frl_dev_learner;
 
 int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
-                           const frl_cuda_learn_desc *s, char *err, size_t err_size);
+                           const frl_dm_learn_desc *s, char *err, size_t err_size);
 void frl_dev_learner_destroy(frl_dev_learner *l);
 int frl_dev_learner_begin(frl_dev_learner *l, const frl_cuda_rollout *r, char *err,
                           size_t err_size);

@@ -1,56 +1,32 @@
 /* Forward and backward passes of a policy's networks through the device ops. */
 #include "cuda/dev_net.h"
 
-static size_t up(size_t n)
+size_t frl_dev_pass_floats(const frl_net_desc *n, int32_t rows, int training)
 {
-    return (n + 15) & ~(size_t)15; /* 64-byte blocks, as the CPU's workspaces */
+    frl_net_shape s = frl_net_desc_shape(n);
+    frl_pass_plan w;
+    frl_net_pass_plan(&s, rows, training, &w);
+    return w.floats;
 }
 
-static int32_t widest(const frl_cuda_net_desc *n)
-{
-    int32_t w = n->actor.max_width > n->critic.max_width ? n->actor.max_width
-                                                          : n->critic.max_width;
-    return n->shared && n->trunk.max_width > w ? n->trunk.max_width : w;
-}
-
-size_t frl_dev_pass_floats(const frl_cuda_net_desc *n, int32_t rows, int training)
-{
-    size_t r = (size_t)rows, f = up(r * (size_t)n->obs_w);
-    f += n->shared ? up(r * (size_t)n->trunk.act_width) : 0;
-    f += up(r * (size_t)n->actor.act_width) + up(r * (size_t)n->critic.act_width);
-    if (training) {
-        f += 2 * up(r * (size_t)widest(n));
-        f += up(r * (size_t)n->out_w) + up(r);
-        f += n->shared ? up(r * (size_t)frl_mlp_out(&n->trunk)) : 0;
-    }
-    return f;
-}
-
-static float *take(float **cursor, size_t n)
-{
-    float *p = *cursor;
-    *cursor += up(n);
-    return p;
-}
-
-void frl_dev_pass_layout(const frl_cuda_net_desc *n, int32_t rows, int training, float *ws,
+void frl_dev_pass_layout(const frl_net_desc *n, int32_t rows, int training, float *ws,
                          frl_dev_pass *f)
 {
-    size_t r = (size_t)rows;
+    frl_net_shape s = frl_net_desc_shape(n);
+    frl_pass_plan w;
+    frl_net_pass_plan(&s, rows, training, &w);
     *f = (frl_dev_pass){0};
-    f->xn = take(&ws, r * (size_t)n->obs_w);
-    if (n->shared)
-        f->trunk_acts = take(&ws, r * (size_t)n->trunk.act_width);
-    f->actor_acts = take(&ws, r * (size_t)n->actor.act_width);
-    f->critic_acts = take(&ws, r * (size_t)n->critic.act_width);
+    f->xn = ws + w.xn;
+    f->trunk_acts = n->shared ? ws + w.trunk_acts : NULL;
+    f->actor_acts = ws + w.actor_acts;
+    f->critic_acts = ws + w.critic_acts;
     if (!training)
         return;
-    f->dy = take(&ws, r * (size_t)widest(n));
-    f->scratch = take(&ws, r * (size_t)widest(n));
-    f->d_out = take(&ws, r * (size_t)n->out_w);
-    f->d_value = take(&ws, r);
-    if (n->shared)
-        f->dh = take(&ws, r * (size_t)frl_mlp_out(&n->trunk));
+    f->dy = ws + w.dy;
+    f->scratch = ws + w.scratch;
+    f->d_out = ws + w.d_out;
+    f->d_value = ws + w.d_value;
+    f->dh = n->shared ? ws + w.dh : NULL;
 }
 
 static int32_t layer_act(const frl_mlp *m, int32_t l)
@@ -85,7 +61,7 @@ static float *mlp_forward(const frl_dev_net *net, const frl_mlp *m, int32_t rows
 void frl_dev_net_forward(const frl_dev_net *net, int32_t rows, const float *obs,
                          frl_dev_pass *f, unsigned heads)
 {
-    const frl_cuda_net_desc *n = &net->desc;
+    const frl_net_desc *n = &net->desc;
     f->in = obs;
     if (n->obs_norm) {
         net->ops->normalize(net->d, rows, n->obs_w, obs, net->norm_mean, net->norm_inv_std,
@@ -126,7 +102,7 @@ static void mlp_backward(const frl_dev_net *net, const frl_mlp *m, float *grads,
 
 void frl_dev_net_backward(const frl_dev_net *net, float *grads, int32_t rows, frl_dev_pass *f)
 {
-    const frl_cuda_net_desc *n = &net->desc;
+    const frl_net_desc *n = &net->desc;
     const frl_dev_ops *o = net->ops;
     size_t fb = sizeof(float);
     if (!n->shared) {

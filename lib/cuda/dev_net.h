@@ -1,17 +1,18 @@
 /* A policy's networks on a device: the forward pass for acting and learning and the
  * backward pass for the learner, over the device-ops table (lib/cuda/dev_ops.h). The
- * same layout and the same order of operations as the CPU's (lib/rl/policy.c,
- * lib/nn/mlp.c), so the host build of the ops reproduces the CPU policy. */
+ * same workspace (lib/nn/net.h, the one layout for both) and the same order of operations
+ * as the CPU's (lib/rl/policy.c, lib/nn/mlp.c), so the host build of the ops reproduces
+ * the CPU policy. */
 #ifndef FRL_CUDA_DEV_NET_H
 #define FRL_CUDA_DEV_NET_H
 
 #include "cuda/dev_ops.h"
-#include "cuda/plugin_api.h"
+#include "nn/net.h"
 
 typedef struct frl_dev_net {
     const frl_dev_ops *ops;
     frl_dev *d;
-    frl_cuda_net_desc desc;
+    frl_net_desc desc;
     float *params;               /* device [num_params] */
     float *norm_mean, *norm_inv_std; /* device [obs_w] (obs_norm only) */
     float norm_clip;
@@ -29,9 +30,10 @@ typedef struct frl_dev_pass {
 
 enum { FRL_DEV_ACTOR = 1u, FRL_DEV_CRITIC = 2u };
 
-/* Floats of a pass's workspace for rows rows (training: with the backward buffers). */
-size_t frl_dev_pass_floats(const frl_cuda_net_desc *n, int32_t rows, int training);
-void frl_dev_pass_layout(const frl_cuda_net_desc *n, int32_t rows, int training, float *ws,
+/* Floats of a pass's workspace for rows rows (training: with the backward buffers), and
+ * the pass's buffers inside ws (device memory): frl_net_pass_plan's. */
+size_t frl_dev_pass_floats(const frl_net_desc *n, int32_t rows, int training);
+void frl_dev_pass_layout(const frl_net_desc *n, int32_t rows, int training, float *ws,
                          frl_dev_pass *f);
 
 /* Forward rows device observations through the heads named (a shared trunk always

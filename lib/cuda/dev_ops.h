@@ -1,10 +1,10 @@
 /* Device ops: memory, transfers and the arithmetic of the GPU policy and learner, on
  * one stream of one device. Two implementations behind one table:
  *   ops_cuda.cu  CUDA kernels and cuBLAS (the real plugin, libfastrl-cuda.so.0);
- *   ops_host.c   plain loops over host memory through the CPU kernel table (the test
- *                plugin, so the plugin's learner and the core's dispatch run and are
- *                checked on machines without a GPU).
- * The per-element arithmetic of both is lib/cuda/dev_math.h.
+ *   tests/cuda/ops_host.c  plain loops over host memory through the CPU kernel table
+ *                (a test double: the test build of the plugin, so the plugin's learner
+ *                and the core's dispatch run and are checked on machines without a GPU).
+ * The per-element arithmetic of both is lib/nn/dev_math.h.
  *
  * Conventions. Every pointer an op takes is device memory (host memory for ops_host),
  * except where a comment says host. Matrices are row-major and contiguous, as in
@@ -12,14 +12,14 @@
  * Ops are enqueued on the context's stream and run in order; they return nothing. The
  * first failure (a launch, cuBLAS, an allocation inside an op) is kept in the context
  * and reported by the next sync, which then clears it: a caller checks once per batch
- * of work, never per op. Internal, like plugin_api.h: both sides build from this tree. */
+ * of work, never per op. Internal, like lib/core/plugin_api.h: both sides build from this tree. */
 #ifndef FRL_CUDA_DEV_OPS_H
 #define FRL_CUDA_DEV_OPS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda/dev_math.h"
+#include "nn/dev_math.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -145,9 +145,9 @@ typedef struct frl_dev_ops {
     int (*check)(frl_dev *d, char *err, size_t err_size);
 } frl_dev_ops;
 
-/* The implementations (each in its own build of the plugin). */
+/* The CUDA implementation; the host one, a test double, is declared in
+ * tests/cuda/ops_host.h. */
 extern const frl_dev_ops frl_dev_ops_cuda;
-extern const frl_dev_ops frl_dev_ops_host;
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
-/* The plugin's side of the ABI (plugin_api.h) over one device-ops table, chosen at build
- * time: FRL_DEV_OPS=frl_dev_ops_cuda in libfastrl-cuda.so.0, frl_dev_ops_host in the
- * test build that runs everything on the host. */
+/* The plugin's side of the ABI (lib/core/plugin_api.h) over one device-ops table, chosen at build
+ * time: FRL_DEV_OPS=frl_dev_ops_cuda in libfastrl-cuda.so.0, frl_dev_ops_host
+ * (tests/cuda/ops_host.c) in the test build that runs everything on the host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +11,8 @@
 #error "FRL_DEV_OPS names the device-ops table (frl_dev_ops_cuda or frl_dev_ops_host)"
 #endif
 
+/* Declared here, not in dev_ops.h, so that the library's headers name no test double. */
+extern const frl_dev_ops FRL_DEV_OPS;
 static const frl_dev_ops *const ops = &FRL_DEV_OPS;
 
 /* A context: the device and its settings, and one stream of its own for pinned memory.
@@ -99,7 +101,7 @@ static void model_destroy(void *p)
 
 static int model_alloc(model *m, char *err, size_t err_size)
 {
-    const frl_cuda_net_desc *n = &m->net.desc;
+    const frl_net_desc *n = &m->net.desc;
     frl_dev *d = m->net.d;
     size_t f = sizeof(float), rows = (size_t)n->max_rows, ow = (size_t)n->obs_w;
     m->net.params = ops->alloc(d, f * n->num_params);
@@ -114,7 +116,7 @@ static int model_alloc(model *m, char *err, size_t err_size)
     return 1;
 }
 
-static int model_create(void *ctx, const frl_cuda_net_desc *desc, void **out, char *err,
+static int model_create(void *ctx, const frl_net_desc *desc, void **out, char *err,
                         size_t err_size)
 {
     if (desc->max_rows < 1 || desc->obs_w < 1 || desc->out_w < 1 || desc->num_params < 1) {
@@ -160,7 +162,7 @@ static int model_forward(void *p, int32_t rows, const float *obs, float *out, fl
                          char *err, size_t err_size)
 {
     model *m = p;
-    const frl_cuda_net_desc *n = &m->net.desc;
+    const frl_net_desc *n = &m->net.desc;
     if (rows < 1 || rows > n->max_rows) {
         snprintf(err, err_size, "model_forward: %d rows, the model takes 1 to %d", (int)rows,
                  (int)n->max_rows);
@@ -178,7 +180,7 @@ static int model_forward(void *p, int32_t rows, const float *obs, float *out, fl
     return ops->sync(d, err, err_size);
 }
 
-static size_t snapshot_floats(const frl_cuda_net_desc *n)
+static size_t snapshot_floats(const frl_net_desc *n)
 {
     return (size_t)n->num_params + 2 * (size_t)n->obs_w;
 }
@@ -242,7 +244,7 @@ static int model_take(void *dst, void *src, int32_t slot, char *err, size_t err_
 {
     model *t = dst;
     const model *m = src;
-    const frl_cuda_net_desc *a = &t->net.desc, *b = &m->net.desc;
+    const frl_net_desc *a = &t->net.desc, *b = &m->net.desc;
     if (slot < 0 || slot > 1 || !m->snap[slot].buf) {
         snprintf(err, err_size, "model_take: slot %d was never staged", (int)slot);
         return 1;
@@ -266,7 +268,7 @@ static int model_take(void *dst, void *src, int32_t slot, char *err, size_t err_
     return failed_to_queue(d, err, err_size);
 }
 
-static int learner_create(void *p, const frl_cuda_learn_desc *s, void **out, char *err,
+static int learner_create(void *p, const frl_dm_learn_desc *s, void **out, char *err,
                           size_t err_size)
 {
     return frl_dev_learner_create((frl_dev_learner **)out, &((model *)p)->net, s, err, err_size);

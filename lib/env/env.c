@@ -2,6 +2,7 @@
  * envs run (the reference tests of the built-ins go through it). */
 #include <string.h>
 
+#include "env/registry.h"
 #include "env/vec_env.h"
 
 struct frl_env {

@@ -65,11 +65,8 @@ typedef struct frl_env_class {
     void (*observe)(const void *sim, float *obs);
 } frl_env_class;
 
-/* The registry, lib/env/registry.c. */
-int32_t frl_env_class_count(void);
-const frl_env_class *frl_env_class_at(int32_t index);
-const frl_env_class *frl_env_class_find(const char *name);
-
+/* The built-ins, each defined in its own file and listed by the registry
+ * (env/registry.h). */
 extern const frl_env_class frl_env_cartpole;
 extern const frl_env_class frl_env_pendulum;
 extern const frl_env_class frl_env_acrobot;

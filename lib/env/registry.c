@@ -1,7 +1,7 @@
 /* The built-in environments, looked up by their Gymnasium ids. */
 #include <string.h>
 
-#include "env/env_class.h"
+#include "env/registry.h"
 
 static const frl_env_class *const frl_env_classes[] = {
     &frl_env_cartpole,

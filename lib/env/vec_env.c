@@ -6,6 +6,7 @@
 
 #include "core/config.h"
 #include "core/table.h"
+#include "env/registry.h"
 #include "env/vec_env.h"
 
 enum { FRL_MAX_ENVS = 1 << 24 };

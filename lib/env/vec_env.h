@@ -7,6 +7,7 @@
 #include "core/runtime.h"
 #include "core/space.h"
 #include "env/env_class.h"
+#include "env/values.h"
 
 typedef enum vec_kind {
     VEC_BUILTIN = 1,  /* a built-in, stepped by env_class step_range */
@@ -61,36 +62,8 @@ frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, in
 frl_status frl_vec_env_set_state_at(frl_vec_env *v, int32_t i, const double *state,
                                     int32_t size, char *err);
 
-/* Index of the first non-finite value of x[0..n), or -1. Bit tests, so the check
- * survives any floating-point optimisation flags. */
-int64_t frl_find_nonfinite(const float *x, int64_t n);
-
-/* A discrete(n) observation is one float holding its index, so n is at most 2^24:
- * every integer up to 2^24 is exact in a float32, none is lost or merged in transit. */
-enum { FRL_DISCRETE_OBS_MAX = 1 << 24 };
-
 /* FRL_OK when s may be an observation space: a box, or discrete(n) with
  * n <= FRL_DISCRETE_OBS_MAX (FRL_ERR_RANGE "<who>: ..." into err otherwise). */
 frl_status frl_check_observation_space(const frl_space *s, const char *who, char *err);
-
-/* The index x names in a discrete(n) observation space, or -1 when x is not an integer
- * in [0, n). The exponent test rejects NaN and infinities before any comparison, so no
- * floating-point flag lets one through, and the cast runs only inside [0, n), where it
- * is exact and defined. */
-static inline int32_t frl_discrete_obs_index(float x, int64_t n)
-{
-    uint32_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    if ((bits & 0x7f800000u) == 0x7f800000u || !(x >= 0.0f && x < (float)n))
-        return -1;
-    int32_t i = (int32_t)x;
-    return (float)i == x ? i : -1;
-}
-
-/* Index of the first value of x[0..count) that is not an index of discrete(n), or -1. */
-int64_t frl_find_bad_index(const float *x, int64_t count, int64_t n);
-
-/* The value as text for an error message ("NaN", "inf", "-inf" or %.9g). */
-void frl_describe_value(float v, char *buf, size_t size);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "nn/kernels_impl.h"
 
 static const frl_kernels *const all_tables[] = {
@@ -21,13 +22,11 @@ int frl_kernels_supported(const frl_kernels *k)
     if (k == &frl_kernels_scalar)
         return 1;
 #if FRL_KERNELS_X86
-    /* __builtin_cpu_supports also checks that the OS saves the wider registers. */
-    __builtin_cpu_init();
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    frl_cpu_level level = frl_cpu_level_get();
     if (k == &frl_kernels_avx2)
-        return avx2;
+        return level >= FRL_CPU_AVX2_FMA;
     if (k == &frl_kernels_avx512)
-        return avx2 && __builtin_cpu_supports("avx512f"); /* it uses AVX2 for tails */
+        return level >= FRL_CPU_AVX512F; /* it uses AVX2 for tails, which the level includes */
 #endif
     return 0;
 }

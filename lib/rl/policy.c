@@ -6,15 +6,9 @@
 #include "core/rng.h"
 #include "env/vec_env.h"
 #include "nn/init.h"
+#include "nn/net.h"
 #include "rl/heads.h"
 #include "rl/policy.h"
-
-enum { FLOAT_ALIGN = 16 }; /* 64 bytes */
-
-static size_t up(size_t n)
-{
-    return frl_align_up(n, FLOAT_ALIGN);
-}
 
 /* ---- layout ---- */
 
@@ -48,59 +42,40 @@ static size_t layout_networks(frl_policy *p)
     return p->log_std_off + (p->discrete ? 0 : (size_t)p->out_w);
 }
 
-static int32_t max_i32(int32_t a, int32_t b)
+/* The networks' shape for their workspace (nn/net.h): they read in_w values a row. */
+static frl_net_shape shape_of(const frl_policy *p)
 {
-    return a > b ? a : b;
-}
-
-/* The widest layer of any network, input included: the backward buffers' width. */
-static int32_t widest_layer(const frl_policy *p)
-{
-    return max_i32(max_i32(p->actor.max_width, p->critic.max_width), p->trunk.max_width);
+    frl_net_shape s = {p->in_w, p->out_w, p->shared ? &p->trunk : NULL, &p->actor, &p->critic};
+    return s;
 }
 
 size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training)
 {
-    size_t r = (size_t)rows, n = 0;
-    n += up(r * (size_t)p->in_w);
-    n += p->shared ? up(r * (size_t)p->trunk.act_width) : 0;
-    n += up(r * (size_t)p->actor.act_width) + up(r * (size_t)p->critic.act_width);
-    if (training) {
-        int32_t mw = widest_layer(p);
-        n += 2 * up(r * (size_t)mw);                    /* dy, scratch */
-        n += up(r * (size_t)p->out_w) + up(r);          /* d_out, d_value */
-        n += p->shared ? up(r * (size_t)frl_mlp_out(&p->trunk)) : 0; /* dh */
-    }
-    return n;
-}
-
-static float *take(float **cursor, size_t n)
-{
-    float *p = *cursor;
-    *cursor += up(n);
-    return p;
+    frl_net_shape s = shape_of(p);
+    frl_pass_plan w;
+    frl_net_pass_plan(&s, rows, training, &w);
+    return w.floats;
 }
 
 void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, float *ws,
                             frl_pass *f)
 {
-    size_t r = (size_t)rows;
+    frl_net_shape s = shape_of(p);
+    frl_pass_plan w;
+    frl_net_pass_plan(&s, rows, training, &w);
     memset(f, 0, sizeof *f);
     f->norm = &p->norm;
-    f->xn = take(&ws, r * (size_t)p->in_w);
-    if (p->shared)
-        f->trunk_acts = take(&ws, r * (size_t)p->trunk.act_width);
-    f->actor_acts = take(&ws, r * (size_t)p->actor.act_width);
-    f->critic_acts = take(&ws, r * (size_t)p->critic.act_width);
+    f->xn = ws + w.xn;
+    f->trunk_acts = p->shared ? ws + w.trunk_acts : NULL;
+    f->actor_acts = ws + w.actor_acts;
+    f->critic_acts = ws + w.critic_acts;
     if (!training)
         return;
-    int32_t mw = widest_layer(p);
-    f->dy = take(&ws, r * (size_t)mw);
-    f->scratch = take(&ws, r * (size_t)mw);
-    f->d_out = take(&ws, r * (size_t)p->out_w);
-    f->d_value = take(&ws, r);
-    if (p->shared)
-        f->dh = take(&ws, r * (size_t)frl_mlp_out(&p->trunk));
+    f->dy = ws + w.dy;
+    f->scratch = ws + w.scratch;
+    f->d_out = ws + w.d_out;
+    f->d_value = ws + w.d_value;
+    f->dh = p->shared ? ws + w.dh : NULL;
 }
 
 /* ---- forward and backward ---- */
@@ -348,8 +323,9 @@ static frl_status act_device(frl_policy *p, const frl_act_args *a)
 {
     frl_status st = FRL_OK;
     size_t ab = action_row_bytes(p);
-    for (int64_t first = 0; st == FRL_OK && first < a->batch; first += p->dev_rows) {
-        int64_t n = a->batch - first < p->dev_rows ? a->batch - first : p->dev_rows;
+    int32_t rows = p->dev->rows; /* the outputs' room */
+    for (int64_t first = 0; st == FRL_OK && first < a->batch; first += rows) {
+        int64_t n = a->batch - first < rows ? a->batch - first : rows;
         st = frl_policy_device_forward(p, n, a->observations + first * p->obs_w, p->dev_out,
                                        a->values ? p->dev_value : NULL, p->err);
         for (int64_t r = 0; st == FRL_OK && r < n; r++) {
@@ -388,6 +364,96 @@ FRL_API frl_status frl_policy_act(frl_policy *p, const frl_act_args *a)
     act_all(p, a, p->ws, rows_that_fit(p, p->ws_size));
     pthread_mutex_unlock(&p->ws_lock);
     return FRL_OK;
+}
+
+/* ---- the copy on the device (runtime.device=cuda) ---- */
+
+/* Rows of one device forward: large enough that a batch of envs goes in one call, small
+ * enough that the model's workspace stays a few MiB for typical networks. */
+enum { DEVICE_ROWS = 16384 };
+
+static void describe_net(const frl_policy *p, int32_t rows, frl_net_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->obs_w = p->obs_w;
+    d->out_w = p->out_w;
+    d->discrete = p->discrete;
+    d->shared = p->shared;
+    d->obs_norm = p->obs_norm;
+    d->trunk = p->trunk;
+    d->actor = p->actor;
+    d->critic = p->critic;
+    d->log_std_off = p->log_std_off;
+    d->num_params = p->num_params;
+    d->max_rows = rows;
+}
+
+frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, frl_dev_model **m,
+                                   const char *who)
+{
+    frl_net_desc d;
+    describe_net(p, rows, &d);
+    return frl_dev_model_create(m, &p->rt->device, &p->rt->alloc, &d, who);
+}
+
+/* The policy's own model and the page-locked outputs of its forwards; nothing on the
+ * CPU. */
+static frl_status open_device(frl_policy *p, const char *who)
+{
+    if (p->rt->device.kind != FRL_DEVICE_CUDA)
+        return FRL_OK;
+    /* The device networks read float rows of in_w values straight from the ring and the
+     * sampler's buffers; a discrete space's rows are indices that the CPU expands into
+     * one-hot rows (one_hot above), which the device path does not do yet. */
+    if (p->obs_n)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: discrete(%d) observation spaces run on the CPU for now, and this "
+                        "runtime computes on %s: use a runtime with runtime.device=cpu",
+                        who, (int)p->obs_n, p->rt->device.name);
+    frl_status st = frl_policy_device_model(p, DEVICE_ROWS, &p->dev, who);
+    if (st != FRL_OK)
+        return st;
+    size_t floats = (size_t)DEVICE_ROWS * (size_t)(p->out_w + 1);
+    char why[FRL_ERRMSG_SIZE / 2] = "";
+    p->dev_out = frl_device_host_alloc(&p->rt->device, &p->rt->alloc, sizeof(float) * floats,
+                                       why, sizeof why);
+    if (!p->dev_out)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: the outputs of device inference: %s", who, why);
+    p->dev_value = p->dev_out + (size_t)DEVICE_ROWS * (size_t)p->out_w;
+    p->dev_version = ~(uint64_t)0; /* nothing uploaded yet */
+    p->dev_norm_stale = 1;
+    return FRL_OK;
+}
+
+static void close_device(frl_policy *p)
+{
+    if (p->dev_out)
+        frl_device_host_free(&p->rt->device, &p->rt->alloc, p->dev_out);
+    frl_dev_model_destroy(p->dev);
+    p->dev = NULL;
+    p->dev_out = p->dev_value = NULL;
+}
+
+frl_status frl_policy_device_refresh(frl_policy *p, char *err)
+{
+    int params = p->dev_version != p->version, norm = p->obs_norm && p->dev_norm_stale;
+    if (!p->dev || (!params && !norm))
+        return FRL_OK;
+    frl_status st = frl_dev_model_load(p->dev, params ? p->params : NULL,
+                                       norm ? p->norm.use_mean : NULL,
+                                       norm ? p->norm.use_inv_std : NULL, p->norm.clip, err);
+    if (st != FRL_OK)
+        return st;
+    p->dev_version = p->version;
+    p->dev_norm_stale = 0;
+    return FRL_OK;
+}
+
+frl_status frl_policy_device_forward(frl_policy *p, int64_t rows, const float *obs, float *out,
+                                     float *value, char *err)
+{
+    frl_status st = frl_policy_device_refresh(p, err);
+    return st != FRL_OK ? st : frl_dev_model_forward(p->dev, rows, obs, out, value, err);
 }
 
 /* ---- creation ---- */
@@ -442,7 +508,8 @@ static frl_status alloc_arrays(frl_policy *p, const char *who)
  * the policy's output and 1 for the value's, so the first policy is near uniform. */
 static frl_status init_params(frl_policy *p, const char *who)
 {
-    int32_t mw = widest_layer(p);
+    frl_net_shape s = shape_of(p);
+    int32_t mw = frl_net_widest(&s);
     double *work = frl_alloc(&p->rt->alloc, sizeof(double) * (size_t)mw * (size_t)mw, 64);
     if (!work)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for initialisation", who);
@@ -541,7 +608,7 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
     p->expect_params = expect_params;
     pthread_mutex_init(&p->ws_lock, NULL);
     if ((st = setup(p, cfg, obs, act, who)) != FRL_OK ||
-        (st = frl_policy_device_open(p, who)) != FRL_OK) {
+        (st = open_device(p, who)) != FRL_OK) {
         frl_policy_destroy(p);
         return st;
     }
@@ -562,7 +629,7 @@ FRL_API void frl_policy_destroy(frl_policy *p)
     if (!p)
         return;
     const frl_allocator *al = &p->rt->alloc;
-    frl_policy_device_close(p);
+    close_device(p);
     frl_free(al, p->params);
     frl_free(al, p->norm.mean);
     frl_free(al, p->norm.use_mean);

@@ -10,6 +10,7 @@
 #include "core/space.h"
 #include "nn/mlp.h"
 #include "rl/obsnorm.h"
+#include "rl/policy_device.h"
 
 struct frl_policy {
     frl_runtime *rt;
@@ -34,11 +35,10 @@ struct frl_policy {
     uint64_t version;
     int64_t expect_params;    /* loading: the file's parameter count, checked before
                                  anything is allocated for it (-1: not loading) */
-    /* runtime.device=cuda: the networks' copy on the device (policy_device.c). The host
+    /* runtime.device=cuda: the networks' copy on the device (policy_device.h). The host
      * parameters stay the master copy; the device's is refreshed when p->version moves
      * past dev_version or the frozen normaliser changes (dev_norm_stale). */
-    void *dev;                /* the plugin's model, or NULL on the CPU */
-    int32_t dev_rows;         /* rows per device forward */
+    frl_dev_model *dev;       /* NULL on the CPU */
     uint64_t dev_version;
     int32_t dev_norm_stale;
     float *dev_out, *dev_value; /* pinned host buffers of one forward's outputs */
@@ -108,48 +108,20 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
                                      const frl_space *obs, const frl_space *act, uint64_t seed,
                                      int64_t expect_params, const char *who);
 
-/* policy_device.c: the networks on the runtime's CUDA device (nothing on the CPU). */
-frl_status frl_policy_device_open(frl_policy *p, const char *who);
-void frl_policy_device_close(frl_policy *p);
-/* Upload what changed on the host since the last call (parameters, normaliser). */
+/* The networks' copy on the runtime's CUDA device (p->dev; policy.c over
+ * policy_device.h). refresh uploads what changed on the host since the last call
+ * (parameters, normaliser); forward runs rows host observations there into out
+ * [rows x out_w] and, when value is not NULL, value [rows]. One caller at a time. */
 frl_status frl_policy_device_refresh(frl_policy *p, char *err);
-/* Forward rows host observations on the device into out [rows x out_w] and, when value
- * is not NULL, value [rows], in chunks of p->dev_rows. One caller at a time. */
 frl_status frl_policy_device_forward(frl_policy *p, int64_t rows, const float *obs, float *out,
                                      float *value, char *err);
 /* Another model of p's networks on the device, taking up to rows rows a forward: its
  * own stream, so it can infer while p's model learns (the async sampler's inference
- * role). Destroy it with the plugin's model_destroy. */
-frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, void **model,
+ * role). Free it with frl_dev_model_destroy. */
+frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, frl_dev_model **m,
                                    const char *who);
-/* Upload parameters and the frozen normaliser (either may be NULL: kept) into model. */
-frl_status frl_policy_device_load(const frl_policy *p, void *model, const float *params,
-                                  const float *norm_mean, const float *norm_inv_std, char *err);
-/* Forward rows observations on model, max_rows at a time, as frl_policy_device_forward. */
-frl_status frl_policy_device_infer(const frl_policy *p, void *model, int32_t max_rows,
-                                   int64_t rows, const float *obs, float *out, float *value,
-                                   char *err);
-/* The plugin table of the policy's runtime. */
-const struct frl_cuda_plugin *frl_policy_plugin(const frl_policy *p);
 
-/* The sections that describe a policy in a file (policy_io.c). The blob holds the
- * encoded copies the sections point to; free it after writing. */
-#include "io/container.h"
-enum { FRL_POLICY_SECTIONS = 7, FRL_SETTINGS_MAX = 8192 };
-typedef struct frl_policy_blob {
-    char settings[FRL_SETTINGS_MAX];
-    double *obs_space, *act_space, *norm;
-    uint64_t ids[2];
-    const frl_allocator *alloc;
-} frl_policy_blob;
-frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_section *s,
-                                int32_t *n, char *err);
-void frl_policy_blob_free(frl_policy_blob *b);
-/* Rebuild a policy from the sections of a file. */
-frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
-                                     const frl_container *c, char *err);
-
-/* Weights, normaliser, seed and version from a file into a policy of the same layout. */
-frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char *err);
+/* The longest settings text a policy or a run writes to a file. */
+enum { FRL_SETTINGS_MAX = 8192 };
 
 #endif

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "env/vec_env.h"
-#include "rl/policy.h"
+#include "rl/policy_io.h"
 
 /* [kind, n, rank, shape..., low..., high...] as doubles (infinities survive). */
 static size_t space_values(const frl_space *s)

@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "core/rng.h"
-#include "cuda/dev_math.h"
+#include "nn/dev_math.h"
 #include "rl/heads.h"
 #include "rl/ppo.h"
 #include "rl/vtrace.h"
@@ -195,7 +195,7 @@ void frl_ppo_advantages(frl_ppo *l, int32_t slot)
     const uint8_t *trunc = frl_ring_at(l->ring, slot, FRL_RING_TRUNCATED);
     const uint8_t *reset = frl_ring_at(l->ring, slot, FRL_RING_RESET_STEPS);
     const frl_dm_adv_params p = {l->s.gamma, l->s.lambda, l->s.rho_bar, l->s.c_bar, 0};
-    /* The device learner's GAE column (lib/cuda/dev_math.h): one arithmetic for both. */
+    /* The device learner's GAE column (lib/nn/dev_math.h): one arithmetic for both. */
     for (int32_t b = 0; b < l->B; b++)
         frl_dm_gae_column(l->T, l->B, b, r, v, term, trunc, reset, l->vboot[b], &p, l->adv,
                           l->ret, l->valid);

@@ -1,14 +1,16 @@
 /* The PPO/APPO/IMPALA learner on the policy's CUDA device, through the plugin
- * (lib/cuda/plugin_api.h, lib/cuda/dev_learner.c). The control stays here and matches
- * frl_ppo_update: the same shuffles, learning-rate schedule, Adam step count, early
- * stop and statistics; only the arithmetic moves. */
+ * (lib/core/plugin_api.h, lib/cuda/dev_learner.c): the one caller of the plugin's learner
+ * functions, over the policy's model (policy_device.h). The control stays here and
+ * matches frl_ppo_update: the same shuffles, learning-rate schedule, Adam step count,
+ * early stop and statistics; only the arithmetic moves. */
 #include <string.h>
 #include <time.h>
 
-#include "cuda/plugin_api.h"
+#include "core/plugin_api.h"
+#include "nn/dev_math.h"
 #include "rl/ppo.h"
 
-static void describe_learner(const frl_ppo *l, frl_cuda_learn_desc *d)
+static void describe_learner(const frl_ppo *l, frl_dm_learn_desc *d)
 {
     const frl_ppo_settings *s = &l->s;
     memset(d, 0, sizeof *d);
@@ -26,10 +28,11 @@ frl_status frl_ppo_device_create(frl_ppo *l, char *err)
 {
     if (!l->p->dev)
         return FRL_OK;
-    frl_cuda_learn_desc d;
+    frl_dm_learn_desc d;
     describe_learner(l, &d);
     char why[FRL_ERRMSG_SIZE - 64] = "";
-    if (frl_policy_plugin(l->p)->learner_create(l->p->dev, &d, &l->dev, why, sizeof why) != 0)
+    const frl_cuda_plugin *pl = l->rt->device.plugin;
+    if (pl->learner_create(l->p->dev->model, &d, &l->dev, why, sizeof why) != 0)
         return frl_fail(err, FRL_ERR_DEVICE, "the learner on %s: %s", l->rt->device.name, why);
     return FRL_OK;
 }
@@ -37,7 +40,7 @@ frl_status frl_ppo_device_create(frl_ppo *l, char *err)
 void frl_ppo_device_free(frl_ppo *l)
 {
     if (l->dev)
-        frl_policy_plugin(l->p)->learner_destroy(l->dev);
+        l->rt->device.plugin->learner_destroy(l->dev);
     l->dev = NULL;
 }
 
@@ -76,7 +79,7 @@ static double now_s(void)
 static frl_status epochs(frl_ppo *l, int64_t update_index, uint64_t seed, double lr,
                          frl_ppo_stats *out, char *why, size_t size)
 {
-    const frl_cuda_plugin *pl = frl_policy_plugin(l->p);
+    const frl_cuda_plugin *pl = l->rt->device.plugin;
     for (int32_t e = 0; e < l->s.epochs; e++) {
         frl_cuda_epoch_stats es;
         double t0 = now_s();
@@ -98,7 +101,7 @@ frl_status frl_ppo_device_update(frl_ppo *l, int32_t slot, int64_t update_index,
                                  char *err)
 {
     frl_policy *p = l->p;
-    const frl_cuda_plugin *pl = frl_policy_plugin(p);
+    const frl_cuda_plugin *pl = l->rt->device.plugin;
     double frac = l->s.anneal_lr && num_updates > 0 ? 1.0 - (double)update_index / (double)num_updates : 1.0;
     double lr = l->s.lr * (frac > 0 ? frac : 0);
     char why[FRL_ERRMSG_SIZE - 64] = "";

@@ -3,7 +3,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda/plugin_api.h"
 #include "rl/trainer.h"
 
 double frl_now(void)

@@ -25,7 +25,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda/plugin_api.h"
 #include "rl/trainer.h"
 #include "rl/weights.h"
 
@@ -93,8 +92,7 @@ typedef struct frl_async {
      * run beside the learner's epochs), one batch at a time, between page-locked
      * buffers; a single group's observations go up straight from the (page-locked) ring
      * slot. */
-    void *dev;
-    int32_t dev_rows;
+    frl_dev_model *dev;
     float *dev_obs, *dev_out;
     uint64_t dev_version;  /* of the acting weights in dev; ~0: must upload */
     int32_t dev_acting;    /* a device batch is running */
@@ -145,9 +143,9 @@ static frl_status open_device(frl_async *a)
 {
     frl_trainer *t = a->t;
     const frl_policy *p = t->policy;
-    a->dev_rows = t->B < p->dev_rows ? t->B : p->dev_rows;
+    int32_t rows = t->B < p->dev->rows ? t->B : p->dev->rows;
     a->dev_version = ~(uint64_t)0;
-    frl_status st = frl_policy_device_model(p, a->dev_rows, &a->dev, "async sampler");
+    frl_status st = frl_policy_device_model(p, rows, &a->dev, "async sampler");
     if (st != FRL_OK)
         return frl_fail_msg(t->err, st, frl_last_error());
     const frl_device *d = &t->rt->device;
@@ -168,8 +166,7 @@ static void close_device(frl_async *a)
     frl_trainer *t = a->t;
     frl_device_host_free(&t->rt->device, &t->rt->alloc, a->dev_obs);
     frl_device_host_free(&t->rt->device, &t->rt->alloc, a->dev_out);
-    if (a->dev)
-        frl_policy_plugin(t->policy)->model_destroy(a->dev);
+    frl_dev_model_destroy(a->dev);
 }
 
 frl_status frl_async_create(struct frl_async **out, frl_trainer *t)
@@ -446,17 +443,15 @@ static frl_status load_acting_weights(frl_async *a, const frl_weights_view *wv, 
 {
     const frl_policy *p = a->t->policy;
     if (wv->staged) {
-        char why[FRL_ERRMSG_SIZE - 64] = "";
-        if (frl_policy_plugin(p)->model_take(a->dev, p->dev, wv->index, why, sizeof why) != 0)
-            return frl_fail(err, FRL_ERR_DEVICE, "taking the learner's weights on %s: %s",
-                            p->rt->device.name, why);
-        a->dev_takes++;
-        return FRL_OK;
+        frl_status st = frl_dev_model_take(a->dev, p->dev, wv->index, err);
+        if (st == FRL_OK)
+            a->dev_takes++;
+        return st;
     }
     int norm = p->obs_norm;
     a->dev_uploads++;
-    return frl_policy_device_load(p, a->dev, wv->params, norm ? wv->norm.use_mean : NULL,
-                                  norm ? wv->norm.use_inv_std : NULL, err);
+    return frl_dev_model_load(a->dev, wv->params, norm ? wv->norm.use_mean : NULL,
+                              norm ? wv->norm.use_inv_std : NULL, p->norm.clip, err);
 }
 
 /* The batch on the device model, loading the acting weights when they moved on. The
@@ -464,7 +459,6 @@ static frl_status load_acting_weights(frl_async *a, const frl_weights_view *wv, 
 static frl_status act_batch_device(frl_async *a, const task *k, int32_t thread,
                                    const frl_weights_view *wv, char *err)
 {
-    const frl_policy *p = a->t->policy;
     int32_t rows;
     const float *obs = gather_obs(a, k, thread, a->dev_obs, &rows);
     frl_status st = FRL_OK;
@@ -473,7 +467,7 @@ static frl_status act_batch_device(frl_async *a, const task *k, int32_t thread,
         a->dev_version = st == FRL_OK ? wv->version : ~(uint64_t)0;
     }
     if (st == FRL_OK)
-        st = frl_policy_device_infer(p, a->dev, a->dev_rows, rows, obs, a->dev_out, NULL, err);
+        st = frl_dev_model_forward(a->dev, rows, obs, a->dev_out, NULL, err);
     if (st != FRL_OK) {
         a->dev_version = ~(uint64_t)0; /* the device's copy may be half written */
         return st;
@@ -613,14 +607,11 @@ static frl_status stage_on_device(void *ctx, const frl_weights_view *v, int32_t 
     if (!p->dev || p->dev_version != v->version)
         return FRL_OK;
     int norm = p->obs_norm;
-    char why[FRL_ERRMSG_SIZE - 64] = "";
-    if (frl_policy_plugin(p)->model_stage(p->dev, v->index, norm ? v->norm.use_mean : NULL,
-                                          norm ? v->norm.use_inv_std : NULL, v->norm.clip, why,
-                                          sizeof why) != 0)
-        return frl_fail(err, FRL_ERR_DEVICE, "async learner: staging the weights on %s: %s",
-                        p->rt->device.name, why);
-    *staged = 1;
-    return FRL_OK;
+    frl_status st = frl_dev_model_stage(p->dev, v->index, norm ? v->norm.use_mean : NULL,
+                                        norm ? v->norm.use_inv_std : NULL, v->norm.clip,
+                                        "async learner", err);
+    *staged = st == FRL_OK;
+    return st;
 }
 
 static frl_status learn_next(frl_async *a)

@@ -1,7 +1,7 @@
 /* V-trace targets and advantages, one env's column at a time (see vtrace.h). The
- * arithmetic is the device learner's own (lib/cuda/dev_math.h), so the two cannot
+ * arithmetic is the device learner's own (lib/nn/dev_math.h), so the two cannot
  * drift apart. */
-#include "cuda/dev_math.h"
+#include "nn/dev_math.h"
 #include "rl/vtrace.h"
 
 void frl_vtrace_column(int32_t T, int64_t stride, const float *reward, const float *value,

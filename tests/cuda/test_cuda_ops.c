@@ -1,4 +1,4 @@
-/* The CUDA device ops (lib/cuda/ops_cuda.cu) against the host ops (lib/cuda/ops_host.c),
+/* The CUDA device ops (lib/cuda/ops_cuda.cu) against the host ops (tests/cuda/ops_host.c),
  * op by op, in the manner of checkasm: fresh random inputs of several sizes (awkward ones
  * included), every output poisoned with NaN bytes first so that an element left unwritten
  * fails, then the device's result compared with the host's within a bound that the op's
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cuda/dev_ops.h"
+#include "ops_host.h"
 
 static const frl_dev_ops *const G = &frl_dev_ops_cuda;
 static const frl_dev_ops *const H = &frl_dev_ops_host;

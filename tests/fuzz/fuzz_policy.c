@@ -8,7 +8,7 @@
 #include "core/runtime.h"
 #include "fuzz_policy.h"
 #include "io/container.h"
-#include "rl/policy.h"
+#include "rl/policy_io.h"
 
 static void require(int ok, const char *what)
 {

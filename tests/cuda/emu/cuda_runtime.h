@@ -18,7 +18,7 @@
 // (a stand-in for compute-sanitizer memcheck). It does not model timing, warps, or the
 // precision of the GPU's own math functions.
 //
-// The fault knobs of lib/cuda/ops_host.c work here too (FAKE_CUDA=nodevice,
+// The fault knobs of tests/cuda/ops_host.c work here too (FAKE_CUDA=nodevice,
 // FAKE_CUDA_FAIL_SYNC=n, FAKE_CUDA_NO_PINNED=1, FAKE_CUDA_NO_EVENTS=1), so the real
 // error paths of ops_cuda.cu run in the tests.
 #ifndef FRL_CUDA_EMU_RUNTIME_H

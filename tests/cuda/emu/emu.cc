@@ -280,7 +280,7 @@ cudaError_t release(void *p, mem_kind kind)
     return cudaSuccess;
 }
 
-// ---- the fault knobs of lib/cuda/ops_host.c ----
+// ---- the fault knobs of tests/cuda/ops_host.c ----
 
 bool knob_on(const char *name)
 {

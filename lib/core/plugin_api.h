@@ -3,6 +3,7 @@
  * links nothing of CUDA; everything that touches the driver lives behind this table.
  * Internal: both sides are built from this tree, and the ABI number guards against a
  * plugin from another build (so the table may share internal structs such as frl_mlp).
+ * It sits in core beside its loader (device.c), since a runtime opens its device.
  *
  * The plugin holds a policy's networks on the device (a model) and a PPO/APPO learner
  * over them. The core keeps the algorithm's control (epochs, shuffles, learning-rate
@@ -18,14 +19,11 @@
  * the learner's model stages a snapshot of its parameters and records an event, and the
  * sampler's model takes it on its own stream after waiting for that event, so neither
  * host thread waits for the other's stream. */
-#ifndef FRL_CUDA_PLUGIN_API_H
-#define FRL_CUDA_PLUGIN_API_H
+#ifndef FRL_CORE_PLUGIN_API_H
+#define FRL_CORE_PLUGIN_API_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include "cuda/dev_math.h"
-#include "nn/mlp.h"
 
 #define FRL_CUDA_PLUGIN_ABI 4u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
@@ -34,23 +32,13 @@
 /* What the plugin can run. */
 enum { FRL_CUDA_CAP_INFERENCE = 1u, FRL_CUDA_CAP_LEARNER = 2u };
 
-/* A policy's layout (lib/rl/policy.h): separate actor and critic MLPs over the
- * observation, or a shared trunk with one-layer heads. */
-typedef struct frl_cuda_net_desc {
-    int32_t obs_w, out_w, discrete, shared, obs_norm;
-    frl_mlp trunk, actor, critic;
-    uint64_t log_std_off, num_params;
-    int32_t max_rows; /* the largest batch model_forward is given */
-} frl_cuda_net_desc;
-
-/* The learner's shape and settings. */
-typedef struct frl_cuda_learn_desc {
-    int32_t T, B, M;          /* steps and envs of a rollout, rows per minibatch */
-    int32_t norm_adv;
-    frl_dm_adv_params adv;    /* vtrace != 0: V-trace (log-ratios by the learner's actor) */
-    frl_dm_loss loss;
-    double max_grad_norm, adam_eps;
-} frl_cuda_learn_desc;
+/* Described above the core and only passed through it: a policy's networks
+ * (frl_net_desc, lib/nn/net.h) and a learner's shape and settings (frl_dm_learn_desc,
+ * lib/nn/dev_math.h). The loader (device.c) calls only the device part of the table, so
+ * this header needs nothing above core; the model and learner parts are called from the
+ * policy's and the learner's device modules (lib/rl/policy_device.c, ppo_device.c). */
+struct frl_net_desc;
+struct frl_dm_learn_desc;
 
 /* One rollout in host memory (a ring slot), rows t * B + b. */
 typedef struct frl_cuda_rollout {
@@ -91,7 +79,7 @@ typedef struct frl_cuda_plugin {
 
     /* A model: its stream, the parameters, the frozen observation normaliser and an
      * inference workspace of d->max_rows rows, on the device. */
-    int (*model_create)(void *ctx, const frl_cuda_net_desc *d, void **model, char *err,
+    int (*model_create)(void *ctx, const struct frl_net_desc *d, void **model, char *err,
                         size_t err_size);
     void (*model_destroy)(void *model);
     /* Upload the parameters (params may be NULL: keep them) and the normaliser's frozen
@@ -121,7 +109,7 @@ typedef struct frl_cuda_plugin {
     int (*model_take)(void *dst, void *src, int32_t slot, char *err, size_t err_size);
 
     /* A learner training the model's parameters in place (with its own Adam state). */
-    int (*learner_create)(void *model, const frl_cuda_learn_desc *d, void **learner,
+    int (*learner_create)(void *model, const struct frl_dm_learn_desc *d, void **learner,
                           char *err, size_t err_size);
     void (*learner_destroy)(void *learner);
     /* Upload a rollout and compute its values, log-ratios (V-trace) and advantages. */

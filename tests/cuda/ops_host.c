@@ -1,5 +1,5 @@
 /* The device ops on host memory: the CPU kernel table for the networks and plain loops
- * over lib/cuda/dev_math.h for the learner. It is the CPU reference the CUDA ops are
+ * over lib/nn/dev_math.h for the learner. It is the CPU reference the CUDA ops are
  * tested against, and the ops of the test build of the plugin, which runs the plugin's
  * networks and learner (and the core's dispatch to them) on machines without a GPU.
  * FAKE_CUDA=nodevice makes its probe fail as a machine without a device would, and
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/dev_ops.h"
 #include "nn/kernels.h"
+#include "ops_host.h"
 
 struct frl_dev {
     const frl_kernels *k;

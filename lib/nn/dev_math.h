@@ -1,13 +1,15 @@
 /* The per-element and per-row arithmetic of the device ops (lib/cuda/dev_ops.h), written
  * once for both of their implementations: the CUDA kernels (ops_cuda.cu) call these
- * functions from device code, the host implementation (ops_host.c) from plain loops. So
+ * functions from device code, the host implementation (tests/cuda/ops_host.c) from plain
+ * loops, and the CPU learner (lib/rl/ppo.c, vtrace.c) calls the advantage columns too. So
  * the host tests, which compare the host ops with the CPU learner's own functions
  * (lib/rl/heads.c, vtrace.c, ppo.c), check the very arithmetic the GPU runs, and a GPU
- * test then only has to check the launches and the cuBLAS products.
+ * test then only has to check the launches and the cuBLAS products. It lives in nn, below
+ * both the learner (rl) and the plugin (cuda), so neither climbs to reach it.
  *
  * C99 and CUDA C++. Heads and losses run in double, as on the CPU. */
-#ifndef FRL_CUDA_DEV_MATH_H
-#define FRL_CUDA_DEV_MATH_H
+#ifndef FRL_NN_DEV_MATH_H
+#define FRL_NN_DEV_MATH_H
 
 #include <math.h>
 #include <stdint.h>
@@ -154,6 +156,16 @@ typedef struct frl_dm_loss {
     double clip, ent_coef, vf_coef;
     int32_t clip_value, impala;
 } frl_dm_loss;
+
+/* A learner's shape and settings, as the device learner takes them (the plugin's
+ * learner_create, lib/core/plugin_api.h). */
+typedef struct frl_dm_learn_desc {
+    int32_t T, B, M;          /* steps and envs of a rollout, rows per minibatch */
+    int32_t norm_adv;
+    frl_dm_adv_params adv;    /* vtrace != 0: V-trace (log-ratios by the learner's actor) */
+    frl_dm_loss loss;
+    double max_grad_norm, adam_eps;
+} frl_dm_learn_desc;
 
 /* Statistics per row, summed by the learner: policy loss, value loss, entropy,
  * approximate KL, clipped (0/1). */

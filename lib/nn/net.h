@@ -1,0 +1,57 @@
+/* A policy's networks as the CPU (lib/rl/policy.c) and a device (lib/cuda/dev_net.c) both
+ * run them: separate actor and critic MLPs over the input, or a shared trunk whose output
+ * feeds one-layer heads. The workspace of one pass over them is laid out here, once, so
+ * the host and the device cannot disagree on it. */
+#ifndef FRL_NN_NET_H
+#define FRL_NN_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/mlp.h"
+
+/* The networks' shapes, as the workspace needs them. */
+typedef struct frl_net_shape {
+    int32_t in_w;                  /* values per input row the networks read */
+    int32_t out_w;                 /* the actor's outputs per row */
+    const frl_mlp *trunk;          /* NULL: separate actor and critic */
+    const frl_mlp *actor, *critic;
+} frl_net_shape;
+
+/* Where each array of one pass over rows rows starts in its workspace, in floats. Each
+ * array is rounded up to 64 bytes, so in a workspace aligned to 64 every array is too. */
+typedef struct frl_pass_plan {
+    size_t xn;                     /* [rows x in_w]: the input as the networks read it */
+    size_t trunk_acts;             /* stored activations; trunk: shared only (else 0) */
+    size_t actor_acts, critic_acts;
+    /* training only (else 0) */
+    size_t dy, scratch;            /* [rows x widest layer] each */
+    size_t d_out, d_value;         /* [rows x out_w], [rows] */
+    size_t dh;                     /* [rows x trunk output]: shared only (else 0) */
+    size_t floats;                 /* the workspace's size */
+} frl_pass_plan;
+
+/* The plan of a pass over rows rows; training adds the backward arrays. */
+void frl_net_pass_plan(const frl_net_shape *n, int32_t rows, int training, frl_pass_plan *plan);
+
+/* The widest layer of any network, input included: the backward buffers' width. */
+int32_t frl_net_widest(const frl_net_shape *n);
+
+/* A policy's networks by value, for a device that holds a copy of them (the CUDA plugin's
+ * model_create, lib/core/plugin_api.h): the parameters' layout is the CPU policy's. */
+typedef struct frl_net_desc {
+    int32_t obs_w, out_w, discrete, shared, obs_norm;
+    frl_mlp trunk, actor, critic;
+    uint64_t log_std_off, num_params;
+    int32_t max_rows;              /* the largest batch model_forward is given */
+} frl_net_desc;
+
+/* The shape of d's networks: they read obs_w values a row (a device takes no discrete
+ * observations, so there is no one-hot row). */
+static inline frl_net_shape frl_net_desc_shape(const frl_net_desc *d)
+{
+    frl_net_shape s = {d->obs_w, d->out_w, d->shared ? &d->trunk : NULL, &d->actor, &d->critic};
+    return s;
+}
+
+#endif

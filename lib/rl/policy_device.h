@@ -1,0 +1,48 @@
+/* A policy's networks on the runtime's CUDA device: a model (plugin_api.h), its own
+ * stream, parameters, frozen normaliser and inference workspace on the device. This is
+ * the one module that calls the plugin's model functions. It knows the networks
+ * (nn/net.h) and the device (core/device.h) but not frl_policy, so the policy (policy.c),
+ * the asynchronous sampler's inference role (trainer_async.c) and the learner's device
+ * module (ppo_device.c) all reach the device through it, and it sits below all three.
+ *
+ * One host thread at a time per model; two models may be driven from two threads. */
+#ifndef FRL_RL_POLICY_DEVICE_H
+#define FRL_RL_POLICY_DEVICE_H
+
+#include "core/device.h"
+#include "nn/net.h"
+
+typedef struct frl_dev_model {
+    const frl_device *device;   /* the runtime's */
+    const frl_allocator *alloc; /* this struct's */
+    void *model;                /* the plugin's (a learner runs over it: ppo_device.c) */
+    int32_t rows;               /* the most rows one forward takes */
+    int32_t obs_w, out_w;
+} frl_dev_model;
+
+/* A model of the networks n on device d, taking up to n->max_rows rows a forward; *out
+ * stays NULL with FRL_ERR_DEVICE (or FRL_ERR_NOMEM) "<who>: ..." when there is none. */
+frl_status frl_dev_model_create(frl_dev_model **out, const frl_device *d,
+                                const frl_allocator *al, const frl_net_desc *n, const char *who);
+void frl_dev_model_destroy(frl_dev_model *m);
+
+/* Upload the parameters and the frozen normaliser's mean and 1/std (params, or mean and
+ * inv_std, may be NULL: kept); clip is the normaliser's. */
+frl_status frl_dev_model_load(frl_dev_model *m, const float *params, const float *mean,
+                              const float *inv_std, float clip, char *err);
+
+/* Forward rows host observations into out [rows x out_w] and, when value is not NULL,
+ * value [rows], m->rows at a time. From page-locked memory the copies need no staging. */
+frl_status frl_dev_model_forward(frl_dev_model *m, int64_t rows, const float *obs, float *out,
+                                 float *value, char *err);
+
+/* Weights between roles without a round trip through the host (plugin_api.h's
+ * model_stage and model_take, whose rules on slots hold): stage copies m's parameters
+ * and the given normaliser into snapshot slot; take makes dst's stream wait for src's
+ * snapshot and copies it into dst. Neither waits for a stream. */
+frl_status frl_dev_model_stage(frl_dev_model *m, int32_t slot, const float *mean,
+                               const float *inv_std, float clip, const char *who, char *err);
+frl_status frl_dev_model_take(frl_dev_model *dst, const frl_dev_model *src, int32_t slot,
+                              char *err);
+
+#endif
