@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rl/trainer.h"
+#include "trainer/trainer.h"
 
 enum { MAX_LIST = 8 };
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rl/trainer.h"
+#include "trainer/trainer.h"
 #include "test_util.h"
 
 static frl_runtime *runtime_on(const char *device, int threads)

@@ -15,7 +15,7 @@
 
 #include "cli.h"
 #include "nn/kernels.h"
-#include "rl/trainer.h"
+#include "trainer/trainer.h"
 
 /* MACs of one forward pass, and of the input gradients (all layers but the first). */
 static void mlp_macs(const frl_mlp *m, double *fwd, double *in_grad)

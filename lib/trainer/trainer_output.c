@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rl/trainer.h"
+#include "trainer/trainer.h"
 
 static const char csv_header[] =
     "update,env_steps,episodes,mean_return,mean_length,seconds,steps_per_second,"

@@ -7,7 +7,7 @@
 
 #include "env/vec_env.h"
 #include "io/tfevents.h"
-#include "rl/ppo.h"
+#include "algo/ppo.h"
 
 enum { FRL_RECENT_EPISODES = 100, FRL_ENV_NAME_MAX = 64, FRL_MAX_GROUPS = 64 };
 

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "env/vec_env_state.h"
-#include "rl/trainer.h"
+#include "trainer/trainer.h"
 
 enum { MAX_SECTIONS = 40, COUNTERS = 7 };
 

@@ -2,7 +2,7 @@
  * arithmetic is the device learner's own (lib/cuda/dev_math.h), so the two cannot
  * drift apart. */
 #include "cuda/dev_math.h"
-#include "rl/vtrace.h"
+#include "algo/vtrace.h"
 
 void frl_vtrace_column(int32_t T, int64_t stride, const float *reward, const float *value,
                        const float *log_ratio, const uint8_t *terminated,

@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "cuda/plugin_api.h"
-#include "rl/trainer.h"
+#include "trainer/trainer.h"
 
 double frl_now(void)
 {

@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "cuda/plugin_api.h"
-#include "rl/trainer.h"
+#include "trainer/trainer.h"
 #include "rl/weights.h"
 
 enum phase { PH_OPEN, PH_ACT, PH_STEP, PH_BUSY };

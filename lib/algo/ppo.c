@@ -6,8 +6,8 @@
 #include "core/rng.h"
 #include "cuda/dev_math.h"
 #include "rl/heads.h"
-#include "rl/ppo.h"
-#include "rl/vtrace.h"
+#include "algo/ppo.h"
+#include "algo/vtrace.h"
 
 /* Per-shard sums (the first five), then per-epoch extras. */
 enum { STAT_PG, STAT_V, STAT_ENT, STAT_KL, STAT_CLIP, STAT_N, TIME_BWD, TIME_OPT, SUM_COUNT };
