@@ -3,12 +3,11 @@
  * shuffled minibatches, each split into fixed-size shards run on the pool. Every shard
  * has its own gradient buffer and the buffers are summed in shard order, so a run
  * gives the same bits on any number of threads. */
-#ifndef FRL_RL_PPO_H
-#define FRL_RL_PPO_H
+#ifndef FRL_ALGO_PPO_H
+#define FRL_ALGO_PPO_H
 
+#include "algo/learner.h"
 #include "nn/optim.h"
-#include "rl/policy.h"
-#include "rl/ring.h"
 
 typedef struct frl_ppo_settings {
     int32_t epochs, minibatches;
@@ -19,12 +18,7 @@ typedef struct frl_ppo_settings {
     double rho_bar, c_bar;    /* V-trace's truncation levels */
 } frl_ppo_settings;
 
-typedef struct frl_ppo_stats {
-    double policy_loss, value_loss, entropy, approx_kl, clip_fraction;
-    double explained_variance, grad_norm, learning_rate;
-    int32_t epochs_done;
-    double time_backward, time_optimizer;
-} frl_ppo_stats;
+typedef frl_learn_stats frl_ppo_stats;
 
 enum { FRL_PPO_STAT_COUNT = 6 };
 
@@ -93,5 +87,15 @@ void frl_ppo_device_free(frl_ppo *l);
 frl_status frl_ppo_device_update(frl_ppo *l, int32_t slot, int64_t update_index,
                                  int64_t num_updates, uint64_t seed, frl_ppo_stats *out,
                                  char *err);
+
+/* The learner table's functions, for algorithms built on this learner (A2C): create
+ * with the given settings, then update, checkpoint and free as PPO does. */
+frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
+                                  const frl_ppo_settings *s, char *err);
+void frl_ppo_learner_destroy(frl_learner *l);
+frl_status frl_ppo_learner_learn(frl_learner *l, const frl_batch *b, frl_learn_stats *out,
+                                 char *err);
+void frl_ppo_learner_save(const frl_learner *l, frl_section *s, int32_t *n, int64_t *steps);
+frl_status frl_ppo_learner_load(frl_learner *l, const frl_container *c, int64_t steps, char *err);
 
 #endif

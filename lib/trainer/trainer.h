@@ -1,20 +1,20 @@
-/* Internal view of frl_trainer: the synchronous sampler and the PPO learner. */
-#ifndef FRL_RL_TRAINER_H
-#define FRL_RL_TRAINER_H
+/* Internal view of frl_trainer: construction, the learn step and the public API around
+ * a sampler (lib/sampler/) and a learner (lib/algo/), each chosen by the settings from a
+ * table and called through it. */
+#ifndef FRL_TRAINER_TRAINER_H
+#define FRL_TRAINER_TRAINER_H
 
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "env/vec_env.h"
+#include "algo/learner.h"
 #include "io/tfevents.h"
-#include "algo/ppo.h"
+#include "sampler/sampler.h"
 
-enum { FRL_RECENT_EPISODES = 100, FRL_ENV_NAME_MAX = 64, FRL_MAX_GROUPS = 64 };
+enum { FRL_ENV_NAME_MAX = 64 };
 
-struct frl_async;
-
-/* Learn from a READING slot and release it (the PPO learner; benchmarks of the sampler
- * alone put a learner that only releases). */
+/* Learn from a READING slot and release it (frl_trainer_learn_slot; benchmarks of the
+ * sampler alone put a learner that only releases). */
 typedef frl_status (*frl_learn_fn)(frl_trainer *t, int32_t slot, int64_t num_updates);
 
 struct frl_trainer {
@@ -28,34 +28,22 @@ struct frl_trainer {
     int32_t groups;
     frl_vec_env *venvs[FRL_MAX_GROUPS];
     int32_t group_first[FRL_MAX_GROUPS];
-    struct frl_async *as;       /* sampler.mode=async: the scheduler, else NULL */
+    frl_sampler *sampler;       /* sampler.mode's */
+    frl_sampler_host host;      /* the sampler's view of this trainer */
     frl_learn_fn learn;
-    int64_t slots_dropped;      /* rollouts dropped for exceeding sampler.max_lag */
     atomic_int running;
     frl_policy *policy;
-    frl_ring *ring;
-    frl_ppo ppo;
+    frl_ring *ring;             /* = store.ring */
+    frl_storage store;          /* what the learner declared it needs */
+    frl_learner learner;        /* train.algo's */
     /* B: the envs of all groups, always train.num_envs of cfg. A built-in trainer makes
      * its vec envs from the key (frl_trainer_create, frl_trainer_load); a trainer on the
      * host's vec envs writes their size into it (frl_trainer_create_vecs) after
      * frl_trainer_check_num_envs, and frl_trainer_load_vec checks the saved B. */
     int32_t T, B;
     uint64_t seed;
-    /* progress */
-    int64_t env_steps, updates, rollout_steps, episodes;
+    frl_rollout_book book;      /* progress, episodes, reward normalisation */
     int64_t steps_at_start;     /* env_steps when created or loaded (for the rate) */
-    int32_t started;
-    float recent_return[FRL_RECENT_EPISODES];
-    int32_t recent_length[FRL_RECENT_EPISODES];
-    /* reward normalisation: discounted return per env and its running variance */
-    int32_t reward_norm;
-    double *disc_return;
-    double rn_count, rn_mean, rn_m2;
-    float rn_scale;
-    /* acting */
-    int32_t act_rows;
-    float *dev_out;             /* runtime.device=cuda: the actor's outputs of one step */
-    int32_t slot;
     frl_metrics metrics;
     frl_metrics_fn cb;
     void *cb_user;
@@ -80,32 +68,13 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
  * of the host's count vec envs: then FRL_ERR_INVALID_ARGUMENT naming both, in err (may
  * be NULL). An unset key takes the vec envs' size. */
 frl_status frl_trainer_check_num_envs(const frl_config *cfg, int64_t n, int32_t count, char *err);
-/* Write the results of the step just taken by the vec env of group g into row block
- * step of slot; reward normalisation and episode statistics included. */
-void frl_trainer_store_step(frl_trainer *t, int32_t g, int32_t slot, int32_t step);
-/* The action of env `local` of group g, from the sampled row. */
-void frl_trainer_env_action(frl_trainer *t, int32_t g, int32_t local, const void *sampled);
-/* The default learner: values, advantages, the update, metrics; releases the slot. */
+/* The default learn step: the learner's update, the normaliser, metrics; releases the
+ * slot. */
 frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_updates);
 /* Write outputs and call the metrics callback after an update. */
 frl_status frl_trainer_after_update(frl_trainer *t);
 int frl_trainer_target_reached(const frl_trainer *t);
 
-/* trainer_async.c */
-frl_status frl_async_create(struct frl_async **out, frl_trainer *t);
-void frl_async_destroy(struct frl_async *a);
-frl_status frl_async_train(struct frl_async *a, int64_t total_steps);
-/* Train several async trainers (same runtime) in one run; *failed: the index of the
- * trainer whose error ended it (-1 if none). */
-frl_status frl_async_train_many(struct frl_async *const *m, int32_t count, int64_t total_steps,
-                                int32_t *failed);
-/* The scheduler's lock, held while the learner reads progress the sampler writes. */
-void frl_async_lock(struct frl_async *a);
-void frl_async_unlock(struct frl_async *a);
-/* How the device sampler has loaded weight versions so far: *taken from the learner
- * model's snapshots on the device, *uploaded from the host (both 0 on the CPU).
- * Between train calls only. */
-void frl_async_device_loads(const struct frl_async *a, int64_t *taken, int64_t *uploaded);
 /* The progress fields of the metrics (update, steps, episodes, mean return) from the
  * trainer's counters, e.g. after a load. */
 void frl_trainer_refresh_progress(frl_trainer *t);
@@ -113,6 +82,5 @@ void frl_trainer_refresh_progress(frl_trainer *t);
 frl_status frl_trainer_settings_text(const frl_trainer *t, char *buf, size_t size);
 frl_status frl_trainer_write_outputs(frl_trainer *t);
 void frl_trainer_close_outputs(frl_trainer *t);
-double frl_now(void);
 
 #endif
