@@ -97,6 +97,9 @@ typedef struct frl_learner frl_learner;
 
 typedef struct frl_learner_ops {
     const char *name;
+    /* "key=value" settings the algorithm is defined with (its reference's), applied over
+     * the environment's defaults (tuned for PPO) and under the caller's; NULL: none. */
+    const char *settings;
     /* The storage the trainer must allocate for these settings. */
     void (*storage)(const frl_config *cfg, frl_storage_need *need);
     /* Fill l->impl and l->nets; on failure the trainer still calls destroy. */

@@ -3,11 +3,12 @@
 #include "algo/learner.h"
 
 /* Defined by each algorithm's file. */
-extern const frl_learner_ops frl_algo_ppo;
+extern const frl_learner_ops frl_algo_ppo, frl_algo_a2c;
 
 static const frl_learner_ops *const learners[] = {
     &frl_algo_ppo, /* ppo */
     &frl_algo_ppo, /* impala: PPO's learner with V-trace and IMPALA's policy gradient */
+    &frl_algo_a2c, /* a2c */
 };
 
 const frl_learner_ops *frl_learner_lookup(const frl_config *cfg)

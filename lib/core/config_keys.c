@@ -45,9 +45,10 @@ const frl_key_def frl_key_defs[] = {
     {"train.advantage", FRL_CONFIG_CHOICE, "gae", 0, 0, 0, "gae|vtrace",
      "advantages and value targets: GAE(lambda), or V-trace (IMPALA), which corrects for "
      "the policy having changed since the rollout"},
-    {"train.algo", FRL_CONFIG_CHOICE, "ppo", 0, 0, 0, "ppo|impala",
-     "the policy loss: PPO's clipped surrogate, or IMPALA's V-trace actor-critic "
-     "(-A log pi; implies train.advantage=vtrace)"},
+    {"train.algo", FRL_CONFIG_CHOICE, "ppo", 0, 0, 0, "ppo|impala|a2c",
+     "the learner: PPO's clipped surrogate, IMPALA's V-trace actor-critic "
+     "(-A log pi; implies train.advantage=vtrace), or A2C (SB3's settings: 5 steps x 8 "
+     "envs, one gradient step per rollout)"},
     {"train.anneal_lr", FRL_CONFIG_BOOL, "true", 1, 0, 1, "",
      "decay the learning rate linearly to 0 over the step budget"},
     {"train.clip", FRL_CONFIG_FLOAT, "0.2", 0.2, 0, 10, "", "PPO's ratio clipping range"},

@@ -19,6 +19,14 @@ static frl_status resolve_settings(frl_runtime *rt, const char *env_name, const 
         return frl_fail(NULL, FRL_ERR_INTERNAL, "defaults of %s: %s", env_name, frl_last_error());
     }
     frl_config_overlay(*out, cfg);
+    /* The algorithm's own settings replace the env's PPO-tuned ones; the caller's win. */
+    const char *algo = frl_learner_lookup(*out)->settings;
+    if (algo && (st = frl_config_parse(*out, algo)) != FRL_OK) {
+        frl_config_destroy(*out);
+        *out = NULL;
+        return frl_fail(NULL, FRL_ERR_INTERNAL, "settings of the algorithm: %s", frl_last_error());
+    }
+    frl_config_overlay(*out, cfg);
     return FRL_OK;
 }
 
@@ -81,7 +89,8 @@ static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
 static frl_status build_learner(frl_trainer *t)
 {
     frl_storage_need need = {FRL_STORAGE_ROLLOUT, 0, 0};
-    t->learner.ops = frl_learner_lookup(t->cfg);
+    if (!t->learner.ops)
+        t->learner.ops = frl_learner_lookup(t->cfg);
     t->learner.rt = t->rt;
     t->learner.ops->storage(t->cfg, &need);
     frl_status st = alloc_storage(t, &need);
@@ -163,9 +172,10 @@ static frl_status check_mode(const frl_config *c, int32_t groups, const char *wh
     return FRL_OK;
 }
 
-frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
-                             int32_t groups, int own, frl_config *resolved, const char *env_name,
-                             const char *who)
+/* As frl_trainer_build, with the learner's table given (NULL: train.algo's). */
+static frl_status build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
+                        int32_t groups, int own, frl_config *resolved, const char *env_name,
+                        const char *who, const frl_learner_ops *learner)
 {
     frl_status st = check_mode(resolved, groups, who);
     frl_trainer *t = st == FRL_OK ? frl_alloc(&rt->alloc, sizeof *t, FRL_CACHE_LINE) : NULL;
@@ -177,6 +187,7 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
     }
     t->rt = rt;
     t->cfg = resolved;
+    t->learner.ops = learner;
     set_groups(t, venvs, groups);
     t->own_venv = own;
     snprintf(t->env_name, sizeof t->env_name, "%s", env_name);
@@ -200,6 +211,13 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
     t->t_start = frl_now();
     *out = t;
     return FRL_OK;
+}
+
+frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
+                             int32_t groups, int own, frl_config *resolved, const char *env_name,
+                             const char *who)
+{
+    return build(out, rt, venvs, groups, own, resolved, env_name, who, NULL);
 }
 
 /* sampler.groups vec envs of the built-in, the envs split as evenly as possible. Here
@@ -246,7 +264,7 @@ FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt, const 
         frl_config_destroy(resolved);
         return st;
     }
-    return frl_trainer_build(out, rt, v, groups, 1, resolved, env_name, who);
+    return build(out, rt, v, groups, 1, resolved, env_name, who, NULL);
 }
 
 FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
@@ -261,9 +279,8 @@ FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, fr
     return frl_trainer_create_vecs(out, rt, &venv, 1, cfg);
 }
 
-FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
-                                           frl_vec_env *const *venvs, int32_t count,
-                                           const frl_config *cfg)
+static frl_status create_vecs(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
+                               int32_t count, const frl_config *cfg, const frl_learner_ops *learner)
 {
     const char *who = count == 1 ? "frl_trainer_create_vec" : "frl_trainer_create_vecs";
     if (out)
@@ -300,7 +317,24 @@ FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
      * built-in's vec env again from it). */
     frl_config_set_int(resolved, "train.num_envs", n);
     frl_config_set_int(resolved, "sampler.groups", count);
-    return frl_trainer_build(out, rt, venvs, count, 0, resolved, name, who);
+    return build(out, rt, venvs, count, 0, resolved, name, who, learner);
+}
+
+FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
+                                           frl_vec_env *const *venvs, int32_t count,
+                                           const frl_config *cfg)
+{
+    return create_vecs(out, rt, venvs, count, cfg, NULL);
+}
+
+frl_status frl_trainer_create_with_learner(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
+                                           const frl_config *cfg, const frl_learner_ops *learner)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !rt || !venv || !learner)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_create_with_learner: an argument is NULL");
+    return create_vecs(out, rt, &venv, 1, cfg, learner);
 }
 
 frl_status frl_trainer_check_num_envs(const frl_config *cfg, int64_t n, int32_t count, char *err)

@@ -64,6 +64,11 @@ const char *frl_env_default_settings(const char *env_name);
 frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
                              int32_t groups, int own, frl_config *resolved,
                              const char *env_name, const char *who);
+/* A trainer on the host's vec env (as frl_trainer_create_vec) whose learner is the
+ * given table instead of train.algo's: tests put learners there that the library does
+ * not ship. Such a trainer cannot be loaded from a checkpoint (the file names no table). */
+frl_status frl_trainer_create_with_learner(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
+                                           const frl_config *cfg, const frl_learner_ops *learner);
 /* FRL_OK unless the caller's cfg sets train.num_envs to another number than n, the envs
  * of the host's count vec envs: then FRL_ERR_INVALID_ARGUMENT naming both, in err (may
  * be NULL). An unset key takes the vec envs' size. */
