@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "algo/ppo.h"
+#include "sampler/async.h"
 #include "trainer/trainer.h"
 #include "test_util.h"
 

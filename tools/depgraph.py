@@ -14,7 +14,10 @@ import sys
 
 # Lower numbers are lower layers. lib/cuda is the plugin: it is loaded at run time,
 # never linked into the core, and sees only the math and ABI headers it includes.
-LAYERS = {"core": 0, "io": 1, "nn": 1, "env": 1, "rl": 2, "cuda": 3}
+# rl holds the policy, the ring and the replay; algorithms (learners) and samplers sit
+# on them side by side and never on each other; the trainer drives both.
+LAYERS = {"core": 0, "io": 1, "nn": 1, "env": 1, "rl": 2, "algo": 3, "sampler": 3,
+          "trainer": 4, "cuda": 5}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # A definition at column 0: return type, name, parameters, then "{" before any ";".

@@ -8,7 +8,7 @@
  * SB3 steps with RMSprop (alpha 0.99, eps 1e-5); this learner steps with the shared
  * Adam at SB3's learning rate and eps, since RMSprop would be a second optimiser in
  * the PPO learner this one reuses (its update, checkpoint and device paths). */
-#include "algo/ppo.h"
+#include "algo/ppo_learner.h"
 
 static void a2c_storage(const frl_config *cfg, frl_storage_need *need)
 {

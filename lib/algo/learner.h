@@ -119,7 +119,7 @@ struct frl_learner {
     void *impl;             /* the algorithm's own state */
 };
 
-/* The table of train.algo's choice in cfg (lib/algo/registry.c). */
+/* The table of train.algo's choice in cfg (lib/algo/learner.c). */
 const frl_learner_ops *frl_learner_lookup(const frl_config *cfg);
 
 /* Add a net to l->nets; returns its index. */

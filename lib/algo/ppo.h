@@ -79,23 +79,4 @@ frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_
 void frl_ppo_shuffle(int32_t *perm, int32_t n, uint64_t seed, int64_t update_index, int32_t epoch);
 double frl_ppo_explained_variance(const frl_ppo *l, int32_t slot);
 
-/* ppo_device.c: the learner on the policy's CUDA device (l->p->dev set). create: after
- * frl_ppo_init; update: frl_ppo_update's work (values, advantages, epochs) on the
- * device, then the parameters back into the policy. */
-frl_status frl_ppo_device_create(frl_ppo *l, char *err);
-void frl_ppo_device_free(frl_ppo *l);
-frl_status frl_ppo_device_update(frl_ppo *l, int32_t slot, int64_t update_index,
-                                 int64_t num_updates, uint64_t seed, frl_ppo_stats *out,
-                                 char *err);
-
-/* The learner table's functions, for algorithms built on this learner (A2C): create
- * with the given settings, then update, checkpoint and free as PPO does. */
-frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
-                                  const frl_ppo_settings *s, char *err);
-void frl_ppo_learner_destroy(frl_learner *l);
-frl_status frl_ppo_learner_learn(frl_learner *l, const frl_batch *b, frl_learn_stats *out,
-                                 char *err);
-void frl_ppo_learner_save(const frl_learner *l, frl_section *s, int32_t *n, int64_t *steps);
-frl_status frl_ppo_learner_load(frl_learner *l, const frl_container *c, int64_t steps, char *err);
-
 #endif

@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "cuda/plugin_api.h"
-#include "algo/ppo.h"
+#include "algo/ppo_device.h"
 
 static void describe_learner(const frl_ppo *l, frl_cuda_learn_desc *d)
 {

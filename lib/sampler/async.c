@@ -29,7 +29,7 @@
 #include "core/device.h"
 #include "cuda/plugin_api.h"
 #include "rl/weights.h"
-#include "sampler/sampler.h"
+#include "sampler/async.h"
 
 enum phase { PH_OPEN, PH_ACT, PH_STEP, PH_BUSY };
 

@@ -67,15 +67,10 @@ struct frl_sampler {
     frl_sampler_host *h;
 };
 
-/* The table of sampler.mode's choice in cfg (lib/sampler/registry.c). */
+/* The table of sampler.mode's choice in cfg (lib/sampler/sampler.c). */
 const frl_sampler_ops *frl_sampler_lookup(const frl_config *cfg);
 
 extern const frl_sampler_ops frl_sampler_sync;
 extern const frl_sampler_ops frl_sampler_async;
-
-/* async.c: how the device sampler has loaded weight versions so far: *taken from the
- * learner model's snapshots on the device, *uploaded from the host (both 0 on the CPU
- * and for other samplers). Between train calls only. */
-void frl_sampler_device_loads(const frl_sampler *s, int64_t *taken, int64_t *uploaded);
 
 #endif

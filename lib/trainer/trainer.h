@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "algo/learner.h"
+#include "trainer/env_defaults.h"
 #include "io/tfevents.h"
 #include "sampler/sampler.h"
 
@@ -54,9 +55,6 @@ struct frl_trainer {
     frl_tfevents *tb;
     char err[FRL_ERRMSG_SIZE];
 };
-
-/* env_defaults.c: the settings that solve a built-in, as "key=value" text ("" if none). */
-const char *frl_env_default_settings(const char *env_name);
 
 /* trainer.c: build a trainer around existing vec envs, one per group (own = destroy
  * them with the trainer, also on failure); settings are the resolved config (taken

@@ -1,4 +1,4 @@
-/* The learners, in the order of train.algo's choices (lib/core/config_keys.c). A new
+/* The learner registry: the learners, in the order of train.algo's choices (lib/core/config_keys.c). A new
  * algorithm is its file and a row here. */
 #include "algo/learner.h"
 

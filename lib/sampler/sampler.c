@@ -1,4 +1,4 @@
-/* The samplers, in the order of sampler.mode's choices (lib/core/config_keys.c). */
+/* The sampler registry: the samplers, in the order of sampler.mode's choices (lib/core/config_keys.c). */
 #include "sampler/sampler.h"
 
 static const frl_sampler_ops *const samplers[] = {
