@@ -6,7 +6,8 @@
 
 #include "trainer/trainer.h"
 
-/* The caller's settings over the environment's defaults over the library's. */
+/* The caller's settings over the learner's own (its table's) over the environment's
+ * defaults over the library's. */
 static frl_status resolve_settings(frl_runtime *rt, const char *env_name, const frl_config *cfg,
                                    frl_config **out)
 {
