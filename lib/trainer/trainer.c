@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "trainer/trainer.h"
+#include "trainer/trainer_output.h"
 
 /* The caller's settings over the learner's own (its table's) over the environment's
  * defaults over the library's. */

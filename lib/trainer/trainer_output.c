@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "trainer/trainer.h"
+#include "trainer/trainer_output.h"
 
 static const char csv_header[] =
     "update,env_steps,episodes,mean_return,mean_length,seconds,steps_per_second,"

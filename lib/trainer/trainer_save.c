@@ -4,6 +4,7 @@
 
 #include "env/vec_env_state.h"
 #include "trainer/trainer.h"
+#include "trainer/trainer_output.h"
 
 enum { MAX_SECTIONS = 40, COUNTERS = 7 };
 
