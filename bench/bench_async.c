@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rl/trainer.h"
+#include "trainer/trainer.h"
 
 enum { MAX_LIST = 8 };
 
@@ -97,8 +97,8 @@ static frl_status release_only(frl_trainer *t, int32_t slot, int64_t num_updates
 {
     (void)num_updates;
     frl_ring_release(t->ring, slot);
-    t->updates++;
-    t->metrics.update = t->updates;
+    t->book.pr.updates++;
+    t->metrics.update = t->book.pr.updates;
     return FRL_OK;
 }
 

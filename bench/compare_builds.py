@@ -65,10 +65,13 @@ def measure(fastrl, workload, rep, timeout):
         if r.rc != 0 or not m:
             raise RuntimeError(f"{fastrl} bench env failed: {(r.stderr or r.output)[-400:]}")
         return float(m[-1]), None
+    if workload == "ppo":
+        # bench train prints its rate but no final `mean_return: ... seconds:` line.
+        if r.rc != 0 or r.sps is None:
+            raise RuntimeError(f"{' '.join(r.cmd)}: {r.error}")
+        return r.sps, None
     if r.error:
         raise RuntimeError(f"{' '.join(r.cmd)}: {r.error}")
-    if workload == "ppo":
-        return r.sps, None
     # Training: the trainer's own seconds from its process start.
     return r.seconds, (r.steps, r.mean_return)
 

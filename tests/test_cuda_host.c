@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rl/trainer.h"
+#include "algo/ppo.h"
+#include "sampler/async.h"
+#include "trainer/trainer.h"
 #include "test_util.h"
 
 static frl_runtime *runtime_on(const char *device, int threads)
@@ -173,7 +175,7 @@ static double param_gap(const frl_policy *a, const frl_policy *b)
 static void check_learn_same(const char *env, const char *settings, int updates, double tol)
 {
     frl_trainer *c = trainer_on("cpu", env, settings), *d = trainer_on("cuda", env, settings);
-    ck_assert_ptr_nonnull(d->ppo.dev);
+    ck_assert_ptr_nonnull(((frl_ppo *)d->learner.impl)->dev);
     updates = quick() ? 1 : updates;
     int64_t steps = (int64_t)updates * c->T * c->B;
     ck_assert_int_eq(frl_trainer_train(c, steps), FRL_OK);
@@ -258,7 +260,7 @@ START_TEST(device_failures_are_reported)
         char v[16];
         snprintf(v, sizeof v, "%d", n);
         setenv("FAKE_CUDA_FAIL_SYNC", v, 1);
-        frl_status st = frl_trainer_train(t, t->env_steps + per_update);
+        frl_status st = frl_trainer_train(t, t->book.pr.env_steps + per_update);
         unsetenv("FAKE_CUDA_FAIL_SYNC");
         ck_assert_msg(st == FRL_ERR_DEVICE, "sync %d: %s", n, frl_status_name(st));
         ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t), "injected device failure"));
@@ -266,7 +268,7 @@ START_TEST(device_failures_are_reported)
         ck_assert_int_eq(memcmp(before, t->policy->params, sizeof(float) * np), 0);
         /* A failed rollout is given back and a failed update drops its rollout (its steps
          * stay counted); either way the next call runs one whole update. */
-        ck_assert_msg(frl_trainer_train(t, t->env_steps + per_update) == FRL_OK,
+        ck_assert_msg(frl_trainer_train(t, t->book.pr.env_steps + per_update) == FRL_OK,
                       "after sync %d: %s", n, frl_trainer_last_error(t));
         ck_assert_uint_eq(frl_policy_version(t->policy), version + 1);
     }
@@ -296,7 +298,7 @@ START_TEST(async_with_device_learner)
     frl_config *cfg = frl_test_settings("sampler.mode=async train.target_return=475");
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
-    ck_assert_ptr_nonnull(t->ppo.dev);
+    ck_assert_ptr_nonnull(((frl_ppo *)t->learner.impl)->dev);
     frl_status st = frl_trainer_train(t, learning_budget(500000, "async_with_device_learner"));
     const frl_metrics *m = frl_trainer_metrics(t);
     printf("async CartPole-v1, device inference and learner: mean return %.1f after %lld steps, lag %.2f\n",
@@ -325,7 +327,7 @@ static void check_async_same(const char *env, const char *settings, int updates)
     ck_assert_msg(frl_trainer_train(d, steps) == FRL_OK, "%s", frl_trainer_last_error(d));
     double gap = param_gap(c->policy, d->policy);
     int64_t taken, uploaded;
-    frl_async_device_loads(d->as, &taken, &uploaded);
+    frl_sampler_device_loads(d->sampler, &taken, &uploaded);
     printf("async %s [%s]: %d updates on the device vs the CPU, parameter gap %.3g; "
            "versions taken on the device %lld, uploaded %lld\n", env, settings, updates, gap,
            (long long)taken, (long long)uploaded);
@@ -359,7 +361,7 @@ static frl_trainer *async_after_one_update(void)
 static const char *call_with_fault(frl_trainer *t, const char *fault)
 {
     setenv(fault, "1", 1);
-    frl_status st = frl_trainer_train(t, t->env_steps + 4 * (int64_t)t->T * t->B);
+    frl_status st = frl_trainer_train(t, t->book.pr.env_steps + 4 * (int64_t)t->T * t->B);
     unsetenv(fault);
     const char *msg = frl_trainer_last_error(t);
     printf("async, %s: %s: %s\n", fault, frl_status_name(st), msg);
@@ -376,7 +378,7 @@ START_TEST(async_device_failure)
     const char *msg = call_with_fault(t, "FAKE_CUDA_FAIL_SYNC");
     ck_assert_ptr_nonnull(strstr(msg, "injected device failure"));
     ck_assert_ptr_nonnull(strstr(msg, "async sampler"));
-    ck_assert_msg(frl_trainer_train(t, t->env_steps + 2 * (int64_t)t->T * t->B) == FRL_OK,
+    ck_assert_msg(frl_trainer_train(t, t->book.pr.env_steps + 2 * (int64_t)t->T * t->B) == FRL_OK,
                   "%s", frl_trainer_last_error(t));
     ck_assert_uint_gt(frl_policy_version(t->policy), version);
     destroy_trainer(t);
@@ -397,10 +399,10 @@ START_TEST(async_stage_failure)
     ck_assert_ptr_nonnull(strstr(msg, "FAKE_CUDA_NO_EVENTS"));
     ck_assert_uint_eq(frl_policy_version(t->policy), version + 1);
     int64_t taken, uploaded, taken2, uploaded2;
-    frl_async_device_loads(t->as, &taken, &uploaded);
-    ck_assert_msg(frl_trainer_train(t, t->env_steps + 4 * (int64_t)t->T * t->B) == FRL_OK,
+    frl_sampler_device_loads(t->sampler, &taken, &uploaded);
+    ck_assert_msg(frl_trainer_train(t, t->book.pr.env_steps + 4 * (int64_t)t->T * t->B) == FRL_OK,
                   "%s", frl_trainer_last_error(t));
-    frl_async_device_loads(t->as, &taken2, &uploaded2);
+    frl_sampler_device_loads(t->sampler, &taken2, &uploaded2);
     printf("versions taken %lld -> %lld, uploaded %lld -> %lld\n", (long long)taken,
            (long long)taken2, (long long)uploaded, (long long)uploaded2);
     ck_assert_int_gt(taken2, taken);

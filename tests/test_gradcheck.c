@@ -12,7 +12,7 @@
 
 #include "core/rng.h"
 #include "rl/heads.h"
-#include "rl/ppo.h"
+#include "algo/ppo.h"
 #include "test_util.h"
 
 /* ---- float64 reference ---- */

@@ -1,4 +1,4 @@
-/* V-trace (lib/rl/vtrace.c) against the paper's direct sums, computed here with every
+/* V-trace (lib/algo/vtrace.c) against the paper's direct sums, computed here with every
  * product written out (O(T^2), no recursion), on random columns with terminations,
  * truncations, autoreset rows and ratios on both sides of the truncation levels; and
  * on-policy against GAE(lambda). */
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/rng.h"
-#include "rl/vtrace.h"
+#include "algo/vtrace.h"
 #include "test_util.h"
 
 enum { T = 40, STRIDE = 3 }; /* a column of a [T x 3] slot: stride 3 */

@@ -2,7 +2,7 @@
  * fills every parameter and the normaliser with the version number before each
  * publish; readers pin, check that every value equals the pinned version, and unpin,
  * while versions are published as fast as possible. A stage hook stands in for the
- * device copy (lib/rl/trainer_async.c): it copies each buffer into a "device" buffer of
+ * device copy (lib/sampler/async.c): it copies each buffer into a "device" buffer of
  * the same index, and readers of a staged buffer check that copy too, so a stage into a
  * buffer someone holds, or a staged flag on the wrong buffer, fails. */
 #include <pthread.h>

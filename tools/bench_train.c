@@ -15,7 +15,8 @@
 
 #include "cli.h"
 #include "nn/kernels.h"
-#include "rl/trainer.h"
+#include "algo/ppo.h"
+#include "trainer/trainer.h"
 
 /* MACs of one forward pass, and of the input gradients (all layers but the first). */
 static void mlp_macs(const frl_mlp *m, double *fwd, double *in_grad)
@@ -99,7 +100,7 @@ static int report(frl_trainer *t, double seconds)
 {
     const frl_metrics *m = frl_trainer_metrics(t);
     int32_t threads = frl_runtime_threads(t->rt);
-    int32_t rows = t->ppo.M;
+    int32_t rows = ((const frl_ppo *)t->learner.impl)->M;
     double sgemm = gemm_rate(rows, 0), ours = gemm_rate(rows, 1);
     double fps = flops_per_step(t), total = fps * (double)m->env_steps;
     double floor_s = total / (sgemm * 1e9 * threads);

@@ -26,11 +26,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # Lower numbers are lower layers; dependencies point down only, so no two folders of one
 # layer depend on each other. core: allocation, errors, config, the runtime and its
 # device (the plugin's loader); io: files; nn: networks and the math shared with the
-# device; env: environments (their state goes through io); rl: the policy, the learners
-# and the trainer. lib/cuda is the plugin: loaded at run time, never linked into the
-# library, so it sits on top and sees only the core's ABI header and the nn headers it
-# includes.
-LAYERS = {"core": 0, "io": 1, "nn": 1, "env": 2, "rl": 3, "cuda": 4}
+# device; env: environments (their state goes through io); rl: the policy, the ring
+# and the replay; algo (learners) and sampler sit on rl side by side and never on each
+# other; the trainer drives both. lib/cuda is the plugin: loaded at run time, never
+# linked into the library, so it sits on top and sees only the core's ABI header and
+# the nn headers it includes.
+LAYERS = {"core": 0, "io": 1, "nn": 1, "env": 2, "rl": 3, "algo": 4, "sampler": 4,
+          "trainer": 5, "cuda": 6}
 
 # Files that belong to another file's module, with why.
 SAME_MODULE = {
@@ -39,6 +41,9 @@ SAME_MODULE = {
     # library sees the dispatcher only; it is the kernels module's inside, not a module
     # under or over it.
     "nn/kernels_impl": "nn/kernels",
+    # The settings' X-macro list and the table made from it: the config module's data,
+    # split out so that one list makes the table, the key enum and the choice enums.
+    "core/config_keys": "core/config",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -10,7 +10,7 @@ Each run is the project's CLI, the same command but for runtime.device:
       [--set KEY=VALUE for each --set]
 
 4096 envs x 32 steps = 131,072 rows an update, 8 minibatches of 16,384 rows, 4 epochs
-(train.epochs' default); the rest is the CartPole defaults (lib/rl/env_defaults.c:
+(train.epochs' default); the rest is the CartPole defaults (lib/trainer/env_defaults.c:
 lr 2.5e-3 annealed, 64x64 tanh actor and critic). On cuda the policy acts and learns on
 the GPU (the plugin's model and learner) while the envs step on the CPU threads; on cpu
 everything runs on the threads. Both get the same threads, seed and settings.

@@ -61,8 +61,9 @@
       "advantages and value targets: GAE(lambda), or V-trace (IMPALA), which corrects for "  \
       "the policy having changed since the rollout")                                         \
     X(TRAIN_ALGO, "train.algo", CHOICE, "ppo", 0, 0,                                         \
-      "the policy loss: PPO's clipped surrogate, or IMPALA's V-trace actor-critic "          \
-      "(-A log pi; implies train.advantage=vtrace)")                                         \
+      "the learner: PPO's clipped surrogate, IMPALA's V-trace actor-critic "                 \
+      "(-A log pi; implies train.advantage=vtrace), or A2C (SB3's settings: 5 steps x 8 "    \
+      "envs, one gradient step per rollout)")                                                \
     X(TRAIN_ANNEAL_LR, "train.anneal_lr", BOOL, "true", 0, 1,                                \
       "decay the learning rate linearly to 0 over the step budget")                          \
     X(TRAIN_CLIP, "train.clip", FLOAT, "0.2", 0, 10, "PPO's ratio clipping range")           \
@@ -105,7 +106,7 @@
 #define FRL_CHOICES_RUNTIME_DEVICE(X, K) X(K, CPU, "cpu") X(K, CUDA, "cuda") X(K, AUTO, "auto")
 #define FRL_CHOICES_SAMPLER_MODE(X, K) X(K, SYNC, "sync") X(K, ASYNC, "async")
 #define FRL_CHOICES_TRAIN_ADVANTAGE(X, K) X(K, GAE, "gae") X(K, VTRACE, "vtrace")
-#define FRL_CHOICES_TRAIN_ALGO(X, K) X(K, PPO, "ppo") X(K, IMPALA, "impala")
+#define FRL_CHOICES_TRAIN_ALGO(X, K) X(K, PPO, "ppo") X(K, IMPALA, "impala") X(K, A2C, "a2c")
 /* clang-format on */
 
 #define FRL_KEY_ENUMERATOR(ID, ...) FRL_KEY_##ID,

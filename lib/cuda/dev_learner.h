@@ -3,7 +3,7 @@
  * loss, backward and Adam step run on the device without a round trip to the host;
  * the host reads back the epoch's statistics once per epoch and the parameters once
  * per update. The algorithm's control (shuffles, epochs, learning rate, early stop)
- * stays with the core (lib/rl/ppo_device.c), which drives this through the plugin. */
+ * stays with the core (lib/algo/ppo_device.c), which drives this through the plugin. */
 #ifndef FRL_CUDA_DEV_LEARNER_H
 #define FRL_CUDA_DEV_LEARNER_H
 

@@ -89,7 +89,7 @@ FRL_HD void frl_dm_gae_column(int32_t T, int64_t B, int64_t b, const float *rewa
 }
 
 /* V-trace (Espeholt et al., 2018): ret gets the value targets v_t, adv the policy
- * gradient's rho_t (r_t + gamma v_{t+1} - V(x_t)); see lib/rl/vtrace.h. */
+ * gradient's rho_t (r_t + gamma v_{t+1} - V(x_t)); see lib/algo/vtrace.h. */
 FRL_HD void frl_dm_vtrace_column(int32_t T, int64_t B, int64_t b, const float *reward,
                                  const float *value, const float *log_ratio, const uint8_t *term,
                                  const uint8_t *trunc, const uint8_t *reset, float bootstrap,

@@ -42,7 +42,7 @@ frl_status frl_weights_init(frl_weights *w, const frl_allocator *alloc, const fr
                             char *err);
 void frl_weights_free(frl_weights *w);
 /* A publisher's hook on the buffer v (about to become current, pinned by nobody): make
- * its device copy, with the same index (lib/rl/trainer_async.c). *staged = 1 when it
+ * its device copy, with the same index (lib/sampler/async.c). *staged = 1 when it
  * did; an error leaves no device copy. */
 typedef frl_status (*frl_weights_stage_fn)(void *ctx, const frl_weights_view *v,
                                            int32_t *staged, char *err);

@@ -1,8 +1,8 @@
 /* V-trace targets and advantages, one env's column at a time (see vtrace.h). The
  * arithmetic is the device learner's own (lib/nn/dev_math.h), so the two cannot
  * drift apart. */
+#include "algo/vtrace.h"
 #include "nn/dev_math.h"
-#include "rl/vtrace.h"
 
 void frl_vtrace_column(int32_t T, int64_t stride, const float *reward, const float *value,
                        const float *log_ratio, const uint8_t *terminated,

@@ -1,8 +1,8 @@
 /* V-trace (Espeholt et al., 2018, "IMPALA"): value targets and policy-gradient
  * advantages corrected for the gap between the behaviour policy mu that acted and the
  * policy pi being trained, over one env's column of a [T x B] ring slot. */
-#ifndef FRL_RL_VTRACE_H
-#define FRL_RL_VTRACE_H
+#ifndef FRL_ALGO_VTRACE_H
+#define FRL_ALGO_VTRACE_H
 
 #include <stdint.h>
 

@@ -4,7 +4,8 @@
 
 #include "env/vec_env_state.h"
 #include "rl/policy_io.h"
-#include "rl/trainer.h"
+#include "trainer/trainer.h"
+#include "trainer/trainer_output.h"
 
 enum { MAX_SECTIONS = 40, COUNTERS = 7 };
 
@@ -17,24 +18,27 @@ typedef struct save_buf {
 
 static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, int32_t *n)
 {
-    const int64_t c[COUNTERS] = {t->env_steps, t->updates, t->rollout_steps, t->episodes,
-                                 t->ppo.adam.t, t->started, t->B};
-    memcpy(b->counters, c, sizeof c);
-    b->rn[0] = t->rn_count;
-    b->rn[1] = t->rn_mean;
-    b->rn[2] = t->rn_m2;
-    b->rn[3] = t->rn_scale;
+    const frl_rollout_book *k = &t->book;
+    b->rn[0] = k->rn_count;
+    b->rn[1] = k->rn_mean;
+    b->rn[2] = k->rn_m2;
+    b->rn[3] = k->rn_scale;
     b->seed = t->seed;
     frl_section_add(s, n, "kind", FRL_DTYPE_TEXT, 7, "trainer");
     frl_section_add(s, n, "trainer.env", FRL_DTYPE_TEXT, strlen(t->env_name), t->env_name);
     frl_section_add(s, n, "trainer.settings", FRL_DTYPE_TEXT, strlen(b->settings), b->settings);
     frl_section_add(s, n, "trainer.counters", FRL_DTYPE_I64, COUNTERS, b->counters);
     frl_section_add(s, n, "trainer.seed", FRL_DTYPE_U64, 1, &b->seed);
-    frl_section_add(s, n, "trainer.adam", FRL_DTYPE_F32, 2 * t->ppo.grad_stride, t->ppo.adam.m);
-    frl_section_add(s, n, "trainer.recent_return", FRL_DTYPE_F32, FRL_RECENT_EPISODES, t->recent_return);
-    frl_section_add(s, n, "trainer.recent_length", FRL_DTYPE_I32, FRL_RECENT_EPISODES, t->recent_length);
+    /* The learner's sections; its optimiser step is a counter (written before the file). */
+    int64_t learner_steps = 0;
+    t->learner.ops->save(&t->learner, s, n, &learner_steps);
+    const int64_t c[COUNTERS] = {k->pr.env_steps, k->pr.updates, k->pr.rollout_steps,
+                                 k->pr.episodes, learner_steps, k->pr.started, t->B};
+    memcpy(b->counters, c, sizeof c);
+    frl_section_add(s, n, "trainer.recent_return", FRL_DTYPE_F32, FRL_RECENT_EPISODES, k->recent_return);
+    frl_section_add(s, n, "trainer.recent_length", FRL_DTYPE_I32, FRL_RECENT_EPISODES, k->recent_length);
     frl_section_add(s, n, "trainer.reward_norm", FRL_DTYPE_F64, 4, b->rn);
-    frl_section_add(s, n, "trainer.disc_return", FRL_DTYPE_F64, (uint64_t)t->B, t->disc_return);
+    frl_section_add(s, n, "trainer.disc_return", FRL_DTYPE_F64, (uint64_t)t->B, k->disc_return);
 }
 
 /* Every section of the checkpoint, written to path; what they point to is freed after. */
@@ -66,11 +70,8 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_save: %s is NULL", ct ? "path" : "trainer");
     frl_trainer *t = (frl_trainer *)ct; /* for its error buffer only */
     frl_status st = FRL_OK;
-    if (t->as)
-        st = frl_fail(t->err, FRL_ERR_UNSUPPORTED,
-                      "an async trainer (sampler.mode=async) cannot be saved yet: its rollouts "
-                      "in flight and env groups have no file format; save the policy with "
-                      "frl_policy_save");
+    if (t->sampler->ops->no_save)
+        st = frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s", t->sampler->ops->no_save);
     if (st == FRL_OK)
         st = write_checkpoint(t, path);
     if (st != FRL_OK)
@@ -97,36 +98,36 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
 {
     const frl_section *cs = frl_container_find(c, "trainer.counters", FRL_DTYPE_I64, COUNTERS, err);
     const frl_section *sd = frl_container_find(c, "trainer.seed", FRL_DTYPE_U64, 1, err);
-    const frl_section *ad = frl_container_find(c, "trainer.adam", FRL_DTYPE_F32,
-                                               2 * (int64_t)t->ppo.grad_stride, err);
     const frl_section *rr = frl_container_find(c, "trainer.recent_return", FRL_DTYPE_F32,
                                                FRL_RECENT_EPISODES, err);
     const frl_section *rl = frl_container_find(c, "trainer.recent_length", FRL_DTYPE_I32,
                                                FRL_RECENT_EPISODES, err);
     const frl_section *rn = frl_container_find(c, "trainer.reward_norm", FRL_DTYPE_F64, 4, err);
     const frl_section *dr = frl_container_find(c, "trainer.disc_return", FRL_DTYPE_F64, t->B, err);
-    if (!cs || !sd || !ad || !rr || !rl || !rn || !dr)
+    if (!cs || !sd || !rr || !rl || !rn || !dr)
         return FRL_ERR_FORMAT;
     const int64_t *k = cs->data;
     if (k[0] < 0 || k[1] < 0 || k[2] < 0 || k[3] < 0 || k[4] < 0 || k[6] != t->B)
         return frl_fail(err, FRL_ERR_FORMAT, "trainer.counters are inconsistent");
-    t->env_steps = k[0];
-    t->updates = k[1];
-    t->rollout_steps = k[2];
-    t->episodes = k[3];
-    t->ppo.adam.t = k[4];
-    t->started = (int32_t)k[5];
+    frl_status st = t->learner.ops->load(&t->learner, c, k[4], err);
+    if (st != FRL_OK)
+        return st;
+    frl_rollout_book *b = &t->book;
+    b->pr.env_steps = k[0];
+    b->pr.updates = k[1];
+    b->pr.rollout_steps = k[2];
+    b->pr.episodes = k[3];
+    b->pr.started = (int32_t)k[5];
     t->seed = *(const uint64_t *)sd->data;
-    memcpy(t->ppo.adam.m, ad->data, sizeof(float) * 2 * t->ppo.grad_stride);
-    t->ppo.dev_adam_stale = 1;
-    memcpy(t->recent_return, rr->data, sizeof t->recent_return);
-    memcpy(t->recent_length, rl->data, sizeof t->recent_length);
+    t->host.seed = t->seed; /* the sampler's copy */
+    memcpy(b->recent_return, rr->data, sizeof b->recent_return);
+    memcpy(b->recent_length, rl->data, sizeof b->recent_length);
     const double *r = rn->data;
-    t->rn_count = r[0];
-    t->rn_mean = r[1];
-    t->rn_m2 = r[2];
-    t->rn_scale = (float)r[3];
-    memcpy(t->disc_return, dr->data, sizeof(double) * (size_t)t->B);
+    b->rn_count = r[0];
+    b->rn_mean = r[1];
+    b->rn_m2 = r[2];
+    b->rn_scale = (float)r[3];
+    memcpy(b->disc_return, dr->data, sizeof(double) * (size_t)t->B);
     return FRL_OK;
 }
 
@@ -325,7 +326,7 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
         *out = NULL;
         return st;
     }
-    (*out)->steps_at_start = (*out)->env_steps;
+    (*out)->steps_at_start = (*out)->book.pr.env_steps;
     frl_trainer_refresh_progress(*out);
     return FRL_OK;
 }

@@ -9,7 +9,7 @@
  * the time and failed one seed in ten. */
 #include <string.h>
 
-#include "rl/trainer.h"
+#include "trainer/env_defaults.h"
 
 typedef struct env_defaults {
     const char *env;

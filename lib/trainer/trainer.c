@@ -1,52 +1,14 @@
-/* frl_trainer: the synchronous sampler writing into the ring, and the training loop. */
+/* frl_trainer: construction, the learn step and the public API. The sampler and the
+ * learner are tables chosen by the settings; the trainer calls through them and never
+ * asks which it holds. */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
-#include "rl/trainer.h"
+#include "trainer/trainer.h"
+#include "trainer/trainer_output.h"
 
-double frl_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* ---- settings ---- */
-
-static int is_async(const frl_config *c)
-{
-    return frl_cfg_choice(c, FRL_KEY_SAMPLER_MODE) == FRL_SAMPLER_MODE_ASYNC;
-}
-
-static void read_ppo_settings(const frl_config *c, frl_ppo_settings *s)
-{
-    s->epochs = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_EPOCHS);
-    s->minibatches = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_MINIBATCHES);
-    s->lr = frl_cfg_float(c, FRL_KEY_TRAIN_LR);
-    s->clip = frl_cfg_float(c, FRL_KEY_TRAIN_CLIP);
-    s->ent_coef = frl_cfg_float(c, FRL_KEY_TRAIN_ENT_COEF);
-    s->vf_coef = frl_cfg_float(c, FRL_KEY_TRAIN_VF_COEF);
-    s->max_grad_norm = frl_cfg_float(c, FRL_KEY_TRAIN_MAX_GRAD_NORM);
-    s->gamma = frl_cfg_float(c, FRL_KEY_TRAIN_GAMMA);
-    s->lambda = frl_cfg_float(c, FRL_KEY_TRAIN_GAE_LAMBDA);
-    s->adam_eps = frl_cfg_float(c, FRL_KEY_TRAIN_ADAM_EPS);
-    s->target_kl = frl_cfg_float(c, FRL_KEY_TRAIN_TARGET_KL);
-    s->use_target_kl = frl_cfg_is_set(c, FRL_KEY_TRAIN_TARGET_KL);
-    s->clip_value = frl_cfg_bool(c, FRL_KEY_TRAIN_CLIP_VALUE);
-    s->norm_adv = frl_cfg_bool(c, FRL_KEY_TRAIN_NORM_ADV);
-    s->anneal_lr = frl_cfg_bool(c, FRL_KEY_TRAIN_ANNEAL_LR);
-    s->impala = frl_cfg_choice(c, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_IMPALA;
-    /* IMPALA is defined with V-trace's targets and advantages; the async sampler (APPO)
-     * uses them unless the caller chose GAE, since its rollouts lag the learner. */
-    int async_default = is_async(c) && !frl_cfg_is_set(c, FRL_KEY_TRAIN_ADVANTAGE);
-    s->vtrace = s->impala || async_default ||
-                frl_cfg_choice(c, FRL_KEY_TRAIN_ADVANTAGE) == FRL_TRAIN_ADVANTAGE_VTRACE;
-    s->rho_bar = frl_cfg_float(c, FRL_KEY_TRAIN_VTRACE_RHO);
-    s->c_bar = frl_cfg_float(c, FRL_KEY_TRAIN_VTRACE_C);
-}
-
-/* The caller's settings over the environment's defaults over the library's. */
+/* The caller's settings over the learner's own (its table's) over the environment's
+ * defaults over the library's. */
 static frl_status resolve_settings(frl_runtime *rt, const char *env_name, const frl_config *cfg,
                                    frl_config **out)
 {
@@ -59,58 +21,108 @@ static frl_status resolve_settings(frl_runtime *rt, const char *env_name, const 
         return frl_fail(NULL, FRL_ERR_INTERNAL, "defaults of %s: %s", env_name, frl_last_error());
     }
     frl_config_overlay(*out, cfg);
+    /* The algorithm's own settings replace the env's PPO-tuned ones; the caller's win. */
+    const char *algo = frl_learner_lookup(*out)->settings;
+    if (algo && (st = frl_config_parse(*out, algo)) != FRL_OK) {
+        frl_config_destroy(*out);
+        *out = NULL;
+        return frl_fail(NULL, FRL_ERR_INTERNAL, "settings of the algorithm: %s", frl_last_error());
+    }
+    frl_config_overlay(*out, cfg);
     return FRL_OK;
 }
 
 /* ---- construction ---- */
 
-/* Sync sampling on a device: one forward of all envs per step into a pinned buffer,
- * from which the pool's tasks sample. */
-static frl_status alloc_device_outputs(frl_trainer *t)
+static frl_status learn_step(void *owner, int32_t slot, int64_t num_updates)
+{
+    frl_trainer *t = owner;
+    return t->learn(t, slot, num_updates);
+}
+
+static frl_status after_update(void *owner)
+{
+    return frl_trainer_after_update(owner);
+}
+
+static int target_reached(const void *owner)
+{
+    return frl_trainer_target_reached(owner);
+}
+
+static void refresh_progress(void *owner)
+{
+    frl_trainer_refresh_progress(owner);
+}
+
+static void fill_host(frl_trainer *t)
+{
+    t->host = (frl_sampler_host){
+        .rt = t->rt, .cfg = t->cfg, .policy = t->policy, .ring = t->ring,
+        .groups = t->groups, .T = t->T, .B = t->B, .venvs = t->venvs,
+        .group_first = t->group_first, .seed = t->seed, .book = &t->book,
+        .metrics = &t->metrics, .stop = &t->stop, .err = t->err, .owner = t,
+        .learn = learn_step, .after_update = after_update, .target_reached = target_reached,
+        .refresh_progress = refresh_progress,
+    };
+}
+
+/* The storage the learner declared: the ring always, a replay or a population beside. */
+static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
 {
     const frl_policy *p = t->policy;
-    size_t bytes = sizeof(float) * (size_t)t->B * (size_t)p->out_w;
-    char why[FRL_ERRMSG_SIZE / 2] = "";
-    t->dev_out = frl_device_host_alloc(&t->rt->device, &t->rt->alloc, bytes, why, sizeof why);
-    if (!t->dev_out)
-        return frl_fail(t->err, FRL_ERR_NOMEM, "the outputs of %d envs' inference: %s",
-                        (int)t->B, why);
+    t->store.kind = need->kind;
+    t->store.ring = t->ring;
+    if (need->kind == FRL_STORAGE_REPLAY)
+        return frl_replay_create(&t->store.replay, t->rt, need->capacity, p->obs_w,
+                                 p->discrete ? 1 : p->out_w, p->discrete, t->err);
+    if (need->kind != FRL_STORAGE_POPULATION)
+        return FRL_OK;
+    t->store.members = need->members;
+    t->store.member_floats = (int64_t)p->num_params;
+    t->store.population = frl_alloc(&t->rt->alloc, sizeof(float) * (size_t)need->members *
+                                                        p->num_params, 64);
+    if (!t->store.population)
+        return frl_fail(t->err, FRL_ERR_NOMEM, "a population of %d x %zu parameters",
+                        (int)need->members, p->num_params);
     return FRL_OK;
+}
+
+static frl_status build_learner(frl_trainer *t)
+{
+    frl_storage_need need = {FRL_STORAGE_ROLLOUT, 0, 0};
+    if (!t->learner.ops)
+        t->learner.ops = frl_learner_lookup(t->cfg);
+    t->learner.rt = t->rt;
+    t->learner.ops->storage(t->cfg, &need);
+    frl_status st = alloc_storage(t, &need);
+    frl_learner_ctx c = {t->rt, t->cfg, t->policy, &t->store};
+    if (st == FRL_OK)
+        st = t->learner.ops->create(&t->learner, &c, t->err);
+    return st;
 }
 
 static frl_status build_parts(frl_trainer *t, const char *who)
 {
     const frl_space *os = frl_vec_env_observation_space(t->venv);
     const frl_space *as = frl_vec_env_action_space(t->venv);
+    const frl_sampler_ops *sampler = frl_sampler_lookup(t->cfg);
     frl_status st = frl_policy_create_seeded(&t->policy, t->rt, t->cfg, os, as, t->seed, who);
     if (st == FRL_OK)
-        st = frl_ring_create(&t->ring, t->rt,
-                             t->groups > 1 || is_async(t->cfg)
-                                 ? (int32_t)frl_cfg_int(t->cfg, FRL_KEY_SAMPLER_SLOTS) : 1,
-                             t->T, t->B, os, as);
+        st = frl_ring_create(&t->ring, t->rt, sampler->slots(t->cfg, t->groups), t->T, t->B, os,
+                             as);
     if (st != FRL_OK)
         return st;
-    frl_ppo_settings s;
-    read_ppo_settings(t->cfg, &s);
-    st = frl_ppo_init(&t->ppo, t->rt, t->policy, t->ring, &s, t->err);
-    if (st == FRL_OK)
-        st = frl_ppo_device_create(&t->ppo, t->err);
-    if (st == FRL_OK && t->policy->dev)
-        st = alloc_device_outputs(t);
-    if (st != FRL_OK)
+    if ((st = build_learner(t)) != FRL_OK)
         return frl_fail_msg(NULL, st, t->err);
-    t->disc_return = frl_alloc(&t->rt->alloc, sizeof(double) * (size_t)t->B, 64);
-    if (!t->disc_return)
+    if (frl_rollout_book_init(&t->book, &t->rt->alloc, t->B,
+                              (int32_t)frl_cfg_bool(t->cfg, FRL_KEY_TRAIN_REWARD_NORM),
+                              frl_cfg_float(t->cfg, FRL_KEY_TRAIN_GAMMA), 0) != FRL_OK)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
-    /* Acting splits the envs over the threads (an action depends only on its row, so
-     * the split changes no result), in pieces no larger than a learner workspace. */
-    int32_t threads = frl_runtime_threads(t->rt);
-    int32_t per = (t->B + threads - 1) / threads;
-    t->act_rows = per < t->ppo.shard_rows ? per : t->ppo.shard_rows;
-    t->rn_scale = 1.0f;
     t->learn = frl_trainer_learn_slot;
-    if (is_async(t->cfg))
-        return frl_async_create(&t->as, t);
+    fill_host(t);
+    if ((st = sampler->create(&t->sampler, &t->host)) != FRL_OK)
+        return frl_fail_msg(NULL, st, t->err);
     return FRL_OK;
 }
 
@@ -162,15 +174,16 @@ static void set_groups(frl_trainer *t, frl_vec_env *const *venvs, int32_t groups
 
 static frl_status check_mode(const frl_config *c, int32_t groups, const char *who)
 {
-    if (frl_cfg_choice(c, FRL_KEY_SAMPLER_MODE) == FRL_SAMPLER_MODE_SYNC && groups > 1)
+    if (groups > frl_sampler_lookup(c)->max_groups)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: %d vec envs need sampler.mode=async "
                         "(the synchronous sampler steps one)", who, (int)groups);
     return FRL_OK;
 }
 
-frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
-                             int32_t groups, int own, frl_config *resolved, const char *env_name,
-                             const char *who)
+/* As frl_trainer_build, with the learner's table given (NULL: train.algo's). */
+static frl_status build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
+                        int32_t groups, int own, frl_config *resolved, const char *env_name,
+                        const char *who, const frl_learner_ops *learner)
 {
     frl_status st = check_mode(resolved, groups, who);
     frl_trainer *t = st == FRL_OK ? frl_alloc(&rt->alloc, sizeof *t, FRL_CACHE_LINE) : NULL;
@@ -182,6 +195,7 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
     }
     t->rt = rt;
     t->cfg = resolved;
+    t->learner.ops = learner;
     set_groups(t, venvs, groups);
     t->own_venv = own;
     snprintf(t->env_name, sizeof t->env_name, "%s", env_name);
@@ -194,7 +208,6 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: train.rollout x envs = %lld rows exceeds 2^31 - 1",
                         who, (long long)rows);
     }
-    t->reward_norm = frl_cfg_bool(resolved, FRL_KEY_TRAIN_REWARD_NORM);
     atomic_init(&t->stop, 0);
     atomic_init(&t->running, 0);
     t->metrics.struct_size = sizeof t->metrics;
@@ -208,13 +221,20 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
     return FRL_OK;
 }
 
+frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
+                             int32_t groups, int own, frl_config *resolved, const char *env_name,
+                             const char *who)
+{
+    return build(out, rt, venvs, groups, own, resolved, env_name, who, NULL);
+}
+
 /* sampler.groups vec envs of the built-in, the envs split as evenly as possible. Here
  * train.num_envs decides B (see frl_trainer_check_num_envs for the other direction). */
 static frl_status create_groups(frl_vec_env **v, int32_t *groups, frl_runtime *rt,
                                 const char *env_name, const frl_config *c, const char *who)
 {
     int32_t n = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_NUM_ENVS);
-    int32_t k = is_async(c) ? (int32_t)frl_cfg_int(c, FRL_KEY_SAMPLER_GROUPS) : 1;
+    int32_t k = frl_sampler_lookup(c)->groups(c);
     if (k > n)
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: sampler.groups %d is more than train.num_envs %d",
                         who, (int)k, (int)n);
@@ -252,7 +272,7 @@ FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt, const 
         frl_config_destroy(resolved);
         return st;
     }
-    return frl_trainer_build(out, rt, v, groups, 1, resolved, env_name, who);
+    return build(out, rt, v, groups, 1, resolved, env_name, who, NULL);
 }
 
 FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
@@ -267,9 +287,8 @@ FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, fr
     return frl_trainer_create_vecs(out, rt, &venv, 1, cfg);
 }
 
-FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
-                                           frl_vec_env *const *venvs, int32_t count,
-                                           const frl_config *cfg)
+static frl_status create_vecs(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
+                               int32_t count, const frl_config *cfg, const frl_learner_ops *learner)
 {
     const char *who = count == 1 ? "frl_trainer_create_vec" : "frl_trainer_create_vecs";
     if (out)
@@ -304,7 +323,24 @@ FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
     }
     /* The host's group count, so settings.txt records it (the build records B). */
     (void)frl_cfg_set_int(resolved, FRL_KEY_SAMPLER_GROUPS, count);
-    return frl_trainer_build(out, rt, venvs, count, 0, resolved, name, who);
+    return build(out, rt, venvs, count, 0, resolved, name, who, learner);
+}
+
+FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
+                                           frl_vec_env *const *venvs, int32_t count,
+                                           const frl_config *cfg)
+{
+    return create_vecs(out, rt, venvs, count, cfg, NULL);
+}
+
+frl_status frl_trainer_create_with_learner(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
+                                           const frl_config *cfg, const frl_learner_ops *learner)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !rt || !venv || !learner)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_create_with_learner: an argument is NULL");
+    return create_vecs(out, rt, &venv, 1, cfg, learner);
 }
 
 frl_status frl_trainer_check_num_envs(const frl_config *cfg, int64_t n, int32_t count, char *err)
@@ -324,210 +360,39 @@ FRL_API void frl_trainer_destroy(frl_trainer *t)
     if (!t)
         return;
     frl_trainer_close_outputs(t);
-    frl_async_destroy(t->as);
-    if (t->ppo.rt)
-        frl_ppo_free(&t->ppo);
-    if (t->dev_out)
-        frl_device_host_free(&t->rt->device, &t->rt->alloc, t->dev_out);
+    if (t->sampler)
+        t->sampler->ops->destroy(t->sampler);
+    if (t->learner.ops)
+        t->learner.ops->destroy(&t->learner);
+    frl_replay_destroy(t->store.replay);
+    frl_free(&t->rt->alloc, t->store.population);
     frl_ring_destroy(t->ring);
     frl_policy_destroy(t->policy);
     if (t->own_venv)
         destroy_groups(t->venvs, t->groups);
-    frl_free(&t->rt->alloc, t->disc_return);
+    frl_rollout_book_free(&t->book, &t->rt->alloc);
     frl_config_destroy(t->cfg);
     frl_free(&t->rt->alloc, t);
 }
 
-/* ---- the sampler ---- */
-
-typedef struct act_job {
-    frl_trainer *t;
-    int32_t step;
-} act_job;
-
-/* Write the action of env `local` of group g into its vec env (box actions clipped to
- * the space, as CleanRL's ClipAction does; the ring keeps the unclipped sample the
- * log-prob belongs to). */
-void frl_trainer_env_action(frl_trainer *t, int32_t g, int32_t local, const void *sampled)
-{
-    const frl_policy *p = t->policy;
-    if (p->discrete) {
-        ((int32_t *)frl_vec_env_actions(t->venvs[g]))[local] = *(const int32_t *)sampled;
-        return;
-    }
-    const float *a = sampled, *lo = p->act_space->low, *hi = p->act_space->high;
-    float *dst = (float *)frl_vec_env_actions(t->venvs[g]) + (size_t)local * (size_t)p->out_w;
-    for (int32_t i = 0; i < p->out_w; i++)
-        dst[i] = a[i] < lo[i] ? lo[i] : (a[i] > hi[i] ? hi[i] : a[i]);
-}
-
-static int act_task(void *user, int32_t task, int32_t thread)
-{
-    act_job *j = user;
-    frl_trainer *t = j->t;
-    const frl_policy *p = t->policy;
-    int32_t first = task * t->act_rows;
-    int32_t rows = t->B - first < t->act_rows ? t->B - first : t->act_rows;
-    size_t row0 = (size_t)j->step * (size_t)t->B + (size_t)first;
-    const float *obs = (const float *)frl_ring_at(t->ring, t->slot, FRL_RING_OBSERVATIONS) +
-                       row0 * (size_t)p->obs_w;
-    unsigned char *act = frl_ring_at(t->ring, t->slot, FRL_RING_ACTIONS);
-    float *lp = (float *)frl_ring_at(t->ring, t->slot, FRL_RING_LOG_PROBS) + row0;
-    size_t ab = p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
-    frl_pass f;
-    frl_policy_pass_layout(p, rows, 0, t->ppo.ws[thread], &f);
-    /* Values come later, in one batch (frl_ppo_values). On a device the outputs are
-     * there already (rollout_step). */
-    if (t->dev_out)
-        f.out = t->dev_out + (size_t)first * (size_t)p->out_w;
-    else
-        frl_policy_forward_heads(p, p->params, rows, obs, &f, FRL_HEAD_ACTOR);
-    for (int32_t r = 0; r < rows; r++) {
-        void *a = act + (row0 + (size_t)r) * ab;
-        lp[r] = (float)frl_policy_head_act(p, p->params, f.out + (size_t)r * (size_t)p->out_w, 0,
-                                          (uint64_t)(first + r), (uint64_t)t->rollout_steps, a);
-        frl_trainer_env_action(t, 0, first + r, a);
-    }
-    return 0;
-}
-
-/* Scale rewards r[0..n) of envs [first, first + n) by the running std of the
- * discounted return (Engstrom et al., 2020). */
-static void normalise_rewards(frl_trainer *t, int32_t first, int32_t n, float *r,
-                              const uint8_t *term, const uint8_t *trunc)
-{
-    double g = t->ppo.s.gamma, s = 0, ss = 0, *d = t->disc_return + first;
-    for (int32_t b = 0; b < n; b++) {
-        d[b] = d[b] * g + r[b];
-        s += d[b];
-    }
-    double bm = s / n;
-    for (int32_t b = 0; b < n; b++)
-        ss += (d[b] - bm) * (d[b] - bm);
-    double tot = t->rn_count + n, dm = bm - t->rn_mean;
-    t->rn_mean += dm * n / tot;
-    t->rn_m2 += ss + dm * dm * t->rn_count * n / tot;
-    t->rn_count = tot;
-    t->rn_scale = (float)(1.0 / sqrt(t->rn_m2 / t->rn_count + 1e-8));
-    for (int32_t b = 0; b < n; b++) {
-        r[b] *= t->rn_scale;
-        if (term[b] | trunc[b])
-            d[b] = 0;
-    }
-}
-
-static void record_episodes(frl_trainer *t, const frl_vec_env *v)
-{
-    const uint8_t *term = frl_vec_env_terminated(v), *trunc = frl_vec_env_truncated(v);
-    const float *ret = frl_vec_env_episode_returns(v);
-    const int32_t *len = frl_vec_env_episode_lengths(v);
-    for (int32_t b = 0; b < v->n; b++) {
-        if (!(term[b] | trunc[b]))
-            continue;
-        t->recent_return[t->episodes % FRL_RECENT_EPISODES] = ret[b];
-        t->recent_length[t->episodes % FRL_RECENT_EPISODES] = len[b];
-        t->episodes++;
-    }
-}
-
-void frl_trainer_store_step(frl_trainer *t, int32_t g, int32_t slot, int32_t step)
-{
-    const frl_vec_env *v = t->venvs[g];
-    size_t off = (size_t)step * (size_t)t->B + (size_t)t->group_first[g], n = (size_t)v->n;
-    float *r = (float *)frl_ring_at(t->ring, slot, FRL_RING_REWARDS) + off;
-    uint8_t *term = (uint8_t *)frl_ring_at(t->ring, slot, FRL_RING_TERMINATED) + off;
-    uint8_t *trunc = (uint8_t *)frl_ring_at(t->ring, slot, FRL_RING_TRUNCATED) + off;
-    memcpy(r, frl_vec_env_rewards(v), sizeof(float) * n);
-    memcpy(term, frl_vec_env_terminated(v), n);
-    memcpy(trunc, frl_vec_env_truncated(v), n);
-    memcpy((uint8_t *)frl_ring_at(t->ring, slot, FRL_RING_RESET_STEPS) + off,
-           frl_vec_env_reset_steps(v), n);
-    if (t->reward_norm)
-        normalise_rewards(t, t->group_first[g], v->n, r, term, trunc);
-    record_episodes(t, v);
-}
-
-/* *clock is the time the step starts, and becomes the time it ends: two clock reads a
- * step, not three. */
-static frl_status rollout_step(frl_trainer *t, int32_t step, double *clock)
-{
-    size_t ow = (size_t)t->policy->obs_w, B = (size_t)t->B;
-    float *obs = (float *)frl_ring_at(t->ring, t->slot, FRL_RING_OBSERVATIONS) + (size_t)step * B * ow;
-    memcpy(obs, frl_vec_env_observations(t->venv), sizeof(float) * B * ow);
-    ((uint64_t *)frl_ring_at(t->ring, t->slot, FRL_RING_POLICY_VERSION))[step] = t->policy->version;
-    act_job j = {t, step};
-    int32_t failed, tasks = (t->B + t->act_rows - 1) / t->act_rows;
-    if (t->dev_out) {
-        frl_status st = frl_policy_device_forward(t->policy, t->B, obs, t->dev_out, NULL, t->err);
-        if (st != FRL_OK)
-            return st;
-    }
-    if (frl_pool_run(t->rt->pool, tasks, act_task, &j, &failed) != 0)
-        return frl_fail(t->err, FRL_ERR_INTERNAL, "acting failed in task %d", (int)failed);
-    double t1 = frl_now();
-    frl_status st = frl_vec_env_step(t->venv);
-    if (st != FRL_OK)
-        return frl_fail_msg(t->err, st, frl_vec_env_last_error(t->venv));
-    frl_trainer_store_step(t, 0, t->slot, step);
-    t->rollout_steps++;
-    t->env_steps += t->B;
-    double t2 = frl_now();
-    t->metrics.time_inference += t1 - *clock;
-    t->metrics.time_env += t2 - t1;
-    *clock = t2;
-    return FRL_OK;
-}
-
-static frl_status rollout(frl_trainer *t)
-{
-    frl_status st = frl_ring_acquire_write(t->ring, &t->slot);
-    if (st != FRL_OK)
-        return frl_fail_msg(t->err, st, frl_ring_last_error(t->ring));
-    t->metrics.time_env = t->metrics.time_inference = 0;
-    double clock = frl_now();
-    for (int32_t s = 0; s < t->T && st == FRL_OK; s++)
-        st = rollout_step(t, s, &clock);
-    if (st != FRL_OK) {
-        /* The slot is given back, so the run can go on after the caller fixes the cause. */
-        frl_ring_abandon(t->ring, t->slot);
-        return st;
-    }
-    memcpy(frl_ring_at(t->ring, t->slot, FRL_RING_BOOTSTRAP_OBS), frl_vec_env_observations(t->venv),
-           sizeof(float) * (size_t)t->B * (size_t)t->policy->obs_w);
-    return frl_ring_commit(t->ring, t->slot);
-}
-
 /* ---- the learner step and the loop ---- */
-
-/* Mean return and length of the last (up to) 100 episodes; NaN before the first. */
-static void recent_means(const frl_trainer *t, double *ret, double *len)
-{
-    int64_t n = t->episodes < FRL_RECENT_EPISODES ? t->episodes : FRL_RECENT_EPISODES;
-    double sr = 0, sl = 0;
-    for (int64_t i = 0; i < n; i++) {
-        sr += t->recent_return[i];
-        sl += t->recent_length[i];
-    }
-    *ret = n ? sr / (double)n : NAN;
-    *len = n ? sl / (double)n : NAN;
-}
 
 void frl_trainer_refresh_progress(frl_trainer *t)
 {
     frl_metrics *m = &t->metrics;
-    m->update = t->updates;
-    m->env_steps = t->env_steps;
-    m->episodes = t->episodes;
-    recent_means(t, &m->mean_return, &m->mean_length);
+    m->update = t->book.pr.updates;
+    m->env_steps = t->book.pr.env_steps;
+    m->episodes = t->book.pr.episodes;
+    frl_rollout_recent_means(&t->book, &m->mean_return, &m->mean_length);
 }
 
-static void fill_metrics(frl_trainer *t, const frl_ppo_stats *s)
+static void fill_metrics(frl_trainer *t, const frl_learn_stats *s)
 {
     frl_metrics *m = &t->metrics;
     frl_trainer_refresh_progress(t);
     m->seconds = frl_now() - t->t_start;
     /* Steps since create or load: a resumed run's rate is its own. */
-    m->steps_per_second = m->seconds > 0 ? (double)(t->env_steps - t->steps_at_start) / m->seconds : 0;
+    m->steps_per_second = m->seconds > 0 ? (double)(t->book.pr.env_steps - t->steps_at_start) / m->seconds : 0;
     m->policy_loss = s->policy_loss;
     m->value_loss = s->value_loss;
     m->entropy = s->entropy;
@@ -542,40 +407,13 @@ static void fill_metrics(frl_trainer *t, const frl_ppo_stats *s)
     m->time_waiting = 0;
 }
 
-/* The progress the sampler writes, read under the async scheduler's lock. */
-static void lock_progress(frl_trainer *t)
-{
-    if (t->as)
-        frl_async_lock(t->as);
-}
-
-static void unlock_progress(frl_trainer *t)
-{
-    if (t->as)
-        frl_async_unlock(t->as);
-}
-
-/* Values, advantages and the update on the CPU; *t_values: the value pass's time. */
-static frl_status learn_on_cpu(frl_trainer *t, int32_t slot, int64_t num_updates,
-                               frl_ppo_stats *s, double *t_values)
-{
-    double t0 = frl_now();
-    frl_status st = frl_ppo_values(&t->ppo, slot, t->err);
-    if (st != FRL_OK)
-        return st;
-    frl_ppo_bootstrap(&t->ppo, slot);
-    *t_values = frl_now() - t0;
-    frl_ppo_advantages(&t->ppo, slot);
-    return frl_ppo_update(&t->ppo, slot, t->updates, num_updates, t->seed, s, t->err);
-}
 
 frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_updates)
 {
-    frl_ppo_stats s;
-    double t_values = 0;
-    frl_status st = t->ppo.dev ? frl_ppo_device_update(&t->ppo, slot, t->updates, num_updates,
-                                                       t->seed, &s, t->err)
-                               : learn_on_cpu(t, slot, num_updates, &s, &t_values);
+    frl_learn_stats s = {0};
+    frl_batch b = {slot, t->book.state0, t->book.state_w, t->book.pr.updates, num_updates,
+                   t->seed};
+    frl_status st = t->learner.ops->learn(&t->learner, &b, &s, t->err);
     if (st != FRL_OK) {
         frl_ring_release(t->ring, slot);
         return st;
@@ -587,51 +425,32 @@ frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_upda
         t->policy->dev_norm_stale = 1;
     }
     frl_ring_release(t->ring, slot);
-    t->updates++;
-    lock_progress(t);
+    t->book.pr.updates++;
+    /* The progress the sampler writes, read under its lock. */
+    t->sampler->ops->lock(t->sampler);
     fill_metrics(t, &s);
-    unlock_progress(t);
+    t->sampler->ops->unlock(t->sampler);
     /* Sync: acting's time plus the value pass; async: the sampler's roles report their
      * own busy time, so the value pass counts as learning. */
-    if (t->as)
-        t->metrics.time_backward += t_values;
+    if (t->sampler->ops->overlaps_learning)
+        t->metrics.time_backward += s.time_values;
     else
-        t->metrics.time_inference += t_values;
+        t->metrics.time_inference += s.time_values;
     if (st == FRL_OK && frl_find_nonfinite(t->policy->params, (int64_t)t->policy->num_params) >= 0)
         st = frl_fail(t->err, FRL_ERR_NONFINITE,
                       "training diverged: a parameter became non-finite at update %lld (lower "
-                      "train.lr or set train.max_grad_norm)", (long long)t->updates);
+                      "train.lr or set train.max_grad_norm)", (long long)t->book.pr.updates);
     return st;
-}
-
-static frl_status learn(frl_trainer *t, int64_t num_updates)
-{
-    int32_t slot;
-    frl_status st = frl_ring_acquire_read(t->ring, &slot);
-    if (st != FRL_OK)
-        return frl_fail_msg(t->err, st, frl_ring_last_error(t->ring));
-    return t->learn(t, slot, num_updates);
 }
 
 /* From the episode window itself, which checkpoints keep (the metrics are not). */
 int frl_trainer_target_reached(const frl_trainer *t)
 {
     double ret, len;
-    recent_means(t, &ret, &len);
+    frl_rollout_recent_means(&t->book, &ret, &len);
     return frl_cfg_is_set(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN) &&
-           t->episodes >= FRL_RECENT_EPISODES &&
+           t->book.pr.episodes >= FRL_RECENT_EPISODES &&
            ret >= frl_cfg_float(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN);
-}
-
-static frl_status start(frl_trainer *t)
-{
-    if (t->started)
-        return FRL_OK;
-    frl_status st = frl_vec_env_reset(t->venv, t->seed);
-    if (st != FRL_OK)
-        return frl_fail_msg(t->err, st, frl_vec_env_last_error(t->venv));
-    t->started = 1;
-    return FRL_OK;
 }
 
 frl_status frl_trainer_after_update(frl_trainer *t)
@@ -647,8 +466,6 @@ frl_status frl_trainer_after_update(frl_trainer *t)
     return FRL_OK;
 }
 
-static frl_status train_sync(frl_trainer *t, int64_t total_steps);
-
 FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
 {
     if (!t)
@@ -658,26 +475,10 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
                         (long long)total_steps);
     if (atomic_exchange(&t->running, 1))
         return frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_train: already running");
-    frl_status st = t->as ? frl_async_train(t->as, total_steps) : train_sync(t, total_steps);
+    frl_status st = t->sampler->ops->train(t->sampler, total_steps);
     atomic_store(&t->running, 0);
     if (st != FRL_OK)
         frl_fail_msg(NULL, st, t->err);
-    return st;
-}
-
-static frl_status train_sync(frl_trainer *t, int64_t total_steps)
-{
-    int64_t per = (int64_t)t->T * t->B, num_updates = (total_steps + per - 1) / per;
-    frl_status st = start(t);
-    while (st == FRL_OK && t->env_steps < total_steps && !frl_trainer_target_reached(t)) {
-        if (atomic_exchange(&t->stop, 0))
-            return frl_fail(t->err, FRL_ERR_INTERRUPTED, "training stopped by request at %lld steps",
-                            (long long)t->env_steps);
-        if ((st = rollout(t)) == FRL_OK && (st = learn(t, num_updates)) == FRL_OK)
-            st = frl_trainer_after_update(t);
-    }
-    /* A stop that arrives during the last update is not carried over to the next call. */
-    atomic_store(&t->stop, 0);
     return st;
 }
 
@@ -695,7 +496,7 @@ static frl_status check_many(frl_trainer *const *tr, int32_t count, int64_t tota
     for (int32_t i = 0; i < count; i++) {
         if (!tr[i])
             return frl_fail(NULL, FRL_ERR_NULL, "%s: trainers[%d] is NULL", who, (int)i);
-        if (!tr[i]->as)
+        if (!tr[i]->sampler->ops->train_many)
             return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: trainers[%d] is not an async "
                             "trainer (set sampler.mode=async)", who, (int)i);
         if (tr[i]->rt != tr[0]->rt)
@@ -730,11 +531,11 @@ FRL_API frl_status frl_trainer_train_many(frl_trainer *const *trainers, int32_t 
         st = claim(trainers, count, who);
     if (st != FRL_OK)
         return st;
-    struct frl_async *m[FRL_MAX_GROUPS];
+    frl_sampler *m[FRL_MAX_GROUPS];
     for (int32_t i = 0; i < count; i++)
-        m[i] = trainers[i]->as;
+        m[i] = trainers[i]->sampler;
     int32_t failed;
-    st = frl_async_train_many(m, count, total_steps, &failed);
+    st = trainers[0]->sampler->ops->train_many(m, count, total_steps, &failed);
     for (int32_t i = 0; i < count; i++)
         atomic_store(&trainers[i]->running, 0);
     if (st != FRL_OK && failed >= 0)

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "algo/ppo_device.h"
 #include "core/plugin_api.h"
 #include "nn/dev_math.h"
-#include "rl/ppo.h"
 
 static void describe_learner(const frl_ppo *l, frl_dm_learn_desc *d)
 {

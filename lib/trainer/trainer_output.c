@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rl/trainer.h"
+#include "trainer/trainer_output.h"
 
 static const char csv_header[] =
     "update,env_steps,episodes,mean_return,mean_length,seconds,steps_per_second,"
@@ -51,7 +51,7 @@ FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     frl_status st = write_settings(t, dir);
     /* A resumed run (updates done) appends to the metrics of the run it continues. */
-    const char *mode = t->updates > 0 ? "a" : "w";
+    const char *mode = t->book.pr.updates > 0 ? "a" : "w";
     if (st == FRL_OK && !(t->csv = fopen(path, mode)))
         st = frl_fail(t->err, FRL_ERR_IO, "cannot create %s: %s", path, strerror(errno));
     if (st == FRL_OK && ftell(t->csv) == 0 && fputs(csv_header, t->csv) < 0)
@@ -96,8 +96,8 @@ static frl_status write_scalars(frl_trainer *t, const frl_metrics *m, double wal
         {"losses/explained_variance", m->explained_variance}, {"losses/grad_norm", m->grad_norm},
         {"charts/learning_rate", m->learning_rate},
         /* Lag exists only with the async sampler; NaN rows are skipped below. */
-        {"charts/policy_lag_mean", t->as ? m->policy_lag_mean : NAN},
-        {"charts/policy_lag_max", t->as ? m->policy_lag_max : NAN},
+        {"charts/policy_lag_mean", t->sampler->ops->overlaps_learning ? m->policy_lag_mean : NAN},
+        {"charts/policy_lag_max", t->sampler->ops->overlaps_learning ? m->policy_lag_max : NAN},
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
         if (isnan(s[i].v))

@@ -22,11 +22,13 @@
  * readers that hold the old buffer for one batch and wait on nothing. The group that is
  * furthest behind always owns an open slot, so some rollout always completes. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "rl/trainer.h"
+#include "core/device.h"
 #include "rl/weights.h"
+#include "sampler/async.h"
 
 enum phase { PH_OPEN, PH_ACT, PH_STEP, PH_BUSY };
 
@@ -64,14 +66,15 @@ typedef struct frl_run {
     frl_status status;
     int32_t failed;          /* the trainer whose error ends the run */
     char err[FRL_ERRMSG_SIZE];
-    struct frl_async *m[FRL_MAX_GROUPS];
+    struct async_sampler *m[FRL_MAX_GROUPS];
     int32_t count;
     int32_t rr;              /* where the next search for a task starts */
     frl_pool *pool;
 } frl_run;
 
-typedef struct frl_async {
-    frl_trainer *t;
+typedef struct async_sampler {
+    frl_sampler base;      /* base.h: the trainer it samples for */
+    frl_sampler_host *h;   /* = base.h */
     frl_run *run;          /* the run in progress (NULL between train calls) */
     int32_t index;         /* in the run */
     int32_t done;          /* reached its budget or target in this run */
@@ -98,7 +101,7 @@ typedef struct frl_async {
     int32_t dev_acting;    /* a device batch is running */
     int64_t dev_takes, dev_uploads; /* weight versions taken from a snapshot, uploaded */
     double busy_env, busy_act, learner_wait; /* seconds since the last update */
-} frl_async;
+} async_sampler;
 
 /* Wake every waiting thread (called with the lock held). */
 static void notify(frl_run *r)
@@ -109,13 +112,13 @@ static void notify(frl_run *r)
 
 /* ---- creation ---- */
 
-static frl_status alloc_scratch(frl_async *a, const frl_policy *p, char *err)
+static frl_status alloc_scratch(async_sampler *a, const frl_policy *p, char *err)
 {
-    frl_allocator *al = &a->t->rt->alloc;
+    frl_allocator *al = &a->h->rt->alloc;
     a->scratch = frl_alloc(al, sizeof(act_scratch) * (size_t)a->threads, FRL_CACHE_LINE);
     if (!a->scratch)
         return frl_fail(err, FRL_ERR_NOMEM, "async sampler: out of memory");
-    size_t obs = (size_t)a->t->B * (size_t)p->obs_w, ws = frl_policy_pass_floats(p, a->chunk, 0);
+    size_t obs = (size_t)a->h->B * (size_t)p->obs_w, ws = frl_policy_pass_floats(p, a->chunk, 0);
     for (int32_t i = 0; i < a->threads; i++) {
         a->scratch[i].obs = frl_alloc(al, sizeof(float) * obs, FRL_CACHE_LINE);
         a->scratch[i].ws = frl_alloc(al, sizeof(float) * ws, FRL_CACHE_LINE);
@@ -126,79 +129,94 @@ static frl_status alloc_scratch(frl_async *a, const frl_policy *p, char *err)
     return FRL_OK;
 }
 
-static void init_groups(frl_async *a)
+static void init_groups(async_sampler *a)
 {
-    frl_trainer *t = a->t;
-    for (int32_t g = 0; g < t->groups; g++) {
+    frl_sampler_host *h = a->h;
+    for (int32_t g = 0; g < h->groups; g++) {
         a->g[g].phase = PH_OPEN;
         a->g[g].slot = -1;
-        if (t->venvs[g]->kind == VEC_BATCH)
+        if (h->venvs[g]->kind == VEC_BATCH)
             a->serial_steps = 1;
     }
     for (int32_t i = 0; i < a->slots; i++)
         a->open[i].seq = -1;
 }
 
-static frl_status open_device(frl_async *a)
+static frl_status open_device(async_sampler *a)
 {
-    frl_trainer *t = a->t;
-    const frl_policy *p = t->policy;
-    int32_t rows = t->B < p->dev->rows ? t->B : p->dev->rows;
+    frl_sampler_host *h = a->h;
+    const frl_policy *p = h->policy;
+    int32_t rows = h->B < p->dev->rows ? h->B : p->dev->rows;
     a->dev_version = ~(uint64_t)0;
     frl_status st = frl_policy_device_model(p, rows, &a->dev, "async sampler");
     if (st != FRL_OK)
-        return frl_fail_msg(t->err, st, frl_last_error());
-    const frl_device *d = &t->rt->device;
+        return frl_fail_msg(h->err, st, frl_last_error());
+    const frl_device *d = &h->rt->device;
     char why[FRL_ERRMSG_SIZE / 2] = "";
-    size_t B = (size_t)t->B, f = sizeof(float);
-    a->dev_obs = frl_device_host_alloc(d, &t->rt->alloc, f * B * (size_t)p->obs_w, why, sizeof why);
+    size_t B = (size_t)h->B, f = sizeof(float);
+    a->dev_obs = frl_device_host_alloc(d, &h->rt->alloc, f * B * (size_t)p->obs_w, why, sizeof why);
     if (a->dev_obs)
-        a->dev_out = frl_device_host_alloc(d, &t->rt->alloc, f * B * (size_t)p->out_w, why,
+        a->dev_out = frl_device_host_alloc(d, &h->rt->alloc, f * B * (size_t)p->out_w, why,
                                            sizeof why);
     if (!a->dev_out)
-        return frl_fail(t->err, FRL_ERR_NOMEM, "async sampler: buffers of device inference: %s",
+        return frl_fail(h->err, FRL_ERR_NOMEM, "async sampler: buffers of device inference: %s",
                         why);
     return FRL_OK;
 }
 
-static void close_device(frl_async *a)
+static void close_device(async_sampler *a)
 {
-    frl_trainer *t = a->t;
-    frl_device_host_free(&t->rt->device, &t->rt->alloc, a->dev_obs);
-    frl_device_host_free(&t->rt->device, &t->rt->alloc, a->dev_out);
+    frl_sampler_host *h = a->h;
+    frl_device_host_free(&h->rt->device, &h->rt->alloc, a->dev_obs);
+    frl_device_host_free(&h->rt->device, &h->rt->alloc, a->dev_out);
     frl_dev_model_destroy(a->dev);
 }
 
-frl_status frl_async_create(struct frl_async **out, frl_trainer *t)
+static int32_t async_groups(const frl_config *c)
 {
-    frl_allocator *al = &t->rt->alloc;
-    frl_async *a = frl_alloc(al, sizeof *a, FRL_CACHE_LINE);
+    return (int32_t)frl_cfg_int(c, FRL_KEY_SAMPLER_GROUPS);
+}
+
+static int32_t async_slots(const frl_config *c, int32_t groups)
+{
+    (void)groups;
+    return (int32_t)frl_cfg_int(c, FRL_KEY_SAMPLER_SLOTS);
+}
+
+static frl_status async_create(frl_sampler **out, frl_sampler_host *h)
+{
+    frl_allocator *al = &h->rt->alloc;
+    async_sampler *a = frl_alloc(al, sizeof *a, FRL_CACHE_LINE);
+    *out = (frl_sampler *)a;
     if (!a)
-        return frl_fail(t->err, FRL_ERR_NOMEM, "async sampler: out of memory");
-    *out = a; /* zeroed by frl_alloc */
-    a->t = t;
-    a->slots = frl_ring_slots(t->ring);
-    a->threads = frl_runtime_threads(t->rt);
+        return frl_fail(h->err, FRL_ERR_NOMEM, "async sampler: out of memory");
+    /* zeroed by frl_alloc */
+    a->base.ops = &frl_sampler_async;
+    a->base.h = h;
+    a->h = h;
+    a->slots = frl_ring_slots(h->ring);
+    a->threads = frl_runtime_threads(h->rt);
     /* Inference runs in pieces no larger than this; the kernels give the same bits at
      * any batch size, so the piece size changes speed only. */
-    a->chunk = t->B < 256 ? t->B : 256;
+    a->chunk = h->B < 256 ? h->B : 256;
     a->open = frl_alloc(al, sizeof(rollout) * (size_t)a->slots, FRL_CACHE_LINE);
     if (!a->open)
-        return frl_fail(t->err, FRL_ERR_NOMEM, "async sampler: out of memory");
+        return frl_fail(h->err, FRL_ERR_NOMEM, "async sampler: out of memory");
     init_groups(a);
-    frl_status st = alloc_scratch(a, t->policy, t->err);
+    frl_status st = alloc_scratch(a, h->policy, h->err);
     if (st == FRL_OK)
-        st = frl_weights_init(&a->w, al, t->policy, t->err);
-    if (st == FRL_OK && t->policy->dev)
+        st = frl_weights_init(&a->w, al, h->policy, h->err);
+    if (st == FRL_OK && h->policy->dev)
         st = open_device(a);
     return st;
 }
 
-void frl_async_destroy(struct frl_async *a)
+static void async_destroy(frl_sampler *s)
 {
+    async_sampler *a = (async_sampler *)s;
     if (!a)
         return;
-    frl_allocator *al = &a->t->rt->alloc;
+    frl_allocator *al = &a->h->rt->alloc;
     close_device(a);
     frl_weights_free(&a->w);
     for (int32_t i = 0; a->scratch && i < a->threads; i++) {
@@ -210,20 +228,23 @@ void frl_async_destroy(struct frl_async *a)
     frl_free(al, a);
 }
 
-void frl_async_lock(struct frl_async *a)
+static void async_lock(frl_sampler *s)
 {
+    async_sampler *a = (async_sampler *)s;
     if (a->run)
         pthread_mutex_lock(&a->run->lock);
 }
 
-void frl_async_unlock(struct frl_async *a)
+static void async_unlock(frl_sampler *s)
 {
+    async_sampler *a = (async_sampler *)s;
     if (a->run)
         pthread_mutex_unlock(&a->run->lock);
 }
 
-void frl_async_device_loads(const struct frl_async *a, int64_t *taken, int64_t *uploaded)
+void frl_sampler_device_loads(const frl_sampler *s, int64_t *taken, int64_t *uploaded)
 {
+    const async_sampler *a = (const async_sampler *)s;
     *taken = a->dev_takes;
     *uploaded = a->dev_uploads;
 }
@@ -232,7 +253,7 @@ void frl_async_device_loads(const struct frl_async *a, int64_t *taken, int64_t *
 
 /* Join the group's rollout, opening a slot for it if it is the first group there.
  * Returns 0 when the budget is spent or no slot is free (the learner frees one). */
-static int open_rollout(frl_async *a, group *g)
+static int open_rollout(async_sampler *a, group *g)
 {
     if (g->seq >= a->budget)
         return 0;
@@ -241,14 +262,14 @@ static int open_rollout(frl_async *a, group *g)
         /* The record held rollout seq - slots or older, committed already: the groups
          * are never more than `slots` rollouts apart, since the rollouts between the
          * last group and the first would all be open and hold every slot. */
-        int32_t slot = frl_ring_try_acquire_write(a->t->ring);
+        int32_t slot = frl_ring_try_acquire_write(a->h->ring);
         if (slot < 0)
             return 0;
         r->seq = g->seq;
         r->slot = slot;
         r->groups_done = 0;
-        uint64_t *ver = frl_ring_at(a->t->ring, slot, FRL_RING_POLICY_VERSION);
-        for (int32_t s = 0; s < a->t->T; s++)
+        uint64_t *ver = frl_ring_at(a->h->ring, slot, FRL_RING_POLICY_VERSION);
+        for (int32_t s = 0; s < a->h->T; s++)
             ver[s] = UINT64_MAX;
     }
     g->slot = r->slot;
@@ -258,18 +279,18 @@ static int open_rollout(frl_async *a, group *g)
 }
 
 /* The group has written all T steps of its rollout. */
-static void finish_rollout(frl_async *a, int32_t gi)
+static void finish_rollout(async_sampler *a, int32_t gi)
 {
-    frl_trainer *t = a->t;
+    frl_sampler_host *h = a->h;
     group *g = &a->g[gi];
-    const frl_vec_env *v = t->venvs[gi];
-    size_t ow = (size_t)t->policy->obs_w;
-    memcpy((float *)frl_ring_at(t->ring, g->slot, FRL_RING_BOOTSTRAP_OBS) +
-               (size_t)t->group_first[gi] * ow,
+    const frl_vec_env *v = h->venvs[gi];
+    size_t ow = (size_t)h->policy->obs_w;
+    memcpy((float *)frl_ring_at(h->ring, g->slot, FRL_RING_BOOTSTRAP_OBS) +
+               (size_t)h->group_first[gi] * ow,
            frl_vec_env_observations(v), sizeof(float) * (size_t)v->n * ow);
     rollout *r = &a->open[g->seq % a->slots];
-    if (++r->groups_done == t->groups) {
-        frl_ring_commit(t->ring, r->slot);
+    if (++r->groups_done == h->groups) {
+        frl_ring_commit(h->ring, r->slot);
         a->committed++;
         a->ready++;
     }
@@ -281,16 +302,16 @@ static void finish_rollout(frl_async *a, int32_t gi)
 
 /* After a sampler error: give back every slot being written, so the next train call
  * starts clean rollouts from the envs' present observations. Complete rollouts stay. */
-static void abandon_open(frl_async *a)
+static void abandon_open(async_sampler *a)
 {
     for (int32_t i = 0; i < a->slots; i++) {
         rollout *r = &a->open[i];
         if (r->seq >= a->committed)
-            frl_ring_abandon(a->t->ring, r->slot);
+            frl_ring_abandon(a->h->ring, r->slot);
         if (r->seq >= a->committed)
             r->seq = -1;
     }
-    for (int32_t gi = 0; gi < a->t->groups; gi++) {
+    for (int32_t gi = 0; gi < a->h->groups; gi++) {
         a->g[gi].seq = a->committed;
         a->g[gi].slot = -1;
         a->g[gi].phase = PH_OPEN;
@@ -307,11 +328,11 @@ typedef struct task {
 
 enum { TASK_NONE, TASK_STEP, TASK_ACT, TASK_LEARN };
 
-static int take_step(frl_async *a, task *k)
+static int take_step(async_sampler *a, task *k)
 {
     if (a->serial_steps && a->stepping > 0)
         return 0;
-    for (int32_t gi = 0; gi < a->t->groups; gi++)
+    for (int32_t gi = 0; gi < a->h->groups; gi++)
         if (a->g[gi].phase == PH_STEP) {
             a->g[gi].phase = PH_BUSY;
             a->stepping++;
@@ -322,12 +343,12 @@ static int take_step(frl_async *a, task *k)
     return 0;
 }
 
-static int take_act(frl_async *a, task *k, int32_t thread)
+static int take_act(async_sampler *a, task *k, int32_t thread)
 {
     int32_t n = 0;
     if (a->dev_acting)
         return 0; /* the device model takes one batch at a time */
-    for (int32_t gi = 0; gi < a->t->groups; gi++) {
+    for (int32_t gi = 0; gi < a->h->groups; gi++) {
         group *g = &a->g[gi];
         if (g->phase == PH_OPEN)
             open_rollout(a, g);
@@ -343,49 +364,49 @@ static int take_act(frl_async *a, task *k, int32_t thread)
 }
 
 /* Copy group gi's observations into its rows of the slot; returns where they are. */
-static const float *store_obs(frl_async *a, int32_t gi)
+static const float *store_obs(async_sampler *a, int32_t gi)
 {
-    frl_trainer *t = a->t;
+    frl_sampler_host *h = a->h;
     const group *g = &a->g[gi];
-    const frl_vec_env *v = t->venvs[gi];
-    size_t ow = (size_t)t->policy->obs_w;
-    float *dst = (float *)frl_ring_at(t->ring, g->slot, FRL_RING_OBSERVATIONS) +
-                 ((size_t)g->t * (size_t)t->B + (size_t)t->group_first[gi]) * ow;
+    const frl_vec_env *v = h->venvs[gi];
+    size_t ow = (size_t)h->policy->obs_w;
+    float *dst = (float *)frl_ring_at(h->ring, g->slot, FRL_RING_OBSERVATIONS) +
+                 ((size_t)g->t * (size_t)h->B + (size_t)h->group_first[gi]) * ow;
     memcpy(dst, frl_vec_env_observations(v), sizeof(float) * (size_t)v->n * ow);
     return dst;
 }
 
 /* Sample row r of the batch (env `local` of group gi) from the head outputs. */
-static void act_row(frl_async *a, const frl_weights_view *wv, int32_t gi, int32_t local,
+static void act_row(async_sampler *a, const frl_weights_view *wv, int32_t gi, int32_t local,
                     const float *out)
 {
-    frl_trainer *t = a->t;
-    const frl_policy *p = t->policy;
+    frl_sampler_host *h = a->h;
+    const frl_policy *p = h->policy;
     const group *g = &a->g[gi];
-    size_t row = (size_t)g->t * (size_t)t->B + (size_t)(t->group_first[gi] + local);
+    size_t row = (size_t)g->t * (size_t)h->B + (size_t)(h->group_first[gi] + local);
     size_t ab = p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
-    void *act = (unsigned char *)frl_ring_at(t->ring, g->slot, FRL_RING_ACTIONS) + row * ab;
-    float *lp = (float *)frl_ring_at(t->ring, g->slot, FRL_RING_LOG_PROBS) + row;
+    void *act = (unsigned char *)frl_ring_at(h->ring, g->slot, FRL_RING_ACTIONS) + row * ab;
+    float *lp = (float *)frl_ring_at(h->ring, g->slot, FRL_RING_LOG_PROBS) + row;
     /* Each env samples from its own stream at the group's counter, so an env's
      * actions do not depend on which batch it was gathered into. */
     *lp = (float)frl_policy_head_act(p, wv->params, out, 0,
-                                     (uint64_t)(t->group_first[gi] + local), (uint64_t)g->acts,
+                                     (uint64_t)(h->group_first[gi] + local), (uint64_t)g->acts,
                                      act);
-    frl_trainer_env_action(t, gi, local, act);
+    frl_rollout_env_action(h->policy, h->venvs[gi], local, act);
 }
 
 /* The batch's observations, in group order: stored in the groups' rows of their slots,
  * and gathered into buf when there are several groups. */
-static const float *gather_obs(frl_async *a, const task *k, int32_t thread, float *buf,
+static const float *gather_obs(async_sampler *a, const task *k, int32_t thread, float *buf,
                                int32_t *rows)
 {
-    const frl_trainer *t = a->t;
-    size_t ow = (size_t)t->policy->obs_w;
+    const frl_sampler_host *h = a->h;
+    size_t ow = (size_t)h->policy->obs_w;
     const int32_t *picked = a->scratch[thread].picked;
     const float *one = NULL;
     int32_t n = 0;
     for (int32_t i = 0; i < k->count; i++) {
-        int32_t gi = picked[i], m = t->venvs[gi]->n;
+        int32_t gi = picked[i], m = h->venvs[gi]->n;
         const float *src = store_obs(a, gi);
         if (k->count == 1)
             one = src;
@@ -403,24 +424,24 @@ typedef struct row_cursor {
 } row_cursor;
 
 /* Sample n rows of head outputs out [n x out_w], continuing at *c. */
-static void sample_rows(frl_async *a, const frl_weights_view *wv, const int32_t *picked,
+static void sample_rows(async_sampler *a, const frl_weights_view *wv, const int32_t *picked,
                         int32_t n, const float *out, row_cursor *c)
 {
-    const frl_trainer *t = a->t;
-    size_t ow = (size_t)t->policy->out_w;
+    const frl_sampler_host *h = a->h;
+    size_t ow = (size_t)h->policy->out_w;
     for (int32_t r = 0; r < n; r++) {
         act_row(a, wv, picked[c->pi], c->local, out + (size_t)r * ow);
-        if (++c->local == t->venvs[picked[c->pi]]->n) {
+        if (++c->local == h->venvs[picked[c->pi]]->n) {
             c->pi++;
             c->local = 0;
         }
     }
 }
 
-static void act_batch_cpu(frl_async *a, const task *k, int32_t thread,
+static void act_batch_cpu(async_sampler *a, const task *k, int32_t thread,
                           const frl_weights_view *wv)
 {
-    const frl_policy *p = a->t->policy;
+    const frl_policy *p = a->h->policy;
     act_scratch *sc = &a->scratch[thread];
     int32_t rows;
     const float *obs = gather_obs(a, k, thread, sc->obs, &rows);
@@ -439,9 +460,9 @@ static void act_batch_cpu(frl_async *a, const task *k, int32_t thread,
 /* The acting weights wv into the device model: from the learner model's snapshot of the
  * same index when it staged one (a device-to-device copy after the learner stream's
  * event, queued before the batch's forward, which waits for it), else from the host. */
-static frl_status load_acting_weights(frl_async *a, const frl_weights_view *wv, char *err)
+static frl_status load_acting_weights(async_sampler *a, const frl_weights_view *wv, char *err)
 {
-    const frl_policy *p = a->t->policy;
+    const frl_policy *p = a->h->policy;
     if (wv->staged) {
         frl_status st = frl_dev_model_take(a->dev, p->dev, wv->index, err);
         if (st == FRL_OK)
@@ -456,7 +477,7 @@ static frl_status load_acting_weights(frl_async *a, const frl_weights_view *wv, 
 
 /* The batch on the device model, loading the acting weights when they moved on. The
  * heads are sampled on the host, from the same streams as on the CPU. */
-static frl_status act_batch_device(frl_async *a, const task *k, int32_t thread,
+static frl_status act_batch_device(async_sampler *a, const task *k, int32_t thread,
                                    const frl_weights_view *wv, char *err)
 {
     int32_t rows;
@@ -478,11 +499,11 @@ static frl_status act_batch_device(frl_async *a, const task *k, int32_t thread,
 }
 
 /* One batch on the acting weights; *version: theirs. */
-static frl_status act_batch(frl_async *a, const task *k, int32_t thread, uint64_t *version,
+static frl_status act_batch(async_sampler *a, const task *k, int32_t thread, uint64_t *version,
                             char *err)
 {
     frl_weights_view wv;
-    frl_weights_pin(&a->w, a->t->policy, &wv);
+    frl_weights_pin(&a->w, a->h->policy, &wv);
     *version = wv.version;
     frl_status st = FRL_OK;
     if (a->dev)
@@ -493,11 +514,11 @@ static frl_status act_batch(frl_async *a, const task *k, int32_t thread, uint64_
     return st;
 }
 
-static void act_done(frl_async *a, const task *k, int32_t thread, uint64_t version)
+static void act_done(async_sampler *a, const task *k, int32_t thread, uint64_t version)
 {
     for (int32_t i = 0; i < k->count; i++) {
         group *g = &a->g[a->scratch[thread].picked[i]];
-        uint64_t *ver = frl_ring_at(a->t->ring, g->slot, FRL_RING_POLICY_VERSION);
+        uint64_t *ver = frl_ring_at(a->h->ring, g->slot, FRL_RING_POLICY_VERSION);
         /* A step's version is the oldest that acted in it: lag is never understated. */
         ver[g->t] = version < ver[g->t] ? version : ver[g->t];
         g->acts++;
@@ -505,13 +526,13 @@ static void act_done(frl_async *a, const task *k, int32_t thread, uint64_t versi
     }
 }
 
-static void step_done(frl_async *a, int32_t gi)
+static void step_done(async_sampler *a, int32_t gi)
 {
-    frl_trainer *t = a->t;
+    frl_sampler_host *h = a->h;
     group *g = &a->g[gi];
-    frl_trainer_store_step(t, gi, g->slot, g->t);
-    t->env_steps += t->venvs[gi]->n;
-    if (++g->t == t->T)
+    frl_rollout_store_step(h->book, h->ring, h->venvs[gi], h->group_first[gi], g->slot, g->t);
+    h->book->pr.env_steps += h->venvs[gi]->n;
+    if (++g->t == h->T)
         finish_rollout(a, gi);
     else
         g->phase = PH_ACT;
@@ -530,7 +551,7 @@ static void fail_locked(frl_run *r, int32_t member, frl_status st, const char *m
 
 /* A device batch failed: its groups wait to act again, and their rollouts are given
  * back at the end of the run (the envs are untouched, so no reset is needed). */
-static void act_failed(frl_async *a, const task *k, int32_t thread, frl_status st,
+static void act_failed(async_sampler *a, const task *k, int32_t thread, frl_status st,
                        const char *msg)
 {
     for (int32_t i = 0; i < k->count; i++)
@@ -542,14 +563,14 @@ static void act_failed(frl_async *a, const task *k, int32_t thread, frl_status s
 }
 
 /* Run a sampling task without the lock; account for it with the lock. */
-static void run_sampling(frl_async *a, const task *k, int32_t thread)
+static void run_sampling(async_sampler *a, const task *k, int32_t thread)
 {
     double t0 = frl_now();
     frl_status st = FRL_OK;
     uint64_t version = 0;
     char err[FRL_ERRMSG_SIZE] = "";
     if (k->kind == TASK_STEP)
-        st = frl_vec_env_step(a->t->venvs[k->group]);
+        st = frl_vec_env_step(a->h->venvs[k->group]);
     else
         st = act_batch(a, k, thread, &version, err);
     double dt = frl_now() - t0;
@@ -563,7 +584,7 @@ static void run_sampling(frl_async *a, const task *k, int32_t thread)
             a->g[k->group].phase = PH_STEP; /* reset by abandon_open at the end */
             a->g[k->group].restart = 1;
             a->sampler_failed = 1;
-            fail_locked(a->run, a->index, st, frl_vec_env_last_error(a->t->venvs[k->group]));
+            fail_locked(a->run, a->index, st, frl_vec_env_last_error(a->h->venvs[k->group]));
         }
     } else {
         a->busy_act += dt;
@@ -579,17 +600,17 @@ static void run_sampling(frl_async *a, const task *k, int32_t thread)
 /* ---- the learner ---- */
 
 /* Lag of the slot's steps behind the learner's present version. */
-static void slot_lag(frl_async *a, int32_t slot, double *mean, double *max)
+static void slot_lag(async_sampler *a, int32_t slot, double *mean, double *max)
 {
-    const uint64_t *ver = frl_ring_at(a->t->ring, slot, FRL_RING_POLICY_VERSION);
-    uint64_t now = a->t->policy->version;
+    const uint64_t *ver = frl_ring_at(a->h->ring, slot, FRL_RING_POLICY_VERSION);
+    uint64_t now = a->h->policy->version;
     double sum = 0, hi = 0;
-    for (int32_t s = 0; s < a->t->T; s++) {
+    for (int32_t s = 0; s < a->h->T; s++) {
         double lag = (double)(now - ver[s]);
         sum += lag;
         hi = lag > hi ? lag : hi;
     }
-    *mean = sum / a->t->T;
+    *mean = sum / a->h->T;
     *max = hi;
 }
 
@@ -601,8 +622,8 @@ static void slot_lag(frl_async *a, int32_t slot, double *mean, double *max)
 static frl_status stage_on_device(void *ctx, const frl_weights_view *v, int32_t *staged,
                                   char *err)
 {
-    frl_async *a = ctx;
-    const frl_policy *p = a->t->policy;
+    async_sampler *a = ctx;
+    const frl_policy *p = a->h->policy;
     *staged = 0;
     if (!p->dev || p->dev_version != v->version)
         return FRL_OK;
@@ -614,47 +635,47 @@ static frl_status stage_on_device(void *ctx, const frl_weights_view *v, int32_t 
     return st;
 }
 
-static frl_status learn_next(frl_async *a)
+static frl_status learn_next(async_sampler *a)
 {
-    frl_trainer *t = a->t;
+    frl_sampler_host *h = a->h;
     int32_t slot;
-    frl_status st = frl_ring_acquire_read(t->ring, &slot);
+    frl_status st = frl_ring_acquire_read(h->ring, &slot);
     if (st != FRL_OK)
-        return frl_fail(t->err, FRL_ERR_INTERNAL, "async learner: a committed rollout is missing "
-                        "from the ring: %s", frl_ring_last_error(t->ring));
+        return frl_fail(h->err, FRL_ERR_INTERNAL, "async learner: a committed rollout is missing "
+                        "from the ring: %s", frl_ring_last_error(h->ring));
     double mean, max;
     slot_lag(a, slot, &mean, &max);
-    int64_t max_lag = frl_cfg_int(t->cfg, FRL_KEY_SAMPLER_MAX_LAG);
+    int64_t max_lag = frl_cfg_int(h->cfg, FRL_KEY_SAMPLER_MAX_LAG);
     if (max_lag > 0 && max > (double)max_lag) {
-        frl_ring_release(t->ring, slot);
+        frl_ring_release(h->ring, slot);
         pthread_mutex_lock(&a->run->lock);
-        t->slots_dropped++;
-        t->metrics.slots_dropped = t->slots_dropped;
+        h->book->pr.slots_dropped++;
+        h->metrics->slots_dropped = h->book->pr.slots_dropped;
         notify(a->run);
         pthread_mutex_unlock(&a->run->lock);
         return FRL_OK;
     }
-    if ((st = t->learn(t, slot, a->num_updates)) != FRL_OK)
+    if ((st = h->learn(h->owner, slot, a->num_updates)) != FRL_OK)
         return st;
     /* A failed stage still publishes the host copy, which the sampler then acts from;
      * the update's metrics are kept and the failure ends the call. */
-    frl_status staged = frl_weights_publish(&a->w, t->policy, a->dev ? stage_on_device : NULL,
-                                            a, t->err);
+    frl_status staged = frl_weights_publish(&a->w, h->policy, a->dev ? stage_on_device : NULL,
+                                            a, h->err);
     pthread_mutex_lock(&a->run->lock);
-    frl_metrics *m = &t->metrics;
+    frl_metrics *m = h->metrics;
     m->time_env = a->busy_env;
     m->time_inference = a->busy_act;
     m->time_waiting = a->learner_wait;
     m->policy_lag_mean = mean;
     m->policy_lag_max = max;
-    m->slots_dropped = t->slots_dropped;
+    m->slots_dropped = h->book->pr.slots_dropped;
     a->busy_env = a->busy_act = a->learner_wait = 0;
     /* A slot is free again: wake groups waiting for one. */
     notify(a->run);
     pthread_mutex_unlock(&a->run->lock);
     if (staged != FRL_OK)
         return staged;
-    return frl_trainer_after_update(t);
+    return h->after_update(h->owner);
 }
 
 /* The caller's thread, under the lock: is the run over? A stop request of any
@@ -666,17 +687,17 @@ static int run_finished(frl_run *r)
         return 1;
     int all_done = 1;
     for (int32_t i = 0; i < r->count; i++) {
-        frl_async *a = r->m[i];
-        frl_trainer *t = a->t;
-        if (atomic_exchange(&t->stop, 0)) {
+        async_sampler *a = r->m[i];
+        frl_sampler_host *h = a->h;
+        if (atomic_exchange(h->stop, 0)) {
             char msg[FRL_ERRMSG_SIZE];
             snprintf(msg, sizeof msg, "training stopped by request at %lld steps",
-                     (long long)t->env_steps);
+                     (long long)h->book->pr.env_steps);
             fail_locked(r, i, FRL_ERR_INTERRUPTED, msg);
             return 1;
         }
-        if (!a->done && (t->updates + t->slots_dropped >= a->budget ||
-                         frl_trainer_target_reached(t)))
+        if (!a->done && (h->book->pr.updates + h->book->pr.slots_dropped >= a->budget ||
+                         h->target_reached(h->owner)))
             a->done = 1;
         all_done &= a->done;
     }
@@ -725,7 +746,7 @@ static void learner_wait(frl_run *r)
         r->m[i]->learner_wait += dt;
 }
 
-static int take_learn(frl_async *a, task *k)
+static int take_learn(async_sampler *a, task *k)
 {
     if (a->ready == 0)
         return 0;
@@ -738,11 +759,11 @@ static int take_learn(frl_async *a, task *k)
  * starves: learning first (thread 0 only), then stepping (with a serial host callback
  * the callback is the resource to keep busy, and the batch of actions grows while it
  * runs), then inference. */
-static int take_any(frl_run *r, int32_t thread, frl_async **who, task *k)
+static int take_any(frl_run *r, int32_t thread, async_sampler **who, task *k)
 {
     for (int pass = thread == 0 ? 0 : 1; pass < 3; pass++)
         for (int32_t j = 0; j < r->count; j++) {
-            frl_async *a = r->m[(r->rr + j) % r->count];
+            async_sampler *a = r->m[(r->rr + j) % r->count];
             if (a->done)
                 continue;
             int got = pass == 0 ? take_learn(a, k)
@@ -779,7 +800,7 @@ static int worker(void *user, int32_t task_index, int32_t thread)
     for (;;) {
         if (thread == 0 ? run_finished(r) : r->stop)
             break;
-        frl_async *a;
+        async_sampler *a;
         task k;
         if (!take_any(r, thread, &a, &k)) {
             idle(r, thread);
@@ -790,7 +811,7 @@ static int worker(void *user, int32_t task_index, int32_t thread)
             frl_status st = learn_next(a);
             pthread_mutex_lock(&r->lock);
             if (st != FRL_OK)
-                fail_locked(r, a->index, st, a->t->err);
+                fail_locked(r, a->index, st, a->h->err);
             continue;
         }
         run_sampling(a, &k, thread);
@@ -815,39 +836,39 @@ static void wake_helpers(void *user)
 
 /* Group g's env i draws from the stream (seed + g * golden, i), distinct from every
  * other group's; a restart after a failure moves to fresh streams. */
-static frl_status reset_group(frl_async *a, int32_t g, uint64_t restarts)
+static frl_status reset_group(async_sampler *a, int32_t g, uint64_t restarts)
 {
-    frl_trainer *t = a->t;
-    uint64_t seed = t->seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL + restarts * 0xbf58476d1ce4e5b9ULL;
-    frl_status st = frl_vec_env_reset(t->venvs[g], seed);
+    frl_sampler_host *h = a->h;
+    uint64_t seed = h->seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL + restarts * 0xbf58476d1ce4e5b9ULL;
+    frl_status st = frl_vec_env_reset(h->venvs[g], seed);
     if (st != FRL_OK)
-        return frl_fail_msg(t->err, st, frl_vec_env_last_error(t->venvs[g]));
+        return frl_fail_msg(h->err, st, frl_vec_env_last_error(h->venvs[g]));
     a->g[g].restart = 0;
     return FRL_OK;
 }
 
 /* The first call resets every group; later calls reset the groups whose step failed
  * (their observations may be the bad ones). */
-static frl_status start_groups(frl_async *a)
+static frl_status start_groups(async_sampler *a)
 {
-    frl_trainer *t = a->t;
-    for (int32_t g = 0; g < t->groups; g++)
-        if (!t->started || a->g[g].restart) {
-            frl_status st = reset_group(a, g, t->started ? (uint64_t)a->committed + 1 : 0);
+    frl_sampler_host *h = a->h;
+    for (int32_t g = 0; g < h->groups; g++)
+        if (!h->book->pr.started || a->g[g].restart) {
+            frl_status st = reset_group(a, g, h->book->pr.started ? (uint64_t)a->committed + 1 : 0);
             if (st != FRL_OK)
                 return st;
         }
-    t->started = 1;
+    h->book->pr.started = 1;
     return FRL_OK;
 }
 
-static frl_status begin(frl_async *a, frl_run *r, int32_t index, int64_t total_steps)
+static frl_status begin(async_sampler *a, frl_run *r, int32_t index, int64_t total_steps)
 {
-    frl_trainer *t = a->t;
+    frl_sampler_host *h = a->h;
     frl_status st = start_groups(a);
     if (st != FRL_OK)
         return st;
-    int64_t per = (int64_t)t->T * t->B;
+    int64_t per = (int64_t)h->T * h->B;
     a->budget = (total_steps + per - 1) / per;
     a->num_updates = a->budget;
     a->done = 0;
@@ -859,20 +880,20 @@ static frl_status begin(frl_async *a, frl_run *r, int32_t index, int64_t total_s
 
 /* After the run: give back the rollouts of failed groups, forget the run, and put the
  * run's error on the trainer it belongs to. */
-static void end(frl_async *a, const frl_run *r)
+static void end(async_sampler *a, const frl_run *r)
 {
     if (a->sampler_failed)
         abandon_open(a);
     a->run = NULL;
     /* Sampling went on after the last update, and the run may have ended on episodes
      * that finished since: the progress fields are made those the run ended on. */
-    frl_trainer_refresh_progress(a->t);
-    atomic_store(&a->t->stop, 0);
+    a->h->refresh_progress(a->h->owner);
+    atomic_store(a->h->stop, 0);
     if (r->status != FRL_OK && r->failed == a->index)
-        snprintf(a->t->err, sizeof a->t->err, "%s", r->err);
+        snprintf(a->h->err, FRL_ERRMSG_SIZE, "%s", r->err);
 }
 
-static frl_status init_run(frl_run *r, frl_async *const *m, int32_t count)
+static frl_status init_run(frl_run *r, async_sampler *const *m, int32_t count)
 {
     memset(r, 0, sizeof *r);
     if (pthread_mutex_init(&r->lock, NULL) != 0)
@@ -885,18 +906,19 @@ static frl_status init_run(frl_run *r, frl_async *const *m, int32_t count)
         r->m[i] = m[i];
     r->count = count;
     r->failed = -1;
-    r->pool = m[0]->t->rt->pool;
+    r->pool = m[0]->h->rt->pool;
     r->spin_s = 1e-9 * (double)frl_pool_spin_ns(r->pool);
     return FRL_OK;
 }
 
-frl_status frl_async_train_many(struct frl_async *const *m, int32_t count, int64_t total_steps,
-                                int32_t *failed)
+static frl_status async_train_many(frl_sampler *const *s, int32_t count, int64_t total_steps,
+                                   int32_t *failed)
 {
+    async_sampler *const *m = (async_sampler *const *)s;
     frl_run r;
     *failed = -1;
     if (init_run(&r, m, count) != FRL_OK)
-        return frl_fail(m[0]->t->err, FRL_ERR_THREAD, "async sampler: cannot initialise a mutex");
+        return frl_fail(m[0]->h->err, FRL_ERR_THREAD, "async sampler: cannot initialise a mutex");
     frl_status st = FRL_OK;
     for (int32_t i = 0; i < count && st == FRL_OK; i++)
         if ((st = begin(m[i], &r, i, total_steps)) != FRL_OK)
@@ -917,12 +939,28 @@ frl_status frl_async_train_many(struct frl_async *const *m, int32_t count, int64
     return st;
 }
 
-frl_status frl_async_train(struct frl_async *a, int64_t total_steps)
+static frl_status async_train(frl_sampler *a, int64_t total_steps)
 {
     int32_t failed;
-    frl_status st = frl_async_train_many(&a, 1, total_steps, &failed);
+    frl_status st = async_train_many(&a, 1, total_steps, &failed);
     /* The message is on the trainer already; make it the thread's last error too. */
     if (st != FRL_OK)
-        return frl_fail_msg(NULL, st, a->t->err);
+        return frl_fail_msg(NULL, st, a->h->err);
     return FRL_OK;
 }
+
+const frl_sampler_ops frl_sampler_async = {
+    .name = "async",
+    .groups = async_groups,
+    .slots = async_slots,
+    .max_groups = FRL_MAX_GROUPS,
+    .overlaps_learning = 1,
+    .no_save = "an async trainer (sampler.mode=async) cannot be saved yet: its rollouts in "
+               "flight and env groups have no file format; save the policy with frl_policy_save",
+    .create = async_create,
+    .destroy = async_destroy,
+    .train = async_train,
+    .train_many = async_train_many,
+    .lock = async_lock,
+    .unlock = async_unlock,
+};

@@ -6,8 +6,8 @@
 #include "core/rng.h"
 #include "nn/dev_math.h"
 #include "rl/heads.h"
-#include "rl/ppo.h"
-#include "rl/vtrace.h"
+#include "algo/ppo.h"
+#include "algo/vtrace.h"
 
 /* Per-shard sums (the first five), then per-epoch extras. */
 enum { STAT_PG, STAT_V, STAT_ENT, STAT_KL, STAT_CLIP, STAT_N, TIME_BWD, TIME_OPT, SUM_COUNT };
@@ -96,7 +96,6 @@ frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ri
 void frl_ppo_free(frl_ppo *l)
 {
     const frl_allocator *al = &l->rt->alloc;
-    frl_ppo_device_free(l);
     for (int32_t t = 0; l->ws && t < frl_runtime_threads(l->rt); t++)
         frl_free(al, l->ws[t]);
     frl_free(al, l->ws);
@@ -503,3 +502,4 @@ frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_
     l->p->version++;
     return FRL_OK;
 }
+

@@ -3,12 +3,11 @@
  * shuffled minibatches, each split into fixed-size shards run on the pool. Every shard
  * has its own gradient buffer and the buffers are summed in shard order, so a run
  * gives the same bits on any number of threads. */
-#ifndef FRL_RL_PPO_H
-#define FRL_RL_PPO_H
+#ifndef FRL_ALGO_PPO_H
+#define FRL_ALGO_PPO_H
 
+#include "algo/learner.h"
 #include "nn/optim.h"
-#include "rl/policy.h"
-#include "rl/ring.h"
 
 typedef struct frl_ppo_settings {
     int32_t epochs, minibatches;
@@ -19,12 +18,7 @@ typedef struct frl_ppo_settings {
     double rho_bar, c_bar;    /* V-trace's truncation levels */
 } frl_ppo_settings;
 
-typedef struct frl_ppo_stats {
-    double policy_loss, value_loss, entropy, approx_kl, clip_fraction;
-    double explained_variance, grad_norm, learning_rate;
-    int32_t epochs_done;
-    double time_backward, time_optimizer;
-} frl_ppo_stats;
+typedef frl_learn_stats frl_ppo_stats;
 
 enum { FRL_PPO_STAT_COUNT = 6 };
 
@@ -84,14 +78,5 @@ frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_
  * variance of the slot's values given l->ret and l->valid. */
 void frl_ppo_shuffle(int32_t *perm, int32_t n, uint64_t seed, int64_t update_index, int32_t epoch);
 double frl_ppo_explained_variance(const frl_ppo *l, int32_t slot);
-
-/* ppo_device.c: the learner on the policy's CUDA device (l->p->dev set). create: after
- * frl_ppo_init; update: frl_ppo_update's work (values, advantages, epochs) on the
- * device, then the parameters back into the policy. */
-frl_status frl_ppo_device_create(frl_ppo *l, char *err);
-void frl_ppo_device_free(frl_ppo *l);
-frl_status frl_ppo_device_update(frl_ppo *l, int32_t slot, int64_t update_index,
-                                 int64_t num_updates, uint64_t seed, frl_ppo_stats *out,
-                                 char *err);
 
 #endif

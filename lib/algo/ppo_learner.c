@@ -1,0 +1,141 @@
+/* The PPO learner's table (lib/algo/learner.h): settings, the CPU or device update,
+ * checkpoints. PPO and IMPALA share it (train.algo=impala sets IMPALA's loss and
+ * V-trace); A2C builds on its functions. */
+#include <string.h>
+#include <time.h>
+
+#include "algo/ppo_device.h"
+#include "algo/ppo_learner.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void read_ppo_settings(const frl_config *c, frl_ppo_settings *s)
+{
+    s->epochs = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_EPOCHS);
+    s->minibatches = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_MINIBATCHES);
+    s->lr = frl_cfg_float(c, FRL_KEY_TRAIN_LR);
+    s->clip = frl_cfg_float(c, FRL_KEY_TRAIN_CLIP);
+    s->ent_coef = frl_cfg_float(c, FRL_KEY_TRAIN_ENT_COEF);
+    s->vf_coef = frl_cfg_float(c, FRL_KEY_TRAIN_VF_COEF);
+    s->max_grad_norm = frl_cfg_float(c, FRL_KEY_TRAIN_MAX_GRAD_NORM);
+    s->gamma = frl_cfg_float(c, FRL_KEY_TRAIN_GAMMA);
+    s->lambda = frl_cfg_float(c, FRL_KEY_TRAIN_GAE_LAMBDA);
+    s->adam_eps = frl_cfg_float(c, FRL_KEY_TRAIN_ADAM_EPS);
+    s->target_kl = frl_cfg_float(c, FRL_KEY_TRAIN_TARGET_KL);
+    s->use_target_kl = frl_cfg_is_set(c, FRL_KEY_TRAIN_TARGET_KL);
+    s->clip_value = frl_cfg_bool(c, FRL_KEY_TRAIN_CLIP_VALUE);
+    s->norm_adv = frl_cfg_bool(c, FRL_KEY_TRAIN_NORM_ADV);
+    s->anneal_lr = frl_cfg_bool(c, FRL_KEY_TRAIN_ANNEAL_LR);
+    s->impala = frl_cfg_choice(c, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_IMPALA;
+    /* IMPALA is defined with V-trace's targets and advantages; the async sampler (APPO)
+     * uses them unless the caller chose GAE, since its rollouts lag the learner. */
+    int async_default = frl_cfg_choice(c, FRL_KEY_SAMPLER_MODE) == FRL_SAMPLER_MODE_ASYNC &&
+                        !frl_cfg_is_set(c, FRL_KEY_TRAIN_ADVANTAGE);
+    s->vtrace = s->impala || async_default ||
+                frl_cfg_choice(c, FRL_KEY_TRAIN_ADVANTAGE) == FRL_TRAIN_ADVANTAGE_VTRACE;
+    s->rho_bar = frl_cfg_float(c, FRL_KEY_TRAIN_VTRACE_RHO);
+    s->c_bar = frl_cfg_float(c, FRL_KEY_TRAIN_VTRACE_C);
+}
+
+static void ppo_storage(const frl_config *cfg, frl_storage_need *need)
+{
+    (void)cfg;
+    need->kind = FRL_STORAGE_ROLLOUT;
+}
+
+frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
+                                  const frl_ppo_settings *s, char *err)
+{
+    frl_ppo *p = frl_alloc(&c->rt->alloc, sizeof *p, FRL_CACHE_LINE);
+    if (!p)
+        return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory");
+    l->impl = p;
+    frl_status st = frl_ppo_init(p, c->rt, c->policy, c->store->ring, s, err);
+    if (st == FRL_OK)
+        st = frl_ppo_device_create(p, err);
+    /* One network: the policy's actor and critic share its flat vector. */
+    frl_learner_add_net(l, "policy", FRL_NET_ACTOR_CRITIC, -1, c->policy->params,
+                        (int64_t)c->policy->num_params);
+    return st;
+}
+
+static frl_status ppo_create(frl_learner *l, const frl_learner_ctx *c, char *err)
+{
+    frl_ppo_settings s;
+    read_ppo_settings(c->cfg, &s);
+    return frl_ppo_learner_create(l, c, &s, err);
+}
+
+void frl_ppo_learner_destroy(frl_learner *l)
+{
+    frl_ppo *p = l->impl;
+    if (!p)
+        return;
+    frl_ppo_device_free(p);
+    if (p->rt)
+        frl_ppo_free(p);
+    frl_free(&l->rt->alloc, p);
+    l->impl = NULL;
+}
+
+/* Values, advantages and the update on the CPU, timing the value pass. */
+static frl_status learn_on_cpu(frl_ppo *p, const frl_batch *b, frl_ppo_stats *s, char *err)
+{
+    double t0 = now_s();
+    frl_status st = frl_ppo_values(p, b->slot, err);
+    if (st != FRL_OK)
+        return st;
+    frl_ppo_bootstrap(p, b->slot);
+    double t_values = now_s() - t0;
+    frl_ppo_advantages(p, b->slot);
+    st = frl_ppo_update(p, b->slot, b->update_index, b->num_updates, b->seed, s, err);
+    s->time_values = t_values;
+    return st;
+}
+
+frl_status frl_ppo_learner_learn(frl_learner *l, const frl_batch *b, frl_learn_stats *out,
+                                 char *err)
+{
+    frl_ppo *p = l->impl;
+    out->time_values = 0;
+    if (p->dev)
+        return frl_ppo_device_update(p, b->slot, b->update_index, b->num_updates, b->seed, out,
+                                     err);
+    return learn_on_cpu(p, b, out, err);
+}
+
+/* Adam's moments ("trainer.adam", the name checkpoints have always had) and its step. */
+void frl_ppo_learner_save(const frl_learner *l, frl_section *s, int32_t *n, int64_t *steps)
+{
+    const frl_ppo *p = l->impl;
+    *steps = p->adam.t;
+    frl_section_add(s, n, "trainer.adam", FRL_DTYPE_F32, 2 * p->grad_stride, p->adam.m);
+}
+
+frl_status frl_ppo_learner_load(frl_learner *l, const frl_container *c, int64_t steps, char *err)
+{
+    frl_ppo *p = l->impl;
+    const frl_section *ad = frl_container_find(c, "trainer.adam", FRL_DTYPE_F32,
+                                               2 * (int64_t)p->grad_stride, err);
+    if (!ad)
+        return FRL_ERR_FORMAT;
+    p->adam.t = steps;
+    memcpy(p->adam.m, ad->data, sizeof(float) * 2 * p->grad_stride);
+    p->dev_adam_stale = 1;
+    return FRL_OK;
+}
+
+const frl_learner_ops frl_algo_ppo = {
+    .name = "ppo",
+    .storage = ppo_storage,
+    .create = ppo_create,
+    .destroy = frl_ppo_learner_destroy,
+    .learn = frl_ppo_learner_learn,
+    .save = frl_ppo_learner_save,
+    .load = frl_ppo_learner_load,
+};

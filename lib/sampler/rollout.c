@@ -1,0 +1,117 @@
+/* Rollout bookkeeping shared by the synchronous and asynchronous samplers. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "sampler/rollout.h"
+
+double frl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+frl_status frl_rollout_book_init(frl_rollout_book *k, const frl_allocator *al, int32_t B,
+                                 int32_t reward_norm, double gamma, int32_t state_w)
+{
+    memset(k, 0, sizeof *k);
+    k->reward_norm = reward_norm;
+    k->gamma = gamma;
+    k->rn_scale = 1.0f;
+    k->state_w = state_w;
+    k->disc_return = frl_alloc(al, sizeof(double) * (size_t)B, 64);
+    /* One float at least, so a zero-width state is still a valid pointer. */
+    k->state0 = frl_alloc(al, sizeof(float) * ((size_t)B * (size_t)state_w + 1), 64);
+    if (!k->disc_return || !k->state0)
+        return FRL_ERR_NOMEM;
+    return FRL_OK;
+}
+
+void frl_rollout_book_free(frl_rollout_book *k, const frl_allocator *al)
+{
+    frl_free(al, k->disc_return);
+    frl_free(al, k->state0);
+    k->disc_return = NULL;
+    k->state0 = NULL;
+}
+
+void frl_rollout_env_action(const frl_policy *p, frl_vec_env *v, int32_t local, const void *sampled)
+{
+    if (p->discrete) {
+        ((int32_t *)frl_vec_env_actions(v))[local] = *(const int32_t *)sampled;
+        return;
+    }
+    const float *a = sampled, *lo = p->act_space->low, *hi = p->act_space->high;
+    float *dst = (float *)frl_vec_env_actions(v) + (size_t)local * (size_t)p->out_w;
+    for (int32_t i = 0; i < p->out_w; i++)
+        dst[i] = a[i] < lo[i] ? lo[i] : (a[i] > hi[i] ? hi[i] : a[i]);
+}
+
+/* Scale rewards r[0..n) of envs [first, first + n) by the running std of the
+ * discounted return (Engstrom et al., 2020). */
+static void normalise_rewards(frl_rollout_book *k, int32_t first, int32_t n, float *r,
+                              const uint8_t *term, const uint8_t *trunc)
+{
+    double g = k->gamma, s = 0, ss = 0, *d = k->disc_return + first;
+    for (int32_t b = 0; b < n; b++) {
+        d[b] = d[b] * g + r[b];
+        s += d[b];
+    }
+    double bm = s / n;
+    for (int32_t b = 0; b < n; b++)
+        ss += (d[b] - bm) * (d[b] - bm);
+    double tot = k->rn_count + n, dm = bm - k->rn_mean;
+    k->rn_mean += dm * n / tot;
+    k->rn_m2 += ss + dm * dm * k->rn_count * n / tot;
+    k->rn_count = tot;
+    k->rn_scale = (float)(1.0 / sqrt(k->rn_m2 / k->rn_count + 1e-8));
+    for (int32_t b = 0; b < n; b++) {
+        r[b] *= k->rn_scale;
+        if (term[b] | trunc[b])
+            d[b] = 0;
+    }
+}
+
+static void record_episodes(frl_rollout_book *k, const frl_vec_env *v)
+{
+    const uint8_t *term = frl_vec_env_terminated(v), *trunc = frl_vec_env_truncated(v);
+    const float *ret = frl_vec_env_episode_returns(v);
+    const int32_t *len = frl_vec_env_episode_lengths(v);
+    for (int32_t b = 0; b < v->n; b++) {
+        if (!(term[b] | trunc[b]))
+            continue;
+        k->recent_return[k->pr.episodes % FRL_RECENT_EPISODES] = ret[b];
+        k->recent_length[k->pr.episodes % FRL_RECENT_EPISODES] = len[b];
+        k->pr.episodes++;
+    }
+}
+
+void frl_rollout_store_step(frl_rollout_book *k, frl_ring *ring, const frl_vec_env *v,
+                            int32_t first, int32_t slot, int32_t step)
+{
+    size_t off = (size_t)step * (size_t)ring->envs + (size_t)first, n = (size_t)v->n;
+    float *r = (float *)frl_ring_at(ring, slot, FRL_RING_REWARDS) + off;
+    uint8_t *term = (uint8_t *)frl_ring_at(ring, slot, FRL_RING_TERMINATED) + off;
+    uint8_t *trunc = (uint8_t *)frl_ring_at(ring, slot, FRL_RING_TRUNCATED) + off;
+    memcpy(r, frl_vec_env_rewards(v), sizeof(float) * n);
+    memcpy(term, frl_vec_env_terminated(v), n);
+    memcpy(trunc, frl_vec_env_truncated(v), n);
+    memcpy((uint8_t *)frl_ring_at(ring, slot, FRL_RING_RESET_STEPS) + off,
+           frl_vec_env_reset_steps(v), n);
+    if (k->reward_norm)
+        normalise_rewards(k, first, v->n, r, term, trunc);
+    record_episodes(k, v);
+}
+
+void frl_rollout_recent_means(const frl_rollout_book *k, double *ret, double *len)
+{
+    int64_t n = k->pr.episodes < FRL_RECENT_EPISODES ? k->pr.episodes : FRL_RECENT_EPISODES;
+    double sr = 0, sl = 0;
+    for (int64_t i = 0; i < n; i++) {
+        sr += k->recent_return[i];
+        sl += k->recent_length[i];
+    }
+    *ret = n ? sr / (double)n : NAN;
+    *len = n ? sl / (double)n : NAN;
+}

@@ -1,0 +1,52 @@
+/* Rollout bookkeeping both samplers share: storing a step's results in the ring, the
+ * episode window, reward normalisation, the progress counters, and each env's
+ * recurrent state at a rollout's start. */
+#ifndef FRL_SAMPLER_ROLLOUT_H
+#define FRL_SAMPLER_ROLLOUT_H
+
+#include "env/vec_env.h"
+#include "rl/policy.h"
+#include "rl/ring.h"
+
+enum { FRL_RECENT_EPISODES = 100 };
+
+/* A trainer's progress, advanced by its sampler (steps, episodes) and by the trainer
+ * (updates); checkpoints keep it. */
+typedef struct frl_progress {
+    int64_t env_steps, updates, rollout_steps, episodes;
+    int64_t slots_dropped;      /* rollouts dropped for exceeding sampler.max_lag */
+    int32_t started;            /* the envs were reset */
+} frl_progress;
+
+typedef struct frl_rollout_book {
+    frl_progress pr;
+    float recent_return[FRL_RECENT_EPISODES];
+    int32_t recent_length[FRL_RECENT_EPISODES];
+    /* reward normalisation: discounted return per env and its running variance */
+    int32_t reward_norm;
+    double gamma;
+    double *disc_return;
+    double rn_count, rn_mean, rn_m2;
+    float rn_scale;
+    /* [B x state_w]: the policy's recurrent state of each env when the rollout being
+     * learned from began; zero-width until a policy carries state. */
+    int32_t state_w;
+    float *state0;
+} frl_rollout_book;
+
+frl_status frl_rollout_book_init(frl_rollout_book *k, const frl_allocator *al, int32_t B,
+                                 int32_t reward_norm, double gamma, int32_t state_w);
+void frl_rollout_book_free(frl_rollout_book *k, const frl_allocator *al);
+/* Write the results of the step just taken by vec env v (columns [first, + its envs) of
+ * the ring) into row block step of slot; reward normalisation and episodes included. */
+void frl_rollout_store_step(frl_rollout_book *k, frl_ring *ring, const frl_vec_env *v,
+                            int32_t first, int32_t slot, int32_t step);
+/* Env `local` of vec env v takes the sampled action (box actions clipped to the space,
+ * as CleanRL's ClipAction does; the ring keeps the unclipped sample). */
+void frl_rollout_env_action(const frl_policy *p, frl_vec_env *v, int32_t local, const void *sampled);
+/* The monotonic clock in seconds (samplers and the trainer time their phases). */
+double frl_now(void);
+/* Mean return and length of the last (up to) 100 episodes; NaN before the first. */
+void frl_rollout_recent_means(const frl_rollout_book *k, double *ret, double *len);
+
+#endif

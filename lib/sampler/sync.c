@@ -1,0 +1,240 @@
+/* The synchronous sampler (sampler.mode=sync): one vec env; each update acts and steps
+ * T times into a ring slot, then the learner takes the slot on the same thread. */
+#include <string.h>
+
+#include "core/device.h"
+#include "sampler/sampler.h"
+
+typedef struct sync_sampler {
+    frl_sampler base;
+    int32_t slot;               /* being written */
+    int32_t act_rows;           /* rows per acting task */
+    int32_t threads;
+    float **ws;                 /* per thread: acting workspace */
+    float *dev_out;             /* runtime.device=cuda: the actor's outputs of one step */
+} sync_sampler;
+
+static int32_t sync_groups(const frl_config *cfg)
+{
+    (void)cfg;
+    return 1;
+}
+
+static int32_t sync_slots(const frl_config *cfg, int32_t groups)
+{
+    (void)groups;
+    (void)cfg;
+    return 1;
+}
+
+static void sync_destroy(frl_sampler *base)
+{
+    sync_sampler *s = (sync_sampler *)base;
+    if (!s)
+        return;
+    frl_runtime *rt = s->base.h->rt;
+    for (int32_t i = 0; s->ws && i < s->threads; i++)
+        frl_free(&rt->alloc, s->ws[i]);
+    frl_free(&rt->alloc, s->ws);
+    if (s->dev_out)
+        frl_device_host_free(&rt->device, &rt->alloc, s->dev_out);
+    frl_free(&rt->alloc, s);
+}
+
+/* Sync sampling on a device: one forward of all envs per step into a pinned buffer,
+ * from which the pool's tasks sample. */
+static frl_status alloc_device_outputs(sync_sampler *s)
+{
+    const frl_sampler_host *h = s->base.h;
+    size_t bytes = sizeof(float) * (size_t)h->B * (size_t)h->policy->out_w;
+    char why[FRL_ERRMSG_SIZE / 2] = "";
+    s->dev_out = frl_device_host_alloc(&h->rt->device, &h->rt->alloc, bytes, why, sizeof why);
+    if (!s->dev_out)
+        return frl_fail(h->err, FRL_ERR_NOMEM, "the outputs of %d envs' inference: %s",
+                        (int)h->B, why);
+    return FRL_OK;
+}
+
+/* Acting splits the envs over the threads (an action depends only on its row, so the
+ * split changes no result), in pieces of at most 256 rows. */
+static frl_status alloc_workspaces(sync_sampler *s)
+{
+    const frl_sampler_host *h = s->base.h;
+    s->threads = frl_runtime_threads(h->rt);
+    int32_t per = (h->B + s->threads - 1) / s->threads;
+    s->act_rows = per < 256 ? per : 256;
+    s->ws = frl_alloc(&h->rt->alloc, sizeof(float *) * (size_t)s->threads, 64);
+    if (!s->ws)
+        return frl_fail(h->err, FRL_ERR_NOMEM, "sync sampler: out of memory");
+    size_t floats = frl_policy_pass_floats(h->policy, s->act_rows, 0);
+    for (int32_t i = 0; i < s->threads; i++)
+        if (!(s->ws[i] = frl_alloc(&h->rt->alloc, sizeof(float) * floats, 64)))
+            return frl_fail(h->err, FRL_ERR_NOMEM, "sync sampler: out of memory for workspaces");
+    return FRL_OK;
+}
+
+static frl_status sync_create(frl_sampler **out, frl_sampler_host *h)
+{
+    sync_sampler *s = frl_alloc(&h->rt->alloc, sizeof *s, FRL_CACHE_LINE);
+    *out = (frl_sampler *)s;
+    if (!s)
+        return frl_fail(h->err, FRL_ERR_NOMEM, "sync sampler: out of memory");
+    s->base.ops = &frl_sampler_sync;
+    s->base.h = h;
+    frl_status st = alloc_workspaces(s);
+    if (st == FRL_OK && h->policy->dev)
+        st = alloc_device_outputs(s);
+    return st;
+}
+
+/* ---- acting ---- */
+
+typedef struct act_job {
+    sync_sampler *s;
+    int32_t step;
+} act_job;
+
+static int act_task(void *user, int32_t task, int32_t thread)
+{
+    act_job *j = user;
+    sync_sampler *s = j->s;
+    const frl_sampler_host *h = s->base.h;
+    const frl_policy *p = h->policy;
+    int32_t first = task * s->act_rows;
+    int32_t rows = h->B - first < s->act_rows ? h->B - first : s->act_rows;
+    size_t row0 = (size_t)j->step * (size_t)h->B + (size_t)first;
+    const float *obs = (const float *)frl_ring_at(h->ring, s->slot, FRL_RING_OBSERVATIONS) +
+                       row0 * (size_t)p->obs_w;
+    unsigned char *act = frl_ring_at(h->ring, s->slot, FRL_RING_ACTIONS);
+    float *lp = (float *)frl_ring_at(h->ring, s->slot, FRL_RING_LOG_PROBS) + row0;
+    size_t ab = p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
+    frl_pass f;
+    frl_policy_pass_layout(p, rows, 0, s->ws[thread], &f);
+    /* Values come later, in one batch (the learner's). On a device the outputs are
+     * there already (rollout_step). */
+    if (s->dev_out)
+        f.out = s->dev_out + (size_t)first * (size_t)p->out_w;
+    else
+        frl_policy_forward_heads(p, p->params, rows, obs, &f, FRL_HEAD_ACTOR);
+    for (int32_t r = 0; r < rows; r++) {
+        void *a = act + (row0 + (size_t)r) * ab;
+        lp[r] = (float)frl_policy_head_act(p, p->params, f.out + (size_t)r * (size_t)p->out_w, 0,
+                                          (uint64_t)(first + r),
+                                          (uint64_t)h->book->pr.rollout_steps, a);
+        frl_rollout_env_action(p, h->venvs[0], first + r, a);
+    }
+    return 0;
+}
+
+/* *clock is the time the step starts, and becomes the time it ends: two clock reads a
+ * step, not three. */
+static frl_status rollout_step(sync_sampler *s, int32_t step, double *clock)
+{
+    frl_sampler_host *h = s->base.h;
+    frl_vec_env *venv = h->venvs[0];
+    size_t ow = (size_t)h->policy->obs_w, B = (size_t)h->B;
+    float *obs = (float *)frl_ring_at(h->ring, s->slot, FRL_RING_OBSERVATIONS) + (size_t)step * B * ow;
+    memcpy(obs, frl_vec_env_observations(venv), sizeof(float) * B * ow);
+    ((uint64_t *)frl_ring_at(h->ring, s->slot, FRL_RING_POLICY_VERSION))[step] = h->policy->version;
+    act_job j = {s, step};
+    int32_t failed, tasks = (h->B + s->act_rows - 1) / s->act_rows;
+    if (s->dev_out) {
+        frl_status st = frl_policy_device_forward(h->policy, h->B, obs, s->dev_out, NULL, h->err);
+        if (st != FRL_OK)
+            return st;
+    }
+    if (frl_pool_run(h->rt->pool, tasks, act_task, &j, &failed) != 0)
+        return frl_fail(h->err, FRL_ERR_INTERNAL, "acting failed in task %d", (int)failed);
+    double t1 = frl_now();
+    frl_status st = frl_vec_env_step(venv);
+    if (st != FRL_OK)
+        return frl_fail_msg(h->err, st, frl_vec_env_last_error(venv));
+    frl_rollout_store_step(h->book, h->ring, venv, 0, s->slot, step);
+    h->book->pr.rollout_steps++;
+    h->book->pr.env_steps += h->B;
+    double t2 = frl_now();
+    h->metrics->time_inference += t1 - *clock;
+    h->metrics->time_env += t2 - t1;
+    *clock = t2;
+    return FRL_OK;
+}
+
+static frl_status rollout(sync_sampler *s)
+{
+    frl_sampler_host *h = s->base.h;
+    frl_status st = frl_ring_acquire_write(h->ring, &s->slot);
+    if (st != FRL_OK)
+        return frl_fail_msg(h->err, st, frl_ring_last_error(h->ring));
+    h->metrics->time_env = h->metrics->time_inference = 0;
+    double clock = frl_now();
+    for (int32_t i = 0; i < h->T && st == FRL_OK; i++)
+        st = rollout_step(s, i, &clock);
+    if (st != FRL_OK) {
+        /* The slot is given back, so the run can go on after the caller fixes the cause. */
+        frl_ring_abandon(h->ring, s->slot);
+        return st;
+    }
+    memcpy(frl_ring_at(h->ring, s->slot, FRL_RING_BOOTSTRAP_OBS), frl_vec_env_observations(h->venvs[0]),
+           sizeof(float) * (size_t)h->B * (size_t)h->policy->obs_w);
+    return frl_ring_commit(h->ring, s->slot);
+}
+
+/* ---- the loop ---- */
+
+static frl_status learn(frl_sampler_host *h, int64_t num_updates)
+{
+    int32_t slot;
+    frl_status st = frl_ring_acquire_read(h->ring, &slot);
+    if (st != FRL_OK)
+        return frl_fail_msg(h->err, st, frl_ring_last_error(h->ring));
+    return h->learn(h->owner, slot, num_updates);
+}
+
+static frl_status start(frl_sampler_host *h)
+{
+    if (h->book->pr.started)
+        return FRL_OK;
+    frl_status st = frl_vec_env_reset(h->venvs[0], h->seed);
+    if (st != FRL_OK)
+        return frl_fail_msg(h->err, st, frl_vec_env_last_error(h->venvs[0]));
+    h->book->pr.started = 1;
+    return FRL_OK;
+}
+
+static frl_status sync_train(frl_sampler *base, int64_t total_steps)
+{
+    sync_sampler *s = (sync_sampler *)base;
+    frl_sampler_host *h = base->h;
+    int64_t per = (int64_t)h->T * h->B, num_updates = (total_steps + per - 1) / per;
+    frl_status st = start(h);
+    while (st == FRL_OK && h->book->pr.env_steps < total_steps && !h->target_reached(h->owner)) {
+        if (atomic_exchange(h->stop, 0))
+            return frl_fail(h->err, FRL_ERR_INTERRUPTED, "training stopped by request at %lld steps",
+                            (long long)h->book->pr.env_steps);
+        if ((st = rollout(s)) == FRL_OK && (st = learn(h, num_updates)) == FRL_OK)
+            st = h->after_update(h->owner);
+    }
+    /* A stop that arrives during the last update is not carried over to the next call. */
+    atomic_store(h->stop, 0);
+    return st;
+}
+
+static void no_lock(frl_sampler *s)
+{
+    (void)s;
+}
+
+const frl_sampler_ops frl_sampler_sync = {
+    .name = "sync",
+    .groups = sync_groups,
+    .slots = sync_slots,
+    .max_groups = 1,
+    .overlaps_learning = 0,
+    .no_save = NULL,
+    .create = sync_create,
+    .destroy = sync_destroy,
+    .train = sync_train,
+    .train_many = NULL,
+    .lock = no_lock,
+    .unlock = no_lock,
+};

@@ -1,0 +1,58 @@
+/* Internal view of frl_trainer: its fields, which the trainer's files share (its
+ * functions are declared in trainer.h, its outputs' in trainer_output.h). */
+#ifndef FRL_TRAINER_TRAINER_STATE_H
+#define FRL_TRAINER_TRAINER_STATE_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "algo/learner.h"
+#include "io/tfevents.h"
+#include "sampler/sampler.h"
+
+enum { FRL_ENV_NAME_MAX = 64 };
+
+/* Learn from a READING slot and release it (frl_trainer_learn_slot; benchmarks of the
+ * sampler alone put a learner that only releases). */
+typedef frl_status (*frl_learn_fn)(frl_trainer *t, int32_t slot, int64_t num_updates);
+
+struct frl_trainer {
+    frl_runtime *rt;
+    frl_config *cfg;            /* resolved settings: env defaults under the caller's */
+    char env_name[FRL_ENV_NAME_MAX]; /* "" for a host vec env */
+    frl_vec_env *venv;          /* venvs[0] */
+    int32_t own_venv;           /* destroy the vec envs with the trainer */
+    /* The env groups: group g is venvs[g], columns [group_first[g], + its envs) of the
+     * ring. One group in sync mode; sampler.groups (or the host's vec envs) in async. */
+    int32_t groups;
+    frl_vec_env *venvs[FRL_MAX_GROUPS];
+    int32_t group_first[FRL_MAX_GROUPS];
+    frl_sampler *sampler;       /* sampler.mode's */
+    frl_sampler_host host;      /* the sampler's view of this trainer */
+    frl_learn_fn learn;
+    atomic_int running;
+    frl_policy *policy;
+    frl_ring *ring;             /* = store.ring */
+    frl_storage store;          /* what the learner declared it needs */
+    frl_learner learner;        /* train.algo's */
+    /* B: the envs of all groups, counted from the vec envs by the build, which writes it
+     * into cfg's train.num_envs (the key's one writer: set_groups in trainer.c). A
+     * built-in trainer makes its vec envs from the key (frl_trainer_create,
+     * frl_trainer_load); a caller's train.num_envs must match the host's vec envs
+     * (frl_trainer_check_num_envs), and frl_trainer_load_vec checks the saved B. */
+    int32_t T, B;
+    uint64_t seed;
+    frl_rollout_book book;      /* progress, episodes, reward normalisation */
+    int64_t steps_at_start;     /* env_steps when created or loaded (for the rate) */
+    frl_metrics metrics;
+    frl_metrics_fn cb;
+    void *cb_user;
+    atomic_int stop;
+    double t_start;
+    /* outputs */
+    FILE *csv;
+    frl_tfevents *tb;
+    char err[FRL_ERRMSG_SIZE];
+};
+
+#endif
