@@ -3,7 +3,8 @@
  * the whole rollout, n-step returns (GAE with lambda 1), the plain policy gradient
  * -A log pi with no clipping and no advantage normalisation, value coefficient 0.5 on
  * SB3's mean squared error (train.vf_coef=1 here: this learner's value loss is half the
- * squared error, so 1 x 0.5 (v - R)^2 = SB3's 0.5 x (v - R)^2), no entropy bonus, gradients clipped at norm 0.5, a constant learning rate of 7e-4.
+ * squared error, so 1 x 0.5 (v - R)^2 = SB3's 0.5 x (v - R)^2), no entropy bonus,
+ * gradients clipped at norm 0.5, a constant learning rate of 7e-4.
  *
  * SB3 steps with RMSprop (alpha 0.99, eps 1e-5); this learner steps with the shared
  * Adam at SB3's learning rate and eps, since RMSprop would be a second optimiser in
@@ -33,8 +34,8 @@ static frl_status a2c_create(frl_learner *l, const frl_learner_ctx *c, char *err
     s.gamma = frl_cfg_float(cfg, FRL_KEY_TRAIN_GAMMA);
     s.lambda = frl_cfg_float(cfg, FRL_KEY_TRAIN_GAE_LAMBDA);
     s.adam_eps = frl_cfg_float(cfg, FRL_KEY_TRAIN_ADAM_EPS);
-    s.norm_adv = (int32_t)frl_cfg_bool(cfg, FRL_KEY_TRAIN_NORM_ADV);
-    s.anneal_lr = (int32_t)frl_cfg_bool(cfg, FRL_KEY_TRAIN_ANNEAL_LR);
+    s.norm_adv = frl_cfg_bool(cfg, FRL_KEY_TRAIN_NORM_ADV);
+    s.anneal_lr = frl_cfg_bool(cfg, FRL_KEY_TRAIN_ANNEAL_LR);
     s.impala = 1;
     return frl_ppo_learner_create(l, c, &s, err);
 }
@@ -42,7 +43,7 @@ static frl_status a2c_create(frl_learner *l, const frl_learner_ctx *c, char *err
 const frl_learner_ops frl_algo_a2c = {
     .name = "a2c",
     .settings = "train.rollout=5 train.num_envs=8 train.lr=7e-4 train.gae_lambda=1 "
-                "train.ent_coef=0 train.vf_coef=0.5 train.max_grad_norm=0.5 train.adam_eps=1e-5 "
+                "train.ent_coef=0 train.vf_coef=1 train.max_grad_norm=0.5 train.adam_eps=1e-5 "
                 "train.anneal_lr=false train.norm_adv=false",
     .storage = a2c_storage,
     .create = a2c_create,

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/config_keys.h"
 #include "core/device.h"
 #include "core/plugin_api.h"
 
@@ -126,17 +127,17 @@ frl_status frl_device_open(frl_device *d, int64_t choice, int tf32, char *err)
 {
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "cpu");
-    if (choice == 0)
+    if (choice == FRL_RUNTIME_DEVICE_CPU)
         return FRL_OK;
     char why[FRL_ERRMSG_SIZE - 40] = "";
     if (open_cuda(d, tf32, why, sizeof why) != 0) {
-        if (choice == 1)
+        if (choice == FRL_RUNTIME_DEVICE_CUDA)
             return frl_fail(err, FRL_ERR_UNSUPPORTED, "runtime.device=cuda: %s", why);
         snprintf(d->note, sizeof d->note, "runtime.device=auto: on the CPU, %s", why);
         return FRL_OK;
     }
     const frl_cuda_plugin *p = d->plugin;
-    if (choice == 2 && !(p->capabilities & FRL_CUDA_CAP_LEARNER)) {
+    if (choice == FRL_RUNTIME_DEVICE_AUTO && !(p->capabilities & FRL_CUDA_CAP_LEARNER)) {
         /* A device is there, but nothing can run on it yet: auto means the fastest
          * place that works. */
         snprintf(d->note, sizeof d->note, "runtime.device=auto: on the CPU, the CUDA plugin "

@@ -22,7 +22,8 @@ typedef struct frl_device {
     char note[FRL_ERRMSG_SIZE];    /* auto: why it stayed on the CPU ("" otherwise) */
 } frl_device;
 
-/* Choose the device for runtime.device (0 cpu, 1 cuda, 2 auto). cuda that cannot be had
+/* Choose the device for runtime.device (choice: FRL_RUNTIME_DEVICE_CPU, _CUDA or _AUTO
+ * of core/config_keys.h). cuda that cannot be had
  * fails with FRL_ERR_UNSUPPORTED and the reason; auto then stays on the CPU and keeps
  * the reason in d->note. */
 frl_status frl_device_open(frl_device *d, int64_t choice, int tf32, char *err);

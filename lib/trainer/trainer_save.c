@@ -307,9 +307,10 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     if (st != FRL_OK)
         return st;
     frl_vec_env *venv = j->venv;
-    if (frl_cfg_choice(cfg, FRL_KEY_SAMPLER_MODE) == FRL_SAMPLER_MODE_ASYNC)
-        st = frl_fail(err, FRL_ERR_UNSUPPORTED, "continuing a run with sampler.mode=async is "
-                      "not supported yet (load it in sync mode)");
+    const frl_sampler_ops *sampler = frl_sampler_lookup(cfg);
+    if (sampler->no_save)
+        st = frl_fail(err, FRL_ERR_UNSUPPORTED, "continuing a run with sampler.mode=%s is "
+                      "not supported yet (load it in sync mode)", sampler->name);
     else if (venv)
         st = check_fit(venv, rt, c, j->over, env, err);
     else
