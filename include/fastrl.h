@@ -363,7 +363,8 @@ static inline void frl_batch_env_callbacks_init(frl_batch_env_callbacks *cb)
 typedef struct frl_env frl_env;
 
 /* A built-in by id ("CartPole-v1"; frl_env_name_at lists them). cfg may be NULL; key
- * used: env.max_episode_steps (-1 = the id's own limit, 0 = none). */
+ * used: env.max_episode_steps (-1 = the id's own limit, 0 = none); MemoryProbe-v0 also
+ * reads env.memory_cues and env.memory_delay. */
 FRL_API frl_status frl_env_create(frl_env **out, frl_runtime *rt, const char *name,
                                   const frl_config *cfg);
 /* A host environment. Spaces are copied; user is passed to every callback. */

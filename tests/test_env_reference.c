@@ -45,6 +45,7 @@ static int g_exact = 0; /* FRL_REFERENCE_EXACT: require bit-exact transitions */
 static const char *const env_ids[] = {"CartPole-v1", "Pendulum-v1", "Acrobot-v1",
                                       "MountainCar-v0", "MountainCarContinuous-v0"};
 enum { N_ENVS = sizeof(env_ids) / sizeof(env_ids[0]) };
+enum { N_MEMORY_ENVS = 2 }; /* no Gymnasium reference: tests/test_memory_envs.c */
 
 /* ---- reference data ---------------------------------------------------- */
 
@@ -443,7 +444,8 @@ END_TEST
 START_TEST(test_registry)
 {
     static const int32_t limits[N_ENVS] = {500, 200, 500, 200, 999};
-    ck_assert_int_eq(frl_env_class_count(), N_ENVS);
+    /* The reference ids come first; the environments for memory follow. */
+    ck_assert_int_eq(frl_env_class_count(), N_ENVS + N_MEMORY_ENVS);
     for (int i = 0; i < N_ENVS; i++) {
         const frl_env_class *c = frl_env_class_find(env_ids[i]);
         ck_assert_ptr_nonnull(c);
@@ -456,7 +458,7 @@ START_TEST(test_registry)
         ck_assert_int_eq(c->action_n > 0, c->action_low == NULL);
     }
     ck_assert_ptr_null(frl_env_class_at(-1));
-    ck_assert_ptr_null(frl_env_class_at(N_ENVS));
+    ck_assert_ptr_null(frl_env_class_at(N_ENVS + N_MEMORY_ENVS));
     ck_assert_ptr_null(frl_env_class_find("cartpole-v1"));
     ck_assert_ptr_null(frl_env_class_find("CartPole-v0"));
     ck_assert_ptr_null(frl_env_class_find("CartPole-v1 "));

@@ -83,24 +83,34 @@ typedef struct floor_state {
     frl_rng *rngs;
     float *obs;
     float *rewards;
+    int32_t obs_dim; /* the class's, or its default settings' */
 } floor_state;
 
 static void floor_reset_all(floor_state *f)
 {
     for (int32_t i = 0; i < f->n; i++)
         f->cls->reset(f->sims + (size_t)i * FRL_SIM_MAX_BYTES, &f->rngs[i],
-                      f->obs + (size_t)i * (size_t)f->cls->obs_dim);
+                      f->obs + (size_t)i * (size_t)f->obs_dim);
 }
 
 static int floor_init(floor_state *f, const frl_env_class *cls, int32_t n)
 {
     f->cls = cls;
+    f->obs = NULL;
     f->n = n;
     f->sims = aligned_alloc(64, (size_t)n * FRL_SIM_MAX_BYTES);
     f->rngs = malloc(sizeof(frl_rng) * (size_t)n);
-    f->obs = malloc(sizeof(float) * (size_t)n * (size_t)cls->obs_dim);
+    f->obs_dim = cls->obs_dim;
     f->rewards = malloc(sizeof(float) * (size_t)n);
-    if (!f->sims || !f->rngs || !f->obs || !f->rewards)
+    if (!f->sims || !f->rngs || !f->rewards)
+        return -1;
+    if (cls->configure) { /* the default settings, written into the sims */
+        frl_env_shape shape;
+        cls->configure(NULL, f->sims, n, &shape);
+        f->obs_dim = shape.obs_dim;
+    }
+    f->obs = malloc(sizeof(float) * (size_t)n * (size_t)f->obs_dim);
+    if (!f->obs)
         return -1;
     for (int32_t i = 0; i < n; i++)
         f->rngs[i] = frl_rng_stream(7, (uint64_t)i);
@@ -123,7 +133,8 @@ static double run_floor(floor_state *f, const unsigned char *table, size_t bytes
     for (int k = 0; t - t0 < secs; k++, t = cli_now()) {
         /* The time limit, as the public path applies it: without it Pendulum's angles
          * drift without bound and its floor slows down, flattering the ratio. */
-        if (k > 0 && k % f->cls->max_episode_steps == 0)
+        int32_t limit = f->cls->max_episode_steps;
+        if (k > 0 && limit > 0 && k % limit == 0)
             floor_reset_all(f);
         f->cls->floor_steps(f->sims, f->rngs, f->n, table + bytes * (size_t)(k % ACTION_SETS),
                             f->obs, f->rewards);

@@ -20,6 +20,10 @@
 #define FRL_CONFIG_KEYS(X)                                                                   \
     X(ENV_MAX_EPISODE_STEPS, "env.max_episode_steps", INT, "-1", -1, 2147483647.0,           \
       "episode time limit in steps: -1 = the environment's own, 0 = none")                   \
+    X(ENV_MEMORY_CUES, "env.memory_cues", INT, "4", 2, 64,                                   \
+      "MemoryProbe-v0: number of cues K (actions; chance is 1/K)")                           \
+    X(ENV_MEMORY_DELAY, "env.memory_delay", INT, "20", 0, 10000,                             \
+      "MemoryProbe-v0: blank steps D between the cue and the answer step")                   \
     X(POLICY_ACTIVATION, "policy.activation", CHOICE, "tanh", 0, 0,                          \
       "activation of the hidden layers")                                                     \
     X(POLICY_HIDDEN, "policy.hidden", INT_LIST, "64,64", 1, 4096,                            \

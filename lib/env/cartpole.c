@@ -3,7 +3,11 @@
  *
  * Everything is float64 as in Gymnasium; the observation is the float32 cast
  * of the new state. The reward is 1.0 on every step, the terminating one
- * included. State for get/set_state: x, x_dot, theta, theta_dot. */
+ * included. State for get/set_state: x, x_dot, theta, theta_dot.
+ *
+ * CartPoleNoVel-v1 (sb3-contrib's partially observed benchmark) is the same
+ * simulator observed through x and theta only: the two classes share the sim,
+ * its dynamics and reset, and differ only in the observation they write. */
 
 /* Bit-faithfulness needs every product rounded on its own: no fused
  * multiply-add. GCC does not contract in ISO C mode (-std=c11); tell clang. */
@@ -17,6 +21,7 @@
 
 #define CP_PI 3.141592653589793
 #define CP_OBS_DIM 4
+#define CPNV_OBS_DIM 2
 
 /* Constants are written as Gymnasium derives them so each one is the same
  * double (the compiler folds them with IEEE double rounding). */
@@ -41,6 +46,12 @@ static const float cp_obs_high[CP_OBS_DIM] = {
 static const float cp_obs_low[CP_OBS_DIM] = {
     -(float)(CP_X_THRESHOLD * 2), -INFINITY, -(float)(CP_THETA_THRESHOLD * 2), -INFINITY};
 
+/* NoVel keeps CartPole's bounds for the two values it observes. */
+static const float cpnv_obs_high[CPNV_OBS_DIM] = {(float)(CP_X_THRESHOLD * 2),
+                                                  (float)(CP_THETA_THRESHOLD * 2)};
+static const float cpnv_obs_low[CPNV_OBS_DIM] = {-(float)(CP_X_THRESHOLD * 2),
+                                                 -(float)(CP_THETA_THRESHOLD * 2)};
+
 static inline void cartpole_observe_sim(const cartpole_sim *s, float *obs)
 {
     obs[0] = (float)s->x;
@@ -49,10 +60,16 @@ static inline void cartpole_observe_sim(const cartpole_sim *s, float *obs)
     obs[3] = (float)s->theta_dot;
 }
 
-static inline void cartpole_step(void *sim, const void *action, float *obs, float *reward,
-                                 uint8_t *terminated)
+static inline void novel_observe_sim(const cartpole_sim *s, float *obs)
 {
-    cartpole_sim *s = sim;
+    obs[0] = (float)s->x;
+    obs[1] = (float)s->theta;
+}
+
+/* One Euler step of the dynamics, without the observation. */
+static inline void cartpole_advance(cartpole_sim *s, const void *action, float *reward,
+                                    uint8_t *terminated)
+{
     double force = *(const int32_t *)action == 1 ? CP_FORCE_MAG : -CP_FORCE_MAG;
     double costheta = cos(s->theta);
     double sintheta = sin(s->theta);
@@ -70,17 +87,40 @@ static inline void cartpole_step(void *sim, const void *action, float *obs, floa
     *terminated = (uint8_t)(s->x < -CP_X_THRESHOLD || s->x > CP_X_THRESHOLD ||
                             s->theta < -CP_THETA_THRESHOLD || s->theta > CP_THETA_THRESHOLD);
     *reward = 1.0f;
-    cartpole_observe_sim(s, obs);
 }
 
-static inline void cartpole_reset(void *sim, frl_rng *rng, float *obs)
+static inline void cartpole_draw(cartpole_sim *s, frl_rng *rng)
 {
-    cartpole_sim *s = sim;
     s->x = frl_rng_uniform_range(rng, -0.05, 0.05);
     s->x_dot = frl_rng_uniform_range(rng, -0.05, 0.05);
     s->theta = frl_rng_uniform_range(rng, -0.05, 0.05);
     s->theta_dot = frl_rng_uniform_range(rng, -0.05, 0.05);
-    cartpole_observe_sim(s, obs);
+}
+
+static inline void cartpole_step(void *sim, const void *action, float *obs, float *reward,
+                                 uint8_t *terminated)
+{
+    cartpole_advance(sim, action, reward, terminated);
+    cartpole_observe_sim(sim, obs);
+}
+
+static inline void cartpole_reset(void *sim, frl_rng *rng, float *obs)
+{
+    cartpole_draw(sim, rng);
+    cartpole_observe_sim(sim, obs);
+}
+
+static inline void novel_step(void *sim, const void *action, float *obs, float *reward,
+                              uint8_t *terminated)
+{
+    cartpole_advance(sim, action, reward, terminated);
+    novel_observe_sim(sim, obs);
+}
+
+static inline void novel_reset(void *sim, frl_rng *rng, float *obs)
+{
+    cartpole_draw(sim, rng);
+    novel_observe_sim(sim, obs);
 }
 
 static int32_t cartpole_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
@@ -93,6 +133,19 @@ static void cartpole_floor_steps(unsigned char *sims, frl_rng *rngs, int32_t n,
 {
     frl_floor_impl(sims, rngs, n, actions, obs, rewards, CP_OBS_DIM, sizeof(int32_t),
                    cartpole_step, cartpole_reset);
+}
+
+static int32_t novel_step_range(const frl_builtin_batch *b, int32_t begin, int32_t end)
+{
+    return frl_step_range_impl(b, begin, end, CPNV_OBS_DIM, sizeof(int32_t), novel_step,
+                               novel_reset);
+}
+
+static void novel_floor_steps(unsigned char *sims, frl_rng *rngs, int32_t n,
+                              const void *actions, float *obs, float *rewards)
+{
+    frl_floor_impl(sims, rngs, n, actions, obs, rewards, CPNV_OBS_DIM, sizeof(int32_t),
+                   novel_step, novel_reset);
 }
 
 static void cartpole_get_state(const void *sim, double *state)
@@ -122,6 +175,11 @@ static void cartpole_observe(const void *sim, float *obs)
     cartpole_observe_sim(sim, obs);
 }
 
+static void novel_observe(const void *sim, float *obs)
+{
+    novel_observe_sim(sim, obs);
+}
+
 const frl_env_class frl_env_cartpole = {
     .name = "CartPole-v1",
     .obs_dim = CP_OBS_DIM,
@@ -139,4 +197,25 @@ const frl_env_class frl_env_cartpole = {
     .get_state = cartpole_get_state,
     .set_state = cartpole_set_state,
     .observe = cartpole_observe,
+};
+
+/* The state is the full simulator state, so a checkpoint restores the hidden
+ * velocities too. */
+const frl_env_class frl_env_cartpole_novel = {
+    .name = "CartPoleNoVel-v1",
+    .obs_dim = CPNV_OBS_DIM,
+    .obs_low = cpnv_obs_low,
+    .obs_high = cpnv_obs_high,
+    .action_n = 2,
+    .action_dim = 1,
+    .action_low = NULL,
+    .action_high = NULL,
+    .state_dim = 4,
+    .max_episode_steps = 500,
+    .reset = novel_reset,
+    .step_range = novel_step_range,
+    .floor_steps = novel_floor_steps,
+    .get_state = cartpole_get_state,
+    .set_state = cartpole_set_state,
+    .observe = novel_observe,
 };

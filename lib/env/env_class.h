@@ -15,7 +15,7 @@
 enum {
     FRL_SIM_MAX_BYTES = 64,   /* largest sim struct of any built-in */
     FRL_SIM_MAX_STATE = 8,    /* largest state_dim (float64 values) */
-    FRL_OBS_MAX_DIM = 8       /* largest observation of any built-in */
+    FRL_OBS_MAX_DIM = 65      /* largest observation of any built-in (MemoryProbe, K = 64) */
 };
 
 /* Structure-of-arrays view of N environments; a step_range call touches only
@@ -26,6 +26,7 @@ typedef struct frl_builtin_batch {
     frl_rng *rngs;                /* N streams, used by reset */
     const void *actions;          /* int32_t[N] (discrete) or float[N * action_dim] (box) */
     float *obs;                   /* N * obs_dim */
+    int32_t obs_dim;              /* observation floats per env (configured shape) */
     float *rewards;               /* N */
     uint8_t *terminated;          /* N */
     uint8_t *truncated;           /* N */
@@ -37,6 +38,14 @@ typedef struct frl_builtin_batch {
     int32_t *done_length;         /* N: its length */
     int32_t max_episode_steps;    /* 0 = no time limit */
 } frl_builtin_batch;
+
+struct frl_config;
+
+/* The spaces an environment's settings give it (see configure below). */
+typedef struct frl_env_shape {
+    int32_t obs_dim;
+    int32_t action_n;
+} frl_env_shape;
 
 typedef struct frl_env_class {
     const char *name;
@@ -63,6 +72,12 @@ typedef struct frl_env_class {
     int (*set_state)(void *sim, const double *state);
     /* Observation of the current sim (used after set_state). */
     void (*observe)(const void *sim, float *obs);
+    /* Optional (NULL: the fixed shape above). An environment with settings reads them
+     * from cfg (NULL: the defaults) and gives the shape they imply; where sims is not
+     * NULL it also writes them into each of the n sims, before any reset. obs_low and
+     * obs_high must then hold the widest obs_dim's values. */
+    void (*configure)(const struct frl_config *cfg, unsigned char *sims, int32_t n,
+                      frl_env_shape *shape);
 } frl_env_class;
 
 /* The built-ins, each defined in its own file and listed by the registry
@@ -72,5 +87,7 @@ extern const frl_env_class frl_env_pendulum;
 extern const frl_env_class frl_env_acrobot;
 extern const frl_env_class frl_env_mountain_car;
 extern const frl_env_class frl_env_mountain_car_continuous;
+extern const frl_env_class frl_env_cartpole_novel;
+extern const frl_env_class frl_env_memory_probe;
 
 #endif

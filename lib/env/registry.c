@@ -9,6 +9,8 @@ static const frl_env_class *const frl_env_classes[] = {
     &frl_env_acrobot,
     &frl_env_mountain_car,
     &frl_env_mountain_car_continuous,
+    &frl_env_cartpole_novel,
+    &frl_env_memory_probe,
 };
 
 #define FRL_ENV_CLASS_COUNT ((int32_t)(sizeof(frl_env_classes) / sizeof(frl_env_classes[0])))

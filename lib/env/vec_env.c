@@ -138,6 +138,7 @@ static frl_status finish_layout(frl_vec_env *v, const frl_config *cfg, int32_t c
     bind_arena(v, v->arena, &p);
     int64_t limit = frl_cfg_int(cfg, FRL_KEY_ENV_MAX_EPISODE_STEPS);
     v->b.max_episode_steps = limit < 0 ? class_limit : (int32_t)limit;
+    v->b.obs_dim = v->obs_w;
     return FRL_OK;
 }
 
@@ -153,15 +154,25 @@ static frl_status unknown_env(const char *name, const char *who)
                     who, name, names);
 }
 
-static frl_status class_spaces(frl_vec_env *v, const frl_env_class *c)
+/* The class's shape, or the one its settings give it. */
+static frl_env_shape class_shape(const frl_env_class *c, const frl_config *cfg)
 {
-    int64_t obs_shape = c->obs_dim, act_shape = c->action_dim;
+    frl_env_shape shape = {c->obs_dim, c->action_n};
+    if (c->configure)
+        c->configure(cfg, NULL, 0, &shape);
+    return shape;
+}
+
+static frl_status class_spaces(frl_vec_env *v, const frl_env_class *c, const frl_config *cfg)
+{
+    frl_env_shape shape = class_shape(c, cfg);
+    int64_t obs_shape = shape.obs_dim, act_shape = c->action_dim;
     frl_status st = frl_space_create_box(&v->obs_space, &v->rt->alloc, 1, &obs_shape,
                                          c->obs_low, c->obs_high);
     if (st != FRL_OK)
         return st;
-    if (c->action_n > 0)
-        return frl_space_create_discrete(&v->act_space, &v->rt->alloc, c->action_n);
+    if (shape.action_n > 0)
+        return frl_space_create_discrete(&v->act_space, &v->rt->alloc, shape.action_n);
     return frl_space_create_box(&v->act_space, &v->rt->alloc, 1, &act_shape, c->action_low,
                                 c->action_high);
 }
@@ -189,9 +200,13 @@ frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char 
         return st;
     v->cls = c;
     v->state_dim = c->state_dim;
-    st = class_spaces(v, c);
+    st = class_spaces(v, c, cfg);
     if (st == FRL_OK)
         st = finish_layout(v, cfg, c->max_episode_steps);
+    if (st == FRL_OK && c->configure) {
+        frl_env_shape shape;
+        c->configure(cfg, v->b.sims, v->n, &shape);
+    }
     if (st != FRL_OK) {
         frl_vec_env_destroy(v);
         return st;

@@ -47,7 +47,8 @@ def test_loaded_library_and_versions():
     assert f"version: {HEADER_VERSION}" in info and "abi" in info
     assert isinstance(fastrl.cpu_features(), list)
     assert fastrl.env_ids() == ["CartPole-v1", "Pendulum-v1", "Acrobot-v1",
-                                "MountainCar-v0", "MountainCarContinuous-v0"]
+                                "MountainCar-v0", "MountainCarContinuous-v0",
+                                "CartPoleNoVel-v1", "MemoryProbe-v0"]
 
 
 def test_lookup_env_var_file_and_folder():
