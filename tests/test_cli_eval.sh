@@ -2,7 +2,8 @@
 # `fastrl eval` on files it must refuse, each with the reason: a missing path, an empty
 # file, a directory, a foreign file, a corrupted checkpoint, a bare policy without
 # --env, and checkpoints evaluated on an env whose spaces differ from the policy's;
-# then the cases that must work (a checkpoint, a bare policy with --env).
+# then the cases that must work (a checkpoint, a bare policy with --env, a checkpoint
+# whose env.* settings shape its environment).
 #
 #   test_cli_eval.sh FASTRL CLI_MAKE_POLICY
 #
@@ -132,6 +133,15 @@ echo "checkpoint: $(echo "$out" | tr '\n' ' ')"
 run "$fastrl" eval "$dir/bare.frl" --env CartPole-v1 --episodes 3
 [ "$rc" -eq 0 ] && has "episodes: 3" || fail "bare policy with --env: exit $rc: $out"
 echo "bare policy with --env: $(echo "$out" | tr '\n' ' ')"
+
+# The environment is made with the run's env.* settings: MemoryProbe trained with 6 cues
+# and a delay of 3 has 7 observations and episodes of 3 + 2 steps.
+"$fastrl" train MemoryProbe-v0 --steps 2000 --seed 1 --out "$dir/probe" --quiet \
+    --set env.memory_cues=6 --set env.memory_delay=3 >/dev/null 2>&1 ||
+    fail "cannot train MemoryProbe-v0"
+run "$fastrl" eval "$dir/probe/checkpoint.frl" --episodes 12
+[ "$rc" -eq 0 ] && has "mean_length: 5.00" || fail "MemoryProbe with its settings: $rc: $out"
+echo "MemoryProbe with its settings: $(echo "$out" | tr '\n' ' ')"
 
 run "$fastrl" eval "$dir/cartpole/checkpoint.frl" --episodes 0
 [ "$rc" -eq 2 ] && has "usage: fastrl eval" || fail "--episodes 0: exit $rc: $out"

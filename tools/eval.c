@@ -15,11 +15,34 @@ typedef struct eval_opts {
     uint64_t seed;
 } eval_opts;
 
+/* The run's settings ("trainer.settings"), so that the environment is made as it was
+ * trained: env.* settings such as MemoryProbe's cues and delay change its spaces.
+ * *cfg stays NULL (the defaults) for a bare policy. */
+static int checkpoint_settings(const frl_container *c, const char *path, frl_config **cfg)
+{
+    char err[FRL_ERRMSG_SIZE], text[1 << 14];
+    const frl_section *s = frl_container_find(c, "trainer.settings", FRL_DTYPE_TEXT, -1, err);
+    if (!s)
+        return 0;
+    if (s->count >= sizeof text || frl_config_create(cfg, NULL) != FRL_OK) {
+        fprintf(stderr, "fastrl eval: %s: cannot read its settings\n", path);
+        return 1;
+    }
+    memcpy(text, s->data, s->count);
+    text[s->count] = '\0';
+    if (frl_config_parse(*cfg, text) != FRL_OK) {
+        fprintf(stderr, "fastrl eval: %s: its settings: %s\n", path,
+                frl_config_last_error(*cfg));
+        return 1;
+    }
+    return 0;
+}
+
 /* The environment a trainer checkpoint names (its "trainer.env"), or "" for a bare
- * policy file, which frl_policy_save writes without one. A file the container reader
- * refuses (missing, empty, a directory, corrupted) fails here with the reader's own
- * message: it is not a bare policy. */
-static int checkpoint_env(const char *path, char *env, size_t size)
+ * policy file, which frl_policy_save writes without one, and the run's settings. A
+ * file the container reader refuses (missing, empty, a directory, corrupted) fails
+ * here with the reader's own message: it is not a bare policy. */
+static int checkpoint_env(const char *path, char *env, size_t size, frl_config **cfg)
 {
     frl_container *c;
     char err[FRL_ERRMSG_SIZE];
@@ -28,8 +51,10 @@ static int checkpoint_env(const char *path, char *env, size_t size)
     if (st != FRL_OK)
         return cli_fail(path, st);
     const frl_section *s = frl_container_find(c, "trainer.env", FRL_DTYPE_TEXT, -1, err);
-    int rc = 0;
-    if (s && s->count < size) {
+    int rc = checkpoint_settings(c, path, cfg);
+    if (rc != 0) {
+        /* reported by checkpoint_settings */
+    } else if (s && s->count < size) {
         memcpy(env, s->data, s->count);
         env[s->count] = '\0';
     } else if (s) {
@@ -123,11 +148,9 @@ static int run_episodes(frl_policy *p, frl_vec_env *v, const eval_opts *o, const
     return rc;
 }
 
-static int evaluate(frl_runtime *rt, const eval_opts *o)
+static int evaluate(frl_runtime *rt, const eval_opts *o, const char *env,
+                    const frl_config *cfg)
 {
-    char env[64];
-    if (checkpoint_env(o->path, env, sizeof env) != 0)
-        return 1;
     frl_policy *p;
     frl_vec_env *v;
     frl_status st = frl_policy_load(&p, rt, o->path);
@@ -142,7 +165,7 @@ static int evaluate(frl_runtime *rt, const eval_opts *o)
         return 2;
     }
     int32_t envs = o->episodes < o->envs ? o->episodes : o->envs;
-    if ((st = frl_vec_env_create(&v, rt, name, envs, NULL)) != FRL_OK) {
+    if ((st = frl_vec_env_create(&v, rt, name, envs, cfg)) != FRL_OK) {
         frl_policy_destroy(p);
         return cli_fail(name, st);
     }
@@ -164,7 +187,12 @@ int cli_eval(int argc, char **argv)
     frl_status st = frl_runtime_create(&rt, NULL, NULL, NULL);
     if (st != FRL_OK)
         return cli_fail("runtime", st);
-    rc = evaluate(rt, &o);
+    char env[64];
+    frl_config *cfg = NULL;
+    rc = checkpoint_env(o.path, env, sizeof env, &cfg);
+    if (rc == 0)
+        rc = evaluate(rt, &o, env, cfg);
+    frl_config_destroy(cfg);
     frl_runtime_destroy(rt);
     return rc;
 }
