@@ -212,12 +212,20 @@ START_TEST(state_round_trip)
 }
 END_TEST
 
+static int builtin_count(void)
+{
+    int n = 0;
+    while (frl_env_name_at(n))
+        n++;
+    return n;
+}
+
 int main(void)
 {
     Suite *s = suite_create("vec_env");
     TCase *tc = tcase_create("vec_env");
     tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, identical_for_any_thread_count, 0, 5);
+    tcase_add_loop_test(tc, identical_for_any_thread_count, 0, builtin_count());
     tcase_add_test(tc, autoreset_and_episode_stats);
     tcase_add_test(tc, reset_streams_match_single_env);
     tcase_add_test(tc, time_limit_from_config);
