@@ -68,6 +68,31 @@ typedef struct frl_kernels {
      * rounded as written (no FMA), so every table gives the same bits. */
     void (*adam)(int64_t n, float *p, const float *g, float *m, float *v,
                  const frl_adam_coef *c);
+
+    /* The elementwise parts of the recurrent cores (nn/rnn.h), PyTorch's gate order, one
+     * row of h units at a time; sig(x) = 1 / (1 + e^-x). The tables agree to a few ulps
+     * (the transcendental functions differ), not bit for bit. In place is allowed where
+     * an output and an input are the same array of the same shape (hout == hp, ...).
+     *
+     * GRU forward: gx = x.Wx + bx and gh = hp.Wh + bh are [rows x 3h] (blocks r, z, n);
+     * r = sig(gx_r + gh_r), z = sig(gx_z + gh_z), n = tanh(gx_n + r gh_n),
+     * hout = (1 - z) n + z hp. gates [rows x 4h] keeps r, z, n and gh_n for backward. */
+    void (*gru_fwd)(int32_t rows, int32_t h, const float *gx, const float *gh,
+                    const float *hp, float *hout, float *gates);
+    /* GRU backward given dh = dL/dhout: dgx, dgh [rows x 3h] the gradients of the
+     * pre-activation sums (dgx_n = da_n, dgh_n = da_n r; the r and z blocks are equal),
+     * and dhp [rows x h] = dh z, the part of dL/dhp that does not pass through Wh. */
+    void (*gru_bwd)(int32_t rows, int32_t h, const float *gates, const float *hp,
+                    const float *dh, float *dgx, float *dgh, float *dhp);
+    /* LSTM forward: g = x.Wx + bx + hp.Wh + bh is [rows x 4h] (blocks i, f, g, o);
+     * c = sig(f) cp + sig(i) tanh(g), hout = sig(o) tanh(c). gates [rows x 5h] keeps the
+     * four activated gates and tanh(c). */
+    void (*lstm_fwd)(int32_t rows, int32_t h, const float *g, const float *cp, float *hout,
+                     float *cout, float *gates);
+    /* LSTM backward given dh = dL/dhout and dc = dL/dcout from later steps: dg
+     * [rows x 4h] the pre-activation gradients, dcp [rows x h] = dL/dcp. */
+    void (*lstm_bwd)(int32_t rows, int32_t h, const float *gates, const float *cp,
+                     const float *dh, const float *dc, float *dg, float *dcp);
 } frl_kernels;
 
 /* The table for this CPU (the fastest one its features allow), chosen on first use;

@@ -129,6 +129,99 @@ static void adam(int64_t n, float *p, const float *g, float *m, float *v, const 
     }
 }
 
+/* sig(x) from expm1 of -|x| (clamped at -30, where e^-x is below float's precision
+ * next to 1): 1 / (2 + e) for x >= 0 and (1 + e) / (2 + e) below, so neither side
+ * cancels. The SIMD tables compute the same expression with their own expm1. */
+static float sigmoid1(float x)
+{
+    float ax = fabsf(x), e = expm1f(-(ax > 30.0f ? 30.0f : ax)); /* NaN stays NaN */
+    float d = 2.0f + e;
+    return x >= 0.0f ? 1.0f / d : (1.0f + e) / d;
+}
+
+static void gru_fwd(int32_t rows, int32_t h, const float *gx, const float *gh, const float *hp,
+                    float *hout, float *gates)
+{
+    for (int32_t i = 0; i < rows; i++) {
+        const float *x = gx + (int64_t)i * 3 * h, *y = gh + (int64_t)i * 3 * h;
+        float *g = gates + (int64_t)i * 4 * h;
+        for (int32_t j = 0; j < h; j++) {
+            const float r = sigmoid1(x[j] + y[j]);
+            const float z = sigmoid1(x[h + j] + y[h + j]);
+            const float ghn = y[2 * h + j];
+            const float n = tanhf(x[2 * h + j] + r * ghn);
+            const float prev = hp[(int64_t)i * h + j];
+            g[j] = r;
+            g[h + j] = z;
+            g[2 * h + j] = n;
+            g[3 * h + j] = ghn;
+            hout[(int64_t)i * h + j] = (1.0f - z) * n + z * prev;
+        }
+    }
+}
+
+static void gru_bwd(int32_t rows, int32_t h, const float *gates, const float *hp,
+                    const float *dh, float *dgx, float *dgh, float *dhp)
+{
+    for (int32_t i = 0; i < rows; i++) {
+        const float *g = gates + (int64_t)i * 4 * h;
+        float *ax = dgx + (int64_t)i * 3 * h, *ah = dgh + (int64_t)i * 3 * h;
+        for (int32_t j = 0; j < h; j++) {
+            const float r = g[j], z = g[h + j], n = g[2 * h + j], ghn = g[3 * h + j];
+            const float d = dh[(int64_t)i * h + j], prev = hp[(int64_t)i * h + j];
+            const float dan = d * (1.0f - z) * (1.0f - n * n);
+            const float daz = d * (prev - n) * z * (1.0f - z);
+            const float dar = dan * ghn * r * (1.0f - r);
+            ax[j] = ah[j] = dar;
+            ax[h + j] = ah[h + j] = daz;
+            ax[2 * h + j] = dan;
+            ah[2 * h + j] = dan * r;
+            dhp[(int64_t)i * h + j] = d * z;
+        }
+    }
+}
+
+static void lstm_fwd(int32_t rows, int32_t h, const float *g, const float *cp, float *hout,
+                     float *cout, float *gates)
+{
+    for (int32_t i = 0; i < rows; i++) {
+        const float *a = g + (int64_t)i * 4 * h;
+        float *s = gates + (int64_t)i * 5 * h;
+        for (int32_t j = 0; j < h; j++) {
+            const float ig = sigmoid1(a[j]), fg = sigmoid1(a[h + j]);
+            const float gg = tanhf(a[2 * h + j]), og = sigmoid1(a[3 * h + j]);
+            const float c = fg * cp[(int64_t)i * h + j] + ig * gg;
+            const float tc = tanhf(c);
+            s[j] = ig;
+            s[h + j] = fg;
+            s[2 * h + j] = gg;
+            s[3 * h + j] = og;
+            s[4 * h + j] = tc;
+            cout[(int64_t)i * h + j] = c;
+            hout[(int64_t)i * h + j] = og * tc;
+        }
+    }
+}
+
+static void lstm_bwd(int32_t rows, int32_t h, const float *gates, const float *cp,
+                     const float *dh, const float *dc, float *dg, float *dcp)
+{
+    for (int32_t i = 0; i < rows; i++) {
+        const float *s = gates + (int64_t)i * 5 * h;
+        float *d = dg + (int64_t)i * 4 * h;
+        for (int32_t j = 0; j < h; j++) {
+            const float ig = s[j], fg = s[h + j], gg = s[2 * h + j], og = s[3 * h + j];
+            const float tc = s[4 * h + j], dhv = dh[(int64_t)i * h + j];
+            const float dct = dc[(int64_t)i * h + j] + dhv * og * (1.0f - tc * tc);
+            d[j] = dct * gg * ig * (1.0f - ig);
+            d[h + j] = dct * cp[(int64_t)i * h + j] * fg * (1.0f - fg);
+            d[2 * h + j] = dct * ig * (1.0f - gg * gg);
+            d[3 * h + j] = dhv * tc * og * (1.0f - og);
+            dcp[(int64_t)i * h + j] = dct * fg;
+        }
+    }
+}
+
 const frl_kernels frl_kernels_scalar = {
     .name = "scalar",
     .linear_fwd = linear_fwd,
@@ -138,4 +231,8 @@ const frl_kernels frl_kernels_scalar = {
     .transpose = transpose,
     .sum_squares = sum_squares,
     .adam = adam,
+    .gru_fwd = gru_fwd,
+    .gru_bwd = gru_bwd,
+    .lstm_fwd = lstm_fwd,
+    .lstm_bwd = lstm_bwd,
 };

@@ -734,6 +734,141 @@ static void adam(int64_t n, float *p, const float *g, float *m, float *v, const 
     }
 }
 
+/* ---- recurrent gates ------------------------------------------------------------ */
+
+/* The first n (1..VLEN) lanes of p: a plain load for a whole vector, masked for a tail. */
+static inline vf ld_n(const float *p, int n)
+{
+    return n == VLEN ? v_load(p) : v_load_m(p, v_mask_first(n));
+}
+
+static inline void st_n(float *p, int n, vf v)
+{
+    if (n == VLEN)
+        v_store(p, v);
+    else
+        v_store_part(p, n, v);
+}
+
+/* sig(x) as the scalar table writes it: e = expm1(-|x|) (v_expm1 clamps at -30, as the
+ * scalar does), 1 / (2 + e) for x >= 0, (1 + e) / (2 + e) below. */
+static inline vf v_sigmoid(vf x)
+{
+    const vf e = v_expm1(v_sub(v_zero(), v_abs(x)));
+    const vf d = v_add(v_set1(2.0f), e);
+    return v_div(v_sel(v_gt(v_zero(), x), v_add(v_set1(1.0f), e), v_set1(1.0f)), d);
+}
+
+static inline vf one_minus(vf a) { return v_sub(v_set1(1.0f), a); }
+
+static ALWAYS_INLINE void gru_fwd_vec(int32_t h, int32_t j, int n, const float *x, const float *y,
+                                      const float *hp, float *hout, float *g)
+{
+    const vf r = v_sigmoid(v_add(ld_n(x + j, n), ld_n(y + j, n)));
+    const vf z = v_sigmoid(v_add(ld_n(x + h + j, n), ld_n(y + h + j, n)));
+    const vf ghn = ld_n(y + 2 * h + j, n);
+    const vf nn = v_tanh(v_add(ld_n(x + 2 * h + j, n), v_mul(r, ghn)));
+    const vf prev = ld_n(hp + j, n);
+    st_n(g + j, n, r);
+    st_n(g + h + j, n, z);
+    st_n(g + 2 * h + j, n, nn);
+    st_n(g + 3 * h + j, n, ghn);
+    st_n(hout + j, n, v_add(v_mul(one_minus(z), nn), v_mul(z, prev)));
+}
+
+static void gru_fwd(int32_t rows, int32_t h, const float *gx, const float *gh, const float *hp,
+                    float *hout, float *gates)
+{
+    for (int32_t i = 0; i < rows; i++) {
+        const float *x = gx + (int64_t)i * 3 * h, *y = gh + (int64_t)i * 3 * h;
+        const float *prev = hp + (int64_t)i * h;
+        float *out = hout + (int64_t)i * h, *g = gates + (int64_t)i * 4 * h;
+        for (int32_t j = 0; j < h; j += VLEN)
+            gru_fwd_vec(h, j, h - j < VLEN ? (int)(h - j) : VLEN, x, y, prev, out, g);
+    }
+}
+
+/* The scalar table's operations in its order, without FMA: the same bits. */
+static ALWAYS_INLINE void gru_bwd_vec(int32_t h, int32_t j, int n, const float *g,
+                                      const float *hp, const float *dh, float *ax, float *ah,
+                                      float *dhp)
+{
+    const vf r = ld_n(g + j, n), z = ld_n(g + h + j, n), nn = ld_n(g + 2 * h + j, n);
+    const vf ghn = ld_n(g + 3 * h + j, n), d = ld_n(dh + j, n), prev = ld_n(hp + j, n);
+    const vf dan = v_mul(v_mul(d, one_minus(z)), one_minus(v_mul(nn, nn)));
+    const vf daz = v_mul(v_mul(v_mul(d, v_sub(prev, nn)), z), one_minus(z));
+    const vf dar = v_mul(v_mul(v_mul(dan, ghn), r), one_minus(r));
+    st_n(ax + j, n, dar);
+    st_n(ah + j, n, dar);
+    st_n(ax + h + j, n, daz);
+    st_n(ah + h + j, n, daz);
+    st_n(ax + 2 * h + j, n, dan);
+    st_n(ah + 2 * h + j, n, v_mul(dan, r));
+    st_n(dhp + j, n, v_mul(d, z));
+}
+
+static void gru_bwd(int32_t rows, int32_t h, const float *gates, const float *hp,
+                    const float *dh, float *dgx, float *dgh, float *dhp)
+{
+    for (int32_t i = 0; i < rows; i++) {
+        const float *g = gates + (int64_t)i * 4 * h;
+        float *ax = dgx + (int64_t)i * 3 * h, *ah = dgh + (int64_t)i * 3 * h;
+        for (int32_t j = 0; j < h; j += VLEN)
+            gru_bwd_vec(h, j, h - j < VLEN ? (int)(h - j) : VLEN, g, hp + (int64_t)i * h,
+                        dh + (int64_t)i * h, ax, ah, dhp + (int64_t)i * h);
+    }
+}
+
+static ALWAYS_INLINE void lstm_fwd_vec(int32_t h, int32_t j, int n, const float *a,
+                                       const float *cp, float *hout, float *cout, float *s)
+{
+    const vf ig = v_sigmoid(ld_n(a + j, n)), fg = v_sigmoid(ld_n(a + h + j, n));
+    const vf gg = v_tanh(ld_n(a + 2 * h + j, n)), og = v_sigmoid(ld_n(a + 3 * h + j, n));
+    const vf c = v_add(v_mul(fg, ld_n(cp + j, n)), v_mul(ig, gg));
+    const vf tc = v_tanh(c);
+    st_n(s + j, n, ig);
+    st_n(s + h + j, n, fg);
+    st_n(s + 2 * h + j, n, gg);
+    st_n(s + 3 * h + j, n, og);
+    st_n(s + 4 * h + j, n, tc);
+    st_n(cout + j, n, c);
+    st_n(hout + j, n, v_mul(og, tc));
+}
+
+static void lstm_fwd(int32_t rows, int32_t h, const float *g, const float *cp, float *hout,
+                     float *cout, float *gates)
+{
+    for (int32_t i = 0; i < rows; i++)
+        for (int32_t j = 0; j < h; j += VLEN)
+            lstm_fwd_vec(h, j, h - j < VLEN ? (int)(h - j) : VLEN, g + (int64_t)i * 4 * h,
+                         cp + (int64_t)i * h, hout + (int64_t)i * h, cout + (int64_t)i * h,
+                         gates + (int64_t)i * 5 * h);
+}
+
+static ALWAYS_INLINE void lstm_bwd_vec(int32_t h, int32_t j, int n, const float *s,
+                                       const float *cp, const float *dh, const float *dc,
+                                       float *d, float *dcp)
+{
+    const vf ig = ld_n(s + j, n), fg = ld_n(s + h + j, n), gg = ld_n(s + 2 * h + j, n);
+    const vf og = ld_n(s + 3 * h + j, n), tc = ld_n(s + 4 * h + j, n), dhv = ld_n(dh + j, n);
+    const vf dct = v_add(ld_n(dc + j, n), v_mul(v_mul(dhv, og), one_minus(v_mul(tc, tc))));
+    st_n(d + j, n, v_mul(v_mul(v_mul(dct, gg), ig), one_minus(ig)));
+    st_n(d + h + j, n, v_mul(v_mul(v_mul(dct, ld_n(cp + j, n)), fg), one_minus(fg)));
+    st_n(d + 2 * h + j, n, v_mul(v_mul(dct, ig), one_minus(v_mul(gg, gg))));
+    st_n(d + 3 * h + j, n, v_mul(v_mul(v_mul(dhv, tc), og), one_minus(og)));
+    st_n(dcp + j, n, v_mul(dct, fg));
+}
+
+static void lstm_bwd(int32_t rows, int32_t h, const float *gates, const float *cp,
+                     const float *dh, const float *dc, float *dg, float *dcp)
+{
+    for (int32_t i = 0; i < rows; i++)
+        for (int32_t j = 0; j < h; j += VLEN)
+            lstm_bwd_vec(h, j, h - j < VLEN ? (int)(h - j) : VLEN, gates + (int64_t)i * 5 * h,
+                         cp + (int64_t)i * h, dh + (int64_t)i * h, dc + (int64_t)i * h,
+                         dg + (int64_t)i * 4 * h, dcp + (int64_t)i * h);
+}
+
 const frl_kernels KERNELS_TABLE = {
     .name = KERNELS_NAME,
     .linear_fwd = linear_fwd,
@@ -743,4 +878,8 @@ const frl_kernels KERNELS_TABLE = {
     .transpose = transpose,
     .sum_squares = sum_squares,
     .adam = adam,
+    .gru_fwd = gru_fwd,
+    .gru_bwd = gru_bwd,
+    .lstm_fwd = lstm_fwd,
+    .lstm_bwd = lstm_bwd,
 };
