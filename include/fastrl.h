@@ -512,6 +512,17 @@ typedef struct frl_act_args {
      * 0.2, whose struct_size ends before them. */
     int64_t observation_width;
     int64_t action_width;
+    /* Since 0.3: the recurrent state of a policy with a core (policy.core gru or lstm),
+     * [batch x state_width] floats the caller owns and act reads and replaces in place,
+     * row i being the state of the agent of observation row i. A new agent's row starts
+     * as zeros; reset (optional, [batch]) zeroes row i first where reset[i] != 0, so the
+     * vec env's frl_vec_env_reset_steps array can be passed as it is. state_width must
+     * be frl_policy_state_size(policy): 0 (and state may be NULL) for a policy without
+     * a core, so a host written for state runs every policy with the same calls. A
+     * policy with a core and a caller that passes no state fail with FRL_ERR_NULL. */
+    float *state;
+    int64_t state_width;
+    const uint8_t *reset;
 } frl_act_args;
 
 /* Zero *args and set struct_size; the caller then sets batch, the arrays and the widths. */
@@ -522,6 +533,10 @@ static inline void frl_act_args_init(frl_act_args *args)
         args->struct_size = sizeof *args;
     }
 }
+/* Floats of recurrent state per row of frl_act_args.state: 0 for a policy without a
+ * core, h for policy.core=gru, 2 h for lstm (h then c), per core (two cores with
+ * policy.shared=false: the actor's, then the critic's). */
+FRL_API int64_t frl_policy_state_size(const frl_policy *policy);
 /* Bytes of workspace that hold rows_per_chunk rows (>= 1) of activations. */
 FRL_API size_t frl_policy_workspace_size(const frl_policy *policy, int32_t rows_per_chunk);
 /* Compute actions (and optionally log-probs and values) for a batch. Runs on the

@@ -187,7 +187,7 @@ static void setup(fixture *f, const char *settings, int discrete, int obs_w)
         ck_assert_int_eq(frl_space_create_box(&f->as, NULL, 1, &ashape, lo, hi), FRL_OK);
     ck_assert_int_eq(frl_policy_create(&f->p, f->rt, cfg, f->os, f->as), FRL_OK);
     ck_assert_int_eq(frl_ring_create(&f->ring, f->rt, 1, 5, 40, f->os, f->as), FRL_OK);
-    frl_ppo_settings s = {1, 1, 1e-3, 0.2, 0.01, 0.5, 0.5, 0.99, 0.95, 1e-5, 0, 1, 1, 0, 0, 0, 0, 1, 1};
+    frl_ppo_settings s = {1, 1, 1e-3, 0.2, 0.01, 0.5, 0.5, 0.99, 0.95, 1e-5, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0};
     s.impala = frl_cfg_choice(cfg, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_IMPALA;
     char err[256];
     ck_assert_int_eq(frl_ppo_init(&f->l, f->rt, f->p, f->ring, &s, err), FRL_OK);

@@ -6,6 +6,7 @@
 #include "core/rng.h"
 #include "nn/dev_math.h"
 #include "rl/heads.h"
+#include "rl/policy_rnn.h"
 #include "algo/ppo.h"
 #include "algo/vtrace.h"
 
@@ -18,6 +19,8 @@ static double now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+static frl_status rvalues(frl_ppo *l, char *err);
 
 /* ---- setup ---- */
 
@@ -38,6 +41,19 @@ static size_t gather_floats(const frl_policy *p, int32_t rows)
     size_t r = (size_t)rows;
     return frl_align_up(r * (size_t)p->obs_w, 16) + frl_align_up(r * (size_t)p->out_w, 16) +
            4 * frl_align_up(r, 16) + 2 * frl_align_up((size_t)p->out_w * 2, 16);
+}
+
+/* A recurrent shard's workspace: its sequence pass over shard_cols columns, the
+ * gathered rows, the columns' first states and start flags, and a step's workspace for
+ * the bootstrap values. */
+static size_t rshard_floats(const frl_ppo *l)
+{
+    const frl_policy *p = l->p;
+    size_t sc = (size_t)l->shard_cols;
+    return frl_policy_rnn_seq_floats(p, l->T, l->shard_cols, 1) + gather_floats(p, l->shard_rows) +
+           frl_align_up(sc * (size_t)p->state_w, 16) +
+           frl_align_up(((size_t)l->T * sc + 3) / 4, 16) +
+           frl_policy_rnn_step_floats(p, l->shard_cols);
 }
 
 static frl_status alloc_buffers(frl_ppo *l, char *err)
@@ -62,10 +78,39 @@ static frl_status alloc_buffers(frl_ppo *l, char *err)
     l->g = l->grads + l->grad_stride * (size_t)l->shards;
     l->w_out_in = l->g + l->grad_stride;
     l->adam.v = l->adam.m + l->grad_stride;
-    l->ws_floats = frl_policy_pass_floats(l->p, l->shard_rows, 1) + gather_floats(l->p, l->shard_rows);
+    l->ws_floats = l->recurrent ? rshard_floats(l)
+                                : frl_policy_pass_floats(l->p, l->shard_rows, 1) +
+                                      gather_floats(l->p, l->shard_rows);
+    if (l->recurrent) {
+        l->starts = frl_alloc(al, n, 64);
+        l->col_rows = frl_alloc(al, sizeof(int32_t) * (size_t)l->M, 64);
+        if (!l->starts || !l->col_rows)
+            return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory for %d rows",
+                            (int)l->N);
+    }
     for (int32_t t = 0; t < threads; t++)
         if (!(l->ws[t] = frl_alloc(al, sizeof(float) * l->ws_floats, 64)))
             return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory for workspaces");
+    return FRL_OK;
+}
+
+/* Minibatches of whole columns, so each sequence runs from its rollout's first state;
+ * shards of at least 64 rows' worth of columns, at most 64 shards. */
+static frl_status init_recurrent(frl_ppo *l, char *err)
+{
+    if (l->B % l->s.minibatches != 0)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
+                        "train.minibatches %d must divide train.num_envs %d for a recurrent "
+                        "policy (policy.core): a minibatch is whole env sequences",
+                        (int)l->s.minibatches, (int)l->B);
+    int32_t mbc = l->B / l->s.minibatches, sc = (64 + l->T - 1) / l->T;
+    sc = sc < mbc ? sc : mbc;
+    while ((mbc + sc - 1) / sc > 64)
+        sc *= 2;
+    l->shard_cols = sc;
+    l->shard_rows = sc * l->T;
+    l->shards = (mbc + sc - 1) / sc;
+    l->bptt = l->s.bptt > 0 ? l->s.bptt : l->T;
     return FRL_OK;
 }
 
@@ -87,6 +132,12 @@ frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ri
     l->M = l->N / s->minibatches;
     l->shard_rows = shard_rows_for(l->M);
     l->shards = (l->M + l->shard_rows - 1) / l->shard_rows;
+    l->recurrent = p->towers > 0;
+    if (l->recurrent) {
+        frl_status st = init_recurrent(l, err);
+        if (st != FRL_OK)
+            return st;
+    }
     l->adam.beta1 = 0.9;
     l->adam.beta2 = 0.999;
     l->adam.eps = s->adam_eps;
@@ -105,10 +156,25 @@ void frl_ppo_free(frl_ppo *l)
     frl_free(al, l->grads);
     frl_free(al, l->adam.m);
     frl_free(al, l->shard_stats);
+    frl_free(al, l->starts);
+    frl_free(al, l->col_rows);
     memset(l, 0, sizeof *l);
 }
 
 /* ---- advantages ---- */
+
+/* log pi(a|x) - log mu(a|x) of the slot's row i, given the learner's head outputs. */
+static float row_log_ratio(const frl_ppo *l, const float *out, int32_t i)
+{
+    const frl_policy *p = l->p;
+    const unsigned char *act = frl_ring_at(l->ring, l->slot, FRL_RING_ACTIONS);
+    const float *mu = frl_ring_at(l->ring, l->slot, FRL_RING_LOG_PROBS);
+    size_t ab = p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
+    const void *a = act + (size_t)i * ab;
+    double lp = p->discrete ? frl_cat_logp(out, p->out_w, *(const int32_t *)a)
+                            : frl_gauss_logp(out, p->params + p->log_std_off, a, p->out_w);
+    return (float)(lp - mu[i]);
+}
 
 /* Values of rows [first, first + rows) of obs into v, with the workspace of `thread`;
  * with log_ratio, also log pi(a|x) - log mu(a|x) of the slot's rows (V-trace). */
@@ -123,18 +189,8 @@ static void values_of(frl_ppo *l, const float *obs, int32_t first, int32_t rows,
     memcpy(v + first, f.value, sizeof(float) * (size_t)rows);
     if (!log_ratio)
         return;
-    const unsigned char *act = frl_ring_at(l->ring, l->slot, FRL_RING_ACTIONS);
-    const float *mu = frl_ring_at(l->ring, l->slot, FRL_RING_LOG_PROBS);
-    const float *log_std = p->params + p->log_std_off;
-    size_t ab = p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
-    for (int32_t r = 0; r < rows; r++) {
-        size_t i = (size_t)(first + r);
-        const float *out = f.out + (size_t)r * (size_t)p->out_w;
-        const void *a = act + i * ab;
-        double lp = p->discrete ? frl_cat_logp(out, p->out_w, *(const int32_t *)a)
-                                : frl_gauss_logp(out, log_std, a, p->out_w);
-        log_ratio[i] = (float)(lp - mu[i]);
-    }
+    for (int32_t r = 0; r < rows; r++)
+        log_ratio[first + r] = row_log_ratio(l, f.out + (size_t)r * (size_t)p->out_w, first + r);
 }
 
 static int values_task(void *user, int32_t task, int32_t thread)
@@ -152,6 +208,8 @@ frl_status frl_ppo_values(frl_ppo *l, int32_t slot, char *err)
 {
     int32_t failed, tasks = (l->N + l->shard_rows - 1) / l->shard_rows;
     l->slot = slot;
+    if (l->recurrent)
+        return rvalues(l, err);
     if (frl_pool_run(l->rt->pool, tasks, values_task, l, &failed) != 0)
         return frl_fail(err, FRL_ERR_INTERNAL, "PPO values: task %d failed", (int)failed);
     return FRL_OK;
@@ -159,6 +217,8 @@ frl_status frl_ppo_values(frl_ppo *l, int32_t slot, char *err)
 
 void frl_ppo_bootstrap(frl_ppo *l, int32_t slot)
 {
+    if (l->recurrent)
+        return; /* rvalues ran on into the bootstrap step, with the final states */
     const float *obs = frl_ring_at(l->ring, slot, FRL_RING_BOOTSTRAP_OBS);
     for (int32_t first = 0; first < l->B; first += l->shard_rows) {
         int32_t rows = l->B - first < l->shard_rows ? l->B - first : l->shard_rows;
@@ -207,11 +267,10 @@ typedef struct shard_buf {
     double *dlog_std, *inv_std;
 } shard_buf;
 
-static void shard_layout(const frl_ppo *l, float *ws, frl_pass *f, shard_buf *sb)
+/* The gathered rows of a shard from g on (gather_floats). */
+static void shard_bufs(const frl_ppo *l, float *g, shard_buf *sb)
 {
     size_t r = (size_t)l->shard_rows;
-    frl_policy_pass_layout(l->p, l->shard_rows, 1, ws, f);
-    float *g = ws + frl_policy_pass_floats(l->p, l->shard_rows, 1);
     sb->obs = g;
     g += frl_align_up(r * (size_t)l->p->obs_w, 16);
     sb->act = g;
@@ -222,6 +281,12 @@ static void shard_layout(const frl_ppo *l, float *ws, frl_pass *f, shard_buf *sb
     sb->old_v = g + 3 * frl_align_up(r, 16);
     sb->dlog_std = (double *)(void *)(g + 4 * frl_align_up(r, 16)); /* 64-byte aligned */
     sb->inv_std = sb->dlog_std + frl_align_up((size_t)l->p->out_w, 8);
+}
+
+static void shard_layout(const frl_ppo *l, float *ws, frl_pass *f, shard_buf *sb)
+{
+    frl_policy_pass_layout(l->p, l->shard_rows, 1, ws, f);
+    shard_bufs(l, ws + frl_policy_pass_floats(l->p, l->shard_rows, 1), sb);
 }
 
 static void gather(const frl_ppo *l, const int32_t *idx, int32_t rows, shard_buf *sb)
@@ -318,6 +383,27 @@ static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, i
     st[STAT_CLIP] += fabs(ratio - 1) > l->s.clip;
 }
 
+/* The loss of a shard's rows (given the heads' outputs in f) into f->d_out, f->d_value
+ * and sb->dlog_std, and its sums into the shard's stats. */
+static void shard_loss(const frl_ppo *l, const frl_pass *f, shard_buf *sb, int32_t task,
+                       int32_t first, int32_t rows)
+{
+    const frl_policy *p = l->p;
+    double *st = l->shard_stats + (size_t)task * FRL_PPO_STAT_COUNT;
+    memset(st, 0, sizeof(double) * FRL_PPO_STAT_COUNT);
+    memset(sb->dlog_std, 0, sizeof(double) * (size_t)p->out_w);
+    if (!p->discrete)
+        frl_gauss_inv_std(p->params + p->log_std_off, p->out_w, sb->inv_std);
+    for (int32_t r = 0; r < rows; r++) {
+        if (!l->valid[l->mb[first + r]]) {
+            memset(f->d_out + (size_t)r * (size_t)p->out_w, 0, sizeof(float) * (size_t)p->out_w);
+            f->d_value[r] = 0;
+            continue;
+        }
+        row_grad(l, f, sb, r, st);
+    }
+}
+
 static int shard_task(void *user, int32_t task, int32_t thread)
 {
     frl_ppo *l = user;
@@ -330,25 +416,161 @@ static int shard_task(void *user, int32_t task, int32_t thread)
     f.w_out_in = l->w_out_in;
     gather(l, l->mb + first, rows, &sb);
     frl_policy_forward(p, p->params, rows, sb.obs, &f);
-    double *st = l->shard_stats + (size_t)task * FRL_PPO_STAT_COUNT;
-    memset(st, 0, sizeof(double) * FRL_PPO_STAT_COUNT);
-    memset(sb.dlog_std, 0, sizeof(double) * (size_t)p->out_w);
-    if (!p->discrete)
-        frl_gauss_inv_std(p->params + p->log_std_off, p->out_w, sb.inv_std);
-    for (int32_t r = 0; r < rows; r++) {
-        if (!l->valid[l->mb[first + r]]) {
-            memset(f.d_out + (size_t)r * (size_t)p->out_w, 0, sizeof(float) * (size_t)p->out_w);
-            f.d_value[r] = 0;
-            continue;
-        }
-        row_grad(l, &f, &sb, r, st);
-    }
+    shard_loss(l, &f, &sb, task, first, rows);
     float *grads = l->grads + (size_t)task * l->grad_stride;
     f.accumulate = 0; /* every network's gradient is written, not added: no zeroing */
     frl_policy_backward(p, p->params, grads, rows, &f);
     for (int32_t i = 0; !p->discrete && i < p->out_w; i++)
         grads[p->log_std_off + (size_t)i] = (float)sb.dlog_std[i];
     return 0;
+}
+
+/* ---- recurrent policies: whole env columns through time ---- */
+
+typedef struct rshard {
+    frl_rpass f;
+    shard_buf sb;
+    float *state0;     /* [cols x state_w] */
+    uint8_t *starts;   /* [T x cols] */
+    float *step_ws;    /* the bootstrap step's workspace */
+} rshard;
+
+/* A workspace of rshard_floats laid out for cols (<= shard_cols) columns. */
+static void rshard_layout(const frl_ppo *l, float *ws, int32_t cols, rshard *r)
+{
+    const frl_policy *p = l->p;
+    size_t sc = (size_t)l->shard_cols;
+    frl_policy_rnn_seq_layout(p, l->T, cols, 1, ws, &r->f);
+    float *g = ws + frl_policy_rnn_seq_floats(p, l->T, l->shard_cols, 1);
+    shard_bufs(l, g, &r->sb);
+    g += gather_floats(p, l->shard_rows);
+    r->state0 = g;
+    g += frl_align_up(sc * (size_t)p->state_w, 16);
+    r->starts = (uint8_t *)g;
+    r->step_ws = g + frl_align_up(((size_t)l->T * sc + 3) / 4, 16);
+}
+
+/* The first states and start flags of n columns: cols[0..n), or c0.. when cols is NULL. */
+static void column_inputs(const frl_ppo *l, const int32_t *cols, int32_t c0, int32_t n, rshard *r)
+{
+    size_t sw = (size_t)l->p->state_w;
+    for (int32_t j = 0; j < n; j++) {
+        size_t c = (size_t)(cols ? cols[j] : c0 + j);
+        memcpy(r->state0 + (size_t)j * sw, l->state0 + c * sw, sizeof(float) * sw);
+        for (int32_t t = 0; t < l->T; t++)
+            r->starts[(size_t)t * (size_t)n + (size_t)j] = l->starts[(size_t)t * (size_t)l->B + c];
+    }
+}
+
+void frl_ppo_set_state0(frl_ppo *l, const float *state0)
+{
+    l->state0 = state0;
+}
+
+/* A column's state restarts after each autoreset step: the observation that follows
+ * is a new episode's first. */
+static void compute_starts(frl_ppo *l)
+{
+    const uint8_t *reset = frl_ring_at(l->ring, l->slot, FRL_RING_RESET_STEPS);
+    size_t B = (size_t)l->B;
+    memset(l->starts, 0, B);
+    memcpy(l->starts + B, reset, B * (size_t)(l->T - 1));
+}
+
+/* Values (and V-trace's log-ratios) of columns [c0, c0 + n), then their bootstrap values
+ * from the states the rollout ended in. */
+static void rvalues_cols(frl_ppo *l, int32_t c0, int32_t n, rshard *r)
+{
+    const frl_policy *p = l->p;
+    const float *obs = frl_ring_at(l->ring, l->slot, FRL_RING_OBSERVATIONS);
+    float *v = frl_ring_at(l->ring, l->slot, FRL_RING_VALUES);
+    size_t ow = (size_t)p->obs_w, B = (size_t)l->B;
+    for (int32_t t = 0; t < l->T; t++)
+        memcpy(r->sb.obs + (size_t)t * (size_t)n * ow, obs + ((size_t)t * B + (size_t)c0) * ow,
+               sizeof(float) * (size_t)n * ow);
+    column_inputs(l, NULL, c0, n, r);
+    frl_policy_rnn_seq_forward(p, p->params, r->sb.obs, r->state0, r->starts, &r->f,
+                               FRL_HEAD_CRITIC | (l->s.vtrace ? FRL_HEAD_ACTOR : 0u));
+    for (int32_t t = 0; t < l->T; t++)
+        for (int32_t j = 0; j < n; j++) {
+            int32_t i = t * l->B + c0 + j, k = t * n + j;
+            v[i] = r->f.value[k];
+            if (l->s.vtrace)
+                l->log_ratio[i] = row_log_ratio(l, r->f.out + (size_t)k * (size_t)p->out_w, i);
+        }
+    frl_policy_rnn_seq_final_state(p, &r->f, r->state0);
+    const uint8_t *last = (const uint8_t *)frl_ring_at(l->ring, l->slot, FRL_RING_RESET_STEPS) +
+                          (size_t)(l->T - 1) * B + (size_t)c0;
+    const float *boot = (const float *)frl_ring_at(l->ring, l->slot, FRL_RING_BOOTSTRAP_OBS) +
+                        (size_t)c0 * ow;
+    float *out, *value;
+    frl_policy_rnn_step(p, p->params, &p->norm, n, boot, r->state0, last, r->step_ws,
+                        FRL_HEAD_CRITIC, &out, &value);
+    memcpy(l->vboot + c0, value, sizeof(float) * (size_t)n);
+}
+
+static int rvalues_task(void *user, int32_t task, int32_t thread)
+{
+    frl_ppo *l = user;
+    int32_t c0 = task * l->shard_cols;
+    int32_t n = l->B - c0 < l->shard_cols ? l->B - c0 : l->shard_cols;
+    rshard r;
+    rshard_layout(l, l->ws[thread], n, &r);
+    rvalues_cols(l, c0, n, &r);
+    return 0;
+}
+
+static frl_status rvalues(frl_ppo *l, char *err)
+{
+    int32_t failed, tasks = (l->B + l->shard_cols - 1) / l->shard_cols;
+    compute_starts(l);
+    if (frl_pool_run(l->rt->pool, tasks, rvalues_task, l, &failed) != 0)
+        return frl_fail(err, FRL_ERR_INTERNAL, "PPO values: task %d failed", (int)failed);
+    return FRL_OK;
+}
+
+/* A shard of whole columns: its rows are step-major (row t * n + j is step t of its
+ * j-th column), so the gathered observations are the sequence pass's input as they are. */
+static int rshard_task(void *user, int32_t task, int32_t thread)
+{
+    frl_ppo *l = user;
+    const frl_policy *p = l->p;
+    int32_t first = task * l->shard_rows;
+    int32_t rows = l->mb_rows - first < l->shard_rows ? l->mb_rows - first : l->shard_rows;
+    int32_t n = rows / l->T;
+    rshard r;
+    rshard_layout(l, l->ws[thread], n, &r);
+    gather(l, l->mb + first, rows, &r.sb);
+    column_inputs(l, l->mb + first, 0, n, &r); /* step 0's rows are the columns' indices */
+    frl_policy_rnn_seq_forward(p, p->params, r.sb.obs, r.state0, r.starts, &r.f,
+                               FRL_HEAD_ACTOR | FRL_HEAD_CRITIC);
+    frl_pass f;
+    memset(&f, 0, sizeof f);
+    f.out = r.f.out;
+    f.value = r.f.value;
+    f.d_out = r.f.d_out;
+    f.d_value = r.f.d_value;
+    shard_loss(l, &f, &r.sb, task, first, rows);
+    float *grads = l->grads + (size_t)task * l->grad_stride;
+    frl_policy_rnn_seq_backward(p, p->params, grads, r.starts, l->bptt, &r.f);
+    for (int32_t i = 0; !p->discrete && i < p->out_w; i++)
+        grads[p->log_std_off + (size_t)i] = (float)r.sb.dlog_std[i];
+    return 0;
+}
+
+/* Minibatch m's rows from the epoch's column order: shard by shard (shard_cols columns
+ * each, fewer in the last), step-major within a shard. */
+static void column_minibatch(frl_ppo *l, int32_t m)
+{
+    int32_t mbc = l->B / l->s.minibatches, sc = l->shard_cols;
+    const int32_t *cols = l->perm + (size_t)m * (size_t)mbc;
+    int32_t *out = l->col_rows;
+    for (int32_t c0 = 0; c0 < mbc; c0 += sc) {
+        int32_t n = mbc - c0 < sc ? mbc - c0 : sc;
+        for (int32_t t = 0; t < l->T; t++)
+            for (int32_t j = 0; j < n; j++)
+                *out++ = t * l->B + cols[c0 + j];
+    }
 }
 
 /* ---- minibatches, epochs and the optimiser ---- */
@@ -416,8 +638,9 @@ frl_status frl_ppo_gradient(frl_ppo *l, const int32_t *rows_idx, int32_t rows, d
         memset(l->g, 0, sizeof(float) * l->p->num_params);
         return FRL_OK;
     }
-    frl_policy_weights_out_in(l->p, l->p->params, l->w_out_in);
-    if (frl_pool_run(l->rt->pool, tasks, shard_task, l, &failed) != 0)
+    if (!l->recurrent)
+        frl_policy_weights_out_in(l->p, l->p->params, l->w_out_in);
+    if (frl_pool_run(l->rt->pool, tasks, l->recurrent ? rshard_task : shard_task, l, &failed) != 0)
         return frl_fail(err, FRL_ERR_INTERNAL, "PPO shard %d failed", (int)failed);
     reduce_shards(l, tasks);
     for (int32_t s = 0; sums && s < tasks; s++)
@@ -478,9 +701,12 @@ frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_
     memset(out, 0, sizeof *out);
     for (int32_t e = 0; e < l->s.epochs; e++) {
         double epoch[SUM_COUNT] = {0};
-        frl_ppo_shuffle(l->perm, l->N, seed, update_index, e);
+        frl_ppo_shuffle(l->perm, l->recurrent ? l->B : l->N, seed, update_index, e);
         for (int32_t m = 0; m < l->s.minibatches; m++) {
-            frl_status st = run_minibatch(l, l->perm + (size_t)m * (size_t)l->M, lr, epoch, &norm, err);
+            if (l->recurrent)
+                column_minibatch(l, m);
+            const int32_t *rows = l->recurrent ? l->col_rows : l->perm + (size_t)m * (size_t)l->M;
+            frl_status st = run_minibatch(l, rows, lr, epoch, &norm, err);
             if (st != FRL_OK)
                 return st;
         }

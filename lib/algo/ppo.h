@@ -16,6 +16,7 @@ typedef struct frl_ppo_settings {
     int32_t vtrace;           /* advantages and value targets by V-trace, not GAE */
     int32_t impala;           /* IMPALA's policy gradient (-A log pi), not PPO's clip */
     double rho_bar, c_bar;    /* V-trace's truncation levels */
+    int32_t bptt;             /* recurrent policies: truncation (0: the rollout) */
 } frl_ppo_settings;
 
 typedef frl_learn_stats frl_ppo_stats;
@@ -43,6 +44,12 @@ typedef struct frl_ppo {
     float **ws;               /* per thread: shard workspace */
     size_t ws_floats;
     double *shard_stats;      /* [shards][FRL_PPO_STAT_COUNT] */
+    /* recurrent policies (p->towers > 0): minibatches of whole env columns, each shard
+     * shard_cols columns run through time from the rollout's first state */
+    int32_t recurrent, bptt, shard_cols;
+    uint8_t *starts;          /* [T x B]: the column's state is zeroed before this step */
+    const float *state0;      /* [B x state_w]: the batch's states at the rollout's start */
+    int32_t *col_rows;        /* [M]: a minibatch's rows, shard by shard, step-major */
     /* the minibatch being processed */
     int32_t slot;
     const int32_t *mb;
@@ -60,6 +67,8 @@ void frl_ppo_free(frl_ppo *l);
  * size, so the numbers are those acting would have given. With V-trace the actor runs
  * too, for the log-ratios of the learner's policy to the one that acted. */
 frl_status frl_ppo_values(frl_ppo *l, int32_t slot, char *err);
+/* A recurrent policy's: the batch's first states (before frl_ppo_values). */
+void frl_ppo_set_state0(frl_ppo *l, const float *state0);
 /* Bootstrap values of the slot's final observations, into l->vboot. */
 void frl_ppo_bootstrap(frl_ppo *l, int32_t slot);
 /* GAE(lambda), or V-trace (settings.vtrace), over the slot into l->adv / l->ret /

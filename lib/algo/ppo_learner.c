@@ -40,6 +40,7 @@ static void read_ppo_settings(const frl_config *c, frl_ppo_settings *s)
                 frl_cfg_choice(c, FRL_KEY_TRAIN_ADVANTAGE) == FRL_TRAIN_ADVANTAGE_VTRACE;
     s->rho_bar = frl_cfg_float(c, FRL_KEY_TRAIN_VTRACE_RHO);
     s->c_bar = frl_cfg_float(c, FRL_KEY_TRAIN_VTRACE_C);
+    s->bptt = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_BPTT);
 }
 
 static void ppo_storage(const frl_config *cfg, frl_storage_need *need)
@@ -87,6 +88,7 @@ void frl_ppo_learner_destroy(frl_learner *l)
 static frl_status learn_on_cpu(frl_ppo *p, const frl_batch *b, frl_ppo_stats *s, char *err)
 {
     double t0 = now_s();
+    frl_ppo_set_state0(p, b->state0);
     frl_status st = frl_ppo_values(p, b->slot, err);
     if (st != FRL_OK)
         return st;

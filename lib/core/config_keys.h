@@ -26,6 +26,10 @@
       "MemoryProbe-v0: blank steps D between the cue and the answer step")                   \
     X(POLICY_ACTIVATION, "policy.activation", CHOICE, "tanh", 0, 0,                          \
       "activation of the hidden layers")                                                     \
+    X(POLICY_CORE, "policy.core", CHOICE, "none", 0, 0,                                      \
+      "recurrent core between the encoder and the heads: none (an MLP), gru or lstm")         \
+    X(POLICY_CORE_SIZE, "policy.core_size", INT, "64", 1, 1024,                              \
+      "units of the recurrent core (policy.core gru or lstm)")                               \
     X(POLICY_HIDDEN, "policy.hidden", INT_LIST, "64,64", 1, 4096,                            \
       "hidden layer widths of the MLP trunk, e.g. 64,64 (empty: a linear policy)")           \
     X(POLICY_INIT_LOG_STD, "policy.init_log_std", FLOAT, "0", -10, 5,                        \
@@ -70,6 +74,9 @@
       "envs, one gradient step per rollout)")                                                \
     X(TRAIN_ANNEAL_LR, "train.anneal_lr", BOOL, "true", 0, 1,                                \
       "decay the learning rate linearly to 0 over the step budget")                          \
+    X(TRAIN_BPTT, "train.bptt", INT, "0", 0, 1048576,                                        \
+      "recurrent policies: gradients flow back at most this many steps (0: the whole "       \
+      "rollout)")                                                                            \
     X(TRAIN_CLIP, "train.clip", FLOAT, "0.2", 0, 10, "PPO's ratio clipping range")           \
     X(TRAIN_CLIP_VALUE, "train.clip_value", BOOL, "true", 0, 1,                              \
       "clip value updates to the same range around the old values")                          \
@@ -106,6 +113,7 @@
 /* The choices of each CHOICE key, FRL_CHOICES_<ID>(X, K): X(K, NAME, text) per choice,
  * in the order of their indices. Each gives enum { FRL_<ID>_<NAME>..., FRL_<ID>_COUNT }
  * and the key's "a|b|c" text. */
+#define FRL_CHOICES_POLICY_CORE(X, K) X(K, NONE, "none") X(K, GRU, "gru") X(K, LSTM, "lstm")
 #define FRL_CHOICES_POLICY_ACTIVATION(X, K) X(K, TANH, "tanh") X(K, RELU, "relu") X(K, ELU, "elu")
 #define FRL_CHOICES_RUNTIME_DEVICE(X, K) X(K, CPU, "cpu") X(K, CUDA, "cuda") X(K, AUTO, "auto")
 #define FRL_CHOICES_SAMPLER_MODE(X, K) X(K, SYNC, "sync") X(K, ASYNC, "async")

@@ -9,6 +9,7 @@
 #include "nn/net.h"
 #include "rl/heads.h"
 #include "rl/policy.h"
+#include "rl/policy_rnn.h"
 
 /* ---- layout ---- */
 
@@ -25,6 +26,10 @@ static frl_nn_act activation_of(const frl_config *cfg)
 /* Lay out the networks; returns the number of parameters. */
 static size_t layout_networks(frl_policy *p)
 {
+    if (frl_cfg_choice(p->cfg, FRL_KEY_POLICY_CORE) != FRL_POLICY_CORE_NONE) {
+        p->log_std_off = frl_policy_rnn_layout(p);
+        return p->log_std_off + (p->discrete ? 0 : (size_t)p->out_w);
+    }
     frl_int_list h = frl_cfg_list(p->cfg, FRL_KEY_POLICY_HIDDEN);
     frl_nn_act act = activation_of(p->cfg);
     if (p->shared && h.n > 0) {
@@ -51,6 +56,9 @@ static frl_net_shape shape_of(const frl_policy *p)
 
 size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training)
 {
+    /* A recurrent policy acts by steps; it learns through policy_rnn.h's sequences. */
+    if (p->towers && !training)
+        return frl_policy_rnn_step_floats(p, rows);
     frl_net_shape s = shape_of(p);
     frl_pass_plan w;
     frl_net_pass_plan(&s, rows, training, &w);
@@ -96,17 +104,24 @@ static void one_hot(const frl_policy *p, const float *obs, int32_t rows, float *
     }
 }
 
+const float *frl_policy_input(const frl_policy *p, const frl_obsnorm *norm, int32_t rows,
+                              const float *obs, float *xn)
+{
+    if (p->obs_n) {
+        one_hot(p, obs, rows, xn);
+        return xn;
+    }
+    if (p->obs_norm) {
+        frl_obsnorm_apply(norm, obs, rows, xn);
+        return xn;
+    }
+    return obs;
+}
+
 void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t rows,
                               const float *obs, frl_pass *f, unsigned heads)
 {
-    f->in = obs;
-    if (p->obs_n) {
-        one_hot(p, obs, rows, f->xn);
-        f->in = f->xn;
-    } else if (p->obs_norm) {
-        frl_obsnorm_apply(f->norm, obs, rows, f->xn);
-        f->in = f->xn;
-    }
+    f->in = frl_policy_input(p, f->norm, rows, obs, f->xn);
     const float *x = f->in;
     if (p->shared)
         x = frl_mlp_forward(&p->trunk, p->k, params, rows, x, f->trunk_acts);
@@ -195,15 +210,32 @@ static size_t action_row_bytes(const frl_policy *p)
     return p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
 }
 
+/* The heads' outputs of rows [first, first + rows) into out and value: one step of a
+ * recurrent policy on the caller's state rows, or the MLP's forward pass. */
+static void chunk_outputs(frl_policy *p, const frl_act_args *a, int64_t first, int32_t rows,
+                          float *ws, float **out, float **value)
+{
+    /* The critic runs only for a caller that wants values: acting alone is half the work. */
+    unsigned heads = FRL_HEAD_ACTOR | (a->values ? FRL_HEAD_CRITIC : 0u);
+    const float *obs = a->observations + first * p->obs_w;
+    if (p->towers) {
+        frl_policy_rnn_step(p, p->params, &p->norm, rows, obs, a->state + first * p->state_w,
+                            a->reset ? a->reset + first : NULL, ws, heads, out, value);
+        return;
+    }
+    frl_pass f;
+    frl_policy_pass_layout(p, rows, 0, ws, &f);
+    frl_policy_forward_heads(p, p->params, rows, obs, &f, heads);
+    *out = f.out;
+    *value = f.value;
+}
+
 /* Act on rows [0, rows) of a chunk whose workspace is ws. */
 static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32_t rows,
                       float *ws)
 {
-    frl_pass f;
-    frl_policy_pass_layout(p, rows, 0, ws, &f);
-    /* The critic runs only for a caller that wants values: acting alone is half the work. */
-    frl_policy_forward_heads(p, p->params, rows, a->observations + first * p->obs_w, &f,
-                             FRL_HEAD_ACTOR | (a->values ? FRL_HEAD_CRITIC : 0u));
+    struct { float *out, *value; } f;
+    chunk_outputs(p, a, first, rows, ws, &f.out, &f.value);
     unsigned char *act = (unsigned char *)a->actions + (size_t)first * action_row_bytes(p);
     for (int32_t r = 0; r < rows; r++) {
         double lp = frl_policy_head_act(p, p->params, f.out + (size_t)r * (size_t)p->out_w,
@@ -282,6 +314,26 @@ static frl_status check_act_obs(frl_policy *p, const frl_act_args *a)
     return FRL_OK;
 }
 
+/* The state arrays (callers built before 0.3 pass none, which suits a policy without a
+ * core). */
+static frl_status check_act_state(frl_policy *p, const frl_act_args *a)
+{
+    int has = a->struct_size >= offsetof(frl_act_args, reset) + sizeof a->reset;
+    int64_t width = has ? a->state_width : 0;
+    if (width != p->state_w)
+        return frl_fail(p->err, FRL_ERR_SIZE,
+                        "frl_policy_act: args->state_width is %lld, the policy's state is %d "
+                        "floats a row (frl_policy_state_size)%s", (long long)width,
+                        (int)p->state_w,
+                        has ? "" : "; this caller was built before the state fields existed");
+    if (p->state_w && !a->state)
+        return frl_fail(p->err, FRL_ERR_NULL,
+                        "frl_policy_act: args->state is NULL, and this policy has a recurrent "
+                        "core (policy.core): pass [batch x %d] floats of state, zeros for new "
+                        "agents", (int)p->state_w);
+    return FRL_OK;
+}
+
 static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
 {
     if (!a)
@@ -298,7 +350,9 @@ static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
     if (a->batch < 1)
         return frl_fail(p->err, FRL_ERR_RANGE, "frl_policy_act: batch %d must be >= 1",
                         (int)a->batch);
-    frl_status st = check_act_obs(p, a);
+    frl_status st = check_act_state(p, a);
+    if (st == FRL_OK)
+        st = check_act_obs(p, a);
     if (st != FRL_OK)
         return st;
     if (a->workspace && ((uintptr_t)a->workspace % FRL_CACHE_LINE != 0 ||
@@ -308,6 +362,11 @@ static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
                         "%zu bytes (frl_policy_workspace_size(policy, 1)); it has %zu",
                         frl_policy_pass_floats(p, 1, 0) * sizeof(float), a->workspace_size);
     return FRL_OK;
+}
+
+FRL_API int64_t frl_policy_state_size(const frl_policy *p)
+{
+    return p ? p->state_w : 0;
 }
 
 FRL_API size_t frl_policy_workspace_size(const frl_policy *p, int32_t rows_per_chunk)
@@ -405,6 +464,11 @@ static frl_status open_device(frl_policy *p, const char *who)
     /* The device networks read float rows of in_w values straight from the ring and the
      * sampler's buffers; a discrete space's rows are indices that the CPU expands into
      * one-hot rows (one_hot above), which the device path does not do yet. */
+    if (p->towers)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: recurrent policies (policy.core=%s) run on the CPU for now, and "
+                        "this runtime computes on %s: use a runtime with runtime.device=cpu",
+                        who, p->core[0].kind == FRL_RNN_GRU ? "gru" : "lstm", p->rt->device.name);
     if (p->obs_n)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
                         "%s: discrete(%d) observation spaces run on the CPU for now, and this "
@@ -510,15 +574,20 @@ static frl_status init_params(frl_policy *p, const char *who)
 {
     frl_net_shape s = shape_of(p);
     int32_t mw = frl_net_widest(&s);
-    double *work = frl_alloc(&p->rt->alloc, sizeof(double) * (size_t)mw * (size_t)mw, 64);
+    size_t floats = p->towers ? frl_policy_rnn_init_work(p) : (size_t)mw * (size_t)mw;
+    double *work = frl_alloc(&p->rt->alloc, sizeof(double) * floats, 64);
     if (!work)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for initialisation", who);
     frl_rng r = frl_rng_stream(p->seed, 0x706f6c6963790000ULL);
     double g = sqrt(2.0);
-    if (p->shared)
-        frl_mlp_init_params(&p->trunk, p->params, g, g, &r, work);
-    frl_mlp_init_params(&p->actor, p->params, g, 0.01, &r, work);
-    frl_mlp_init_params(&p->critic, p->params, g, 1.0, &r, work);
+    if (p->towers) {
+        frl_policy_rnn_init_params(p, &r, work);
+    } else {
+        if (p->shared)
+            frl_mlp_init_params(&p->trunk, p->params, g, g, &r, work);
+        frl_mlp_init_params(&p->actor, p->params, g, 0.01, &r, work);
+        frl_mlp_init_params(&p->critic, p->params, g, 1.0, &r, work);
+    }
     float log_std = (float)frl_cfg_float(p->cfg, FRL_KEY_POLICY_INIT_LOG_STD);
     for (int32_t i = 0; !p->discrete && i < p->out_w; i++)
         p->params[p->log_std_off + (size_t)i] = log_std;

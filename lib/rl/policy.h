@@ -9,6 +9,7 @@
 #include "core/runtime.h"
 #include "core/space.h"
 #include "nn/mlp.h"
+#include "nn/rnn.h"
 #include "rl/obsnorm.h"
 #include "rl/policy_device.h"
 
@@ -25,6 +26,13 @@ struct frl_policy {
     int32_t shared;           /* 1: trunk + two linear heads */
     frl_mlp actor, critic;    /* separate: full networks; shared: one-layer heads */
     frl_mlp trunk;            /* shared only */
+    /* policy.core gru or lstm (rl/policy_rnn.h): towers of an encoder and a core (1:
+     * shared, 2: the actor's and the critic's), actor and critic being one-layer heads;
+     * 0 towers for an MLP policy. */
+    int32_t towers;
+    frl_mlp enc[2];           /* layers == 0: the core reads the input */
+    frl_rnn core[2];
+    int32_t state_w;          /* floats of recurrent state per row (0: none) */
     size_t log_std_off;       /* box only: out_w log-stds in params */
     size_t num_params;
     float *params;
@@ -65,6 +73,11 @@ typedef struct frl_pass {
     const frl_obsnorm *norm; /* the normaliser the forward pass applies (obs_norm only):
                                 the policy's own, or an acting snapshot of it */
 } frl_pass;
+
+/* What the networks read for rows observations: obs itself, or xn [rows x in_w] filled
+ * with one-hot rows (discrete observations) or normalised ones (norm, obs_norm). */
+const float *frl_policy_input(const frl_policy *p, const frl_obsnorm *norm, int32_t rows,
+                              const float *obs, float *xn);
 
 /* Floats of workspace for rows rows (training adds the backward buffers). */
 size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training);

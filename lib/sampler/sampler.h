@@ -46,6 +46,8 @@ typedef struct frl_sampler_ops {
     /* The learner runs beside sampling: a value pass counts as learning time, and the
      * policy lag of each update is measured. */
     int32_t overlaps_learning;
+    /* It carries a recurrent policy's state from step to step (frl_rollout_book). */
+    int32_t carries_state;
     /* Why a trainer with this sampler cannot be checkpointed (NULL: it can). */
     const char *no_save;
     frl_status (*create)(frl_sampler **out, frl_sampler_host *h);

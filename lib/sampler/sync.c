@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/device.h"
+#include "rl/policy_rnn.h"
 #include "sampler/sampler.h"
 
 typedef struct sync_sampler {
@@ -114,6 +115,12 @@ static int act_task(void *user, int32_t task, int32_t thread)
      * there already (rollout_step). */
     if (s->dev_out)
         f.out = s->dev_out + (size_t)first * (size_t)p->out_w;
+    else if (p->towers)
+        /* The vec env's autoreset flags of the last step start those rows' episodes. */
+        frl_policy_rnn_step(p, p->params, &p->norm, rows, obs,
+                            h->book->state + (size_t)first * (size_t)p->state_w,
+                            frl_vec_env_reset_steps(h->venvs[0]) + first, s->ws[thread],
+                            FRL_HEAD_ACTOR, &f.out, NULL);
     else
         frl_policy_forward_heads(p, p->params, rows, obs, &f, FRL_HEAD_ACTOR);
     for (int32_t r = 0; r < rows; r++) {
@@ -166,6 +173,7 @@ static frl_status rollout(sync_sampler *s)
     if (st != FRL_OK)
         return frl_fail_msg(h->err, st, frl_ring_last_error(h->ring));
     h->metrics->time_env = h->metrics->time_inference = 0;
+    frl_rollout_begin_state(h->book, h->venvs[0], 0);
     double clock = frl_now();
     for (int32_t i = 0; i < h->T && st == FRL_OK; i++)
         st = rollout_step(s, i, &clock);
@@ -230,6 +238,7 @@ const frl_sampler_ops frl_sampler_sync = {
     .slots = sync_slots,
     .max_groups = 1,
     .overlaps_learning = 0,
+    .carries_state = 1,
     .no_save = NULL,
     .create = sync_create,
     .destroy = sync_destroy,

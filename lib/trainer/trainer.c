@@ -113,11 +113,16 @@ static frl_status build_parts(frl_trainer *t, const char *who)
                              as);
     if (st != FRL_OK)
         return st;
+    if (t->policy->state_w && !sampler->carries_state)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: a recurrent policy (policy.core) trains with sampler.mode=sync for "
+                        "now; sampler.mode=%s does not carry its state", who, sampler->name);
     if ((st = build_learner(t)) != FRL_OK)
         return frl_fail_msg(NULL, st, t->err);
     if (frl_rollout_book_init(&t->book, &t->rt->alloc, t->B,
                               (int32_t)frl_cfg_bool(t->cfg, FRL_KEY_TRAIN_REWARD_NORM),
-                              frl_cfg_float(t->cfg, FRL_KEY_TRAIN_GAMMA), 0) != FRL_OK)
+                              frl_cfg_float(t->cfg, FRL_KEY_TRAIN_GAMMA),
+                              t->policy->state_w) != FRL_OK)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
     t->learn = frl_trainer_learn_slot;
     fill_host(t);
