@@ -44,6 +44,9 @@ SAME_MODULE = {
     # The settings' X-macro list and the table made from it: the config module's data,
     # split out so that one list makes the table, the key enum and the choice enums.
     "core/config_keys": "core/config",
+    # The recurrent policies' passes: the policy's own (its struct, its acting and
+    # workspace calls dispatch there), split out as a file by what it holds.
+    "rl/policy_rnn": "rl/policy",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Train PPO on CartPole-v1 until the mean return of the last 100 episodes reaches 475,
+"""Train PPO on CartPole-v1 until the mean return of the last 100 episodes reaches 490,
 save the run, and evaluate the checkpoint over 100 greedy episodes.
 
     FASTRL_LIBRARY=build/lib/libfastrl.so.0 PYTHONPATH=bindings/python \
@@ -31,8 +31,10 @@ def main():
     if args.resume:
         trainer = fastrl.Trainer.load(checkpoint)
     else:
-        # The library's CartPole settings, and stop at the target.
-        trainer = fastrl.Trainer("CartPole-v1", target_return=475, seed=args.seed)
+        # The library's CartPole settings, and stop at the target: 490 for the sampling
+        # policy, since one stopped just past 475 can act greedily a little below it (seed 1
+        # with the AVX-512 kernels: 463), and the check below is the greedy policy's.
+        trainer = fastrl.Trainer("CartPole-v1", target_return=490, seed=args.seed)
     trainer.set_output(args.out)  # metrics.csv, TensorBoard events, settings.txt
 
     def progress(m):

@@ -209,7 +209,12 @@ static frl_status store(frl_config *cfg, int32_t k, frl_status st, frl_value v)
     return st;
 }
 
-static int is_optional(const frl_key_def *d) { return strcmp(d->default_text, "none") == 0; }
+/* A FLOAT key whose default is "none" is unset until given a value (a CHOICE's "none",
+ * as policy.core's, is one of its choices). */
+static int is_optional(const frl_key_def *d)
+{
+    return d->type == FRL_CONFIG_FLOAT && strcmp(d->default_text, "none") == 0;
+}
 
 static frl_status type_error(char *err, const frl_key_def *d, const char *used)
 {
@@ -693,6 +698,20 @@ void frl_config_overlay(frl_config *dst, const frl_config *src)
         }
 }
 
+/* Keys that came after the first file readers, which refuse a key they do not know: a
+ * file (policy, checkpoint, settings.txt) carries them only when they differ from their
+ * default, so files that do not use them stay readable by those readers. */
+static int omitted_at_default(int32_t k, const char *value)
+{
+    static const frl_key newer[] = {FRL_KEY_ENV_MEMORY_CUES, FRL_KEY_ENV_MEMORY_DELAY,
+                                    FRL_KEY_POLICY_CORE, FRL_KEY_POLICY_CORE_SIZE,
+                                    FRL_KEY_TRAIN_BPTT};
+    for (size_t i = 0; i < sizeof newer / sizeof newer[0]; i++)
+        if ((int32_t)newer[i] == k)
+            return strcmp(value, frl_key_defs[k].default_text) == 0;
+    return 0;
+}
+
 frl_status frl_config_to_text(const frl_config *cfg, const char *prefix, char *buf, size_t size)
 {
     size_t used = 0, plen = strlen(prefix);
@@ -705,6 +724,8 @@ frl_status frl_config_to_text(const frl_config *cfg, const char *prefix, char *b
         frl_status st = frl_config_get_text(cfg, d->name, value, sizeof value);
         if (st != FRL_OK)
             return st;
+        if (omitted_at_default(k, value))
+            continue;
         int n = snprintf(buf + used, size - used, "%s=%s\n", d->name, value);
         if (n < 0 || (size_t)n >= size - used)
             return frl_fail(NULL, FRL_ERR_SIZE, "settings text exceeds %zu bytes", size);

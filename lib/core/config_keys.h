@@ -8,7 +8,7 @@
  * - ID names the key in code: FRL_KEY_<ID>;
  * - TYPE is INT, FLOAT, BOOL, CHOICE or INT_LIST (frl_config_type without FRL_CONFIG_);
  * - default is text, as a user writes it: the value is parsed once from it by the
- *   parser of frl_config_set, so the default is written once; "none" marks an optional
+ *   parser of frl_config_set, so the default is written once; "none" marks an optional FLOAT
  *   key, unset by default;
  * - min and max bound INT and FLOAT values and INT_LIST items.
  * frl_config_next and `fastrl config --list` follow the rows' order; a namespace's

@@ -45,10 +45,12 @@ class Reach(gym.Env):
 
 @pytest.mark.slow
 def test_cartpole_trains_to_475_and_evaluates(tmp_path):
-    t = fastrl.Trainer("CartPole-v1", target_return=475, seed=1)
+    # 490 for the sampling policy, so the greedy one clears 475 whatever kernel table
+    # rounds the run (stopped just past 475, seed 1 acts greedily at 463 with AVX-512).
+    t = fastrl.Trainer("CartPole-v1", target_return=490, seed=1)
     seen = []
     m = t.train(500_000, callback=seen.append, checkpoint=tmp_path / "cp.frl")
-    assert m.mean_return >= 475 and m.env_steps < 500_000
+    assert m.mean_return >= 490 and m.env_steps < 500_000
     assert [x.update for x in seen] == list(range(1, m.update + 1))
     assert seen[-1] == m == t.metrics
     assert m.steps_per_second > 0 and m.episodes >= 100 and m.learning_rate > 0
