@@ -4,7 +4,9 @@
  * and mmap for the whole process (its definitions interpose on the C library's, for
  * libfastrl.so and libc's own callers alike), counts calls while armed, and runs act
  * 10,000 times on each of two threads at once after warm-up: one thread with its
- * own workspace, the other with the policy's internal one. Calls are counted on the
+ * own workspace, the other with the policy's internal one, for an MLP policy and for
+ * recurrent ones (GRU shared, LSTM per head), whose state arrays the threads own and
+ * whose rows they reset now and then. Calls are counted on the
  * acting threads, where act runs (it never hands work to other threads). Sanitizers bring their own
  * allocator, so this test is not built under them. */
 #include <pthread.h>
@@ -93,6 +95,8 @@ typedef struct worker {
     float obs[BATCH * 4];
     int32_t actions[BATCH];
     float logp[BATCH], values[BATCH];
+    float *state;           /* [BATCH x state size], NULL for an MLP */
+    uint8_t reset[BATCH];
 } worker;
 
 static void *run(void *arg)
@@ -110,52 +114,81 @@ static void *run(void *arg)
     a.workspace = w->ws;
     a.workspace_size = w->ws_size;
     a.counter = 1u << 30;
+    a.state = w->state;
+    a.state_width = frl_policy_state_size(w->p);
+    a.reset = w->reset;
     w->failures += frl_policy_act(w->p, &a) != FRL_OK; /* warm-up */
     pthread_barrier_wait(w->start);
     armed = 1;
     for (int i = 0; i < CALLS; i++) {
         a.counter = (uint64_t)i;
+        w->reset[i % BATCH] = (uint8_t)(i % 3 == 0); /* episodes end at odd times */
         w->failures += frl_policy_act(w->p, &a) != FRL_OK;
     }
     armed = 0;
     return NULL;
 }
 
-int main(void)
+/* Two threads act CALLS times each on a policy of these settings; returns the
+ * allocator calls counted while armed (or -1 if setup failed), adds the failures. */
+static long run_policy(const char *settings, int *failures)
 {
     frl_runtime *rt;
     frl_space *os, *as;
     frl_policy *p;
+    frl_config *cfg = NULL;
     int64_t shape = 4;
     if (frl_runtime_create(&rt, NULL, NULL, NULL) || frl_space_create_box(&os, NULL, 1, &shape, NULL, NULL) ||
-        frl_space_create_discrete(&as, NULL, 2) || frl_policy_create(&p, rt, NULL, os, as)) {
+        frl_space_create_discrete(&as, NULL, 2) || frl_config_create(&cfg, NULL) ||
+        frl_config_parse(cfg, settings) || frl_policy_create(&p, rt, cfg, os, as)) {
         fprintf(stderr, "setup failed: %s\n", frl_last_error());
-        return 1;
+        return -1;
     }
     static worker w[2];
+    memset(w, 0, sizeof w);
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, 2);
     size_t size = frl_policy_workspace_size(p, 16); /* smaller than the batch: chunks */
     w[0].ws = aligned_alloc(64, (size + 63) / 64 * 64);
     w[0].ws_size = size;
+    int64_t sw = frl_policy_state_size(p);
     pthread_t th[2];
+    long before = atomic_load(&calls);
     for (int i = 0; i < 2; i++) {
         w[i].p = p;
         w[i].start = &start;
+        w[i].state = sw ? calloc((size_t)(BATCH * sw), sizeof(float)) : NULL;
         for (int k = 0; k < BATCH * 4; k++)
             w[i].obs[k] = (float)((k * 7 + i) % 11) * 0.1f - 0.5f;
         pthread_create(&th[i], NULL, run, &w[i]);
     }
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
-    long n = atomic_load(&calls);
-    printf("act calls: %d on 2 threads, %d rows each; allocator calls while armed: %ld; failures: %d\n",
-           2 * CALLS, BATCH, n, w[0].failures + w[1].failures);
+    long n = atomic_load(&calls) - before;
+    printf("%-36s act calls: %d on 2 threads, %d rows each, state %lld floats a row; "
+           "allocator calls while armed: %ld; failures: %d\n", settings[0] ? settings : "(MLP)",
+           2 * CALLS, BATCH, (long long)sw, n, w[0].failures + w[1].failures);
+    *failures += w[0].failures + w[1].failures;
     frl_policy_destroy(p);
+    frl_config_destroy(cfg);
     frl_space_destroy(os);
     frl_space_destroy(as);
     frl_runtime_destroy(rt);
     free(w[0].ws);
+    free(w[0].state);
+    free(w[1].state);
     pthread_barrier_destroy(&start);
-    return n == 0 && w[0].failures + w[1].failures == 0 ? 0 : 1;
+    return n;
+}
+
+int main(void)
+{
+    static const char *const settings[] = {"", "policy.core=gru policy.shared=true",
+                                           "policy.core=lstm policy.shared=false"};
+    int failures = 0, bad = 0;
+    for (int i = 0; i < 3; i++) {
+        long n = run_policy(settings[i], &failures);
+        bad |= n != 0;
+    }
+    return !bad && failures == 0 ? 0 : 1;
 }

@@ -26,6 +26,7 @@ typedef struct eval_run {
     int32_t *quota;    /* [n] episodes env i must finish */
     int32_t *done;     /* [n] episodes env i has finished */
     int32_t *first;    /* [n] where env i's episodes start in the out arrays */
+    float *state;      /* [n x state size]: a recurrent policy's state per env */
     double *returns;   /* [episodes]: the caller's array or our own */
     int64_t steps;     /* env steps taken (all envs) */
     void *block;       /* the one allocation behind quota, done, first (and returns) */
@@ -71,7 +72,9 @@ static frl_status alloc_run(eval_run *r)
 {
     /* Our own returns (when the caller keeps none) first: doubles need the alignment. */
     size_t own = r->a.returns ? 0 : (size_t)r->a.episodes;
-    size_t bytes = sizeof(double) * own + 3 * sizeof(int32_t) * (size_t)r->n;
+    size_t states = (size_t)r->n * (size_t)r->p->state_w; /* zeros: fresh agents */
+    size_t bytes = sizeof(double) * own + 3 * sizeof(int32_t) * (size_t)r->n +
+                   sizeof(float) * states;
     r->block = frl_alloc(&r->p->rt->alloc, bytes, FRL_CACHE_LINE);
     if (!r->block)
         return frl_fail(r->p->err, FRL_ERR_NOMEM, "%s: out of memory for %d envs and %d "
@@ -81,6 +84,7 @@ static frl_status alloc_run(eval_run *r)
     r->quota = (int32_t *)(own_returns + own);
     r->done = r->quota + r->n;
     r->first = r->done + r->n;
+    r->state = (float *)(void *)(r->first + r->n);
     int32_t at = 0;
     for (int32_t i = 0; i < r->n; i++) {
         r->quota[i] = r->a.episodes / r->n + (i < r->a.episodes % r->n);
@@ -167,6 +171,11 @@ static frl_status run_episodes(eval_run *r)
     act.deterministic = r->a.deterministic;
     act.observation_width = frl_space_width(frl_vec_env_observation_space(r->v));
     act.action_width = frl_space_width(frl_vec_env_action_space(r->v));
+    /* A recurrent policy's state per env, restarted where an autoreset began a new
+     * episode (the vec env's flags of the last step). */
+    act.state = r->state;
+    act.state_width = r->p->state_w;
+    act.reset = frl_vec_env_reset_steps(r->v);
     frl_status st = frl_vec_env_reset(r->v, r->a.seed);
     if (st != FRL_OK)
         return frl_fail(r->p->err, st, "%s: reset: %s", who, frl_last_error());

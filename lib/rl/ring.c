@@ -121,11 +121,27 @@ FRL_API frl_status frl_ring_create(frl_ring **out, frl_runtime *rt, int32_t slot
     return FRL_OK;
 }
 
+frl_status frl_ring_alloc_state(frl_ring *r, int32_t state_w)
+{
+    if (state_w <= 0)
+        return FRL_OK;
+    size_t per = frl_align_up((size_t)r->envs * (size_t)state_w, FRL_CACHE_LINE / sizeof(float));
+    r->states = frl_alloc(&r->rt->alloc, sizeof(float) * per * (size_t)r->slots, FRL_CACHE_LINE);
+    if (!r->states)
+        return frl_fail(r->err, FRL_ERR_NOMEM, "ring: out of memory for the recurrent states of "
+                        "%d slots x %d envs", (int)r->slots, (int)r->envs);
+    r->state_w = state_w;
+    for (int32_t s = 0; s < r->slots; s++)
+        r->slot[s].state0 = r->states + per * (size_t)s;
+    return FRL_OK;
+}
+
 FRL_API void frl_ring_destroy(frl_ring *r)
 {
     if (!r)
         return;
     pthread_mutex_destroy(&r->lock);
+    frl_free(&r->rt->alloc, r->states);
     frl_device_host_free(&r->rt->device, &r->rt->alloc, r->arena);
     frl_free(&r->rt->alloc, r->slot);
     frl_free(&r->rt->alloc, r);

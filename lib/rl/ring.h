@@ -11,6 +11,8 @@ typedef struct frl_ring_slot {
     size_t bytes[FRL_RING_ARRAY_COUNT];
     frl_slot_state state;
     uint64_t commit_seq; /* order of commits, so readers take the oldest first */
+    float *state0;       /* [envs x state_w]: a recurrent policy's states at the rollout's
+                            first step (frl_ring_alloc_state; else NULL) */
 } frl_ring_slot;
 
 struct frl_ring {
@@ -18,7 +20,9 @@ struct frl_ring {
     int32_t slots, steps, envs;
     int32_t obs_w, act_w;   /* act_w: 1 for discrete (int32) */
     int32_t discrete;
+    int32_t state_w;        /* floats of recurrent state per env (0: none) */
     void *arena;
+    float *states;          /* the slots' state0 arrays, one allocation */
     frl_ring_slot *slot;
     pthread_mutex_t lock;
     uint64_t next_seq;
@@ -30,6 +34,10 @@ struct frl_ring {
 int32_t frl_ring_try_acquire_write(frl_ring *r);
 /* WRITING -> FREE: a sampler gives up a slot it could not fill. */
 frl_status frl_ring_abandon(frl_ring *r, int32_t slot);
+
+/* Give every slot room for the recurrent state of its envs at the rollout's start
+ * (state_w floats each; 0 leaves none): the learner runs each column from there. */
+frl_status frl_ring_alloc_state(frl_ring *r, int32_t state_w);
 
 /* Typed views of slot s (no checks: for the library's own sampler and learner). */
 static inline void *frl_ring_at(frl_ring *r, int32_t s, frl_ring_array_id id)

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "core/device.h"
+#include "rl/policy_rnn.h"
 #include "rl/weights.h"
 #include "sampler/async.h"
 
@@ -275,6 +276,9 @@ static int open_rollout(async_sampler *a, group *g)
     g->slot = r->slot;
     g->t = 0;
     g->phase = PH_ACT;
+    int32_t gi = (int32_t)(g - a->g);
+    frl_rollout_begin_state(a->h->book, a->h->ring, r->slot, a->h->venvs[gi],
+                            a->h->group_first[gi]);
     return 1;
 }
 
@@ -438,9 +442,39 @@ static void sample_rows(async_sampler *a, const frl_weights_view *wv, const int3
     }
 }
 
+/* A recurrent policy acts group by group: a group's rows of the state and of its vec
+ * env's autoreset flags are contiguous, the gathered batch's would not be. */
+static void act_groups_recurrent(async_sampler *a, const task *k, int32_t thread,
+                                 const frl_weights_view *wv)
+{
+    const frl_sampler_host *h = a->h;
+    const frl_policy *p = h->policy;
+    act_scratch *sc = &a->scratch[thread];
+    size_t ow = (size_t)p->obs_w, sw = (size_t)p->state_w;
+    row_cursor c = {0, 0};
+    for (int32_t i = 0; i < k->count; i++) {
+        int32_t gi = sc->picked[i], m = h->venvs[gi]->n;
+        const float *obs = store_obs(a, gi);
+        float *state = h->book->state + (size_t)h->group_first[gi] * sw;
+        const uint8_t *reset = frl_vec_env_reset_steps(h->venvs[gi]);
+        for (int32_t first = 0; first < m; first += a->chunk) {
+            int32_t n = m - first < a->chunk ? m - first : a->chunk;
+            float *out;
+            frl_policy_rnn_step(p, wv->params, &wv->norm, n, obs + (size_t)first * ow,
+                                state + (size_t)first * sw, reset + first, sc->ws, FRL_HEAD_ACTOR,
+                                &out, NULL);
+            sample_rows(a, wv, sc->picked, n, out, &c);
+        }
+    }
+}
+
 static void act_batch_cpu(async_sampler *a, const task *k, int32_t thread,
                           const frl_weights_view *wv)
 {
+    if (a->h->policy->towers) {
+        act_groups_recurrent(a, k, thread, wv);
+        return;
+    }
     const frl_policy *p = a->h->policy;
     act_scratch *sc = &a->scratch[thread];
     int32_t rows;
@@ -843,6 +877,7 @@ static frl_status reset_group(async_sampler *a, int32_t g, uint64_t restarts)
     frl_status st = frl_vec_env_reset(h->venvs[g], seed);
     if (st != FRL_OK)
         return frl_fail_msg(h->err, st, frl_vec_env_last_error(h->venvs[g]));
+    frl_rollout_zero_state(h->book, h->venvs[g], h->group_first[g]);
     a->g[g].restart = 0;
     return FRL_OK;
 }
@@ -955,6 +990,7 @@ const frl_sampler_ops frl_sampler_async = {
     .slots = async_slots,
     .max_groups = FRL_MAX_GROUPS,
     .overlaps_learning = 1,
+    .carries_state = 1,
     .no_save = "an async trainer (sampler.mode=async) cannot be saved yet: its rollouts in "
                "flight and env groups have no file format; save the policy with frl_policy_save",
     .create = async_create,

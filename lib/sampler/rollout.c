@@ -25,11 +25,9 @@ frl_status frl_rollout_book_init(frl_rollout_book *k, const frl_allocator *al, i
      * starts from the zero state. */
     size_t bytes = sizeof(float) * ((size_t)B * (size_t)state_w + 1);
     k->state = frl_alloc(al, bytes, 64);
-    k->state0 = frl_alloc(al, bytes, 64);
-    if (!k->disc_return || !k->state || !k->state0)
+    if (!k->disc_return || !k->state)
         return FRL_ERR_NOMEM;
     memset(k->state, 0, bytes);
-    memset(k->state0, 0, bytes);
     return FRL_OK;
 }
 
@@ -37,12 +35,12 @@ void frl_rollout_book_free(frl_rollout_book *k, const frl_allocator *al)
 {
     frl_free(al, k->disc_return);
     frl_free(al, k->state);
-    frl_free(al, k->state0);
     k->disc_return = NULL;
-    k->state = k->state0 = NULL;
+    k->state = NULL;
 }
 
-void frl_rollout_begin_state(frl_rollout_book *k, const frl_vec_env *v, int32_t first)
+void frl_rollout_begin_state(frl_rollout_book *k, frl_ring *ring, int32_t slot,
+                             const frl_vec_env *v, int32_t first)
 {
     if (!k->state_w)
         return;
@@ -52,7 +50,13 @@ void frl_rollout_begin_state(frl_rollout_book *k, const frl_vec_env *v, int32_t 
     for (int32_t b = 0; b < v->n; b++)
         if (reset[b])
             memset(s + (size_t)b * sw, 0, sizeof(float) * sw);
-    memcpy(k->state0 + (size_t)first * sw, s, sizeof(float) * sw * (size_t)v->n);
+    memcpy(ring->slot[slot].state0 + (size_t)first * sw, s, sizeof(float) * sw * (size_t)v->n);
+}
+
+void frl_rollout_zero_state(frl_rollout_book *k, const frl_vec_env *v, int32_t first)
+{
+    size_t sw = (size_t)k->state_w;
+    memset(k->state + (size_t)first * sw, 0, sizeof(float) * sw * (size_t)v->n);
 }
 
 void frl_rollout_env_action(const frl_policy *p, frl_vec_env *v, int32_t local, const void *sampled)

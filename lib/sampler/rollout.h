@@ -28,18 +28,22 @@ typedef struct frl_rollout_book {
     double *disc_return;
     double rn_count, rn_mean, rn_m2;
     float rn_scale;
-    /* [B x state_w]: the policy's recurrent state of each env now (state) and when the
-     * rollout being learned from began (state0); zero-width for a policy without one. */
+    /* [B x state_w]: the policy's recurrent state of each env now (the ring's slots keep
+     * it as it was when their rollouts began); zero-width for a policy without one. */
     int32_t state_w;
-    float *state, *state0;
+    float *state;
 } frl_rollout_book;
 
 frl_status frl_rollout_book_init(frl_rollout_book *k, const frl_allocator *al, int32_t B,
                                  int32_t reward_norm, double gamma, int32_t state_w);
 void frl_rollout_book_free(frl_rollout_book *k, const frl_allocator *al);
-/* A rollout begins: zero the state of the envs v (columns first.. of the book) whose
- * last step was an autoreset, and keep the states as the rollout's first (state0). */
-void frl_rollout_begin_state(frl_rollout_book *k, const frl_vec_env *v, int32_t first);
+/* A rollout begins in slot for the envs of v (columns first.. of the ring): zero the
+ * state of those whose last step was an autoreset, and keep the states in the slot as
+ * the rollout's first. */
+void frl_rollout_begin_state(frl_rollout_book *k, frl_ring *ring, int32_t slot,
+                             const frl_vec_env *v, int32_t first);
+/* Fresh agents for the envs of v (after a reset of v). */
+void frl_rollout_zero_state(frl_rollout_book *k, const frl_vec_env *v, int32_t first);
 /* Write the results of the step just taken by vec env v (columns [first, + its envs) of
  * the ring) into row block step of slot; reward normalisation and episodes included. */
 void frl_rollout_store_step(frl_rollout_book *k, frl_ring *ring, const frl_vec_env *v,

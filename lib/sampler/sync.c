@@ -173,7 +173,7 @@ static frl_status rollout(sync_sampler *s)
     if (st != FRL_OK)
         return frl_fail_msg(h->err, st, frl_ring_last_error(h->ring));
     h->metrics->time_env = h->metrics->time_inference = 0;
-    frl_rollout_begin_state(h->book, h->venvs[0], 0);
+    frl_rollout_begin_state(h->book, h->ring, s->slot, h->venvs[0], 0);
     double clock = frl_now();
     for (int32_t i = 0; i < h->T && st == FRL_OK; i++)
         st = rollout_step(s, i, &clock);
@@ -205,6 +205,7 @@ static frl_status start(frl_sampler_host *h)
     frl_status st = frl_vec_env_reset(h->venvs[0], h->seed);
     if (st != FRL_OK)
         return frl_fail_msg(h->err, st, frl_vec_env_last_error(h->venvs[0]));
+    frl_rollout_zero_state(h->book, h->venvs[0], 0);
     h->book->pr.started = 1;
     return FRL_OK;
 }

@@ -113,6 +113,8 @@ static frl_status build_parts(frl_trainer *t, const char *who)
                              as);
     if (st != FRL_OK)
         return st;
+    if ((st = frl_ring_alloc_state(t->ring, t->policy->state_w)) != FRL_OK)
+        return frl_fail_msg(NULL, st, t->ring->err);
     if (t->policy->state_w && !sampler->carries_state)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
                         "%s: a recurrent policy (policy.core) trains with sampler.mode=sync for "
@@ -416,7 +418,7 @@ static void fill_metrics(frl_trainer *t, const frl_learn_stats *s)
 frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_updates)
 {
     frl_learn_stats s = {0};
-    frl_batch b = {slot, t->book.state0, t->book.state_w, t->book.pr.updates, num_updates,
+    frl_batch b = {slot, t->ring->slot[slot].state0, t->book.state_w, t->book.pr.updates, num_updates,
                    t->seed};
     frl_status st = t->learner.ops->learn(&t->learner, &b, &s, t->err);
     if (st != FRL_OK) {
