@@ -4,10 +4,14 @@
  * frl_policy_act with a caller-owned workspace and frl_env_step, neither of which
  * allocates. Memory is locked and pre-faulted where the process is allowed to.
  *
- *   robot_loop [CHECKPOINT] [--hz 1000] [--iterations 2000]
+ *   robot_loop [CHECKPOINT] [--hz 1000] [--iterations 2000] [--core gru|lstm]
  *
- * Without a checkpoint it saves a freshly initialised Pendulum policy first, so the
- * example runs anywhere. Prints act latency p50 / p99 / max and missed deadlines. */
+ * Without a checkpoint it saves a freshly initialised Pendulum policy first (with
+ * --core, a recurrent one: policy.core=gru or lstm), so the example runs anywhere.
+ * The loop passes the policy's recurrent state, a caller-owned array allocated before
+ * the loop, and restarts it when the plant resets: the same calls run a policy with or
+ * without a core (state size 0). Prints act latency p50 / p99 / max and missed
+ * deadlines. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* clock_nanosleep, mlockall */
 #endif
@@ -34,15 +38,21 @@ static int fail(const char *what)
     return 1;
 }
 
-/* Save an untrained Pendulum policy so the example needs no training run. */
-static int make_checkpoint(frl_runtime *rt, const char *path)
+/* Save an untrained Pendulum policy (core: NULL, "gru" or "lstm") so the example needs no
+ * training run. */
+static int make_checkpoint(frl_runtime *rt, const char *path, const char *core)
 {
     frl_env *e;
     frl_policy *p;
+    frl_config *cfg;
+    if (frl_config_create(&cfg, NULL) != FRL_OK ||
+        (core && frl_config_set(cfg, "policy.core", core) != FRL_OK))
+        return fail("--core");
     if (frl_env_create(&e, rt, "Pendulum-v1", NULL) != FRL_OK)
         return fail("env");
-    frl_status st = frl_policy_create(&p, rt, NULL, frl_env_observation_space(e),
+    frl_status st = frl_policy_create(&p, rt, cfg, frl_env_observation_space(e),
                                       frl_env_action_space(e));
+    frl_config_destroy(cfg);
     frl_env_destroy(e);
     if (st != FRL_OK)
         return fail("policy");
@@ -72,6 +82,8 @@ typedef struct loop {
     frl_env *plant;
     frl_act_args args;
     float obs[3], action[1], reward;
+    float *state;       /* [state size]: the policy's memory of this plant (NULL: none) */
+    uint8_t reset;      /* 1: the plant was just reset, the state restarts */
     double *lat;
     int iterations, missed;
     double period;
@@ -90,7 +102,8 @@ static int run_loop(loop *l)
         uint8_t term, trunc;
         if (frl_env_step(l->plant, l->action, l->obs, &l->reward, &term, &trunc) != FRL_OK)
             return fail("step");
-        if ((term || trunc) && frl_env_reset(l->plant, (uint64_t)i, l->obs) != FRL_OK)
+        l->reset = term || trunc;
+        if (l->reset && frl_env_reset(l->plant, (uint64_t)i, l->obs) != FRL_OK)
             return fail("reset");
         next.tv_nsec += (long)(l->period * 1e9);
         while (next.tv_nsec >= 1000000000L) {
@@ -127,12 +140,22 @@ static int setup(loop *l, frl_runtime *rt, const char *path, void *ws, size_t ws
     l->args.deterministic = 1;
     l->args.workspace = ws;
     l->args.workspace_size = ws_size;
+    /* The recurrent state, zeros for a fresh start; allocated here, before the loop. */
+    int64_t sw = frl_policy_state_size(l->policy);
+    l->state = sw ? calloc((size_t)sw, sizeof(float)) : NULL;
+    if (sw && !l->state)
+        return fprintf(stderr, "robot_loop: out of memory\n"), 1;
+    l->args.state = l->state;
+    l->args.state_width = sw;
+    l->args.reset = &l->reset;
+    printf("policy: %lld parameters, recurrent state %lld floats\n",
+           (long long)frl_policy_num_parameters(l->policy), (long long)sw);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    const char *path = NULL;
+    const char *path = NULL, *core = NULL;
     double hz = 1000;
     int iterations = 2000;
     for (int i = 1; i < argc; i++) {
@@ -140,6 +163,8 @@ int main(int argc, char **argv)
             hz = atof(argv[++i]);
         else if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
             iterations = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--core") && i + 1 < argc)
+            core = argv[++i];
         else
             path = argv[i];
     }
@@ -152,7 +177,7 @@ int main(int argc, char **argv)
     frl_config_destroy(cfg);
     char tmp[64];
     snprintf(tmp, sizeof tmp, "/tmp/robot_loop_%d.frl", (int)getpid());
-    if (!path && make_checkpoint(rt, path = tmp) != 0)
+    if (!path && make_checkpoint(rt, path = tmp, core) != 0)
         return 1;
     loop l;
     memset(&l, 0, sizeof l);
@@ -172,6 +197,7 @@ int main(int argc, char **argv)
                1e6 * l.lat[(l.iterations * 99) / 100], 1e6 * l.lat[l.iterations - 1], l.missed);
     }
     free(l.lat);
+    free(l.state);
     frl_env_destroy(l.plant);
     frl_policy_destroy(l.policy);
     frl_runtime_destroy(rt);
