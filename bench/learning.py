@@ -1,21 +1,35 @@
 #!/usr/bin/env python3
 """Does `fastrl train` learn? Steps and wall time to a target return, over many seeds.
 
-For each env, --seeds seeds (default 10) of
-    build/tools/fastrl train ENV --seed S --set train.target_return=T --steps B
-with (T, B):
+For each task, --seeds seeds (default 10) of
+    build/tools/fastrl train ENV --seed S --set train.target_return=T --steps B [--set ...]
+The classic tasks (the default, --tasks classic):
     CartPole-v1   475   500,000
     Acrobot-v1   -100   500,000
     Pendulum-v1  -200   300,000
+The memory tasks (--tasks memory), 1M steps each:
+    nv-gru, nv-lstm   CartPoleNoVel-v1 (position and angle only), recurrent PPO
+                      (policy.core=gru / lstm), target 475
+    nv-mlp            the same env with the MLP policy (measured: whatever it reaches)
+    nv-stack4         an MLP on the last 4 observations stacked (build/bench/train_stacked,
+                      measured)
+    probe-gru, probe-lstm, probe-mlp
+                      MemoryProbe-v0 with D = 20 blank steps and K = 4 cues: trained to
+                      1M steps (stopping early at a mean of 0.99 right answers), then
+                      `fastrl eval` over 1,000 greedy episodes; solved when >= 95% are
+                      right (the reward is 1 for a right answer, so the mean return is the
+                      share); chance is 25%
 A run has solved when its final `mean_return` (mean of the last 100 episodes; training
-stops as soon as it reaches T) is >= T. The table gives, per env: seeds solved, median
-and worst env steps to solve, median and worst wall time to solve (the command's own
-`seconds`, from its process start), and whether at least 9 in 10 seeds solved
-(ceil(0.9 x seeds) for other seed counts). An unsolved seed counts as unsolved in the
-medians and worsts (so a median can read `unsolved`).
+stops as soon as it reaches T), or for the probes the evaluation's, is >= T. The table
+gives, per task: seeds solved, median and worst env steps to solve, median and worst
+wall time to solve (the command's own `seconds`, from its process start), the median
+final return (the evaluation's for the probes), and whether enough seeds solved: 9 in 10
+for the classic tasks, 8 in 10 for the recurrent ones (ceil of that share for other seed
+counts), "measured" for the baselines that are not expected to. An unsolved seed counts
+as unsolved in the medians and worsts (so a median can read `unsolved`).
 
 Needs only the system python3, no packages:
-    python3 bench/learning.py [--seeds 10] [--envs CartPole-v1,Acrobot-v1] [--jobs 1]
+    python3 bench/learning.py [--seeds 10] [--tasks classic|memory|NAME,...] [--jobs 1]
 --jobs N runs N trainings at once: faster, but their wall times then compete for cores
 (steps to solve do not depend on it). --threads T passes --set runtime.threads=T, and
 each --set KEY=VALUE is passed on (e.g. --set train.advantage=vtrace).
@@ -24,26 +38,58 @@ or output without the result lines), or fastrl has no train command; 2 on bad ar
 """
 
 import argparse
+import collections
 import concurrent.futures
 import math
 import os
+import re
+import shutil
+import statistics
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_peers"))
 from runner import fastrl_train_problem, fmt_num, median_worst, resolve, run  # noqa: E402
 
-TASKS = {  # env: (target return, step budget)
-    "CartPole-v1": (475.0, 500000),
-    "Acrobot-v1": (-100.0, 500000),
-    "Pendulum-v1": (-200.0, 300000),
+# program: "fastrl" (fastrl train) or "stacked" (build/bench/train_stacked);
+# eval_episodes: 0, or greedy episodes of `fastrl eval` that decide (the probes);
+# share: seeds that must solve (0: a baseline, measured only).
+Task = collections.namedtuple("Task", "env target budget settings program eval_episodes share")
+PROBE = "env.memory_delay=20 env.memory_cues=4"
+TASKS = {
+    "CartPole-v1": Task("CartPole-v1", 475.0, 500000, "", "fastrl", 0, 0.9),
+    "Acrobot-v1": Task("Acrobot-v1", -100.0, 500000, "", "fastrl", 0, 0.9),
+    "Pendulum-v1": Task("Pendulum-v1", -200.0, 300000, "", "fastrl", 0, 0.9),
+    "nv-gru": Task("CartPoleNoVel-v1", 475.0, 1000000, "policy.core=gru", "fastrl", 0, 0.8),
+    "nv-lstm": Task("CartPoleNoVel-v1", 475.0, 1000000, "policy.core=lstm", "fastrl", 0, 0.0),
+    "nv-mlp": Task("CartPoleNoVel-v1", 475.0, 1000000, "", "fastrl", 0, 0.0),
+    "nv-stack4": Task("CartPoleNoVel-v1", 475.0, 1000000, "", "stacked", 0, 0.0),
+    "probe-gru": Task("MemoryProbe-v0", 0.95, 1000000, PROBE + " policy.core=gru", "fastrl",
+                      1000, 0.8),
+    "probe-lstm": Task("MemoryProbe-v0", 0.95, 1000000, PROBE + " policy.core=lstm", "fastrl",
+                       1000, 0.8),
+    "probe-mlp": Task("MemoryProbe-v0", 0.95, 1000000, PROBE, "fastrl", 1000, 0.0),
 }
-MEETS_SHARE = 0.9  # "at least 9 of 10"
+GROUPS = {
+    "classic": ["CartPole-v1", "Acrobot-v1", "Pendulum-v1"],
+    "memory": ["nv-gru", "nv-lstm", "nv-mlp", "nv-stack4", "probe-gru", "probe-lstm",
+               "probe-mlp"],
+}
+PROBE_TRAIN_TARGET = 0.99  # the probes stop training once the sampled policy is this good
+EVAL_RE = re.compile(r"^mean_return:\s*([-+0-9.eEnaif]+)\s*$", re.M)
 
 
-def command(a, env, seed):
-    target, budget = TASKS[env]
-    cmd = [a.fastrl, "train", env, "--seed", str(seed), "--steps", str(budget),
-           "--set", f"train.target_return={target:g}"]
+def command(a, task, seed, out_dir):
+    t = TASKS[task]
+    prog = a.stacked if t.program == "stacked" else a.fastrl
+    target = PROBE_TRAIN_TARGET if t.eval_episodes else t.target
+    cmd = [prog, "train", t.env] if t.program == "fastrl" else [prog, t.env, "--stack", "4"]
+    cmd += ["--seed", str(seed), "--steps", str(t.budget),
+            "--set", f"train.target_return={target:g}"]
+    if t.program == "fastrl":
+        cmd += ["--quiet", "--out", out_dir]
+    for kv in t.settings.split():
+        cmd += ["--set", kv]
     if a.threads:
         cmd += ["--set", f"runtime.threads={a.threads}"]
     for kv in a.set:
@@ -51,41 +97,69 @@ def command(a, env, seed):
     return cmd
 
 
-def run_env(a, env, pool):
-    """All seeds of one env; prints one line per run as it finishes, in seed order."""
-    target = TASKS[env][0]
+def evaluate(a, task, out_dir, r):
+    """The probes: the greedy share of right answers replaces the training return."""
+    t = TASKS[task]
+    e = run([a.fastrl, "eval", os.path.join(out_dir, "checkpoint.frl"), "--episodes",
+             str(t.eval_episodes), "--deterministic"], a.timeout)
+    m = EVAL_RE.search(e.output)
+    if e.rc != 0 or not m:
+        r.error = f"fastrl eval failed: {e.output.strip()[-300:]!r}"
+        return
+    r.train_return = r.mean_return
+    r.mean_return = float(m.group(1))
+
+
+def run_one(a, task, seed):
+    out_dir = tempfile.mkdtemp(prefix="frl_learning_")
+    try:
+        r = run(command(a, task, seed, out_dir), a.timeout)
+        if r.error is None and TASKS[task].eval_episodes:
+            evaluate(a, task, out_dir, r)
+        return r
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def run_task(a, task, pool):
+    """All seeds of one task; prints one line per run as it finishes, in seed order."""
+    t = TASKS[task]
     seeds = range(a.first_seed, a.first_seed + a.seeds)
-    futures = [pool.submit(run, command(a, env, s), a.timeout) for s in seeds]
+    futures = [pool.submit(run_one, a, task, s) for s in seeds]
     results = []
     for seed, fut in zip(seeds, futures):
         r = fut.result()
         results.append(r)
         if r.error:
-            print(f"{env} seed {seed}: CRASHED: {r.error}\n  command: {' '.join(r.cmd)}",
+            print(f"{task} seed {seed}: CRASHED: {r.error}\n  command: {' '.join(r.cmd)}",
                   flush=True)
         else:
-            state = "solved" if r.solved(target) else "not solved"
-            print(f"{env} seed {seed}: {state}, mean_return {r.mean_return:.1f}, "
+            state = "solved" if r.solved(t.target) else "not solved"
+            what = "greedy eval" if t.eval_episodes else "mean_return"
+            print(f"{task} seed {seed}: {state}, {what} {r.mean_return:.3f}, "
                   f"{r.steps:,} steps, {r.seconds:.2f} s, {r.sps:,.0f} env steps/s",
                   flush=True)
     return results
 
 
-def row(env, results, seeds):
-    target = TASKS[env][0]
+def row(task, results, seeds):
+    t = TASKS[task]
     inf = float("inf")
-    solved = sum(r.solved(target) for r in results)
-    s_med, s_worst = median_worst([r.steps if r.solved(target) else inf for r in results])
-    t_med, t_worst = median_worst([r.seconds if r.solved(target) else inf for r in results])
-    need = math.ceil(MEETS_SHARE * seeds)
-    return (env, f"{target:g}", f"{TASKS[env][1]:,}", f"{solved}/{seeds}", fmt_num(s_med),
-            fmt_num(s_worst), fmt_num(t_med, " s", 2), fmt_num(t_worst, " s", 2),
-            f"{'yes' if solved >= need else 'NO'} (>= {need})")
+    solved = sum(r.solved(t.target) for r in results)
+    s_med, s_worst = median_worst([r.steps if r.solved(t.target) else inf for r in results])
+    t_med, t_worst = median_worst([r.seconds if r.solved(t.target) else inf for r in results])
+    finals = [r.mean_return for r in results if r.error is None]
+    final = f"{statistics.median(finals):.3g}" if finals else "-"
+    need = math.ceil(t.share * seeds)
+    meets = f"{'yes' if solved >= need else 'NO'} (>= {need})" if t.share else "measured"
+    name = task if task == t.env else f"{task} ({t.env})"
+    return (name, f"{t.target:g}", f"{t.budget:,}", f"{solved}/{seeds}", fmt_num(s_med),
+            fmt_num(s_worst), fmt_num(t_med, " s", 2), fmt_num(t_worst, " s", 2), final, meets)
 
 
 def print_table(rows):
-    head = ("env", "target", "budget", "solved", "steps med", "steps worst", "time med",
-            "time worst", "meets 9/10")
+    head = ("task", "target", "budget", "solved", "steps med", "steps worst", "time med",
+            "time worst", "final med", "meets")
     rows = [head] + rows
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     for r in rows:
@@ -97,23 +171,30 @@ def parse_args():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--first-seed", type=int, default=1)
-    ap.add_argument("--envs", default=",".join(TASKS),
-                    help=f"comma-separated subset of {', '.join(TASKS)}")
+    ap.add_argument("--tasks", "--envs", dest="tasks", default="classic",
+                    help=f"classic, memory, or comma-separated names of {', '.join(TASKS)}")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once")
     ap.add_argument("--threads", type=int, default=0,
                     help="--set runtime.threads=T for each run (0: fastrl's default)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     ap.add_argument("--fastrl", default="build/tools/fastrl")
+    ap.add_argument("--stacked", default="build/bench/train_stacked",
+                    help="the stacked-observation trainer (task nv-stack4)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="extra settings for every run, e.g. --set train.advantage=vtrace")
     a = ap.parse_args()
-    a.envs = [e.strip() for e in a.envs.split(",") if e.strip()]
-    unknown = [e for e in a.envs if e not in TASKS]
-    if unknown or not a.envs:
-        ap.error(f"unknown env(s) {', '.join(unknown)}; choose from {', '.join(TASKS)}")
+    names = []
+    for part in (x.strip() for x in a.tasks.split(",")):
+        names += GROUPS.get(part, [part] if part else [])
+    a.tasks = list(dict.fromkeys(names))
+    unknown = [t for t in a.tasks if t not in TASKS]
+    if unknown or not a.tasks:
+        ap.error(f"unknown task(s) {', '.join(unknown)}; choose from classic, memory, "
+                 f"{', '.join(TASKS)}")
     if a.seeds <= 0 or a.jobs <= 0 or a.threads < 0:
         ap.error("--seeds and --jobs must be positive, --threads >= 0")
     a.fastrl = resolve(a.fastrl)
+    a.stacked = resolve(a.stacked)
     return a
 
 
@@ -123,14 +204,18 @@ def main():
     if problem:
         print(f"learning: cannot run: {problem}", file=sys.stderr)
         return 1
+    if any(TASKS[t].program == "stacked" for t in a.tasks) and not os.path.isfile(a.stacked):
+        print(f"learning: cannot run nv-stack4: {a.stacked} does not exist (ninja -C build)",
+              file=sys.stderr)
+        return 1
     print(f"learning: {a.fastrl} train, {a.seeds} seeds from {a.first_seed}, "
-          f"{a.jobs} at once, envs {', '.join(a.envs)}")
+          f"{a.jobs} at once, tasks {', '.join(a.tasks)}")
     rows, crashed = [], False
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        for env in a.envs:
-            results = run_env(a, env, pool)
+        for task in a.tasks:
+            results = run_task(a, task, pool)
             crashed |= any(r.error for r in results)
-            rows.append(row(env, results, a.seeds))
+            rows.append(row(task, results, a.seeds))
     print()
     print_table(rows)
     if crashed:

@@ -6,8 +6,11 @@
  * clipping of values or gradients, no normalisation, initial std 4 (RLtools' 2 in
  * units of the maximum torque, 2). Over seeds 1-30 every run reached -200 within 300K
  * steps (worst 258K); the earlier 10-epoch settings solved in fewer steps but took 4x
- * the time and failed one seed in ten. MemoryProbe-v0 has no row: a memoryless policy
- * stays at chance whatever its settings. */
+ * the time and failed one seed in ten. MemoryProbe-v0's reward comes once, after the
+ * delay, for the one action that matches the cue: a smaller entropy bonus and step
+ * size let a recurrent policy's answer sharpen (with PPO's 0.01 and CartPole's step, a
+ * GRU stayed at chance over 1M steps with D = 20); a memoryless policy stays at chance
+ * whatever its settings. */
 #include <string.h>
 
 #include "trainer/env_defaults.h"
@@ -28,6 +31,7 @@ static const env_defaults table[] = {
     {"MountainCar-v0", "train.num_envs=16"},
     /* CartPole's settings, for comparison with the same task fully observed. */
     {"CartPoleNoVel-v1", "train.num_envs=16 train.lr=2.5e-3"},
+    {"MemoryProbe-v0", "train.lr=1e-3 train.ent_coef=0.001"},
     {"MountainCarContinuous-v0", "train.num_envs=4 train.rollout=1024 train.ent_coef=0 "
                                  "policy.obs_norm=true train.reward_norm=true"},
 };
