@@ -6,7 +6,8 @@
  * threaded, times the thread count: fraction = floor time / measured time. FLOPs per
  * env step are counted from the layer shapes: one forward pass to act, then per epoch
  * a forward pass, the weight gradients and the input gradients of every layer but the
- * first. Prints the time per stage and peak RSS. */
+ * first (for a recurrent policy, its cores' products too: recurrent_macs). Prints the
+ * time per stage and peak RSS. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +29,33 @@ static void mlp_macs(const frl_mlp *m, double *fwd, double *in_grad)
     }
 }
 
+/* A recurrent policy's towers (encoder, core) and heads. A core's step is G h (in + h)
+ * MACs; its backward computes the weight gradients (as many) and the input gradients
+ * of the state (G h h) and, after an encoder, of the core's input (G h in). */
+static void recurrent_macs(const frl_policy *p, double *fwd, double *in_grad)
+{
+    for (int32_t i = 0; i < p->towers; i++) {
+        const frl_rnn *c = &p->core[i];
+        double gh = (double)c->gates * c->h;
+        if (p->enc[i].layers)
+            mlp_macs(&p->enc[i], fwd, in_grad);
+        *fwd += gh * (c->in + c->h);
+        *in_grad += gh * c->h + (p->enc[i].layers ? gh * c->in : 0);
+    }
+    mlp_macs(&p->actor, fwd, in_grad);
+    mlp_macs(&p->critic, fwd, in_grad);
+    *in_grad += (double)p->actor.width[0] * (p->actor.width[1] + p->critic.width[1]);
+}
+
 static double flops_per_step(const frl_trainer *t)
 {
     const frl_policy *p = t->policy;
     double fwd = 0, in_grad = 0;
+    if (p->towers) {
+        recurrent_macs(p, &fwd, &in_grad);
+        double epochs = (double)frl_cfg_int(t->cfg, FRL_KEY_TRAIN_EPOCHS);
+        return 2.0 * (fwd + epochs * (2 * fwd + in_grad));
+    }
     if (p->shared)
         mlp_macs(&p->trunk, &fwd, &in_grad);
     mlp_macs(&p->actor, &fwd, &in_grad);

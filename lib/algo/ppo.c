@@ -43,17 +43,17 @@ static size_t gather_floats(const frl_policy *p, int32_t rows)
            4 * frl_align_up(r, 16) + 2 * frl_align_up((size_t)p->out_w * 2, 16);
 }
 
-/* A recurrent shard's workspace: its sequence pass over shard_cols columns, the
- * gathered rows, the columns' first states and start flags, and a step's workspace for
- * the bootstrap values. */
+/* A recurrent task's workspace: a sequence pass over up to ws_cols columns (a shard's,
+ * or the value pass's), the gathered rows, the columns' first states and start flags,
+ * and a step's workspace for the bootstrap values. */
 static size_t rshard_floats(const frl_ppo *l)
 {
     const frl_policy *p = l->p;
-    size_t sc = (size_t)l->shard_cols;
-    return frl_policy_rnn_seq_floats(p, l->T, l->shard_cols, 1) + gather_floats(p, l->shard_rows) +
-           frl_align_up(sc * (size_t)p->state_w, 16) +
-           frl_align_up(((size_t)l->T * sc + 3) / 4, 16) +
-           frl_policy_rnn_step_floats(p, l->shard_cols);
+    size_t wc = (size_t)l->ws_cols;
+    return frl_policy_rnn_seq_floats(p, l->T, l->ws_cols, 1) + gather_floats(p, l->buf_rows) +
+           frl_align_up(wc * (size_t)p->state_w, 16) +
+           frl_align_up(((size_t)l->T * wc + 3) / 4, 16) +
+           frl_policy_rnn_step_floats(p, l->ws_cols);
 }
 
 static frl_status alloc_buffers(frl_ppo *l, char *err)
@@ -94,8 +94,12 @@ static frl_status alloc_buffers(frl_ppo *l, char *err)
     return FRL_OK;
 }
 
-/* Minibatches of whole columns, so each sequence runs from its rollout's first state;
- * shards of at least 64 rows' worth of columns, at most 64 shards. */
+/* Minibatches of whole columns, so each sequence runs from its rollout's first state.
+ * A shard's recurrent products have one row per column, and a product of a few rows
+ * costs about what one row does (the weights dominate): so shards of at least 4
+ * columns (fewer only if the minibatch has fewer) and 64 rows, at most 8 shards. The
+ * value pass, whose grouping changes no bit, takes 16 columns a task. Neither depends
+ * on the thread count. */
 static frl_status init_recurrent(frl_ppo *l, char *err)
 {
     if (l->B % l->s.minibatches != 0)
@@ -104,12 +108,15 @@ static frl_status init_recurrent(frl_ppo *l, char *err)
                         "policy (policy.core): a minibatch is whole env sequences",
                         (int)l->s.minibatches, (int)l->B);
     int32_t mbc = l->B / l->s.minibatches, sc = (64 + l->T - 1) / l->T;
+    sc = sc > 4 ? sc : 4;
+    sc = sc > (mbc + 7) / 8 ? sc : (mbc + 7) / 8;
     sc = sc < mbc ? sc : mbc;
-    while ((mbc + sc - 1) / sc > 64)
-        sc *= 2;
     l->shard_cols = sc;
     l->shard_rows = sc * l->T;
     l->shards = (mbc + sc - 1) / sc;
+    l->value_cols = l->B < 16 ? l->B : 16;
+    l->ws_cols = sc > l->value_cols ? sc : l->value_cols;
+    l->buf_rows = l->ws_cols * l->T;
     l->bptt = l->s.bptt > 0 ? l->s.bptt : l->T;
     return FRL_OK;
 }
@@ -132,6 +139,7 @@ frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ri
     l->M = l->N / s->minibatches;
     l->shard_rows = shard_rows_for(l->M);
     l->shards = (l->M + l->shard_rows - 1) / l->shard_rows;
+    l->buf_rows = l->shard_rows;
     l->recurrent = p->towers > 0;
     if (l->recurrent) {
         frl_status st = init_recurrent(l, err);
@@ -270,7 +278,7 @@ typedef struct shard_buf {
 /* The gathered rows of a shard from g on (gather_floats). */
 static void shard_bufs(const frl_ppo *l, float *g, shard_buf *sb)
 {
-    size_t r = (size_t)l->shard_rows;
+    size_t r = (size_t)l->buf_rows;
     sb->obs = g;
     g += frl_align_up(r * (size_t)l->p->obs_w, 16);
     sb->act = g;
@@ -435,19 +443,19 @@ typedef struct rshard {
     float *step_ws;    /* the bootstrap step's workspace */
 } rshard;
 
-/* A workspace of rshard_floats laid out for cols (<= shard_cols) columns. */
+/* A workspace of rshard_floats laid out for cols (<= ws_cols) columns. */
 static void rshard_layout(const frl_ppo *l, float *ws, int32_t cols, rshard *r)
 {
     const frl_policy *p = l->p;
-    size_t sc = (size_t)l->shard_cols;
+    size_t wc = (size_t)l->ws_cols;
     frl_policy_rnn_seq_layout(p, l->T, cols, 1, ws, &r->f);
-    float *g = ws + frl_policy_rnn_seq_floats(p, l->T, l->shard_cols, 1);
+    float *g = ws + frl_policy_rnn_seq_floats(p, l->T, l->ws_cols, 1);
     shard_bufs(l, g, &r->sb);
-    g += gather_floats(p, l->shard_rows);
+    g += gather_floats(p, l->buf_rows);
     r->state0 = g;
-    g += frl_align_up(sc * (size_t)p->state_w, 16);
+    g += frl_align_up(wc * (size_t)p->state_w, 16);
     r->starts = (uint8_t *)g;
-    r->step_ws = g + frl_align_up(((size_t)l->T * sc + 3) / 4, 16);
+    r->step_ws = g + frl_align_up(((size_t)l->T * wc + 3) / 4, 16);
 }
 
 /* The first states and start flags of n columns: cols[0..n), or c0.. when cols is NULL. */
@@ -512,8 +520,8 @@ static void rvalues_cols(frl_ppo *l, int32_t c0, int32_t n, rshard *r)
 static int rvalues_task(void *user, int32_t task, int32_t thread)
 {
     frl_ppo *l = user;
-    int32_t c0 = task * l->shard_cols;
-    int32_t n = l->B - c0 < l->shard_cols ? l->B - c0 : l->shard_cols;
+    int32_t c0 = task * l->value_cols;
+    int32_t n = l->B - c0 < l->value_cols ? l->B - c0 : l->value_cols;
     rshard r;
     rshard_layout(l, l->ws[thread], n, &r);
     rvalues_cols(l, c0, n, &r);
@@ -522,7 +530,7 @@ static int rvalues_task(void *user, int32_t task, int32_t thread)
 
 static frl_status rvalues(frl_ppo *l, char *err)
 {
-    int32_t failed, tasks = (l->B + l->shard_cols - 1) / l->shard_cols;
+    int32_t failed, tasks = (l->B + l->value_cols - 1) / l->value_cols;
     compute_starts(l);
     if (frl_pool_run(l->rt->pool, tasks, rvalues_task, l, &failed) != 0)
         return frl_fail(err, FRL_ERR_INTERNAL, "PPO values: task %d failed", (int)failed);

@@ -30,6 +30,7 @@ typedef struct frl_ppo {
     frl_ppo_settings s;
     int32_t T, B, N, M;       /* steps, envs, rows per rollout, rows per minibatch */
     int32_t shard_rows, shards;
+    int32_t buf_rows;         /* rows of a workspace's gathered arrays (>= shard_rows) */
     size_t grad_stride;       /* floats per shard gradient (padded) */
     float *adv, *ret, *vboot;
     float *log_ratio;         /* V-trace: log pi - log mu of each row */
@@ -47,6 +48,8 @@ typedef struct frl_ppo {
     /* recurrent policies (p->towers > 0): minibatches of whole env columns, each shard
      * shard_cols columns run through time from the rollout's first state */
     int32_t recurrent, bptt, shard_cols;
+    int32_t value_cols;       /* columns per task of the value pass */
+    int32_t ws_cols;          /* the most columns a task's workspace holds */
     uint8_t *starts;          /* [T x B]: the column's state is zeroed before this step */
     const float *state0;      /* [B x state_w]: the batch's states at the rollout's start */
     int32_t *col_rows;        /* [M]: a minibatch's rows, shard by shard, step-major */
