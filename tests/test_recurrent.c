@@ -315,6 +315,61 @@ START_TEST(policy_file_records_its_core)
 }
 END_TEST
 
+/* ---- training runs: thread count, resume ---- */
+
+static const char *nv_small = "policy.core=gru policy.core_size=8 policy.hidden=8 "
+                              "train.num_envs=8 train.rollout=16 train.minibatches=2";
+
+static int stop_at_update(void *user, const frl_metrics *m)
+{
+    frl_trainer **t = user;
+    if (m->update == 3)
+        frl_trainer_request_stop(*t);
+    return 0;
+}
+
+/* Train CartPoleNoVel-v1 for steps; the parameters into params (num_params floats).
+ * With save_path, stop after update 3, save, load and go on from the file. */
+static int64_t train_nv(int threads, int64_t steps, float *params, const char *save_path)
+{
+    frl_runtime *rt = frl_test_runtime(threads);
+    frl_config *cfg = frl_test_settings(nv_small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPoleNoVel-v1", cfg), FRL_OK);
+    if (save_path) {
+        frl_trainer_set_callback(t, stop_at_update, &t);
+        ck_assert_int_eq(frl_trainer_train(t, steps), FRL_ERR_INTERRUPTED);
+        ck_assert_int_eq(frl_trainer_save(t, save_path), FRL_OK);
+        frl_trainer_destroy(t);
+        ck_assert_int_eq(frl_trainer_load(&t, rt, save_path, NULL), FRL_OK);
+    }
+    ck_assert_msg(frl_trainer_train(t, steps) == FRL_OK, "%s", frl_trainer_last_error(t));
+    frl_policy *p = frl_trainer_policy(t);
+    int64_t n = frl_policy_num_parameters(p);
+    memcpy(params, p->params, sizeof(float) * (size_t)n);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+    return n;
+}
+
+START_TEST(same_bits_any_thread_count_and_after_resume)
+{
+    static float a[1 << 14], b[1 << 14], c[1 << 14];
+    int64_t n = train_nv(1, 1024 * 6, a, NULL);
+    ck_assert_int_le(n, 1 << 14);
+    train_nv(2, 1024 * 6, b, NULL);
+    ck_assert_msg(memcmp(a, b, sizeof(float) * (size_t)n) == 0, "1 and 2 threads differ");
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_recurrent_resume_%d.frl", (int)getpid());
+    train_nv(2, 1024 * 6, c, path);
+    remove(path);
+    /* The checkpoint carries each env's recurrent state: without it the resumed run's
+     * next rollout would start from zeros and differ. */
+    ck_assert_msg(memcmp(a, c, sizeof(float) * (size_t)n) == 0, "the resumed run differs");
+}
+END_TEST
+
 /* ---- learning ---- */
 
 /* Greedy evaluation's share of right answers on MemoryProbe-v0 (reward 1 or 0). */
@@ -388,6 +443,7 @@ int main(void)
     tcase_add_test(tc, bad_state_arguments);
     tcase_add_test(tc, bad_core_settings);
     tcase_add_test(tc, policy_file_records_its_core);
+    tcase_add_test(tc, same_bits_any_thread_count_and_after_resume);
     tcase_add_test(tc, gru_learns_the_probe_sync);
     tcase_add_test(tc, lstm_learns_the_probe_async);
     tcase_add_test(tc, mlp_stays_at_chance);

@@ -1,5 +1,6 @@
 /* Trainer checkpoints: everything a run needs to continue exactly where it stopped. */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "env/vec_env_state.h"
@@ -39,6 +40,11 @@ static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, 
     frl_section_add(s, n, "trainer.recent_length", FRL_DTYPE_I32, FRL_RECENT_EPISODES, k->recent_length);
     frl_section_add(s, n, "trainer.reward_norm", FRL_DTYPE_F64, 4, b->rn);
     frl_section_add(s, n, "trainer.disc_return", FRL_DTYPE_F64, (uint64_t)t->B, k->disc_return);
+    /* A recurrent policy's memory of each env, so a resumed run acts as the saved one
+     * would have (no section for a policy without a core). */
+    if (k->state_w)
+        frl_section_add(s, n, "trainer.policy_state", FRL_DTYPE_F32,
+                        (uint64_t)t->B * (uint64_t)k->state_w, k->state);
 }
 
 /* Every section of the checkpoint, written to path; what they point to is freed after. */
@@ -94,6 +100,25 @@ static frl_status text_of(const frl_container *c, const char *name, char *buf, s
     return FRL_OK;
 }
 
+/* The recurrent state of every env, checked finite (the policy would carry a NaN on). */
+static frl_status restore_policy_state(frl_trainer *t, const frl_container *c, char *err)
+{
+    frl_rollout_book *b = &t->book;
+    if (!b->state_w)
+        return FRL_OK;
+    int64_t count = (int64_t)t->B * (int64_t)b->state_w;
+    const frl_section *ps = frl_container_find(c, "trainer.policy_state", FRL_DTYPE_F32, count, err);
+    if (!ps)
+        return FRL_ERR_FORMAT;
+    const float *v = ps->data;
+    for (int64_t i = 0; i < count; i++)
+        if (!isfinite(v[i]))
+            return frl_fail(err, FRL_ERR_FORMAT, "trainer.policy_state holds a non-finite value "
+                            "(env %lld)", (long long)(i / b->state_w));
+    memcpy(b->state, v, sizeof(float) * (size_t)count);
+    return FRL_OK;
+}
+
 static frl_status restore_counters(frl_trainer *t, const frl_container *c, char *err)
 {
     const frl_section *cs = frl_container_find(c, "trainer.counters", FRL_DTYPE_I64, COUNTERS, err);
@@ -128,7 +153,7 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     b->rn_m2 = r[2];
     b->rn_scale = (float)r[3];
     memcpy(b->disc_return, dr->data, sizeof(double) * (size_t)t->B);
-    return FRL_OK;
+    return restore_policy_state(t, c, err);
 }
 
 /* Settings from the file, with the caller's keys on top. */
