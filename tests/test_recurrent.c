@@ -315,6 +315,43 @@ START_TEST(policy_file_records_its_core)
 }
 END_TEST
 
+/* A reader meets a key it does not know in a policy file, as a reader from before
+ * policy.core meets that key in a recurrent policy's file: FRL_ERR_FORMAT naming it. */
+START_TEST(unknown_key_in_a_file_is_named)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_recurrent_key_%d.frl", (int)getpid());
+    fixture f;
+    make(&f, "policy.core=gru policy.core_size=4", 1);
+    ck_assert_int_eq(frl_policy_save(f.p, path), FRL_OK);
+    frl_container *c = NULL;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_container_read(&c, path, NULL, err), FRL_OK);
+    static frl_section sec[64];
+    static char text[FRL_SETTINGS_MAX + 64];
+    int32_t n = frl_container_count(c);
+    ck_assert_int_le(n, 64);
+    for (int32_t i = 0; i < n; i++) {
+        sec[i] = *frl_container_at(c, i);
+        if (strcmp(sec[i].name, "policy.settings") != 0)
+            continue;
+        int len = snprintf(text, sizeof text, "policy.core_from_the_future=1\n%.*s",
+                           (int)sec[i].count, (const char *)sec[i].data);
+        sec[i].data = text;
+        sec[i].count = (uint64_t)len;
+    }
+    ck_assert_int_eq(frl_container_write(path, NULL, sec, n, err), FRL_OK);
+    frl_container_free(c);
+    frl_policy *q = NULL;
+    ck_assert_int_eq(frl_policy_load(&q, f.rt, path), FRL_ERR_FORMAT);
+    ck_assert_ptr_null(q);
+    ck_assert_msg(strstr(frl_last_error(), "policy.core_from_the_future") != NULL, "%s",
+                  frl_last_error());
+    unmake(&f);
+    remove(path);
+}
+END_TEST
+
 /* ---- training runs: thread count, resume ---- */
 
 static const char *nv_small = "policy.core=gru policy.core_size=8 policy.hidden=8 "
@@ -443,6 +480,7 @@ int main(void)
     tcase_add_test(tc, bad_state_arguments);
     tcase_add_test(tc, bad_core_settings);
     tcase_add_test(tc, policy_file_records_its_core);
+    tcase_add_test(tc, unknown_key_in_a_file_is_named);
     tcase_add_test(tc, same_bits_any_thread_count_and_after_resume);
     tcase_add_test(tc, gru_learns_the_probe_sync);
     tcase_add_test(tc, lstm_learns_the_probe_async);
