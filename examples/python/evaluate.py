@@ -38,9 +38,10 @@ def main():
         returns = []
         for ep in range(args.episodes):
             obs, _ = env.reset(seed=ep)
+            state = policy.initial_state(1)[0]  # a recurrent policy's memory (or empty)
             done, total = False, 0.0
             while not done:
-                action = policy.act(obs, deterministic=not args.sample)
+                action = policy.act(obs, deterministic=not args.sample, state=state)
                 obs, reward, term, trunc, _ = env.step(action)
                 total += reward
                 done = term or trunc

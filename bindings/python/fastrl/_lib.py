@@ -25,7 +25,7 @@ __all__ = ["Error", "LibraryNotFoundError", "Status", "lib", "library_path"]
 
 SONAME = "libfastrl.so.0"
 ABI_MAJOR = 0
-ABI_MINOR = 3  # the binding uses symbols of FASTRL_0.3 (frl_policy_evaluate)
+ABI_MINOR = 3  # the binding uses symbols of FASTRL_0.3 (frl_policy_evaluate, _state_size)
 
 
 class Status(enum.IntEnum):
@@ -144,7 +144,8 @@ class ActArgs(ctypes.Structure):
                 ("actions", vp), ("log_probs", vp), ("values", vp),
                 ("deterministic", i32), ("stream_offset", u64), ("counter", u64),
                 ("workspace", vp), ("workspace_size", c_size),
-                ("observation_width", i64), ("action_width", i64)]
+                ("observation_width", i64), ("action_width", i64),
+                ("state", vp), ("state_width", i64), ("reset", vp)]
 
 
 class EvalArgs(ctypes.Structure):
@@ -267,6 +268,7 @@ _PROTOTYPES = {
     "frl_policy_action_space": (vp, [vp]),
     "frl_policy_num_parameters": (i64, [vp]),
     "frl_policy_version": (u64, [vp]),
+    "frl_policy_state_size": (i64, [vp]),
     "frl_policy_act": (c_status, [vp, P(ActArgs)]),
     "frl_policy_evaluate": (c_status, [vp, vp, P(EvalArgs), P(dbl)]),
     "frl_policy_save": (c_status, [vp, cp]),

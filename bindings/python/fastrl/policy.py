@@ -21,6 +21,11 @@ class Policy:
     by :meth:`save` or a trainer checkpoint; ``Trainer.policy`` is the trainer's own.
     :meth:`act` takes a batch ``[B, *obs_shape]`` (or one observation) and returns the
     actions; :meth:`act_with_info` also returns log-probabilities and values.
+
+    A recurrent policy (``policy.core=gru`` or ``lstm``) remembers each agent's past
+    through a state array the caller owns: ``state = policy.initial_state(B)``, then
+    ``policy.act(obs, state=state, reset=new_episode)`` reads and updates ``state`` in
+    place. A policy without a core has :attr:`state_size` 0 and takes the same calls.
     """
 
     def __init__(self, observation_space, action_space, config=None, *, runtime=None,
@@ -70,6 +75,11 @@ class Policy:
         self._obs_shape = tuple(self.observation_space.shape)
         self._discrete = L.space_get_kind(L.policy_action_space(p)) == spaces.DISCRETE
         self._act_shape = () if self._discrete else tuple(self.action_space.shape)
+        self._state_size = int(L.policy_state_size(p))
+
+    def _check_open(self):
+        if self._h is None:
+            raise Error(Status.ERR_STATE, "the policy is closed")
 
     @property
     def _ptr(self):
@@ -89,19 +99,102 @@ class Policy:
         """Learner updates that changed the weights."""
         return _lib.lib().policy_version(self._ptr)
 
-    def act(self, observations, deterministic=False, *, counter=None, stream_offset=0):
+    @property
+    def state_size(self):
+        """Floats of recurrent state per agent (row): 0 for a policy without a core,
+        ``policy.core_size`` for a GRU, twice that for an LSTM (h then c), per core
+        (``policy.shared=false`` has two: the actor's, then the critic's)."""
+        self._check_open()
+        return self._state_size
+
+    def initial_state(self, batch):
+        """A zeroed float32 state array ``[batch, state_size]`` for :meth:`act`'s
+        ``state``: a row of zeros is a fresh agent. ``(batch, 0)`` for a policy without
+        a core."""
+        self._check_open()
+        if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or \
+                not 1 <= int(batch) < 2**31:
+            raise ValueError(f"initial_state: batch must be an int in [1, 2^31), not "
+                             f"{batch!r}")
+        return np.zeros((int(batch), self._state_size), np.float32)
+
+    def act(self, observations, deterministic=False, *, counter=None, stream_offset=0,
+            state=None, reset=None):
         """Actions for a batch of observations (int32 for discrete, float32 for a box;
         box actions are not clipped). Sampling draws row i from the stream
         (policy seed, stream_offset + i) at position ``counter``; without ``counter``
-        each call takes the next position, so repeated calls draw afresh."""
-        return self._act(observations, deterministic, counter, stream_offset, False)[0]
+        each call takes the next position, so repeated calls draw afresh.
+
+        ``state``: the recurrent state, a C-contiguous, writable float32 numpy array
+        ``[batch, state_size]`` (``[state_size]`` for one observation), such as
+        :meth:`initial_state` returns. The call reads it and replaces it in place with
+        the next state (no copy is ever made, since a copy would lose the update):
+        another dtype, shape or layout raises ``TypeError``/``ValueError``. Required
+        when :attr:`state_size` > 0; a policy without a core takes ``None`` or a
+        ``(batch, 0)`` array. ``reset``: optional bool or uint8 ``[batch]`` (a bool for
+        one observation); row i of ``state`` is zeroed before acting where it is true,
+        so an agent starting an episode acts from a fresh state. A vec env's
+        :attr:`VecEnv.reset_steps` can be passed as it is."""
+        return self._act(observations, deterministic, counter, stream_offset, False,
+                         state, reset)[0]
 
     def act_with_info(self, observations, deterministic=False, *, counter=None,
-                      stream_offset=0):
-        """(actions, log_probs, values) for a batch, as :meth:`act`."""
-        return self._act(observations, deterministic, counter, stream_offset, True)
+                      stream_offset=0, state=None, reset=None):
+        """(actions, log_probs, values) for a batch, as :meth:`act` (``state`` and
+        ``reset`` included)."""
+        return self._act(observations, deterministic, counter, stream_offset, True,
+                         state, reset)
 
-    def _act(self, observations, deterministic, counter, stream_offset, info):
+    def _state_arg(self, state, batch, single):
+        """The address of the caller's state array (None for no state), checked."""
+        size = self._state_size
+        if state is None:
+            if size:
+                raise TypeError(
+                    f"act: this policy is recurrent (state_size {size}) and needs its "
+                    f"state: pass state=policy.initial_state({batch}) (zeros: fresh "
+                    "agents) and pass the same array again on each later call, which "
+                    "updates it in place")
+            return None
+        if not isinstance(state, np.ndarray):
+            raise TypeError(f"act: state must be a numpy.ndarray (float32 [batch, "
+                            f"state_size], e.g. policy.initial_state(batch)), not "
+                            f"{type(state).__name__}")
+        if state.dtype != np.float32:
+            raise TypeError(f"act: state must have dtype float32, not {state.dtype} (it "
+                            "is updated in place, so it is never converted)")
+        shapes = [(batch, size)] + ([(size,)] if single else [])
+        if state.shape not in shapes:
+            raise ValueError(f"act: state of shape {state.shape}; expected "
+                             f"{' or '.join(map(str, shapes))} ([batch, state_size]; "
+                             "policy.initial_state(batch) makes one)")
+        if not state.flags.c_contiguous:
+            raise ValueError("act: state must be C-contiguous (it is updated in place, so "
+                             "it is never copied): use a contiguous array such as "
+                             "policy.initial_state(batch)")
+        if not state.flags.writeable:
+            raise ValueError("act: state is read-only; act updates it in place")
+        return state.ctypes.data if size else None
+
+    @staticmethod
+    def _reset_arg(reset, batch, single):
+        """reset as a C-contiguous uint8 [batch] array (a view of a bool or uint8 array
+        where possible; a small copy otherwise, since it is only read), or None."""
+        if reset is None:
+            return None
+        r = np.asarray(reset)
+        if single and r.shape == ():
+            r = r.reshape(1)
+        if r.dtype.kind not in "biu":
+            raise TypeError(f"act: reset must be bool or uint8 [batch], not {r.dtype}")
+        if r.shape != (batch,):
+            raise ValueError(f"act: reset of shape {r.shape}; expected ({batch},)")
+        if r.dtype == np.bool_ or r.dtype == np.uint8:
+            return np.ascontiguousarray(r).view(np.uint8)
+        return (r != 0).view(np.uint8)
+
+    def _act(self, observations, deterministic, counter, stream_offset, info,
+             state=None, reset=None):
         ptr = self._ptr
         obs = np.ascontiguousarray(observations, dtype=np.float32)
         single = obs.shape == self._obs_shape
@@ -114,6 +207,8 @@ class Policy:
         batch = obs.shape[0]
         if batch >= 2**31:
             raise Error(Status.ERR_RANGE, f"act: batch {batch} is too large (< 2^31)")
+        state_ptr = self._state_arg(state, batch, single)
+        reset_u8 = self._reset_arg(reset, batch, single)
         if counter is None:
             counter = self._counter
             self._counter += 1
@@ -138,6 +233,10 @@ class Policy:
         args.deterministic = 1 if deterministic else 0
         args.stream_offset = int(stream_offset)
         args.counter = int(counter)
+        args.state = state_ptr
+        args.state_width = self._state_size
+        if reset_u8 is not None:
+            args.reset = reset_u8.ctypes.data
         _lib.check(_lib.lib().policy_act(ptr, ctypes.byref(args)), "act")
         if single:
             a = actions[0]

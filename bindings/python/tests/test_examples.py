@@ -51,3 +51,12 @@ def test_ring_numpy_example():
     out = run("ring_numpy.py")
     assert "shares the library's memory: True" in out
     assert "update 5: policy version 4" in out and "own ring: slot 0 is reading" in out
+
+
+@pytest.mark.slow
+def test_recurrent_cartpole_example():
+    out = run("recurrent_cartpole.py")
+    assert "state_size 128" in out  # two GRU cores of 64 (actor and critic)
+    carried = float(out.split("state carried: mean return")[1].split()[0])
+    wiped = float(out.split("every step: mean return")[1].split()[0])
+    assert carried > 2 * wiped, out

@@ -1,5 +1,6 @@
 """Loading the library, versions, status codes and fastrl.Error."""
 
+import ctypes
 import os
 import pickle
 import re
@@ -149,3 +150,41 @@ def test_works_without_gymnasium():
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:3] == ["fastrl.spaces Discrete(2)", "(3, 3) (3,) (3, 1)",
                                          "256"]
+
+
+def header_struct(text, name):
+    """[(field, size in bytes)] of `typedef struct name {...}` in the header."""
+    body = re.search(rf"typedef struct {name} \{{(.*?)\}} {name};", text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/|//[^\n]*", "", body, flags=re.S)
+    sizes = {"size_t": ctypes.sizeof(ctypes.c_size_t), "int32_t": 4, "uint32_t": 4,
+             "int64_t": 8, "uint64_t": 8, "double": 8, "float": 4, "int": 4}
+    fields = []
+    for decl in filter(None, (d.strip() for d in body.split(";"))):
+        fn = re.search(r"\(\s*\*\s*(\w+)\s*\)", decl)
+        if fn:  # a function pointer
+            fields.append((fn.group(1), ctypes.sizeof(ctypes.c_void_p)))
+            continue
+        first, *rest = decl.split(",")
+        base, first_name = re.match(r"(.*?)([\s*]+\w+)$", first.strip()).groups()
+        base = base.replace("const", "").strip()
+        for d in [first_name] + rest:
+            pointer = "*" in d
+            size = ctypes.sizeof(ctypes.c_void_p) if pointer else \
+                sizes.get(base, 4 if base.startswith("frl_") else None)  # enums: int
+            assert size, f"{name}: unknown type {base!r}"
+            fields.append((d.replace("*", "").strip(), size))
+    return fields
+
+
+@pytest.mark.parametrize("cls,name", [
+    ("ConfigKeyInfo", "frl_config_key_info"), ("Logger", "frl_logger"),
+    ("EnvCallbacks", "frl_env_callbacks"), ("BatchEnvCallbacks", "frl_batch_env_callbacks"),
+    ("ActArgs", "frl_act_args"), ("EvalArgs", "frl_eval_args"),
+    ("MetricsStruct", "frl_metrics")])
+def test_struct_layouts_match_the_header(cls, name):
+    # The ctypes tables list the header's fields in order, each of the C size, so
+    # ctypes' natural alignment gives the C offsets and sizeof (a field the header
+    # appends, such as frl_act_args' state in 0.3, must be appended here too).
+    text = open(os.path.join(PKG_ROOT, "..", "..", "include", "fastrl.h")).read()
+    py = [(f[0], ctypes.sizeof(f[1])) for f in getattr(_lib, cls)._fields_]
+    assert py == header_struct(text, name)
