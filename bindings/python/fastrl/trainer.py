@@ -391,6 +391,12 @@ def evaluate(policy, env, episodes=100, *, deterministic=True, seed=0, num_envs=
     env steps (all envs counted; 0: no limit) without finishing is ``ERR_RANGE``.
     """
     from .env import _check_seed  # here: the rest of the module needs nothing of it
+    if isinstance(policy, Trainer):
+        policy = policy.policy  # the trainer's acting policy
+    if not isinstance(policy, Policy):
+        # Checked here: a handle of another kind would reach the library as a policy.
+        raise TypeError(f"evaluate: policy must be a fastrl.Policy (or a Trainer), not "
+                        f"{type(policy).__name__}")
     if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or \
             not 1 <= episodes < 2**31:
         raise Error(Status.ERR_RANGE, f"evaluate: episodes must be an int in [1, 2^31), "

@@ -189,3 +189,15 @@ def test_mlp_policy_takes_the_same_calls():
         p.state_size
     with pytest.raises(fastrl.Error, match="closed"):
         p.initial_state(5)
+
+
+def test_evaluate_carries_the_state(trained):
+    """fastrl.evaluate runs a recurrent policy with its state per env (the library's
+    frl_policy_evaluate keeps one, restarted with each episode)."""
+    returns = fastrl.evaluate(trained, "CartPoleNoVel-v1", episodes=8)
+    assert returns.shape == (8,) and np.all(returns >= 1)
+
+
+def test_evaluate_refuses_what_is_not_a_policy():
+    with pytest.raises(TypeError, match="fastrl.Policy"):
+        fastrl.evaluate(object(), "CartPole-v1", episodes=1)
