@@ -764,7 +764,7 @@ START_TEST(init_params)
         for (size_t i = 0; i < np; i++)
             p[i] = 7.0f;
         frl_rng rng = frl_rng_stream(5, 6);
-        frl_rnn_init_params(&r, p, &rng, work);
+        frl_rnn_init_params(&r, p, 0.0f, &rng, work);
         for (size_t i = 0; i < PBASE; i++)
             ck_assert(p[i] == 7.0f);
         for (size_t i = PBASE + r.num_params; i < np; i++)

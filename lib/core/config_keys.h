@@ -28,6 +28,9 @@
       "activation of the hidden layers")                                                     \
     X(POLICY_CORE, "policy.core", CHOICE, "none", 0, 0,                                      \
       "recurrent core between the encoder and the heads: none (an MLP), gru or lstm")         \
+    X(POLICY_CORE_KEEP_BIAS, "policy.core_keep_bias", FLOAT, "0", -10, 10,                   \
+      "initial bias of the core's keep gate (GRU: update gate; LSTM: forget gate, 1 + "     \
+      "this): positive starts with a longer memory")                                        \
     X(POLICY_CORE_SIZE, "policy.core_size", INT, "64", 1, 1024,                              \
       "units of the recurrent core (policy.core gru or lstm)")                               \
     X(POLICY_HIDDEN, "policy.hidden", INT_LIST, "64,64", 1, 4096,                            \

@@ -33,15 +33,17 @@ size_t frl_rnn_init_work(const frl_rnn *r)
     return (a > b ? a : b) + 1;
 }
 
-void frl_rnn_init_params(const frl_rnn *r, float *params, frl_rng *rng, double *work)
+void frl_rnn_init_params(const frl_rnn *r, float *params, float keep_bias, frl_rng *rng,
+                         double *work)
 {
     int32_t gh = r->gates * r->h;
     frl_init_orthogonal(params + r->off_wx, r->in, gh, 1.0, rng, work);
     frl_init_orthogonal(params + r->off_wh, r->h, gh, 1.0, rng, work);
     memset(params + r->off_bx, 0, sizeof(float) * 2 * (size_t)gh);
-    if (r->kind == FRL_RNN_LSTM)
-        for (int32_t j = 0; j < r->h; j++)
-            params[r->off_bx + (size_t)r->h + (size_t)j] = 1.0f;
+    /* The keep gate is the second block in both layouts (GRU r, z, n; LSTM i, f, g, o). */
+    float keep = r->kind == FRL_RNN_LSTM ? 1.0f + keep_bias : keep_bias;
+    for (int32_t j = 0; j < r->h; j++)
+        params[r->off_bx + (size_t)r->h + (size_t)j] = keep;
 }
 
 /* ---- one step ---- */

@@ -41,11 +41,15 @@ static inline int32_t frl_rnn_state_w(const frl_rnn *r)
     return r->kind == FRL_RNN_LSTM ? 2 * r->h : r->h;
 }
 
-/* Orthogonal wx and wh (each as one matrix, gain 1), zero biases but the LSTM's forget
- * gate, whose bias starts at 1 (Jozefowicz et al., 2015) so early gradients are not cut
- * by a half-closed gate. work: frl_rnn_init_work(r) doubles. */
+/* Orthogonal wx and wh (each as one matrix, gain 1), zero biases but the gate that
+ * keeps the state: the GRU's update gate z starts at keep_bias, the LSTM's forget gate
+ * at 1 + keep_bias (1: Jozefowicz et al., 2015, so early gradients are not cut by a
+ * half-closed gate). A positive keep_bias starts with a longer memory, which a reward
+ * many steps after its cause needs (Tallec and Ollivier's chrono initialisation, as one
+ * number). work: frl_rnn_init_work(r) doubles. */
 size_t frl_rnn_init_work(const frl_rnn *r);
-void frl_rnn_init_params(const frl_rnn *r, float *params, frl_rng *rng, double *work);
+void frl_rnn_init_params(const frl_rnn *r, float *params, float keep_bias, frl_rng *rng,
+                         double *work);
 
 /* ---- acting: one step ---- */
 

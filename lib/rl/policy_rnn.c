@@ -87,7 +87,8 @@ void frl_policy_rnn_init_params(const frl_policy *p, frl_rng *r, double *work)
     for (int32_t i = 0; i < p->towers; i++) {
         if (p->enc[i].layers)
             frl_mlp_init_params(&p->enc[i], p->params, g, g, r, work);
-        frl_rnn_init_params(&p->core[i], p->params, r, work);
+        frl_rnn_init_params(&p->core[i], p->params,
+                            (float)frl_cfg_float(p->cfg, FRL_KEY_POLICY_CORE_KEEP_BIAS), r, work);
     }
     frl_mlp_init_params(&p->actor, p->params, g, 0.01, r, work);
     frl_mlp_init_params(&p->critic, p->params, g, 1.0, r, work);

@@ -9,8 +9,10 @@
  * the time and failed one seed in ten. MemoryProbe-v0's reward comes once, after the
  * delay, for the one action that matches the cue: a smaller entropy bonus and step
  * size let a recurrent policy's answer sharpen (with PPO's 0.01 and CartPole's step, a
- * GRU stayed at chance over 1M steps with D = 20); a memoryless policy stays at chance
- * whatever its settings. */
+ * GRU stayed at chance over 1M steps with D = 20), and a core that starts with a long
+ * memory (keep gate bias 2: a GRU keeps 88% of its state a step) finds the cue: seeds
+ * 1-4 solved D = 20 in 74K-134K steps, against 111K-917K or never with bias 0. A
+ * memoryless policy stays at chance whatever its settings. */
 #include <string.h>
 
 #include "trainer/env_defaults.h"
@@ -31,7 +33,7 @@ static const env_defaults table[] = {
     {"MountainCar-v0", "train.num_envs=16"},
     /* CartPole's settings, for comparison with the same task fully observed. */
     {"CartPoleNoVel-v1", "train.num_envs=16 train.lr=2.5e-3"},
-    {"MemoryProbe-v0", "train.lr=1e-3 train.ent_coef=0.001"},
+    {"MemoryProbe-v0", "train.lr=1e-3 train.ent_coef=0.001 policy.core_keep_bias=2"},
     {"MountainCarContinuous-v0", "train.num_envs=4 train.rollout=1024 train.ent_coef=0 "
                                  "policy.obs_norm=true train.reward_norm=true"},
 };
