@@ -132,26 +132,19 @@ frl_status frl_ppo_learner_load(frl_learner *l, const frl_container *c, int64_t 
     return FRL_OK;
 }
 
+/* PPO and IMPALA: one learner (read_ppo_settings tells the losses apart). */
+#define PPO_LEARNER_FUNCTIONS                                                              \
+    .storage = ppo_storage, .create = ppo_create, .destroy = frl_ppo_learner_destroy,      \
+    .learn = frl_ppo_learner_learn, .save = frl_ppo_learner_save,                          \
+    .load = frl_ppo_learner_load
+
+const frl_learner_ops frl_algo_ppo = {.name = "ppo", PPO_LEARNER_FUNCTIONS};
+
 /* IMPALA's loss has no trust region: several epochs over one batch drive it off (0/10
  * CartPole seeds with PPO's 4, bench/README.md), so it takes one pass per batch, as the
  * paper's learner does, and a smaller entropy bonus (9/10 seeds). */
 const frl_learner_ops frl_algo_impala = {
     .name = "impala",
     .settings = "train.epochs=1 train.ent_coef=0.001",
-    .storage = ppo_storage,
-    .create = ppo_create,
-    .destroy = frl_ppo_learner_destroy,
-    .learn = frl_ppo_learner_learn,
-    .save = frl_ppo_learner_save,
-    .load = frl_ppo_learner_load,
-};
-
-const frl_learner_ops frl_algo_ppo = {
-    .name = "ppo",
-    .storage = ppo_storage,
-    .create = ppo_create,
-    .destroy = frl_ppo_learner_destroy,
-    .learn = frl_ppo_learner_learn,
-    .save = frl_ppo_learner_save,
-    .load = frl_ppo_learner_load,
+    PPO_LEARNER_FUNCTIONS,
 };

@@ -13,7 +13,7 @@
 
 /* ---- layout ---- */
 
-static frl_nn_act activation_of(const frl_config *cfg)
+frl_nn_act frl_policy_activation(const frl_config *cfg)
 {
     static const frl_nn_act acts[FRL_POLICY_ACTIVATION_COUNT] = {
         [FRL_POLICY_ACTIVATION_TANH] = FRL_NN_TANH,
@@ -31,7 +31,7 @@ static size_t layout_networks(frl_policy *p)
         return p->log_std_off + (p->discrete ? 0 : (size_t)p->out_w);
     }
     frl_int_list h = frl_cfg_list(p->cfg, FRL_KEY_POLICY_HIDDEN);
-    frl_nn_act act = activation_of(p->cfg);
+    frl_nn_act act = frl_policy_activation(p->cfg);
     if (p->shared && h.n > 0) {
         frl_mlp_init(&p->trunk, p->in_w, h.v, h.n, 0, act, 0);
         int32_t tw = frl_mlp_out(&p->trunk);

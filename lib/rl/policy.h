@@ -74,6 +74,9 @@ typedef struct frl_pass {
                                 the policy's own, or an acting snapshot of it */
 } frl_pass;
 
+/* The hidden layers' activation that policy.activation names. */
+frl_nn_act frl_policy_activation(const frl_config *cfg);
+
 /* What the networks read for rows observations: obs itself, or xn [rows x in_w] filled
  * with one-hot rows (discrete observations) or normalised ones (norm, obs_norm). */
 const float *frl_policy_input(const frl_policy *p, const frl_obsnorm *norm, int32_t rows,

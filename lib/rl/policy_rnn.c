@@ -24,20 +24,10 @@ static frl_rnn_kind kind_of(const frl_config *cfg)
     return kinds[frl_cfg_choice(cfg, FRL_KEY_POLICY_CORE)];
 }
 
-static frl_nn_act hidden_act(const frl_config *cfg)
-{
-    static const frl_nn_act acts[FRL_POLICY_ACTIVATION_COUNT] = {
-        [FRL_POLICY_ACTIVATION_TANH] = FRL_NN_TANH,
-        [FRL_POLICY_ACTIVATION_RELU] = FRL_NN_RELU,
-        [FRL_POLICY_ACTIVATION_ELU] = FRL_NN_ELU,
-    };
-    return acts[frl_cfg_choice(cfg, FRL_KEY_POLICY_ACTIVATION)];
-}
-
 size_t frl_policy_rnn_layout(frl_policy *p)
 {
     frl_int_list hl = frl_cfg_list(p->cfg, FRL_KEY_POLICY_HIDDEN);
-    frl_nn_act act = hidden_act(p->cfg);
+    frl_nn_act act = frl_policy_activation(p->cfg);
     int32_t h = (int32_t)frl_cfg_int(p->cfg, FRL_KEY_POLICY_CORE_SIZE);
     size_t at = 0;
     p->towers = p->shared ? 1 : 2;
