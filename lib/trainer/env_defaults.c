@@ -31,8 +31,11 @@ static const env_defaults table[] = {
      "train.clip_value=false train.max_grad_norm=0 train.adam_eps=1e-8 "
      "policy.activation=relu policy.init_log_std=1.386"},
     {"MountainCar-v0", "train.num_envs=16"},
-    /* CartPole's settings, for comparison with the same task fully observed. */
-    {"CartPoleNoVel-v1", "train.num_envs=16 train.lr=2.5e-3"},
+    /* A recurrent policy must infer the velocities: CartPole's step size made a GRU solve
+     * 2 of 3 seeds within 1M steps; a smaller one with rl-zoo3's discounting for this
+     * task (gamma 0.98, lambda 0.8) solved 3 of 3 in 295K-432K. The same for every
+     * policy, so a memoryless one is compared on equal terms. */
+    {"CartPoleNoVel-v1", "train.num_envs=16 train.lr=1e-3 train.gamma=0.98 train.gae_lambda=0.8"},
     {"MemoryProbe-v0", "train.lr=1e-3 train.ent_coef=0.001 policy.core_keep_bias=2"},
     {"MountainCarContinuous-v0", "train.num_envs=4 train.rollout=1024 train.ent_coef=0 "
                                  "policy.obs_norm=true train.reward_norm=true"},
