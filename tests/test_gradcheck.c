@@ -5,9 +5,20 @@
  * library's float32 PPO gradient over a random minibatch is compared with central
  * differences of an independent float64 implementation of the same loss: the MLP
  * layers, the heads' log-probabilities and entropies, the clipped surrogate, the
- * clipped value loss and the entropy bonus. The heads are also checked alone. */
+ * clipped value loss and the entropy bonus. The heads are also checked alone.
+ *
+ * Recurrent policies (GRU and LSTM cores; one shared tower or an actor's and a critic's;
+ * with and without an encoder MLP) are checked the same way over a minibatch of whole
+ * env columns: the reference runs each column's [T] sequence from its first state,
+ * restarts the state from zeros after an autoreset step, and holds the state fixed at
+ * the bptt truncation points, so its differences are the library's truncated gradient
+ * (every encoder, core, head and log-std parameter). Each recurrent case also shows the
+ * check could fail: the reference without its resets, and without the truncation,
+ * disagrees with the library. Before the gradients, the reference's loss must equal
+ * the one the library reports. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/rng.h"
@@ -16,6 +27,21 @@
 #include "test_util.h"
 
 /* ---- float64 reference ---- */
+
+enum { MAXROWS = 256, MAXOUT = 4, MAXH = 16, MAXPARAMS = 16384 };
+
+/* What a sensitivity check leaves out of the recurrent reference. */
+enum { SKIP_RESETS = 1, SKIP_CUTS = 2 };
+
+/* The reference's buffers, row-indexed like the slot (row t * B + b). */
+typedef struct ref {
+    int record;                        /* 1: store the states at truncation points */
+    int skip;                          /* SKIP_* */
+    double out[MAXROWS * MAXOUT];      /* head outputs */
+    double v[MAXROWS];                 /* values */
+    double core[2][MAXROWS * MAXH];    /* each tower's core output */
+    double cut[2][MAXROWS * 2 * MAXH]; /* the state entering a truncation point */
+} ref;
 
 static double act_d(double x, frl_nn_act a)
 {
@@ -46,10 +72,9 @@ static void mlp_d(const frl_mlp *m, const double *p, const double *x, double *ou
     memcpy(out, a, sizeof(double) * (size_t)m->width[m->layers]);
 }
 
-static void policy_d(const frl_policy *pol, const double *p, const float *obs, double *out,
-                     double *value)
+/* What the networks read for one observation row (normalised and clipped with obs_norm). */
+static void input_d(const frl_policy *pol, const float *obs, double *x)
 {
-    double x[64], h[256];
     for (int32_t i = 0; i < pol->obs_w; i++) {
         double v = obs[i];
         if (pol->obs_norm) {
@@ -58,6 +83,13 @@ static void policy_d(const frl_policy *pol, const double *p, const float *obs, d
         }
         x[i] = v;
     }
+}
+
+static void policy_d(const frl_policy *pol, const double *p, const float *obs, double *out,
+                     double *value)
+{
+    double x[64], h[256];
+    input_d(pol, obs, x);
     const double *in = x;
     if (pol->shared) {
         mlp_d(&pol->trunk, p, x, h);
@@ -96,16 +128,128 @@ static double logp_d(const frl_policy *pol, const double *p, const double *out, 
     return lp;
 }
 
-/* The PPO loss over the minibatch rows idx[0..n), as frl_ppo defines it. */
-static double ppo_loss_d(const frl_ppo *l, const double *p, const int32_t *idx, int32_t n)
+/* An MLP policy's outputs at the rows idx[0..n). */
+static void mlp_rows_d(const frl_ppo *l, const double *p, const int32_t *idx, int32_t n, ref *R)
 {
     const frl_policy *pol = l->p;
     const float *obs = frl_ring_at(l->ring, 0, FRL_RING_OBSERVATIONS);
+    for (int32_t r = 0; r < n; r++) {
+        size_t i = (size_t)idx[r];
+        policy_d(pol, p, obs + i * (size_t)pol->obs_w, R->out + i * (size_t)pol->out_w, R->v + i);
+    }
+}
+
+static double sig_d(double x)
+{
+    return 1 / (1 + exp(-x));
+}
+
+/* One core step of one column, from PyTorch's equations (GRU r, z, n: n = tanh(x W_n +
+ * b_xn + r (h W_hn + b_hn)), h' = (1 - z) n + z h; LSTM i, f, g, o: c' = f c + i g,
+ * h' = o tanh c'): s (h, then an LSTM's c) is replaced by the new state. */
+static void cell_d(const frl_rnn *c, const double *p, const double *x, double *s)
+{
+    int32_t h = c->h, gw = c->gates * h;
+    double a[4 * MAXH], g[4 * MAXH], hn[MAXH], cn[MAXH];
+    for (int32_t j = 0; j < gw; j++) {
+        a[j] = p[c->off_bx + (size_t)j];
+        g[j] = p[c->off_bh + (size_t)j];
+        for (int32_t i = 0; i < c->in; i++)
+            a[j] += x[i] * p[c->off_wx + (size_t)i * (size_t)gw + (size_t)j];
+        for (int32_t i = 0; i < h; i++)
+            g[j] += s[i] * p[c->off_wh + (size_t)i * (size_t)gw + (size_t)j];
+    }
+    for (int32_t j = 0; j < h; j++) {
+        if (c->kind == FRL_RNN_GRU) {
+            double r = sig_d(a[j] + g[j]), z = sig_d(a[h + j] + g[h + j]);
+            hn[j] = (1 - z) * tanh(a[2 * h + j] + r * g[2 * h + j]) + z * s[j];
+            continue;
+        }
+        double i = sig_d(a[j] + g[j]), f = sig_d(a[h + j] + g[h + j]);
+        double o = sig_d(a[3 * h + j] + g[3 * h + j]);
+        cn[j] = f * s[h + j] + i * tanh(a[2 * h + j] + g[2 * h + j]);
+        hn[j] = o * tanh(cn[j]);
+    }
+    memcpy(s, hn, sizeof(double) * (size_t)h);
+    if (c->kind == FRL_RNN_LSTM)
+        memcpy(s + h, cn, sizeof(double) * (size_t)h);
+}
+
+/* The state s (sw values) of tower k's core entering step t of column b. At a truncation
+ * point (t > 0, t % bptt == 0) it is the state the unperturbed parameters gave there,
+ * stored when R->record: the library carries the state on across the point (truncation
+ * detaches, it does not restart) but passes no gradient back, so no parameter may reach
+ * the loss through the steps before it. After an autoreset step (row t - 1 flagged: its
+ * observation is still the old episode's, the next is the new one's first) the column
+ * starts from zeros. */
+static void incoming_d(const frl_ppo *l, int32_t k, int32_t t, int32_t b, int32_t sw,
+                       double *s, ref *R)
+{
+    const uint8_t *reset = frl_ring_at(l->ring, 0, FRL_RING_RESET_STEPS);
+    int32_t bptt = l->s.bptt > 0 ? l->s.bptt : l->T;
+    size_t row = (size_t)t * (size_t)l->B + (size_t)b, bytes = sizeof(double) * (size_t)sw;
+    double *cut = R->cut[k] + row * 2 * MAXH;
+    if (t > 0 && t % bptt == 0 && !(R->skip & SKIP_CUTS)) {
+        if (R->record)
+            memcpy(cut, s, bytes);
+        else
+            memcpy(s, cut, bytes);
+    }
+    if (t > 0 && reset[row - (size_t)l->B] && !(R->skip & SKIP_RESETS))
+        memset(s, 0, bytes);
+}
+
+/* Tower k's core output at every row: each column from its first state (its part of
+ * l->state0), the encoder (if any) then the core at each step. */
+static void tower_d(const frl_ppo *l, const double *p, int32_t k, ref *R)
+{
+    const frl_policy *pol = l->p;
+    const frl_rnn *c = &pol->core[k];
+    const float *obs = frl_ring_at(l->ring, 0, FRL_RING_OBSERVATIONS);
+    int32_t sw = frl_rnn_state_w(c), off = k ? frl_rnn_state_w(&pol->core[0]) : 0;
+    for (int32_t b = 0; b < l->B; b++) {
+        double s[2 * MAXH], x[64], e[256];
+        for (int32_t j = 0; j < sw; j++)
+            s[j] = l->state0[(size_t)b * (size_t)pol->state_w + (size_t)(off + j)];
+        for (int32_t t = 0; t < l->T; t++) {
+            size_t row = (size_t)t * (size_t)l->B + (size_t)b;
+            input_d(pol, obs + row * (size_t)pol->obs_w, x);
+            if (pol->enc[k].layers)
+                mlp_d(&pol->enc[k], p, x, e);
+            incoming_d(l, k, t, b, sw, s, R);
+            cell_d(c, p, pol->enc[k].layers ? e : x, s);
+            memcpy(R->core[k] + row * MAXH, s, sizeof(double) * (size_t)c->h);
+        }
+    }
+}
+
+/* A recurrent policy's outputs at every row: the actor's head reads tower 0's core, the
+ * critic's the last tower's (the same one when shared). */
+static void rnn_rows_d(const frl_ppo *l, const double *p, ref *R)
+{
+    const frl_policy *pol = l->p;
+    for (int32_t k = 0; k < pol->towers; k++)
+        tower_d(l, p, k, R);
+    for (size_t i = 0; i < (size_t)l->N; i++) {
+        mlp_d(&pol->actor, p, R->core[0] + i * MAXH, R->out + i * (size_t)pol->out_w);
+        mlp_d(&pol->critic, p, R->core[pol->towers - 1] + i * MAXH, R->v + i);
+    }
+}
+
+/* The PPO loss over the minibatch rows idx[0..n), as frl_ppo defines it. */
+static double ppo_loss_d(const frl_ppo *l, const double *p, ref *R, const int32_t *idx,
+                         int32_t n)
+{
+    const frl_policy *pol = l->p;
     const unsigned char *acts = frl_ring_at(l->ring, 0, FRL_RING_ACTIONS);
     const float *old_lp = frl_ring_at(l->ring, 0, FRL_RING_LOG_PROBS);
     const float *old_v = frl_ring_at(l->ring, 0, FRL_RING_VALUES);
     size_t ab = pol->discrete ? 4 : 4 * (size_t)pol->out_w;
     double s = 0, ss = 0, cnt = 0, c = l->s.clip;
+    if (pol->towers)
+        rnn_rows_d(l, p, R);
+    else
+        mlp_rows_d(l, p, idx, n, R);
     for (int32_t r = 0; r < n; r++)
         if (l->valid[idx[r]]) {
             s += l->adv[idx[r]];
@@ -120,9 +264,9 @@ static double ppo_loss_d(const frl_ppo *l, const double *p, const int32_t *idx, 
         int32_t i = idx[r];
         if (!l->valid[i])
             continue;
-        double out[64], v, ent;
-        policy_d(pol, p, obs + (size_t)i * (size_t)pol->obs_w, out, &v);
-        double lp = logp_d(pol, p, out, acts + (size_t)i * ab, &ent);
+        double ent, v = R->v[i];
+        double lp = logp_d(pol, p, R->out + (size_t)i * (size_t)pol->out_w, acts + (size_t)i * ab,
+                           &ent);
         double ratio = exp(lp - old_lp[i]), A = (l->adv[i] - mean) / (sd + 1e-8);
         double rc = ratio < 1 - c ? 1 - c : (ratio > 1 + c ? 1 + c : ratio);
         pg += l->s.impala ? -A * lp : fmax(-A * ratio, -A * rc);
@@ -133,6 +277,31 @@ static double ppo_loss_d(const frl_ppo *l, const double *p, const int32_t *idx, 
     return pg / cnt - l->s.ent_coef * en / cnt + l->s.vf_coef * vl / cnt;
 }
 
+/* Central differences of the reference loss at p (left as it was) into fd
+ * [num_params]; the states at the truncation points are recorded at p first. */
+static void fd_gradient(const frl_ppo *l, double *p, ref *R, const int32_t *idx, int32_t n,
+                        double *fd)
+{
+    R->record = 1;
+    ppo_loss_d(l, p, R, idx, n);
+    R->record = 0;
+    for (size_t j = 0; j < l->p->num_params; j++) {
+        double h = 1e-6, keep = p[j];
+        p[j] = keep + h;
+        double up = ppo_loss_d(l, p, R, idx, n);
+        p[j] = keep - h;
+        double dn = ppo_loss_d(l, p, R, idx, n);
+        p[j] = keep;
+        fd[j] = (up - dn) / (2 * h);
+    }
+}
+
+/* The bound on a float32 gradient g against the float64 difference fd. */
+static int within(double g, double fd)
+{
+    return fabs(fd - g) <= 2e-3 * fabs(fd) + 2e-5;
+}
+
 /* ---- setup: a policy, a ring slot of random experience, a learner ---- */
 
 typedef struct fixture {
@@ -141,6 +310,7 @@ typedef struct fixture {
     frl_policy *p;
     frl_ring *ring;
     frl_ppo l;
+    float state0[256]; /* recurrent: the columns' first states */
 } fixture;
 
 static void fill_slot(fixture *f, frl_rng *r)
@@ -170,7 +340,72 @@ static void fill_slot(fixture *f, frl_rng *r)
     }
 }
 
-static void setup(fixture *f, const char *settings, int discrete, int obs_w)
+/* Episode ends at chosen steps rather than random ones, so that every kind of restart
+ * occurs: the row after an ending step is its autoreset step, and the state restarts
+ * one step later. Column 0 restarts before step 4 (its autoreset step 3 is a truncation
+ * point of bptt 3), column 1 before step 1 (row 0 is an autoreset step: an episode
+ * ended on the previous rollout's last step) and before step 6 (a truncation point of
+ * bptt 2 and 3), column 2 never (gradients reach back over whole truncation windows),
+ * column 3 before step 2, and its last row is an autoreset step. */
+static void plant_episodes(fixture *f)
+{
+    static const int32_t ends[][2] = {{2, 0}, {4, 1}, {0, 3}, {6, 3}}; /* {step, column} */
+    int32_t T = f->ring->steps, B = f->ring->envs;
+    uint8_t *term = frl_ring_at(f->ring, 0, FRL_RING_TERMINATED);
+    uint8_t *reset = frl_ring_at(f->ring, 0, FRL_RING_RESET_STEPS);
+    ck_assert(T >= 8 && B >= 4);
+    memset(term, 0, (size_t)T * (size_t)B);
+    memset(reset, 0, (size_t)T * (size_t)B);
+    for (size_t e = 0; e < sizeof ends / sizeof ends[0]; e++) {
+        term[ends[e][0] * B + ends[e][1]] = 1;
+        reset[(ends[e][0] + 1) * B + ends[e][1]] = 1;
+    }
+    reset[1] = 1;
+}
+
+/* Old log-probabilities within 0.4 of the current policy's (by the reference), since
+ * with few rows the random ones can leave none unclipped. */
+static void near_old_logps(fixture *f, frl_rng *r)
+{
+    const frl_policy *pol = f->p;
+    const unsigned char *acts = frl_ring_at(f->ring, 0, FRL_RING_ACTIONS);
+    float *old_lp = frl_ring_at(f->ring, 0, FRL_RING_LOG_PROBS);
+    size_t ab = pol->discrete ? 4 : 4 * (size_t)pol->out_w;
+    double *p = calloc(pol->num_params, sizeof(double)), ent;
+    ref *R = calloc(1, sizeof *R);
+    ck_assert(p && R);
+    for (size_t j = 0; j < pol->num_params; j++)
+        p[j] = pol->params[j];
+    R->record = 1;
+    rnn_rows_d(&f->l, p, R);
+    for (size_t i = 0; i < (size_t)f->l.N; i++)
+        old_lp[i] = (float)(logp_d(pol, p, R->out + i * (size_t)pol->out_w, acts + i * ab, &ent) +
+                            frl_rng_uniform_range(r, -0.4, 0.4));
+    free(p);
+    free(R);
+}
+
+/* A recurrent rollout's first states (random, as a mid-training batch has), then
+ * frl_ppo_values: it derives the start flags from the resets (and V-trace's
+ * log-ratios), and overwrites the ring's old values with the current ones, where value
+ * clipping would never bind, so the random ones go back. */
+static void prepare_recurrent(fixture *f, frl_rng *r)
+{
+    int32_t N = f->l.N, sw = f->p->state_w;
+    float *v = frl_ring_at(f->ring, 0, FRL_RING_VALUES), old[MAXROWS];
+    ck_assert(f->l.B * sw <= 256 && N <= MAXROWS);
+    for (int32_t i = 0; i < f->l.B * sw; i++)
+        f->state0[i] = (float)frl_rng_uniform_range(r, -0.9, 0.9);
+    frl_ppo_set_state0(&f->l, f->state0);
+    near_old_logps(f, r);
+    memcpy(old, v, sizeof(float) * (size_t)N);
+    char err[256];
+    ck_assert_int_eq(frl_ppo_values(&f->l, 0, err), FRL_OK);
+    memcpy(v, old, sizeof(float) * (size_t)N);
+}
+
+static void setup(fixture *f, const char *settings, int discrete, int obs_w, int32_t T,
+                  int32_t B)
 {
     frl_config *cfg;
     ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
@@ -186,9 +421,13 @@ static void setup(fixture *f, const char *settings, int discrete, int obs_w)
     else
         ck_assert_int_eq(frl_space_create_box(&f->as, NULL, 1, &ashape, lo, hi), FRL_OK);
     ck_assert_int_eq(frl_policy_create(&f->p, f->rt, cfg, f->os, f->as), FRL_OK);
-    ck_assert_int_eq(frl_ring_create(&f->ring, f->rt, 1, 5, 40, f->os, f->as), FRL_OK);
+    ck_assert_int_eq(frl_ring_create(&f->ring, f->rt, 1, T, B, f->os, f->as), FRL_OK);
     frl_ppo_settings s = {1, 1, 1e-3, 0.2, 0.01, 0.5, 0.5, 0.99, 0.95, 1e-5, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0};
     s.impala = frl_cfg_choice(cfg, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_IMPALA;
+    /* The recurrent cases run frl_ppo_values, which gives V-trace its log-ratios; the
+     * MLP ones keep GAE over random values. */
+    s.vtrace = s.impala && f->p->towers > 0;
+    s.bptt = (int32_t)frl_cfg_int(cfg, FRL_KEY_TRAIN_BPTT);
     char err[256];
     ck_assert_int_eq(frl_ppo_init(&f->l, f->rt, f->p, f->ring, &s, err), FRL_OK);
     frl_config_destroy(cfg);
@@ -218,17 +457,44 @@ static void randomise(fixture *f, frl_rng *r)
     }
 }
 
+/* The minibatch's n rows into idx, and another's into other (its count returned in *m).
+ * An MLP policy's: a permutation of the slot's rows, and its second half. A recurrent
+ * policy's: whole columns in an order not the identity, step-major, as frl_ppo_update's
+ * column minibatches lay out one shard's; the other has half the columns. */
+static int32_t minibatch(const frl_ppo *l, int32_t *idx, int32_t *other, int32_t *m)
+{
+    int32_t N = l->N, T = l->T, B = l->B, half = l->B / 2;
+    if (!l->p->towers) {
+        for (int32_t i = 0; i < N; i++)
+            idx[i] = (i * 37) % N;
+        *m = N - N / 2;
+        memcpy(other, idx + N / 2, sizeof(int32_t) * (size_t)*m);
+        return N;
+    }
+    ck_assert_int_eq(l->shards, 1);
+    ck_assert(B % 3 != 0); /* so j -> 3 j + 2 mod B permutes the columns */
+    for (int32_t t = 0; t < T; t++) {
+        for (int32_t j = 0; j < B; j++)
+            idx[t * B + j] = t * B + (3 * j + 2) % B;
+        for (int32_t j = 0; j < half; j++)
+            other[t * half + j] = t * B + (3 * j + 1) % B;
+    }
+    *m = T * half;
+    return N;
+}
+
 /* Shards write their gradients rather than add them, and the untransposed weights are
  * rebuilt per minibatch: after another minibatch, with every gradient buffer poisoned,
  * the same rows must give the same bits. */
-static void check_no_stale_state(fixture *f, const int32_t *idx, int32_t n)
+static void check_no_stale_state(fixture *f, const int32_t *idx, int32_t n, const int32_t *other,
+                                 int32_t m)
 {
     size_t np = f->p->num_params, bytes = sizeof(float) * np;
     float *first = malloc(bytes);
     ck_assert_ptr_nonnull(first);
     memcpy(first, f->l.g, bytes);
     char err[256];
-    ck_assert_int_eq(frl_ppo_gradient(&f->l, idx + n / 2, n - n / 2, NULL, err), FRL_OK);
+    ck_assert_int_eq(frl_ppo_gradient(&f->l, other, m, NULL, err), FRL_OK);
     size_t all = f->l.grad_stride * (size_t)(f->l.shards + 2);
     for (size_t i = 0; i < all; i++)
         f->l.grads[i] = NAN;
@@ -237,83 +503,154 @@ static void check_no_stale_state(fixture *f, const int32_t *idx, int32_t n)
     free(first);
 }
 
-static void check_case(const char *settings, int discrete, int obs_w)
+/* The library's gradient of the minibatch into f->l.g; returns the loss it reports. */
+static double library_gradient(fixture *f, const char *settings, const int32_t *idx, int32_t n,
+                               const int32_t *other, int32_t m)
 {
-    fixture f;
-    setup(&f, settings, discrete, obs_w);
-    frl_rng r = frl_rng_stream(42, (uint64_t)obs_w * 7 + (uint64_t)discrete);
-    randomise(&f, &r);
-    fill_slot(&f, &r);
-    frl_ppo_bootstrap(&f.l, 0);
-    frl_ppo_advantages(&f.l, 0);
-    f.l.slot = 0;
-    int32_t N = f.l.N, idx[256];
-    for (int32_t i = 0; i < N; i++)
-        idx[i] = (i * 37) % N; /* a permutation, not the identity */
     char err[256];
     double sums[8] = {0};
-    ck_assert_int_eq(frl_ppo_gradient(&f.l, idx, N, sums, err), FRL_OK);
+    ck_assert_int_eq(frl_ppo_gradient(&f->l, idx, n, sums, err), FRL_OK);
     /* sums[4] counts rows whose ratio is clipped: both branches must be exercised. */
     ck_assert_msg(sums[4] > 0 && sums[4] < sums[5], "%s: %g of %g rows clipped", settings,
                   sums[4], sums[5]);
-    check_no_stale_state(&f, idx, N);
+    check_no_stale_state(f, idx, n, other, m);
+    return (sums[0] - f->l.s.ent_coef * sums[2] + f->l.s.vf_coef * sums[1]) / sums[5];
+}
+
+/* The check could fail: the recurrent reference without its resets, and (bptt < T)
+ * without the truncation, must each disagree with the library beyond the bound. */
+static void check_sensitive(fixture *f, const char *settings, double *p, ref *R,
+                            const int32_t *idx, int32_t n, double *fd)
+{
+    for (int skip = SKIP_RESETS; skip <= SKIP_CUTS; skip <<= 1) {
+        if (skip == SKIP_CUTS && (f->l.s.bptt == 0 || f->l.s.bptt >= f->l.T))
+            continue;
+        R->skip = skip;
+        fd_gradient(&f->l, p, R, idx, n, fd);
+        int32_t off = 0;
+        for (size_t j = 0; j < f->p->num_params; j++)
+            off += !within(f->l.g[j], fd[j]);
+        const char *what = skip == SKIP_RESETS ? "resets" : "truncation";
+        ck_assert_msg(off > 0, "%s: the reference without its %s agrees with the library",
+                      settings, what);
+        printf("    without the %-10s %d parameters outside the bound\n", what, (int)off);
+    }
+    R->skip = 0;
+}
+
+static void check_case(const char *settings, int discrete, int obs_w, int32_t T, int32_t B)
+{
+    fixture f;
+    setup(&f, settings, discrete, obs_w, T, B);
+    frl_rng r = frl_rng_stream(42, (uint64_t)obs_w * 7 + (uint64_t)discrete);
+    randomise(&f, &r);
+    fill_slot(&f, &r);
+    if (f.p->towers) {
+        plant_episodes(&f);
+        prepare_recurrent(&f, &r);
+    }
+    frl_ppo_bootstrap(&f.l, 0);
+    frl_ppo_advantages(&f.l, 0);
+    f.l.slot = 0;
+    int32_t idx[MAXROWS], other[MAXROWS], m, n = minibatch(&f.l, idx, other, &m);
+    double lib_loss = library_gradient(&f, settings, idx, n, other, m);
     size_t np = f.p->num_params;
-    double p[16384], worst = 0, gmax = 0;
-    ck_assert(np <= 16384);
+    double *p = calloc(np, sizeof(double)), *fd = calloc(np, sizeof(double)), worst = 0, gmax = 0;
+    ref *R = calloc(1, sizeof *R);
+    ck_assert(p && fd && R && np <= MAXPARAMS && f.p->out_w <= MAXOUT && f.l.N <= MAXROWS);
+    ck_assert(!f.p->towers || f.p->core[0].h <= MAXH);
     for (size_t j = 0; j < np; j++)
         p[j] = f.p->params[j];
+    R->record = 1; /* the forward as it is: the truncation points' states are its own */
+    double loss = ppo_loss_d(&f.l, p, R, idx, n);
+    ck_assert_msg(fabs(loss - lib_loss) <= 1e-5 * (1 + fabs(loss)), "%s: loss %.8g, library's "
+                  "%.8g", settings, loss, lib_loss);
+    fd_gradient(&f.l, p, R, idx, n, fd);
     for (size_t j = 0; j < np; j++) {
-        double h = 1e-6, keep = p[j];
-        p[j] = keep + h;
-        double up = ppo_loss_d(&f.l, p, idx, N);
-        p[j] = keep - h;
-        double dn = ppo_loss_d(&f.l, p, idx, N);
-        p[j] = keep;
-        double fd = (up - dn) / (2 * h), err_j = fabs(fd - f.l.g[j]);
-        gmax = fmax(gmax, fabs(fd));
-        ck_assert_msg(err_j <= 2e-3 * fabs(fd) + 2e-5, "%s: parameter %zu: library %.8g, "
-                      "finite difference %.8g", settings, j, (double)f.l.g[j], fd);
-        worst = fmax(worst, err_j / (fabs(fd) + 1e-4));
+        gmax = fmax(gmax, fabs(fd[j]));
+        ck_assert_msg(within(f.l.g[j], fd[j]), "%s: parameter %zu: library %.8g, finite "
+                      "difference %.8g", settings, j, (double)f.l.g[j], fd[j]);
+        worst = fmax(worst, fabs(fd[j] - f.l.g[j]) / (fabs(fd[j]) + 1e-4));
     }
     printf("%-60s %zu parameters, largest |grad| %.3g, worst relative error %.2e\n", settings, np,
            gmax, worst);
+    if (f.p->towers)
+        check_sensitive(&f, settings, p, R, idx, n, fd);
+    free(p);
+    free(fd);
+    free(R);
     teardown(&f);
 }
 
 START_TEST(ppo_gradient_separate_tanh_categorical)
 {
-    check_case("policy.hidden=8,6 policy.activation=tanh", 1, 4);
+    check_case("policy.hidden=8,6 policy.activation=tanh", 1, 4, 5, 40);
 }
 END_TEST
 
 START_TEST(ppo_gradient_shared_relu_categorical)
 {
-    check_case("policy.hidden=8,7 policy.activation=relu policy.shared=true", 1, 3);
+    check_case("policy.hidden=8,7 policy.activation=relu policy.shared=true", 1, 3, 5, 40);
 }
 END_TEST
 
 START_TEST(ppo_gradient_separate_elu_gaussian)
 {
-    check_case("policy.hidden=9 policy.activation=elu policy.init_log_std=-0.5", 0, 3);
+    check_case("policy.hidden=9 policy.activation=elu policy.init_log_std=-0.5", 0, 3, 5, 40);
 }
 END_TEST
 
 START_TEST(ppo_gradient_shared_tanh_gaussian_obs_norm)
 {
-    check_case("policy.hidden=6,5 policy.shared=true policy.obs_norm=true", 0, 5);
+    check_case("policy.hidden=6,5 policy.shared=true policy.obs_norm=true", 0, 5, 5, 40);
 }
 END_TEST
 
 /* IMPALA's loss (-A log pi, no clipping) on the same random experience. */
 START_TEST(impala_gradient_separate_relu_gaussian)
 {
-    check_case("policy.hidden=7,5 policy.activation=relu train.algo=impala", 0, 3);
+    check_case("policy.hidden=7,5 policy.activation=relu train.algo=impala", 0, 3, 5, 40);
 }
 END_TEST
 
 START_TEST(ppo_gradient_linear_policy)
 {
-    check_case("policy.hidden=", 1, 4);
+    check_case("policy.hidden=", 1, 4, 5, 40);
+}
+END_TEST
+
+/* ---- recurrent policies: 8 steps of 4 columns ---- */
+
+/* One tower for both heads, the whole rollout back-propagated. */
+START_TEST(ppo_gradient_gru_shared_categorical)
+{
+    check_case("policy.core=gru policy.core_size=6 policy.hidden=5 policy.shared=true", 1, 3, 8,
+               4);
+}
+END_TEST
+
+/* Two towers, truncation every 3 steps. */
+START_TEST(ppo_gradient_lstm_separate_gaussian_bptt)
+{
+    check_case("policy.core=lstm policy.core_size=5 policy.hidden=6 policy.activation=elu "
+               "train.bptt=3", 0, 3, 8, 4);
+}
+END_TEST
+
+/* A two-layer encoder per tower, truncation every 2 steps. */
+START_TEST(ppo_gradient_gru_separate_relu_gaussian_bptt)
+{
+    check_case("policy.core=gru policy.core_size=7 policy.hidden=6,5 policy.activation=relu "
+               "train.bptt=2", 0, 3, 8, 4);
+}
+END_TEST
+
+/* IMPALA's loss with V-trace's advantages; no encoder (the core reads the normalised
+ * observations), truncation every 4 steps. */
+START_TEST(impala_gradient_lstm_shared_categorical_obs_norm)
+{
+    check_case("policy.core=lstm policy.core_size=5 policy.hidden= policy.shared=true "
+               "policy.obs_norm=true train.algo=impala train.bptt=4", 1, 4, 8, 4);
 }
 END_TEST
 
@@ -397,6 +734,10 @@ int main(void)
     tcase_add_test(tc, ppo_gradient_shared_tanh_gaussian_obs_norm);
     tcase_add_test(tc, ppo_gradient_linear_policy);
     tcase_add_test(tc, impala_gradient_separate_relu_gaussian);
+    tcase_add_test(tc, ppo_gradient_gru_shared_categorical);
+    tcase_add_test(tc, ppo_gradient_lstm_separate_gaussian_bptt);
+    tcase_add_test(tc, ppo_gradient_gru_separate_relu_gaussian_bptt);
+    tcase_add_test(tc, impala_gradient_lstm_shared_categorical_obs_norm);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }
