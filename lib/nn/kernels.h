@@ -70,9 +70,14 @@ typedef struct frl_kernels {
                  const frl_adam_coef *c);
 
     /* The elementwise parts of the recurrent cores (nn/rnn.h), PyTorch's gate order, one
-     * row of h units at a time; sig(x) = 1 / (1 + e^-x). The tables agree to a few ulps
-     * (the transcendental functions differ), not bit for bit. In place is allowed where
-     * an output and an input are the same array of the same shape (hout == hp, ...).
+     * row of h units at a time; sig(x) = 1 / (1 + e^-x), computed without cancellation
+     * on either side (e^-|x| over 1 + e^-|x| for x < 0), and tanh: every table is
+     * within 4 ulps of both (sig below x = -87 gives sig(-87), 1.6e-38, never a
+     * subnormal; NaN stays NaN). The forward kernels of the tables differ by those ulps
+     * as they propagate, not bit for bit; the backward kernels run the scalar table's
+     * operations in its order without FMA, so every table gives the same bits. In place
+     * is allowed where an output and an input are the same array of the same shape
+     * (hout == hp, ...).
      *
      * GRU forward: gx = x.Wx + bx and gh = hp.Wh + bh are [rows x 3h] (blocks r, z, n);
      * r = sig(gx_r + gh_r), z = sig(gx_z + gh_z), n = tanh(gx_n + r gh_n),

@@ -129,14 +129,14 @@ static void adam(int64_t n, float *p, const float *g, float *m, float *v, const 
     }
 }
 
-/* sig(x) from expm1 of -|x| (clamped at -30, where e^-x is below float's precision
- * next to 1): 1 / (2 + e) for x >= 0 and (1 + e) / (2 + e) below, so neither side
- * cancels. The SIMD tables compute the same expression with their own expm1. */
+/* sig(x) from E = e^-|x|: 1 / (1 + E) for x >= 0 and E / (1 + E) below, so neither
+ * side cancels (1 - sig(|x|) would, for x < 0). |x| is clamped at 87, where E is still
+ * a normal float: sig(x) for x < -87 comes out as sig(-87), 1.6e-38, not a subnormal.
+ * NaN stays NaN. The SIMD tables compute the same expression with their own exp. */
 static float sigmoid1(float x)
 {
-    float ax = fabsf(x), e = expm1f(-(ax > 30.0f ? 30.0f : ax)); /* NaN stays NaN */
-    float d = 2.0f + e;
-    return x >= 0.0f ? 1.0f / d : (1.0f + e) / d;
+    const float ax = fabsf(x), e = expf(-(ax > 87.0f ? 87.0f : ax));
+    return x < 0.0f ? e / (1.0f + e) : 1.0f / (1.0f + e);
 }
 
 static void gru_fwd(int32_t rows, int32_t h, const float *gx, const float *gh, const float *hp,

@@ -39,14 +39,11 @@ static inline int32_t max32(int32_t a, int32_t b) { return a > b ? a : b; }
 
 /* ---- activations ------------------------------------------------------------- */
 
-/* expm1(x) with full relative accuracy near 0 (Cephes' expf polynomial): x = n ln2 + r,
- * |r| <= ln2 / 2, expm1(x) = 2^n expm1(r) + (2^n - 1), where expm1(r) = r + r^2 P(r)
- * cancels nothing and n = 0 for |x| < ln2 / 2. x is clamped to [-30, 20]: expm1 is -1
- * in float below -30, and the callers need no more than 20. max/min return their
- * second operand for NaN, so NaN passes through. */
-static inline vf v_expm1(vf x)
+/* Cephes' expf reduction: x = n ln2 + r, |r| <= ln2 / 2; sets *t = 2^n and returns
+ * expm1(r) = r + r^2 P(r), which cancels nothing. The caller clamps x so that n stays
+ * in [-126, 127] (v_pow2i). */
+static inline vf v_exp_parts(vf x, vf *t)
 {
-    x = v_min(v_set1(20.0f), v_max(v_set1(-30.0f), x));
     const vf n = v_round(v_mul(x, v_set1(1.44269504088896341f)));
     vf r = v_fnma(n, v_set1(0.693359375f), x); /* ln2 in two parts: r is exact-ish */
     r = v_fnma(n, v_set1(-2.12194440e-4f), r);
@@ -56,9 +53,28 @@ static inline vf v_expm1(vf x)
     p = v_fma(p, r, v_set1(4.1665795894e-2f));
     p = v_fma(p, r, v_set1(1.6666665459e-1f));
     p = v_fma(p, r, v_set1(5.0000001201e-1f));
-    const vf em1r = v_fma(p, v_mul(r, r), r);
-    const vf t = v_pow2i(n);
+    *t = v_pow2i(n);
+    return v_fma(p, v_mul(r, r), r);
+}
+
+/* expm1(x) with full relative accuracy near 0: 2^n expm1(r) + (2^n - 1), n = 0 for
+ * |x| < ln2 / 2. x is clamped to [-30, 20]: expm1 is -1 in float below -30, and the
+ * callers need no more than 20. max/min return their second operand for NaN, so NaN
+ * passes through. */
+static inline vf v_expm1(vf x)
+{
+    vf t;
+    const vf em1r = v_exp_parts(v_min(v_set1(20.0f), v_max(v_set1(-30.0f), x)), &t);
     return v_fma(t, em1r, v_sub(t, v_set1(1.0f)));
+}
+
+/* e^x for x <= 0: 2^n (1 + expm1(r)) in one rounding. x is clamped at -87, where
+ * n = -126 and the result (1.6e-38) are still normal floats. NaN passes through. */
+static inline vf v_exp_neg(vf x)
+{
+    vf t;
+    const vf em1r = v_exp_parts(v_max(v_set1(-87.0f), x), &t);
+    return v_fma(t, em1r, t);
 }
 
 /* tanh|x| = e / (e + 2), e = expm1(2|x|): no cancellation anywhere, one division, and
@@ -750,13 +766,12 @@ static inline void st_n(float *p, int n, vf v)
         v_store_part(p, n, v);
 }
 
-/* sig(x) as the scalar table writes it: e = expm1(-|x|) (v_expm1 clamps at -30, as the
- * scalar does), 1 / (2 + e) for x >= 0, (1 + e) / (2 + e) below. */
+/* sig(x) as the scalar table writes it: E = e^-|x| (v_exp_neg clamps at -87, as the
+ * scalar does), 1 / (1 + E) for x >= 0, E / (1 + E) below; NaN stays NaN. */
 static inline vf v_sigmoid(vf x)
 {
-    const vf e = v_expm1(v_sub(v_zero(), v_abs(x)));
-    const vf d = v_add(v_set1(2.0f), e);
-    return v_div(v_sel(v_gt(v_zero(), x), v_add(v_set1(1.0f), e), v_set1(1.0f)), d);
+    const vf e = v_exp_neg(v_sub(v_zero(), v_abs(x)));
+    return v_div(v_sel(v_gt(v_zero(), x), e, v_set1(1.0f)), v_add(v_set1(1.0f), e));
 }
 
 static inline vf one_minus(vf a) { return v_sub(v_set1(1.0f), a); }

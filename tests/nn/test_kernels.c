@@ -827,6 +827,304 @@ START_TEST(adam_matches_reference)
 }
 END_TEST
 
+/* ---- recurrent gates -------------------------------------------------------------
+ * gru_fwd, gru_bwd, lstm_fwd and lstm_bwd (kernels.h: PyTorch's equations) against
+ * float64, one unit at a time. A forward output's bound carries its inputs' bounds
+ * through the equation to first order and adds the roundings of its sums and products
+ * and the GATE_ULPS of sig and tanh; a backward output is a chain of products and sums
+ * (chain_ref: the roundings on a term's longest path, over the terms expanded). The
+ * SIMD tables' backward outputs must be scalar's bits; their forward ones may differ,
+ * each within its own bound of float64. */
+
+#define F32_U 0x1p-24 /* a float rounding: relative error at most 2^-24 */
+#define GATE_ULPS 4   /* sig and tanh of a float, in every table (kernels.h) */
+
+static double sig_ref(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
+
+static refv exact_v(double v) { return (refv){v, 0.0, 0.0}; }
+
+/* How big a value within r.tol of r.val can be. */
+static double size_of(refv r) { return fabs(r.val) + r.tol; }
+
+/* How far a product of two values within a.tol and b.tol of a and b is from a b. */
+static double prod_err(refv a, refv b)
+{
+    return fabs(a.val) * b.tol + fabs(b.val) * a.tol + a.tol * b.tol;
+}
+
+/* f(a), f = sig (is_sig) or tanh, computed from a float within del of a: f' del, f'
+ * growing by at most e^(2 del) across that interval (|f''| <= 2 f'), plus f's own
+ * GATE_ULPS. Below 2^-125 sig is only bounded: x < -87 gives sig(-87) (kernels.h). */
+static refv ref_gate(double a, double del, int is_sig)
+{
+    const double y = is_sig ? sig_ref(a) : tanh(a);
+    const double prop = (is_sig ? y * (1.0 - y) : 1.0 - y * y) * del * exp(2.0 * del);
+    return (refv){y, 0.0, prop + GATE_ULPS * ulp_at(fabs(y) + prop) + (is_sig ? 0x1p-125 : 0)};
+}
+
+/* A unit's inputs v[array][block] give its outputs o[array][block]. */
+typedef void (*gate_ref_fn)(double v[4][5], refv o[3][5]);
+
+/* gx (r, z, n), gh (r, z, n), hp -> hout; gates r, z, n, gh_n. Each float sum
+ * gx + gh is one rounding; n's argument two (a product and a sum), hout three on the
+ * path of (1 - z) n. */
+static void ref_gru_fwd(double v[4][5], refv o[3][5])
+{
+    const double *x = v[0], *y = v[1], hp = v[2][0], ar = x[0] + y[0], az = x[1] + y[1];
+    const refv r = ref_gate(ar, F32_U * fabs(ar), 1), z = ref_gate(az, F32_U * fabs(az), 1);
+    const double dn = prod_err(r, exact_v(y[2])) +
+                      gamma_of(2, F32_U) * (fabs(x[2]) + size_of(r) * fabs(y[2]));
+    const refv n = ref_gate(x[2] + r.val * y[2], dn, 0), omz = {1.0 - z.val, 0.0, z.tol};
+    o[0][0] = (refv){omz.val * n.val + z.val * hp, 0.0,
+                     prod_err(omz, n) + prod_err(z, exact_v(hp)) +
+                         gamma_of(3, F32_U) * (size_of(omz) * size_of(n) + size_of(z) * fabs(hp))};
+    o[1][0] = r, o[1][1] = z, o[1][2] = n, o[1][3] = exact_v(y[2]);
+}
+
+/* g (i, f, g, o), cp -> hout; cout; gates i, f, g, o, tanh(c). */
+static void ref_lstm_fwd(double v[4][5], refv o[3][5])
+{
+    const double *a = v[0], cp = v[1][0];
+    const refv ig = ref_gate(a[0], 0.0, 1), fg = ref_gate(a[1], 0.0, 1);
+    const refv gg = ref_gate(a[2], 0.0, 0), og = ref_gate(a[3], 0.0, 1);
+    const refv c = {fg.val * cp + ig.val * gg.val, 0.0,
+                    prod_err(fg, exact_v(cp)) + prod_err(ig, gg) +
+                        gamma_of(2, F32_U) * (size_of(fg) * fabs(cp) + size_of(ig) * size_of(gg))};
+    const refv tc = ref_gate(c.val, c.tol, 0);
+    o[0][0] = (refv){og.val * tc.val, 0.0, prod_err(og, tc) + F32_U * size_of(og) * size_of(tc)};
+    o[1][0] = c;
+    o[2][0] = ig, o[2][1] = fg, o[2][2] = gg, o[2][3] = og, o[2][4] = tc;
+}
+
+/* gates (r, z, n, gh_n), hp, dh -> dgx, dgh (r, z, n), dhp. da_n = dh (1 - z)(1 - n n)
+ * has 5 roundings on a path, da_r = da_n gh_n r (1 - r) 9. */
+static void ref_gru_bwd(double v[4][5], refv o[3][5])
+{
+    const double r = v[0][0], z = v[0][1], n = v[0][2], ghn = v[0][3], hp = v[1][0], d = v[2][0];
+    const double dan = d * (1 - z) * (1 - n * n), dm = fabs(d) * (1 + fabs(z)) * (1 + n * n);
+    o[0][0] = o[1][0] = chain_ref(dan * ghn * r * (1 - r), 9, dm * fabs(ghn * r) * (1 + fabs(r)));
+    o[0][1] = o[1][1] = chain_ref(d * (hp - n) * z * (1 - z), 5,
+                                  fabs(d) * (fabs(hp) + fabs(n)) * fabs(z) * (1 + fabs(z)));
+    o[0][2] = chain_ref(dan, 5, dm);
+    o[1][2] = chain_ref(dan * r, 6, dm * fabs(r));
+    o[2][0] = chain_ref(d * z, 1, fabs(d * z));
+}
+
+/* gates (i, f, g, o, tanh c), cp, dh, dc -> dg (i, f, g, o), dcp. dc~ = dc + dh o
+ * (1 - tc tc) has 5 roundings on a path, each gradient through it 4 more. */
+static void ref_lstm_bwd(double v[4][5], refv o[3][5])
+{
+    const double ig = v[0][0], fg = v[0][1], gg = v[0][2], og = v[0][3], tc = v[0][4];
+    const double cp = v[1][0], dh = v[2][0], dc = v[3][0];
+    const double dct = dc + dh * og * (1 - tc * tc), dm = fabs(dc) + fabs(dh * og) * (1 + tc * tc);
+    o[0][0] = chain_ref(dct * gg * ig * (1 - ig), 9, dm * fabs(gg * ig) * (1 + fabs(ig)));
+    o[0][1] = chain_ref(dct * cp * fg * (1 - fg), 9, dm * fabs(cp * fg) * (1 + fabs(fg)));
+    o[0][2] = chain_ref(dct * ig * (1 - gg * gg), 9, dm * fabs(ig) * (1 + gg * gg));
+    o[0][3] = chain_ref(dh * tc * og * (1 - og), 4, fabs(dh * tc * og) * (1 + fabs(og)));
+    o[1][0] = chain_ref(dct * fg, 6, dm * fabs(fg));
+}
+
+enum { GRU_FWD, GRU_BWD, LSTM_FWD, LSTM_BWD };
+
+/* A gate kernel's arrays, each [rows x w h] for its w floats per unit. */
+typedef struct gate_kind {
+    int id, nin, nout, in_w[4], out_w[3];
+    int alias_out, alias_in; /* kernels.h allows out[alias_out] == in[alias_in] */
+    const char *name, *out_name[3];
+    gate_ref_fn ref;
+} gate_kind;
+
+static const gate_kind gru_fwd_k = {GRU_FWD, 3, 2, {3, 3, 1}, {1, 4}, 0, 2,
+                                    "gru_fwd", {"hout", "gates"}, ref_gru_fwd};
+static const gate_kind gru_bwd_k = {GRU_BWD, 3, 3, {4, 1, 1}, {3, 3, 1}, 2, 2,
+                                    "gru_bwd", {"dgx", "dgh", "dhp"}, ref_gru_bwd};
+static const gate_kind lstm_fwd_k = {LSTM_FWD, 2, 3, {4, 1}, {1, 1, 5}, 1, 1,
+                                     "lstm_fwd", {"hout", "cout", "gates"}, ref_lstm_fwd};
+static const gate_kind lstm_bwd_k = {LSTM_BWD, 4, 2, {5, 1, 1, 1}, {4, 1}, 1, 3,
+                                     "lstm_bwd", {"dg", "dcp"}, ref_lstm_bwd};
+
+static void gate_call(const gate_kind *k, const frl_kernels *t, int32_t rows, int32_t h,
+                      float *const *in, float *const *out)
+{
+    switch (k->id) {
+    case GRU_FWD: t->gru_fwd(rows, h, in[0], in[1], in[2], out[0], out[1]); break;
+    case GRU_BWD: t->gru_bwd(rows, h, in[0], in[1], in[2], out[0], out[1], out[2]); break;
+    case LSTM_FWD: t->lstm_fwd(rows, h, in[0], in[1], out[0], out[1], out[2]); break;
+    default: t->lstm_bwd(rows, h, in[0], in[1], in[2], in[3], out[0], out[1]); break;
+    }
+}
+
+/* Pre-activations spread to +-15, deep into sig's tails (the old sigmoid lost its
+ * digits there), states in [-3, 3]; a backward kernel's gates and previous cell or
+ * state come from scalar's forward of such inputs. */
+static void gate_inputs(const gate_kind *k, int32_t rows, int32_t h, float *in[4])
+{
+    const int64_t n = (int64_t)rows * h;
+    for (int a = 0; a < k->nin; a++)
+        in[a] = frand(n * k->in_w[a]);
+    float *pre = frand(4 * n), *gh = frand(3 * n), *ho = fbuf(n), *co = fbuf(n);
+    for (int64_t i = 0; i < 4 * n; i++)
+        pre[i] *= 5.0f;
+    if (k->id == GRU_FWD || k->id == LSTM_FWD)
+        memcpy(in[0], pre, (size_t)(n * k->in_w[0]) * sizeof(float));
+    else if (k->id == GRU_BWD)
+        ref->gru_fwd(rows, h, pre, gh, in[1], ho, in[0]);
+    else
+        ref->lstm_fwd(rows, h, pre, in[1], ho, co, in[0]);
+    free(pre), free(gh), free(ho), free(co);
+}
+
+/* t's outputs of one call, on poisoned arrays, are put in out. The same call a row at
+ * a time, in place (out[alias_out] == in[alias_in]), must give the same bits: a row
+ * depends on nothing else (kernels.h), and in place is allowed. */
+static void gate_run(const gate_kind *k, const frl_kernels *t, int32_t rows, int32_t h,
+                     float *const *in, float **out)
+{
+    const int64_t n = (int64_t)rows * h;
+    float *rowwise[3];
+    for (int o = 0; o < k->nout; o++) {
+        out[o] = fbuf(n * k->out_w[o]), rowwise[o] = fbuf(n * k->out_w[o]);
+        poison(out[o], n * k->out_w[o]);
+        poison(rowwise[o], n * k->out_w[o]);
+    }
+    gate_call(k, t, rows, h, in, out);
+    memcpy(rowwise[k->alias_out], in[k->alias_in], (size_t)n * sizeof(float));
+    for (int32_t i = 0; i < rows; i++) {
+        float *ri[4], *ro[3];
+        for (int a = 0; a < k->nin; a++)
+            ri[a] = in[a] + (int64_t)i * k->in_w[a] * h;
+        for (int o = 0; o < k->nout; o++)
+            ro[o] = rowwise[o] + (int64_t)i * k->out_w[o] * h;
+        ri[k->alias_in] = ro[k->alias_out];
+        gate_call(k, t, 1, h, ri, ro);
+    }
+    for (int o = 0; o < k->nout; o++) {
+        EXPECT(empty_kept(out[o], n * k->out_w[o]) &&
+                   !memcmp(out[o], rowwise[o], (size_t)(n * k->out_w[o]) * sizeof(float)),
+               "%s %s rows=%d h=%d: %s a row at a time in place differs, or was written empty",
+               t->name, k->name, rows, h, k->out_name[o]);
+        free(rowwise[o]);
+    }
+}
+
+/* Element (i, block b, j) of output o: got from t, want from scalar. */
+static void expect_gate(const gate_kind *k, const frl_kernels *t, int32_t rows, int32_t h,
+                        int o, int64_t i, int b, int32_t j, const float *const got[2], refv r)
+{
+    const int64_t e = (i * k->out_w[o] + b) * h + j;
+    const float g = got[0][e], w = got[1][e];
+    EXPECT(close_to(g, r.val, r.tol) && close_to(g, w, 2 * r.tol),
+           "%s %s rows=%d h=%d: %s block %d at [%ld][%d] %.9g vs float64 %.9g (tol %.3g), "
+           "scalar %.9g",
+           t->name, k->name, rows, h, k->out_name[o], b, (long)i, j, g, r.val, r.tol, w);
+}
+
+static void check_gate(const gate_kind *k, const frl_kernels *t, int32_t rows, int32_t h,
+                       float *const *in)
+{
+    float *got[3], *want[3];
+    gate_run(k, t, rows, h, in, got);
+    gate_run(k, ref, rows, h, in, want);
+    for (int o = 0; o < k->nout; o++) /* backward: the same operations, the same bits */
+        EXPECT(k->id == GRU_FWD || k->id == LSTM_FWD ||
+                   !memcmp(got[o], want[o], (size_t)rows * h * k->out_w[o] * sizeof(float)),
+               "%s %s rows=%d h=%d: %s differs from scalar's bits", t->name, k->name, rows, h,
+               k->out_name[o]);
+    for (int64_t i = 0; i < rows; i++)
+        for (int32_t j = 0; j < h; j++) {
+            double v[4][5];
+            refv r[3][5];
+            for (int a = 0; a < k->nin; a++)
+                for (int b = 0; b < k->in_w[a]; b++)
+                    v[a][b] = in[a][(i * k->in_w[a] + b) * h + j];
+            k->ref(v, r);
+            for (int o = 0; o < k->nout; o++)
+                for (int b = 0; b < k->out_w[o]; b++)
+                    expect_gate(k, t, rows, h, o, i, b, j, (const float *[2]){got[o], want[o]},
+                                r[o][b]);
+        }
+    for (int o = 0; o < k->nout; o++)
+        free(got[o]), free(want[o]);
+}
+
+/* Hidden sizes around the vector widths (8, 16), rows 0 (nothing written) to 5. */
+static void check_gate_kernel(const gate_kind *k)
+{
+    const int32_t rows[] = {0, 1, 2, 5};
+    const int32_t hs[] = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65};
+    for (int ti = 0; ti < ntables; ti++) {
+        rng_seed(21);
+        for (size_t ri = 0; ri < COUNT(rows); ri++)
+            for (size_t hi = 0; hi < COUNT(hs); hi++) {
+                float *in[4];
+                gate_inputs(k, rows[ri], hs[hi], in);
+                check_gate(k, tables[ti], rows[ri], hs[hi], in);
+                for (int a = 0; a < k->nin; a++)
+                    free(in[a]);
+            }
+    }
+}
+
+START_TEST(gru_fwd_matches_reference) { check_gate_kernel(&gru_fwd_k); }
+END_TEST
+
+START_TEST(gru_bwd_matches_reference) { check_gate_kernel(&gru_bwd_k); }
+END_TEST
+
+START_TEST(lstm_fwd_matches_reference) { check_gate_kernel(&lstm_fwd_k); }
+END_TEST
+
+START_TEST(lstm_bwd_matches_reference) { check_gate_kernel(&lstm_bwd_k); }
+END_TEST
+
+/* sig and tanh of exact arguments, x in every block of one row: lstm_fwd's gates (i,
+ * f, o sig, g tanh; cp = 0) and gru_fwd's r and z (gh = 0, so gx + gh is x). Within
+ * GATE_ULPS (ref_gate), NaN for NaN, and NaN on to hout and cout. */
+static void check_gate_values(const frl_kernels *t, const float *xs, int32_t cnt)
+{
+    float *a = fbuf(4 * (int64_t)cnt), *zero = fbuf(3 * (int64_t)cnt);
+    float *ho = fbuf(cnt), *co = fbuf(cnt), *g = fbuf(5 * (int64_t)cnt);
+    for (int64_t i = 0; i < 4 * (int64_t)cnt; i++)
+        a[i] = xs[i % cnt];
+    memset(zero, 0, 3 * (size_t)cnt * sizeof(float));
+    for (int gru = 0; gru < 2; gru++) {
+        if (gru)
+            t->gru_fwd(1, cnt, a, zero, zero, ho, g);
+        else
+            t->lstm_fwd(1, cnt, a, zero, ho, co, g);
+        for (int32_t j = 0; j < cnt; j++) {
+            for (int b = 0; b < (gru ? 2 : 4); b++) {
+                const refv r = ref_gate(xs[j], 0.0, b != 2 || gru);
+                const float got = g[(int64_t)b * cnt + j];
+                EXPECT(close_to(got, r.val, r.tol), "%s %s gate %d of %.9g: %.9g, want %.9g",
+                       t->name, gru ? "gru_fwd" : "lstm_fwd", b, xs[j], got, r.val);
+            }
+            EXPECT(!isnan(xs[j]) || (isnan(ho[j]) && (gru || isnan(co[j]))),
+                   "%s %s: NaN in, a number out", t->name, gru ? "gru_fwd" : "lstm_fwd");
+        }
+    }
+    free(a), free(zero), free(ho), free(co), free(g);
+}
+
+START_TEST(gate_activations_accurate)
+{
+    enum { SWEEP = 60001 };
+    float *xs = fbuf(SWEEP + 64);
+    int32_t cnt = 0;
+    for (int i = 0; i < SWEEP; i++) /* [-30, 30] densely: the old sigmoid was 0 below -17 */
+        xs[cnt++] = (float)(-30.0 + 60.0 * i / (SWEEP - 1));
+    const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-40f, -1e-40f, 0.5f, -0.5f,
+                             16.6f, -16.6f, 17.5f, -17.5f, 40.0f, -40.0f, 80.0f, -80.0f,
+                             86.9f, -86.9f, 87.0f, -87.0f, 87.5f, -87.5f, 88.0f, -88.0f,
+                             100.0f, -100.0f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN};
+    for (size_t i = 0; i < COUNT(special); i++)
+        xs[cnt++] = special[i];
+    for (int ti = 0; ti < ntables; ti++)
+        check_gate_values(tables[ti], xs, cnt);
+    free(xs);
+}
+END_TEST
+
 /* ---- determinism ------------------------------------------------------------------ */
 
 /* (k, n) of the typical layers, plus odd ones for the tails and narrow paths. */
@@ -951,6 +1249,8 @@ START_TEST(table_list)
         ck_assert(all[n]->sum_squares != NULL);
         ck_assert(all[n]->transpose != NULL);
         ck_assert(all[n]->adam != NULL);
+        ck_assert(all[n]->gru_fwd != NULL && all[n]->gru_bwd != NULL);
+        ck_assert(all[n]->lstm_fwd != NULL && all[n]->lstm_bwd != NULL);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
     ck_assert_int_eq(n, 3);
@@ -1108,6 +1408,11 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, sum_squares_matches_reference);
     tcase_add_test(tc, grad_norm_survives_huge_elements);
     tcase_add_test(tc, adam_matches_reference);
+    tcase_add_test(tc, gru_fwd_matches_reference);
+    tcase_add_test(tc, gru_bwd_matches_reference);
+    tcase_add_test(tc, lstm_fwd_matches_reference);
+    tcase_add_test(tc, lstm_bwd_matches_reference);
+    tcase_add_test(tc, gate_activations_accurate);
     suite_add_tcase(s, tc);
     return s;
 }
