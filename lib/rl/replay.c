@@ -327,6 +327,20 @@ static int64_t draw_uniform(const frl_replay *r, frl_rng *rng)
     return i;
 }
 
+/* Ask for the lines row i's 1-step gather reads. */
+static void prefetch_row(const frl_replay *r, int64_t i)
+{
+    size_t W = (size_t)r->obs_w, B = (size_t)r->shape.envs, TB = (size_t)r->block_rows;
+    size_t k = (size_t)i / TB, row = (size_t)i % TB;
+    const float *x = (const float *)r->array[FRL_REPLAY_OBSERVATIONS] + (k * (TB + B) + row) * W;
+    __builtin_prefetch(x);
+    __builtin_prefetch(x + B * W);
+    __builtin_prefetch((const int32_t *)r->array[FRL_REPLAY_ACTIONS] + (size_t)i * r->act_w);
+    __builtin_prefetch((const float *)r->array[FRL_REPLAY_REWARDS] + i);
+    __builtin_prefetch((const uint8_t *)r->array[FRL_REPLAY_TERMINATED] + i);
+    __builtin_prefetch((const uint8_t *)r->array[FRL_REPLAY_TRUNCATED] + i);
+}
+
 /* Row i's n-step target into batch row o: rewards summed down its env column until the
  * episode ends, n steps pass or the block's bootstrap row is reached. x' is always the
  * observation B rows after the last step taken. */
@@ -373,7 +387,11 @@ static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_dra
     double max_w = pow(N * (double)mn[1] / total, -d->beta);
     for (int32_t o = 0; o < d->rows; o++) {
         double u = (o + frl_rng_uniform(rng)) * seg;
-        int64_t i = tree_find(r, u < total ? u : total * (1 - 0x1p-52));
+        out->index[o] = tree_find(r, u < total ? u : total * (1 - 0x1p-52));
+        prefetch_row(r, out->index[o]);
+    }
+    for (int32_t o = 0; o < d->rows; o++) {
+        int64_t i = out->index[o];
         gather(r, d, i, out, o);
         out->weight[o] = (float)(pow(N * sum[r->capacity + i] / total, -d->beta) / max_w);
     }
@@ -391,8 +409,14 @@ frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw 
         sample_prioritized(r, rng, d, out);
         return FRL_OK;
     }
+    /* Indices first, then every line the gather reads is requested, then the gather:
+     * the rows' cache misses overlap instead of following one another. */
+    for (int32_t o = 0; o < d->rows; o++)
+        out->index[o] = draw_uniform(r, rng);
+    for (int32_t o = 0; o < d->rows; o++)
+        prefetch_row(r, out->index[o]);
     for (int32_t o = 0; o < d->rows; o++) {
-        gather(r, d, draw_uniform(r, rng), out, o);
+        gather(r, d, out->index[o], out, o);
         out->weight[o] = 1.0f;
     }
     return FRL_OK;
