@@ -84,36 +84,36 @@ frl_status frl_replay_memory_size(const frl_replay_shape *s, size_t *bytes, char
 
 /* ---- create ---- */
 
+/* The next `bytes` of the arena, and p moved past them to the next cache line. */
+static void *take(unsigned char **p, size_t bytes)
+{
+    void *q = *p;
+    *p += frl_align_up(bytes, FRL_CACHE_LINE);
+    return q;
+}
+
 static void carve(frl_replay *r, const double b[FRL_REPLAY_ARRAY_COUNT])
 {
     unsigned char *p = r->arena;
     for (int i = 0; i < FRL_REPLAY_ARRAY_COUNT; i++) {
         r->bytes[i] = (size_t)b[i];
         r->array[i] = r->bytes[i] ? p : NULL;
-        p += frl_align_up(r->bytes[i], FRL_CACHE_LINE);
+        take(&p, r->bytes[i]);
     }
-    r->block_size = (int32_t *)p;
-    p += frl_align_up(sizeof(int32_t) * (size_t)r->blocks, FRL_CACHE_LINE);
+    r->block_size = take(&p, sizeof(int32_t) * (size_t)r->blocks);
     size_t n = (size_t)r->shape.batch_rows, W = (size_t)r->obs_w;
     if (!n)
         return;
     frl_replay_batch *o = &r->batch;
     o->rows = (int32_t)n;
-    o->index = (int64_t *)p;
-    p += frl_align_up(8 * n, FRL_CACHE_LINE);
-    o->obs = (float *)p;
-    p += frl_align_up(4 * n * W, FRL_CACHE_LINE);
-    o->next_obs = (float *)p;
-    p += frl_align_up(4 * n * W, FRL_CACHE_LINE);
-    o->action = p;
-    p += frl_align_up(4 * n * (size_t)r->act_w, FRL_CACHE_LINE);
-    o->reward = (float *)p;
-    p += frl_align_up(4 * n, FRL_CACHE_LINE);
-    o->discount = (float *)p;
-    p += frl_align_up(4 * n, FRL_CACHE_LINE);
-    o->weight = (float *)p;
-    p += frl_align_up(4 * n, FRL_CACHE_LINE);
-    o->terminated = p;
+    o->index = take(&p, 8 * n);
+    o->obs = take(&p, 4 * n * W);
+    o->next_obs = take(&p, 4 * n * W);
+    o->action = take(&p, 4 * n * (size_t)r->act_w);
+    o->reward = take(&p, 4 * n);
+    o->discount = take(&p, 4 * n);
+    o->weight = take(&p, 4 * n);
+    o->terminated = take(&p, n);
 }
 
 /* Empty trees: sums 0, minima +inf, so rows without a transition are never drawn. */
