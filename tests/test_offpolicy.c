@@ -80,7 +80,8 @@ typedef struct dqn {
     float *params;          /* [2][num_params]: the Q-network, then its target copy */
     float *grads, *acts, *acts2, *dy, *scratch, *x, *x2;
     int64_t learn_calls;
-    uint64_t rng;
+    uint64_t rng;           /* the initial weights */
+    frl_rng draws;          /* the minibatches */
 } dqn;
 
 static uint64_t next_u64(uint64_t *s)
@@ -125,6 +126,7 @@ static frl_status dqn_create(frl_learner *l, const frl_learner_ctx *c, char *err
     d->replay = c->store->replay;
     d->ring = c->store->ring;
     d->rng = 12345;
+    d->draws = frl_rng_stream(12345, 0);
     if (!d->replay || dqn_alloc(d, &c->rt->alloc) != FRL_OK)
         return frl_fail(err, FRL_ERR_NOMEM, "dqn: no replay or out of memory");
     size_t np = d->q.num_params;
@@ -147,35 +149,37 @@ static void dqn_destroy(frl_learner *l)
     l->impl = NULL;
 }
 
-/* A uniform minibatch of the replay into d->x / d->x2 and the TD targets y. */
-static void sample(dqn *d, int64_t *rows, float *y)
+/* A uniform 1-step minibatch of the replay into d->x / d->x2 and the TD targets y. */
+static void sample(dqn *d, int32_t *act, float *y)
 {
-    const frl_replay *r = d->replay;
-    for (int i = 0; i < BATCH; i++) {
-        rows[i] = (int64_t)(next_u64(&d->rng) % (uint64_t)r->size);
-        memcpy(d->x + 2 * i, r->obs + 2 * rows[i], 2 * sizeof(float));
-        memcpy(d->x2 + 2 * i, r->next_obs + 2 * rows[i], 2 * sizeof(float));
-    }
+    float rew[BATCH], disc[BATCH], w[BATCH];
+    uint8_t term[BATCH];
+    int64_t index[BATCH];
+    frl_replay_batch mb = {BATCH, d->x, act, rew, d->x2, disc, term, w, index};
+    frl_replay_draw draw = {.rows = BATCH, .n_step = 1, .gamma = gamma_};
+    char err[FRL_ERRMSG_SIZE];
+    frl_status st = frl_replay_sample(d->replay, &d->draws, &draw, &mb, err);
+    ck_assert_msg(st == FRL_OK, "%s", err);
     const float *q2 = frl_mlp_forward(&d->q, d->k, d->params + d->q.num_params, BATCH, d->x2,
                                       d->acts2);
     for (int i = 0; i < BATCH; i++) {
         float best = q2[2 * i] > q2[2 * i + 1] ? q2[2 * i] : q2[2 * i + 1];
-        y[i] = r->reward[rows[i]] + (r->done[rows[i]] ? 0.0f : (float)gamma_ * best);
+        y[i] = rew[i] + disc[i] * best;
     }
 }
 
 /* One SGD step on 0.5 (Q(x, a) - y)^2; returns the mean loss. */
 static double grad_step(dqn *d)
 {
-    int64_t rows[BATCH];
+    int32_t act[BATCH];
     float y[BATCH];
-    sample(d, rows, y);
+    sample(d, act, y);
     const float *q = frl_mlp_forward(&d->q, d->k, d->params, BATCH, d->x, d->acts);
     size_t mw = (size_t)d->q.max_width;
     double loss = 0;
     memset(d->dy, 0, sizeof(float) * BATCH * mw);
     for (int i = 0; i < BATCH; i++) {
-        int32_t a = d->replay->action[rows[i]];
+        int32_t a = act[i];
         float e = q[2 * i + a] - y[i];
         loss += 0.5 * e * e;
         d->dy[2 * i + a] = e / BATCH;
@@ -191,9 +195,10 @@ static double grad_step(dqn *d)
  * network copied every TARGET_EVERY calls. */
 static frl_status dqn_learn(frl_learner *l, const frl_batch *b, frl_learn_stats *out, char *err)
 {
-    (void)err;
     dqn *d = l->impl;
-    frl_replay_add_slot(d->replay, d->ring, b->slot);
+    frl_status st = frl_replay_add_slot(d->replay, d->ring, b->slot, err);
+    if (st != FRL_OK)
+        return st;
     double loss = 0;
     for (int i = 0; i < GRAD_STEPS; i++)
         loss += grad_step(d);
@@ -250,7 +255,9 @@ START_TEST(storage_and_nets)
     frl_trainer *t = probe_trainer(rt, envs, &v);
     ck_assert_int_eq(t->store.kind, FRL_STORAGE_REPLAY);
     ck_assert_ptr_nonnull(t->store.replay);
+    /* 4096 rows: 128 blocks of the 8 x 4 rollout. */
     ck_assert_int_eq(t->store.replay->capacity, 4096);
+    ck_assert_int_eq(t->store.replay->blocks, 128);
     ck_assert_int_eq(t->learner.nets.count, 2);
     ck_assert_int_eq(t->learner.nets.net[0].role, FRL_NET_Q);
     ck_assert_int_eq(t->learner.nets.net[1].role, FRL_NET_TARGET);
@@ -270,8 +277,11 @@ START_TEST(q_learns_probe_values)
     frl_vec_env *v;
     frl_trainer *t = probe_trainer(rt, envs, &v);
     ck_assert_msg(frl_trainer_train(t, 24000) == FRL_OK, "%s", frl_trainer_last_error(t));
-    /* A transition per env step but the reset steps: 2 in 3. */
-    ck_assert_int_eq(t->store.replay->size, 4096);
+    /* Full: a transition per row but the reset rows, 1 in 3. */
+    const frl_replay *r = t->store.replay;
+    ck_assert_int_eq(r->filled, r->blocks);
+    ck_assert_int_ge(r->size, 4096 * 2 / 3 - 64);
+    ck_assert_int_le(r->size, 4096 * 2 / 3 + 64);
     dqn *d = t->learner.impl;
     float x[4] = {1, 0, 0, 1};
     const float *q = frl_mlp_forward(&d->q, d->k, d->params, 2, x, d->acts);

@@ -27,7 +27,10 @@ typedef enum frl_storage_kind {
 
 typedef struct frl_storage_need {
     frl_storage_kind kind;
-    int64_t capacity;       /* replay: transitions kept */
+    int64_t capacity;       /* replay: transitions kept (rounded up to whole slots) */
+    int32_t prioritized;    /* replay: keep sum and min trees (frl_replay_shape) */
+    double alpha;           /* replay: priority exponent */
+    int32_t batch_rows;     /* replay: rows of its own minibatch arrays (0: none) */
     int32_t members;        /* population: P */
 } frl_storage_need;
 

@@ -1,35 +1,164 @@
-/* The replay of transitions: one arena, rows copied out of committed ring slots. */
+/* The replay: blocks of ring slots with observations stored once, and the sum and min
+ * trees of prioritised sampling, in one arena (see replay.h for the layout). */
+#include <math.h>
 #include <string.h>
 
 #include "rl/replay.h"
 
-frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, int64_t capacity, int32_t obs_w,
-                             int32_t act_w, int discrete, char *err)
+/* ---- sizes ---- */
+
+static frl_status check_shape(const frl_replay_shape *s, char *err)
 {
-    *out = NULL;
-    if (capacity < 1)
-        return frl_fail(err, FRL_ERR_RANGE, "replay: capacity %lld < 1", (long long)capacity);
-    frl_replay *r = frl_alloc(&rt->alloc, sizeof *r, FRL_CACHE_LINE);
-    if (!r)
-        return frl_fail(err, FRL_ERR_NOMEM, "replay: out of memory");
-    r->rt = rt;
-    r->capacity = capacity;
-    r->obs_w = obs_w;
-    r->act_w = act_w;
-    size_t n = (size_t)capacity, ow = (size_t)obs_w;
-    r->obs = frl_alloc(&rt->alloc, sizeof(float) * n * (2 * ow + 1), 64);
-    r->done = frl_alloc(&rt->alloc, n, 64);
-    if (discrete)
-        r->action = frl_alloc(&rt->alloc, sizeof(int32_t) * n, 64);
-    else
-        r->box_action = frl_alloc(&rt->alloc, sizeof(float) * n * (size_t)act_w, 64);
-    if (!r->obs || !r->done || (!r->action && !r->box_action)) {
-        frl_replay_destroy(r);
-        return frl_fail(err, FRL_ERR_NOMEM, "replay: out of memory for %lld transitions",
-                        (long long)capacity);
+    if (!s)
+        return frl_fail(err, FRL_ERR_NULL, "replay: shape is NULL");
+    if (s->capacity < 1)
+        return frl_fail(err, FRL_ERR_RANGE, "replay: capacity %lld < 1", (long long)s->capacity);
+    if (s->steps < 1 || s->envs < 1 || s->obs_w < 1 || s->act_w < 1 || s->batch_rows < 0)
+        return frl_fail(err, FRL_ERR_RANGE, "replay: steps %d, envs %d, observation width %d and "
+                        "action width %d must be >= 1, batch rows %d >= 0", (int)s->steps,
+                        (int)s->envs, (int)s->obs_w, (int)s->act_w, (int)s->batch_rows);
+    if (s->discrete && s->act_w != 1)
+        return frl_fail(err, FRL_ERR_RANGE, "replay: a discrete action is 1 wide, not %d",
+                        (int)s->act_w);
+    if (s->prioritized && !(s->alpha >= 0 && s->alpha <= 1))
+        return frl_fail(err, FRL_ERR_RANGE, "replay: alpha %g outside [0, 1]", s->alpha);
+    return FRL_OK;
+}
+
+/* Bytes of every array, in double so that a capacity too large for size_t is seen and
+ * its size still reported. */
+static void array_bytes(const frl_replay_shape *s, double bytes[FRL_REPLAY_ARRAY_COUNT],
+                        double *blocks)
+{
+    double T = s->steps, B = s->envs, W = s->obs_w;
+    *blocks = ceil((double)s->capacity / (T * B));
+    double C = *blocks * T * B;
+    bytes[FRL_REPLAY_OBSERVATIONS] = *blocks * (T + 1) * B * W * 4;
+    bytes[FRL_REPLAY_ACTIONS] = C * 4 * (s->discrete ? 1 : s->act_w);
+    bytes[FRL_REPLAY_REWARDS] = C * 4;
+    bytes[FRL_REPLAY_TERMINATED] = C;
+    bytes[FRL_REPLAY_TRUNCATED] = C;
+    bytes[FRL_REPLAY_RESET_STEPS] = C;
+    bytes[FRL_REPLAY_SUM_TREE] = s->prioritized ? 2 * C * 8 : 0;
+    bytes[FRL_REPLAY_MIN_TREE] = s->prioritized ? 2 * C * 4 : 0;
+}
+
+/* The owned minibatch: x, x', actions, reward, discount, weight, terminated, index. */
+static double batch_bytes(const frl_replay_shape *s)
+{
+    double n = s->batch_rows, W = s->obs_w;
+    double per = 8 * W + 4 * s->act_w + 4 + 4 + 4 + 1 + 8;
+    return n * per + 8 * 64;
+}
+
+/* Everything in the arena: the arrays, the per-block counts and the batch, each array
+ * on its own cache line. */
+static double arena_bytes(const frl_replay_shape *s, double bytes[FRL_REPLAY_ARRAY_COUNT],
+                          double *blocks)
+{
+    array_bytes(s, bytes, blocks);
+    double total = 0;
+    for (int i = 0; i < FRL_REPLAY_ARRAY_COUNT; i++)
+        total += ceil(bytes[i] / FRL_CACHE_LINE) * FRL_CACHE_LINE;
+    return total + ceil(*blocks * 4 / FRL_CACHE_LINE) * FRL_CACHE_LINE + batch_bytes(s);
+}
+
+/* The arena stays far below SIZE_MAX (2^52: doubles count it exactly). */
+static const double MAX_ARENA = 4503599627370496.0;
+
+frl_status frl_replay_memory_size(const frl_replay_shape *s, size_t *bytes, char *err)
+{
+    if (!bytes)
+        return frl_fail(err, FRL_ERR_NULL, "frl_replay_memory_size: bytes is NULL");
+    frl_status st = check_shape(s, err);
+    if (st != FRL_OK)
+        return st;
+    double b[FRL_REPLAY_ARRAY_COUNT], blocks;
+    double total = arena_bytes(s, b, &blocks) + sizeof(frl_replay);
+    if (total > MAX_ARENA)
+        return frl_fail(err, FRL_ERR_SIZE, "replay: %lld transitions need %.0f bytes, more "
+                        "than can be allocated", (long long)s->capacity, total);
+    *bytes = (size_t)total;
+    return FRL_OK;
+}
+
+/* ---- create ---- */
+
+/* The next `bytes` of the arena, and p moved past them to the next cache line. */
+static void *take(unsigned char **p, size_t bytes)
+{
+    void *q = *p;
+    *p += frl_align_up(bytes, FRL_CACHE_LINE);
+    return q;
+}
+
+static void carve(frl_replay *r, const double b[FRL_REPLAY_ARRAY_COUNT])
+{
+    unsigned char *p = r->arena;
+    for (int i = 0; i < FRL_REPLAY_ARRAY_COUNT; i++) {
+        r->bytes[i] = (size_t)b[i];
+        r->array[i] = r->bytes[i] ? p : NULL;
+        take(&p, r->bytes[i]);
     }
-    r->next_obs = r->obs + n * ow;
-    r->reward = r->next_obs + n * ow;
+    r->block_size = take(&p, sizeof(int32_t) * (size_t)r->blocks);
+    size_t n = (size_t)r->shape.batch_rows, W = (size_t)r->obs_w;
+    if (!n)
+        return;
+    frl_replay_batch *o = &r->batch;
+    o->rows = (int32_t)n;
+    o->index = take(&p, 8 * n);
+    o->obs = take(&p, 4 * n * W);
+    o->next_obs = take(&p, 4 * n * W);
+    o->action = take(&p, 4 * n * (size_t)r->act_w);
+    o->reward = take(&p, 4 * n);
+    o->discount = take(&p, 4 * n);
+    o->weight = take(&p, 4 * n);
+    o->terminated = take(&p, n);
+}
+
+/* Empty trees: sums 0, minima +inf, so rows without a transition are never drawn. */
+static void clear_trees(frl_replay *r)
+{
+    float *mn = r->array[FRL_REPLAY_MIN_TREE];
+    if (!mn)
+        return;
+    memset(r->array[FRL_REPLAY_SUM_TREE], 0, r->bytes[FRL_REPLAY_SUM_TREE]);
+    for (int64_t j = 0; j < 2 * r->capacity; j++)
+        mn[j] = INFINITY;
+}
+
+frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, const frl_replay_shape *s,
+                             char *err)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !rt)
+        return frl_fail(err, FRL_ERR_NULL, "replay: %s is NULL", out ? "runtime" : "out");
+    size_t total;
+    frl_status st = frl_replay_memory_size(s, &total, err);
+    if (st != FRL_OK)
+        return st;
+    double b[FRL_REPLAY_ARRAY_COUNT], blocks;
+    double arena = arena_bytes(s, b, &blocks);
+    frl_replay *r = frl_alloc(&rt->alloc, sizeof *r, FRL_CACHE_LINE);
+    void *mem = r ? frl_alloc(&rt->alloc, (size_t)arena, 4096) : NULL;
+    if (!mem) {
+        frl_free(&rt->alloc, r);
+        return frl_fail(err, FRL_ERR_NOMEM, "replay: out of memory for %lld transitions "
+                        "(%zu bytes)", (long long)s->capacity, total);
+    }
+    r->rt = rt;
+    r->shape = *s;
+    r->arena = mem;
+    r->arena_bytes = (size_t)arena;
+    r->blocks = (int64_t)blocks;
+    r->block_rows = (int64_t)s->steps * s->envs;
+    r->capacity = r->blocks * r->block_rows;
+    r->obs_w = s->obs_w;
+    r->act_w = s->act_w;
+    r->max_priority = 1.0;
+    carve(r, b);
+    clear_trees(r);
     *out = r;
     return FRL_OK;
 }
@@ -38,45 +167,411 @@ void frl_replay_destroy(frl_replay *r)
 {
     if (!r)
         return;
-    frl_free(&r->rt->alloc, r->obs);
-    frl_free(&r->rt->alloc, r->done);
-    frl_free(&r->rt->alloc, r->action);
-    frl_free(&r->rt->alloc, r->box_action);
+    frl_free(&r->rt->alloc, r->arena);
     frl_free(&r->rt->alloc, r);
 }
 
-static void add_row(frl_replay *r, const float *x, const void *a, float rew, const float *x2,
-                    uint8_t done)
+frl_status frl_replay_array(frl_replay *r, frl_replay_array_id id, void **data, size_t *bytes,
+                            char *err)
 {
-    size_t i = (size_t)r->next, ow = (size_t)r->obs_w;
-    memcpy(r->obs + i * ow, x, sizeof(float) * ow);
-    memcpy(r->next_obs + i * ow, x2, sizeof(float) * ow);
-    if (r->action)
-        r->action[i] = *(const int32_t *)a;
-    else
-        memcpy(r->box_action + i * (size_t)r->act_w, a, sizeof(float) * (size_t)r->act_w);
-    r->reward[i] = rew;
-    r->done[i] = done;
-    r->next = (r->next + 1) % r->capacity;
-    r->size += r->size < r->capacity;
+    if (!r || !data || !bytes)
+        return frl_fail(err, FRL_ERR_NULL, "frl_replay_array: %s is NULL",
+                        !r ? "replay" : !data ? "data" : "bytes");
+    if ((unsigned)id >= FRL_REPLAY_ARRAY_COUNT)
+        return frl_fail(err, FRL_ERR_RANGE, "frl_replay_array: no array %d (0..%d)", (int)id,
+                        FRL_REPLAY_ARRAY_COUNT - 1);
+    *data = r->array[id];
+    *bytes = r->bytes[id];
+    return FRL_OK;
 }
 
-void frl_replay_add_slot(frl_replay *r, frl_ring *ring, int32_t slot)
+/* ---- the trees ---- */
+
+/* Row i's leaf is C + i; each parent is recomputed from its children, not adjusted by
+ * a difference, so rounding errors never accumulate in the sums. */
+static void tree_set(frl_replay *r, int64_t row, double p_alpha)
 {
-    int32_t T = ring->steps, B = ring->envs;
-    size_t ow = (size_t)r->obs_w, ab = r->action ? sizeof(int32_t) : sizeof(float) * (size_t)r->act_w;
-    const float *obs = frl_ring_at(ring, slot, FRL_RING_OBSERVATIONS);
-    const float *boot = frl_ring_at(ring, slot, FRL_RING_BOOTSTRAP_OBS);
-    const unsigned char *act = frl_ring_at(ring, slot, FRL_RING_ACTIONS);
-    const float *rew = frl_ring_at(ring, slot, FRL_RING_REWARDS);
-    const uint8_t *term = frl_ring_at(ring, slot, FRL_RING_TERMINATED);
-    const uint8_t *reset = frl_ring_at(ring, slot, FRL_RING_RESET_STEPS);
-    for (int32_t t = 0; t < T; t++)
-        for (int32_t b = 0; b < B; b++) {
-            size_t row = (size_t)t * (size_t)B + (size_t)b;
-            if (reset[row])
-                continue;
-            const float *x2 = t + 1 < T ? obs + (row + (size_t)B) * ow : boot + (size_t)b * ow;
-            add_row(r, obs + row * ow, act + row * ab, rew[row], x2, term[row]);
+    double *sum = r->array[FRL_REPLAY_SUM_TREE];
+    float *mn = r->array[FRL_REPLAY_MIN_TREE];
+    int64_t j = r->capacity + row;
+    sum[j] = p_alpha;
+    mn[j] = p_alpha > 0 ? (float)p_alpha : INFINITY;
+    for (j >>= 1; j >= 1; j >>= 1) {
+        sum[j] = sum[2 * j] + sum[2 * j + 1];
+        mn[j] = mn[2 * j] < mn[2 * j + 1] ? mn[2 * j] : mn[2 * j + 1];
+    }
+}
+
+/* The row whose cumulative priority span holds u (0 <= u < total). Leaves sit at two
+ * depths when C is not a power of two; the descent does not care. A right child of
+ * zero mass is never entered, so rounding at a boundary cannot pick an empty row. */
+static int64_t tree_find(const frl_replay *r, double u)
+{
+    const double *sum = r->array[FRL_REPLAY_SUM_TREE];
+    int64_t j = 1, C = r->capacity;
+    while (j < C) {
+        double left = sum[2 * j];
+        if (u < left || sum[2 * j + 1] <= 0) {
+            j = 2 * j;
+        } else {
+            u -= left;
+            j = 2 * j + 1;
         }
+    }
+    return j - C;
+}
+
+/* ---- adding ---- */
+
+static void copy_block(frl_replay *r, frl_ring *ring, int32_t slot, int64_t k)
+{
+    size_t TB = (size_t)r->block_rows, B = (size_t)r->shape.envs, W = (size_t)r->obs_w;
+    size_t row0 = (size_t)k * TB, ab = 4 * (size_t)r->act_w;
+    float *obs = (float *)r->array[FRL_REPLAY_OBSERVATIONS] + (size_t)k * (TB + B) * W;
+    memcpy(obs, frl_ring_at(ring, slot, FRL_RING_OBSERVATIONS), 4 * TB * W);
+    memcpy(obs + TB * W, frl_ring_at(ring, slot, FRL_RING_BOOTSTRAP_OBS), 4 * B * W);
+    memcpy((unsigned char *)r->array[FRL_REPLAY_ACTIONS] + row0 * ab,
+           frl_ring_at(ring, slot, FRL_RING_ACTIONS), TB * ab);
+    memcpy((float *)r->array[FRL_REPLAY_REWARDS] + row0,
+           frl_ring_at(ring, slot, FRL_RING_REWARDS), 4 * TB);
+    memcpy((uint8_t *)r->array[FRL_REPLAY_TERMINATED] + row0,
+           frl_ring_at(ring, slot, FRL_RING_TERMINATED), TB);
+    memcpy((uint8_t *)r->array[FRL_REPLAY_TRUNCATED] + row0,
+           frl_ring_at(ring, slot, FRL_RING_TRUNCATED), TB);
+    memcpy((uint8_t *)r->array[FRL_REPLAY_RESET_STEPS] + row0,
+           frl_ring_at(ring, slot, FRL_RING_RESET_STEPS), TB);
+}
+
+/* Block k's transition count, and its leaves: the largest priority seen for each
+ * transition, 0 for reset rows. */
+static void index_block_counts(frl_replay *r, int64_t k)
+{
+    const uint8_t *reset = (const uint8_t *)r->array[FRL_REPLAY_RESET_STEPS] + k * r->block_rows;
+    int32_t n = 0;
+    for (int64_t i = 0; i < r->block_rows; i++)
+        n += !reset[i];
+    r->size += n - r->block_size[k];
+    r->block_size[k] = n;
+}
+
+static void index_block(frl_replay *r, int64_t k)
+{
+    const uint8_t *reset = (const uint8_t *)r->array[FRL_REPLAY_RESET_STEPS] + k * r->block_rows;
+    index_block_counts(r, k);
+    if (!r->shape.prioritized)
+        return;
+    double p = pow(r->max_priority, r->shape.alpha);
+    for (int64_t i = 0; i < r->block_rows; i++)
+        tree_set(r, k * r->block_rows + i, reset[i] ? 0.0 : p);
+}
+
+frl_status frl_replay_add_slot(frl_replay *r, frl_ring *ring, int32_t slot, char *err)
+{
+    if (!r || !ring)
+        return frl_fail(err, FRL_ERR_NULL, "replay: %s is NULL", r ? "ring" : "replay");
+    if (ring->steps != r->shape.steps || ring->envs != r->shape.envs ||
+        ring->obs_w != r->obs_w || ring->act_w != r->act_w)
+        return frl_fail(err, FRL_ERR_SIZE, "replay: a ring of %d x %d steps (widths %d, %d) "
+                        "into a replay of %d x %d (widths %d, %d)", (int)ring->steps,
+                        (int)ring->envs, (int)ring->obs_w, (int)ring->act_w,
+                        (int)r->shape.steps, (int)r->shape.envs, (int)r->obs_w, (int)r->act_w);
+    if (slot < 0 || slot >= ring->slots)
+        return frl_fail(err, FRL_ERR_RANGE, "replay: slot %d outside 0..%d", (int)slot,
+                        (int)ring->slots - 1);
+    int64_t k = r->next;
+    copy_block(r, ring, slot, k);
+    index_block(r, k);
+    r->next = (k + 1) % r->blocks;
+    r->filled += r->filled < r->blocks;
+    return FRL_OK;
+}
+
+/* ---- sampling ---- */
+
+static frl_status check_draw(const frl_replay *r, const frl_replay_draw *d,
+                             const frl_replay_batch *o, char *err)
+{
+    if (!d || !o)
+        return frl_fail(err, FRL_ERR_NULL, "replay: %s is NULL", d ? "batch" : "draw");
+    if (d->rows < 1 || d->rows > o->rows)
+        return frl_fail(err, FRL_ERR_RANGE, "replay: %d rows into a batch of %d", (int)d->rows,
+                        (int)o->rows);
+    if (d->n_step < 1 || !(d->gamma >= 0 && d->gamma <= 1))
+        return frl_fail(err, FRL_ERR_RANGE, "replay: n_step %d must be >= 1 and gamma %g in "
+                        "[0, 1]", (int)d->n_step, d->gamma);
+    if (d->prioritized && !r->shape.prioritized)
+        return frl_fail(err, FRL_ERR_STATE, "replay: prioritised draw from a replay made "
+                        "without priorities");
+    if (d->prioritized && !(d->beta >= 0 && d->beta <= 1))
+        return frl_fail(err, FRL_ERR_RANGE, "replay: beta %g outside [0, 1]", d->beta);
+    if (r->size < 1)
+        return frl_fail(err, FRL_ERR_STATE, "replay: no transition to sample yet");
+    return FRL_OK;
+}
+
+/* A uniform transition: rows are drawn until one is not a reset row. Reset rows are
+ * one per finished episode, so a few draws do; after 64 misses the next transition
+ * after the last draw is taken (there is one, size > 0) so the loop is bounded. */
+static int64_t draw_uniform(const frl_replay *r, frl_rng *rng)
+{
+    const uint8_t *reset = r->array[FRL_REPLAY_RESET_STEPS];
+    uint64_t rows = (uint64_t)(r->filled * r->block_rows);
+    int64_t i = 0;
+    for (int tries = 0; tries < 64; tries++) {
+        i = (int64_t)(frl_rng_uniform(rng) * (double)rows);
+        if (!reset[i])
+            return i;
+    }
+    while (reset[i])
+        i = (i + 1) % (int64_t)rows;
+    return i;
+}
+
+/* Ask for the lines row i's 1-step gather reads. */
+static void prefetch_row(const frl_replay *r, int64_t i)
+{
+    size_t W = (size_t)r->obs_w, B = (size_t)r->shape.envs, TB = (size_t)r->block_rows;
+    size_t k = (size_t)i / TB, row = (size_t)i % TB;
+    const float *x = (const float *)r->array[FRL_REPLAY_OBSERVATIONS] + (k * (TB + B) + row) * W;
+    __builtin_prefetch(x);
+    __builtin_prefetch(x + B * W);
+    __builtin_prefetch((const int32_t *)r->array[FRL_REPLAY_ACTIONS] + (size_t)i * r->act_w);
+    __builtin_prefetch((const float *)r->array[FRL_REPLAY_REWARDS] + i);
+    __builtin_prefetch((const uint8_t *)r->array[FRL_REPLAY_TERMINATED] + i);
+    __builtin_prefetch((const uint8_t *)r->array[FRL_REPLAY_TRUNCATED] + i);
+}
+
+/* Row i's n-step target into batch row o: rewards summed down its env column until the
+ * episode ends, n steps pass or the block's bootstrap row is reached. x' is always the
+ * observation B rows after the last step taken. */
+static void gather(const frl_replay *r, const frl_replay_draw *d, int64_t i,
+                   frl_replay_batch *out, int32_t o)
+{
+    size_t W = (size_t)r->obs_w, B = (size_t)r->shape.envs, TB = (size_t)r->block_rows;
+    size_t k = (size_t)i / TB, row = (size_t)i % TB, t = row / B;
+    const float *obs = (const float *)r->array[FRL_REPLAY_OBSERVATIONS] + k * (TB + B) * W;
+    const float *rew = (const float *)r->array[FRL_REPLAY_REWARDS] + k * TB;
+    const uint8_t *term = (const uint8_t *)r->array[FRL_REPLAY_TERMINATED] + k * TB;
+    const uint8_t *trunc = (const uint8_t *)r->array[FRL_REPLAY_TRUNCATED] + k * TB;
+    size_t ab = 4 * (size_t)r->act_w;
+    memcpy(out->obs + (size_t)o * W, obs + row * W, 4 * W);
+    memcpy((unsigned char *)out->action + (size_t)o * ab,
+           (const unsigned char *)r->array[FRL_REPLAY_ACTIONS] + (size_t)i * ab, ab);
+    double ret = 0, g = 1;
+    size_t last = row, steps = (size_t)d->n_step, T = (size_t)r->shape.steps;
+    uint8_t done = 0;
+    for (size_t j = 0; j < steps && t + j < T; j++) {
+        last = row + j * B;
+        ret += g * rew[last];
+        g *= d->gamma;
+        if (term[last] || trunc[last]) {
+            done = term[last];
+            break;
+        }
+    }
+    memcpy(out->next_obs + (size_t)o * W, obs + (last + B) * W, 4 * W);
+    out->reward[o] = (float)ret;
+    out->discount[o] = done ? 0.0f : (float)g;
+    out->terminated[o] = done;
+    out->index[o] = i;
+}
+
+/* One draw in each of d->rows equal segments of the total, and the weights
+ * (N P(i))^-beta over the largest, (N p_min / total)^-beta, both in double. */
+static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
+                               frl_replay_batch *out)
+{
+    const double *sum = r->array[FRL_REPLAY_SUM_TREE];
+    const float *mn = r->array[FRL_REPLAY_MIN_TREE];
+    double total = sum[1], seg = total / d->rows, N = (double)r->size;
+    double max_w = pow(N * (double)mn[1] / total, -d->beta);
+    for (int32_t o = 0; o < d->rows; o++) {
+        double u = (o + frl_rng_uniform(rng)) * seg;
+        out->index[o] = tree_find(r, u < total ? u : total * (1 - 0x1p-52));
+        prefetch_row(r, out->index[o]);
+    }
+    for (int32_t o = 0; o < d->rows; o++) {
+        int64_t i = out->index[o];
+        gather(r, d, i, out, o);
+        out->weight[o] = (float)(pow(N * sum[r->capacity + i] / total, -d->beta) / max_w);
+    }
+}
+
+frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
+                             frl_replay_batch *out, char *err)
+{
+    if (!r || !rng)
+        return frl_fail(err, FRL_ERR_NULL, "replay: %s is NULL", r ? "rng" : "replay");
+    frl_status st = check_draw(r, d, out, err);
+    if (st != FRL_OK)
+        return st;
+    if (d->prioritized) {
+        sample_prioritized(r, rng, d, out);
+        return FRL_OK;
+    }
+    /* Indices first, then every line the gather reads is requested, then the gather:
+     * the rows' cache misses overlap instead of following one another. */
+    for (int32_t o = 0; o < d->rows; o++)
+        out->index[o] = draw_uniform(r, rng);
+    for (int32_t o = 0; o < d->rows; o++)
+        prefetch_row(r, out->index[o]);
+    for (int32_t o = 0; o < d->rows; o++) {
+        gather(r, d, out->index[o], out, o);
+        out->weight[o] = 1.0f;
+    }
+    return FRL_OK;
+}
+
+/* ---- priorities ---- */
+
+frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *priority,
+                             int32_t n, char *err)
+{
+    if (!r || !index || !priority)
+        return frl_fail(err, FRL_ERR_NULL, "replay: %s is NULL",
+                        !r ? "replay" : index ? "priority" : "index");
+    if (!r->shape.prioritized)
+        return frl_fail(err, FRL_ERR_STATE, "replay: made without priorities");
+    const uint8_t *reset = r->array[FRL_REPLAY_RESET_STEPS];
+    int64_t rows = r->filled * r->block_rows;
+    /* Check all first, so a bad one changes nothing. */
+    for (int32_t j = 0; j < n; j++) {
+        if (!isfinite(priority[j]))
+            return frl_fail(err, FRL_ERR_NONFINITE, "replay: priority %d of transition %lld "
+                            "is %g", (int)j, (long long)index[j], (double)priority[j]);
+        if (!(priority[j] > 0))
+            return frl_fail(err, FRL_ERR_RANGE, "replay: priority %d of transition %lld is %g, "
+                            "not > 0 (add a small epsilon to |TD error|)", (int)j,
+                            (long long)index[j], (double)priority[j]);
+        if (index[j] < 0 || index[j] >= rows || reset[index[j]])
+            return frl_fail(err, FRL_ERR_RANGE, "replay: index %d is %lld, not a transition",
+                            (int)j, (long long)index[j]);
+    }
+    for (int32_t j = 0; j < n; j++) {
+        if (priority[j] > r->max_priority)
+            r->max_priority = priority[j];
+        tree_set(r, index[j], pow(priority[j], r->shape.alpha));
+    }
+    return FRL_OK;
+}
+
+/* ---- checkpoints ---- */
+
+void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n)
+{
+    static const char *const name[] = {"replay.observations", "replay.actions", "replay.rewards",
+                                       "replay.terminated", "replay.truncated",
+                                       "replay.reset_steps"};
+    const frl_dtype type[] = {FRL_DTYPE_F32, r->shape.discrete ? FRL_DTYPE_I32 : FRL_DTYPE_F32,
+                              FRL_DTYPE_F32, FRL_DTYPE_U8, FRL_DTYPE_U8, FRL_DTYPE_U8};
+    const size_t elem[] = {4, 4, 4, 1, 1, 1};
+    for (int a = 0; a < 6; a++)
+        frl_section_add(s, n, name[a], type[a], r->bytes[a] / elem[a], r->array[a]);
+    /* The cursor is copied into the handle so the section can point at it while the
+     * file is written. */
+    r->cursor[0] = r->capacity;
+    r->cursor[1] = r->filled;
+    r->cursor[2] = r->next;
+    frl_section_add(s, n, "replay.cursor", FRL_DTYPE_I64, 3, r->cursor);
+    frl_section_add(s, n, "replay.max_priority", FRL_DTYPE_F64, 1, &r->max_priority);
+    if (r->shape.prioritized)
+        frl_section_add(s, n, "replay.priorities", FRL_DTYPE_F64, (uint64_t)r->capacity,
+                        (const double *)r->array[FRL_REPLAY_SUM_TREE] + r->capacity);
+}
+
+/* Internal nodes from the leaves, bottom up: O(C) instead of C walks to the root. */
+static void build_trees(frl_replay *r)
+{
+    double *sum = r->array[FRL_REPLAY_SUM_TREE];
+    float *mn = r->array[FRL_REPLAY_MIN_TREE];
+    for (int64_t j = r->capacity; j < 2 * r->capacity; j++)
+        mn[j] = sum[j] > 0 ? (float)sum[j] : INFINITY;
+    for (int64_t j = r->capacity - 1; j >= 1; j--) {
+        sum[j] = sum[2 * j] + sum[2 * j + 1];
+        mn[j] = mn[2 * j] < mn[2 * j + 1] ? mn[2 * j] : mn[2 * j + 1];
+    }
+}
+
+static frl_status check_cursor(const frl_replay *r, const int64_t *c, double maxp, char *err)
+{
+    if (c[0] != r->capacity)
+        return frl_fail(err, FRL_ERR_FORMAT, "replay.cursor: a replay of %lld rows, this one "
+                        "has %lld", (long long)c[0], (long long)r->capacity);
+    if (c[1] < 0 || c[1] > r->blocks || c[2] < 0 || c[2] >= r->blocks ||
+        (c[1] < r->blocks && c[2] != c[1]))
+        return frl_fail(err, FRL_ERR_FORMAT, "replay.cursor: %lld blocks filled, next %lld: "
+                        "inconsistent with %lld blocks", (long long)c[1], (long long)c[2],
+                        (long long)r->blocks);
+    if (!(maxp > 0) || !isfinite(maxp))
+        return frl_fail(err, FRL_ERR_FORMAT, "replay.max_priority is %g", maxp);
+    return FRL_OK;
+}
+
+/* The leaves of a prioritised replay (NULL otherwise): finite, >= 0, and 0 exactly at
+ * reset rows (the file's flags) and unfilled blocks, so the sums sample what they did. */
+static frl_status find_priorities(const frl_replay *r, const frl_container *c,
+                                  const uint8_t *reset, int64_t filled, const double **out,
+                                  char *err)
+{
+    *out = NULL;
+    if (!r->shape.prioritized)
+        return FRL_OK;
+    const frl_section *s = frl_container_find(c, "replay.priorities", FRL_DTYPE_F64,
+                                              r->capacity, err);
+    if (!s)
+        return FRL_ERR_FORMAT;
+    const double *p = s->data;
+    int64_t rows = filled * r->block_rows;
+    for (int64_t i = 0; i < r->capacity; i++) {
+        int live = i < rows && !reset[i];
+        if (!isfinite(p[i]) || p[i] < 0 || (p[i] > 0) != live)
+            return frl_fail(err, FRL_ERR_FORMAT, "replay.priorities: row %lld is %g (%s)",
+                            (long long)i, p[i], live ? "a transition" : "not a transition");
+    }
+    *out = p;
+    return FRL_OK;
+}
+
+frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
+{
+    static const char *const name[] = {"replay.observations", "replay.actions", "replay.rewards",
+                                       "replay.terminated", "replay.truncated",
+                                       "replay.reset_steps"};
+    const frl_dtype type[] = {FRL_DTYPE_F32, r->shape.discrete ? FRL_DTYPE_I32 : FRL_DTYPE_F32,
+                              FRL_DTYPE_F32, FRL_DTYPE_U8, FRL_DTYPE_U8, FRL_DTYPE_U8};
+    const size_t elem[] = {4, 4, 4, 1, 1, 1};
+    const frl_section *sec[6];
+    for (int a = 0; a < 6; a++)
+        if (!(sec[a] = frl_container_find(c, name[a], type[a], (int64_t)(r->bytes[a] / elem[a]),
+                                          err)))
+            return FRL_ERR_FORMAT;
+    const frl_section *cur = frl_container_find(c, "replay.cursor", FRL_DTYPE_I64, 3, err);
+    const frl_section *mp = cur ? frl_container_find(c, "replay.max_priority", FRL_DTYPE_F64, 1,
+                                                     err) : NULL;
+    if (!mp)
+        return FRL_ERR_FORMAT;
+    const int64_t *k = cur->data;
+    frl_status st = check_cursor(r, k, *(const double *)mp->data, err);
+    if (st != FRL_OK)
+        return st;
+    const double *prio;
+    st = find_priorities(r, c, sec[FRL_REPLAY_RESET_STEPS]->data, k[1], &prio, err);
+    if (st != FRL_OK)
+        return st;
+    /* Every check passed: only now is anything written. */
+    for (int a = 0; a < 6; a++)
+        memcpy(r->array[a], sec[a]->data, r->bytes[a]);
+    r->filled = k[1];
+    r->next = k[2];
+    r->max_priority = *(const double *)mp->data;
+    r->size = 0;
+    memset(r->block_size, 0, sizeof(int32_t) * (size_t)r->blocks);
+    for (int64_t b = 0; b < r->filled; b++)
+        index_block_counts(r, b);
+    if (prio) {
+        memcpy((double *)r->array[FRL_REPLAY_SUM_TREE] + r->capacity, prio,
+               8 * (size_t)r->capacity);
+        build_trees(r);
+    }
+    return FRL_OK;
 }

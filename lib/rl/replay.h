@@ -1,28 +1,133 @@
-/* A replay of transitions (x, a, r, x', done) with random access: the storage an
- * off-policy learner declares (frl_storage_need), beside the ring the samplers fill.
- * A circular buffer of `capacity` rows; when full, the oldest row is overwritten. */
+/* A replay of transitions with random access: the storage an off-policy learner
+ * declares (frl_storage_need), beside the ring the samplers fill.
+ *
+ * Layout. The replay is a circular buffer of `blocks` blocks; each holds one committed
+ * ring slot ([T x B] rows, the ring's layout) and, after its last step, the slot's B
+ * bootstrap observations. Row (t, b) of block k is transition index
+ * i = k*T*B + t*B + b. Observations are stored once: block k's observation array is
+ * [(T+1) x B x W] floats, so the x' of row i is the observation B rows after its x,
+ * for every row, the last step included (its x' is the bootstrap row). With next-step
+ * autoreset the row after an episode's last step is a reset row whose observation is
+ * the episode's final one: a truncated transition's x' is the final observation, a
+ * terminated one's x' is stored but not bootstrapped from, and reset rows are never
+ * sampled (priority 0, rejected by uniform draws). n-step targets walk the same column
+ * B rows at a time, stopping at the episode's end or the block's bootstrap row.
+ *
+ * Memory (frl_replay_memory_size): per block (T+1)*B*4W bytes of observations and
+ * T*B*(4A' + 4 + 3) of actions, rewards and the three flags (A' = action width, 1 for
+ * discrete), each array cache-line aligned; prioritised replays add a float64 sum tree
+ * and a float32 min tree over the C = blocks*T*B rows (2C nodes each: 24C bytes);
+ * plus the owned minibatch arrays. Storing x and x' per row would take 2*T*B*4W per
+ * block: this takes (T+1)/(2T) of that (0.504 for T = 128).
+ *
+ * Nothing is allocated after create: adding a slot and sampling write into the arena.
+ * One thread at a time (the learner's). */
 #ifndef FRL_RL_REPLAY_H
 #define FRL_RL_REPLAY_H
 
+#include "core/rng.h"
 #include "core/runtime.h"
+#include "io/container.h"
 #include "rl/ring.h"
+
+/* The replay's arrays, addressed like the ring's (frl_replay_array). */
+typedef enum frl_replay_array_id {
+    FRL_REPLAY_OBSERVATIONS = 0, /* float [blocks x (T+1) x B x W] */
+    FRL_REPLAY_ACTIONS = 1,      /* int32 [C] or float [C x A] */
+    FRL_REPLAY_REWARDS = 2,      /* float [C] */
+    FRL_REPLAY_TERMINATED = 3,   /* uint8 [C] */
+    FRL_REPLAY_TRUNCATED = 4,    /* uint8 [C] */
+    FRL_REPLAY_RESET_STEPS = 5,  /* uint8 [C]: 1 = an autoreset row, not a transition */
+    FRL_REPLAY_SUM_TREE = 6,     /* double [2C] (prioritised; else empty): node 1 the root,
+                                    node j's children 2j and 2j+1, row i's leaf C + i */
+    FRL_REPLAY_MIN_TREE = 7,     /* float [2C], the same shape; +inf where no transition */
+    FRL_REPLAY_ARRAY_COUNT = 8
+} frl_replay_array_id;
+
+/* What a replay is made for (internal, so a struct, not config keys). */
+typedef struct frl_replay_shape {
+    int64_t capacity;   /* transitions wanted; rounded up to whole blocks of T*B rows */
+    int32_t steps, envs;  /* T and B of the ring slots it is filled from */
+    int32_t obs_w, act_w; /* act_w: 1 for discrete (int32 actions) */
+    int32_t discrete;
+    int32_t prioritized;  /* keep the sum and min trees */
+    double alpha;         /* priority exponent (prioritised): a leaf holds p^alpha */
+    int32_t batch_rows;   /* rows of the replay-owned minibatch (0: none) */
+} frl_replay_shape;
+
+/* A minibatch: arrays of at least `rows` rows, the caller's or the replay's own. */
+typedef struct frl_replay_batch {
+    int32_t rows;
+    float *obs;          /* [rows x W] x */
+    void *action;        /* int32 [rows] or float [rows x A] */
+    float *reward;       /* [rows] sum of gamma^j r_{t+j} over the n (or fewer) steps */
+    float *next_obs;     /* [rows x W] x' after those steps */
+    float *discount;     /* [rows] gamma^k to apply to the bootstrap value; 0 if terminated */
+    uint8_t *terminated; /* [rows] the episode terminated within the steps: no bootstrap */
+    float *weight;       /* [rows] importance weight, max-normalised (1 when uniform) */
+    int64_t *index;      /* [rows] transition indices, for frl_replay_update */
+} frl_replay_batch;
+
+/* One draw (frl_replay_sample). */
+typedef struct frl_replay_draw {
+    int32_t rows;        /* minibatch rows */
+    int32_t n_step;      /* >= 1 */
+    double gamma;        /* discount in [0, 1] */
+    int32_t prioritized; /* 1: stratified proportional to p^alpha; 0: uniform */
+    double beta;         /* importance-weight exponent in [0, 1] (prioritised) */
+} frl_replay_draw;
 
 typedef struct frl_replay {
     frl_runtime *rt;
-    int64_t capacity, size, next;
-    int32_t obs_w, act_w;   /* act_w: 1 for discrete (stored as int32) */
-    float *obs, *next_obs, *reward;
-    int32_t *action;        /* discrete actions; box actions are act_w floats in fact */
-    float *box_action;
-    uint8_t *done;          /* terminated (truncation bootstraps, so it is not done) */
+    frl_replay_shape shape;
+    int64_t capacity;       /* rows: blocks * T * B */
+    int64_t blocks, block_rows; /* block_rows = T * B */
+    int64_t filled;         /* blocks holding a slot */
+    int64_t next;           /* the block the next slot goes into */
+    int64_t size;           /* transitions (rows that are not reset rows) */
+    int32_t obs_w, act_w;
+    double max_priority;    /* largest priority seen (new rows get it), starts at 1 */
+    int64_t cursor[3];      /* capacity, filled, next, as frl_replay_save writes them */
+    void *arena;
+    size_t arena_bytes;
+    void *array[FRL_REPLAY_ARRAY_COUNT];
+    size_t bytes[FRL_REPLAY_ARRAY_COUNT];
+    int32_t *block_size;    /* transitions in each block */
+    frl_replay_batch batch; /* the owned minibatch (shape.batch_rows rows; NULL arrays if 0) */
 } frl_replay;
 
-frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, int64_t capacity, int32_t obs_w,
-                             int32_t act_w, int discrete, char *err);
+/* Bytes a replay of this shape takes (arena and handle). FRL_ERR_RANGE for a bad shape
+ * and FRL_ERR_SIZE when the size does not fit a size_t: the message gives the bytes. */
+frl_status frl_replay_memory_size(const frl_replay_shape *s, size_t *bytes, char *err);
+/* One allocation; FRL_ERR_NOMEM says how many bytes could not be had. */
+frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, const frl_replay_shape *s,
+                             char *err);
 void frl_replay_destroy(frl_replay *r);
-/* Append every transition of a committed ring slot: step t's next observation is step
- * t+1's (the bootstrap observations after the last step); rows whose env was reset
- * before the step (reset-step flags) are skipped, as their x' is a new episode's. */
-void frl_replay_add_slot(frl_replay *r, frl_ring *ring, int32_t slot);
+/* The array's address and size in bytes; stable for the replay's life. */
+frl_status frl_replay_array(frl_replay *r, frl_replay_array_id id, void **data, size_t *bytes,
+                            char *err);
+
+/* Copy a committed ring slot into the next block (the oldest when full): its rows, its
+ * bootstrap observations, and for each transition the largest priority seen so far.
+ * The ring's T and B must be the replay's. */
+frl_status frl_replay_add_slot(frl_replay *r, frl_ring *ring, int32_t slot, char *err);
+
+/* d->rows transitions into out (arrays of at least d->rows rows), drawn from rng:
+ * uniform, or one draw in each of d->rows equal segments of the priority total
+ * (Schaul et al., 2016), with weights (N P(i))^-beta / max_j (N P(j))^-beta.
+ * FRL_ERR_STATE when the replay holds no transition. */
+frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
+                             frl_replay_batch *out, char *err);
+
+/* New priorities for n sampled transitions (prioritised replays): finite and > 0, else
+ * FRL_ERR_NONFINITE / FRL_ERR_RANGE and nothing changes. */
+frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *priority,
+                             int32_t n, char *err);
+
+/* The contents as checkpoint sections "replay.*" (pointing into the replay), and back:
+ * load checks every section's type and size against this replay's shape. */
+enum { FRL_REPLAY_SECTIONS = 9 }; /* at most this many */
+void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n);
+frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err);
 
 #endif

@@ -73,9 +73,14 @@ static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
     const frl_policy *p = t->policy;
     t->store.kind = need->kind;
     t->store.ring = t->ring;
-    if (need->kind == FRL_STORAGE_REPLAY)
-        return frl_replay_create(&t->store.replay, t->rt, need->capacity, p->obs_w,
-                                 p->discrete ? 1 : p->out_w, p->discrete, t->err);
+    if (need->kind == FRL_STORAGE_REPLAY) {
+        /* Blocks of the ring's slots: observations once, x' B rows after x. */
+        frl_replay_shape s = {.capacity = need->capacity, .steps = t->T, .envs = t->B,
+                              .obs_w = p->obs_w, .act_w = p->discrete ? 1 : p->out_w,
+                              .discrete = p->discrete, .prioritized = need->prioritized,
+                              .alpha = need->alpha, .batch_rows = need->batch_rows};
+        return frl_replay_create(&t->store.replay, t->rt, &s, t->err);
+    }
     if (need->kind != FRL_STORAGE_POPULATION)
         return FRL_OK;
     t->store.members = need->members;
@@ -90,7 +95,7 @@ static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
 
 static frl_status build_learner(frl_trainer *t)
 {
-    frl_storage_need need = {FRL_STORAGE_ROLLOUT, 0, 0};
+    frl_storage_need need = {.kind = FRL_STORAGE_ROLLOUT};
     if (!t->learner.ops)
         t->learner.ops = frl_learner_lookup(t->cfg);
     t->learner.rt = t->rt;

@@ -8,7 +8,7 @@
 #include "trainer/trainer.h"
 #include "trainer/trainer_output.h"
 
-enum { MAX_SECTIONS = 40, COUNTERS = 7 };
+enum { MAX_SECTIONS = 40 + FRL_REPLAY_SECTIONS, COUNTERS = 7 };
 
 typedef struct save_buf {
     char settings[FRL_SETTINGS_MAX];
@@ -33,6 +33,9 @@ static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, 
     /* The learner's sections; its optimiser step is a counter (written before the file). */
     int64_t learner_steps = 0;
     t->learner.ops->save(&t->learner, s, n, &learner_steps);
+    /* A replay's contents, so a continued run samples what it would have. */
+    if (t->store.replay)
+        frl_replay_save(t->store.replay, s, n);
     const int64_t c[COUNTERS] = {k->pr.env_steps, k->pr.updates, k->pr.rollout_steps,
                                  k->pr.episodes, learner_steps, k->pr.started, t->B};
     memcpy(b->counters, c, sizeof c);
@@ -180,6 +183,8 @@ static frl_status load_settings(frl_runtime *rt, const frl_container *c, const f
 static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
 {
     frl_status st = restore_counters(t, c, err);
+    if (st == FRL_OK && t->store.replay)
+        st = frl_replay_load(t->store.replay, c, err);
     if (st == FRL_OK)
         st = frl_policy_restore_state(t->policy, c, err);
     if (st == FRL_OK)

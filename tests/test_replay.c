@@ -1,0 +1,584 @@
+/* The replay (lib/rl/replay.c): the observations-once layout against a naive copy of
+ * (x, a, r, x', done) over random streams, the sum and min trees, importance weights
+ * against float64, priority updates, bad inputs, allocation failure, no allocation
+ * while adding and sampling, and checkpoint sections. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "rl/replay.h"
+#include "test_util.h"
+
+/* ---- a counting allocator that can fail ---- */
+
+typedef struct counter {
+    long calls, fail_at;
+} counter;
+
+static void *count_alloc(void *user, size_t size, size_t align)
+{
+    counter *c = user;
+    if (++c->calls == c->fail_at)
+        return NULL;
+    void *p = NULL;
+    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) ? NULL : p;
+}
+
+static void count_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+static frl_runtime *counting_runtime(counter *c)
+{
+    frl_allocator a;
+    frl_allocator_init(&a);
+    a.alloc = count_alloc;
+    a.free = count_free;
+    a.user = c;
+    frl_config *cfg;
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", 1), FRL_OK);
+    ck_assert_int_eq(frl_runtime_create(&rt, cfg, &a, NULL), FRL_OK);
+    frl_config_destroy(cfg);
+    return rt;
+}
+
+/* ---- rings filled with random episodes ---- */
+
+enum { T = 5, B = 3, W = 2, MAXROWS = 64 };
+
+static frl_ring *make_ring(frl_runtime *rt, int32_t steps, int32_t envs, int32_t ow)
+{
+    frl_space *o, *a;
+    int64_t shape = ow;
+    ck_assert_int_eq(frl_space_create_box(&o, NULL, 1, &shape, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&a, NULL, 4), FRL_OK);
+    frl_ring *ring;
+    ck_assert_int_eq(frl_ring_create(&ring, rt, 1, steps, envs, o, a), FRL_OK);
+    frl_space_destroy(o);
+    frl_space_destroy(a);
+    return ring;
+}
+
+/* The vec env seen by the sampler: each env's stream goes on across slots; after an
+ * episode ends the next row is a reset row whose observation is the final one. */
+typedef struct streams {
+    frl_rng rng;
+    float obs[B][W];   /* the observation the next row acts on */
+    uint8_t reset[B];  /* the next row is a reset row */
+    double p_end;      /* chance a step terminates, and again that it truncates */
+} streams;
+
+/* One naive transition per row: x and x' copied. */
+typedef struct naive {
+    float x[W], x2[W], r;
+    int32_t a;
+    uint8_t term, trunc, reset;
+} naive;
+
+static void fill_slot(streams *s, frl_ring *ring, naive *out)
+{
+    float *obs = frl_ring_at(ring, 0, FRL_RING_OBSERVATIONS);
+    int32_t *act = frl_ring_at(ring, 0, FRL_RING_ACTIONS);
+    float *rew = frl_ring_at(ring, 0, FRL_RING_REWARDS);
+    uint8_t *term = frl_ring_at(ring, 0, FRL_RING_TERMINATED);
+    uint8_t *trunc = frl_ring_at(ring, 0, FRL_RING_TRUNCATED);
+    uint8_t *reset = frl_ring_at(ring, 0, FRL_RING_RESET_STEPS);
+    float *boot = frl_ring_at(ring, 0, FRL_RING_BOOTSTRAP_OBS);
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++) {
+            int i = t * B + b;
+            naive *n = &out[i];
+            memcpy(obs + i * W, s->obs[b], sizeof s->obs[b]);
+            memcpy(n->x, s->obs[b], sizeof n->x);
+            act[i] = n->a = (int32_t)(frl_rng_next(&s->rng) % 4);
+            reset[i] = n->reset = s->reset[b];
+            if (s->reset[b]) { /* reward 0, flags 0, a fresh observation */
+                rew[i] = n->r = 0;
+                term[i] = trunc[i] = n->term = n->trunc = 0;
+                s->reset[b] = 0;
+            } else {
+                rew[i] = n->r = (float)frl_rng_uniform_range(&s->rng, -1, 1);
+                term[i] = n->term = frl_rng_uniform(&s->rng) < s->p_end;
+                trunc[i] = n->trunc = !n->term && frl_rng_uniform(&s->rng) < s->p_end;
+                s->reset[b] = n->term || n->trunc;
+            }
+            for (int w = 0; w < W; w++)
+                s->obs[b][w] = (float)frl_rng_uniform_range(&s->rng, -10, 10);
+            memcpy(n->x2, s->obs[b], sizeof n->x2);
+        }
+    for (int b = 0; b < B; b++)
+        memcpy(boot + b * W, s->obs[b], sizeof s->obs[b]);
+}
+
+static frl_replay_shape shape_of(int64_t capacity, int prioritized, double alpha)
+{
+    return (frl_replay_shape){.capacity = capacity, .steps = T, .envs = B, .obs_w = W,
+                              .act_w = 1, .discrete = 1, .prioritized = prioritized,
+                              .alpha = alpha, .batch_rows = 256};
+}
+
+/* The naive n-step target of row (t, b) of a block: the same walk over copied x'. */
+static void naive_target(const naive *blk, int t, int b, int n_step, double gamma, double *ret,
+                         double *disc, const float **x2, int *term)
+{
+    double g = 1;
+    *ret = 0;
+    *term = 0;
+    for (int j = 0; j < n_step && t + j < T; j++) {
+        const naive *n = &blk[(t + j) * B + b];
+        *ret += g * n->r;
+        g *= gamma;
+        *x2 = n->x2;
+        if (n->term || n->trunc) {
+            *term = n->term;
+            break;
+        }
+    }
+    *disc = *term ? 0 : g;
+}
+
+/* 13 slots into a replay of 4 blocks (it wraps three times), then every sampled row
+ * against the naive copy of the block it came from, for n = 1 and n = 3. */
+START_TEST(obs_once_matches_naive)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    frl_replay_shape sh = shape_of(4 * T * B - 7, 0, 0); /* rounds up to 4 blocks */
+    frl_replay *r;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
+    ck_assert_int_eq(r->capacity, 4 * T * B);
+    streams s = {.rng = frl_rng_stream(7, 0), .p_end = 0.15};
+    naive blocks[4][T * B];
+    frl_rng draws = frl_rng_stream(8, 0);
+    for (int slot = 0; slot < 13; slot++) {
+        fill_slot(&s, ring, blocks[slot % 4]);
+        ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+        int seen[4 * T * B] = {0};
+        for (int n_step = 1; n_step <= 3; n_step += 2)
+            for (int rep = 0; rep < 4; rep++) {
+                frl_replay_draw d = {.rows = 256, .n_step = n_step, .gamma = 0.9};
+                ck_assert_int_eq(frl_replay_sample(r, &draws, &d, &r->batch, err), FRL_OK);
+                for (int o = 0; o < 256; o++) {
+                    int64_t i = r->batch.index[o];
+                    ck_assert_int_lt(i, r->filled * T * B);
+                    const naive *blk = blocks[i / (T * B)];
+                    int t = (int)(i % (T * B)) / B, b = (int)(i % B);
+                    ck_assert_int_eq(blk[t * B + b].reset, 0);
+                    seen[i] = 1;
+                    double ret, disc;
+                    const float *x2 = NULL;
+                    int term;
+                    naive_target(blk, t, b, n_step, 0.9, &ret, &disc, &x2, &term);
+                    ck_assert_mem_eq(r->batch.obs + o * W, blk[t * B + b].x, sizeof(float) * W);
+                    ck_assert_int_eq(((int32_t *)r->batch.action)[o], blk[t * B + b].a);
+                    ck_assert_float_eq_tol(r->batch.reward[o], ret, 1e-5);
+                    ck_assert_float_eq_tol(r->batch.discount[o], disc, 1e-6);
+                    ck_assert_int_eq(r->batch.terminated[o], term);
+                    if (!term)
+                        ck_assert_mem_eq(r->batch.next_obs + o * W, x2, sizeof(float) * W);
+                    ck_assert_float_eq(r->batch.weight[o], 1.0f);
+                }
+            }
+        /* Every transition is drawn, and the count is the rows that are not resets. */
+        int64_t live = 0;
+        for (int64_t i = 0; i < r->filled * T * B; i++) {
+            int is = !blocks[i / (T * B)][i % (T * B)].reset;
+            live += is;
+            ck_assert_msg(seen[i] == is, "slot %d row %lld: seen %d, transition %d", slot,
+                          (long long)i, seen[i], is);
+        }
+        ck_assert_int_eq(r->size, live);
+    }
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- priorities ---- */
+
+/* A prioritised replay of 3 blocks (45 rows, not a power of two) without reset rows. */
+static frl_replay *full_prioritized(frl_runtime *rt, frl_ring *ring, double alpha)
+{
+    frl_replay_shape sh = shape_of(3 * T * B, 1, alpha);
+    frl_replay *r;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
+    streams s = {.rng = frl_rng_stream(3, 0), .p_end = 0};
+    naive blk[T * B];
+    for (int k = 0; k < 3; k++) {
+        fill_slot(&s, ring, blk);
+        ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+    }
+    ck_assert_int_eq(r->size, 3 * T * B);
+    return r;
+}
+
+static void set_priorities(frl_replay *r, const float *p)
+{
+    int64_t idx[3 * T * B];
+    for (int i = 0; i < 3 * T * B; i++)
+        idx[i] = i;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_msg(frl_replay_update(r, idx, p, 3 * T * B, err) == FRL_OK, "%s", err);
+}
+
+/* Root sum and minimum against the leaves; draws against p^alpha by chi-square. */
+START_TEST(sum_tree_frequencies)
+{
+    enum { N = 3 * T * B, CALLS = 200 };
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    const double alpha = 0.6;
+    frl_replay *r = full_prioritized(rt, ring, alpha);
+    float p[N];
+    double want = 0, pmin = INFINITY, pa[N];
+    for (int i = 0; i < N; i++) {
+        p[i] = 0.05f + (float)((i * 37) % 11);
+        pa[i] = pow(p[i], alpha);
+        want += pa[i];
+        pmin = fmin(pmin, pa[i]);
+    }
+    set_priorities(r, p);
+    const double *sum = r->array[FRL_REPLAY_SUM_TREE];
+    const float *mn = r->array[FRL_REPLAY_MIN_TREE];
+    ck_assert_double_eq_tol(sum[1], want, 1e-9 * want);
+    ck_assert_float_eq_tol(mn[1], pmin, 1e-6 * pmin);
+    long count[N] = {0};
+    frl_rng rng = frl_rng_stream(11, 0);
+    frl_replay_draw d = {.rows = 256, .n_step = 1, .gamma = 0.99, .prioritized = 1, .beta = 0.4};
+    char err[FRL_ERRMSG_SIZE];
+    for (int c = 0; c < CALLS; c++) {
+        ck_assert_int_eq(frl_replay_sample(r, &rng, &d, &r->batch, err), FRL_OK);
+        for (int o = 0; o < 256; o++)
+            count[r->batch.index[o]]++;
+    }
+    double chi2 = 0, draws = 256.0 * CALLS;
+    for (int i = 0; i < N; i++) {
+        double e = draws * pa[i] / want;
+        chi2 += (count[i] - e) * (count[i] - e) / e;
+    }
+    /* 44 degrees of freedom: P(chi2 > 90) < 1e-4 for independent draws, and stratified
+     * draws vary less; the seed is fixed, so this is deterministic. */
+    ck_assert_msg(chi2 < 90, "chi-square %.1f over %d rows", chi2, N);
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Weights (N P(i))^-beta / max_j (N P(j))^-beta against float64 from the priorities. */
+START_TEST(importance_weights)
+{
+    enum { N = 3 * T * B };
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    const double alpha = 0.7, beta = 0.5;
+    frl_replay *r = full_prioritized(rt, ring, alpha);
+    float p[N];
+    double total = 0, pmin = INFINITY;
+    for (int i = 0; i < N; i++) {
+        p[i] = 0.01f + 0.37f * (float)(i % 7);
+        total += pow(p[i], alpha);
+        pmin = fmin(pmin, pow(p[i], alpha));
+    }
+    set_priorities(r, p);
+    frl_rng rng = frl_rng_stream(5, 0);
+    frl_replay_draw d = {.rows = 256, .n_step = 1, .gamma = 0.99, .prioritized = 1, .beta = beta};
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_sample(r, &rng, &d, &r->batch, err), FRL_OK);
+    double max_w = pow(N * pmin / total, -beta);
+    for (int o = 0; o < 256; o++) {
+        int64_t i = r->batch.index[o];
+        double w = pow(N * pow(p[i], alpha) / total, -beta) / max_w;
+        ck_assert_double_eq_tol(r->batch.weight[o], w, 2e-6);
+        ck_assert_double_le(r->batch.weight[o], 1.0);
+    }
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Updates change the leaves and the roots; new rows get the largest priority seen. */
+START_TEST(priority_updates)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    const double alpha = 0.5;
+    frl_replay *r = full_prioritized(rt, ring, alpha);
+    const double *sum = r->array[FRL_REPLAY_SUM_TREE];
+    const float *mn = r->array[FRL_REPLAY_MIN_TREE];
+    int64_t C = r->capacity;
+    ck_assert_double_eq_tol(sum[1], (double)C, 1e-9); /* all at max priority 1 */
+    int64_t idx[2] = {3, 40};
+    float pr[2] = {9.0f, 0.25f};
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_update(r, idx, pr, 2, err), FRL_OK);
+    ck_assert_double_eq_tol(sum[C + 3], 3.0, 1e-12);
+    ck_assert_double_eq_tol(sum[C + 40], 0.5, 1e-12);
+    ck_assert_double_eq_tol(sum[1], (double)(C - 2) + 3.5, 1e-9);
+    ck_assert_float_eq_tol(mn[1], 0.5f, 1e-7);
+    ck_assert_double_eq(r->max_priority, 9.0);
+    /* The next slot overwrites block 0 at priority 9^alpha = 3; row 3's update is gone. */
+    streams s = {.rng = frl_rng_stream(4, 0), .p_end = 0};
+    naive blk[T * B];
+    fill_slot(&s, ring, blk);
+    ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+    for (int i = 0; i < T * B; i++)
+        ck_assert_double_eq_tol(sum[C + i], 3.0, 1e-12);
+    ck_assert_double_eq_tol(sum[1], 3.0 * T * B + (double)(C - T * B - 1) + 0.5, 1e-9);
+    /* A bad value anywhere in the list changes nothing. */
+    int64_t idx3[3] = {0, 1, 2};
+    const float bad[][3] = {{1, NAN, 1}, {1, -1, 1}, {1, 0, 1}, {1, INFINITY, 1}};
+    const frl_status want[] = {FRL_ERR_NONFINITE, FRL_ERR_RANGE, FRL_ERR_RANGE, FRL_ERR_NONFINITE};
+    for (int k = 0; k < 4; k++) {
+        ck_assert_int_eq(frl_replay_update(r, idx3, bad[k], 3, err), want[k]);
+        ck_assert_msg(strstr(err, "priority 1"), "%s", err);
+        ck_assert_double_eq_tol(sum[C + 0], 3.0, 1e-12);
+    }
+    int64_t out_of_range[1] = {C};
+    ck_assert_int_eq(frl_replay_update(r, out_of_range, pr, 1, err), FRL_ERR_RANGE);
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- bad inputs and memory ---- */
+
+START_TEST(bad_inputs)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char err[FRL_ERRMSG_SIZE];
+    frl_replay *r = (frl_replay *)1;
+    size_t bytes;
+    frl_replay_shape sh = shape_of(0, 0, 0);
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_ERR_RANGE);
+    ck_assert_ptr_null(r);
+    ck_assert_msg(strstr(err, "capacity 0"), "%s", err);
+    /* Too large for any address space: the message gives the bytes needed. */
+    sh = shape_of(INT64_MAX / 2, 1, 0.6);
+    sh.obs_w = 1000;
+    ck_assert_int_eq(frl_replay_memory_size(&sh, &bytes, err), FRL_ERR_SIZE);
+    ck_assert_msg(strstr(err, "bytes") && strstr(err, "need"), "%s", err);
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_ERR_SIZE);
+    sh = shape_of(100, 1, 1.5);
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_ERR_RANGE);
+    sh = shape_of(100, 0, 0);
+    sh.act_w = 2;
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_replay_create(&r, rt, NULL, err), FRL_ERR_NULL);
+    /* Empty, and draws that do not fit. */
+    sh = shape_of(100, 0, 0);
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
+    frl_rng rng = frl_rng_stream(1, 0);
+    frl_replay_draw d = {.rows = 32, .n_step = 1, .gamma = 0.9};
+    ck_assert_int_eq(frl_replay_sample(r, &rng, &d, &r->batch, err), FRL_ERR_STATE);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    streams s = {.rng = frl_rng_stream(2, 0), .p_end = 0.2};
+    naive blk[T * B];
+    fill_slot(&s, ring, blk);
+    ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+    ck_assert_int_eq(frl_replay_add_slot(r, ring, 1, err), FRL_ERR_RANGE);
+    d.rows = 257;
+    ck_assert_int_eq(frl_replay_sample(r, &rng, &d, &r->batch, err), FRL_ERR_RANGE);
+    d.rows = 32;
+    d.n_step = 0;
+    ck_assert_int_eq(frl_replay_sample(r, &rng, &d, &r->batch, err), FRL_ERR_RANGE);
+    d.n_step = 1;
+    d.gamma = NAN;
+    ck_assert_int_eq(frl_replay_sample(r, &rng, &d, &r->batch, err), FRL_ERR_RANGE);
+    d.gamma = 0.9;
+    d.prioritized = 1;
+    ck_assert_int_eq(frl_replay_sample(r, &rng, &d, &r->batch, err), FRL_ERR_STATE);
+    int64_t idx = 0;
+    float one = 1;
+    ck_assert_int_eq(frl_replay_update(r, &idx, &one, 1, err), FRL_ERR_STATE);
+    frl_replay_destroy(r);
+    /* A ring of another shape. */
+    sh.envs = B + 1;
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
+    ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_ERR_SIZE);
+    frl_replay_destroy(r);
+    frl_replay_destroy(NULL);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* The memory formula of replay.h, by hand, for the bench's CartPole shape. */
+START_TEST(memory_formula)
+{
+    frl_replay_shape sh = {.capacity = 1000000, .steps = 128, .envs = 16, .obs_w = 4,
+                           .act_w = 1, .discrete = 1, .prioritized = 1, .alpha = 0.6};
+    size_t bytes;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_memory_size(&sh, &bytes, err), FRL_OK);
+    double blocks = ceil(1e6 / 2048), C = blocks * 2048;
+    double want = blocks * 129 * 16 * 16 + C * (4 + 4 + 3) + 24 * C + 4 * blocks;
+    ck_assert_double_ge(bytes, want);
+    ck_assert_double_le(bytes, want + 16 * 64 + sizeof(frl_replay) + 8 * 64);
+}
+END_TEST
+
+/* Each allocation of create failing in turn: an error that says memory and bytes, no
+ * handle, no leak; then adding and sampling allocate nothing. */
+START_TEST(alloc_failure_and_none_after)
+{
+    counter c = {0, 0};
+    frl_runtime *rt = counting_runtime(&c);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    frl_replay_shape sh = shape_of(200, 1, 0.6);
+    char err[FRL_ERRMSG_SIZE];
+    for (long n = 1; n <= 2; n++) {
+        frl_replay *r = (frl_replay *)1;
+        c.fail_at = c.calls + n;
+        ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_ERR_NOMEM);
+        ck_assert_ptr_null(r);
+        ck_assert_msg(strstr(err, "out of memory") && strstr(err, "bytes"), "%s", err);
+    }
+    c.fail_at = 0;
+    frl_replay *r;
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
+    long before = c.calls;
+    streams s = {.rng = frl_rng_stream(9, 0), .p_end = 0.1};
+    naive blk[T * B];
+    frl_rng rng = frl_rng_stream(1, 0);
+    for (int k = 0; k < 20; k++) {
+        fill_slot(&s, ring, blk);
+        ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+        frl_replay_draw d = {.rows = 256, .n_step = 3, .gamma = 0.9, .prioritized = k % 2,
+                             .beta = 0.4};
+        ck_assert_int_eq(frl_replay_sample(r, &rng, &d, &r->batch, err), FRL_OK);
+        float p[256];
+        for (int o = 0; o < 256; o++)
+            p[o] = 0.5f + (float)o;
+        ck_assert_int_eq(frl_replay_update(r, r->batch.index, p, 256, err), FRL_OK);
+    }
+    ck_assert_int_eq(c.calls, before);
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- checkpoints ---- */
+
+static frl_container *round_trip(frl_runtime *rt, const frl_section *s, int32_t n)
+{
+    /* tmpfs where there is one: its fsync costs nothing, and the test stays fast. */
+    char path[64];
+    snprintf(path, sizeof path, "%s/frl_test_replay_XXXXXX",
+             access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_msg(frl_container_write(path, &rt->alloc, s, n, err) == FRL_OK, "%s", err);
+    frl_container *c;
+    ck_assert_msg(frl_container_read(&c, path, &rt->alloc, err) == FRL_OK, "%s", err);
+    unlink(path);
+    return c;
+}
+
+/* Saved and loaded, a replay draws the same minibatches; broken sections are refused
+ * with a message and leave the replay as it was. */
+START_TEST(save_and_load)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    frl_replay_shape sh = shape_of(4 * T * B, 1, 0.6);
+    frl_replay *a, *b;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_create(&a, rt, &sh, err), FRL_OK);
+    ck_assert_int_eq(frl_replay_create(&b, rt, &sh, err), FRL_OK);
+    streams s = {.rng = frl_rng_stream(6, 0), .p_end = 0.2};
+    naive blk[T * B];
+    frl_rng rng = frl_rng_stream(1, 0);
+    frl_replay_draw d = {.rows = 64, .n_step = 2, .gamma = 0.9, .prioritized = 1, .beta = 0.4};
+    for (int k = 0; k < 6; k++) {
+        fill_slot(&s, ring, blk);
+        ck_assert_int_eq(frl_replay_add_slot(a, ring, 0, err), FRL_OK);
+        ck_assert_int_eq(frl_replay_sample(a, &rng, &d, &a->batch, err), FRL_OK);
+        float p[64];
+        for (int o = 0; o < 64; o++)
+            p[o] = 0.1f + (float)(o % 5);
+        ck_assert_int_eq(frl_replay_update(a, a->batch.index, p, 64, err), FRL_OK);
+    }
+    frl_section sec[FRL_REPLAY_SECTIONS];
+    int32_t n = 0;
+    frl_replay_save(a, sec, &n);
+    frl_container *c = round_trip(rt, sec, n);
+    ck_assert_msg(frl_replay_load(b, c, err) == FRL_OK, "%s", err);
+    frl_container_free(c);
+    ck_assert_int_eq(b->size, a->size);
+    ck_assert_int_eq(b->next, a->next);
+    for (int i = 0; i < FRL_REPLAY_ARRAY_COUNT; i++)
+        ck_assert_msg(memcmp(a->array[i], b->array[i], a->bytes[i]) == 0, "array %d differs", i);
+    frl_rng ra = frl_rng_stream(2, 0), rb = ra;
+    ck_assert_int_eq(frl_replay_sample(a, &ra, &d, &a->batch, err), FRL_OK);
+    ck_assert_int_eq(frl_replay_sample(b, &rb, &d, &b->batch, err), FRL_OK);
+    ck_assert_mem_eq(a->batch.index, b->batch.index, 64 * sizeof(int64_t));
+    ck_assert_mem_eq(a->batch.weight, b->batch.weight, 64 * sizeof(float));
+    /* A NaN priority, a cursor past the end, a missing section. */
+    int32_t pi = n - 1, ci = n - 3;
+    ck_assert_str_eq(sec[pi].name, "replay.priorities");
+    ck_assert_str_eq(sec[ci].name, "replay.cursor");
+    double *pr = malloc(8 * (size_t)a->capacity);
+    memcpy(pr, sec[pi].data, 8 * (size_t)a->capacity);
+    pr[1] = NAN;
+    frl_section bad[FRL_REPLAY_SECTIONS];
+    memcpy(bad, sec, sizeof bad);
+    bad[pi].data = pr;
+    c = round_trip(rt, bad, n);
+    ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "replay.priorities"), "%s", err);
+    frl_container_free(c);
+    int64_t cur[3] = {a->capacity, 4, 9};
+    memcpy(bad, sec, sizeof bad);
+    bad[ci].data = cur;
+    c = round_trip(rt, bad, n);
+    ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "replay.cursor"), "%s", err);
+    frl_container_free(c);
+    c = round_trip(rt, sec + 1, n - 1);
+    ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "replay.observations"), "%s", err);
+    frl_container_free(c);
+    free(pr);
+    /* Still as loaded. */
+    for (int i = 0; i < FRL_REPLAY_ARRAY_COUNT; i++)
+        ck_assert_msg(memcmp(a->array[i], b->array[i], a->bytes[i]) == 0, "array %d changed", i);
+    frl_replay_destroy(a);
+    frl_replay_destroy(b);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("replay");
+    TCase *tc = tcase_create("replay");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, obs_once_matches_naive);
+    tcase_add_test(tc, sum_tree_frequencies);
+    tcase_add_test(tc, importance_weights);
+    tcase_add_test(tc, priority_updates);
+    tcase_add_test(tc, bad_inputs);
+    tcase_add_test(tc, memory_formula);
+    tcase_add_test(tc, alloc_failure_and_none_after);
+    tcase_add_test(tc, save_and_load);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
