@@ -202,23 +202,43 @@ static void tree_set(frl_replay *r, int64_t row, double p_alpha)
     }
 }
 
-/* The row whose cumulative priority span holds u (0 <= u < total). Leaves sit at two
- * depths when C is not a power of two; the descent does not care. A right child of
- * zero mass is never entered, so rounding at a boundary cannot pick an empty row. */
-static int64_t tree_find(const frl_replay *r, double u)
+/* One step of the descent from node j toward u (0 <= u < the subtree's total). Leaves
+ * sit at two depths when C is not a power of two; the descent does not care. A right
+ * child of zero mass is never entered, so rounding at a boundary cannot pick an empty
+ * row. */
+static int64_t tree_step(const double *sum, int64_t j, double *u)
+{
+    /* Without a branch: the side is a coin flip, so a branch would mispredict half the
+     * time, and that cost more than the cache misses. */
+    double left = sum[2 * j];
+    int64_t right = (*u >= left) & (sum[2 * j + 1] > 0);
+    *u -= left * (double)right;
+    return 2 * j + right;
+}
+
+/* The rows whose cumulative priority spans hold u[0..n) (each 0 <= u < total), into
+ * node[]: all n descents move one level at a time, and each one's next pair of
+ * children (one cache line) is requested before any is read, so the n cache misses of
+ * a level overlap instead of following one another (the top levels stay in cache). */
+static void tree_find_all(const frl_replay *r, double *u, int64_t *node, int32_t n)
 {
     const double *sum = r->array[FRL_REPLAY_SUM_TREE];
-    int64_t j = 1, C = r->capacity;
-    while (j < C) {
-        double left = sum[2 * j];
-        if (u < left || sum[2 * j + 1] <= 0) {
-            j = 2 * j;
-        } else {
-            u -= left;
-            j = 2 * j + 1;
-        }
+    int64_t C = r->capacity;
+    for (int32_t o = 0; o < n; o++)
+        node[o] = 1;
+    for (int active = 1; active;) {
+        active = 0;
+        for (int32_t o = 0; o < n; o++)
+            if (node[o] < C)
+                __builtin_prefetch(sum + 2 * node[o]);
+        for (int32_t o = 0; o < n; o++)
+            if (node[o] < C) {
+                node[o] = tree_step(sum, node[o], &u[o]);
+                active = 1;
+            }
     }
-    return j - C;
+    for (int32_t o = 0; o < n; o++)
+        node[o] -= C;
 }
 
 /* ---- adding ---- */
@@ -376,6 +396,9 @@ static void gather(const frl_replay *r, const frl_replay_draw *d, int64_t i,
     out->index[o] = i;
 }
 
+/* Draws descended together (tree_find_all): enough to overlap the misses of a level. */
+enum { FIND_CHUNK = 128 };
+
 /* One draw in each of d->rows equal segments of the total, and the weights
  * (N P(i))^-beta over the largest, (N p_min / total)^-beta, both in double. */
 static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
@@ -385,11 +408,17 @@ static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_dra
     const float *mn = r->array[FRL_REPLAY_MIN_TREE];
     double total = sum[1], seg = total / d->rows, N = (double)r->size;
     double max_w = pow(N * (double)mn[1] / total, -d->beta);
-    for (int32_t o = 0; o < d->rows; o++) {
-        double u = (o + frl_rng_uniform(rng)) * seg;
-        out->index[o] = tree_find(r, u < total ? u : total * (1 - 0x1p-52));
-        prefetch_row(r, out->index[o]);
+    for (int32_t o0 = 0; o0 < d->rows; o0 += FIND_CHUNK) {
+        int32_t n = d->rows - o0 < FIND_CHUNK ? d->rows - o0 : FIND_CHUNK;
+        double u[FIND_CHUNK];
+        for (int32_t o = 0; o < n; o++) {
+            u[o] = (o0 + o + frl_rng_uniform(rng)) * seg;
+            u[o] = u[o] < total ? u[o] : total * (1 - 0x1p-52);
+        }
+        tree_find_all(r, u, out->index + o0, n);
     }
+    for (int32_t o = 0; o < d->rows; o++)
+        prefetch_row(r, out->index[o]);
     for (int32_t o = 0; o < d->rows; o++) {
         int64_t i = out->index[o];
         gather(r, d, i, out, o);
@@ -424,6 +453,44 @@ frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw 
 
 /* ---- priorities ---- */
 
+/* Set the leaves of rows index[0..n) to priority^alpha (in order, so a row listed twice
+ * keeps its last), then recompute their ancestors one level per round for all rows at
+ * once, each round's lines requested before any is read (tree_find_all). A node is
+ * recomputed once per row below it; its last time comes after its children's last
+ * (one round later on the same path), so the trees end as tree_set would leave them. */
+static void tree_set_all(frl_replay *r, const int64_t *index, const float *priority,
+                         int32_t n)
+{
+    double *sum = r->array[FRL_REPLAY_SUM_TREE];
+    float *mn = r->array[FRL_REPLAY_MIN_TREE];
+    int64_t node[FIND_CHUNK];
+    for (int32_t o = 0; o < n; o++) {
+        node[o] = r->capacity + index[o];
+        double pa = pow(priority[o], r->shape.alpha);
+        sum[node[o]] = pa;
+        mn[node[o]] = pa > 0 ? (float)pa : INFINITY;
+        node[o] >>= 1;
+    }
+    for (int active = 1; active;) {
+        active = 0;
+        for (int32_t o = 0; o < n; o++)
+            if (node[o] >= 1) {
+                __builtin_prefetch(sum + node[o], 1);
+                __builtin_prefetch(mn + node[o], 1);
+            }
+        for (int32_t o = 0; o < n; o++) {
+            int64_t j = node[o];
+            if (j < 1)
+                continue;
+            sum[j] = sum[2 * j] + sum[2 * j + 1];
+            mn[j] = mn[2 * j] < mn[2 * j + 1] ? mn[2 * j] : mn[2 * j + 1];
+            node[o] = j >> 1;
+            active = 1;
+        }
+    }
+}
+
+
 frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *priority,
                              int32_t n, char *err)
 {
@@ -447,11 +514,11 @@ frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *p
             return frl_fail(err, FRL_ERR_RANGE, "replay: index %d is %lld, not a transition",
                             (int)j, (long long)index[j]);
     }
-    for (int32_t j = 0; j < n; j++) {
+    for (int32_t j = 0; j < n; j++)
         if (priority[j] > r->max_priority)
             r->max_priority = priority[j];
-        tree_set(r, index[j], pow(priority[j], r->shape.alpha));
-    }
+    for (int32_t j0 = 0; j0 < n; j0 += FIND_CHUNK)
+        tree_set_all(r, index + j0, priority + j0, n - j0 < FIND_CHUNK ? n - j0 : FIND_CHUNK);
     return FRL_OK;
 }
 
