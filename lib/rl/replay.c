@@ -31,6 +31,19 @@ static frl_status check_shape(const frl_replay_shape *s, char *err)
     return FRL_OK;
 }
 
+/* Nodes of a tree over C leaves with FRL_REPLAY_FANOUT children per node: each level
+ * (the leaves first) rounded up to whole groups of siblings, up to the one root. */
+static double tree_nodes(double C)
+{
+    double total = 0, n = C;
+    for (;;) {
+        total += ceil(n / FRL_REPLAY_FANOUT) * FRL_REPLAY_FANOUT;
+        if (n <= 1)
+            return total;
+        n = ceil(n / FRL_REPLAY_FANOUT);
+    }
+}
+
 /* Bytes of every array, in double so that a capacity too large for size_t is seen and
  * its size still reported. */
 static void array_bytes(const frl_replay_shape *s, double bytes[FRL_REPLAY_ARRAY_COUNT],
@@ -45,8 +58,9 @@ static void array_bytes(const frl_replay_shape *s, double bytes[FRL_REPLAY_ARRAY
     bytes[FRL_REPLAY_TERMINATED] = C;
     bytes[FRL_REPLAY_TRUNCATED] = C;
     bytes[FRL_REPLAY_RESET_STEPS] = C;
-    bytes[FRL_REPLAY_SUM_TREE] = s->prioritized ? 2 * C * 8 : 0;
-    bytes[FRL_REPLAY_MIN_TREE] = s->prioritized ? 2 * C * 4 : 0;
+    double nodes = tree_nodes(C);
+    bytes[FRL_REPLAY_SUM_TREE] = s->prioritized ? nodes * 8 : 0;
+    bytes[FRL_REPLAY_MIN_TREE] = s->prioritized ? nodes * 4 : 0;
 }
 
 /* The owned minibatch: x, x', actions, reward, discount, weight, terminated, index. */
@@ -122,6 +136,23 @@ static void carve(frl_replay *r, const double b[FRL_REPLAY_ARRAY_COUNT])
     o->terminated = take(&p, n);
 }
 
+/* Where each level of the trees starts (tree_nodes' order): leaves at 0, the root the
+ * one node of the last level. */
+static void tree_levels(frl_replay *r)
+{
+    const int64_t K = FRL_REPLAY_FANOUT;
+    int64_t off = 0, n = r->capacity;
+    for (int L = 0;; L++) {
+        r->tree_off[L] = off;
+        off += (n + K - 1) / K * K;
+        if (n <= 1) {
+            r->tree_top = L;
+            return;
+        }
+        n = (n + K - 1) / K;
+    }
+}
+
 /* Empty trees: sums 0, minima +inf, so rows without a transition are never drawn. */
 static void clear_trees(frl_replay *r)
 {
@@ -129,7 +160,7 @@ static void clear_trees(frl_replay *r)
     if (!mn)
         return;
     memset(r->array[FRL_REPLAY_SUM_TREE], 0, r->bytes[FRL_REPLAY_SUM_TREE]);
-    for (int64_t j = 0; j < 2 * r->capacity; j++)
+    for (size_t j = 0; j < r->bytes[FRL_REPLAY_MIN_TREE] / 4; j++)
         mn[j] = INFINITY;
 }
 
@@ -188,6 +219,7 @@ frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, const frl_replay
     r->act_w = s->act_w;
     r->max_priority = 1.0;
     carve(r, b);
+    tree_levels(r);
     clear_trees(r);
     *out = r;
     return FRL_OK;
@@ -217,58 +249,84 @@ frl_status frl_replay_array(frl_replay *r, frl_replay_array_id id, void **data, 
 
 /* ---- the trees ---- */
 
-/* Row i's leaf is C + i; each parent is recomputed from its children, not adjusted by
- * a difference, so rounding errors never accumulate in the sums. */
-static void tree_set(frl_replay *r, int64_t row, double p_alpha)
+/* The sum of a group of FANOUT = 8 children, pairwise: the order tree_step adds in, so
+ * a node's total is exactly the sum its descent compares against. */
+static double group_sum(const double *c)
+{
+    return ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
+}
+
+/* Node m of level L (L >= 1) from its FANOUT children m*K.. of level L-1, recomputed
+ * from them, not adjusted by a difference, so rounding errors never accumulate. */
+static void tree_node(frl_replay *r, int L, int64_t m)
 {
     double *sum = r->array[FRL_REPLAY_SUM_TREE];
     float *mn = r->array[FRL_REPLAY_MIN_TREE];
-    int64_t j = r->capacity + row;
-    sum[j] = p_alpha;
-    mn[j] = p_alpha > 0 ? (float)p_alpha : INFINITY;
-    for (j >>= 1; j >= 1; j >>= 1) {
-        sum[j] = sum[2 * j] + sum[2 * j + 1];
-        mn[j] = mn[2 * j] < mn[2 * j + 1] ? mn[2 * j] : mn[2 * j + 1];
+    const double *cs = sum + r->tree_off[L - 1] + m * FRL_REPLAY_FANOUT;
+    const float *cm = mn + r->tree_off[L - 1] + m * FRL_REPLAY_FANOUT;
+    float lo = INFINITY;
+    for (int c = 0; c < FRL_REPLAY_FANOUT; c++)
+        lo = cm[c] < lo ? cm[c] : lo;
+    sum[r->tree_off[L] + m] = group_sum(cs);
+    mn[r->tree_off[L] + m] = lo;
+}
+
+static void leaf_set(frl_replay *r, int64_t row, double p_alpha)
+{
+    ((double *)r->array[FRL_REPLAY_SUM_TREE])[row] = p_alpha;
+    ((float *)r->array[FRL_REPLAY_MIN_TREE])[row] = p_alpha > 0 ? (float)p_alpha : INFINITY;
+}
+
+/* The ancestors of leaves lo..hi (inclusive), level by level: O(hi - lo) plus the
+ * levels, for a whole block or the whole tree at once. */
+static void tree_fix_range(frl_replay *r, int64_t lo, int64_t hi)
+{
+    for (int L = 1; L <= r->tree_top; L++) {
+        lo /= FRL_REPLAY_FANOUT;
+        hi /= FRL_REPLAY_FANOUT;
+        for (int64_t m = lo; m <= hi; m++)
+            tree_node(r, L, m);
     }
 }
 
-/* One step of the descent from node j toward u (0 <= u < the subtree's total). Leaves
- * sit at two depths when C is not a power of two; the descent does not care. A right
- * child of zero mass is never entered, so rounding at a boundary cannot pick an empty
- * row. */
-static int64_t tree_step(const double *sum, int64_t j, double *u)
+/* Toward the right half (left's mass l, right's r) when u is past the left half and the
+ * right half has mass, so rounding at a boundary cannot enter a part of zero mass. */
+static int64_t go_right(double *u, double l, double r)
 {
-    /* Without a branch: the side is a coin flip, so a branch would mispredict half the
-     * time, and that cost more than the cache misses. */
-    double left = sum[2 * j];
-    int64_t right = (*u >= left) & (sum[2 * j + 1] > 0);
-    *u -= left * (double)right;
-    return 2 * j + right;
+    int64_t right = (*u >= l) & (r > 0);
+    *u -= l * (double)right;
+    return right;
+}
+
+/* One step down from node m toward u (0 <= u < its total): the child whose span holds
+ * u, found as a binary descent inside the group (halves, pairs, one), without a
+ * branch: the side is a coin flip, so a branch would mispredict half the time, and
+ * that cost more than the cache misses. */
+static int64_t tree_step(const double *c, int64_t m, double *u)
+{
+    double pair[4] = {c[0] + c[1], c[2] + c[3], c[4] + c[5], c[6] + c[7]};
+    int64_t k = 4 * go_right(u, pair[0] + pair[1], pair[2] + pair[3]);
+    k += 2 * go_right(u, pair[k / 2], pair[k / 2 + 1]);
+    k += go_right(u, c[k], c[k + 1]);
+    return m * FRL_REPLAY_FANOUT + k;
 }
 
 /* The rows whose cumulative priority spans hold u[0..n) (each 0 <= u < total), into
- * node[]: all n descents move one level at a time, and each one's next pair of
- * children (one cache line) is requested before any is read, so the n cache misses of
- * a level overlap instead of following one another (the top levels stay in cache). */
+ * node[]: all n descents move one level at a time, and each one's next group of
+ * children (one cache line of FANOUT doubles) is requested before any is read, so the
+ * n cache misses of a level overlap instead of following one another. */
 static void tree_find_all(const frl_replay *r, double *u, int64_t *node, int32_t n)
 {
     const double *sum = r->array[FRL_REPLAY_SUM_TREE];
-    int64_t C = r->capacity;
     for (int32_t o = 0; o < n; o++)
-        node[o] = 1;
-    for (int active = 1; active;) {
-        active = 0;
+        node[o] = 0;
+    for (int L = r->tree_top; L >= 1; L--) {
+        const double *level = sum + r->tree_off[L - 1];
         for (int32_t o = 0; o < n; o++)
-            if (node[o] < C)
-                __builtin_prefetch(sum + 2 * node[o]);
+            __builtin_prefetch(level + node[o] * FRL_REPLAY_FANOUT);
         for (int32_t o = 0; o < n; o++)
-            if (node[o] < C) {
-                node[o] = tree_step(sum, node[o], &u[o]);
-                active = 1;
-            }
+            node[o] = tree_step(level + node[o] * FRL_REPLAY_FANOUT, node[o], &u[o]);
     }
-    for (int32_t o = 0; o < n; o++)
-        node[o] -= C;
 }
 
 /* ---- adding ---- */
@@ -312,7 +370,8 @@ static void index_block(frl_replay *r, int64_t k)
         return;
     double p = pow(r->max_priority, r->shape.alpha);
     for (int64_t i = 0; i < r->block_rows; i++)
-        tree_set(r, k * r->block_rows + i, reset[i] ? 0.0 : p);
+        leaf_set(r, k * r->block_rows + i, reset[i] ? 0.0 : p);
+    tree_fix_range(r, k * r->block_rows, (k + 1) * r->block_rows - 1);
 }
 
 frl_status frl_replay_add_slot(frl_replay *r, frl_ring *ring, int32_t slot, char *err)
@@ -436,8 +495,8 @@ static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_dra
 {
     const double *sum = r->array[FRL_REPLAY_SUM_TREE];
     const float *mn = r->array[FRL_REPLAY_MIN_TREE];
-    double total = sum[1], seg = total / d->rows, N = (double)r->size;
-    double max_w = pow(N * (double)mn[1] / total, -d->beta);
+    double total = sum[r->tree_off[r->tree_top]], seg = total / d->rows, N = (double)r->size;
+    double max_w = pow(N * (double)mn[r->tree_off[r->tree_top]] / total, -d->beta);
     for (int32_t o0 = 0; o0 < d->rows; o0 += FIND_CHUNK) {
         int32_t n = d->rows - o0 < FIND_CHUNK ? d->rows - o0 : FIND_CHUNK;
         double u[FIND_CHUNK];
@@ -452,7 +511,7 @@ static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_dra
     for (int32_t o = 0; o < d->rows; o++) {
         int64_t i = out->index[o];
         gather(r, d, i, out, o);
-        out->weight[o] = (float)(pow(N * sum[r->capacity + i] / total, -d->beta) / max_w);
+        out->weight[o] = (float)(pow(N * sum[i] / total, -d->beta) / max_w);
     }
 }
 
@@ -484,10 +543,9 @@ frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw 
 /* ---- priorities ---- */
 
 /* Set the leaves of rows index[0..n) to priority^alpha (in order, so a row listed twice
- * keeps its last), then recompute their ancestors one level per round for all rows at
- * once, each round's lines requested before any is read (tree_find_all). A node is
- * recomputed once per row below it; its last time comes after its children's last
- * (one round later on the same path), so the trees end as tree_set would leave them. */
+ * keeps its last), then recompute their ancestors one level at a time for all rows at
+ * once, each level's lines requested before any is written (as in tree_find_all). All
+ * leaves are on level 0, so a level is recomputed only after the whole level below. */
 static void tree_set_all(frl_replay *r, const int64_t *index, const float *priority,
                          int32_t n)
 {
@@ -495,31 +553,19 @@ static void tree_set_all(frl_replay *r, const int64_t *index, const float *prior
     float *mn = r->array[FRL_REPLAY_MIN_TREE];
     int64_t node[FIND_CHUNK];
     for (int32_t o = 0; o < n; o++) {
-        node[o] = r->capacity + index[o];
-        double pa = pow(priority[o], r->shape.alpha);
-        sum[node[o]] = pa;
-        mn[node[o]] = pa > 0 ? (float)pa : INFINITY;
-        node[o] >>= 1;
+        leaf_set(r, index[o], pow(priority[o], r->shape.alpha));
+        node[o] = index[o];
     }
-    for (int active = 1; active;) {
-        active = 0;
-        for (int32_t o = 0; o < n; o++)
-            if (node[o] >= 1) {
-                __builtin_prefetch(sum + node[o], 1);
-                __builtin_prefetch(mn + node[o], 1);
-            }
+    for (int L = 1; L <= r->tree_top; L++) {
         for (int32_t o = 0; o < n; o++) {
-            int64_t j = node[o];
-            if (j < 1)
-                continue;
-            sum[j] = sum[2 * j] + sum[2 * j + 1];
-            mn[j] = mn[2 * j] < mn[2 * j + 1] ? mn[2 * j] : mn[2 * j + 1];
-            node[o] = j >> 1;
-            active = 1;
+            node[o] /= FRL_REPLAY_FANOUT;
+            __builtin_prefetch(sum + r->tree_off[L] + node[o], 1);
+            __builtin_prefetch(mn + r->tree_off[L] + node[o], 1);
         }
+        for (int32_t o = 0; o < n; o++)
+            tree_node(r, L, node[o]);
     }
 }
-
 
 frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *priority,
                              int32_t n, char *err)
@@ -573,20 +619,16 @@ void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n)
     frl_section_add(s, n, "replay.max_priority", FRL_DTYPE_F64, 1, &r->max_priority);
     if (r->shape.prioritized)
         frl_section_add(s, n, "replay.priorities", FRL_DTYPE_F64, (uint64_t)r->capacity,
-                        (const double *)r->array[FRL_REPLAY_SUM_TREE] + r->capacity);
+                        (const double *)r->array[FRL_REPLAY_SUM_TREE]);
 }
 
 /* Internal nodes from the leaves, bottom up: O(C) instead of C walks to the root. */
 static void build_trees(frl_replay *r)
 {
     double *sum = r->array[FRL_REPLAY_SUM_TREE];
-    float *mn = r->array[FRL_REPLAY_MIN_TREE];
-    for (int64_t j = r->capacity; j < 2 * r->capacity; j++)
-        mn[j] = sum[j] > 0 ? (float)sum[j] : INFINITY;
-    for (int64_t j = r->capacity - 1; j >= 1; j--) {
-        sum[j] = sum[2 * j] + sum[2 * j + 1];
-        mn[j] = mn[2 * j] < mn[2 * j + 1] ? mn[2 * j] : mn[2 * j + 1];
-    }
+    for (int64_t i = 0; i < r->capacity; i++)
+        leaf_set(r, i, sum[i]);
+    tree_fix_range(r, 0, r->capacity - 1);
 }
 
 static frl_status check_cursor(const frl_replay *r, const int64_t *c, double maxp, char *err)
@@ -666,7 +708,7 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
     for (int64_t b = 0; b < r->filled; b++)
         index_block_counts(r, b);
     if (prio) {
-        memcpy((double *)r->array[FRL_REPLAY_SUM_TREE] + r->capacity, prio,
+        memcpy((double *)r->array[FRL_REPLAY_SUM_TREE], prio,
                8 * (size_t)r->capacity);
         build_trees(r);
     }
