@@ -485,6 +485,29 @@ static void gather(const frl_replay *r, const frl_replay_draw *d, int64_t i,
     out->index[o] = i;
 }
 
+/* Uniform rows: a candidate for every row first, with every line its gather and its
+ * reset flag need requested, so the rows' cache misses overlap instead of following one
+ * another; then a candidate that is a reset row (one in ~200) is replaced by a fresh
+ * draw (draw_uniform). Each row is still uniform over the transitions and independent
+ * of the others; only the order the rng's numbers are used in differs. */
+static void sample_uniform(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
+                           frl_replay_batch *out)
+{
+    const uint8_t *reset = r->array[FRL_REPLAY_RESET_STEPS];
+    double rows = (double)(r->filled * r->block_rows);
+    for (int32_t o = 0; o < d->rows; o++) {
+        out->index[o] = (int64_t)(frl_rng_uniform(rng) * rows);
+        __builtin_prefetch(reset + out->index[o]);
+        prefetch_row(r, out->index[o]);
+    }
+    for (int32_t o = 0; o < d->rows; o++) {
+        if (reset[out->index[o]])
+            out->index[o] = draw_uniform(r, rng);
+        gather(r, d, out->index[o], out, o);
+        out->weight[o] = 1.0f;
+    }
+}
+
 /* Draws descended together (tree_find_all): enough to overlap the misses of a level. */
 enum { FIND_CHUNK = 128 };
 
@@ -527,16 +550,7 @@ frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw 
         sample_prioritized(r, rng, d, out);
         return FRL_OK;
     }
-    /* Indices first, then every line the gather reads is requested, then the gather:
-     * the rows' cache misses overlap instead of following one another. */
-    for (int32_t o = 0; o < d->rows; o++)
-        out->index[o] = draw_uniform(r, rng);
-    for (int32_t o = 0; o < d->rows; o++)
-        prefetch_row(r, out->index[o]);
-    for (int32_t o = 0; o < d->rows; o++) {
-        gather(r, d, out->index[o], out, o);
-        out->weight[o] = 1.0f;
-    }
+    sample_uniform(r, rng, d, out);
     return FRL_OK;
 }
 
