@@ -249,10 +249,8 @@ START_TEST(sum_tree_frequencies)
         pmin = fmin(pmin, pa[i]);
     }
     set_priorities(r, p);
-    const double *sum = r->array[FRL_REPLAY_SUM_TREE];
-    const float *mn = r->array[FRL_REPLAY_MIN_TREE];
-    ck_assert_double_eq_tol(sum[1], want, 1e-9 * want);
-    ck_assert_float_eq_tol(mn[1], pmin, 1e-6 * pmin);
+    ck_assert_double_eq_tol(frl_replay_priority_total(r), want, 1e-9 * want);
+    ck_assert_float_eq_tol(frl_replay_priority_min(r), pmin, 1e-6 * pmin);
     long count[N] = {0};
     frl_rng rng = frl_rng_stream(11, 0);
     frl_replay_draw d = {.rows = 256, .n_step = 1, .gamma = 0.99, .prioritized = 1, .beta = 0.4};
@@ -309,6 +307,32 @@ START_TEST(importance_weights)
 }
 END_TEST
 
+/* Every internal node of both trees against its 8 children: the sum (in any order, to
+ * rounding) and the minimum (exactly); padding nodes empty. */
+static void check_tree(const frl_replay *r)
+{
+    const double *sum = r->array[FRL_REPLAY_SUM_TREE];
+    const float *mn = r->array[FRL_REPLAY_MIN_TREE];
+    int64_t n = r->capacity;
+    for (int L = 1; L <= r->tree_top; L++) {
+        int64_t m_n = (n + 7) / 8;
+        for (int64_t m = 0; m < (m_n + 7) / 8 * 8; m++) {
+            const double *cs = sum + r->tree_off[L - 1] + 8 * m;
+            const float *cm = mn + r->tree_off[L - 1] + 8 * m;
+            double t = 0;
+            float lo = INFINITY;
+            for (int c = 0; c < 8 && m < m_n; c++) {
+                t += cs[c];
+                lo = fminf(lo, cm[c]);
+            }
+            ck_assert_double_eq_tol(sum[r->tree_off[L] + m], t, 1e-12 * (1 + t));
+            ck_assert_float_eq(mn[r->tree_off[L] + m], lo);
+        }
+        n = m_n;
+    }
+    ck_assert_int_eq(n, 1);
+}
+
 /* Updates change the leaves and the roots; new rows get the largest priority seen. */
 START_TEST(priority_updates)
 {
@@ -316,18 +340,18 @@ START_TEST(priority_updates)
     frl_ring *ring = make_ring(rt, T, B, W);
     const double alpha = 0.5;
     frl_replay *r = full_prioritized(rt, ring, alpha);
-    const double *sum = r->array[FRL_REPLAY_SUM_TREE];
-    const float *mn = r->array[FRL_REPLAY_MIN_TREE];
+    const double *sum = r->array[FRL_REPLAY_SUM_TREE]; /* row i's leaf is sum[i] */
     int64_t C = r->capacity;
-    ck_assert_double_eq_tol(sum[1], (double)C, 1e-9); /* all at max priority 1 */
+    /* all at max priority 1 */
+    ck_assert_double_eq_tol(frl_replay_priority_total(r), (double)C, 1e-9);
     int64_t idx[2] = {3, 40};
     float pr[2] = {9.0f, 0.25f};
     char err[FRL_ERRMSG_SIZE];
     ck_assert_int_eq(frl_replay_update(r, idx, pr, 2, err), FRL_OK);
-    ck_assert_double_eq_tol(sum[C + 3], 3.0, 1e-12);
-    ck_assert_double_eq_tol(sum[C + 40], 0.5, 1e-12);
-    ck_assert_double_eq_tol(sum[1], (double)(C - 2) + 3.5, 1e-9);
-    ck_assert_float_eq_tol(mn[1], 0.5f, 1e-7);
+    ck_assert_double_eq_tol(sum[3], 3.0, 1e-12);
+    ck_assert_double_eq_tol(sum[40], 0.5, 1e-12);
+    ck_assert_double_eq_tol(frl_replay_priority_total(r), (double)(C - 2) + 3.5, 1e-9);
+    ck_assert_float_eq_tol(frl_replay_priority_min(r), 0.5f, 1e-7);
     ck_assert_double_eq(r->max_priority, 9.0);
     /* The next slot overwrites block 0 at priority 9^alpha = 3; row 3's update is gone. */
     streams s = {.rng = frl_rng_stream(4, 0), .p_end = 0};
@@ -335,8 +359,10 @@ START_TEST(priority_updates)
     fill_slot(&s, ring, blk);
     ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
     for (int i = 0; i < T * B; i++)
-        ck_assert_double_eq_tol(sum[C + i], 3.0, 1e-12);
-    ck_assert_double_eq_tol(sum[1], 3.0 * T * B + (double)(C - T * B - 1) + 0.5, 1e-9);
+        ck_assert_double_eq_tol(sum[i], 3.0, 1e-12);
+    ck_assert_double_eq_tol(frl_replay_priority_total(r),
+                            3.0 * T * B + (double)(C - T * B - 1) + 0.5, 1e-9);
+    check_tree(r);
     /* A bad value anywhere in the list changes nothing. */
     int64_t idx3[3] = {0, 1, 2};
     const float bad[][3] = {{1, NAN, 1}, {1, -1, 1}, {1, 0, 1}, {1, INFINITY, 1}};
@@ -344,7 +370,7 @@ START_TEST(priority_updates)
     for (int k = 0; k < 4; k++) {
         ck_assert_int_eq(frl_replay_update(r, idx3, bad[k], 3, err), want[k]);
         ck_assert_msg(strstr(err, "priority 1"), "%s", err);
-        ck_assert_double_eq_tol(sum[C + 0], 3.0, 1e-12);
+        ck_assert_double_eq_tol(sum[0], 3.0, 1e-12);
     }
     int64_t out_of_range[1] = {C};
     ck_assert_int_eq(frl_replay_update(r, out_of_range, pr, 1, err), FRL_ERR_RANGE);
@@ -425,7 +451,13 @@ START_TEST(memory_formula)
     char err[FRL_ERRMSG_SIZE];
     ck_assert_int_eq(frl_replay_memory_size(&sh, &bytes, err), FRL_OK);
     double blocks = ceil(1e6 / 2048), C = blocks * 2048;
-    double want = blocks * 129 * 16 * 16 + C * (4 + 4 + 3) + 24 * C + 4 * blocks;
+    double nodes = 0; /* each level of the 8-ary trees in whole groups of 8 */
+    for (double n = C;; n = ceil(n / 8)) {
+        nodes += ceil(n / 8) * 8;
+        if (n <= 1)
+            break;
+    }
+    double want = blocks * 129 * 16 * 16 + C * (4 + 4 + 3) + 12 * nodes + 4 * blocks;
     ck_assert_double_ge(bytes, want);
     ck_assert_double_le(bytes, want + 16 * 64 + sizeof(frl_replay) + 8 * 64);
 }

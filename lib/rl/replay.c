@@ -2,6 +2,12 @@
  * trees of prioritised sampling, in one arena (see replay.h for the layout). */
 #include <math.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#if defined(MADV_HUGEPAGE) && !defined(MADV_COLLAPSE)
+#define MADV_COLLAPSE 25 /* Linux 6.1's value; older kernels refuse it (EINVAL) */
+#endif
+#endif
 
 #include "rl/replay.h"
 
@@ -25,6 +31,19 @@ static frl_status check_shape(const frl_replay_shape *s, char *err)
     return FRL_OK;
 }
 
+/* Nodes of a tree over C leaves with FRL_REPLAY_FANOUT children per node: each level
+ * (the leaves first) rounded up to whole groups of siblings, up to the one root. */
+static double tree_nodes(double C)
+{
+    double total = 0, n = C;
+    for (;;) {
+        total += ceil(n / FRL_REPLAY_FANOUT) * FRL_REPLAY_FANOUT;
+        if (n <= 1)
+            return total;
+        n = ceil(n / FRL_REPLAY_FANOUT);
+    }
+}
+
 /* Bytes of every array, in double so that a capacity too large for size_t is seen and
  * its size still reported. */
 static void array_bytes(const frl_replay_shape *s, double bytes[FRL_REPLAY_ARRAY_COUNT],
@@ -39,8 +58,9 @@ static void array_bytes(const frl_replay_shape *s, double bytes[FRL_REPLAY_ARRAY
     bytes[FRL_REPLAY_TERMINATED] = C;
     bytes[FRL_REPLAY_TRUNCATED] = C;
     bytes[FRL_REPLAY_RESET_STEPS] = C;
-    bytes[FRL_REPLAY_SUM_TREE] = s->prioritized ? 2 * C * 8 : 0;
-    bytes[FRL_REPLAY_MIN_TREE] = s->prioritized ? 2 * C * 4 : 0;
+    double nodes = tree_nodes(C);
+    bytes[FRL_REPLAY_SUM_TREE] = s->prioritized ? nodes * 8 : 0;
+    bytes[FRL_REPLAY_MIN_TREE] = s->prioritized ? nodes * 4 : 0;
 }
 
 /* The owned minibatch: x, x', actions, reward, discount, weight, terminated, index. */
@@ -116,6 +136,23 @@ static void carve(frl_replay *r, const double b[FRL_REPLAY_ARRAY_COUNT])
     o->terminated = take(&p, n);
 }
 
+/* Where each level of the trees starts (tree_nodes' order): leaves at 0, the root the
+ * one node of the last level. */
+static void tree_levels(frl_replay *r)
+{
+    const int64_t K = FRL_REPLAY_FANOUT;
+    int64_t off = 0, n = r->capacity;
+    for (int L = 0;; L++) {
+        r->tree_off[L] = off;
+        off += (n + K - 1) / K * K;
+        if (n <= 1) {
+            r->tree_top = L;
+            return;
+        }
+        n = (n + K - 1) / K;
+    }
+}
+
 /* Empty trees: sums 0, minima +inf, so rows without a transition are never drawn. */
 static void clear_trees(frl_replay *r)
 {
@@ -123,8 +160,31 @@ static void clear_trees(frl_replay *r)
     if (!mn)
         return;
     memset(r->array[FRL_REPLAY_SUM_TREE], 0, r->bytes[FRL_REPLAY_SUM_TREE]);
-    for (int64_t j = 0; j < 2 * r->capacity; j++)
+    for (size_t j = 0; j < r->bytes[FRL_REPLAY_MIN_TREE] / 4; j++)
         mn[j] = INFINITY;
+}
+
+/* Ask Linux for 2 MiB pages under the arena's whole 2 MiB stretches, now (collapse)
+ * and for later faults. A draw touches a dozen lines far apart (the tree's levels, the
+ * row's arrays), each on its own 4 KiB page: with 4 KiB pages nearly every one is a TLB
+ * miss and a page walk, with 2 MiB pages the 50 MB of a 1M replay need 25 entries.
+ * Advice only: where it is refused (another OS, THP off) nothing changes. */
+static void advise_huge_pages(void *arena, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)arena + huge - 1) & ~(huge - 1);
+    uintptr_t e = ((uintptr_t)arena + bytes) & ~(huge - 1);
+    if (e <= a)
+        return;
+    (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#if defined(MADV_COLLAPSE)
+    (void)madvise((void *)a, e - a, MADV_COLLAPSE);
+#endif
+#else
+    (void)arena;
+    (void)bytes;
+#endif
 }
 
 frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, const frl_replay_shape *s,
@@ -151,6 +211,7 @@ frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, const frl_replay
     r->shape = *s;
     r->arena = mem;
     r->arena_bytes = (size_t)arena;
+    advise_huge_pages(mem, r->arena_bytes);
     r->blocks = (int64_t)blocks;
     r->block_rows = (int64_t)s->steps * s->envs;
     r->capacity = r->blocks * r->block_rows;
@@ -158,6 +219,7 @@ frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, const frl_replay
     r->act_w = s->act_w;
     r->max_priority = 1.0;
     carve(r, b);
+    tree_levels(r);
     clear_trees(r);
     *out = r;
     return FRL_OK;
@@ -187,38 +249,84 @@ frl_status frl_replay_array(frl_replay *r, frl_replay_array_id id, void **data, 
 
 /* ---- the trees ---- */
 
-/* Row i's leaf is C + i; each parent is recomputed from its children, not adjusted by
- * a difference, so rounding errors never accumulate in the sums. */
-static void tree_set(frl_replay *r, int64_t row, double p_alpha)
+/* The sum of a group of FANOUT = 8 children, pairwise: the order tree_step adds in, so
+ * a node's total is exactly the sum its descent compares against. */
+static double group_sum(const double *c)
+{
+    return ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
+}
+
+/* Node m of level L (L >= 1) from its FANOUT children m*K.. of level L-1, recomputed
+ * from them, not adjusted by a difference, so rounding errors never accumulate. */
+static void tree_node(frl_replay *r, int L, int64_t m)
 {
     double *sum = r->array[FRL_REPLAY_SUM_TREE];
     float *mn = r->array[FRL_REPLAY_MIN_TREE];
-    int64_t j = r->capacity + row;
-    sum[j] = p_alpha;
-    mn[j] = p_alpha > 0 ? (float)p_alpha : INFINITY;
-    for (j >>= 1; j >= 1; j >>= 1) {
-        sum[j] = sum[2 * j] + sum[2 * j + 1];
-        mn[j] = mn[2 * j] < mn[2 * j + 1] ? mn[2 * j] : mn[2 * j + 1];
+    const double *cs = sum + r->tree_off[L - 1] + m * FRL_REPLAY_FANOUT;
+    const float *cm = mn + r->tree_off[L - 1] + m * FRL_REPLAY_FANOUT;
+    float lo = INFINITY;
+    for (int c = 0; c < FRL_REPLAY_FANOUT; c++)
+        lo = cm[c] < lo ? cm[c] : lo;
+    sum[r->tree_off[L] + m] = group_sum(cs);
+    mn[r->tree_off[L] + m] = lo;
+}
+
+static void leaf_set(frl_replay *r, int64_t row, double p_alpha)
+{
+    ((double *)r->array[FRL_REPLAY_SUM_TREE])[row] = p_alpha;
+    ((float *)r->array[FRL_REPLAY_MIN_TREE])[row] = p_alpha > 0 ? (float)p_alpha : INFINITY;
+}
+
+/* The ancestors of leaves lo..hi (inclusive), level by level: O(hi - lo) plus the
+ * levels, for a whole block or the whole tree at once. */
+static void tree_fix_range(frl_replay *r, int64_t lo, int64_t hi)
+{
+    for (int L = 1; L <= r->tree_top; L++) {
+        lo /= FRL_REPLAY_FANOUT;
+        hi /= FRL_REPLAY_FANOUT;
+        for (int64_t m = lo; m <= hi; m++)
+            tree_node(r, L, m);
     }
 }
 
-/* The row whose cumulative priority span holds u (0 <= u < total). Leaves sit at two
- * depths when C is not a power of two; the descent does not care. A right child of
- * zero mass is never entered, so rounding at a boundary cannot pick an empty row. */
-static int64_t tree_find(const frl_replay *r, double u)
+/* Toward the right half (left's mass l, right's r) when u is past the left half and the
+ * right half has mass, so rounding at a boundary cannot enter a part of zero mass. */
+static int64_t go_right(double *u, double l, double r)
+{
+    int64_t right = (*u >= l) & (r > 0);
+    *u -= l * (double)right;
+    return right;
+}
+
+/* One step down from node m toward u (0 <= u < its total): the child whose span holds
+ * u, found as a binary descent inside the group (halves, pairs, one), without a
+ * branch: the side is a coin flip, so a branch would mispredict half the time, and
+ * that cost more than the cache misses. */
+static int64_t tree_step(const double *c, int64_t m, double *u)
+{
+    double pair[4] = {c[0] + c[1], c[2] + c[3], c[4] + c[5], c[6] + c[7]};
+    int64_t k = 4 * go_right(u, pair[0] + pair[1], pair[2] + pair[3]);
+    k += 2 * go_right(u, pair[k / 2], pair[k / 2 + 1]);
+    k += go_right(u, c[k], c[k + 1]);
+    return m * FRL_REPLAY_FANOUT + k;
+}
+
+/* The rows whose cumulative priority spans hold u[0..n) (each 0 <= u < total), into
+ * node[]: all n descents move one level at a time, and each one's next group of
+ * children (one cache line of FANOUT doubles) is requested before any is read, so the
+ * n cache misses of a level overlap instead of following one another. */
+static void tree_find_all(const frl_replay *r, double *u, int64_t *node, int32_t n)
 {
     const double *sum = r->array[FRL_REPLAY_SUM_TREE];
-    int64_t j = 1, C = r->capacity;
-    while (j < C) {
-        double left = sum[2 * j];
-        if (u < left || sum[2 * j + 1] <= 0) {
-            j = 2 * j;
-        } else {
-            u -= left;
-            j = 2 * j + 1;
-        }
+    for (int32_t o = 0; o < n; o++)
+        node[o] = 0;
+    for (int L = r->tree_top; L >= 1; L--) {
+        const double *level = sum + r->tree_off[L - 1];
+        for (int32_t o = 0; o < n; o++)
+            __builtin_prefetch(level + node[o] * FRL_REPLAY_FANOUT);
+        for (int32_t o = 0; o < n; o++)
+            node[o] = tree_step(level + node[o] * FRL_REPLAY_FANOUT, node[o], &u[o]);
     }
-    return j - C;
 }
 
 /* ---- adding ---- */
@@ -262,7 +370,8 @@ static void index_block(frl_replay *r, int64_t k)
         return;
     double p = pow(r->max_priority, r->shape.alpha);
     for (int64_t i = 0; i < r->block_rows; i++)
-        tree_set(r, k * r->block_rows + i, reset[i] ? 0.0 : p);
+        leaf_set(r, k * r->block_rows + i, reset[i] ? 0.0 : p);
+    tree_fix_range(r, k * r->block_rows, (k + 1) * r->block_rows - 1);
 }
 
 frl_status frl_replay_add_slot(frl_replay *r, frl_ring *ring, int32_t slot, char *err)
@@ -376,6 +485,32 @@ static void gather(const frl_replay *r, const frl_replay_draw *d, int64_t i,
     out->index[o] = i;
 }
 
+/* Uniform rows: a candidate for every row first, with every line its gather and its
+ * reset flag need requested, so the rows' cache misses overlap instead of following one
+ * another; then a candidate that is a reset row (one in ~200) is replaced by a fresh
+ * draw (draw_uniform). Each row is still uniform over the transitions and independent
+ * of the others; only the order the rng's numbers are used in differs. */
+static void sample_uniform(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
+                           frl_replay_batch *out)
+{
+    const uint8_t *reset = r->array[FRL_REPLAY_RESET_STEPS];
+    double rows = (double)(r->filled * r->block_rows);
+    for (int32_t o = 0; o < d->rows; o++) {
+        out->index[o] = (int64_t)(frl_rng_uniform(rng) * rows);
+        __builtin_prefetch(reset + out->index[o]);
+        prefetch_row(r, out->index[o]);
+    }
+    for (int32_t o = 0; o < d->rows; o++) {
+        if (reset[out->index[o]])
+            out->index[o] = draw_uniform(r, rng);
+        gather(r, d, out->index[o], out, o);
+        out->weight[o] = 1.0f;
+    }
+}
+
+/* Draws descended together (tree_find_all): enough to overlap the misses of a level. */
+enum { FIND_CHUNK = 128 };
+
 /* One draw in each of d->rows equal segments of the total, and the weights
  * (N P(i))^-beta over the largest, (N p_min / total)^-beta, both in double. */
 static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
@@ -383,17 +518,23 @@ static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_dra
 {
     const double *sum = r->array[FRL_REPLAY_SUM_TREE];
     const float *mn = r->array[FRL_REPLAY_MIN_TREE];
-    double total = sum[1], seg = total / d->rows, N = (double)r->size;
-    double max_w = pow(N * (double)mn[1] / total, -d->beta);
-    for (int32_t o = 0; o < d->rows; o++) {
-        double u = (o + frl_rng_uniform(rng)) * seg;
-        out->index[o] = tree_find(r, u < total ? u : total * (1 - 0x1p-52));
-        prefetch_row(r, out->index[o]);
+    double total = sum[r->tree_off[r->tree_top]], seg = total / d->rows, N = (double)r->size;
+    double max_w = pow(N * (double)mn[r->tree_off[r->tree_top]] / total, -d->beta);
+    for (int32_t o0 = 0; o0 < d->rows; o0 += FIND_CHUNK) {
+        int32_t n = d->rows - o0 < FIND_CHUNK ? d->rows - o0 : FIND_CHUNK;
+        double u[FIND_CHUNK];
+        for (int32_t o = 0; o < n; o++) {
+            u[o] = (o0 + o + frl_rng_uniform(rng)) * seg;
+            u[o] = u[o] < total ? u[o] : total * (1 - 0x1p-52);
+        }
+        tree_find_all(r, u, out->index + o0, n);
     }
+    for (int32_t o = 0; o < d->rows; o++)
+        prefetch_row(r, out->index[o]);
     for (int32_t o = 0; o < d->rows; o++) {
         int64_t i = out->index[o];
         gather(r, d, i, out, o);
-        out->weight[o] = (float)(pow(N * sum[r->capacity + i] / total, -d->beta) / max_w);
+        out->weight[o] = (float)(pow(N * sum[i] / total, -d->beta) / max_w);
     }
 }
 
@@ -409,20 +550,36 @@ frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw 
         sample_prioritized(r, rng, d, out);
         return FRL_OK;
     }
-    /* Indices first, then every line the gather reads is requested, then the gather:
-     * the rows' cache misses overlap instead of following one another. */
-    for (int32_t o = 0; o < d->rows; o++)
-        out->index[o] = draw_uniform(r, rng);
-    for (int32_t o = 0; o < d->rows; o++)
-        prefetch_row(r, out->index[o]);
-    for (int32_t o = 0; o < d->rows; o++) {
-        gather(r, d, out->index[o], out, o);
-        out->weight[o] = 1.0f;
-    }
+    sample_uniform(r, rng, d, out);
     return FRL_OK;
 }
 
 /* ---- priorities ---- */
+
+/* Set the leaves of rows index[0..n) to priority^alpha (in order, so a row listed twice
+ * keeps its last), then recompute their ancestors one level at a time for all rows at
+ * once, each level's lines requested before any is written (as in tree_find_all). All
+ * leaves are on level 0, so a level is recomputed only after the whole level below. */
+static void tree_set_all(frl_replay *r, const int64_t *index, const float *priority,
+                         int32_t n)
+{
+    double *sum = r->array[FRL_REPLAY_SUM_TREE];
+    float *mn = r->array[FRL_REPLAY_MIN_TREE];
+    int64_t node[FIND_CHUNK];
+    for (int32_t o = 0; o < n; o++) {
+        leaf_set(r, index[o], pow(priority[o], r->shape.alpha));
+        node[o] = index[o];
+    }
+    for (int L = 1; L <= r->tree_top; L++) {
+        for (int32_t o = 0; o < n; o++) {
+            node[o] /= FRL_REPLAY_FANOUT;
+            __builtin_prefetch(sum + r->tree_off[L] + node[o], 1);
+            __builtin_prefetch(mn + r->tree_off[L] + node[o], 1);
+        }
+        for (int32_t o = 0; o < n; o++)
+            tree_node(r, L, node[o]);
+    }
+}
 
 frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *priority,
                              int32_t n, char *err)
@@ -447,11 +604,11 @@ frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *p
             return frl_fail(err, FRL_ERR_RANGE, "replay: index %d is %lld, not a transition",
                             (int)j, (long long)index[j]);
     }
-    for (int32_t j = 0; j < n; j++) {
+    for (int32_t j = 0; j < n; j++)
         if (priority[j] > r->max_priority)
             r->max_priority = priority[j];
-        tree_set(r, index[j], pow(priority[j], r->shape.alpha));
-    }
+    for (int32_t j0 = 0; j0 < n; j0 += FIND_CHUNK)
+        tree_set_all(r, index + j0, priority + j0, n - j0 < FIND_CHUNK ? n - j0 : FIND_CHUNK);
     return FRL_OK;
 }
 
@@ -476,20 +633,16 @@ void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n)
     frl_section_add(s, n, "replay.max_priority", FRL_DTYPE_F64, 1, &r->max_priority);
     if (r->shape.prioritized)
         frl_section_add(s, n, "replay.priorities", FRL_DTYPE_F64, (uint64_t)r->capacity,
-                        (const double *)r->array[FRL_REPLAY_SUM_TREE] + r->capacity);
+                        (const double *)r->array[FRL_REPLAY_SUM_TREE]);
 }
 
 /* Internal nodes from the leaves, bottom up: O(C) instead of C walks to the root. */
 static void build_trees(frl_replay *r)
 {
     double *sum = r->array[FRL_REPLAY_SUM_TREE];
-    float *mn = r->array[FRL_REPLAY_MIN_TREE];
-    for (int64_t j = r->capacity; j < 2 * r->capacity; j++)
-        mn[j] = sum[j] > 0 ? (float)sum[j] : INFINITY;
-    for (int64_t j = r->capacity - 1; j >= 1; j--) {
-        sum[j] = sum[2 * j] + sum[2 * j + 1];
-        mn[j] = mn[2 * j] < mn[2 * j + 1] ? mn[2 * j] : mn[2 * j + 1];
-    }
+    for (int64_t i = 0; i < r->capacity; i++)
+        leaf_set(r, i, sum[i]);
+    tree_fix_range(r, 0, r->capacity - 1);
 }
 
 static frl_status check_cursor(const frl_replay *r, const int64_t *c, double maxp, char *err)
@@ -569,7 +722,7 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
     for (int64_t b = 0; b < r->filled; b++)
         index_block_counts(r, b);
     if (prio) {
-        memcpy((double *)r->array[FRL_REPLAY_SUM_TREE] + r->capacity, prio,
+        memcpy((double *)r->array[FRL_REPLAY_SUM_TREE], prio,
                8 * (size_t)r->capacity);
         build_trees(r);
     }

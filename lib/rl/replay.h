@@ -16,7 +16,8 @@
  * Memory (frl_replay_memory_size): per block (T+1)*B*4W bytes of observations and
  * T*B*(4A' + 4 + 3) of actions, rewards and the three flags (A' = action width, 1 for
  * discrete), each array cache-line aligned; prioritised replays add a float64 sum tree
- * and a float32 min tree over the C = blocks*T*B rows (2C nodes each: 24C bytes);
+ * and a float32 min tree over the C = blocks*T*B rows (about 8C/7 nodes each with 8
+ * children per node: about 13.7C bytes);
  * plus the owned minibatch arrays. Storing x and x' per row would take 2*T*B*4W per
  * block: this takes (T+1)/(2T) of that (0.504 for T = 128).
  *
@@ -38,11 +39,19 @@ typedef enum frl_replay_array_id {
     FRL_REPLAY_TERMINATED = 3,   /* uint8 [C] */
     FRL_REPLAY_TRUNCATED = 4,    /* uint8 [C] */
     FRL_REPLAY_RESET_STEPS = 5,  /* uint8 [C]: 1 = an autoreset row, not a transition */
-    FRL_REPLAY_SUM_TREE = 6,     /* double [2C] (prioritised; else empty): node 1 the root,
-                                    node j's children 2j and 2j+1, row i's leaf C + i */
-    FRL_REPLAY_MIN_TREE = 7,     /* float [2C], the same shape; +inf where no transition */
+    FRL_REPLAY_SUM_TREE = 6,     /* double (prioritised; else empty): the levels of a tree
+                                    of FRL_REPLAY_FANOUT children per node, leaves first
+                                    (row i's leaf is i), level L at tree_off[L], node m's
+                                    children at m*FANOUT of the level below, the root the
+                                    one node of level tree_top; each level padded to whole
+                                    groups of children (padding 0) */
+    FRL_REPLAY_MIN_TREE = 7,     /* float, the same shape; +inf where no transition */
     FRL_REPLAY_ARRAY_COUNT = 8
 } frl_replay_array_id;
+
+/* Children per tree node: 8 doubles are one 64-byte line, so a descent reads one line
+ * per level and a 1M-row tree has 7 levels instead of a binary tree's 20. */
+enum { FRL_REPLAY_FANOUT = 8, FRL_REPLAY_MAX_LEVELS = 24 }; /* replay.c assumes 8 */
 
 /* What a replay is made for (internal, so a struct, not config keys). */
 typedef struct frl_replay_shape {
@@ -93,8 +102,22 @@ typedef struct frl_replay {
     void *array[FRL_REPLAY_ARRAY_COUNT];
     size_t bytes[FRL_REPLAY_ARRAY_COUNT];
     int32_t *block_size;    /* transitions in each block */
+    int32_t tree_top;       /* the root's level (0 when C = 1) */
+    int64_t tree_off[FRL_REPLAY_MAX_LEVELS]; /* where each tree level starts, in nodes */
     frl_replay_batch batch; /* the owned minibatch (shape.batch_rows rows; NULL arrays if 0) */
 } frl_replay;
+
+/* A prioritised replay's sum of p^alpha over its transitions, and the smallest p^alpha
+ * (the roots of its trees). */
+static inline double frl_replay_priority_total(const frl_replay *r)
+{
+    return ((const double *)r->array[FRL_REPLAY_SUM_TREE])[r->tree_off[r->tree_top]];
+}
+
+static inline float frl_replay_priority_min(const frl_replay *r)
+{
+    return ((const float *)r->array[FRL_REPLAY_MIN_TREE])[r->tree_off[r->tree_top]];
+}
 
 /* Bytes a replay of this shape takes (arena and handle). FRL_ERR_RANGE for a bad shape
  * and FRL_ERR_SIZE when the size does not fit a size_t: the message gives the bytes. */
