@@ -79,7 +79,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "train_peers"))
 sys.path.insert(0, HERE)
 from compare_env import busy_seconds, cpu_model, own_seconds, pin  # noqa: E402
-from compare_train import describe, ratio, summarise  # noqa: E402
+from compare_train import describe, peers_problem, ratio, summarise  # noqa: E402
 from runner import REPO, fastrl_train_problem, fmt_num, median_worst, resolve, run  # noqa: E402
 
 ENV = "CartPoleNoVel-v1"
@@ -344,22 +344,6 @@ def parse_args():
     return a
 
 
-def peers_problem(python):
-    code = (f"import {PEER_MODULES}; print('torch', torch.__version__, 'gymnasium', "
-            "gymnasium.__version__, 'stable-baselines3', stable_baselines3.__version__, "
-            "'sb3-contrib', sb3_contrib.__version__)")
-    try:
-        p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"cannot run {python}: {e}", None
-    if p.returncode != 0:
-        return (f"{python} cannot import {PEER_MODULES}: {p.stderr.strip()[-300:]}. Install "
-                "them: python3 -m venv /tmp/trainvenv && /tmp/trainvenv/bin/pip install -r "
-                "bench/requirements-recurrent.txt, then run this script with "
-                "/tmp/trainvenv/bin/python"), None
-    return None, p.stdout.strip()
-
-
 def setup(a, h):
     """Header, mapping, parameter counts. Returns (skip set, list of problems)."""
     skip = {s.strip() for s in a.skip.split(",") if s.strip()}
@@ -379,7 +363,7 @@ def setup(a, h):
             skip.add("fastrl")
             problems.append("fastrl has no train command")
     if "sb3" not in skip:
-        problem, versions = peers_problem(a.python)
+        problem, versions = peers_problem(a.python, PEER_MODULES, "bench/requirements-recurrent.txt")
         print(f"peer: {problem or versions} ({a.python})")
         if problem:
             skip.add("sb3")

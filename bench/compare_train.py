@@ -84,18 +84,18 @@ def trainers(a, skip):
     return {k: v for k, v in table.items() if k not in skip}
 
 
-def peers_problem(python):
-    """None when the peers' packages import in `python`, else why not."""
-    code = (f"import {PEER_MODULES}; print('torch', torch.__version__, 'gymnasium', "
-            "gymnasium.__version__, 'stable-baselines3', stable_baselines3.__version__)")
+def peers_problem(python, modules=PEER_MODULES, requirements="bench/requirements-train.txt"):
+    """None when the peers' packages import in `python`, else why not; then their versions."""
+    code = (f"import {modules}; print(' '.join(m.__name__ + ' ' + m.__version__ "
+            f"for m in [{modules}]))")
     try:
         p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.SubprocessError) as e:
         return f"cannot run {python}: {e}", None
     if p.returncode != 0:
-        return (f"{python} cannot import {PEER_MODULES}: {p.stderr.strip()[-300:]}. "
+        return (f"{python} cannot import {modules}: {p.stderr.strip()[-300:]}. "
                 "Install them: python3 -m venv /tmp/trainvenv && /tmp/trainvenv/bin/pip "
-                "install -r bench/requirements-train.txt, then run this script with "
+                f"install -r {requirements}, then run this script with "
                 "/tmp/trainvenv/bin/python"), None
     return None, p.stdout.strip()
 

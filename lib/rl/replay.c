@@ -614,16 +614,25 @@ frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *p
 
 /* ---- checkpoints ---- */
 
+/* The data arrays' sections, in array order; save and load share the one table. */
+enum { DATA_ARRAYS = 6 };
+static const char *const section_name[DATA_ARRAYS] = {
+    "replay.observations", "replay.actions", "replay.rewards",
+    "replay.terminated", "replay.truncated", "replay.reset_steps"};
+static const size_t section_elem[DATA_ARRAYS] = {4, 4, 4, 1, 1, 1};
+
+static frl_dtype section_type(const frl_replay *r, int a)
+{
+    if (a == FRL_REPLAY_ACTIONS)
+        return r->shape.discrete ? FRL_DTYPE_I32 : FRL_DTYPE_F32;
+    return section_elem[a] == 1 ? FRL_DTYPE_U8 : FRL_DTYPE_F32;
+}
+
 void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n)
 {
-    static const char *const name[] = {"replay.observations", "replay.actions", "replay.rewards",
-                                       "replay.terminated", "replay.truncated",
-                                       "replay.reset_steps"};
-    const frl_dtype type[] = {FRL_DTYPE_F32, r->shape.discrete ? FRL_DTYPE_I32 : FRL_DTYPE_F32,
-                              FRL_DTYPE_F32, FRL_DTYPE_U8, FRL_DTYPE_U8, FRL_DTYPE_U8};
-    const size_t elem[] = {4, 4, 4, 1, 1, 1};
-    for (int a = 0; a < 6; a++)
-        frl_section_add(s, n, name[a], type[a], r->bytes[a] / elem[a], r->array[a]);
+    for (int a = 0; a < DATA_ARRAYS; a++)
+        frl_section_add(s, n, section_name[a], section_type(r, a), r->bytes[a] / section_elem[a],
+                        r->array[a]);
     /* The cursor is copied into the handle so the section can point at it while the
      * file is written. */
     r->cursor[0] = r->capacity;
@@ -687,16 +696,10 @@ static frl_status find_priorities(const frl_replay *r, const frl_container *c,
 
 frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
 {
-    static const char *const name[] = {"replay.observations", "replay.actions", "replay.rewards",
-                                       "replay.terminated", "replay.truncated",
-                                       "replay.reset_steps"};
-    const frl_dtype type[] = {FRL_DTYPE_F32, r->shape.discrete ? FRL_DTYPE_I32 : FRL_DTYPE_F32,
-                              FRL_DTYPE_F32, FRL_DTYPE_U8, FRL_DTYPE_U8, FRL_DTYPE_U8};
-    const size_t elem[] = {4, 4, 4, 1, 1, 1};
-    const frl_section *sec[6];
-    for (int a = 0; a < 6; a++)
-        if (!(sec[a] = frl_container_find(c, name[a], type[a], (int64_t)(r->bytes[a] / elem[a]),
-                                          err)))
+    const frl_section *sec[DATA_ARRAYS];
+    for (int a = 0; a < DATA_ARRAYS; a++)
+        if (!(sec[a] = frl_container_find(c, section_name[a], section_type(r, a),
+                                          (int64_t)(r->bytes[a] / section_elem[a]), err)))
             return FRL_ERR_FORMAT;
     const frl_section *cur = frl_container_find(c, "replay.cursor", FRL_DTYPE_I64, 3, err);
     const frl_section *mp = cur ? frl_container_find(c, "replay.max_priority", FRL_DTYPE_F64, 1,
@@ -712,7 +715,7 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
     if (st != FRL_OK)
         return st;
     /* Every check passed: only now is anything written. */
-    for (int a = 0; a < 6; a++)
+    for (int a = 0; a < DATA_ARRAYS; a++)
         memcpy(r->array[a], sec[a]->data, r->bytes[a]);
     r->filled = k[1];
     r->next = k[2];
