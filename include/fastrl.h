@@ -673,6 +673,12 @@ typedef struct frl_metrics {
     double policy_lag_mean;    /* mean over the rollout's steps */
     double policy_lag_max;
     int64_t slots_dropped;     /* rollouts dropped for exceeding sampler.max_lag, in all */
+    /* Value learning (train.algo=dqn; zero otherwise), added in 0.4: over this update's
+     * minibatches, the mean Q of the actions taken and the mean |TD error|; the epsilon
+     * the rollout acted with; the replay's fill (0..1); the minibatches' mean age (env
+     * steps written to the replay since each transition); seconds spent in the replay
+     * (adding the rollout, sampling, priority updates). value_loss is the TD loss. */
+    double q_mean, td_error, epsilon, replay_fill, sample_age, time_replay;
 } frl_metrics;
 
 /* Return 0 to go on; any other value stops training, and frl_trainer_train returns

@@ -127,6 +127,12 @@ static void hc_layout_metrics_times(void)
     HC_FIELD(frl_metrics, policy_lag_mean);
     HC_FIELD(frl_metrics, policy_lag_max);
     HC_FIELD(frl_metrics, slots_dropped);
+    HC_FIELD(frl_metrics, q_mean);
+    HC_FIELD(frl_metrics, td_error);
+    HC_FIELD(frl_metrics, epsilon);
+    HC_FIELD(frl_metrics, replay_fill);
+    HC_FIELD(frl_metrics, sample_age);
+    HC_FIELD(frl_metrics, time_replay);
 }
 
 /* ---- initialisers ------------------------------------------------------------------- */

@@ -16,6 +16,9 @@ typedef struct train_opts {
     const char *env, *out, *resume;
     int64_t steps;
     int quiet;
+    int64_t eval_every;     /* greedy evaluations every this many env steps (0: none) */
+    int32_t eval_episodes;
+    double eval_target;     /* stop at the first evaluation reaching it (NaN: never) */
 } train_opts;
 
 static frl_trainer *volatile g_trainer;
@@ -31,10 +34,28 @@ static void on_sigint(int sig)
 
 static int is_tty;
 
+/* Periodic greedy evaluation on an env of its own (--eval-every): run between updates
+ * from the metrics callback, on the thread that trains, so the policy is not acting
+ * elsewhere. The evaluation's time counts in the run's wall time, as a peer's
+ * evaluation callback does. */
+typedef struct evaluator {
+    frl_trainer *t;
+    frl_vec_env *venv;
+    int64_t every, next;
+    int32_t episodes;
+    double target;
+    int reached;    /* an evaluation reached the target: training stops */
+    int64_t count, last_steps;
+    double last_mean;
+    frl_status st;  /* the first evaluation's failure */
+} evaluator;
+
 typedef struct progress {
     int64_t total;
     double last_print;
     int async;      /* sampler.mode=async: show the policy lag */
+    int quiet;
+    evaluator *ev;  /* NULL without --eval-every */
 } progress;
 
 static void format_time(double s, char *buf, size_t size)
@@ -71,11 +92,38 @@ static void print_progress(const progress *p, const frl_metrics *m, int final)
     fflush(stderr);
 }
 
+/* Evaluate when the run has passed the next multiple of --eval-every steps; returns
+ * nonzero to stop training (the target reached, or the evaluation failed). */
+static int maybe_evaluate(evaluator *e, const frl_metrics *m)
+{
+    if (m->env_steps < e->next)
+        return 0;
+    while (e->next <= m->env_steps)
+        e->next += e->every;
+    frl_eval_args a;
+    frl_eval_args_init(&a);
+    a.episodes = e->episodes;
+    a.seed = (uint64_t)1000003 * (uint64_t)++e->count;
+    double mean;
+    e->st = frl_policy_evaluate(frl_trainer_policy(e->t), e->venv, &a, &mean);
+    if (e->st != FRL_OK)
+        return 1;
+    e->last_steps = m->env_steps;
+    e->last_mean = mean;
+    printf("eval: env_steps=%lld mean_return=%.4f seconds=%.3f\n", (long long)m->env_steps,
+           mean, cli_now() - cli_start);
+    fflush(stdout);
+    e->reached = !isnan(e->target) && mean >= e->target;
+    return e->reached;
+}
+
 static int on_metrics(void *user, const frl_metrics *m)
 {
     progress *p = user;
     double now = cli_now();
-    if (now - p->last_print >= (is_tty ? 0.1 : 2.0)) {
+    if (p->ev && maybe_evaluate(p->ev, m))
+        return 1;
+    if (!p->quiet && now - p->last_print >= (is_tty ? 0.1 : 2.0)) {
         p->last_print = now;
         print_progress(p, m, 0);
     }
@@ -99,6 +147,12 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
             frl_status st = frl_config_parse(cfg, v);
             if (st != FRL_OK)
                 return cli_fail("--set", st);
+        } else if (!strcmp(a, "--eval-every") && has) {
+            o->eval_every = (int64_t)strtod(v, NULL);
+        } else if (!strcmp(a, "--eval-episodes") && has) {
+            o->eval_episodes = (int32_t)strtol(v, NULL, 10);
+        } else if (!strcmp(a, "--eval-target") && has) {
+            o->eval_target = strtod(v, NULL);
         } else if (!strcmp(a, "--out") && has) {
             o->out = v;
         } else if (!strcmp(a, "--resume") && has) {
@@ -114,6 +168,11 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
             return 2;
         }
         i++;
+    }
+    if (o->eval_every < 0 || o->eval_episodes < 1) {
+        fprintf(stderr, "fastrl train: --eval-every needs steps >= 1 and --eval-episodes "
+                        "episodes >= 1\n");
+        return 2;
     }
     if (!o->env && !o->resume) {
         fprintf(stderr, "fastrl train: name an environment (fastrl envs lists them) or --resume DIR\n");
@@ -199,10 +258,38 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
                 dir ? "; continue with --resume" : " (no --out: nothing saved)");
     else if (st != FRL_OK)
         return cli_fail("train", st);
+    if (p->ev && p->ev->count > 0)
+        printf("final: env_steps=%lld mean_return=%.4f seconds=%.3f\n",
+               (long long)p->ev->last_steps, p->ev->last_mean, cli_now() - cli_start);
     printf("env_steps_per_second: %.1f\n", m->steps_per_second);
     printf("mean_return: %.4f steps: %lld seconds: %.3f\n", m->mean_return,
            (long long)m->env_steps, cli_now() - cli_start);
     return st == FRL_ERR_INTERRUPTED ? 130 : 0;
+}
+
+/* One env of the run's kind (the checkpoint's when resuming), with the run's settings. */
+static frl_status open_evaluator(evaluator *e, frl_runtime *rt, const train_opts *o,
+                                 const frl_config *cfg)
+{
+    char env[64] = "", path[4096];
+    e->last_mean = NAN;
+    if (o->resume) {
+        snprintf(path, sizeof path, "%s/checkpoint.frl", o->resume);
+        saved_env(path, env, sizeof env);
+    }
+    const char *name = env[0] ? env : o->env;
+    return frl_vec_env_create(&e->venv, rt, name ? name : "", 1, cfg);
+}
+
+/* The callback's stop at the target is a finished run; its failed evaluation is the
+ * evaluation's error. */
+static frl_status training_result(const evaluator *e, frl_status st)
+{
+    if (st != FRL_ERR_CALLBACK || !e->venv)
+        return st;
+    if (e->st != FRL_OK)
+        return e->st; /* the thread's last error says why */
+    return e->reached ? FRL_OK : st;
 }
 
 static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *cfg)
@@ -220,22 +307,30 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     }
     char mode[16] = "";
     frl_config_get_text(cfg, "sampler.mode", mode, sizeof mode);
-    progress p = {o->steps, 0, strcmp(mode, "async") == 0};
-    if (!o->quiet)
-        frl_trainer_set_callback(t, on_metrics, &p);
+    progress p = {o->steps, 0, strcmp(mode, "async") == 0, o->quiet, NULL};
+    evaluator ev = {.t = t, .every = o->eval_every, .next = o->eval_every,
+                    .episodes = o->eval_episodes, .target = o->eval_target};
+    if (o->eval_every && (st = open_evaluator(&ev, rt, o, cfg)) != FRL_OK) {
+        frl_trainer_destroy(t);
+        return cli_fail("the evaluation env", st);
+    }
+    p.ev = o->eval_every ? &ev : NULL;
+    frl_trainer_set_callback(t, on_metrics, &p);
     g_trainer = t;
     signal(SIGINT, on_sigint);
     st = frl_trainer_train(t, o->steps);
     signal(SIGINT, SIG_DFL);
     g_trainer = NULL;
+    st = training_result(&ev, st);
     int rc = finish(t, o, st, &p);
+    frl_vec_env_destroy(ev.venv);
     frl_trainer_destroy(t);
     return rc;
 }
 
 int cli_train(int argc, char **argv)
 {
-    train_opts o = {NULL, NULL, NULL, 500000, 0};
+    train_opts o = {NULL, NULL, NULL, 500000, 0, 0, 20, NAN};
     frl_config *cfg;
     if (frl_config_create(&cfg, NULL) != FRL_OK)
         return cli_fail("config", FRL_ERR_NOMEM);

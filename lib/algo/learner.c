@@ -3,13 +3,14 @@
 #include "algo/learner.h"
 
 /* Defined by each algorithm's file. */
-extern const frl_learner_ops frl_algo_ppo, frl_algo_impala, frl_algo_a2c;
+extern const frl_learner_ops frl_algo_ppo, frl_algo_impala, frl_algo_a2c, frl_algo_dqn;
 
 static const frl_learner_ops *const learners[] = {
     [FRL_TRAIN_ALGO_PPO] = &frl_algo_ppo,
     /* IMPALA: PPO's learner with V-trace and IMPALA's policy gradient */
     [FRL_TRAIN_ALGO_IMPALA] = &frl_algo_impala,
     [FRL_TRAIN_ALGO_A2C] = &frl_algo_a2c,
+    [FRL_TRAIN_ALGO_DQN] = &frl_algo_dqn,
 };
 _Static_assert(sizeof learners / sizeof learners[0] == FRL_TRAIN_ALGO_COUNT,
                "one learner per choice of train.algo");

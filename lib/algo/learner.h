@@ -86,6 +86,10 @@ typedef struct frl_learn_stats {
     int32_t epochs_done;
     double time_backward, time_optimizer;
     double time_values;     /* the value pass over the rollout (CPU learners) */
+    /* Value learners (DQN): the mean Q of the actions taken and the mean |TD error| over
+     * the minibatches, the acting epsilon of the rollout, the replay's fill (0..1), the
+     * minibatches' mean age (rows written since), and the time in the replay. */
+    double q_mean, td_error, epsilon, replay_fill, sample_age, time_replay;
 } frl_learn_stats;
 
 /* What create gets: the trainer's runtime, settings, acting policy and storage. */
@@ -103,6 +107,8 @@ typedef struct frl_learner_ops {
     /* "key=value" settings the algorithm is defined with (its reference's), applied over
      * the environment's defaults (tuned for PPO) and under the caller's; NULL: none. */
     const char *settings;
+    /* Steps per env in each rollout (T) for these settings; NULL: train.rollout. */
+    int64_t (*rollout)(const frl_config *cfg);
     /* The storage the trainer must allocate for these settings. */
     void (*storage)(const frl_config *cfg, frl_storage_need *need);
     /* Fill l->impl and l->nets; on failure the trainer still calls destroy. */

@@ -52,6 +52,13 @@ static void ppo_storage(const frl_config *cfg, frl_storage_need *need)
 frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
                                   const frl_ppo_settings *s, char *err)
 {
+    char algo[16], head[16];
+    if (c->policy->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
+                        "train.algo=%s learns an actor and a critic, and policy.head=%s is a "
+                        "Q-network (use train.algo=dqn, or policy.head=actor_critic)",
+                        frl_cfg_choice_text(c->cfg, FRL_KEY_TRAIN_ALGO, algo, sizeof algo),
+                        frl_cfg_choice_text(c->cfg, FRL_KEY_POLICY_HEAD, head, sizeof head));
     frl_ppo *p = frl_alloc(&c->rt->alloc, sizeof *p, FRL_CACHE_LINE);
     if (!p)
         return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory");

@@ -679,6 +679,12 @@ int32_t frl_cfg_choice(const frl_config *cfg, frl_key k)
     return (int32_t)read_as(cfg, k, FRL_CONFIG_CHOICE).i;
 }
 
+const char *frl_cfg_choice_text(const frl_config *cfg, frl_key k, char *buf, size_t size)
+{
+    copy_choice(frl_key_defs[k].choices, read_as(cfg, k, FRL_CONFIG_CHOICE).i, buf, size);
+    return buf;
+}
+
 frl_int_list frl_cfg_list(const frl_config *cfg, frl_key k)
 {
     return read_as(cfg, k, FRL_CONFIG_INT_LIST).list;

@@ -43,6 +43,8 @@ int64_t frl_cfg_int(const frl_config *cfg, frl_key k);     /* INT */
 double frl_cfg_float(const frl_config *cfg, frl_key k);    /* FLOAT, or INT as a double */
 int frl_cfg_bool(const frl_config *cfg, frl_key k);        /* BOOL: 0 or 1 */
 int32_t frl_cfg_choice(const frl_config *cfg, frl_key k);  /* CHOICE: FRL_<ID>_<NAME> */
+/* CHOICE: the choice's text into buf (returned), for messages. */
+const char *frl_cfg_choice_text(const frl_config *cfg, frl_key k, char *buf, size_t size);
 frl_int_list frl_cfg_list(const frl_config *cfg, frl_key k); /* INT_LIST */
 int frl_cfg_is_set(const frl_config *cfg, frl_key k);
 /* Set an INT key; the range is checked as by frl_config_set_int. */

@@ -33,6 +33,12 @@
       "this): positive starts with a longer memory")                                        \
     X(POLICY_CORE_SIZE, "policy.core_size", INT, "64", 1, 1024,                              \
       "units of the recurrent core (policy.core gru or lstm)")                               \
+    X(POLICY_EPSILON, "policy.epsilon", FLOAT, "0.05", 0, 1,                                 \
+      "Q-policies (policy.head=q or dueling_q): the chance of a uniform random action when " \
+      "acting without deterministic (DQN's training sets it by its schedule)")               \
+    X(POLICY_HEAD, "policy.head", CHOICE, "actor_critic", 0, 0,                              \
+      "what the networks output: an actor and a critic, Q-values (q; discrete actions), or " \
+      "a dueling trunk with value and advantage heads (dueling_q; Wang et al., 2016)")       \
     X(POLICY_HIDDEN, "policy.hidden", INT_LIST, "64,64", 1, 4096,                            \
       "hidden layer widths of the MLP trunk, e.g. 64,64 (empty: a linear policy)")           \
     X(POLICY_INIT_LOG_STD, "policy.init_log_std", FLOAT, "0", -10, 5,                        \
@@ -73,40 +79,86 @@
       "the policy having changed since the rollout")                                         \
     X(TRAIN_ALGO, "train.algo", CHOICE, "ppo", 0, 0,                                         \
       "the learner: PPO's clipped surrogate, IMPALA's V-trace actor-critic "                 \
-      "(-A log pi; implies train.advantage=vtrace), or A2C (SB3's settings: 5 steps x 8 "    \
-      "envs, one gradient step per rollout)")                                                \
+      "(-A log pi; implies train.advantage=vtrace), A2C (SB3's settings: 5 steps x 8 envs, " \
+      "one gradient step per rollout), or DQN (Q-learning from a replay; SB3's defaults, "   \
+      "doc/dqn.md)")                                                \
     X(TRAIN_ANNEAL_LR, "train.anneal_lr", BOOL, "true", 0, 1,                                \
       "decay the learning rate linearly to 0 over the step budget")                          \
+    X(TRAIN_BATCH_SIZE, "train.batch_size", INT, "32", 1, 1048576,                           \
+      "DQN: transitions per minibatch drawn from the replay")                                \
     X(TRAIN_BPTT, "train.bptt", INT, "0", 0, 1048576,                                        \
       "recurrent policies: gradients flow back at most this many steps (0: the whole "       \
       "rollout)")                                                                            \
+    X(TRAIN_BUFFER_SIZE, "train.buffer_size", INT, "1000000", 1, 4503599627370496.0,          \
+      "DQN: transitions the replay keeps (rounded up to whole rollouts of train.train_freq " \
+      "x train.num_envs; doc/dqn.md gives the memory it takes)")                             \
     X(TRAIN_CLIP, "train.clip", FLOAT, "0.2", 0, 10, "PPO's ratio clipping range")           \
     X(TRAIN_CLIP_VALUE, "train.clip_value", BOOL, "true", 0, 1,                              \
       "clip value updates to the same range around the old values")                          \
+    X(TRAIN_DOUBLE_Q, "train.double_q", BOOL, "false", 0, 1,                                 \
+      "DQN: the online network picks the next action and the target network values it "     \
+      "(van Hasselt et al., 2016)")                                                          \
     X(TRAIN_ENT_COEF, "train.ent_coef", FLOAT, "0.01", 0, 100, "entropy bonus coefficient")  \
     X(TRAIN_EPOCHS, "train.epochs", INT, "4", 1, 1000, "passes over each rollout")           \
+    X(TRAIN_EXPLORATION_FINAL_EPS, "train.exploration_final_eps", FLOAT, "0.05", 0, 1,       \
+      "DQN: epsilon at the end of its linear schedule")                                      \
+    X(TRAIN_EXPLORATION_FRACTION, "train.exploration_fraction", FLOAT, "0.1", 0, 1,          \
+      "DQN: the share of the step budget over which epsilon falls linearly to its final "    \
+      "value")                                                                               \
+    X(TRAIN_EXPLORATION_INITIAL_EPS, "train.exploration_initial_eps", FLOAT, "1", 0, 1,      \
+      "DQN: epsilon at the start of its schedule")                                           \
     X(TRAIN_GAE_LAMBDA, "train.gae_lambda", FLOAT, "0.95", 0, 1, "GAE's lambda")             \
     X(TRAIN_GAMMA, "train.gamma", FLOAT, "0.99", 0, 1, "discount factor")                    \
+    X(TRAIN_GRADIENT_STEPS, "train.gradient_steps", INT, "1", -1, 1048576,                   \
+      "DQN: minibatch updates after each train.train_freq steps (-1: as many as the steps " \
+      "per env collected, train.train_freq)")                                                \
+    X(TRAIN_LEARNING_STARTS, "train.learning_starts", INT, "100", 0, 9007199254740992.0,     \
+      "DQN: env steps of uniform random actions before the first update")                    \
+    X(TRAIN_LOG_EVERY, "train.log_every", INT, "0", 0, 9007199254740992.0,                  \
+      "write a metrics.csv row and TensorBoard scalars at most once per this many env "      \
+      "steps (0: after every update; DQN's short rollouts default to 1000)")                 \
+    X(TRAIN_LOSS, "train.loss", CHOICE, "huber", 0, 0,                                       \
+      "DQN: the TD loss, Huber (smooth L1, delta 1) or squared error")                       \
     X(TRAIN_LR, "train.lr", FLOAT, "2.5e-4", 0, 10, "Adam learning rate (initial)")          \
     X(TRAIN_MAX_GRAD_NORM, "train.max_grad_norm", FLOAT, "0.5", 0, 1e9,                      \
       "clip the global gradient norm to this (0: no clipping)")                              \
     X(TRAIN_MINIBATCHES, "train.minibatches", INT, "4", 1, 1048576,                          \
       "minibatches per epoch (rollout * num_envs must divide evenly)")                       \
+    X(TRAIN_N_STEP, "train.n_step", INT, "1", 1, 1024,                                       \
+      "DQN: rewards summed before bootstrapping (n-step returns)")                           \
     X(TRAIN_NORM_ADV, "train.norm_adv", BOOL, "true", 0, 1,                                  \
       "normalise advantages per minibatch")                                                  \
     X(TRAIN_NUM_ENVS, "train.num_envs", INT, "8", 1, 1048576, "environments stepped together") \
+    X(TRAIN_PER_ALPHA, "train.per_alpha", FLOAT, "0.6", 0, 10,                               \
+      "prioritised replay: sampling probability proportional to priority^alpha")             \
+    X(TRAIN_PER_BETA, "train.per_beta", FLOAT, "0.4", 0, 1,                                  \
+      "prioritised replay: importance-sampling exponent at the start, annealed linearly to " \
+      "1 over the step budget")                                                              \
+    X(TRAIN_PRIORITIZED, "train.prioritized", BOOL, "false", 0, 1,                           \
+      "DQN: prioritised replay (Schaul et al., 2016) instead of uniform draws")              \
     X(TRAIN_REWARD_NORM, "train.reward_norm", BOOL, "false", 0, 1,                           \
       "scale rewards by the running std of the discounted return")                           \
     X(TRAIN_ROLLOUT, "train.rollout", INT, "128", 1, 1048576,                                \
       "steps per environment in each rollout (T)")                                           \
+    X(TRAIN_SAVE_REPLAY, "train.save_replay", BOOL, "true", 0, 1,                            \
+      "checkpoints of an off-policy trainer include the replay's contents, so a resumed "    \
+      "run samples what it would have (false: smaller files; the replay refills)")           \
     X(TRAIN_SEED_OFFSET, "train.seed_offset", INT, "0", 0, 9007199254740992.0,               \
       "added to the runtime's seed to make the trainer's (initial weights, sampling, env "   \
       "resets): members of a population on one runtime need different offsets")              \
     X(TRAIN_TARGET_KL, "train.target_kl", FLOAT, "none", 0, 1e9,                             \
       "stop an update's epochs once the approximate KL exceeds this (unset: never)")         \
+    X(TRAIN_TARGET_UPDATE_INTERVAL, "train.target_update_interval", INT, "10000", 1,         \
+      9007199254740992.0,                                                                    \
+      "DQN: vec-env steps between target-network updates (each moves it train.tau of the "   \
+      "way to the online network)")                                                          \
     X(TRAIN_TARGET_RETURN, "train.target_return", FLOAT, "none", -1e300, 1e300,              \
       "stop training once the mean return of the last 100 episodes reaches this (unset: "    \
       "never)")                                                                              \
+    X(TRAIN_TAU, "train.tau", FLOAT, "1", 0, 1,                                              \
+      "DQN: target update rate (1: copy; below 1: Polyak averaging)")                        \
+    X(TRAIN_TRAIN_FREQ, "train.train_freq", INT, "4", 1, 1048576,                            \
+      "DQN: steps per env between updates (its rollout length; train.rollout is PPO's)")     \
     X(TRAIN_VTRACE_C, "train.vtrace_c", FLOAT, "1", 1e-6, 1e9,                               \
       "V-trace: traces are lambda * min(c, pi/mu) (train.advantage=vtrace)")                 \
     X(TRAIN_VTRACE_RHO, "train.vtrace_rho", FLOAT, "1", 1e-6, 1e9,                           \
@@ -116,12 +168,16 @@
 /* The choices of each CHOICE key, FRL_CHOICES_<ID>(X, K): X(K, NAME, text) per choice,
  * in the order of their indices. Each gives enum { FRL_<ID>_<NAME>..., FRL_<ID>_COUNT }
  * and the key's "a|b|c" text. */
+#define FRL_CHOICES_POLICY_HEAD(X, K) X(K, ACTOR_CRITIC, "actor_critic") X(K, Q, "q") \
+    X(K, DUELING_Q, "dueling_q")
 #define FRL_CHOICES_POLICY_CORE(X, K) X(K, NONE, "none") X(K, GRU, "gru") X(K, LSTM, "lstm")
 #define FRL_CHOICES_POLICY_ACTIVATION(X, K) X(K, TANH, "tanh") X(K, RELU, "relu") X(K, ELU, "elu")
 #define FRL_CHOICES_RUNTIME_DEVICE(X, K) X(K, CPU, "cpu") X(K, CUDA, "cuda") X(K, AUTO, "auto")
 #define FRL_CHOICES_SAMPLER_MODE(X, K) X(K, SYNC, "sync") X(K, ASYNC, "async")
 #define FRL_CHOICES_TRAIN_ADVANTAGE(X, K) X(K, GAE, "gae") X(K, VTRACE, "vtrace")
-#define FRL_CHOICES_TRAIN_ALGO(X, K) X(K, PPO, "ppo") X(K, IMPALA, "impala") X(K, A2C, "a2c")
+#define FRL_CHOICES_TRAIN_LOSS(X, K) X(K, HUBER, "huber") X(K, MSE, "mse")
+#define FRL_CHOICES_TRAIN_ALGO(X, K) X(K, PPO, "ppo") X(K, IMPALA, "impala") X(K, A2C, "a2c") \
+    X(K, DQN, "dqn")
 /* clang-format on */
 
 #define FRL_KEY_ENUMERATOR(ID, ...) FRL_KEY_##ID,

@@ -32,6 +32,16 @@ static size_t layout_networks(frl_policy *p)
     }
     frl_int_list h = frl_cfg_list(p->cfg, FRL_KEY_POLICY_HIDDEN);
     frl_nn_act act = frl_policy_activation(p->cfg);
+    if (p->head == FRL_POLICY_HEAD_Q) {
+        /* One network: the actor's outputs are the Q-values; the critic has no layers. */
+        p->shared = 0;
+        frl_mlp_init(&p->actor, p->in_w, h.v, h.n, p->out_w, act, 0);
+        frl_mlp_init(&p->critic, p->in_w, NULL, 0, 0, act, p->actor.num_params);
+        p->log_std_off = p->actor.num_params;
+        return p->log_std_off;
+    }
+    if (p->head == FRL_POLICY_HEAD_DUELING_Q)
+        p->shared = 1; /* the trunk and its two heads (check_head: hidden layers exist) */
     if (p->shared && h.n > 0) {
         frl_mlp_init(&p->trunk, p->in_w, h.v, h.n, 0, act, 0);
         int32_t tw = frl_mlp_out(&p->trunk);
@@ -118,10 +128,43 @@ const float *frl_policy_input(const frl_policy *p, const frl_obsnorm *norm, int3
     return obs;
 }
 
+/* Dueling: Q = V + A - mean(A), written over A (a linear layer's output, which its
+ * backward pass does not read). */
+static void dueling_combine(const frl_policy *p, int32_t rows, float *a, const float *v)
+{
+    int32_t n = p->out_w;
+    for (int32_t r = 0; r < rows; r++) {
+        float *q = a + (size_t)r * (size_t)n;
+        double mean = 0;
+        for (int32_t j = 0; j < n; j++)
+            mean += q[j];
+        float shift = v[r] - (float)(mean / n);
+        for (int32_t j = 0; j < n; j++)
+            q[j] += shift;
+    }
+}
+
+/* Q-policies: the one network, or the dueling trunk and both heads, whatever was asked. */
+static void forward_q(const frl_policy *p, const float *params, int32_t rows, frl_pass *f)
+{
+    if (p->head == FRL_POLICY_HEAD_Q) {
+        f->out = frl_mlp_forward(&p->actor, p->k, params, rows, f->in, f->actor_acts);
+        return;
+    }
+    const float *x = frl_mlp_forward(&p->trunk, p->k, params, rows, f->in, f->trunk_acts);
+    f->out = frl_mlp_forward(&p->actor, p->k, params, rows, x, f->actor_acts);
+    f->value = frl_mlp_forward(&p->critic, p->k, params, rows, x, f->critic_acts);
+    dueling_combine(p, rows, f->out, f->value);
+}
+
 void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t rows,
                               const float *obs, frl_pass *f, unsigned heads)
 {
     f->in = frl_policy_input(p, f->norm, rows, obs, f->xn);
+    if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC) {
+        forward_q(p, params, rows, f);
+        return;
+    }
     const float *x = f->in;
     if (p->shared)
         x = frl_mlp_forward(&p->trunk, p->k, params, rows, x, f->trunk_acts);
@@ -175,9 +218,34 @@ void frl_policy_weights_out_in(const frl_policy *p, const float *params, float *
     frl_mlp_weights_out_in(&p->critic, p->k, params, w_out_in);
 }
 
+/* Dueling: dL/dQ in d_out becomes dL/dA (dQ_j minus the row's mean of dQ) in d_out
+ * and dL/dV (the row's sum of dQ) in d_value. */
+static void dueling_split(const frl_policy *p, int32_t rows, frl_pass *f)
+{
+    int32_t n = p->out_w;
+    for (int32_t r = 0; r < rows; r++) {
+        float *d = f->d_out + (size_t)r * (size_t)n;
+        double sum = 0;
+        for (int32_t j = 0; j < n; j++)
+            sum += d[j];
+        float mean = (float)(sum / n);
+        for (int32_t j = 0; j < n; j++)
+            d[j] -= mean;
+        f->d_value[r] = (float)sum;
+    }
+}
+
 void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
                          int32_t rows, frl_pass *f)
 {
+    if (p->head == FRL_POLICY_HEAD_Q) {
+        memcpy(f->dy, f->d_out, sizeof(float) * (size_t)rows * (size_t)p->out_w);
+        frl_mlp_backward(&p->actor, p->k, params, f->w_out_in, grads, f->accumulate, rows,
+                         f->in, f->actor_acts, f->dy, f->scratch, NULL);
+        return;
+    }
+    if (p->head == FRL_POLICY_HEAD_DUELING_Q)
+        dueling_split(p, rows, f);
     if (p->shared)
         backward_shared(p, params, grads, rows, f);
     else
@@ -186,11 +254,28 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
 
 /* ---- acting ---- */
 
+/* Epsilon-greedy on Q-values; returns the log-probability of the action under it. */
+static double q_act(const frl_policy *p, const float *q, int deterministic, frl_rng *r,
+                    void *action_row)
+{
+    int32_t n = p->out_w, best = frl_cat_argmax(q, n), a = best;
+    double eps = deterministic ? 0.0 : atomic_load_explicit(&((frl_policy *)p)->epsilon,
+                                                            memory_order_relaxed);
+    if (eps > 0 && frl_rng_uniform(r) < eps) {
+        a = (int32_t)(frl_rng_uniform(r) * n);
+        a = a < n ? a : n - 1;
+    }
+    *(int32_t *)action_row = a;
+    return log((a == best ? 1.0 - eps : 0.0) + eps / n);
+}
+
 double frl_policy_head_act(const frl_policy *p, const float *params, const float *out,
                            int deterministic,
                            uint64_t stream, uint64_t counter, void *action_row)
 {
     frl_rng r = frl_rng_stream(p->seed + counter * 0x9e3779b97f4a7c15ULL, stream);
+    if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
+        return q_act(p, out, deterministic, &r, action_row);
     if (p->discrete) {
         int32_t a = deterministic ? frl_cat_argmax(out, p->out_w)
                                   : frl_cat_sample(out, p->out_w, frl_rng_uniform(&r));
@@ -203,6 +288,15 @@ double frl_policy_head_act(const frl_policy *p, const float *params, const float
         a[i] = deterministic ? out[i]
                              : out[i] + expf(log_std[i]) * (float)frl_rng_normal(&r);
     return frl_gauss_logp(out, log_std, a, p->out_w);
+}
+
+/* A Q-policy's value of a state: its largest Q. */
+static float q_max(const float *q, int32_t n)
+{
+    float m = q[0];
+    for (int32_t j = 1; j < n; j++)
+        m = q[j] > m ? q[j] : m;
+    return m;
 }
 
 static size_t action_row_bytes(const frl_policy *p)
@@ -244,7 +338,9 @@ static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32
         if (a->log_probs)
             a->log_probs[first + r] = (float)lp;
         if (a->values)
-            a->values[first + r] = f.value[r];
+            a->values[first + r] = p->head != FRL_POLICY_HEAD_ACTOR_CRITIC
+                                       ? q_max(f.out + (size_t)r * (size_t)p->out_w, p->out_w)
+                                       : f.value[r];
     }
 }
 
@@ -469,6 +565,11 @@ static frl_status open_device(frl_policy *p, const char *who)
                         "%s: recurrent policies (policy.core=%s) run on the CPU for now, and "
                         "this runtime computes on %s: use a runtime with runtime.device=cpu",
                         who, p->core[0].kind == FRL_RNN_GRU ? "gru" : "lstm", p->rt->device.name);
+    if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: Q-policies (policy.head=%s) run on the CPU for now, and this "
+                        "runtime computes on %s: use a runtime with runtime.device=cpu", who,
+                        p->head == FRL_POLICY_HEAD_Q ? "q" : "dueling_q", p->rt->device.name);
     if (p->obs_n)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
                         "%s: discrete(%d) observation spaces run on the CPU for now, and this "
@@ -585,7 +686,9 @@ static frl_status init_params(frl_policy *p, const char *who)
     } else {
         if (p->shared)
             frl_mlp_init_params(&p->trunk, p->params, g, g, &r, work);
-        frl_mlp_init_params(&p->actor, p->params, g, 0.01, &r, work);
+        /* Q-values start at the scale of the returns, not near zero like logits. */
+        double out_gain = p->head == FRL_POLICY_HEAD_ACTOR_CRITIC ? 0.01 : 1.0;
+        frl_mlp_init_params(&p->actor, p->params, g, out_gain, &r, work);
         frl_mlp_init_params(&p->critic, p->params, g, 1.0, &r, work);
     }
     float log_std = (float)frl_cfg_float(p->cfg, FRL_KEY_POLICY_INIT_LOG_STD);
@@ -606,6 +709,32 @@ static void read_shape(frl_policy *p, const frl_space *obs, const frl_space *act
     p->out_w = (int32_t)act->n;
     p->shared = frl_cfg_bool(p->cfg, FRL_KEY_POLICY_SHARED);
     p->obs_norm = frl_cfg_bool(p->cfg, FRL_KEY_POLICY_OBS_NORM);
+    p->head = frl_cfg_choice(p->cfg, FRL_KEY_POLICY_HEAD);
+    atomic_store(&p->epsilon, frl_cfg_float(p->cfg, FRL_KEY_POLICY_EPSILON));
+}
+
+/* Q-values need a discrete action space; a dueling trunk needs layers; recurrent
+ * Q-networks are R2D2's (not yet). */
+static frl_status check_head(const frl_policy *p, const char *who)
+{
+    if (p->head == FRL_POLICY_HEAD_ACTOR_CRITIC)
+        return FRL_OK;
+    const char *name = p->head == FRL_POLICY_HEAD_Q ? "q" : "dueling_q";
+    if (!p->discrete)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: policy.head=%s needs a discrete action space, and the actions are "
+                        "a box of %d values (use policy.head=actor_critic)", who, name,
+                        (int)p->out_w);
+    if (frl_cfg_choice(p->cfg, FRL_KEY_POLICY_CORE) != FRL_POLICY_CORE_NONE)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: policy.head=%s with policy.core: recurrent Q-networks are not "
+                        "supported yet (set policy.core=none)", who, name);
+    if (p->head == FRL_POLICY_HEAD_DUELING_Q &&
+        frl_cfg_list(p->cfg, FRL_KEY_POLICY_HIDDEN).n == 0)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "%s: policy.head=dueling_q needs at least one hidden layer (policy."
+                        "hidden) for the trunk its two heads share", who);
+    return FRL_OK;
 }
 
 /* A one-hot row has no scale or offset to learn: normalising it would only turn the
@@ -637,7 +766,7 @@ static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *o
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: policy.hidden has %d layers, at most %d", who,
                         (int)h.n, FRL_MLP_MAX_LAYERS - 1);
     read_shape(p, obs, act);
-    if ((st = check_obs_norm(p, who)) != FRL_OK)
+    if ((st = check_obs_norm(p, who)) != FRL_OK || (st = check_head(p, who)) != FRL_OK)
         return st;
     p->num_params = layout_networks(p);
     if (p->expect_params >= 0 && (int64_t)p->num_params != p->expect_params)

@@ -4,6 +4,7 @@
 #define FRL_RL_POLICY_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "core/config.h"
 #include "core/runtime.h"
@@ -24,6 +25,14 @@ struct frl_policy {
     int32_t out_w;            /* logits (discrete n) or Gaussian means (box width) */
     int32_t discrete;         /* 1: categorical head */
     int32_t shared;           /* 1: trunk + two linear heads */
+    /* policy.head: FRL_POLICY_HEAD_ACTOR_CRITIC, _Q (the actor network outputs Q-values;
+     * the critic is an empty network of no parameters) or _DUELING_Q (shared trunk, the
+     * actor head the advantages A, the critic head V, and Q = V + A - mean(A): the
+     * forward pass writes Q over A, the backward pass takes dL/dQ). */
+    int32_t head;
+    /* Q-policies acting without `deterministic`: the chance of a uniform random action.
+     * DQN's learner moves it along its schedule while samplers read it. */
+    _Atomic double epsilon;
     frl_mlp actor, critic;    /* separate: full networks; shared: one-layer heads */
     frl_mlp trunk;            /* shared only */
     /* policy.core gru or lstm (rl/policy_rnn.h): towers of an encoder and a core (1:

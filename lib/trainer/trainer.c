@@ -96,8 +96,6 @@ static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
 static frl_status build_learner(frl_trainer *t)
 {
     frl_storage_need need = {.kind = FRL_STORAGE_ROLLOUT};
-    if (!t->learner.ops)
-        t->learner.ops = frl_learner_lookup(t->cfg);
     t->learner.rt = t->rt;
     t->learner.ops->storage(t->cfg, &need);
     frl_status st = alloc_storage(t, &need);
@@ -207,13 +205,15 @@ static frl_status build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *
     }
     t->rt = rt;
     t->cfg = resolved;
-    t->learner.ops = learner;
     set_groups(t, venvs, groups);
     t->own_venv = own;
     snprintf(t->env_name, sizeof t->env_name, "%s", env_name);
     /* The offset lets trainers on one runtime differ (members of a population). */
     t->seed = frl_runtime_seed(rt) + (uint64_t)frl_cfg_int(resolved, FRL_KEY_TRAIN_SEED_OFFSET);
-    t->T = (int32_t)frl_cfg_int(resolved, FRL_KEY_TRAIN_ROLLOUT);
+    /* The learner says how long its rollouts are (DQN: train.train_freq). */
+    t->learner.ops = learner ? learner : frl_learner_lookup(resolved);
+    t->T = (int32_t)(t->learner.ops->rollout ? t->learner.ops->rollout(resolved)
+                                             : frl_cfg_int(resolved, FRL_KEY_TRAIN_ROLLOUT));
     int64_t rows = (int64_t)t->T * t->B;
     if (rows > 0x7fffffff) {
         frl_trainer_destroy(t);
@@ -417,6 +417,12 @@ static void fill_metrics(frl_trainer *t, const frl_learn_stats *s)
     m->time_backward = s->time_backward;
     m->time_optimizer = s->time_optimizer;
     m->time_waiting = 0;
+    m->q_mean = s->q_mean;
+    m->td_error = s->td_error;
+    m->epsilon = s->epsilon;
+    m->replay_fill = s->replay_fill;
+    m->sample_age = s->sample_age;
+    m->time_replay = s->time_replay;
 }
 
 

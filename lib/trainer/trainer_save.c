@@ -17,6 +17,11 @@ typedef struct save_buf {
     uint64_t seed;
 } save_buf;
 
+static int keeps_replay(const frl_trainer *t)
+{
+    return t->store.replay && frl_cfg_bool(t->cfg, FRL_KEY_TRAIN_SAVE_REPLAY);
+}
+
 static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, int32_t *n)
 {
     const frl_rollout_book *k = &t->book;
@@ -33,8 +38,9 @@ static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, 
     /* The learner's sections; its optimiser step is a counter (written before the file). */
     int64_t learner_steps = 0;
     t->learner.ops->save(&t->learner, s, n, &learner_steps);
-    /* A replay's contents, so a continued run samples what it would have. */
-    if (t->store.replay)
+    /* A replay's contents, so a continued run samples what it would have (unless
+     * train.save_replay=false: the file is then small and the replay refills). */
+    if (keeps_replay(t))
         frl_replay_save(t->store.replay, s, n);
     const int64_t c[COUNTERS] = {k->pr.env_steps, k->pr.updates, k->pr.rollout_steps,
                                  k->pr.episodes, learner_steps, k->pr.started, t->B};
@@ -183,7 +189,7 @@ static frl_status load_settings(frl_runtime *rt, const frl_container *c, const f
 static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
 {
     frl_status st = restore_counters(t, c, err);
-    if (st == FRL_OK && t->store.replay)
+    if (st == FRL_OK && keeps_replay(t))
         st = frl_replay_load(t->store.replay, c, err);
     if (st == FRL_OK)
         st = frl_policy_restore_state(t->policy, c, err);

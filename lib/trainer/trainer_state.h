@@ -51,6 +51,7 @@ struct frl_trainer {
     double t_start;
     /* outputs */
     FILE *csv;
+    int64_t logged_steps;       /* env_steps of the last row written (train.log_every) */
     frl_tfevents *tb;
     char err[FRL_ERRMSG_SIZE];
 };

@@ -174,6 +174,8 @@ METRICS_FIELDS = [
     ("epochs_done", i32), ("time_env", dbl), ("time_inference", dbl),
     ("time_backward", dbl), ("time_optimizer", dbl), ("time_waiting", dbl),
     ("policy_lag_mean", dbl), ("policy_lag_max", dbl), ("slots_dropped", ctypes.c_int64),
+    ("q_mean", dbl), ("td_error", dbl), ("epsilon", dbl), ("replay_fill", dbl),
+    ("sample_age", dbl), ("time_replay", dbl),
 ]
 
 

@@ -49,6 +49,12 @@ class Metrics:
     policy_lag_mean: float = 0.0
     policy_lag_max: float = 0.0
     slots_dropped: int = 0
+    q_mean: float = 0.0
+    td_error: float = 0.0
+    epsilon: float = 0.0
+    replay_fill: float = 0.0
+    sample_age: float = 0.0
+    time_replay: float = 0.0
 
     @classmethod
     def _at(cls, address):

@@ -1,0 +1,494 @@
+/* train.algo=dqn (lib/algo/dqn.c) and the Q-policies it learns (policy.head=q,
+ * dueling_q; lib/rl/policy.c).
+ *
+ * The probe: a two-step episode with known values. At x0 action a pays r0[a] and moves
+ * to x1; at x1 action a pays r1[a] and ends the episode. With gamma 0.5,
+ * Q(x1, a) = r1[a] and Q(x0, a) = r0[a] + 0.5 max r1: the first two only through the
+ * target network's bootstrap, and a learner that bootstrapped through the termination
+ * would overshoot Q(x1, .). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rl/policy.h"
+#include "trainer/trainer.h"
+#include "test_util.h"
+
+static const float r0[2] = {0.0f, 1.0f}, r1[2] = {1.0f, 3.0f};
+
+typedef struct probe {
+    int pos;
+    int nan_at;     /* > 0: the nan_at-th step's reward is NaN */
+    int steps;
+} probe;
+
+static int probe_reset(void *user, uint64_t seed, float *obs)
+{
+    (void)seed;
+    ((probe *)user)->pos = 0;
+    obs[0] = 1.0f;
+    obs[1] = 0.0f;
+    return 0;
+}
+
+static int probe_step(void *user, const void *action, float *obs, float *reward,
+                      uint8_t *terminated, uint8_t *truncated)
+{
+    probe *p = user;
+    int32_t a = *(const int32_t *)action;
+    *reward = p->pos == 0 ? r0[a] : r1[a];
+    if (++p->steps == p->nan_at)
+        *reward = NAN;
+    *terminated = (uint8_t)(p->pos == 1);
+    *truncated = 0;
+    p->pos = 1;
+    obs[0] = 0.0f;
+    obs[1] = 1.0f;
+    return 0;
+}
+
+enum { PROBE_ENVS = 4 };
+
+static frl_vec_env *probe_envs(frl_runtime *rt, probe *envs, int n)
+{
+    int64_t w = 2;
+    frl_space *os, *as;
+    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &w, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = probe_reset;
+    cb.step = probe_step;
+    void *users[PROBE_ENVS];
+    for (int i = 0; i < n; i++)
+        users[i] = &envs[i];
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, n, os, as, NULL), FRL_OK);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    return v;
+}
+
+static const char probe_settings[] =
+    "train.algo=dqn train.gamma=0.5 train.train_freq=8 train.learning_starts=64 "
+    "train.buffer_size=2048 train.batch_size=32 train.gradient_steps=4 "
+    "train.target_update_interval=32 train.lr=3e-3 train.exploration_fraction=0.2 "
+    "policy.hidden=16";
+
+static frl_trainer *probe_trainer(frl_runtime *rt, probe *envs, frl_vec_env **v,
+                                  const char *extra)
+{
+    memset(envs, 0, sizeof(probe) * PROBE_ENVS);
+    *v = probe_envs(rt, envs, PROBE_ENVS);
+    char text[1024];
+    snprintf(text, sizeof text, "%s %s", probe_settings, extra ? extra : "");
+    frl_config *cfg = frl_test_settings(text);
+    frl_trainer *t;
+    ck_assert_msg(frl_trainer_create_vec(&t, rt, *v, cfg) == FRL_OK, "%s", frl_last_error());
+    frl_config_destroy(cfg);
+    return t;
+}
+
+/* Q of the probe's four (state, action) pairs: rows x0 then x1. */
+static void probe_q(frl_policy *p, float q[4])
+{
+    float x[4] = {1, 0, 0, 1};
+    float *ws = malloc(sizeof(float) * frl_policy_pass_floats(p, 2, 0));
+    frl_pass f;
+    frl_policy_pass_layout(p, 2, 0, ws, &f);
+    frl_policy_forward(p, p->params, 2, x, &f);
+    memcpy(q, f.out, sizeof(float) * 4);
+    free(ws);
+}
+
+static void check_probe_values(const char *extra)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    probe envs[PROBE_ENVS];
+    frl_vec_env *v;
+    frl_trainer *t = probe_trainer(rt, envs, &v, extra);
+    ck_assert_msg(frl_trainer_train(t, 12000) == FRL_OK, "%s", frl_trainer_last_error(t));
+    float q[4];
+    probe_q(frl_trainer_policy(t), q);
+    double best1 = r1[0] > r1[1] ? r1[0] : r1[1];
+    const double want[4] = {r0[0] + 0.5 * best1, r0[1] + 0.5 * best1, r1[0], r1[1]};
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(fabs(q[i] - want[i]) < 0.1, "%s: Q[%d] = %.4f, want %.4f", extra, i, q[i],
+                      want[i]);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    ck_assert_double_lt(m->value_loss, 1e-2);
+    ck_assert_double_eq_tol(m->epsilon, 0.05, 1e-12);
+    ck_assert_double_gt(m->replay_fill, 0.5);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(probe_values)
+{
+    static const char *const variants[] = {
+        "", "policy.head=dueling_q", "train.double_q=true", "train.loss=mse train.tau=0.5",
+        "train.prioritized=true",
+    };
+    check_probe_values(variants[_i]);
+}
+END_TEST
+
+/* ---- settings and spaces DQN refuses ---- */
+
+static frl_status create_builtin(frl_runtime *rt, const char *env, const char *text,
+                                 frl_trainer **t)
+{
+    frl_config *cfg = frl_test_settings(text);
+    frl_status st = frl_trainer_create(t, rt, env, cfg);
+    frl_config_destroy(cfg);
+    return st;
+}
+
+static void expect_refused(frl_runtime *rt, const char *env, const char *text, frl_status want,
+                           const char *words)
+{
+    frl_trainer *t = (frl_trainer *)1;
+    frl_status st = create_builtin(rt, env, text, &t);
+    ck_assert_msg(st == want, "%s with %s: status %d (%s), want %d", env, text, (int)st,
+                  frl_last_error(), (int)want);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(frl_last_error(), words), "'%s' does not say '%s'", frl_last_error(),
+                  words);
+}
+
+START_TEST(refuses_bad_settings)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    expect_refused(rt, "Pendulum-v1", "train.algo=dqn", FRL_ERR_UNSUPPORTED,
+                   "needs a discrete action space");
+    expect_refused(rt, "CartPole-v1", "train.algo=dqn policy.head=actor_critic",
+                   FRL_ERR_INVALID_ARGUMENT, "policy.head=q or dueling_q");
+    expect_refused(rt, "CartPole-v1", "train.algo=ppo policy.head=q", FRL_ERR_INVALID_ARGUMENT,
+                   "use train.algo=dqn");
+    expect_refused(rt, "CartPole-v1", "train.algo=dqn train.num_envs=4 sampler.mode=async", FRL_ERR_UNSUPPORTED,
+                   "sampler.mode=sync");
+    expect_refused(rt, "CartPole-v1", "train.algo=dqn policy.head=q policy.core=gru",
+                   FRL_ERR_UNSUPPORTED, "recurrent Q-networks");
+    expect_refused(rt, "CartPole-v1", "train.algo=dqn policy.head=dueling_q policy.hidden=",
+                   FRL_ERR_INVALID_ARGUMENT, "at least one hidden layer");
+    /* 2^50 transitions of CartPole: the error gives the bytes it would take. */
+    expect_refused(rt, "CartPole-v1", "train.algo=dqn train.buffer_size=1125899906842624",
+                   FRL_ERR_SIZE, "bytes");
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A NaN reward from a host env stops training with FRL_ERR_NONFINITE naming it. */
+START_TEST(nan_reward_is_an_error)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    probe envs[PROBE_ENVS];
+    frl_vec_env *v;
+    frl_trainer *t = probe_trainer(rt, envs, &v, NULL);
+    envs[2].nan_at = 300;
+    frl_status st = frl_trainer_train(t, 4000);
+    ck_assert_int_eq(st, FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(frl_trainer_last_error(t), "reward"), "%s", frl_trainer_last_error(t));
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- epsilon ---- */
+
+typedef struct eps_log {
+    int n;
+    int64_t steps[512];
+    double eps[512];
+} eps_log;
+
+static int record_eps(void *user, const frl_metrics *m)
+{
+    eps_log *l = user;
+    if (l->n < 512) {
+        l->steps[l->n] = m->env_steps;
+        l->eps[l->n++] = m->epsilon;
+    }
+    return 0;
+}
+
+/* 1 before learning starts, then SB3's line from exploration_initial_eps to _final_eps
+ * over exploration_fraction of the budget, then flat. A rollout acts with the epsilon of
+ * the steps before it. */
+START_TEST(epsilon_schedule)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1",
+                                    "train.algo=dqn train.train_freq=100 train.learning_starts=1000 "
+                                    "train.exploration_fraction=0.5 train.exploration_initial_eps=0.8 "
+                                    "train.exploration_final_eps=0.1", &t), FRL_OK);
+    eps_log log = {0};
+    frl_trainer_set_callback(t, record_eps, &log);
+    ck_assert_int_eq(frl_trainer_train(t, 10000), FRL_OK);
+    ck_assert_int_eq(log.n, 100);
+    for (int i = 0; i < log.n; i++) {
+        int64_t before = log.steps[i] - 100;
+        double p = (double)before / 10000.0;
+        double want = before < 1000 ? 1.0 : p >= 0.5 ? 0.1 : 0.8 + (0.1 - 0.8) * p / 0.5;
+        ck_assert_msg(fabs(log.eps[i] - want) < 1e-12, "rollout at %lld: epsilon %.6f, want %.6f",
+                      (long long)before, log.eps[i], want);
+    }
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- the Q-policy through the policy API ---- */
+
+/* Greedy acting takes the argmax, epsilon 1 acts uniformly, values are max Q; a saved
+ * and loaded Q-policy keeps its head. */
+START_TEST(q_policy_acts)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.algo=dqn policy.head=dueling_q", &t),
+                     FRL_OK);
+    frl_policy *p = frl_trainer_policy(t);
+    enum { N = 2000 };
+    static float obs[N * 4], values[N];
+    static int32_t act[N];
+    for (int i = 0; i < N * 4; i++)
+        obs[i] = (float)((i * 37 % 101) - 50) / 50.0f;
+    frl_act_args a;
+    frl_act_args_init(&a);
+    frl_test_act_widths(&a, p);
+    a.batch = N;
+    a.observations = obs;
+    a.actions = act;
+    a.values = values;
+    a.deterministic = 1;
+    ck_assert_int_eq(frl_policy_act(p, &a), FRL_OK);
+    float *ws = malloc(sizeof(float) * frl_policy_pass_floats(p, N, 0));
+    frl_pass f;
+    frl_policy_pass_layout(p, N, 0, ws, &f);
+    frl_policy_forward(p, p->params, N, obs, &f);
+    for (int i = 0; i < N; i++) {
+        const float *q = f.out + 2 * i;
+        ck_assert_int_eq(act[i], q[1] > q[0] ? 1 : 0);
+        ck_assert_float_eq(values[i], q[1] > q[0] ? q[1] : q[0]);
+    }
+    free(ws);
+    atomic_store(&p->epsilon, 1.0);
+    a.deterministic = 0;
+    a.values = NULL;
+    ck_assert_int_eq(frl_policy_act(p, &a), FRL_OK);
+    int ones = 0;
+    for (int i = 0; i < N; i++)
+        ones += act[i];
+    ck_assert_msg(ones > N / 2 - 150 && ones < N / 2 + 150, "%d of %d ones at epsilon 1", ones, N);
+    char path[] = "/tmp/frl_dqn_policy_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(frl_policy_save(p, path), FRL_OK);
+    frl_policy *back;
+    ck_assert_msg(frl_policy_load(&back, rt, path) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(back->head, FRL_POLICY_HEAD_DUELING_Q);
+    ck_assert_int_eq(back->num_params, p->num_params);
+    ck_assert_mem_eq(back->params, p->params, sizeof(float) * p->num_params);
+    frl_policy_destroy(back);
+    unlink(path);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* The dueling head's backward pass against central differences of
+ * L = sum c_ij Q_ij (double the float steps' noise allowed). */
+START_TEST(dueling_gradient)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "Acrobot-v1",
+                                    "train.algo=dqn policy.head=dueling_q policy.hidden=8,8 "
+                                    "policy.activation=tanh", &t), FRL_OK);
+    frl_policy *p = frl_trainer_policy(t);
+    enum { R = 5 };
+    int32_t n = p->out_w, w = p->obs_w;
+    float obs[R * 6], c[R * 3];
+    for (int i = 0; i < R * w; i++)
+        obs[i] = (float)sin(0.7 * i);
+    for (int i = 0; i < R * n; i++)
+        c[i] = (float)cos(1.3 * i);
+    float *ws = malloc(sizeof(float) * frl_policy_pass_floats(p, R, 1));
+    float *g = malloc(sizeof(float) * p->num_params);
+    frl_pass f;
+    frl_policy_pass_layout(p, R, 1, ws, &f);
+    frl_policy_forward(p, p->params, R, obs, &f);
+    memcpy(f.d_out, c, sizeof c);
+    frl_policy_backward(p, p->params, g, R, &f);
+    float *fw = malloc(sizeof(float) * frl_policy_pass_floats(p, R, 0));
+    for (size_t k = 0; k < p->num_params; k += 7) {
+        double L[2];
+        float keep = p->params[k];
+        for (int s = 0; s < 2; s++) {
+            p->params[k] = keep + (s ? 1e-2f : -1e-2f);
+            frl_pass e;
+            frl_policy_pass_layout(p, R, 0, fw, &e);
+            frl_policy_forward(p, p->params, R, obs, &e);
+            L[s] = 0;
+            for (int i = 0; i < R * n; i++)
+                L[s] += (double)c[i] * e.out[i];
+        }
+        p->params[k] = keep;
+        double fd = (L[1] - L[0]) / 2e-2;
+        ck_assert_msg(fabs(fd - g[k]) < 2e-3 + 2e-2 * fabs(fd), "param %zu: backward %.6f, "
+                      "differences %.6f", k, g[k], fd);
+    }
+    free(fw);
+    free(g);
+    free(ws);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- checkpoints with the replay ---- */
+
+typedef struct stopper {
+    frl_trainer *t;
+    int64_t at;
+} stopper;
+
+static int stop_at(void *user, const frl_metrics *m)
+{
+    stopper *s = user;
+    if (m->env_steps >= s->at)
+        frl_trainer_request_stop(s->t);
+    return 0;
+}
+
+static const char resume_settings[] =
+    "train.algo=dqn train.train_freq=16 train.num_envs=2 train.learning_starts=500 "
+    "train.buffer_size=3000 train.batch_size=32 train.gradient_steps=2 "
+    "train.target_update_interval=300 train.tau=0.9 train.prioritized=true "
+    "train.n_step=3 train.double_q=true";
+
+static frl_trainer *trained_straight(frl_runtime *rt, int64_t steps)
+{
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", resume_settings, &t), FRL_OK);
+    ck_assert_msg(frl_trainer_train(t, steps) == FRL_OK, "%s", frl_trainer_last_error(t));
+    return t;
+}
+
+/* Stopped at `at` of `steps` (as Ctrl-C does), saved, loaded, continued. */
+static frl_trainer *trained_resumed(frl_runtime *rt, int64_t steps, int64_t at, const char *path,
+                                    const char *extra)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "%s %s", resume_settings, extra);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", text, &t), FRL_OK);
+    stopper s = {t, at};
+    frl_trainer_set_callback(t, stop_at, &s);
+    ck_assert_int_eq(frl_trainer_train(t, steps), FRL_ERR_INTERRUPTED);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    ck_assert_msg(frl_trainer_load(&t, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_train(t, steps) == FRL_OK, "%s", frl_trainer_last_error(t));
+    return t;
+}
+
+static long file_size(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+START_TEST(resume_is_identical)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    char path[] = "/tmp/frl_dqn_ckpt_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    frl_trainer *a = trained_straight(rt, 4000);
+    frl_trainer *b = trained_resumed(rt, 4000, 2200, path, "");
+    long with_replay = file_size(path);
+    const frl_policy *pa = frl_trainer_policy(a), *pb = frl_trainer_policy(b);
+    ck_assert_mem_eq(pa->params, pb->params, sizeof(float) * pa->num_params);
+    ck_assert_mem_eq(a->learner.nets.net[1].params, b->learner.nets.net[1].params,
+                     sizeof(float) * pa->num_params);
+    ck_assert_int_eq(a->store.replay->size, b->store.replay->size);
+    ck_assert_double_eq(frl_replay_priority_total(a->store.replay),
+                        frl_replay_priority_total(b->store.replay));
+    ck_assert_int_eq(frl_trainer_metrics(a)->episodes, frl_trainer_metrics(b)->episodes);
+    frl_trainer_destroy(b);
+    /* Without the replay: a smaller file, and the continued run refills an empty one. */
+    b = trained_resumed(rt, 4000, 2200, path, "train.save_replay=false");
+    ck_assert_msg(file_size(path) < with_replay, "%ld bytes without the replay, %ld with",
+                  file_size(path), with_replay);
+    ck_assert_int_lt(b->store.replay->size, a->store.replay->size);
+    frl_trainer_destroy(b);
+    frl_trainer_destroy(a);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A checkpoint with a replay, cut short or with a byte flipped inside the replay's
+ * sections, loads as FRL_ERR_FORMAT, and the file is left as it was. */
+START_TEST(damaged_replay_file)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[] = "/tmp/frl_dqn_bad_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    frl_trainer *t = trained_straight(rt, 1500);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    long n = file_size(path);
+    FILE *f = fopen(path, "rb");
+    char *bytes = malloc((size_t)n);
+    ck_assert_int_eq(fread(bytes, 1, (size_t)n, f), n);
+    fclose(f);
+    for (int damage = 0; damage < 2; damage++) {
+        f = fopen(path, "wb");
+        if (damage == 0) {
+            fwrite(bytes, 1, (size_t)n * 2 / 3, f);
+        } else {
+            bytes[n / 2] ^= 0x5a;
+            fwrite(bytes, 1, (size_t)n, f);
+        }
+        fclose(f);
+        frl_trainer *back = (frl_trainer *)1;
+        ck_assert_int_eq(frl_trainer_load(&back, rt, path, NULL), FRL_ERR_FORMAT);
+        ck_assert_ptr_null(back);
+    }
+    free(bytes);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("dqn");
+    TCase *tc = tcase_create("dqn");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, probe_values, 0, 5);
+    tcase_add_test(tc, refuses_bad_settings);
+    tcase_add_test(tc, nan_reward_is_an_error);
+    tcase_add_test(tc, epsilon_schedule);
+    tcase_add_test(tc, q_policy_acts);
+    tcase_add_test(tc, dueling_gradient);
+    tcase_add_test(tc, resume_is_identical);
+    tcase_add_test(tc, damaged_replay_file);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
