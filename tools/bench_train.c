@@ -7,7 +7,8 @@
  * env step are counted from the layer shapes: one forward pass to act, then per epoch
  * a forward pass, the weight gradients and the input gradients of every layer but the
  * first (for a recurrent policy, its cores' products too: recurrent_macs). Prints the
- * time per stage and peak RSS. */
+ * time per stage and peak RSS. For train.algo=dqn the learner alone is measured against
+ * sgemm on its minibatch's shape (report_dqn). */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,11 +67,12 @@ static double flops_per_step(const frl_trainer *t)
     return 2.0 * (fwd + epochs * (2 * fwd + in_grad));
 }
 
-/* Single-threaded GFLOP/s of y[m x 64] = x[m x 64] . w[64 x 64], sgemm or our kernel. */
-static double gemm_rate(int32_t m, int ours)
+/* Single-threaded GFLOP/s of y[m x h] = x[m x h] . w[h x h], sgemm or our kernel. */
+static double gemm_rate(int32_t m, int32_t h, int ours)
 {
-    float *x = calloc((size_t)m * 64, sizeof(float)), *w = calloc(64 * 64, sizeof(float));
-    float *y = calloc((size_t)m * 64, sizeof(float)), *b = calloc(64, sizeof(float));
+    size_t hh = (size_t)h;
+    float *x = calloc((size_t)m * hh, sizeof(float)), *w = calloc(hh * hh, sizeof(float));
+    float *y = calloc((size_t)m * hh, sizeof(float)), *b = calloc(hh, sizeof(float));
     const frl_kernels *k = frl_kernels_get();
     double best = 0;
     for (int rep = 0; x && w && y && b && rep < 5; rep++) {
@@ -78,14 +80,14 @@ static double gemm_rate(int32_t m, int ours)
         double t0 = cli_now(), t1 = t0;
         while (t1 - t0 < 0.05) {
             if (ours)
-                k->linear_fwd(m, 64, 64, x, w, NULL, y, FRL_NN_LINEAR);
+                k->linear_fwd(m, h, h, x, w, NULL, y, FRL_NN_LINEAR);
             else
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, 64, 64, 1.0f, x, 64,
-                            w, 64, 0.0f, y, 64);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, h, h, 1.0f, x, h,
+                            w, h, 0.0f, y, h);
             iters++;
             t1 = cli_now();
         }
-        double rate = 2.0 * m * 64 * 64 * iters / (t1 - t0) / 1e9;
+        double rate = 2.0 * m * (double)hh * (double)hh * iters / (t1 - t0) / 1e9;
         best = rate > best ? rate : best;
     }
     free(x);
@@ -125,7 +127,7 @@ static int report(frl_trainer *t, double seconds)
     const frl_metrics *m = frl_trainer_metrics(t);
     int32_t threads = frl_runtime_threads(t->rt);
     int32_t rows = ((const frl_ppo *)t->learner.impl)->M;
-    double sgemm = gemm_rate(rows, 0), ours = gemm_rate(rows, 1);
+    double sgemm = gemm_rate(rows, 64, 0), ours = gemm_rate(rows, 64, 1);
     double fps = flops_per_step(t), total = fps * (double)m->env_steps;
     double floor_s = total / (sgemm * 1e9 * threads);
     struct rusage ru;
@@ -151,7 +153,8 @@ static int report(frl_trainer *t, double seconds)
 
 /* Sum the stage times over all updates through the callback. */
 typedef struct stage_sums {
-    double env, inference, backward, optimizer;
+    double env, inference, backward, optimizer, replay;
+    int64_t minibatches;
 } stage_sums;
 
 static int add_stages(void *user, const frl_metrics *m)
@@ -161,6 +164,50 @@ static int add_stages(void *user, const frl_metrics *m)
     s->inference += m->time_inference;
     s->backward += m->time_backward;
     s->optimizer += m->time_optimizer;
+    s->replay += m->time_replay;
+    s->minibatches += m->epochs_done;
+    return 0;
+}
+
+/* DQN: FLOPs of one minibatch of `rows`: the online network's forward, weight and
+ * input gradients, and forward passes of x' through the target network (and the online
+ * one for double Q). Its floor is sgemm on [rows x h] . [h x h], h the widest hidden
+ * layer, the shape most of the arithmetic has. */
+static int report_dqn(frl_trainer *t, double seconds, const stage_sums *s)
+{
+    const frl_policy *p = t->policy;
+    double fwd = 0, in_grad = 0;
+    if (p->shared)
+        mlp_macs(&p->trunk, &fwd, &in_grad);
+    mlp_macs(&p->actor, &fwd, &in_grad);
+    mlp_macs(&p->critic, &fwd, &in_grad);
+    int32_t rows = (int32_t)frl_cfg_int(t->cfg, FRL_KEY_TRAIN_BATCH_SIZE);
+    int32_t h = p->shared ? p->trunk.width[1] : p->actor.width[p->actor.layers > 1 ? 1 : 0];
+    double next_passes = 1 + frl_cfg_bool(t->cfg, FRL_KEY_TRAIN_DOUBLE_Q);
+    double per_batch = 2.0 * rows * (2 * fwd + in_grad + next_passes * fwd);
+    double learn_flops = per_batch * (double)s->minibatches;
+    double learn_s = s->backward + s->optimizer;
+    double sgemm = gemm_rate(rows, h, 0), ours = gemm_rate(rows, h, 1);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("env: %s  envs: %d  train_freq: %d  minibatch rows: %d  minibatches: %lld  "
+           "hidden width: %d\n", t->env_name, (int)t->B, (int)t->T, (int)rows,
+           (long long)s->minibatches, (int)h);
+    printf("env steps: %lld in %.3f s (trainer create to last update)\n",
+           (long long)m->env_steps, seconds);
+    printf("learner: %.2f GFLOP in %.3f s (forward, backward and Adam): %.1f GFLOP/s\n",
+           learn_flops / 1e9, learn_s, learn_s > 0 ? learn_flops / learn_s / 1e9 : 0);
+    printf("same-run single-thread rate, %d x %d x %d: OpenBLAS sgemm %.1f GFLOP/s, fastrl "
+           "%s kernel %.1f GFLOP/s\n", (int)rows, (int)h, (int)h, sgemm,
+           frl_kernels_get()->name, ours);
+    printf("learner's fraction of the sgemm floor: %.2f\n",
+           learn_s > 0 ? learn_flops / learn_s / 1e9 / sgemm : 0);
+    printf("all updates' stages (s): env %.3f inference %.3f replay %.3f backward %.3f "
+           "optimizer %.3f other %.3f\n", s->env, s->inference, s->replay, s->backward,
+           s->optimizer, seconds - s->env - s->inference - s->replay - s->backward - s->optimizer);
+    printf("peak RSS: %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
+    printf("env_steps_per_second: %.1f\n", (double)m->env_steps / seconds);
     return 0;
 }
 
@@ -181,12 +228,20 @@ int cli_bench_train(int argc, char **argv)
     double t0 = cli_now();
     if (st == FRL_OK)
         st = frl_trainer_create(&t, rt, o.env, cfg);
-    stage_sums sums = {0, 0, 0, 0};
+    stage_sums sums = {0};
     if (st == FRL_OK) {
         frl_trainer_set_callback(t, add_stages, &sums);
         st = frl_trainer_train(t, o.steps);
     }
     double seconds = cli_now() - t0;
+    int dqn = st == FRL_OK && !strcmp(t->learner.ops->name, "dqn");
+    if (dqn) {
+        int rc = report_dqn(t, seconds, &sums);
+        frl_trainer_destroy(t);
+        frl_runtime_destroy(rt);
+        frl_config_destroy(cfg);
+        return rc;
+    }
     int rc = st == FRL_OK ? report(t, seconds) : cli_fail("bench train", st);
     if (rc == 0)
         printf("all updates' stages (s): env %.3f inference %.3f backward %.3f optimizer %.3f "
