@@ -1,5 +1,6 @@
-/* The replay: blocks of ring slots with observations stored once, and the sum and min
- * trees of prioritised sampling, in one arena (see replay.h for the layout). */
+/* The replay: blocks of ring slots as env-major records with observations stored once,
+ * and the sum and min trees of prioritised sampling, in one arena (see replay.h for the
+ * layout). */
 #include <math.h>
 #include <string.h>
 #if defined(__linux__)
@@ -44,20 +45,21 @@ static double tree_nodes(double C)
     }
 }
 
+/* A record: x, the action, the reward and three flags, rounded up to 8 bytes. */
+static double record_bytes(const frl_replay_shape *s)
+{
+    return ceil((4.0 * s->obs_w + 4.0 * s->act_w + 4 + 3) / 8) * 8;
+}
+
 /* Bytes of every array, in double so that a capacity too large for size_t is seen and
  * its size still reported. */
 static void array_bytes(const frl_replay_shape *s, double bytes[FRL_REPLAY_ARRAY_COUNT],
                         double *blocks)
 {
-    double T = s->steps, B = s->envs, W = s->obs_w;
+    double T = s->steps, B = s->envs;
     *blocks = ceil((double)s->capacity / (T * B));
     double C = *blocks * T * B;
-    bytes[FRL_REPLAY_OBSERVATIONS] = *blocks * (T + 1) * B * W * 4;
-    bytes[FRL_REPLAY_ACTIONS] = C * 4 * (s->discrete ? 1 : s->act_w);
-    bytes[FRL_REPLAY_REWARDS] = C * 4;
-    bytes[FRL_REPLAY_TERMINATED] = C;
-    bytes[FRL_REPLAY_TRUNCATED] = C;
-    bytes[FRL_REPLAY_RESET_STEPS] = C;
+    bytes[FRL_REPLAY_ROWS] = *blocks * B * (T + 1) * record_bytes(s);
     double nodes = tree_nodes(C);
     bytes[FRL_REPLAY_SUM_TREE] = s->prioritized ? nodes * 8 : 0;
     bytes[FRL_REPLAY_MIN_TREE] = s->prioritized ? nodes * 4 : 0;
@@ -215,8 +217,14 @@ frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, const frl_replay
     r->blocks = (int64_t)blocks;
     r->block_rows = (int64_t)s->steps * s->envs;
     r->capacity = r->blocks * r->block_rows;
+    r->inv_block_rows = 1.0 / (double)r->block_rows;
+    r->inv_envs = 1.0 / (double)s->envs;
     r->obs_w = s->obs_w;
     r->act_w = s->act_w;
+    r->rec_bytes = (size_t)record_bytes(s);
+    r->off_action = 4 * (size_t)s->obs_w;
+    r->off_reward = r->off_action + 4 * (size_t)s->act_w;
+    r->off_flags = r->off_reward + 4;
     r->max_priority = 1.0;
     carve(r, b);
     tree_levels(r);
@@ -329,48 +337,99 @@ static void tree_find_all(const frl_replay *r, double *u, int64_t *node, int32_t
     }
 }
 
-/* ---- adding ---- */
+/* ---- records ---- */
 
-static void copy_block(frl_replay *r, frl_ring *ring, int32_t slot, int64_t k)
+/* i / d from a multiplication by inv = 1/d (i < 2^52: off by at most one, corrected):
+ * an integer division per row is tens of cycles, a sizeable share of a gather. */
+static inline size_t quotient(size_t i, size_t d, double inv)
 {
-    size_t TB = (size_t)r->block_rows, B = (size_t)r->shape.envs, W = (size_t)r->obs_w;
-    size_t row0 = (size_t)k * TB, ab = 4 * (size_t)r->act_w;
-    float *obs = (float *)r->array[FRL_REPLAY_OBSERVATIONS] + (size_t)k * (TB + B) * W;
-    memcpy(obs, frl_ring_at(ring, slot, FRL_RING_OBSERVATIONS), 4 * TB * W);
-    memcpy(obs + TB * W, frl_ring_at(ring, slot, FRL_RING_BOOTSTRAP_OBS), 4 * B * W);
-    memcpy((unsigned char *)r->array[FRL_REPLAY_ACTIONS] + row0 * ab,
-           frl_ring_at(ring, slot, FRL_RING_ACTIONS), TB * ab);
-    memcpy((float *)r->array[FRL_REPLAY_REWARDS] + row0,
-           frl_ring_at(ring, slot, FRL_RING_REWARDS), 4 * TB);
-    memcpy((uint8_t *)r->array[FRL_REPLAY_TERMINATED] + row0,
-           frl_ring_at(ring, slot, FRL_RING_TERMINATED), TB);
-    memcpy((uint8_t *)r->array[FRL_REPLAY_TRUNCATED] + row0,
-           frl_ring_at(ring, slot, FRL_RING_TRUNCATED), TB);
-    memcpy((uint8_t *)r->array[FRL_REPLAY_RESET_STEPS] + row0,
-           frl_ring_at(ring, slot, FRL_RING_RESET_STEPS), TB);
+    size_t q = (size_t)((double)i * inv);
+    q -= q * d > i;
+    q += (q + 1) * d <= i;
+    return q;
 }
 
-/* Block k's transition count, and its leaves: the largest priority seen for each
- * transition, 0 for reset rows. */
+/* The record of row i = k*T*B + t*B + b, (k*B + b)*(T+1) + t, and its step t. */
+static inline size_t locate(const frl_replay *r, size_t i, size_t *t)
+{
+    size_t TB = (size_t)r->block_rows, B = (size_t)r->shape.envs;
+    size_t k = quotient(i, TB, r->inv_block_rows), rem = i - k * TB;
+    *t = quotient(rem, B, r->inv_envs);
+    return (k * B + rem - *t * B) * ((size_t)r->shape.steps + 1) + *t;
+}
+
+static inline size_t record_of(const frl_replay *r, size_t i)
+{
+    size_t t;
+    return locate(r, i, &t);
+}
+
+static inline const unsigned char *record_at(const frl_replay *r, const unsigned char *rows,
+                                             size_t rec)
+{
+    return rows + rec * r->rec_bytes;
+}
+
+/* Row i's reset flag, in the records at rows (the replay's, or a file's). */
+static inline int is_reset(const frl_replay *r, const unsigned char *rows, int64_t i)
+{
+    return record_at(r, rows, record_of(r, (size_t)i))[r->off_flags + 2];
+}
+
+/* ---- adding ---- */
+
+/* The slot's rows into block k's records, env by env, and each env's bootstrap
+ * observation into its last record (flagged reset: never a transition). */
+static void copy_block(frl_replay *r, frl_ring *ring, int32_t slot, int64_t k)
+{
+    size_t T = (size_t)r->shape.steps, B = (size_t)r->shape.envs, W = (size_t)r->obs_w;
+    size_t ab = 4 * (size_t)r->act_w, R = r->rec_bytes;
+    const float *obs = frl_ring_at(ring, slot, FRL_RING_OBSERVATIONS);
+    const float *boot = frl_ring_at(ring, slot, FRL_RING_BOOTSTRAP_OBS);
+    const unsigned char *act = frl_ring_at(ring, slot, FRL_RING_ACTIONS);
+    const float *rew = frl_ring_at(ring, slot, FRL_RING_REWARDS);
+    const uint8_t *term = frl_ring_at(ring, slot, FRL_RING_TERMINATED);
+    const uint8_t *trunc = frl_ring_at(ring, slot, FRL_RING_TRUNCATED);
+    const uint8_t *reset = frl_ring_at(ring, slot, FRL_RING_RESET_STEPS);
+    unsigned char *blk = (unsigned char *)r->array[FRL_REPLAY_ROWS] + (size_t)k * B * (T + 1) * R;
+    for (size_t b = 0; b < B; b++) {
+        unsigned char *rec = blk + b * (T + 1) * R;
+        for (size_t t = 0; t < T; t++, rec += R) {
+            size_t i = t * B + b;
+            memcpy(rec, obs + i * W, 4 * W);
+            memcpy(rec + r->off_action, act + i * ab, ab);
+            memcpy(rec + r->off_reward, rew + i, 4);
+            uint8_t flags[3] = {term[i], trunc[i], reset[i]};
+            memcpy(rec + r->off_flags, flags, 3);
+        }
+        memset(rec, 0, R);
+        memcpy(rec, boot + b * W, 4 * W);
+        rec[r->off_flags + 2] = 1;
+    }
+}
+
+/* Block k's transition count: its rows that are not reset rows. */
 static void index_block_counts(frl_replay *r, int64_t k)
 {
-    const uint8_t *reset = (const uint8_t *)r->array[FRL_REPLAY_RESET_STEPS] + k * r->block_rows;
+    const unsigned char *rows = r->array[FRL_REPLAY_ROWS];
     int32_t n = 0;
-    for (int64_t i = 0; i < r->block_rows; i++)
-        n += !reset[i];
+    for (int64_t i = k * r->block_rows; i < (k + 1) * r->block_rows; i++)
+        n += !is_reset(r, rows, i);
     r->size += n - r->block_size[k];
     r->block_size[k] = n;
 }
 
+/* Block k's count, and its leaves: the largest priority seen for each transition, 0
+ * for reset rows. */
 static void index_block(frl_replay *r, int64_t k)
 {
-    const uint8_t *reset = (const uint8_t *)r->array[FRL_REPLAY_RESET_STEPS] + k * r->block_rows;
+    const unsigned char *rows = r->array[FRL_REPLAY_ROWS];
     index_block_counts(r, k);
     if (!r->shape.prioritized)
         return;
     double p = pow(r->max_priority, r->shape.alpha);
-    for (int64_t i = 0; i < r->block_rows; i++)
-        leaf_set(r, k * r->block_rows + i, reset[i] ? 0.0 : p);
+    for (int64_t i = k * r->block_rows; i < (k + 1) * r->block_rows; i++)
+        leaf_set(r, i, is_reset(r, rows, i) ? 0.0 : p);
     tree_fix_range(r, k * r->block_rows, (k + 1) * r->block_rows - 1);
 }
 
@@ -423,88 +482,101 @@ static frl_status check_draw(const frl_replay *r, const frl_replay_draw *d,
  * after the last draw is taken (there is one, size > 0) so the loop is bounded. */
 static int64_t draw_uniform(const frl_replay *r, frl_rng *rng)
 {
-    const uint8_t *reset = r->array[FRL_REPLAY_RESET_STEPS];
-    uint64_t rows = (uint64_t)(r->filled * r->block_rows);
+    const unsigned char *rows = r->array[FRL_REPLAY_ROWS];
+    uint64_t n = (uint64_t)(r->filled * r->block_rows);
     int64_t i = 0;
     for (int tries = 0; tries < 64; tries++) {
-        i = (int64_t)(frl_rng_uniform(rng) * (double)rows);
-        if (!reset[i])
+        i = (int64_t)(frl_rng_uniform(rng) * (double)n);
+        if (!is_reset(r, rows, i))
             return i;
     }
-    while (reset[i])
-        i = (i + 1) % (int64_t)rows;
+    while (is_reset(r, rows, i))
+        i = (i + 1) % (int64_t)n;
     return i;
 }
 
-/* Ask for the lines row i's 1-step gather reads. */
+/* Ask for the lines row i's 1-step gather reads: its record and the next (x'). */
 static void prefetch_row(const frl_replay *r, int64_t i)
 {
-    size_t W = (size_t)r->obs_w, B = (size_t)r->shape.envs, TB = (size_t)r->block_rows;
-    size_t k = (size_t)i / TB, row = (size_t)i % TB;
-    const float *x = (const float *)r->array[FRL_REPLAY_OBSERVATIONS] + (k * (TB + B) + row) * W;
-    __builtin_prefetch(x);
-    __builtin_prefetch(x + B * W);
-    __builtin_prefetch((const int32_t *)r->array[FRL_REPLAY_ACTIONS] + (size_t)i * r->act_w);
-    __builtin_prefetch((const float *)r->array[FRL_REPLAY_REWARDS] + i);
-    __builtin_prefetch((const uint8_t *)r->array[FRL_REPLAY_TERMINATED] + i);
-    __builtin_prefetch((const uint8_t *)r->array[FRL_REPLAY_TRUNCATED] + i);
+    const unsigned char *rec = record_at(r, r->array[FRL_REPLAY_ROWS], record_of(r, (size_t)i));
+    __builtin_prefetch(rec);
+    __builtin_prefetch(rec + 2 * r->rec_bytes - 1);
 }
 
-/* Row i's n-step target into batch row o: rewards summed down its env column until the
- * episode ends, n steps pass or the block's bootstrap row is reached. x' is always the
- * observation B rows after the last step taken. */
-static void gather(const frl_replay *r, const frl_replay_draw *d, int64_t i,
-                   frl_replay_batch *out, int32_t o)
+/* n floats from src to dst: an inline loop, since a call to memcpy for the few bytes
+ * of a low-dimensional observation costs more than the copy. */
+static inline void copy_floats(float *restrict dst, const unsigned char *restrict src, size_t n)
 {
-    size_t W = (size_t)r->obs_w, B = (size_t)r->shape.envs, TB = (size_t)r->block_rows;
-    size_t k = (size_t)i / TB, row = (size_t)i % TB, t = row / B;
-    const float *obs = (const float *)r->array[FRL_REPLAY_OBSERVATIONS] + k * (TB + B) * W;
-    const float *rew = (const float *)r->array[FRL_REPLAY_REWARDS] + k * TB;
-    const uint8_t *term = (const uint8_t *)r->array[FRL_REPLAY_TERMINATED] + k * TB;
-    const uint8_t *trunc = (const uint8_t *)r->array[FRL_REPLAY_TRUNCATED] + k * TB;
-    size_t ab = 4 * (size_t)r->act_w;
-    memcpy(out->obs + (size_t)o * W, obs + row * W, 4 * W);
-    memcpy((unsigned char *)out->action + (size_t)o * ab,
-           (const unsigned char *)r->array[FRL_REPLAY_ACTIONS] + (size_t)i * ab, ab);
+    for (size_t j = 0; j < n; j++)
+        memcpy(dst + j, src + 4 * j, 4);
+}
+
+/* Row i's n-step target into batch row o, from its record rec at step t: rewards
+ * summed down the env's records until the episode ends, n steps pass or the bootstrap
+ * record is reached. x' is the observation of the record after the last step taken. */
+static void gather(const frl_replay *r, const frl_replay_draw *d, int64_t i, size_t rec,
+                   size_t t, frl_replay_batch *out, int32_t o)
+{
+    size_t W = (size_t)r->obs_w, R = r->rec_bytes, A = (size_t)r->act_w;
+    size_t steps = (size_t)r->shape.steps - t;
+    const unsigned char *x = record_at(r, r->array[FRL_REPLAY_ROWS], rec), *last = x;
+    copy_floats(out->obs + (size_t)o * W, x, W);
+    copy_floats((float *)out->action + (size_t)o * A, x + r->off_action, A);
+    steps = steps < (size_t)d->n_step ? steps : (size_t)d->n_step;
     double ret = 0, g = 1;
-    size_t last = row, steps = (size_t)d->n_step, T = (size_t)r->shape.steps;
     uint8_t done = 0;
-    for (size_t j = 0; j < steps && t + j < T; j++) {
-        last = row + j * B;
-        ret += g * rew[last];
+    for (size_t j = 0; j < steps; j++) {
+        last = x + j * R;
+        float rw;
+        memcpy(&rw, last + r->off_reward, 4);
+        ret += g * rw;
         g *= d->gamma;
-        if (term[last] || trunc[last]) {
-            done = term[last];
+        const uint8_t *f = last + r->off_flags;
+        if (f[0] | f[1]) {
+            done = f[0];
             break;
         }
     }
-    memcpy(out->next_obs + (size_t)o * W, obs + (last + B) * W, 4 * W);
+    copy_floats(out->next_obs + (size_t)o * W, last + R, W);
     out->reward[o] = (float)ret;
     out->discount[o] = done ? 0.0f : (float)g;
     out->terminated[o] = done;
     out->index[o] = i;
 }
 
-/* Uniform rows: a candidate for every row first, with every line its gather and its
- * reset flag need requested, so the rows' cache misses overlap instead of following one
- * another; then a candidate that is a reset row (one in ~200) is replaced by a fresh
- * draw (draw_uniform). Each row is still uniform over the transitions and independent
- * of the others; only the order the rng's numbers are used in differs. */
+/* Uniform rows, in chunks: a candidate for every row of the chunk first, its record
+ * located and its lines requested, so the rows' cache misses overlap instead of
+ * following one another; then a candidate that is a reset row (one in ~200) is
+ * replaced by a fresh draw (draw_uniform). Each row is still uniform over the
+ * transitions and independent of the others; only the order the rng's numbers are
+ * used in differs. */
+enum { DRAW_CHUNK = 64 };
+
 static void sample_uniform(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
                            frl_replay_batch *out)
 {
-    const uint8_t *reset = r->array[FRL_REPLAY_RESET_STEPS];
+    const unsigned char *recs = r->array[FRL_REPLAY_ROWS];
     double rows = (double)(r->filled * r->block_rows);
-    for (int32_t o = 0; o < d->rows; o++) {
-        out->index[o] = (int64_t)(frl_rng_uniform(rng) * rows);
-        __builtin_prefetch(reset + out->index[o]);
-        prefetch_row(r, out->index[o]);
-    }
-    for (int32_t o = 0; o < d->rows; o++) {
-        if (reset[out->index[o]])
-            out->index[o] = draw_uniform(r, rng);
-        gather(r, d, out->index[o], out, o);
-        out->weight[o] = 1.0f;
+    size_t rec[DRAW_CHUNK], t[DRAW_CHUNK];
+    for (int32_t o0 = 0; o0 < d->rows; o0 += DRAW_CHUNK) {
+        int32_t n = d->rows - o0 < DRAW_CHUNK ? d->rows - o0 : DRAW_CHUNK;
+        for (int32_t o = 0; o < n; o++) {
+            int64_t i = (int64_t)(frl_rng_uniform(rng) * rows);
+            out->index[o0 + o] = i;
+            rec[o] = locate(r, (size_t)i, &t[o]);
+            const unsigned char *x = record_at(r, recs, rec[o]);
+            __builtin_prefetch(x);
+            __builtin_prefetch(x + 2 * r->rec_bytes - 1);
+        }
+        for (int32_t o = 0; o < n; o++) {
+            int64_t i = out->index[o0 + o];
+            if (record_at(r, recs, rec[o])[r->off_flags + 2]) {
+                i = draw_uniform(r, rng);
+                rec[o] = locate(r, (size_t)i, &t[o]);
+            }
+            gather(r, d, i, rec[o], t[o], out, o0 + o);
+            out->weight[o0 + o] = 1.0f;
+        }
     }
 }
 
@@ -533,7 +605,8 @@ static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_dra
         prefetch_row(r, out->index[o]);
     for (int32_t o = 0; o < d->rows; o++) {
         int64_t i = out->index[o];
-        gather(r, d, i, out, o);
+        size_t t, rec = locate(r, (size_t)i, &t);
+        gather(r, d, i, rec, t, out, o);
         out->weight[o] = (float)(pow(N * sum[i] / total, -d->beta) / max_w);
     }
 }
@@ -589,7 +662,7 @@ frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *p
                         !r ? "replay" : index ? "priority" : "index");
     if (!r->shape.prioritized)
         return frl_fail(err, FRL_ERR_STATE, "replay: made without priorities");
-    const uint8_t *reset = r->array[FRL_REPLAY_RESET_STEPS];
+    const unsigned char *recs = r->array[FRL_REPLAY_ROWS];
     int64_t rows = r->filled * r->block_rows;
     /* Check all first, so a bad one changes nothing. */
     for (int32_t j = 0; j < n; j++) {
@@ -600,7 +673,7 @@ frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *p
             return frl_fail(err, FRL_ERR_RANGE, "replay: priority %d of transition %lld is %g, "
                             "not > 0 (add a small epsilon to |TD error|)", (int)j,
                             (long long)index[j], (double)priority[j]);
-        if (index[j] < 0 || index[j] >= rows || reset[index[j]])
+        if (index[j] < 0 || index[j] >= rows || is_reset(r, recs, index[j]))
             return frl_fail(err, FRL_ERR_RANGE, "replay: index %d is %lld, not a transition",
                             (int)j, (long long)index[j]);
     }
@@ -614,25 +687,12 @@ frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *p
 
 /* ---- checkpoints ---- */
 
-/* The data arrays' sections, in array order; save and load share the one table. */
-enum { DATA_ARRAYS = 6 };
-static const char *const section_name[DATA_ARRAYS] = {
-    "replay.observations", "replay.actions", "replay.rewards",
-    "replay.terminated", "replay.truncated", "replay.reset_steps"};
-static const size_t section_elem[DATA_ARRAYS] = {4, 4, 4, 1, 1, 1};
-
-static frl_dtype section_type(const frl_replay *r, int a)
-{
-    if (a == FRL_REPLAY_ACTIONS)
-        return r->shape.discrete ? FRL_DTYPE_I32 : FRL_DTYPE_F32;
-    return section_elem[a] == 1 ? FRL_DTYPE_U8 : FRL_DTYPE_F32;
-}
-
+/* The records as bytes: their layout is the replay's shape, which the trainer's settings
+ * in the same file give (and load checks the size against). */
 void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n)
 {
-    for (int a = 0; a < DATA_ARRAYS; a++)
-        frl_section_add(s, n, section_name[a], section_type(r, a), r->bytes[a] / section_elem[a],
-                        r->array[a]);
+    frl_section_add(s, n, "replay.rows", FRL_DTYPE_U8, r->bytes[FRL_REPLAY_ROWS],
+                    r->array[FRL_REPLAY_ROWS]);
     /* The cursor is copied into the handle so the section can point at it while the
      * file is written. */
     r->cursor[0] = r->capacity;
@@ -672,8 +732,8 @@ static frl_status check_cursor(const frl_replay *r, const int64_t *c, double max
 /* The leaves of a prioritised replay (NULL otherwise): finite, >= 0, and 0 exactly at
  * reset rows (the file's flags) and unfilled blocks, so the sums sample what they did. */
 static frl_status find_priorities(const frl_replay *r, const frl_container *c,
-                                  const uint8_t *reset, int64_t filled, const double **out,
-                                  char *err)
+                                  const unsigned char *recs, int64_t filled,
+                                  const double **out, char *err)
 {
     *out = NULL;
     if (!r->shape.prioritized)
@@ -685,7 +745,7 @@ static frl_status find_priorities(const frl_replay *r, const frl_container *c,
     const double *p = s->data;
     int64_t rows = filled * r->block_rows;
     for (int64_t i = 0; i < r->capacity; i++) {
-        int live = i < rows && !reset[i];
+        int live = i < rows && !is_reset(r, recs, i);
         if (!isfinite(p[i]) || p[i] < 0 || (p[i] > 0) != live)
             return frl_fail(err, FRL_ERR_FORMAT, "replay.priorities: row %lld is %g (%s)",
                             (long long)i, p[i], live ? "a transition" : "not a transition");
@@ -696,12 +756,10 @@ static frl_status find_priorities(const frl_replay *r, const frl_container *c,
 
 frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
 {
-    const frl_section *sec[DATA_ARRAYS];
-    for (int a = 0; a < DATA_ARRAYS; a++)
-        if (!(sec[a] = frl_container_find(c, section_name[a], section_type(r, a),
-                                          (int64_t)(r->bytes[a] / section_elem[a]), err)))
-            return FRL_ERR_FORMAT;
-    const frl_section *cur = frl_container_find(c, "replay.cursor", FRL_DTYPE_I64, 3, err);
+    const frl_section *rs = frl_container_find(c, "replay.rows", FRL_DTYPE_U8,
+                                               (int64_t)r->bytes[FRL_REPLAY_ROWS], err);
+    const frl_section *cur = rs ? frl_container_find(c, "replay.cursor", FRL_DTYPE_I64, 3, err)
+                                : NULL;
     const frl_section *mp = cur ? frl_container_find(c, "replay.max_priority", FRL_DTYPE_F64, 1,
                                                      err) : NULL;
     if (!mp)
@@ -711,12 +769,11 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
     if (st != FRL_OK)
         return st;
     const double *prio;
-    st = find_priorities(r, c, sec[FRL_REPLAY_RESET_STEPS]->data, k[1], &prio, err);
+    st = find_priorities(r, c, rs->data, k[1], &prio, err);
     if (st != FRL_OK)
         return st;
     /* Every check passed: only now is anything written. */
-    for (int a = 0; a < DATA_ARRAYS; a++)
-        memcpy(r->array[a], sec[a]->data, r->bytes[a]);
+    memcpy(r->array[FRL_REPLAY_ROWS], rs->data, r->bytes[FRL_REPLAY_ROWS]);
     r->filled = k[1];
     r->next = k[2];
     r->max_priority = *(const double *)mp->data;

@@ -2,24 +2,27 @@
  * declares (frl_storage_need), beside the ring the samplers fill.
  *
  * Layout. The replay is a circular buffer of `blocks` blocks; each holds one committed
- * ring slot ([T x B] rows, the ring's layout) and, after its last step, the slot's B
- * bootstrap observations. Row (t, b) of block k is transition index
- * i = k*T*B + t*B + b. Observations are stored once: block k's observation array is
- * [(T+1) x B x W] floats, so the x' of row i is the observation B rows after its x,
- * for every row, the last step included (its x' is the bootstrap row). With next-step
- * autoreset the row after an episode's last step is a reset row whose observation is
- * the episode's final one: a truncated transition's x' is the final observation, a
- * terminated one's x' is stored but not bootstrapped from, and reset rows are never
- * sampled (priority 0, rejected by uniform draws). n-step targets walk the same column
- * B rows at a time, stopping at the episode's end or the block's bootstrap row.
+ * ring slot ([T x B] rows) and the slot's B bootstrap observations. Row (t, b) of block
+ * k is transition index i = k*T*B + t*B + b (the ring's time-major order). Rows are
+ * stored as records, env-major: block k holds, for each env b, the T + 1 records
+ * (k*B + b)*(T+1) + t, t = 0..T, each one step's observation x, action, reward and
+ * flags (terminated, truncated, reset) side by side (record t = T holds only the
+ * bootstrap observation, flagged reset). Observations are stored once: the x' of a row
+ * is the x of the next record, for every row, the last step included. A draw reads one
+ * record and its neighbour, one or two cache lines, where an array per field would
+ * take seven (a random gather costs about a memory latency per line, bench/README.md).
+ * With next-step autoreset the row after an episode's last step is a reset row whose
+ * observation is the episode's final one: a truncated transition's x' is the final
+ * observation, a terminated one's x' is stored but not bootstrapped from, and reset
+ * rows are never sampled (priority 0, rejected by uniform draws). n-step targets walk
+ * the env's records, stopping at the episode's end or the bootstrap record.
  *
- * Memory (frl_replay_memory_size): per block (T+1)*B*4W bytes of observations and
- * T*B*(4A' + 4 + 3) of actions, rewards and the three flags (A' = action width, 1 for
- * discrete), each array cache-line aligned; prioritised replays add a float64 sum tree
- * and a float32 min tree over the C = blocks*T*B rows (about 8C/7 nodes each with 8
- * children per node: about 13.7C bytes);
- * plus the owned minibatch arrays. Storing x and x' per row would take 2*T*B*4W per
- * block: this takes (T+1)/(2T) of that (0.504 for T = 128).
+ * Memory (frl_replay_memory_size): blocks*B*(T+1) records of R bytes, R = 4W + 4A' +
+ * 4 + 3 rounded up to a multiple of 8 (A' = action width, 1 for discrete); prioritised
+ * replays add a float64 sum tree and a float32 min tree over the C = blocks*T*B rows
+ * (about 8C/7 nodes each with 8 children per node: about 13.7C bytes); plus a count
+ * per block and the owned minibatch arrays. Storing x and x' per row would take
+ * 2*T*B*4W bytes of observations per block: this takes (T+1)/(2T) of that.
  *
  * Nothing is allocated after create: adding a slot and sampling write into the arena.
  * One thread at a time (the learner's). */
@@ -31,22 +34,20 @@
 #include "io/container.h"
 #include "rl/ring.h"
 
-/* The replay's arrays, addressed like the ring's (frl_replay_array). */
+/* The replay's arrays (frl_replay_array). */
 typedef enum frl_replay_array_id {
-    FRL_REPLAY_OBSERVATIONS = 0, /* float [blocks x (T+1) x B x W] */
-    FRL_REPLAY_ACTIONS = 1,      /* int32 [C] or float [C x A] */
-    FRL_REPLAY_REWARDS = 2,      /* float [C] */
-    FRL_REPLAY_TERMINATED = 3,   /* uint8 [C] */
-    FRL_REPLAY_TRUNCATED = 4,    /* uint8 [C] */
-    FRL_REPLAY_RESET_STEPS = 5,  /* uint8 [C]: 1 = an autoreset row, not a transition */
-    FRL_REPLAY_SUM_TREE = 6,     /* double (prioritised; else empty): the levels of a tree
+    FRL_REPLAY_ROWS = 0,         /* [blocks x B x (T+1)] records of rec_bytes (above): at
+                                    byte 0 float x[W], at off_action int32 a or float
+                                    a[A], at off_reward float r, at off_flags uint8
+                                    terminated, truncated, reset */
+    FRL_REPLAY_SUM_TREE = 1,     /* double (prioritised; else empty): the levels of a tree
                                     of FRL_REPLAY_FANOUT children per node, leaves first
                                     (row i's leaf is i), level L at tree_off[L], node m's
                                     children at m*FANOUT of the level below, the root the
                                     one node of level tree_top; each level padded to whole
                                     groups of children (padding 0) */
-    FRL_REPLAY_MIN_TREE = 7,     /* float, the same shape; +inf where no transition */
-    FRL_REPLAY_ARRAY_COUNT = 8
+    FRL_REPLAY_MIN_TREE = 2,     /* float, the same shape; +inf where no transition */
+    FRL_REPLAY_ARRAY_COUNT = 3
 } frl_replay_array_id;
 
 /* Children per tree node: 8 doubles are one 64-byte line, so a descent reads one line
@@ -91,6 +92,9 @@ typedef struct frl_replay {
     frl_replay_shape shape;
     int64_t capacity;       /* rows: blocks * T * B */
     int64_t blocks, block_rows; /* block_rows = T * B */
+    double inv_block_rows, inv_envs; /* 1 / block_rows, 1 / B: divisions as products */
+    size_t rec_bytes;       /* one record: x, action, reward, flags (see the layout) */
+    size_t off_action, off_reward, off_flags;
     int64_t filled;         /* blocks holding a slot */
     int64_t next;           /* the block the next slot goes into */
     int64_t size;           /* transitions (rows that are not reset rows) */
@@ -149,7 +153,7 @@ frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *p
 
 /* The contents as checkpoint sections "replay.*" (pointing into the replay), and back:
  * load checks every section's type and size against this replay's shape. */
-enum { FRL_REPLAY_SECTIONS = 9 }; /* at most this many */
+enum { FRL_REPLAY_SECTIONS = 4 }; /* at most this many */
 void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n);
 frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err);
 
