@@ -257,8 +257,8 @@ frl_status frl_replay_array(frl_replay *r, frl_replay_array_id id, void **data, 
 
 /* ---- the trees ---- */
 
-/* The sum of a group of FANOUT = 8 children, pairwise: the order tree_step adds in, so
- * a node's total is exactly the sum its descent compares against. */
+/* The sum of a group of FANOUT = 8 children, pairwise (tree_step compares against
+ * running sums, which may differ from it by rounding; it takes care of that). */
 static double group_sum(const double *c)
 {
     return ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
@@ -297,25 +297,25 @@ static void tree_fix_range(frl_replay *r, int64_t lo, int64_t hi)
     }
 }
 
-/* Toward the right half (left's mass l, right's r) when u is past the left half and the
- * right half has mass, so rounding at a boundary cannot enter a part of zero mass. */
-static int64_t go_right(double *u, double l, double r)
-{
-    int64_t right = (*u >= l) & (r > 0);
-    *u -= l * (double)right;
-    return right;
-}
-
 /* One step down from node m toward u (0 <= u < its total): the child whose span holds
- * u, found as a binary descent inside the group (halves, pairs, one), without a
- * branch: the side is a coin flip, so a branch would mispredict half the time, and
- * that cost more than the cache misses. */
+ * u, counted as the running sums of the children that u reaches, compared all at once
+ * (no chain of dependent decisions, no branch: the side is a coin flip). A child of
+ * zero mass is never taken: its running sum equals the one before, so u reaching that
+ * one reaches it too, except past the last child, where rounding (u is the parent's
+ * pairwise sum minus what went before) is taken back to the last child with mass. */
 static int64_t tree_step(const double *c, int64_t m, double *u)
 {
-    double pair[4] = {c[0] + c[1], c[2] + c[3], c[4] + c[5], c[6] + c[7]};
-    int64_t k = 4 * go_right(u, pair[0] + pair[1], pair[2] + pair[3]);
-    k += 2 * go_right(u, pair[k / 2], pair[k / 2 + 1]);
-    k += go_right(u, c[k], c[k + 1]);
+    double s[FRL_REPLAY_FANOUT - 1];
+    s[0] = c[0];
+    for (int j = 1; j < FRL_REPLAY_FANOUT - 1; j++)
+        s[j] = s[j - 1] + c[j];
+    double v = *u;
+    int64_t k = 0;
+    for (int j = 0; j < FRL_REPLAY_FANOUT - 1; j++)
+        k += v >= s[j];
+    while (k > 0 && c[k] == 0) /* only at k = 7, and only from rounding */
+        k--;
+    *u = v - (k ? s[k - 1] : 0.0);
     return m * FRL_REPLAY_FANOUT + k;
 }
 
@@ -495,14 +495,6 @@ static int64_t draw_uniform(const frl_replay *r, frl_rng *rng)
     return i;
 }
 
-/* Ask for the lines row i's 1-step gather reads: its record and the next (x'). */
-static void prefetch_row(const frl_replay *r, int64_t i)
-{
-    const unsigned char *rec = record_at(r, r->array[FRL_REPLAY_ROWS], record_of(r, (size_t)i));
-    __builtin_prefetch(rec);
-    __builtin_prefetch(rec + 2 * r->rec_bytes - 1);
-}
-
 /* n floats from src to dst: an inline loop, since a call to memcpy for the few bytes
  * of a low-dimensional observation costs more than the copy. */
 static inline void copy_floats(float *restrict dst, const unsigned char *restrict src, size_t n)
@@ -552,6 +544,23 @@ static void gather(const frl_replay *r, const frl_replay_draw *d, int64_t i, siz
  * used in differs. */
 enum { DRAW_CHUNK = 64 };
 
+/* Rows out->index[o0..o0+n) (n <= DRAW_CHUNK) located, their lines requested, then
+ * gathered. */
+static void gather_chunk(const frl_replay *r, const frl_replay_draw *d, frl_replay_batch *out,
+                         int32_t o0, int32_t n)
+{
+    const unsigned char *recs = r->array[FRL_REPLAY_ROWS];
+    size_t rec[DRAW_CHUNK], t[DRAW_CHUNK];
+    for (int32_t o = 0; o < n; o++) {
+        rec[o] = locate(r, (size_t)out->index[o0 + o], &t[o]);
+        const unsigned char *x = record_at(r, recs, rec[o]);
+        __builtin_prefetch(x);
+        __builtin_prefetch(x + 2 * r->rec_bytes - 1);
+    }
+    for (int32_t o = 0; o < n; o++)
+        gather(r, d, out->index[o0 + o], rec[o], t[o], out, o0 + o);
+}
+
 static void sample_uniform(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
                            frl_replay_batch *out)
 {
@@ -590,8 +599,7 @@ static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_dra
 {
     const double *sum = r->array[FRL_REPLAY_SUM_TREE];
     const float *mn = r->array[FRL_REPLAY_MIN_TREE];
-    double total = sum[r->tree_off[r->tree_top]], seg = total / d->rows, N = (double)r->size;
-    double max_w = pow(N * (double)mn[r->tree_off[r->tree_top]] / total, -d->beta);
+    double total = sum[r->tree_off[r->tree_top]], seg = total / d->rows;
     for (int32_t o0 = 0; o0 < d->rows; o0 += FIND_CHUNK) {
         int32_t n = d->rows - o0 < FIND_CHUNK ? d->rows - o0 : FIND_CHUNK;
         double u[FIND_CHUNK];
@@ -601,14 +609,13 @@ static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_dra
         }
         tree_find_all(r, u, out->index + o0, n);
     }
+    for (int32_t o0 = 0; o0 < d->rows; o0 += DRAW_CHUNK)
+        gather_chunk(r, d, out, o0, d->rows - o0 < DRAW_CHUNK ? d->rows - o0 : DRAW_CHUNK);
+    /* w_i = (N P(i))^-beta / max_w = (p_i / p_min)^-beta, as exp(-beta log(.)) (two calls
+     * cheaper than pow's general path). */
+    double p_min = (double)mn[r->tree_off[r->tree_top]];
     for (int32_t o = 0; o < d->rows; o++)
-        prefetch_row(r, out->index[o]);
-    for (int32_t o = 0; o < d->rows; o++) {
-        int64_t i = out->index[o];
-        size_t t, rec = locate(r, (size_t)i, &t);
-        gather(r, d, i, rec, t, out, o);
-        out->weight[o] = (float)(pow(N * sum[i] / total, -d->beta) / max_w);
-    }
+        out->weight[o] = (float)exp(-d->beta * log(sum[out->index[o]] / p_min));
 }
 
 frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
@@ -643,12 +650,20 @@ static void tree_set_all(frl_replay *r, const int64_t *index, const float *prior
         leaf_set(r, index[o], pow(priority[o], r->shape.alpha));
         node[o] = index[o];
     }
+    /* Rows drawn by priority come in ascending order, so their ancestors repeat side by
+     * side: a node equal to the one before is recomputed once (near the root, 256 rows
+     * have a handful of ancestors). */
     for (int L = 1; L <= r->tree_top; L++) {
+        int32_t m = 0;
         for (int32_t o = 0; o < n; o++) {
-            node[o] /= FRL_REPLAY_FANOUT;
-            __builtin_prefetch(sum + r->tree_off[L] + node[o], 1);
-            __builtin_prefetch(mn + r->tree_off[L] + node[o], 1);
+            int64_t up = node[o] / FRL_REPLAY_FANOUT;
+            if (m > 0 && node[m - 1] == up)
+                continue;
+            node[m++] = up;
+            __builtin_prefetch(sum + r->tree_off[L] + up, 1);
+            __builtin_prefetch(mn + r->tree_off[L] + up, 1);
         }
+        n = m;
         for (int32_t o = 0; o < n; o++)
             tree_node(r, L, node[o]);
     }
