@@ -352,6 +352,42 @@ START_TEST(dueling_gradient)
 }
 END_TEST
 
+/* DQN starts from PyTorch's nn.Linear init (policy.init=uniform): every weight and
+ * bias of a layer in +-1/sqrt(fan_in), spread as a uniform's (mean 0, variance b^2/3). */
+START_TEST(uniform_init)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.algo=dqn policy.hidden=256,64", &t),
+                     FRL_OK);
+    const frl_policy *p = frl_trainer_policy(t);
+    const frl_mlp *m = &p->actor;
+    ck_assert_int_eq(m->layers, 3);
+    for (int32_t l = 0; l < m->layers; l++) {
+        size_t in = (size_t)m->width[l], out = (size_t)m->width[l + 1], n = in * out + out;
+        double b = 1.0 / sqrt((double)in), sum = 0, sq = 0;
+        for (size_t j = 0; j < in * out; j++) {
+            double w = p->params[m->off_w[l] + j];
+            ck_assert_double_le(fabs(w), b);
+            sum += w;
+            sq += w * w;
+        }
+        for (size_t j = 0; j < out; j++) {
+            double w = p->params[m->off_b[l] + j];
+            ck_assert_double_le(fabs(w), b);
+            sum += w;
+            sq += w * w;
+        }
+        double var = b * b / 3;
+        ck_assert_msg(fabs(sum / n) < 4 * sqrt(var / n), "layer %d mean %g", (int)l, sum / n);
+        ck_assert_msg(fabs(sq / n - var) < 0.2 * var, "layer %d variance %g, want %g", (int)l,
+                      sq / n, var);
+    }
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- checkpoints with the replay ---- */
 
 typedef struct stopper {
@@ -487,6 +523,7 @@ int main(void)
     tcase_add_test(tc, epsilon_schedule);
     tcase_add_test(tc, q_policy_acts);
     tcase_add_test(tc, dueling_gradient);
+    tcase_add_test(tc, uniform_init);
     tcase_add_test(tc, resume_is_identical);
     tcase_add_test(tc, damaged_replay_file);
     suite_add_tcase(s, tc);

@@ -394,7 +394,8 @@ static frl_status dqn_load(frl_learner *l, const frl_container *c, int64_t steps
  * learning rate; one env), over the environment's PPO-tuned settings. */
 const frl_learner_ops frl_algo_dqn = {
     .name = "dqn",
-    .settings = "policy.head=q policy.hidden=64,64 policy.activation=relu policy.shared=false "
+    .settings = "policy.head=q policy.hidden=64,64 policy.activation=relu policy.init=uniform "
+                "policy.shared=false "
                 "policy.obs_norm=false train.num_envs=1 train.lr=1e-4 train.gamma=0.99 "
                 "train.max_grad_norm=10 train.adam_eps=1e-8 train.anneal_lr=false "
                 "train.reward_norm=false train.log_every=1000",

@@ -43,6 +43,11 @@
       "hidden layer widths of the MLP trunk, e.g. 64,64 (empty: a linear policy)")           \
     X(POLICY_INIT_LOG_STD, "policy.init_log_std", FLOAT, "0", -10, 5,                        \
       "initial log standard deviation of a Gaussian (box action) head")                      \
+    X(POLICY_INIT, "policy.init", CHOICE, "orthogonal", 0, 0,                                \
+      "initial weights of the MLP layers: orthogonal (gain sqrt 2 for hidden layers, 0.01 "  \
+      "for the policy's outputs, 1 for values and Q-values; zero biases) or uniform "        \
+      "(PyTorch's nn.Linear default, +-1/sqrt(fan_in) for weights and biases; DQN's, as "    \
+      "SB3 and CleanRL start)")                                                              \
     X(POLICY_OBS_CLIP, "policy.obs_clip", FLOAT, "10", 0, 1e9,                               \
       "normalised observations are clipped to [-clip, clip] (obs_norm only)")                \
     X(POLICY_OBS_NORM, "policy.obs_norm", BOOL, "false", 0, 1,                               \
@@ -170,6 +175,7 @@
  * and the key's "a|b|c" text. */
 #define FRL_CHOICES_POLICY_HEAD(X, K) X(K, ACTOR_CRITIC, "actor_critic") X(K, Q, "q") \
     X(K, DUELING_Q, "dueling_q")
+#define FRL_CHOICES_POLICY_INIT(X, K) X(K, ORTHOGONAL, "orthogonal") X(K, UNIFORM, "uniform")
 #define FRL_CHOICES_POLICY_CORE(X, K) X(K, NONE, "none") X(K, GRU, "gru") X(K, LSTM, "lstm")
 #define FRL_CHOICES_POLICY_ACTIVATION(X, K) X(K, TANH, "tanh") X(K, RELU, "relu") X(K, ELU, "elu")
 #define FRL_CHOICES_RUNTIME_DEVICE(X, K) X(K, CPU, "cpu") X(K, CUDA, "cuda") X(K, AUTO, "auto")

@@ -51,6 +51,18 @@ void frl_init_orthogonal(float *wt, int32_t in, int32_t out, double gain, frl_rn
         }
 }
 
+void frl_mlp_init_uniform(const frl_mlp *m, float *params, frl_rng *r)
+{
+    for (int32_t l = 0; l < m->layers; l++) {
+        size_t in = (size_t)m->width[l], out = (size_t)m->width[l + 1];
+        double bound = 1.0 / sqrt((double)in);
+        for (size_t j = 0; j < in * out; j++)
+            params[m->off_w[l] + j] = (float)frl_rng_uniform_range(r, -bound, bound);
+        for (size_t j = 0; j < out; j++)
+            params[m->off_b[l] + j] = (float)frl_rng_uniform_range(r, -bound, bound);
+    }
+}
+
 void frl_mlp_init_params(const frl_mlp *m, float *params, double hidden_gain, double out_gain,
                          frl_rng *r, double *work)
 {

@@ -19,4 +19,8 @@ void frl_init_orthogonal(float *wt, int32_t in, int32_t out, double gain, frl_rn
 void frl_mlp_init_params(const frl_mlp *m, float *params, double hidden_gain, double out_gain,
                          frl_rng *r, double *work);
 
+/* PyTorch's default for nn.Linear: weights and biases uniform in +-1/sqrt(fan_in), for
+ * every layer of m (what SB3's and CleanRL's DQN networks start from). */
+void frl_mlp_init_uniform(const frl_mlp *m, float *params, frl_rng *r);
+
 #endif

@@ -683,6 +683,11 @@ static frl_status init_params(frl_policy *p, const char *who)
     double g = sqrt(2.0);
     if (p->towers) {
         frl_policy_rnn_init_params(p, &r, work);
+    } else if (frl_cfg_choice(p->cfg, FRL_KEY_POLICY_INIT) == FRL_POLICY_INIT_UNIFORM) {
+        if (p->shared)
+            frl_mlp_init_uniform(&p->trunk, p->params, &r);
+        frl_mlp_init_uniform(&p->actor, p->params, &r);
+        frl_mlp_init_uniform(&p->critic, p->params, &r);
     } else {
         if (p->shared)
             frl_mlp_init_params(&p->trunk, p->params, g, g, &r, work);
