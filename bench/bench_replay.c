@@ -2,6 +2,7 @@
  * the same run.
  *
  *   bench_replay [--capacity 1000000] [--obs 4] [--batch 256] [--batches 4000] [--reps 5]
+ *                [--sequences 100000] [--seq-len 80] [--seq-batch 32]
  *
  * The replay is filled with CartPole-shaped slots (T = 128, B = 16, discrete actions,
  * episodes of about 200 steps, so one reset row in 200). Figures, each the median over
@@ -12,7 +13,12 @@
  *   uniform  frl_replay_sample, uniform, n = 1 (target: floor / uniform >= 50%);
  *   per      frl_replay_sample, prioritised (stratified, beta 0.4) and frl_replay_update
  *            of the drawn rows (target: floor / per >= 25%).
- * Indices come from the same rng in all three. */
+ * Indices come from the same rng in all three. Then sequences (R2D2's input): a replay of
+ * --sequences env columns of --seq-len steps (16 envs a slot, 8 floats of recurrent
+ * state each), --seq-batch of them a minibatch:
+ *   seq floor  the same bytes per sequence (the observations, actions, rewards, flags
+ *              and state) copied from a random place in one array of the replay's size;
+ *   seq        frl_replay_sample_sequences (target: seq floor / seq >= 50%). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,11 +29,11 @@
 #include "core/alloc.h"
 #include "rl/replay.h"
 
-enum { T = 128, B = 16, MAX_REPS = 31 };
+enum { T = 128, B = 16, MAX_REPS = 31, SEQ_B = 16, SEQ_STATE = 8 };
 
 typedef struct opts {
-    int64_t capacity;
-    int obs, batch, batches, reps;
+    int64_t capacity, sequences;
+    int obs, batch, batches, reps, seq_len, seq_batch;
 } opts;
 
 static double now_s(void)
@@ -39,7 +45,7 @@ static double now_s(void)
 
 static int parse(opts *o, int argc, char **argv)
 {
-    *o = (opts){1000000, 4, 256, 4000, 5};
+    *o = (opts){1000000, 100000, 4, 256, 4000, 5, 80, 32};
     for (int i = 1; i + 1 < argc; i += 2) {
         long long v = atoll(argv[i + 1]);
         if (!strcmp(argv[i], "--capacity"))
@@ -52,17 +58,24 @@ static int parse(opts *o, int argc, char **argv)
             o->batches = (int)v;
         else if (!strcmp(argv[i], "--reps"))
             o->reps = (int)v;
+        else if (!strcmp(argv[i], "--sequences"))
+            o->sequences = v;
+        else if (!strcmp(argv[i], "--seq-len"))
+            o->seq_len = (int)v;
+        else if (!strcmp(argv[i], "--seq-batch"))
+            o->seq_batch = (int)v;
         else
             return fprintf(stderr, "bench_replay: unknown option %s\n", argv[i]), -1;
     }
     if (o->capacity < 1 || o->obs < 1 || o->batch < 1 || o->batch > 4096 || o->batches < 1 ||
-        o->reps < 1 || o->reps > MAX_REPS)
+        o->reps < 1 || o->reps > MAX_REPS || o->sequences < SEQ_B || o->seq_len < 1 ||
+        o->seq_batch < 1)
         return fprintf(stderr, "bench_replay: a value is out of range\n"), -1;
     return 0;
 }
 
 /* One slot of CartPole-like rows: episodes end with chance 1/200 per step. */
-static void fill_slot(frl_ring *ring, frl_rng *rng, int W, uint8_t *pending)
+static void fill_slot_of(frl_ring *ring, frl_rng *rng, int W, uint8_t *pending, int T_, int B_)
 {
     float *obs = frl_ring_at(ring, 0, FRL_RING_OBSERVATIONS);
     int32_t *act = frl_ring_at(ring, 0, FRL_RING_ACTIONS);
@@ -71,18 +84,23 @@ static void fill_slot(frl_ring *ring, frl_rng *rng, int W, uint8_t *pending)
     uint8_t *trunc = frl_ring_at(ring, 0, FRL_RING_TRUNCATED);
     uint8_t *reset = frl_ring_at(ring, 0, FRL_RING_RESET_STEPS);
     float *boot = frl_ring_at(ring, 0, FRL_RING_BOOTSTRAP_OBS);
-    for (int i = 0; i < T * B; i++) {
+    for (int i = 0; i < T_ * B_; i++) {
         for (int w = 0; w < W; w++)
             obs[i * W + w] = (float)frl_rng_uniform(rng);
         act[i] = (int32_t)(frl_rng_next(rng) & 1);
-        reset[i] = pending[i % B];
+        reset[i] = pending[i % B_];
         rew[i] = reset[i] ? 0.0f : 1.0f;
         term[i] = !reset[i] && frl_rng_uniform(rng) < 1.0 / 200;
         trunc[i] = 0;
-        pending[i % B] = term[i];
+        pending[i % B_] = term[i];
     }
-    for (int i = 0; i < B * W; i++)
+    for (int i = 0; i < B_ * W; i++)
         boot[i] = (float)frl_rng_uniform(rng);
+}
+
+static void fill_slot(frl_ring *ring, frl_rng *rng, int W, uint8_t *pending)
+{
+    fill_slot_of(ring, rng, W, pending, T, B);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -97,7 +115,9 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-/* The floor: rows of 8W + 10 bytes stored whole, gathered at uniform random indices. */
+/* The floor: rows of 8W + 10 bytes stored whole, gathered at uniform random indices.
+ * The default rows (W = 4: 42 bytes) are copied with a constant size, which the
+ * compiler inlines: a call to memcpy per row would make the floor slower than it is. */
 static double run_floor(const unsigned char *arr, int64_t rows, size_t row_bytes,
                         unsigned char *out, const opts *o, frl_rng *rng)
 {
@@ -105,7 +125,10 @@ static double run_floor(const unsigned char *arr, int64_t rows, size_t row_bytes
     for (int k = 0; k < o->batches; k++)
         for (int j = 0; j < o->batch; j++) {
             int64_t i = (int64_t)(frl_rng_uniform(rng) * (double)rows);
-            memcpy(out + (size_t)j * row_bytes, arr + (size_t)i * row_bytes, row_bytes);
+            if (row_bytes == 42)
+                memcpy(out + (size_t)j * 42, arr + (size_t)i * 42, 42);
+            else
+                memcpy(out + (size_t)j * row_bytes, arr + (size_t)i * row_bytes, row_bytes);
         }
     return (now_s() - t0) / o->batches;
 }
@@ -124,6 +147,79 @@ static double run_replay(frl_replay *r, const opts *o, frl_rng *rng, int priorit
             return fprintf(stderr, "bench_replay: %s\n", err), -1;
     }
     return (now_s() - t0) / o->batches;
+}
+
+/* The sequence figures: a replay of o->sequences env columns of o->seq_len steps. */
+static int run_sequences(frl_runtime *rt, const opts *o)
+{
+    int L = o->seq_len, W = o->obs, N = o->seq_batch;
+    frl_space *os, *as;
+    int64_t shape = W;
+    frl_ring *ring;
+    if (frl_space_create_box(&os, NULL, 1, &shape, NULL, NULL) ||
+        frl_space_create_discrete(&as, NULL, 2) || frl_ring_create(&ring, rt, 1, L, SEQ_B, os, as) ||
+        frl_ring_alloc_state(ring, SEQ_STATE))
+        return fprintf(stderr, "bench_replay: %s\n", frl_last_error()), 1;
+    frl_replay_shape sh = {.capacity = o->sequences * L, .steps = L, .envs = SEQ_B, .obs_w = W,
+                           .act_w = 1, .discrete = 1, .state_w = SEQ_STATE};
+    char err[FRL_ERRMSG_SIZE];
+    frl_replay *r;
+    size_t bytes;
+    if (frl_replay_memory_size(&sh, &bytes, err) || frl_replay_create(&r, rt, &sh, err))
+        return fprintf(stderr, "bench_replay: %s\n", err), 1;
+    frl_rng rng = frl_rng_stream(3, 0);
+    uint8_t pending[SEQ_B] = {0};
+    for (int64_t k = 0; k < r->blocks; k++) {
+        fill_slot_of(ring, &rng, W, pending, L, SEQ_B);
+        if (frl_replay_add_slot(r, ring, 0, err))
+            return fprintf(stderr, "bench_replay: %s\n", err), 1;
+    }
+    /* what a sequence's arrays hold: x_0..x_L, L actions, rewards and 3 flags, a state */
+    size_t seq_bytes = 4 * (size_t)(L + 1) * W + (size_t)L * (4 + 4 + 3) + 4 * SEQ_STATE;
+    int64_t floor_seqs = (int64_t)(bytes / seq_bytes);
+    unsigned char *arr = malloc((size_t)floor_seqs * seq_bytes), *fo = malloc((size_t)N * seq_bytes);
+    float *obs = malloc(4 * (size_t)N * (L + 1) * W), *rew = malloc(4 * (size_t)N * L);
+    float *st = malloc(4 * (size_t)N * SEQ_STATE);
+    int32_t *act = malloc(4 * (size_t)N * L);
+    uint8_t *flags = malloc(3 * (size_t)N * L);
+    int64_t *idx = malloc(8 * (size_t)N);
+    if (!arr || !fo || !obs || !rew || !st || !act || !flags || !idx)
+        return fprintf(stderr, "bench_replay: out of memory\n"), 1;
+    memset(arr, 1, (size_t)floor_seqs * seq_bytes);
+    frl_replay_seq_batch sb = {N, obs, act, rew, flags, flags + (size_t)N * L,
+                               flags + 2 * (size_t)N * L, st, idx};
+    double f[MAX_REPS], s[MAX_REPS];
+    for (int rep = 0; rep < o->reps; rep++) {
+        frl_rng a = frl_rng_stream(4, (uint64_t)rep), b = a;
+        opts fo_opts = *o;
+        fo_opts.batch = N;
+        f[rep] = run_floor(arr, floor_seqs, seq_bytes, fo, &fo_opts, &a);
+        double t0 = now_s();
+        for (int k = 0; k < o->batches; k++)
+            if (frl_replay_sample_sequences(r, &b, N, &sb, err) != FRL_OK)
+                return fprintf(stderr, "bench_replay: %s\n", err), 1;
+        s[rep] = (now_s() - t0) / o->batches;
+    }
+    double fm = median(f, o->reps), sm = median(s, o->reps);
+    printf("sequences: %lld of %d steps (%d envs a slot, %d floats of state), %.1f MiB; "
+           "batch %d\n", (long long)(r->filled * SEQ_B), L, SEQ_B, SEQ_STATE,
+           (double)bytes / 1048576.0, N);
+    printf("seq floor %8.2f us/batch  (%zu bytes/sequence, same rng)\n", 1e6 * fm, seq_bytes);
+    printf("seq       %8.2f us/batch  floor/seq     = %5.1f%%  (target >= 50%%)\n", 1e6 * sm,
+           100 * fm / sm);
+    free(arr);
+    free(fo);
+    free(obs);
+    free(rew);
+    free(st);
+    free(act);
+    free(flags);
+    free(idx);
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -189,6 +285,8 @@ int main(int argc, char **argv)
     free(arr);
     free(out);
     free(prio);
+    if (run_sequences(rt, &o))
+        return 1;
     frl_replay_destroy(r);
     frl_ring_destroy(ring);
     frl_space_destroy(os);

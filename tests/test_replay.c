@@ -599,6 +599,93 @@ START_TEST(save_and_load)
 }
 END_TEST
 
+/* ---- sequences ---- */
+
+enum { S = 3 }; /* floats of recurrent state per env */
+
+/* Sequence q = k*B + b of a block against the naive rows of env b, its bootstrap
+ * observation and the state given with the slot. */
+static void check_sequence(const frl_replay_seq_batch *sb, int o, const naive *blk,
+                           const float *state0, int b)
+{
+    for (int t = 0; t < T; t++) {
+        const naive *n = &blk[t * B + b];
+        ck_assert_mem_eq(sb->obs + (o * (T + 1) + t) * W, n->x, sizeof(float) * W);
+        ck_assert_int_eq(((int32_t *)sb->action)[o * T + t], n->a);
+        ck_assert_float_eq(sb->reward[o * T + t], n->r);
+        ck_assert_int_eq(sb->terminated[o * T + t], n->term);
+        ck_assert_int_eq(sb->truncated[o * T + t], n->trunc);
+        ck_assert_int_eq(sb->reset[o * T + t], n->reset);
+    }
+    ck_assert_mem_eq(sb->obs + (o * (T + 1) + T) * W, blk[(T - 1) * B + b].x2, sizeof(float) * W);
+    ck_assert_mem_eq(sb->state0 + o * S, state0 + b * S, sizeof(float) * S);
+}
+
+/* 9 slots into 4 blocks (wrapping twice): every drawn env column, with its state, is the
+ * slot's; every column of the filled blocks is drawn; the contents survive save and
+ * load; bad requests are refused. */
+START_TEST(sequences_match_naive)
+{
+    enum { ROWS = 40 };
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    ck_assert_int_eq(frl_ring_alloc_state(ring, S), FRL_OK);
+    frl_replay_shape sh = shape_of(4 * T * B, 0, 0);
+    sh.state_w = S;
+    frl_replay *r, *back;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
+    ck_assert_int_eq(frl_replay_create(&back, rt, &sh, err), FRL_OK);
+    static float obs[ROWS * (T + 1) * W], rew[ROWS * T], st[ROWS * S];
+    static int32_t act[ROWS * T];
+    static uint8_t term[ROWS * T], trunc[ROWS * T], rst[ROWS * T];
+    static int64_t idx[ROWS];
+    frl_replay_seq_batch sb = {ROWS, obs, act, rew, term, trunc, rst, st, idx};
+    frl_rng draws = frl_rng_stream(5, 0);
+    ck_assert_int_eq(frl_replay_sample_sequences(r, &draws, 4, &sb, err), FRL_ERR_STATE);
+    streams s = {.rng = frl_rng_stream(9, 0), .p_end = 0.2};
+    naive blocks[4][T * B];
+    float states[4][B * S];
+    for (int slot = 0; slot < 9; slot++) {
+        fill_slot(&s, ring, blocks[slot % 4]);
+        for (int j = 0; j < B * S; j++)
+            ring->slot[0].state0[j] = states[slot % 4][j] = (float)(slot * 100 + j);
+        ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+        int seen[4 * B] = {0};
+        for (int rep = 0; rep < 6; rep++) {
+            ck_assert_int_eq(frl_replay_sample_sequences(r, &draws, ROWS, &sb, err), FRL_OK);
+            for (int o = 0; o < ROWS; o++) {
+                int64_t q = idx[o];
+                ck_assert_int_lt(q, r->filled * B);
+                check_sequence(&sb, o, blocks[q / B], states[q / B], (int)(q % B));
+                seen[q] = 1;
+            }
+        }
+        for (int q = 0; q < r->filled * B; q++)
+            ck_assert_msg(seen[q], "slot %d: sequence %d never drawn", slot, q);
+    }
+    frl_section sec[FRL_REPLAY_SECTIONS];
+    int32_t n = 0;
+    frl_replay_save(r, sec, &n);
+    frl_container *c = round_trip(rt, sec, n);
+    ck_assert_msg(frl_replay_load(back, c, err) == FRL_OK, "%s", err);
+    frl_container_free(c);
+    for (int i = 0; i < FRL_REPLAY_ARRAY_COUNT; i++)
+        ck_assert_msg(memcmp(r->array[i], back->array[i], r->bytes[i]) == 0, "array %d", i);
+    ck_assert_int_eq(frl_replay_sample_sequences(r, &draws, 0, &sb, err), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_replay_sample_sequences(r, &draws, ROWS + 1, &sb, err), FRL_ERR_RANGE);
+    frl_ring *plain = make_ring(rt, T, B, W); /* no state: refused, nothing added */
+    int64_t filled = r->filled;
+    ck_assert_int_eq(frl_replay_add_slot(r, plain, 0, err), FRL_ERR_SIZE);
+    ck_assert_int_eq(r->filled, filled);
+    frl_ring_destroy(plain);
+    frl_replay_destroy(back);
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("replay");
@@ -612,6 +699,7 @@ int main(void)
     tcase_add_test(tc, memory_formula);
     tcase_add_test(tc, alloc_failure_and_none_after);
     tcase_add_test(tc, save_and_load);
+    tcase_add_test(tc, sequences_match_naive);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -20,10 +20,12 @@ static frl_status check_shape(const frl_replay_shape *s, char *err)
         return frl_fail(err, FRL_ERR_NULL, "replay: shape is NULL");
     if (s->capacity < 1)
         return frl_fail(err, FRL_ERR_RANGE, "replay: capacity %lld < 1", (long long)s->capacity);
-    if (s->steps < 1 || s->envs < 1 || s->obs_w < 1 || s->act_w < 1 || s->batch_rows < 0)
+    if (s->steps < 1 || s->envs < 1 || s->obs_w < 1 || s->act_w < 1 || s->batch_rows < 0 ||
+        s->state_w < 0)
         return frl_fail(err, FRL_ERR_RANGE, "replay: steps %d, envs %d, observation width %d and "
-                        "action width %d must be >= 1, batch rows %d >= 0", (int)s->steps,
-                        (int)s->envs, (int)s->obs_w, (int)s->act_w, (int)s->batch_rows);
+                        "action width %d must be >= 1, batch rows %d and state width %d >= 0",
+                        (int)s->steps, (int)s->envs, (int)s->obs_w, (int)s->act_w,
+                        (int)s->batch_rows, (int)s->state_w);
     if (s->discrete && s->act_w != 1)
         return frl_fail(err, FRL_ERR_RANGE, "replay: a discrete action is 1 wide, not %d",
                         (int)s->act_w);
@@ -63,6 +65,7 @@ static void array_bytes(const frl_replay_shape *s, double bytes[FRL_REPLAY_ARRAY
     double nodes = tree_nodes(C);
     bytes[FRL_REPLAY_SUM_TREE] = s->prioritized ? nodes * 8 : 0;
     bytes[FRL_REPLAY_MIN_TREE] = s->prioritized ? nodes * 4 : 0;
+    bytes[FRL_REPLAY_STATES] = *blocks * B * s->state_w * 4;
 }
 
 /* The owned minibatch: x, x', actions, reward, discount, weight, terminated, index. */
@@ -446,8 +449,14 @@ frl_status frl_replay_add_slot(frl_replay *r, frl_ring *ring, int32_t slot, char
     if (slot < 0 || slot >= ring->slots)
         return frl_fail(err, FRL_ERR_RANGE, "replay: slot %d outside 0..%d", (int)slot,
                         (int)ring->slots - 1);
+    if (r->shape.state_w && (ring->state_w != r->shape.state_w || !ring->slot[slot].state0))
+        return frl_fail(err, FRL_ERR_SIZE, "replay: keeps %d floats of state per env, the "
+                        "ring's slots %d", (int)r->shape.state_w, (int)ring->state_w);
     int64_t k = r->next;
     copy_block(r, ring, slot, k);
+    if (r->shape.state_w)
+        memcpy((float *)r->array[FRL_REPLAY_STATES] + (size_t)k * r->shape.envs * r->shape.state_w,
+               ring->slot[slot].state0, r->bytes[FRL_REPLAY_STATES] / (size_t)r->blocks);
     index_block(r, k);
     r->next = (k + 1) % r->blocks;
     r->filled += r->filled < r->blocks;
@@ -495,12 +504,20 @@ static int64_t draw_uniform(const frl_replay *r, frl_rng *rng)
     return i;
 }
 
-/* n floats from src to dst: an inline loop, since a call to memcpy for the few bytes
- * of a low-dimensional observation costs more than the copy. */
+/* n floats from src to dst. A few floats (a low-dimensional observation, an action)
+ * are copied by constant-size moves the compiler inlines: a call to memcpy for them
+ * costs more than the copy, and a plain loop is turned back into that call. */
 static inline void copy_floats(float *restrict dst, const unsigned char *restrict src, size_t n)
 {
-    for (size_t j = 0; j < n; j++)
-        memcpy(dst + j, src + 4 * j, 4);
+    switch (n) {
+    case 1: memcpy(dst, src, 4); return;
+    case 2: memcpy(dst, src, 8); return;
+    case 3: memcpy(dst, src, 12); return;
+    case 4: memcpy(dst, src, 16); return;
+    case 6: memcpy(dst, src, 24); return;
+    case 8: memcpy(dst, src, 32); return;
+    default: memcpy(dst, src, 4 * n); return;
+    }
 }
 
 /* Row i's n-step target into batch row o, from its record rec at step t: rewards
@@ -634,6 +651,65 @@ frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw 
     return FRL_OK;
 }
 
+/* ---- sequences ---- */
+
+/* Sequence q = k*B + b: its T + 1 records are contiguous (the env's column of block k),
+ * so a draw reads (T+1)*R bytes in a row; they are split into the batch's arrays. */
+static void gather_sequence(const frl_replay *r, int64_t q, frl_replay_seq_batch *out,
+                            int32_t o)
+{
+    size_t T = (size_t)r->shape.steps, W = (size_t)r->obs_w, A = (size_t)r->act_w;
+    size_t R = r->rec_bytes, S = (size_t)r->shape.state_w;
+    const unsigned char *rec = (const unsigned char *)r->array[FRL_REPLAY_ROWS] +
+                               (size_t)q * (T + 1) * R;
+    float *obs = out->obs + (size_t)o * (T + 1) * W;
+    float *act = (float *)out->action + (size_t)o * T * A;
+    size_t row = (size_t)o * T;
+    for (size_t t = 0; t < T; t++, rec += R) {
+        copy_floats(obs + t * W, rec, W);
+        copy_floats(act + t * A, rec + r->off_action, A);
+        memcpy(out->reward + row + t, rec + r->off_reward, 4);
+        out->terminated[row + t] = rec[r->off_flags];
+        out->truncated[row + t] = rec[r->off_flags + 1];
+        out->reset[row + t] = rec[r->off_flags + 2];
+    }
+    copy_floats(obs + T * W, rec, W);
+    if (S && out->state0)
+        copy_floats(out->state0 + (size_t)o * S,
+                    (const unsigned char *)((const float *)r->array[FRL_REPLAY_STATES] + (size_t)q * S),
+                    S);
+    out->index[o] = q;
+}
+
+frl_status frl_replay_sample_sequences(frl_replay *r, frl_rng *rng, int32_t rows,
+                                       frl_replay_seq_batch *out, char *err)
+{
+    if (!r || !rng || !out)
+        return frl_fail(err, FRL_ERR_NULL, "replay: %s is NULL",
+                        !r ? "replay" : !rng ? "rng" : "batch");
+    if (rows < 1 || rows > out->rows)
+        return frl_fail(err, FRL_ERR_RANGE, "replay: %d sequences into a batch of %d", (int)rows,
+                        (int)out->rows);
+    if (r->filled < 1)
+        return frl_fail(err, FRL_ERR_STATE, "replay: no sequence to sample yet");
+    size_t span = ((size_t)r->shape.steps + 1) * r->rec_bytes;
+    double n = (double)(r->filled * r->shape.envs);
+    for (int32_t o0 = 0; o0 < rows; o0 += DRAW_CHUNK) {
+        int32_t m = rows - o0 < DRAW_CHUNK ? rows - o0 : DRAW_CHUNK;
+        for (int32_t o = 0; o < m; o++) {
+            out->index[o0 + o] = (int64_t)(frl_rng_uniform(rng) * n);
+            /* its first lines; the hardware prefetcher follows a sequential read */
+            const unsigned char *s = (const unsigned char *)r->array[FRL_REPLAY_ROWS] +
+                                     (size_t)out->index[o0 + o] * span;
+            __builtin_prefetch(s);
+            __builtin_prefetch(s + 64);
+        }
+        for (int32_t o = 0; o < m; o++)
+            gather_sequence(r, out->index[o0 + o], out, o0 + o);
+    }
+    return FRL_OK;
+}
+
 /* ---- priorities ---- */
 
 /* Set the leaves of rows index[0..n) to priority^alpha (in order, so a row listed twice
@@ -708,6 +784,9 @@ void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n)
 {
     frl_section_add(s, n, "replay.rows", FRL_DTYPE_U8, r->bytes[FRL_REPLAY_ROWS],
                     r->array[FRL_REPLAY_ROWS]);
+    if (r->shape.state_w)
+        frl_section_add(s, n, "replay.states", FRL_DTYPE_F32, r->bytes[FRL_REPLAY_STATES] / 4,
+                        r->array[FRL_REPLAY_STATES]);
     /* The cursor is copied into the handle so the section can point at it while the
      * file is written. */
     r->cursor[0] = r->capacity;
@@ -773,8 +852,13 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
 {
     const frl_section *rs = frl_container_find(c, "replay.rows", FRL_DTYPE_U8,
                                                (int64_t)r->bytes[FRL_REPLAY_ROWS], err);
-    const frl_section *cur = rs ? frl_container_find(c, "replay.cursor", FRL_DTYPE_I64, 3, err)
-                                : NULL;
+    const frl_section *st0 = rs && r->shape.state_w
+                                 ? frl_container_find(c, "replay.states", FRL_DTYPE_F32,
+                                                      (int64_t)(r->bytes[FRL_REPLAY_STATES] / 4),
+                                                      err)
+                                 : rs;
+    const frl_section *cur = st0 ? frl_container_find(c, "replay.cursor", FRL_DTYPE_I64, 3, err)
+                                 : NULL;
     const frl_section *mp = cur ? frl_container_find(c, "replay.max_priority", FRL_DTYPE_F64, 1,
                                                      err) : NULL;
     if (!mp)
@@ -783,12 +867,21 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
     frl_status st = check_cursor(r, k, *(const double *)mp->data, err);
     if (st != FRL_OK)
         return st;
+    if (r->shape.state_w) {
+        const float *v = st0->data;
+        for (size_t j = 0; j < r->bytes[FRL_REPLAY_STATES] / 4; j++)
+            if (!isfinite(v[j]))
+                return frl_fail(err, FRL_ERR_FORMAT, "replay.states: value %zu is %g", j,
+                                (double)v[j]);
+    }
     const double *prio;
     st = find_priorities(r, c, rs->data, k[1], &prio, err);
     if (st != FRL_OK)
         return st;
     /* Every check passed: only now is anything written. */
     memcpy(r->array[FRL_REPLAY_ROWS], rs->data, r->bytes[FRL_REPLAY_ROWS]);
+    if (r->shape.state_w)
+        memcpy(r->array[FRL_REPLAY_STATES], st0->data, r->bytes[FRL_REPLAY_STATES]);
     r->filled = k[1];
     r->next = k[2];
     r->max_priority = *(const double *)mp->data;

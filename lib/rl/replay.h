@@ -47,7 +47,9 @@ typedef enum frl_replay_array_id {
                                     one node of level tree_top; each level padded to whole
                                     groups of children (padding 0) */
     FRL_REPLAY_MIN_TREE = 2,     /* float, the same shape; +inf where no transition */
-    FRL_REPLAY_ARRAY_COUNT = 3
+    FRL_REPLAY_STATES = 3,       /* float [blocks x B x state_w]: each env's recurrent state
+                                    at its block's first step (empty when state_w = 0) */
+    FRL_REPLAY_ARRAY_COUNT = 4
 } frl_replay_array_id;
 
 /* Children per tree node: 8 doubles are one 64-byte line, so a descent reads one line
@@ -63,6 +65,8 @@ typedef struct frl_replay_shape {
     int32_t prioritized;  /* keep the sum and min trees */
     double alpha;         /* priority exponent (prioritised): a leaf holds p^alpha */
     int32_t batch_rows;   /* rows of the replay-owned minibatch (0: none) */
+    int32_t state_w;      /* floats of recurrent state kept per env and block (0: none):
+                             the ring slot's state0, for sequences (R2D2) */
 } frl_replay_shape;
 
 /* A minibatch: arrays of at least `rows` rows, the caller's or the replay's own. */
@@ -77,6 +81,20 @@ typedef struct frl_replay_batch {
     float *weight;       /* [rows] importance weight, max-normalised (1 when uniform) */
     int64_t *index;      /* [rows] transition indices, for frl_replay_update */
 } frl_replay_batch;
+
+/* A minibatch of sequences (frl_replay_sample_sequences): an env's whole block, its T
+ * steps and the observation after them, in arrays of at least `rows` sequences. */
+typedef struct frl_replay_seq_batch {
+    int32_t rows;
+    float *obs;          /* [rows x (T+1) x W]: x_0..x_T (x_T the bootstrap observation) */
+    void *action;        /* int32 [rows x T] or float [rows x T x A] */
+    float *reward;       /* [rows x T] */
+    uint8_t *terminated, *truncated, *reset; /* [rows x T] each (reset: an autoreset row,
+                                                not a transition; x_t of it is the final
+                                                observation of the episode before) */
+    float *state0;       /* [rows x state_w]: the recurrent state at x_0 (NULL if none) */
+    int64_t *index;      /* [rows] sequence k*B + b */
+} frl_replay_seq_batch;
 
 /* One draw (frl_replay_sample). */
 typedef struct frl_replay_draw {
@@ -146,6 +164,11 @@ frl_status frl_replay_add_slot(frl_replay *r, frl_ring *ring, int32_t slot, char
 frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
                              frl_replay_batch *out, char *err);
 
+/* rows sequences drawn uniformly from rng among the filled blocks' B env columns into
+ * out. FRL_ERR_STATE when nothing is filled yet; FRL_ERR_RANGE for rows < 1. */
+frl_status frl_replay_sample_sequences(frl_replay *r, frl_rng *rng, int32_t rows,
+                                       frl_replay_seq_batch *out, char *err);
+
 /* New priorities for n sampled transitions (prioritised replays): finite and > 0, else
  * FRL_ERR_NONFINITE / FRL_ERR_RANGE and nothing changes. */
 frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *priority,
@@ -153,7 +176,7 @@ frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *p
 
 /* The contents as checkpoint sections "replay.*" (pointing into the replay), and back:
  * load checks every section's type and size against this replay's shape. */
-enum { FRL_REPLAY_SECTIONS = 4 }; /* at most this many */
+enum { FRL_REPLAY_SECTIONS = 5 }; /* at most this many */
 void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n);
 frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err);
 
