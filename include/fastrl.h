@@ -646,6 +646,53 @@ FRL_API frl_status frl_ring_release(frl_ring *ring, int32_t slot);   /* READING 
 FRL_API const char *frl_ring_last_error(const frl_ring *ring);
 
 /* ---------------------------------------------------------------------------------------
+ * The replay of an off-policy trainer (train.algo=dqn; frl_trainer_replay), added in 0.3:
+ * a circular buffer of blocks, each one rollout of T steps of B envs. Rows are records
+ * of record_bytes, env by env: block k holds for env b the T + 1 records
+ * (k*B + b)*(T+1) + t, each with the observation x (float[observation_width] at byte 0),
+ * the action (int32, or float[action_width], at offset_action), the reward (float at
+ * offset_reward) and three uint8 flags at offset_flags: terminated, truncated, and reset
+ * (an autoreset row, not a transition); record t = T holds the observation after the
+ * block's last step. A row's next observation is the next record's x. doc/dqn.md gives
+ * the memory it takes. */
+typedef struct frl_replay frl_replay;
+
+typedef enum frl_replay_array_id {
+    FRL_REPLAY_ROWS = 0,     /* the records: blocks*B*(T+1) of record_bytes */
+    FRL_REPLAY_SUM_TREE = 1, /* double: prioritised replays' sum tree, leaves first (row
+                                i = k*T*B + t*B + b has leaf i, holding priority^alpha);
+                                empty otherwise */
+    FRL_REPLAY_MIN_TREE = 2, /* float: the min tree, the same shape */
+    FRL_REPLAY_STATES = 3,   /* float [blocks x B x state_width]: recurrent state at each
+                                block's first step (empty when state_width is 0) */
+    FRL_REPLAY_ARRAY_COUNT = 4
+} frl_replay_array_id;
+
+/* Set struct_size = sizeof(frl_replay_info) before frl_replay_get_info; the library
+ * writes the fields that fit in it. */
+typedef struct frl_replay_info {
+    size_t struct_size;
+    int64_t capacity;      /* rows: blocks * T * B */
+    int64_t blocks;
+    int64_t filled;        /* blocks holding a rollout */
+    int64_t next;          /* the block the next rollout goes into (the oldest when full) */
+    int64_t transitions;   /* rows that are transitions (not autoreset rows) */
+    int32_t steps, envs;   /* T and B */
+    int32_t observation_width, action_width, state_width;
+    int32_t prioritized;
+    size_t record_bytes, offset_action, offset_reward, offset_flags;
+} frl_replay_info;
+
+/* The replay's shape and fill. FRL_ERR_NULL, or FRL_ERR_SIZE when struct_size is smaller
+ * than the table's first fields (0.3). */
+FRL_API frl_status frl_replay_get_info(const frl_replay *replay, frl_replay_info *info);
+/* The array's address and size in bytes; stable for the replay's life. Read it between
+ * updates (from the metrics callback, or when train has returned): the learner writes
+ * the records and the trees during an update. FRL_ERR_UNKNOWN_NAME for another id. */
+FRL_API frl_status frl_replay_array(frl_replay *replay, frl_replay_array_id id, void **data,
+                                    size_t *bytes);
+
+/* ---------------------------------------------------------------------------------------
  * Trainer: a vec env, a policy, a ring, a sampler and a PPO learner for the common case.
  * Settings are the config keys train.* and policy.*; each built-in environment has
  * defaults that solve it, applied under the keys the caller sets. */
@@ -673,7 +720,7 @@ typedef struct frl_metrics {
     double policy_lag_mean;    /* mean over the rollout's steps */
     double policy_lag_max;
     int64_t slots_dropped;     /* rollouts dropped for exceeding sampler.max_lag, in all */
-    /* Value learning (train.algo=dqn; zero otherwise), added in 0.4: over this update's
+    /* Value learning (train.algo=dqn; zero otherwise), added in 0.3: over this update's
      * minibatches, the mean Q of the actions taken and the mean |TD error|; the epsilon
      * the rollout acted with; the replay's fill (0..1); the minibatches' mean age (env
      * steps written to the replay since each transition); seconds spent in the replay
@@ -749,6 +796,8 @@ FRL_API frl_status frl_trainer_load_vec(frl_trainer **out, frl_runtime *rt, cons
 /* Borrowed handles, valid for the trainer's life. */
 FRL_API frl_policy *frl_trainer_policy(frl_trainer *trainer);
 FRL_API frl_ring *frl_trainer_ring(frl_trainer *trainer);
+/* The replay of an off-policy trainer (train.algo=dqn); NULL for on-policy learners. */
+FRL_API frl_replay *frl_trainer_replay(frl_trainer *trainer);
 FRL_API frl_vec_env *frl_trainer_vec_env(frl_trainer *trainer);
 /* Metrics of the last update (zeros before the first). */
 FRL_API const frl_metrics *frl_trainer_metrics(const frl_trainer *trainer);

@@ -133,6 +133,23 @@ static void hc_layout_metrics_times(void)
     HC_FIELD(frl_metrics, replay_fill);
     HC_FIELD(frl_metrics, sample_age);
     HC_FIELD(frl_metrics, time_replay);
+    HC_STRUCT(frl_replay_info);
+    HC_FIELD(frl_replay_info, struct_size);
+    HC_FIELD(frl_replay_info, capacity);
+    HC_FIELD(frl_replay_info, blocks);
+    HC_FIELD(frl_replay_info, filled);
+    HC_FIELD(frl_replay_info, next);
+    HC_FIELD(frl_replay_info, transitions);
+    HC_FIELD(frl_replay_info, steps);
+    HC_FIELD(frl_replay_info, envs);
+    HC_FIELD(frl_replay_info, observation_width);
+    HC_FIELD(frl_replay_info, action_width);
+    HC_FIELD(frl_replay_info, state_width);
+    HC_FIELD(frl_replay_info, prioritized);
+    HC_FIELD(frl_replay_info, record_bytes);
+    HC_FIELD(frl_replay_info, offset_action);
+    HC_FIELD(frl_replay_info, offset_reward);
+    HC_FIELD(frl_replay_info, offset_flags);
 }
 
 /* ---- initialisers ------------------------------------------------------------------- */

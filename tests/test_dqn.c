@@ -388,6 +388,72 @@ START_TEST(uniform_init)
 }
 END_TEST
 
+/* The public view of the replay: the info, and the newest block's records against the
+ * ring slot it was copied from (still holding that rollout between train calls). */
+START_TEST(replay_public_view)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t, *ppo;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1",
+                                    "train.algo=dqn train.num_envs=3 train.train_freq=16 "
+                                    "train.buffer_size=480", &t), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 16 * 3 * 13), FRL_OK);
+    frl_replay *r = frl_trainer_replay(t);
+    ck_assert_ptr_nonnull(r);
+    frl_replay_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = 8;
+    ck_assert_int_eq(frl_replay_get_info(r, &info), FRL_ERR_SIZE);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(frl_replay_get_info(r, &info), FRL_OK);
+    ck_assert_int_eq(info.capacity, 480);
+    ck_assert_int_eq(info.blocks, 10);
+    ck_assert_int_eq(info.filled, 10);
+    ck_assert_int_eq(info.next, 3);  /* 13 rollouts into 10 blocks */
+    ck_assert_int_eq(info.steps, 16);
+    ck_assert_int_eq(info.envs, 3);
+    ck_assert_int_eq(info.observation_width, 4);
+    ck_assert_int_eq(info.record_bytes, 32);
+    void *rows, *sum;
+    size_t bytes, sum_bytes;
+    ck_assert_int_eq(frl_replay_array(r, FRL_REPLAY_ROWS, &rows, &bytes), FRL_OK);
+    ck_assert_uint_eq(bytes, (size_t)10 * 3 * 17 * 32);
+    ck_assert_int_eq(frl_replay_array(r, FRL_REPLAY_SUM_TREE, &sum, &sum_bytes), FRL_OK);
+    ck_assert_uint_eq(sum_bytes, 0);
+    ck_assert_int_eq(frl_replay_array(r, (frl_replay_array_id)9, &rows, &bytes),
+                     FRL_ERR_UNKNOWN_NAME);
+    frl_ring *ring = frl_trainer_ring(t);
+    void *obs, *act, *rew, *reset;
+    size_t nb;
+    ck_assert_int_eq(frl_ring_array(ring, 0, FRL_RING_OBSERVATIONS, &obs, &nb), FRL_OK);
+    ck_assert_int_eq(frl_ring_array(ring, 0, FRL_RING_ACTIONS, &act, &nb), FRL_OK);
+    ck_assert_int_eq(frl_ring_array(ring, 0, FRL_RING_REWARDS, &rew, &nb), FRL_OK);
+    ck_assert_int_eq(frl_ring_array(ring, 0, FRL_RING_RESET_STEPS, &reset, &nb), FRL_OK);
+    int64_t live = 0;
+    for (int b = 0; b < 3; b++)
+        for (int s = 0; s < 16; s++) {
+            const unsigned char *rec = (const unsigned char *)rows +
+                                       (size_t)((2 * 3 + b) * 17 + s) * info.record_bytes;
+            size_t i = (size_t)s * 3 + (size_t)b;
+            ck_assert_mem_eq(rec, (const float *)obs + 4 * i, 16);
+            ck_assert_mem_eq(rec + info.offset_action, (const int32_t *)act + i, 4);
+            ck_assert_mem_eq(rec + info.offset_reward, (const float *)rew + i, 4);
+            ck_assert_int_eq(rec[info.offset_flags + 2], ((const uint8_t *)reset)[i]);
+        }
+    for (int64_t k = 0; k < info.blocks * 3 * 17; k++) {
+        const unsigned char *rec = (const unsigned char *)rows + (size_t)k * info.record_bytes;
+        live += (k % 17) != 16 && !rec[info.offset_flags + 2];
+    }
+    ck_assert_int_eq(info.transitions, live);
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.algo=ppo", &ppo), FRL_OK);
+    ck_assert_ptr_null(frl_trainer_replay(ppo));
+    ck_assert_ptr_null(frl_trainer_replay(NULL));
+    frl_trainer_destroy(ppo);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- checkpoints with the replay ---- */
 
 typedef struct stopper {
@@ -524,6 +590,7 @@ int main(void)
     tcase_add_test(tc, q_policy_acts);
     tcase_add_test(tc, dueling_gradient);
     tcase_add_test(tc, uniform_init);
+    tcase_add_test(tc, replay_public_view);
     tcase_add_test(tc, resume_is_identical);
     tcase_add_test(tc, damaged_replay_file);
     suite_add_tcase(s, tc);

@@ -134,7 +134,7 @@
     X(TRAIN_NORM_ADV, "train.norm_adv", BOOL, "true", 0, 1,                                  \
       "normalise advantages per minibatch")                                                  \
     X(TRAIN_NUM_ENVS, "train.num_envs", INT, "8", 1, 1048576, "environments stepped together") \
-    X(TRAIN_PER_ALPHA, "train.per_alpha", FLOAT, "0.6", 0, 10,                               \
+    X(TRAIN_PER_ALPHA, "train.per_alpha", FLOAT, "0.6", 0, 1,                                \
       "prioritised replay: sampling probability proportional to priority^alpha")             \
     X(TRAIN_PER_BETA, "train.per_beta", FLOAT, "0.4", 0, 1,                                  \
       "prioritised replay: importance-sampling exponent at the start, annealed linearly to " \

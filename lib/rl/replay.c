@@ -2,6 +2,7 @@
  * and the sum and min trees of prioritised sampling, in one arena (see replay.h for the
  * layout). */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -244,17 +245,39 @@ void frl_replay_destroy(frl_replay *r)
     frl_free(&r->rt->alloc, r);
 }
 
-frl_status frl_replay_array(frl_replay *r, frl_replay_array_id id, void **data, size_t *bytes,
-                            char *err)
+FRL_API frl_status frl_replay_array(frl_replay *r, frl_replay_array_id id, void **data,
+                                    size_t *bytes)
 {
     if (!r || !data || !bytes)
-        return frl_fail(err, FRL_ERR_NULL, "frl_replay_array: %s is NULL",
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_replay_array: %s is NULL",
                         !r ? "replay" : !data ? "data" : "bytes");
     if ((unsigned)id >= FRL_REPLAY_ARRAY_COUNT)
-        return frl_fail(err, FRL_ERR_RANGE, "frl_replay_array: no array %d (0..%d)", (int)id,
-                        FRL_REPLAY_ARRAY_COUNT - 1);
+        return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "frl_replay_array: no array %d (0..%d)",
+                        (int)id, FRL_REPLAY_ARRAY_COUNT - 1);
     *data = r->array[id];
     *bytes = r->bytes[id];
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_replay_get_info(const frl_replay *r, frl_replay_info *info)
+{
+    if (!r || !info)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_replay_get_info: %s is NULL",
+                        r ? "info" : "replay");
+    if (info->struct_size < offsetof(frl_replay_info, offset_flags) + sizeof(size_t))
+        return frl_fail(NULL, FRL_ERR_SIZE, "frl_replay_get_info: struct_size %zu is smaller "
+                        "than 0.3's table (%zu bytes)", info->struct_size,
+                        offsetof(frl_replay_info, offset_flags) + sizeof(size_t));
+    frl_replay_info v = {
+        .struct_size = info->struct_size, .capacity = r->capacity, .blocks = r->blocks,
+        .filled = r->filled, .next = r->next, .transitions = r->size,
+        .steps = r->shape.steps, .envs = r->shape.envs, .observation_width = r->obs_w,
+        .action_width = r->act_w, .state_width = r->shape.state_w,
+        .prioritized = r->shape.prioritized, .record_bytes = r->rec_bytes,
+        .offset_action = r->off_action, .offset_reward = r->off_reward,
+        .offset_flags = r->off_flags};
+    size_t n = info->struct_size < sizeof v ? info->struct_size : sizeof v;
+    memcpy(info, &v, n);
     return FRL_OK;
 }
 

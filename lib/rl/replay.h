@@ -34,23 +34,12 @@
 #include "io/container.h"
 #include "rl/ring.h"
 
-/* The replay's arrays (frl_replay_array). */
-typedef enum frl_replay_array_id {
-    FRL_REPLAY_ROWS = 0,         /* [blocks x B x (T+1)] records of rec_bytes (above): at
-                                    byte 0 float x[W], at off_action int32 a or float
-                                    a[A], at off_reward float r, at off_flags uint8
-                                    terminated, truncated, reset */
-    FRL_REPLAY_SUM_TREE = 1,     /* double (prioritised; else empty): the levels of a tree
-                                    of FRL_REPLAY_FANOUT children per node, leaves first
-                                    (row i's leaf is i), level L at tree_off[L], node m's
-                                    children at m*FANOUT of the level below, the root the
-                                    one node of level tree_top; each level padded to whole
-                                    groups of children (padding 0) */
-    FRL_REPLAY_MIN_TREE = 2,     /* float, the same shape; +inf where no transition */
-    FRL_REPLAY_STATES = 3,       /* float [blocks x B x state_w]: each env's recurrent state
-                                    at its block's first step (empty when state_w = 0) */
-    FRL_REPLAY_ARRAY_COUNT = 4
-} frl_replay_array_id;
+/* The arrays (frl_replay_array_id, fastrl.h): the records (their layout above, field
+ * offsets in the handle), the sum and min trees (FRL_REPLAY_SUM_TREE: double, the levels
+ * of a tree of FRL_REPLAY_FANOUT children per node, leaves first (row i's leaf is i),
+ * level L at tree_off[L], node m's children at m*FANOUT of the level below, the root the
+ * one node of level tree_top, each level padded to whole groups of children with 0;
+ * FRL_REPLAY_MIN_TREE: float, the same shape, +inf where no transition) and the states. */
 
 /* Children per tree node: 8 doubles are one 64-byte line, so a descent reads one line
  * per level and a 1M-row tree has 7 levels instead of a binary tree's 20. */
@@ -148,9 +137,6 @@ frl_status frl_replay_memory_size(const frl_replay_shape *s, size_t *bytes, char
 frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, const frl_replay_shape *s,
                              char *err);
 void frl_replay_destroy(frl_replay *r);
-/* The array's address and size in bytes; stable for the replay's life. */
-frl_status frl_replay_array(frl_replay *r, frl_replay_array_id id, void **data, size_t *bytes,
-                            char *err);
 
 /* Copy a committed ring slot into the next block (the oldest when full): its rows, its
  * bootstrap observations, and for each transition the largest priority seen so far.

@@ -587,6 +587,11 @@ FRL_API frl_ring *frl_trainer_ring(frl_trainer *t)
     return t ? t->ring : NULL;
 }
 
+FRL_API frl_replay *frl_trainer_replay(frl_trainer *t)
+{
+    return t ? t->store.replay : NULL;
+}
+
 FRL_API frl_vec_env *frl_trainer_vec_env(frl_trainer *t)
 {
     return t ? t->venv : NULL;

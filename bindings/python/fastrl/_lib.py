@@ -300,6 +300,9 @@ _PROTOTYPES = {
     "frl_trainer_load": (c_status, [P(vp), vp, cp, vp]),
     "frl_trainer_policy": (vp, [vp]),
     "frl_trainer_ring": (vp, [vp]),
+    "frl_trainer_replay": (vp, [vp]),
+    "frl_replay_get_info": (c_status, [vp, vp]),
+    "frl_replay_array": (c_status, [vp, ctypes.c_int, P(vp), P(c_size)]),
     "frl_trainer_vec_env": (vp, [vp]),
     "frl_trainer_metrics": (vp, [vp]),
 }

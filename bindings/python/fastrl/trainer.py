@@ -15,6 +15,7 @@ from ._lib import Error, Status
 from .config import as_config
 from .env import VecEnv, _builtin_name
 from .policy import Policy
+from .replay import Replay
 from .ring import Ring
 from .runtime import runtime_for
 
@@ -208,6 +209,15 @@ class Trainer:
             self._ring = Ring._borrowed(p, self._h, v.single_observation_space,
                                         v.single_action_space)
         return self._ring
+
+    @property
+    def replay(self):
+        """The replay of an off-policy trainer (train.algo=dqn) as a :class:`Replay`, or
+        None for on-policy learners."""
+        p = _lib.lib().trainer_replay(self._ptr)
+        if not p:
+            return None
+        return Replay(p, self._h, self.vec_env._n_actions > 0)
 
     @property
     def metrics(self):

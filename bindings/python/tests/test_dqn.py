@@ -37,6 +37,27 @@ def test_dqn_trains_with_its_metrics(tmp_path):
     assert np.array_equal(back.act(obs, deterministic=True), a)
 
 
+def test_replay_records_are_the_rollouts():
+    t = fastrl.Trainer("CartPole-v1", seed=1, threads=1,
+                       config={"train.algo": "dqn", "train.num_envs": 2, "train.train_freq": 8,
+                               "train.buffer_size": 64})
+    t.train(8 * 2 * 5)
+    r = t.replay
+    info = r.info()
+    assert info["blocks"] == 4 and info["filled"] == 4 and info["next"] == 1
+    rec = r.records()
+    assert rec.shape == (4, 2, 9)
+    ring = t.ring
+    newest = rec[0]                 # the 5th rollout went into block 0
+    obs = ring.array("observations")           # [T, B, W]
+    assert np.array_equal(newest["x"][:, :8].transpose(1, 0, 2), obs)
+    assert np.array_equal(newest["action"][:, :8].T, ring.array("actions"))
+    assert np.array_equal(newest["x"][:, 8], ring.array("bootstrap_obs"))
+    assert newest["reset"][:, 8].all()
+    assert r.priorities() is None
+    assert fastrl.Trainer("CartPole-v1").replay is None
+
+
 def test_dqn_refuses_box_actions():
     with pytest.raises(fastrl.Error) as ei:
         fastrl.Trainer("Pendulum-v1", config={"train.algo": "dqn"})
