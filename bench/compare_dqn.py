@@ -172,8 +172,13 @@ class DqnRun:
         if finals:
             n, m, t = finals[-1]
             self.final = (int(n), float(m), float(t))
-        self.solve = next((e for e in self.evals
-                           if e[0] <= budget and not math.isnan(e[1]) and e[1] >= threshold),
+        # The k-th evaluation is the one for the k * EVAL_EVERY mark: the peers evaluate at
+        # the mark, fastrl after the update that passes it (up to one rollout later, e.g.
+        # 50,176 for the 50,000 mark with 256-step rollouts, as SB3's own learn() also
+        # collects whole rollouts past the budget). Within the budget: marks <= budget.
+        marks = budget // EVAL_EVERY
+        self.solve = next((e for k, e in enumerate(self.evals, 1)
+                           if k <= marks and not math.isnan(e[1]) and e[1] >= threshold),
                           None)
         if r.error and r.error.startswith("timed out"):
             self.error = r.error
