@@ -75,6 +75,10 @@ START_TEST(text_values)
     ck_assert_str_eq(buf, "1000000");
     ck_assert_int_eq(frl_config_get_text(cfg, "runtime.seed", buf, 4), FRL_ERR_SIZE);
     ck_assert_int_eq(buf[3], '\0');
+    /* an int-list item that is not a number: the message names the list type (it read
+     * past the type names' table before; the policy fuzzer found it) */
+    ck_assert_int_eq(frl_config_set(cfg, "policy.hidden", "64,x"), FRL_ERR_PARSE);
+    ck_assert_msg(strstr(frl_last_error(), "a list of integers"), "%s", frl_last_error());
 }
 END_TEST
 

@@ -325,8 +325,9 @@ static int parse_int(const char *text, int64_t *out, double *as_double)
 
 static frl_status parse_error(char *err, const frl_key_def *d, const char *text)
 {
+    /* by frl_config_type: INT, FLOAT, BOOL, CHOICE, INT_LIST */
     static const char *const what[] = {"?", "an integer", "a number", "true or false",
-                                       "one of "};
+                                       "one of ", "a list of integers (\"64,64\")"};
     return frl_fail(err, FRL_ERR_PARSE, "config key '%s': cannot parse '%s' as %s%s", d->name,
                     text, what[d->type], d->type == FRL_CONFIG_CHOICE ? d->choices : "");
 }
