@@ -226,82 +226,6 @@ static frl_status encode(const frl_allocator *a, const frl_section *s, int32_t n
     return FRL_OK;
 }
 
-static frl_status io_fail(char *err, const char *call, const char *path, int e)
-{
-    return frl_fail(err, FRL_ERR_IO, "frl_container_write: %s %s: %s", call, path, strerror(e));
-}
-
-/* Write the image to tmp and make it durable; on failure tmp is removed. */
-static frl_status write_tmp(const char *tmp, const unsigned char *file, size_t size, char *err)
-{
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return io_fail(err, "open", tmp, errno);
-    const char *call = "write";
-    int e = frl_write_all(fd, file, size);
-    if (!e) {
-        call = "fsync";
-        e = frl_fsync(fd);
-    }
-    /* close can report a deferred write error (NFS), so its result counts. */
-    if (close(fd) != 0 && !e) {
-        call = "close";
-        e = errno;
-    }
-    if (e) {
-        unlink(tmp);
-        return io_fail(err, call, tmp, e);
-    }
-    return FRL_OK;
-}
-
-/* fsync the directory holding path, so the rename itself survives a crash. */
-static frl_status sync_dir(const char *path, char *dir, char *err)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        strcpy(dir, ".");
-    else if (slash == path)
-        strcpy(dir, "/");
-    else {
-        memcpy(dir, path, (size_t)(slash - path));
-        dir[slash - path] = 0;
-    }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return io_fail(err, "open directory", dir, errno);
-    int e = frl_fsync(fd);
-    close(fd);
-    /* EINVAL: this file system cannot sync directories; nothing more can be done. */
-    if (e && e != EINVAL)
-        return frl_fail(err, FRL_ERR_IO,
-                        "frl_container_write: fsync directory %s: %s (the new checkpoint is in "
-                        "place at %s but may not survive a crash)", dir, strerror(e), path);
-    return FRL_OK;
-}
-
-/* tmp and the directory name share one allocation: both fit in strlen(path) + 48. */
-static frl_status commit(const frl_allocator *a, const char *path, const unsigned char *file,
-                         size_t size, char *err)
-{
-    static atomic_uint serial; /* two threads saving to one path use different tmp files */
-    size_t len = strlen(path) + 48;
-    char *tmp = frl_alloc(a, 2 * len, 1);
-    if (!tmp)
-        return frl_fail(err, FRL_ERR_NOMEM, "frl_container_write: out of memory");
-    snprintf(tmp, len, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&serial, 1));
-    frl_status st = write_tmp(tmp, file, size, err);
-    if (st == FRL_OK && rename(tmp, path) != 0) {
-        st = frl_fail(err, FRL_ERR_IO, "frl_container_write: rename %s to %s: %s", tmp, path,
-                      strerror(errno));
-        unlink(tmp);
-    }
-    if (st == FRL_OK)
-        st = sync_dir(path, tmp + len, err);
-    frl_free(a, tmp);
-    return st;
-}
-
 frl_status frl_container_write(const char *path, const frl_allocator *alloc,
                                const frl_section *sections, int32_t n, char *err)
 {
@@ -331,7 +255,7 @@ frl_status frl_container_write(const char *path, const frl_allocator *alloc,
     st = encode(&a, sections, n, raw_size, &file, &size, err);
     if (st != FRL_OK)
         return st;
-    st = commit(&a, path, file, size, err);
+    st = frl_file_replace(&a, path, file, size, "frl_container_write", err);
     frl_free(&a, file);
     return st;
 }

@@ -1,7 +1,13 @@
-/* POSIX file helpers: loops over partial transfers and EINTR. */
+/* POSIX file helpers: loops over partial transfers and EINTR, and atomic replacement. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
+#include "core/error.h"
 #include "io/file.h"
 
 int frl_write_all(int fd, const void *data, size_t size)
@@ -45,4 +51,81 @@ int frl_fsync(int fd)
         rc = fsync(fd);
     while (rc != 0 && errno == EINTR);
     return rc == 0 ? 0 : errno;
+}
+
+static frl_status io_fail(char *err, const char *who, const char *call, const char *path, int e)
+{
+    return frl_fail(err, FRL_ERR_IO, "%s: %s %s: %s", who, call, path, strerror(e));
+}
+
+/* Write the image to tmp and make it durable; on failure tmp is removed. */
+static frl_status write_tmp(const char *tmp, const void *file, size_t size, const char *who,
+                            char *err)
+{
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return io_fail(err, who, "open", tmp, errno);
+    const char *call = "write";
+    int e = frl_write_all(fd, file, size);
+    if (!e) {
+        call = "fsync";
+        e = frl_fsync(fd);
+    }
+    /* close can report a deferred write error (NFS), so its result counts. */
+    if (close(fd) != 0 && !e) {
+        call = "close";
+        e = errno;
+    }
+    if (e) {
+        unlink(tmp);
+        return io_fail(err, who, call, tmp, e);
+    }
+    return FRL_OK;
+}
+
+/* fsync the directory holding path, so the rename itself survives a crash. */
+static frl_status sync_dir(const char *path, char *dir, const char *who, char *err)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == path)
+        strcpy(dir, "/");
+    else {
+        memcpy(dir, path, (size_t)(slash - path));
+        dir[slash - path] = 0;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return io_fail(err, who, "open directory", dir, errno);
+    int e = frl_fsync(fd);
+    close(fd);
+    /* EINVAL: this file system cannot sync directories; nothing more can be done. */
+    if (e && e != EINVAL)
+        return frl_fail(err, FRL_ERR_IO,
+                        "%s: fsync directory %s: %s (the new file is in place at %s but "
+                        "may not survive a crash)", who, dir, strerror(e), path);
+    return FRL_OK;
+}
+
+/* tmp and the directory name share one allocation: both fit in strlen(path) + 48. */
+frl_status frl_file_replace(const frl_allocator *a, const char *path, const void *file,
+                            size_t size, const char *who, char *err)
+{
+    static atomic_uint serial; /* two threads saving to one path use different tmp files */
+    size_t len = strlen(path) + 48;
+    char *tmp = frl_alloc(a, 2 * len, 1);
+    if (!tmp)
+        return frl_fail(err, FRL_ERR_NOMEM, "%s: out of memory", who);
+    snprintf(tmp, len, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&serial, 1));
+    frl_status st = write_tmp(tmp, file, size, who, err);
+    if (st == FRL_OK && rename(tmp, path) != 0) {
+        st = frl_fail(err, FRL_ERR_IO, "%s: rename %s to %s: %s", who, tmp, path,
+                      strerror(errno));
+        unlink(tmp);
+    }
+    if (st == FRL_OK)
+        st = sync_dir(path, tmp + len, who, err);
+    frl_free(a, tmp);
+    return st;
 }

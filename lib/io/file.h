@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "fastrl.h"
+
 /* Write all size bytes, retrying partial writes and EINTR. 0, or the errno of the
  * failure (ENOSPC when write keeps returning 0). */
 int frl_write_all(int fd, const void *data, size_t size);
@@ -14,5 +16,12 @@ int frl_read_all(int fd, void *data, size_t size);
 
 /* fsync, retried on EINTR. 0 or errno. */
 int frl_fsync(int fd);
+
+/* Replace path with size bytes of data atomically: written to a temporary file beside
+ * it, flushed, renamed over path, and the directory synced, so a crash leaves the old
+ * file or the new one, never a mix. Errors (FRL_ERR_IO naming the call and the path,
+ * FRL_ERR_NOMEM) start with who; the temporary file is removed on failure. */
+frl_status frl_file_replace(const frl_allocator *a, const char *path, const void *data,
+                            size_t size, const char *who, char *err);
 
 #endif

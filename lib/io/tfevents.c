@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "io/crc32c.h"
 #include "io/file.h"
+#include "io/protobuf.h"
 #include "io/tfevents.h"
 
 enum {
@@ -35,22 +36,6 @@ struct frl_tfevents {
 
 /* ---- protobuf wire format --------------------------------------------------------- */
 
-static size_t put_varint(unsigned char *p, uint64_t v)
-{
-    size_t n = 0;
-    do {
-        p[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    return n;
-}
-
-static size_t varint_size(uint64_t v)
-{
-    unsigned char tmp[10];
-    return put_varint(tmp, v);
-}
-
 static size_t put_fixed(unsigned char *p, uint64_t v, int bytes)
 {
     for (int i = 0; i < bytes; i++)
@@ -62,7 +47,7 @@ static size_t put_fixed(unsigned char *p, uint64_t v, int bytes)
 static size_t put_len_key(unsigned char *p, int field, size_t len)
 {
     p[0] = (unsigned char)(field << 3 | 2);
-    return 1 + put_varint(p + 1, len);
+    return 1 + frl_pb_put_varint(p + 1, len);
 }
 
 static size_t put_wall_time_and_step(unsigned char *p, double wall_time, int64_t step)
@@ -73,7 +58,7 @@ static size_t put_wall_time_and_step(unsigned char *p, double wall_time, int64_t
     p[n++] = 1 << 3 | 1; /* wall_time: fixed64 */
     n += put_fixed(p + n, bits, 8);
     p[n++] = 2 << 3 | 0; /* step: varint; negative steps take ten bytes, as in protobuf */
-    n += put_varint(p + n, (uint64_t)step);
+    n += frl_pb_put_varint(p + n, (uint64_t)step);
     return n;
 }
 
@@ -81,8 +66,8 @@ static size_t put_wall_time_and_step(unsigned char *p, double wall_time, int64_t
 static size_t encode_scalar(unsigned char *p, const char *tag, size_t tag_len, int64_t step,
                             double wall_time, float value)
 {
-    size_t value_len = 1 + varint_size(tag_len) + tag_len + 5;
-    size_t summary_len = 1 + varint_size(value_len) + value_len;
+    size_t value_len = 1 + frl_pb_varint_size(tag_len) + tag_len + 5;
+    size_t summary_len = 1 + frl_pb_varint_size(value_len) + value_len;
     uint32_t vbits;
     memcpy(&vbits, &value, sizeof vbits);
     size_t n = put_wall_time_and_step(p, wall_time, step);

@@ -211,7 +211,7 @@ START_TEST(directory_fsync_failure)
     armed = OFF;
     ck_assert_int_eq(fsyncs, 2); /* the file, then the directory */
     ck_assert_msg(strstr(err, "fsync directory") && strstr(err, strerror(EIO)) &&
-                      strstr(err, "new checkpoint is in place"), "%s", err);
+                      strstr(err, "new file is in place"), "%s", err);
     ck_assert_int_eq(stray_files(), 0);
     expect_contents(2);
 }
