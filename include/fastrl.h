@@ -523,6 +523,10 @@ typedef struct frl_act_args {
     float *state;
     int64_t state_width;
     const uint8_t *reset;
+    /* Since 0.3, optional: [batch x frl_policy_output_size] floats, the head's raw
+     * outputs of each row: the categorical logits, the Gaussian means, or the
+     * Q-values (what an exported policy's forward gives, doc/export.md). */
+    float *outputs;
 } frl_act_args;
 
 /* Zero *args and set struct_size; the caller then sets batch, the arrays and the widths. */
@@ -537,6 +541,9 @@ static inline void frl_act_args_init(frl_act_args *args)
  * core, h for policy.core=gru, 2 h for lstm (h then c), per core (two cores with
  * policy.shared=false: the actor's, then the critic's). */
 FRL_API int64_t frl_policy_state_size(const frl_policy *policy);
+/* Floats per row of frl_act_args.outputs: the number of actions (discrete) or the
+ * action width (box). 0 for NULL. */
+FRL_API int64_t frl_policy_output_size(const frl_policy *policy);
 /* Bytes of workspace that hold rows_per_chunk rows (>= 1) of activations. */
 FRL_API size_t frl_policy_workspace_size(const frl_policy *policy, int32_t rows_per_chunk);
 /* Compute actions (and optionally log-probs and values) for a batch. Runs on the
@@ -589,6 +596,25 @@ FRL_API frl_status frl_policy_save(const frl_policy *policy, const char *path);
  * or foreign files give FRL_ERR_FORMAT, newer format versions FRL_ERR_VERSION. */
 FRL_API frl_status frl_policy_load(frl_policy **out, frl_runtime *rt, const char *path);
 FRL_API const char *frl_policy_last_error(const frl_policy *policy);
+
+/* Since 0.3: write the policy's acting path (its observation normaliser included) for
+ * use without the library (doc/export.md). options (NULL: the defaults) are read for
+ * the export.* keys:
+ * - export.format=onnx (default): an ONNX model at path (opset 17) with input
+ *   "observation" [batch x obs width] and outputs "logits", or "mean" and "log_std",
+ *   or "q", then "value" [batch] and "action" (the greedy action: int64 [batch], or
+ *   the mean). Sampling stays with the host.
+ * - export.format=c: C99 source, path.h and path.c (path's last part, a C identifier,
+ *   names every symbol), needing only <math.h>; export.weights=int8 quantises the
+ *   weights per output channel; export.probe=true adds path_probe.c, a main() timing
+ *   the act function on the target.
+ * Files are written atomically (as frl_policy_save). Errors: FRL_ERR_UNSUPPORTED for a
+ * kind the formats do not cover yet (recurrent policies), FRL_ERR_INVALID_ARGUMENT for
+ * a name that is not a C identifier, FRL_ERR_NONFINITE for non-finite parameters,
+ * FRL_ERR_IO naming the path. Reads the parameters: not while a trainer updates this
+ * policy on another thread. */
+FRL_API frl_status frl_policy_export(frl_policy *policy, const char *path,
+                                     const frl_config *options);
 
 /* ---------------------------------------------------------------------------------------
  * The experience ring: preallocated slots, each a [T x B] block (T steps of B

@@ -1,6 +1,7 @@
 /* fastrl: the command-line program. Subcommands: train (tools/train.c), eval
- * (tools/eval.c), envs, info, config --list, bench env (tools/bench_env.c) and bench
- * train (tools/bench_train.c); `fastrl --help` lists them with their options. */
+ * (tools/eval.c), export (tools/export.c), envs, info, config --list, bench env
+ * (tools/bench_env.c) and bench train (tools/bench_train.c); `fastrl --help` lists them
+ * with their options. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -137,6 +138,10 @@ static void usage(FILE *f)
                "                            run a saved policy's episodes: mean, std, min\n"
                "                            and max return, mean length; the policy's\n"
                "                            spaces must match the env's\n"
+               "  export CHECKPOINT (--onnx FILE | --c PREFIX) [--int8] [--probe]\n"
+               "                            write the policy as an ONNX model, or as C99\n"
+               "                            source PREFIX.h and PREFIX.c (libm only; int8\n"
+               "                            weights; --probe: PREFIX_probe.c times act)\n"
                "  bench env ENV [--envs N] [--threads T] [--seconds S]\n"
                "                            environment stepping throughput vs the floor\n"
                "  bench train [ENV] [--steps N] [--threads T] [--set key=value ...]\n"
@@ -161,6 +166,8 @@ int main(int argc, char **argv)
         return cli_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "eval"))
         return cli_eval(argc - 2, argv + 2);
+    if (!strcmp(cmd, "export"))
+        return cli_export(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench"))
         return cli_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {

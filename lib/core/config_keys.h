@@ -24,6 +24,15 @@
       "MemoryProbe-v0: number of cues K (actions; chance is 1/K)")                           \
     X(ENV_MEMORY_DELAY, "env.memory_delay", INT, "20", 0, 10000,                             \
       "MemoryProbe-v0: blank steps D between the cue and the answer step")                   \
+    X(EXPORT_FORMAT, "export.format", CHOICE, "onnx", 0, 0,                                  \
+      "frl_policy_export: an ONNX model (onnx; one file) or dependency-free C99 source (c; "  \
+      "PATH.h and PATH.c, the name of PATH's last part prefixing every symbol)")             \
+    X(EXPORT_PROBE, "export.probe", BOOL, "false", 0, 1,                                     \
+      "export.format=c: also write PATH_probe.c, a main() that times the act function on "   \
+      "the target")                                                                          \
+    X(EXPORT_WEIGHTS, "export.weights", CHOICE, "float32", 0, 0,                             \
+      "export.format=c: weights as float32, or int8 with one float scale per output "        \
+      "channel (a quarter of the size; doc/export.md gives the accuracy cost)")              \
     X(POLICY_ACTIVATION, "policy.activation", CHOICE, "tanh", 0, 0,                          \
       "activation of the hidden layers")                                                     \
     X(POLICY_CORE, "policy.core", CHOICE, "none", 0, 0,                                      \
@@ -173,6 +182,8 @@
 /* The choices of each CHOICE key, FRL_CHOICES_<ID>(X, K): X(K, NAME, text) per choice,
  * in the order of their indices. Each gives enum { FRL_<ID>_<NAME>..., FRL_<ID>_COUNT }
  * and the key's "a|b|c" text. */
+#define FRL_CHOICES_EXPORT_FORMAT(X, K) X(K, ONNX, "onnx") X(K, C, "c")
+#define FRL_CHOICES_EXPORT_WEIGHTS(X, K) X(K, FLOAT32, "float32") X(K, INT8, "int8")
 #define FRL_CHOICES_POLICY_HEAD(X, K) X(K, ACTOR_CRITIC, "actor_critic") X(K, Q, "q") \
     X(K, DUELING_Q, "dueling_q")
 #define FRL_CHOICES_POLICY_INIT(X, K) X(K, ORTHOGONAL, "orthogonal") X(K, UNIFORM, "uniform")

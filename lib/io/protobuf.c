@@ -48,11 +48,16 @@ void frl_pb_float(frl_bytes *b, int field, float v)
     frl_bytes_put(b, p, sizeof p);
 }
 
-void frl_pb_bytes(frl_bytes *b, int field, const void *data, size_t n)
+void frl_pb_len_key(frl_bytes *b, int field, size_t n)
 {
     unsigned char p[10];
     put_key(b, field, WIRE_LEN);
     frl_bytes_put(b, p, frl_pb_put_varint(p, n));
+}
+
+void frl_pb_bytes(frl_bytes *b, int field, const void *data, size_t n)
+{
+    frl_pb_len_key(b, field, n);
     frl_bytes_put(b, data, n);
 }
 

@@ -17,6 +17,8 @@ void frl_pb_varint(frl_bytes *b, int field, uint64_t v);
 void frl_pb_float(frl_bytes *b, int field, float v);
 void frl_pb_bytes(frl_bytes *b, int field, const void *data, size_t n);
 void frl_pb_string(frl_bytes *b, int field, const char *s);
+/* The key and length of a length-delimited field whose n bytes the caller appends. */
+void frl_pb_len_key(frl_bytes *b, int field, size_t n);
 
 /* A nested message: its fields are written after frl_pb_begin's mark, and
  * frl_pb_end(b, field, mark) turns them into one length-delimited field. */

@@ -324,6 +324,12 @@ static void chunk_outputs(frl_policy *p, const frl_act_args *a, int64_t first, i
     *value = f.value;
 }
 
+/* The caller asks for the heads' outputs (a field since 0.3). */
+static int wants_outputs(const frl_act_args *a)
+{
+    return a->struct_size >= offsetof(frl_act_args, outputs) + sizeof a->outputs && a->outputs;
+}
+
 /* Act on rows [0, rows) of a chunk whose workspace is ws. */
 static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32_t rows,
                       float *ws)
@@ -341,7 +347,8 @@ static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32
             a->values[first + r] = p->head != FRL_POLICY_HEAD_ACTOR_CRITIC
                                        ? q_max(f.out + (size_t)r * (size_t)p->out_w, p->out_w)
                                        : f.value[r];
-    }
+    }    if (wants_outputs(a))
+        memcpy(a->outputs + first * p->out_w, f.out, sizeof(float) * (size_t)rows * (size_t)p->out_w);
 }
 
 /* The most rows an acting workspace of `bytes` holds (0 if not one): a binary search,
@@ -465,6 +472,11 @@ FRL_API int64_t frl_policy_state_size(const frl_policy *p)
     return p ? p->state_w : 0;
 }
 
+FRL_API int64_t frl_policy_output_size(const frl_policy *p)
+{
+    return p ? p->out_w : 0;
+}
+
 FRL_API size_t frl_policy_workspace_size(const frl_policy *p, int32_t rows_per_chunk)
 {
     if (!p || rows_per_chunk < 1)
@@ -493,6 +505,9 @@ static frl_status act_device(frl_policy *p, const frl_act_args *a)
             if (a->values)
                 a->values[i] = p->dev_value[r];
         }
+        if (st == FRL_OK && wants_outputs(a))
+            memcpy(a->outputs + first * p->out_w, p->dev_out,
+                   sizeof(float) * (size_t)n * (size_t)p->out_w);
     }
     return st;
 }

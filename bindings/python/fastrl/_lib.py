@@ -145,7 +145,7 @@ class ActArgs(ctypes.Structure):
                 ("deterministic", i32), ("stream_offset", u64), ("counter", u64),
                 ("workspace", vp), ("workspace_size", c_size),
                 ("observation_width", i64), ("action_width", i64),
-                ("state", vp), ("state_width", i64), ("reset", vp)]
+                ("state", vp), ("state_width", i64), ("reset", vp), ("outputs", vp)]
 
 
 class EvalArgs(ctypes.Structure):
@@ -274,6 +274,8 @@ _PROTOTYPES = {
     "frl_policy_act": (c_status, [vp, P(ActArgs)]),
     "frl_policy_evaluate": (c_status, [vp, vp, P(EvalArgs), P(dbl)]),
     "frl_policy_save": (c_status, [vp, cp]),
+    "frl_policy_export": (c_status, [vp, cp, vp]),
+    "frl_policy_output_size": (i64, [vp]),
     "frl_policy_load": (c_status, [P(vp), vp, cp]),
     # ring
     "frl_ring_memory_size": (c_status, [i32, i32, i32, vp, vp, P(c_size)]),

@@ -76,6 +76,7 @@ class Policy:
         self._discrete = L.space_get_kind(L.policy_action_space(p)) == spaces.DISCRETE
         self._act_shape = () if self._discrete else tuple(self.action_space.shape)
         self._state_size = int(L.policy_state_size(p))
+        self._num_outputs = int(L.policy_output_size(p))
 
     def _check_open(self):
         if self._h is None:
@@ -143,7 +144,27 @@ class Policy:
         """(actions, log_probs, values) for a batch, as :meth:`act` (``state`` and
         ``reset`` included)."""
         return self._act(observations, deterministic, counter, stream_offset, True,
-                         state, reset)
+                         state, reset)[:3]
+
+    def forward(self, observations, *, state=None, reset=None):
+        """(outputs, values) for a batch: the head's raw outputs, float32
+        ``[batch, n]`` (the categorical logits, the Gaussian means or the Q-values; what
+        an exported policy's ``forward`` gives, doc/export.md) and the values
+        ``[batch]``. One observation gives ``([n], float)``. ``state`` and ``reset``
+        as in :meth:`act`, which it is, greedily (the state moves on)."""
+        r = self._act(observations, True, 0, 0, True, state, reset, outputs=True)
+        return r[3], r[2]
+
+    def export(self, path, format="onnx", *, weights="float32", probe=False):
+        """Write the acting path for use without the library (frl_policy_export).
+        ``format="onnx"``: an ONNX model at ``path``; ``format="c"``: C99 source
+        ``path.h`` and ``path.c`` (the last part of ``path`` names the symbols), with
+        ``weights="int8"`` for quantised weights and ``probe=True`` for
+        ``path_probe.c``, a latency probe. doc/export.md explains the outputs."""
+        cfg = as_config({"export.format": format, "export.weights": weights,
+                         "export.probe": bool(probe)}, what="export options")
+        _lib.check(_lib.lib().policy_export(self._ptr, _lib.fspath(path), cfg._ptr),
+                   "Policy.export")
 
     def _state_arg(self, state, batch, single):
         """The address of the caller's state array (None for no state), checked."""
@@ -194,7 +215,7 @@ class Policy:
         return (r != 0).view(np.uint8)
 
     def _act(self, observations, deterministic, counter, stream_offset, info,
-             state=None, reset=None):
+             state=None, reset=None, outputs=False):
         ptr = self._ptr
         obs = np.ascontiguousarray(observations, dtype=np.float32)
         single = obs.shape == self._obs_shape
@@ -230,6 +251,10 @@ class Policy:
             vals = np.empty(batch, np.float32)
             args.log_probs = logp.ctypes.data
             args.values = vals.ctypes.data
+        outs = None
+        if outputs:
+            outs = np.empty((batch, self._num_outputs), np.float32)
+            args.outputs = outs.ctypes.data
         args.deterministic = 1 if deterministic else 0
         args.stream_offset = int(stream_offset)
         args.counter = int(counter)
@@ -241,8 +266,9 @@ class Policy:
         if single:
             a = actions[0]
             a = int(a) if self._discrete else a
-            return a, (float(logp[0]) if info else None), (float(vals[0]) if info else None)
-        return actions, logp, vals
+            return (a, (float(logp[0]) if info else None), (float(vals[0]) if info else None),
+                    (outs[0] if outputs else None))
+        return actions, logp, vals, outs
 
     def save(self, path):
         """Write the policy to path (atomic: a crash leaves the old file or the new)."""

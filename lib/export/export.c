@@ -1,0 +1,85 @@
+/* frl_policy_export: the checks both formats share, then the format's writer. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "export/export.h"
+
+int frl_export_kind_of(const frl_policy *p)
+{
+    if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
+        return FRL_EXPORT_QVALUES;
+    return p->discrete ? FRL_EXPORT_CATEGORICAL : FRL_EXPORT_GAUSSIAN;
+}
+
+/* A trained policy's parameters are finite; one that is not would write a file that
+ * computes NaN (and C source that does not compile: there is no NaN literal). */
+static frl_status check_params(frl_policy *p)
+{
+    for (size_t i = 0; i < p->num_params; i++)
+        if (!isfinite(p->params[i]))
+            return frl_fail(p->err, FRL_ERR_NONFINITE,
+                            "frl_policy_export: parameter %zu of %zu is not finite; a "
+                            "diverged policy cannot be exported", i, p->num_params);
+    return FRL_OK;
+}
+
+static frl_status check_kind(frl_policy *p)
+{
+    if (p->towers)
+        return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
+                        "frl_policy_export: recurrent policies (policy.core=gru or lstm) are "
+                        "not exported yet; export an MLP policy (doc/export.md lists the "
+                        "kinds each format covers)");
+    return FRL_OK;
+}
+
+/* The symbol prefix of a C export: the last part of the path, which must be a C
+ * identifier (it starts every name the files declare). */
+static frl_status c_name(frl_policy *p, const char *prefix, char *name, size_t size)
+{
+    const char *base = strrchr(prefix, '/');
+    base = base ? base + 1 : prefix;
+    size_t n = strlen(base);
+    int ok = n > 0 && n < size && !(base[0] >= '0' && base[0] <= '9');
+    for (size_t i = 0; ok && i < n; i++) {
+        char c = base[i];
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_';
+    }
+    if (!ok)
+        return frl_fail(p->err, FRL_ERR_INVALID_ARGUMENT,
+                        "frl_policy_export: the C export's name '%s' (the last part of '%s') "
+                        "is not a C identifier of at most %zu characters: letters, digits "
+                        "and '_', not starting with a digit (it prefixes every symbol)",
+                        base, prefix, size - 1);
+    memcpy(name, base, n + 1);
+    return FRL_OK;
+}
+
+static frl_status export_c(frl_policy *p, const char *prefix, const frl_config *opts)
+{
+    char name[64];
+    frl_status st = c_name(p, prefix, name, sizeof name);
+    if (st != FRL_OK)
+        return st;
+    int int8 = frl_cfg_choice(opts, FRL_KEY_EXPORT_WEIGHTS) == FRL_EXPORT_WEIGHTS_INT8;
+    return frl_export_c(p, prefix, name, int8, frl_cfg_bool(opts, FRL_KEY_EXPORT_PROBE), p->err);
+}
+
+FRL_API frl_status frl_policy_export(frl_policy *p, const char *path, const frl_config *options)
+{
+    if (!p)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_policy_export: policy is NULL");
+    if (!path || !path[0])
+        return frl_fail(p->err, FRL_ERR_NULL, "frl_policy_export: path is %s",
+                        path ? "empty" : "NULL");
+    frl_status st = check_kind(p);
+    if (st == FRL_OK)
+        st = check_params(p);
+    if (st != FRL_OK)
+        return st;
+    if (frl_cfg_choice(options, FRL_KEY_EXPORT_FORMAT) == FRL_EXPORT_FORMAT_C)
+        return export_c(p, path, options);
+    return frl_export_onnx(p, path, p->err);
+}

@@ -1,0 +1,420 @@
+/* ONNX export (export.h). A model is protobuf, written here with io/protobuf.h; the
+ * field numbers below are onnx.proto's. The graph is built from a handful of standard
+ * operators (opset 17, which every runtime engines ship with supports): Gemm for each
+ * linear layer (the library keeps weights as [in x out], Gemm's B without a
+ * transpose), the activations, and for the heads ArgMax, ReduceMax, ReduceMean and
+ * Expand. Names: inputs and outputs as doc/export.md lists them; weights
+ * "<network>.<layer>.weight|bias"; intermediate values "<what>_<serial>". */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "export/export.h"
+#include "io/bytes.h"
+#include "io/file.h"
+#include "io/protobuf.h"
+#include "rl/policy_rnn.h"
+
+enum { OPSET = 17, IR_VERSION = 8 };
+
+/* ModelProto, OperatorSetIdProto, StringStringEntryProto */
+enum { M_IR = 1, M_PRODUCER = 2, M_PRODUCER_VERSION = 3, M_DOC = 6, M_GRAPH = 7, M_OPSET = 8,
+       M_META = 14 };
+enum { OPSET_DOMAIN = 1, OPSET_VERSION = 2, KV_KEY = 1, KV_VALUE = 2 };
+/* GraphProto, NodeProto, AttributeProto */
+enum { G_NODE = 1, G_NAME = 2, G_INIT = 5, G_DOC = 10, G_INPUT = 11, G_OUTPUT = 12 };
+enum { N_INPUT = 1, N_OUTPUT = 2, N_NAME = 3, N_OP = 4, N_ATTR = 5 };
+enum { A_NAME = 1, A_F = 2, A_I = 3, A_INTS = 8, A_TYPE = 20 };
+enum { A_FLOAT = 1, A_INT = 2, A_INTS_TYPE = 7 };
+/* TensorProto and its element types */
+enum { T_DIMS = 1, T_DTYPE = 2, T_NAME = 8, T_RAW = 9 };
+enum { DT_FLOAT = 1, DT_INT64 = 7 };
+/* ValueInfoProto, TypeProto, TypeProto.Tensor, TensorShapeProto and its Dimension */
+enum { VI_NAME = 1, VI_TYPE = 2, VI_DOC = 3 };
+enum { TY_TENSOR = 1, TT_ELEM = 1, TT_SHAPE = 2, SH_DIM = 1, DIM_VALUE = 1, DIM_PARAM = 2 };
+
+typedef struct attr {
+    const char *name;
+    int type;
+    int64_t i;
+    float f;
+    const int64_t *ints;
+    int n;
+} attr;
+
+typedef struct graph {
+    frl_bytes *b; /* the GraphProto's fields */
+    const frl_policy *p;
+    int serial;
+} graph;
+
+typedef struct vname {
+    char s[48];
+} vname;
+
+static vname fresh(graph *g, const char *what)
+{
+    vname v;
+    snprintf(v.s, sizeof v.s, "%s_%d", what, g->serial++);
+    return v;
+}
+
+/* ---- nodes and tensors ---- */
+
+static void put_attr(frl_bytes *b, const attr *a)
+{
+    size_t m = frl_pb_begin(b);
+    frl_pb_string(b, A_NAME, a->name);
+    if (a->type == A_FLOAT)
+        frl_pb_float(b, A_F, a->f);
+    else if (a->type == A_INT)
+        frl_pb_varint(b, A_I, (uint64_t)a->i);
+    else
+        for (int j = 0; j < a->n; j++)
+            frl_pb_varint(b, A_INTS, (uint64_t)a->ints[j]);
+    frl_pb_varint(b, A_TYPE, (uint64_t)a->type);
+    frl_pb_end(b, N_ATTR, m);
+}
+
+/* One node with one output, named after it (output names are unique, so are nodes'). */
+static void node(graph *g, const char *op, const char *const *in, int nin, const char *out,
+                 const attr *attrs, int na)
+{
+    size_t m = frl_pb_begin(g->b);
+    for (int i = 0; i < nin; i++)
+        frl_pb_string(g->b, N_INPUT, in[i]);
+    frl_pb_string(g->b, N_OUTPUT, out);
+    frl_pb_string(g->b, N_NAME, out);
+    frl_pb_string(g->b, N_OP, op);
+    for (int i = 0; i < na; i++)
+        put_attr(g->b, &attrs[i]);
+    frl_pb_end(g->b, G_NODE, m);
+}
+
+static void node1(graph *g, const char *op, const char *x, const char *out)
+{
+    node(g, op, &x, 1, out, NULL, 0);
+}
+
+static void node2(graph *g, const char *op, const char *x, const char *y, const char *out)
+{
+    const char *in[2] = {x, y};
+    node(g, op, in, 2, out, NULL, 0);
+}
+
+static int little_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char c;
+    memcpy(&c, &one, 1);
+    return c == 1;
+}
+
+/* raw_data is little-endian whatever the host. */
+static void put_raw(frl_bytes *b, const void *data, size_t count, size_t elem)
+{
+    frl_pb_len_key(b, T_RAW, count * elem);
+    if (little_endian()) {
+        frl_bytes_put(b, data, count * elem);
+        return;
+    }
+    const unsigned char *d = data;
+    for (size_t i = 0; i < count; i++) {
+        unsigned char v[8];
+        for (size_t j = 0; j < elem; j++)
+            v[j] = d[i * elem + elem - 1 - j];
+        frl_bytes_put(b, v, elem);
+    }
+}
+
+static void tensor(graph *g, const char *name, int dtype, const int64_t *dims, int nd,
+                   const void *data)
+{
+    size_t count = 1, elem = dtype == DT_INT64 ? 8 : 4;
+    size_t m = frl_pb_begin(g->b);
+    for (int i = 0; i < nd; i++) {
+        frl_pb_varint(g->b, T_DIMS, (uint64_t)dims[i]);
+        count *= (size_t)dims[i];
+    }
+    frl_pb_varint(g->b, T_DTYPE, (uint64_t)dtype);
+    frl_pb_string(g->b, T_NAME, name);
+    put_raw(g->b, data, count, elem);
+    frl_pb_end(g->b, G_INIT, m);
+}
+
+static void floats(graph *g, const char *name, int64_t rows, int64_t cols, const float *v)
+{
+    int64_t dims[2] = {rows, cols};
+    tensor(g, name, DT_FLOAT, rows ? dims : dims + 1, rows ? 2 : 1, v);
+}
+
+static void scalar(graph *g, const char *name, float v)
+{
+    tensor(g, name, DT_FLOAT, NULL, 0, &v);
+}
+
+static void int64s(graph *g, const char *name, int64_t n, const int64_t *v)
+{
+    tensor(g, name, DT_INT64, &n, 1, v);
+}
+
+/* ---- graph inputs and outputs ---- */
+
+/* A float or int64 tensor of shape [batch] or [batch x width] (width 0: [batch]). */
+static void value_info(frl_bytes *b, int field, const char *name, int dtype, int64_t width,
+                       const char *doc)
+{
+    size_t vi = frl_pb_begin(b);
+    frl_pb_string(b, VI_NAME, name);
+    size_t ty = frl_pb_begin(b);
+    size_t tt = frl_pb_begin(b);
+    frl_pb_varint(b, TT_ELEM, (uint64_t)dtype);
+    size_t sh = frl_pb_begin(b);
+    size_t d = frl_pb_begin(b);
+    frl_pb_string(b, DIM_PARAM, "batch");
+    frl_pb_end(b, SH_DIM, d);
+    if (width > 0) {
+        d = frl_pb_begin(b);
+        frl_pb_varint(b, DIM_VALUE, (uint64_t)width);
+        frl_pb_end(b, SH_DIM, d);
+    }
+    frl_pb_end(b, TT_SHAPE, sh);
+    frl_pb_end(b, TY_TENSOR, tt);
+    frl_pb_end(b, VI_TYPE, ty);
+    frl_pb_string(b, VI_DOC, doc);
+    frl_pb_end(b, field, vi);
+}
+
+/* ---- the acting path ---- */
+
+static const char *act_op(frl_nn_act a)
+{
+    return a == FRL_NN_TANH ? "Tanh" : a == FRL_NN_RELU ? "Relu" : "Elu";
+}
+
+/* An MLP's layers from x; the last output is named out. */
+static void mlp(graph *g, const frl_mlp *m, const char *net, const char *x, const char *out)
+{
+    vname cur;
+    snprintf(cur.s, sizeof cur.s, "%s", x);
+    for (int32_t l = 0; l < m->layers; l++) {
+        char w[64], bias[64];
+        snprintf(w, sizeof w, "%s.%d.weight", net, (int)l);
+        snprintf(bias, sizeof bias, "%s.%d.bias", net, (int)l);
+        floats(g, w, m->width[l], m->width[l + 1], g->p->params + m->off_w[l]);
+        floats(g, bias, 0, m->width[l + 1], g->p->params + m->off_b[l]);
+        int activated = l + 1 < m->layers || m->activate_last;
+        vname y = fresh(g, net);
+        const char *dst = activated ? y.s : out;
+        const char *in[3] = {cur.s, w, bias};
+        node(g, "Gemm", in, 3, dst, NULL, 0);
+        if (!activated)
+            break;
+        vname a = fresh(g, net);
+        const char *adst = l + 1 == m->layers ? out : a.s;
+        attr alpha = {"alpha", A_FLOAT, 0, 1.0f, NULL, 0};
+        node(g, act_op(m->act), (const char *const[]){y.s}, 1, adst, &alpha,
+             m->act == FRL_NN_ELU);
+        cur = a;
+    }
+}
+
+/* What the networks read: the observations, one-hot rows of discrete ones, or the
+ * normalised and clipped ones. */
+static void input(graph *g, vname *x)
+{
+    const frl_policy *p = g->p;
+    snprintf(x->s, sizeof x->s, "observation");
+    if (p->obs_n) {
+        /* OneHot leaves the row of an index outside [0, n) zero, as the library does. */
+        int64_t flat = -1, depth = p->obs_n;
+        float onoff[2] = {0.0f, 1.0f};
+        int64s(g, "obs.flat", 1, &flat);
+        tensor(g, "obs.depth", DT_INT64, NULL, 0, &depth);
+        floats(g, "obs.onoff", 0, 2, onoff);
+        vname r = fresh(g, "obs"), i = fresh(g, "obs");
+        node2(g, "Reshape", "observation", "obs.flat", r.s);
+        attr to = {"to", A_INT, DT_INT64, 0, NULL, 0};
+        node(g, "Cast", (const char *const[]){r.s}, 1, i.s, &to, 1);
+        *x = fresh(g, "obs");
+        const char *in[3] = {i.s, "obs.depth", "obs.onoff"};
+        attr axis = {"axis", A_INT, -1, 0, NULL, 0};
+        node(g, "OneHot", in, 3, x->s, &axis, 1);
+    } else if (p->obs_norm) {
+        floats(g, "obs.mean", 0, p->obs_w, p->norm.use_mean);
+        floats(g, "obs.inv_std", 0, p->obs_w, p->norm.use_inv_std);
+        scalar(g, "obs.clip_low", -p->norm.clip);
+        scalar(g, "obs.clip_high", p->norm.clip);
+        vname c = fresh(g, "obs"), s = fresh(g, "obs");
+        node2(g, "Sub", "observation", "obs.mean", c.s);
+        node2(g, "Mul", c.s, "obs.inv_std", s.s);
+        *x = fresh(g, "obs");
+        const char *in[3] = {s.s, "obs.clip_low", "obs.clip_high"};
+        node(g, "Clip", in, 3, x->s, NULL, 0);
+    }
+}
+
+static void argmax(graph *g, const char *x, const char *out)
+{
+    attr a[3] = {{"axis", A_INT, 1, 0, NULL, 0},
+                 {"keepdims", A_INT, 0, 0, NULL, 0},
+                 {"select_last_index", A_INT, 0, 0, NULL, 0}};
+    node(g, "ArgMax", (const char *const[]){x}, 1, out, a, 3);
+}
+
+/* value [batch] from a [batch x 1] column. */
+static void flatten_value(graph *g, const char *col)
+{
+    int64_t flat = -1;
+    int64s(g, "value.flat", 1, &flat);
+    node2(g, "Reshape", col, "value.flat", "value");
+}
+
+static void reduce(graph *g, const char *op, const char *x, int keep, const char *out)
+{
+    int64_t axis = 1;
+    attr a[2] = {{"axes", A_INTS_TYPE, 0, 0, &axis, 1}, {"keepdims", A_INT, keep, 0, NULL, 0}};
+    node(g, op, (const char *const[]){x}, 1, out, a, 2);
+}
+
+/* Q-values: one network, or the dueling trunk with Q = V + A - mean(A). */
+static void q_heads(graph *g, const char *x)
+{
+    const frl_policy *p = g->p;
+    if (p->head == FRL_POLICY_HEAD_Q) {
+        mlp(g, &p->actor, "q", x, "q");
+    } else {
+        vname t = fresh(g, "trunk"), a = fresh(g, "advantage"), v = fresh(g, "state_value");
+        vname m = fresh(g, "advantage"), c = fresh(g, "advantage");
+        mlp(g, &p->trunk, "trunk", x, t.s);
+        mlp(g, &p->actor, "advantage", t.s, a.s);
+        mlp(g, &p->critic, "state_value", t.s, v.s);
+        reduce(g, "ReduceMean", a.s, 1, m.s);
+        node2(g, "Sub", a.s, m.s, c.s);
+        node2(g, "Add", c.s, v.s, "q");
+    }
+    reduce(g, "ReduceMax", "q", 0, "value");
+    argmax(g, "q", "action");
+}
+
+static void actor_critic(graph *g, const char *x)
+{
+    const frl_policy *p = g->p;
+    vname t, v = fresh(g, "critic");
+    snprintf(t.s, sizeof t.s, "%s", x);
+    if (p->shared) {
+        t = fresh(g, "trunk");
+        mlp(g, &p->trunk, "trunk", x, t.s);
+    }
+    const char *out = p->discrete ? "logits" : "mean";
+    mlp(g, &p->actor, "actor", t.s, out);
+    mlp(g, &p->critic, "critic", t.s, v.s);
+    flatten_value(g, v.s);
+    if (p->discrete) {
+        argmax(g, "logits", "action");
+        return;
+    }
+    /* The log-std does not depend on the state: broadcast to [batch x n]. */
+    floats(g, "log_std.param", 0, p->out_w, p->params + p->log_std_off);
+    vname shape = fresh(g, "log_std");
+    node1(g, "Shape", "mean", shape.s);
+    node2(g, "Expand", "log_std.param", shape.s, "log_std");
+    node1(g, "Identity", "mean", "action");
+}
+
+/* ---- the model ---- */
+
+static void graph_io(frl_bytes *b, const frl_policy *p)
+{
+    int kind = frl_export_kind_of(p);
+    value_info(b, G_INPUT, "observation", DT_FLOAT, p->obs_w,
+               p->obs_n ? "discrete observation: the index as a float" : "observation rows");
+    if (kind == FRL_EXPORT_CATEGORICAL) {
+        value_info(b, G_OUTPUT, "logits", DT_FLOAT, p->out_w, "categorical logits");
+    } else if (kind == FRL_EXPORT_GAUSSIAN) {
+        value_info(b, G_OUTPUT, "mean", DT_FLOAT, p->out_w, "Gaussian mean");
+        value_info(b, G_OUTPUT, "log_std", DT_FLOAT, p->out_w, "Gaussian log standard deviation");
+    } else {
+        value_info(b, G_OUTPUT, "q", DT_FLOAT, p->out_w, "Q-value of each action");
+    }
+    value_info(b, G_OUTPUT, "value", DT_FLOAT, 0,
+               kind == FRL_EXPORT_QVALUES ? "largest Q-value" : "state value");
+    value_info(b, G_OUTPUT, "action", kind == FRL_EXPORT_GAUSSIAN ? DT_FLOAT : DT_INT64,
+               kind == FRL_EXPORT_GAUSSIAN ? p->out_w : 0, "greedy action");
+}
+
+static void write_graph(frl_bytes *b, const frl_policy *p)
+{
+    graph g = {b, p, 0};
+    size_t m = frl_pb_begin(b);
+    frl_pb_string(b, G_NAME, "fastrl_policy");
+    vname x;
+    input(&g, &x);
+    if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
+        q_heads(&g, x.s);
+    else
+        actor_critic(&g, x.s);
+    graph_io(b, p);
+    frl_pb_string(b, G_DOC,
+                  "fastrl policy: greedy action and the distribution's parameters; the host "
+                  "samples (doc/export.md)");
+    frl_pb_end(b, M_GRAPH, m);
+}
+
+static void meta(frl_bytes *b, const char *key, const char *value)
+{
+    size_t m = frl_pb_begin(b);
+    frl_pb_string(b, KV_KEY, key);
+    frl_pb_string(b, KV_VALUE, value);
+    frl_pb_end(b, M_META, m);
+}
+
+/* The action space's bounds, for hosts that clip a sampled Gaussian action. */
+static void meta_bounds(frl_bytes *b, const frl_policy *p)
+{
+    static const char *keys[2] = {"action_low", "action_high"};
+    for (int k = 0; k < 2; k++) {
+        const float *v = k ? frl_space_high(p->act_space) : frl_space_low(p->act_space);
+        frl_bytes text;
+        frl_bytes_init(&text, b->alloc);
+        for (int32_t i = 0; i < p->out_w; i++)
+            frl_bytes_printf(&text, "%s%.9g", i ? "," : "", (double)v[i]);
+        frl_bytes_put(&text, "", 1);
+        if (text.failed)
+            b->failed = 1;
+        else
+            meta(b, keys[k], (const char *)text.data);
+        frl_bytes_free(&text);
+    }
+}
+
+static void write_model(frl_bytes *b, const frl_policy *p)
+{
+    static const char *kinds[3] = {"categorical", "gaussian", "q_values"};
+    frl_pb_varint(b, M_IR, IR_VERSION);
+    frl_pb_string(b, M_PRODUCER, "fastrl");
+    frl_pb_string(b, M_PRODUCER_VERSION, frl_version_string());
+    size_t m = frl_pb_begin(b);
+    frl_pb_string(b, OPSET_DOMAIN, "");
+    frl_pb_varint(b, OPSET_VERSION, OPSET);
+    frl_pb_end(b, M_OPSET, m);
+    write_graph(b, p);
+    meta(b, "fastrl.kind", kinds[frl_export_kind_of(p)]);
+    if (!p->discrete)
+        meta_bounds(b, p);
+}
+
+frl_status frl_export_onnx(const frl_policy *p, const char *path, char *err)
+{
+    const frl_allocator *a = &p->rt->alloc;
+    frl_bytes b;
+    frl_bytes_init(&b, a);
+    write_model(&b, p);
+    frl_status st = b.failed ? frl_fail(err, FRL_ERR_NOMEM,
+                                        "frl_policy_export: out of memory building the "
+                                        "ONNX model (%zu bytes so far)", b.len)
+                             : frl_file_replace(a, path, b.data, b.len, "frl_policy_export", err);
+    frl_bytes_free(&b);
+    return st;
+}

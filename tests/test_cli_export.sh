@@ -1,0 +1,105 @@
+#!/bin/sh
+# `fastrl export`: a trained CartPole policy as C99 source (float32 and int8) compiles
+# with -std=c99 -Wall -Wextra -Werror -pedantic and balances the pole for 500 steps in
+# a program that links nothing of fastrl (tests/export/cartpole_balance.c); the latency
+# probe builds and runs; the ONNX file is written; bad input fails with a clear message.
+# (bindings/python/tests/test_export.py compares both formats' numbers with the library.)
+#
+#   test_cli_export.sh FASTRL CC SRCDIR
+set -u
+fastrl=$1
+cc=$2
+src=$3
+dir=$(mktemp -d "${TMPDIR:-/tmp}/test_cli_export.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+run() {
+    out=$("$@" 2>&1)
+    rc=$?
+    case $out in
+        *Sanitizer* | *"runtime error:"*) fail "$*: sanitizer report: $out" ;;
+    esac
+}
+
+has() {
+    case $out in *"$1"*) return 0 ;; esac
+    return 1
+}
+
+# PPO solves CartPole in about 200K steps (a second on two cores; longer under the
+# sanitizers). A deterministic policy that reaches 500 is what the export must keep.
+run "$fastrl" train CartPole-v1 --steps 200000 --seed 3 --out "$dir/run" --quiet
+[ "$rc" -eq 0 ] || { echo "cannot train CartPole-v1 (setup failed): $out"; exit 1; }
+run "$fastrl" eval "$dir/run/checkpoint.frl" --deterministic --episodes 10
+case $out in
+    *"min_return: 500"*) ;;
+    *) echo "SKIP: the trained policy does not balance every episode itself: $out"; exit 77 ;;
+esac
+
+cflags="-std=c99 -Wall -Wextra -Werror -pedantic -O2"
+for weights in float32 int8; do
+    prefix="$dir/cartpole_$weights"
+    opt=""
+    [ "$weights" = int8 ] && opt="--int8"
+    run "$fastrl" export "$dir/run/checkpoint.frl" --c "$prefix" $opt --probe
+    [ "$rc" -eq 0 ] && has "wrote $prefix.h and $prefix.c" || fail "export --c $weights: $out"
+    run $cc $cflags -I"$dir" "$src/tests/export/cartpole_balance.c" "$prefix.c" -lm \
+        -DPOLICY_HEADER="\"cartpole_$weights.h\"" -DPOLICY_ACT="cartpole_${weights}_act" \
+        -o "$dir/balance_$weights"
+    [ "$rc" -eq 0 ] || { fail "the $weights export does not compile cleanly: $out"; continue; }
+    run "$dir/balance_$weights" 20
+    [ "$rc" -eq 0 ] || fail "the $weights export does not balance CartPole: $out"
+    echo "$weights: $(echo "$out" | tail -n 1)"
+    run $cc $cflags -I"$dir" "$prefix"_probe.c "$prefix.c" -lm -o "$dir/probe_$weights"
+    [ "$rc" -eq 0 ] || { fail "the $weights probe does not compile cleanly: $out"; continue; }
+    run "$dir/probe_$weights"
+    [ "$rc" -eq 0 ] && has "ns per call" || fail "the $weights probe: $out"
+    echo "$out"
+done
+
+# The header is valid C++ too (an engine's code includes it).
+if command -v c++ > /dev/null 2>&1; then
+    printf '#include "cartpole_float32.h"\nint main() { float o[4] = {0}; return cartpole_float32_act(o) < 0; }\n' \
+        > "$dir/use.cpp"
+    run c++ -Wall -Wextra -Werror -pedantic -I"$dir" -c "$dir/use.cpp" -o "$dir/use.o"
+    [ "$rc" -eq 0 ] || fail "the header does not compile as C++: $out"
+fi
+
+run "$fastrl" export "$dir/run/checkpoint.frl" --onnx "$dir/cartpole.onnx"
+[ "$rc" -eq 0 ] && [ -s "$dir/cartpole.onnx" ] || fail "export --onnx: $out"
+
+# Bad input: each fails, says why, and writes nothing.
+run "$fastrl" export "$dir/run/checkpoint.frl" --c "$dir/9lives"
+[ "$rc" -ne 0 ] && has "not a C identifier" || fail "a name starting with a digit: $out"
+[ ! -e "$dir/9lives.c" ] || fail "a refused name left $dir/9lives.c"
+run "$fastrl" export "$dir/run/checkpoint.frl" --onnx "$dir/no/such/dir/p.onnx"
+[ "$rc" -ne 0 ] && has "FRL_ERR_IO" && has "no/such/dir" || fail "an unwritable path: $out"
+run "$fastrl" export "$dir/missing.frl" --onnx "$dir/p.onnx"
+[ "$rc" -ne 0 ] && has "missing.frl" || fail "a missing checkpoint: $out"
+head -c 100 "$dir/run/checkpoint.frl" > "$dir/truncated.frl"
+run "$fastrl" export "$dir/truncated.frl" --onnx "$dir/p.onnx"
+[ "$rc" -ne 0 ] && has "FRL_ERR_FORMAT" || fail "a truncated checkpoint: $out"
+run "$fastrl" export "$dir/run/checkpoint.frl" --onnx "$dir/p.onnx" --int8
+[ "$rc" -eq 2 ] && has "go with --c" || fail "--int8 with --onnx: $out"
+run "$fastrl" export "$dir/run/checkpoint.frl"
+[ "$rc" -eq 2 ] && has "--onnx FILE or --c PREFIX" || fail "no output named: $out"
+
+# A recurrent policy: refused, saying so.
+run "$fastrl" train CartPole-v1 --steps 256 --set policy.core=gru --set train.num_envs=4 \
+    --set train.rollout=128 --out "$dir/gru" --quiet
+if [ "$rc" -eq 0 ]; then
+    run "$fastrl" export "$dir/gru/checkpoint.frl" --onnx "$dir/gru.onnx"
+    [ "$rc" -ne 0 ] && has "FRL_ERR_UNSUPPORTED" && has "recurrent" ||
+        fail "a recurrent policy: $out"
+else
+    fail "cannot train a GRU policy for the refusal case: $out"
+fi
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "ok"

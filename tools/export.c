@@ -1,0 +1,93 @@
+/* `fastrl export CHECKPOINT (--onnx FILE | --c PREFIX) [--int8] [--probe]`: write a saved
+ * policy (or a trainer checkpoint's) for use without the library (frl_policy_export). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct export_opts {
+    const char *path, *out;
+    int c, int8, probe;
+} export_opts;
+
+static int export_usage(const char *why)
+{
+    fprintf(stderr, "fastrl export: %s\nusage: fastrl export CHECKPOINT (--onnx FILE | --c PREFIX)"
+                    " [--int8] [--probe]\n", why);
+    return 2;
+}
+
+static int parse_export_args(int argc, char **argv, export_opts *o)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = i + 1 < argc;
+        if ((!strcmp(a, "--onnx") || !strcmp(a, "--c")) && has_value) {
+            if (o->out)
+                return export_usage("give one of --onnx FILE and --c PREFIX");
+            o->c = !strcmp(a, "--c");
+            o->out = argv[++i];
+        } else if (!strcmp(a, "--int8")) {
+            o->int8 = 1;
+        } else if (!strcmp(a, "--probe")) {
+            o->probe = 1;
+        } else if (a[0] != '-' && !o->path) {
+            o->path = a;
+        } else {
+            fprintf(stderr, "fastrl export: unknown or incomplete option '%s'\n", a);
+            return export_usage("see fastrl --help");
+        }
+    }
+    if (!o->path || !o->out)
+        return export_usage(o->path ? "name the output: --onnx FILE or --c PREFIX"
+                                    : "name the checkpoint to export");
+    if ((o->int8 || o->probe) && !o->c)
+        return export_usage("--int8 and --probe go with --c PREFIX");
+    return 0;
+}
+
+static int export_policy(frl_runtime *rt, const export_opts *o)
+{
+    frl_policy *p;
+    frl_config *cfg;
+    frl_status st = frl_policy_load(&p, rt, o->path);
+    if (st != FRL_OK)
+        return cli_fail(o->path, st);
+    if ((st = frl_config_create(&cfg, NULL)) != FRL_OK) {
+        frl_policy_destroy(p);
+        return cli_fail("config", st);
+    }
+    if ((st = frl_config_set(cfg, "export.format", o->c ? "c" : "onnx")) == FRL_OK &&
+        (st = frl_config_set(cfg, "export.weights", o->int8 ? "int8" : "float32")) == FRL_OK &&
+        (st = frl_config_set_bool(cfg, "export.probe", o->probe)) == FRL_OK)
+        st = frl_policy_export(p, o->out, cfg);
+    int rc = st != FRL_OK ? cli_fail(o->out, st) : 0;
+    if (rc == 0 && o->c)
+        printf("wrote %s.h and %s.c%s%s%s (%lld parameters, %s weights)\n", o->out, o->out,
+               o->probe ? " and " : "", o->probe ? o->out : "", o->probe ? "_probe.c" : "",
+               (long long)frl_policy_num_parameters(p), o->int8 ? "int8" : "float32");
+    else if (rc == 0)
+        printf("wrote %s (%lld parameters)\n", o->out, (long long)frl_policy_num_parameters(p));
+    frl_config_destroy(cfg);
+    frl_policy_destroy(p);
+    return rc;
+}
+
+int cli_export(int argc, char **argv)
+{
+    export_opts o = {0};
+    int rc = parse_export_args(argc, argv, &o);
+    if (rc != 0)
+        return rc;
+    frl_runtime *rt;
+    frl_config *cfg;
+    frl_status st = frl_config_create(&cfg, NULL);
+    if (st == FRL_OK && (st = frl_config_set_int(cfg, "runtime.threads", 1)) == FRL_OK)
+        st = frl_runtime_create(&rt, cfg, NULL, NULL);
+    frl_config_destroy(cfg);
+    if (st != FRL_OK)
+        return cli_fail("runtime", st);
+    rc = export_policy(rt, &o);
+    frl_runtime_destroy(rt);
+    return rc;
+}
