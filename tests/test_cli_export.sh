@@ -1,8 +1,9 @@
 #!/bin/sh
 # `fastrl export`: a trained CartPole policy as C99 source (float32 and int8) compiles
 # with -std=c99 -Wall -Wextra -Werror -pedantic and balances the pole for 500 steps in
-# a program that links nothing of fastrl (tests/export/cartpole_balance.c); the latency
-# probe builds and runs; the ONNX file is written; bad input fails with a clear message.
+# a program that links nothing of fastrl (examples/exported_controller.c); the latency
+# probe builds and runs, for an LSTM policy too; the ONNX file is written; bad input
+# fails with a clear message.
 # (bindings/python/tests/test_export.py compares both formats' numbers with the library.)
 #
 #   test_cli_export.sh FASTRL CC SRCDIR
@@ -49,7 +50,7 @@ for weights in float32 int8; do
     [ "$weights" = int8 ] && opt="--int8"
     run "$fastrl" export "$dir/run/checkpoint.frl" --c "$prefix" $opt --probe
     [ "$rc" -eq 0 ] && has "wrote $prefix.h and $prefix.c" || fail "export --c $weights: $out"
-    run $cc $cflags -I"$dir" "$src/tests/export/cartpole_balance.c" "$prefix.c" -lm \
+    run $cc $cflags -I"$dir" "$src/examples/exported_controller.c" "$prefix.c" -lm \
         -DPOLICY_HEADER="\"cartpole_$weights.h\"" -DPOLICY_ACT="cartpole_${weights}_act" \
         -o "$dir/balance_$weights"
     [ "$rc" -eq 0 ] || { fail "the $weights export does not compile cleanly: $out"; continue; }
@@ -90,15 +91,22 @@ run "$fastrl" export "$dir/run/checkpoint.frl" --onnx "$dir/p.onnx" --int8
 run "$fastrl" export "$dir/run/checkpoint.frl"
 [ "$rc" -eq 2 ] && has "--onnx FILE or --c PREFIX" || fail "no output named: $out"
 
-# A recurrent policy: refused, saying so.
-run "$fastrl" train CartPole-v1 --steps 256 --set policy.core=gru --set train.num_envs=4 \
-    --set train.rollout=128 --out "$dir/gru" --quiet
+# A recurrent policy (an LSTM): the C export and its probe compile as strict C99 and run.
+run "$fastrl" train CartPole-v1 --steps 256 --set policy.core=lstm --set train.num_envs=4 \
+    --set train.rollout=128 --out "$dir/lstm" --quiet
 if [ "$rc" -eq 0 ]; then
-    run "$fastrl" export "$dir/gru/checkpoint.frl" --onnx "$dir/gru.onnx"
-    [ "$rc" -ne 0 ] && has "FRL_ERR_UNSUPPORTED" && has "recurrent" ||
-        fail "a recurrent policy: $out"
+    run "$fastrl" export "$dir/lstm/checkpoint.frl" --c "$dir/lstm_policy" --probe
+    [ "$rc" -eq 0 ] || fail "export --c of an LSTM policy: $out"
+    run $cc $cflags -I"$dir" "$dir/lstm_policy_probe.c" "$dir/lstm_policy.c" -lm \
+        -o "$dir/lstm_probe"
+    [ "$rc" -eq 0 ] || fail "the LSTM export does not compile cleanly: $out"
+    run "$dir/lstm_probe"
+    [ "$rc" -eq 0 ] && has "ns per call" || fail "the LSTM probe: $out"
+    echo "$out"
+    run "$fastrl" export "$dir/lstm/checkpoint.frl" --onnx "$dir/lstm.onnx"
+    [ "$rc" -eq 0 ] || fail "export --onnx of an LSTM policy: $out"
 else
-    fail "cannot train a GRU policy for the refusal case: $out"
+    fail "cannot train an LSTM policy: $out"
 fi
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

@@ -27,12 +27,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # layer depend on each other. core: allocation, errors, config, the runtime and its
 # device (the plugin's loader); io: files; nn: networks and the math shared with the
 # device; env: environments (their state goes through io); rl: the policy, the ring
-# and the replay; algo (learners) and sampler sit on rl side by side and never on each
-# other; the trainer drives both. lib/cuda is the plugin: loaded at run time, never
+# and the replay; algo (learners), export (policies written for use without the library)
+# and sampler sit on rl side by side and never on each other; the trainer drives algo
+# and sampler. lib/cuda is the plugin: loaded at run time, never
 # linked into the library, so it sits on top and sees only the core's ABI header and
 # the nn headers it includes.
-LAYERS = {"core": 0, "io": 1, "nn": 1, "env": 2, "rl": 3, "algo": 4, "sampler": 4,
-          "trainer": 5, "cuda": 6}
+LAYERS = {"core": 0, "io": 1, "nn": 1, "env": 2, "rl": 3, "algo": 4, "export": 4,
+          "sampler": 4, "trainer": 5, "cuda": 6}
 
 # Files that belong to another file's module, with why.
 SAME_MODULE = {

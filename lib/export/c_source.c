@@ -1,35 +1,28 @@
-/* C99 source export (export.h): NAME.h declares the act and forward functions, NAME.c
- * holds the weights as static const arrays and the code, which needs <math.h> and
- * nothing else, allocates nothing and keeps no state (so any number of threads may call
- * it). Weights are written row by row, W[out x in], so each output is one contiguous
- * dot product; float32 values are printed with 9 significant digits, which gives back
- * the same float. With int8 weights each output row has a float scale (its largest
- * |w| / 127) and the sum of q * x is scaled once. */
+/* NAME.c of the C export (c_source.h): the weights as static const arrays and the code,
+ * which needs <math.h> and nothing else, allocates nothing and keeps no state (so any
+ * number of threads may call it). Matrices are written row by row, W[out x in], so each
+ * output is one contiguous dot product; float32 values are printed with 9 significant
+ * digits, which gives back the same float. With int8 weights each output row has a
+ * float scale (its largest |w| / 127) and the sum of q * x is scaled once. Only the
+ * helpers a policy uses are written, since an unused static function fails -Werror. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "export/export.h"
-#include "io/bytes.h"
-#include "io/file.h"
-
-typedef struct gen {
-    frl_bytes *c;         /* NAME.c */
-    const frl_policy *p;
-    const char *name;
-    int int8;
-} gen;
+#include "export/c_source.h"
+#include "export/kind.h"
+#include "rl/policy_rnn.h"
 
 /* ---- weights ---- */
 
-static void float_array(gen *g, const char *storage, const char *what, const float *v, size_t n)
+static void float_array(frl_cgen *g, const char *storage, const char *what, const float *v,
+                        size_t n)
 {
-    frl_bytes_printf(g->c, "%sconst float %s_%s[%zu] = {", storage, g->name, what, n);
+    frl_bytes_printf(g->out, "%sconst float %s_%s[%zu] = {", storage, g->name, what, n);
     for (size_t i = 0; i < n; i++)
-        frl_bytes_printf(g->c, "%s%.9ef", i % 6 ? ", " : (i ? ",\n    " : "\n    "),
+        frl_bytes_printf(g->out, "%s%.9ef", i % 6 ? ", " : (i ? ",\n    " : "\n    "),
                          (double)v[i]);
-    frl_bytes_printf(g->c, "\n};\n");
+    frl_bytes_printf(g->out, "\n};\n");
 }
 
 /* An int8 row's scale: its largest |w| / 127 (1 for a row of zeros). */
@@ -41,380 +34,442 @@ static float row_scale(const float *wt, size_t in, size_t out, size_t o)
     return amax > 0.0f ? amax / 127.0f : 1.0f;
 }
 
-static void int8_weights(gen *g, const float *wt, size_t in, size_t out, const char *what)
+static void int8_matrix(frl_cgen *g, const float *wt, size_t in, size_t out, const char *what)
 {
-    frl_bytes_printf(g->c, "static const signed char %s_%s_q[%zu] = {", g->name, what, in * out);
+    frl_bytes_printf(g->out, "static const signed char %s_%s_q[%zu] = {", g->name, what,
+                     in * out);
     for (size_t o = 0; o < out; o++) {
         float s = row_scale(wt, in, out, o);
         for (size_t i = 0; i < in; i++) {
             long q = lrintf(wt[i * out + o] / s);
             q = q > 127 ? 127 : (q < -127 ? -127 : q);
             size_t k = o * in + i;
-            frl_bytes_printf(g->c, "%s%ld", k % 16 ? ", " : (k ? ",\n    " : "\n    "), q);
+            frl_bytes_printf(g->out, "%s%ld", k % 16 ? ", " : (k ? ",\n    " : "\n    "), q);
         }
     }
-    frl_bytes_printf(g->c, "\n};\nstatic const float %s_%s_s[%zu] = {", g->name, what, out);
+    frl_bytes_printf(g->out, "\n};\nstatic const float %s_%s_s[%zu] = {", g->name, what, out);
     for (size_t o = 0; o < out; o++)
-        frl_bytes_printf(g->c, "%s%.9ef", o % 6 ? ", " : (o ? ",\n    " : "\n    "),
+        frl_bytes_printf(g->out, "%s%.9ef", o % 6 ? ", " : (o ? ",\n    " : "\n    "),
                          (double)row_scale(wt, in, out, o));
-    frl_bytes_printf(g->c, "\n};\n");
+    frl_bytes_printf(g->out, "\n};\n");
 }
 
-/* Layer l's W[out x in] from the library's wt[in x out], as floats or int8 and scales,
- * and its bias. */
-static void layer_weights(gen *g, const frl_mlp *m, int32_t l, const char *net)
+/* W[out x in] from the library's wt[in x out] (as floats, or int8 and scales), and the
+ * bias: NAME_what_w (or _q and _s) and NAME_what_b. */
+static void matrix(frl_cgen *g, const float *wt, const float *bias, size_t in, size_t out,
+                   const char *what)
 {
-    const float *wt = g->p->params + m->off_w[l];
-    size_t in = (size_t)m->width[l], out = (size_t)m->width[l + 1];
-    char what[80];
-    snprintf(what, sizeof what, "%s_%d", net, (int)l);
+    char b[80];
     if (g->int8) {
-        int8_weights(g, wt, in, out, what);
+        int8_matrix(g, wt, in, out, what);
     } else {
-        frl_bytes_printf(g->c, "static const float %s_%s_w[%zu] = {", g->name, what, in * out);
+        frl_bytes_printf(g->out, "static const float %s_%s_w[%zu] = {", g->name, what, in * out);
         for (size_t k = 0; k < in * out; k++)
-            frl_bytes_printf(g->c, "%s%.9ef", k % 6 ? ", " : (k ? ",\n    " : "\n    "),
+            frl_bytes_printf(g->out, "%s%.9ef", k % 6 ? ", " : (k ? ",\n    " : "\n    "),
                              (double)wt[(k % in) * out + k / in]);
-        frl_bytes_printf(g->c, "\n};\n");
+        frl_bytes_printf(g->out, "\n};\n");
     }
-    snprintf(what, sizeof what, "%s_%d_b", net, (int)l);
-    float_array(g, "static ", what, g->p->params + m->off_b[l], out);
+    snprintf(b, sizeof b, "%s_b", what);
+    float_array(g, "static ", b, bias, out);
 }
 
-static void mlp_weights(gen *g, const frl_mlp *m, const char *net)
+static void mlp_weights(frl_cgen *g, const frl_mlp *m, const char *net)
 {
-    for (int32_t l = 0; l < m->layers; l++)
-        layer_weights(g, m, l, net);
+    for (int32_t l = 0; l < m->layers; l++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s_%d", net, (int)l);
+        matrix(g, g->p->params + m->off_w[l], g->p->params + m->off_b[l],
+               (size_t)m->width[l], (size_t)m->width[l + 1], what);
+    }
 }
 
-/* ---- helpers the networks call (only those used, since unused static functions would
- * fail -Werror) ---- */
-
-static void emit_helpers(gen *g)
+static void core_weights(frl_cgen *g, int32_t i)
 {
-    const frl_policy *p = g->p;
-    const char *n = g->name;
+    const frl_rnn *r = &g->p->core[i];
+    const float *w = g->p->params;
+    size_t gw = (size_t)r->gates * (size_t)r->h;
+    char what[32];
+    snprintf(what, sizeof what, "core%d_x", (int)i);
+    matrix(g, w + r->off_wx, w + r->off_bx, (size_t)r->in, gw, what);
+    snprintf(what, sizeof what, "core%d_h", (int)i);
+    matrix(g, w + r->off_wh, w + r->off_bh, (size_t)r->h, gw, what);
+}
+
+/* ---- what the policy has ---- */
+
+/* Its MLPs (encoders, trunk, heads), in the order the forward function runs them;
+ * names[i] is the weights' name of nets[i]. */
+static int32_t networks(const frl_policy *p, const frl_mlp **nets, const char **names)
+{
+    static const char *enc_names[2] = {"encoder0", "encoder1"};
+    int32_t k = 0;
+    for (int32_t i = 0; i < p->towers; i++)
+        if (p->enc[i].layers) {
+            names[k] = enc_names[i];
+            nets[k++] = &p->enc[i];
+        }
+    if (p->shared && !p->towers) {
+        names[k] = "trunk";
+        nets[k++] = &p->trunk;
+    }
+    int q = p->head != FRL_POLICY_HEAD_ACTOR_CRITIC;
+    names[k] = p->head == FRL_POLICY_HEAD_DUELING_Q ? "advantage" : q ? "q" : "actor";
+    nets[k++] = &p->actor;
+    if (p->head != FRL_POLICY_HEAD_Q) {
+        names[k] = q ? "state_value" : "critic";
+        nets[k++] = &p->critic;
+    }
+    return k;
+}
+
+/* Which networks read the input itself (a discrete observation's one-hot row). */
+static int reads_input(const frl_policy *p, const frl_mlp *m)
+{
+    if (p->towers)
+        return m == &p->enc[0] || m == &p->enc[1];
+    return p->shared ? m == &p->trunk : 1;
+}
+
+/* Whether any layer is activated, and whether any product is more than the column a
+ * one-hot observation picks. */
+static void needs(const frl_policy *p, int *activate, int *product)
+{
+    const frl_mlp *nets[5];
+    const char *names[5];
+    int32_t k = networks(p, nets, names);
+    *activate = 0;
+    *product = p->towers > 0; /* a core's recurrent product */
+    for (int32_t i = 0; i < k; i++)
+        for (int32_t l = 0; l < nets[i]->layers; l++) {
+            *activate |= l + 1 < nets[i]->layers || nets[i]->activate_last;
+            *product |= !(l == 0 && p->obs_n && reads_input(p, nets[i]));
+        }
+}
+
+static int32_t widest(const frl_policy *p)
+{
+    const frl_mlp *nets[5];
+    const char *names[5];
+    int32_t k = networks(p, nets, names), w = 1;
+    for (int32_t i = 0; i < k; i++)
+        for (int32_t l = 1; l <= nets[i]->layers; l++)
+            w = nets[i]->width[l] > w ? nets[i]->width[l] : w;
+    return w;
+}
+
+/* The gates' pre-activations of the widest core (G h), 0 without one. */
+static int32_t core_gates(const frl_policy *p)
+{
+    int32_t w = 0;
+    for (int32_t i = 0; i < p->towers; i++)
+        w = p->core[i].gates * p->core[i].h > w ? p->core[i].gates * p->core[i].h : w;
+    return w;
+}
+
+static int32_t encoded(const frl_policy *p)
+{
+    int32_t w = 0;
+    for (int32_t i = 0; i < p->towers; i++)
+        if (p->enc[i].layers && frl_mlp_out(&p->enc[i]) > w)
+            w = frl_mlp_out(&p->enc[i]);
+    return w;
+}
+
+size_t frl_cgen_stack_floats(const frl_policy *p)
+{
+    size_t trunk = p->shared && !p->towers ? (size_t)frl_mlp_out(&p->trunk) : 0;
+    return 2 * (size_t)widest(p) + (size_t)p->obs_w + 2 + trunk +
+           2 * (size_t)core_gates(p) + (size_t)encoded(p);
+}
+
+/* ---- helpers ---- */
+
+static void emit_linear(frl_cgen *g)
+{
     if (g->int8)
-        frl_bytes_printf(g->c,
+        frl_bytes_printf(g->out,
             "\n/* y[o] = b[o] + s[o] * sum_i q[o in + i] x[i] */\n"
             "static void %s_linear(int in, int out, const signed char *q, const float *s,\n"
             "    const float *b, const float *x, float *y)\n{\n"
             "    int o, i;\n    for (o = 0; o < out; o++) {\n"
             "        const signed char *row = q + (long)o * in;\n        float acc = 0.0f;\n"
             "        for (i = 0; i < in; i++)\n            acc += (float)row[i] * x[i];\n"
-            "        y[o] = b[o] + s[o] * acc;\n    }\n}\n", n);
+            "        y[o] = b[o] + s[o] * acc;\n    }\n}\n", g->name);
     else
-        frl_bytes_printf(g->c,
+        frl_bytes_printf(g->out,
             "\n/* y[o] = b[o] + sum_i w[o in + i] x[i] */\n"
             "static void %s_linear(int in, int out, const float *w, const float *b,\n"
             "    const float *x, float *y)\n{\n"
             "    int o, i;\n    for (o = 0; o < out; o++) {\n"
             "        const float *row = w + (long)o * in;\n        float acc = b[o];\n"
             "        for (i = 0; i < in; i++)\n            acc += row[i] * x[i];\n"
-            "        y[o] = acc;\n    }\n}\n", n);
+            "        y[o] = acc;\n    }\n}\n", g->name);
+}
+
+static void emit_helpers(frl_cgen *g)
+{
+    const frl_policy *p = g->p;
+    const char *n = g->name;
+    int activate, product;
+    needs(p, &activate, &product);
+    if (product)
+        emit_linear(g);
     if (p->obs_n)
-        frl_bytes_printf(g->c,
+        frl_bytes_printf(g->out,
             "\n/* A discrete observation's index, or -1 when it is not an integer in [0, n):\n"
             " * the first layer then adds no weight column (the library's one-hot row). */\n"
             "static int %s_index(float v, int n)\n{\n    int i;\n"
             "    if (!(v >= 0.0f && v < (float)n))\n        return -1;\n"
             "    i = (int)v;\n    return (float)i == v ? i : -1;\n}\n", n);
+    if (p->towers)
+        frl_bytes_printf(g->out,
+            "\nstatic float %s_sigmoid(float x)\n{\n"
+            "    float e = expf(x < 0.0f ? x : -x);\n"
+            "    return x < 0.0f ? e / (1.0f + e) : 1.0f / (1.0f + e);\n}\n", n);
     static const char *bodies[FRL_NN_ELU + 1] = {
         [FRL_NN_TANH] = "v[i] = tanhf(v[i]);",
         [FRL_NN_RELU] = "v[i] = v[i] < 0.0f ? 0.0f : v[i];",
         [FRL_NN_ELU] = "v[i] = v[i] > 0.0f ? v[i] : expm1f(v[i]);",
     };
-    frl_nn_act act = frl_policy_activation(p->cfg);
-    frl_bytes_printf(g->c, "\nstatic void %s_activate(float *v, int n)\n{\n    int i;\n"
-                           "    for (i = 0; i < n; i++)\n        %s\n}\n", n, bodies[act]);
+    if (activate)
+        frl_bytes_printf(g->out, "\nstatic void %s_activate(float *v, int n)\n{\n    int i;\n"
+                                 "    for (i = 0; i < n; i++)\n        %s\n}\n",
+                         n, bodies[frl_policy_activation(p->cfg)]);
 }
 
 /* ---- the forward function ---- */
 
-/* The statements of one network from `in` (the one-hot index when onehot) into `out`,
- * alternating the work buffers a and b. */
-static void emit_mlp(gen *g, const frl_mlp *m, const char *net, const char *in, int onehot,
-                     const char *out)
+/* dst = W src + b for the matrix NAME_what, or its column idx when onehot. */
+static void emit_product(frl_cgen *g, const char *what, int w_in, int w_out, const char *src,
+                         int onehot, const char *dst)
+{
+    const char *n = g->name;
+    if (onehot) {
+        /* The product with a one-hot row is a column of W. */
+        frl_bytes_printf(g->out, "    for (o = 0; o < %d; o++)\n        %s[o] = %s_%s_b[o] + "
+                                 "(idx < 0 ? 0.0f : ", w_out, dst, n, what);
+        if (g->int8)
+            frl_bytes_printf(g->out, "%s_%s_s[o] * (float)%s_%s_q[o * %d + idx]);\n", n, what, n,
+                             what, w_in);
+        else
+            frl_bytes_printf(g->out, "%s_%s_w[o * %d + idx]);\n", n, what, w_in);
+    } else if (g->int8) {
+        frl_bytes_printf(g->out, "    %s_linear(%d, %d, %s_%s_q, %s_%s_s, %s_%s_b, %s, %s);\n",
+                         n, w_in, w_out, n, what, n, what, n, what, src, dst);
+    } else {
+        frl_bytes_printf(g->out, "    %s_linear(%d, %d, %s_%s_w, %s_%s_b, %s, %s);\n", n, w_in,
+                         w_out, n, what, n, what, src, dst);
+    }
+}
+
+/* One network from `in` (the one-hot index when onehot) into `out`, alternating the
+ * work buffers a and b. */
+static void emit_mlp(frl_cgen *g, const frl_mlp *m, const char *net, const char *in,
+                     int onehot, const char *out)
 {
     static const char *bufs[2] = {"a", "b"};
-    const char *cur = in, *n = g->name;
+    const char *cur = in;
     for (int32_t l = 0; l < m->layers; l++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s_%d", net, (int)l);
         const char *dst = l + 1 == m->layers ? out : bufs[l % 2];
-        int w_in = m->width[l], w_out = m->width[l + 1];
-        if (l == 0 && onehot) {
-            /* The product with a one-hot row is a column of W. */
-            frl_bytes_printf(g->c, "    for (o = 0; o < %d; o++)\n        %s[o] = %s_%s_0_b[o]"
-                                   " + (idx < 0 ? 0.0f : ", w_out, dst, n, net);
-            if (g->int8)
-                frl_bytes_printf(g->c, "%s_%s_0_s[o] * (float)%s_%s_0_q[o * %d + idx]);\n", n,
-                                 net, n, net, w_in);
-            else
-                frl_bytes_printf(g->c, "%s_%s_0_w[o * %d + idx]);\n", n, net, w_in);
-        } else if (g->int8) {
-            frl_bytes_printf(g->c, "    %s_linear(%d, %d, %s_%s_%d_q, %s_%s_%d_s, %s_%s_%d_b, %s, "
-                                   "%s);\n", n, w_in, w_out, n, net, (int)l, n, net, (int)l, n,
-                             net, (int)l, cur, dst);
-        } else {
-            frl_bytes_printf(g->c, "    %s_linear(%d, %d, %s_%s_%d_w, %s_%s_%d_b, %s, %s);\n", n,
-                             w_in, w_out, n, net, (int)l, n, net, (int)l, cur, dst);
-        }
+        emit_product(g, what, m->width[l], m->width[l + 1], cur, l == 0 && onehot, dst);
         if (l + 1 < m->layers || m->activate_last)
-            frl_bytes_printf(g->c, "    %s_activate(%s, %d);\n", n, dst, w_out);
+            frl_bytes_printf(g->out, "    %s_activate(%s, %d);\n", g->name, dst,
+                             m->width[l + 1]);
         cur = dst;
     }
 }
 
-static int32_t widest(const frl_policy *p)
-{
-    const frl_mlp *nets[3] = {&p->trunk, &p->actor, &p->critic};
-    int32_t w = 1;
-    for (int i = 0; i < 3; i++)
-        for (int32_t l = 1; l <= nets[i]->layers; l++)
-            w = nets[i]->width[l] > w ? nets[i]->width[l] : w;
-    return w;
-}
-
 /* The input: obs, or the normalised and clipped copy xn, or the index idx. */
-static const char *emit_input(gen *g)
+static const char *emit_input(frl_cgen *g)
 {
     const frl_policy *p = g->p;
     if (p->obs_n) {
-        frl_bytes_printf(g->c, "    int idx = %s_index(obs[0], %d);\n", g->name, (int)p->obs_n);
+        frl_bytes_printf(g->out, "    int idx = %s_index(obs[0], %d);\n", g->name, (int)p->obs_n);
         return "";
     }
     if (!p->obs_norm)
         return "obs";
-    frl_bytes_printf(g->c,
+    frl_bytes_printf(g->out,
         "    for (o = 0; o < %d; o++) {\n"
-        "        float v = (obs[o] - %s_obs_mean[o]) * %s_obs_inv_std[o];\n"
-        "        xn[o] = v > %.9ef ? %.9ef : (v < %.9ef ? %.9ef : v);\n    }\n",
+        "        float z = (obs[o] - %s_obs_mean[o]) * %s_obs_inv_std[o];\n"
+        "        xn[o] = z > %.9ef ? %.9ef : (z < %.9ef ? %.9ef : z);\n    }\n",
         (int)p->obs_w, g->name, g->name, (double)p->norm.clip, (double)p->norm.clip,
         (double)-p->norm.clip, (double)-p->norm.clip);
     return "xn";
 }
 
-static void emit_q_value(gen *g)
+static void emit_q_value(frl_cgen *g)
 {
-    frl_bytes_printf(g->c, "    if (value) {\n        float m = out[0];\n"
-                           "        for (o = 1; o < %d; o++)\n"
-                           "            m = out[o] > m ? out[o] : m;\n"
-                           "        *value = m;\n    }\n", (int)g->p->out_w);
+    frl_bytes_printf(g->out, "    if (value) {\n        float m = out[0];\n"
+                             "        for (o = 1; o < %d; o++)\n"
+                             "            m = out[o] > m ? out[o] : m;\n"
+                             "        *value = m;\n    }\n", (int)g->p->out_w);
 }
 
-static void emit_forward(gen *g)
+/* Tower i's step: the encoder, both products, then the gates update the state row s in
+ * place (h, and c after it for an LSTM), as nn/rnn.h's GRU and LSTM. */
+static void emit_tower(frl_cgen *g, int32_t i, const char *x, int onehot, size_t off)
+{
+    const frl_policy *p = g->p;
+    const frl_rnn *r = &p->core[i];
+    const char *n = g->name;
+    char what[32], net[16], s[48];
+    snprintf(net, sizeof net, "encoder%d", (int)i);
+    snprintf(s, sizeof s, "state + %zu", off);
+    if (p->enc[i].layers) {
+        emit_mlp(g, &p->enc[i], net, x, onehot, "e");
+        x = "e";
+        onehot = 0;
+    }
+    snprintf(what, sizeof what, "core%d_x", (int)i);
+    emit_product(g, what, r->in, r->gates * r->h, x, onehot, "gx");
+    snprintf(what, sizeof what, "core%d_h", (int)i);
+    emit_product(g, what, r->h, r->gates * r->h, s, 0, "gh");
+    int h = r->h;
+    if (r->kind == FRL_RNN_GRU)
+        frl_bytes_printf(g->out,
+            "    for (o = 0; o < %d; o++) {\n"
+            "        float r = %s_sigmoid(gx[o] + gh[o]);\n"
+            "        float z = %s_sigmoid(gx[%d + o] + gh[%d + o]);\n"
+            "        float c = tanhf(gx[%d + o] + r * gh[%d + o]);\n"
+            "        state[%zu + o] = (1.0f - z) * c + z * state[%zu + o];\n    }\n",
+            h, n, n, h, h, 2 * h, 2 * h, off, off);
+    else
+        frl_bytes_printf(g->out,
+            "    for (o = 0; o < %d; o++) {\n"
+            "        float ig = %s_sigmoid(gx[o] + gh[o]);\n"
+            "        float fg = %s_sigmoid(gx[%d + o] + gh[%d + o]);\n"
+            "        float gg = tanhf(gx[%d + o] + gh[%d + o]);\n"
+            "        float og = %s_sigmoid(gx[%d + o] + gh[%d + o]);\n"
+            "        float c = fg * state[%zu + o] + ig * gg;\n"
+            "        state[%zu + o] = c;\n        state[%zu + o] = og * tanhf(c);\n    }\n",
+            h, n, n, h, h, 2 * h, 2 * h, n, 3 * h, 3 * h, off + (size_t)h, off + (size_t)h, off);
+}
+
+/* Heads on the towers' h (the first h floats of each tower's state). */
+static void emit_recurrent(frl_cgen *g, const char *x, int onehot)
+{
+    const frl_policy *p = g->p;
+    size_t off[2] = {0, (size_t)frl_rnn_state_w(&p->core[0])};
+    char hs[2][48];
+    for (int32_t i = 0; i < p->towers; i++) {
+        emit_tower(g, i, x, onehot, off[i]);
+        snprintf(hs[i], sizeof hs[i], "state + %zu", off[i]);
+    }
+    emit_mlp(g, &p->actor, "actor", hs[0], 0, "out");
+    frl_bytes_printf(g->out, "    if (value) {\n");
+    emit_mlp(g, &p->critic, "critic", hs[p->towers - 1], 0, "v");
+    frl_bytes_printf(g->out, "        *value = v[0];\n    }\n");
+}
+
+static void emit_dueling(frl_cgen *g, const char *x, int onehot)
+{
+    int n = (int)g->p->out_w;
+    emit_mlp(g, &g->p->actor, "advantage", x, onehot, "out");
+    emit_mlp(g, &g->p->critic, "state_value", x, onehot, "v");
+    frl_bytes_printf(g->out, "    {\n        double mean = 0.0;\n        float shift;\n"
+                             "        for (o = 0; o < %d; o++)\n"
+                             "            mean += (double)out[o];\n"
+                             "        shift = v[0] - (float)(mean / %d);\n"
+                             "        for (o = 0; o < %d; o++)\n            out[o] += shift;\n"
+                             "    }\n", n, n, n);
+    emit_q_value(g);
+}
+
+static void emit_locals(frl_cgen *g)
 {
     const frl_policy *p = g->p;
     int32_t w = widest(p);
-    frl_bytes_printf(g->c, "\nvoid %s_forward(const float *obs, float *out, float *value)\n{\n"
-                           "    float a[%d], b[%d];\n", g->name, (int)w, (int)w);
+    frl_bytes_printf(g->out, "    float a[%d], b[%d];\n", (int)w, (int)w);
     if (p->obs_norm && !p->obs_n)
-        frl_bytes_printf(g->c, "    float xn[%d];\n", (int)p->obs_w);
-    if (p->shared)
-        frl_bytes_printf(g->c, "    float t[%d];\n", (int)frl_mlp_out(&p->trunk));
-    frl_bytes_printf(g->c, "    float v[1];\n    int o = 0;\n");
+        frl_bytes_printf(g->out, "    float xn[%d];\n", (int)p->obs_w);
+    if (p->shared && !p->towers)
+        frl_bytes_printf(g->out, "    float t[%d];\n", (int)frl_mlp_out(&p->trunk));
+    if (p->towers)
+        frl_bytes_printf(g->out, "    float gx[%d], gh[%d];\n", (int)core_gates(p),
+                         (int)core_gates(p));
+    if (encoded(p))
+        frl_bytes_printf(g->out, "    float e[%d];\n", (int)encoded(p));
+    frl_bytes_printf(g->out, "    float v[1];\n    int o = 0;\n");
+}
+
+static void emit_forward(frl_cgen *g)
+{
+    const frl_policy *p = g->p;
+    frl_bytes_printf(g->out, "\nvoid %s_forward(const float *obs, %sfloat *out, float *value)\n{\n",
+                     g->name, p->towers ? "float *state, " : "");
+    emit_locals(g);
     const char *x = emit_input(g);
     int onehot = p->obs_n > 0;
-    if (p->shared) {
+    if (p->shared && !p->towers) {
         emit_mlp(g, &p->trunk, "trunk", x, onehot, "t");
         x = "t";
         onehot = 0;
     }
-    if (p->head == FRL_POLICY_HEAD_Q) {
+    if (p->towers) {
+        emit_recurrent(g, x, onehot);
+    } else if (p->head == FRL_POLICY_HEAD_Q) {
         emit_mlp(g, &p->actor, "q", x, onehot, "out");
         emit_q_value(g);
     } else if (p->head == FRL_POLICY_HEAD_DUELING_Q) {
-        emit_mlp(g, &p->actor, "advantage", x, onehot, "out");
-        emit_mlp(g, &p->critic, "state_value", x, onehot, "v");
-        frl_bytes_printf(g->c, "    {\n        double mean = 0.0;\n        float shift;\n"
-                               "        for (o = 0; o < %d; o++)\n            mean += out[o];\n"
-                               "        shift = v[0] - (float)(mean / %d);\n"
-                               "        for (o = 0; o < %d; o++)\n            out[o] += shift;\n"
-                               "    }\n", (int)p->out_w, (int)p->out_w, (int)p->out_w);
-        emit_q_value(g);
+        emit_dueling(g, x, onehot);
     } else {
         emit_mlp(g, &p->actor, "actor", x, onehot, "out");
-        frl_bytes_printf(g->c, "    if (value) {\n");
+        frl_bytes_printf(g->out, "    if (value) {\n");
         emit_mlp(g, &p->critic, "critic", x, onehot, "v");
-        frl_bytes_printf(g->c, "        *value = v[0];\n    }\n");
+        frl_bytes_printf(g->out, "        *value = v[0];\n    }\n");
     }
-    frl_bytes_printf(g->c, "    (void)a;\n    (void)b;\n    (void)v;\n    (void)o;\n}\n");
+    frl_bytes_printf(g->out, "    (void)a;\n    (void)b;\n    (void)v;\n    (void)o;\n}\n");
 }
 
-static void emit_act(gen *g)
+static void emit_act(frl_cgen *g)
 {
+    const char *n = g->name, *st = g->p->towers ? "float *state, " : "";
+    const char *sa = g->p->towers ? "state, " : "";
     if (frl_export_kind_of(g->p) == FRL_EXPORT_GAUSSIAN) {
-        frl_bytes_printf(g->c, "\nvoid %s_act(const float *obs, float *action)\n{\n"
-                               "    %s_forward(obs, action, 0);\n}\n", g->name, g->name);
+        frl_bytes_printf(g->out, "\nvoid %s_act(const float *obs, %sfloat *action)\n{\n"
+                                 "    %s_forward(obs, %saction, 0);\n}\n", n, st, n, sa);
         return;
     }
-    frl_bytes_printf(g->c, "\nint %s_act(const float *obs)\n{\n    float out[%d];\n"
-                           "    int o, best = 0;\n    %s_forward(obs, out, 0);\n"
-                           "    for (o = 1; o < %d; o++)\n"
-                           "        best = out[o] > out[best] ? o : best;\n    return best;\n}\n",
-                     g->name, (int)g->p->out_w, g->name, (int)g->p->out_w);
+    frl_bytes_printf(g->out, "\nint %s_act(const float *obs%s%s)\n{\n    float out[%d];\n"
+                             "    int o, best = 0;\n    %s_forward(obs, %sout, 0);\n"
+                             "    for (o = 1; o < %d; o++)\n"
+                             "        best = out[o] > out[best] ? o : best;\n    return best;\n}\n",
+                     n, g->p->towers ? ", " : "", g->p->towers ? "float *state" : "",
+                     (int)g->p->out_w, n, sa, (int)g->p->out_w);
 }
 
-static void emit_source(gen *g)
+static void emit_weights(frl_cgen *g)
 {
     const frl_policy *p = g->p;
-    frl_bytes_printf(g->c, "/* %s: a fastrl %s policy as C99, written by frl_policy_export "
-                           "(fastrl %s, %s weights).\n * Needs <math.h> only; see %s.h. */\n"
-                           "#include <math.h>\n\n#include \"%s.h\"\n\n",
-                     g->name, frl_export_kind_of(p) == FRL_EXPORT_GAUSSIAN ? "Gaussian"
-                     : frl_export_kind_of(p) == FRL_EXPORT_QVALUES ? "Q-value" : "categorical",
-                     frl_version_string(), g->int8 ? "int8" : "float32", g->name, g->name);
+    const frl_mlp *nets[5];
+    const char *names[5];
+    int32_t k = networks(p, nets, names);
     if (p->obs_norm && !p->obs_n) {
         float_array(g, "static ", "obs_mean", p->norm.use_mean, (size_t)p->obs_w);
         float_array(g, "static ", "obs_inv_std", p->norm.use_inv_std, (size_t)p->obs_w);
     }
-    if (p->shared)
-        mlp_weights(g, &p->trunk, "trunk");
-    int q = p->head != FRL_POLICY_HEAD_ACTOR_CRITIC;
-    mlp_weights(g, &p->actor, p->head == FRL_POLICY_HEAD_DUELING_Q ? "advantage" : q ? "q"
-                                                                                 : "actor");
-    if (p->head != FRL_POLICY_HEAD_Q)
-        mlp_weights(g, &p->critic, q ? "state_value" : "critic");
-    if (frl_export_kind_of(p) == FRL_EXPORT_GAUSSIAN) {
-        frl_bytes_printf(g->c, "\n");
+    for (int32_t i = 0; i < p->towers; i++)
+        core_weights(g, i);
+    for (int32_t i = 0; i < k; i++)
+        mlp_weights(g, nets[i], names[i]);
+    if (frl_export_kind_of(p) == FRL_EXPORT_GAUSSIAN)
         float_array(g, "", "log_std", p->params + p->log_std_off, (size_t)p->out_w);
-    }
+}
+
+void frl_cgen_source(frl_cgen *g)
+{
+    const frl_policy *p = g->p;
+    static const char *kinds[3] = {"categorical", "Gaussian", "Q-value"};
+    frl_bytes_printf(g->out, "/* %s: a fastrl %s%s policy as C99, written by "
+                             "frl_policy_export (fastrl %s,\n * %s weights). Needs <math.h> "
+                             "only; see %s.h. */\n#include <math.h>\n\n#include \"%s.h\"\n\n",
+                     g->name, kinds[frl_export_kind_of(p)], p->towers ? " recurrent" : "",
+                     frl_version_string(), g->int8 ? "int8" : "float32", g->name, g->name);
+    emit_weights(g);
     emit_helpers(g);
     emit_forward(g);
     emit_act(g);
-}
-
-/* ---- the header and the probe ---- */
-
-static void upper(const char *s, char *out, size_t size)
-{
-    size_t i = 0;
-    for (; s[i] && i + 1 < size; i++)
-        out[i] = (char)(s[i] >= 'a' && s[i] <= 'z' ? s[i] - 'a' + 'A' : s[i]);
-    out[i] = '\0';
-}
-
-static void emit_header(frl_bytes *h, const frl_policy *p, const char *name, int int8)
-{
-    char up[64];
-    upper(name, up, sizeof up);
-    int kind = frl_export_kind_of(p);
-    static const char *outs[3] = {"the categorical logits", "the Gaussian means",
-                                  "the Q-value of each action"};
-    frl_bytes_printf(h,
-        "/* %s: a fastrl policy as C99 (fastrl %s, %s weights), written by\n"
-        " * frl_policy_export. No dependency beyond <math.h>, no allocation, no state: the\n"
-        " * functions may run on any number of threads at once. doc/export.md in fastrl\n"
-        " * explains the outputs and how to sample from them. */\n"
-        "#ifndef %s_H\n#define %s_H\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
-        name, frl_version_string(), int8 ? "int8" : "float32", up, up);
-    frl_bytes_printf(h, "/* Floats of one observation%s. */\n#define %s_OBS_SIZE %d\n",
-                     p->obs_n ? " (discrete: its index, as a float)" : "", up, (int)p->obs_w);
-    frl_bytes_printf(h, "/* Floats of forward's out: %s. */\n#define %s_OUT_SIZE %d\n", outs[kind],
-                     up, (int)p->out_w);
-    frl_bytes_printf(h, "/* Stack bytes forward uses at most (its work buffers). */\n"
-                        "#define %s_STACK_BYTES %zu\n\n", up,
-                     sizeof(float) * (size_t)(2 * widest(p) + p->obs_w + 2 +
-                                              (p->shared ? frl_mlp_out(&p->trunk) : 0)));
-    frl_bytes_printf(h,
-        "/* One observation obs[%s_OBS_SIZE] to out[%s_OUT_SIZE] (%s) and, when value is\n"
-        " * not NULL, *value (%s). */\n"
-        "void %s_forward(const float *obs, float *out, float *value);\n\n",
-        up, up, outs[kind], kind == FRL_EXPORT_QVALUES ? "the largest Q-value"
-                                                       : "the critic's state value", name);
-    if (kind == FRL_EXPORT_GAUSSIAN)
-        frl_bytes_printf(h,
-            "/* The greedy action, the Gaussian's mean, into action[%s_OUT_SIZE] (not\n"
-            " * clipped to the action space's bounds). */\n"
-            "void %s_act(const float *obs, float *action);\n\n"
-            "/* The Gaussian's log standard deviations (they do not depend on the state): a\n"
-            " * host that samples draws mean + exp(log_std) * N(0, 1). */\n"
-            "extern const float %s_log_std[%s_OUT_SIZE];\n", up, name, name, up);
-    else
-        frl_bytes_printf(h,
-            "/* The greedy action: the index of the largest output (the first on ties). */\n"
-            "int %s_act(const float *obs);\n", name);
-    frl_bytes_printf(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
-}
-
-static void emit_probe(frl_bytes *b, const frl_policy *p, const char *name)
-{
-    char up[64];
-    upper(name, up, sizeof up);
-    int gauss = frl_export_kind_of(p) == FRL_EXPORT_GAUSSIAN;
-    frl_bytes_printf(b,
-        "/* Latency probe of %s_act, written by frl_policy_export: build it with the\n"
-        " * target's compiler and flags, e.g. cc -O2 -std=c99 %s_probe.c %s.c -lm, and run it\n"
-        " * there. It times calls for at least half a second of CPU time (clock()). */\n"
-        "#include <stdio.h>\n#include <time.h>\n\n#include \"%s.h\"\n\n"
-        "int main(void)\n{\n    float obs[%s_OBS_SIZE];\n", name, name, name, name, up);
-    if (gauss)
-        frl_bytes_printf(b, "    float action[%s_OUT_SIZE];\n", up);
-    frl_bytes_printf(b,
-        "    volatile float sink = 0.0f;\n    long calls = 0, k;\n    clock_t t0, t;\n"
-        "    double s;\n    int i;\n"
-        "    for (i = 0; i < %s_OBS_SIZE; i++)\n        obs[i] = %s;\n"
-        "    t0 = clock();\n    do {\n        for (k = 0; k < 1000; k++) {\n", up,
-        p->obs_n ? "0.0f" : "0.01f * (float)(i + 1)");
-    if (!p->obs_n)
-        frl_bytes_printf(b, "            obs[0] = (k & 1) ? 0.01f : -0.01f;\n");
-    if (gauss)
-        frl_bytes_printf(b, "            %s_act(obs, action);\n            sink += action[0];\n",
-                         name);
-    else
-        frl_bytes_printf(b, "            sink += (float)%s_act(obs);\n", name);
-    frl_bytes_printf(b,
-        "        }\n        calls += 1000;\n        t = clock();\n"
-        "    } while (t - t0 < CLOCKS_PER_SEC / 2);\n"
-        "    s = (double)(t - t0) / CLOCKS_PER_SEC;\n"
-        "    printf(\"%s_act: %%.1f ns per call (%%ld calls in %%.2f s of CPU time)\\n\",\n"
-        "           1e9 * s / (double)calls, calls, s);\n    (void)sink;\n    return 0;\n}\n",
-        name);
-}
-
-/* prefix + suffix into a path of the caller's size. */
-static frl_status path_of(char *out, size_t size, const char *prefix, const char *suffix,
-                          char *err)
-{
-    if ((size_t)snprintf(out, size, "%s%s", prefix, suffix) >= size)
-        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
-                        "frl_policy_export: the path '%s%s' is longer than %zu bytes", prefix,
-                        suffix, size - 1);
-    return FRL_OK;
-}
-
-static frl_status write_one(const frl_allocator *a, const char *prefix, const char *suffix,
-                            const frl_bytes *b, char *err)
-{
-    char path[4096];
-    frl_status st = path_of(path, sizeof path, prefix, suffix, err);
-    if (st == FRL_OK && b->failed)
-        st = frl_fail(err, FRL_ERR_NOMEM, "frl_policy_export: out of memory writing %s", path);
-    if (st == FRL_OK)
-        st = frl_file_replace(a, path, b->data, b->len, "frl_policy_export", err);
-    return st;
-}
-
-frl_status frl_export_c(const frl_policy *p, const char *prefix, const char *name, int int8,
-                        int probe, char *err)
-{
-    const frl_allocator *a = &p->rt->alloc;
-    frl_bytes h, c, pr;
-    frl_bytes_init(&h, a);
-    frl_bytes_init(&c, a);
-    frl_bytes_init(&pr, a);
-    gen g = {&c, p, name, int8};
-    emit_header(&h, p, name, int8);
-    emit_source(&g);
-    if (probe)
-        emit_probe(&pr, p, name);
-    /* The source first: a header never stands beside a stale or missing source. */
-    frl_status st = write_one(a, prefix, ".c", &c, err);
-    if (st == FRL_OK)
-        st = write_one(a, prefix, ".h", &h, err);
-    if (st == FRL_OK && probe)
-        st = write_one(a, prefix, "_probe.c", &pr, err);
-    frl_bytes_free(&h);
-    frl_bytes_free(&c);
-    frl_bytes_free(&pr);
-    return st;
 }

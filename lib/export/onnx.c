@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "export/export.h"
+#include "export/kind.h"
+#include "export/onnx.h"
 #include "io/bytes.h"
 #include "io/file.h"
 #include "io/protobuf.h"
@@ -298,18 +299,14 @@ static void q_heads(graph *g, const char *x)
     argmax(g, "q", "action");
 }
 
-static void actor_critic(graph *g, const char *x)
+/* The actor's and the critic's heads on their inputs. */
+static void heads(graph *g, const char *actor_in, const char *critic_in)
 {
     const frl_policy *p = g->p;
-    vname t, v = fresh(g, "critic");
-    snprintf(t.s, sizeof t.s, "%s", x);
-    if (p->shared) {
-        t = fresh(g, "trunk");
-        mlp(g, &p->trunk, "trunk", x, t.s);
-    }
+    vname v = fresh(g, "critic");
     const char *out = p->discrete ? "logits" : "mean";
-    mlp(g, &p->actor, "actor", t.s, out);
-    mlp(g, &p->critic, "critic", t.s, v.s);
+    mlp(g, &p->actor, "actor", actor_in, out);
+    mlp(g, &p->critic, "critic", critic_in, v.s);
     flatten_value(g, v.s);
     if (p->discrete) {
         argmax(g, "logits", "action");
@@ -323,6 +320,150 @@ static void actor_critic(graph *g, const char *x)
     node1(g, "Identity", "mean", "action");
 }
 
+static void actor_critic(graph *g, const char *x)
+{
+    const frl_policy *p = g->p;
+    vname t;
+    snprintf(t.s, sizeof t.s, "%s", x);
+    if (p->shared) {
+        t = fresh(g, "trunk");
+        mlp(g, &p->trunk, "trunk", x, t.s);
+    }
+    heads(g, t.s, t.s);
+}
+
+/* ---- recurrent policies: one step, the state an input and an output ---- */
+
+/* Columns [from, to) of x. */
+static void slice_cols(graph *g, const char *x, int64_t from, int64_t to, const char *out)
+{
+    vname s = fresh(g, "from"), e = fresh(g, "to"), ax = fresh(g, "axis");
+    int64_t one = 1;
+    int64s(g, s.s, 1, &from);
+    int64s(g, e.s, 1, &to);
+    int64s(g, ax.s, 1, &one);
+    const char *in[4] = {x, s.s, e.s, ax.s};
+    node(g, "Slice", in, 4, out, NULL, 0);
+}
+
+/* op(x + y) into out (op NULL: the sum alone). */
+static void add_then(graph *g, const char *op, const char *x, const char *y, const char *out)
+{
+    if (!op) {
+        node2(g, "Add", x, y, out);
+        return;
+    }
+    vname t = fresh(g, "sum");
+    node2(g, "Add", x, y, t.s);
+    node1(g, op, t.s, out);
+}
+
+/* Gate j of the G h pre-activations in gx and gh (the GRU keeps them apart for n). */
+static void gate_slices(graph *g, const char *x, int64_t h, int64_t j, vname *out)
+{
+    *out = fresh(g, "gate");
+    slice_cols(g, x, j * h, (j + 1) * h, out->s);
+}
+
+/* h' = (1 - z) n + z h, with r, z and n as PyTorch's GRU (nn/rnn.h). */
+static void gru_cell(graph *g, int64_t h, const char *gx, const char *gh, const char *hp,
+                     const char *h_out)
+{
+    vname xs[3], hs[3], r = fresh(g, "r"), z = fresh(g, "z"), n = fresh(g, "n");
+    vname rn = fresh(g, "n"), keep = fresh(g, "z"), a = fresh(g, "h"), b = fresh(g, "h");
+    for (int64_t j = 0; j < 3; j++) {
+        gate_slices(g, gx, h, j, &xs[j]);
+        gate_slices(g, gh, h, j, &hs[j]);
+    }
+    add_then(g, "Sigmoid", xs[0].s, hs[0].s, r.s);
+    add_then(g, "Sigmoid", xs[1].s, hs[1].s, z.s);
+    node2(g, "Mul", r.s, hs[2].s, rn.s);
+    add_then(g, "Tanh", xs[2].s, rn.s, n.s);
+    node2(g, "Sub", "core.one", z.s, keep.s);
+    node2(g, "Mul", keep.s, n.s, a.s);
+    node2(g, "Mul", z.s, hp, b.s);
+    node2(g, "Add", a.s, b.s, h_out);
+}
+
+/* c' = f c + i g, h' = o tanh(c'), gates i, f, g, o of gx + gh. */
+static void lstm_cell(graph *g, int64_t h, const char *gx, const char *gh, const char *cp,
+                      const char *h_out, const char *c_out)
+{
+    static const char *ops[4] = {"Sigmoid", "Sigmoid", "Tanh", "Sigmoid"};
+    vname sum = fresh(g, "gates"), pre[4], act[4], fc = fresh(g, "c"), ig = fresh(g, "c");
+    vname tc = fresh(g, "c");
+    node2(g, "Add", gx, gh, sum.s);
+    for (int64_t j = 0; j < 4; j++) {
+        gate_slices(g, sum.s, h, j, &pre[j]);
+        act[j] = fresh(g, "gate");
+        node1(g, ops[j], pre[j].s, act[j].s);
+    }
+    node2(g, "Mul", act[1].s, cp, fc.s);
+    node2(g, "Mul", act[0].s, act[2].s, ig.s);
+    node2(g, "Add", fc.s, ig.s, c_out);
+    node1(g, "Tanh", c_out, tc.s);
+    node2(g, "Mul", act[3].s, tc.s, h_out);
+}
+
+/* Tower i: its encoder, then one core step from its part of "state"; h_out gets h,
+ * part its new state (h, or h then c). */
+static void tower(graph *g, int32_t i, const char *x, int64_t off, const char *h_out,
+                  vname *part)
+{
+    const frl_policy *p = g->p;
+    const frl_rnn *r = &p->core[i];
+    int64_t h = r->h, gw = (int64_t)r->gates * h;
+    char net[16], wx[32], wh[32], bx[32], bh[32];
+    snprintf(net, sizeof net, "encoder%d", (int)i);
+    vname e = fresh(g, net), hp = fresh(g, "h_prev"), gx = fresh(g, "gx"), gh = fresh(g, "gh");
+    if (p->enc[i].layers) {
+        mlp(g, &p->enc[i], net, x, e.s);
+        x = e.s;
+    }
+    snprintf(wx, sizeof wx, "core%d.wx", (int)i);
+    snprintf(wh, sizeof wh, "core%d.wh", (int)i);
+    snprintf(bx, sizeof bx, "core%d.bx", (int)i);
+    snprintf(bh, sizeof bh, "core%d.bh", (int)i);
+    floats(g, wx, r->in, gw, p->params + r->off_wx);
+    floats(g, wh, h, gw, p->params + r->off_wh);
+    floats(g, bx, 0, gw, p->params + r->off_bx);
+    floats(g, bh, 0, gw, p->params + r->off_bh);
+    slice_cols(g, "state", off, off + h, hp.s);
+    node(g, "Gemm", (const char *const[]){x, wx, bx}, 3, gx.s, NULL, 0);
+    node(g, "Gemm", (const char *const[]){hp.s, wh, bh}, 3, gh.s, NULL, 0);
+    if (r->kind == FRL_RNN_GRU) {
+        gru_cell(g, h, gx.s, gh.s, hp.s, h_out);
+        snprintf(part->s, sizeof part->s, "%s", h_out);
+        return;
+    }
+    vname cp = fresh(g, "c_prev"), c = fresh(g, "c");
+    slice_cols(g, "state", off + h, off + 2 * h, cp.s);
+    lstm_cell(g, h, gx.s, gh.s, cp.s, h_out, c.s);
+    *part = fresh(g, "state");
+    attr axis = {"axis", A_INT, 1, 0, NULL, 0};
+    node(g, "Concat", (const char *const[]){h_out, c.s}, 2, part->s, &axis, 1);
+}
+
+static void recurrent(graph *g, const char *x)
+{
+    const frl_policy *p = g->p;
+    vname hs[2], parts[2];
+    int64_t off = 0;
+    scalar(g, "core.one", 1.0f);
+    for (int32_t i = 0; i < p->towers; i++) {
+        hs[i] = fresh(g, "core");
+        tower(g, i, x, off, hs[i].s, &parts[i]);
+        off += frl_rnn_state_w(&p->core[i]);
+    }
+    attr axis = {"axis", A_INT, 1, 0, NULL, 0};
+    if (p->towers == 2)
+        node(g, "Concat", (const char *const[]){parts[0].s, parts[1].s}, 2, "state_out", &axis,
+             1);
+    else
+        node1(g, "Identity", parts[0].s, "state_out");
+    heads(g, hs[0].s, hs[p->towers - 1].s);
+}
+
 /* ---- the model ---- */
 
 static void graph_io(frl_bytes *b, const frl_policy *p)
@@ -330,6 +471,9 @@ static void graph_io(frl_bytes *b, const frl_policy *p)
     int kind = frl_export_kind_of(p);
     value_info(b, G_INPUT, "observation", DT_FLOAT, p->obs_w,
                p->obs_n ? "discrete observation: the index as a float" : "observation rows");
+    if (p->state_w)
+        value_info(b, G_INPUT, "state", DT_FLOAT, p->state_w,
+                   "recurrent state before the step (zeros for a new episode)");
     if (kind == FRL_EXPORT_CATEGORICAL) {
         value_info(b, G_OUTPUT, "logits", DT_FLOAT, p->out_w, "categorical logits");
     } else if (kind == FRL_EXPORT_GAUSSIAN) {
@@ -342,6 +486,9 @@ static void graph_io(frl_bytes *b, const frl_policy *p)
                kind == FRL_EXPORT_QVALUES ? "largest Q-value" : "state value");
     value_info(b, G_OUTPUT, "action", kind == FRL_EXPORT_GAUSSIAN ? DT_FLOAT : DT_INT64,
                kind == FRL_EXPORT_GAUSSIAN ? p->out_w : 0, "greedy action");
+    if (p->state_w)
+        value_info(b, G_OUTPUT, "state_out", DT_FLOAT, p->state_w,
+                   "recurrent state after the step (the next call's state)");
 }
 
 static void write_graph(frl_bytes *b, const frl_policy *p)
@@ -353,6 +500,8 @@ static void write_graph(frl_bytes *b, const frl_policy *p)
     input(&g, &x);
     if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
         q_heads(&g, x.s);
+    else if (p->towers)
+        recurrent(&g, x.s);
     else
         actor_critic(&g, x.s);
     graph_io(b, p);

@@ -108,24 +108,42 @@ static frl_status sync_dir(const char *path, char *dir, const char *who, char *e
     return FRL_OK;
 }
 
-/* tmp and the directory name share one allocation: both fit in strlen(path) + 48. */
+frl_status frl_file_stage(const char *path, const void *data, size_t size, const char *who,
+                          char *tmp, size_t tmp_size, char *err)
+{
+    static atomic_uint serial; /* two threads saving to one path use different tmp files */
+    if ((size_t)snprintf(tmp, tmp_size, "%s.tmp.%ld.%u", path, (long)getpid(),
+                         atomic_fetch_add(&serial, 1)) >= tmp_size)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "%s: the path %s is too long", who, path);
+    return write_tmp(tmp, data, size, who, err);
+}
+
+frl_status frl_file_commit(const char *tmp, const char *path, const char *who, char *err)
+{
+    if (rename(tmp, path) != 0) {
+        frl_status st = frl_fail(err, FRL_ERR_IO, "%s: rename %s to %s: %s", who, tmp, path,
+                                 strerror(errno));
+        unlink(tmp);
+        return st;
+    }
+    /* The directory's name fits in the temporary name's room. */
+    char dir[4096];
+    if (strlen(path) >= sizeof dir)
+        return FRL_OK; /* no room to name it: the rename stands, unsynced */
+    return sync_dir(path, dir, who, err);
+}
+
+/* The temporary name fits in strlen(path) + 48. */
 frl_status frl_file_replace(const frl_allocator *a, const char *path, const void *file,
                             size_t size, const char *who, char *err)
 {
-    static atomic_uint serial; /* two threads saving to one path use different tmp files */
     size_t len = strlen(path) + 48;
-    char *tmp = frl_alloc(a, 2 * len, 1);
+    char *tmp = frl_alloc(a, len, 1);
     if (!tmp)
         return frl_fail(err, FRL_ERR_NOMEM, "%s: out of memory", who);
-    snprintf(tmp, len, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&serial, 1));
-    frl_status st = write_tmp(tmp, file, size, who, err);
-    if (st == FRL_OK && rename(tmp, path) != 0) {
-        st = frl_fail(err, FRL_ERR_IO, "%s: rename %s to %s: %s", who, tmp, path,
-                      strerror(errno));
-        unlink(tmp);
-    }
+    frl_status st = frl_file_stage(path, file, size, who, tmp, len, err);
     if (st == FRL_OK)
-        st = sync_dir(path, tmp + len, who, err);
+        st = frl_file_commit(tmp, path, who, err);
     frl_free(a, tmp);
     return st;
 }

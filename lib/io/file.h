@@ -24,4 +24,13 @@ int frl_fsync(int fd);
 frl_status frl_file_replace(const frl_allocator *a, const char *path, const void *data,
                             size_t size, const char *who, char *err);
 
+/* frl_file_replace in two halves, for several files that should all change or none:
+ * stage each (written and flushed under a temporary name, returned in tmp, which needs
+ * strlen(path) + 48 bytes), and commit them once every stage succeeded (rename over
+ * path, sync the directory). A failed stage leaves nothing behind; the caller unlinks
+ * the files it staged before. */
+frl_status frl_file_stage(const char *path, const void *data, size_t size, const char *who,
+                          char *tmp, size_t tmp_size, char *err);
+frl_status frl_file_commit(const char *tmp, const char *path, const char *who, char *err);
+
 #endif

@@ -18,12 +18,15 @@ python=${FRL_PYTHON:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 
-# Verified together with CPython 3.11 (2026): numpy and typing_extensions match the
-# TensorBoard set, so installing these never changes a package that set installed.
-# wheel 0.45 still carries bdist_wheel for the venv's setuptools 65.
+# Verified together with CPython 3.11 (2026): numpy, typing_extensions, protobuf and
+# packaging match the TensorBoard set, so installing these never changes a package that
+# set installed. wheel 0.45 still carries bdist_wheel for the venv's setuptools 65.
+# onnx and onnxruntime check the ONNX export (test_export.py).
 py_pins="pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 Pygments==2.21.0
   gymnasium==1.4.0 cloudpickle==3.1.2 Farama-Notifications==0.0.6
-  typing_extensions==4.16.0 numpy==2.4.6 wheel==0.45.1"
+  typing_extensions==4.16.0 numpy==2.4.6 wheel==0.45.1
+  onnx==1.23.2 ml_dtypes==0.6.0 onnxruntime==1.32.0 flatbuffers==25.12.19
+  protobuf==7.36.2 packaging==26.3"
 py_marker="$venv/.frl-pins-python"
 
 # TensorBoard's pins and marker, exactly as tests/io/tfevents_venv.sh writes them.

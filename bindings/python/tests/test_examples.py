@@ -60,3 +60,11 @@ def test_recurrent_cartpole_example():
     carried = float(out.split("state carried: mean return")[1].split()[0])
     wiped = float(out.split("every step: mean return")[1].split()[0])
     assert carried > 2 * wiped, out
+
+
+def test_onnx_policy_plays_gymnasium():
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (py_venv.sh "
+                        "installs it)")
+    out = run("onnx_policy.py", "--episodes", 5, "--sample")
+    assert "onnxruntime, greedy: 5 episodes, mean return" in out
+    assert float(out.split("mean return")[1].split()[0]) >= 475

@@ -1,10 +1,16 @@
-/* A controller's loop around an exported CartPole policy, linking nothing of fastrl:
- * CartPole-v1's dynamics (Gymnasium's equations, Euler steps, float64 state, float32
- * observations) in fixed arrays, the exported act function choosing each push.
+/* A microcontroller-style control loop around a policy exported as C (fastrl export
+ * --c), linking nothing of fastrl: no heap, fixed arrays, one act call per control
+ * tick. The plant is CartPole-v1 simulated here (Gymnasium's equations and limits,
+ * Euler steps, float64 state, float32 observations), standing in for the sensors and
+ * the motor of a real cart.
  *
- *   cc -std=c99 cartpole_balance.c POLICY.c -lm -DPOLICY_HEADER='"POLICY.h"'
- *      -DPOLICY_ACT=POLICY_act
- *   ./a.out EPISODES     exits 0 when every episode balances for 500 steps */
+ *   fastrl train CartPole-v1 --steps 200000 --out run
+ *   fastrl export run/checkpoint.frl --c cartpole_policy      (add --int8 for int8)
+ *   cc -std=c99 -O2 -I. examples/exported_controller.c cartpole_policy.c -lm \
+ *      -DPOLICY_HEADER='"cartpole_policy.h"' -DPOLICY_ACT=cartpole_policy_act
+ *   ./a.out 20        20 episodes; exits 0 when every one balances for 500 steps
+ *
+ * tests/test_cli_export.sh builds and runs it with both weight formats. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,195 @@
+/* The C export's files (c_export.h): NAME.h, which declares what NAME.c defines
+ * (c_source.c), and the optional latency probe NAME_probe.c. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "export/c_export.h"
+#include "export/c_source.h"
+#include "export/kind.h"
+#include "io/file.h"
+
+static void upper(const char *s, char *out, size_t size)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < size; i++)
+        out[i] = (char)(s[i] >= 'a' && s[i] <= 'z' ? s[i] - 'a' + 'A' : s[i]);
+    out[i] = '\0';
+}
+
+static const char *outputs_text(int kind)
+{
+    static const char *outs[3] = {"the categorical logits", "the Gaussian means",
+                                  "the Q-value of each action"};
+    return outs[kind];
+}
+
+static void header_sizes(frl_cgen *g, const char *up)
+{
+    const frl_policy *p = g->p;
+    frl_bytes_printf(g->out, "/* Floats of one observation%s. */\n#define %s_OBS_SIZE %d\n",
+                     p->obs_n ? " (discrete: its index, as a float)" : "", up, (int)p->obs_w);
+    frl_bytes_printf(g->out, "/* Floats of forward's out: %s. */\n#define %s_OUT_SIZE %d\n",
+                     outputs_text(frl_export_kind_of(p)), up, (int)p->out_w);
+    if (p->towers)
+        frl_bytes_printf(g->out,
+            "/* Floats of recurrent state per agent: each core's h%s, the actor's core\n"
+            " * first. Zeros start an episode; forward and act replace it in place. */\n"
+            "#define %s_STATE_SIZE %d\n", p->core[0].kind == FRL_RNN_LSTM ? " then c" : "",
+            up, (int)p->state_w);
+    frl_bytes_printf(g->out, "/* Stack bytes forward uses at most (its work buffers). */\n"
+                             "#define %s_STACK_BYTES %zu\n\n", up,
+                     sizeof(float) * frl_cgen_stack_floats(p));
+}
+
+static void header_functions(frl_cgen *g, const char *up)
+{
+    const frl_policy *p = g->p;
+    const char *n = g->name, *st = p->towers ? "float *state, " : "";
+    int kind = frl_export_kind_of(p);
+    frl_bytes_printf(g->out,
+        "/* One observation obs[%s_OBS_SIZE]%s to out[%s_OUT_SIZE] (%s)\n"
+        " * and, when value is not NULL, *value (%s). */\n"
+        "void %s_forward(const float *obs, %sfloat *out, float *value);\n\n",
+        up, p->towers ? " and the agent's state" : "", up, outputs_text(kind),
+        kind == FRL_EXPORT_QVALUES ? "the largest Q-value" : "the critic's state value", n,
+        st);
+    if (kind == FRL_EXPORT_GAUSSIAN)
+        frl_bytes_printf(g->out,
+            "/* The greedy action, the Gaussian's mean, into action[%s_OUT_SIZE] (not\n"
+            " * clipped to the action space's bounds). */\n"
+            "void %s_act(const float *obs, %sfloat *action);\n\n"
+            "/* The Gaussian's log standard deviations (they do not depend on the state): a\n"
+            " * host that samples draws mean + exp(log_std) * N(0, 1). */\n"
+            "extern const float %s_log_std[%s_OUT_SIZE];\n", up, n, st, n, up);
+    else
+        frl_bytes_printf(g->out,
+            "/* The greedy action: the index of the largest output (the first on ties). */\n"
+            "int %s_act(const float *obs%s);\n", n, p->towers ? ", float *state" : "");
+}
+
+static void emit_header(frl_cgen *g)
+{
+    char up[64];
+    upper(g->name, up, sizeof up);
+    frl_bytes_printf(g->out,
+        "/* %s: a fastrl policy as C99 (fastrl %s, %s weights), written by\n"
+        " * frl_policy_export. No dependency beyond <math.h>, no allocation, no state of its\n"
+        " * own: the functions may run on any number of threads at once. doc/export.md in\n"
+        " * fastrl explains the outputs and how to sample from them. */\n"
+        "#ifndef %s_H\n#define %s_H\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+        g->name, frl_version_string(), g->int8 ? "int8" : "float32", up, up);
+    header_sizes(g, up);
+    header_functions(g, up);
+    frl_bytes_printf(g->out, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+}
+
+static void probe_call(frl_cgen *g)
+{
+    const char *n = g->name, *sa = g->p->towers ? "state, " : "";
+    if (frl_export_kind_of(g->p) == FRL_EXPORT_GAUSSIAN)
+        frl_bytes_printf(g->out, "            %s_act(obs, %saction);\n"
+                                 "            sink += action[0];\n", n, sa);
+    else
+        frl_bytes_printf(g->out, "            int a = %s_act(obs%s%s);\n"
+                                 "            sink += (float)a;\n", n,
+                         g->p->towers ? ", " : "", g->p->towers ? "state" : "");
+}
+
+static void emit_probe(frl_cgen *g)
+{
+    char up[64];
+    const frl_policy *p = g->p;
+    const char *n = g->name;
+    upper(n, up, sizeof up);
+    frl_bytes_printf(g->out,
+        "/* Latency probe of %s_act, written by frl_policy_export: build it with the\n"
+        " * target's compiler and flags, e.g. cc -O2 -std=c99 %s_probe.c %s.c -lm, and run it\n"
+        " * there. It times calls for at least half a second of CPU time (clock()). */\n"
+        "#include <stdio.h>\n#include <time.h>\n\n#include \"%s.h\"\n\n"
+        "int main(void)\n{\n    float obs[%s_OBS_SIZE];\n", n, n, n, n, up);
+    if (frl_export_kind_of(p) == FRL_EXPORT_GAUSSIAN)
+        frl_bytes_printf(g->out, "    float action[%s_OUT_SIZE];\n", up);
+    if (p->towers)
+        frl_bytes_printf(g->out, "    float state[%s_STATE_SIZE] = {0};\n", up);
+    frl_bytes_printf(g->out,
+        "    volatile float sink = 0.0f;\n    long calls = 0, k;\n    clock_t t0, t;\n"
+        "    double s;\n    int i;\n"
+        "    for (i = 0; i < %s_OBS_SIZE; i++)\n        obs[i] = %s;\n"
+        "    t0 = clock();\n    do {\n        for (k = 0; k < 1000; k++) {\n", up,
+        p->obs_n ? "0.0f" : "0.01f * (float)(i + 1)");
+    if (!p->obs_n)
+        frl_bytes_printf(g->out, "            obs[0] = (k & 1) ? 0.01f : -0.01f;\n");
+    probe_call(g);
+    frl_bytes_printf(g->out,
+        "        }\n        calls += 1000;\n        t = clock();\n"
+        "    } while (t - t0 < CLOCKS_PER_SEC / 2);\n"
+        "    s = (double)(t - t0) / CLOCKS_PER_SEC;\n"
+        "    printf(\"%s_act: %%.1f ns per call (%%ld calls in %%.2f s of CPU time)\\n\",\n"
+        "           1e9 * s / (double)calls, calls, s);\n    (void)sink;\n    return 0;\n}\n",
+        n);
+}
+
+enum { PATH_ROOM = 4096 + 48, FILES = 3 };
+
+typedef struct staged {
+    char path[FILES][PATH_ROOM], tmp[FILES][PATH_ROOM];
+    int n;
+} staged;
+
+/* Write b under a temporary name beside prefix + suffix. */
+static frl_status stage(staged *s, const char *prefix, const char *suffix, const frl_bytes *b,
+                        char *err)
+{
+    char *path = s->path[s->n];
+    if ((size_t)snprintf(path, PATH_ROOM - 48, "%s%s", prefix, suffix) >= PATH_ROOM - 48)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
+                        "frl_policy_export: the path '%s%s' is longer than %d bytes", prefix,
+                        suffix, PATH_ROOM - 49);
+    if (b->failed)
+        return frl_fail(err, FRL_ERR_NOMEM, "frl_policy_export: out of memory writing %s", path);
+    frl_status st = frl_file_stage(path, b->data, b->len, "frl_policy_export", s->tmp[s->n],
+                                   PATH_ROOM, err);
+    s->n += st == FRL_OK;
+    return st;
+}
+
+/* Every file staged, then all renamed: a failure before the renames changes nothing. */
+static frl_status write_files(const frl_allocator *a, const frl_bytes *files, int n,
+                              const char *prefix, char *err)
+{
+    static const char *suffix[FILES] = {".c", ".h", "_probe.c"};
+    staged *s = frl_alloc(a, sizeof *s, 64); /* 25 KB: not on a host thread's stack */
+    if (!s)
+        return frl_fail(err, FRL_ERR_NOMEM, "frl_policy_export: out of memory");
+    s->n = 0;
+    frl_status st = FRL_OK;
+    for (int i = 0; i < n && st == FRL_OK; i++)
+        st = stage(s, prefix, suffix[i], &files[i], err);
+    for (int i = 0; i < s->n; i++)
+        if (st != FRL_OK)
+            unlink(s->tmp[i]);
+        else
+            st = frl_file_commit(s->tmp[i], s->path[i], "frl_policy_export", err);
+    frl_free(a, s);
+    return st;
+}
+
+frl_status frl_export_c(const frl_policy *p, const char *prefix, const char *name, int int8,
+                        int probe, char *err)
+{
+    frl_bytes files[FILES];
+    for (int i = 0; i < FILES; i++)
+        frl_bytes_init(&files[i], &p->rt->alloc);
+    frl_cgen gc = {&files[0], p, name, int8}, gh = {&files[1], p, name, int8};
+    frl_cgen gp = {&files[2], p, name, int8};
+    frl_cgen_source(&gc);
+    emit_header(&gh);
+    if (probe)
+        emit_probe(&gp);
+    frl_status st = write_files(&p->rt->alloc, files, probe ? 3 : 2, prefix, err);
+    for (int i = 0; i < FILES; i++)
+        frl_bytes_free(&files[i]);
+    return st;
+}
