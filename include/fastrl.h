@@ -603,16 +603,17 @@ FRL_API const char *frl_policy_last_error(const frl_policy *policy);
  * - export.format=onnx (default): an ONNX model at path (opset 17) with input
  *   "observation" [batch x obs width] and outputs "logits", or "mean" and "log_std",
  *   or "q", then "value" [batch] and "action" (the greedy action: int64 [batch], or
- *   the mean). Sampling stays with the host.
+ *   the mean); a recurrent policy adds the input "state" and the output "state_out".
+ *   Sampling stays with the host.
  * - export.format=c: C99 source, path.h and path.c (path's last part, a C identifier,
  *   names every symbol), needing only <math.h>; export.weights=int8 quantises the
  *   weights per output channel; export.probe=true adds path_probe.c, a main() timing
  *   the act function on the target.
- * Files are written atomically (as frl_policy_save). Errors: FRL_ERR_UNSUPPORTED for a
- * kind the formats do not cover yet (recurrent policies), FRL_ERR_INVALID_ARGUMENT for
- * a name that is not a C identifier, FRL_ERR_NONFINITE for non-finite parameters,
- * FRL_ERR_IO naming the path. Reads the parameters: not while a trainer updates this
- * policy on another thread. */
+ * Files are written atomically (as frl_policy_save; the C files all or none). Errors:
+ * FRL_ERR_NULL (policy or path), FRL_ERR_INVALID_ARGUMENT for a name that is not a C
+ * identifier, FRL_ERR_NONFINITE for non-finite parameters, FRL_ERR_IO naming the path,
+ * FRL_ERR_NOMEM; nothing at the path changes then. Reads the parameters: not while a
+ * trainer updates this policy on another thread. */
 FRL_API frl_status frl_policy_export(frl_policy *policy, const char *path,
                                      const frl_config *options);
 

@@ -85,6 +85,7 @@ static void hc_layout_args(void)
     HC_FIELD(frl_act_args, state);
     HC_FIELD(frl_act_args, state_width);
     HC_FIELD(frl_act_args, reset);
+    HC_FIELD(frl_act_args, outputs);
     HC_STRUCT(frl_eval_args);
     HC_FIELD(frl_eval_args, struct_size);
     HC_FIELD(frl_eval_args, episodes);

@@ -220,7 +220,7 @@ static void emit_helpers(frl_cgen *g)
             " * the first layer then adds no weight column (the library's one-hot row). */\n"
             "static int %s_index(float v, int n)\n{\n    int i;\n"
             "    if (!(v >= 0.0f && v < (float)n))\n        return -1;\n"
-            "    i = (int)v;\n    return (float)i == v ? i : -1;\n}\n", n);
+            "    i = (int)v;\n    return v > (float)i ? -1 : i;\n}\n", n);
     if (p->towers)
         frl_bytes_printf(g->out,
             "\nstatic float %s_sigmoid(float x)\n{\n"
