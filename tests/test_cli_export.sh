@@ -6,11 +6,15 @@
 # fails with a clear message.
 # (bindings/python/tests/test_export.py compares both formats' numbers with the library.)
 #
-#   test_cli_export.sh FASTRL CC SRCDIR
+#   test_cli_export.sh FASTRL CC SRCDIR [plain|sanitized]
+#
+# sanitized (a sanitizer build): a short training run, so the exports are built, compiled
+# and run but the policy is not expected to balance; the plain builds check that.
 set -u
 fastrl=$1
 cc=$2
 src=$3
+mode=${4:-plain}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/test_cli_export.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 failures=0
@@ -35,13 +39,21 @@ has() {
 
 # PPO solves CartPole in about 200K steps (a second on two cores; longer under the
 # sanitizers). A deterministic policy that reaches 500 is what the export must keep.
-run "$fastrl" train CartPole-v1 --steps 200000 --seed 3 --out "$dir/run" --quiet
+steps=200000
+if [ "$mode" = sanitized ]; then
+    steps=8192
+    echo "sanitizer build: $steps training steps; balancing is checked in the plain builds"
+fi
+run "$fastrl" train CartPole-v1 --steps $steps --seed 3 --out "$dir/run" --quiet
 [ "$rc" -eq 0 ] || { echo "cannot train CartPole-v1 (setup failed): $out"; exit 1; }
-run "$fastrl" eval "$dir/run/checkpoint.frl" --deterministic --episodes 10
-case $out in
-    *"min_return: 500"*) ;;
-    *) echo "SKIP: the trained policy does not balance every episode itself: $out"; exit 77 ;;
-esac
+if [ "$mode" = plain ]; then
+    run "$fastrl" eval "$dir/run/checkpoint.frl" --deterministic --episodes 10
+    case $out in
+        *"min_return: 500"*) ;;
+        *) echo "SKIP: the trained policy does not balance every episode itself: $out"
+           exit 77 ;;
+    esac
+fi
 
 cflags="-std=c99 -Wall -Wextra -Werror -pedantic -O2"
 for weights in float32 int8; do
@@ -55,7 +67,8 @@ for weights in float32 int8; do
         -o "$dir/balance_$weights"
     [ "$rc" -eq 0 ] || { fail "the $weights export does not compile cleanly: $out"; continue; }
     run "$dir/balance_$weights" 20
-    [ "$rc" -eq 0 ] || fail "the $weights export does not balance CartPole: $out"
+    [ "$rc" -eq 0 ] || [ "$mode" = sanitized ] ||
+        fail "the $weights export does not balance CartPole: $out"
     echo "$weights: $(echo "$out" | tail -n 1)"
     run $cc $cflags -I"$dir" "$prefix"_probe.c "$prefix.c" -lm -o "$dir/probe_$weights"
     [ "$rc" -eq 0 ] || { fail "the $weights probe does not compile cleanly: $out"; continue; }

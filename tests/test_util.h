@@ -7,6 +7,21 @@
 
 #include "fastrl.h"
 
+/* 1 in a sanitizer build (gcc's macros; clang's __has_feature for clang). Learning
+ * tests there run a short budget that exercises the code under the sanitizer and leave
+ * the learning target to the plain builds, saying so: a sanitizer multiplies the time
+ * 3 to 10 times, and the same learning run in four configurations checks nothing more. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FRL_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FRL_TEST_SANITIZED 1
+#endif
+#endif
+#ifndef FRL_TEST_SANITIZED
+#define FRL_TEST_SANITIZED 0
+#endif
+
 /* Run a suite; the exit status of main(): non-zero if any check failed. */
 static inline int frl_test_run(Suite *s)
 {

@@ -315,7 +315,7 @@ static void emit_tower(frl_cgen *g, int32_t i, const char *x, int onehot, size_t
     const frl_policy *p = g->p;
     const frl_rnn *r = &p->core[i];
     const char *n = g->name;
-    char what[32], net[16], s[48];
+    char what[32], net[24], s[48];
     snprintf(net, sizeof net, "encoder%d", (int)i);
     snprintf(s, sizeof s, "state + %zu", off);
     if (p->enc[i].layers) {

@@ -407,13 +407,13 @@ static void lstm_cell(graph *g, int64_t h, const char *gx, const char *gh, const
 
 /* Tower i: its encoder, then one core step from its part of "state"; h_out gets h,
  * part its new state (h, or h then c). */
-static void tower(graph *g, int32_t i, const char *x, int64_t off, const char *h_out,
+static void tower(graph *g, int32_t i, const char *x, int64_t off, const vname *h,
                   vname *part)
 {
     const frl_policy *p = g->p;
     const frl_rnn *r = &p->core[i];
-    int64_t h = r->h, gw = (int64_t)r->gates * h;
-    char net[16], wx[32], wh[32], bx[32], bh[32];
+    int64_t hw = r->h, gw = (int64_t)r->gates * hw;
+    char net[24], wx[32], wh[32], bx[32], bh[32];
     snprintf(net, sizeof net, "encoder%d", (int)i);
     vname e = fresh(g, net), hp = fresh(g, "h_prev"), gx = fresh(g, "gx"), gh = fresh(g, "gh");
     if (p->enc[i].layers) {
@@ -425,23 +425,23 @@ static void tower(graph *g, int32_t i, const char *x, int64_t off, const char *h
     snprintf(bx, sizeof bx, "core%d.bx", (int)i);
     snprintf(bh, sizeof bh, "core%d.bh", (int)i);
     floats(g, wx, r->in, gw, p->params + r->off_wx);
-    floats(g, wh, h, gw, p->params + r->off_wh);
+    floats(g, wh, hw, gw, p->params + r->off_wh);
     floats(g, bx, 0, gw, p->params + r->off_bx);
     floats(g, bh, 0, gw, p->params + r->off_bh);
-    slice_cols(g, "state", off, off + h, hp.s);
+    slice_cols(g, "state", off, off + hw, hp.s);
     node(g, "Gemm", (const char *const[]){x, wx, bx}, 3, gx.s, NULL, 0);
     node(g, "Gemm", (const char *const[]){hp.s, wh, bh}, 3, gh.s, NULL, 0);
     if (r->kind == FRL_RNN_GRU) {
-        gru_cell(g, h, gx.s, gh.s, hp.s, h_out);
-        snprintf(part->s, sizeof part->s, "%s", h_out);
+        gru_cell(g, hw, gx.s, gh.s, hp.s, h->s);
+        *part = *h;
         return;
     }
     vname cp = fresh(g, "c_prev"), c = fresh(g, "c");
-    slice_cols(g, "state", off + h, off + 2 * h, cp.s);
-    lstm_cell(g, h, gx.s, gh.s, cp.s, h_out, c.s);
+    slice_cols(g, "state", off + hw, off + 2 * hw, cp.s);
+    lstm_cell(g, hw, gx.s, gh.s, cp.s, h->s, c.s);
     *part = fresh(g, "state");
     attr axis = {"axis", A_INT, 1, 0, NULL, 0};
-    node(g, "Concat", (const char *const[]){h_out, c.s}, 2, part->s, &axis, 1);
+    node(g, "Concat", (const char *const[]){h->s, c.s}, 2, part->s, &axis, 1);
 }
 
 static void recurrent(graph *g, const char *x)
@@ -452,7 +452,7 @@ static void recurrent(graph *g, const char *x)
     scalar(g, "core.one", 1.0f);
     for (int32_t i = 0; i < p->towers; i++) {
         hs[i] = fresh(g, "core");
-        tower(g, i, x, off, hs[i].s, &parts[i]);
+        tower(g, i, x, off, &hs[i], &parts[i]);
         off += frl_rnn_state_w(&p->core[i]);
     }
     attr axis = {"axis", A_INT, 1, 0, NULL, 0};

@@ -62,6 +62,7 @@ def test_recurrent_cartpole_example():
     assert carried > 2 * wiped, out
 
 
+@pytest.mark.slow
 def test_onnx_policy_plays_gymnasium():
     pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (py_venv.sh "
                         "installs it)")

@@ -11,6 +11,7 @@ ATOL covers the activation functions' last-bit differences (doc/export.md).
 """
 
 import ctypes
+import functools
 import math
 import os
 import shutil
@@ -60,7 +61,9 @@ CASES = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def trained(case):
+    """A trainer of the case, trained once per test session (its policy is only read)."""
     env, settings, steps = CASES[case]
     t = fastrl.Trainer(env, dict(settings, **{"runtime.seed": 5, "runtime.threads": 1}))
     t.train(steps)
