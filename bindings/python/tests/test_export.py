@@ -22,12 +22,21 @@ import pytest
 
 import fastrl
 
+from conftest import TSAN  # noqa: E402
+
 onnx = pytest.importorskip("onnx", reason="onnx is not installed (py_venv.sh installs it)")
-ort = pytest.importorskip("onnxruntime",
-                          reason="onnxruntime is not installed (py_venv.sh installs it)")
 from onnx import numpy_helper  # noqa: E402
 
-from conftest import SANITIZER  # noqa: E402
+# onnxruntime's wheel is not built with ThreadSanitizer: under it, its thread pools and
+# its exit handlers are reported as races and mutex misuse that are not fastrl's, so the
+# tests that run it are skipped there (the plain and ASan builds run them); the C
+# export's tests still run.
+ort = None
+if not TSAN:
+    ort = pytest.importorskip("onnxruntime",
+                              reason="onnxruntime is not installed (py_venv.sh installs it)")
+needs_ort = pytest.mark.skipif(TSAN, reason="onnxruntime is not built for ThreadSanitizer; "
+                               "the plain and ASan builds run this test")
 
 U = 2.0**-24
 ATOL = 1e-6
@@ -283,11 +292,20 @@ def compare(ref, got, lib, what):
     return head
 
 
+def session():
+    """Options for one thread: the batches are small, and onnxruntime's own thread pool,
+    built without ThreadSanitizer, is reported as racing when the suite runs under it."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    return so
+
+
 def check_onnx(policy, path, obs, state):
     model = onnx.load(str(path))
     onnx.checker.check_model(model, full_check=True)
     ref = reference(model, obs, state)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(str(path), session(), providers=["CPUExecutionProvider"])
     feed = {"observation": obs}
     if policy.state_size:
         feed["state"] = state
@@ -308,6 +326,7 @@ def check_onnx(policy, path, obs, state):
     return ref, head
 
 
+@needs_ort
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_onnx_matches_the_library(case, tmp_path):
     t, env = trained(case)
@@ -317,6 +336,7 @@ def test_onnx_matches_the_library(case, tmp_path):
         check_onnx(p, tmp_path / "p.onnx", obs, state)
 
 
+@needs_ort
 def test_discrete_observations(tmp_path):
     """An index observation: a one-hot row in ONNX, a weight column in C."""
     gym = pytest.importorskip("gymnasium")
