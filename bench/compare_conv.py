@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""lib/nn/conv.c next to PyTorch's CPU convolutions, same layers, same thread, one run.
+
+    /tmp/trainvenv/bin/python bench/compare_conv.py [--build build] [--batches 1,32,256]
+
+Runs build/bench/bench_conv (fastrl's forward and backward GFLOP/s per layer and batch,
+beside its own GEMM floor and OpenBLAS) and times torch.nn.functional.conv2d forward,
+and its backward (weight, bias and input gradients), on the same shapes with
+torch.set_num_threads(1), in NCHW and in channels_last (PyTorch picks its fastest; the
+better of the two is the one compared). Each figure is the median of 5 samples of at
+least 20 ms. Prints fastrl / PyTorch per layer and batch.
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+
+LAYERS = [("nature", 84, 84, 4, 32, 8, 4), ("nature", 20, 20, 32, 64, 4, 2),
+          ("nature", 9, 9, 64, 64, 3, 1), ("simple", 72, 128, 3, 32, 8, 4),
+          ("simple", 17, 31, 32, 64, 4, 2), ("simple", 7, 14, 64, 128, 3, 2)]
+
+
+def median_seconds(fn):
+    samples = []
+    for _ in range(5):
+        n, t0 = 0, time.thread_time()
+        while True:
+            fn()
+            n += 1
+            t = time.thread_time()
+            if t - t0 >= 0.02:
+                break
+        samples.append((t - t0) / n)
+    return sorted(samples)[2]
+
+
+def torch_rates(torch, layer, batch):
+    import torch.nn.functional as F
+
+    _, h, w, c, oc, k, s = layer
+    best = None
+    for fmt in (torch.contiguous_format, torch.channels_last):
+        x = torch.randn(batch, c, h, w).to(memory_format=fmt).requires_grad_(True)
+        wt = torch.randn(oc, c, k, k).to(memory_format=fmt).requires_grad_(True)
+        b = torch.randn(oc, requires_grad=True)
+        with torch.no_grad():
+            fwd = median_seconds(lambda: F.conv2d(x, wt, b, stride=s))
+        y = F.relu(F.conv2d(x, wt, b, stride=s))
+        g = torch.randn_like(y)
+
+        def backward():
+            x.grad = wt.grad = b.grad = None
+            y2 = F.relu(F.conv2d(x, wt, b, stride=s))
+            y2.backward(g)
+
+        fwd_bwd = median_seconds(backward)
+        oh, ow = (h - k) // s + 1, (w - k) // s + 1
+        flop = 2.0 * batch * oh * ow * k * k * c * oc
+        rates = (1e-9 * flop / fwd, 1e-9 * 2 * flop / max(fwd_bwd - fwd, 1e-12))
+        if best is None or rates[0] + rates[1] > best[0] + best[1]:
+            best = rates
+    return best
+
+
+def fastrl_rates(build, batches):
+    out = subprocess.run([f"{build}/bench/bench_conv", *map(str, batches)], check=True,
+                         capture_output=True, text=True).stdout
+    rates = {}
+    for line in out.splitlines()[1:]:
+        m = re.match(r"(\w+)\s+(\d+)x(\d+)\s*x(\d+)\s+(\d+)\s+\d+x\d+/\d+\s+batch\s+(\d+)\s+"
+                     r"fwd\s+([\d.]+).*?bwd\s+([\d.]+)", line)
+        if m:
+            key = (m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(6)))
+            rates[key] = (float(m.group(7)), float(m.group(8)), line)
+    return out.splitlines()[0], rates
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--batches", default="1,32,256")
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    batches = [int(b) for b in args.batches.split(",")]
+    head, ours = fastrl_rates(args.build, batches)
+    print(head + f"; torch {torch.__version__}, 1 thread")
+    print("layer                      batch   fastrl fwd  torch fwd  ratio   fastrl bwd  "
+          "torch bwd  ratio")
+    for layer in LAYERS:
+        for batch in batches:
+            f = ours.get((layer[0], layer[1], layer[2], batch))
+            if not f:
+                continue
+            t = torch_rates(torch, layer, batch)
+            name = f"{layer[0]} {layer[1]}x{layer[2]}x{layer[3]} {layer[4]} {layer[5]}/{layer[6]}"
+            print(f"{name:<26} {batch:5d}   {f[0]:8.1f}  {t[0]:9.1f}  {f[0] / t[0]:5.2f}x  "
+                  f"{f[1]:9.1f}  {t[1]:9.1f}  {f[1] / t[1]:5.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

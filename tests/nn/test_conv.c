@@ -1,0 +1,255 @@
+/* 2D convolutions (lib/nn/conv.h), checkasm-style: for every kernel table this CPU
+ * runs, the forward pass, the weight, bias and input gradients against a direct float64
+ * convolution within the worst-case bound of float32 summation, on shapes with padding,
+ * strides, 1x1 and non-square kernels, channels that are not a SIMD width, and batches
+ * of one and several; the gradients against float64 central differences of the
+ * reference's loss; a batch's rows equal to one image at a time, bit for bit (the
+ * determinism contract); and impossible shapes refused. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/conv.h"
+#include "test_util.h"
+
+#define U (1.0 / 16777216.0)
+
+static uint64_t rng_state = 1;
+
+static double unit(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+static float *randoms(size_t n, double scale)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    ck_assert_ptr_nonnull(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)((unit() * 2 - 1) * scale);
+    return p;
+}
+
+typedef struct shape {
+    int32_t h, w, c, oc, kh, kw, stride, pad, batch;
+} shape;
+
+static const shape shapes[] = {
+    {5, 5, 1, 1, 3, 3, 1, 0, 1},    /* the smallest interesting one */
+    {7, 6, 3, 5, 3, 3, 1, 1, 2},    /* "same" padding, non-square input */
+    {9, 9, 4, 8, 3, 3, 2, 1, 3},    /* stride 2 with padding */
+    {12, 10, 5, 7, 1, 1, 1, 0, 2},  /* 1x1: a per-pixel linear layer */
+    {20, 20, 4, 16, 8, 8, 4, 0, 2}, /* Nature CNN's first layer, on a small frame */
+    {9, 11, 16, 17, 4, 2, 3, 1, 2}, /* non-square kernel, stride > kernel height */
+    {6, 6, 33, 9, 2, 2, 2, 0, 1},   /* channels past a SIMD width */
+};
+
+/* ---- the float64 reference ---- */
+
+/* y and its bound: for each output, sum over its patch in double; the bound is
+ * gamma_{patch + 1} * (sum |x w| + |b|), plus the activation's rounding. */
+static void ref_forward(const frl_conv2d *c, const float *p, int32_t batch, const float *x,
+                        double *y, double *bound)
+{
+    double gamma = (c->patch + 1) * U / (1 - (c->patch + 1) * U);
+    for (int32_t b = 0; b < batch; b++)
+        for (int32_t oh = 0; oh < c->out_h; oh++)
+            for (int32_t ow = 0; ow < c->out_w; ow++)
+                for (int32_t o = 0; o < c->out_c; o++) {
+                    double s = p[c->off_b + (size_t)o], m = fabs(s);
+                    for (int32_t ki = 0; ki < c->kh; ki++)
+                        for (int32_t kj = 0; kj < c->kw; kj++)
+                            for (int32_t ch = 0; ch < c->in_c; ch++) {
+                                int32_t ih = oh * c->stride - c->pad + ki;
+                                int32_t iw = ow * c->stride - c->pad + kj;
+                                if (ih < 0 || ih >= c->in_h || iw < 0 || iw >= c->in_w)
+                                    continue;
+                                double xv = x[(((size_t)b * c->in_h + ih) * c->in_w + iw) *
+                                                  c->in_c + ch];
+                                double wv = p[c->off_w +
+                                              ((size_t)(ki * c->kw + kj) * c->in_c + ch) *
+                                                  c->out_c + o];
+                                s += xv * wv;
+                                m += fabs(xv * wv);
+                            }
+                    size_t i = (((size_t)b * c->out_h + oh) * c->out_w + ow) * c->out_c + o;
+                    double e = gamma * m;
+                    if (c->act == FRL_NN_TANH) {
+                        s = tanh(s);
+                        e += 4 * U; /* tanh is 1-Lipschitz; tanhf's own error */
+                    }
+                    y[i] = s;
+                    bound[i] = e + 1e-7;
+                }
+}
+
+/* The loss L = sum y * r in double, for central differences. */
+static double ref_loss(const frl_conv2d *c, const float *p, int32_t batch, const float *x,
+                       const float *r)
+{
+    size_t n = frl_conv2d_out_size(c) * (size_t)batch;
+    double *y = malloc(n * sizeof(double)), *e = malloc(n * sizeof(double)), l = 0;
+    ref_forward(c, p, batch, x, y, e);
+    for (size_t i = 0; i < n; i++)
+        l += y[i] * r[i];
+    free(y);
+    free(e);
+    return l;
+}
+
+/* ---- checks ---- */
+
+static frl_conv2d make(const shape *s, frl_nn_act act)
+{
+    frl_conv2d c;
+    ck_assert_int_eq(frl_conv2d_init(&c, s->h, s->w, s->c, s->oc, s->kh, s->kw, s->stride,
+                                     s->pad, act, 3),
+                     0);
+    return c;
+}
+
+static void check_forward(const frl_kernels *k, const shape *s, frl_nn_act act)
+{
+    frl_conv2d c = make(s, act);
+    size_t n_in = frl_conv2d_in_size(&c) * (size_t)s->batch;
+    size_t n_out = frl_conv2d_out_size(&c) * (size_t)s->batch;
+    float *p = randoms(c.param_base + c.num_params, 0.5), *x = randoms(n_in, 2.0);
+    float *y = randoms(n_out, 0), *work = randoms(frl_conv2d_work_floats(&c, s->batch), 0);
+    double *ry = malloc(n_out * sizeof(double)), *rb = malloc(n_out * sizeof(double));
+    frl_conv2d_forward(&c, k, p, s->batch, x, y, work);
+    ref_forward(&c, p, s->batch, x, ry, rb);
+    for (size_t i = 0; i < n_out; i++)
+        if (!(fabs(y[i] - ry[i]) <= rb[i]))
+            ck_abort_msg("%s %dx%dx%d k%dx%d s%d p%d: y[%zu] = %.9g, float64 %.9g, bound %.3g",
+                         k->name, s->h, s->w, s->c, s->kh, s->kw, s->stride, s->pad, i,
+                         (double)y[i], ry[i], rb[i]);
+    /* One image at a time gives the same bits as the batch. */
+    float *one = randoms(frl_conv2d_out_size(&c), 0);
+    for (int32_t b = 0; b < s->batch; b++) {
+        frl_conv2d_forward(&c, k, p, 1, x + (size_t)b * frl_conv2d_in_size(&c), one, work);
+        ck_assert(memcmp(one, y + (size_t)b * frl_conv2d_out_size(&c),
+                         frl_conv2d_out_size(&c) * sizeof(float)) == 0);
+    }
+    free(one);
+    free(p), free(x), free(y), free(work), free(ry), free(rb);
+}
+
+/* The float32 gradients against central differences of the float64 loss sum(y r), at
+ * every bias, and at sampled weights and inputs (all of them for small shapes). */
+static void check_backward(const frl_kernels *k, const shape *s, frl_nn_act act)
+{
+    frl_conv2d c = make(s, act);
+    size_t n_in = frl_conv2d_in_size(&c) * (size_t)s->batch;
+    size_t n_out = frl_conv2d_out_size(&c) * (size_t)s->batch, np = c.param_base + c.num_params;
+    float *p = randoms(np, 0.5), *x = randoms(n_in, 2.0), *r = randoms(n_out, 1.0);
+    float *y = randoms(n_out, 0), *dy = malloc(n_out * sizeof(float));
+    float *work = randoms(frl_conv2d_work_floats(&c, s->batch), 0);
+    float *g = randoms(np, 0), *dx = randoms(n_in, 0);
+    frl_conv2d_forward(&c, k, p, s->batch, x, y, work);
+    memcpy(dy, r, n_out * sizeof(float));
+    frl_conv2d_backward(&c, k, p, g, 0, s->batch, x, y, dy, dx, work);
+    double h = 1e-3;
+    int checked = 0;
+    for (size_t i = c.param_base; i < np; i++) {
+        if (i < c.off_b && np > 400 && unit() > 0.1)
+            continue;
+        float keep = p[i];
+        p[i] = (float)(keep + h);
+        double up = ref_loss(&c, p, s->batch, x, r);
+        p[i] = (float)(keep - h);
+        double down = ref_loss(&c, p, s->batch, x, r);
+        double fd = (up - down) / ((double)(float)(keep + h) - (double)(float)(keep - h));
+        p[i] = keep;
+        ck_assert_msg(fabs(g[i] - fd) <= 2e-3 * (1 + fabs(fd)), "%s dparam[%zu] = %.7g, fd %.7g",
+                      k->name, i, (double)g[i], fd);
+        checked++;
+    }
+    for (size_t i = 0; i < n_in; i++) {
+        if (n_in > 400 && unit() > 0.1)
+            continue;
+        float keep = x[i];
+        x[i] = (float)(keep + h);
+        double up = ref_loss(&c, p, s->batch, x, r);
+        x[i] = (float)(keep - h);
+        double down = ref_loss(&c, p, s->batch, x, r);
+        double fd = (up - down) / ((double)(float)(keep + h) - (double)(float)(keep - h));
+        x[i] = keep;
+        ck_assert_msg(fabs(dx[i] - fd) <= 2e-3 * (1 + fabs(fd)), "%s dx[%zu] = %.7g, fd %.7g",
+                      k->name, i, (double)dx[i], fd);
+        checked++;
+    }
+    ck_assert_int_gt(checked, 10);
+    /* Accumulating adds to what is there: twice the gradient. */
+    float *g0 = malloc(np * sizeof(float));
+    memcpy(g0, g, np * sizeof(float));
+    memcpy(dy, r, n_out * sizeof(float));
+    frl_conv2d_backward(&c, k, p, g, 1, s->batch, x, y, dy, NULL, work);
+    for (size_t i = c.param_base; i < np; i++)
+        ck_assert_msg(fabs(g[i] - 2.0 * g0[i]) <= 1e-4 * (1 + fabs(g0[i])),
+                      "%s: accumulated %.7g, once %.7g", k->name, (double)g[i], (double)g0[i]);
+    free(g0);
+    free(p), free(x), free(r), free(y), free(dy), free(work), free(g), free(dx);
+}
+
+START_TEST(forward_every_table)
+{
+    const frl_kernels *const *all = frl_kernels_all();
+    for (int t = 0; all[t]; t++) {
+        if (!frl_kernels_supported(all[t]))
+            continue;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            check_forward(all[t], &shapes[i], FRL_NN_LINEAR);
+            check_forward(all[t], &shapes[i], FRL_NN_TANH);
+        }
+    }
+}
+END_TEST
+
+START_TEST(gradients_every_table)
+{
+    const frl_kernels *const *all = frl_kernels_all();
+    for (int t = 0; all[t]; t++) {
+        if (!frl_kernels_supported(all[t]))
+            continue;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            check_backward(all[t], &shapes[i], FRL_NN_LINEAR);
+            check_backward(all[t], &shapes[i], FRL_NN_TANH);
+        }
+    }
+}
+END_TEST
+
+START_TEST(impossible_shapes)
+{
+    frl_conv2d c;
+    ck_assert_int_eq(frl_conv2d_init(&c, 4, 4, 1, 1, 5, 5, 1, 0, FRL_NN_LINEAR, 0), -1);
+    ck_assert_int_eq(frl_conv2d_init(&c, 4, 4, 1, 1, 3, 3, 0, 0, FRL_NN_LINEAR, 0), -1);
+    ck_assert_int_eq(frl_conv2d_init(&c, 4, 4, 1, 1, 3, 3, 1, 3, FRL_NN_LINEAR, 0), -1);
+    ck_assert_int_eq(frl_conv2d_init(&c, 4, 4, 0, 1, 3, 3, 1, 0, FRL_NN_LINEAR, 0), -1);
+    ck_assert_int_eq(frl_conv2d_init(&c, 4, 4, 1, 1, 3, 3, 1, -1, FRL_NN_LINEAR, 0), -1);
+    ck_assert_int_eq(c.num_params, 0);
+    ck_assert_int_eq(frl_conv2d_init(&c, 84, 84, 4, 32, 8, 8, 4, 0, FRL_NN_RELU, 10), 0);
+    ck_assert_int_eq(c.out_h, 20);
+    ck_assert_int_eq(c.out_w, 20);
+    ck_assert_int_eq(c.num_params, (8 * 8 * 4 + 1) * 32);
+    ck_assert_int_eq(c.off_b, 10 + 8 * 8 * 4 * 32);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("conv");
+    TCase *tc = tcase_create("conv");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, impossible_shapes);
+    tcase_add_test(tc, forward_every_table);
+    tcase_add_test(tc, gradients_every_table);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
