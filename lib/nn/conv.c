@@ -35,22 +35,36 @@ size_t frl_conv2d_work_floats(const frl_conv2d *c, int32_t batch)
     return (size_t)batch * (size_t)c->out_h * (size_t)c->out_w * (size_t)c->patch;
 }
 
-/* The patch of output position (oh, ow) of one image: kh rows of kw * in_c values,
- * each image row's run copied whole, zeros where the patch overhangs the border. */
+/* The taps kj in [*lo, *hi) of a kernel row that fall inside the image, for an output
+ * column whose first tap is at image column iw0. */
+static void inside(const frl_conv2d *c, int32_t iw0, int32_t *lo, int32_t *hi)
+{
+    *lo = iw0 < 0 ? -iw0 : 0;
+    *hi = c->in_w - iw0 < c->kw ? c->in_w - iw0 : c->kw;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* The patch of output position (oh, ow) of one image. A kernel row's taps are
+ * consecutive pixels, so each row of the patch is one run of the image row (kw * in_c
+ * floats, one memcpy), with zeros where it overhangs the border. */
 static void gather_patch(const frl_conv2d *c, const float *img, int32_t oh, int32_t ow,
                          float *row)
 {
-    size_t run = (size_t)c->in_c;
-    for (int32_t ki = 0; ki < c->kh; ki++) {
+    size_t ch = (size_t)c->in_c, run = (size_t)c->kw * ch;
+    int32_t iw0 = ow * c->stride - c->pad, lo, hi;
+    inside(c, iw0, &lo, &hi);
+    for (int32_t ki = 0; ki < c->kh; ki++, row += run) {
         int32_t ih = oh * c->stride - c->pad + ki;
-        for (int32_t kj = 0; kj < c->kw; kj++, row += run) {
-            int32_t iw = ow * c->stride - c->pad + kj;
-            if (ih < 0 || ih >= c->in_h || iw < 0 || iw >= c->in_w)
-                memset(row, 0, sizeof(float) * run);
-            else
-                memcpy(row, img + ((size_t)ih * (size_t)c->in_w + (size_t)iw) * run,
-                       sizeof(float) * run);
+        if (ih < 0 || ih >= c->in_h) {
+            memset(row, 0, sizeof(float) * run);
+            continue;
         }
+        memset(row, 0, sizeof(float) * (size_t)lo * ch);
+        memcpy(row + (size_t)lo * ch,
+               img + ((size_t)ih * (size_t)c->in_w + (size_t)(iw0 + lo)) * ch,
+               sizeof(float) * (size_t)(hi - lo) * ch);
+        memset(row + (size_t)hi * ch, 0, sizeof(float) * (size_t)(c->kw - hi) * ch);
     }
 }
 
@@ -65,25 +79,32 @@ static void im2col(const frl_conv2d *c, int32_t batch, const float *x, float *pa
 
 /* dx += each patch gradient, at the positions it was gathered from, in the order of
  * im2col (so the sums do not depend on anything but the shapes). */
+static void scatter_patch(const frl_conv2d *c, const float *dpatch, int32_t oh, int32_t ow,
+                          float *dimg)
+{
+    size_t ch = (size_t)c->in_c, run = (size_t)c->kw * ch;
+    int32_t iw0 = ow * c->stride - c->pad, lo, hi;
+    inside(c, iw0, &lo, &hi);
+    size_t n = (size_t)(hi - lo) * ch;
+    for (int32_t ki = 0; ki < c->kh; ki++, dpatch += run) {
+        int32_t ih = oh * c->stride - c->pad + ki;
+        if (ih < 0 || ih >= c->in_h)
+            continue;
+        float *d = dimg + ((size_t)ih * (size_t)c->in_w + (size_t)(iw0 + lo)) * ch;
+        const float *s = dpatch + (size_t)lo * ch;
+        for (size_t i = 0; i < n; i++)
+            d[i] += s[i];
+    }
+}
+
 static void col2im(const frl_conv2d *c, int32_t batch, const float *dpatches, float *dx)
 {
-    size_t in = frl_conv2d_in_size(c), run = (size_t)c->in_c;
+    size_t in = frl_conv2d_in_size(c), p = (size_t)c->patch;
     memset(dx, 0, sizeof(float) * in * (size_t)batch);
     for (int32_t b = 0; b < batch; b++)
         for (int32_t oh = 0; oh < c->out_h; oh++)
-            for (int32_t ow = 0; ow < c->out_w; ow++)
-                for (int32_t ki = 0; ki < c->kh; ki++) {
-                    int32_t ih = oh * c->stride - c->pad + ki;
-                    for (int32_t kj = 0; kj < c->kw; kj++, dpatches += run) {
-                        int32_t iw = ow * c->stride - c->pad + kj;
-                        if (ih < 0 || ih >= c->in_h || iw < 0 || iw >= c->in_w)
-                            continue;
-                        float *d = dx + (size_t)b * in +
-                                   ((size_t)ih * (size_t)c->in_w + (size_t)iw) * run;
-                        for (size_t i = 0; i < run; i++)
-                            d[i] += dpatches[i];
-                    }
-                }
+            for (int32_t ow = 0; ow < c->out_w; ow++, dpatches += p)
+                scatter_patch(c, dpatches, oh, ow, dx + (size_t)b * in);
 }
 
 static int32_t positions(const frl_conv2d *c, int32_t batch)
