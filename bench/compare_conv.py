@@ -70,10 +70,12 @@ def fastrl_rates(build, batches):
     rates = {}
     for line in out.splitlines()[1:]:
         m = re.match(r"(\w+)\s+(\d+)x(\d+)\s*x(\d+)\s+(\d+)\s+\d+x\d+/\d+\s+batch\s+(\d+)\s+"
-                     r"fwd\s+([\d.]+).*?bwd\s+([\d.]+)", line)
+                     r"fwd\s+([\d.]+) GF/s \(\s*(\d+)% of gemm.*?bwd\s+([\d.]+) GF/s \(\s*(\d+)%",
+                     line)
         if m:
             key = (m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(6)))
-            rates[key] = (float(m.group(7)), float(m.group(8)), line)
+            rates[key] = (float(m.group(7)), float(m.group(9)), int(m.group(8)),
+                          int(m.group(10)))
     return out.splitlines()[0], rates
 
 
@@ -88,8 +90,9 @@ def main():
     batches = [int(b) for b in args.batches.split(",")]
     head, ours = fastrl_rates(args.build, batches)
     print(head + f"; torch {torch.__version__}, 1 thread")
-    print("layer                      batch   fastrl fwd  torch fwd  ratio   fastrl bwd  "
-          "torch bwd  ratio")
+    print("GF/s; (x%): of the same-run GEMM floor")
+    print("layer                      batch   fastrl fwd      torch fwd  ratio   fastrl bwd  "
+          "    torch bwd  ratio")
     for layer in LAYERS:
         for batch in batches:
             f = ours.get((layer[0], layer[1], layer[2], batch))
@@ -97,8 +100,9 @@ def main():
                 continue
             t = torch_rates(torch, layer, batch)
             name = f"{layer[0]} {layer[1]}x{layer[2]}x{layer[3]} {layer[4]} {layer[5]}/{layer[6]}"
-            print(f"{name:<26} {batch:5d}   {f[0]:8.1f}  {t[0]:9.1f}  {f[0] / t[0]:5.2f}x  "
-                  f"{f[1]:9.1f}  {t[1]:9.1f}  {f[1] / t[1]:5.2f}x")
+            print(f"{name:<26} {batch:5d}   {f[0]:6.1f} ({f[2]:3d}%)  {t[0]:9.1f}  "
+                  f"{f[0] / t[0]:5.2f}x  {f[1]:6.1f} ({f[3]:3d}%)  {t[1]:9.1f}  "
+                  f"{f[1] / t[1]:5.2f}x")
     return 0
 
 
