@@ -14,28 +14,7 @@ fastrl=$1
 make_policy=$2
 dir=$(mktemp -d "${TMPDIR:-/tmp}/test_cli_eval.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-# run CMD...: $out gets stdout and stderr together, $rc the exit status. In sanitizer
-# builds a report (a leak on an error path, say) fails the case even where the exit
-# status is non-zero anyway.
-run() {
-    out=$("$@" 2>&1)
-    rc=$?
-    case $out in
-        *Sanitizer* | *"runtime error:"*) fail "$*: sanitizer report: $out" ;;
-    esac
-}
-
-has() {
-    case $out in *"$1"*) return 0 ;; esac
-    return 1
-}
+. "$(dirname "$0")/cli_helpers.sh"
 
 # refused NAME TEXT...: the last run exited non-zero, printed every TEXT and did not
 # blame a missing --env.

@@ -17,25 +17,7 @@ src=$3
 mode=${4:-plain}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/test_cli_export.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-run() {
-    out=$("$@" 2>&1)
-    rc=$?
-    case $out in
-        *Sanitizer* | *"runtime error:"*) fail "$*: sanitizer report: $out" ;;
-    esac
-}
-
-has() {
-    case $out in *"$1"*) return 0 ;; esac
-    return 1
-}
+. "$(dirname "$0")/cli_helpers.sh"
 
 # PPO solves CartPole in about 200K steps (a second on two cores; longer under the
 # sanitizers). A deterministic policy that reaches 500 is what the export must keep.

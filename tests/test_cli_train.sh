@@ -8,27 +8,7 @@ set -u
 fastrl=$1
 dir=$(mktemp -d "${TMPDIR:-/tmp}/test_cli_train.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-# run CMD...: $out gets stdout and stderr together, $rc the exit status; a sanitizer
-# report fails the case whatever the status.
-run() {
-    out=$("$@" 2>&1)
-    rc=$?
-    case $out in
-        *Sanitizer* | *"runtime error:"*) fail "$*: sanitizer report: $out" ;;
-    esac
-}
-
-has() {
-    case $out in *"$1"*) return 0 ;; esac
-    return 1
-}
+. "$(dirname "$0")/cli_helpers.sh"
 
 # CartPole's defaults: 16 envs x 128 steps, 2048 steps an update.
 run "$fastrl" train CartPole-v1 --steps 2048 --seed 1 --out "$dir/run" --quiet

@@ -197,31 +197,29 @@ static void check_backward(const frl_kernels *k, const shape *s, frl_nn_act act)
     free(p), free(x), free(r), free(y), free(dy), free(work), free(g), free(dx);
 }
 
-START_TEST(forward_every_table)
+/* check on every shape, linear and tanh, for every table this CPU runs. */
+static void every_table(void (*check)(const frl_kernels *, const shape *, frl_nn_act))
 {
     const frl_kernels *const *all = frl_kernels_all();
     for (int t = 0; all[t]; t++) {
         if (!frl_kernels_supported(all[t]))
             continue;
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-            check_forward(all[t], &shapes[i], FRL_NN_LINEAR);
-            check_forward(all[t], &shapes[i], FRL_NN_TANH);
+            check(all[t], &shapes[i], FRL_NN_LINEAR);
+            check(all[t], &shapes[i], FRL_NN_TANH);
         }
     }
+}
+
+START_TEST(forward_every_table)
+{
+    every_table(check_forward);
 }
 END_TEST
 
 START_TEST(gradients_every_table)
 {
-    const frl_kernels *const *all = frl_kernels_all();
-    for (int t = 0; all[t]; t++) {
-        if (!frl_kernels_supported(all[t]))
-            continue;
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-            check_backward(all[t], &shapes[i], FRL_NN_LINEAR);
-            check_backward(all[t], &shapes[i], FRL_NN_TANH);
-        }
-    }
+    every_table(check_backward);
 }
 END_TEST
 
