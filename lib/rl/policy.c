@@ -347,8 +347,10 @@ static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32
             a->values[first + r] = p->head != FRL_POLICY_HEAD_ACTOR_CRITIC
                                        ? q_max(f.out + (size_t)r * (size_t)p->out_w, p->out_w)
                                        : f.value[r];
-    }    if (wants_outputs(a))
-        memcpy(a->outputs + first * p->out_w, f.out, sizeof(float) * (size_t)rows * (size_t)p->out_w);
+    }
+    if (wants_outputs(a))
+        memcpy(a->outputs + first * p->out_w, f.out,
+               sizeof(float) * (size_t)rows * (size_t)p->out_w);
 }
 
 /* The most rows an acting workspace of `bytes` holds (0 if not one): a binary search,
