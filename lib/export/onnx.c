@@ -228,7 +228,9 @@ static void input(graph *g, vname *x)
     const frl_policy *p = g->p;
     snprintf(x->s, sizeof x->s, "observation");
     if (p->obs_n) {
-        /* OneHot leaves the row of an index outside [0, n) zero, as the library does. */
+        /* Cast truncates and OneHot leaves the row of an index >= n zero but counts a
+         * negative one from the end; the library refuses both in act, so such input is
+         * the host's error either way (doc/export.md). */
         int64_t flat = -1, depth = p->obs_n;
         float onoff[2] = {0.0f, 1.0f};
         int64s(g, "obs.flat", 1, &flat);
