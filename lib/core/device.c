@@ -2,103 +2,24 @@
  * loaded with dlopen so that the core library links nothing of CUDA and runs where no
  * driver exists. */
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/config_keys.h"
 #include "core/device.h"
 #include "core/plugin_api.h"
-
-/* An object of this library, for dladdr (ISO C has no function-to-object casts). */
-static const char in_this_library = 0;
-
-/* The folder of this library ("" when unknown): the plugin is installed beside it. */
-static void own_folder(char *buf, size_t size)
-{
-    Dl_info info;
-    buf[0] = '\0';
-    if (dladdr(&in_this_library, &info) && info.dli_fname) {
-        const char *slash = strrchr(info.dli_fname, '/');
-        if (slash)
-            snprintf(buf, size, "%.*s", (int)(slash - info.dli_fname), info.dli_fname);
-    }
-}
-
-/* A reason into why, cut to size (a long path must not lose the rest of the message's
- * beginning, so the parts are bounded by the callers' precisions). */
-static void say(char *why, size_t size, const char *fmt, ...) FRL_PRINTF(3, 4);
-static void say(char *why, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-}
-
-/* dlopen path; a file that exists but does not load is reported with the loader's
- * reason (a missing dependency, the wrong architecture). */
-static void *try_path(const char *path, char *why, size_t size)
-{
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h && access(path, F_OK) == 0)
-        say(why, size, "%.120s cannot be loaded: %.100s", path, dlerror());
-    return h;
-}
-
-/* FRL_CUDA_PLUGIN when set (and then only it); else beside this library, then in
- * ../lib from it (a program linked statically: bin/ and lib/, or a build tree's tools/
- * and lib/); else the loader's search path. */
-static void *load_plugin(char *why, size_t size)
-{
-    const char *env = getenv("FRL_CUDA_PLUGIN");
-    if (env && env[0]) {
-        void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
-        if (!h)
-            say(why, size, "FRL_CUDA_PLUGIN=%.100s cannot be loaded: %.100s", env, dlerror());
-        return h;
-    }
-    char dir[2048], path[2200];
-    void *h = NULL;
-    own_folder(dir, sizeof dir);
-    if (dir[0]) {
-        snprintf(path, sizeof path, "%s/%s", dir, FRL_CUDA_PLUGIN_FILE);
-        h = try_path(path, why, size);
-        snprintf(path, sizeof path, "%s/../lib/%s", dir, FRL_CUDA_PLUGIN_FILE);
-        h = h ? h : try_path(path, why, size);
-    }
-    h = h ? h : dlopen(FRL_CUDA_PLUGIN_FILE, RTLD_NOW | RTLD_LOCAL);
-    if (!h && !why[0])
-        snprintf(why, size, "%s was not found (beside libfastrl, in ../lib, or on the library "
-                 "path); build with -Dcuda=enabled or set FRL_CUDA_PLUGIN",
-                 FRL_CUDA_PLUGIN_FILE);
-    return h;
-}
-
-static const frl_cuda_plugin *plugin_table(void *h, char *why, size_t size)
-{
-    frl_cuda_plugin_get_fn get;
-    void *sym = dlsym(h, FRL_CUDA_PLUGIN_SYMBOL);
-    memcpy(&get, &sym, sizeof get); /* object to function pointer, as POSIX allows */
-    const frl_cuda_plugin *p = sym ? get() : NULL;
-    if (!p)
-        snprintf(why, size, "%s has no %s", FRL_CUDA_PLUGIN_FILE, FRL_CUDA_PLUGIN_SYMBOL);
-    else if (p->abi != FRL_CUDA_PLUGIN_ABI)
-        snprintf(why, size, "%s speaks plugin ABI %u, this libfastrl %u (a plugin from "
-                 "another build)", FRL_CUDA_PLUGIN_FILE, p->abi, FRL_CUDA_PLUGIN_ABI);
-    return p && p->abi == FRL_CUDA_PLUGIN_ABI ? p : NULL;
-}
+#include "core/plugin_load.h"
 
 /* Device 0 through the plugin, described in d->name, with a context open on it; 0 on
  * success, else why says. */
 static int open_cuda(frl_device *d, int tf32, char *why, size_t size)
 {
-    void *h = load_plugin(why, size);
+    void *h = frl_plugin_open(FRL_CUDA_PLUGIN_FILE, "FRL_CUDA_PLUGIN", "build with -Dcuda=enabled",
+                              why, size);
     if (!h)
         return 1;
-    const frl_cuda_plugin *p = plugin_table(h, why, size);
+    const frl_cuda_plugin *p = frl_plugin_table(h, FRL_CUDA_PLUGIN_FILE, FRL_CUDA_PLUGIN_SYMBOL,
+                                                FRL_CUDA_PLUGIN_ABI, why, size);
     int32_t count = 0;
     if (!p || p->probe(&count, why, size) != 0) {
         dlclose(h);

@@ -7,6 +7,7 @@
 #ifndef FRL_CORE_RNG_H
 #define FRL_CORE_RNG_H
 
+#include <math.h>
 #include <stdint.h>
 
 typedef struct frl_rng {
@@ -48,6 +49,14 @@ static inline double frl_rng_uniform(frl_rng *r)
 static inline double frl_rng_uniform_range(frl_rng *r, double low, double high)
 {
     return low + (high - low) * frl_rng_uniform(r);
+}
+
+/* A standard normal draw (Box-Muller on two uniforms). */
+static inline double frl_rng_normal(frl_rng *r)
+{
+    double u1 = 1.0 - frl_rng_uniform(r); /* (0, 1]: log(0) is never taken */
+    double u2 = frl_rng_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
 #endif

@@ -16,8 +16,10 @@ static frl_status wrap(frl_env **out, frl_runtime *rt, frl_vec_env *v, frl_statu
         return st;
     frl_env *e = frl_alloc(&rt->alloc, sizeof *e, 16);
     if (!e) {
-        v->cb.close = NULL; /* the host keeps ownership of its user pointer */
-        v->bcb.close = NULL;
+        if (!v->release) { /* the host keeps ownership of its user pointer */
+            v->cb.close = NULL;
+            v->bcb.close = NULL;
+        }
         frl_vec_env_destroy(v);
         return frl_fail(NULL, FRL_ERR_NOMEM, "frl_env_create: out of memory");
     }

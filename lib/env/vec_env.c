@@ -6,6 +6,7 @@
 
 #include "core/config.h"
 #include "core/table.h"
+#include "env/mujoco_env.h"
 #include "env/registry.h"
 #include "env/vec_env.h"
 
@@ -150,8 +151,9 @@ static frl_status unknown_env(const char *name, const char *who)
         snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
                  frl_env_class_at(i)->name);
     }
-    return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "%s: unknown environment '%s' (built-ins: %s)",
-                    who, name, names);
+    return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "%s: unknown environment '%s' (built-ins: %s; "
+                    "with the MuJoCo plugin also Hopper-v5 and the other tasks of "
+                    "doc/environments.md)", who, name, names);
 }
 
 /* The class's shape, or the one its settings give it. */
@@ -192,6 +194,8 @@ frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char 
     if (!name)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: name is NULL", who);
     const frl_env_class *c = frl_env_class_find(name);
+    if (!c && frl_mujoco_is_task(name))
+        return frl_mujoco_vec_env_create(out, rt, name, num_envs, cfg, who);
     if (!c)
         return unknown_env(name, who);
     frl_vec_env *v = NULL;
@@ -274,6 +278,16 @@ frl_status frl_vec_env_create_callbacks_as(frl_vec_env **out, frl_runtime *rt,
                                            const frl_space *action_space, const frl_config *cfg,
                                            const char *who)
 {
+    return frl_vec_env_create_hosted(out, rt, cb, users, num_envs, observation_space,
+                                     action_space, cfg, 0, who);
+}
+
+frl_status frl_vec_env_create_hosted(frl_vec_env **out, frl_runtime *rt,
+                                     const frl_env_callbacks *cb, void *const *users,
+                                     int32_t num_envs, const frl_space *observation_space,
+                                     const frl_space *action_space, const frl_config *cfg,
+                                     int32_t default_limit, const char *who)
+{
     frl_env_callbacks table;
     frl_status st = check_common(out, rt, num_envs, who);
     if (st == FRL_OK)
@@ -289,9 +303,9 @@ frl_status frl_vec_env_create_callbacks_as(frl_vec_env **out, frl_runtime *rt,
     v->state_dim = table.state_size;
     st = copy_spaces(v, observation_space, action_space, who);
     if (st == FRL_OK)
-        st = finish_layout(v, cfg, 0);
+        st = finish_layout(v, cfg, default_limit);
     if (st != FRL_OK) {
-        v->cb.close = NULL; /* the host keeps ownership of users on failure */
+        v->cb.close = NULL; /* the caller keeps ownership of users on failure */
         frl_vec_env_destroy(v);
         return st;
     }
@@ -361,6 +375,8 @@ FRL_API void frl_vec_env_destroy(frl_vec_env *v)
         return;
     if (v->arena)
         close_hosts(v);
+    if (v->release)
+        v->release(v->owner);
     frl_space_destroy(v->obs_space);
     frl_space_destroy(v->act_space);
     frl_allocator a = v->rt->alloc;
@@ -470,6 +486,8 @@ frl_status frl_vec_env_set_state_at(frl_vec_env *v, int32_t i, const double *sta
         v->cls->observe(sim, v->b.obs + (size_t)i * (size_t)v->obs_w);
     } else {
         int rc = v->cb.set_state(v->users[i], state);
+        if (rc == 0 && v->observe)
+            rc = v->observe(v->users[i], v->b.obs + (size_t)i * (size_t)v->obs_w);
         if (rc != 0)
             return frl_fail(err, FRL_ERR_CALLBACK, "env %d: set_state callback returned %d",
                             (int)i, rc);

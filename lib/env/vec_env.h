@@ -35,6 +35,12 @@ struct frl_vec_env {
     frl_env_callbacks cb;
     frl_batch_env_callbacks bcb;
     void *batch_user;
+    /* Envs the library made as host envs (the MuJoCo tasks): the observation of the
+     * current state after set_state (NULL: host envs cannot report one), and what the
+     * users share, released after their close callbacks. */
+    int (*observe)(void *user, float *obs);
+    void (*release)(void *owner);
+    void *owner;
     int32_t chunk;              /* envs per pool task */
     int32_t num_chunks;
     int64_t *chunk_episodes;    /* episodes ended in each chunk this step */
@@ -55,6 +61,14 @@ frl_status frl_vec_env_create_callbacks_as(frl_vec_env **out, frl_runtime *rt,
                                            int32_t num_envs, const frl_space *observation_space,
                                            const frl_space *action_space, const frl_config *cfg,
                                            const char *who);
+
+/* Host envs with a time limit of default_limit steps where env.max_episode_steps is -1
+ * (0: none), as the MuJoCo tasks need. On failure the caller keeps users. */
+frl_status frl_vec_env_create_hosted(frl_vec_env **out, frl_runtime *rt,
+                                     const frl_env_callbacks *cb, void *const *users,
+                                     int32_t num_envs, const frl_space *observation_space,
+                                     const frl_space *action_space, const frl_config *cfg,
+                                     int32_t default_limit, const char *who);
 
 /* State of env i: state_dim simulator values, then the elapsed step count. */
 frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, int32_t size,

@@ -3,13 +3,6 @@
 
 #include "nn/init.h"
 
-double frl_rng_normal(frl_rng *r)
-{
-    double u1 = 1.0 - frl_rng_uniform(r); /* (0, 1]: log(0) is never taken */
-    double u2 = frl_rng_uniform(r);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 /* Orthonormalise the rows of q[rows x cols] (rows <= cols) in place. Gram-Schmidt on a
  * Gaussian matrix gives the same distribution as QR with signs fixed to diag(R) > 0,
  * the Haar measure torch's orthogonal_ draws from. */

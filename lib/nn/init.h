@@ -5,9 +5,6 @@
 #include "core/rng.h"
 #include "nn/mlp.h"
 
-/* A standard normal draw (Box-Muller on two uniforms). */
-double frl_rng_normal(frl_rng *r);
-
 /* Fill wt[in x out] with an orthogonal matrix times gain (Saxe et al., 2014): the
  * [out x in] weight has orthonormal rows or columns, whichever are fewer. work holds
  * max(in, out) * min(in, out) doubles. Biases are left as they are (zero). */

@@ -1,0 +1,91 @@
+/* See plugin_load.h. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/plugin_load.h"
+
+/* An object of this library, for dladdr (ISO C has no function-to-object casts). */
+static const char in_this_library = 0;
+
+/* The folder of this library ("" when unknown): plugins are installed beside it. */
+static void own_folder(char *buf, size_t size)
+{
+    Dl_info info;
+    buf[0] = '\0';
+    if (dladdr(&in_this_library, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        if (slash)
+            snprintf(buf, size, "%.*s", (int)(slash - info.dli_fname), info.dli_fname);
+    }
+}
+
+/* A reason into why, cut to size (a long path must not lose the rest of the message's
+ * beginning, so the parts are bounded by the callers' precisions). */
+static void say(char *why, size_t size, const char *fmt, ...) FRL_PRINTF(3, 4);
+static void say(char *why, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+}
+
+/* dlopen path; a file that exists but does not load is reported with the loader's
+ * reason (a missing dependency, the wrong architecture). */
+static void *try_path(const char *path, char *why, size_t size)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h && access(path, F_OK) == 0)
+        say(why, size, "%.120s cannot be loaded: %.100s", path, dlerror());
+    return h;
+}
+
+void *frl_plugin_open(const char *file, const char *env_var, const char *hint, char *why,
+                      size_t size)
+{
+    const char *env = getenv(env_var);
+    if (env && env[0]) {
+        void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            say(why, size, "%s=%.100s cannot be loaded: %.100s", env_var, env, dlerror());
+        return h;
+    }
+    char dir[2048], path[2200];
+    void *h = NULL;
+    why[0] = '\0';
+    own_folder(dir, sizeof dir);
+    if (dir[0]) {
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        h = try_path(path, why, size);
+        snprintf(path, sizeof path, "%s/../lib/%s", dir, file);
+        h = h ? h : try_path(path, why, size);
+    }
+    h = h ? h : dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (!h && !why[0])
+        say(why, size, "%s was not found (beside libfastrl, in ../lib, or on the library "
+            "path); %s or set %s", file, hint, env_var);
+    return h;
+}
+
+const void *frl_plugin_table(void *handle, const char *file, const char *symbol,
+                             uint32_t abi, char *why, size_t size)
+{
+    const void *(*get)(void);
+    void *sym = dlsym(handle, symbol);
+    memcpy(&get, &sym, sizeof get); /* object to function pointer, as POSIX allows */
+    const void *table = sym ? get() : NULL;
+    uint32_t has = 0;
+    if (table)
+        memcpy(&has, table, sizeof has);
+    if (!table)
+        say(why, size, "%s has no %s", file, symbol);
+    else if (has != abi)
+        say(why, size, "%s speaks plugin ABI %u, this libfastrl %u (a plugin from another "
+            "build)", file, has, abi);
+    return table && has == abi ? table : NULL;
+}

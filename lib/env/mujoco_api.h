@@ -1,0 +1,56 @@
+/* The interface between libfastrl and its MuJoCo plugin (libfastrl-mujoco.so.0), which
+ * the core loads with dlopen the first time an environment asks for MuJoCo (a built-in
+ * MuJoCo task such as "Hopper-v5"). The core links nothing of MuJoCo: libmujoco is a
+ * dependency of the plugin alone. Internal: both sides are built from this tree and the
+ * ABI number guards against a plugin from another build.
+ *
+ * A model is one compiled mjModel, shared read-only by every env made from it; an env is
+ * one mjData. The envs are host environments to the vec env (frl_env_callbacks, stepped
+ * on the pool's threads), so autoreset, time limits, checks and state travel the same
+ * path as any host env's. Calls return 0 (or a pointer) on success, else nonzero (NULL)
+ * with a sentence in why. */
+#ifndef FRL_ENV_MUJOCO_API_H
+#define FRL_ENV_MUJOCO_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fastrl.h"
+
+#define FRL_MUJOCO_PLUGIN_ABI 1u
+#define FRL_MUJOCO_PLUGIN_SYMBOL "frl_mujoco_plugin_get"
+#define FRL_MUJOCO_PLUGIN_FILE "libfastrl-mujoco.so.0"
+
+/* What a model gives the vec env. The arrays belong to the model. */
+typedef struct frl_mujoco_info {
+    int32_t obs_dim;            /* floats per observation */
+    int32_t action_dim;         /* box actions: mjModel.nu */
+    const float *action_low;    /* action_dim values: the actuators' ctrlrange */
+    const float *action_high;
+    int32_t state_size;         /* float64 values of get/set_state */
+    int32_t max_episode_steps;  /* Gymnasium's TimeLimit for the id */
+    double dt;                  /* seconds per env step: timestep x frame skip */
+} frl_mujoco_info;
+
+typedef struct frl_mujoco_plugin {
+    uint32_t abi;               /* FRL_MUJOCO_PLUGIN_ABI, first (frl_plugin_table) */
+    const char *(*version)(void); /* MuJoCo's version string ("4.0.0") */
+    /* The task ids, index 0.. until NULL. */
+    const char *(*task_at)(int32_t index);
+    /* A model of task name with one reference held by the caller. */
+    void *(*model_open)(const char *name, frl_mujoco_info *info, char *why, size_t size);
+    /* Drop one reference; the last frees the model. */
+    void (*model_release)(void *model);
+    /* One env on model (its own mjData), which takes a reference to the model; the
+     * callbacks' close frees the env and drops that reference. */
+    void *(*env_create)(void *model, char *why, size_t size);
+    /* reset, step, close, get_state and set_state of an env (state_size is left 0:
+     * the core sets it from frl_mujoco_info). */
+    frl_env_callbacks callbacks;
+    /* The observation of the env's current state (after set_state). */
+    int (*observe)(void *env, float *obs);
+} frl_mujoco_plugin;
+
+typedef const frl_mujoco_plugin *(*frl_mujoco_plugin_get_fn)(void);
+
+#endif

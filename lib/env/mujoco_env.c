@@ -1,0 +1,142 @@
+/* See mujoco_env.h. The plugin is loaded once per process, the first time a MuJoCo task
+ * is asked for, and stays loaded: MuJoCo keeps process-wide state (its error handlers),
+ * and unloading it under a host that also uses MuJoCo would pull it from under the host. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/plugin_load.h"
+#include "env/mujoco_api.h"
+#include "env/mujoco_env.h"
+
+/* The ids the plugin provides (lib/mujoco/tasks_*.c); the plugin's own list must agree,
+ * which tests/env/test_mujoco.c checks. */
+static const char *const task_ids[] = {
+    "InvertedPendulum-v5", "InvertedDoublePendulum-v5", "Reacher-v5", "Hopper-v5",
+    "HalfCheetah-v5", "Walker2d-v5", "Ant-v5",
+};
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static const frl_mujoco_plugin *plugin;
+static char load_why[FRL_ERRMSG_SIZE - 80];
+static char description[FRL_ERRMSG_SIZE];
+
+static void load(void)
+{
+    void *h = frl_plugin_open(FRL_MUJOCO_PLUGIN_FILE, "FRL_MUJOCO_PLUGIN",
+                              "build with -Dmujoco=enabled (scripts/test.sh does)", load_why,
+                              sizeof load_why);
+    if (h)
+        plugin = frl_plugin_table(h, FRL_MUJOCO_PLUGIN_FILE, FRL_MUJOCO_PLUGIN_SYMBOL,
+                                  FRL_MUJOCO_PLUGIN_ABI, load_why, sizeof load_why);
+    if (h && !plugin)
+        dlclose(h);
+    if (plugin) {
+        int32_t n = 0;
+        while (plugin->task_at(n))
+            n++;
+        snprintf(description, sizeof description, "MuJoCo %s (%s: %d tasks)",
+                 plugin->version(), FRL_MUJOCO_PLUGIN_FILE, (int)n);
+    } else {
+        snprintf(description, sizeof description, "not available: %s", load_why);
+    }
+}
+
+static const frl_mujoco_plugin *get_plugin(void)
+{
+    pthread_once(&load_once, load);
+    return plugin;
+}
+
+const char *frl_mujoco_describe(void)
+{
+    get_plugin();
+    return description;
+}
+
+int frl_mujoco_is_task(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof task_ids / sizeof task_ids[0]; i++)
+        if (strcmp(task_ids[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* The spaces of a model: observations unbounded (as Gymnasium's), actions the
+ * actuators' ranges. */
+static frl_status model_spaces(const frl_runtime *rt, const frl_mujoco_info *info,
+                               frl_space **obs, frl_space **act)
+{
+    int64_t obs_shape = info->obs_dim, act_shape = info->action_dim;
+    frl_status st = frl_space_create_box(obs, &rt->alloc, 1, &obs_shape, NULL, NULL);
+    if (st == FRL_OK)
+        st = frl_space_create_box(act, &rt->alloc, 1, &act_shape, info->action_low,
+                                  info->action_high);
+    return st;
+}
+
+/* users[0..n): one env each; on failure the ones made are closed again. */
+static frl_status make_envs(const frl_mujoco_plugin *p, void *model, void **users,
+                            int32_t n, const char *name, const char *who)
+{
+    char why[FRL_ERRMSG_SIZE - 80] = "";
+    for (int32_t i = 0; i < n; i++) {
+        users[i] = p->env_create(model, why, sizeof why);
+        if (!users[i]) {
+            while (i-- > 0)
+                p->callbacks.close(users[i]);
+            return frl_fail(NULL, FRL_ERR_NOMEM, "%s: %s env %d: %s", who, name, (int)i, why);
+        }
+    }
+    return FRL_OK;
+}
+
+/* The vec env over users, which then owns them and one reference to model. */
+static frl_status wrap_envs(frl_vec_env **out, frl_runtime *rt, const frl_mujoco_plugin *p,
+                            void *model, const frl_mujoco_info *info, void **users,
+                            int32_t n, const frl_config *cfg, const char *who)
+{
+    frl_space *obs = NULL, *act = NULL;
+    frl_status st = model_spaces(rt, info, &obs, &act);
+    frl_env_callbacks cb = p->callbacks;
+    cb.state_size = info->state_size;
+    if (st == FRL_OK)
+        st = frl_vec_env_create_hosted(out, rt, &cb, users, n, obs, act, cfg,
+                                       info->max_episode_steps, who);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    if (st != FRL_OK)
+        return st;
+    (*out)->observe = p->observe;
+    (*out)->release = p->model_release;
+    (*out)->owner = model;
+    return FRL_OK;
+}
+
+frl_status frl_mujoco_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char *name,
+                                     int32_t num_envs, const frl_config *cfg, const char *who)
+{
+    const frl_mujoco_plugin *p = get_plugin();
+    if (!p)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: %s needs the MuJoCo plugin, which is %s",
+                        who, name, description);
+    char why[FRL_ERRMSG_SIZE - 80] = "";
+    frl_mujoco_info info;
+    void *model = p->model_open(name, &info, why, sizeof why);
+    if (!model)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: %s: %s", who, name, why);
+    void **users = frl_alloc(&rt->alloc, sizeof(void *) * (size_t)num_envs, 16);
+    frl_status st = users ? make_envs(p, model, users, num_envs, name, who)
+                          : frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    if (st == FRL_OK) {
+        st = wrap_envs(out, rt, p, model, &info, users, num_envs, cfg, who);
+        if (st != FRL_OK)
+            for (int32_t i = 0; i < num_envs; i++)
+                p->callbacks.close(users[i]);
+    }
+    if (st != FRL_OK)
+        p->model_release(model);
+    frl_free(&rt->alloc, users);
+    return st;
+}

@@ -1,0 +1,89 @@
+/* Helpers shared by the MuJoCo tasks (task.h). */
+#include <math.h>
+
+#include "mujoco/task.h"
+
+/* NumPy's pairwise summation (numpy/_core/src/umath/loops_utils.h.src) for the sizes the
+ * tasks use (n <= 128): a plain loop below 8 values, else eight strided accumulators
+ * combined as a tree, then the remainder. */
+static double pairwise_f64(const double *a, int n)
+{
+    if (n < 8) {
+        double res = 0.0;
+        for (int i = 0; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    double r[8];
+    for (int j = 0; j < 8; j++)
+        r[j] = a[j];
+    int i = 8;
+    for (; i < n - (n % 8); i += 8)
+        for (int j = 0; j < 8; j++)
+            r[j] += a[i + j];
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; i++)
+        res += a[i];
+    return res;
+}
+
+static float pairwise_f32(const float *a, int n)
+{
+    if (n < 8) {
+        float res = 0.0f;
+        for (int i = 0; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    float r[8];
+    for (int j = 0; j < 8; j++)
+        r[j] = a[j];
+    int i = 8;
+    for (; i < n - (n % 8); i += 8)
+        for (int j = 0; j < 8; j++)
+            r[j] += a[i + j];
+    float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; i++)
+        res += a[i];
+    return res;
+}
+
+/* add.reduce starts from the first element and adds the pairwise sum of the rest. */
+double mjt_numpy_sum(const double *x, int n)
+{
+    return n > 0 ? x[0] + pairwise_f64(x + 1, n - 1) : 0.0;
+}
+
+float mjt_ctrl_cost(const float *a, int n, float weight)
+{
+    float sq[32];
+    n = n < 32 ? n : 32; /* the tasks have at most 8 actuators */
+    for (int i = 0; i < n; i++)
+        sq[i] = a[i] * a[i];
+    float sum = n > 0 ? sq[0] + pairwise_f32(sq + 1, n - 1) : 0.0f;
+    return weight * sum;
+}
+
+void mjt_add_uniform(mjtNum *x, const mjtNum *base, int n, double scale, frl_rng *rng)
+{
+    for (int i = 0; i < n; i++)
+        x[i] = (base ? base[i] : 0.0) + frl_rng_uniform_range(rng, -scale, scale);
+}
+
+void mjt_add_normal(mjtNum *x, const mjtNum *base, int n, double scale, frl_rng *rng)
+{
+    for (int i = 0; i < n; i++)
+        x[i] = (base ? base[i] : 0.0) + scale * frl_rng_normal(rng);
+}
+
+double mjt_clip(double x, double lo, double hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+float *mjt_put(float *obs, const mjtNum *x, int n, double limit)
+{
+    for (int k = 0; k < n; k++)
+        obs[k] = (float)(limit > 0 ? mjt_clip(x[k], -limit, limit) : x[k]);
+    return obs + n;
+}
