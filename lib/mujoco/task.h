@@ -59,7 +59,7 @@ extern const mjt_task mjt_hopper, mjt_half_cheetah, mjt_walker2d, mjt_ant;
 /* Shared by the tasks (tasks_common.c). */
 /* np.sum(np.square(a)) of a float32 array as NumPy reduces it, times a float32 weight. */
 float mjt_ctrl_cost(const float *a, int n, float weight);
-/* np.sum of n float64 values as NumPy's pairwise add.reduce orders it (n <= 129). */
+/* np.sum of n float64 values as NumPy's pairwise add.reduce orders it (n <= 128). */
 double mjt_numpy_sum(const double *x, int n);
 /* x[i] = base[i] + uniform(-scale, scale), i < n, drawn in order (base NULL: zeros,
  * Gymnasium's init_qvel). */

@@ -48,10 +48,11 @@ static float pairwise_f32(const float *a, int n)
     return res;
 }
 
-/* add.reduce starts from the first element and adds the pairwise sum of the rest. */
+/* NumPy 2.4's add.reduce of a contiguous array is the pairwise sum of all of it (checked
+ * against np.sum for the sizes used, 2 to 84 values). */
 double mjt_numpy_sum(const double *x, int n)
 {
-    return n > 0 ? x[0] + pairwise_f64(x + 1, n - 1) : 0.0;
+    return pairwise_f64(x, n);
 }
 
 float mjt_ctrl_cost(const float *a, int n, float weight)
@@ -60,8 +61,7 @@ float mjt_ctrl_cost(const float *a, int n, float weight)
     n = n < 32 ? n : 32; /* the tasks have at most 8 actuators */
     for (int i = 0; i < n; i++)
         sq[i] = a[i] * a[i];
-    float sum = n > 0 ? sq[0] + pairwise_f32(sq + 1, n - 1) : 0.0f;
-    return weight * sum;
+    return weight * pairwise_f32(sq, n);
 }
 
 void mjt_add_uniform(mjtNum *x, const mjtNum *base, int n, double scale, frl_rng *rng)
