@@ -32,6 +32,13 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 export FRL_PY_VENV=${FRL_PY_VENV:-$PWD/build-venv}
 sh bindings/python/tests/py_venv.sh "$FRL_PY_VENV" >/dev/null ||
   echo "python venv: not made (see above); the tests that need it report why"
+# The MuJoCo plugin is built against the venv's pinned mujoco-core (the same library
+# test_mujoco.py's Gymnasium runs on); without it -Dmujoco=auto leaves the plugin out
+# and the MuJoCo tests say why they skip.
+mujoco_dir=$(ls -d "$FRL_PY_VENV"/lib/python3*/site-packages/mujoco 2>/dev/null | head -n 1)
+for c in "${configs[@]}"; do
+  opts[$c]="${opts[$c]} -Dmujoco_dir=$mujoco_dir"
+done
 
 status=0
 for c in "${configs[@]}"; do

@@ -49,7 +49,16 @@ typedef struct frl_mujoco_plugin {
     frl_env_callbacks callbacks;
     /* The observation of the env's current state (after set_state). */
     int (*observe)(void *env, float *obs);
+    /* What the last step that returned FRL_MUJOCO_FAULT met (MuJoCo's warning text). */
+    const char *(*fault)(void *env);
 } frl_mujoco_plugin;
+
+/* Returned by the step callback when the simulation went wrong: MuJoCo raised a warning
+ * (an unstable or non-finite acceleration, a full contact or constraint buffer) or the
+ * state is not finite. The env has been put back to the model's initial state and its
+ * observation written; the vec env ends the episode there (truncated, reward 0), says
+ * so in the runtime's log, and counts it, so a training run goes on. */
+#define FRL_MUJOCO_FAULT 9
 
 typedef const frl_mujoco_plugin *(*frl_mujoco_plugin_get_fn)(void);
 

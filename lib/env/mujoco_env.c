@@ -109,6 +109,8 @@ static frl_status wrap_envs(frl_vec_env **out, frl_runtime *rt, const frl_mujoco
     if (st != FRL_OK)
         return st;
     (*out)->observe = p->observe;
+    (*out)->fault = p->fault;
+    (*out)->fault_code = FRL_MUJOCO_FAULT;
     (*out)->release = p->model_release;
     (*out)->owner = model;
     return FRL_OK;

@@ -2,6 +2,7 @@
 #ifndef FRL_ENV_VEC_ENV_H
 #define FRL_ENV_VEC_ENV_H
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/runtime.h"
@@ -41,6 +42,11 @@ struct frl_vec_env {
     int (*observe)(void *user, float *obs);
     void (*release)(void *owner);
     void *owner;
+    /* A step that returns fault_code (nonzero) went wrong inside a simulator the library
+     * runs: fault(user) says what; the episode ends there (vec_step.c). */
+    int fault_code;
+    const char *(*fault)(void *user);
+    atomic_llong faults;        /* such steps so far, all envs */
     int32_t chunk;              /* envs per pool task */
     int32_t num_chunks;
     int64_t *chunk_episodes;    /* episodes ended in each chunk this step */

@@ -113,6 +113,21 @@ static frl_status host_reset_one(frl_vec_env *v, int32_t i, float *obs, char *er
     return st;
 }
 
+/* A simulator the library runs went wrong on this step and has reset itself: the
+ * episode ends here, truncated with reward 0, and the runtime's log says where. */
+static frl_status host_fault(frl_vec_env *v, int32_t i, const float *obs, char *err)
+{
+    frl_status st = check_host_obs(v, i, obs, err, "step");
+    if (st != FRL_OK)
+        return st;
+    atomic_fetch_add(&v->faults, 1);
+    frl_log(v->rt, FRL_LOG_WARNING, "env %d step %lld: %s; the episode was ended there "
+            "(truncated, reward 0) and the env reset", (int)i, (long long)v->step_calls,
+            v->fault(v->users[i]));
+    frl_record_step(&v->b, i, 0.0f, 0, 1);
+    return FRL_OK;
+}
+
 static frl_status host_step_one(frl_vec_env *v, int32_t i, char *err)
 {
     float *obs = v->b.obs + (size_t)i * (size_t)v->obs_w;
@@ -122,6 +137,8 @@ static frl_status host_step_one(frl_vec_env *v, int32_t i, char *err)
     float reward = 0.0f;
     uint8_t term = 0, trunc = 0;
     int rc = v->cb.step(v->users[i], action, obs, &reward, &term, &trunc);
+    if (rc != 0 && v->fault && rc == v->fault_code)
+        return host_fault(v, i, obs, err);
     if (rc != 0)
         return host_fail(v, i, err, "step", rc);
     frl_status st = check_host_obs(v, i, obs, err, "step");

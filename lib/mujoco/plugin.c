@@ -8,6 +8,7 @@
  * MuJoCo's message; warnings are kept for the next failure's message instead of being
  * printed on stdout. A host (or Python's mujoco module) that installed handlers keeps
  * them, and then owns MuJoCo's errors. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@ typedef struct mjt_model {
 typedef struct mjt_env {
     mjt_model *model;
     mjData *d;
+    char fault[256]; /* what the last faulty step met */
 } mjt_env;
 
 /* ---- MuJoCo's errors, turned into failures of the guarded call ---- */
@@ -260,6 +262,7 @@ typedef struct env_call {
     float *reward;
     uint8_t *terminated;
     const double *state;
+    int faulted;
 } env_call;
 
 /* mj_resetData, the task's noise on qpos and qvel, mj_forward (Gymnasium's reset and
@@ -275,6 +278,39 @@ static void do_reset(void *arg)
     md->task->observe(&md->ctx, c->e->d, c->obs);
 }
 
+/* Warnings MuJoCo has counted on d so far. */
+static int warning_total(const mjData *d)
+{
+    int n = 0;
+    for (int i = 0; i < mjNWARNING; i++)
+        n += d->warning[i].number;
+    return n;
+}
+
+/* The first warning whose count rose since `before` (a copy of d->warning), as text;
+ * 0 when none did. */
+static int describe_warning(const mjData *d, const mjWarningStat *before, char *out,
+                            size_t size)
+{
+    for (int i = 0; i < mjNWARNING; i++)
+        if (d->warning[i].number > before[i].number) {
+            snprintf(out, size, "MuJoCo warning: %s",
+                     mju_warningText(i, (size_t)d->warning[i].lastinfo));
+            return 1;
+        }
+    return 0;
+}
+
+static int state_finite(const mjModel *m, const mjData *d)
+{
+    int ok = 1;
+    for (int i = 0; i < m->nq; i++)
+        ok &= isfinite(d->qpos[i]) != 0;
+    for (int i = 0; i < m->nv; i++)
+        ok &= isfinite(d->qvel[i]) != 0;
+    return ok;
+}
+
 /* Gymnasium's do_simulation: ctrl = action, frame_skip mj_steps, then
  * mj_rnePostConstraint so that cfrc_ext and the other force quantities are current. */
 static void do_step(void *arg)
@@ -284,6 +320,9 @@ static void do_step(void *arg)
     const mjt_task *t = md->task;
     mjData *d = c->e->d;
     double before[2] = {0, 0};
+    mjWarningStat warnings[mjNWARNING];
+    memcpy(warnings, d->warning, sizeof warnings);
+    int counted = warning_total(d);
     if (t->track)
         t->track(&md->ctx, d, before);
     for (int i = 0; i < md->m->nu; i++)
@@ -291,8 +330,29 @@ static void do_step(void *arg)
     for (int32_t k = 0; k < t->frame_skip; k++)
         mj_step(md->m, d);
     mj_rnePostConstraint(md->m, d);
+    if (warning_total(d) != counted || !state_finite(md->m, d)) {
+        char what[160];
+        if (!describe_warning(d, warnings, what, sizeof what))
+            snprintf(what, sizeof what, "the simulation state is not finite");
+        snprintf(c->e->fault, sizeof c->e->fault, "%.40s: %.160s", t->name, what);
+        c->faulted = 1;
+        return;
+    }
     t->observe(&md->ctx, d, c->obs);
     *c->reward = (float)t->reward(&md->ctx, d, c->action, before, c->terminated);
+}
+
+/* After a fault: the model's initial state (mj_resetData also rewinds MuJoCo's arena,
+ * which an error may have left in use) and its observation. */
+static void do_recover(void *arg)
+{
+    env_call *c = arg;
+    const mjt_model *md = c->e->model;
+    mj_resetData(md->m, c->e->d);
+    mj_forward(md->m, c->e->d);
+    md->task->observe(&md->ctx, c->e->d, c->obs);
+    *c->reward = 0.0f;
+    *c->terminated = 0;
 }
 
 static void do_set_state(void *arg)
@@ -317,7 +377,19 @@ static int env_step(void *user, const void *action, float *obs, float *reward,
     env_call c = {.e = user, .action = action, .obs = obs, .reward = reward,
                   .terminated = terminated};
     *truncated = 0;
-    return guarded(do_step, &c, why, sizeof why) == 0 ? 0 : 2;
+    if (guarded(do_step, &c, why, sizeof why) != 0) {
+        snprintf(c.e->fault, sizeof c.e->fault, "%.40s: %.200s", c.e->model->task->name, why);
+        c.faulted = 1;
+    }
+    if (!c.faulted)
+        return 0;
+    return guarded(do_recover, &c, why, sizeof why) == 0 ? FRL_MUJOCO_FAULT : 2;
+}
+
+static const char *env_fault(void *user)
+{
+    mjt_env *e = user;
+    return e->fault;
 }
 
 static int env_get_state(void *user, double *state)
@@ -360,6 +432,7 @@ static const frl_mujoco_plugin table = {
         .set_state = env_set_state,
     },
     .observe = env_observe,
+    .fault = env_fault,
 };
 
 __attribute__((visibility("default"))) const frl_mujoco_plugin *frl_mujoco_plugin_get(void);

@@ -1,0 +1,328 @@
+/* The MuJoCo tasks through the C API: the plugin's task list against the core's, every
+ * task stepped and seeded reproducibly on 1 and 2 threads, state round trips, bad input,
+ * a simulation that blows up (the episode ends, the run goes on, the log says where),
+ * and every library allocation of a create failing in turn. The transitions themselves
+ * are checked against Gymnasium in bindings/python/tests/test_mujoco.py.
+ *
+ * Without the plugin (a build without -Dmujoco_dir) it prints why and exits 77, which
+ * meson reports as SKIP. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/plugin_load.h"
+#include "env/mujoco_api.h"
+#include "env/mujoco_env.h"
+#include "env/vec_env.h"
+#include "fastrl.h"
+#include "test_util.h"
+
+#define EXIT_SKIP 77
+
+static const char *const tasks[] = {
+    "InvertedPendulum-v5", "InvertedDoublePendulum-v5", "Reacher-v5", "Hopper-v5",
+    "HalfCheetah-v5", "Walker2d-v5", "Ant-v5",
+};
+#define NTASKS ((int)(sizeof tasks / sizeof tasks[0]))
+
+/* Random actions inside the action space, the same for a given (seed, step). */
+static void fill_actions(frl_vec_env *v, uint64_t seed, int step)
+{
+    const frl_space *a = frl_vec_env_action_space(v);
+    int64_t w = frl_space_width(a);
+    int32_t n = frl_vec_env_num_envs(v);
+    float *act = frl_vec_env_actions(v);
+    uint64_t x = seed * 0x9e3779b97f4a7c15ULL + (uint64_t)step;
+    for (int64_t k = 0; k < w * n; k++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(x >> 11) * 0x1.0p-53;
+        int64_t j = k % w;
+        act[k] = (float)(frl_space_low(a)[j] + u * (frl_space_high(a)[j] - frl_space_low(a)[j]));
+    }
+}
+
+/* obs, rewards and flags of `steps` steps from reset(seed), written to out. */
+static void rollout(const char *name, int threads, uint64_t seed, int steps, float *out)
+{
+    frl_runtime *rt = frl_test_runtime(threads);
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, name, 3, NULL), FRL_OK);
+    int64_t w = frl_space_width(frl_vec_env_observation_space(v));
+    ck_assert_int_eq(frl_vec_env_reset(v, seed), FRL_OK);
+    for (int t = 0; t < steps; t++) {
+        fill_actions(v, seed, t);
+        ck_assert_msg(frl_vec_env_step(v) == FRL_OK, "%s: %s", name, frl_vec_env_last_error(v));
+        for (int i = 0; i < 3; i++) {
+            ck_assert(isfinite(frl_vec_env_rewards(v)[i]));
+            *out++ = frl_vec_env_rewards(v)[i];
+            *out++ = (float)(frl_vec_env_terminated(v)[i] + 2 * frl_vec_env_truncated(v)[i]);
+        }
+        for (int64_t k = 0; k < 3 * w; k++) {
+            ck_assert(isfinite(frl_vec_env_observations(v)[k]));
+            *out++ = frl_vec_env_observations(v)[k];
+        }
+    }
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(test_task_lists_agree)
+{
+    char why[256] = "";
+    void *h = frl_plugin_open(FRL_MUJOCO_PLUGIN_FILE, "FRL_MUJOCO_PLUGIN", "", why, sizeof why);
+    ck_assert_msg(h != NULL, "%s", why);
+    const frl_mujoco_plugin *p = frl_plugin_table(h, FRL_MUJOCO_PLUGIN_FILE,
+                                                  FRL_MUJOCO_PLUGIN_SYMBOL,
+                                                  FRL_MUJOCO_PLUGIN_ABI, why, sizeof why);
+    ck_assert_msg(p != NULL, "%s", why);
+    int n = 0;
+    for (; p->task_at(n); n++)
+        ck_assert_msg(frl_mujoco_is_task(p->task_at(n)), "the core does not know %s",
+                      p->task_at(n));
+    ck_assert_int_eq(n, NTASKS);
+    for (int i = 0; i < NTASKS; i++)
+        ck_assert(frl_mujoco_is_task(tasks[i]));
+    ck_assert(!frl_mujoco_is_task("CartPole-v1"));
+    ck_assert(!frl_mujoco_is_task(NULL));
+    ck_assert_ptr_nonnull(strstr(frl_mujoco_describe(), "MuJoCo "));
+}
+END_TEST
+
+/* Same seed: same results on 1 and 2 threads; another seed: other results. */
+START_TEST(test_reproducible)
+{
+    const char *name = tasks[_i];
+    enum { STEPS = 40, MAXW = 3 * (2 + 105) };
+    float *a = malloc(sizeof(float) * STEPS * MAXW), *b = malloc(sizeof(float) * STEPS * MAXW);
+    float *c = malloc(sizeof(float) * STEPS * MAXW);
+    memset(a, 0, sizeof(float) * STEPS * MAXW);
+    memset(b, 0, sizeof(float) * STEPS * MAXW);
+    memset(c, 0, sizeof(float) * STEPS * MAXW);
+    rollout(name, 1, 5, STEPS, a);
+    rollout(name, 2, 5, STEPS, b);
+    rollout(name, 2, 6, STEPS, c);
+    ck_assert_msg(memcmp(a, b, sizeof(float) * STEPS * MAXW) == 0, "%s: threads change it", name);
+    ck_assert_msg(memcmp(a, c, sizeof(float) * STEPS * MAXW) != 0, "%s: seed ignored", name);
+    free(a);
+    free(b);
+    free(c);
+}
+END_TEST
+
+/* Restoring a state twice and stepping the same actions gives the same steps. */
+START_TEST(test_state_round_trip)
+{
+    const char *name = tasks[_i];
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_env *e = NULL;
+    ck_assert_int_eq(frl_env_create(&e, rt, name, NULL), FRL_OK);
+    int32_t n = frl_env_state_size(e);
+    ck_assert_int_gt(n, 4);
+    int64_t ow = frl_space_width(frl_env_observation_space(e));
+    int64_t aw = frl_space_width(frl_env_action_space(e));
+    float obs[2][110], o2[110], r[2];
+    float act[8] = {0.3f, -0.2f, 0.1f, -0.4f, 0.2f, 0.0f, -0.1f, 0.4f};
+    double *s = malloc(sizeof(double) * (size_t)n);
+    uint8_t term, trunc;
+    ck_assert_int_eq(frl_env_reset(e, 9, obs[0]), FRL_OK);
+    ck_assert_int_eq(frl_env_step(e, act, obs[0], &r[0], &term, &trunc), FRL_OK);
+    ck_assert_int_eq(frl_env_get_state(e, s, n), FRL_OK);
+    ck_assert(s[n - 1] == 1.0); /* the elapsed count comes last */
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(frl_env_set_state(e, s, n, o2), FRL_OK);
+        ck_assert_int_eq(frl_env_step(e, act, obs[k], &r[k], &term, &trunc), FRL_OK);
+    }
+    ck_assert(memcmp(obs[0], obs[1], sizeof(float) * (size_t)ow) == 0);
+    ck_assert(r[0] == r[1]);
+    (void)aw;
+    free(s);
+    frl_env_destroy(e);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(test_bad_input)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_env *e = NULL;
+    ck_assert_int_eq(frl_env_create(&e, rt, "Hopper-v5", NULL), FRL_OK);
+    int32_t n = frl_env_state_size(e);
+    double s[64];
+    float obs[16], r;
+    uint8_t term, trunc;
+    ck_assert_int_eq(frl_env_reset(e, 1, obs), FRL_OK);
+    ck_assert_int_eq(frl_env_get_state(e, s, n), FRL_OK);
+    ck_assert_int_eq(frl_env_set_state(e, s, n - 1, obs), FRL_ERR_SIZE);
+    s[3] = NAN;
+    ck_assert_int_eq(frl_env_set_state(e, s, n, obs), FRL_ERR_NONFINITE);
+    float act[3] = {0, NAN, 0};
+    ck_assert_int_eq(frl_env_step(e, act, obs, &r, &term, &trunc), FRL_ERR_NONFINITE);
+    ck_assert_ptr_nonnull(strstr(frl_env_last_error(e), "NaN"));
+    frl_env_destroy(e);
+    /* A name that is not a task, and one that only looks like one. */
+    ck_assert_int_eq(frl_env_create(&e, rt, "Hopper-v4", NULL), FRL_ERR_UNKNOWN_NAME);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "MuJoCo"));
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- a simulation that blows up ---- */
+
+typedef struct log_capture {
+    pthread_mutex_t lock;
+    char text[1024];
+    int warnings;
+} log_capture;
+
+static void capture(void *user, frl_log_level level, const char *message)
+{
+    log_capture *c = user;
+    pthread_mutex_lock(&c->lock);
+    if (level == FRL_LOG_WARNING) {
+        c->warnings++;
+        snprintf(c->text, sizeof c->text, "%s", message);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+START_TEST(test_unstable_simulation)
+{
+    log_capture cap = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_logger lg;
+    frl_logger_init(&lg);
+    lg.log = capture;
+    lg.user = &cap;
+    lg.max_level = FRL_LOG_WARNING;
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_runtime_create(&rt, NULL, NULL, &lg), FRL_OK);
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "Hopper-v5", 2, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 3), FRL_OK);
+    double s[64];
+    char err[FRL_ERRMSG_SIZE];
+    int32_t n = v->state_dim + 1;
+    /* Env 1's velocities (after time and Hopper's 6 positions) far beyond what the
+     * integrator survives. */
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 1, s, n, err), FRL_OK);
+    for (int k = 1 + 6; k < 1 + 12; k++)
+        s[k] = 1e300;
+    ck_assert_int_eq(frl_vec_env_set_state_at(v, 1, s, n, err), FRL_OK);
+    memset(frl_vec_env_actions(v), 0, sizeof(float) * 6);
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_truncated(v)[1], 1);
+    ck_assert(frl_vec_env_rewards(v)[1] == 0.0f);
+    ck_assert_int_eq(frl_vec_env_truncated(v)[0], 0);
+    ck_assert_int_eq(cap.warnings, 1);
+    ck_assert_msg(strstr(cap.text, "env 1 step 1") && strstr(cap.text, "Hopper-v5") &&
+                  strstr(cap.text, "MuJoCo"), "log: %s", cap.text);
+    /* The run goes on: the next step resets env 1. */
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset_steps(v)[1], 1);
+    for (int k = 0; k < 2 * 11; k++)
+        ck_assert(isfinite(frl_vec_env_observations(v)[k]));
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- every library allocation of a create failing in turn ---- */
+
+typedef struct failing {
+    pthread_mutex_t lock;
+    long calls, fail_at, live;
+} failing;
+
+static void *failing_alloc(void *user, size_t size, size_t alignment)
+{
+    failing *f = user;
+    pthread_mutex_lock(&f->lock);
+    long n = ++f->calls;
+    int fail = n == f->fail_at;
+    f->live += !fail;
+    pthread_mutex_unlock(&f->lock);
+    void *p = NULL;
+    if (!fail && posix_memalign(&p, alignment < sizeof(void *) ? sizeof(void *) : alignment,
+                                size ? size : 1) != 0)
+        p = NULL;
+    return p;
+}
+
+static void failing_free(void *user, void *p)
+{
+    failing *f = user;
+    pthread_mutex_lock(&f->lock);
+    f->live--;
+    pthread_mutex_unlock(&f->lock);
+    free(p);
+}
+
+START_TEST(test_allocation_failures)
+{
+    int failed_creates = 0;
+    for (long k = 1;; k++) {
+        failing f = {.lock = PTHREAD_MUTEX_INITIALIZER};
+        frl_allocator al;
+        frl_allocator_init(&al);
+        al.alloc = failing_alloc;
+        al.free = failing_free;
+        al.user = &f;
+        frl_runtime *rt = NULL;
+        if (frl_runtime_create(&rt, NULL, &al, NULL) != FRL_OK) {
+            ck_assert_int_eq(f.live, 0);
+            continue;
+        }
+        f.fail_at = f.calls + (k > f.calls ? k - f.calls : 1);
+        frl_vec_env *v = NULL;
+        frl_status st = frl_vec_env_create(&v, rt, "Ant-v5", 4, NULL);
+        if (st == FRL_OK) {
+            frl_vec_env_destroy(v);
+            frl_runtime_destroy(rt);
+            ck_assert_int_eq(f.live, 0);
+            break;
+        }
+        ck_assert_int_eq(st, FRL_ERR_NOMEM);
+        ck_assert_ptr_null(v);
+        failed_creates++;
+        frl_runtime_destroy(rt);
+        ck_assert_int_eq(f.live, 0);
+        ck_assert_int_lt(k, 200);
+    }
+    ck_assert_int_gt(failed_creates, 2);
+}
+END_TEST
+
+static Suite *mujoco_suite(void)
+{
+    Suite *s = suite_create("mujoco");
+    TCase *tc = tcase_create("tasks");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_task_lists_agree);
+    tcase_add_loop_test(tc, test_reproducible, 0, NTASKS);
+    tcase_add_loop_test(tc, test_state_round_trip, 0, NTASKS);
+    tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_unstable_simulation);
+    tcase_add_test(tc, test_allocation_failures);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    frl_runtime *rt = NULL;
+    frl_vec_env *v = NULL;
+    if (frl_runtime_create(&rt, NULL, NULL, NULL) != FRL_OK)
+        return EXIT_FAILURE;
+    frl_status st = frl_vec_env_create(&v, rt, "Hopper-v5", 1, NULL);
+    if (st != FRL_OK) {
+        printf("mujoco: SKIP: %s\n", frl_last_error());
+        frl_runtime_destroy(rt);
+        return st == FRL_ERR_UNSUPPORTED ? EXIT_SKIP : EXIT_FAILURE;
+    }
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+    return frl_test_run(mujoco_suite());
+}
