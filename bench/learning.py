@@ -19,6 +19,10 @@ The memory tasks (--tasks memory), 1M steps each:
                       `fastrl eval` over 1,000 greedy episodes; solved when >= 95% are
                       right (the reward is 1 for a right answer, so the mean return is the
                       share); chance is 25%
+The MuJoCo tasks (--tasks mujoco; a build with the MuJoCo plugin):
+    InvertedPendulum-v5   950     300,000
+    Reacher-v5             -6     500,000
+    Hopper-v5            3000   1,000,000   measured (run it with --seeds 3)
 A run has solved when its final `mean_return` (mean of the last 100 episodes; training
 stops as soon as it reaches T), or for the probes the evaluation's, is >= T. The table
 gives, per task: seeds solved, median and worst env steps to solve, median and worst
@@ -69,11 +73,15 @@ TASKS = {
     "probe-lstm": Task("MemoryProbe-v0", 0.95, 1000000, PROBE + " policy.core=lstm", "fastrl",
                        1000, 0.8),
     "probe-mlp": Task("MemoryProbe-v0", 0.95, 1000000, PROBE, "fastrl", 1000, 0.0),
+    "InvertedPendulum-v5": Task("InvertedPendulum-v5", 950.0, 300000, "", "fastrl", 0, 0.8),
+    "Reacher-v5": Task("Reacher-v5", -6.0, 500000, "", "fastrl", 0, 0.8),
+    "Hopper-v5": Task("Hopper-v5", 3000.0, 1000000, "", "fastrl", 0, 0.0),
 }
 GROUPS = {
     "classic": ["CartPole-v1", "Acrobot-v1", "Pendulum-v1"],
     "memory": ["nv-gru", "nv-lstm", "nv-mlp", "nv-stack4", "probe-gru", "probe-lstm",
                "probe-mlp"],
+    "mujoco": ["InvertedPendulum-v5", "Reacher-v5", "Hopper-v5"],
 }
 PROBE_TRAIN_TARGET = 0.99  # the probes stop training once the sampled policy is this good
 EVAL_RE = re.compile(r"^mean_return:\s*([-+0-9.eEnaif]+)\s*$", re.M)
@@ -172,7 +180,7 @@ def parse_args():
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--tasks", "--envs", dest="tasks", default="classic",
-                    help=f"classic, memory, or comma-separated names of {', '.join(TASKS)}")
+                    help=f"classic, memory, mujoco, or comma-separated names of {', '.join(TASKS)}")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once")
     ap.add_argument("--threads", type=int, default=0,
                     help="--set runtime.threads=T for each run (0: fastrl's default)")

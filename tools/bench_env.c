@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "core/rng.h"
+#include "env/mujoco_env.h"
 #include "env/registry.h"
 
 enum { ACTION_SETS = 64, RUNS = 5 };
@@ -22,7 +23,7 @@ typedef struct bench_opts {
 
 static int parse_opts(int argc, char **argv, bench_opts *o)
 {
-    o->envs = 4096;
+    o->envs = 0; /* 4096, or 64 for a MuJoCo task (an mjData is tens of KiB) */
     o->threads = 0;
     o->seconds = 0.5;
     if (argc < 2 || strcmp(argv[0], "env") != 0)
@@ -38,6 +39,8 @@ static int parse_opts(int argc, char **argv, bench_opts *o)
         else
             return -1;
     }
+    if (o->envs == 0)
+        o->envs = frl_mujoco_is_task(o->env) ? 64 : 4096;
     return (argc % 2 == 0 && o->envs > 0 && o->seconds > 0) ? 0 : -1;
 }
 
@@ -78,6 +81,7 @@ static double run_public(frl_vec_env *v, const unsigned char *table, size_t byte
 
 typedef struct floor_state {
     const frl_env_class *cls;
+    frl_mujoco_floor *mj;       /* a MuJoCo task's floor instead of cls's */
     int32_t n;
     unsigned char *sims;
     frl_rng *rngs;
@@ -93,11 +97,14 @@ static void floor_reset_all(floor_state *f)
                       f->obs + (size_t)i * (size_t)f->obs_dim);
 }
 
-static int floor_init(floor_state *f, const frl_env_class *cls, int32_t n)
+static int floor_init(floor_state *f, const char *env, int32_t n)
 {
-    f->cls = cls;
-    f->obs = NULL;
+    const frl_env_class *cls = frl_env_class_find(env);
+    memset(f, 0, sizeof *f);
     f->n = n;
+    if (!cls) /* a MuJoCo task (setup created its vec env, so it is one) */
+        return frl_mujoco_floor_open(&f->mj, env, n) == FRL_OK ? 0 : -1;
+    f->cls = cls;
     f->sims = aligned_alloc(64, (size_t)n * FRL_SIM_MAX_BYTES);
     f->rngs = malloc(sizeof(frl_rng) * (size_t)n);
     f->obs_dim = cls->obs_dim;
@@ -120,6 +127,7 @@ static int floor_init(floor_state *f, const frl_env_class *cls, int32_t n)
 
 static void floor_free(floor_state *f)
 {
+    frl_mujoco_floor_close(f->mj);
     free(f->sims);
     free(f->rngs);
     free(f->obs);
@@ -133,11 +141,14 @@ static double run_floor(floor_state *f, const unsigned char *table, size_t bytes
     for (int k = 0; t - t0 < secs; k++, t = cli_now()) {
         /* The time limit, as the public path applies it: without it Pendulum's angles
          * drift without bound and its floor slows down, flattering the ratio. */
-        int32_t limit = f->cls->max_episode_steps;
+        int32_t limit = f->mj ? frl_mujoco_floor_limit(f->mj) : f->cls->max_episode_steps;
+        const unsigned char *actions = table + bytes * (size_t)(k % ACTION_SETS);
         if (k > 0 && limit > 0 && k % limit == 0)
-            floor_reset_all(f);
-        f->cls->floor_steps(f->sims, f->rngs, f->n, table + bytes * (size_t)(k % ACTION_SETS),
-                            f->obs, f->rewards);
+            f->mj ? frl_mujoco_floor_reset(f->mj) : floor_reset_all(f);
+        if (f->mj)
+            frl_mujoco_floor_steps(f->mj, (const float *)(const void *)actions);
+        else
+            f->cls->floor_steps(f->sims, f->rngs, f->n, actions, f->obs, f->rewards);
         steps += f->n;
     }
     return (double)steps / (t - t0);
@@ -254,8 +265,8 @@ int cli_bench(int argc, char **argv)
     unsigned char *table = make_actions(frl_vec_env_action_space(v), o.envs, &bytes);
     floor_state f;
     int rc = 1;
-    if (!table || floor_init(&f, frl_env_class_find(o.env), o.envs) != 0) {
-        fprintf(stderr, "fastrl: bench: out of memory\n");
+    if (!table || floor_init(&f, o.env, o.envs) != 0) {
+        fprintf(stderr, "fastrl: bench: the floor: %s\n", table ? frl_last_error() : "out of memory");
         goto out;
     }
     int32_t threads = frl_runtime_threads(rt);

@@ -31,9 +31,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # and sampler sit on rl side by side and never on each other; the trainer drives algo
 # and sampler. lib/cuda is the plugin: loaded at run time, never
 # linked into the library, so it sits on top and sees only the core's ABI header and
-# the nn headers it includes.
+# the nn headers it includes. lib/mujoco is the MuJoCo plugin, the same kind of thing:
+# it sees the core's rng header and env/mujoco_api.h, its interface with the vec env.
 LAYERS = {"core": 0, "io": 1, "nn": 1, "env": 2, "rl": 3, "algo": 4, "export": 4,
-          "sampler": 4, "trainer": 5, "cuda": 6}
+          "sampler": 4, "trainer": 5, "cuda": 6, "mujoco": 6}
 
 # Files that belong to another file's module, with why.
 SAME_MODULE = {
@@ -48,6 +49,10 @@ SAME_MODULE = {
     # The recurrent policies' passes: the policy's own (its struct, its acting and
     # workspace calls dispatch there), split out as a file by what it holds.
     "rl/policy_rnn": "rl/policy",
+    # The vec env's MuJoCo backend: creating a vec env by a MuJoCo task's name goes
+    # there, and it makes the vec env of host envs over the plugin's; split out as a
+    # file by what it holds (the plugin's loading and the floor of its benchmark).
+    "env/mujoco_env": "env/vec_env",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

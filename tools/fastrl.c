@@ -2,11 +2,13 @@
  * (tools/eval.c), export (tools/export.c), envs, info, config --list, bench env
  * (tools/bench_env.c) and bench train (tools/bench_train.c); `fastrl --help` lists them
  * with their options. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
+#include "env/mujoco_env.h"
 
 double cli_start;
 
@@ -30,6 +32,13 @@ static void print_space(const char *label, const frl_space *s)
         printf("  %s: Discrete(%lld)\n", label, (long long)n);
         return;
     }
+    int unbounded = 1;
+    for (int64_t i = 0; i < n; i++)
+        unbounded &= isinf(frl_space_low(s)[i]) && isinf(frl_space_high(s)[i]);
+    if (unbounded) { /* the MuJoCo tasks' observations: n infinities say nothing */
+        printf("  %s: Box(shape=(%lld,), unbounded)\n", label, (long long)n);
+        return;
+    }
     printf("  %s: Box(shape=(%lld,), low=[", label, (long long)n);
     for (int64_t i = 0; i < n; i++)
         printf("%s%g", i ? ", " : "", (double)frl_space_low(s)[i]);
@@ -37,6 +46,20 @@ static void print_space(const char *label, const frl_space *s)
     for (int64_t i = 0; i < n; i++)
         printf("%s%g", i ? ", " : "", (double)frl_space_high(s)[i]);
     printf("])\n");
+}
+
+static frl_status print_env(frl_runtime *rt, const char *name)
+{
+    frl_env *e;
+    frl_status st = frl_env_create(&e, rt, name, NULL);
+    if (st != FRL_OK)
+        return st;
+    printf("%s\n", name);
+    print_space("observation", frl_env_observation_space(e));
+    print_space("action", frl_env_action_space(e));
+    printf("  state: %d float64 values\n", (int)frl_env_state_size(e));
+    frl_env_destroy(e);
+    return FRL_OK;
 }
 
 static int cmd_envs(void)
@@ -49,16 +72,14 @@ static int cmd_envs(void)
     frl_config_destroy(cfg);
     if (st != FRL_OK)
         return cli_fail("runtime", st);
-    for (int32_t i = 0; frl_env_name_at(i); i++) {
-        frl_env *e;
-        if ((st = frl_env_create(&e, rt, frl_env_name_at(i), NULL)) != FRL_OK)
+    for (int32_t i = 0; frl_env_name_at(i); i++)
+        if ((st = print_env(rt, frl_env_name_at(i))) != FRL_OK)
             return cli_fail(frl_env_name_at(i), st);
-        printf("%s\n", frl_env_name_at(i));
-        print_space("observation", frl_env_observation_space(e));
-        print_space("action", frl_env_action_space(e));
-        printf("  state: %d float64 values\n", (int)frl_env_state_size(e));
-        frl_env_destroy(e);
-    }
+    if (strncmp(frl_mujoco_describe(), "MuJoCo", 6) != 0)
+        printf("MuJoCo tasks: %s\n", frl_mujoco_describe());
+    for (int32_t i = 0; strncmp(frl_mujoco_describe(), "MuJoCo", 6) == 0 && frl_mujoco_task_at(i); i++)
+        if ((st = print_env(rt, frl_mujoco_task_at(i))) != FRL_OK)
+            return cli_fail(frl_mujoco_task_at(i), st);
     frl_runtime_destroy(rt);
     return 0;
 }
@@ -95,6 +116,7 @@ static int cmd_info(void)
     while (frl_env_name_at(n))
         n++;
     printf("built-in environments: %d\n", (int)n);
+    printf("mujoco: %s\n", frl_mujoco_describe());
     frl_runtime_destroy(rt);
     print_device();
     return 0;

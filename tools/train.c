@@ -328,6 +328,15 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     return rc;
 }
 
+/* The library's warnings (a MuJoCo task's simulation fault, ...) on stderr, on a line
+ * of their own below the progress bar. */
+static void log_warning(void *user, frl_log_level level, const char *message)
+{
+    (void)user;
+    fprintf(stderr, "%sfastrl: %s: %s\n", is_tty ? "\n" : "",
+            level == FRL_LOG_ERROR ? "error" : "warning", message);
+}
+
 int cli_train(int argc, char **argv)
 {
     train_opts o = {NULL, NULL, NULL, 500000, 0, 0, 20, NAN};
@@ -338,7 +347,11 @@ int cli_train(int argc, char **argv)
     is_tty = isatty(2);
     frl_runtime *rt = NULL;
     if (rc == 0) {
-        frl_status st = frl_runtime_create(&rt, cfg, NULL, NULL);
+        frl_logger lg;
+        frl_logger_init(&lg);
+        lg.log = log_warning;
+        lg.max_level = FRL_LOG_WARNING;
+        frl_status st = frl_runtime_create(&rt, cfg, NULL, &lg);
         rc = st == FRL_OK ? run_training(rt, &o, cfg) : cli_fail("runtime", st);
     }
     frl_runtime_destroy(rt);

@@ -51,6 +51,9 @@ typedef struct frl_mujoco_plugin {
     int (*observe)(void *env, float *obs);
     /* What the last step that returned FRL_MUJOCO_FAULT met (MuJoCo's warning text). */
     const char *(*fault)(void *env);
+    /* The benchmarks' floor, MuJoCo's own loop: ctrl = action and the frame skip's
+     * mj_step calls, nothing else (no observation, reward, checks or fault handling). */
+    void (*bare_step)(void *env, const float *action);
 } frl_mujoco_plugin;
 
 /* Returned by the step callback when the simulation went wrong: MuJoCo raised a warning

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/plugin_load.h"
@@ -61,6 +62,12 @@ int frl_mujoco_is_task(const char *name)
         if (strcmp(task_ids[i], name) == 0)
             return 1;
     return 0;
+}
+
+const char *frl_mujoco_task_at(int32_t index)
+{
+    int32_t n = (int32_t)(sizeof task_ids / sizeof task_ids[0]);
+    return index >= 0 && index < n ? task_ids[index] : NULL;
 }
 
 /* The spaces of a model: observations unbounded (as Gymnasium's), actions the
@@ -141,4 +148,78 @@ frl_status frl_mujoco_vec_env_create(frl_vec_env **out, frl_runtime *rt, const c
         p->model_release(model);
     frl_free(&rt->alloc, users);
     return st;
+}
+
+/* ---- the benchmarks' floor ---- */
+
+struct frl_mujoco_floor {
+    const frl_mujoco_plugin *p;
+    void *model;
+    frl_mujoco_info info;
+    int32_t n;
+    void **envs;
+    float *obs; /* the reset observations, unused */
+};
+
+void frl_mujoco_floor_close(frl_mujoco_floor *f)
+{
+    if (!f)
+        return;
+    for (int32_t i = 0; f->envs && i < f->n; i++)
+        if (f->envs[i])
+            f->p->callbacks.close(f->envs[i]);
+    if (f->model)
+        f->p->model_release(f->model);
+    free(f->envs);
+    free(f->obs);
+    free(f);
+}
+
+frl_status frl_mujoco_floor_open(frl_mujoco_floor **out, const char *name, int32_t n)
+{
+    const frl_mujoco_plugin *p = get_plugin();
+    char why[FRL_ERRMSG_SIZE - 80] = "";
+    *out = NULL;
+    if (!p)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s needs the MuJoCo plugin, which is %s",
+                        name, description);
+    frl_mujoco_floor *f = calloc(1, sizeof *f);
+    if (!f)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "out of memory");
+    f->p = p;
+    f->n = n;
+    f->model = p->model_open(name, &f->info, why, sizeof why);
+    if (!f->model) {
+        frl_mujoco_floor_close(f);
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: %s", name, why);
+    }
+    f->envs = calloc((size_t)n, sizeof(void *));
+    f->obs = malloc(sizeof(float) * (size_t)f->info.obs_dim);
+    for (int32_t i = 0; f->envs && f->obs && i < n; i++)
+        if (!(f->envs[i] = p->env_create(f->model, why, sizeof why)))
+            break;
+    if (!f->envs || !f->obs || !f->envs[n - 1]) {
+        frl_mujoco_floor_close(f);
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: %s", name, why[0] ? why : "out of memory");
+    }
+    frl_mujoco_floor_reset(f);
+    *out = f;
+    return FRL_OK;
+}
+
+void frl_mujoco_floor_reset(frl_mujoco_floor *f)
+{
+    for (int32_t i = 0; i < f->n; i++)
+        f->p->callbacks.reset(f->envs[i], (uint64_t)i, f->obs);
+}
+
+void frl_mujoco_floor_steps(frl_mujoco_floor *f, const float *actions)
+{
+    for (int32_t i = 0; i < f->n; i++)
+        f->p->bare_step(f->envs[i], actions + (size_t)i * (size_t)f->info.action_dim);
+}
+
+int32_t frl_mujoco_floor_limit(const frl_mujoco_floor *f)
+{
+    return f->info.max_episode_steps;
 }

@@ -406,6 +406,16 @@ static int env_set_state(void *user, const double *state)
     return guarded(do_set_state, &c, why, sizeof why) == 0 ? 0 : 3;
 }
 
+static void env_bare_step(void *user, const float *action)
+{
+    mjt_env *e = user;
+    const mjModel *m = e->model->m;
+    for (int i = 0; i < m->nu; i++)
+        e->d->ctrl[i] = action[i];
+    for (int32_t k = 0; k < e->model->task->frame_skip; k++)
+        mj_step(m, e->d);
+}
+
 static const char *version(void)
 {
     return mj_versionString();
@@ -433,6 +443,7 @@ static const frl_mujoco_plugin table = {
     },
     .observe = env_observe,
     .fault = env_fault,
+    .bare_step = env_bare_step,
 };
 
 __attribute__((visibility("default"))) const frl_mujoco_plugin *frl_mujoco_plugin_get(void);
