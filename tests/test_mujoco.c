@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/plugin_load.h"
 #include "env/mujoco_api.h"
@@ -295,6 +296,57 @@ START_TEST(test_allocation_failures)
 }
 END_TEST
 
+/* ---- checkpoints: a resumed run continues exactly ---- */
+
+static frl_trainer *small_trainer(frl_runtime *rt, frl_vec_env *v)
+{
+    frl_config *cfg = frl_test_settings("train.num_envs=4 train.rollout=64 train.epochs=1 "
+                                        "train.minibatches=2 train.anneal_lr=false");
+    frl_trainer *t = NULL;
+    frl_status st = v ? frl_trainer_create_vec(&t, rt, v, cfg)
+                      : frl_trainer_create(&t, rt, "Hopper-v5", cfg);
+    ck_assert_msg(st == FRL_OK, "%s", frl_last_error());
+    frl_config_destroy(cfg);
+    return t;
+}
+
+START_TEST(test_checkpoint_resume)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    char path[] = "/tmp/frl_test_mujoco_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    frl_trainer *t = small_trainer(rt, NULL);
+    ck_assert_int_eq(frl_trainer_train(t, 512), FRL_OK);
+    ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert_int_eq(frl_trainer_train(t, 1536), FRL_OK);
+    frl_metrics want = *frl_trainer_metrics(t);
+    frl_trainer_destroy(t);
+    /* By name, as `fastrl train --resume` does. */
+    ck_assert_msg(frl_trainer_load(&t, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(t, 1536), FRL_OK);
+    ck_assert(frl_trainer_metrics(t)->mean_return == want.mean_return);
+    ck_assert(frl_trainer_metrics(t)->policy_loss == want.policy_loss);
+    frl_trainer_destroy(t);
+    /* On a vec env of the task that the host made. */
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "Hopper-v5", 4, NULL), FRL_OK);
+    ck_assert_msg(frl_trainer_load_vec(&t, rt, path, v, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(t, 1536), FRL_OK);
+    ck_assert(frl_trainer_metrics(t)->mean_return == want.mean_return);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    /* Another task's vec env is refused, naming both. */
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "Walker2d-v5", 4, NULL), FRL_OK);
+    ck_assert_int_eq(frl_trainer_load_vec(&t, rt, path, v, NULL), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "Walker2d-v5"));
+    frl_vec_env_destroy(v);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *mujoco_suite(void)
 {
     Suite *s = suite_create("mujoco");
@@ -306,6 +358,7 @@ static Suite *mujoco_suite(void)
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_unstable_simulation);
     tcase_add_test(tc, test_allocation_failures);
+    tcase_add_test(tc, test_checkpoint_resume);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -70,6 +70,15 @@ const char *frl_mujoco_task_at(int32_t index)
     return index >= 0 && index < n ? task_ids[index] : NULL;
 }
 
+/* name's entry in task_ids (static storage). */
+static const char *task_id(const char *name)
+{
+    for (size_t i = 0; i < sizeof task_ids / sizeof task_ids[0]; i++)
+        if (strcmp(task_ids[i], name) == 0)
+            return task_ids[i];
+    return NULL;
+}
+
 /* The spaces of a model: observations unbounded (as Gymnasium's), actions the
  * actuators' ranges. */
 static frl_status model_spaces(const frl_runtime *rt, const frl_mujoco_info *info,
@@ -102,7 +111,8 @@ static frl_status make_envs(const frl_mujoco_plugin *p, void *model, void **user
 /* The vec env over users, which then owns them and one reference to model. */
 static frl_status wrap_envs(frl_vec_env **out, frl_runtime *rt, const frl_mujoco_plugin *p,
                             void *model, const frl_mujoco_info *info, void **users,
-                            int32_t n, const frl_config *cfg, const char *who)
+                            int32_t n, const frl_config *cfg, const char *name,
+                            const char *who)
 {
     frl_space *obs = NULL, *act = NULL;
     frl_status st = model_spaces(rt, info, &obs, &act);
@@ -115,6 +125,7 @@ static frl_status wrap_envs(frl_vec_env **out, frl_runtime *rt, const frl_mujoco
     frl_space_destroy(act);
     if (st != FRL_OK)
         return st;
+    (*out)->task = task_id(name);
     (*out)->observe = p->observe;
     (*out)->fault = p->fault;
     (*out)->fault_code = FRL_MUJOCO_FAULT;
@@ -139,7 +150,7 @@ frl_status frl_mujoco_vec_env_create(frl_vec_env **out, frl_runtime *rt, const c
     frl_status st = users ? make_envs(p, model, users, num_envs, name, who)
                           : frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
     if (st == FRL_OK) {
-        st = wrap_envs(out, rt, p, model, &info, users, num_envs, cfg, who);
+        st = wrap_envs(out, rt, p, model, &info, users, num_envs, cfg, name, who);
         if (st != FRL_OK)
             for (int32_t i = 0; i < num_envs; i++)
                 p->callbacks.close(users[i]);

@@ -44,6 +44,7 @@ struct frl_vec_env {
     void *owner;
     /* A step that returns fault_code (nonzero) went wrong inside a simulator the library
      * runs: fault(user) says what; the episode ends there (vec_step.c). */
+    const char *task;           /* a built-in MuJoCo task's id (static), else NULL */
     int fault_code;
     const char *(*fault)(void *user);
     atomic_llong faults;        /* such steps so far, all envs */
@@ -58,6 +59,13 @@ struct frl_vec_env {
     int64_t total_episodes;
     char err[FRL_ERRMSG_SIZE];
 };
+
+/* The built-in id v was made from by name (a built-in's or a MuJoCo task's), or NULL for
+ * host envs: what a checkpoint names so the run can be made again. */
+static inline const char *frl_vec_env_builtin_name(const frl_vec_env *v)
+{
+    return v->kind == VEC_BUILTIN ? v->cls->name : v->task;
+}
 
 /* The create functions, with `who` naming the public function in error messages. */
 frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char *name,

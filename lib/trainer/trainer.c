@@ -316,7 +316,8 @@ static frl_status create_vecs(frl_trainer **out, frl_runtime *rt, frl_vec_env *c
         return st;
     /* A built-in vec env keeps its name, so a checkpoint of this trainer can be loaded. */
     const frl_vec_env *v0 = venvs[0];
-    const char *name = count == 1 && v0->kind == VEC_BUILTIN ? v0->cls->name : "";
+    const char *name = count == 1 && frl_vec_env_builtin_name(v0) ? frl_vec_env_builtin_name(v0)
+                                                                  : "";
     frl_config *resolved;
     if ((st = resolve_settings(rt, name, cfg, &resolved)) != FRL_OK)
         return st;

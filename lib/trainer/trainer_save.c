@@ -227,8 +227,8 @@ static frl_status make_builtin(frl_vec_env **v, frl_runtime *rt, const frl_confi
 
 static void describe_vec(const frl_vec_env *v, char *buf, size_t size)
 {
-    if (v->kind == VEC_BUILTIN)
-        snprintf(buf, size, "the built-in %s", v->cls->name);
+    if (frl_vec_env_builtin_name(v))
+        snprintf(buf, size, "the built-in %s", frl_vec_env_builtin_name(v));
     else if (v->kind == VEC_CALLBACKS)
         snprintf(buf, size, "a host vec env (per-env callbacks)");
     else
@@ -240,8 +240,9 @@ static void describe_vec(const frl_vec_env *v, char *buf, size_t size)
  * callbacks for a host run (only those can be saved). */
 static frl_status check_kind(const frl_vec_env *v, const char *env, char *err)
 {
-    int same = env[0] ? v->kind == VEC_BUILTIN && strcmp(v->cls->name, env) == 0
-                      : v->kind == VEC_CALLBACKS;
+    const char *named = frl_vec_env_builtin_name(v);
+    int same = env[0] ? named && strcmp(named, env) == 0
+                      : v->kind == VEC_CALLBACKS && !named;
     if (same)
         return FRL_OK;
     char have[96];
