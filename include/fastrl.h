@@ -457,6 +457,59 @@ FRL_API int64_t frl_vec_env_total_episodes(const frl_vec_env *venv);
 FRL_API const char *frl_vec_env_last_error(const frl_vec_env *venv);
 
 /* ---------------------------------------------------------------------------------------
+ * MuJoCo models of the host's own (with the MuJoCo plugin; doc/environments.md).
+ *
+ * The host gives an MJCF model and callbacks that read MuJoCo's data; the library
+ * compiles the model once, gives each env its own mjData and steps the envs on its
+ * threads: ctrl = the action, env.frame_skip mj_step calls (1 by default), then observe
+ * and reward. `model` and `data` are the const mjModel * and mjData * of the MuJoCo the
+ * plugin was built against (frl_mujoco_version; read them with that version's
+ * mujoco.h). Callbacks run on library threads, several at once for different envs
+ * (`env` says which), and must not call into libfastrl. They return 0, or nonzero to
+ * fail the step or reset as host callbacks do (FRL_ERR_CALLBACK naming env and value).
+ * A step in which MuJoCo raises a warning or the state stops being finite ends the
+ * episode (truncated, reward 0) with a warning in the runtime's log, and the run goes
+ * on. get_state / set_state, checkpoints included, hold MuJoCo's full physics state. */
+typedef struct frl_mujoco_callbacks {
+    size_t struct_size; /* sizeof(frl_mujoco_callbacks), set by frl_mujoco_callbacks_init */
+    /* Write observation_width floats for the env's current data. Required. */
+    int (*observe)(void *user, int32_t env, const void *model, const void *data, float *obs);
+    /* The reward of the step that led to data and whether the episode terminated;
+     * action holds the floats applied (before MuJoCo clamps them). Required. */
+    int (*reward)(void *user, int32_t env, const void *model, const void *data,
+                  const float *action, float *reward, uint8_t *terminated);
+    /* A new episode's initial state: called after mj_resetData to change data (qpos,
+     * qvel, a target's position, ...), drawing from seed; mj_forward follows. Optional
+     * (NULL: the model's initial state). */
+    int (*reset)(void *user, int32_t env, const void *model, void *data, uint64_t seed);
+} frl_mujoco_callbacks;
+
+/* Fill *cb with defaults: no callbacks. */
+static inline void frl_mujoco_callbacks_init(frl_mujoco_callbacks *cb)
+{
+    if (cb) {
+        frl_inline_zero(cb, sizeof *cb);
+        cb->struct_size = sizeof *cb;
+    }
+}
+
+/* num_envs envs of the MJCF model mjcf: the XML itself when it starts with '<' (after
+ * white space), else a file path. Observations: a box of observation_width unbounded
+ * floats (1..65536); actions: a box of the actuators' ctrlrange (unbounded for an
+ * actuator without ctrllimited). cfg keys: env.frame_skip, env.max_episode_steps (-1 or
+ * 0: no time limit), env.randomize_mass, env.randomize_friction, env.randomize_damping.
+ * A model MuJoCo cannot load or compile fails with FRL_ERR_INVALID_ARGUMENT carrying
+ * MuJoCo's message; a model without actuators, FRL_ERR_INVALID_ARGUMENT; without the
+ * plugin, FRL_ERR_UNSUPPORTED saying why. */
+FRL_API frl_status frl_vec_env_create_mujoco(frl_vec_env **out, frl_runtime *rt,
+                                             const char *mjcf, const frl_mujoco_callbacks *cb,
+                                             void *user, int32_t observation_width,
+                                             int32_t num_envs, const frl_config *cfg);
+/* The version of the MuJoCo the plugin runs ("4.0.0"), loading the plugin if needed;
+ * NULL when there is no plugin. */
+FRL_API const char *frl_mujoco_version(void);
+
+/* ---------------------------------------------------------------------------------------
  * Policies: a network mapping observations to an action distribution and a value.
  *
  * Built from config keys policy.* (frl_config_next lists them): an MLP trunk

@@ -64,6 +64,11 @@ static void hc_layout_envs(void)
     HC_FIELD(frl_batch_env_callbacks, reset);
     HC_FIELD(frl_batch_env_callbacks, step);
     HC_FIELD(frl_batch_env_callbacks, close);
+    HC_STRUCT(frl_mujoco_callbacks);
+    HC_FIELD(frl_mujoco_callbacks, struct_size);
+    HC_FIELD(frl_mujoco_callbacks, observe);
+    HC_FIELD(frl_mujoco_callbacks, reward);
+    HC_FIELD(frl_mujoco_callbacks, reset);
 }
 
 static void hc_layout_args(void)
@@ -195,10 +200,12 @@ static int hc_init_envs(void)
 {
     HC_INIT_PAIR(frl_env_callbacks, e, e0);
     HC_INIT_PAIR(frl_batch_env_callbacks, b, b0);
+    HC_INIT_PAIR(frl_mujoco_callbacks, m, m0);
     printf("frl_env_callbacks_init struct_size %zu state_size %d\n", e.struct_size,
            (int)e.state_size);
     return hc_init_left("frl_env_callbacks_init", &e, &e0, sizeof e) +
-           hc_init_left("frl_batch_env_callbacks_init", &b, &b0, sizeof b);
+           hc_init_left("frl_batch_env_callbacks_init", &b, &b0, sizeof b) +
+           hc_init_left("frl_mujoco_callbacks_init", &m, &m0, sizeof m);
 }
 
 static int hc_init_args(void)

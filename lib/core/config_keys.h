@@ -18,12 +18,23 @@
 
 /* clang-format off */
 #define FRL_CONFIG_KEYS(X)                                                                   \
+    X(ENV_FRAME_SKIP, "env.frame_skip", INT, "0", 0, 1000,                                   \
+      "MuJoCo envs: mj_step calls per env step (the control period): 0 = the task's own "    \
+      "(Gymnasium's), 1 for a host's model")                                                 \
     X(ENV_MAX_EPISODE_STEPS, "env.max_episode_steps", INT, "-1", -1, 2147483647.0,           \
       "episode time limit in steps: -1 = the environment's own, 0 = none")                   \
     X(ENV_MEMORY_CUES, "env.memory_cues", INT, "4", 2, 64,                                   \
       "MemoryProbe-v0: number of cues K (actions; chance is 1/K)")                           \
     X(ENV_MEMORY_DELAY, "env.memory_delay", INT, "20", 0, 10000,                             \
       "MemoryProbe-v0: blank steps D between the cue and the answer step")                   \
+    X(ENV_RANDOMIZE_DAMPING, "env.randomize_damping", FLOAT, "0", 0, 0.9,                    \
+      "MuJoCo envs: each episode scales every joint's damping by its own factor drawn "      \
+      "uniformly from [1 - r, 1 + r] (domain randomisation; 0 = off)")                        \
+    X(ENV_RANDOMIZE_FRICTION, "env.randomize_friction", FLOAT, "0", 0, 0.9,                  \
+      "MuJoCo envs: as env.randomize_damping, for every geom's sliding friction")            \
+    X(ENV_RANDOMIZE_MASS, "env.randomize_mass", FLOAT, "0", 0, 0.9,                          \
+      "MuJoCo envs: as env.randomize_damping, for every body's mass (and its inertia, by "   \
+      "the same factor)")                                                                    \
     X(EXPORT_FORMAT, "export.format", CHOICE, "onnx", 0, 0,                                  \
       "frl_policy_export: an ONNX model (onnx; one file) or dependency-free C99 source (c; "  \
       "PATH.h and PATH.c, the name of PATH's last part prefixing every symbol)")             \

@@ -32,18 +32,41 @@ typedef struct frl_mujoco_info {
     double dt;                  /* seconds per env step: timestep x frame skip */
 } frl_mujoco_info;
 
+/* What a model takes from the config (env.frame_skip, env.randomize_*). */
+typedef struct frl_mujoco_settings {
+    int32_t frame_skip;         /* 0: the task's own (1 for a host's model) */
+    double randomize_mass;      /* each episode, factors uniform in [1 - r, 1 + r] */
+    double randomize_friction;
+    double randomize_damping;
+} frl_mujoco_settings;
+
+/* A host's model (frl_vec_env_create_mujoco): its callbacks, user and observation
+ * width, copied by the plugin. */
+typedef struct frl_mujoco_host {
+    frl_mujoco_callbacks cb;
+    void *user;
+    int32_t obs_dim;
+} frl_mujoco_host;
+
 typedef struct frl_mujoco_plugin {
     uint32_t abi;               /* FRL_MUJOCO_PLUGIN_ABI, first (frl_plugin_table) */
     const char *(*version)(void); /* MuJoCo's version string ("4.0.0") */
     /* The task ids, index 0.. until NULL. */
     const char *(*task_at)(int32_t index);
     /* A model of task name with one reference held by the caller. */
-    void *(*model_open)(const char *name, frl_mujoco_info *info, char *why, size_t size);
+    void *(*model_open)(const char *name, const frl_mujoco_settings *set,
+                        frl_mujoco_info *info, char *why, size_t size);
+    /* A model of a host's MJCF (the XML when it starts with '<', else a path); why
+     * carries MuJoCo's message when it does not load. */
+    void *(*model_open_mjcf)(const char *mjcf, const frl_mujoco_host *host,
+                             const frl_mujoco_settings *set, frl_mujoco_info *info,
+                             char *why, size_t size);
     /* Drop one reference; the last frees the model. */
     void (*model_release)(void *model);
-    /* One env on model (its own mjData), which takes a reference to the model; the
-     * callbacks' close frees the env and drops that reference. */
-    void *(*env_create)(void *model, char *why, size_t size);
+    /* Env `index` of model (its own mjData, and its own mjModel copy when the settings
+     * randomise), which takes a reference to the model; the callbacks' close frees the
+     * env and drops that reference. */
+    void *(*env_create)(void *model, int32_t index, char *why, size_t size);
     /* reset, step, close, get_state and set_state of an env (state_size is left 0:
      * the core sets it from frl_mujoco_info). */
     frl_env_callbacks callbacks;

@@ -3,11 +3,14 @@
  * and unloading it under a host that also uses MuJoCo would pull it from under the host. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/plugin_load.h"
+#include "core/table.h"
 #include "env/mujoco_api.h"
 #include "env/mujoco_env.h"
 
@@ -92,13 +95,24 @@ static frl_status model_spaces(const frl_runtime *rt, const frl_mujoco_info *inf
     return st;
 }
 
+/* The env.* settings a MuJoCo model takes. */
+static frl_mujoco_settings settings_of(const frl_config *cfg)
+{
+    frl_mujoco_settings s;
+    s.frame_skip = (int32_t)frl_cfg_int(cfg, FRL_KEY_ENV_FRAME_SKIP);
+    s.randomize_mass = frl_cfg_float(cfg, FRL_KEY_ENV_RANDOMIZE_MASS);
+    s.randomize_friction = frl_cfg_float(cfg, FRL_KEY_ENV_RANDOMIZE_FRICTION);
+    s.randomize_damping = frl_cfg_float(cfg, FRL_KEY_ENV_RANDOMIZE_DAMPING);
+    return s;
+}
+
 /* users[0..n): one env each; on failure the ones made are closed again. */
 static frl_status make_envs(const frl_mujoco_plugin *p, void *model, void **users,
                             int32_t n, const char *name, const char *who)
 {
     char why[FRL_ERRMSG_SIZE - 80] = "";
     for (int32_t i = 0; i < n; i++) {
-        users[i] = p->env_create(model, why, sizeof why);
+        users[i] = p->env_create(model, i, why, sizeof why);
         if (!users[i]) {
             while (i-- > 0)
                 p->callbacks.close(users[i]);
@@ -125,13 +139,35 @@ static frl_status wrap_envs(frl_vec_env **out, frl_runtime *rt, const frl_mujoco
     frl_space_destroy(act);
     if (st != FRL_OK)
         return st;
-    (*out)->task = task_id(name);
+    (*out)->task = name ? task_id(name) : NULL;
     (*out)->observe = p->observe;
     (*out)->fault = p->fault;
     (*out)->fault_code = FRL_MUJOCO_FAULT;
     (*out)->release = p->model_release;
     (*out)->owner = model;
     return FRL_OK;
+}
+
+/* The vec env of model's num_envs envs (name: the task's id, NULL for a host's model);
+ * model's reference passes to the vec env, or is dropped on failure. */
+static frl_status envs_of_model(frl_vec_env **out, frl_runtime *rt, const frl_mujoco_plugin *p,
+                                void *model, const frl_mujoco_info *info, int32_t num_envs,
+                                const frl_config *cfg, const char *name, const char *who)
+{
+    void **users = frl_alloc(&rt->alloc, sizeof(void *) * (size_t)num_envs, 16);
+    frl_status st = users ? make_envs(p, model, users, num_envs, name ? name : "MuJoCo model",
+                                      who)
+                          : frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    if (st == FRL_OK) {
+        st = wrap_envs(out, rt, p, model, info, users, num_envs, cfg, name, who);
+        if (st != FRL_OK)
+            for (int32_t i = 0; i < num_envs; i++)
+                p->callbacks.close(users[i]);
+    }
+    if (st != FRL_OK)
+        p->model_release(model);
+    frl_free(&rt->alloc, users);
+    return st;
 }
 
 frl_status frl_mujoco_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char *name,
@@ -143,22 +179,66 @@ frl_status frl_mujoco_vec_env_create(frl_vec_env **out, frl_runtime *rt, const c
                         who, name, description);
     char why[FRL_ERRMSG_SIZE - 80] = "";
     frl_mujoco_info info;
-    void *model = p->model_open(name, &info, why, sizeof why);
+    frl_mujoco_settings set = settings_of(cfg);
+    void *model = p->model_open(name, &set, &info, why, sizeof why);
     if (!model)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: %s: %s", who, name, why);
-    void **users = frl_alloc(&rt->alloc, sizeof(void *) * (size_t)num_envs, 16);
-    frl_status st = users ? make_envs(p, model, users, num_envs, name, who)
-                          : frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
-    if (st == FRL_OK) {
-        st = wrap_envs(out, rt, p, model, &info, users, num_envs, cfg, name, who);
-        if (st != FRL_OK)
-            for (int32_t i = 0; i < num_envs; i++)
-                p->callbacks.close(users[i]);
-    }
-    if (st != FRL_OK)
-        p->model_release(model);
-    frl_free(&rt->alloc, users);
+    return envs_of_model(out, rt, p, model, &info, num_envs, cfg, name, who);
+}
+
+FRL_API const char *frl_mujoco_version(void)
+{
+    const frl_mujoco_plugin *p = get_plugin();
+    return p ? p->version() : NULL;
+}
+
+/* The arguments of frl_vec_env_create_mujoco, before the plugin is asked. */
+static frl_status check_host_model(frl_vec_env **out, frl_runtime *rt, const char *mjcf,
+                                   const frl_mujoco_callbacks *cb,
+                                   frl_mujoco_callbacks *table, int32_t obs_w,
+                                   int32_t num_envs, const char *who)
+{
+    if (!out || !rt || !mjcf || !cb)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
+                        !out ? "out" : !rt ? "runtime" : !mjcf ? "mjcf" : "callbacks");
+    *out = NULL;
+    frl_mujoco_callbacks_init(table);
+    frl_status st = frl_copy_table(table, sizeof *table, cb, offsetof(frl_mujoco_callbacks, reset),
+                                   who, "callbacks", "frl_mujoco_callbacks_init");
+    if (st == FRL_OK && (!table->observe || !table->reward))
+        st = frl_fail(NULL, FRL_ERR_NULL, "%s: callbacks.%s is NULL", who,
+                      table->observe ? "reward" : "observe");
+    if (st == FRL_OK && (obs_w < 1 || obs_w > 65536))
+        st = frl_fail(NULL, FRL_ERR_RANGE, "%s: observation_width %d is outside [1, 65536]", who,
+                      (int)obs_w);
+    if (st == FRL_OK && (num_envs < 1 || num_envs > FRL_MAX_ENVS))
+        st = frl_fail(NULL, FRL_ERR_RANGE, "%s: num_envs %d is outside [1, %d]", who,
+                      (int)num_envs, FRL_MAX_ENVS);
     return st;
+}
+
+FRL_API frl_status frl_vec_env_create_mujoco(frl_vec_env **out, frl_runtime *rt,
+                                             const char *mjcf, const frl_mujoco_callbacks *cb,
+                                             void *user, int32_t observation_width,
+                                             int32_t num_envs, const frl_config *cfg)
+{
+    static const char who[] = "frl_vec_env_create_mujoco";
+    frl_mujoco_host host = {.user = user, .obs_dim = observation_width};
+    frl_status st = check_host_model(out, rt, mjcf, cb, &host.cb, observation_width, num_envs,
+                                     who);
+    if (st != FRL_OK)
+        return st;
+    const frl_mujoco_plugin *p = get_plugin();
+    if (!p)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: the MuJoCo plugin is %s", who,
+                        description);
+    char why[FRL_ERRMSG_SIZE - 80] = "";
+    frl_mujoco_info info;
+    frl_mujoco_settings set = settings_of(cfg);
+    void *model = p->model_open_mjcf(mjcf, &host, &set, &info, why, sizeof why);
+    if (!model)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: %s", who, why);
+    return envs_of_model(out, rt, p, model, &info, num_envs, cfg, NULL, who);
 }
 
 /* ---- the benchmarks' floor ---- */
@@ -199,7 +279,8 @@ frl_status frl_mujoco_floor_open(frl_mujoco_floor **out, const char *name, int32
         return frl_fail(NULL, FRL_ERR_NOMEM, "out of memory");
     f->p = p;
     f->n = n;
-    f->model = p->model_open(name, &f->info, why, sizeof why);
+    frl_mujoco_settings set = settings_of(NULL);
+    f->model = p->model_open(name, &set, &f->info, why, sizeof why);
     if (!f->model) {
         frl_mujoco_floor_close(f);
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: %s", name, why);
@@ -207,7 +288,7 @@ frl_status frl_mujoco_floor_open(frl_mujoco_floor **out, const char *name, int32
     f->envs = calloc((size_t)n, sizeof(void *));
     f->obs = malloc(sizeof(float) * (size_t)f->info.obs_dim);
     for (int32_t i = 0; f->envs && f->obs && i < n; i++)
-        if (!(f->envs[i] = p->env_create(f->model, why, sizeof why)))
+        if (!(f->envs[i] = p->env_create(f->model, i, why, sizeof why)))
             break;
     if (!f->envs || !f->obs || !f->envs[n - 1]) {
         frl_mujoco_floor_close(f);

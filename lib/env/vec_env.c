@@ -10,7 +10,6 @@
 #include "env/registry.h"
 #include "env/vec_env.h"
 
-enum { FRL_MAX_ENVS = 1 << 24 };
 
 /* ---- memory: every per-env array lives in one cache-line aligned arena ---- */
 

@@ -10,6 +10,8 @@
 #include "env/env_class.h"
 #include "env/values.h"
 
+enum { FRL_MAX_ENVS = 1 << 24 }; /* envs of one vec env */
+
 typedef enum vec_kind {
     VEC_BUILTIN = 1,  /* a built-in, stepped by env_class step_range */
     VEC_CALLBACKS,    /* one host env per index, stepped by the pool */

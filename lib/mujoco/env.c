@@ -1,0 +1,301 @@
+/* The envs of the MuJoCo plugin: one mjData each (and one mjModel copy each when the
+ * settings randomise the model per episode), behind the frl_env_callbacks the vec env
+ * steps. Every call into MuJoCo that can raise an error runs guarded (model.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mujoco/plugin.h"
+
+/* ---- creating ---- */
+
+typedef struct make_call {
+    const mjModel *base;
+    int copy;
+    mjModel *m;
+    mjData *d;
+} make_call;
+
+static void make_data(void *arg)
+{
+    make_call *c = arg;
+    c->m = c->copy ? mj_copyModel(NULL, c->base) : (mjModel *)c->base;
+    c->d = c->m ? mj_makeData(c->m) : NULL;
+}
+
+void *mjt_env_create(void *model, int32_t index, char *why, size_t size)
+{
+    mjt_model *md = model;
+    mjt_env *e = calloc(1, sizeof *e);
+    make_call call = {md->m, md->randomised, NULL, NULL};
+    why[0] = '\0';
+    if (!e || mjt_guarded(make_data, &call, why, size) != 0 || !call.d) {
+        if (!why[0])
+            snprintf(why, size, "out of memory for %s's data", md->name);
+        if (call.copy && call.m)
+            mj_deleteModel(call.m);
+        free(e);
+        return NULL;
+    }
+    e->model = md;
+    e->m = call.m;
+    e->d = call.d;
+    e->ctx = md->ctx;
+    e->ctx.m = e->m;
+    e->index = index;
+    mjt_model_retain(md);
+    return e;
+}
+
+void mjt_env_close(void *user)
+{
+    mjt_env *e = user;
+    if (!e)
+        return;
+    mj_deleteData(e->d);
+    if (e->m != e->model->m)
+        mj_deleteModel(e->m);
+    mjt_model_release(e->model);
+    free(e);
+}
+
+/* ---- what a task or a host makes of the data ---- */
+
+static int observe(mjt_env *e, float *obs)
+{
+    const mjt_model *md = e->model;
+    if (md->has_host)
+        return md->host.cb.observe(md->host.user, e->index, e->m, e->d, obs);
+    md->task->observe(&e->ctx, e->d, obs);
+    return 0;
+}
+
+static int reward(mjt_env *e, const float *action, const double *before, float *r,
+                  uint8_t *terminated)
+{
+    const mjt_model *md = e->model;
+    if (md->has_host)
+        return md->host.cb.reward(md->host.user, e->index, e->m, e->d, action, r, terminated);
+    *r = (float)md->task->reward(&e->ctx, e->d, action, before, terminated);
+    return 0;
+}
+
+/* ---- domain randomisation ---- */
+
+/* x[i] = base[i] * U(1 - r, 1 + r) for i < n, each its own draw. */
+static void scale_each(mjtNum *x, const mjtNum *base, int n, int stride, double r,
+                       frl_rng *rng)
+{
+    for (int i = 0; i < n; i++)
+        x[i * stride] = base[i * stride] * frl_rng_uniform_range(rng, 1.0 - r, 1.0 + r);
+}
+
+/* A new episode's model: every body's mass (its inertia by the same factor), every
+ * geom's sliding friction and every dof's damping scaled from the shared model's, from
+ * a stream of its own so the initial state's draws do not depend on it; then the
+ * constants MuJoCo derives from them (mj_setConst, which uses d as scratch). */
+static void randomise(mjt_env *e, uint64_t seed)
+{
+    const mjModel *base = e->model->m;
+    mjModel *m = e->m;
+    const frl_mujoco_settings *s = &e->model->set;
+    frl_rng rng = frl_rng_stream(seed, 1);
+    for (int b = 1; b < m->nbody && s->randomize_mass > 0; b++) {
+        double f = frl_rng_uniform_range(&rng, 1.0 - s->randomize_mass, 1.0 + s->randomize_mass);
+        m->body_mass[b] = base->body_mass[b] * f;
+        for (int k = 0; k < 3; k++)
+            m->body_inertia[3 * b + k] = base->body_inertia[3 * b + k] * f;
+    }
+    if (s->randomize_friction > 0)
+        scale_each(m->geom_friction, base->geom_friction, m->ngeom, 3, s->randomize_friction,
+                   &rng);
+    if (s->randomize_damping > 0)
+        scale_each(m->dof_damping, base->dof_damping, m->nv, 1, s->randomize_damping, &rng);
+    mj_setConst(m, e->d);
+}
+
+/* ---- reset and step, guarded ---- */
+
+typedef struct env_call {
+    mjt_env *e;
+    uint64_t seed;
+    const float *action;
+    float *obs;
+    float *reward;
+    uint8_t *terminated;
+    const double *state;
+    int rc;        /* a host callback's nonzero return */
+    int faulted;
+} env_call;
+
+/* mj_resetData, the task's noise or the host's reset, mj_forward (Gymnasium's reset and
+ * set_state). The stream is the seed's own: the vec env gives every env its seed. */
+static void do_reset(void *arg)
+{
+    env_call *c = arg;
+    mjt_env *e = c->e;
+    const mjt_model *md = e->model;
+    if (md->randomised)
+        randomise(e, c->seed);
+    mj_resetData(e->m, e->d);
+    if (md->has_host && md->host.cb.reset)
+        c->rc = md->host.cb.reset(md->host.user, e->index, e->m, e->d, c->seed);
+    else if (!md->has_host) {
+        frl_rng rng = frl_rng_stream(c->seed, 0);
+        md->task->reset(&e->ctx, e->d, &rng);
+    }
+    if (c->rc == 0) {
+        mj_forward(e->m, e->d);
+        c->rc = observe(e, c->obs);
+    }
+}
+
+int mjt_env_reset(void *user, uint64_t seed, float *obs)
+{
+    char why[256];
+    env_call c = {.e = user, .seed = seed, .obs = obs};
+    if (mjt_guarded(do_reset, &c, why, sizeof why) != 0)
+        return 1;
+    return c.rc;
+}
+
+/* Warnings MuJoCo has counted on d so far. */
+static int warning_total(const mjData *d)
+{
+    int n = 0;
+    for (int i = 0; i < mjNWARNING; i++)
+        n += d->warning[i].number;
+    return n;
+}
+
+/* The first warning whose count rose since `before` (a copy of d->warning), as text;
+ * 0 when none did. */
+static int describe_warning(const mjData *d, const mjWarningStat *before, char *out,
+                            size_t size)
+{
+    for (int i = 0; i < mjNWARNING; i++)
+        if (d->warning[i].number > before[i].number) {
+            snprintf(out, size, "MuJoCo warning: %s",
+                     mju_warningText(i, (size_t)d->warning[i].lastinfo));
+            return 1;
+        }
+    return 0;
+}
+
+static int state_finite(const mjModel *m, const mjData *d)
+{
+    int ok = 1;
+    for (int i = 0; i < m->nq; i++)
+        ok &= isfinite(d->qpos[i]) != 0;
+    for (int i = 0; i < m->nv; i++)
+        ok &= isfinite(d->qvel[i]) != 0;
+    return ok;
+}
+
+/* Gymnasium's do_simulation: ctrl = action, frame_skip mj_steps, then
+ * mj_rnePostConstraint so that cfrc_ext and the other force quantities are current. A
+ * warning or a non-finite state marks the step faulted instead. */
+static void do_step(void *arg)
+{
+    env_call *c = arg;
+    mjt_env *e = c->e;
+    const mjt_model *md = e->model;
+    mjData *d = e->d;
+    double before[2] = {0, 0};
+    mjWarningStat warnings[mjNWARNING];
+    memcpy(warnings, d->warning, sizeof warnings);
+    int counted = warning_total(d);
+    if (md->task && md->task->track)
+        md->task->track(&e->ctx, d, before);
+    for (int i = 0; i < e->m->nu; i++)
+        d->ctrl[i] = c->action[i];
+    for (int32_t k = 0; k < md->frame_skip; k++)
+        mj_step(e->m, d);
+    mj_rnePostConstraint(e->m, d);
+    if (warning_total(d) != counted || !state_finite(e->m, d)) {
+        char what[160];
+        if (!describe_warning(d, warnings, what, sizeof what))
+            snprintf(what, sizeof what, "the simulation state is not finite");
+        snprintf(e->fault, sizeof e->fault, "%.40s: %.160s", md->name, what);
+        c->faulted = 1;
+        return;
+    }
+    c->rc = observe(e, c->obs);
+    if (c->rc == 0)
+        c->rc = reward(e, c->action, before, c->reward, c->terminated);
+}
+
+/* After a fault: the model's initial state (mj_resetData also rewinds MuJoCo's arena,
+ * which an error may have left in use) and its observation. */
+static void do_recover(void *arg)
+{
+    env_call *c = arg;
+    mj_resetData(c->e->m, c->e->d);
+    mj_forward(c->e->m, c->e->d);
+    c->rc = observe(c->e, c->obs);
+    *c->reward = 0.0f;
+    *c->terminated = 0;
+}
+
+int mjt_env_step(void *user, const void *action, float *obs, float *reward_out,
+                 uint8_t *terminated, uint8_t *truncated)
+{
+    char why[256];
+    mjt_env *e = user;
+    env_call c = {.e = e, .action = action, .obs = obs, .reward = reward_out,
+                  .terminated = terminated};
+    *truncated = 0;
+    if (mjt_guarded(do_step, &c, why, sizeof why) != 0) {
+        snprintf(e->fault, sizeof e->fault, "%.40s: %.200s", e->model->name, why);
+        c.faulted = 1;
+    }
+    if (!c.faulted)
+        return c.rc;
+    if (mjt_guarded(do_recover, &c, why, sizeof why) != 0 || c.rc != 0)
+        return c.rc ? c.rc : 2;
+    return FRL_MUJOCO_FAULT;
+}
+
+const char *mjt_env_fault(void *user)
+{
+    mjt_env *e = user;
+    return e->fault;
+}
+
+/* ---- state ---- */
+
+int mjt_env_get_state(void *user, double *state)
+{
+    mjt_env *e = user;
+    mj_getState(e->m, e->d, state, MJT_STATE_SPEC);
+    return 0;
+}
+
+static void do_set_state(void *arg)
+{
+    env_call *c = arg;
+    mj_setState(c->e->m, c->e->d, c->state, MJT_STATE_SPEC);
+    mj_forward(c->e->m, c->e->d);
+}
+
+int mjt_env_set_state(void *user, const double *state)
+{
+    char why[256];
+    env_call c = {.e = user, .state = state};
+    return mjt_guarded(do_set_state, &c, why, sizeof why) == 0 ? 0 : 3;
+}
+
+int mjt_env_observe(void *user, float *obs)
+{
+    return observe(user, obs);
+}
+
+void mjt_env_bare_step(void *user, const float *action)
+{
+    mjt_env *e = user;
+    for (int i = 0; i < e->m->nu; i++)
+        e->d->ctrl[i] = action[i];
+    for (int32_t k = 0; k < e->model->frame_skip; k++)
+        mj_step(e->m, e->d);
+}

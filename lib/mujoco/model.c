@@ -1,0 +1,258 @@
+/* Models of the MuJoCo plugin: MuJoCo's error handling, and compiling a built-in task's
+ * embedded MJCF or a host's.
+ *
+ * MuJoCo reports errors through mju_user_error and, by default, ends the process; a
+ * library must not. Where no host installed handlers of its own, the plugin installs
+ * some: an error inside a guarded call jumps back to it and the call fails with
+ * MuJoCo's message; warnings are kept for the next failure's message instead of being
+ * printed on stdout. A host (or Python's mujoco module) that installed handlers keeps
+ * them, and then owns MuJoCo's errors. */
+#include <ctype.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mujoco/plugin.h"
+
+static const mjt_task *const tasks[] = {
+    &mjt_inverted_pendulum, &mjt_inverted_double_pendulum, &mjt_reacher, &mjt_hopper,
+    &mjt_half_cheetah, &mjt_walker2d, &mjt_ant,
+};
+#define TASK_COUNT ((int32_t)(sizeof tasks / sizeof tasks[0]))
+
+const char *mjt_task_at(int32_t index)
+{
+    return index >= 0 && index < TASK_COUNT ? tasks[index]->name : NULL;
+}
+
+/* ---- MuJoCo's errors, turned into failures of the guarded call ---- */
+
+static _Thread_local jmp_buf *guard_jump;
+static _Thread_local char last_message[256];
+
+static void on_error(const char *msg)
+{
+    snprintf(last_message, sizeof last_message, "%s", msg);
+    if (guard_jump)
+        longjmp(*guard_jump, 1);
+}
+
+static void on_warning(const char *msg)
+{
+    snprintf(last_message, sizeof last_message, "%s", msg);
+}
+
+void mjt_install_handlers(void)
+{
+    if (!mju_user_error)
+        mju_user_error = on_error;
+    if (!mju_user_warning)
+        mju_user_warning = on_warning;
+}
+
+int mjt_guarded(void (*fn)(void *), void *arg, char *why, size_t size)
+{
+    jmp_buf here;
+    jmp_buf *outer = guard_jump;
+    volatile int failed = 0;
+    if (setjmp(here) == 0) {
+        guard_jump = &here;
+        fn(arg);
+    } else {
+        failed = 1;
+        snprintf(why, size, "MuJoCo error: %s", last_message);
+    }
+    guard_jump = outer;
+    return failed ? -1 : 0;
+}
+
+/* ---- compiling ---- */
+
+static const frl_text_file *find_asset(const char *name)
+{
+    for (const frl_text_file *f = frl_mujoco_assets; f->name; f++)
+        if (strcmp(f->name, name) == 0)
+            return f;
+    return NULL;
+}
+
+static const mjt_task *find_task(const char *name)
+{
+    for (int32_t i = 0; i < TASK_COUNT; i++)
+        if (strcmp(tasks[i]->name, name) == 0)
+            return tasks[i];
+    return NULL;
+}
+
+/* mj_loadXML of text through a virtual file system holding it as `name`. */
+static mjModel *compile_text(const char *name, const char *text, size_t bytes, char *why,
+                             size_t size)
+{
+    mjVFS vfs;
+    mj_defaultVFS(&vfs);
+    mjModel *m = NULL;
+    if (bytes > 0x7fffffff || mj_addBufferVFS(&vfs, name, text, (int)bytes) != 0)
+        snprintf(why, size, "MuJoCo could not take the model text (%zu bytes)", bytes);
+    else if (!(m = mj_loadXML(name, &vfs, why, (int)size)) && !why[0])
+        snprintf(why, size, "MuJoCo could not compile the model");
+    mj_deleteVFS(&vfs);
+    return m;
+}
+
+/* A host's MJCF: the XML itself, or a file MuJoCo reads (and whose folder it searches
+ * for included files and meshes). */
+static mjModel *compile_mjcf(const char *mjcf, char *why, size_t size)
+{
+    const char *p = mjcf;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p == '<')
+        return compile_text("model.xml", mjcf, strlen(mjcf), why, size);
+    mjModel *m = mj_loadXML(mjcf, NULL, why, (int)size);
+    if (!m && !why[0])
+        snprintf(why, size, "MuJoCo could not load %.200s", mjcf);
+    return m;
+}
+
+static int resolve_ids(mjt_model *md, char *why, size_t size)
+{
+    const mjt_task *t = md->task;
+    for (int k = 0; t && k < MJT_MAX_IDS && t->ids[k]; k++) {
+        md->ctx.ids[k] = mj_name2id(md->m, t->sites ? mjOBJ_SITE : mjOBJ_BODY, t->ids[k]);
+        if (md->ctx.ids[k] < 0) {
+            snprintf(why, size, "%s: the model has no %s '%s'", t->name,
+                     t->sites ? "site" : "body", t->ids[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Action bounds from the actuators' ctrlrange, as Gymnasium's MujocoEnv reads them;
+ * unbounded for an actuator whose control is not limited. */
+static int action_bounds(mjt_model *md, char *why, size_t size)
+{
+    int nu = md->m->nu;
+    if (nu < 1) {
+        snprintf(why, size, "%s has no actuators, so no action can move it", md->name);
+        return -1;
+    }
+    md->action_low = malloc(sizeof(float) * (size_t)(2 * nu));
+    if (!md->action_low) {
+        snprintf(why, size, "out of memory");
+        return -1;
+    }
+    md->action_high = md->action_low + nu;
+    for (int i = 0; i < nu; i++) {
+        int limited = md->m->actuator_ctrllimited[i];
+        md->action_low[i] = limited ? (float)md->m->actuator_ctrlrange[2 * i] : -INFINITY;
+        md->action_high[i] = limited ? (float)md->m->actuator_ctrlrange[2 * i + 1] : INFINITY;
+    }
+    return 0;
+}
+
+static void model_free(mjt_model *md)
+{
+    if (md->m)
+        mj_deleteModel(md->m);
+    free(md->action_low);
+    free(md);
+}
+
+void mjt_model_release(void *model)
+{
+    mjt_model *md = model;
+    if (md && atomic_fetch_sub(&md->refs, 1) == 1)
+        model_free(md);
+}
+
+void mjt_model_retain(mjt_model *md)
+{
+    atomic_fetch_add(&md->refs, 1);
+}
+
+/* The model's shape for the vec env. */
+static void describe(const mjt_model *md, frl_mujoco_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->obs_dim = md->obs_dim;
+    info->action_dim = md->m->nu;
+    info->action_low = md->action_low;
+    info->action_high = md->action_high;
+    info->state_size = mj_stateSize(md->m, MJT_STATE_SPEC);
+    info->max_episode_steps = md->task ? md->task->max_episode_steps : 0;
+    info->dt = md->ctx.dt;
+}
+
+static mjt_model *model_new(const frl_mujoco_settings *set)
+{
+    mjt_model *md = calloc(1, sizeof *md);
+    if (!md)
+        return NULL;
+    atomic_init(&md->refs, 1);
+    md->set = *set;
+    md->randomised = set->randomize_mass > 0 || set->randomize_friction > 0 ||
+                     set->randomize_damping > 0;
+    return md;
+}
+
+/* What every model does once compiled: ids, bounds, the step's period; NULL (the
+ * model freed) on failure. */
+static void *finish(mjt_model *md, int32_t own_skip, frl_mujoco_info *info, char *why,
+                    size_t size)
+{
+    if (!md->m || resolve_ids(md, why, size) != 0 || action_bounds(md, why, size) != 0) {
+        model_free(md);
+        return NULL;
+    }
+    md->frame_skip = md->set.frame_skip > 0 ? md->set.frame_skip : own_skip;
+    md->ctx.m = md->m;
+    md->ctx.dt = md->m->opt.timestep * md->frame_skip;
+    describe(md, info);
+    return md;
+}
+
+void *mjt_model_open(const char *name, const frl_mujoco_settings *set, frl_mujoco_info *info,
+                     char *why, size_t size)
+{
+    mjt_install_handlers();
+    why[0] = '\0';
+    const mjt_task *t = find_task(name);
+    const frl_text_file *f = t ? find_asset(t->xml) : NULL;
+    if (!t || !f) {
+        snprintf(why, size, t ? "the plugin lacks %s's model" : "no MuJoCo task '%s'",
+                 t ? t->name : name);
+        return NULL;
+    }
+    mjt_model *md = model_new(set);
+    if (!md) {
+        snprintf(why, size, "out of memory");
+        return NULL;
+    }
+    md->task = t;
+    md->obs_dim = t->obs_dim;
+    snprintf(md->name, sizeof md->name, "%s", t->name);
+    md->m = compile_text(f->name, f->text, (size_t)f->size, why, size);
+    return finish(md, t->frame_skip, info, why, size);
+}
+
+void *mjt_model_open_mjcf(const char *mjcf, const frl_mujoco_host *host,
+                          const frl_mujoco_settings *set, frl_mujoco_info *info, char *why,
+                          size_t size)
+{
+    mjt_install_handlers();
+    why[0] = '\0';
+    mjt_model *md = model_new(set);
+    if (!md) {
+        snprintf(why, size, "out of memory");
+        return NULL;
+    }
+    md->has_host = 1;
+    md->host = *host;
+    md->obs_dim = host->obs_dim;
+    snprintf(md->name, sizeof md->name, "MuJoCo model");
+    md->m = compile_mjcf(mjcf, why, size);
+    return finish(md, 1, info, why, size);
+}

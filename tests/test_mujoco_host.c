@@ -1,0 +1,380 @@
+/* A host's own MuJoCo model (frl_vec_env_create_mujoco): callbacks see the env's index,
+ * model and data; frame skip; reset callbacks; domain randomisation within its ranges;
+ * MuJoCo's messages for models it cannot load; bad arguments; failing callbacks;
+ * checkpoints of a host model's run.
+ *
+ * Built against the MuJoCo headers the plugin uses (FRL_TEST_MUJOCO_H); without them, or
+ * without the plugin, it prints why and exits 77 (SKIP). */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "env/vec_env.h"
+#include "fastrl.h"
+#include "test_util.h"
+
+#define EXIT_SKIP 77
+
+#if FRL_TEST_MUJOCO_H
+#include <mujoco/mujoco.h>
+
+/* A box on a damped slider, pushed by one motor. */
+static const char slider_xml[] =
+    "<mujoco><option timestep=\"0.01\"/><worldbody>"
+    "<geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>"
+    "<body name=\"cart\" pos=\"0 0 0.2\"><joint name=\"x\" type=\"slide\" axis=\"1 0 0\" "
+    "damping=\"0.5\"/><geom name=\"box\" type=\"box\" size=\"0.1 0.1 0.1\" mass=\"2\"/>"
+    "</body></worldbody><actuator><motor joint=\"x\" ctrlrange=\"-1 1\" ctrllimited=\"true\" "
+    "gear=\"5\"/></actuator></mujoco>";
+
+enum { MAX_ENVS = 8 };
+
+typedef struct host {
+    pthread_mutex_t lock;
+    double mass[MAX_ENVS], damping[MAX_ENVS], friction[MAX_ENVS];
+    int max_index;
+    int fail_observe;      /* observe returns this when nonzero */
+    int nan_reward;
+    int set_qpos;          /* reset callback puts qpos[0] = seed-derived value */
+} host;
+
+static int observe(void *user, int32_t env, const void *model, const void *data, float *obs)
+{
+    host *h = user;
+    const mjData *d = data;
+    (void)model;
+    if (h->fail_observe)
+        return h->fail_observe;
+    obs[0] = (float)d->qpos[0];
+    obs[1] = (float)d->qvel[0];
+    pthread_mutex_lock(&h->lock);
+    h->max_index = env > h->max_index ? env : h->max_index;
+    pthread_mutex_unlock(&h->lock);
+    return 0;
+}
+
+static int reward(void *user, int32_t env, const void *model, const void *data,
+                  const float *action, float *r, uint8_t *terminated)
+{
+    host *h = user;
+    const mjModel *m = model;
+    const mjData *d = data;
+    (void)action;
+    *r = h->nan_reward ? NAN : (float)d->qpos[0];
+    *terminated = 0;
+    if (env < MAX_ENVS) { /* what this env's model holds this episode */
+        h->mass[env] = m->body_mass[1];
+        h->damping[env] = m->dof_damping[0];
+        h->friction[env] = m->geom_friction[3 * 1];
+    }
+    return 0;
+}
+
+static int reset(void *user, int32_t env, const void *model, void *data, uint64_t seed)
+{
+    host *h = user;
+    mjData *d = data;
+    (void)model;
+    (void)env;
+    if (h->set_qpos)
+        d->qpos[0] = (double)(seed % 1000) / 1000.0;
+    return 0;
+}
+
+static frl_mujoco_callbacks callbacks(int with_reset)
+{
+    frl_mujoco_callbacks cb;
+    frl_mujoco_callbacks_init(&cb);
+    cb.observe = observe;
+    cb.reward = reward;
+    cb.reset = with_reset ? reset : NULL;
+    return cb;
+}
+
+static frl_vec_env *make(frl_runtime *rt, host *h, int n, const char *settings)
+{
+    frl_mujoco_callbacks cb = callbacks(1);
+    frl_config *cfg = frl_test_settings(settings ? settings : "");
+    frl_vec_env *v = NULL;
+    frl_status st = frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, h, 2, n, cfg);
+    ck_assert_msg(st == FRL_OK, "%s", frl_last_error());
+    frl_config_destroy(cfg);
+    return v;
+}
+
+static void push(frl_vec_env *v, float a, int steps)
+{
+    for (int t = 0; t < steps; t++) {
+        float *act = frl_vec_env_actions(v);
+        for (int i = 0; i < frl_vec_env_num_envs(v); i++)
+            act[i] = a;
+        ck_assert_msg(frl_vec_env_step(v) == FRL_OK, "%s", frl_vec_env_last_error(v));
+    }
+}
+
+START_TEST(test_slider_moves)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_vec_env *v = make(rt, &h, 4, NULL);
+    ck_assert(frl_space_low(frl_vec_env_action_space(v))[0] == -1.0f);
+    ck_assert(isinf(frl_space_high(frl_vec_env_observation_space(v))[0]));
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    push(v, 1.0f, 20);
+    for (int i = 0; i < 4; i++) {
+        ck_assert(frl_vec_env_observations(v)[2 * i] > 0.01f);    /* moved right */
+        ck_assert(frl_vec_env_observations(v)[2 * i + 1] > 0.0f);
+        ck_assert(frl_vec_env_rewards(v)[i] == frl_vec_env_observations(v)[2 * i]);
+    }
+    ck_assert_int_eq(h.max_index, 3);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* env.frame_skip: the simulated time per env step (time is the state's first value). */
+START_TEST(test_frame_skip)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    for (int skip = 1; skip <= 4; skip *= 2) {
+        char text[64];
+        snprintf(text, sizeof text, "env.frame_skip=%d", skip);
+        frl_vec_env *v = make(rt, &h, 1, skip == 1 ? "" : text);
+        ck_assert_int_eq(frl_vec_env_reset(v, 3), FRL_OK);
+        push(v, 0.5f, 3);
+        double s[64];
+        char err[FRL_ERRMSG_SIZE];
+        ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, s, v->state_dim + 1, err), FRL_OK);
+        ck_assert_msg(fabs(s[0] - 0.03 * skip) < 1e-12, "skip %d: time %g", skip, s[0]);
+        ck_assert(s[v->state_dim] == 3.0); /* elapsed steps */
+        frl_vec_env_destroy(v);
+    }
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(test_reset_callback)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER, .set_qpos = 1};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_vec_env *v = make(rt, &h, 4, NULL);
+    ck_assert_int_eq(frl_vec_env_reset(v, 9), FRL_OK);
+    const float *o = frl_vec_env_observations(v);
+    int differ = 0;
+    for (int i = 0; i < 4; i++) {
+        ck_assert(o[2 * i] >= 0.0f && o[2 * i] < 1.0f);
+        differ += i > 0 && o[2 * i] != o[0];
+    }
+    ck_assert_int_gt(differ, 0); /* each env its own seed */
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Each episode's factors lie in [1 - r, 1 + r] and differ between envs; r = 0 leaves
+ * the model as written. */
+START_TEST(test_randomisation)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_vec_env *v = make(rt, &h, MAX_ENVS, "env.randomize_mass=0.5 env.randomize_damping=0.3 "
+                                            "env.randomize_friction=0.2");
+    double seen_mass[2][MAX_ENVS];
+    for (int episode = 0; episode < 2; episode++) {
+        ck_assert_int_eq(frl_vec_env_reset(v, 5 + (uint64_t)episode), FRL_OK);
+        push(v, 0.3f, 1);
+        int distinct = 0;
+        for (int i = 0; i < MAX_ENVS; i++) {
+            ck_assert(h.mass[i] >= 2.0 * 0.5 && h.mass[i] <= 2.0 * 1.5);
+            ck_assert(h.damping[i] >= 0.5 * 0.7 && h.damping[i] <= 0.5 * 1.3);
+            ck_assert(h.friction[i] >= 1.0 * 0.8 && h.friction[i] <= 1.0 * 1.2);
+            distinct += i > 0 && h.mass[i] != h.mass[0];
+            seen_mass[episode][i] = h.mass[i];
+        }
+        ck_assert_int_eq(distinct, MAX_ENVS - 1);
+    }
+    ck_assert(seen_mass[0][0] != seen_mass[1][0]); /* new factors each episode */
+    frl_vec_env_destroy(v);
+    v = make(rt, &h, 2, NULL);
+    ck_assert_int_eq(frl_vec_env_reset(v, 5), FRL_OK);
+    push(v, 0.3f, 1);
+    ck_assert(h.mass[0] == 2.0 && h.mass[1] == 2.0 && h.damping[0] == 0.5);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(test_models_mujoco_refuses)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_mujoco_callbacks cb = callbacks(0);
+    frl_vec_env *v = NULL;
+    /* Broken XML: MuJoCo's own message comes through. */
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, "<mujoco><worldbody><body>", &cb, &h, 2,
+                                               1, NULL),
+                     FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(v);
+    ck_assert_msg(strstr(frl_last_error(), "frl_vec_env_create_mujoco: ") &&
+                      strlen(frl_last_error()) > 40, "%s", frl_last_error());
+    /* A missing file names the file. */
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, "/nonexistent/arm.xml", &cb, &h, 2, 1,
+                                               NULL),
+                     FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(frl_last_error(), "arm.xml"), "%s", frl_last_error());
+    /* Nothing to actuate. */
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, "<mujoco><worldbody><body><joint "
+                                               "type=\"slide\"/><geom size=\"0.1\"/></body>"
+                                               "</worldbody></mujoco>", &cb, &h, 2, 1, NULL),
+                     FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "no actuators"));
+    /* An actuator without a control range: an unbounded action. */
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, "<mujoco><worldbody><body><joint "
+                                               "name=\"j\" type=\"slide\"/><geom size=\"0.1\"/>"
+                                               "</body></worldbody><actuator><motor joint=\"j\"/>"
+                                               "</actuator></mujoco>", &cb, &h, 2, 1, NULL),
+                     FRL_OK);
+    ck_assert(isinf(frl_space_low(frl_vec_env_action_space(v))[0]));
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(test_bad_arguments)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_mujoco_callbacks cb = callbacks(0);
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(NULL, rt, slider_xml, &cb, &h, 2, 1, NULL),
+                     FRL_ERR_NULL);
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, NULL, slider_xml, &cb, &h, 2, 1, NULL),
+                     FRL_ERR_NULL);
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, NULL, &cb, &h, 2, 1, NULL), FRL_ERR_NULL);
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, NULL, &h, 2, 1, NULL),
+                     FRL_ERR_NULL);
+    frl_mujoco_callbacks half = cb;
+    half.reward = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &half, &h, 2, 1, NULL),
+                     FRL_ERR_NULL);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "reward"));
+    frl_mujoco_callbacks old = cb;
+    old.struct_size = sizeof(size_t);
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &old, &h, 2, 1, NULL),
+                     FRL_ERR_VERSION);
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &h, 0, 1, NULL),
+                     FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &h, 2, 0, NULL),
+                     FRL_ERR_RANGE);
+    frl_config *cfg = NULL;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_set_float(cfg, "env.randomize_mass", 0.95), FRL_ERR_RANGE);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(test_failing_callbacks)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_vec_env *v = make(rt, &h, 2, NULL);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    h.fail_observe = 7;
+    float *act = frl_vec_env_actions(v);
+    act[0] = act[1] = 0.1f;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_CALLBACK);
+    ck_assert_msg(strstr(frl_vec_env_last_error(v), "env 0") &&
+                      strstr(frl_vec_env_last_error(v), "7"), "%s", frl_vec_env_last_error(v));
+    h.fail_observe = 0;
+    ck_assert_int_eq(frl_vec_env_reset(v, 2), FRL_OK);
+    h.nan_reward = 1;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_NONFINITE);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A host model's run saves and continues exactly on a vec env the host makes again. */
+START_TEST(test_checkpoint)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER, .set_qpos = 1};
+    frl_runtime *rt = frl_test_runtime(2);
+    char path[] = "/tmp/frl_test_mujoco_host_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    frl_config *cfg = frl_test_settings("train.rollout=32 train.epochs=1 train.minibatches=2 "
+                                        "train.anneal_lr=false env.max_episode_steps=50");
+    frl_vec_env *v = make(rt, &h, 4, "env.max_episode_steps=50");
+    frl_trainer *t = NULL;
+    ck_assert_msg(frl_trainer_create_vec(&t, rt, v, cfg) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(t, 256), FRL_OK);
+    ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert_int_eq(frl_trainer_train(t, 768), FRL_OK);
+    frl_metrics want = *frl_trainer_metrics(t);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    v = make(rt, &h, 4, "env.max_episode_steps=50");
+    ck_assert_msg(frl_trainer_load_vec(&t, rt, path, v, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(t, 768), FRL_OK);
+    ck_assert(frl_trainer_metrics(t)->mean_return == want.mean_return);
+    ck_assert(frl_trainer_metrics(t)->policy_loss == want.policy_loss);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_config_destroy(cfg);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+static Suite *host_suite(void)
+{
+    Suite *s = suite_create("mujoco_host");
+    TCase *tc = tcase_create("models");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_slider_moves);
+    tcase_add_test(tc, test_frame_skip);
+    tcase_add_test(tc, test_reset_callback);
+    tcase_add_test(tc, test_randomisation);
+    tcase_add_test(tc, test_models_mujoco_refuses);
+    tcase_add_test(tc, test_bad_arguments);
+    tcase_add_test(tc, test_failing_callbacks);
+    tcase_add_test(tc, test_checkpoint);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    const char *version = frl_mujoco_version();
+    if (!version) {
+        printf("mujoco_host: SKIP: no MuJoCo plugin: %s\n", frl_last_error());
+        return EXIT_SKIP;
+    }
+    char built[32]; /* the headers' version, as mj_versionString spells it */
+    snprintf(built, sizeof built, "%d.%d.%d", mjVERSION_HEADER / 1000000,
+             mjVERSION_HEADER / 1000 % 1000, mjVERSION_HEADER % 1000);
+    if (strcmp(version, built) != 0) {
+        printf("mujoco_host: the plugin runs MuJoCo %s, this test was built with %s\n",
+               version, built);
+        return EXIT_FAILURE;
+    }
+    return frl_test_run(host_suite());
+}
+
+#else
+
+int main(void)
+{
+    printf("mujoco_host: SKIP: built without MuJoCo's headers (-Dmujoco_dir not given)\n");
+    return EXIT_SKIP;
+}
+
+#endif
