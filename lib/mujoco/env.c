@@ -1,7 +1,6 @@
 /* The envs of the MuJoCo plugin: one mjData each (and one mjModel copy each when the
  * settings randomise the model per episode), behind the frl_env_callbacks the vec env
  * steps. Every call into MuJoCo that can raise an error runs guarded (model.c). */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,16 +182,6 @@ static int describe_warning(const mjData *d, const mjWarningStat *before, char *
     return 0;
 }
 
-static int state_finite(const mjModel *m, const mjData *d)
-{
-    int ok = 1;
-    for (int i = 0; i < m->nq; i++)
-        ok &= isfinite(d->qpos[i]) != 0;
-    for (int i = 0; i < m->nv; i++)
-        ok &= isfinite(d->qvel[i]) != 0;
-    return ok;
-}
-
 /* Gymnasium's do_simulation: ctrl = action, frame_skip mj_steps, then
  * mj_rnePostConstraint so that cfrc_ext and the other force quantities are current. A
  * warning or a non-finite state marks the step faulted instead. */
@@ -213,7 +202,7 @@ static void do_step(void *arg)
     for (int32_t k = 0; k < md->frame_skip; k++)
         mj_step(e->m, d);
     mj_rnePostConstraint(e->m, d);
-    if (warning_total(d) != counted || !state_finite(e->m, d)) {
+    if (warning_total(d) != counted || !mjt_state_finite(e->m, d)) {
         char what[160];
         if (!describe_warning(d, warnings, what, sizeof what))
             snprintf(what, sizeof what, "the simulation state is not finite");

@@ -68,6 +68,8 @@ void mjt_add_uniform(mjtNum *x, const mjtNum *base, int n, double scale, frl_rng
 void mjt_add_normal(mjtNum *x, const mjtNum *base, int n, double scale, frl_rng *rng);
 /* min(max(x, lo), hi) as np.clip. */
 double mjt_clip(double x, double lo, double hi);
+/* 1 when every qpos and qvel value is finite (Gymnasium's isfinite(state_vector())). */
+int mjt_state_finite(const mjModel *m, const mjData *d);
 /* obs[k] = (float)x[k] for k < n, clipped to +-limit when limit > 0; returns obs + n. */
 float *mjt_put(float *obs, const mjtNum *x, int n, double limit);
 

@@ -23,12 +23,7 @@ static double ip_reward(const mjt_ctx *c, const mjData *d, const float *action,
 {
     (void)action;
     (void)before;
-    int finite = 1;
-    for (int i = 0; i < c->m->nq; i++)
-        finite &= isfinite(d->qpos[i]) != 0;
-    for (int i = 0; i < c->m->nv; i++)
-        finite &= isfinite(d->qvel[i]) != 0;
-    *terminated = !finite || fabs(d->qpos[1]) > 0.2;
+    *terminated = !mjt_state_finite(c->m, d) || fabs(d->qpos[1]) > 0.2;
     return *terminated ? 0.0 : 1.0;
 }
 

@@ -194,12 +194,7 @@ static double ant_reward(const mjt_ctx *c, const mjData *d, const float *action,
                          const double *before, uint8_t *terminated)
 {
     const mjModel *m = c->m;
-    int finite = 1;
-    for (int i = 0; i < m->nq; i++)
-        finite &= isfinite(d->qpos[i]) != 0;
-    for (int i = 0; i < m->nv; i++)
-        finite &= isfinite(d->qvel[i]) != 0;
-    int healthy = finite && 0.2 <= d->qpos[2] && d->qpos[2] <= 1.0;
+    int healthy = mjt_state_finite(m, d) && 0.2 <= d->qpos[2] && d->qpos[2] <= 1.0;
     *terminated = !healthy;
     double x_velocity = (d->xpos[3 * c->ids[0]] - before[0]) / c->dt;
     double rewards = x_velocity + (healthy ? 1.0 : 0.0);
