@@ -49,10 +49,6 @@ SAME_MODULE = {
     # The recurrent policies' passes: the policy's own (its struct, its acting and
     # workspace calls dispatch there), split out as a file by what it holds.
     "rl/policy_rnn": "rl/policy",
-    # The vec env's MuJoCo backend: creating a vec env by a MuJoCo task's name goes
-    # there, and it makes the vec env of host envs over the plugin's; split out as a
-    # file by what it holds (the plugin's loading and the floor of its benchmark).
-    "env/mujoco_env": "env/vec_env",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

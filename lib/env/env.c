@@ -4,6 +4,7 @@
 
 #include "env/registry.h"
 #include "env/vec_env.h"
+#include "env/vec_env_named.h"
 
 struct frl_env {
     frl_vec_env *v;

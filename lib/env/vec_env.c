@@ -6,7 +6,6 @@
 
 #include "core/config.h"
 #include "core/table.h"
-#include "env/mujoco_env.h"
 #include "env/registry.h"
 #include "env/vec_env.h"
 
@@ -95,8 +94,8 @@ static void choose_chunks(frl_vec_env *v)
 
 /* ---- creation ---- */
 
-static frl_status check_common(frl_vec_env **out, frl_runtime *rt, int32_t num_envs,
-                               const char *who)
+frl_status frl_vec_env_check_args(frl_vec_env **out, frl_runtime *rt, int32_t num_envs,
+                                  const char *who)
 {
     if (!out)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: out is NULL", who);
@@ -142,19 +141,6 @@ static frl_status finish_layout(frl_vec_env *v, const frl_config *cfg, int32_t c
     return FRL_OK;
 }
 
-static frl_status unknown_env(const char *name, const char *who)
-{
-    char names[200] = "";
-    for (int32_t i = 0; i < frl_env_class_count(); i++) {
-        size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-                 frl_env_class_at(i)->name);
-    }
-    return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "%s: unknown environment '%s' (built-ins: %s; "
-                    "with the MuJoCo plugin also Hopper-v5 and the other tasks of "
-                    "doc/environments.md)", who, name, names);
-}
-
 /* The class's shape, or the one its settings give it. */
 static frl_env_shape class_shape(const frl_env_class *c, const frl_config *cfg)
 {
@@ -178,25 +164,13 @@ static frl_status class_spaces(frl_vec_env *v, const frl_env_class *c, const frl
                                 c->action_high);
 }
 
-FRL_API frl_status frl_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char *name,
-                                      int32_t num_envs, const frl_config *cfg)
+frl_status frl_vec_env_create_builtin(frl_vec_env **out, frl_runtime *rt,
+                                     const frl_env_class *c, int32_t num_envs,
+                                     const frl_config *cfg, const char *who)
 {
-    return frl_vec_env_create_as(out, rt, name, num_envs, cfg, "frl_vec_env_create");
-}
-
-frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char *name,
-                                 int32_t num_envs, const frl_config *cfg, const char *who)
-{
-    frl_status st = check_common(out, rt, num_envs, who);
+    frl_status st = frl_vec_env_check_args(out, rt, num_envs, who);
     if (st != FRL_OK)
         return st;
-    if (!name)
-        return frl_fail(NULL, FRL_ERR_NULL, "%s: name is NULL", who);
-    const frl_env_class *c = frl_env_class_find(name);
-    if (!c && frl_mujoco_is_task(name))
-        return frl_mujoco_vec_env_create(out, rt, name, num_envs, cfg, who);
-    if (!c)
-        return unknown_env(name, who);
     frl_vec_env *v = NULL;
     st = new_vec(rt, VEC_BUILTIN, num_envs, &v);
     if (st != FRL_OK)
@@ -288,7 +262,7 @@ frl_status frl_vec_env_create_hosted(frl_vec_env **out, frl_runtime *rt,
                                      int32_t default_limit, const char *who)
 {
     frl_env_callbacks table;
-    frl_status st = check_common(out, rt, num_envs, who);
+    frl_status st = frl_vec_env_check_args(out, rt, num_envs, who);
     if (st == FRL_OK)
         st = copy_callbacks(&table, cb, who);
     if (st == FRL_OK && !users)
@@ -337,7 +311,7 @@ FRL_API frl_status frl_vec_env_create_batch(frl_vec_env **out, frl_runtime *rt,
 {
     const char *who = "frl_vec_env_create_batch";
     frl_batch_env_callbacks table;
-    frl_status st = check_common(out, rt, num_envs, who);
+    frl_status st = frl_vec_env_check_args(out, rt, num_envs, who);
     if (st == FRL_OK)
         st = copy_batch_callbacks(&table, cb, who);
     frl_vec_env *v = NULL;

@@ -69,9 +69,15 @@ static inline const char *frl_vec_env_builtin_name(const frl_vec_env *v)
     return v->kind == VEC_BUILTIN ? v->cls->name : v->task;
 }
 
-/* The create functions, with `who` naming the public function in error messages. */
-frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char *name,
-                                 int32_t num_envs, const frl_config *cfg, const char *who);
+/* The create functions, with `who` naming the public function in error messages. The
+ * one by name (a built-in or a MuJoCo task) is in vec_env_named.h. */
+/* out, rt and num_envs checked as every create function does (*out set to NULL). */
+frl_status frl_vec_env_check_args(frl_vec_env **out, frl_runtime *rt, int32_t num_envs,
+                                  const char *who);
+/* num_envs envs of the built-in class c. */
+frl_status frl_vec_env_create_builtin(frl_vec_env **out, frl_runtime *rt,
+                                     const frl_env_class *c, int32_t num_envs,
+                                     const frl_config *cfg, const char *who);
 frl_status frl_vec_env_create_callbacks_as(frl_vec_env **out, frl_runtime *rt,
                                            const frl_env_callbacks *cb, void *const *users,
                                            int32_t num_envs, const frl_space *observation_space,

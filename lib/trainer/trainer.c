@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "env/vec_env_named.h"
 #include "trainer/trainer.h"
 #include "trainer/trainer_output.h"
 

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "env/vec_env_named.h"
 #include "env/vec_env_state.h"
 #include "rl/policy_io.h"
 #include "trainer/trainer.h"

@@ -1,0 +1,44 @@
+/* frl_vec_env_create: the name picks a built-in class (env/registry.h) or a MuJoCo task
+ * (env/mujoco_env.h); an unknown name lists what there is. Apart from vec_env.c so that
+ * the vec env itself knows nothing of MuJoCo, whose side builds on it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "env/mujoco_env.h"
+#include "env/registry.h"
+#include "env/vec_env_named.h"
+
+static frl_status unknown_env(const char *name, const char *who)
+{
+    char names[200] = "";
+    for (int32_t i = 0; i < frl_env_class_count(); i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                 frl_env_class_at(i)->name);
+    }
+    return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "%s: unknown environment '%s' (built-ins: %s; "
+                    "with the MuJoCo plugin also Hopper-v5 and the other tasks of "
+                    "doc/environments.md)", who, name, names);
+}
+
+FRL_API frl_status frl_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char *name,
+                                      int32_t num_envs, const frl_config *cfg)
+{
+    return frl_vec_env_create_as(out, rt, name, num_envs, cfg, "frl_vec_env_create");
+}
+
+frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char *name,
+                                 int32_t num_envs, const frl_config *cfg, const char *who)
+{
+    frl_status st = frl_vec_env_check_args(out, rt, num_envs, who);
+    if (st != FRL_OK)
+        return st;
+    if (!name)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: name is NULL", who);
+    const frl_env_class *c = frl_env_class_find(name);
+    if (c)
+        return frl_vec_env_create_builtin(out, rt, c, num_envs, cfg, who);
+    if (frl_mujoco_is_task(name))
+        return frl_mujoco_vec_env_create(out, rt, name, num_envs, cfg, who);
+    return unknown_env(name, who);
+}
