@@ -183,8 +183,9 @@ static int describe_warning(const mjData *d, const mjWarningStat *before, char *
 }
 
 /* Gymnasium's do_simulation: ctrl = action, frame_skip mj_steps, then
- * mj_rnePostConstraint so that cfrc_ext and the other force quantities are current. A
- * warning or a non-finite state marks the step faulted instead. */
+ * mj_rnePostConstraint so that cfrc_ext and the other force quantities are current
+ * (for the tasks that read them, and every host model). A warning or a non-finite
+ * state marks the step faulted instead. */
 static void do_step(void *arg)
 {
     env_call *c = arg;
@@ -201,7 +202,8 @@ static void do_step(void *arg)
         d->ctrl[i] = c->action[i];
     for (int32_t k = 0; k < md->frame_skip; k++)
         mj_step(e->m, d);
-    mj_rnePostConstraint(e->m, d);
+    if (!md->task || md->task->post_constraint) /* a host may read cfrc_ext */
+        mj_rnePostConstraint(e->m, d);
     if (warning_total(d) != counted || !mjt_state_finite(e->m, d)) {
         char what[160];
         if (!describe_warning(d, warnings, what, sizeof what))

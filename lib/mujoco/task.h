@@ -43,6 +43,10 @@ typedef struct mjt_task {
     /* Bodies (or, with sites set, sites) whose ids land in ctx.ids; NULL ends. */
     const char *ids[MJT_MAX_IDS];
     int sites;
+    /* 1 when observe or reward reads what mj_rnePostConstraint computes (cacc,
+     * cfrc_int, cfrc_ext): Gymnasium calls it after every step, but it changes no
+     * state, so the tasks that read none of it skip its cost. */
+    int post_constraint;
     /* After mj_resetData: qpos and qvel of a new episode (mj_forward follows). */
     void (*reset)(const mjt_ctx *c, mjData *d, frl_rng *rng);
     /* Positions the reward needs from before the step (NULL: none). */

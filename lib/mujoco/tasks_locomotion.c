@@ -210,6 +210,7 @@ const mjt_task mjt_ant = {
     .max_episode_steps = 1000,
     .obs_dim = 105,
     .ids = {"torso"},
+    .post_constraint = 1,
     .reset = ant_reset,
     .track = ant_track,
     .observe = ant_observe,
