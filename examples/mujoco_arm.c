@@ -6,8 +6,8 @@
  * joints, so it is part of qpos: MuJoCo's state, checkpoints included, holds it.
  *
  * Prints the greedy policy's mean return and mean final distance to the target before
- * and after training, and exits non-zero if a call fails or the trained arm does not
- * end nearer the target than the untrained one. Exits 77 (skip) without the MuJoCo
+ * and after training, and exits non-zero if a call fails or, with 100K steps or more,
+ * the trained arm does not end nearer the target than the untrained one. Exits 77 (skip) without the MuJoCo
  * plugin. --steps N sets the training budget (default 300,000: about 5 s on 2 cores,
  * which ends 3 cm from the target on average, from 26 cm untrained).
  *
@@ -192,6 +192,10 @@ int main(int argc, char **argv)
     frl_vec_env_destroy(train_env);
     frl_config_destroy(cfg);
     frl_runtime_destroy(rt);
+    if (steps < 100000) { /* the sanitizer builds' short run exercises the calls only */
+        printf("(%lld steps are too few to expect learning: not checked)\n", steps);
+        return 0;
+    }
     if (!(dist1 < dist0)) {
         fprintf(stderr, "mujoco_arm: the trained arm ends no nearer the target\n");
         return 1;

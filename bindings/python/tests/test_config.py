@@ -13,7 +13,9 @@ def test_every_key_listed_with_help():
     keys = fastrl.config_keys()
     names = [k.name for k in keys]
     assert len(names) >= 28 and len(set(names)) == len(names)  # 28 in 0.2.0
-    assert names[0] == "env.max_episode_steps" and "train.lr" in names
+    # The table's order: the env.* rows first (env.frame_skip leads them since 0.3).
+    assert names[0] == "env.frame_skip" and "env.max_episode_steps" in names
+    assert "train.lr" in names
     for k in keys:
         assert k.help and k.type in ("int", "float", "bool", "choice", "int_list")
     act = fastrl.describe("policy.activation")
