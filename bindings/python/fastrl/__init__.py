@@ -30,7 +30,8 @@ __all__ = [
     "Config", "Env", "Error", "KeyInfo", "LibraryNotFoundError", "Metrics", "Policy",
     "RING_ARRAYS", "Ring", "Runtime", "Status", "Trainer", "VecEnv", "build_info",
     "config_keys", "cpu_features", "default_runtime", "describe", "env_ids", "evaluate",
-    "library_path", "library_version", "make", "make_vec", "register_envs", "spaces",
+    "library_path", "library_version", "make", "make_vec", "mujoco_version", "register_envs",
+    "spaces",
 ]
 
 
@@ -49,6 +50,16 @@ def build_info():
 def cpu_features():
     from ._lib import lib
     return lib().cpu_features().decode().split()
+
+
+def mujoco_version():
+    """The MuJoCo the library's MuJoCo plugin runs ("4.0.0"), or None without the plugin.
+
+    With it, the MuJoCo tasks ("Hopper-v5", ...; doc/environments.md) are made like any
+    built-in: fastrl.Env("Hopper-v5"), fastrl.VecEnv("Ant-v5", num_envs=8)."""
+    from ._lib import lib
+    v = lib().mujoco_version()
+    return v.decode() if v else None
 
 
 _register_if_possible()

@@ -192,6 +192,7 @@ _PROTOTYPES = {
     "frl_abi_version": (u32, []),
     "frl_cpu_features": (cp, []),
     "frl_build_info": (cp, []),
+    "frl_mujoco_version": (cp, []),
     # config
     "frl_config_create": (c_status, [P(vp), vp]),
     "frl_config_destroy": (None, [vp]),

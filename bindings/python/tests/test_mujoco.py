@@ -164,6 +164,10 @@ def test_reacher_goal_inside_disc(mujoco):
     env.close()
 
 
+def test_version(mujoco):
+    assert fastrl.mujoco_version() == mujoco.__version__
+
+
 def test_time_limits_and_vec_env(mujoco):
     venv = fastrl.VecEnv("Reacher-v5", num_envs=4)
     venv.reset(seed=3)
