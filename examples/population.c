@@ -5,12 +5,15 @@
  * of self-play: after a round, a host can copy the best member's weights (through
  * policy files) over the worst and change its settings.
  *
- * Trains 4 members for 150K steps each, prints each member's mean return, policy lag
- * and learning rate, and exits non-zero if a call fails or no member learns (mean return
- * of the best member under 150; random play averages about 22).
+ * Trains 4 members for 150K steps each (--steps N to change it), prints each member's
+ * mean return, policy lag and learning rate, and exits non-zero if a call fails or, with
+ * 100K steps or more, no member learns (mean return of the best member under 150;
+ * random play averages about 22).
  *
  * Build: cc -std=c11 population.c $(pkg-config --cflags --libs fastrl) */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fastrl.h"
 
@@ -22,9 +25,12 @@ static int fail(const char *what)
     return 1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     static const char *const lr[MEMBERS] = {"1e-4", "5e-4", "2.5e-3", "1e-2"};
+    long long steps = 150000;
+    if (argc == 3 && strcmp(argv[1], "--steps") == 0)
+        steps = atoll(argv[2]);
     frl_config *cfg;
     frl_runtime *rt;
     if (frl_config_create(&cfg, NULL) != FRL_OK ||
@@ -39,7 +45,7 @@ int main(void)
             frl_trainer_create(&member[i], rt, "CartPole-v1", cfg) != FRL_OK)
             return fail("member");
     }
-    if (frl_trainer_train_many(member, MEMBERS, 150000) != FRL_OK)
+    if (frl_trainer_train_many(member, MEMBERS, steps) != FRL_OK)
         return fail("train");
     double best = -1;
     for (int i = 0; i < MEMBERS; i++) {
@@ -52,6 +58,10 @@ int main(void)
     }
     frl_config_destroy(cfg);
     frl_runtime_destroy(rt);
+    if (steps < 100000) { /* the sanitizer builds' short run exercises the calls only */
+        printf("(%lld steps are too few to expect learning: not checked)\n", steps);
+        return 0;
+    }
     if (best < 150) {
         fprintf(stderr, "population: no member learned (best mean return %.1f)\n", best);
         return 1;
