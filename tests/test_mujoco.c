@@ -124,7 +124,6 @@ START_TEST(test_state_round_trip)
     int32_t n = frl_env_state_size(e);
     ck_assert_int_gt(n, 4);
     int64_t ow = frl_space_width(frl_env_observation_space(e));
-    int64_t aw = frl_space_width(frl_env_action_space(e));
     float obs[2][110], o2[110], r[2];
     float act[8] = {0.3f, -0.2f, 0.1f, -0.4f, 0.2f, 0.0f, -0.1f, 0.4f};
     double *s = malloc(sizeof(double) * (size_t)n);
@@ -139,7 +138,6 @@ START_TEST(test_state_round_trip)
     }
     ck_assert(memcmp(obs[0], obs[1], sizeof(float) * (size_t)ow) == 0);
     ck_assert(r[0] == r[1]);
-    (void)aw;
     free(s);
     frl_env_destroy(e);
     frl_runtime_destroy(rt);

@@ -59,27 +59,24 @@ const char *frl_mujoco_describe(void)
     return description;
 }
 
-int frl_mujoco_is_task(const char *name)
+/* name's entry in task_ids (static storage), or NULL. */
+static const char *task_id(const char *name)
 {
     for (size_t i = 0; name && i < sizeof task_ids / sizeof task_ids[0]; i++)
         if (strcmp(task_ids[i], name) == 0)
-            return 1;
-    return 0;
+            return task_ids[i];
+    return NULL;
+}
+
+int frl_mujoco_is_task(const char *name)
+{
+    return task_id(name) != NULL;
 }
 
 const char *frl_mujoco_task_at(int32_t index)
 {
     int32_t n = (int32_t)(sizeof task_ids / sizeof task_ids[0]);
     return index >= 0 && index < n ? task_ids[index] : NULL;
-}
-
-/* name's entry in task_ids (static storage). */
-static const char *task_id(const char *name)
-{
-    for (size_t i = 0; i < sizeof task_ids / sizeof task_ids[0]; i++)
-        if (strcmp(task_ids[i], name) == 0)
-            return task_ids[i];
-    return NULL;
 }
 
 /* The spaces of a model: observations unbounded (as Gymnasium's), actions the
@@ -139,7 +136,7 @@ static frl_status wrap_envs(frl_vec_env **out, frl_runtime *rt, const frl_mujoco
     frl_space_destroy(act);
     if (st != FRL_OK)
         return st;
-    (*out)->task = name ? task_id(name) : NULL;
+    (*out)->task = task_id(name);
     (*out)->observe = p->observe;
     (*out)->fault = p->fault;
     (*out)->fault_code = FRL_MUJOCO_FAULT;
