@@ -11,7 +11,15 @@
 //     event, or freed under, not when it is queued: a result read before its sync, or
 //     across streams without an event, is stale;
 //   - pointers handed to kernels, copies and products must lie in device memory (or
-//     host memory, by the copy's kind), whole;
+//     host memory, by the copy's kind), whole; a kernel may also be handed page-locked
+//     host memory (cudaHostAlloc's, mapped as with unified addressing, whatever the
+//     flags), which it reads and writes when the stream gets there, never pageable;
+//   - while a stream captures, its work is recorded, not run; the calls a capture
+//     refuses (synchronising or destroying the stream, allocating or freeing memory,
+//     copies of pageable memory; and events on the stream, which a real capture follows
+//     across streams but this one does not) fail and invalidate the capture, as does a
+//     launch that fails its checks; a graph's replay checks again the memory each op
+//     uses, so memory freed since the capture faults, reported at the next sync;
 //   - launch configurations are checked against the limits of a real device;
 //   - the products round their factors to TensorFloat-32 when the handle asks for it.
 // Under AddressSanitizer the kernels' out-of-bounds accesses are caught as on the host
@@ -28,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <memory>
 #include <tuple>
 #include <utility>
 
@@ -65,8 +74,12 @@ enum cudaError_t {
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
     cudaErrorInvalidResourceHandle = 400,
+    cudaErrorIllegalState = 401,
     cudaErrorIllegalAddress = 700,
     cudaErrorLaunchFailure = 719,
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureInvalidated = 901,
+    cudaErrorStreamCaptureWrongThread = 908,
     // the emulator's injected faults (the knobs above), each with its own sentence
     cudaErrorEmuInjectedSync = 10001,
     cudaErrorEmuNoPinned = 10002,
@@ -80,14 +93,33 @@ enum cudaMemcpyKind {
     cudaMemcpyDeviceToDevice = 3,
 };
 
+enum cudaStreamCaptureMode {
+    cudaStreamCaptureModeGlobal = 0,
+    cudaStreamCaptureModeThreadLocal = 1,
+    cudaStreamCaptureModeRelaxed = 2,
+};
+
+enum cudaStreamCaptureStatus {
+    cudaStreamCaptureStatusNone = 0,
+    cudaStreamCaptureStatusActive = 1,
+    cudaStreamCaptureStatusInvalidated = 2,
+};
+
 struct frl_emu_stream;
 struct frl_emu_event;
+struct frl_emu_graph;
+struct frl_emu_graph_exec;
 typedef frl_emu_stream *cudaStream_t;
 typedef frl_emu_event *cudaEvent_t;
+typedef frl_emu_graph *cudaGraph_t;
+typedef frl_emu_graph_exec *cudaGraphExec_t;
 
 #define cudaStreamNonBlocking 0x01u
 #define cudaEventDisableTiming 0x02u
 #define cudaHostAllocDefault 0x00u
+#define cudaHostAllocPortable 0x01u
+#define cudaHostAllocMapped 0x02u
+#define cudaHostAllocWriteCombined 0x04u
 
 struct cudaDeviceProp {
     char name[256];
@@ -116,25 +148,39 @@ cudaError_t cudaFreeHost(void *p);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t s);
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t s);
+cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned flags);
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                 unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 // ---- launches ----
 
 namespace frl_emu {
 
-struct work;
-// Queues w (taking it) to run as every thread of every block of the configuration when
-// the stream gets there; an invalid configuration or stream is the launch's error.
-void launch_work(const char *kernel, dim3 grid, dim3 block, size_t shmem, cudaStream_t s,
-                 work *w);
-
 // A launch's arguments, converted to the kernel's parameter types at the launch as a
-// call would, then kept until the stream reaches the launch.
+// call would, then kept until the stream reaches the launch, and as long as a graph
+// that captured the launch can replay it.
 struct work {
     virtual void run() = 0;
+    // False (each reason printed) when a pointer argument is not memory a kernel can use.
+    virtual bool pointers_ok(const char *kernel) const = 0;
     virtual ~work() {}
 };
 
-// False (and the reason printed) when a pointer argument is not device memory.
+// Queues w to run as every thread of every block of the configuration when the stream
+// gets there, or records it in the stream's capture; invalid pointers, configuration or
+// stream are the launch's error.
+void launch_work(const char *kernel, dim3 grid, dim3 block, size_t shmem, cudaStream_t s,
+                 std::shared_ptr<work> w);
+
+// False (and the reason printed) when a pointer argument is neither device memory nor
+// page-locked host memory.
 bool device_arg(const void *p, const char *kernel, int index);
 
 template <typename T> bool arg_ok(const T &, const char *, int)
@@ -154,7 +200,7 @@ template <typename... P> struct kernel_work final : work {
     {
     }
     void run() override { std::apply(k, args); }
-    bool pointers_ok(const char *name) const
+    bool pointers_ok(const char *name) const override
     {
         return std::apply(
             [name](const P &...p) {
@@ -167,10 +213,6 @@ template <typename... P> struct kernel_work final : work {
     }
 };
 
-// A pointer argument outside device memory: on a GPU the kernel would fault; here the
-// launch fails with the error of that fault, which the caller's launch check reports.
-void launch_refused(void);
-
 template <typename... P> struct launcher {
     void (*k)(P...);
     const char *name;
@@ -179,13 +221,8 @@ template <typename... P> struct launcher {
     cudaStream_t stream;
     template <typename... A> void operator()(A &&...a) const
     {
-        auto *w = new kernel_work<P...>(k, std::forward<A>(a)...);
-        if (!w->pointers_ok(name)) {
-            delete w;
-            launch_refused();
-            return;
-        }
-        launch_work(name, grid, block, shmem, stream, w);
+        launch_work(name, grid, block, shmem, stream,
+                    std::make_shared<kernel_work<P...>>(k, std::forward<A>(a)...));
     }
 };
 

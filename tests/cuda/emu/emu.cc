@@ -1,7 +1,9 @@
 // The CUDA emulator's runtime and cuBLAS (cuda_runtime.h and cublas_v2.h say what it is
 // for). One device. Memory is host memory, registered so that every pointer handed to
 // the device can be checked. Each stream is a queue of work run when something waits for
-// it. A block's threads are fibers on the thread that runs the queue.
+// it; while it captures, its work is recorded instead, as the ops of a graph that each
+// launch of the graph queues again. A block's threads are fibers on the thread that runs
+// the queue.
 #include "cublas_v2.h"
 
 #if !defined(__x86_64__)
@@ -19,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include <sys/mman.h>
@@ -279,6 +282,129 @@ cudaError_t release(void *p, mem_kind kind)
     std::free(p);
     return cudaSuccess;
 }
+
+// ---- stream capture ----
+
+// One op of a stream's work: what it runs, and the check that the memory it uses is
+// still there. The call checked that once; a graph's every replay checks it again.
+struct graph_op {
+    const char *what;
+    std::function<bool()> live;
+    std::function<void(op_fault &)> run;
+
+    // A replay. Memory freed since the capture is a fault, as the GPU's access would be.
+    void operator()(op_fault &f) const
+    {
+        if (live()) {
+            run(f);
+            return;
+        }
+        f.code = cudaErrorIllegalAddress;
+        std::snprintf(f.what, sizeof f.what,
+                      "%s, replayed by a graph: memory it uses was freed since the capture", what);
+    }
+};
+
+typedef std::vector<graph_op> graph_ops;
+
+struct capture {
+    cudaStreamCaptureMode mode;
+    std::thread::id thread; // the one that began it
+    bool invalidated;
+    graph_ops ops;
+};
+
+std::mutex capture_mutex;
+std::map<frl_emu_stream *, capture> captures; // by capturing stream
+
+// Whether a call that a capture forbids anywhere (it would synchronise the device, or
+// allocate or free memory) is forbidden now. The calling thread's mode being the
+// runtime's default, Global, its own captures forbid it unless Relaxed, and every other
+// thread's Global ones; as with the runtime, those captures are invalidated.
+bool capture_forbids(const char *call)
+{
+    std::lock_guard<std::mutex> g(capture_mutex);
+    bool forbidden = false;
+    for (auto &entry : captures) {
+        capture &c = entry.second;
+        if (c.mode == cudaStreamCaptureModeGlobal ||
+            (c.mode == cudaStreamCaptureModeThreadLocal && c.thread == std::this_thread::get_id())) {
+            c.invalidated = true;
+            forbidden = true;
+        }
+    }
+    if (forbidden)
+        report("%s while a stream captures: refused, and the capture invalidated", call);
+    return forbidden;
+}
+
+// The same for a call on the capturing stream itself that a capture cannot record
+// (synchronising or destroying it, an event on it, a copy of pageable memory), whatever
+// the mode.
+bool capture_refuses(frl_emu_stream *s, const char *call)
+{
+    std::lock_guard<std::mutex> g(capture_mutex);
+    auto it = captures.find(s);
+    if (it == captures.end())
+        return false;
+    it->second.invalidated = true;
+    report("%s on a stream that captures: refused, and the capture invalidated", call);
+    return true;
+}
+
+// As on the runtime, an error during a capture invalidates it.
+void invalidate_capture(frl_emu_stream *s)
+{
+    std::lock_guard<std::mutex> g(capture_mutex);
+    auto it = captures.find(s);
+    if (it != captures.end())
+        it->second.invalidated = true;
+}
+
+// A call on s that failed its checks.
+cudaError_t fail_on(frl_emu_stream *s, cudaError_t e)
+{
+    invalidate_capture(s);
+    return fail(e);
+}
+
+// Queues the op on s, or records it while s captures. `replay`: the op comes from a
+// graph, so its check runs again when the stream gets there.
+cudaError_t submit(frl_emu_stream *s, graph_op op, bool replay = false)
+{
+    {
+        std::lock_guard<std::mutex> g(capture_mutex);
+        auto it = captures.find(s);
+        if (it != captures.end()) {
+            if (it->second.invalidated)
+                return fail(cudaErrorStreamCaptureInvalidated);
+            it->second.ops.push_back(std::move(op));
+            return cudaSuccess;
+        }
+    }
+    if (replay)
+        enqueue(s, std::move(op));
+    else
+        enqueue(s, std::move(op.run));
+    return cudaSuccess;
+}
+
+} // namespace
+
+// A graph and its instances share the captured ops, which the queued launches share
+// too: each may be destroyed while the others still need them.
+struct frl_emu_graph {
+    std::shared_ptr<const graph_ops> ops;
+};
+
+struct frl_emu_graph_exec {
+    std::shared_ptr<const graph_ops> ops;
+};
+
+namespace {
+
+handle_set<frl_emu_graph> graphs;
+handle_set<frl_emu_graph_exec> graph_execs;
 
 // ---- the fault knobs of tests/cuda/ops_host.c ----
 
@@ -672,24 +798,28 @@ EMU_NO_TSAN void __syncthreads(void)
 
 namespace frl_emu {
 
+// Device memory, or page-locked memory: with unified addressing the device reaches it
+// at the host's address, whatever cudaHostAlloc's flags. Pageable memory it cannot.
 bool device_arg(const void *p, const char *kernel, int index)
 {
-    if (on_device(p, 1))
+    if (find_range(p, 1, nullptr))
         return true;
-    report("%s: argument %d (%p) is not device memory", kernel, index, p);
+    report("%s: argument %d (%p) is neither device memory nor page-locked host memory", kernel,
+           index, p);
     return false;
 }
 
-void launch_refused(void)
-{
-    fail(cudaErrorIllegalAddress);
-}
-
 void launch_work(const char *kernel, dim3 grid, dim3 block, size_t shmem, cudaStream_t s,
-                 work *w)
+                 std::shared_ptr<work> w)
 {
-    std::shared_ptr<work> owned(w);
     frl_emu_stream *st = stream_of(s);
+    // A pointer argument the kernel cannot reach: on a GPU the kernel would fault; here
+    // the launch fails with the error of that fault, which the caller's launch check
+    // reports.
+    if (!w->pointers_ok(kernel)) {
+        fail_on(st, cudaErrorIllegalAddress);
+        return;
+    }
     if (!st) {
         report("%s: launched on an unknown stream", kernel);
         fail(cudaErrorInvalidResourceHandle);
@@ -698,12 +828,13 @@ void launch_work(const char *kernel, dim3 grid, dim3 block, size_t shmem, cudaSt
     if (!valid_config(grid, block, shmem)) {
         report("%s: invalid configuration grid (%u,%u,%u) block (%u,%u,%u) shared %zu", kernel,
                grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem);
-        fail(cudaErrorInvalidConfiguration);
+        fail_on(st, cudaErrorInvalidConfiguration);
         return;
     }
-    enqueue(st, [kernel, grid, block, owned](op_fault &f) {
-        run_grid(kernel, grid, block, owned.get(), f);
-    });
+    submit(st, graph_op{kernel, [kernel, w] { return w->pointers_ok(kernel); },
+                        [kernel, grid, block, w](op_fault &f) {
+                            run_grid(kernel, grid, block, w.get(), f);
+                        }});
 }
 
 } // namespace frl_emu
@@ -759,8 +890,14 @@ const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+        return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureWrongThread:
+        return "attempt to terminate a thread-local capture sequence from another thread";
     case cudaErrorEmuInjectedSync: return "injected device failure (FAKE_CUDA_FAIL_SYNC)";
     case cudaErrorEmuNoPinned: return "page-locked memory refused (FAKE_CUDA_NO_PINNED)";
     case cudaErrorEmuNoEvents: return "event creation refused (FAKE_CUDA_NO_EVENTS)";
@@ -783,6 +920,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
     if (!s || !stream_of(s))
         return fail(cudaErrorInvalidResourceHandle);
+    if (capture_refuses(s, "cudaStreamDestroy"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     run_until(s, UINT64_MAX);
     {
         std::lock_guard<std::mutex> g(streams_mutex);
@@ -801,6 +940,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
     frl_emu_stream *st = stream_of(s);
     if (!st)
         return fail(cudaErrorInvalidResourceHandle);
+    if (capture_refuses(st, "cudaStreamSynchronize"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     run_until(st, UINT64_MAX);
     op_fault f;
     {
@@ -838,6 +979,10 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
     frl_emu_stream *st = stream_of(s);
     if (!st || !valid_event(e))
         return fail(cudaErrorInvalidResourceHandle);
+    // A real capture would follow the event to the streams that wait on it; the
+    // emulator's captures hold one stream's work, all that ops_cuda.cu captures.
+    if (capture_refuses(st, "cudaEventRecord"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     uint64_t position;
     {
         std::lock_guard<std::mutex> g(st->m);
@@ -856,6 +1001,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
     frl_emu_stream *st = stream_of(s);
     if (!st || !valid_event(e))
         return fail(cudaErrorInvalidResourceHandle);
+    if (capture_refuses(st, "cudaStreamWaitEvent"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     frl_emu_stream *from = nullptr;
     uint64_t upto = 0;
     {
@@ -870,17 +1017,26 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
 
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
+    if (capture_forbids("cudaMalloc"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     return allocate(p, bytes, DEVICE);
 }
 
 cudaError_t cudaFree(void *p)
 {
+    if (capture_forbids("cudaFree"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     return release(p, DEVICE);
 }
 
+// Every flag gives the same memory here: kernels reach it whatever the flags, as with
+// unified addressing, and write-combining changes only the host's speed.
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags)
 {
-    (void)flags;
+    if (capture_forbids("cudaHostAlloc"))
+        return fail(cudaErrorStreamCaptureUnsupported);
+    if (flags & ~(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
+        return fail(cudaErrorInvalidValue);
     if (p && knob_on("FAKE_CUDA_NO_PINNED")) {
         *p = nullptr;
         return fail(cudaErrorEmuNoPinned);
@@ -890,7 +1046,21 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags)
 
 cudaError_t cudaFreeHost(void *p)
 {
+    if (capture_forbids("cudaFreeHost"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     return release(p, PINNED);
+}
+
+// Unified addressing: the device reaches page-locked memory at the host's address.
+cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned flags)
+{
+    mem_kind k;
+    if (!pDevice || flags != 0 || !find_range(pHost, 1, &k) || k != PINNED) {
+        report("cudaHostGetDevicePointer(%p, flags %u): not page-locked memory", pHost, flags);
+        return fail(cudaErrorInvalidValue);
+    }
+    *pDevice = pHost;
+    return cudaSuccess;
 }
 
 namespace {
@@ -911,11 +1081,22 @@ bool copy_ends_ok(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
     }
 }
 
+// At a replay: the copy's ends are still the memory they were at its capture, where the
+// host's end was page-locked.
+bool copy_live(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind)
+{
+    bool dst_pinned, src_pinned;
+    return copy_ends_ok(dst, src, bytes, kind, &dst_pinned, &src_pinned) &&
+           (kind != cudaMemcpyHostToDevice || src_pinned) &&
+           (kind != cudaMemcpyDeviceToHost || dst_pinned);
+}
+
 } // namespace
 
 // Pageable host memory behaves as CUDA documents: a copy from it is staged at once, a
-// copy to it waits for the stream. Page-locked memory is read or written when the
-// stream gets there, so a caller that reads it before synchronising sees old data.
+// copy to it waits for the stream, and neither can be captured. Page-locked memory is
+// read or written when the stream gets there, so a caller that reads it before
+// synchronising sees old data.
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t s)
 {
@@ -928,8 +1109,12 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     if (!dst || !src || !copy_ends_ok(dst, src, bytes, kind, &dst_pinned, &src_pinned)) {
         report("cudaMemcpyAsync(%p, %p, %zu, kind %d): an end is not the memory its kind says",
                dst, src, bytes, (int)kind);
-        return fail(cudaErrorInvalidValue);
+        return fail_on(st, cudaErrorInvalidValue);
     }
+    bool pageable = (kind == cudaMemcpyHostToDevice && !src_pinned) ||
+                    (kind == cudaMemcpyDeviceToHost && !dst_pinned);
+    if (pageable && capture_refuses(st, "cudaMemcpyAsync of pageable host memory"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     if (kind == cudaMemcpyDeviceToHost && !dst_pinned) {
         run_until(st, UINT64_MAX);
         std::memcpy(dst, src, bytes);
@@ -940,8 +1125,9 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
         enqueue(st, [dst, staged](op_fault &) { std::memcpy(dst, staged->data(), staged->size()); });
         return cudaSuccess;
     }
-    enqueue(st, [dst, src, bytes](op_fault &) { std::memmove(dst, src, bytes); });
-    return cudaSuccess;
+    return submit(st, graph_op{"cudaMemcpyAsync",
+                               [dst, src, bytes, kind] { return copy_live(dst, src, bytes, kind); },
+                               [dst, src, bytes](op_fault &) { std::memmove(dst, src, bytes); }});
 }
 
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t s)
@@ -953,9 +1139,117 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t s)
         return cudaSuccess;
     if (!on_device(dst, bytes)) {
         report("cudaMemsetAsync(%p, %zu): not device memory", dst, bytes);
-        return fail(cudaErrorInvalidValue);
+        return fail_on(st, cudaErrorInvalidValue);
     }
-    enqueue(st, [dst, value, bytes](op_fault &) { std::memset(dst, value, bytes); });
+    return submit(st, graph_op{"cudaMemsetAsync", [dst, bytes] { return on_device(dst, bytes); },
+                               [dst, value, bytes](op_fault &) { std::memset(dst, value, bytes); }});
+}
+
+// ---- stream capture and graphs ----
+
+// Capture of the legacy stream, which every blocking stream waits for, is refused, as by
+// the runtime.
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode)
+{
+    frl_emu_stream *st = stream_of(s);
+    if (!st)
+        return fail(cudaErrorInvalidResourceHandle);
+    if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+        mode != cudaStreamCaptureModeRelaxed)
+        return fail(cudaErrorInvalidValue);
+    if (st == &legacy_stream) {
+        report("cudaStreamBeginCapture on the legacy stream (0)");
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
+    std::lock_guard<std::mutex> g(capture_mutex);
+    if (!captures.emplace(st, capture{mode, std::this_thread::get_id(), false, {}}).second)
+        return fail(cudaErrorIllegalState); // it captures already
+    return cudaSuccess;
+}
+
+// Ends the capture whatever it holds; an invalidated one gives no graph.
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph)
+{
+    frl_emu_stream *st = stream_of(s);
+    if (!st)
+        return fail(cudaErrorInvalidResourceHandle);
+    if (!graph)
+        return fail(cudaErrorInvalidValue);
+    *graph = nullptr;
+    capture c;
+    {
+        std::lock_guard<std::mutex> g(capture_mutex);
+        auto it = captures.find(st);
+        if (it == captures.end())
+            return fail(cudaErrorIllegalState);
+        if (it->second.mode != cudaStreamCaptureModeRelaxed &&
+            it->second.thread != std::this_thread::get_id())
+            return fail(cudaErrorStreamCaptureWrongThread);
+        c = std::move(captures.extract(it).mapped());
+    }
+    if (c.invalidated)
+        return fail(cudaErrorStreamCaptureInvalidated);
+    *graph = graphs.add(new frl_emu_graph{std::make_shared<const graph_ops>(std::move(c.ops))});
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *status)
+{
+    frl_emu_stream *st = stream_of(s);
+    if (!st)
+        return fail(cudaErrorInvalidResourceHandle);
+    if (!status)
+        return fail(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> g(capture_mutex);
+    auto it = captures.find(st);
+    *status = it == captures.end()      ? cudaStreamCaptureStatusNone
+              : it->second.invalidated ? cudaStreamCaptureStatusInvalidated
+                                       : cudaStreamCaptureStatusActive;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                 unsigned long long flags)
+{
+    (void)flags; // none changes what a launch does here
+    if (!exec)
+        return fail(cudaErrorInvalidValue);
+    *exec = nullptr;
+    if (!graphs.has(graph))
+        return fail(cudaErrorInvalidResourceHandle);
+    *exec = graph_execs.add(new frl_emu_graph_exec{graph->ops});
+    return cudaSuccess;
+}
+
+// The graph's ops, in order, as work of the stream (or of its capture), each checking
+// again that its memory is still there when it runs.
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s)
+{
+    frl_emu_stream *st = stream_of(s);
+    if (!st || !graph_execs.has(exec))
+        return fail(cudaErrorInvalidResourceHandle);
+    for (const graph_op &op : *exec->ops) {
+        cudaError_t e = submit(st, op, true);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
+// Launches still queued keep the ops they need.
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+    if (!graph_execs.remove(exec))
+        return fail(cudaErrorInvalidResourceHandle);
+    delete exec;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+    if (!graphs.remove(graph))
+        return fail(cudaErrorInvalidResourceHandle);
+    delete graph;
     return cudaSuccess;
 }
 
@@ -1041,6 +1335,13 @@ bool operand_ok(const float *p, int rows, int cols, int ld)
     return p && on_device(p, last * sizeof(float));
 }
 
+bool operands_ok(const gemm_args &g)
+{
+    return operand_ok(g.a, g.ta ? g.k : g.m, g.ta ? g.m : g.k, g.lda) &&
+           operand_ok(g.b, g.tb ? g.n : g.k, g.tb ? g.k : g.n, g.ldb) &&
+           operand_ok(g.c, g.m, g.n, g.ldc);
+}
+
 } // namespace
 
 cublasStatus_t cublasCreate(cublasHandle_t *h)
@@ -1051,11 +1352,17 @@ cublasStatus_t cublasCreate(cublasHandle_t *h)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-// As the real one, it waits for the whole device first.
+// As the real one, it waits for the whole device first, which a capture forbids (the
+// runtime's error is then the last error).
 cublasStatus_t cublasDestroy(cublasHandle_t h)
 {
-    if (!handles.remove(h))
+    if (!valid_handle(h))
         return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (capture_forbids("cublasDestroy")) {
+        fail(cudaErrorStreamCaptureUnsupported);
+        return CUBLAS_STATUS_INTERNAL_ERROR;
+    }
+    handles.remove(h);
     run_all();
     delete h;
     return CUBLAS_STATUS_SUCCESS;
@@ -1085,6 +1392,7 @@ const char *cublasGetStatusName(cublasStatus_t s)
     case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
     case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
     case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
     }
     return "CUBLAS_STATUS_UNKNOWN";
 }
@@ -1104,13 +1412,17 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
         return CUBLAS_STATUS_INVALID_VALUE;
     if (m == 0 || n == 0)
         return CUBLAS_STATUS_SUCCESS;
-    if (!operand_ok(a, ar, g.ta ? m : k, lda) || !operand_ok(b, br, g.tb ? k : n, ldb) ||
-        !operand_ok(c, m, n, ldc)) {
+    // The checks above are cuBLAS's own, made before it touches the stream; an operand
+    // outside device memory would be the product's fault on a GPU, so it ends a capture.
+    if (!operands_ok(g)) {
         report("cublasSgemm %dx%dx%d: an operand is not whole in device memory", m, n, k);
+        invalidate_capture(st);
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    g.alpha = *alpha; // host pointer mode: read at the call
+    g.alpha = *alpha; // host pointer mode: read at the call, so a capture keeps the values
     g.beta = *beta;
-    enqueue(st, [g](op_fault &) { gemm(g); });
+    if (submit(st, graph_op{"cublasSgemm", [g] { return operands_ok(g); },
+                            [g](op_fault &) { gemm(g); }}) != cudaSuccess)
+        return CUBLAS_STATUS_EXECUTION_FAILED;
     return CUBLAS_STATUS_SUCCESS;
 }
