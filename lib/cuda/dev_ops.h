@@ -27,6 +27,25 @@ extern "C" {
 
 typedef struct frl_dev frl_dev; /* one implementation's context: device, stream, handles */
 
+/* A policy's networks as the fused forward reads them (frl_mlp's layout, with each
+ * layer's activation spelled out): at most FRL_DEV_FUSED_MAX_WIDTH units a layer, input
+ * included, so that a row's activations stay in the block's shared memory. */
+enum { FRL_DEV_FUSED_MAX_LAYERS = 9, FRL_DEV_FUSED_MAX_WIDTH = 1024 };
+
+typedef struct frl_dev_fused_mlp {
+    int32_t layers; /* 0: none (the trunk of a policy without one) */
+    int32_t width[FRL_DEV_FUSED_MAX_LAYERS + 1];
+    int32_t act[FRL_DEV_FUSED_MAX_LAYERS];
+    uint64_t off_w[FRL_DEV_FUSED_MAX_LAYERS], off_b[FRL_DEV_FUSED_MAX_LAYERS];
+} frl_dev_fused_mlp;
+
+typedef struct frl_dev_fused {
+    int32_t obs_w;
+    frl_dev_fused_mlp trunk, actor, critic;
+    const float *norm_mean, *norm_inv_std; /* device [obs_w]; NULL: no normalisation */
+    float clip;
+} frl_dev_fused;
+
 /* Adam's per-step constants (frl_adam_coef without the clipping factor, which the adam
  * op computes on the device from the gradient's sum of squares). */
 typedef struct frl_dev_adam {
@@ -125,7 +144,8 @@ typedef struct frl_dev_ops {
     void (*sum_squares)(frl_dev *d, int64_t n, const float *x, double *out);
     /* Adam (frl_dm_adam) on n parameters, the gradient scaled by
      * max_norm / (sqrt(*sumsq) + 1e-6) when c->max_norm > 0 and the norm exceeds it
-     * (frl_clip_scale). c is host memory, sumsq device. */
+     * (frl_clip_scale). c and sumsq are device memory, read when the op runs, so that a
+     * captured update (graph_capture) takes each replay's step constants. */
     void (*adam)(frl_dev *d, int64_t n, float *p, const float *g, float *m, float *v,
                  const frl_dev_adam *c, const double *sumsq);
 
@@ -143,6 +163,31 @@ typedef struct frl_dev_ops {
      * sentence in err, kept for the next sync too. Never waits for the stream, so a
      * failure while running shows at the next sync only. */
     int (*check)(frl_dev *d, char *err, size_t err_size);
+
+    /* ---- acting at small batches ---- */
+    /* The whole forward of rows rows in one kernel, a block per row (normalisation,
+     * trunk, actor into out [rows x out_w], and the critic into value [rows] when value
+     * is not NULL). obs, out and value may be device memory or page-locked host memory
+     * from alloc_pinned (mapped: the kernel reads and writes it over the bus, with no
+     * copy op). Widths as frl_dev_fused says. */
+    void (*forward_fused)(frl_dev *d, int32_t rows, const frl_dev_fused *p,
+                          const float *params, const float *obs, float *out, float *value);
+    /* 1 when [p, p + bytes) lies in one block of alloc_pinned (of any context), which
+     * kernels may address directly; 0 otherwise. Any thread. */
+    int (*mapped)(frl_dev *d, const void *p, size_t bytes);
+
+    /* ---- graphs ---- */
+    /* What enqueue(arg) puts on d's stream, captured once as a graph instead of run (the
+     * ops' arguments are fixed at capture: pointers and by-value constants alike); NULL
+     * with the reason in err when it cannot be captured (an op that cannot be captured,
+     * the host ops, which capture nothing), and then nothing ran and no failure is kept.
+     * Every op inside must be capturable: no sync, no allocation, no copy from or to
+     * pageable host memory, no event. */
+    void *(*graph_capture)(frl_dev *d, void (*enqueue)(void *arg), void *arg, char *err,
+                           size_t err_size);
+    /* Run the captured work on d's stream, as if its ops were enqueued again. */
+    void (*graph_launch)(frl_dev *d, void *graph);
+    void (*graph_destroy)(frl_dev *d, void *graph);
 } frl_dev_ops;
 
 /* The CUDA implementation; the host one, a test double, is declared in

@@ -8,11 +8,22 @@
 // part and then the parts summed in a fixed order: a result repeats bit for bit.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#ifdef __CUDACC__
+#include <cooperative_groups.h>
+#endif
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cuda/dev_ops.h"
+
+// The emulator (tests/cuda/emu) compiles this file as plain C++, which knows no unroll.
+#ifdef __CUDACC__
+#define UNROLL_8 _Pragma("unroll 8")
+#else
+#define UNROLL_8
+#endif
 
 static constexpr int THREADS = 256;            // per block of the element-wise kernels
 static constexpr int MOMENT_THREADS = 1024;    // the one block of the moments
@@ -20,6 +31,9 @@ static constexpr int64_t MAX_BLOCKS = 1 << 20; // beyond this a grid-stride loop
 static constexpr int64_t SUM_BLOCKS = 1024;    // the most partial sums of sum_squares
 static constexpr int64_t COL_CHUNKS = 1024;    // the most row chunks of a column sum
 static constexpr int64_t ROWS_PER_THREAD = 64; // a column sum's rows per thread in a chunk
+static constexpr int FUSED_THREADS = 256;      // per block (one row) of the fused forward
+static constexpr int MAX_RETIRED = 32;         // outgrown scratch buffers kept until close
+static constexpr int CLUSTER = 8;              // blocks a row of the fused forward, on Hopper
 
 struct frl_dev {
     int device;
@@ -27,6 +41,11 @@ struct frl_dev {
     cublasHandle_t blas;
     double *scratch; // partial sums of the reductions, grown on demand
     size_t scratch_len;
+    // Outgrown scratch buffers: a captured graph may still name one, so they live as
+    // long as the context (a doubling growth keeps them under the current one's size).
+    double *retired[MAX_RETIRED];
+    int n_retired;
+    int clusters; // thread-block clusters (compute capability 9.0 on): the fused forward's
     int failed;
     char err[256];
 };
@@ -95,13 +114,18 @@ static unsigned grid_for(int64_t n)
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
          i += (int64_t)gridDim.x * blockDim.x)
 
-// At least count doubles of scratch, or NULL (the failure recorded).
+// At least count doubles of scratch, or NULL (the failure recorded). Never inside a
+// capture that has not sized it already: cudaMalloc cannot be captured.
 static double *scratch(frl_dev *d, size_t count)
 {
     if (count <= d->scratch_len)
         return d->scratch;
-    drain(d, "reduction scratch"); // queued kernels may still read the old buffer
-    cudaFree(d->scratch);
+    if (d->n_retired == MAX_RETIRED) {
+        fail(d, "reduction scratch: grown %d times", MAX_RETIRED);
+        return NULL;
+    }
+    if (d->scratch)
+        d->retired[d->n_retired++] = d->scratch;
     d->scratch = NULL;
     d->scratch_len = 0;
     size_t len = 1;
@@ -167,6 +191,8 @@ static void close_dev(frl_dev *d)
     if (d->blas)
         cublasDestroy(d->blas);
     cudaFree(d->scratch);
+    for (int i = 0; i < d->n_retired; i++)
+        cudaFree(d->retired[i]);
     if (d->stream)
         cudaStreamDestroy(d->stream);
     cudaGetLastError();
@@ -191,6 +217,26 @@ static int setup_blas(frl_dev *d, int32_t tf32)
     return s != CUBLAS_STATUS_SUCCESS;
 }
 
+// Clusters from compute capability 9.0; FRL_CUDA_CLUSTERS=0 runs the fused forward a
+// block a row instead, so a GPU test can check that variant too.
+static int use_clusters(int device)
+{
+#ifdef __CUDACC__
+    const char *v = getenv("FRL_CUDA_CLUSTERS");
+    int major = 0;
+    if (v && v[0] == '0')
+        return 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return major >= 9;
+#else
+    (void)device;
+    return 0;
+#endif
+}
+
 static int setup(frl_dev *d, int32_t tf32)
 {
     char what[64];
@@ -201,6 +247,7 @@ static int setup(frl_dev *d, int32_t tf32)
         return 1;
     if (setup_blas(d, tf32))
         return 1;
+    d->clusters = use_clusters(d->device);
     // Enough for every reduction of a typical minibatch, so ops rarely grow it.
     return scratch(d, (size_t)1 << 16) == NULL;
 }
@@ -246,6 +293,55 @@ static void release_mem(frl_dev *d, void *p)
     check_rt(d, cudaFree(p), "cudaFree", "release");
 }
 
+// The page-locked blocks alloc_pinned handed out, so that `mapped` can tell a kernel
+// may address a host pointer (with unified addressing, the same pointer) without asking
+// the driver on every forward. One table for every context: memory pinned through one
+// context is used by another's models. A block that finds the table full still works,
+// through copies.
+static constexpr int MAX_PINNED = 256;
+static struct {
+    pthread_mutex_t lock;
+    const char *base[MAX_PINNED];
+    size_t bytes[MAX_PINNED];
+    int n;
+} pinned_blocks = {PTHREAD_MUTEX_INITIALIZER, {}, {}, 0};
+
+static void pinned_add(void *p, size_t bytes)
+{
+    pthread_mutex_lock(&pinned_blocks.lock);
+    if (pinned_blocks.n < MAX_PINNED) {
+        pinned_blocks.base[pinned_blocks.n] = (const char *)p;
+        pinned_blocks.bytes[pinned_blocks.n++] = bytes;
+    }
+    pthread_mutex_unlock(&pinned_blocks.lock);
+}
+
+static void pinned_remove(void *p)
+{
+    pthread_mutex_lock(&pinned_blocks.lock);
+    for (int i = 0; i < pinned_blocks.n; i++)
+        if (pinned_blocks.base[i] == (const char *)p) {
+            int last = --pinned_blocks.n;
+            pinned_blocks.base[i] = pinned_blocks.base[last];
+            pinned_blocks.bytes[i] = pinned_blocks.bytes[last];
+            break;
+        }
+    pthread_mutex_unlock(&pinned_blocks.lock);
+}
+
+static int mapped(frl_dev *, const void *p, size_t bytes)
+{
+    const char *c = (const char *)p;
+    int found = 0;
+    pthread_mutex_lock(&pinned_blocks.lock);
+    for (int i = 0; i < pinned_blocks.n && !found; i++)
+        found = c >= pinned_blocks.base[i] && bytes <= pinned_blocks.bytes[i] &&
+                (size_t)(c - pinned_blocks.base[i]) <= pinned_blocks.bytes[i] - bytes;
+    pthread_mutex_unlock(&pinned_blocks.lock);
+    return found;
+}
+
+// Mapped and portable: kernels of any context may read and write it directly.
 static void *alloc_pinned(frl_dev *d, size_t bytes)
 {
     void *p = NULL;
@@ -253,9 +349,10 @@ static void *alloc_pinned(frl_dev *d, size_t bytes)
     char what[64];
     snprintf(what, sizeof what, "%zu bytes of page-locked host memory", bytes);
     // The reason waits for the next sync, where the plugin fetches it for its caller.
-    if (check_rt(d, cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault), "cudaHostAlloc",
-                 what))
+    if (check_rt(d, cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable | cudaHostAllocMapped),
+                 "cudaHostAlloc", what))
         return NULL;
+    pinned_add(p, bytes);
     return p;
 }
 
@@ -264,6 +361,7 @@ static void release_pinned(frl_dev *d, void *p)
     if (!p)
         return;
     drain(d, "release_pinned");
+    pinned_remove(p);
     check_rt(d, cudaFreeHost(p), "cudaFreeHost", "release_pinned");
 }
 
@@ -794,9 +892,10 @@ static void loss_rows(frl_dev *d, int32_t rows, int32_t n, int32_t discrete, con
 // The clipping factor, once per block (frl_clip_scale of lib/nn/optim.c): a thread reads
 // the norm the previous op left on the device, so the host never waits for it.
 static __global__ void adam_k(int64_t n, float *p, const float *g, float *m, float *v,
-                              frl_dev_adam c, const double *sumsq)
+                              const frl_dev_adam *cp, const double *sumsq)
 {
     __shared__ float gscale;
+    const frl_dev_adam c = *cp;
     if (threadIdx.x == 0) {
         double norm = sqrt(*sumsq);
         gscale = c.max_norm > 0 && norm > c.max_norm ? (float)(c.max_norm / (norm + 1e-6)) : 1.0f;
@@ -813,8 +912,221 @@ static void adam(frl_dev *d, int64_t n, float *p, const float *g, float *m, floa
     if (n <= 0)
         return;
     enter(d);
-    adam_k<<<grid_for(n), THREADS, 0, d->stream>>>(n, p, g, m, v, *c, sumsq);
+    adam_k<<<grid_for(n), THREADS, 0, d->stream>>>(n, p, g, m, v, c, sumsq);
     launched(d, "adam");
+}
+
+// ---- acting at small batches ----
+
+// The fused forward runs a row on a cluster of CLUSTER blocks (Hopper's thread-block
+// clusters): each block takes a slice of every layer's columns, so the layer's weights
+// are read by CLUSTER multiprocessors rather than one, and hands its outputs to every
+// block of the cluster through distributed shared memory; a cluster barrier ends each
+// layer. A row's forward at batch 1 is bound by how fast the weights reach the
+// multiprocessors, and the GPU's clocks stay low while it idles between such calls, so
+// the one-block kernel took four times as long. Before Hopper, and in the emulator
+// (which runs blocks one after another), a cluster is one block.
+template <int CL> static __device__ unsigned rank_in_row()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (CL > 1)
+        return cooperative_groups::this_cluster().block_rank();
+#endif
+    return 0;
+}
+
+// A barrier of the row's blocks (and so of this block's threads too).
+template <int CL> static __device__ void row_sync()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (CL > 1) {
+        cooperative_groups::this_cluster().sync();
+        return;
+    }
+#endif
+    __syncthreads();
+}
+
+// Block r's copy of the shared array p (this block's own for a cluster of one).
+template <int CL> static __device__ float *row_smem(float *p, unsigned r)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (CL > 1)
+        return cooperative_groups::this_cluster().map_shared_rank(p, r);
+#endif
+    (void)r;
+    return p;
+}
+
+// This block's columns of out = act(b + in . wt): the block's threads take C columns at a
+// time and split the inputs of each into S = FUSED_THREADS / C strided slices, so a
+// narrow slice (the head) still keeps every thread loading, and a warp's loads of one
+// input row of wt are adjacent. The slices' sums meet in a fixed tree: a result repeats
+// bit for bit. Each output goes to every block's `out` (shared), or to gout (global or
+// mapped host memory) for a network's last layer.
+template <int CL>
+static __device__ void fused_layer(const float *in, int32_t k, int32_t n, const float *wt,
+                                   const float *b, int32_t act, float *out, float *gout,
+                                   float *part)
+{
+    const int t = (int)threadIdx.x;
+    const int32_t per = (n + CL - 1) / CL, c0 = (int32_t)rank_in_row<CL>() * per;
+    const int32_t c1 = n < c0 + per ? n : c0 + per, w = c1 - c0;
+    const int C = w >= FUSED_THREADS ? FUSED_THREADS : (w > 0 ? w : 1), S = FUSED_THREADS / C;
+    const int s = t / C, c = t % C;
+    for (int32_t j0 = c0; j0 < c1; j0 += C) {
+        const int32_t j = j0 + c;
+        float acc = 0.0f;
+        if (s < S && j < c1) {
+            UNROLL_8
+            for (int32_t i = s; i < k; i += S)
+                acc += in[i] * wt[(int64_t)i * n + j];
+        }
+        part[t] = acc;
+        __syncthreads();
+        for (int h = 1; h < S; h *= 2) {
+            if (s % (2 * h) == 0 && s + h < S)
+                part[t] += part[t + h * C];
+            __syncthreads();
+        }
+        if (t < C && j < c1) {
+            const float v = frl_dm_act(b[j] + part[t], act);
+            if (gout)
+                gout[j] = v;
+            else
+                for (unsigned r = 0; r < (unsigned)CL; r++)
+                    row_smem<CL>(out, r)[j] = v;
+        }
+        __syncthreads();
+    }
+    row_sync<CL>(); // every block's `out` is whole before anyone reads it
+}
+
+// The MLP from buffer `in` of the three, writing its layers into the other two in turn
+// (in itself is kept: the critic reads the trunk's output after the actor), its last
+// layer into gout when given. Returns the buffer that holds the output.
+template <int CL>
+static __device__ int fused_mlp(const frl_dev_fused_mlp &m, const float *params,
+                                float (*buf)[FRL_DEV_FUSED_MAX_WIDTH], int in, float *gout,
+                                float *part)
+{
+    int cur = in;
+    for (int32_t l = 0; l < m.layers; l++) {
+        const int next = (in + 1 + (l & 1)) % 3; // no array: it would live in local memory
+        fused_layer<CL>(buf[cur], m.width[l], m.width[l + 1], params + m.off_w[l],
+                        params + m.off_b[l], m.act[l], buf[next],
+                        l + 1 == m.layers ? gout : nullptr, part);
+        cur = next;
+    }
+    return cur;
+}
+
+template <int CL>
+static __global__ void __launch_bounds__(FUSED_THREADS)
+forward_fused_k(frl_dev_fused p, const float *params, const float *obs, float *out, float *value)
+{
+    __shared__ float buf[3][FRL_DEV_FUSED_MAX_WIDTH];
+    __shared__ float part[FUSED_THREADS];
+    const int64_t r = blockIdx.x / CL;
+    const float *x = obs + r * p.obs_w;
+    for (int32_t i = (int32_t)threadIdx.x; i < p.obs_w; i += FUSED_THREADS)
+        buf[0][i] = p.norm_mean ? frl_dm_normalize(x[i], p.norm_mean[i], p.norm_inv_std[i], p.clip)
+                                : x[i];
+    row_sync<CL>(); // also: every block of the cluster runs before another writes to it
+    const int h = fused_mlp<CL>(p.trunk, params, buf, 0, nullptr, part);
+    const int32_t w = p.actor.width[p.actor.layers];
+    fused_mlp<CL>(p.actor, params, buf, h, out + r * w, part);
+    if (value)
+        fused_mlp<CL>(p.critic, params, buf, h, value + r, part);
+}
+
+#ifdef __CUDACC__
+// rows clusters of CLUSTER blocks (launch attributes: the one kernel also runs unclustered).
+static void launch_clustered(frl_dev *d, int32_t rows, const frl_dev_fused *p,
+                             const float *params, const float *obs, float *out, float *value)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = CLUSTER;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)rows * CLUSTER);
+    cfg.blockDim = dim3(FUSED_THREADS);
+    cfg.stream = d->stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    check_rt(d, cudaLaunchKernelEx(&cfg, forward_fused_k<CLUSTER>, *p, params, obs, out, value),
+             "cudaLaunchKernelEx", "forward_fused");
+}
+#endif
+
+static void forward_fused(frl_dev *d, int32_t rows, const frl_dev_fused *p, const float *params,
+                          const float *obs, float *out, float *value)
+{
+    if (rows <= 0)
+        return;
+    enter(d);
+#ifdef __CUDACC__
+    if (d->clusters) {
+        launch_clustered(d, rows, p, params, obs, out, value);
+        return;
+    }
+#endif
+    forward_fused_k<1><<<(unsigned)rows, FUSED_THREADS, 0, d->stream>>>(*p, params, obs, out,
+                                                                       value);
+    launched(d, "forward_fused");
+}
+
+// ---- graphs ----
+
+// Thread-local capture: only this thread's calls that cannot be captured break it, so
+// another role's thread may allocate meanwhile.
+static void *graph_capture(frl_dev *d, void (*enqueue)(void *), void *arg, char *err,
+                           size_t err_size)
+{
+    enter(d);
+    if (d->failed) {
+        snprintf(err, err_size, "graph_capture: a failure is pending: %s", d->err);
+        return NULL;
+    }
+    cudaError_t e = cudaStreamBeginCapture(d->stream, cudaStreamCaptureModeThreadLocal);
+    cudaGraph_t g = NULL;
+    if (e == cudaSuccess) {
+        enqueue(arg);
+        e = cudaStreamEndCapture(d->stream, &g);
+    }
+    cudaGraphExec_t x = NULL;
+    if (e == cudaSuccess && !d->failed && g)
+        e = cudaGraphInstantiate(&x, g, 0);
+    if (g)
+        cudaGraphDestroy(g);
+    if (e == cudaSuccess && !d->failed && x)
+        return (void *)x;
+    // Nothing ran: the failure belongs to the capture alone, not to the stream.
+    snprintf(err, err_size, "graph_capture: %s", d->failed ? d->err : cudaGetErrorString(e));
+    cudaGetLastError();
+    d->failed = 0;
+    d->err[0] = '\0';
+    if (x)
+        cudaGraphExecDestroy(x);
+    return NULL;
+}
+
+static void graph_launch(frl_dev *d, void *g)
+{
+    enter(d);
+    check_rt(d, cudaGraphLaunch((cudaGraphExec_t)g, d->stream), "cudaGraphLaunch", "graph_launch");
+}
+
+// A launch still running frees the graph once it finishes (the runtime's promise).
+static void graph_destroy(frl_dev *d, void *g)
+{
+    if (!g)
+        return;
+    enter(d);
+    check_rt(d, cudaGraphExecDestroy((cudaGraphExec_t)g), "cudaGraphExecDestroy",
+             "graph_destroy");
 }
 
 // ---- ordering between streams ----
@@ -896,4 +1208,9 @@ extern "C" const frl_dev_ops frl_dev_ops_cuda = {
     record,
     wait_event,
     check,
+    forward_fused,
+    mapped,
+    graph_capture,
+    graph_launch,
+    graph_destroy,
 };

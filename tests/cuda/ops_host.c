@@ -309,6 +309,80 @@ static void adam(frl_dev *d, int64_t n, float *p, const float *g, float *m, floa
         frl_dm_adam(p + i, g[i], m + i, v + i, gscale, c->b1, c->b2, c->step, c->rbc2, c->eps);
 }
 
+/* ---- acting at small batches ---- */
+
+/* The MLP m on one row from in, through the two buffers a and b (each of the widest
+ * layer); returns the output's buffer. */
+static const float *fused_mlp(frl_dev *d, const frl_dev_fused_mlp *m, const float *params,
+                              const float *in, float *a, float *b)
+{
+    const float *cur = in;
+    for (int32_t l = 0; l < m->layers; l++) {
+        float *next = l % 2 ? b : a;
+        d->k->linear_fwd(1, m->width[l + 1], m->width[l], cur, params + m->off_w[l],
+                         params + m->off_b[l], next, (frl_nn_act)m->act[l]);
+        cur = next;
+    }
+    return cur;
+}
+
+/* Row by row through the kernel table: the reference the fused CUDA kernel is held to. */
+static void forward_fused(frl_dev *d, int32_t rows, const frl_dev_fused *p, const float *params,
+                          const float *obs, float *out, float *value)
+{
+    enum { W = FRL_DEV_FUSED_MAX_WIDTH };
+    float *buf = malloc(sizeof(float) * 5 * W);
+    if (!buf) {
+        snprintf(d->err, sizeof d->err, "forward_fused: out of host memory");
+        return;
+    }
+    int32_t ow = p->actor.width[p->actor.layers];
+    for (int32_t r = 0; r < rows; r++) {
+        const float *x = obs + (size_t)r * (size_t)p->obs_w;
+        for (int32_t i = 0; i < p->obs_w; i++)
+            buf[i] = p->norm_mean ? frl_dm_normalize(x[i], p->norm_mean[i], p->norm_inv_std[i],
+                                                     p->clip)
+                                  : x[i];
+        const float *h = fused_mlp(d, &p->trunk, params, buf, buf + W, buf + 2 * W);
+        float *s1 = buf + 3 * W, *s2 = h == buf + W ? buf + 2 * W : buf + W;
+        memcpy(out + (size_t)r * (size_t)ow, fused_mlp(d, &p->actor, params, h, s1, s2),
+               sizeof(float) * (size_t)ow);
+        if (value)
+            value[r] = *fused_mlp(d, &p->critic, params, h, s1, s2);
+    }
+    free(buf);
+}
+
+/* Host memory is what these ops run on, so every pointer is "mapped". */
+static int mapped(frl_dev *d, const void *p, size_t bytes)
+{
+    (void)d, (void)p, (void)bytes;
+    return 1;
+}
+
+/* ---- graphs ----
+ * Ops here run when they are called, so there is nothing to capture: the callers'
+ * fallback (enqueue as before) is what runs, and the emulator checks the graphs. */
+static void *graph_capture(frl_dev *d, void (*enqueue)(void *), void *arg, char *err,
+                           size_t err_size)
+{
+    (void)d, (void)enqueue, (void)arg;
+    snprintf(err, err_size, "graph_capture: the host ops capture no graphs");
+    return NULL;
+}
+
+static void graph_launch(frl_dev *d, void *g)
+{
+    (void)g;
+    if (!d->err[0])
+        snprintf(d->err, sizeof d->err, "graph_launch: the host ops have no graphs");
+}
+
+static void graph_destroy(frl_dev *d, void *g)
+{
+    (void)d, (void)g;
+}
+
 /* ---- events ----
  * Host ops run when they are called, so an event is complete once recorded and waiting
  * has nothing to wait for. What the host can check is the protocol: a wait on an event
@@ -391,4 +465,9 @@ const frl_dev_ops frl_dev_ops_host = {
     .record = record,
     .wait = wait_event,
     .check = check,
+    .forward_fused = forward_fused,
+    .mapped = mapped,
+    .graph_capture = graph_capture,
+    .graph_launch = graph_launch,
+    .graph_destroy = graph_destroy,
 };

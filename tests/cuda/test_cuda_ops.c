@@ -926,7 +926,8 @@ static void adam_case(int64_t n, int clip)
     check_start(&ck, "adam", "n=%lld clip=%s", (long long)n,
                 clip == 0 ? "off" : (clip == 1 ? "inactive" : "active"));
     float *dp = up(gdev, p, fb), *dm = up(gdev, m, fb), *dv = up(gdev, v, fb);
-    G->adam(gdev, n, dp, up(gdev, g, fb), dm, dv, &c, up(gdev, &sumsq, sizeof sumsq));
+    G->adam(gdev, n, dp, up(gdev, g, fb), dm, dv, up(gdev, &c, sizeof c),
+            up(gdev, &sumsq, sizeof sumsq));
     float *gp = down(gdev, dp, fb), *gm = down(gdev, dm, fb), *gv = down(gdev, dv, fb);
     if (synced(gdev, &ck)) {
         cmp_f(&ck, gp, rp, (size_t)n, adam_scale(n, rp, p, g), 1e-6, 1e-12);
@@ -942,6 +943,215 @@ static void test_adam(void)
     for (int i = 0; i < N_ELEM; i++)
         for (int clip = 0; clip < 3; clip++)
             adam_case(elem_sizes[i], clip);
+}
+
+/* ---- the fused forward ---- */
+
+/* Lays out an MLP in -> w[0..nl) from *off on, as frl_mlp does (weights then bias per
+ * layer), and returns its output width. */
+static int32_t plan_mlp(frl_dev_fused_mlp *m, int32_t in, const int32_t *w, int32_t nl,
+                        int32_t act, int activate_last, uint64_t *off)
+{
+    *m = (frl_dev_fused_mlp){.layers = nl};
+    m->width[0] = in;
+    for (int32_t l = 0; l < nl; l++) {
+        m->width[l + 1] = w[l];
+        m->off_w[l] = *off;
+        *off += (uint64_t)in * (uint64_t)w[l];
+        m->off_b[l] = *off;
+        *off += (uint64_t)w[l];
+        m->act[l] = l + 1 < nl || activate_last ? act : 0;
+        in = w[l];
+    }
+    return in;
+}
+
+typedef struct fused_case {
+    const char *name;
+    int32_t obs_w, act, norm;
+    int32_t trunk[3], nt, actor[3], na, critic[3], nc;
+} fused_case;
+
+/* Weights of the scale an initialiser gives, so every layer's sums stay near 1. */
+static float *fused_params(const frl_dev_fused *p, uint64_t n)
+{
+    float *w = rand_f((size_t)n, -1, 1);
+    const frl_dev_fused_mlp *ms[3] = {&p->trunk, &p->actor, &p->critic};
+    for (int i = 0; i < 3; i++)
+        for (int32_t l = 0; l < ms[i]->layers; l++) {
+            float s = 1.0f / sqrtf((float)ms[i]->width[l]);
+            for (uint64_t k = 0; k < (uint64_t)ms[i]->width[l] * (uint64_t)ms[i]->width[l + 1]; k++)
+                w[ms[i]->off_w[l] + k] *= s;
+        }
+    return w;
+}
+
+/* mapped: obs, out and value in page-locked host memory that the kernel reads and
+ * writes directly; else device memory. */
+static void fused_run(const fused_case *fc, int32_t rows, int with_value, int mapped)
+{
+    frl_dev_fused p = {.obs_w = fc->obs_w, .clip = 5.0f};
+    uint64_t np = 0;
+    int32_t h = fc->nt ? plan_mlp(&p.trunk, fc->obs_w, fc->trunk, fc->nt, fc->act, 1, &np)
+                       : fc->obs_w;
+    int32_t ow = plan_mlp(&p.actor, h, fc->actor, fc->na, fc->act, 0, &np);
+    plan_mlp(&p.critic, h, fc->critic, fc->nc, fc->act, 0, &np);
+    size_t ob = sizeof(float) * (size_t)rows * (size_t)fc->obs_w;
+    size_t outb = sizeof(float) * (size_t)rows * (size_t)ow, vb = sizeof(float) * (size_t)rows;
+    float *params = fused_params(&p, np), *obs = rand_f(ob / sizeof(float), -3, 3);
+    float *mean = rand_f((size_t)fc->obs_w, -1, 1), *inv = rand_f((size_t)fc->obs_w, 0.2, 2);
+    float *ref = host_poisoned(outb), *ref_v = host_poisoned(vb);
+    frl_dev_fused hp = p;
+    if (fc->norm) {
+        hp.norm_mean = mean;
+        hp.norm_inv_std = inv;
+        p.norm_mean = up(gdev, mean, sizeof(float) * (size_t)fc->obs_w);
+        p.norm_inv_std = up(gdev, inv, sizeof(float) * (size_t)fc->obs_w);
+    }
+    H->forward_fused(hdev, rows, &hp, params, obs, ref, with_value ? ref_v : NULL);
+    check ck;
+    check_start(&ck, "forward_fused", "%s rows=%d%s%s", fc->name, (int)rows,
+                with_value ? " +value" : "", mapped ? " mapped" : "");
+    float *gout, *gv = NULL;
+    const float *dp = up(gdev, params, sizeof(float) * np);
+    if (mapped) {
+        float *x = G->alloc_pinned(gdev, ob), *y = G->alloc_pinned(gdev, outb);
+        float *v = G->alloc_pinned(gdev, vb);
+        if (!x || !y || !v || !G->mapped(gdev, x, ob) || G->mapped(gdev, obs, ob))
+            printf("%-58s FAIL (pinned memory, or mapped() on it)\n", ck.name), failures++;
+        memcpy(x, obs, ob);
+        memset(y, 0xFF, outb);
+        memset(v, 0xFF, vb);
+        G->forward_fused(gdev, rows, &p, dp, x, y, with_value ? v : NULL);
+        if (synced(gdev, &ck)) {
+            cmp_f(&ck, y, ref, outb / sizeof(float), NULL, 1e-5, 1e-5);
+            if (with_value)
+                cmp_f(&ck, v, ref_v, (size_t)rows, NULL, 1e-5, 1e-5);
+            check_end(&ck);
+        }
+        G->release_pinned(gdev, x);
+        G->release_pinned(gdev, y);
+        G->release_pinned(gdev, v);
+        free_all();
+        return;
+    }
+    float *dy = dev_poisoned(gdev, outb), *dv = with_value ? dev_poisoned(gdev, vb) : NULL;
+    G->forward_fused(gdev, rows, &p, dp, up(gdev, obs, ob), dy, dv);
+    gout = down(gdev, dy, outb);
+    if (with_value)
+        gv = down(gdev, dv, vb);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, gout, ref, outb / sizeof(float), NULL, 1e-5, 1e-5);
+        if (with_value)
+            cmp_f(&ck, gv, ref_v, (size_t)rows, NULL, 1e-5, 1e-5);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+/* The bench's actor; a shared trunk wider than a block (two column passes) with a narrow
+ * head (many input slices); the widest layers allowed; one-unit layers. */
+static const fused_case fused_cases[] = {
+    {"64-256-256-8 tanh", 64, 1, 0, {0}, 0, {256, 256, 8}, 3, {256, 256, 1}, 3},
+    {"17-[33-300]-7 elu norm", 17, 3, 1, {33, 300}, 2, {7}, 1, {1}, 1},
+    {"1024-1024-3 relu", 1024, 2, 1, {0}, 0, {1024, 3}, 2, {1024, 1}, 2},
+    {"1-1-1 tanh", 1, 1, 0, {0}, 0, {1, 1}, 2, {1}, 1},
+};
+
+static void test_forward_fused(void)
+{
+    static const int32_t rows[] = {1, 3, 64};
+    for (size_t c = 0; c < sizeof fused_cases / sizeof fused_cases[0]; c++)
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            fused_run(&fused_cases[c], rows[r], r != 1, 0);
+            if (r == 0)
+                fused_run(&fused_cases[c], rows[r], 1, 1);
+        }
+}
+
+/* ---- graphs ---- */
+
+typedef struct graph_job {
+    int32_t m, n, k;
+    const float *x, *wt, *b; /* x: page-locked host; wt, b: device */
+    float *dx, *dy, *y;      /* dx, dy: device; y: page-locked host */
+} graph_job;
+
+static void graph_enqueue(void *arg)
+{
+    const graph_job *j = arg;
+    size_t f = sizeof(float);
+    G->put(gdev, j->dx, j->x, f * (size_t)j->m * (size_t)j->k);
+    G->linear_fwd(gdev, j->m, j->n, j->k, j->dx, j->wt, j->b, j->dy, 1);
+    G->get(gdev, j->y, j->dy, f * (size_t)j->m * (size_t)j->n);
+}
+
+/* A layer's upload, product and download captured once, replayed on new inputs: each
+ * replay gives the host's result for the inputs it found. */
+static void graph_replays(void)
+{
+    graph_job j = {33, 40, 24, NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t f = sizeof(float), xb = f * 33 * 24, yb = f * 33 * 40;
+    float *wt = rand_f(24 * 40, -0.3, 0.3), *b = rand_f(40, -1, 1);
+    float *x = G->alloc_pinned(gdev, xb), *y = G->alloc_pinned(gdev, yb);
+    j.x = x, j.y = y, j.wt = up(gdev, wt, f * 24 * 40), j.b = up(gdev, b, f * 40);
+    j.dx = dmem(xb), j.dy = dmem(yb);
+    char err[256] = "";
+    void *g = x && y ? G->graph_capture(gdev, graph_enqueue, &j, err, sizeof err) : NULL;
+    for (int round = 0; round < 3 && g; round++) {
+        check ck;
+        check_start(&ck, "graph", "replay %d of a captured layer", round);
+        float *in = rand_f(33 * 24, -2, 2), *ref = host_poisoned(yb);
+        memcpy(x, in, xb);
+        memset(y, 0xFF, yb);
+        H->linear_fwd(hdev, 33, 40, 24, in, wt, b, ref, 1);
+        G->graph_launch(gdev, g);
+        if (synced(gdev, &ck)) {
+            cmp_f(&ck, y, ref, 33 * 40, NULL, 1e-5, 1e-5);
+            check_end(&ck);
+        }
+    }
+    if (!g)
+        printf("%-58s FAIL (%s)\n", "graph              capture", err), failures++;
+    G->graph_destroy(gdev, g);
+    G->release_pinned(gdev, x);
+    G->release_pinned(gdev, y);
+}
+
+/* A sync cannot be captured: the capture fails with a reason, nothing ran, and the
+ * stream goes on with no failure kept. (The emulator also refuses a copy from pageable
+ * memory, which the runtime on an H200 captured.) */
+static void enqueue_with_sync(void *arg)
+{
+    graph_enqueue(arg);
+    char err[256];
+    G->sync(gdev, err, sizeof err);
+}
+
+static void graph_refused(void)
+{
+    size_t f = sizeof(float);
+    graph_job j = {1, 1, 1, NULL, NULL, NULL, NULL, NULL, NULL};
+    float *x = G->alloc_pinned(gdev, f), *y = G->alloc_pinned(gdev, f);
+    j.x = x, j.y = y, j.dx = dmem(f), j.dy = dmem(f), j.wt = up(gdev, rand_f(1, 0, 1), f);
+    char err[256] = "", after[256] = "";
+    G->sync(gdev, after, sizeof after);
+    void *g = x && y ? G->graph_capture(gdev, enqueue_with_sync, &j, err, sizeof err) : NULL;
+    int kept = G->sync(gdev, after, sizeof after);
+    int ok = x && y && g == NULL && err[0] && !kept;
+    printf("%-58s %s (%s)\n", "graph              a sync refused", ok ? "ok" : "FAIL",
+           g ? "captured" : err);
+    failures += !ok;
+    G->graph_destroy(gdev, g);
+    G->release_pinned(gdev, x);
+    G->release_pinned(gdev, y);
+}
+
+static void test_graphs(void)
+{
+    graph_replays();
+    graph_refused();
+    free_all();
 }
 
 /* ---- memory, transfers and errors ---- */
@@ -1105,6 +1315,8 @@ static const test tests[] = {
     {"sum_squares", test_sum_squares},
     {"adam", test_adam},
     {"events", test_events},
+    {"forward_fused", test_forward_fused},
+    {"graph", test_graphs},
 };
 
 static uint64_t seed_from_env(void)
