@@ -54,6 +54,7 @@ static int32_t buffers(frl_dev_learner *l, buffer *b)
     BUF(adam_v, f * np);
     BUF(epoch_sums, f * mb * SUMS);
     BUF(sumsq, sizeof(double) * mb);
+    BUF(adam_c, sizeof(frl_dev_adam) * mb);
 #undef BUF
     return k;
 }
@@ -66,10 +67,12 @@ void frl_dev_learner_destroy(frl_dev_learner *l)
         return;
     buffer b[MAX_BUFFERS];
     int32_t k = buffers(l, b);
+    l->net->ops->graph_destroy(l->net->d, l->graph);
     for (int32_t i = 0; i < k; i++)
         l->net->ops->release(l->net->d, *b[i].at);
     free(l->h_sums);
     free(l->h_sumsq);
+    free(l->h_adam);
     free(l);
 }
 
@@ -116,7 +119,10 @@ int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
     }
     l->h_sums = malloc(sizeof(float) * (size_t)l->minibatches * SUMS);
     l->h_sumsq = malloc(sizeof(double) * (size_t)l->minibatches);
-    if (!l->h_sums || !l->h_sumsq) {
+    l->h_adam = malloc(sizeof(frl_dev_adam) * (size_t)l->minibatches);
+    const char *g = getenv("FRL_CUDA_GRAPHS");
+    l->graphs_off = g && g[0] == '0';
+    if (!l->h_sums || !l->h_sumsq || !l->h_adam) {
         snprintf(err, err_size, "device learner: out of host memory");
         frl_dev_learner_destroy(l);
         return 1;
@@ -209,8 +215,9 @@ static frl_dev_adam adam_coef(const frl_dev_learner *l, double lr, int64_t t)
                           .max_norm = l->s.max_grad_norm};
 }
 
-/* Minibatch m: its gradient, statistics and Adam step, all enqueued. */
-static void minibatch(frl_dev_learner *l, int32_t m, double lr, int64_t t)
+/* Minibatch m: its gradient, statistics and Adam step, all enqueued; the step's
+ * constants are l->adam_c[m] on the device. */
+static void minibatch(frl_dev_learner *l, int32_t m)
 {
     const frl_dev_net *net = l->net;
     const frl_net_desc *n = &net->desc;
@@ -232,9 +239,39 @@ static void minibatch(frl_dev_learner *l, int32_t m, double lr, int64_t t)
     o->col_sums(d, M, FRL_DM_STATS, l->stats, sums);
     o->copy(d, sums + FRL_DM_STATS, l->moments + 3, sizeof(float));
     o->sum_squares(d, (int64_t)n->num_params, l->grads, l->sumsq + m);
-    frl_dev_adam c = adam_coef(l, lr, t);
-    o->adam(d, (int64_t)n->num_params, net->params, l->grads, l->adam_m, l->adam_v, &c,
-            l->sumsq + m);
+    o->adam(d, (int64_t)n->num_params, net->params, l->grads, l->adam_m, l->adam_v,
+            l->adam_c + m, l->sumsq + m);
+}
+
+static void enqueue_minibatches(void *p)
+{
+    frl_dev_learner *l = p;
+    for (int32_t m = 0; m < l->minibatches; m++)
+        minibatch(l, m);
+}
+
+/* The epoch's minibatches as one graph launch, when they can be: 1 if launched, 0 when
+ * the caller enqueues them. The first epoch always runs op by op, so every buffer the
+ * ops grow (the reductions' scratch) has its size before a capture, which cannot
+ * allocate. A failed capture runs nothing and turns graphs off for this learner. */
+static int launch_epoch_graph(frl_dev_learner *l)
+{
+    const frl_dev_ops *o = l->net->ops;
+    frl_dev *d = l->net->d;
+    if (l->graph && l->graph_clip != l->net->norm_clip) {
+        o->graph_destroy(d, l->graph);
+        l->graph = NULL;
+    }
+    if (!l->graph && !l->graphs_off && l->epochs > 0) {
+        char why[256];
+        l->graph = o->graph_capture(d, enqueue_minibatches, l, why, sizeof why);
+        l->graphs_off = l->graph == NULL;
+        l->graph_clip = l->net->norm_clip;
+    }
+    if (!l->graph)
+        return 0;
+    o->graph_launch(d, l->graph);
+    return 1;
 }
 
 static void epoch_stats(const frl_dev_learner *l, frl_cuda_epoch_stats *out)
@@ -254,7 +291,11 @@ int frl_dev_learner_epoch(frl_dev_learner *l, const int32_t *perm, double lr, in
     frl_dev *d = l->net->d;
     o->put(d, l->perm, perm, sizeof(int32_t) * (size_t)l->N);
     for (int32_t m = 0; m < l->minibatches; m++)
-        minibatch(l, m, lr, adam_t + m);
+        l->h_adam[m] = adam_coef(l, lr, adam_t + m);
+    o->put(d, l->adam_c, l->h_adam, sizeof(frl_dev_adam) * (size_t)l->minibatches);
+    if (!launch_epoch_graph(l))
+        enqueue_minibatches(l);
+    l->epochs++;
     o->get(d, l->h_sums, l->epoch_sums, sizeof(float) * (size_t)l->minibatches * SUMS);
     o->get(d, l->h_sumsq, l->sumsq, sizeof(double) * (size_t)l->minibatches);
     if (o->sync(d, err, err_size))

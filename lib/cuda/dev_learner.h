@@ -29,9 +29,18 @@ typedef struct frl_dev_learner {
     float *grads, *adam_m, *adam_v;
     float *epoch_sums;           /* [minibatches x (FRL_DM_STATS + 1)]: sums and count */
     double *sumsq;               /* [minibatches] */
-    /* host copies of the epoch's sums */
+    frl_dev_adam *adam_c;        /* [minibatches]: each step's constants, uploaded per epoch */
+    /* host copies of the epoch's sums, and the step constants to upload */
     float *h_sums;
     double *h_sumsq;
+    frl_dev_adam *h_adam;
+    /* An epoch's minibatches captured once as a graph (graph_capture) and replayed: the
+     * epoch's permutation and step constants are read from device memory, so one graph
+     * serves every epoch; the normaliser's clip, passed by value, is its key. */
+    void *graph;
+    float graph_clip;
+    int32_t graphs_off;          /* capture failed or FRL_CUDA_GRAPHS=0: always enqueue */
+    int64_t epochs;              /* epochs run, the first of them enqueued op by op */
 } frl_dev_learner;
 
 int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
