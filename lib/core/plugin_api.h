@@ -25,12 +25,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FRL_CUDA_PLUGIN_ABI 4u
+#define FRL_CUDA_PLUGIN_ABI 5u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
 #define FRL_CUDA_PLUGIN_FILE "libfastrl-cuda.so.0"
 
 /* What the plugin can run. */
 enum { FRL_CUDA_CAP_INFERENCE = 1u, FRL_CUDA_CAP_LEARNER = 2u };
+
+/* How model_forward runs a batch (lib/cuda/model_forward.c says what each costs):
+ * LAUNCH  upload, one product and one bias kernel a layer, download: op by op;
+ * GRAPH   the same captured once per batch size as a graph and replayed, through the
+ *         model's page-locked staging buffers (batches up to FRL_CUDA_STAGE_ROWS);
+ * FUSED   upload, one kernel for the whole forward (a block per row), download, as a
+ *         graph (widths up to 1024, batches up to FRL_CUDA_STAGE_ROWS);
+ * MAPPED  the fused kernel reading and writing page-locked host memory directly: one
+ *         launch and a synchronise, no copies;
+ * STREAMS the batch in chunks over two streams, so one chunk's copies overlap another's
+ *         products (page-locked obs and out);
+ * AUTO    chosen by the batch's size and the memory it is in. A path that cannot run a
+ *         call (too wide, too many rows, pageable memory) falls back to LAUNCH. */
+enum {
+    FRL_CUDA_PATH_AUTO = 0,
+    FRL_CUDA_PATH_LAUNCH,
+    FRL_CUDA_PATH_GRAPH,
+    FRL_CUDA_PATH_FUSED,
+    FRL_CUDA_PATH_MAPPED,
+    FRL_CUDA_PATH_STREAMS,
+    FRL_CUDA_PATHS
+};
+enum { FRL_CUDA_STAGE_ROWS = 1024 };
 
 /* Described above the core and only passed through it: a policy's networks
  * (frl_net_desc, lib/nn/net.h) and a learner's shape and settings (frl_dm_learn_desc,
@@ -127,6 +150,13 @@ typedef struct frl_cuda_plugin {
      * run continued from a file), 0 reads them into m and v (for saving). */
     int (*learner_adam)(void *learner, float *m, float *v, int upload, char *err,
                         size_t err_size);
+
+    /* Fix the path model_forward takes (FRL_CUDA_PATH_*; AUTO, the default, chooses per
+     * call); 0 on success. The environment's FRL_CUDA_FORWARD=launch|graph|fused|mapped|
+     * streams sets the default of every model, for benchmarks. */
+    int (*model_path)(void *model, int32_t path, char *err, size_t err_size);
+    /* The path the model's last forward took. */
+    int32_t (*model_last_path)(void *model);
 } frl_cuda_plugin;
 
 typedef const frl_cuda_plugin *(*frl_cuda_plugin_get_fn)(void);

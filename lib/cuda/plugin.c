@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda/dev_learner.h"
+#include "cuda/model.h"
 
 #ifndef FRL_DEV_OPS
 #error "FRL_DEV_OPS names the device-ops table (frl_dev_ops_cuda or frl_dev_ops_host)"
@@ -21,23 +22,6 @@ typedef struct context {
     frl_dev *d;
     int32_t device, tf32;
 } context;
-
-/* A snapshot of a model's parameters and frozen normaliser for another model to take:
- * buf holds num_params + 2 * obs_w floats; ready is recorded once they are written. */
-typedef struct snapshot {
-    float *buf;
-    void *ready;
-    float clip;
-    int32_t norm; /* the normaliser was staged */
-} snapshot;
-
-/* A model: the networks, an inference workspace of max_rows rows and its input, and the
- * snapshots it staged (allocated by the first stage). */
-typedef struct model {
-    frl_dev_net net;
-    float *obs, *ws;
-    snapshot snap[2];
-} model;
 
 static int ctx_open(void **out, int32_t device, int32_t tf32, char *err, size_t err_size)
 {
@@ -81,7 +65,7 @@ static void unpin(void *p, void *mem)
 
 static void model_destroy(void *p)
 {
-    model *m = p;
+    frl_cuda_model *m = p;
     if (!m)
         return;
     frl_dev *d = m->net.d;
@@ -93,13 +77,14 @@ static void model_destroy(void *p)
     ops->release(d, m->net.params);
     ops->release(d, m->net.norm_mean);
     ops->release(d, m->net.norm_inv_std);
+    frl_cuda_model_forward_release(m);
     ops->release(d, m->obs);
     ops->release(d, m->ws);
     ops->close(d);
     free(m);
 }
 
-static int model_alloc(model *m, char *err, size_t err_size)
+static int model_alloc(frl_cuda_model *m, char *err, size_t err_size)
 {
     const frl_net_desc *n = &m->net.desc;
     frl_dev *d = m->net.d;
@@ -116,6 +101,17 @@ static int model_alloc(model *m, char *err, size_t err_size)
     return 1;
 }
 
+/* FRL_CUDA_FORWARD names the path every model starts with (benchmarks compare them
+ * through whole programs); unset or unknown, AUTO. */
+static int32_t default_path(void)
+{
+    const char *v = getenv("FRL_CUDA_FORWARD");
+    for (int32_t p = 0; v && p < FRL_CUDA_PATHS; p++)
+        if (!strcmp(v, frl_cuda_path_name(p)))
+            return p;
+    return FRL_CUDA_PATH_AUTO;
+}
+
 static int model_create(void *ctx, const frl_net_desc *desc, void **out, char *err,
                         size_t err_size)
 {
@@ -123,7 +119,7 @@ static int model_create(void *ctx, const frl_net_desc *desc, void **out, char *e
         snprintf(err, err_size, "a model needs max_rows, obs_w, out_w and parameters >= 1");
         return 1;
     }
-    model *m = calloc(1, sizeof *m);
+    frl_cuda_model *m = calloc(1, sizeof *m);
     if (!m) {
         snprintf(err, err_size, "out of host memory");
         return 1;
@@ -135,6 +131,10 @@ static int model_create(void *ctx, const frl_net_desc *desc, void **out, char *e
     }
     m->net.ops = ops;
     m->net.desc = *desc;
+    m->device = c->device;
+    m->tf32 = c->tf32;
+    frl_cuda_model_plan(m);
+    m->path = default_path();
     if (model_alloc(m, err, err_size)) {
         model_destroy(m);
         return 1;
@@ -146,7 +146,7 @@ static int model_create(void *ctx, const frl_net_desc *desc, void **out, char *e
 static int model_load(void *p, const float *params, const float *mean, const float *inv_std,
                       float clip, char *err, size_t err_size)
 {
-    model *m = p;
+    frl_cuda_model *m = p;
     size_t f = sizeof(float), ow = (size_t)m->net.desc.obs_w;
     if (params)
         ops->put(m->net.d, m->net.params, params, f * m->net.desc.num_params);
@@ -161,23 +161,30 @@ static int model_load(void *p, const float *params, const float *mean, const flo
 static int model_forward(void *p, int32_t rows, const float *obs, float *out, float *value,
                          char *err, size_t err_size)
 {
-    model *m = p;
+    frl_cuda_model *m = p;
     const frl_net_desc *n = &m->net.desc;
     if (rows < 1 || rows > n->max_rows) {
         snprintf(err, err_size, "model_forward: %d rows, the model takes 1 to %d", (int)rows,
                  (int)n->max_rows);
         return 1;
     }
-    frl_dev *d = m->net.d;
-    size_t f = sizeof(float);
-    frl_dev_pass pass;
-    frl_dev_pass_layout(n, rows, 0, m->ws, &pass);
-    ops->put(d, m->obs, obs, f * (size_t)rows * (size_t)n->obs_w);
-    frl_dev_net_forward(&m->net, rows, m->obs, &pass, FRL_DEV_ACTOR | (value ? FRL_DEV_CRITIC : 0u));
-    ops->get(d, out, pass.out, f * (size_t)rows * (size_t)n->out_w);
-    if (value)
-        ops->get(d, value, pass.value, f * (size_t)rows);
-    return ops->sync(d, err, err_size);
+    return frl_cuda_model_forward(m, rows, obs, out, value, err, err_size);
+}
+
+static int model_path(void *p, int32_t path, char *err, size_t err_size)
+{
+    if (!frl_cuda_path_name(path)) {
+        snprintf(err, err_size, "model_path: %d is no path (0 to %d)", (int)path,
+                 FRL_CUDA_PATHS - 1);
+        return 1;
+    }
+    ((frl_cuda_model *)p)->path = path;
+    return 0;
+}
+
+static int32_t model_last_path(void *p)
+{
+    return ((frl_cuda_model *)p)->last_path;
 }
 
 static size_t snapshot_floats(const frl_net_desc *n)
@@ -185,7 +192,7 @@ static size_t snapshot_floats(const frl_net_desc *n)
     return (size_t)n->num_params + 2 * (size_t)n->obs_w;
 }
 
-static int snapshot_alloc(model *m, snapshot *s, char *err, size_t err_size)
+static int snapshot_alloc(frl_cuda_model *m, frl_cuda_snapshot *s, char *err, size_t err_size)
 {
     frl_dev *d = m->net.d;
     s->buf = ops->alloc(d, sizeof(float) * snapshot_floats(&m->net.desc));
@@ -218,12 +225,12 @@ static int failed_to_queue(frl_dev *d, char *err, size_t err_size)
 static int model_stage(void *p, int32_t slot, const float *mean, const float *inv_std,
                        float clip, char *err, size_t err_size)
 {
-    model *m = p;
+    frl_cuda_model *m = p;
     if (slot < 0 || slot > 1) {
         snprintf(err, err_size, "model_stage: slot %d, there are slots 0 and 1", (int)slot);
         return 1;
     }
-    snapshot *s = &m->snap[slot];
+    frl_cuda_snapshot *s = &m->snap[slot];
     if (!s->buf && snapshot_alloc(m, s, err, err_size))
         return 1;
     frl_dev *d = m->net.d;
@@ -242,8 +249,8 @@ static int model_stage(void *p, int32_t slot, const float *mean, const float *in
 
 static int model_take(void *dst, void *src, int32_t slot, char *err, size_t err_size)
 {
-    model *t = dst;
-    const model *m = src;
+    frl_cuda_model *t = dst;
+    const frl_cuda_model *m = src;
     const frl_net_desc *a = &t->net.desc, *b = &m->net.desc;
     if (slot < 0 || slot > 1 || !m->snap[slot].buf) {
         snprintf(err, err_size, "model_take: slot %d was never staged", (int)slot);
@@ -255,7 +262,7 @@ static int model_take(void *dst, void *src, int32_t slot, char *err, size_t err_
                  (unsigned long long)b->num_params);
         return 1;
     }
-    const snapshot *s = &m->snap[slot];
+    const frl_cuda_snapshot *s = &m->snap[slot];
     frl_dev *d = t->net.d;
     size_t f = sizeof(float), np = (size_t)a->num_params, ow = (size_t)a->obs_w;
     ops->wait(d, s->ready);
@@ -271,7 +278,7 @@ static int model_take(void *dst, void *src, int32_t slot, char *err, size_t err_
 static int learner_create(void *p, const frl_dm_learn_desc *s, void **out, char *err,
                           size_t err_size)
 {
-    return frl_dev_learner_create((frl_dev_learner **)out, &((model *)p)->net, s, err, err_size);
+    return frl_dev_learner_create((frl_dev_learner **)out, &((frl_cuda_model *)p)->net, s, err, err_size);
 }
 
 static void learner_destroy(void *p)
@@ -339,6 +346,8 @@ static const frl_cuda_plugin plugin = {
     .learner_epoch = learner_epoch,
     .learner_end = learner_end,
     .learner_adam = learner_adam,
+    .model_path = model_path,
+    .model_last_path = model_last_path,
 };
 
 __attribute__((visibility("default"))) const frl_cuda_plugin *frl_cuda_plugin_get(void);

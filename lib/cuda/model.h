@@ -1,0 +1,77 @@
+/* The plugin's model (lib/core/plugin_api.h): a policy's networks on the device, the
+ * buffers its forward passes use, and the snapshots it staged for another model. Shared
+ * by plugin.c (creation, loading, snapshots, the learner) and model_forward.c (the
+ * forward's paths). */
+#ifndef FRL_CUDA_MODEL_H
+#define FRL_CUDA_MODEL_H
+
+#include "core/plugin_api.h"
+#include "cuda/dev_net.h"
+
+/* A snapshot of a model's parameters and frozen normaliser for another model to take:
+ * buf holds num_params + 2 * obs_w floats; ready is recorded once they are written. */
+typedef struct frl_cuda_snapshot {
+    float *buf;
+    void *ready;
+    float clip;
+    int32_t norm; /* the normaliser was staged */
+} frl_cuda_snapshot;
+
+/* A forward captured as a graph: its path, batch size and the host memory its copies
+ * read and write (the model's staging buffers, or the caller's page-locked ones) are its
+ * key, with the normaliser's clip, which the graph holds by value. A key is captured the
+ * second time it is seen (a caller that never repeats its buffers gets no graphs, and
+ * pays no captures); the least recently used graph makes room. */
+typedef struct frl_cuda_fwd_key {
+    int32_t path, rows;
+    const float *obs;
+    float *out, *value;
+    float clip;
+} frl_cuda_fwd_key;
+
+typedef struct frl_cuda_fwd_graph {
+    frl_cuda_fwd_key key;
+    void *g;                     /* NULL: seen once, or its capture was refused */
+    int32_t refused;             /* the capture failed: enqueue, do not try again */
+    uint64_t used;               /* the forward that last used it */
+} frl_cuda_fwd_graph;
+
+/* Enough for a trainer's every (ring slot, step) pointer pair at 2 slots x 64 steps. */
+enum { FRL_CUDA_FWD_GRAPHS = 128 };
+
+typedef struct frl_cuda_model {
+    frl_dev_net net;
+    int32_t device, tf32;        /* the context's, for the second stream */
+    float *obs, *ws;             /* device: max_rows observations; an inference pass */
+    frl_cuda_snapshot snap[2];
+    /* the forward's paths (model_forward.c) */
+    int32_t path, last_path;     /* FRL_CUDA_PATH_*: the one asked for, the last taken */
+    frl_dev_fused fused;         /* the networks as the fused kernel reads them */
+    int32_t fused_ok;            /* every width fits the fused kernel */
+    /* page-locked staging for the graphs and the mapped path: [stage_rows x obs_w],
+     * [stage_rows x out_w], [stage_rows]; allocated on first use */
+    float *stage_in, *stage_out, *stage_value;
+    int32_t stage_rows, stage_failed;
+    frl_cuda_fwd_graph graphs[FRL_CUDA_FWD_GRAPHS];
+    uint64_t forwards;           /* forwards through graphs so far: the entries' clock */
+    /* the second stream of STREAMS, its workspace and the events between the two */
+    frl_dev *d2;
+    float *ws2;
+    void *fork, *join;
+    int32_t streams_failed;
+} frl_cuda_model;
+
+/* Fill m->fused from the networks' description (and m->fused_ok). */
+void frl_cuda_model_plan(frl_cuda_model *m);
+/* model_forward: rows host observations to host outputs by the path m->path (or the
+ * one AUTO picks). */
+int frl_cuda_model_forward(frl_cuda_model *m, int32_t rows, const float *obs, float *out,
+                           float *value, char *err, size_t err_size);
+/* Free what the forward's paths allocated (graphs, staging, the second stream). */
+void frl_cuda_model_forward_release(frl_cuda_model *m);
+/* Drop the captured graphs (the normaliser's clip changed, or the model goes). */
+void frl_cuda_model_drop_graphs(frl_cuda_model *m);
+/* The path's name ("auto", "launch", ...), or NULL for a number that is none. */
+const char *frl_cuda_path_name(int32_t path);
+
+#endif

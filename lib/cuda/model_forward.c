@@ -1,0 +1,412 @@
+/* model_forward's paths (FRL_CUDA_PATH_* in lib/core/plugin_api.h). What each is for,
+ * as measured on an H100 with bench/gpu (bench/gpu/README.md has the figures):
+ *
+ * A batch of one to a few dozen rows costs launches and round trips, not arithmetic:
+ * op by op (LAUNCH) it is an upload, two launches a layer and a download, about four
+ * times the copies-plus-synchronise floor. A graph (GRAPH) pays one launch for all of
+ * them; the fused kernel (FUSED) makes the layers one launch; MAPPED drops the copies
+ * too, its kernel reading the observations and writing the outputs over the bus, so a
+ * call is one launch and one synchronise. Large batches are the opposite: the copies
+ * and the products are the cost, and STREAMS overlaps the one with the other by running
+ * chunks on two streams.
+ *
+ * Every path computes the same function; LAUNCH, GRAPH and STREAMS the same bits
+ * (cuBLAS's products, one chunk's rows independent of another's), FUSED and MAPPED
+ * theirs (the fused kernel sums in its own fixed order), within the products'
+ * tolerance of the others. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/model.h"
+
+/* AUTO's choices, from the measurements above: the fused forward up to this many rows,
+ * the two streams from this many, in chunks of about this many. */
+enum { FUSED_AUTO_ROWS = 64, STREAMS_MIN_ROWS = 16384, STREAMS_CHUNK_ROWS = 16384 };
+
+static const char *const path_names[FRL_CUDA_PATHS] = {"auto", "launch", "graph",
+                                                       "fused", "mapped", "streams"};
+
+const char *frl_cuda_path_name(int32_t path)
+{
+    return path >= 0 && path < FRL_CUDA_PATHS ? path_names[path] : NULL;
+}
+
+/* ---- the plan of the fused kernel ---- */
+
+static int plan_mlp(const frl_mlp *src, frl_dev_fused_mlp *dst)
+{
+    if (src->layers > FRL_DEV_FUSED_MAX_LAYERS)
+        return 0;
+    *dst = (frl_dev_fused_mlp){.layers = src->layers};
+    for (int32_t l = 0; l <= src->layers; l++) {
+        if (src->width[l] > FRL_DEV_FUSED_MAX_WIDTH)
+            return 0;
+        dst->width[l] = src->width[l];
+    }
+    for (int32_t l = 0; l < src->layers; l++) {
+        dst->act[l] = (l + 1 < src->layers || src->activate_last) ? (int32_t)src->act : 0;
+        dst->off_w[l] = src->off_w[l];
+        dst->off_b[l] = src->off_b[l];
+    }
+    return 1;
+}
+
+void frl_cuda_model_plan(frl_cuda_model *m)
+{
+    const frl_net_desc *n = &m->net.desc;
+    frl_dev_fused *f = &m->fused;
+    *f = (frl_dev_fused){.obs_w = n->obs_w};
+    m->fused_ok = n->obs_w <= FRL_DEV_FUSED_MAX_WIDTH && plan_mlp(&n->actor, &f->actor) &&
+                  plan_mlp(&n->critic, &f->critic) &&
+                  (!n->shared || plan_mlp(&n->trunk, &f->trunk));
+}
+
+/* The plan with the normaliser as the model holds it now. */
+static frl_dev_fused fused_now(const frl_cuda_model *m)
+{
+    frl_dev_fused f = m->fused;
+    if (m->net.desc.obs_norm) {
+        f.norm_mean = m->net.norm_mean;
+        f.norm_inv_std = m->net.norm_inv_std;
+        f.clip = m->net.norm_clip;
+    }
+    return f;
+}
+
+/* ---- page-locked staging ---- */
+
+/* 0 when the staging buffers are there (allocated now if need be). Without page-locked
+ * memory the paths that need it are off for the model, and the failure the ops kept is
+ * cleared: nothing ran. */
+static int stage_ready(frl_cuda_model *m)
+{
+    if (m->stage_in)
+        return 0;
+    if (m->stage_failed)
+        return 1;
+    const frl_dev_ops *o = m->net.ops;
+    const frl_net_desc *n = &m->net.desc;
+    size_t f = sizeof(float);
+    m->stage_rows = n->max_rows < FRL_CUDA_STAGE_ROWS ? n->max_rows : FRL_CUDA_STAGE_ROWS;
+    size_t rows = (size_t)m->stage_rows;
+    m->stage_in = o->alloc_pinned(m->net.d, f * rows * (size_t)n->obs_w);
+    m->stage_out = o->alloc_pinned(m->net.d, f * rows * (size_t)n->out_w);
+    m->stage_value = o->alloc_pinned(m->net.d, f * rows);
+    if (m->stage_in && m->stage_out && m->stage_value)
+        return 0;
+    char why[256];
+    o->sync(m->net.d, why, sizeof why);
+    o->release_pinned(m->net.d, m->stage_in);
+    o->release_pinned(m->net.d, m->stage_out);
+    o->release_pinned(m->net.d, m->stage_value);
+    m->stage_in = m->stage_out = m->stage_value = NULL;
+    m->stage_failed = 1;
+    return 1;
+}
+
+/* ---- LAUNCH, and the work GRAPH and FUSED capture ---- */
+
+/* One forward's work on the model's stream: obs to out and value, in the memory the
+ * path says (device, or page-locked host for copies). */
+typedef struct fwd_job {
+    frl_cuda_model *m;
+    int32_t path, rows;
+    const float *obs;
+    float *out, *value;
+} fwd_job;
+
+static void enqueue_layers(const fwd_job *j)
+{
+    frl_cuda_model *m = j->m;
+    const frl_net_desc *n = &m->net.desc;
+    const frl_dev_ops *o = m->net.ops;
+    size_t f = sizeof(float);
+    frl_dev_pass pass;
+    frl_dev_pass_layout(n, j->rows, 0, m->ws, &pass);
+    frl_dev_net_forward(&m->net, j->rows, m->obs, &pass,
+                        FRL_DEV_ACTOR | (j->value ? FRL_DEV_CRITIC : 0u));
+    o->get(m->net.d, j->out, pass.out, f * (size_t)j->rows * (size_t)n->out_w);
+    if (j->value)
+        o->get(m->net.d, j->value, pass.value, f * (size_t)j->rows);
+}
+
+/* The fused kernel between the copies, its outputs in the workspace. */
+static void enqueue_fused(const fwd_job *j)
+{
+    frl_cuda_model *m = j->m;
+    const frl_dev_ops *o = m->net.ops;
+    size_t f = sizeof(float), rows = (size_t)j->rows, ow = (size_t)m->net.desc.out_w;
+    float *out = m->ws, *value = j->value ? m->ws + rows * ow : NULL;
+    frl_dev_fused p = fused_now(m);
+    o->forward_fused(m->net.d, j->rows, &p, m->net.params, m->obs, out, value);
+    o->get(m->net.d, j->out, out, f * rows * ow);
+    if (j->value)
+        o->get(m->net.d, j->value, value, f * rows);
+}
+
+static void enqueue_forward(void *arg)
+{
+    const fwd_job *j = arg;
+    frl_cuda_model *m = j->m;
+    size_t bytes = sizeof(float) * (size_t)j->rows * (size_t)m->net.desc.obs_w;
+    m->net.ops->put(m->net.d, m->obs, j->obs, bytes);
+    if (j->path == FRL_CUDA_PATH_FUSED)
+        enqueue_fused(j);
+    else
+        enqueue_layers(j);
+}
+
+static int forward_launch(frl_cuda_model *m, int32_t rows, const float *obs, float *out,
+                          float *value, char *err, size_t err_size)
+{
+    fwd_job j = {m, FRL_CUDA_PATH_LAUNCH, rows, obs, out, value};
+    enqueue_forward(&j);
+    return m->net.ops->sync(m->net.d, err, err_size);
+}
+
+/* ---- GRAPH and FUSED ---- */
+
+void frl_cuda_model_drop_graphs(frl_cuda_model *m)
+{
+    for (int32_t i = 0; i < FRL_CUDA_FWD_GRAPHS; i++) {
+        m->net.ops->graph_destroy(m->net.d, m->graphs[i].g);
+        m->graphs[i] = (frl_cuda_fwd_graph){0};
+    }
+}
+
+static int same_key(const frl_cuda_fwd_key *a, const frl_cuda_fwd_key *b)
+{
+    return a->path == b->path && a->rows == b->rows && a->obs == b->obs && a->out == b->out &&
+           a->value == b->value && a->clip == b->clip;
+}
+
+/* The entry of key k, or the least recently used one, emptied and given the key. */
+static frl_cuda_fwd_graph *graph_entry(frl_cuda_model *m, const frl_cuda_fwd_key *k)
+{
+    frl_cuda_fwd_graph *lru = &m->graphs[0];
+    for (int32_t i = 0; i < FRL_CUDA_FWD_GRAPHS; i++) {
+        frl_cuda_fwd_graph *e = &m->graphs[i];
+        if (e->used && same_key(&e->key, k))
+            return e;
+        lru = e->used < lru->used ? e : lru;
+    }
+    m->net.ops->graph_destroy(m->net.d, lru->g);
+    *lru = (frl_cuda_fwd_graph){.key = *k};
+    return lru;
+}
+
+/* The job's graph: cached, or captured now on the key's second sighting; NULL when the
+ * caller enqueues the work instead (first sighting, or capture refused). */
+static void *graph_for(frl_cuda_model *m, const fwd_job *j)
+{
+    frl_cuda_fwd_key k = {j->path, j->rows, j->obs, j->out, j->value, m->net.norm_clip};
+    frl_cuda_fwd_graph *e = graph_entry(m, &k);
+    int seen = e->used != 0;
+    e->used = ++m->forwards;
+    if (e->g || !seen || e->refused)
+        return e->g;
+    char why[256];
+    e->g = m->net.ops->graph_capture(m->net.d, enqueue_forward, (void *)j, why, sizeof why);
+    e->refused = e->g == NULL;
+    return e->g;
+}
+
+static int run_job(frl_cuda_model *m, const fwd_job *j, char *err, size_t err_size)
+{
+    void *g = graph_for(m, j);
+    if (g)
+        m->net.ops->graph_launch(m->net.d, g);
+    else
+        enqueue_forward((void *)j);
+    return m->net.ops->sync(m->net.d, err, err_size);
+}
+
+/* Straight from and to the caller's memory when it is page-locked, else through the
+ * staging buffers, so that one graph serves a caller whose buffers move. */
+static int forward_graph(frl_cuda_model *m, int32_t path, int32_t rows, const float *obs,
+                         float *out, float *value, char *err, size_t err_size)
+{
+    const frl_dev_ops *o = m->net.ops;
+    const frl_net_desc *n = &m->net.desc;
+    size_t f = sizeof(float), ob = f * (size_t)rows * (size_t)n->obs_w;
+    size_t outb = f * (size_t)rows * (size_t)n->out_w;
+    if (o->mapped(m->net.d, obs, ob) && o->mapped(m->net.d, out, outb) &&
+        (!value || o->mapped(m->net.d, value, f * (size_t)rows))) {
+        fwd_job j = {m, path, rows, obs, out, value};
+        return run_job(m, &j, err, err_size);
+    }
+    memcpy(m->stage_in, obs, ob);
+    fwd_job j = {m, path, rows, m->stage_in, m->stage_out, value ? m->stage_value : NULL};
+    if (run_job(m, &j, err, err_size))
+        return 1;
+    memcpy(out, m->stage_out, outb);
+    if (value)
+        memcpy(value, m->stage_value, f * (size_t)rows);
+    return 0;
+}
+
+/* ---- MAPPED ---- */
+
+/* The caller's memory where the kernel can address it, else the staging buffer. */
+static const float *mapped_in(frl_cuda_model *m, const float *p, size_t bytes)
+{
+    if (m->net.ops->mapped(m->net.d, p, bytes))
+        return p;
+    memcpy(m->stage_in, p, bytes);
+    return m->stage_in;
+}
+
+static float *mapped_out(frl_cuda_model *m, float *p, size_t bytes, float *stage)
+{
+    return p && !m->net.ops->mapped(m->net.d, p, bytes) ? stage : p;
+}
+
+static int forward_mapped(frl_cuda_model *m, int32_t rows, const float *obs, float *out,
+                          float *value, char *err, size_t err_size)
+{
+    const frl_dev_ops *o = m->net.ops;
+    size_t f = sizeof(float), r = (size_t)rows;
+    size_t ob = f * r * (size_t)m->net.desc.obs_w, outb = f * r * (size_t)m->net.desc.out_w;
+    const float *x = mapped_in(m, obs, ob);
+    float *y = mapped_out(m, out, outb, m->stage_out);
+    float *v = mapped_out(m, value, f * r, m->stage_value);
+    frl_dev_fused p = fused_now(m);
+    o->forward_fused(m->net.d, rows, &p, m->net.params, x, y, v);
+    if (o->sync(m->net.d, err, err_size))
+        return 1;
+    if (y != out)
+        memcpy(out, y, outb);
+    if (v != value)
+        memcpy(value, v, f * r);
+    return 0;
+}
+
+/* ---- STREAMS ---- */
+
+static int streams_ready(frl_cuda_model *m)
+{
+    if (m->d2)
+        return 0;
+    if (m->streams_failed)
+        return 1;
+    const frl_dev_ops *o = m->net.ops;
+    const frl_net_desc *n = &m->net.desc;
+    char why[256];
+    int32_t half = (n->max_rows + 1) / 2;
+    if (o->open(&m->d2, m->device, m->tf32, why, sizeof why) == 0) {
+        m->ws2 = o->alloc(m->d2, sizeof(float) * frl_dev_pass_floats(n, half, 0));
+        m->fork = o->event_create(m->net.d);
+        m->join = o->event_create(m->d2);
+        if (m->ws2 && m->fork && m->join)
+            return 0;
+        o->sync(m->net.d, why, sizeof why);
+    }
+    m->streams_failed = 1;
+    return 1;
+}
+
+/* Chunk c of k rows from row first on stream d with workspace ws. */
+static void enqueue_chunk(frl_cuda_model *m, frl_dev *d, float *ws, int32_t first, int32_t k,
+                          const float *obs, float *out, float *value)
+{
+    const frl_net_desc *n = &m->net.desc;
+    const frl_dev_ops *o = m->net.ops;
+    size_t f = sizeof(float), ow = (size_t)n->obs_w, w = (size_t)n->out_w, r = (size_t)first;
+    frl_dev_net net = m->net;
+    net.d = d;
+    frl_dev_pass pass;
+    frl_dev_pass_layout(n, k, 0, ws, &pass);
+    o->put(d, m->obs + r * ow, obs + r * ow, f * (size_t)k * ow);
+    frl_dev_net_forward(&net, k, m->obs + r * ow, &pass,
+                        FRL_DEV_ACTOR | (value ? FRL_DEV_CRITIC : 0u));
+    o->get(d, out + r * w, pass.out, f * (size_t)k * w);
+    if (value)
+        o->get(d, value + r, pass.value, f * (size_t)k);
+}
+
+/* Chunks alternate between the model's stream and the second one: while one chunk's
+ * observations go up, the other's layers run. The second stream starts behind what the
+ * model's stream was given before (a new version of the weights), and the model's
+ * stream goes on behind the second's last chunk. */
+static int forward_streams(frl_cuda_model *m, int32_t rows, const float *obs, float *out,
+                           float *value, char *err, size_t err_size)
+{
+    const frl_dev_ops *o = m->net.ops;
+    int32_t chunks = (rows + STREAMS_CHUNK_ROWS - 1) / STREAMS_CHUNK_ROWS;
+    chunks = chunks < 2 ? 2 : chunks;
+    int32_t size = (rows + chunks - 1) / chunks;
+    o->record(m->net.d, m->fork);
+    o->wait(m->d2, m->fork);
+    for (int32_t c = 0, first = 0; first < rows; c++, first += size) {
+        int32_t k = rows - first < size ? rows - first : size;
+        enqueue_chunk(m, c % 2 ? m->d2 : m->net.d, c % 2 ? m->ws2 : m->ws, first, k, obs, out,
+                      value);
+    }
+    o->record(m->d2, m->join);
+    o->wait(m->net.d, m->join);
+    int bad = o->sync(m->d2, err, err_size);
+    char again[256];
+    if (o->sync(m->net.d, bad ? again : err, bad ? sizeof again : err_size))
+        bad = 1;
+    return bad;
+}
+
+/* ---- choosing ---- */
+
+/* The path this call takes: the one asked for, when it can run the call, else LAUNCH;
+ * AUTO by size and memory. */
+static int32_t choose(frl_cuda_model *m, int32_t rows, const float *obs, float *out)
+{
+    const frl_dev_ops *o = m->net.ops;
+    size_t f = sizeof(float);
+    int32_t p = m->path;
+    int pinned = o->mapped(m->net.d, obs, f * (size_t)rows * (size_t)m->net.desc.obs_w) &&
+                 o->mapped(m->net.d, out, f * (size_t)rows * (size_t)m->net.desc.out_w);
+    if (p == FRL_CUDA_PATH_AUTO)
+        p = m->fused_ok && rows <= FUSED_AUTO_ROWS      ? FRL_CUDA_PATH_FUSED
+            : rows >= STREAMS_MIN_ROWS && pinned        ? FRL_CUDA_PATH_STREAMS
+            : rows <= FRL_CUDA_STAGE_ROWS || pinned     ? FRL_CUDA_PATH_GRAPH
+                                                        : FRL_CUDA_PATH_LAUNCH;
+    int fused = p == FRL_CUDA_PATH_FUSED || p == FRL_CUDA_PATH_MAPPED;
+    int staged = (p == FRL_CUDA_PATH_GRAPH && !pinned) || fused;
+    if ((fused && !m->fused_ok) || (staged && (stage_ready(m) || rows > m->stage_rows)) ||
+        (p == FRL_CUDA_PATH_STREAMS && (rows < 2 || streams_ready(m))))
+        return FRL_CUDA_PATH_LAUNCH;
+    return p;
+}
+
+int frl_cuda_model_forward(frl_cuda_model *m, int32_t rows, const float *obs, float *out,
+                           float *value, char *err, size_t err_size)
+{
+    int32_t p = choose(m, rows, obs, out);
+    m->last_path = p;
+    switch (p) {
+    case FRL_CUDA_PATH_GRAPH:
+    case FRL_CUDA_PATH_FUSED:
+        return forward_graph(m, p, rows, obs, out, value, err, err_size);
+    case FRL_CUDA_PATH_MAPPED:
+        return forward_mapped(m, rows, obs, out, value, err, err_size);
+    case FRL_CUDA_PATH_STREAMS:
+        return forward_streams(m, rows, obs, out, value, err, err_size);
+    default:
+        return forward_launch(m, rows, obs, out, value, err, err_size);
+    }
+}
+
+void frl_cuda_model_forward_release(frl_cuda_model *m)
+{
+    const frl_dev_ops *o = m->net.ops;
+    frl_cuda_model_drop_graphs(m);
+    o->release_pinned(m->net.d, m->stage_in);
+    o->release_pinned(m->net.d, m->stage_out);
+    o->release_pinned(m->net.d, m->stage_value);
+    if (m->fork)
+        o->event_destroy(m->net.d, m->fork);
+    if (m->d2) {
+        if (m->join)
+            o->event_destroy(m->d2, m->join);
+        o->release(m->d2, m->ws2);
+        o->close(m->d2);
+    }
+}
