@@ -14,7 +14,12 @@
  *   bench_gpu_infer [--plugin PATH] [--device N] [--obs 64] [--hidden 256,256]
  *                   [--actions 8] [--act tanh|relu|elu|linear]
  *                   [--batches 1,4,...,65536] [--reps 200] [--budget 2] [--tf32 0|1]
- *                   [--csv] [--handoff]
+ *                   [--paths auto,launch,graph,fused,mapped,streams] [--csv] [--handoff]
+ *
+ * --paths times each of model_forward's paths in turn (lib/core/plugin_api.h,
+ * FRL_CUDA_PATH_*; default auto alone), each checked against the CPU first; the table's
+ * last column is the path a call took (a path that cannot run a batch falls back to
+ * launch, and auto says what it chose).
  *
  * --handoff adds the cost of giving the inference model a new weight version, as the
  * async sampler does after each update: an upload from a host copy (model_load, the
@@ -43,6 +48,7 @@ enum { MAX_BATCHES = 32, ERR_SIZE = 512, CHECK_ROWS = 256 };
 typedef struct opts {
     const char *plugin;
     int32_t device, obs, actions, tf32, csv, reps, handoff;
+    int32_t paths[FRL_CUDA_PATHS], np;
     int32_t hidden[FRL_MLP_MAX_LAYERS], nh;
     frl_nn_act act;
     int32_t batches[MAX_BATCHES], nb;
@@ -62,6 +68,25 @@ typedef struct bench {
 /* ---- options ---- */
 
 static const char *const act_names[] = {"linear", "tanh", "relu", "elu"};
+static const char *const path_names[FRL_CUDA_PATHS] = {"auto", "launch", "graph",
+                                                       "fused", "mapped", "streams"};
+
+/* A comma-separated list of path names into o->paths; 1 when one is unknown. */
+static int parse_paths(const char *s, opts *o)
+{
+    o->np = 0;
+    while (*s) {
+        size_t len = strcspn(s, ",");
+        int32_t p = 0;
+        while (p < FRL_CUDA_PATHS && (strlen(path_names[p]) != len || strncmp(s, path_names[p], len)))
+            p++;
+        if (p == FRL_CUDA_PATHS || o->np == FRL_CUDA_PATHS)
+            return 1;
+        o->paths[o->np++] = p;
+        s += len + (s[len] == ',');
+    }
+    return o->np == 0;
+}
 
 /* A comma-separated list of positive integers into v; the count, or -1 when malformed. */
 static int parse_list(const char *s, int32_t *v, int max)
@@ -101,7 +126,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_gpu_infer [--plugin PATH] [--device N] [--obs N] [--hidden A,B,...]\n"
                "         [--actions N] [--act tanh|relu|elu|linear] [--batches A,B,...]\n"
-               "         [--reps N] [--budget SECONDS] [--tf32 0|1] [--csv] [--handoff]\n");
+               "         [--reps N] [--budget SECONDS] [--tf32 0|1] [--csv] [--handoff]\n"
+               "         [--paths auto,launch,graph,fused,mapped,streams]\n");
 }
 
 static void default_opts(opts *o)
@@ -117,6 +143,7 @@ static void default_opts(opts *o)
     memcpy(o->batches, batches, sizeof batches);
     o->reps = 200;
     o->budget = 2.0;
+    o->np = 1; /* auto */
 }
 
 /* One option with its value; 0 when understood. */
@@ -143,6 +170,8 @@ static int parse_pair(opts *o, const char *a, const char *v)
         bad = !((o->budget = strtod(v, NULL)) > 0);
     else if (!strcmp(a, "--tf32"))
         bad = (o->tf32 = parse_int(v, &bad)) > 1 || bad;
+    else if (!strcmp(a, "--paths"))
+        bad = parse_paths(v, o);
     else
         bad = 1;
     return bad;
@@ -440,15 +469,16 @@ static double quantile(const double *sorted, int n, double q)
     return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
 }
 
-static void print_row(const opts *o, int32_t rows, const double *t, int n)
+static void print_row(const bench *b, const opts *o, int32_t rows, const double *t, int n)
 {
     double med = quantile(t, n, 0.5), p90 = quantile(t, n, 0.9);
+    const char *taken = path_names[b->p->model_last_path(b->model)];
     if (o->csv)
-        printf("%d,%d,%.3f,%.3f,%.3f,%.1f\n", (int)rows, n, med * 1e6, t[0] * 1e6, p90 * 1e6,
-               rows / med);
+        printf("%d,%d,%.3f,%.3f,%.3f,%.1f,%s\n", (int)rows, n, med * 1e6, t[0] * 1e6,
+               p90 * 1e6, rows / med, taken);
     else
-        printf("%8d %6d %12.2f %12.2f %12.2f %14.4g\n", (int)rows, n, med * 1e6, t[0] * 1e6,
-               p90 * 1e6, rows / med);
+        printf("%8d %6d %12.2f %12.2f %12.2f %14.4g  %s\n", (int)rows, n, med * 1e6, t[0] * 1e6,
+               p90 * 1e6, rows / med, taken);
     fflush(stdout);
 }
 
@@ -488,14 +518,15 @@ static void print_header(const bench *b, const opts *o)
 static void print_table_head(const opts *o)
 {
     if (o->csv)
-        printf("batch,reps,median_us,min_us,p90_us,rows_per_s\n");
+        printf("batch,reps,median_us,min_us,p90_us,rows_per_s,path\n");
     else
-        printf("%8s %6s %12s %12s %12s %14s\n", "batch", "reps", "median_us", "min_us",
-               "p90_us", "rows/s");
+        printf("%8s %6s %12s %12s %12s %14s  %s\n", "batch", "reps", "median_us", "min_us",
+               "p90_us", "rows/s", "path");
 }
 
-/* The check, then every batch; 0, or 1 after printing FAIL. */
-static int run(bench *b, const opts *o)
+/* The check, then every batch, on the path the model is set to; 0, or 1 after printing
+ * FAIL. */
+static int run_path(bench *b, const opts *o)
 {
     int32_t rows = max_batch(o) < CHECK_ROWS ? max_batch(o) : CHECK_ROWS;
     double diff = check_against_cpu(b, rows), tol = o->tf32 ? 2e-2 : 1e-4;
@@ -513,14 +544,37 @@ static int run(bench *b, const opts *o)
     int n = 0, rc = t ? 0 : 1;
     print_table_head(o);
     for (int32_t i = 0; rc == 0 && i < o->nb; i++) {
+        /* Each batch on its own too: a path may choose another way by size. */
+        int32_t k = o->batches[i] < CHECK_ROWS ? o->batches[i] : CHECK_ROWS;
+        double d = check_against_cpu(b, k);
+        if (d < 0 || !(d <= tol)) {
+            printf("FAIL: batch %d: %s%.3g\n", (int)o->batches[i],
+                   d < 0 ? b->err : "differs from the CPU forward pass by ", d < 0 ? 0.0 : d);
+            rc = 1;
+            break;
+        }
         rc = warm_up(b, o->batches[i]) || time_calls(b, o, o->batches[i], t, &n);
         if (rc)
             printf("FAIL: batch %d: %s\n", (int)o->batches[i], b->err);
         else
-            print_row(o, o->batches[i], t, n);
+            print_row(b, o, o->batches[i], t, n);
     }
     free(t);
     return rc;
+}
+
+static int run(bench *b, const opts *o)
+{
+    for (int32_t i = 0; i < o->np; i++) {
+        if (b->p->model_path(b->model, o->paths[i], b->err, sizeof b->err) != 0) {
+            printf("FAIL: %s\n", b->err);
+            return 1;
+        }
+        printf("%spath asked: %s\n", o->csv ? "# " : "", path_names[o->paths[i]]);
+        if (run_path(b, o))
+            return 1;
+    }
+    return 0;
 }
 
 /* ---- the weight handoff (--handoff) ---- */

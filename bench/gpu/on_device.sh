@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, with .devpack/ carried (made by
-# bench/gpu/pack_for_device.sh): the kernel tests, compute-sanitizer memcheck on them,
-# training on the GPU, and the benchmarks. Every step has its own time limit; the
-# limits add up to 16 minutes, more than one device call's 10, so run it as two calls:
-#   STEPS="ops memcheck train train_async"   (at most 570 s)
-#   STEPS="infer handoff ppo"                (at most 390 s)
+# bench/gpu/pack_for_device.sh): the kernel tests, compute-sanitizer on them, the
+# batch-1 floor, every forward path, the comparison with PyTorch, PPO with the old
+# launch-by-launch paths (FRL_CUDA_GRAPHS=0 FRL_CUDA_FORWARD=launch) against the default,
+# and training on the GPU. Every step has its own time limit; together they exceed one
+# device call's 10 minutes, so choose with STEPS, e.g.
+#   STEPS="ops floor paths infer ppo_before ppo"          (at most 710 s; about 5 min)
+#   STEPS="memcheck racecheck train train_async handoff"   (at most 560 s)
 # The logs go to $OUT (or /tmp). With no STEPS every step runs.
 set -u
 P=$PWD/.devpack
@@ -13,7 +15,7 @@ mkdir -p "$O"
 cudalib=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
 export LD_LIBRARY_PATH=$P/lib:${cudalib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FRL_CUDA_PLUGIN=$P/lib/libfastrl-cuda.so.0 PYTHONUNBUFFERED=1
-steps=${STEPS:-ops memcheck train train_async infer handoff ppo}
+steps=${STEPS:-ops floor paths paths_variants infer ppo_before ppo memcheck racecheck train train_async handoff}
 
 step() { # name limit command...
   local name=$1 limit=$2; shift 2
@@ -27,17 +29,32 @@ step() { # name limit command...
 }
 
 nvidia-smi -L || echo "nvidia-smi: none"
-step ops 90 "$P/test_cuda_ops"
-step memcheck 240 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
-  "$P/test_cuda_ops"
-step train 120 "$P/fastrl" train CartPole-v1 --set runtime.device=cuda --out "$O/run"
+ppo="python3 bench/gpu/ppo_cpu_vs_gpu.py --fastrl $P/fastrl --plugin $FRL_CUDA_PLUGIN --reps 2 --steps 4e6"
+step ops 120 "$P/test_cuda_ops"
+step floor 60 "$P/bench_gpu_floor"
+step paths 150 "$P/bench_gpu_infer" --paths launch,graph,fused,mapped,streams,auto \
+  --reps 400 --budget 0.25
+# The fused forward a block a row (FRL_CUDA_CLUSTERS=0) against a cluster a row, and
+# the large batches with TF32 products.
+step paths_variants 90 sh -c "FRL_CUDA_CLUSTERS=0 '$P/test_cuda_ops' forward_fused &&
+  FRL_CUDA_CLUSTERS=0 '$P/bench_gpu_infer' --paths mapped,fused --batches 1,16,64 --budget 0.25 &&
+  '$P/bench_gpu_infer' --tf32 1 --paths graph,streams --batches 4096,16384,65536 --budget 0.25"
+step infer 200 python3 bench/gpu/compare_torch.py --bench "$P/bench_gpu_infer" \
+  --plugin "$FRL_CUDA_PLUGIN" --floor "$P/bench_gpu_floor" --rounds 1 --csv-out "$O/infer.csv"
+# The same PPO with the forward op by op and the learner's epochs unbatched (the paths
+# before graphs), then as built.
+step ppo_before 90 env FRL_CUDA_GRAPHS=0 FRL_CUDA_FORWARD=launch $ppo
+step ppo 90 $ppo
+# The new ops under the sanitizers (the whole test under memcheck takes minutes).
+step memcheck 240 sh -c 'for f in forward_fused graph adam linear; do
+  compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 "$0" $f || exit $?;
+  done' "$P/test_cuda_ops"
+step racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 3 "$P/test_cuda_ops" \
+  forward_fused
+step train 60 "$P/fastrl" train CartPole-v1 --set runtime.device=cuda --out "$O/run"
 # The async sampler on the GPU: inference on its own stream, each weight version taken
 # from the learner's stream behind an event (model_stage/model_take).
-step train_async 120 "$P/fastrl" train CartPole-v1 --set runtime.device=cuda \
+step train_async 60 "$P/fastrl" train CartPole-v1 --set runtime.device=cuda \
   --set sampler.mode=async --out "$O/run_async"
-step infer 150 python3 bench/gpu/compare_torch.py --bench "$P/bench_gpu_infer" \
-  --plugin "$FRL_CUDA_PLUGIN" --rounds 2 --csv-out "$O/infer.csv"
 step handoff 40 sh -c "'$P/bench_gpu_infer' --batches 1 --handoff --budget 1 &&
   '$P/bench_gpu_infer' --batches 1 --hidden 1024,1024 --handoff --budget 1"
-step ppo 200 python3 bench/gpu/ppo_cpu_vs_gpu.py --fastrl "$P/fastrl" \
-  --plugin "$FRL_CUDA_PLUGIN" --reps 1 --steps 4e6
