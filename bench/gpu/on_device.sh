@@ -45,9 +45,12 @@ step infer 200 python3 bench/gpu/compare_torch.py --bench "$P/bench_gpu_infer" \
 # before graphs), then as built.
 step ppo_before 90 env FRL_CUDA_GRAPHS=0 FRL_CUDA_FORWARD=launch $ppo
 step ppo 90 $ppo
-# The new ops under the sanitizers (the whole test under memcheck takes minutes).
+# The new ops under the sanitizers (the whole test under memcheck takes minutes). API
+# errors are not reported: the graph test makes a capture fail on purpose, and the test
+# checks every call's result itself.
 step memcheck 240 sh -c 'for f in forward_fused graph adam linear; do
-  compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 "$0" $f || exit $?;
+  compute-sanitizer --tool memcheck --leak-check full --report-api-errors no \
+    --error-exitcode 3 "$0" $f || exit $?;
   done' "$P/test_cuda_ops"
 step racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 3 "$P/test_cuda_ops" \
   forward_fused

@@ -172,6 +172,10 @@ typedef struct frl_dev_ops {
      * copy op). Widths as frl_dev_fused says. */
     void (*forward_fused)(frl_dev *d, int32_t rows, const frl_dev_fused *p,
                           const float *params, const float *obs, float *out, float *value);
+    /* Blocks forward_fused runs a row on: a thread-block cluster of several on GPUs
+     * that have them (compute capability 9.0 on), else 1 (slower than the products at
+     * every batch size, measured on an H200 with FRL_CUDA_CLUSTERS=0). */
+    int32_t (*fused_blocks)(frl_dev *d);
     /* 1 when [p, p + bytes) lies in one block of alloc_pinned (of any context), which
      * kernels may address directly; 0 otherwise. Any thread. */
     int (*mapped)(frl_dev *d, const void *p, size_t bytes);

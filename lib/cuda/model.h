@@ -48,6 +48,7 @@ typedef struct frl_cuda_model {
     int32_t path, last_path;     /* FRL_CUDA_PATH_*: the one asked for, the last taken */
     frl_dev_fused fused;         /* the networks as the fused kernel reads them */
     int32_t fused_ok;            /* every width fits the fused kernel */
+    int32_t fused_fast;          /* ...and it runs a row on a cluster: AUTO's choice */
     /* page-locked staging for the graphs and the mapped path: [stage_rows x obs_w],
      * [stage_rows x out_w], [stage_rows]; allocated on first use */
     float *stage_in, *stage_out, *stage_value;

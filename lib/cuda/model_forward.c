@@ -1,14 +1,16 @@
 /* model_forward's paths (FRL_CUDA_PATH_* in lib/core/plugin_api.h). What each is for,
- * as measured on an H100 with bench/gpu (bench/gpu/README.md has the figures):
+ * as measured on an H200 with bench/gpu (bench/gpu/README.md has the figures; the
+ * copies-plus-synchronise floor of a batch-1 call is about 9 us there):
  *
  * A batch of one to a few dozen rows costs launches and round trips, not arithmetic:
- * op by op (LAUNCH) it is an upload, two launches a layer and a download, about four
- * times the copies-plus-synchronise floor. A graph (GRAPH) pays one launch for all of
- * them; the fused kernel (FUSED) makes the layers one launch; MAPPED drops the copies
- * too, its kernel reading the observations and writing the outputs over the bus, so a
- * call is one launch and one synchronise. Large batches are the opposite: the copies
- * and the products are the cost, and STREAMS overlaps the one with the other by running
- * chunks on two streams.
+ * op by op (LAUNCH) it is an upload, two kernels a layer and a download, 45 us at batch
+ * 1. A graph (GRAPH) pays one launch for all of them (26 us); the fused kernel on a
+ * cluster (FUSED) makes the layers one kernel (17 to 20 us); MAPPED drops the copies
+ * too, its kernel reading the observations and writing the outputs over the bus (19
+ * us: the bus reads inside the kernel cost what the copies did). From a few hundred
+ * rows the products are the work and GRAPH is best; from 16,384 rows the copies and the
+ * products both matter, and STREAMS overlaps the one with the other by running chunks
+ * on two streams (682 against 840 us at 65,536 rows).
  *
  * Every path computes the same function; LAUNCH, GRAPH and STREAMS the same bits
  * (cuBLAS's products, one chunk's rows independent of another's), FUSED and MAPPED
@@ -60,6 +62,7 @@ void frl_cuda_model_plan(frl_cuda_model *m)
     m->fused_ok = n->obs_w <= FRL_DEV_FUSED_MAX_WIDTH && plan_mlp(&n->actor, &f->actor) &&
                   plan_mlp(&n->critic, &f->critic) &&
                   (!n->shared || plan_mlp(&n->trunk, &f->trunk));
+    m->fused_fast = m->fused_ok && m->net.ops->fused_blocks(m->net.d) > 1;
 }
 
 /* The plan with the normaliser as the model holds it now. */
@@ -364,7 +367,7 @@ static int32_t choose(frl_cuda_model *m, int32_t rows, const float *obs, float *
     int pinned = o->mapped(m->net.d, obs, f * (size_t)rows * (size_t)m->net.desc.obs_w) &&
                  o->mapped(m->net.d, out, f * (size_t)rows * (size_t)m->net.desc.out_w);
     if (p == FRL_CUDA_PATH_AUTO)
-        p = m->fused_ok && rows <= FUSED_AUTO_ROWS      ? FRL_CUDA_PATH_FUSED
+        p = m->fused_fast && rows <= FUSED_AUTO_ROWS    ? FRL_CUDA_PATH_FUSED
             : rows >= STREAMS_MIN_ROWS && pinned        ? FRL_CUDA_PATH_STREAMS
             : rows <= FRL_CUDA_STAGE_ROWS || pinned     ? FRL_CUDA_PATH_GRAPH
                                                         : FRL_CUDA_PATH_LAUNCH;

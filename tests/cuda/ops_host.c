@@ -353,6 +353,12 @@ static void forward_fused(frl_dev *d, int32_t rows, const frl_dev_fused *p, cons
     free(buf);
 }
 
+static int32_t fused_blocks(frl_dev *d)
+{
+    (void)d;
+    return 1;
+}
+
 /* Host memory is what these ops run on, so every pointer is "mapped". */
 static int mapped(frl_dev *d, const void *p, size_t bytes)
 {
@@ -466,6 +472,7 @@ const frl_dev_ops frl_dev_ops_host = {
     .wait = wait_event,
     .check = check,
     .forward_fused = forward_fused,
+    .fused_blocks = fused_blocks,
     .mapped = mapped,
     .graph_capture = graph_capture,
     .graph_launch = graph_launch,
