@@ -49,6 +49,9 @@ SAME_MODULE = {
     # The recurrent policies' passes: the policy's own (its struct, its acting and
     # workspace calls dispatch there), split out as a file by what it holds.
     "rl/policy_rnn": "rl/policy",
+    # The CUDA plugin's model: model.h holds its struct and the calls of its forward's
+    # paths, model_forward.c implements them (there is no model.c to pair them by name).
+    "cuda/model_forward": "cuda/model",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

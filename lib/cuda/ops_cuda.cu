@@ -965,7 +965,7 @@ template <int CL> static __device__ float *row_smem(float *p, unsigned r)
 // multiply-adds chains run side by side (a single chain waits on each add). The order
 // of the sum is fixed, so a result repeats bit for bit; it is not the CPU's order, nor
 // its rounding (fmaf), which the tests' tolerance allows for.
-static constexpr int FUSED_LOADS = 16;
+static constexpr int FUSED_LOADS = 32;
 
 static __device__ float slice_dot(const float *in, int32_t k, int32_t n, const float *wt,
                                   int32_t j, int s, int S)
@@ -983,6 +983,40 @@ static __device__ float slice_dot(const float *in, int32_t k, int32_t n, const f
             acc[q % 4] = fmaf(i0 + q * S < k ? in[i0 + q * S] : 0.0f, w[q], acc[q % 4]);
     }
     return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+// The sum over the S slices of thread t's column (t = s * C + c), valid in threads
+// t < C, in a fixed order. When C divides the warp, a warp's slices of a column meet
+// by shuffles and the warps' sums through `part`, with one barrier; otherwise a tree
+// through `part`, a barrier a level.
+static __device__ float sum_slices(float v, int C, int S, float *part)
+{
+    const int t = (int)threadIdx.x;
+    if (C <= 32 && 32 % C == 0) {
+        for (int off = C; off < 32; off *= 2)
+            v += __shfl_xor_sync(0xffffffffu, v, off);
+        const int warps = FUSED_THREADS / 32;
+        if (t % 32 < C)
+            part[(t / 32) * C + t % 32] = v;
+        __syncthreads();
+        float sum = 0.0f;
+        if (t < C)
+            for (int w = 0; w < warps; w++)
+                sum += part[w * C + t];
+        __syncthreads(); // part is reused by the next columns
+        return sum;
+    }
+    const int s = t / C;
+    part[t] = v;
+    __syncthreads();
+    for (int h = 1; h < S; h *= 2) {
+        if ((s & (2 * h - 1)) == 0 && s + h < S) // h is a power of two: s % 2h == 0
+            part[t] += part[t + h * C];
+        __syncthreads();
+    }
+    const float sum = part[t];
+    __syncthreads();
+    return sum;
 }
 
 // This block's columns of out = act(b + in . wt): the block's threads take C columns at a
@@ -1004,22 +1038,15 @@ static __device__ void fused_layer(const float *in, int32_t k, int32_t n, const 
     for (int32_t j0 = c0; j0 < c1; j0 += C) {
         const int32_t j = j0 + c;
         const float acc = s < S && j < c1 ? slice_dot(in, k, n, wt, j, s, S) : 0.0f;
-        part[t] = acc;
-        __syncthreads();
-        for (int h = 1; h < S; h *= 2) {
-            if ((s & (2 * h - 1)) == 0 && s + h < S) // h is a power of two: s % 2h == 0
-                part[t] += part[t + h * C];
-            __syncthreads();
-        }
+        const float sum = sum_slices(acc, C, S, part);
         if (t < C && j < c1) {
-            const float v = frl_dm_act(b[j] + part[t], act);
+            const float v = frl_dm_act(b[j] + sum, act);
             if (gout)
                 gout[j] = v;
             else
                 for (unsigned r = 0; r < (unsigned)CL; r++)
                     row_smem<CL>(out, r)[j] = v;
         }
-        __syncthreads();
     }
     row_sync<CL>(); // every block's `out` is whole before anyone reads it
 }

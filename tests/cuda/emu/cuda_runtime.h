@@ -64,6 +64,9 @@ struct uint4 {
 extern uint3 threadIdx, blockIdx;
 extern dim3 blockDim, gridDim;
 void __syncthreads(void);
+// A warp shuffle, as a block-wide exchange (the emulator has no warps): every thread of
+// the block must make the same call, or it is the divergent barrier it then contains.
+float __shfl_xor_sync(unsigned mask, float v, int lane_mask);
 
 enum cudaError_t {
     cudaSuccess = 0,

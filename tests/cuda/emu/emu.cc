@@ -796,6 +796,22 @@ EMU_NO_TSAN void __syncthreads(void)
 #endif
 }
 
+// Each thread leaves its value in the block's slot, all meet at a barrier, each reads
+// its partner's (lane ^ lane_mask within its warp of 32), and a second barrier keeps the
+// slots until everyone has read.
+float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
+{
+    (void)mask;
+    static float slot[1024];
+    unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    slot[t] = v;
+    __syncthreads();
+    unsigned partner = (t & ~31u) | ((t & 31u) ^ (unsigned)lane_mask);
+    float r = partner < blockDim.x * blockDim.y * blockDim.z ? slot[partner] : v;
+    __syncthreads();
+    return r;
+}
+
 namespace frl_emu {
 
 // Device memory, or page-locked memory: with unified addressing the device reaches it
