@@ -1058,11 +1058,14 @@ static const fused_case fused_cases[] = {
     {"1-1-1 tanh", 1, 1, 0, {0}, 0, {1, 1}, 2, {1}, 1},
 };
 
+/* Under the sanitizers (quick) without the 64-row batches: on the emulator every
+ * thread of every row is a fiber, which TSan follows through each barrier. */
 static void test_forward_fused(void)
 {
     static const int32_t rows[] = {1, 3, 64};
+    size_t nr = quick() ? 2 : 3;
     for (size_t c = 0; c < sizeof fused_cases / sizeof fused_cases[0]; c++)
-        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        for (size_t r = 0; r < nr; r++) {
             fused_run(&fused_cases[c], rows[r], r != 1, 0);
             if (r == 0)
                 fused_run(&fused_cases[c], rows[r], 1, 1);
