@@ -225,17 +225,16 @@ static int run_job(frl_cuda_model *m, const fwd_job *j, char *err, size_t err_si
     return m->net.ops->sync(m->net.d, err, err_size);
 }
 
-/* Straight from and to the caller's memory when it is page-locked, else through the
- * staging buffers, so that one graph serves a caller whose buffers move. */
-static int forward_graph(frl_cuda_model *m, int32_t path, int32_t rows, const float *obs,
-                         float *out, float *value, char *err, size_t err_size)
+/* Straight from and to the caller's memory when it is all page-locked (pinned), else
+ * through the staging buffers, so that one graph serves a caller whose buffers move. */
+static int forward_graph(frl_cuda_model *m, int32_t path, int pinned, int32_t rows,
+                         const float *obs, float *out, float *value, char *err,
+                         size_t err_size)
 {
-    const frl_dev_ops *o = m->net.ops;
     const frl_net_desc *n = &m->net.desc;
     size_t f = sizeof(float), ob = f * (size_t)rows * (size_t)n->obs_w;
     size_t outb = f * (size_t)rows * (size_t)n->out_w;
-    if (o->mapped(m->net.d, obs, ob) && o->mapped(m->net.d, out, outb) &&
-        (!value || o->mapped(m->net.d, value, f * (size_t)rows))) {
+    if (pinned) {
         fwd_job j = {m, path, rows, obs, out, value};
         return run_job(m, &j, err, err_size);
     }
@@ -357,15 +356,22 @@ static int forward_streams(frl_cuda_model *m, int32_t rows, const float *obs, fl
 
 /* ---- choosing ---- */
 
-/* The path this call takes: the one asked for, when it can run the call, else LAUNCH;
- * AUTO by size and memory. */
-static int32_t choose(frl_cuda_model *m, int32_t rows, const float *obs, float *out)
+/* 1 when the call's obs, out and value (if any) all lie in page-locked memory. */
+static int all_pinned(frl_cuda_model *m, int32_t rows, const float *obs, const float *out,
+                      const float *value)
 {
     const frl_dev_ops *o = m->net.ops;
-    size_t f = sizeof(float);
+    size_t f = sizeof(float), r = (size_t)rows;
+    return o->mapped(m->net.d, obs, f * r * (size_t)m->net.desc.obs_w) &&
+           o->mapped(m->net.d, out, f * r * (size_t)m->net.desc.out_w) &&
+           (!value || o->mapped(m->net.d, value, f * r));
+}
+
+/* The path this call takes: the one asked for, when it can run the call, else LAUNCH;
+ * AUTO by size and memory. */
+static int32_t choose(frl_cuda_model *m, int32_t rows, int pinned)
+{
     int32_t p = m->path;
-    int pinned = o->mapped(m->net.d, obs, f * (size_t)rows * (size_t)m->net.desc.obs_w) &&
-                 o->mapped(m->net.d, out, f * (size_t)rows * (size_t)m->net.desc.out_w);
     if (p == FRL_CUDA_PATH_AUTO)
         p = m->fused_fast && rows <= FUSED_AUTO_ROWS    ? FRL_CUDA_PATH_FUSED
             : rows >= STREAMS_MIN_ROWS && pinned        ? FRL_CUDA_PATH_STREAMS
@@ -382,12 +388,13 @@ static int32_t choose(frl_cuda_model *m, int32_t rows, const float *obs, float *
 int frl_cuda_model_forward(frl_cuda_model *m, int32_t rows, const float *obs, float *out,
                            float *value, char *err, size_t err_size)
 {
-    int32_t p = choose(m, rows, obs, out);
+    int pinned = all_pinned(m, rows, obs, out, value);
+    int32_t p = choose(m, rows, pinned);
     m->last_path = p;
     switch (p) {
     case FRL_CUDA_PATH_GRAPH:
     case FRL_CUDA_PATH_FUSED:
-        return forward_graph(m, p, rows, obs, out, value, err, err_size);
+        return forward_graph(m, p, pinned, rows, obs, out, value, err, err_size);
     case FRL_CUDA_PATH_MAPPED:
         return forward_mapped(m, rows, obs, out, value, err, err_size);
     case FRL_CUDA_PATH_STREAMS:
