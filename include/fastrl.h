@@ -671,6 +671,158 @@ FRL_API frl_status frl_policy_export(frl_policy *policy, const char *path,
                                      const frl_config *options);
 
 /* ---------------------------------------------------------------------------------------
+ * Populations and neuroevolution (since 0.3; doc/neuroevolution.md).
+ *
+ * A population is P members of one policy's architecture: the parameters its acting path
+ * reads (the trunk and the actor; not the critic or a Gaussian's log-std, which members
+ * share with the policy), one row of frl_population_member_size floats per member, in one
+ * [P x n] block the host may read and write. The population keeps a pointer to its policy
+ * (which must outlive it) and acts with the policy's normaliser and head. */
+typedef struct frl_population frl_population;
+
+/* A population of members copies of policy's acting parameters. Recurrent policies are
+ * refused (FRL_ERR_UNSUPPORTED); a block too large for memory is FRL_ERR_NOMEM. */
+FRL_API frl_status frl_population_create(frl_population **out, frl_policy *policy,
+                                         int32_t members);
+FRL_API void frl_population_destroy(frl_population *population);
+FRL_API int32_t frl_population_members(const frl_population *population);
+/* n: floats per member (a prefix of the policy's parameter vector). */
+FRL_API int64_t frl_population_member_size(const frl_population *population);
+/* The [members x n] block, row-major, writable; valid for the population's life. */
+FRL_API float *frl_population_parameters(frl_population *population);
+/* Write member's parameters into policy (of the same architecture), which then acts,
+ * evaluates, saves and exports as that member. */
+FRL_API frl_status frl_population_copy_to_policy(const frl_population *population,
+                                                 int32_t member, frl_policy *policy);
+
+/* One call of frl_population_act; fill with frl_population_act_args_init. */
+typedef struct frl_population_act_args {
+    size_t struct_size;
+    int32_t batch;               /* rows, >= 1 */
+    const float *observations;   /* [batch x observation width] */
+    const int32_t *members;      /* [batch]: the member acting for each row, in [0, P) */
+    void *actions;               /* out: int32_t[batch] or float[batch x action width] */
+    int32_t deterministic;       /* 1: the mode; 0: sample (row i: stream stream_offset + i) */
+    uint64_t stream_offset;
+    uint64_t counter;
+    int64_t observation_width;   /* must equal the policy's (FRL_ERR_SIZE otherwise) */
+    int64_t action_width;
+} frl_population_act_args;
+
+static inline void frl_population_act_args_init(frl_population_act_args *args)
+{
+    if (args) {
+        frl_inline_zero(args, sizeof *args);
+        args->struct_size = sizeof *args;
+    }
+}
+
+/* Act for rows of different members in one call: the rows are grouped by member and each
+ * group runs through the networks with that member's weights (no weights are copied),
+ * spread over the runtime's threads. Row i's action is bit-identical to that of
+ * frl_policy_act on a policy holding member members[i]'s parameters with the same
+ * stream. A member index out of range is FRL_ERR_RANGE naming the row, a non-finite
+ * observation FRL_ERR_NONFINITE; nothing is written then. Never allocates. Not
+ * thread-safe on one population. */
+FRL_API frl_status frl_population_act(frl_population *population,
+                                      const frl_population_act_args *args);
+
+/* One call of frl_population_evaluate; fill with frl_population_eval_args_init. */
+typedef struct frl_population_eval_args {
+    size_t struct_size;
+    int32_t episodes;            /* per member, >= 1 (default 1) */
+    int32_t deterministic;       /* 1 (default): the mode; 0: sample */
+    uint64_t seed;               /* the vec env is reset from this seed first */
+    /* Cut an episode after this many steps (0, the default: the env's own limit). The
+     * env then runs that episode out with idle actions before it takes the next one. */
+    int64_t max_episode_steps;
+    double *returns;             /* out, optional: [members] mean return per member */
+    int64_t *steps;              /* out, optional: [members] env steps per member */
+    /* Out, optional: [members] mean episode length per member. */
+    double *lengths;
+    /* Optional: merge every observation acted on into the policy's normaliser's running
+     * statistics (policy.obs_norm), as OpenAI-ES gathers them from its rollouts. */
+    int32_t update_obs_norm;
+} frl_population_eval_args;
+
+static inline void frl_population_eval_args_init(frl_population_eval_args *args)
+{
+    if (args) {
+        frl_inline_zero(args, sizeof *args);
+        args->struct_size = sizeof *args;
+        args->episodes = 1;
+        args->deterministic = 1;
+    }
+}
+
+/* Run episodes of every member on venv (its envs shared by all members): each env takes
+ * the next pending (member, episode) when its episode ends, and only the envs whose
+ * episodes are running go through inference (frl_population_act on the compacted rows).
+ * Spaces as frl_policy_evaluate. Allocates per call; runs on venv's runtime. *env_steps
+ * (may be NULL): the episodes' steps in all. */
+FRL_API frl_status frl_population_evaluate(frl_population *population, frl_vec_env *venv,
+                                           const frl_population_eval_args *args,
+                                           int64_t *env_steps);
+FRL_API const char *frl_population_last_error(const frl_population *population);
+
+/* Ask/tell optimisers over parameter vectors: OpenAI-ES or Deep GA, chosen by
+ * train.algo=es|ga and configured by the es.* or ga.* keys. The host asks for a
+ * generation's P parameter vectors, evaluates them however it likes, and tells their
+ * fitnesses (higher is better). */
+typedef struct frl_evo frl_evo;
+
+/* An optimiser of num_params parameters starting at initial (num_params floats):
+ * ES's centre, or the base of every GA genome. Memory: ES keeps es.noise_floats + 4 n
+ * floats, GA 2 P n floats plus the genomes (frl_evo_memory_size). */
+FRL_API frl_status frl_evo_create(frl_evo **out, frl_runtime *rt, const frl_config *cfg,
+                                  int64_t num_params, const float *initial);
+FRL_API void frl_evo_destroy(frl_evo *evo);
+/* Bytes an optimiser of these settings and num_params takes (before any GA genome grows). */
+FRL_API frl_status frl_evo_memory_size(const frl_config *cfg, int64_t num_params,
+                                       size_t *bytes);
+FRL_API int32_t frl_evo_population(const frl_evo *evo);
+FRL_API int64_t frl_evo_num_parameters(const frl_evo *evo);
+/* Generations told so far. */
+FRL_API int64_t frl_evo_generation(const frl_evo *evo);
+/* Write this generation's members into params, [P x num_params] (count floats, which
+ * must be P * num_params). Asking again before tell gives the same members. */
+FRL_API frl_status frl_evo_ask(frl_evo *evo, float *params, int64_t count);
+/* The fitness of each member asked for (count must be P). A non-finite fitness is
+ * FRL_ERR_NONFINITE naming the member, and the optimiser is unchanged; tell before ask
+ * is FRL_ERR_STATE. */
+FRL_API frl_status frl_evo_tell(frl_evo *evo, const double *fitness, int32_t count);
+/* The parameters to keep (count floats, num_params): ES's centre; GA's best member by its
+ * mean fitness over every generation it was evaluated in, preferring members evaluated
+ * more than once. *fitness (may be NULL): that mean (ES: the mean fitness of the last
+ * generation; NaN before the first tell). */
+FRL_API frl_status frl_evo_best(const frl_evo *evo, float *params, int64_t count,
+                                double *fitness);
+/* GA: the seeds of member's genome as asked (the first makes its starting point, each
+ * further one a mutation). capacity: room in seeds; *length: the genome's length (seeds
+ * may be NULL to ask for it). FRL_ERR_SIZE if capacity is short, FRL_ERR_UNSUPPORTED
+ * for ES. */
+FRL_API frl_status frl_evo_genome(const frl_evo *evo, int32_t member, uint64_t *seeds,
+                                  int32_t capacity, int32_t *length);
+/* GA: the parameters of a genome rebuilt from its seeds alone (no cache): bit-identical
+ * to the member that had it. */
+FRL_API frl_status frl_evo_rebuild(const frl_evo *evo, const uint64_t *seeds, int32_t length,
+                                   float *params, int64_t count);
+/* The built-in loop: for each of generations generations, ask, call fitness on the
+ * whole population, tell. fitness returns 0, or anything else to stop (the call then
+ * returns FRL_ERR_CALLBACK). */
+typedef int (*frl_fitness_fn)(void *user, const float *params, int32_t members,
+                              int64_t num_params, double *fitness);
+FRL_API frl_status frl_evo_run(frl_evo *evo, frl_fitness_fn fitness, void *user,
+                               int64_t generations);
+/* Save the optimiser's whole state (atomic, checksummed, as frl_policy_save), and load it
+ * into an optimiser created with the same settings and num_params (FRL_ERR_SIZE or
+ * FRL_ERR_INVALID_ARGUMENT naming what differs; FRL_ERR_FORMAT for a corrupted file;
+ * the optimiser is unchanged on failure). A GA is saved as its genomes' seed lists. */
+FRL_API frl_status frl_evo_save(const frl_evo *evo, const char *path);
+FRL_API frl_status frl_evo_load(frl_evo *evo, const char *path);
+FRL_API const char *frl_evo_last_error(const frl_evo *evo);
+
+/* ---------------------------------------------------------------------------------------
  * The experience ring: preallocated slots, each a [T x B] block (T steps of B
  * environments, row t * B + b) of every array a learner needs. A sampler writes each
  * step straight into its slot, a learner reads it in place, and the host may read any
@@ -806,6 +958,10 @@ typedef struct frl_metrics {
      * steps written to the replay since each transition); seconds spent in the replay
      * (adding the rollout, sampling, priority updates). value_loss is the TD loss. */
     double q_mean, td_error, epsilon, replay_fill, sample_age, time_replay;
+    /* Neuroevolution (train.algo=es|ga; zero otherwise), added in 0.3: the mean and the
+     * best fitness of this generation's members, and the kept policy's fitness
+     * (frl_evo_best). */
+    double population_mean, population_best, kept_fitness;
 } frl_metrics;
 
 /* Return 0 to go on; any other value stops training, and frl_trainer_train returns

@@ -3,7 +3,8 @@
 #include "algo/learner.h"
 
 /* Defined by each algorithm's file. */
-extern const frl_learner_ops frl_algo_ppo, frl_algo_impala, frl_algo_a2c, frl_algo_dqn;
+extern const frl_learner_ops frl_algo_ppo, frl_algo_impala, frl_algo_a2c, frl_algo_dqn,
+    frl_algo_es, frl_algo_ga;
 
 static const frl_learner_ops *const learners[] = {
     [FRL_TRAIN_ALGO_PPO] = &frl_algo_ppo,
@@ -11,6 +12,9 @@ static const frl_learner_ops *const learners[] = {
     [FRL_TRAIN_ALGO_IMPALA] = &frl_algo_impala,
     [FRL_TRAIN_ALGO_A2C] = &frl_algo_a2c,
     [FRL_TRAIN_ALGO_DQN] = &frl_algo_dqn,
+    /* neuroevolution: the optimisers of lib/evo over the trainer's population */
+    [FRL_TRAIN_ALGO_ES] = &frl_algo_es,
+    [FRL_TRAIN_ALGO_GA] = &frl_algo_ga,
 };
 _Static_assert(sizeof learners / sizeof learners[0] == FRL_TRAIN_ALGO_COUNT,
                "one learner per choice of train.algo");

@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "io/container.h"
 #include "rl/policy.h"
+#include "rl/population.h"
 #include "rl/replay.h"
 #include "rl/ring.h"
 
@@ -40,9 +41,7 @@ typedef struct frl_storage {
     frl_storage_kind kind;
     frl_ring *ring;
     frl_replay *replay;     /* FRL_STORAGE_REPLAY, else NULL */
-    float *population;      /* FRL_STORAGE_POPULATION: [members x member_floats], else NULL */
-    int32_t members;
-    int64_t member_floats;
+    frl_population *population; /* FRL_STORAGE_POPULATION, else NULL */
 } frl_storage;
 
 typedef enum frl_net_role {
@@ -90,6 +89,8 @@ typedef struct frl_learn_stats {
      * the minibatches, the acting epsilon of the rollout, the replay's fill (0..1), the
      * minibatches' mean age (rows written since), and the time in the replay. */
     double q_mean, td_error, epsilon, replay_fill, sample_age, time_replay;
+    /* Neuroevolution: the generation's mean and best fitness, the kept policy's. */
+    double population_mean, population_best, kept_fitness;
 } frl_learn_stats;
 
 /* What create gets: the trainer's runtime, settings, acting policy and storage. */

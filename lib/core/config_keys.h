@@ -35,6 +35,18 @@
     X(ENV_RANDOMIZE_MASS, "env.randomize_mass", FLOAT, "0", 0, 0.9,                          \
       "MuJoCo envs: as env.randomize_damping, for every body's mass (and its inertia, by "   \
       "the same factor)")                                                                    \
+    X(ES_EPISODES, "es.episodes", INT, "1", 1, 1000000,                                      \
+      "ES: episodes per member per generation (its fitness is their mean return)")          \
+    X(ES_LR, "es.lr", FLOAT, "0.03", 0, 10,                                                  \
+      "ES: Adam's step size on the estimated gradient")                                      \
+    X(ES_NOISE_FLOATS, "es.noise_floats", INT, "4194304", 1024, 1073741824,                  \
+      "ES: floats in the shared noise table (4 bytes each; perturbations are slices of it)") \
+    X(ES_POPULATION, "es.population", INT, "256", 2, 1048576,                                \
+      "ES: members per generation, an even number (antithetic pairs theta +- sigma eps)")    \
+    X(ES_SIGMA, "es.sigma", FLOAT, "0.05", 1e-9, 100,                                        \
+      "ES: standard deviation of the parameter noise")                                       \
+    X(ES_WEIGHT_DECAY, "es.weight_decay", FLOAT, "0.005", 0, 100,                            \
+      "ES: L2 coefficient added to the gradient estimate (OpenAI-ES's l2coeff)")             \
     X(EXPORT_FORMAT, "export.format", CHOICE, "onnx", 0, 0,                                  \
       "frl_policy_export: an ONNX model (onnx; one file) or dependency-free C99 source (c; "  \
       "PATH.h and PATH.c, the name of PATH's last part prefixing every symbol)")             \
@@ -44,6 +56,21 @@
     X(EXPORT_WEIGHTS, "export.weights", CHOICE, "float32", 0, 0,                             \
       "export.format=c: weights as float32, or int8 with one float scale per output "        \
       "channel (a quarter of the size; doc/export.md gives the accuracy cost)")              \
+    X(GA_ELITES, "ga.elites", INT, "5", 1, 1048576,                                          \
+      "GA: the best members carried unmutated into the next generation, where they are "     \
+      "evaluated again; the policy kept is the one with the best mean over all its "         \
+      "evaluations")                                                                         \
+    X(GA_EPISODES, "ga.episodes", INT, "1", 1, 1000000,                                      \
+      "GA: episodes per member per generation (its fitness is their mean return)")           \
+    X(GA_INIT_SIGMA, "ga.init_sigma", FLOAT, "0.1", 0, 100,                                  \
+      "GA: standard deviation of the first seed's noise around the initial parameters "     \
+      "(generation 0's diversity)")                                                          \
+    X(GA_POPULATION, "ga.population", INT, "256", 2, 1048576,                                \
+      "GA: members per generation")                                                          \
+    X(GA_SIGMA, "ga.sigma", FLOAT, "0.02", 1e-9, 100,                                        \
+      "GA: mutation power (standard deviation of each mutation's noise)")                    \
+    X(GA_TRUNCATION, "ga.truncation", INT, "20", 1, 1048576,                                 \
+      "GA: the best this many members of a generation are the parents of the next")          \
     X(POLICY_ACTIVATION, "policy.activation", CHOICE, "tanh", 0, 0,                          \
       "activation of the hidden layers")                                                     \
     X(POLICY_CORE, "policy.core", CHOICE, "none", 0, 0,                                      \
@@ -105,8 +132,9 @@
     X(TRAIN_ALGO, "train.algo", CHOICE, "ppo", 0, 0,                                         \
       "the learner: PPO's clipped surrogate, IMPALA's V-trace actor-critic "                 \
       "(-A log pi; implies train.advantage=vtrace), A2C (SB3's settings: 5 steps x 8 envs, " \
-      "one gradient step per rollout), or DQN (Q-learning from a replay; SB3's defaults, "   \
-      "doc/dqn.md)")                                                \
+      "one gradient step per rollout), DQN (Q-learning from a replay; SB3's defaults, "      \
+      "doc/dqn.md), or neuroevolution: OpenAI-ES (es.*) or Deep GA (ga.*), "                 \
+      "doc/neuroevolution.md")                                                \
     X(TRAIN_ANNEAL_LR, "train.anneal_lr", BOOL, "true", 0, 1,                                \
       "decay the learning rate linearly to 0 over the step budget")                          \
     X(TRAIN_BATCH_SIZE, "train.batch_size", INT, "32", 1, 1048576,                           \
@@ -205,7 +233,7 @@
 #define FRL_CHOICES_TRAIN_ADVANTAGE(X, K) X(K, GAE, "gae") X(K, VTRACE, "vtrace")
 #define FRL_CHOICES_TRAIN_LOSS(X, K) X(K, HUBER, "huber") X(K, MSE, "mse")
 #define FRL_CHOICES_TRAIN_ALGO(X, K) X(K, PPO, "ppo") X(K, IMPALA, "impala") X(K, A2C, "a2c") \
-    X(K, DQN, "dqn")
+    X(K, DQN, "dqn") X(K, ES, "es") X(K, GA, "ga")
 /* clang-format on */
 
 #define FRL_KEY_ENUMERATOR(ID, ...) FRL_KEY_##ID,

@@ -20,6 +20,7 @@ typedef struct frl_sampler_host {
     const frl_config *cfg;
     frl_policy *policy;
     frl_ring *ring;
+    frl_population *population;     /* a neuroevolution learner's (else NULL) */
     int32_t groups, T, B;
     frl_vec_env *const *venvs;      /* [groups] */
     const int32_t *group_first;     /* group g's first column of the ring */
@@ -74,5 +75,8 @@ const frl_sampler_ops *frl_sampler_lookup(const frl_config *cfg);
 
 extern const frl_sampler_ops frl_sampler_sync;
 extern const frl_sampler_ops frl_sampler_async;
+/* What a learner with population storage (train.algo=es|ga) trains with, whatever
+ * sampler.mode says: it evaluates members, not a policy's rollouts. */
+extern const frl_sampler_ops frl_sampler_population;
 
 #endif

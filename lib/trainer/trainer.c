@@ -60,6 +60,7 @@ static void fill_host(frl_trainer *t)
 {
     t->host = (frl_sampler_host){
         .rt = t->rt, .cfg = t->cfg, .policy = t->policy, .ring = t->ring,
+        .population = t->store.population,
         .groups = t->groups, .T = t->T, .B = t->B, .venvs = t->venvs,
         .group_first = t->group_first, .seed = t->seed, .book = &t->book,
         .metrics = &t->metrics, .stop = &t->stop, .err = t->err, .owner = t,
@@ -84,14 +85,8 @@ static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
     }
     if (need->kind != FRL_STORAGE_POPULATION)
         return FRL_OK;
-    t->store.members = need->members;
-    t->store.member_floats = (int64_t)p->num_params;
-    t->store.population = frl_alloc(&t->rt->alloc, sizeof(float) * (size_t)need->members *
-                                                        p->num_params, 64);
-    if (!t->store.population)
-        return frl_fail(t->err, FRL_ERR_NOMEM, "a population of %d x %zu parameters",
-                        (int)need->members, p->num_params);
-    return FRL_OK;
+    frl_status st = frl_population_create(&t->store.population, t->policy, need->members);
+    return st == FRL_OK ? FRL_OK : frl_fail_msg(t->err, st, frl_last_error());
 }
 
 static frl_status build_learner(frl_trainer *t)
@@ -106,11 +101,21 @@ static frl_status build_learner(frl_trainer *t)
     return st;
 }
 
+/* The sampler the learner needs: a population's evaluation for a learner that keeps
+ * one (neuroevolution), else sampler.mode's. */
+static const frl_sampler_ops *sampler_for(const frl_config *cfg, const frl_learner_ops *l)
+{
+    frl_storage_need need = {.kind = FRL_STORAGE_ROLLOUT};
+    l->storage(cfg, &need);
+    return need.kind == FRL_STORAGE_POPULATION ? &frl_sampler_population
+                                               : frl_sampler_lookup(cfg);
+}
+
 static frl_status build_parts(frl_trainer *t, const char *who)
 {
     const frl_space *os = frl_vec_env_observation_space(t->venv);
     const frl_space *as = frl_vec_env_action_space(t->venv);
-    const frl_sampler_ops *sampler = frl_sampler_lookup(t->cfg);
+    const frl_sampler_ops *sampler = sampler_for(t->cfg, t->learner.ops);
     frl_status st = frl_policy_create_seeded(&t->policy, t->rt, t->cfg, os, as, t->seed, who);
     if (st == FRL_OK)
         st = frl_ring_create(&t->ring, t->rt, sampler->slots(t->cfg, t->groups), t->T, t->B, os,
@@ -130,7 +135,7 @@ static frl_status build_parts(frl_trainer *t, const char *who)
                               frl_cfg_float(t->cfg, FRL_KEY_TRAIN_GAMMA),
                               t->policy->state_w) != FRL_OK)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
-    t->learn = frl_trainer_learn_slot;
+    t->learn = t->store.population ? frl_trainer_learn_population : frl_trainer_learn_slot;
     fill_host(t);
     if ((st = sampler->create(&t->sampler, &t->host)) != FRL_OK)
         return frl_fail_msg(NULL, st, t->err);
@@ -183,9 +188,10 @@ static void set_groups(frl_trainer *t, frl_vec_env *const *venvs, int32_t groups
     (void)frl_cfg_set_int(t->cfg, FRL_KEY_TRAIN_NUM_ENVS, t->B);
 }
 
-static frl_status check_mode(const frl_config *c, int32_t groups, const char *who)
+static frl_status check_mode(const frl_config *c, const frl_learner_ops *l, int32_t groups,
+                             const char *who)
 {
-    if (groups > frl_sampler_lookup(c)->max_groups)
+    if (groups > sampler_for(c, l)->max_groups)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: %d vec envs need sampler.mode=async "
                         "(the synchronous sampler steps one)", who, (int)groups);
     return FRL_OK;
@@ -196,7 +202,9 @@ static frl_status build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *
                         int32_t groups, int own, frl_config *resolved, const char *env_name,
                         const char *who, const frl_learner_ops *learner)
 {
-    frl_status st = check_mode(resolved, groups, who);
+    if (!learner)
+        learner = frl_learner_lookup(resolved);
+    frl_status st = check_mode(resolved, learner, groups, who);
     frl_trainer *t = st == FRL_OK ? frl_alloc(&rt->alloc, sizeof *t, FRL_CACHE_LINE) : NULL;
     if (!t) {
         frl_config_destroy(resolved);
@@ -212,7 +220,7 @@ static frl_status build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *
     /* The offset lets trainers on one runtime differ (members of a population). */
     t->seed = frl_runtime_seed(rt) + (uint64_t)frl_cfg_int(resolved, FRL_KEY_TRAIN_SEED_OFFSET);
     /* The learner says how long its rollouts are (DQN: train.train_freq). */
-    t->learner.ops = learner ? learner : frl_learner_lookup(resolved);
+    t->learner.ops = learner;
     t->T = (int32_t)(t->learner.ops->rollout ? t->learner.ops->rollout(resolved)
                                              : frl_cfg_int(resolved, FRL_KEY_TRAIN_ROLLOUT));
     int64_t rows = (int64_t)t->T * t->B;
@@ -247,7 +255,7 @@ static frl_status create_groups(frl_vec_env **v, int32_t *groups, frl_runtime *r
                                 const char *env_name, const frl_config *c, const char *who)
 {
     int32_t n = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_NUM_ENVS);
-    int32_t k = frl_sampler_lookup(c)->groups(c);
+    int32_t k = sampler_for(c, frl_learner_lookup(c))->groups(c);
     if (k > n)
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: sampler.groups %d is more than train.num_envs %d",
                         who, (int)k, (int)n);
@@ -379,7 +387,7 @@ FRL_API void frl_trainer_destroy(frl_trainer *t)
     if (t->learner.ops)
         t->learner.ops->destroy(&t->learner);
     frl_replay_destroy(t->store.replay);
-    frl_free(&t->rt->alloc, t->store.population);
+    frl_population_destroy(t->store.population);
     frl_ring_destroy(t->ring);
     frl_policy_destroy(t->policy);
     if (t->own_venv)
@@ -425,6 +433,25 @@ static void fill_metrics(frl_trainer *t, const frl_learn_stats *s)
     m->replay_fill = s->replay_fill;
     m->sample_age = s->sample_age;
     m->time_replay = s->time_replay;
+    m->population_mean = s->population_mean;
+    m->population_best = s->population_best;
+    m->kept_fitness = s->kept_fitness;
+}
+
+/* A neuroevolution learner's update: the population's fitnesses are in it already. */
+frl_status frl_trainer_learn_population(frl_trainer *t, int32_t slot, int64_t num_updates)
+{
+    (void)slot;
+    frl_learn_stats s = {0};
+    frl_batch b = {-1, NULL, 0, t->book.pr.updates, num_updates, t->seed};
+    double t0 = frl_now();
+    frl_status st = t->learner.ops->learn(&t->learner, &b, &s, t->err);
+    if (st != FRL_OK)
+        return st;
+    s.time_optimizer = frl_now() - t0;
+    t->book.pr.updates++;
+    fill_metrics(t, &s);
+    return FRL_OK;
 }
 
 

@@ -25,6 +25,9 @@ frl_status frl_trainer_check_num_envs(const frl_config *cfg, int64_t n, int32_t 
 /* The default learn step: the learner's update, the normaliser, metrics; releases the
  * slot. */
 frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_updates);
+/* The same for a neuroevolution learner: slot is unused (-1); the fitnesses of the
+ * population's members, just evaluated, are its input. */
+frl_status frl_trainer_learn_population(frl_trainer *t, int32_t slot, int64_t num_updates);
 /* Write outputs and call the metrics callback after an update. */
 frl_status frl_trainer_after_update(frl_trainer *t);
 int frl_trainer_target_reached(const frl_trainer *t);

@@ -1,0 +1,295 @@
+/* Populations: P members of one policy architecture, and acting for rows of many
+ * members in one call (Such et al.'s batched heterogeneous inference on the CPU).
+ *
+ * A block of rows is sorted by member with a counting sort, and each member's rows run
+ * through the networks with that member's parameter row as the parameter vector: the
+ * actor reads only its prefix of the vector (the trunk and the actor come first in
+ * every MLP layout), so no weights are copied. The sorted rows are cut into equal
+ * pieces, one per thread; a piece may split a member's rows, which changes nothing,
+ * since by the kernels' determinism contract an output row depends only on its input
+ * row and its weights. */
+#include <string.h>
+
+#include "core/table.h"
+#include "env/values.h"
+#include "rl/population.h"
+
+static const char who_act[] = "frl_population_act";
+
+int64_t frl_population_prefix(const frl_policy *p)
+{
+    if (p->towers)
+        return 0;
+    return (int64_t)(p->actor.param_base + p->actor.num_params);
+}
+
+static size_t action_bytes(const frl_policy *p)
+{
+    return p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)p->out_w;
+}
+
+FRL_API void frl_population_destroy(frl_population *pop)
+{
+    if (!pop)
+        return;
+    const frl_allocator *al = &pop->rt->alloc;
+    for (int32_t i = 0; pop->ws && i < pop->threads; i++)
+        frl_free(al, pop->ws[i]);
+    frl_free(al, pop->ws);
+    frl_free(al, pop->act);
+    frl_free(al, pop->obs);
+    frl_free(al, pop->order);
+    frl_free(al, pop->count);
+    frl_free(al, pop->params);
+    frl_free(al, pop->fitness);
+    frl_free(al, pop->steps);
+    frl_free(al, pop);
+}
+
+static frl_status alloc_scratch(frl_population *pop)
+{
+    const frl_allocator *al = &pop->rt->alloc;
+    const frl_policy *p = pop->policy;
+    pop->count = frl_alloc(al, sizeof(int32_t) * ((size_t)pop->members + 1), 64);
+    pop->order = frl_alloc(al, sizeof(int32_t) * FRL_POP_BLOCK, 64);
+    pop->obs = frl_alloc(al, sizeof(float) * FRL_POP_BLOCK * (size_t)p->obs_w, 64);
+    pop->act = frl_alloc(al, action_bytes(p) * FRL_POP_BLOCK, 64);
+    pop->threads = frl_runtime_threads(pop->rt);
+    pop->ws = frl_alloc(al, sizeof(float *) * (size_t)pop->threads, 64);
+    if (!pop->count || !pop->order || !pop->obs || !pop->act || !pop->ws)
+        return FRL_ERR_NOMEM;
+    memset(pop->ws, 0, sizeof(float *) * (size_t)pop->threads);
+    size_t floats = frl_policy_pass_floats(p, FRL_POP_CHUNK, 0);
+    for (int32_t i = 0; i < pop->threads; i++)
+        if (!(pop->ws[i] = frl_alloc(al, sizeof(float) * floats, 64)))
+            return FRL_ERR_NOMEM;
+    return FRL_OK;
+}
+
+/* Every member starts as the policy's own acting parameters. */
+static void fill_members(frl_population *pop)
+{
+    for (int32_t m = 0; m < pop->members; m++)
+        memcpy(pop->params + (size_t)m * (size_t)pop->n, pop->policy->params,
+               sizeof(float) * (size_t)pop->n);
+}
+
+FRL_API frl_status frl_population_create(frl_population **out, frl_policy *policy,
+                                         int32_t members)
+{
+    static const char who[] = "frl_population_create";
+    if (out)
+        *out = NULL;
+    if (!out || !policy)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who, !out ? "out" : "policy");
+    if (members < 1)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: members is %d; it must be >= 1", who,
+                        (int)members);
+    int64_t n = frl_population_prefix(policy);
+    if (n == 0)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: a recurrent policy (policy.core) "
+                        "cannot be a population's architecture yet", who);
+    if ((double)members * (double)n * sizeof(float) > (double)(SIZE_MAX / 2))
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: %d members x %lld parameters do not fit in "
+                        "memory", who, (int)members, (long long)n);
+    frl_runtime *rt = policy->rt;
+    frl_population *pop = frl_alloc(&rt->alloc, sizeof *pop, 64);
+    if (!pop)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    memset(pop, 0, sizeof *pop);
+    *pop = (frl_population){.policy = policy, .rt = rt, .members = members, .n = n};
+    pop->params = frl_alloc(&rt->alloc, sizeof(float) * (size_t)members * (size_t)n, 64);
+    pop->fitness = frl_alloc(&rt->alloc, sizeof(double) * (size_t)members, 64);
+    pop->steps = frl_alloc(&rt->alloc, sizeof(int64_t) * (size_t)members, 64);
+    if (!pop->params || !pop->fitness || !pop->steps || alloc_scratch(pop) != FRL_OK) {
+        frl_population_destroy(pop);
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for %d members x %lld "
+                        "parameters (%.1f MB)", who, (int)members, (long long)n,
+                        (double)members * (double)n * 4e-6);
+    }
+    fill_members(pop);
+    *out = pop;
+    return FRL_OK;
+}
+
+FRL_API int32_t frl_population_members(const frl_population *pop)
+{
+    return pop ? pop->members : 0;
+}
+
+FRL_API int64_t frl_population_member_size(const frl_population *pop)
+{
+    return pop ? pop->n : 0;
+}
+
+FRL_API float *frl_population_parameters(frl_population *pop)
+{
+    return pop ? pop->params : NULL;
+}
+
+FRL_API const char *frl_population_last_error(const frl_population *pop)
+{
+    return pop ? pop->err : "frl_population_last_error: population is NULL";
+}
+
+FRL_API frl_status frl_population_copy_to_policy(const frl_population *pop, int32_t member,
+                                                 frl_policy *policy)
+{
+    static const char who[] = "frl_population_copy_to_policy";
+    if (!pop || !policy)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who, !pop ? "population" : "policy");
+    if (member < 0 || member >= pop->members)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: member %d is outside [0, %d)", who,
+                        (int)member, (int)pop->members);
+    if (frl_population_prefix(policy) != pop->n || policy->num_params != pop->policy->num_params)
+        return frl_fail(NULL, FRL_ERR_SIZE, "%s: the policy has %zu parameters (%lld acting), "
+                        "the population's architecture %zu (%lld)", who, policy->num_params,
+                        (long long)frl_population_prefix(policy), pop->policy->num_params,
+                        (long long)pop->n);
+    memcpy(policy->params, pop->params + (size_t)member * (size_t)pop->n,
+           sizeof(float) * (size_t)pop->n);
+    policy->version++; /* a device copy of the policy is refreshed */
+    return FRL_OK;
+}
+
+/* ---- acting ---- */
+
+static frl_status check_act(frl_population *pop, const frl_population_act_args *a)
+{
+    const frl_policy *p = pop->policy;
+    if (!a)
+        return frl_fail(pop->err, FRL_ERR_NULL, "%s: args is NULL", who_act);
+    if (a->struct_size < sizeof *a)
+        return frl_fail(pop->err, FRL_ERR_VERSION, "%s: args->struct_size %zu is too small "
+                        "(use frl_population_act_args_init)", who_act, a->struct_size);
+    if (!a->observations || !a->members || !a->actions)
+        return frl_fail(pop->err, FRL_ERR_NULL, "%s: args->%s is NULL", who_act,
+                        !a->observations ? "observations" : !a->members ? "members" : "actions");
+    if (a->batch < 1)
+        return frl_fail(pop->err, FRL_ERR_RANGE, "%s: batch %d must be >= 1", who_act,
+                        (int)a->batch);
+    int64_t ow = frl_space_width(p->obs_space), aw = frl_space_width(p->act_space);
+    if (a->observation_width != ow || a->action_width != aw)
+        return frl_fail(pop->err, FRL_ERR_SIZE, "%s: the arrays are %lld observation and %lld "
+                        "action values wide, the policy's spaces %lld and %lld", who_act,
+                        (long long)a->observation_width, (long long)a->action_width,
+                        (long long)ow, (long long)aw);
+    for (int32_t i = 0; i < a->batch; i++)
+        if (a->members[i] < 0 || a->members[i] >= pop->members)
+            return frl_fail(pop->err, FRL_ERR_RANGE, "%s: row %d names member %d, outside "
+                            "[0, %d)", who_act, (int)i, (int)a->members[i], (int)pop->members);
+    int64_t count = (int64_t)a->batch * p->obs_w;
+    int64_t bad = p->obs_n ? frl_find_bad_index(a->observations, count, p->obs_n)
+                           : frl_find_nonfinite(a->observations, count);
+    if (bad >= 0)
+        return frl_fail(pop->err, p->obs_n ? FRL_ERR_RANGE : FRL_ERR_NONFINITE,
+                        "%s: observation of row %lld, element %lld is %s", who_act,
+                        (long long)(bad / p->obs_w), (long long)(bad % p->obs_w),
+                        p->obs_n ? "not an index of the discrete space" : "not finite");
+    return FRL_OK;
+}
+
+/* One block of rows [first, first + rows): what each thread's piece needs. */
+typedef struct act_block {
+    frl_population *pop;
+    const frl_population_act_args *a;
+    int64_t first;
+    int32_t rows, pieces;
+} act_block;
+
+/* Rows [from, to) of the block's sorted order into the gathered arrays, sorted. */
+static void gather(act_block *b, int32_t from, int32_t to)
+{
+    const frl_policy *p = b->pop->policy;
+    size_t w = (size_t)p->obs_w;
+    for (int32_t s = from; s < to; s++)
+        memcpy(b->pop->obs + (size_t)s * w,
+               b->a->observations + (size_t)(b->first + b->pop->order[s]) * w,
+               sizeof(float) * w);
+}
+
+/* Sorted rows [s, s + rows) all of member m: forward and heads, in chunks. */
+static void act_run(act_block *b, int32_t s, int32_t rows, int32_t m, float *ws)
+{
+    frl_population *pop = b->pop;
+    const frl_policy *p = pop->policy;
+    const float *w = pop->params + (size_t)m * (size_t)pop->n;
+    size_t ab = action_bytes(p);
+    for (int32_t c = 0; c < rows; c += FRL_POP_CHUNK) {
+        int32_t k = rows - c < FRL_POP_CHUNK ? rows - c : FRL_POP_CHUNK;
+        frl_pass f;
+        frl_policy_pass_layout(p, k, 0, ws, &f);
+        frl_policy_forward_heads(p, w, k, pop->obs + (size_t)(s + c) * (size_t)p->obs_w, &f,
+                                 FRL_HEAD_ACTOR);
+        for (int32_t r = 0; r < k; r++) {
+            int64_t row = b->first + pop->order[s + c + r];
+            /* The log-std (a Gaussian's) is the policy's: members do not carry it. */
+            frl_policy_head_act(p, p->params, f.out + (size_t)r * (size_t)p->out_w,
+                                b->a->deterministic, b->a->stream_offset + (uint64_t)row,
+                                b->a->counter, pop->act + (size_t)(s + c + r) * ab);
+        }
+    }
+}
+
+static int act_piece(void *user, int32_t task, int32_t thread)
+{
+    act_block *b = user;
+    int32_t from = (int32_t)((int64_t)b->rows * task / b->pieces);
+    int32_t to = (int32_t)((int64_t)b->rows * (task + 1) / b->pieces);
+    gather(b, from, to);
+    const int32_t *mem = b->a->members + b->first;
+    for (int32_t s = from; s < to;) {
+        int32_t m = mem[b->pop->order[s]], e = s + 1;
+        while (e < to && mem[b->pop->order[e]] == m)
+            e++;
+        act_run(b, s, e - s, m, b->pop->ws[thread]);
+        s = e;
+    }
+    return 0;
+}
+
+/* Counting sort of the block's rows by member (stable: rows keep their order). */
+static void sort_block(act_block *b)
+{
+    frl_population *pop = b->pop;
+    const int32_t *mem = b->a->members + b->first;
+    memset(pop->count, 0, sizeof(int32_t) * ((size_t)pop->members + 1));
+    for (int32_t r = 0; r < b->rows; r++)
+        pop->count[mem[r] + 1]++;
+    for (int32_t m = 0; m < pop->members; m++)
+        pop->count[m + 1] += pop->count[m];
+    for (int32_t r = 0; r < b->rows; r++)
+        pop->order[pop->count[mem[r]]++] = r;
+}
+
+/* The sorted actions back to the caller's row order. */
+static void scatter(act_block *b)
+{
+    size_t ab = action_bytes(b->pop->policy);
+    unsigned char *out = (unsigned char *)b->a->actions + (size_t)b->first * ab;
+    for (int32_t s = 0; s < b->rows; s++)
+        memcpy(out + (size_t)b->pop->order[s] * ab, b->pop->act + (size_t)s * ab, ab);
+}
+
+FRL_API frl_status frl_population_act(frl_population *pop, const frl_population_act_args *a)
+{
+    if (!pop)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: population is NULL", who_act);
+    frl_status st = check_act(pop, a);
+    if (st != FRL_OK)
+        return frl_fail_msg(NULL, st, pop->err);
+    for (int64_t first = 0; first < a->batch; first += FRL_POP_BLOCK) {
+        int64_t left = a->batch - first;
+        act_block b = {pop, a, first, (int32_t)(left < FRL_POP_BLOCK ? left : FRL_POP_BLOCK), 1};
+        /* A piece per thread when each has a chunk's worth of work. */
+        int32_t pieces = b.rows / (FRL_POP_CHUNK / 4);
+        b.pieces = pieces < 1 ? 1 : pieces > pop->threads ? pop->threads : pieces;
+        sort_block(&b);
+        if (b.pieces == 1)
+            act_piece(&b, 0, 0);
+        else
+            frl_pool_run(pop->rt->pool, b.pieces, act_piece, &b, NULL);
+        scatter(&b);
+    }
+    return FRL_OK;
+}

@@ -1,0 +1,35 @@
+/* Internal view of frl_population: P members' acting parameters in one [P x n] block,
+ * per-member statistics of the last evaluation, and the scratch of batched acting
+ * (allocated once at create, so acting never allocates). */
+#ifndef FRL_RL_POPULATION_H
+#define FRL_RL_POPULATION_H
+
+#include "rl/policy.h"
+
+/* Rows grouped per call of the sort (a larger batch is acted in blocks of this many). */
+enum { FRL_POP_BLOCK = 4096, FRL_POP_CHUNK = 256 };
+
+struct frl_population {
+    frl_policy *policy;       /* the architecture, normaliser and head (borrowed) */
+    frl_runtime *rt;
+    int32_t members;
+    int64_t n;                /* acting parameters per member: a prefix of the policy's */
+    float *params;            /* [members x n] */
+    /* the last evaluation of the trainer's population sampler: per member */
+    double *fitness;          /* mean return */
+    int64_t *steps;           /* env steps */
+    /* acting scratch */
+    int32_t *count;           /* [members + 1]: counting sort of a block's rows */
+    int32_t *order;           /* [FRL_POP_BLOCK]: the block's rows by member */
+    float *obs;               /* [FRL_POP_BLOCK x obs_w]: their observations, gathered */
+    unsigned char *act;       /* [FRL_POP_BLOCK x action bytes]: their actions */
+    int32_t threads;
+    float **ws;               /* per thread: a forward pass of FRL_POP_CHUNK rows */
+    char err[FRL_ERRMSG_SIZE];
+};
+
+/* Floats of the acting prefix of p's parameters (trunk and actor), or 0 for a policy a
+ * population cannot hold (a recurrent one). */
+int64_t frl_population_prefix(const frl_policy *p);
+
+#endif

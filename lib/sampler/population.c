@@ -1,0 +1,126 @@
+/* The population sampler: what a neuroevolution learner (train.algo=es|ga) trains
+ * with. Each update evaluates every member of the trainer's population over the vec env
+ * (frl_population_evaluate: envs shared by the members, inference on compacted live
+ * rows), hands their fitnesses to the learner, and counts the episodes' steps.
+ * Generation g's episodes start from the vec env reset with the seed (trainer seed,
+ * g), so a resumed run evaluates exactly what it would have. */
+#include "core/rng.h"
+#include "rl/population.h"
+#include "sampler/sampler.h"
+
+typedef struct pop_sampler {
+    frl_sampler base;
+} pop_sampler;
+
+static int32_t one(const frl_config *cfg)
+{
+    (void)cfg;
+    return 1;
+}
+
+static int32_t one_slot(const frl_config *cfg, int32_t groups)
+{
+    (void)cfg;
+    (void)groups;
+    return 1;
+}
+
+static frl_status pop_create(frl_sampler **out, frl_sampler_host *h)
+{
+    if (!h->population)
+        return frl_fail(h->err, FRL_ERR_INTERNAL, "the population sampler needs a population");
+    pop_sampler *s = frl_alloc(&h->rt->alloc, sizeof *s, FRL_CACHE_LINE);
+    *out = (frl_sampler *)s;
+    if (!s)
+        return frl_fail(h->err, FRL_ERR_NOMEM, "population sampler: out of memory");
+    s->base.ops = &frl_sampler_population;
+    s->base.h = h;
+    return FRL_OK;
+}
+
+static void pop_destroy(frl_sampler *s)
+{
+    if (s)
+        frl_free(&s->h->rt->alloc, s);
+}
+
+/* Each member's fitness into the episode window, as if each were an episode: the
+ * trainer's mean return (and train.target_return) is then the population's. */
+static void record(frl_sampler_host *h, const frl_population *pop, int32_t episodes)
+{
+    frl_rollout_book *k = h->book;
+    for (int32_t m = 0; m < pop->members; m++) {
+        k->recent_return[k->pr.episodes % FRL_RECENT_EPISODES] = (float)pop->fitness[m];
+        k->recent_length[k->pr.episodes % FRL_RECENT_EPISODES] =
+            (int32_t)(pop->steps[m] / episodes);
+        k->pr.episodes++;
+    }
+}
+
+static frl_status evaluate(frl_sampler_host *h)
+{
+    frl_population *pop = h->population;
+    int32_t es = frl_cfg_choice(h->cfg, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_ES;
+    frl_population_eval_args a;
+    frl_population_eval_args_init(&a);
+    a.episodes = (int32_t)frl_cfg_int(h->cfg, es ? FRL_KEY_ES_EPISODES : FRL_KEY_GA_EPISODES);
+    frl_rng r = frl_rng_stream(h->seed, 0x706f70ULL); /* "pop" */
+    r.counter = (uint64_t)h->book->pr.updates;
+    a.seed = frl_rng_next(&r);
+    a.returns = pop->fitness;
+    a.steps = pop->steps;
+    a.update_obs_norm = h->policy->obs_norm;
+    int64_t steps = 0;
+    double t0 = frl_now();
+    frl_status st = frl_population_evaluate(pop, h->venvs[0], &a, &steps);
+    if (st != FRL_OK)
+        return frl_fail_msg(h->err, st, pop->err);
+    h->metrics->time_env = frl_now() - t0;
+    h->metrics->time_inference = 0;
+    h->book->pr.env_steps += steps;
+    h->book->pr.rollout_steps++;
+    record(h, pop, a.episodes);
+    if (h->policy->obs_norm) {
+        /* the statistics of this generation's rollouts act from the next one on */
+        frl_obsnorm_freeze(&h->policy->norm);
+        h->policy->dev_norm_stale = 1;
+    }
+    return FRL_OK;
+}
+
+static frl_status pop_train(frl_sampler *base, int64_t total_steps)
+{
+    frl_sampler_host *h = base->h;
+    frl_status st = FRL_OK;
+    h->book->pr.started = 1;
+    while (st == FRL_OK && h->book->pr.env_steps < total_steps && !h->target_reached(h->owner)) {
+        if (atomic_exchange(h->stop, 0))
+            return frl_fail(h->err, FRL_ERR_INTERRUPTED, "training stopped by request at %lld "
+                            "steps", (long long)h->book->pr.env_steps);
+        if ((st = evaluate(h)) == FRL_OK && (st = h->learn(h->owner, -1, 0)) == FRL_OK)
+            st = h->after_update(h->owner);
+    }
+    atomic_store(h->stop, 0);
+    return st;
+}
+
+static void no_lock(frl_sampler *s)
+{
+    (void)s;
+}
+
+const frl_sampler_ops frl_sampler_population = {
+    .name = "population",
+    .groups = one,
+    .slots = one_slot,
+    .max_groups = 1,
+    .overlaps_learning = 0,
+    .carries_state = 0,
+    .no_save = NULL,
+    .create = pop_create,
+    .destroy = pop_destroy,
+    .train = pop_train,
+    .train_many = NULL,
+    .lock = no_lock,
+    .unlock = no_lock,
+};
