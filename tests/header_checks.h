@@ -103,6 +103,27 @@ static void hc_layout_args(void)
 
 static void hc_layout_metrics_counts(void)
 {
+    HC_STRUCT(frl_population_act_args);
+    HC_FIELD(frl_population_act_args, struct_size);
+    HC_FIELD(frl_population_act_args, batch);
+    HC_FIELD(frl_population_act_args, observations);
+    HC_FIELD(frl_population_act_args, members);
+    HC_FIELD(frl_population_act_args, actions);
+    HC_FIELD(frl_population_act_args, deterministic);
+    HC_FIELD(frl_population_act_args, stream_offset);
+    HC_FIELD(frl_population_act_args, counter);
+    HC_FIELD(frl_population_act_args, observation_width);
+    HC_FIELD(frl_population_act_args, action_width);
+    HC_STRUCT(frl_population_eval_args);
+    HC_FIELD(frl_population_eval_args, struct_size);
+    HC_FIELD(frl_population_eval_args, episodes);
+    HC_FIELD(frl_population_eval_args, deterministic);
+    HC_FIELD(frl_population_eval_args, seed);
+    HC_FIELD(frl_population_eval_args, max_episode_steps);
+    HC_FIELD(frl_population_eval_args, returns);
+    HC_FIELD(frl_population_eval_args, steps);
+    HC_FIELD(frl_population_eval_args, lengths);
+    HC_FIELD(frl_population_eval_args, update_obs_norm);
     HC_STRUCT(frl_metrics);
     HC_FIELD(frl_metrics, struct_size);
     HC_FIELD(frl_metrics, update);
@@ -139,6 +160,9 @@ static void hc_layout_metrics_times(void)
     HC_FIELD(frl_metrics, replay_fill);
     HC_FIELD(frl_metrics, sample_age);
     HC_FIELD(frl_metrics, time_replay);
+    HC_FIELD(frl_metrics, population_mean);
+    HC_FIELD(frl_metrics, population_best);
+    HC_FIELD(frl_metrics, kept_fitness);
     HC_STRUCT(frl_replay_info);
     HC_FIELD(frl_replay_info, struct_size);
     HC_FIELD(frl_replay_info, capacity);
@@ -215,14 +239,22 @@ static int hc_init_args(void)
     e0.episodes = 100;
     e0.deterministic = 1;
     e0.max_steps = 10000000;
+    HC_INIT_PAIR(frl_population_act_args, pa, pa0);
+    HC_INIT_PAIR(frl_population_eval_args, pe, pe0);
+    pe0.episodes = 1;
+    pe0.deterministic = 1;
     printf("frl_act_args_init struct_size %zu deterministic %d\n", a.struct_size,
            (int)a.deterministic);
+    printf("frl_population_eval_args_init struct_size %zu episodes %d deterministic %d\n",
+           pe.struct_size, (int)pe.episodes, (int)pe.deterministic);
     printf("frl_eval_args_init struct_size %zu episodes %d deterministic %d seed %llu "
            "max_steps %lld\n",
            e.struct_size, (int)e.episodes, (int)e.deterministic, (unsigned long long)e.seed,
            (long long)e.max_steps);
     return hc_init_left("frl_act_args_init", &a, &a0, sizeof a) +
-           hc_init_left("frl_eval_args_init", &e, &e0, sizeof e);
+           hc_init_left("frl_eval_args_init", &e, &e0, sizeof e) +
+           hc_init_left("frl_population_act_args_init", &pa, &pa0, sizeof pa) +
+           hc_init_left("frl_population_eval_args_init", &pe, &pe0, sizeof pe);
 }
 
 /* ---- the library against this caller ------------------------------------------------ */

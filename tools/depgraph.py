@@ -49,6 +49,15 @@ SAME_MODULE = {
     # The recurrent policies' passes: the policy's own (its struct, its acting and
     # workspace calls dispatch there), split out as a file by what it holds.
     "rl/policy_rnn": "rl/policy",
+    # The ask/tell optimisers: evo.h is the private header of the one frl_evo handle,
+    # and ES, GA and their shared noise and ranks are its implementation, split by what
+    # each file holds (the handle dispatches to them; they read its struct).
+    "evo/es": "evo/evo",
+    "evo/ga": "evo/evo",
+    "evo/noise": "evo/evo",
+    # The evaluation engine is the population's (it acts through frl_population_act and
+    # reads the population's struct), a file of its own by what it holds.
+    "rl/population_eval": "rl/population",
     # The CUDA plugin's model: model.h holds its struct and the calls of its forward's
     # paths, model_forward.c implements them (there is no model.c to pair them by name).
     "cuda/model_forward": "cuda/model",

@@ -1,0 +1,555 @@
+/* Neuroevolution: batched per-member acting (bit-identical to each member acting
+ * alone), the evaluation engine's routing of rows to members and its episode cap, ES
+ * and GA through ask/tell (antithetic pairs, improvement, genomes rebuilt bit for bit,
+ * save and load, bad input leaving the optimiser unchanged), and train.algo=es|ga on
+ * the trainer (learning CartPole, resuming exactly). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fastrl.h"
+#include "rl/policy.h"
+#include "test_util.h"
+
+/* ---- populations ---- */
+
+static frl_policy *make_policy(frl_runtime *rt, const char *env, const char *settings)
+{
+    frl_env *e;
+    ck_assert_int_eq(frl_env_create(&e, rt, env, NULL), FRL_OK);
+    frl_config *cfg = frl_test_settings(settings);
+    frl_policy *p;
+    ck_assert_int_eq(frl_policy_create(&p, rt, cfg, frl_env_observation_space(e),
+                                       frl_env_action_space(e)), FRL_OK);
+    frl_config_destroy(cfg);
+    frl_env_destroy(e);
+    return p;
+}
+
+/* Members made different: each parameter moved by a member-dependent amount. */
+static void perturb(frl_population *pop, uint32_t salt)
+{
+    float *w = frl_population_parameters(pop);
+    int64_t n = frl_population_member_size(pop);
+    for (int32_t m = 0; m < frl_population_members(pop); m++)
+        for (int64_t j = 0; j < n; j++) {
+            uint32_t h = (uint32_t)(m * 2654435761u) ^ (uint32_t)(j * 40503u) ^ salt;
+            w[m * n + j] += 0.3f * ((float)(h % 1000) / 1000.0f - 0.5f);
+        }
+}
+
+/* Row i of a batched call against a policy holding member members[i], same streams. */
+static void check_matches_members(const char *env, int32_t batch, int deterministic)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_policy *p = make_policy(rt, env, "policy.hidden=64,64");
+    frl_policy *q = make_policy(rt, env, "policy.hidden=64,64");
+    frl_population *pop;
+    const int32_t P = 7;
+    ck_assert_int_eq(frl_population_create(&pop, p, P), FRL_OK);
+    perturb(pop, 17);
+    int64_t ow = frl_space_width(frl_policy_observation_space(p));
+    int64_t aw = frl_space_width(frl_policy_action_space(p));
+    int discrete = frl_space_get_kind(frl_policy_action_space(p)) == FRL_SPACE_DISCRETE;
+    size_t ab = discrete ? sizeof(int32_t) : sizeof(float) * (size_t)aw;
+    float *obs = malloc(sizeof(float) * (size_t)batch * (size_t)ow);
+    int32_t *mem = malloc(sizeof(int32_t) * (size_t)batch);
+    unsigned char *got = malloc(ab * (size_t)batch), *want = malloc(ab * (size_t)batch);
+    for (int32_t i = 0; i < batch; i++) {
+        mem[i] = (int32_t)((i * 7919u + 13u) % (uint32_t)P);
+        for (int64_t k = 0; k < ow; k++)
+            obs[i * ow + k] = (float)sin(0.37 * i + k);
+    }
+    frl_population_act_args a;
+    frl_population_act_args_init(&a);
+    a.batch = batch;
+    a.observations = obs;
+    a.members = mem;
+    a.actions = got;
+    a.deterministic = deterministic;
+    a.stream_offset = 5;
+    a.counter = 11;
+    a.observation_width = ow;
+    a.action_width = aw;
+    ck_assert_int_eq(frl_population_act(pop, &a), FRL_OK);
+    for (int32_t m = 0; m < P; m++) {
+        ck_assert_int_eq(frl_population_copy_to_policy(pop, m, q), FRL_OK);
+        frl_act_args b;
+        frl_act_args_init(&b);
+        b.batch = batch;
+        b.observations = obs;
+        b.actions = want;
+        b.deterministic = deterministic;
+        b.stream_offset = 5;
+        b.counter = 11;
+        frl_test_act_widths(&b, q);
+        ck_assert_int_eq(frl_policy_act(q, &b), FRL_OK);
+        for (int32_t i = 0; i < batch; i++)
+            if (mem[i] == m)
+                ck_assert_msg(memcmp(got + ab * (size_t)i, want + ab * (size_t)i, ab) == 0,
+                              "%s row %d (member %d) differs", env, (int)i, (int)m);
+    }
+    free(obs);
+    free(mem);
+    free(got);
+    free(want);
+    frl_population_destroy(pop);
+    frl_policy_destroy(p);
+    frl_policy_destroy(q);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(act_matches_each_member)
+{
+    check_matches_members("CartPole-v1", 300, 0);
+    check_matches_members("CartPole-v1", 5000, 1); /* two blocks of the sort */
+    check_matches_members("Pendulum-v1", 300, 0);  /* the shared log-std */
+}
+END_TEST
+
+START_TEST(act_bad_input)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_policy *p = make_policy(rt, "CartPole-v1", "policy.hidden=8");
+    frl_population *pop;
+    ck_assert_int_eq(frl_population_create(&pop, p, 0), FRL_ERR_RANGE);
+    ck_assert_ptr_null(pop);
+    ck_assert_int_eq(frl_population_create(&pop, NULL, 4), FRL_ERR_NULL);
+    ck_assert_int_eq(frl_population_create(&pop, p, 4), FRL_OK);
+    float obs[8] = {0};
+    int32_t mem[2] = {1, 4}, act[2] = {-7, -7};
+    frl_population_act_args a;
+    frl_population_act_args_init(&a);
+    a.batch = 2;
+    a.observations = obs;
+    a.members = mem;
+    a.actions = act;
+    a.observation_width = 4;
+    a.action_width = 1;
+    ck_assert_int_eq(frl_population_act(pop, &a), FRL_ERR_RANGE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "row 1 names member 4"));
+    ck_assert_int_eq(act[0], -7); /* nothing written */
+    mem[1] = 3;
+    obs[5] = NAN;
+    ck_assert_int_eq(frl_population_act(pop, &a), FRL_ERR_NONFINITE);
+    ck_assert_int_eq(act[0], -7);
+    obs[5] = 0;
+    a.observation_width = 3;
+    ck_assert_int_eq(frl_population_act(pop, &a), FRL_ERR_SIZE);
+    a.observation_width = 4;
+    a.struct_size = 8;
+    ck_assert_int_eq(frl_population_act(pop, &a), FRL_ERR_VERSION);
+    frl_population_act_args_init(&a);
+    ck_assert_int_eq(frl_population_act(pop, &a), FRL_ERR_NULL);
+    ck_assert_int_eq(frl_population_copy_to_policy(pop, 4, p), FRL_ERR_RANGE);
+    frl_policy *other = make_policy(rt, "CartPole-v1", "policy.hidden=16");
+    ck_assert_int_eq(frl_population_copy_to_policy(pop, 0, other), FRL_ERR_SIZE);
+    frl_policy *gru = make_policy(rt, "CartPole-v1", "policy.core=gru policy.hidden=8");
+    frl_population *bad;
+    ck_assert_int_eq(frl_population_create(&bad, gru, 4), FRL_ERR_UNSUPPORTED);
+    frl_policy_destroy(gru);
+    frl_policy_destroy(other);
+    frl_population_destroy(pop);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- the evaluation engine on a host env: reward = the action, 5 steps an episode ---- */
+
+typedef struct counter_env {
+    int32_t t;
+} counter_env;
+
+static int ce_reset(void *user, uint64_t seed, float *obs)
+{
+    (void)seed;
+    ((counter_env *)user)->t = 0;
+    obs[0] = 0;
+    return 0;
+}
+
+static int ce_step(void *user, const void *action, float *obs, float *reward, uint8_t *term,
+                   uint8_t *trunc)
+{
+    counter_env *c = user;
+    c->t++;
+    obs[0] = (float)c->t / 5.0f;
+    *reward = (float)*(const int32_t *)action;
+    *term = c->t == 5;
+    *trunc = 0;
+    return 0;
+}
+
+static frl_vec_env *counter_vec(frl_runtime *rt, int32_t n, counter_env *envs)
+{
+    frl_space *os, *as;
+    int64_t shape[1] = {1};
+    float lo[1] = {0}, hi[1] = {1};
+    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, shape, lo, hi), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = ce_reset;
+    cb.step = ce_step;
+    void *users[16];
+    for (int32_t i = 0; i < n; i++)
+        users[i] = &envs[i];
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, n, os, as, NULL), FRL_OK);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    return v;
+}
+
+/* Member m picks action 1 when m is odd: its output bias says so. */
+static void set_choices(frl_population *pop, const frl_policy *p)
+{
+    const frl_mlp *a = &p->actor;
+    size_t b = a->off_b[a->layers - 1];
+    float *w = frl_population_parameters(pop);
+    for (int32_t m = 0; m < frl_population_members(pop); m++) {
+        w[(size_t)m * (size_t)frl_population_member_size(pop) + b] = m % 2 ? -50.0f : 50.0f;
+        w[(size_t)m * (size_t)frl_population_member_size(pop) + b + 1] = m % 2 ? 50.0f : -50.0f;
+    }
+}
+
+START_TEST(evaluate_routes_members)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    counter_env envs[3];
+    frl_vec_env *v = counter_vec(rt, 3, envs);
+    frl_policy *p;
+    frl_config *cfg = frl_test_settings("policy.hidden=8");
+    ck_assert_int_eq(frl_policy_create(&p, rt, cfg, frl_vec_env_observation_space(v),
+                                       frl_vec_env_action_space(v)), FRL_OK);
+    frl_config_destroy(cfg);
+    frl_population *pop;
+    ck_assert_int_eq(frl_population_create(&pop, p, 6), FRL_OK);
+    set_choices(pop, p);
+    double ret[6], len[6];
+    int64_t steps[6], total = 0;
+    frl_population_eval_args a;
+    frl_population_eval_args_init(&a);
+    a.episodes = 4;
+    a.returns = ret;
+    a.lengths = len;
+    a.steps = steps;
+    ck_assert_int_eq(frl_population_evaluate(pop, v, &a, &total), FRL_OK);
+    for (int32_t m = 0; m < 6; m++) {
+        ck_assert_double_eq(ret[m], m % 2 ? 5.0 : 0.0);
+        ck_assert_double_eq(len[m], 5.0);
+        ck_assert_int_eq(steps[m], 20);
+    }
+    ck_assert_int_eq(total, 6 * 4 * 5);
+    /* The cap: episodes cut after 3 steps; the envs run them out before the next. */
+    a.max_episode_steps = 3;
+    ck_assert_int_eq(frl_population_evaluate(pop, v, &a, &total), FRL_OK);
+    for (int32_t m = 0; m < 6; m++) {
+        ck_assert_double_eq(ret[m], m % 2 ? 3.0 : 0.0);
+        ck_assert_int_eq(steps[m], 12);
+    }
+    /* Bad arguments. */
+    a.episodes = 0;
+    ck_assert_int_eq(frl_population_evaluate(pop, v, &a, &total), FRL_ERR_RANGE);
+    a.episodes = 1;
+    a.update_obs_norm = 1;
+    ck_assert_int_eq(frl_population_evaluate(pop, v, &a, &total), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(frl_population_evaluate(pop, NULL, &a, &total), FRL_ERR_NULL);
+    frl_vec_env *cp;
+    ck_assert_int_eq(frl_vec_env_create(&cp, rt, "CartPole-v1", 2, NULL), FRL_OK);
+    a.update_obs_norm = 0;
+    ck_assert_int_eq(frl_population_evaluate(pop, cp, &a, &total), FRL_ERR_SIZE);
+    frl_vec_env_destroy(cp);
+    frl_population_destroy(pop);
+    frl_policy_destroy(p);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- ask/tell ---- */
+
+enum { N = 20 };
+
+static void quadratic(const float *x, int32_t P, int64_t n, double *f)
+{
+    for (int32_t i = 0; i < P; i++) {
+        double s = 0;
+        for (int64_t j = 0; j < n; j++)
+            s -= (x[i * n + j] - 3.0) * (x[i * n + j] - 3.0);
+        f[i] = s;
+    }
+}
+
+static frl_evo *make_evo(frl_runtime *rt, const char *settings)
+{
+    frl_config *cfg = frl_test_settings(settings);
+    float init[N] = {0};
+    frl_evo *e;
+    ck_assert_int_eq(frl_evo_create(&e, rt, cfg, N, init), FRL_OK);
+    frl_config_destroy(cfg);
+    return e;
+}
+
+static const char es_settings[] =
+    "train.algo=es es.population=32 es.sigma=0.1 es.lr=0.1 es.noise_floats=100000 "
+    "es.weight_decay=0";
+static const char ga_settings[] =
+    "train.algo=ga ga.population=64 ga.truncation=10 ga.elites=2 ga.sigma=0.1 ga.init_sigma=1";
+
+/* Generations of the quadratic; returns the distance of the kept point from the optimum. */
+static double optimise(frl_evo *e, int generations)
+{
+    int32_t P = frl_evo_population(e);
+    float *x = malloc(sizeof(float) * (size_t)P * N), best[N];
+    double *f = malloc(sizeof(double) * (size_t)P);
+    for (int g = 0; g < generations; g++) {
+        ck_assert_int_eq(frl_evo_ask(e, x, (int64_t)P * N), FRL_OK);
+        quadratic(x, P, N, f);
+        ck_assert_int_eq(frl_evo_tell(e, f, P), FRL_OK);
+    }
+    ck_assert_int_eq(frl_evo_best(e, best, N, NULL), FRL_OK);
+    double d = 0;
+    for (int j = 0; j < N; j++)
+        d += (best[j] - 3.0) * (best[j] - 3.0);
+    free(x);
+    free(f);
+    return sqrt(d);
+}
+
+START_TEST(es_ask_tell)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_evo *e = make_evo(rt, es_settings);
+    float x[32 * N], y[32 * N];
+    double f[32];
+    ck_assert_int_eq(frl_evo_tell(e, f, 32), FRL_ERR_STATE);
+    ck_assert_int_eq(frl_evo_ask(e, x, 32 * N), FRL_OK);
+    ck_assert_int_eq(frl_evo_ask(e, y, 32 * N), FRL_OK);
+    ck_assert_int_eq(memcmp(x, y, sizeof x), 0);
+    for (int j = 0; j < N; j++) /* antithetic: theta + d and theta - d around theta = 0 */
+        ck_assert_float_eq(x[j], -x[N + j]);
+    ck_assert_int_eq(frl_evo_ask(e, x, 31 * N), FRL_ERR_SIZE);
+    quadratic(x, 32, N, f);
+    f[3] = NAN;
+    ck_assert_int_eq(frl_evo_tell(e, f, 32), FRL_ERR_NONFINITE);
+    ck_assert_int_eq(frl_evo_generation(e), 0);
+    ck_assert_int_eq(frl_evo_tell(e, f, 31), FRL_ERR_SIZE);
+    uint64_t seeds[4];
+    int32_t len;
+    ck_assert_int_eq(frl_evo_genome(e, 0, seeds, 4, &len), FRL_ERR_UNSUPPORTED);
+    double start = sqrt(9.0 * N);
+    double d = optimise(e, 300);
+    ck_assert_msg(d < 0.1 * start, "ES ended %g from the optimum (started %g)", d, start);
+    ck_assert_int_eq(frl_evo_generation(e), 300);
+    frl_evo_destroy(e);
+    frl_config *cfg = frl_test_settings("train.algo=es es.population=3");
+    float init[N] = {0};
+    ck_assert_int_eq(frl_evo_create(&e, rt, cfg, N, init), FRL_ERR_RANGE);
+    frl_config_destroy(cfg);
+    cfg = frl_test_settings("train.algo=ppo");
+    ck_assert_int_eq(frl_evo_create(&e, rt, cfg, N, init), FRL_ERR_INVALID_ARGUMENT);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(ga_genomes_rebuild)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_evo *e = make_evo(rt, ga_settings);
+    double start = sqrt(9.0 * N);
+    double d = optimise(e, 150);
+    ck_assert_msg(d < 0.5 * start, "GA ended %g from the optimum (started %g)", d, start);
+    float x[64 * N], r[N];
+    ck_assert_int_eq(frl_evo_ask(e, x, 64 * N), FRL_OK);
+    for (int32_t m = 0; m < 64; m++) {
+        int32_t len;
+        ck_assert_int_eq(frl_evo_genome(e, m, NULL, 0, &len), FRL_OK);
+        ck_assert_int_ge(len, 2);
+        uint64_t *s = malloc(sizeof(uint64_t) * (size_t)len);
+        ck_assert_int_eq(frl_evo_genome(e, m, s, len - 1, &len), FRL_ERR_SIZE);
+        ck_assert_int_eq(frl_evo_genome(e, m, s, len, &len), FRL_OK);
+        ck_assert_int_eq(frl_evo_rebuild(e, s, len, r, N), FRL_OK);
+        ck_assert_msg(memcmp(r, x + m * N, sizeof r) == 0, "member %d rebuilt differs", (int)m);
+        free(s);
+    }
+    ck_assert_int_eq(frl_evo_genome(e, 64, NULL, 0, NULL), FRL_ERR_NULL);
+    int32_t len;
+    ck_assert_int_eq(frl_evo_genome(e, 64, NULL, 0, &len), FRL_ERR_RANGE);
+    frl_evo_destroy(e);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+static void check_save_load(const char *settings, const char *path)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_evo *e = make_evo(rt, settings), *f = make_evo(rt, settings);
+    int32_t P = frl_evo_population(e);
+    optimise(e, 5);
+    ck_assert_int_eq(frl_evo_save(e, path), FRL_OK);
+    float *x = malloc(sizeof(float) * (size_t)P * N), *y = malloc(sizeof(float) * (size_t)P * N);
+    optimise(e, 3);
+    ck_assert_int_eq(frl_evo_ask(e, x, (int64_t)P * N), FRL_OK);
+    ck_assert_int_eq(frl_evo_load(f, path), FRL_OK);
+    ck_assert_int_eq(frl_evo_generation(f), 5);
+    optimise(f, 3);
+    ck_assert_int_eq(frl_evo_ask(f, y, (int64_t)P * N), FRL_OK);
+    ck_assert_int_eq(memcmp(x, y, sizeof(float) * (size_t)P * N), 0);
+    /* A corrupted file: refused, f unchanged. */
+    FILE *fp = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(fp);
+    fseek(fp, 100, SEEK_SET);
+    int byte = fgetc(fp);
+    fseek(fp, 100, SEEK_SET);
+    fputc(0x5a ^ byte, fp);
+    fclose(fp);
+    ck_assert_int_eq(frl_evo_load(f, path), FRL_ERR_FORMAT);
+    ck_assert_int_eq(frl_evo_generation(f), 8);
+    ck_assert_int_eq(frl_evo_ask(f, x, (int64_t)P * N), FRL_OK);
+    ck_assert_int_eq(memcmp(x, y, sizeof(float) * (size_t)P * N), 0);
+    /* Another optimiser's file. */
+    ck_assert_int_eq(frl_evo_save(f, path), FRL_OK);
+    frl_evo *other = make_evo(rt, strstr(settings, "=es") ? ga_settings : es_settings);
+    ck_assert_int_eq(frl_evo_load(other, path), FRL_ERR_SIZE);
+    frl_evo_destroy(other);
+    remove(path);
+    free(x);
+    free(y);
+    frl_evo_destroy(e);
+    frl_evo_destroy(f);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(save_load)
+{
+    check_save_load(es_settings, "test_evo_es.frl");
+    check_save_load(ga_settings, "test_evo_ga.frl");
+}
+END_TEST
+
+static int stop_at_two(void *user, const float *params, int32_t members, int64_t n,
+                       double *fitness)
+{
+    int *calls = user;
+    quadratic(params, members, n, fitness);
+    return ++*calls == 2 ? 9 : 0;
+}
+
+START_TEST(run_callback)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_evo *e = make_evo(rt, es_settings);
+    int calls = 0;
+    ck_assert_int_eq(frl_evo_run(e, stop_at_two, &calls, 10), FRL_ERR_CALLBACK);
+    ck_assert_int_eq(frl_evo_generation(e), 1);
+    ck_assert_int_eq(frl_evo_run(e, NULL, NULL, 1), FRL_ERR_NULL);
+    frl_evo_destroy(e);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- the trainer ---- */
+
+static frl_trainer *evo_trainer(frl_runtime *rt, const char *settings)
+{
+    frl_config *cfg = frl_test_settings(settings);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    frl_config_destroy(cfg);
+    return t;
+}
+
+static void check_learns(const char *settings, int64_t budget)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_trainer *t = evo_trainer(rt, settings);
+    if (FRL_TEST_SANITIZED) {
+        printf("test_evo: %s: a short run under the sanitizer (the learning target is the "
+               "plain builds')\n", settings);
+        budget = 30000;
+    }
+    ck_assert_int_eq(frl_trainer_train(t, budget), FRL_OK);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    ck_assert(isfinite(m->population_mean) && isfinite(m->kept_fitness));
+    if (!FRL_TEST_SANITIZED) {
+        frl_vec_env *v;
+        ck_assert_int_eq(frl_vec_env_create(&v, rt, "CartPole-v1", 8, NULL), FRL_OK);
+        frl_eval_args a;
+        frl_eval_args_init(&a);
+        a.episodes = 16;
+        double mean;
+        ck_assert_int_eq(frl_policy_evaluate(frl_trainer_policy(t), v, &a, &mean), FRL_OK);
+        ck_assert_msg(mean >= 475, "%s: the kept policy's mean return is %g", settings, mean);
+        frl_vec_env_destroy(v);
+    }
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(es_learns_cartpole)
+{
+    check_learns("train.algo=es train.target_return=480", 6000000);
+}
+END_TEST
+
+START_TEST(ga_learns_cartpole)
+{
+    check_learns("train.algo=ga ga.sigma=0.05 train.target_return=400", 12000000);
+}
+END_TEST
+
+static void check_resume(const char *settings, const char *path)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_trainer *a = evo_trainer(rt, settings);
+    ck_assert_int_eq(frl_trainer_train(a, 20000), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(a, 40000), FRL_OK);
+    frl_trainer *b;
+    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(b, 40000), FRL_OK);
+    frl_policy *pa = frl_trainer_policy(a), *pb = frl_trainer_policy(b);
+    ck_assert_int_eq(frl_trainer_metrics(a)->env_steps, frl_trainer_metrics(b)->env_steps);
+    ck_assert_int_eq(memcmp(pa->params, pb->params, sizeof(float) * pa->num_params), 0);
+    remove(path);
+    frl_trainer_destroy(a);
+    frl_trainer_destroy(b);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(trainer_resumes_exactly)
+{
+    check_resume("train.algo=es es.population=16 train.num_envs=8", "test_evo_tr_es.frl");
+    check_resume("train.algo=ga ga.population=16 ga.truncation=4 ga.elites=2 train.num_envs=8",
+                 "test_evo_tr_ga.frl");
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("evo");
+    TCase *c = tcase_create("evo");
+    tcase_set_timeout(c, 300);
+    tcase_add_test(c, act_matches_each_member);
+    tcase_add_test(c, act_bad_input);
+    tcase_add_test(c, evaluate_routes_members);
+    tcase_add_test(c, es_ask_tell);
+    tcase_add_test(c, ga_genomes_rebuild);
+    tcase_add_test(c, save_load);
+    tcase_add_test(c, run_callback);
+    tcase_add_test(c, es_learns_cartpole);
+    tcase_add_test(c, ga_learns_cartpole);
+    tcase_add_test(c, trainer_resumes_exactly);
+    suite_add_tcase(s, c);
+    return s;
+}
+
+int main(void)
+{
+    return frl_test_run(suite());
+}
