@@ -254,40 +254,69 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
 
 /* ---- acting ---- */
 
-/* Epsilon-greedy on Q-values; returns the log-probability of the action under it. */
-static double q_act(const frl_policy *p, const float *q, int deterministic, frl_rng *r,
-                    void *action_row)
+/* Epsilon-greedy on Q-values. */
+static void q_choose(const frl_policy *p, const float *q, double eps, frl_rng *r,
+                     void *action_row)
 {
-    int32_t n = p->out_w, best = frl_cat_argmax(q, n), a = best;
-    double eps = deterministic ? 0.0 : atomic_load_explicit(&((frl_policy *)p)->epsilon,
-                                                            memory_order_relaxed);
+    int32_t n = p->out_w, a = frl_cat_argmax(q, n);
     if (eps > 0 && frl_rng_uniform(r) < eps) {
         a = (int32_t)(frl_rng_uniform(r) * n);
         a = a < n ? a : n - 1;
     }
     *(int32_t *)action_row = a;
-    return log((a == best ? 1.0 - eps : 0.0) + eps / n);
 }
 
-double frl_policy_head_act(const frl_policy *p, const float *params, const float *out,
-                           int deterministic,
-                           uint64_t stream, uint64_t counter, void *action_row)
+static double acting_epsilon(const frl_policy *p, int deterministic)
+{
+    return deterministic ? 0.0
+                         : atomic_load_explicit(&((frl_policy *)p)->epsilon, memory_order_relaxed);
+}
+
+/* eps: a Q-policy's epsilon, read once by the caller (DQN's learner moves it). */
+static void head_sample(const frl_policy *p, const float *params, const float *out,
+                        int deterministic, double eps, uint64_t stream, uint64_t counter,
+                        void *action_row)
 {
     frl_rng r = frl_rng_stream(p->seed + counter * 0x9e3779b97f4a7c15ULL, stream);
-    if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
-        return q_act(p, out, deterministic, &r, action_row);
+    if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC) {
+        q_choose(p, out, eps, &r, action_row);
+        return;
+    }
     if (p->discrete) {
-        int32_t a = deterministic ? frl_cat_argmax(out, p->out_w)
-                                  : frl_cat_sample(out, p->out_w, frl_rng_uniform(&r));
-        *(int32_t *)action_row = a;
-        return frl_cat_logp(out, p->out_w, a);
+        *(int32_t *)action_row = deterministic ? frl_cat_argmax(out, p->out_w)
+                                               : frl_cat_sample(out, p->out_w,
+                                                                frl_rng_uniform(&r));
+        return;
     }
     float *a = action_row;
     const float *log_std = params + p->log_std_off;
     for (int32_t i = 0; i < p->out_w; i++)
         a[i] = deterministic ? out[i]
                              : out[i] + expf(log_std[i]) * (float)frl_rng_normal(&r);
-    return frl_gauss_logp(out, log_std, a, p->out_w);
+}
+
+void frl_policy_head_sample(const frl_policy *p, const float *params, const float *out,
+                            int deterministic, uint64_t stream, uint64_t counter,
+                            void *action_row)
+{
+    head_sample(p, params, out, deterministic, acting_epsilon(p, deterministic), stream,
+                counter, action_row);
+}
+
+double frl_policy_head_act(const frl_policy *p, const float *params, const float *out,
+                           int deterministic,
+                           uint64_t stream, uint64_t counter, void *action_row)
+{
+    double eps = acting_epsilon(p, deterministic);
+    head_sample(p, params, out, deterministic, eps, stream, counter, action_row);
+    if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC) {
+        /* the log-probability under epsilon-greedy */
+        int32_t n = p->out_w, a = *(const int32_t *)action_row;
+        return log((a == frl_cat_argmax(out, n) ? 1.0 - eps : 0.0) + eps / n);
+    }
+    if (p->discrete)
+        return frl_cat_logp(out, p->out_w, *(const int32_t *)action_row);
+    return frl_gauss_logp(out, params + p->log_std_off, action_row, p->out_w);
 }
 
 /* A Q-policy's value of a state: its largest Q. */

@@ -122,6 +122,11 @@ double frl_policy_head_act(const frl_policy *p, const float *params, const float
                            int deterministic,
                            uint64_t stream, uint64_t counter, void *action_row);
 
+/* The same action without its log-probability (acting that keeps none: populations). */
+void frl_policy_head_sample(const frl_policy *p, const float *params, const float *out,
+                            int deterministic, uint64_t stream, uint64_t counter,
+                            void *action_row);
+
 /* Create with a given seed for initialisation and sampling (used by load and trainer). */
 frl_status frl_policy_create_seeded(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
                                     const frl_space *obs, const frl_space *act, uint64_t seed,

@@ -36,7 +36,6 @@ FRL_API void frl_population_destroy(frl_population *pop)
     for (int32_t i = 0; pop->ws && i < pop->threads; i++)
         frl_free(al, pop->ws[i]);
     frl_free(al, pop->ws);
-    frl_free(al, pop->act);
     frl_free(al, pop->obs);
     frl_free(al, pop->order);
     frl_free(al, pop->count);
@@ -53,10 +52,9 @@ static frl_status alloc_scratch(frl_population *pop)
     pop->count = frl_alloc(al, sizeof(int32_t) * ((size_t)pop->members + 1), 64);
     pop->order = frl_alloc(al, sizeof(int32_t) * FRL_POP_BLOCK, 64);
     pop->obs = frl_alloc(al, sizeof(float) * FRL_POP_BLOCK * (size_t)p->obs_w, 64);
-    pop->act = frl_alloc(al, action_bytes(p) * FRL_POP_BLOCK, 64);
     pop->threads = frl_runtime_threads(pop->rt);
     pop->ws = frl_alloc(al, sizeof(float *) * (size_t)pop->threads, 64);
-    if (!pop->count || !pop->order || !pop->obs || !pop->act || !pop->ws)
+    if (!pop->count || !pop->order || !pop->obs || !pop->ws)
         return FRL_ERR_NOMEM;
     memset(pop->ws, 0, sizeof(float *) * (size_t)pop->threads);
     size_t floats = frl_policy_pass_floats(p, FRL_POP_CHUNK, 0);
@@ -223,10 +221,11 @@ static void act_run(act_block *b, int32_t s, int32_t rows, int32_t m, float *ws)
                                  FRL_HEAD_ACTOR);
         for (int32_t r = 0; r < k; r++) {
             int64_t row = b->first + pop->order[s + c + r];
-            /* The log-std (a Gaussian's) is the policy's: members do not carry it. */
-            frl_policy_head_act(p, p->params, f.out + (size_t)r * (size_t)p->out_w,
-                                b->a->deterministic, b->a->stream_offset + (uint64_t)row,
-                                b->a->counter, pop->act + (size_t)(s + c + r) * ab);
+            /* The log-std (a Gaussian's) is the policy's: members do not carry it. Each
+             * piece writes its own rows of the caller's actions. */
+            frl_policy_head_sample(p, p->params, f.out + (size_t)r * (size_t)p->out_w,
+                                   b->a->deterministic, b->a->stream_offset + (uint64_t)row,
+                                   b->a->counter, (unsigned char *)b->a->actions + (size_t)row * ab);
         }
     }
 }
@@ -262,15 +261,6 @@ static void sort_block(act_block *b)
         pop->order[pop->count[mem[r]]++] = r;
 }
 
-/* The sorted actions back to the caller's row order. */
-static void scatter(act_block *b)
-{
-    size_t ab = action_bytes(b->pop->policy);
-    unsigned char *out = (unsigned char *)b->a->actions + (size_t)b->first * ab;
-    for (int32_t s = 0; s < b->rows; s++)
-        memcpy(out + (size_t)b->pop->order[s] * ab, b->pop->act + (size_t)s * ab, ab);
-}
-
 FRL_API frl_status frl_population_act(frl_population *pop, const frl_population_act_args *a)
 {
     if (!pop)
@@ -289,7 +279,6 @@ FRL_API frl_status frl_population_act(frl_population *pop, const frl_population_
             act_piece(&b, 0, 0);
         else
             frl_pool_run(pop->rt->pool, b.pieces, act_piece, &b, NULL);
-        scatter(&b);
     }
     return FRL_OK;
 }

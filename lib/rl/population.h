@@ -22,7 +22,6 @@ struct frl_population {
     int32_t *count;           /* [members + 1]: counting sort of a block's rows */
     int32_t *order;           /* [FRL_POP_BLOCK]: the block's rows by member */
     float *obs;               /* [FRL_POP_BLOCK x obs_w]: their observations, gathered */
-    unsigned char *act;       /* [FRL_POP_BLOCK x action bytes]: their actions */
     int32_t threads;
     float **ws;               /* per thread: a forward pass of FRL_POP_CHUNK rows */
     char err[FRL_ERRMSG_SIZE];
