@@ -792,9 +792,9 @@ FRL_API frl_status frl_evo_ask(frl_evo *evo, float *params, int64_t count);
  * is FRL_ERR_STATE. */
 FRL_API frl_status frl_evo_tell(frl_evo *evo, const double *fitness, int32_t count);
 /* The parameters to keep (count floats, num_params): ES's centre; GA's best member by its
- * mean fitness over every generation it was evaluated in, preferring members evaluated
- * more than once. *fitness (may be NULL): that mean (ES: the mean fitness of the last
- * generation; NaN before the first tell). */
+ * mean fitness over every generation it was evaluated in, among the members evaluated in
+ * three generations or more (the most evaluated while none is). *fitness (may be NULL):
+ * that mean (ES: the mean fitness of the last generation; NaN before the first tell). */
 FRL_API frl_status frl_evo_best(const frl_evo *evo, float *params, int64_t count,
                                 double *fitness);
 /* GA: the seeds of member's genome as asked (the first makes its starting point, each

@@ -84,9 +84,9 @@ static frl_status evo_learn(frl_learner *l, const frl_batch *b, frl_learn_stats 
         return frl_fail(err, st, "%s", frl_last_error());
     if ((st = ask_next(v, err)) != FRL_OK)
         return st;
-    out->population_mean = v->evo->last_mean;
-    out->population_best = v->evo->last_best;
-    out->kept_fitness = v->evo->algo == FRL_TRAIN_ALGO_ES ? v->evo->last_mean
+    out->population_mean = v->evo->last_fitness[0];
+    out->population_best = v->evo->last_fitness[1];
+    out->kept_fitness = v->evo->algo == FRL_TRAIN_ALGO_ES ? v->evo->last_fitness[0]
                                                          : v->evo->ga.best_fitness;
     out->epochs_done = 1;
     return FRL_OK;

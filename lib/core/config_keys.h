@@ -43,7 +43,7 @@
       "ES: floats in the shared noise table (4 bytes each; perturbations are slices of it)") \
     X(ES_POPULATION, "es.population", INT, "256", 2, 1048576,                                \
       "ES: members per generation, an even number (antithetic pairs theta +- sigma eps)")    \
-    X(ES_SIGMA, "es.sigma", FLOAT, "0.05", 1e-9, 100,                                        \
+    X(ES_SIGMA, "es.sigma", FLOAT, "0.1", 1e-9, 100,                                         \
       "ES: standard deviation of the parameter noise")                                       \
     X(ES_WEIGHT_DECAY, "es.weight_decay", FLOAT, "0.005", 0, 100,                            \
       "ES: L2 coefficient added to the gradient estimate (OpenAI-ES's l2coeff)")             \
@@ -206,8 +206,8 @@
       "DQN: vec-env steps between target-network updates (each moves it train.tau of the "   \
       "way to the online network)")                                                          \
     X(TRAIN_TARGET_RETURN, "train.target_return", FLOAT, "none", -1e300, 1e300,              \
-      "stop training once the mean return of the last 100 episodes reaches this (unset: "    \
-      "never)")                                                                              \
+      "stop training once the mean return of the last 100 episodes reaches this (ES and "    \
+      "GA: the kept policy's fitness; unset: never)")                                        \
     X(TRAIN_TAU, "train.tau", FLOAT, "1", 0, 1,                                              \
       "DQN: target update rate (1: copy; below 1: Polyak averaging)")                        \
     X(TRAIN_TRAIN_FREQ, "train.train_freq", INT, "4", 1, 1048576,                            \

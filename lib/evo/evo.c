@@ -104,7 +104,7 @@ FRL_API frl_status frl_evo_create(frl_evo **out, frl_runtime *rt, const frl_conf
     e->P = population_of(cfg);
     e->n = num_params;
     e->seed = frl_runtime_seed(rt) + (uint64_t)frl_cfg_int(cfg, FRL_KEY_TRAIN_SEED_OFFSET);
-    e->last_mean = e->last_best = NAN;
+    e->last_fitness[0] = e->last_fitness[1] = NAN;
     e->theta = frl_alloc(&rt->alloc, sizeof(float) * (size_t)num_params, 64);
     e->rank = frl_alloc(&rt->alloc, sizeof(frl_evo_rank) * (size_t)e->P, 64);
     if (!e->theta || !e->rank) {
@@ -176,8 +176,8 @@ static void fitness_stats(frl_evo *e, const double *f)
         sum += f[i];
         best = f[i] > best ? f[i] : best;
     }
-    e->last_mean = sum / e->P;
-    e->last_best = best;
+    e->last_fitness[0] = sum / e->P;
+    e->last_fitness[1] = best;
 }
 
 FRL_API frl_status frl_evo_tell(frl_evo *e, const double *fitness, int32_t count)
@@ -218,7 +218,7 @@ FRL_API frl_status frl_evo_best(const frl_evo *e, float *params, int64_t count, 
                         (long long)count, (long long)e->n);
     memcpy(params, is_es(e) ? e->theta : e->ga.best, sizeof(float) * (size_t)e->n);
     if (fitness)
-        *fitness = is_es(e) ? e->last_mean : e->ga.best_fitness;
+        *fitness = is_es(e) ? e->last_fitness[0] : e->ga.best_fitness;
     return FRL_OK;
 }
 
@@ -280,6 +280,8 @@ FRL_API frl_status frl_evo_run(frl_evo *e, frl_fitness_fn fitness, void *user,
                                 : frl_fail(e->err, FRL_ERR_NOMEM, "%s: out of memory", who);
     for (int64_t g = 0; st == FRL_OK && g < generations; g++) {
         st = frl_evo_ask(e, params, (int64_t)floats);
+        for (int32_t i = 0; i < e->P; i++)
+            f[i] = NAN; /* a member the callback skips is a non-finite fitness, refused */
         int rc = st == FRL_OK ? fitness(user, params, e->P, e->n, f) : 0;
         if (rc != 0)
             st = frl_fail(e->err, FRL_ERR_CALLBACK, "%s: the fitness callback returned %d at "
@@ -306,6 +308,7 @@ void frl_evo_sections(const frl_evo *e, frl_section *s, int32_t *n, int64_t *met
     meta[4] = (int64_t)e->seed;
     frl_section_add(s, n, "evo.meta", FRL_DTYPE_I64, 5, meta);
     frl_section_add(s, n, "evo.theta", FRL_DTYPE_F32, (uint64_t)e->n, e->theta);
+    frl_section_add(s, n, "evo.fitness", FRL_DTYPE_F64, 2, e->last_fitness);
     if (is_es(e))
         frl_es_sections(e, s, n);
     else
@@ -317,7 +320,9 @@ frl_status frl_evo_restore(frl_evo *e, const frl_container *c, char *err)
     const frl_section *meta = frl_container_find(c, "evo.meta", FRL_DTYPE_I64, 5, err);
     const frl_section *theta =
         meta ? frl_container_find(c, "evo.theta", FRL_DTYPE_F32, e->n, err) : NULL;
-    if (!theta)
+    const frl_section *fit =
+        theta ? frl_container_find(c, "evo.fitness", FRL_DTYPE_F64, 2, err) : NULL;
+    if (!fit)
         return FRL_ERR_FORMAT;
     const int64_t *m = meta->data;
     if (m[0] != e->algo || m[1] != e->P || m[2] != e->n)
@@ -335,6 +340,7 @@ frl_status frl_evo_restore(frl_evo *e, const frl_container *c, char *err)
     if (st != FRL_OK)
         return st;
     e->generation = m[3];
+    memcpy(e->last_fitness, fit->data, sizeof e->last_fitness);
     e->asked = 0;
     return FRL_OK;
 }

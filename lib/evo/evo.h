@@ -54,7 +54,7 @@ struct frl_evo {
     int32_t asked;            /* this generation's members were handed out */
     float *theta;             /* ES: the centre; GA: the base every genome starts from */
     frl_evo_rank *rank;       /* [P]: sorting scratch */
-    double last_mean, last_best; /* of the last generation told */
+    double last_fitness[2];   /* of the last generation told: mean and best */
     frl_es es;
     frl_ga ga;
     char err[FRL_ERRMSG_SIZE];

@@ -8,8 +8,8 @@
  * a child costs one mutation, not its whole genome. frl_ga_rebuild replays the seeds
  * with the same float operations, so a genome rebuilt from scratch is bit-identical.
  *
- * The member kept (frl_evo_best) is chosen by the mean of every fitness it received;
- * members evaluated in more than one generation (carried elites) are preferred, which
+ * The member kept (frl_evo_best) is chosen by the mean of every fitness it received,
+ * among members evaluated in three generations or more (carried elites), which
  * is this design's form of Such et al.'s re-evaluation of elite candidates: the
  * candidates are re-evaluated over the next generations' episodes rather than in a
  * separate round, so ask/tell keeps one population of P a generation. */
@@ -161,12 +161,21 @@ void frl_ga_ask(frl_evo *e, float *params)
     memcpy(params, e->ga.cur, sizeof(float) * (size_t)e->P * (size_t)e->n);
 }
 
-/* The member to keep: the best mean among those evaluated more than once, else the best. */
+/* Generations a member must have been evaluated in before it can be kept (while any
+ * has): one lucky episode does not make a policy to keep. */
+enum { KEPT_EVALUATIONS = 3 };
+
+/* The member to keep: the best mean among those evaluated KEPT_EVALUATIONS times or
+ * more, else among the most evaluated. */
 static int32_t kept_member(const frl_evo *e)
 {
     const frl_ga *g = &e->ga;
+    int32_t most = 0;
+    for (int32_t i = 0; i < e->P; i++)
+        most = g->acc_count[i] > most ? g->acc_count[i] : most;
+    int32_t need = most < KEPT_EVALUATIONS ? most : KEPT_EVALUATIONS;
     for (int32_t r = 0; r < e->P; r++)
-        if (g->acc_count[g->order[r]] > 1)
+        if (g->acc_count[g->order[r]] >= need)
             return g->order[r];
     return g->order[0];
 }

@@ -8,6 +8,7 @@
  * pieces, one per thread; a piece may split a member's rows, which changes nothing,
  * since by the kernels' determinism contract an output row depends only on its input
  * row and its weights. */
+#include <stddef.h>
 #include <string.h>
 
 #include "core/table.h"
@@ -15,6 +16,10 @@
 #include "rl/population.h"
 
 static const char who_act[] = "frl_population_act";
+
+/* 0.3's table, the first: every field up to action_width. Fields appended later are
+ * read only when the caller's struct_size covers them. */
+#define ACT_ARGS_V1_SIZE (offsetof(frl_population_act_args, action_width) + sizeof(int64_t))
 
 int64_t frl_population_prefix(const frl_policy *p)
 {
@@ -157,7 +162,7 @@ static frl_status check_act(frl_population *pop, const frl_population_act_args *
     const frl_policy *p = pop->policy;
     if (!a)
         return frl_fail(pop->err, FRL_ERR_NULL, "%s: args is NULL", who_act);
-    if (a->struct_size < sizeof *a)
+    if (a->struct_size < ACT_ARGS_V1_SIZE)
         return frl_fail(pop->err, FRL_ERR_VERSION, "%s: args->struct_size %zu is too small "
                         "(use frl_population_act_args_init)", who_act, a->struct_size);
     if (!a->observations || !a->members || !a->actions)

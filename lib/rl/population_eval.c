@@ -8,12 +8,16 @@
  * an episode ends, the env's next step is its reset (its action ignored), so a job
  * taken then starts acting one step later. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/table.h"
 #include "rl/population.h"
 
 static const char who[] = "frl_population_evaluate";
+
+/* 0.3's table, the first: every field up to update_obs_norm. */
+#define EVAL_ARGS_V1_SIZE (offsetof(frl_population_eval_args, update_obs_norm) + sizeof(int32_t))
 
 enum slot_state { SLOT_IDLE, SLOT_RESETTING, SLOT_LIVE, SLOT_DRAINING };
 
@@ -47,7 +51,7 @@ typedef struct pop_run {
 static frl_status read_args(pop_run *r, const frl_population_eval_args *args)
 {
     frl_population_eval_args_init(&r->a);
-    frl_status st = frl_copy_table(&r->a, sizeof r->a, args, sizeof r->a, who, "args",
+    frl_status st = frl_copy_table(&r->a, sizeof r->a, args, EVAL_ARGS_V1_SIZE, who, "args",
                                    "frl_population_eval_args_init");
     if (st != FRL_OK)
         return frl_fail_msg(r->pop->err, st, frl_last_error());

@@ -494,6 +494,11 @@ frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_upda
 int frl_trainer_target_reached(const frl_trainer *t)
 {
     double ret, len;
+    /* Neuroevolution: the kept policy's fitness (a GA's population, mutants included,
+     * stays below its best member; ES's centre is what it keeps). */
+    if (t->store.population)
+        return frl_cfg_is_set(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN) && t->metrics.update > 0 &&
+               t->metrics.kept_fitness >= frl_cfg_float(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN);
     frl_rollout_recent_means(&t->book, &ret, &len);
     return frl_cfg_is_set(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN) &&
            t->book.pr.episodes >= FRL_RECENT_EPISODES &&
