@@ -7,7 +7,13 @@
 
     trainer = fastrl.Trainer("CartPole-v1", target_return=475)
     trainer.train(500_000, checkpoint="cartpole.frl")
-    returns = fastrl.evaluate(fastrl.Policy.load("cartpole.frl"), "CartPole-v1")
+    policy = fastrl.Policy.load("cartpole.frl")
+    returns = fastrl.evaluate(policy, "CartPole-v1")
+
+    pop = fastrl.Population(policy, 64)             # 64 members: one [64, n] float32 block
+    es = fastrl.Evo(pop.parameters[0], algo="es", population=64)   # ask/tell OpenAI-ES
+    es.ask(out=pop.parameters)                       # a generation straight into pop
+    es.tell(pop.evaluate(env).returns)               # each member's mean return
 
 doc/python.md has the API, the library lookup order, the lifetime rules of the numpy
 views, threads and the GIL, callbacks and errors.
@@ -18,7 +24,9 @@ from ._handle import owner_of as _owner_of  # noqa: F401 (for tests and debuggin
 from ._lib import Error, LibraryNotFoundError, Status, library_path
 from .config import Config, KeyInfo, config_keys, describe
 from .env import Env, VecEnv, env_ids, make, make_vec
+from .evo import Evo
 from .policy import Policy
+from .population import Population, PopulationEvaluation
 from .ring import RING_ARRAYS, Ring
 from .runtime import Runtime, default_runtime
 from .trainer import Metrics, Trainer, evaluate
@@ -27,8 +35,9 @@ from ._gym import register_envs, register_if_possible as _register_if_possible
 __version__ = "0.3.0"
 
 __all__ = [
-    "Config", "Env", "Error", "KeyInfo", "LibraryNotFoundError", "Metrics", "Policy",
-    "RING_ARRAYS", "Ring", "Runtime", "Status", "Trainer", "VecEnv", "build_info",
+    "Config", "Env", "Error", "Evo", "KeyInfo", "LibraryNotFoundError", "Metrics", "Policy",
+    "Population", "PopulationEvaluation", "RING_ARRAYS", "Ring", "Runtime", "Status",
+    "Trainer", "VecEnv", "build_info",
     "config_keys", "cpu_features", "default_runtime", "describe", "env_ids", "evaluate",
     "library_path", "library_version", "make", "make_vec", "mujoco_version", "register_envs",
     "spaces",

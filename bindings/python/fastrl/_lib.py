@@ -126,6 +126,8 @@ ENV_STATE_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp)
 BATCH_RESET_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, i32, vp, vp)
 BATCH_STEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, i32, vp, vp, vp, vp, vp, vp, vp)
 METRICS_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp)
+# frl_fitness_fn(user, params, members, num_params, fitness)
+FITNESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, i32, i64, vp)
 
 
 class EnvCallbacks(ctypes.Structure):
@@ -154,6 +156,21 @@ class EvalArgs(ctypes.Structure):
                 ("seed", u64), ("returns", vp), ("lengths", vp), ("max_steps", i64)]
 
 
+class PopulationActArgs(ctypes.Structure):
+    """frl_population_act_args (0.3): one call of frl_population_act."""
+    _fields_ = [("struct_size", c_size), ("batch", i32), ("observations", vp),
+                ("members", vp), ("actions", vp), ("deterministic", i32),
+                ("stream_offset", u64), ("counter", u64), ("observation_width", i64),
+                ("action_width", i64)]
+
+
+class PopulationEvalArgs(ctypes.Structure):
+    """frl_population_eval_args (0.3): one call of frl_population_evaluate."""
+    _fields_ = [("struct_size", c_size), ("episodes", i32), ("deterministic", i32),
+                ("seed", u64), ("max_episode_steps", i64), ("returns", vp), ("steps", vp),
+                ("lengths", vp), ("update_obs_norm", i32)]
+
+
 def new_table(cls, **defaults):
     """A versioned table (a struct that starts with struct_size) filled as the header's
     static inline frl_X_init fills it: zeros, struct_size = this binding's sizeof (the
@@ -176,6 +193,7 @@ METRICS_FIELDS = [
     ("policy_lag_mean", dbl), ("policy_lag_max", dbl), ("slots_dropped", ctypes.c_int64),
     ("q_mean", dbl), ("td_error", dbl), ("epsilon", dbl), ("replay_fill", dbl),
     ("sample_age", dbl), ("time_replay", dbl),
+    ("population_mean", dbl), ("population_best", dbl), ("kept_fitness", dbl),
 ]
 
 
@@ -308,6 +326,31 @@ _PROTOTYPES = {
     "frl_replay_array": (c_status, [vp, ctypes.c_int, P(vp), P(c_size)]),
     "frl_trainer_vec_env": (vp, [vp]),
     "frl_trainer_metrics": (vp, [vp]),
+    # populations and neuroevolution (0.3)
+    "frl_population_create": (c_status, [P(vp), vp, i32]),
+    "frl_population_destroy": (None, [vp]),
+    "frl_population_members": (i32, [vp]),
+    "frl_population_member_size": (i64, [vp]),
+    "frl_population_parameters": (vp, [vp]),
+    "frl_population_copy_to_policy": (c_status, [vp, i32, vp]),
+    "frl_population_act": (c_status, [vp, P(PopulationActArgs)]),
+    "frl_population_evaluate": (c_status, [vp, vp, P(PopulationEvalArgs), P(i64)]),
+    "frl_population_last_error": (cp, [vp]),
+    "frl_evo_create": (c_status, [P(vp), vp, vp, i64, vp]),
+    "frl_evo_destroy": (None, [vp]),
+    "frl_evo_memory_size": (c_status, [vp, i64, P(c_size)]),
+    "frl_evo_population": (i32, [vp]),
+    "frl_evo_num_parameters": (i64, [vp]),
+    "frl_evo_generation": (i64, [vp]),
+    "frl_evo_ask": (c_status, [vp, vp, i64]),
+    "frl_evo_tell": (c_status, [vp, vp, i32]),
+    "frl_evo_best": (c_status, [vp, vp, i64, P(dbl)]),
+    "frl_evo_genome": (c_status, [vp, i32, vp, i32, P(i32)]),
+    "frl_evo_rebuild": (c_status, [vp, vp, i32, vp, i64]),
+    "frl_evo_run": (c_status, [vp, FITNESS_FN, vp, i64]),
+    "frl_evo_save": (c_status, [vp, cp]),
+    "frl_evo_load": (c_status, [vp, cp]),
+    "frl_evo_last_error": (cp, [vp]),
 }
 
 

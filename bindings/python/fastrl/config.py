@@ -10,7 +10,8 @@ from . import _lib
 from ._handle import Handle
 from ._lib import Error, Status
 
-__all__ = ["Config", "KeyInfo", "config_keys", "describe", "resolve_key", "as_config"]
+__all__ = ["Config", "KeyInfo", "config_keys", "describe", "resolve_key", "as_config",
+           "algo_namespace"]
 
 _TYPES = {1: "int", 2: "float", 3: "bool", 4: "choice", 5: "int_list"}
 
@@ -91,11 +92,21 @@ def _key_info_probe():
     return ki
 
 
-def resolve_key(name):
+# Namespaces whose keys a short name reaches only when no key of another namespace
+# has the same last part: the neuroevolution keys of 0.3 (es.lr, es.population, ...)
+# share last parts with each other and with train.lr, which keeps its short name "lr".
+# Where train.algo is es or ga, short names resolve in that namespace first
+# (algo_namespace), so Evo(x, algo="es", lr=0.05) sets es.lr.
+_QUALIFIED_FIRST = ("es", "ga")
+
+
+def resolve_key(name, prefer=None):
     """A full key for an option name: ``"lr"`` -> ``"train.lr"``.
 
-    A name with a dot must be a key; a name without one must be the last part of
-    exactly one key (no two namespaces share a last part in this version)."""
+    A name with a dot must be a key. A name without one is the last part of a key: the
+    one key of ``prefer``'s namespace (e.g. ``"es"``) with that last part, if any; else
+    the only key with it; else, when several share it, the only one outside the es.*
+    and ga.* namespaces (``lr`` is ``train.lr``, not ``es.lr``); else it is ambiguous."""
     if not isinstance(name, str):
         raise TypeError(f"config key must be a str, not {type(name).__name__}")
     infos = _all_infos()
@@ -104,12 +115,19 @@ def resolve_key(name):
             _unknown(name)
         return name
     hits = [k for k in infos if k.rsplit(".", 1)[1] == name]
+    if prefer:
+        mine = [k for k in hits if k.split(".", 1)[0] == prefer]
+        if len(mine) == 1:
+            return mine[0]
     if len(hits) == 1:
         return hits[0]
     if not hits:
         raise Error(Status.ERR_UNKNOWN_NAME,
                     f"unknown option {name!r}: options are config keys (fastrl.config_keys()"
                     f"), written in full ('train.lr') or by their last part ('lr')")
+    plain = [k for k in hits if k.split(".", 1)[0] not in _QUALIFIED_FIRST]
+    if len(plain) == 1:
+        return plain[0]
     raise Error(Status.ERR_UNKNOWN_NAME,
                 f"option {name!r} is ambiguous: write one of {', '.join(hits)}")
 
@@ -137,8 +155,9 @@ class Config(collections.abc.MutableMapping):
             self._replace(values._clone_handle())
         elif values is not None:
             merged.update(values)
+        prefer = algo_namespace(self, {**merged, **options})
         for k, v in options.items():
-            merged[resolve_key(k)] = v
+            merged[resolve_key(k, prefer)] = v
         if merged:
             self.update(merged)
 
@@ -231,7 +250,8 @@ class Config(collections.abc.MutableMapping):
     def update(self, other=(), /, **options):
         """Set several keys, all or nothing: on an error nothing changes."""
         items = list(other.items() if hasattr(other, "items") else other)
-        items += [(resolve_key(k), v) for k, v in options.items()]
+        prefer = algo_namespace(self, {**dict(items), **options}) if options else None
+        items += [(resolve_key(k, prefer), v) for k, v in options.items()]
         scratch = self._clone_handle()
         for k, v in items:
             self._set(scratch.ptr, k, v)
@@ -294,5 +314,18 @@ def as_config(config, options=None, what="config"):
         raise TypeError(f"{what} must be a fastrl.Config, a dict or 'key=value' text, "
                         f"not {type(config).__name__}")
     if options:
-        cfg.update({resolve_key(k): v for k, v in options.items()})
+        prefer = algo_namespace(cfg, options)
+        cfg.update({resolve_key(k, prefer): v for k, v in options.items()})
     return cfg
+
+
+def algo_namespace(cfg, options=None):
+    """"es" or "ga" when the options (``algo=``/``train.algo=``) or else cfg choose that
+    algorithm (short option names then resolve inside its namespace first), or None."""
+    algo = None
+    for k, v in (options or {}).items():
+        if k in ("algo", "train.algo"):
+            algo = v
+    if algo is None:
+        algo = cfg["train.algo"]
+    return algo if algo in ("es", "ga") else None

@@ -144,7 +144,13 @@ def runtime_for(runtime, options, what):
     rt_opts = {}
     rest = {}
     for k, v in options.items():
-        key = resolve_key(k)
+        try:
+            key = resolve_key(k)
+        except Error:
+            # Unknown or ambiguous here: not a runtime key. The config that takes the rest
+            # resolves it (a short es.*/ga.* name by the algorithm chosen) or says why not.
+            rest[k] = v
+            continue
         (rt_opts if key.startswith("runtime.") else rest)[key] = v
     if rt_opts:
         if runtime is not None:

@@ -56,6 +56,9 @@ class Metrics:
     replay_fill: float = 0.0
     sample_age: float = 0.0
     time_replay: float = 0.0
+    population_mean: float = 0.0
+    population_best: float = 0.0
+    kept_fitness: float = 0.0
 
     @classmethod
     def _at(cls, address):

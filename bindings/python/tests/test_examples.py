@@ -69,3 +69,11 @@ def test_onnx_policy_plays_gymnasium():
     out = run("onnx_policy.py", "--episodes", 5, "--sample")
     assert "onnxruntime, greedy: 5 episodes, mean return" in out
     assert float(out.split("mean return")[1].split()[0]) >= 475
+
+
+@pytest.mark.slow
+def test_evo_ask_tell_solves_cartpole(tmp_path):
+    out = run("evo_ask_tell.py", "--out", tmp_path / "es.frl")
+    assert "members of 114 acting parameters (the policy has 211)" in out
+    assert float(out.split("mean return")[-1].split()[0]) >= 475, out
+    assert (tmp_path / "es.frl").exists()

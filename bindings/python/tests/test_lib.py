@@ -180,6 +180,8 @@ def header_struct(text, name):
     ("ConfigKeyInfo", "frl_config_key_info"), ("Logger", "frl_logger"),
     ("EnvCallbacks", "frl_env_callbacks"), ("BatchEnvCallbacks", "frl_batch_env_callbacks"),
     ("ActArgs", "frl_act_args"), ("EvalArgs", "frl_eval_args"),
+    ("PopulationActArgs", "frl_population_act_args"),
+    ("PopulationEvalArgs", "frl_population_eval_args"),
     ("MetricsStruct", "frl_metrics")])
 def test_struct_layouts_match_the_header(cls, name):
     # The ctypes tables list the header's fields in order, each of the C size, so

@@ -1,0 +1,247 @@
+"""Population: P members of one policy's architecture, acting and evaluated in batches
+(frl_population; doc/python.md, "Populations and ask/tell")."""
+
+import ctypes
+import typing
+
+import numpy as np
+
+from . import _lib
+from ._handle import Handle, view
+from ._lib import Error, Status
+from .policy import Policy
+
+__all__ = ["Population", "PopulationEvaluation"]
+
+
+class PopulationEvaluation(typing.NamedTuple):
+    """What :meth:`Population.evaluate` measured, per member."""
+
+    returns: np.ndarray   # float64 [P]: mean return over the member's episodes
+    steps: np.ndarray     # int64 [P]: env steps the member took
+    lengths: np.ndarray   # float64 [P]: mean episode length
+    env_steps: int        # the episodes' steps in all (steps.sum())
+
+
+def _int(value, what, lo, hi):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    value = int(value)
+    if not lo <= value < hi:
+        raise Error(Status.ERR_RANGE, f"{what} {value} is outside [{lo}, {hi})")
+    return value
+
+
+class Population:
+    """``members`` copies of ``policy``'s acting parameters (``frl_population``).
+
+    The members' parameters are one float32 block ``[members, member_size]``:
+    :attr:`parameters` is a writable numpy **view** of it (no copy), so an optimiser can
+    write a generation straight into it (``evo.ask(out=pop.parameters)``). A member's row
+    holds what the policy's acting path reads (its trunk and actor, a prefix of its
+    parameter vector); the critic, a Gaussian's log-std and the observation normaliser
+    stay the policy's, shared by every member. Every member starts as the policy's own
+    weights. Recurrent policies are refused (``ERR_UNSUPPORTED``).
+
+    :meth:`act` acts for rows of different members in one call; :meth:`evaluate` runs
+    every member's episodes on a vec env; :meth:`copy_to_policy` makes a policy act,
+    save and export as one member. The population keeps its policy alive and acts with
+    it, so it refuses to act while a trainer trains that policy.
+    """
+
+    def __init__(self, policy, members):
+        if not isinstance(policy, Policy):
+            raise TypeError(f"Population: policy must be a fastrl.Policy, not "
+                            f"{type(policy).__name__}")
+        members = _int(members, "Population: members", 1, 2**31)
+        L = _lib.lib()
+        ptr = ctypes.c_void_p()
+        _lib.check(L.population_create(ctypes.byref(ptr), policy._ptr, members),
+                   "Population")
+        # The population borrows the policy (its normaliser, head and runtime): the
+        # policy's handle is released only after the population is destroyed.
+        h = Handle(ptr.value, L.population_destroy, "population", deps=[policy._h])
+        self._h = h
+        self._policy = policy
+        self._counter = 0
+        self.members = int(L.population_members(h.ptr))
+        self.member_size = int(L.population_member_size(h.ptr))
+        self._params = view(L.population_parameters(h.ptr), (self.members, self.member_size),
+                            np.float32, h, readonly=False)
+
+    @property
+    def _ptr(self):
+        if self._h is None:
+            raise Error(Status.ERR_STATE, "the population is closed")
+        busy = self._policy._busy
+        if busy is not None and busy():
+            raise Error(Status.ERR_STATE, "the trainer is training this population's "
+                        "policy: use the population between Trainer.train calls")
+        return self._h.ptr
+
+    @property
+    def policy(self):
+        """The policy whose architecture, normaliser and head the members use."""
+        return self._policy
+
+    @property
+    def parameters(self):
+        """The members' parameters, a writable float32 view ``[members, member_size]``
+        of the library's block (row i is member i). Writing it changes the members at
+        once; it stays valid (and keeps the population alive) while it lives."""
+        if self._h is None:
+            raise Error(Status.ERR_STATE, "the population is closed")
+        return self._params
+
+    def copy_to_policy(self, member, policy):
+        """Write member's parameters into ``policy`` (of the same architecture), which
+        then acts, evaluates, saves and exports as that member."""
+        ptr = self._ptr
+        if not isinstance(policy, Policy):
+            raise TypeError(f"copy_to_policy: policy must be a fastrl.Policy, not "
+                            f"{type(policy).__name__}")
+        member = _int(member, "copy_to_policy: member", -(2**31), 2**31)
+        _lib.check(_lib.lib().population_copy_to_policy(ptr, member, policy._ptr),
+                   "copy_to_policy")
+
+    def act(self, observations, members, deterministic=False, *, counter=None,
+            stream_offset=0):
+        """Actions for a batch of observations ``[B, *obs_shape]``, row i acted by
+        member ``members[i]`` (an int array ``[B]``, or one int for every row): int32
+        ``[B]`` for a discrete action space, float32 ``[B, *action_shape]`` for a box (not
+        clipped). One observation with one member gives one action. Row i's action is
+        bit-identical to ``Policy.act`` of a policy holding that member's parameters,
+        with the same ``counter`` and row (sampling: stream ``stream_offset + i``);
+        without ``counter`` each call takes the next position."""
+        ptr = self._ptr
+        pol = self._policy
+        obs_shape = pol._obs_shape
+        obs = np.ascontiguousarray(observations, dtype=np.float32)
+        single = obs.shape == obs_shape
+        if single:
+            obs = obs.reshape((1,) + obs_shape)
+        elif obs.ndim < 1 or obs.shape[1:] != obs_shape:
+            raise Error(Status.ERR_SIZE, f"act: observations of shape {obs.shape}; expected "
+                        f"[batch, {', '.join(map(str, obs_shape))}] or one observation of "
+                        f"shape {obs_shape}")
+        batch = obs.shape[0]
+        if not 1 <= batch < 2**31:
+            raise Error(Status.ERR_RANGE, f"act: batch {batch} is outside [1, 2^31)")
+        mem = np.asarray(members)
+        if mem.dtype == np.bool_ or mem.dtype.kind not in "iu":
+            raise TypeError(f"act: members must be ints (the member of each row), not "
+                            f"{mem.dtype}")
+        if mem.shape == ():
+            mem = np.broadcast_to(mem, (batch,))
+        elif mem.shape != (batch,) or single:
+            raise Error(Status.ERR_SIZE, f"act: members of shape {mem.shape}; expected "
+                        f"({batch},) (one per row) or one int")
+        if mem.size and (mem.min() < 0 or mem.max() >= self.members):
+            row = int(np.flatnonzero((mem < 0) | (mem >= self.members))[0])
+            raise Error(Status.ERR_RANGE, f"act: row {row} names member {int(mem[row])}, "
+                        f"outside [0, {self.members})")
+        mem = np.ascontiguousarray(mem, dtype=np.int32)
+        if counter is None:
+            counter = self._counter
+            self._counter += 1
+        for name, v in (("counter", counter), ("stream_offset", stream_offset)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not \
+                    0 <= int(v) < 2**64:
+                raise Error(Status.ERR_RANGE, f"act: {name} must be an int in [0, 2^64)")
+        actions = np.empty((batch,) + pol._act_shape,
+                           np.int32 if pol._discrete else np.float32)
+        args = _lib.new_table(_lib.PopulationActArgs)
+        args.batch = batch
+        args.observations = obs.ctypes.data
+        args.members = mem.ctypes.data
+        args.actions = actions.ctypes.data
+        args.deterministic = 1 if deterministic else 0
+        args.stream_offset = int(stream_offset)
+        args.counter = int(counter)
+        args.observation_width = int(np.prod(obs_shape, dtype=np.int64))
+        args.action_width = int(np.prod(pol._act_shape, dtype=np.int64))
+        _lib.check(_lib.lib().population_act(ptr, ctypes.byref(args)), "act")
+        if single:
+            return int(actions[0]) if pol._discrete else actions[0]
+        return actions
+
+    def evaluate(self, env, episodes=1, *, deterministic=True, seed=0,
+                 max_episode_steps=0, update_obs_norm=False, num_envs=None, runtime=None,
+                 **options):
+        """Run ``episodes`` episodes of every member on ``env`` (a :class:`VecEnv`,
+        Python envs included, or a built-in id: a vec env of ``num_envs``, default
+        ``min(members * episodes, 64)``, made with ``options``), by the library's
+        ``frl_population_evaluate``: each env takes the next pending (member, episode)
+        when its episode ends, and only the running episodes go through inference.
+
+        Returns a :class:`PopulationEvaluation` ``(returns, steps, lengths,
+        env_steps)``: per member the mean return (float64 ``[P]``), the env steps
+        (int64 ``[P]``) and the mean episode length (float64 ``[P]``), and the steps in
+        all. Greedy actions by default; box actions are clipped to the env's bounds.
+        The vec env is reset from ``seed`` first (None: drawn from the VecEnv's
+        generator). ``max_episode_steps`` (0: the env's own limit) cuts episodes
+        shorter. ``update_obs_norm`` merges every observation acted on into the
+        policy's normaliser (``policy.obs_norm``), as OpenAI-ES does."""
+        from .env import VecEnv, _check_seed
+        ptr = self._ptr
+        episodes = _int(episodes, "evaluate: episodes", 1, 2**31)
+        max_episode_steps = _int(max_episode_steps, "evaluate: max_episode_steps", 0, 2**63)
+        if seed is not None:
+            seed = _check_seed(seed)
+        own = not isinstance(env, VecEnv)
+        if own:
+            n = int(num_envs or min(self.members * episodes, 64))
+            venv = VecEnv(env, n, runtime=runtime if runtime is not None
+                          else self._policy._runtime, **options)
+        else:
+            if num_envs is not None or runtime is not None or options:
+                raise Error(Status.ERR_INVALID_ARGUMENT, "evaluate: num_envs, runtime and "
+                            "options make a vec env of a built-in id; this one is given")
+            venv = env
+            venv._check_writable("evaluate")
+        try:
+            if seed is None:
+                seed = int(venv.np_random.integers(0, 2**63))
+            P = self.members
+            returns = np.empty(P, np.float64)
+            steps = np.empty(P, np.int64)
+            lengths = np.empty(P, np.float64)
+            args = _lib.new_table(_lib.PopulationEvalArgs, episodes=episodes,
+                                  deterministic=1 if deterministic else 0, seed=seed,
+                                  max_episode_steps=max_episode_steps,
+                                  returns=returns.ctypes.data, steps=steps.ctypes.data,
+                                  lengths=lengths.ctypes.data,
+                                  update_obs_norm=1 if update_obs_norm else 0)
+            total = ctypes.c_int64()
+            st = _lib.lib().population_evaluate(ptr, venv._ptr, ctypes.byref(args),
+                                                ctypes.byref(total))
+            if st:
+                venv._fail(st, "evaluate")  # a Python env's own exception, if it raised
+            return PopulationEvaluation(returns, steps, lengths, int(total.value))
+        finally:
+            if own:
+                venv.close()
+
+    def close(self):
+        """Let go of the population: destroyed once :attr:`parameters` views are gone."""
+        self._h = None
+        self._params = None
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __len__(self):
+        return self.members
+
+    def __repr__(self):
+        if self._h is None:
+            return "<fastrl.Population closed>"
+        return (f"<fastrl.Population {self.members} members x {self.member_size} "
+                f"parameters>")
