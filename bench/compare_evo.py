@@ -14,7 +14,7 @@ episode actually lived (up to and including its terminating or truncating step, 
                     --out TMP --set train.algo=es --set es.population=256
                     --set policy.hidden=64,64 --set policy.activation=tanh
                     --set train.num_envs=E --set runtime.threads=T
-                (fastrl's OpenAI-ES defaults: es.sigma 0.05, es.lr 0.03, es.episodes 1;
+                (fastrl's OpenAI-ES defaults: es.sigma 0.1, es.lr 0.03, es.episodes 1;
                 one row per --num-envs value E, default 64 and 256). The per-generation
                 figures come from TMP/metrics.csv (one row per generation: cumulative
                 env_steps and seconds), the first G rows; each E is run --fastrl-runs
@@ -38,7 +38,7 @@ episode actually lived (up to and including its terminating or truncating step, 
                     gymnasium's fastest CartPole. Not in the brief's configuration, shown
                     because it is the fair best case of EvoTorch on this env.
   evosax+gymnax one jax.jit'ed function per generation: evosax Open_ES ask (antithetic,
-                    std 0.05, adam lr 0.03, params unravelled by evosax into the MLP's
+                    std 0.1, adam lr 0.03, params unravelled by evosax into the MLP's
                     pytree, its ParameterReshaper's successor), a rollout of all members
                     (vmap over members and --episodes episodes) of gymnax CartPole-v1 as
                     a lax.scan over 500 steps, and tell. gymnax episodes are fixed-length
@@ -105,7 +105,7 @@ POP = 256
 HIDDEN = (64, 64)
 MAX_STEPS = 500
 NET = "Linear(obs_length, 64) >> Tanh() >> Linear(64, 64) >> Tanh() >> Linear(64, act_length)"
-ES_SIGMA, ES_LR = 0.05, 0.03          # fastrl's es.sigma and es.lr defaults, reused by evosax
+ES_SIGMA, ES_LR = 0.1, 0.03           # fastrl's es.sigma and es.lr defaults, reused by evosax
 PEERS = ("evotorch", "evotorch-vec", "evosax")
 SYSTEMS = ("fastrl",) + PEERS
 PEER_MODULES = {"evotorch": ("torch", "gymnasium", "evotorch"),
