@@ -19,6 +19,12 @@ The memory tasks (--tasks memory), 1M steps each:
                       `fastrl eval` over 1,000 greedy episodes; solved when >= 95% are
                       right (the reward is 1 for a right answer, so the mean return is the
                       share); chance is 25%
+The neuroevolution tasks (--tasks evo): train.algo=es or ga, each run capped at 20M env
+steps (GA: a fixed 3M) and 10 minutes, then `fastrl eval` of the kept policy over 100
+greedy episodes, which decides:
+    es-CartPole, ga-CartPole     475    target 8 in 10
+    es-Acrobot, ga-Acrobot      -100    target 8 in 10
+    es-MountainCarContinuous      90    target 6 in 10
 The MuJoCo tasks (--tasks mujoco; a build with the MuJoCo plugin):
     InvertedPendulum-v5   950     300,000
     Reacher-v5             -6     500,000
@@ -58,7 +64,11 @@ from runner import fastrl_train_problem, fmt_num, median_worst, resolve, run  # 
 # program: "fastrl" (fastrl train) or "stacked" (build/bench/train_stacked);
 # eval_episodes: 0, or greedy episodes of `fastrl eval` that decide (the probes);
 # share: seeds that must solve (0: a baseline, measured only).
-Task = collections.namedtuple("Task", "env target budget settings program eval_episodes share")
+# train_target: the train.target_return that stops a run (None: the target, or for the
+# probes PROBE_TRAIN_TARGET; False: none, the whole budget runs); timeout: seconds a run
+# may take (None: --timeout).
+Task = collections.namedtuple("Task", "env target budget settings program eval_episodes share "
+                              "train_target timeout", defaults=(None, None))
 PROBE = "env.memory_delay=20 env.memory_cues=4"
 TASKS = {
     "CartPole-v1": Task("CartPole-v1", 475.0, 500000, "", "fastrl", 0, 0.9),
@@ -76,12 +86,28 @@ TASKS = {
     "InvertedPendulum-v5": Task("InvertedPendulum-v5", 950.0, 300000, "", "fastrl", 0, 0.8),
     "Reacher-v5": Task("Reacher-v5", -6.0, 500000, "", "fastrl", 0, 0.8),
     "Hopper-v5": Task("Hopper-v5", 3000.0, 1000000, "", "fastrl", 0, 0.0),
+    # Neuroevolution: the kept policy (ES's centre, GA's best member) is evaluated over
+    # 100 greedy episodes after training; each run is capped at 20M steps and 10 minutes.
+    # ES stops once its population's mean fitness reaches the target; a GA's population
+    # (mutants included) stays below its best member, so GA runs a fixed budget.
+    "es-CartPole": Task("CartPole-v1", 475.0, 20000000, "train.algo=es", "fastrl", 100, 0.8,
+                        None, 600),
+    "ga-CartPole": Task("CartPole-v1", 475.0, 3000000, "train.algo=ga", "fastrl", 100, 0.8,
+                        False, 600),
+    "es-Acrobot": Task("Acrobot-v1", -100.0, 20000000, "train.algo=es", "fastrl", 100, 0.8,
+                       None, 600),
+    "ga-Acrobot": Task("Acrobot-v1", -100.0, 3000000, "train.algo=ga", "fastrl", 100, 0.8,
+                       False, 600),
+    "es-MountainCarContinuous": Task("MountainCarContinuous-v0", 90.0, 20000000,
+                                     "train.algo=es", "fastrl", 100, 0.6, None, 600),
 }
 GROUPS = {
     "classic": ["CartPole-v1", "Acrobot-v1", "Pendulum-v1"],
     "memory": ["nv-gru", "nv-lstm", "nv-mlp", "nv-stack4", "probe-gru", "probe-lstm",
                "probe-mlp"],
     "mujoco": ["InvertedPendulum-v5", "Reacher-v5", "Hopper-v5"],
+    "evo": ["es-CartPole", "ga-CartPole", "es-Acrobot", "ga-Acrobot",
+            "es-MountainCarContinuous"],
 }
 PROBE_TRAIN_TARGET = 0.99  # the probes stop training once the sampled policy is this good
 EVAL_RE = re.compile(r"^mean_return:\s*([-+0-9.eEnaif]+)\s*$", re.M)
@@ -90,10 +116,14 @@ EVAL_RE = re.compile(r"^mean_return:\s*([-+0-9.eEnaif]+)\s*$", re.M)
 def command(a, task, seed, out_dir):
     t = TASKS[task]
     prog = a.stacked if t.program == "stacked" else a.fastrl
-    target = PROBE_TRAIN_TARGET if t.eval_episodes else t.target
+    target = t.train_target
+    if target is None:
+        target = PROBE_TRAIN_TARGET if t.eval_episodes and t.env == "MemoryProbe-v0" \
+            else t.target
     cmd = [prog, "train", t.env] if t.program == "fastrl" else [prog, t.env, "--stack", "4"]
-    cmd += ["--seed", str(seed), "--steps", str(t.budget),
-            "--set", f"train.target_return={target:g}"]
+    cmd += ["--seed", str(seed), "--steps", str(t.budget)]
+    if target is not False:
+        cmd += ["--set", f"train.target_return={target:g}"]
     if t.program == "fastrl":
         cmd += ["--quiet", "--out", out_dir]
     for kv in t.settings.split():
@@ -106,10 +136,11 @@ def command(a, task, seed, out_dir):
 
 
 def evaluate(a, task, out_dir, r):
-    """The probes: the greedy share of right answers replaces the training return."""
+    """The probes and the evolved policies: the greedy evaluation replaces the training
+    return (for the probes, the share of right answers)."""
     t = TASKS[task]
     e = run([a.fastrl, "eval", os.path.join(out_dir, "checkpoint.frl"), "--episodes",
-             str(t.eval_episodes), "--deterministic"], a.timeout)
+             str(t.eval_episodes), "--deterministic"], t.timeout or a.timeout)
     m = EVAL_RE.search(e.output)
     if e.rc != 0 or not m:
         r.error = f"fastrl eval failed: {e.output.strip()[-300:]!r}"
@@ -121,7 +152,7 @@ def evaluate(a, task, out_dir, r):
 def run_one(a, task, seed):
     out_dir = tempfile.mkdtemp(prefix="frl_learning_")
     try:
-        r = run(command(a, task, seed, out_dir), a.timeout)
+        r = run(command(a, task, seed, out_dir), TASKS[task].timeout or a.timeout)
         if r.error is None and TASKS[task].eval_episodes:
             evaluate(a, task, out_dir, r)
         return r
@@ -180,7 +211,7 @@ def parse_args():
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--tasks", "--envs", dest="tasks", default="classic",
-                    help=f"classic, memory, mujoco, or comma-separated names of {', '.join(TASKS)}")
+                    help=f"classic, memory, mujoco, evo, or comma-separated names of {', '.join(TASKS)}")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once")
     ap.add_argument("--threads", type=int, default=0,
                     help="--set runtime.threads=T for each run (0: fastrl's default)")

@@ -277,7 +277,7 @@ FRL_API frl_status frl_population_act(frl_population *pop, const frl_population_
         int64_t left = a->batch - first;
         act_block b = {pop, a, first, (int32_t)(left < FRL_POP_BLOCK ? left : FRL_POP_BLOCK), 1};
         /* A piece per thread when each has a chunk's worth of work. */
-        int32_t pieces = b.rows / (FRL_POP_CHUNK / 4);
+        int32_t pieces = b.rows / (FRL_POP_CHUNK / 16);
         b.pieces = pieces < 1 ? 1 : pieces > pop->threads ? pop->threads : pieces;
         sort_block(&b);
         if (b.pieces == 1)
