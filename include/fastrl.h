@@ -763,6 +763,14 @@ static inline void frl_population_eval_args_init(frl_population_eval_args *args)
 FRL_API frl_status frl_population_evaluate(frl_population *population, frl_vec_env *venv,
                                            const frl_population_eval_args *args,
                                            int64_t *env_steps);
+/* The same over count (1 or 2) vec envs with the same spaces, whose envs the members share:
+ * with two, one vec env steps while the other's actions are computed (on two of the
+ * runtime's threads), as a pipeline. Group g is reset from seed + g * 0x9e3779b97f4a7c15.
+ * venvs[0] and venvs[1] must differ. */
+FRL_API frl_status frl_population_evaluate_groups(frl_population *population,
+                                                  frl_vec_env *const *venvs, int32_t count,
+                                                  const frl_population_eval_args *args,
+                                                  int64_t *env_steps);
 FRL_API const char *frl_population_last_error(const frl_population *population);
 
 /* Ask/tell optimisers over parameter vectors: OpenAI-ES or Deep GA, chosen by

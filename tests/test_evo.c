@@ -251,6 +251,27 @@ START_TEST(evaluate_routes_members)
         ck_assert_double_eq(ret[m], m % 2 ? 3.0 : 0.0);
         ck_assert_int_eq(steps[m], 12);
     }
+    /* Two groups, pipelined: the same per-member results; envs with nothing left to run
+     * are not stepped (the vec envs count every step they take). */
+    counter_env more[2];
+    frl_vec_env *w = counter_vec(rt, 2, more);
+    frl_vec_env *both[2] = {v, w};
+    a.max_episode_steps = 0;
+    int64_t before = frl_vec_env_total_steps(v) + frl_vec_env_total_steps(w);
+    ck_assert_int_eq(frl_population_evaluate_groups(pop, both, 2, &a, &total), FRL_OK);
+    for (int32_t m = 0; m < 6; m++)
+        ck_assert_double_eq(ret[m], m % 2 ? 5.0 : 0.0);
+    ck_assert_int_eq(total, 6 * 4 * 5);
+    int64_t taken = frl_vec_env_total_steps(v) + frl_vec_env_total_steps(w) - before;
+    /* 24 episodes of 5 steps, a reset step before each episode but the first 5, and the
+     * envs still running when the last episode ends: fewer than 5 envs x 30 steps */
+    ck_assert_int_ge(taken, 120 + 24 - 5);
+    ck_assert_int_lt(taken, 120 + 24 + 5 * 5);
+    both[1] = v;
+    ck_assert_int_eq(frl_population_evaluate_groups(pop, both, 2, &a, &total),
+                     FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(frl_population_evaluate_groups(pop, both, 3, &a, &total), FRL_ERR_RANGE);
+    frl_vec_env_destroy(w);
     /* Bad arguments. */
     a.episodes = 0;
     ck_assert_int_eq(frl_population_evaluate(pop, v, &a, &total), FRL_ERR_RANGE);

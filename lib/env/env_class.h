@@ -37,6 +37,10 @@ typedef struct frl_builtin_batch {
     float *done_return;           /* N: return of the episode that ended this step */
     int32_t *done_length;         /* N: its length */
     int32_t max_episode_steps;    /* 0 = no time limit */
+    /* NULL, or N flags for one step (frl_vec_env_step_active): an env whose flag is 0 is
+     * not stepped, its state kept, with reward 0 and no flags (the population engine's
+     * envs with nothing left to run). */
+    const uint8_t *active;
 } frl_builtin_batch;
 
 struct frl_config;

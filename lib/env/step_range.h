@@ -55,10 +55,23 @@ static FRL_ALWAYS_INLINE uint8_t frl_record_step(const frl_builtin_batch *b, int
     return term | trunc;
 }
 
+/* Env i sits this step out (frl_builtin_batch.active): no transition, its state kept. */
+static FRL_ALWAYS_INLINE void frl_record_idle(const frl_builtin_batch *b, int32_t i)
+{
+    b->rewards[i] = 0.0f;
+    b->terminated[i] = 0;
+    b->truncated[i] = 0;
+    b->reset_step[i] = 0;
+}
+
 static FRL_ALWAYS_INLINE int32_t frl_step_one_impl(const frl_builtin_batch *b, int32_t i,
                                                int32_t obs_dim, size_t action_bytes,
                                                frl_sim_step_fn step, frl_sim_reset_fn reset)
 {
+    if (b->active && !b->active[i]) {
+        frl_record_idle(b, i);
+        return 0;
+    }
     void *sim = b->sims + (size_t)i * FRL_SIM_MAX_BYTES;
     float *obs = b->obs + (size_t)i * (size_t)obs_dim;
     if (b->needs_reset[i]) {

@@ -4,6 +4,7 @@
 
 #include "env/step_range.h"
 #include "env/vec_env.h"
+#include "env/vec_step.h"
 
 /* ---- action validation: all actions are checked before any env is stepped ---- */
 
@@ -192,6 +193,10 @@ static int host_task(void *user, int32_t task, int32_t thread)
     frl_status st = FRL_OK;
     char scratch[FRL_ERRMSG_SIZE];
     for (int32_t i = begin; i < end; i++) {
+        if (v->b.active && !v->b.active[i]) {
+            frl_record_idle(&v->b, i);
+            continue;
+        }
         frl_status s = host_step_one(v, i, st == FRL_OK ? v->chunk_err[task] : scratch);
         st = st == FRL_OK ? s : st;
     }
@@ -343,5 +348,19 @@ FRL_API frl_status frl_vec_env_step(frl_vec_env *v)
         return st;
     st = step_kind(v);
     v->total_steps += v->n;
+    return st;
+}
+
+frl_status frl_vec_env_step_active(frl_vec_env *v, const uint8_t *active)
+{
+    if (!v || v->kind == VEC_BATCH || !active)
+        return frl_vec_env_step(v); /* a host's batch world steps every agent */
+    int64_t idle = 0;
+    for (int32_t i = 0; i < v->n; i++)
+        idle += active[i] == 0;
+    v->b.active = active;
+    frl_status st = frl_vec_env_step(v);
+    v->b.active = NULL;
+    v->total_steps -= idle;
     return st;
 }

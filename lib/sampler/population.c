@@ -12,10 +12,16 @@ typedef struct pop_sampler {
     frl_sampler base;
 } pop_sampler;
 
-static int32_t one(const frl_config *cfg)
+/* One vec env, or two where sampler.groups is set to 2 or more: then one steps while the
+ * other's actions are computed (frl_population_evaluate_groups). Not by default: with
+ * cheap envs (the classic tasks) inference dominates, and acting over both threads is
+ * faster than a pipeline that gives it one (bench/README.md). */
+static int32_t pop_groups(const frl_config *cfg)
 {
-    (void)cfg;
-    return 1;
+    return frl_cfg_is_set(cfg, FRL_KEY_SAMPLER_GROUPS) &&
+                   frl_cfg_int(cfg, FRL_KEY_SAMPLER_GROUPS) >= 2
+               ? 2
+               : 1;
 }
 
 static int32_t one_slot(const frl_config *cfg, int32_t groups)
@@ -72,7 +78,7 @@ static frl_status evaluate(frl_sampler_host *h)
     a.update_obs_norm = h->policy->obs_norm;
     int64_t steps = 0;
     double t0 = frl_now();
-    frl_status st = frl_population_evaluate(pop, h->venvs[0], &a, &steps);
+    frl_status st = frl_population_evaluate_groups(pop, h->venvs, h->groups, &a, &steps);
     if (st != FRL_OK)
         return frl_fail_msg(h->err, st, pop->err);
     h->metrics->time_env = frl_now() - t0;
@@ -111,9 +117,9 @@ static void no_lock(frl_sampler *s)
 
 const frl_sampler_ops frl_sampler_population = {
     .name = "population",
-    .groups = one,
+    .groups = pop_groups,
     .slots = one_slot,
-    .max_groups = 1,
+    .max_groups = 2,
     .overlaps_learning = 0,
     .carries_state = 0,
     .no_save = NULL,

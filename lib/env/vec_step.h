@@ -1,0 +1,12 @@
+/* Stepping a vec env (vec_step.c): the internal call beside the public reset and step. */
+#ifndef FRL_ENV_VEC_STEP_H
+#define FRL_ENV_VEC_STEP_H
+
+#include "env/vec_env.h"
+
+/* frl_vec_env_step for the envs whose active flag is nonzero: the others are not
+ * stepped (state kept, reward 0, no flags) and not counted in the totals. A host's
+ * batch world steps all its agents. active NULL: every env. */
+frl_status frl_vec_env_step_active(frl_vec_env *v, const uint8_t *active);
+
+#endif
