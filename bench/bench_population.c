@@ -18,8 +18,8 @@
  *   loop nocopy  the same loop through the internal API with no copy: for each member
  *                frl_policy_forward_heads (actor only) with the member's row of the
  *                population's block as the parameters, then frl_policy_head_act per row
- *                (what frl_population_act does per member, without its sort, gather
- *                and scatter);
+ *                (what frl_population_act does per member, without its sort and
+ *                gather);
  *   floor        the same P x R rows through the same three layers with ONE weight set:
  *                frl_policy_act with the template policy, no per-member work at all;
  *   weights read a bare loop reading the [P x n] parameter block once: what any acting
