@@ -160,6 +160,35 @@ static void destroy_trainer(frl_trainer *t)
     frl_runtime_destroy(rt);
 }
 
+/* ---- a population evaluated on the device: the CPU's returns, bit for bit ---- */
+
+/* ES on both runtimes for a few generations (its members' inference runs through the
+ * plugin's model_forward_members on the device one): the same fitnesses, so the same
+ * parameters after every tell. */
+START_TEST(population_matches_cpu)
+{
+    const char *settings = "train.algo=es es.population=16 train.num_envs=8 "
+                           "policy.obs_norm=true es.noise_floats=100000";
+    frl_trainer *c = trainer_on("cpu", "CartPole-v1", settings);
+    frl_trainer *d = trainer_on("cuda", "CartPole-v1", settings);
+    ck_assert_ptr_nonnull(d->policy->dev);
+    int64_t steps = quick() ? 2000 : 20000;
+    ck_assert_int_eq(frl_trainer_train(c, steps), FRL_OK);
+    ck_assert_msg(frl_trainer_train(d, steps) == FRL_OK, "%s", frl_trainer_last_error(d));
+    const frl_metrics *mc = frl_trainer_metrics(c), *md = frl_trainer_metrics(d);
+    printf("population on the device: %lld generations, %lld steps, mean fitness %g / %g\n",
+           (long long)mc->update, (long long)mc->env_steps, mc->population_mean,
+           md->population_mean);
+    ck_assert_int_ge(mc->update, 2);
+    ck_assert_int_eq(mc->env_steps, md->env_steps);
+    ck_assert_double_eq(mc->population_mean, md->population_mean);
+    ck_assert_int_eq(memcmp(c->policy->params, d->policy->params,
+                            sizeof(float) * c->policy->num_params), 0);
+    destroy_trainer(c);
+    destroy_trainer(d);
+}
+END_TEST
+
 /* The largest parameter difference over the largest parameter magnitude. */
 static double param_gap(const frl_policy *a, const frl_policy *b)
 {
@@ -445,6 +474,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, device_is_the_host_plugin);
     tcase_add_test(tc, act_matches_cpu);
+    tcase_add_test(tc, population_matches_cpu);
     tcase_add_test(tc, async_stage_failure);
     tcase_add_test(tc, learner_matches_cpu);
     tcase_add_test(tc, learns_cartpole);

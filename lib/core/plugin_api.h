@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FRL_CUDA_PLUGIN_ABI 5u
+#define FRL_CUDA_PLUGIN_ABI 6u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
 #define FRL_CUDA_PLUGIN_FILE "libfastrl-cuda.so.0"
 
@@ -157,6 +157,18 @@ typedef struct frl_cuda_plugin {
     int (*model_path)(void *model, int32_t path, char *err, size_t err_size);
     /* The path the model's last forward took. */
     int32_t (*model_last_path)(void *model);
+
+    /* ABI 6: a population of the model's networks. model_members uploads members rows of
+     * stride floats each (host params [members x stride]; each row a prefix of the
+     * parameter vector holding the trunk and the actor). model_forward_members runs
+     * rows host observations, row r with member members[r]'s parameters (host int32,
+     * each in [0, members)), the actor's outputs into out [rows x out_w] (host); any
+     * rows (in chunks of max_rows), the fused kernel (every width must fit it, else 1
+     * with the reason). Both wait for the stream. */
+    int (*model_members)(void *model, int32_t members, int64_t stride, const float *params,
+                         char *err, size_t err_size);
+    int (*model_forward_members)(void *model, int32_t rows, const int32_t *members,
+                                 const float *obs, float *out, char *err, size_t err_size);
 } frl_cuda_plugin;
 
 typedef const frl_cuda_plugin *(*frl_cuda_plugin_get_fn)(void);

@@ -31,6 +31,8 @@ typedef struct frl_dev frl_dev; /* one implementation's context: device, stream,
  * layer's activation spelled out): at most FRL_DEV_FUSED_MAX_WIDTH units a layer, input
  * included, so that a row's activations stay in the block's shared memory. */
 enum { FRL_DEV_FUSED_MAX_LAYERS = 9, FRL_DEV_FUSED_MAX_WIDTH = 1024 };
+/* forward_runs: rows a run (a block) and the widest layer it takes. */
+enum { FRL_DEV_RUN_ROWS = 16, FRL_DEV_RUN_MAX_WIDTH = 256 };
 
 typedef struct frl_dev_fused_mlp {
     int32_t layers; /* 0: none (the trunk of a policy without one) */
@@ -44,6 +46,10 @@ typedef struct frl_dev_fused {
     frl_dev_fused_mlp trunk, actor, critic;
     const float *norm_mean, *norm_inv_std; /* device [obs_w]; NULL: no normalisation */
     float clip;
+    /* A population's rows (device [rows], NULL: every row reads params): row r reads its
+     * networks from params + members[r] * member_stride, its member's parameter row. */
+    const int32_t *members;
+    int64_t member_stride;
 } frl_dev_fused;
 
 /* Adam's per-step constants (frl_adam_coef without the clipping factor, which the adam
@@ -179,6 +185,14 @@ typedef struct frl_dev_ops {
     /* 1 when [p, p + bytes) lies in one block of alloc_pinned (of any context), which
      * kernels may address directly; 0 otherwise. Any thread. */
     int (*mapped)(frl_dev *d, const void *p, size_t bytes);
+    /* A population's rows sorted by member, in runs of at most FRL_DEV_RUN_ROWS rows of
+     * one member: run r is rows [start[r], start[r + 1]) of obs and out, member
+     * member[r], whose networks are at params + member[r] * p->member_stride (p->members
+     * is not read). The trunk and the actor only, out [rows x out_w]; every width at most
+     * FRL_DEV_RUN_MAX_WIDTH. start [runs + 1] and member [runs] are device memory. */
+    void (*forward_runs)(frl_dev *d, int32_t runs, const frl_dev_fused *p, const float *params,
+                         const int32_t *start, const int32_t *member, const float *obs,
+                         float *out);
 
     /* ---- graphs ---- */
     /* What enqueue(arg) puts on d's stream, captured once as a graph instead of run (the

@@ -60,6 +60,21 @@ typedef struct frl_cuda_model {
     float *ws2;
     void *fork, *join;
     int32_t streams_failed;
+    /* a population (model_members): [members x member_stride] parameters and the rows'
+     * member indices [max_rows], on the device */
+    float *member_params;
+    int32_t *member_idx;
+    int64_t member_floats, member_stride;
+    int32_t members;
+    /* ...and its runs (forward_runs, when every width fits it): the rows sorted by
+     * member on the host, [max_rows + 1] run starts and [max_rows] run members on the
+     * device and here, the sort's counts [members + 1] and order [max_rows], the sorted
+     * observations and outputs (host, page-locked when it can be had) */
+    int32_t runs_ok;
+    int32_t *run_start, *run_member;         /* device */
+    int32_t *h_start, *h_member, *h_count, *h_order;
+    float *h_obs, *h_out;
+    int32_t count_cap;
 } frl_cuda_model;
 
 /* Fill m->fused from the networks' description (and m->fused_ok). */
@@ -68,6 +83,11 @@ void frl_cuda_model_plan(frl_cuda_model *m);
  * one AUTO picks). */
 int frl_cuda_model_forward(frl_cuda_model *m, int32_t rows, const float *obs, float *out,
                            float *value, char *err, size_t err_size);
+/* model_members and model_forward_members (model_forward.c). */
+int frl_cuda_model_members(frl_cuda_model *m, int32_t members, int64_t stride,
+                           const float *params, char *err, size_t err_size);
+int frl_cuda_model_forward_members(frl_cuda_model *m, int32_t rows, const int32_t *members,
+                                   const float *obs, float *out, char *err, size_t err_size);
 /* Free what the forward's paths allocated (graphs, staging, the second stream). */
 void frl_cuda_model_forward_release(frl_cuda_model *m);
 /* Drop the captured graphs (the normaliser's clip changed, or the model goes). */

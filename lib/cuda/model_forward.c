@@ -404,10 +404,200 @@ int frl_cuda_model_forward(frl_cuda_model *m, int32_t rows, const float *obs, fl
     }
 }
 
+/* ---- a population (Such et al.'s batched per-member inference) ---- */
+
+/* Every width within forward_runs' limit. */
+static int runs_fit(const frl_dev_fused *f)
+{
+    const frl_dev_fused_mlp *ms[2] = {&f->trunk, &f->actor};
+    if (f->obs_w > FRL_DEV_RUN_MAX_WIDTH)
+        return 0;
+    for (int i = 0; i < 2; i++)
+        for (int32_t l = 0; l <= ms[i]->layers; l++)
+            if (ms[i]->width[l] > FRL_DEV_RUN_MAX_WIDTH)
+                return 0;
+    return 1;
+}
+
+/* The runs' arrays, host and device, for max_rows rows and `members` members. */
+static int alloc_runs(frl_cuda_model *m, int32_t members)
+{
+    const frl_dev_ops *o = m->net.ops;
+    const frl_net_desc *n = &m->net.desc;
+    size_t rows = (size_t)n->max_rows;
+    if (!m->run_start) {
+        m->run_start = o->alloc(m->net.d, sizeof(int32_t) * (rows + 1));
+        m->run_member = o->alloc(m->net.d, sizeof(int32_t) * rows);
+        m->h_start = malloc(sizeof(int32_t) * (rows + 1));
+        m->h_member = malloc(sizeof(int32_t) * rows);
+        m->h_order = malloc(sizeof(int32_t) * rows);
+        m->h_obs = malloc(sizeof(float) * rows * (size_t)n->obs_w);
+        m->h_out = malloc(sizeof(float) * rows * (size_t)n->out_w);
+    }
+    if (members + 1 > m->count_cap) {
+        free(m->h_count);
+        m->h_count = malloc(sizeof(int32_t) * ((size_t)members + 1));
+        m->count_cap = m->h_count ? members + 1 : 0;
+    }
+    return m->run_start && m->run_member && m->h_start && m->h_member && m->h_order &&
+           m->h_obs && m->h_out && m->h_count;
+}
+
+static void free_runs(frl_cuda_model *m)
+{
+    const frl_dev_ops *o = m->net.ops;
+    o->release(m->net.d, m->run_start);
+    o->release(m->net.d, m->run_member);
+    free(m->h_start);
+    free(m->h_member);
+    free(m->h_order);
+    free(m->h_obs);
+    free(m->h_out);
+    free(m->h_count);
+}
+
+int frl_cuda_model_members(frl_cuda_model *m, int32_t members, int64_t stride,
+                           const float *params, char *err, size_t err_size)
+{
+    const frl_dev_ops *o = m->net.ops;
+    if (members < 1 || stride < 1 || (uint64_t)stride > m->net.desc.num_params) {
+        snprintf(err, err_size, "model_members: %d members of %lld floats (1 or more, of at "
+                 "most %llu)", (int)members, (long long)stride,
+                 (unsigned long long)m->net.desc.num_params);
+        return 1;
+    }
+    int64_t floats = (int64_t)members * stride;
+    if (floats > m->member_floats) {
+        o->release(m->net.d, m->member_params);
+        m->member_floats = 0;
+        m->member_params = o->alloc(m->net.d, sizeof(float) * (size_t)floats);
+        if (!m->member_params) {
+            snprintf(err, err_size, "model_members: out of device memory for %lld floats",
+                     (long long)floats);
+            return 1;
+        }
+        m->member_floats = floats;
+    }
+    if (!m->member_idx &&
+        !(m->member_idx = o->alloc(m->net.d, sizeof(int32_t) * (size_t)m->net.desc.max_rows))) {
+        snprintf(err, err_size, "model_members: out of device memory");
+        return 1;
+    }
+    m->runs_ok = runs_fit(&m->fused) && alloc_runs(m, members);
+    o->put(m->net.d, m->member_params, params, sizeof(float) * (size_t)floats);
+    m->members = members;
+    m->member_stride = stride;
+    return o->sync(m->net.d, err, err_size);
+}
+
+/* Sort rows rows by member (stable counting sort) into runs of at most FRL_DEV_RUN_ROWS
+ * rows of one member; returns the number of runs. */
+static int32_t make_runs(frl_cuda_model *m, int32_t rows, const int32_t *members,
+                         const float *obs)
+{
+    size_t w = (size_t)m->net.desc.obs_w;
+    int32_t *count = m->h_count;
+    memset(count, 0, sizeof(int32_t) * ((size_t)m->members + 1));
+    for (int32_t r = 0; r < rows; r++)
+        count[members[r] + 1]++;
+    for (int32_t i = 0; i < m->members; i++)
+        count[i + 1] += count[i];
+    for (int32_t r = 0; r < rows; r++)
+        m->h_order[count[members[r]]++] = r;
+    int32_t runs = 0;
+    for (int32_t s = 0; s < rows; s++) {
+        int32_t mem = members[m->h_order[s]];
+        if (s == 0 || mem != m->h_member[runs - 1] ||
+            s - m->h_start[runs - 1] == FRL_DEV_RUN_ROWS) {
+            m->h_start[runs] = s;
+            m->h_member[runs++] = mem;
+        }
+        memcpy(m->h_obs + (size_t)s * w, obs + (size_t)m->h_order[s] * w, sizeof(float) * w);
+    }
+    m->h_start[runs] = rows;
+    return runs;
+}
+
+/* One chunk by runs: the sorted rows up, the run kernel, the outputs back in row order. */
+static int forward_by_runs(frl_cuda_model *m, int32_t rows, const int32_t *members,
+                           const float *obs, float *out, char *err, size_t err_size)
+{
+    const frl_dev_ops *o = m->net.ops;
+    const frl_net_desc *n = &m->net.desc;
+    size_t f = sizeof(float), ow = (size_t)n->out_w;
+    int32_t runs = make_runs(m, rows, members, obs);
+    o->put(m->net.d, m->obs, m->h_obs, f * (size_t)rows * (size_t)n->obs_w);
+    o->put(m->net.d, m->run_start, m->h_start, sizeof(int32_t) * ((size_t)runs + 1));
+    o->put(m->net.d, m->run_member, m->h_member, sizeof(int32_t) * (size_t)runs);
+    frl_dev_fused p = fused_now(m);
+    p.member_stride = m->member_stride;
+    o->forward_runs(m->net.d, runs, &p, m->member_params, m->run_start, m->run_member, m->obs,
+                    m->ws);
+    o->get(m->net.d, m->h_out, m->ws, f * (size_t)rows * ow);
+    if (o->sync(m->net.d, err, err_size))
+        return 1;
+    for (int32_t s = 0; s < rows; s++)
+        memcpy(out + (size_t)m->h_order[s] * ow, m->h_out + (size_t)s * ow, f * ow);
+    return 0;
+}
+
+/* One chunk: observations and members up, the fused kernel, the outputs down. */
+static void enqueue_members(frl_cuda_model *m, int32_t rows, const int32_t *members,
+                            const float *obs, float *out)
+{
+    const frl_dev_ops *o = m->net.ops;
+    const frl_net_desc *n = &m->net.desc;
+    size_t f = sizeof(float);
+    o->put(m->net.d, m->obs, obs, f * (size_t)rows * (size_t)n->obs_w);
+    o->put(m->net.d, m->member_idx, members, sizeof(int32_t) * (size_t)rows);
+    frl_dev_fused p = fused_now(m);
+    p.members = m->member_idx;
+    p.member_stride = m->member_stride;
+    o->forward_fused(m->net.d, rows, &p, m->member_params, m->obs, m->ws, NULL);
+    o->get(m->net.d, out, m->ws, f * (size_t)rows * (size_t)n->out_w);
+}
+
+int frl_cuda_model_forward_members(frl_cuda_model *m, int32_t rows, const int32_t *members,
+                                   const float *obs, float *out, char *err, size_t err_size)
+{
+    const frl_net_desc *n = &m->net.desc;
+    if (!m->fused_ok || !m->member_params) {
+        snprintf(err, err_size, "model_forward_members: %s", !m->fused_ok
+                 ? "a layer is wider than the fused kernel takes" : "no members uploaded");
+        return 1;
+    }
+    for (int32_t i = 0; i < rows; i++)
+        if (members[i] < 0 || members[i] >= m->members) {
+            snprintf(err, err_size, "model_forward_members: row %d names member %d of %d",
+                     (int)i, (int)members[i], (int)m->members);
+            return 1;
+        }
+    for (int32_t first = 0; first < rows; first += n->max_rows) {
+        int32_t k = rows - first < n->max_rows ? rows - first : n->max_rows;
+        const int32_t *mem = members + first;
+        const float *x = obs + (size_t)first * (size_t)n->obs_w;
+        float *y = out + (size_t)first * (size_t)n->out_w;
+        /* Runs share each weight load among a member's rows; the fused kernel, a block a
+         * row, takes any width. */
+        if (m->runs_ok) {
+            if (forward_by_runs(m, k, mem, x, y, err, err_size))
+                return 1;
+            continue;
+        }
+        enqueue_members(m, k, mem, x, y);
+        if (m->net.ops->sync(m->net.d, err, err_size))
+            return 1;
+    }
+    return 0;
+}
+
 void frl_cuda_model_forward_release(frl_cuda_model *m)
 {
     const frl_dev_ops *o = m->net.ops;
     frl_cuda_model_drop_graphs(m);
+    o->release(m->net.d, m->member_params);
+    o->release(m->net.d, m->member_idx);
+    free_runs(m);
     o->release_pinned(m->net.d, m->stage_in);
     o->release_pinned(m->net.d, m->stage_out);
     o->release_pinned(m->net.d, m->stage_value);

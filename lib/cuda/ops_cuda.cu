@@ -1082,6 +1082,8 @@ forward_fused_k(frl_dev_fused p, const float *params, const float *obs, float *o
         buf[0][i] = p.norm_mean ? frl_dm_normalize(x[i], p.norm_mean[i], p.norm_inv_std[i], p.clip)
                                 : x[i];
     row_sync<CL>(); // also: every block of the cluster runs before another writes to it
+    if (p.members) // a population's row: its member's parameter row
+        params += (int64_t)p.members[r] * p.member_stride;
     const int h = fused_mlp<CL>(p.trunk, params, buf, 0, nullptr, part);
     const int32_t w = p.actor.width[p.actor.layers];
     fused_mlp<CL>(p.actor, params, buf, h, out + r * w, part);
@@ -1125,6 +1127,77 @@ static void forward_fused(frl_dev *d, int32_t rows, const frl_dev_fused *p, cons
     forward_fused_k<1><<<(unsigned)rows, FUSED_THREADS, 0, d->stream>>>(*p, params, obs, out,
                                                                        value);
     launched(d, "forward_fused");
+}
+
+// ---- a population's runs: rows sorted by member, a block a run ----
+
+// A block takes up to RUN_ROWS rows of one member (a run), keeps their activations in
+// shared memory and each thread a column: a weight is loaded once and used for every row
+// of the run, where the fused kernel (a block a row) loads it once a row.
+static constexpr int RUN_THREADS = 128;
+
+static __device__ int run_mlp(const frl_dev_fused_mlp &m, const float *w,
+                              float (*buf)[FRL_DEV_RUN_ROWS][FRL_DEV_RUN_MAX_WIDTH], int cur,
+                              int rows, float *gout)
+{
+    for (int32_t l = 0; l < m.layers; l++) {
+        const int32_t k = m.width[l], n = m.width[l + 1];
+        const float *wt = w + m.off_w[l], *bias = w + m.off_b[l];
+        const int next = cur ^ 1;
+        const bool last = l + 1 == m.layers && gout;
+        for (int32_t j = (int32_t)threadIdx.x; j < n; j += RUN_THREADS) {
+            float acc[FRL_DEV_RUN_ROWS];
+            UNROLL_ALL
+            for (int r = 0; r < FRL_DEV_RUN_ROWS; r++)
+                acc[r] = 0.0f;
+            for (int32_t i = 0; i < k; i++) {
+                const float wv = wt[(int64_t)i * n + j];
+                UNROLL_ALL
+                for (int r = 0; r < FRL_DEV_RUN_ROWS; r++)
+                    if (r < rows)
+                        acc[r] = fmaf(buf[cur][r][i], wv, acc[r]);
+            }
+            for (int r = 0; r < rows; r++) {
+                const float v = frl_dm_act(bias[j] + acc[r], m.act[l]);
+                if (last)
+                    gout[(int64_t)r * n + j] = v;
+                else
+                    buf[next][r][j] = v;
+            }
+        }
+        __syncthreads();
+        cur = next;
+    }
+    return cur;
+}
+
+static __global__ void __launch_bounds__(RUN_THREADS)
+members_k(frl_dev_fused p, const float *params, const int32_t *start, const int32_t *mem,
+          const float *obs, float *out)
+{
+    __shared__ float buf[2][FRL_DEV_RUN_ROWS][FRL_DEV_RUN_MAX_WIDTH];
+    const int32_t r0 = start[blockIdx.x], rows = start[blockIdx.x + 1] - r0;
+    const float *w = params + (int64_t)mem[blockIdx.x] * p.member_stride;
+    for (int32_t i = (int32_t)threadIdx.x; i < rows * p.obs_w; i += RUN_THREADS) {
+        const int32_t r = i / p.obs_w, c = i % p.obs_w;
+        const float x = obs[(int64_t)(r0 + r) * p.obs_w + c];
+        buf[0][r][c] = p.norm_mean ? frl_dm_normalize(x, p.norm_mean[c], p.norm_inv_std[c], p.clip)
+                                   : x;
+    }
+    __syncthreads();
+    const int h = run_mlp(p.trunk, w, buf, 0, rows, nullptr);
+    run_mlp(p.actor, w, buf, h, rows, out + (int64_t)r0 * p.actor.width[p.actor.layers]);
+}
+
+static void forward_runs(frl_dev *d, int32_t runs, const frl_dev_fused *p, const float *params,
+                         const int32_t *start, const int32_t *member, const float *obs,
+                         float *out)
+{
+    if (runs <= 0)
+        return;
+    enter(d);
+    members_k<<<(unsigned)runs, RUN_THREADS, 0, d->stream>>>(*p, params, start, member, obs, out);
+    launched(d, "forward_runs");
 }
 
 static int32_t fused_blocks(frl_dev *d)
@@ -1265,6 +1338,7 @@ extern "C" const frl_dev_ops frl_dev_ops_cuda = {
     forward_fused,
     fused_blocks,
     mapped,
+    forward_runs,
     graph_capture,
     graph_launch,
     graph_destroy,

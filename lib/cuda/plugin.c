@@ -187,6 +187,18 @@ static int32_t model_last_path(void *p)
     return ((frl_cuda_model *)p)->last_path;
 }
 
+static int model_members(void *p, int32_t members, int64_t stride, const float *params,
+                         char *err, size_t err_size)
+{
+    return frl_cuda_model_members(p, members, stride, params, err, err_size);
+}
+
+static int model_forward_members(void *p, int32_t rows, const int32_t *members,
+                                 const float *obs, float *out, char *err, size_t err_size)
+{
+    return frl_cuda_model_forward_members(p, rows, members, obs, out, err, err_size);
+}
+
 static size_t snapshot_floats(const frl_net_desc *n)
 {
     return (size_t)n->num_params + 2 * (size_t)n->obs_w;
@@ -348,6 +360,8 @@ static const frl_cuda_plugin plugin = {
     .learner_adam = learner_adam,
     .model_path = model_path,
     .model_last_path = model_last_path,
+    .model_members = model_members,
+    .model_forward_members = model_forward_members,
 };
 
 __attribute__((visibility("default"))) const frl_cuda_plugin *frl_cuda_plugin_get(void);

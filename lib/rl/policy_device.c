@@ -58,6 +58,28 @@ frl_status frl_dev_model_forward(frl_dev_model *m, int64_t rows, const float *ob
     return FRL_OK;
 }
 
+frl_status frl_dev_model_members(frl_dev_model *m, int32_t members, int64_t stride,
+                                 const float *params, char *err)
+{
+    char why[WHY_SIZE] = "";
+    if (m->device->plugin->model_members(m->model, members, stride, params, why,
+                                         sizeof why) != 0)
+        return frl_fail(err, FRL_ERR_DEVICE, "uploading the population to %s: %s",
+                        m->device->name, why);
+    return FRL_OK;
+}
+
+frl_status frl_dev_model_forward_members(frl_dev_model *m, int32_t rows, const int32_t *members,
+                                         const float *obs, float *out, char *err)
+{
+    char why[WHY_SIZE] = "";
+    if (m->device->plugin->model_forward_members(m->model, rows, members, obs, out, why,
+                                                 sizeof why) != 0)
+        return frl_fail(err, FRL_ERR_DEVICE, "the population's inference on %s: %s",
+                        m->device->name, why);
+    return FRL_OK;
+}
+
 frl_status frl_dev_model_stage(frl_dev_model *m, int32_t slot, const float *mean,
                                const float *inv_std, float clip, const char *who, char *err)
 {

@@ -36,6 +36,14 @@ frl_status frl_dev_model_load(frl_dev_model *m, const float *params, const float
 frl_status frl_dev_model_forward(frl_dev_model *m, int64_t rows, const float *obs, float *out,
                                  float *value, char *err);
 
+/* A population's members on m's device (plugin_api.h's model_members): members rows of
+ * stride floats from host params; forward_members runs rows host observations, row r
+ * with member members[r] (host), the actor's outputs into out [rows x out_w] (host). */
+frl_status frl_dev_model_members(frl_dev_model *m, int32_t members, int64_t stride,
+                                 const float *params, char *err);
+frl_status frl_dev_model_forward_members(frl_dev_model *m, int32_t rows, const int32_t *members,
+                                         const float *obs, float *out, char *err);
+
 /* Weights between roles without a round trip through the host (plugin_api.h's
  * model_stage and model_take, whose rules on slots hold): stage copies m's parameters
  * and the given normaliser into snapshot slot; take makes dst's stream wait for src's

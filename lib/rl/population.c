@@ -41,6 +41,7 @@ FRL_API void frl_population_destroy(frl_population *pop)
     for (int32_t i = 0; pop->ws && i < pop->threads; i++)
         frl_free(al, pop->ws[i]);
     frl_free(al, pop->ws);
+    frl_free(al, pop->dev_out);
     frl_free(al, pop->obs);
     frl_free(al, pop->order);
     frl_free(al, pop->count);
@@ -59,7 +60,9 @@ static frl_status alloc_scratch(frl_population *pop)
     pop->obs = frl_alloc(al, sizeof(float) * FRL_POP_BLOCK * (size_t)p->obs_w, 64);
     pop->threads = frl_runtime_threads(pop->rt);
     pop->ws = frl_alloc(al, sizeof(float *) * (size_t)pop->threads, 64);
-    if (!pop->count || !pop->order || !pop->obs || !pop->ws)
+    if (p->dev)
+        pop->dev_out = frl_alloc(al, sizeof(float) * FRL_POP_BLOCK * (size_t)p->out_w, 64);
+    if (!pop->count || !pop->order || !pop->obs || !pop->ws || (p->dev && !pop->dev_out))
         return FRL_ERR_NOMEM;
     memset(pop->ws, 0, sizeof(float *) * (size_t)pop->threads);
     size_t floats = frl_policy_pass_floats(p, FRL_POP_CHUNK, 0);
@@ -266,13 +269,55 @@ static void sort_block(act_block *b)
         pop->order[pop->count[mem[r]]++] = r;
 }
 
+/* ---- on the device ---- */
+
+frl_status frl_population_device_begin(frl_population *pop)
+{
+    frl_policy *p = pop->policy;
+    if (!p->dev)
+        return FRL_OK;
+    frl_status st = frl_policy_device_refresh(p, pop->err);
+    if (st == FRL_OK)
+        st = frl_dev_model_members(p->dev, pop->members, pop->n, pop->params, pop->err);
+    pop->on_device = st == FRL_OK;
+    return st;
+}
+
+void frl_population_device_end(frl_population *pop)
+{
+    pop->on_device = 0;
+}
+
+/* The networks on the device, a block of rows at a time (the kernel reads each row's
+ * member's weights: no sort), the head's sampling here with the same streams. */
+static frl_status act_on_device(frl_population *pop, const frl_population_act_args *a)
+{
+    const frl_policy *p = pop->policy;
+    size_t ab = action_bytes(p), ow = (size_t)p->out_w;
+    for (int64_t first = 0; first < a->batch; first += FRL_POP_BLOCK) {
+        int32_t k = (int32_t)(a->batch - first < FRL_POP_BLOCK ? a->batch - first : FRL_POP_BLOCK);
+        frl_status st = frl_dev_model_forward_members(
+            p->dev, k, a->members + first, a->observations + (size_t)first * (size_t)p->obs_w,
+            pop->dev_out, pop->err);
+        if (st != FRL_OK)
+            return st;
+        for (int32_t r = 0; r < k; r++)
+            frl_policy_head_sample(p, p->params, pop->dev_out + (size_t)r * ow, a->deterministic,
+                                   a->stream_offset + (uint64_t)(first + r), a->counter,
+                                   (unsigned char *)a->actions + (size_t)(first + r) * ab);
+    }
+    return FRL_OK;
+}
+
 FRL_API frl_status frl_population_act(frl_population *pop, const frl_population_act_args *a)
 {
     if (!pop)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: population is NULL", who_act);
     frl_status st = check_act(pop, a);
-    if (st != FRL_OK)
-        return frl_fail_msg(NULL, st, pop->err);
+    if (st == FRL_OK && pop->on_device)
+        st = act_on_device(pop, a);
+    if (st != FRL_OK || pop->on_device)
+        return st == FRL_OK ? st : frl_fail_msg(NULL, st, pop->err);
     for (int64_t first = 0; first < a->batch; first += FRL_POP_BLOCK) {
         int64_t left = a->batch - first;
         act_block b = {pop, a, first, (int32_t)(left < FRL_POP_BLOCK ? left : FRL_POP_BLOCK), 1};

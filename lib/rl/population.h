@@ -24,11 +24,22 @@ struct frl_population {
     float *obs;               /* [FRL_POP_BLOCK x obs_w]: their observations, gathered */
     int32_t threads;
     float **ws;               /* per thread: a forward pass of FRL_POP_CHUNK rows */
+    /* A runtime on a CUDA device: the members uploaded by frl_population_evaluate, which
+     * then acts there (on_device) with the head's sampling here, from dev_out
+     * [FRL_POP_BLOCK x out_w]. */
+    int32_t on_device;
+    float *dev_out;
     char err[FRL_ERRMSG_SIZE];
 };
 
 /* Floats of the acting prefix of p's parameters (trunk and actor), or 0 for a policy a
  * population cannot hold (a recurrent one). */
 int64_t frl_population_prefix(const frl_policy *p);
+
+/* The policy's device copy refreshed and the members uploaded: until
+ * frl_population_device_end, frl_population_act runs the networks on the device. FRL_OK
+ * with nothing done on a CPU runtime. */
+frl_status frl_population_device_begin(frl_population *pop);
+void frl_population_device_end(frl_population *pop);
 
 #endif

@@ -411,8 +411,12 @@ FRL_API frl_status frl_population_evaluate_groups(frl_population *pop,
     st = read_args(&r, args);
     if (st == FRL_OK)
         st = alloc_run(&r);
+    /* On a CUDA runtime the members go to the device once, and inference runs there. */
+    if (st == FRL_OK)
+        st = frl_population_device_begin(pop);
     if (st == FRL_OK)
         st = run_jobs(&r);
+    frl_population_device_end(pop);
     if (st == FRL_OK)
         report(&r, env_steps);
     frl_free(&pop->rt->alloc, r.block);

@@ -343,12 +343,14 @@ static void forward_fused(frl_dev *d, int32_t rows, const frl_dev_fused *p, cons
             buf[i] = p->norm_mean ? frl_dm_normalize(x[i], p->norm_mean[i], p->norm_inv_std[i],
                                                      p->clip)
                                   : x[i];
-        const float *h = fused_mlp(d, &p->trunk, params, buf, buf + W, buf + 2 * W);
+        const float *w = p->members ? params + (int64_t)p->members[r] * p->member_stride
+                                    : params;
+        const float *h = fused_mlp(d, &p->trunk, w, buf, buf + W, buf + 2 * W);
         float *s1 = buf + 3 * W, *s2 = h == buf + W ? buf + 2 * W : buf + W;
-        memcpy(out + (size_t)r * (size_t)ow, fused_mlp(d, &p->actor, params, h, s1, s2),
+        memcpy(out + (size_t)r * (size_t)ow, fused_mlp(d, &p->actor, w, h, s1, s2),
                sizeof(float) * (size_t)ow);
         if (value)
-            value[r] = *fused_mlp(d, &p->critic, params, h, s1, s2);
+            value[r] = *fused_mlp(d, &p->critic, w, h, s1, s2);
     }
     free(buf);
 }
@@ -357,6 +359,21 @@ static int32_t fused_blocks(frl_dev *d)
 {
     (void)d;
     return 1;
+}
+
+/* Each run's rows through forward_fused with the run's member's networks. */
+static void forward_runs(frl_dev *d, int32_t runs, const frl_dev_fused *p, const float *params,
+                         const int32_t *start, const int32_t *member, const float *obs,
+                         float *out)
+{
+    frl_dev_fused q = *p;
+    q.members = NULL;
+    int32_t ow = p->actor.width[p->actor.layers];
+    for (int32_t r = 0; r < runs; r++)
+        forward_fused(d, start[r + 1] - start[r], &q,
+                      params + (int64_t)member[r] * p->member_stride,
+                      obs + (size_t)start[r] * (size_t)p->obs_w,
+                      out + (size_t)start[r] * (size_t)ow, NULL);
 }
 
 /* Host memory is what these ops run on, so every pointer is "mapped". */
@@ -472,6 +489,7 @@ const frl_dev_ops frl_dev_ops_host = {
     .wait = wait_event,
     .check = check,
     .forward_fused = forward_fused,
+    .forward_runs = forward_runs,
     .fused_blocks = fused_blocks,
     .mapped = mapped,
     .graph_capture = graph_capture,

@@ -1072,6 +1072,112 @@ static void test_forward_fused(void)
         }
 }
 
+/* A population's rows: row r reads member members[r]'s parameter row (the trunk and
+ * the actor, a prefix of the layout), no critic. */
+static void members_run(const fused_case *fc, int32_t rows, int32_t P)
+{
+    frl_dev_fused p = {.obs_w = fc->obs_w, .clip = 5.0f};
+    uint64_t np = 0;
+    int32_t h = fc->nt ? plan_mlp(&p.trunk, fc->obs_w, fc->trunk, fc->nt, fc->act, 1, &np)
+                       : fc->obs_w;
+    int32_t ow = plan_mlp(&p.actor, h, fc->actor, fc->na, fc->act, 0, &np);
+    uint64_t stride = np; /* the acting prefix: no critic */
+    plan_mlp(&p.critic, h, fc->critic, fc->nc, fc->act, 0, &np);
+    float *block = malloc(sizeof(float) * (size_t)P * stride);
+    for (int32_t m = 0; m < P; m++) {
+        float *w = fused_params(&p, np);
+        memcpy(block + (size_t)m * stride, w, sizeof(float) * stride);
+    }
+    int32_t *mem = malloc(sizeof(int32_t) * (size_t)rows);
+    for (int32_t r = 0; r < rows; r++)
+        mem[r] = (int32_t)((r * 7 + 3) % P);
+    size_t ob = sizeof(float) * (size_t)rows * (size_t)fc->obs_w;
+    size_t outb = sizeof(float) * (size_t)rows * (size_t)ow;
+    float *obs = rand_f(ob / sizeof(float), -3, 3), *ref = host_poisoned(outb);
+    frl_dev_fused hp = p;
+    hp.members = mem;
+    hp.member_stride = (int64_t)stride;
+    H->forward_fused(hdev, rows, &hp, block, obs, ref, NULL);
+    check ck;
+    check_start(&ck, "forward_fused", "%s rows=%d members=%d", fc->name, (int)rows, (int)P);
+    p.members = up(gdev, mem, sizeof(int32_t) * (size_t)rows);
+    p.member_stride = (int64_t)stride;
+    const float *dp = up(gdev, block, sizeof(float) * (size_t)P * stride);
+    float *dy = dev_poisoned(gdev, outb);
+    G->forward_fused(gdev, rows, &p, dp, up(gdev, obs, ob), dy, NULL);
+    float *gout = down(gdev, dy, outb);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, gout, ref, outb / sizeof(float), NULL, 1e-5, 1e-5);
+        check_end(&ck);
+    }
+    free(block);
+    free(mem);
+    free_all();
+}
+
+/* The same rows sorted by member in runs (forward_runs) against the host's. */
+static void runs_run(const fused_case *fc, int32_t P, const int32_t *per, int32_t norm)
+{
+    frl_dev_fused p = {.obs_w = fc->obs_w, .clip = 5.0f};
+    uint64_t np = 0;
+    int32_t h = fc->nt ? plan_mlp(&p.trunk, fc->obs_w, fc->trunk, fc->nt, fc->act, 1, &np)
+                       : fc->obs_w;
+    int32_t ow = plan_mlp(&p.actor, h, fc->actor, fc->na, fc->act, 0, &np);
+    uint64_t stride = np;
+    plan_mlp(&p.critic, h, fc->critic, fc->nc, fc->act, 0, &np);
+    float *block = malloc(sizeof(float) * (size_t)P * stride);
+    for (int32_t m = 0; m < P; m++)
+        memcpy(block + (size_t)m * stride, fused_params(&p, np), sizeof(float) * stride);
+    /* member m has per[m] rows, cut into runs of at most FRL_DEV_RUN_ROWS */
+    int32_t rows = 0, runs = 0, start[256], member[256];
+    for (int32_t m = 0; m < P; m++)
+        for (int32_t left = per[m]; left > 0; left -= FRL_DEV_RUN_ROWS) {
+            start[runs] = rows;
+            member[runs++] = m;
+            rows += left < FRL_DEV_RUN_ROWS ? left : FRL_DEV_RUN_ROWS;
+        }
+    start[runs] = rows;
+    size_t ob = sizeof(float) * (size_t)rows * (size_t)fc->obs_w;
+    size_t outb = sizeof(float) * (size_t)rows * (size_t)ow;
+    float *obs = rand_f(ob / sizeof(float), -3, 3), *ref = host_poisoned(outb);
+    float *mean = rand_f((size_t)fc->obs_w, -1, 1), *inv = rand_f((size_t)fc->obs_w, 0.2, 2);
+    p.member_stride = (int64_t)stride;
+    frl_dev_fused hp = p;
+    if (norm) {
+        hp.norm_mean = mean;
+        hp.norm_inv_std = inv;
+        p.norm_mean = up(gdev, mean, sizeof(float) * (size_t)fc->obs_w);
+        p.norm_inv_std = up(gdev, inv, sizeof(float) * (size_t)fc->obs_w);
+    }
+    H->forward_runs(hdev, runs, &hp, block, start, member, obs, ref);
+    check ck;
+    check_start(&ck, "forward_runs", "%s rows=%d runs=%d%s", fc->name, (int)rows, (int)runs,
+                norm ? " norm" : "");
+    const float *dp = up(gdev, block, sizeof(float) * (size_t)P * stride);
+    float *dy = dev_poisoned(gdev, outb);
+    G->forward_runs(gdev, runs, &p, dp, up(gdev, start, sizeof(int32_t) * (size_t)(runs + 1)),
+                    up(gdev, member, sizeof(int32_t) * (size_t)runs), up(gdev, obs, ob), dy);
+    float *gout = down(gdev, dy, outb);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, gout, ref, outb / sizeof(float), NULL, 1e-5, 1e-5);
+        check_end(&ck);
+    }
+    free(block);
+    free_all();
+}
+
+static void test_forward_members(void)
+{
+    members_run(&fused_cases[0], quick() ? 9 : 300, 5);
+    members_run(&fused_cases[1], 17, 3);
+    /* runs: one row, a full run, a run and a bit, several members */
+    static const int32_t per[] = {1, 16, 17, 3, 40};
+    static const fused_case mlp64 = {"4-64-64-2 tanh", 4, 1, 0, {0}, 0, {64, 64, 2}, 3, {64, 64, 1}, 3};
+    static const fused_case shared = {"9-[200-64]-5 relu", 9, 2, 0, {200, 64}, 2, {5}, 1, {1}, 1};
+    runs_run(&mlp64, 5, per, 0);
+    runs_run(&shared, 5, per, 1);
+}
+
 /* ---- graphs ---- */
 
 typedef struct graph_job {
@@ -1319,6 +1425,7 @@ static const test tests[] = {
     {"adam", test_adam},
     {"events", test_events},
     {"forward_fused", test_forward_fused},
+    {"forward_members", test_forward_members},
     {"graph", test_graphs},
 };
 
