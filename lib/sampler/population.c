@@ -94,25 +94,17 @@ static frl_status evaluate(frl_sampler_host *h)
     return FRL_OK;
 }
 
-static frl_status pop_train(frl_sampler *base, int64_t total_steps)
+static frl_status generation(void *arg)
 {
-    frl_sampler_host *h = base->h;
-    frl_status st = FRL_OK;
-    h->book->pr.started = 1;
-    while (st == FRL_OK && h->book->pr.env_steps < total_steps && !h->target_reached(h->owner)) {
-        if (atomic_exchange(h->stop, 0))
-            return frl_fail(h->err, FRL_ERR_INTERRUPTED, "training stopped by request at %lld "
-                            "steps", (long long)h->book->pr.env_steps);
-        if ((st = evaluate(h)) == FRL_OK && (st = h->learn(h->owner, -1, 0)) == FRL_OK)
-            st = h->after_update(h->owner);
-    }
-    atomic_store(h->stop, 0);
-    return st;
+    frl_sampler_host *h = arg;
+    frl_status st = evaluate(h);
+    return st == FRL_OK ? h->learn(h->owner, -1, 0) : st;
 }
 
-static void no_lock(frl_sampler *s)
+static frl_status pop_train(frl_sampler *base, int64_t total_steps)
 {
-    (void)s;
+    base->h->book->pr.started = 1;
+    return frl_sampler_loop(base->h, total_steps, generation, base->h);
 }
 
 const frl_sampler_ops frl_sampler_population = {
@@ -127,6 +119,6 @@ const frl_sampler_ops frl_sampler_population = {
     .destroy = pop_destroy,
     .train = pop_train,
     .train_many = NULL,
-    .lock = no_lock,
-    .unlock = no_lock,
+    .lock = frl_sampler_no_lock,
+    .unlock = frl_sampler_no_lock,
 };

@@ -70,6 +70,14 @@ struct frl_sampler {
     frl_sampler_host *h;
 };
 
+/* The loop of a sampler that updates on the calling thread: update(arg) (a rollout or
+ * an evaluation, and the learn step) then the host's after_update, until total_steps,
+ * the target, an error or a stop request (FRL_ERR_INTERRUPTED). */
+frl_status frl_sampler_loop(frl_sampler_host *h, int64_t total_steps,
+                            frl_status (*update)(void *arg), void *arg);
+/* A lock and unlock that do nothing (a sampler whose learner runs on its thread). */
+void frl_sampler_no_lock(frl_sampler *s);
+
 /* The table of sampler.mode's choice in cfg (lib/sampler/sampler.c). */
 const frl_sampler_ops *frl_sampler_lookup(const frl_config *cfg);
 

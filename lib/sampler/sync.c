@@ -210,27 +210,28 @@ static frl_status start(frl_sampler_host *h)
     return FRL_OK;
 }
 
-static frl_status sync_train(frl_sampler *base, int64_t total_steps)
+typedef struct sync_update {
+    sync_sampler *s;
+    int64_t num_updates;
+} sync_update;
+
+static frl_status rollout_and_learn(void *arg)
 {
-    sync_sampler *s = (sync_sampler *)base;
-    frl_sampler_host *h = base->h;
-    int64_t per = (int64_t)h->T * h->B, num_updates = (total_steps + per - 1) / per;
-    frl_status st = start(h);
-    while (st == FRL_OK && h->book->pr.env_steps < total_steps && !h->target_reached(h->owner)) {
-        if (atomic_exchange(h->stop, 0))
-            return frl_fail(h->err, FRL_ERR_INTERRUPTED, "training stopped by request at %lld steps",
-                            (long long)h->book->pr.env_steps);
-        if ((st = rollout(s)) == FRL_OK && (st = learn(h, num_updates)) == FRL_OK)
-            st = h->after_update(h->owner);
-    }
-    /* A stop that arrives during the last update is not carried over to the next call. */
-    atomic_store(h->stop, 0);
-    return st;
+    sync_update *u = arg;
+    frl_status st = rollout(u->s);
+    return st == FRL_OK ? learn(u->s->base.h, u->num_updates) : st;
 }
 
-static void no_lock(frl_sampler *s)
+static frl_status sync_train(frl_sampler *base, int64_t total_steps)
 {
-    (void)s;
+    frl_sampler_host *h = base->h;
+    int64_t per = (int64_t)h->T * h->B;
+    sync_update u = {(sync_sampler *)base, (total_steps + per - 1) / per};
+    frl_status st = start(h);
+    if (st == FRL_OK)
+        return frl_sampler_loop(h, total_steps, rollout_and_learn, &u);
+    atomic_store(h->stop, 0); /* as the loop does when it ends */
+    return st;
 }
 
 const frl_sampler_ops frl_sampler_sync = {
@@ -245,6 +246,6 @@ const frl_sampler_ops frl_sampler_sync = {
     .destroy = sync_destroy,
     .train = sync_train,
     .train_many = NULL,
-    .lock = no_lock,
-    .unlock = no_lock,
+    .lock = frl_sampler_no_lock,
+    .unlock = frl_sampler_no_lock,
 };

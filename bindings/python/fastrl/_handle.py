@@ -51,6 +51,24 @@ class Handle:
         return f"<fastrl handle {self.kind} 0x{self.ptr or 0:x} {state}>"
 
 
+class Closable:
+    """``close()``, ``closed`` and the with-statement of a wrapper whose handle is ``_h``:
+    closing lets go of the handle (views of its memory keep it alive)."""
+
+    def close(self):
+        self._h = None
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class _ArrayMemory:
     """The base of a numpy view: describes the memory and holds its owner."""
 

@@ -6,7 +6,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._handle import Handle, view
+from ._handle import Closable, Handle, view
 from ._lib import Error, Status
 from .config import algo_namespace, as_config, resolve_key
 from .runtime import runtime_for
@@ -44,7 +44,7 @@ def _initial(initial):
     return x
 
 
-class Evo:
+class Evo(Closable):
     """An ask/tell optimiser over float32 parameter vectors (``frl_evo``): OpenAI-ES
     (``train.algo="es"``, the ``es.*`` keys) or Deep GA (``train.algo="ga"``, the
     ``ga.*`` keys), starting at ``initial`` (ES's centre; the base of every GA genome).
@@ -275,19 +275,6 @@ class Evo:
         if status and not state["stopped"]:
             raise Error(status, f"run: {message}" if message else "run")
         return self.best()
-
-    def close(self):
-        self._h = None
-
-    @property
-    def closed(self):
-        return self._h is None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         if self._h is None:

@@ -5,7 +5,7 @@ import ctypes
 import numpy as np
 
 from . import _lib, spaces
-from ._handle import Handle
+from ._handle import Closable, Handle
 from ._lib import Error, Status
 from .config import as_config
 from .runtime import runtime_for
@@ -13,7 +13,7 @@ from .runtime import runtime_for
 __all__ = ["Policy"]
 
 
-class Policy:
+class Policy(Closable):
     """A network mapping observations to an action distribution and a value.
 
     ``Policy(observation_space, action_space, config)`` makes fresh weights from the
@@ -273,19 +273,6 @@ class Policy:
     def save(self, path):
         """Write the policy to path (atomic: a crash leaves the old file or the new)."""
         _lib.check(_lib.lib().policy_save(self._ptr, _lib.fspath(path)), "Policy.save")
-
-    def close(self):
-        self._h = None
-
-    @property
-    def closed(self):
-        return self._h is None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         if self._h is None:

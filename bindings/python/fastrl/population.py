@@ -7,7 +7,7 @@ import typing
 import numpy as np
 
 from . import _lib
-from ._handle import Handle, view
+from ._handle import Closable, Handle, view
 from ._lib import Error, Status
 from .policy import Policy
 
@@ -32,7 +32,7 @@ def _int(value, what, lo, hi):
     return value
 
 
-class Population:
+class Population(Closable):
     """``members`` copies of ``policy``'s acting parameters (``frl_population``).
 
     The members' parameters are one float32 block ``[members, member_size]``:
@@ -224,18 +224,8 @@ class Population:
 
     def close(self):
         """Let go of the population: destroyed once :attr:`parameters` views are gone."""
-        self._h = None
+        super().close()
         self._params = None
-
-    @property
-    def closed(self):
-        return self._h is None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __len__(self):
         return self.members
