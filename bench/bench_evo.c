@@ -20,27 +20,9 @@
 #include <time.h>
 
 #include "fastrl.h"
+#include "bench_time.h"
 
 enum { N = 4610 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void fitness_of(const float *x, int32_t P, double *f)
 {
@@ -82,9 +64,9 @@ static int bench_ga(frl_runtime *rt, int generations, const float *initial)
             h ^= h << 17;
             f[i] = (double)(h >> 11) * 0x1.0p-53;
         }
-        double t0 = now_s();
+        double t0 = bench_now();
         frl_evo_tell(e, f, P);
-        tell[g] = now_s() - t0;
+        tell[g] = bench_now() - t0;
     }
     frl_evo_ask(e, x, (int64_t)P * N);
     int differ = 0, longest = 0;
@@ -93,21 +75,21 @@ static int bench_ga(frl_runtime *rt, int generations, const float *initial)
     for (int32_t m = 0; m < P; m++) {
         int32_t len;
         frl_evo_genome(e, m, seeds, generations + 2, &len);
-        double t0 = now_s();
+        double t0 = bench_now();
         frl_evo_rebuild(e, seeds, len, r, N);
-        double t = now_s() - t0;
+        double t = bench_now() - t0;
         if (len > longest) {
             longest = len;
             rebuild = t;
         }
         differ += memcmp(r, x + (size_t)m * N, sizeof(float) * N) != 0;
     }
-    double per_child = median(tell, generations) / (P - ELITES);
+    double per_child = bench_median(tell, generations) / (P - ELITES);
     printf("GA genomes: %d generations of %d members of %d parameters\n", generations, P, N);
     printf("  rebuilt from seeds: %d of %d members bit-identical to ask's\n", P - differ, P);
     printf("  longest genome %d seeds: from scratch %.2f ms; a child from the parent cache "
            "%.1f us (tell's median %.2f ms / %d children): %.0fx\n", longest, rebuild * 1e3,
-           per_child * 1e6, median(tell, generations) * 1e3, P - ELITES, rebuild / per_child);
+           per_child * 1e6, bench_median(tell, generations) * 1e3, P - ELITES, rebuild / per_child);
     free(seeds);
     free(tell);
     free(x);
@@ -125,20 +107,20 @@ static void bench_es(frl_runtime *rt, const float *initial)
     float *x = malloc(sizeof(float) * P * N);
     double f[P], ask[GENS], tell[GENS], floor[GENS];
     for (int g = 0; g < GENS; g++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         frl_evo_ask(e, x, (int64_t)P * N);
-        double t1 = now_s();
+        double t1 = bench_now();
         fitness_of(x, P, f);
-        double t2 = now_s();
+        double t2 = bench_now();
         frl_evo_tell(e, f, P);
-        double t3 = now_s();
+        double t3 = bench_now();
         memset(x, g, sizeof(float) * P * N);
-        double t4 = now_s();
+        double t4 = bench_now();
         ask[g] = t1 - t0;
         tell[g] = t3 - t2;
         floor[g] = t4 - t3;
     }
-    double a = median(ask, GENS), t = median(tell, GENS), fl = median(floor, GENS);
+    double a = bench_median(ask, GENS), t = bench_median(tell, GENS), fl = bench_median(floor, GENS);
     printf("ES: %d members of %d parameters, median of %d generations\n", P, N, GENS);
     printf("  ask %.2f ms (%.1fx the floor, writing the %.1f MB block once: %.2f ms), tell "
            "%.2f ms\n", a * 1e3, a / fl, (double)P * N * 4e-6, fl * 1e3, t * 1e3);

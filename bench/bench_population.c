@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "rl/population.h"
+#include "bench_time.h"
 
 enum { MAX_REPS = 101, MAX_THREADS = 256, WS_ROWS = 256, MAX_VARIANTS = 6, LANES = 16 };
 
@@ -66,25 +67,6 @@ typedef struct bench {
     int32_t *act_floor;              /* [rows] */
     float sink[MAX_THREADS];         /* the weights read's sums, so they are not dropped */
 } bench;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 /* A small generator of the bench's own data (splitmix64). */
 static uint64_t next_u64(uint64_t *s)
@@ -291,11 +273,11 @@ static int calibrate(bench *b, variant *v, double sample_ms)
         return -1;
     int iters = 1;
     for (;;) {
-        double t0 = now_s();
+        double t0 = bench_now();
         for (int i = 0; i < iters; i++)
             if (v->run(b))
                 return -1;
-        double dt = now_s() - t0;
+        double dt = bench_now() - t0;
         if (dt >= 1e-3 * sample_ms / 4 || iters >= (1 << 24)) {
             double per = dt / iters;
             double want = 1e-3 * sample_ms / (per > 0 ? per : 1e-9);
@@ -444,16 +426,16 @@ static int run_config(frl_runtime *rt, const frl_config *pcfg, const frl_space *
                    1;
     for (int rep = 0; rep < o->reps; rep++)
         for (int i = 0; i < nv; i++) {
-            double t0 = now_s();
+            double t0 = bench_now();
             for (int k = 0; k < v[i].iters; k++)
                 if (v[i].run(&b))
                     return fprintf(stderr, "bench_population: %s: %s\n", v[i].name,
                                    frl_last_error()), 1;
-            v[i].t[rep] = (now_s() - t0) / v[i].iters;
+            v[i].t[rep] = (bench_now() - t0) / v[i].iters;
         }
     double med[MAX_VARIANTS];
     for (int i = 0; i < nv; i++)
-        med[i] = median(v[i].t, o->reps);
+        med[i] = bench_median(v[i].t, o->reps);
     printf("  %-13s %10s %12s %12s\n", "", "us/call", "Mrows/s", "t / batched");
     for (int i = 0; i < nv; i++) {
         char ratio[32] = "", rate[32] = "-";

@@ -18,19 +18,7 @@
 #include <time.h>
 
 #include "rl/population.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "../bench_time.h"
 
 static frl_runtime *runtime_on(const char *device, int threads)
 {
@@ -97,11 +85,11 @@ static double time_act(frl_population *pop, int32_t rows, int32_t P, int reps)
     double result = -1;
     if (frl_population_act(pop, &a) == FRL_OK) { /* a warm-up, and a check it runs */
         for (int r = 0; r < reps; r++) {
-            double t0 = now_s();
+            double t0 = bench_now();
             frl_population_act(pop, &a);
-            t[r] = (now_s() - t0) * 1e6;
+            t[r] = (bench_now() - t0) * 1e6;
         }
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        qsort(t, (size_t)reps, sizeof *t, bench_cmp_double);
         result = t[reps / 2];
     } else {
         fprintf(stderr, "bench_gpu_population: %s\n", frl_last_error());

@@ -111,26 +111,13 @@ static frl_status evo_load(frl_learner *l, const frl_container *c, int64_t steps
  * policy (OpenAI-ES and Deep GA evaluate deterministic policies). */
 #define EVO_SETTINGS "train.num_envs=64 train.reward_norm=false"
 
-const frl_learner_ops frl_algo_es = {
-    .name = "es",
-    .settings = EVO_SETTINGS,
-    .rollout = evo_rollout,
-    .storage = evo_storage,
-    .create = evo_create,
-    .destroy = evo_destroy,
-    .learn = evo_learn,
-    .save = evo_save,
-    .load = evo_load,
-};
+/* ES and GA differ only in the optimiser frl_evo makes from train.algo. */
+#define EVO_LEARNER(NAME)                                                                  \
+    {                                                                                      \
+        .name = NAME, .settings = EVO_SETTINGS, .rollout = evo_rollout,                     \
+        .storage = evo_storage, .create = evo_create, .destroy = evo_destroy,              \
+        .learn = evo_learn, .save = evo_save, .load = evo_load,                             \
+    }
 
-const frl_learner_ops frl_algo_ga = {
-    .name = "ga",
-    .settings = EVO_SETTINGS,
-    .rollout = evo_rollout,
-    .storage = evo_storage,
-    .create = evo_create,
-    .destroy = evo_destroy,
-    .learn = evo_learn,
-    .save = evo_save,
-    .load = evo_load,
-};
+const frl_learner_ops frl_algo_es = EVO_LEARNER("es");
+const frl_learner_ops frl_algo_ga = EVO_LEARNER("ga");
