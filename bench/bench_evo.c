@@ -9,7 +9,9 @@
  *    its seeds alone (frl_evo_rebuild) and compared bit for bit with what ask gave (exit
  *    status 1 if any differs). Printed: the genome length, the time to rebuild one from
  *    scratch, and the time per child with the parent cache (a tell makes P - elites
- *    children, each one mutation of a cached parent), and their ratio.
+ *    children, each one mutation of a cached parent), and their ratio; then the GA saved
+ *    and loaded into a fresh one (every member rebuilt, each distinct parent once),
+ *    its time, and that the loaded population is bit-identical.
  * 2. OpenAI-ES: ask and tell per generation for P = 256 of the same n (es.noise_floats
  *    2^22), against the floor of writing the P x n block once (memset).
  * Timings are printed, never asserted; medians over the generations. */
@@ -84,12 +86,34 @@ static int bench_ga(frl_runtime *rt, int generations, const float *initial)
         }
         differ += memcmp(r, x + (size_t)m * N, sizeof(float) * N) != 0;
     }
+    /* Saved as seed lists and loaded into a fresh GA: every member rebuilt, parents
+     * shared. */
+    const char *path = "bench_evo_ga.frl";
+    frl_evo *loaded = make(rt, "train.algo=ga ga.population=64 ga.truncation=10 ga.elites=2 "
+                          "ga.sigma=0.02 ga.init_sigma=0.1", initial);
+    double t_load = -1;
+    if (loaded && frl_evo_save(e, path) == FRL_OK) {
+        double t0 = bench_now();
+        if (frl_evo_load(loaded, path) == FRL_OK) {
+            t_load = bench_now() - t0;
+            float *y = malloc(sizeof(float) * P * N);
+            frl_evo_ask(loaded, y, (int64_t)P * N);
+            differ += memcmp(x, y, sizeof(float) * P * N) != 0;
+            free(y);
+        }
+        remove(path);
+    }
+    frl_evo_destroy(loaded);
     double per_child = bench_median(tell, generations) / (P - ELITES);
     printf("GA genomes: %d generations of %d members of %d parameters\n", generations, P, N);
     printf("  rebuilt from seeds: %d of %d members bit-identical to ask's\n", P - differ, P);
     printf("  longest genome %d seeds: from scratch %.2f ms; a child from the parent cache "
            "%.1f us (tell's median %.2f ms / %d children): %.0fx\n", longest, rebuild * 1e3,
            per_child * 1e6, bench_median(tell, generations) * 1e3, P - ELITES, rebuild / per_child);
+    printf("  a checkpoint of the %d genomes loaded (every member rebuilt, shared parents "
+           "replayed once) in %.1f ms, against %.0f ms for %d genomes from scratch; the "
+           "loaded population %s\n", P, t_load * 1e3, rebuild * 1e3 * P, P,
+           differ ? "DIFFERS" : "is bit-identical");
     free(seeds);
     free(tell);
     free(x);

@@ -318,6 +318,84 @@ static int rebuild_member(void *user, int32_t i, int32_t thread)
     return 0;
 }
 
+/* Rebuilding after a load shares parents: the members' genomes minus their last seed
+ * (their parents') are few, at most the truncation plus the elites' own parents, so
+ * each is replayed once and every member is its parent plus one mutation, not its whole
+ * genome (P genomes of a thousand seeds take tens of seconds). */
+typedef struct shared_rebuild {
+    frl_evo *e;
+    int32_t parents;
+    int32_t *parent_of;   /* [P]: the member's parent's index in params, -1: none */
+    int32_t *first;       /* [parents]: a member whose parent it is */
+    float *params;        /* [parents x n] */
+} shared_rebuild;
+
+static int same_prefix(const frl_evo *e, int32_t i, int32_t j)
+{
+    int32_t li = e->ga.len[i], lj = e->ga.len[j];
+    return li == lj && memcmp(genome(e, i), genome(e, j), sizeof(uint64_t) * (size_t)(li - 1)) == 0;
+}
+
+/* Each member's parent among the distinct ones (found by comparing prefixes). */
+static void find_parents(shared_rebuild *r)
+{
+    frl_evo *e = r->e;
+    for (int32_t i = 0; i < e->P; i++) {
+        r->parent_of[i] = -1;
+        if (e->ga.len[i] < 2)
+            continue;
+        for (int32_t k = 0; k < r->parents && r->parent_of[i] < 0; k++)
+            if (same_prefix(e, i, r->first[k]))
+                r->parent_of[i] = k;
+        if (r->parent_of[i] < 0) {
+            r->first[r->parents] = i;
+            r->parent_of[i] = r->parents++;
+        }
+    }
+}
+
+static int rebuild_parent(void *user, int32_t k, int32_t thread)
+{
+    (void)thread;
+    shared_rebuild *r = user;
+    int32_t i = r->first[k];
+    frl_ga_rebuild(r->e, genome(r->e, i), r->e->ga.len[i] - 1, r->params + (size_t)k * (size_t)r->e->n);
+    return 0;
+}
+
+static int child_of_parent(void *user, int32_t i, int32_t thread)
+{
+    shared_rebuild *r = user;
+    frl_evo *e = r->e;
+    float *dst = e->ga.cur + (size_t)i * (size_t)e->n;
+    if (r->parent_of[i] < 0)
+        return rebuild_member(e, i, thread);
+    memcpy(dst, r->params + (size_t)r->parent_of[i] * (size_t)e->n, sizeof(float) * (size_t)e->n);
+    mutate(e, genome(e, i)[e->ga.len[i] - 1], dst);
+    return 0;
+}
+
+/* Every member's parameters from its genome; from scratch when the sharing's arrays do
+ * not fit in memory (the same bits either way). */
+static void rebuild_all(frl_evo *e)
+{
+    shared_rebuild r = {.e = e};
+    r.parent_of = frl_alloc(al_of(e), sizeof(int32_t) * 2 * (size_t)e->P, 64);
+    if (r.parent_of) {
+        r.first = r.parent_of + e->P;
+        find_parents(&r);
+        r.params = frl_alloc(al_of(e), sizeof(float) * ((size_t)r.parents + 1) * (size_t)e->n, 64);
+    }
+    if (r.params) {
+        frl_pool_run(e->rt->pool, r.parents, rebuild_parent, &r, NULL);
+        frl_pool_run(e->rt->pool, e->P, child_of_parent, &r, NULL);
+    } else {
+        frl_pool_run(e->rt->pool, e->P, rebuild_member, e, NULL);
+    }
+    frl_free(al_of(e), r.params);
+    frl_free(al_of(e), r.parent_of);
+}
+
 frl_status frl_ga_restore(frl_evo *e, const frl_container *c, const float *theta, char *err)
 {
     frl_ga *g = &e->ga;
@@ -354,6 +432,6 @@ frl_status frl_ga_restore(frl_evo *e, const frl_container *c, const float *theta
     memcpy(g->acc_count, cnt->data, sizeof(int32_t) * (size_t)e->P);
     memcpy(g->best, kept->data, sizeof(float) * (size_t)e->n);
     memcpy(&g->best_fitness, kf->data, sizeof(double));
-    frl_pool_run(e->rt->pool, e->P, rebuild_member, e, NULL);
+    rebuild_all(e);
     return FRL_OK;
 }
