@@ -157,6 +157,61 @@ START_TEST(act_bad_input)
 }
 END_TEST
 
+/* ---- populations and optimisers that do not fit in memory ---- */
+
+/* An allocator that refuses blocks over 64 MB, as a machine without the memory would. */
+static void *small_alloc(void *user, size_t size, size_t alignment)
+{
+    (void)user;
+    if (size > ((size_t)64 << 20))
+        return NULL;
+    void *p = NULL;
+    size_t a = alignment < sizeof(void *) ? sizeof(void *) : alignment;
+    return posix_memalign(&p, a, (size + a - 1) / a * a) == 0 ? p : NULL;
+}
+
+static void small_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+START_TEST(too_large_for_memory)
+{
+    frl_allocator al;
+    frl_allocator_init(&al);
+    al.alloc = small_alloc;
+    al.free = small_free;
+    frl_runtime *rt;
+    ck_assert_int_eq(frl_runtime_create(&rt, NULL, &al, NULL), FRL_OK);
+    frl_policy *p = make_policy(rt, "CartPole-v1", "policy.hidden=64,64");
+    frl_population *pop;
+    ck_assert_int_eq(frl_population_create(&pop, p, 100000), FRL_ERR_NOMEM);
+    ck_assert_ptr_null(pop);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "100000 members"));
+    /* The same members fit in pieces: the library is still usable. */
+    ck_assert_int_eq(frl_population_create(&pop, p, 100), FRL_OK);
+    frl_population_destroy(pop);
+    frl_config *cfg = frl_test_settings("train.algo=ga ga.population=100000");
+    float init[4610] = {0};
+    frl_evo *e;
+    ck_assert_int_eq(frl_evo_create(&e, rt, cfg, 4610, init), FRL_ERR_NOMEM);
+    ck_assert_ptr_null(e);
+    frl_config_destroy(cfg);
+    cfg = frl_test_settings("train.algo=es es.noise_floats=100000000");
+    ck_assert_int_eq(frl_evo_create(&e, rt, cfg, 4610, init), FRL_ERR_NOMEM);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "noise table"));
+    frl_config_destroy(cfg);
+    size_t bytes;
+    cfg = frl_test_settings("train.algo=ga ga.population=100000");
+    ck_assert_int_eq(frl_evo_memory_size(cfg, 4610, &bytes), FRL_OK);
+    ck_assert_uint_gt(bytes, (size_t)100000 * 4610 * 4);
+    frl_config_destroy(cfg);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- the evaluation engine on a host env: reward = the action, 5 steps an episode ---- */
 
 typedef struct counter_env {
@@ -558,6 +613,7 @@ static Suite *suite(void)
     tcase_set_timeout(c, 300);
     tcase_add_test(c, act_matches_each_member);
     tcase_add_test(c, act_bad_input);
+    tcase_add_test(c, too_large_for_memory);
     tcase_add_test(c, evaluate_routes_members);
     tcase_add_test(c, es_ask_tell);
     tcase_add_test(c, ga_genomes_rebuild);
