@@ -321,7 +321,8 @@ FRL_API frl_status frl_population_act(frl_population *pop, const frl_population_
     for (int64_t first = 0; first < a->batch; first += FRL_POP_BLOCK) {
         int64_t left = a->batch - first;
         act_block b = {pop, a, first, (int32_t)(left < FRL_POP_BLOCK ? left : FRL_POP_BLOCK), 1};
-        /* A piece per thread when each has a chunk's worth of work. */
+        /* A piece per thread once each has 16 rows (so 64 envs use two threads): the
+         * pool's fork and join cost less than 16 rows' forward. */
         int32_t pieces = b.rows / (FRL_POP_CHUNK / 16);
         b.pieces = pieces < 1 ? 1 : pieces > pop->threads ? pop->threads : pieces;
         sort_block(&b);

@@ -51,7 +51,8 @@ static void pop_destroy(frl_sampler *s)
 }
 
 /* Each member's fitness into the episode window, as if each were an episode: the
- * trainer's mean return (and train.target_return) is then the population's. */
+ * trainer's mean return is then the population's (train.target_return reads the kept
+ * policy's fitness instead, frl_trainer_target_reached). */
 static void record(frl_sampler_host *h, const frl_population *pop, int32_t episodes)
 {
     frl_rollout_book *k = h->book;
