@@ -281,7 +281,10 @@ frl_status frl_ga_tell(frl_evo *e, const double *fitness)
 void frl_ga_sections(const frl_evo *e, frl_section *s, int32_t *n)
 {
     const frl_ga *g = &e->ga;
-    /* The genomes packed end to end (each row of g->seeds has room for cap). */
+    /* The genomes packed end to end (each row of g->seeds has room for cap), into the
+     * next generation's scratch, which only a tell writes: the sections stay valid until
+     * the next tell, and two saves of one optimiser must not run at once (as no two
+     * calls on one handle may). */
     uint64_t *packed = g->next_seeds, total = 0;
     for (int32_t i = 0; i < e->P; i++) {
         memcpy(packed + total, genome(e, i), sizeof(uint64_t) * (size_t)g->len[i]);

@@ -13,6 +13,19 @@ from .runtime import runtime_for
 __all__ = ["Policy"]
 
 
+def stream_position(owner, counter, stream_offset):
+    """The random stream's counter for an act call: the caller's, else owner's next (each
+    call without one advances it); both it and stream_offset must fit in 64 bits."""
+    if counter is None:
+        counter = owner._counter
+        owner._counter += 1
+    for name, v in (("counter", counter), ("stream_offset", stream_offset)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not \
+                0 <= int(v) < 2**64:
+            raise Error(Status.ERR_RANGE, f"act: {name} must be an int in [0, 2^64)")
+    return counter
+
+
 class Policy(Closable):
     """A network mapping observations to an action distribution and a value.
 
@@ -230,13 +243,7 @@ class Policy(Closable):
             raise Error(Status.ERR_RANGE, f"act: batch {batch} is too large (< 2^31)")
         state_ptr = self._state_arg(state, batch, single)
         reset_u8 = self._reset_arg(reset, batch, single)
-        if counter is None:
-            counter = self._counter
-            self._counter += 1
-        for name, v in (("counter", counter), ("stream_offset", stream_offset)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not \
-                    0 <= int(v) < 2**64:
-                raise Error(Status.ERR_RANGE, f"act: {name} must be an int in [0, 2^64)")
+        counter = stream_position(self, counter, stream_offset)
         actions = np.empty((batch,) + self._act_shape,
                            np.int32 if self._discrete else np.float32)
         args = _lib.new_table(_lib.ActArgs)

@@ -9,7 +9,7 @@ import numpy as np
 from . import _lib
 from ._handle import Closable, Handle, view
 from ._lib import Error, Status
-from .policy import Policy
+from .policy import Policy, stream_position
 
 __all__ = ["Population", "PopulationEvaluation"]
 
@@ -141,13 +141,7 @@ class Population(Closable):
             raise Error(Status.ERR_RANGE, f"act: row {row} names member {int(mem[row])}, "
                         f"outside [0, {self.members})")
         mem = np.ascontiguousarray(mem, dtype=np.int32)
-        if counter is None:
-            counter = self._counter
-            self._counter += 1
-        for name, v in (("counter", counter), ("stream_offset", stream_offset)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not \
-                    0 <= int(v) < 2**64:
-                raise Error(Status.ERR_RANGE, f"act: {name} must be an int in [0, 2^64)")
+        counter = stream_position(self, counter, stream_offset)
         actions = np.empty((batch,) + pol._act_shape,
                            np.int32 if pol._discrete else np.float32)
         args = _lib.new_table(_lib.PopulationActArgs)
