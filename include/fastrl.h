@@ -268,12 +268,19 @@ FRL_API const char *frl_runtime_last_error(const frl_runtime *rt);
 
 /* ---------------------------------------------------------------------------------------
  * Spaces: discrete(n) and box(shape, low, high) of float32. A discrete action is one
- * int32 in [0, n); a discrete observation is one float holding the index (n <= 2^24). */
+ * int32 in [0, n); a discrete observation is one float holding the index (n <= 2^24).
+ * Since 0.3, image(height, width, channels): observations of uint8 pixels, row-major
+ * [height x width x channels] (channels fastest, the layout of an RGB or RGBA frame),
+ * height * width * channels bytes a row in every array that holds them (vec env, ring,
+ * replay, frl_act_args.observations: pass the bytes, cast). Only observations can be
+ * images; a policy reads them through a convolutional encoder (policy.encoder), which
+ * scales each byte to [0, 1] (doc/pixels.md). */
 typedef struct frl_space frl_space;
 
 typedef enum frl_space_kind {
     FRL_SPACE_DISCRETE = 1,
-    FRL_SPACE_BOX = 2
+    FRL_SPACE_BOX = 2,
+    FRL_SPACE_IMAGE = 3
 } frl_space_kind;
 
 /* alloc may be NULL. n in [1, 2^31). */
@@ -284,18 +291,24 @@ FRL_API frl_status frl_space_create_discrete(frl_space **out, const frl_allocato
 FRL_API frl_status frl_space_create_box(frl_space **out, const frl_allocator *alloc,
                                         int32_t rank, const int64_t *shape, const float *low,
                                         const float *high);
+/* Since 0.3. Each size >= 1, channels <= 64, height * width * channels <= 2^24 and a
+ * multiple of 4 (every row of the library's arrays then starts 4-byte aligned; pad the
+ * width otherwise), else FRL_ERR_RANGE or FRL_ERR_SIZE saying which. */
+FRL_API frl_status frl_space_create_image(frl_space **out, const frl_allocator *alloc,
+                                          int32_t height, int32_t width, int32_t channels);
 FRL_API void frl_space_destroy(frl_space *space);
 FRL_API frl_space_kind frl_space_get_kind(const frl_space *space);
-/* Discrete: n. Box: the number of float32 elements (the product of the shape). */
+/* Discrete: n. Box: the number of float32 elements (the product of the shape). Image:
+ * the number of bytes (height * width * channels). */
 FRL_API int64_t frl_space_n(const frl_space *space);
-/* Box: the rank and shape; discrete: rank 0. */
+/* Box: the rank and shape; image: rank 3, {height, width, channels}; discrete: rank 0. */
 FRL_API int32_t frl_space_rank(const frl_space *space);
 FRL_API const int64_t *frl_space_shape(const frl_space *space);
-/* Box: frl_space_n values each; discrete: NULL. */
+/* Box: frl_space_n values each; discrete and image: NULL (pixels are 0..255). */
 FRL_API const float *frl_space_low(const frl_space *space);
 FRL_API const float *frl_space_high(const frl_space *space);
 /* Values per environment in an action or observation array: 1 for discrete (one
- * int32), frl_space_n for box (float32). */
+ * int32), frl_space_n for box (float32) and for image (uint8). */
 FRL_API int64_t frl_space_width(const frl_space *space);
 
 /* ---------------------------------------------------------------------------------------
@@ -310,7 +323,23 @@ FRL_API int64_t frl_space_width(const frl_space *space);
  * With a discrete(n) observation space (n <= 2^24, so every index is exact in a float)
  * a callback writes one float per env, the state's index: a value that is not an
  * integer in [0, n), NaN and infinities included, fails the call with FRL_ERR_RANGE
- * naming the env and the value. The policy makes the one-hot row itself. */
+ * naming the env and the value. The policy makes the one-hot row itself. Image
+ * observations are bytes: any value is valid. */
+
+/* A frame a host env rendered (see frl_env_callbacks.frame). The pixels stay the host's:
+ * the library copies what it needs right after the callback returns and keeps no
+ * pointer, so the buffer may be rendered over on the next step. */
+typedef struct frl_frame {
+    size_t struct_size;
+    const uint8_t *pixels;   /* the first byte of the top row */
+    int32_t height, width;   /* must equal the image space's height and width */
+    int32_t channels;        /* bytes per pixel in the buffer, >= the space's channels */
+    /* Bytes from the start of one row to the next: at least width * channels, more for
+     * padded rows; negative for a bottom-up buffer (glReadPixels), pixels then pointing
+     * at the top row, the last one in memory. */
+    int64_t row_stride;
+} frl_frame;
+
 typedef struct frl_env_callbacks {
     size_t struct_size; /* sizeof(frl_env_callbacks), set by frl_env_callbacks_init */
     /* Start an episode from seed; write the first observation. Required. */
@@ -324,6 +353,14 @@ typedef struct frl_env_callbacks {
     int32_t state_size;
     int (*get_state)(void *user, double *state);
     int (*set_state)(void *user, const double *state);
+    /* Since 0.3, image observation spaces only, optional: the frame the env has just
+     * rendered, described in *frame (zeroed by the library, struct_size set) instead of
+     * written into obs. Called after every successful reset and step; the library copies
+     * the space's channels out of it (the first `channels` bytes of each pixel: RGBA
+     * gives RGB), honouring the row stride, so an engine hands its render target as it
+     * is. Without it, reset and step write height * width * channels bytes into obs
+     * themselves (cast obs to uint8_t *). */
+    int (*frame)(void *user, frl_frame *frame);
 } frl_env_callbacks;
 
 /* Fill *cb with defaults: no callbacks, state_size 0. */
@@ -442,6 +479,9 @@ FRL_API frl_status frl_vec_env_step(frl_vec_env *venv);
 /* int32_t[num_envs] (discrete) or float[num_envs * width] (box), written by the caller. */
 FRL_API void *frl_vec_env_actions(frl_vec_env *venv);
 FRL_API const float *frl_vec_env_observations(const frl_vec_env *venv); /* [N * width] */
+/* Since 0.3: an image space's observations as bytes, [N x height x width x channels];
+ * NULL for any other space (the pointer is the same as frl_vec_env_observations'). */
+FRL_API const uint8_t *frl_vec_env_frames(const frl_vec_env *venv);
 FRL_API const float *frl_vec_env_rewards(const frl_vec_env *venv);      /* [N] */
 FRL_API const uint8_t *frl_vec_env_terminated(const frl_vec_env *venv); /* [N] */
 FRL_API const uint8_t *frl_vec_env_truncated(const frl_vec_env *venv);  /* [N] */

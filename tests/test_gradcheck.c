@@ -85,11 +85,53 @@ static void input_d(const frl_policy *pol, const float *obs, double *x)
     }
 }
 
+/* One unpadded convolution of an NHWC image, ReLU after, as its definition reads. */
+static void conv_d(const frl_conv2d *c, const double *p, const double *in, double *out)
+{
+    for (int32_t oh = 0; oh < c->out_h; oh++)
+        for (int32_t ow = 0; ow < c->out_w; ow++)
+            for (int32_t oc = 0; oc < c->out_c; oc++) {
+                double s = p[c->off_b + (size_t)oc];
+                for (int32_t ki = 0; ki < c->kh; ki++)
+                    for (int32_t kj = 0; kj < c->kw; kj++)
+                        for (int32_t ic = 0; ic < c->in_c; ic++) {
+                            int32_t ih = oh * c->stride + ki, iw = ow * c->stride + kj;
+                            size_t wi = ((size_t)(ki * c->kw + kj) * (size_t)c->in_c +
+                                         (size_t)ic) * (size_t)c->out_c + (size_t)oc;
+                            s += in[((size_t)ih * (size_t)c->in_w + (size_t)iw) *
+                                        (size_t)c->in_c + (size_t)ic] * p[c->off_w + wi];
+                        }
+                out[((size_t)oh * (size_t)c->out_w + (size_t)ow) * (size_t)c->out_c +
+                    (size_t)oc] = s > 0 ? s : 0;
+            }
+}
+
+enum { MAXIMG = 4096 };
+
+/* A convolutional encoder's features of one image row (bytes scaled to [0, 1]). */
+static void encode_d(const frl_policy *pol, const double *p, const float *obs, double *x)
+{
+    static double a[MAXIMG], b[MAXIMG];
+    const uint8_t *img = (const uint8_t *)obs;
+    size_t in = (size_t)pol->cnn.in_h * (size_t)pol->cnn.in_w * (size_t)pol->cnn.in_c;
+    ck_assert(in <= MAXIMG && pol->cnn.widest <= MAXIMG && pol->cnn.out_w <= 64);
+    for (size_t i = 0; i < in; i++)
+        a[i] = img[i] / 255.0;
+    for (int32_t l = 0; l < pol->cnn.layers; l++) {
+        conv_d(&pol->cnn.conv[l], p, a, b);
+        memcpy(a, b, sizeof(double) * frl_conv2d_out_size(&pol->cnn.conv[l]));
+    }
+    memcpy(x, a, sizeof(double) * (size_t)pol->cnn.out_w);
+}
+
 static void policy_d(const frl_policy *pol, const double *p, const float *obs, double *out,
                      double *value)
 {
     double x[64], h[256];
-    input_d(pol, obs, x);
+    if (pol->cnn.layers)
+        encode_d(pol, p, obs, x);
+    else
+        input_d(pol, obs, x);
     const double *in = x;
     if (pol->shared) {
         mlp_d(&pol->trunk, p, x, h);
@@ -324,6 +366,9 @@ static void fill_slot(fixture *f, frl_rng *r)
     uint8_t *reset = frl_ring_at(ring, 0, FRL_RING_RESET_STEPS);
     for (int32_t i = 0; i < N * ow; i++)
         obs[i] = (float)frl_rng_uniform_range(r, -2, 2);
+    if (f->p->cnn.layers) /* image rows: random pixels */
+        for (size_t i = 0; i < 4 * (size_t)N * (size_t)ow; i++)
+            ((uint8_t *)obs)[i] = (uint8_t)(frl_rng_next(r) >> 56);
     for (int32_t i = 0; i < N; i++) {
         if (f->p->discrete)
             ((int32_t *)frl_ring_at(ring, 0, FRL_RING_ACTIONS))[i] = (int32_t)(frl_rng_next(r) % (uint64_t)w);
@@ -413,7 +458,10 @@ static void setup(fixture *f, const char *settings, int discrete, int obs_w, int
     ck_assert_int_eq(frl_config_parse(cfg, settings), FRL_OK);
     ck_assert_int_eq(frl_runtime_create(&f->rt, cfg, NULL, NULL), FRL_OK);
     int64_t shape = obs_w;
-    ck_assert_int_eq(frl_space_create_box(&f->os, NULL, 1, &shape, NULL, NULL), FRL_OK);
+    if (strstr(settings, "policy.encoder=")) /* a 40 x 40 image of obs_w channels */
+        ck_assert_int_eq(frl_space_create_image(&f->os, NULL, 40, 40, obs_w), FRL_OK);
+    else
+        ck_assert_int_eq(frl_space_create_box(&f->os, NULL, 1, &shape, NULL, NULL), FRL_OK);
     int64_t ashape = 2;
     float lo[2] = {-1, -1}, hi[2] = {1, 1};
     if (discrete)
@@ -619,6 +667,25 @@ START_TEST(ppo_gradient_linear_policy)
 }
 END_TEST
 
+/* ---- convolutional encoders over 40 x 40 images ---- */
+
+/* Sample Factory's stack (the last layer of stride 2) before separate networks: the
+ * features' gradient is the sum of the actor's and the critic's. */
+START_TEST(ppo_gradient_simple_encoder_separate)
+{
+    check_case("policy.encoder=simple policy.conv_channels=3,3,2 policy.hidden=6 "
+               "policy.activation=relu", 1, 1, 2, 16);
+}
+END_TEST
+
+/* Nature's stack, two channels in, a shared trunk and a Gaussian head. */
+START_TEST(ppo_gradient_nature_encoder_shared_gaussian)
+{
+    check_case("policy.encoder=nature policy.conv_channels=2,3,2 policy.hidden=5 "
+               "policy.shared=true", 0, 2, 2, 16);
+}
+END_TEST
+
 /* ---- recurrent policies: 8 steps of 4 columns ---- */
 
 /* One tower for both heads, the whole rollout back-propagated. */
@@ -729,6 +796,8 @@ int main(void)
     tcase_add_test(tc, categorical_head);
     tcase_add_test(tc, gaussian_head);
     tcase_add_test(tc, ppo_gradient_separate_tanh_categorical);
+    tcase_add_test(tc, ppo_gradient_simple_encoder_separate);
+    tcase_add_test(tc, ppo_gradient_nature_encoder_shared_gaussian);
     tcase_add_test(tc, ppo_gradient_shared_relu_categorical);
     tcase_add_test(tc, ppo_gradient_separate_elu_gaussian);
     tcase_add_test(tc, ppo_gradient_shared_tanh_gaussian_obs_norm);

@@ -73,6 +73,10 @@
       "GA: the best this many members of a generation are the parents of the next")          \
     X(POLICY_ACTIVATION, "policy.activation", CHOICE, "tanh", 0, 0,                          \
       "activation of the hidden layers")                                                     \
+    X(POLICY_CONV_CHANNELS, "policy.conv_channels", INT_LIST, "", 1, 1024,                   \
+      "output channels of each layer of a convolutional encoder (policy.encoder nature or "  \
+      "simple), e.g. 32,64,64; empty: the encoder's own (nature 32,64,64; simple "           \
+      "32,64,128)")                                                                          \
     X(POLICY_CORE, "policy.core", CHOICE, "none", 0, 0,                                      \
       "recurrent core between the encoder and the heads: none (an MLP), gru or lstm")         \
     X(POLICY_CORE_KEEP_BIAS, "policy.core_keep_bias", FLOAT, "0", -10, 10,                   \
@@ -80,6 +84,11 @@
       "this): positive starts with a longer memory")                                        \
     X(POLICY_CORE_SIZE, "policy.core_size", INT, "64", 1, 1024,                              \
       "units of the recurrent core (policy.core gru or lstm)")                               \
+    X(POLICY_ENCODER, "policy.encoder", CHOICE, "mlp", 0, 0,                                 \
+      "what reads the observations before the MLP trunk: mlp (box and discrete "             \
+      "observations, read as they are) or a convolutional stack over image observations, "  \
+      "each byte scaled to [0, 1]: nature (Nature DQN's 8x8/4, 4x4/2, 3x3/1) or simple "     \
+      "(Sample Factory's convnet_simple, 8x8/4, 4x4/2, 3x3/2); ReLU after each layer")        \
     X(POLICY_EPSILON, "policy.epsilon", FLOAT, "0.05", 0, 1,                                 \
       "Q-policies (policy.head=q or dueling_q): the chance of a uniform random action when " \
       "acting without deterministic (DQN's training sets it by its schedule)")               \
@@ -226,6 +235,8 @@
 #define FRL_CHOICES_POLICY_HEAD(X, K) X(K, ACTOR_CRITIC, "actor_critic") X(K, Q, "q") \
     X(K, DUELING_Q, "dueling_q")
 #define FRL_CHOICES_POLICY_INIT(X, K) X(K, ORTHOGONAL, "orthogonal") X(K, UNIFORM, "uniform")
+#define FRL_CHOICES_POLICY_ENCODER(X, K) X(K, MLP, "mlp") X(K, NATURE, "nature") \
+    X(K, SIMPLE, "simple")
 #define FRL_CHOICES_POLICY_CORE(X, K) X(K, NONE, "none") X(K, GRU, "gru") X(K, LSTM, "lstm")
 #define FRL_CHOICES_POLICY_ACTIVATION(X, K) X(K, TANH, "tanh") X(K, RELU, "relu") X(K, ELU, "elu")
 #define FRL_CHOICES_RUNTIME_DEVICE(X, K) X(K, CPU, "cpu") X(K, CUDA, "cuda") X(K, AUTO, "auto")

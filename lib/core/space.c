@@ -1,4 +1,4 @@
-/* frl_space: discrete(n) and float32 box spaces. */
+/* frl_space: discrete(n), float32 box and uint8 image spaces. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -114,11 +114,72 @@ FRL_API frl_status frl_space_create_box(frl_space **out, const frl_allocator *al
     return FRL_OK;
 }
 
+/* The sizes an image may have: rows of whole floats in the library's arrays (which move
+ * observations as 4-byte words), channels for an encoder's first layer. */
+static frl_status check_image(int32_t height, int32_t width, int32_t channels)
+{
+    static const char who[] = "frl_space_create_image";
+    if (height < 1 || width < 1 || channels < 1 || channels > FRL_IMAGE_MAX_CHANNELS ||
+        height > FRL_IMAGE_MAX_BYTES || width > FRL_IMAGE_MAX_BYTES)
+        return frl_fail(NULL, FRL_ERR_RANGE,
+                        "%s: %d x %d x %d: height and width must be >= 1 and channels in "
+                        "[1, %d]", who, (int)height, (int)width, (int)channels,
+                        FRL_IMAGE_MAX_CHANNELS);
+    int64_t bytes = (int64_t)height * width * channels;
+    if (bytes > FRL_IMAGE_MAX_BYTES)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: %d x %d x %d is %lld bytes, at most 2^24",
+                        who, (int)height, (int)width, (int)channels, (long long)bytes);
+    if (bytes % 4 != 0)
+        return frl_fail(NULL, FRL_ERR_SIZE,
+                        "%s: %d x %d x %d is %lld bytes, not a multiple of 4 (rows of "
+                        "observations are whole 4-byte words; pad the width, e.g. to %d)",
+                        who, (int)height, (int)width, (int)channels, (long long)bytes,
+                        (int)((width + 3) / 4 * 4));
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_space_create_image(frl_space **out, const frl_allocator *alloc,
+                                          int32_t height, int32_t width, int32_t channels)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_space_create_image: out is NULL");
+    *out = NULL;
+    frl_status st = check_image(height, width, channels);
+    frl_space *s = NULL;
+    if (st == FRL_OK)
+        st = space_new(alloc, "frl_space_create_image", &s);
+    if (st != FRL_OK)
+        return st;
+    s->kind = FRL_SPACE_IMAGE;
+    s->n = (int64_t)height * width * channels;
+    s->rank = 3;
+    s->shape[0] = height;
+    s->shape[1] = width;
+    s->shape[2] = channels;
+    *out = s;
+    return FRL_OK;
+}
+
+int64_t frl_space_row_floats(const frl_space *s)
+{
+    switch (s->kind) {
+    case FRL_SPACE_DISCRETE:
+        return 1;
+    case FRL_SPACE_IMAGE:
+        return s->n / 4;
+    default:
+        return s->n;
+    }
+}
+
 frl_space *frl_space_clone(const frl_allocator *alloc, const frl_space *src)
 {
     frl_space *s = NULL;
     if (src->kind == FRL_SPACE_DISCRETE)
         frl_space_create_discrete(&s, alloc, src->n);
+    else if (src->kind == FRL_SPACE_IMAGE)
+        frl_space_create_image(&s, alloc, (int32_t)src->shape[0], (int32_t)src->shape[1],
+                               (int32_t)src->shape[2]);
     else
         frl_space_create_box(&s, alloc, src->rank, src->shape, src->low, src->high);
     return s;
@@ -150,7 +211,7 @@ FRL_API int32_t frl_space_rank(const frl_space *s)
 
 FRL_API const int64_t *frl_space_shape(const frl_space *s)
 {
-    return s && s->kind == FRL_SPACE_BOX ? s->shape : NULL;
+    return s && s->kind != FRL_SPACE_DISCRETE ? s->shape : NULL;
 }
 
 FRL_API const float *frl_space_low(const frl_space *s)
@@ -189,14 +250,15 @@ int frl_space_equal(const frl_space *a, const frl_space *b)
            memcmp(a->high, b->high, sizeof(float) * (size_t)a->n) == 0;
 }
 
-/* "discrete(3)" or "box[2x3]": enough to tell two spaces apart in a message. */
-static void describe(const frl_space *s, char *buf, size_t size)
+/* "discrete(3)", "box[2x3]" or "image[84x84x4]": enough to tell two spaces apart in a
+ * message. */
+void frl_space_describe(const frl_space *s, char *buf, size_t size)
 {
     if (s->kind == FRL_SPACE_DISCRETE) {
         snprintf(buf, size, "discrete(%lld)", (long long)s->n);
         return;
     }
-    size_t used = (size_t)snprintf(buf, size, "box[");
+    size_t used = (size_t)snprintf(buf, size, s->kind == FRL_SPACE_IMAGE ? "image[" : "box[");
     for (int32_t i = 0; i < s->rank && used < size; i++)
         used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? "x" : "",
                                  (long long)s->shape[i]);
@@ -213,8 +275,8 @@ frl_status frl_space_check_same(const frl_space *want, const frl_space *have, co
         return FRL_OK;
     /* A rank-8 box takes 4 + 8 * 11 + 1 characters at most. */
     char w[96], h[96];
-    describe(want, w, sizeof w);
-    describe(have, h, sizeof h);
+    frl_space_describe(want, w, sizeof w);
+    frl_space_describe(have, h, sizeof h);
     return frl_fail(err, FRL_ERR_SIZE,
                     "%s: %s differ: %s and %s (they must match in kind, shape and "
                     "discrete n)", who, what, w, h);

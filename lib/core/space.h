@@ -4,17 +4,34 @@
 
 #include "core/alloc.h"
 
-enum { FRL_SPACE_MAX_RANK = 8 };
+enum {
+    FRL_SPACE_MAX_RANK = 8,
+    FRL_IMAGE_MAX_CHANNELS = 64,
+    FRL_IMAGE_MAX_BYTES = 1 << 24
+};
 
 struct frl_space {
     frl_allocator alloc;
     frl_space_kind kind;
-    int64_t n;       /* discrete: n; box: element count */
+    int64_t n;       /* discrete: n; box: element count; image: bytes (h * w * c) */
     int32_t rank;
-    int64_t shape[FRL_SPACE_MAX_RANK];
-    float *low;      /* box: n values, one allocation with high */
+    int64_t shape[FRL_SPACE_MAX_RANK]; /* image: height, width, channels */
+    float *low;      /* box: n values, one allocation with high (NULL otherwise) */
     float *high;
 };
+
+/* Floats per row of an array of the space's observations inside the library (the vec
+ * env, ring, replay and the policy's input): 1 for discrete (its index), n for a box,
+ * n / 4 for an image, whose bytes travel as 4-byte words that only the encoder reads. */
+int64_t frl_space_row_floats(const frl_space *s);
+
+static inline int frl_space_is_image(const frl_space *s)
+{
+    return s->kind == FRL_SPACE_IMAGE;
+}
+
+/* "discrete(3)", "box[2x3]" or "image[84x84x4]" into buf. */
+void frl_space_describe(const frl_space *s, char *buf, size_t size);
 
 /* Copy src with alloc; on failure sets the thread's last error and returns NULL. */
 frl_space *frl_space_clone(const frl_allocator *alloc, const frl_space *src);

@@ -2,6 +2,7 @@
  * envs run (the reference tests of the built-ins go through it). */
 #include <string.h>
 
+#include "env/pixel_env.h"
 #include "env/registry.h"
 #include "env/vec_env.h"
 #include "env/vec_env_named.h"
@@ -68,7 +69,9 @@ FRL_API void frl_env_destroy(frl_env *e)
 FRL_API const char *frl_env_name_at(int32_t index)
 {
     const frl_env_class *c = frl_env_class_at(index);
-    return c ? c->name : NULL;
+    if (c || index < 0)
+        return c ? c->name : NULL;
+    return frl_pixel_env_name_at(index - frl_env_class_count());
 }
 
 FRL_API const frl_space *frl_env_observation_space(const frl_env *e)

@@ -123,7 +123,7 @@ static frl_status new_vec(frl_runtime *rt, vec_kind kind, int32_t n, frl_vec_env
 /* Sizes from the spaces, then the arena. */
 static frl_status finish_layout(frl_vec_env *v, const frl_config *cfg, int32_t class_limit)
 {
-    v->obs_w = (int32_t)frl_space_width(v->obs_space);
+    v->obs_w = (int32_t)frl_space_row_floats(v->obs_space);
     v->obs_n = v->obs_space->kind == FRL_SPACE_DISCRETE ? (int32_t)v->obs_space->n : 0;
     v->act_w = (int32_t)frl_space_width(v->act_space);
     v->action_n = v->act_space->kind == FRL_SPACE_DISCRETE ? (int32_t)v->act_space->n : 0;
@@ -202,6 +202,15 @@ frl_status frl_check_observation_space(const frl_space *s, const char *who, char
     return FRL_OK;
 }
 
+frl_status frl_check_action_space(const frl_space *s, const char *who, char *err)
+{
+    if (frl_space_is_image(s))
+        return frl_fail(err, FRL_ERR_UNSUPPORTED,
+                        "%s: the action space is an image; images can only be observations "
+                        "(actions are discrete or a box)", who);
+    return FRL_OK;
+}
+
 static frl_status copy_spaces(frl_vec_env *v, const frl_space *obs, const frl_space *act,
                               const char *who)
 {
@@ -209,6 +218,8 @@ static frl_status copy_spaces(frl_vec_env *v, const frl_space *obs, const frl_sp
         return frl_fail(NULL, FRL_ERR_NULL, "%s: %s space is NULL", who,
                         obs ? "action" : "observation");
     frl_status st = frl_check_observation_space(obs, who, NULL);
+    if (st == FRL_OK)
+        st = frl_check_action_space(act, who, NULL);
     if (st != FRL_OK)
         return st;
     v->obs_space = frl_space_clone(&v->rt->alloc, obs);
@@ -275,6 +286,10 @@ frl_status frl_vec_env_create_hosted(frl_vec_env **out, frl_runtime *rt,
     v->cb = table;
     v->state_dim = table.state_size;
     st = copy_spaces(v, observation_space, action_space, who);
+    if (st == FRL_OK && table.frame && !frl_space_is_image(v->obs_space))
+        st = frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                      "%s: callbacks.frame is set, but the observation space is not an image "
+                      "(frames are for frl_space_create_image spaces)", who);
     if (st == FRL_OK)
         st = finish_layout(v, cfg, default_limit);
     if (st != FRL_OK) {
@@ -370,6 +385,10 @@ FRL_API const frl_space *frl_vec_env_action_space(const frl_vec_env *v)
 }
 FRL_API void *frl_vec_env_actions(frl_vec_env *v) { return v ? (void *)v->b.actions : NULL; }
 FRL_API const float *frl_vec_env_observations(const frl_vec_env *v) { return v ? v->b.obs : NULL; }
+FRL_API const uint8_t *frl_vec_env_frames(const frl_vec_env *v)
+{
+    return v && frl_space_is_image(v->obs_space) ? (const uint8_t *)v->b.obs : NULL;
+}
 FRL_API const float *frl_vec_env_rewards(const frl_vec_env *v) { return v ? v->b.rewards : NULL; }
 FRL_API const uint8_t *frl_vec_env_terminated(const frl_vec_env *v)
 {

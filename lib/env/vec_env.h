@@ -25,7 +25,8 @@ struct frl_vec_env {
     const frl_env_class *cls;   /* VEC_BUILTIN */
     frl_space *obs_space;
     frl_space *act_space;
-    int32_t obs_w;              /* floats per observation */
+    int32_t obs_w;              /* floats per observation (frl_space_row_floats: an
+                                   image's bytes travel as 4-byte words) */
     int32_t obs_n;              /* discrete observation space: n (obs_w is 1); 0 for a box */
     int32_t act_w;              /* values per action (1 for discrete) */
     int32_t action_n;           /* discrete n; 0 for box */
@@ -98,8 +99,10 @@ frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, in
 frl_status frl_vec_env_set_state_at(frl_vec_env *v, int32_t i, const double *state,
                                     int32_t size, char *err);
 
-/* FRL_OK when s may be an observation space: a box, or discrete(n) with
+/* FRL_OK when s may be an observation space: a box, an image, or discrete(n) with
  * n <= FRL_DISCRETE_OBS_MAX (FRL_ERR_RANGE "<who>: ..." into err otherwise). */
 frl_status frl_check_observation_space(const frl_space *s, const char *who, char *err);
+/* FRL_OK when s may be an action space: not an image (FRL_ERR_UNSUPPORTED). */
+frl_status frl_check_action_space(const frl_space *s, const char *who, char *err);
 
 #endif

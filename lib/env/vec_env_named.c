@@ -5,16 +5,21 @@
 #include <string.h>
 
 #include "env/mujoco_env.h"
+#include "env/pixel_env.h"
 #include "env/registry.h"
 #include "env/vec_env_named.h"
 
 static frl_status unknown_env(const char *name, const char *who)
 {
-    char names[200] = "";
+    char names[256] = "";
     for (int32_t i = 0; i < frl_env_class_count(); i++) {
         size_t used = strlen(names);
         snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
                  frl_env_class_at(i)->name);
+    }
+    for (int32_t i = 0; frl_pixel_env_name_at(i); i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, ", %s", frl_pixel_env_name_at(i));
     }
     return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "%s: unknown environment '%s' (built-ins: %s; "
                     "with the MuJoCo plugin also Hopper-v5 and the other tasks of "
@@ -38,6 +43,8 @@ frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char 
     const frl_env_class *c = frl_env_class_find(name);
     if (c)
         return frl_vec_env_create_builtin(out, rt, c, num_envs, cfg, who);
+    if (frl_pixel_env_is(name))
+        return frl_pixel_vec_env_create(out, rt, name, num_envs, cfg, who);
     if (frl_mujoco_is_task(name))
         return frl_mujoco_vec_env_create(out, rt, name, num_envs, cfg, who);
     return unknown_env(name, who);

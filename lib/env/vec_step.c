@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "env/frame.h"
 #include "env/step_range.h"
 #include "env/vec_env.h"
 #include "env/vec_step.h"
@@ -102,13 +103,42 @@ static frl_status check_host_obs(frl_vec_env *v, int32_t i, const float *obs, ch
     return FRL_ERR_NONFINITE;
 }
 
+/* An image env's frame callback, its frame copied into obs. */
+static frl_status take_frame(frl_vec_env *v, int32_t i, float *obs, char *err, const char *who)
+{
+    frl_frame f;
+    memset(&f, 0, sizeof f);
+    f.struct_size = sizeof f;
+    int rc = v->cb.frame(v->users[i], &f);
+    if (rc != 0)
+        return host_fail(v, i, err, "frame", rc);
+    char why[FRL_ERRMSG_SIZE / 2];
+    frl_status st = frl_frame_copy(v->obs_space, &f, (uint8_t *)obs, why, sizeof why);
+    if (st == FRL_OK)
+        return FRL_OK;
+    mark_failed(v, i);
+    snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: the frame after %s: %s", (int)i,
+             (long long)v->step_calls, who, why);
+    return st;
+}
+
+/* The observation a reset or step callback left: checked (floats, indices), or the
+ * frame taken (images; any byte is a valid pixel). */
+static frl_status host_observation(frl_vec_env *v, int32_t i, float *obs, char *err,
+                                   const char *who)
+{
+    if (!frl_space_is_image(v->obs_space))
+        return check_host_obs(v, i, obs, err, who);
+    return v->cb.frame ? take_frame(v, i, obs, err, who) : FRL_OK;
+}
+
 static frl_status host_reset_one(frl_vec_env *v, int32_t i, float *obs, char *err)
 {
     uint64_t seed = frl_rng_next(&v->b.rngs[i]);
     int rc = v->cb.reset(v->users[i], seed, obs);
     if (rc != 0)
         return host_fail(v, i, err, "reset", rc);
-    frl_status st = check_host_obs(v, i, obs, err, "reset");
+    frl_status st = host_observation(v, i, obs, err, "reset");
     if (st == FRL_OK)
         frl_record_reset(&v->b, i);
     return st;
@@ -116,9 +146,9 @@ static frl_status host_reset_one(frl_vec_env *v, int32_t i, float *obs, char *er
 
 /* A simulator the library runs went wrong on this step and has reset itself: the
  * episode ends here, truncated with reward 0, and the runtime's log says where. */
-static frl_status host_fault(frl_vec_env *v, int32_t i, const float *obs, char *err)
+static frl_status host_fault(frl_vec_env *v, int32_t i, float *obs, char *err)
 {
-    frl_status st = check_host_obs(v, i, obs, err, "step");
+    frl_status st = host_observation(v, i, obs, err, "step");
     if (st != FRL_OK)
         return st;
     atomic_fetch_add(&v->faults, 1);
@@ -142,7 +172,7 @@ static frl_status host_step_one(frl_vec_env *v, int32_t i, char *err)
         return host_fault(v, i, obs, err);
     if (rc != 0)
         return host_fail(v, i, err, "step", rc);
-    frl_status st = check_host_obs(v, i, obs, err, "step");
+    frl_status st = host_observation(v, i, obs, err, "step");
     if (st != FRL_OK)
         return st;
     if (frl_find_nonfinite(&reward, 1) >= 0) {
@@ -237,6 +267,8 @@ static frl_status check_batch_index(frl_vec_env *v, const char *who)
 
 static frl_status check_batch_obs(frl_vec_env *v, const char *who)
 {
+    if (frl_space_is_image(v->obs_space))
+        return FRL_OK; /* any byte is a pixel */
     if (v->obs_n)
         return check_batch_index(v, who);
     int64_t k = frl_find_nonfinite(v->b.obs, (int64_t)v->n * v->obs_w);

@@ -32,26 +32,27 @@ static size_t layout_networks(frl_policy *p)
     }
     frl_int_list h = frl_cfg_list(p->cfg, FRL_KEY_POLICY_HIDDEN);
     frl_nn_act act = frl_policy_activation(p->cfg);
+    size_t base = p->cnn.num_params; /* the encoder's parameters come first */
     if (p->head == FRL_POLICY_HEAD_Q) {
         /* One network: the actor's outputs are the Q-values; the critic has no layers. */
         p->shared = 0;
-        frl_mlp_init(&p->actor, p->in_w, h.v, h.n, p->out_w, act, 0);
-        frl_mlp_init(&p->critic, p->in_w, NULL, 0, 0, act, p->actor.num_params);
-        p->log_std_off = p->actor.num_params;
+        frl_mlp_init(&p->actor, p->in_w, h.v, h.n, p->out_w, act, base);
+        frl_mlp_init(&p->critic, p->in_w, NULL, 0, 0, act, base + p->actor.num_params);
+        p->log_std_off = base + p->actor.num_params;
         return p->log_std_off;
     }
     if (p->head == FRL_POLICY_HEAD_DUELING_Q)
         p->shared = 1; /* the trunk and its two heads (check_head: hidden layers exist) */
     if (p->shared && h.n > 0) {
-        frl_mlp_init(&p->trunk, p->in_w, h.v, h.n, 0, act, 0);
+        frl_mlp_init(&p->trunk, p->in_w, h.v, h.n, 0, act, base);
         int32_t tw = frl_mlp_out(&p->trunk);
-        frl_mlp_init(&p->actor, tw, NULL, 0, p->out_w, act, p->trunk.num_params);
+        frl_mlp_init(&p->actor, tw, NULL, 0, p->out_w, act, base + p->trunk.num_params);
         frl_mlp_init(&p->critic, tw, NULL, 0, 1, act,
                      p->actor.param_base + p->actor.num_params);
     } else {
         p->shared = 0;
-        frl_mlp_init(&p->actor, p->in_w, h.v, h.n, p->out_w, act, 0);
-        frl_mlp_init(&p->critic, p->in_w, h.v, h.n, 1, act, p->actor.num_params);
+        frl_mlp_init(&p->actor, p->in_w, h.v, h.n, p->out_w, act, base);
+        frl_mlp_init(&p->critic, p->in_w, h.v, h.n, 1, act, base + p->actor.num_params);
     }
     p->log_std_off = p->critic.param_base + p->critic.num_params;
     return p->log_std_off + (p->discrete ? 0 : (size_t)p->out_w);
@@ -64,6 +65,34 @@ static frl_net_shape shape_of(const frl_policy *p)
     return s;
 }
 
+/* The encoder's arrays, after the networks' (at `at` floats): where each starts. */
+typedef struct enc_plan {
+    size_t acts, work, d_in, d_in2, grad, floats;
+} enc_plan;
+
+static size_t take_floats(size_t *cursor, size_t n)
+{
+    size_t at = *cursor;
+    *cursor += frl_align_up(n, FRL_CACHE_LINE / sizeof(float));
+    return at;
+}
+
+static void plan_encoder(const frl_policy *p, int32_t rows, int training, size_t at,
+                         enc_plan *e)
+{
+    memset(e, 0, sizeof *e);
+    if (p->cnn.layers) {
+        e->acts = take_floats(&at, frl_cnn_acts_floats(&p->cnn, rows));
+        e->work = take_floats(&at, frl_cnn_work_floats(&p->cnn, rows));
+        if (training) {
+            e->d_in = take_floats(&at, (size_t)rows * (size_t)p->in_w);
+            e->d_in2 = take_floats(&at, (size_t)rows * (size_t)p->in_w);
+            e->grad = take_floats(&at, frl_cnn_grad_floats(&p->cnn, rows));
+        }
+    }
+    e->floats = at;
+}
+
 size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training)
 {
     /* A recurrent policy acts by steps; it learns through policy_rnn.h's sequences. */
@@ -72,7 +101,25 @@ size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training)
     frl_net_shape s = shape_of(p);
     frl_pass_plan w;
     frl_net_pass_plan(&s, rows, training, &w);
-    return w.floats;
+    enc_plan e;
+    plan_encoder(p, rows, training, w.floats, &e);
+    return e.floats;
+}
+
+static void layout_encoder(const frl_policy *p, int32_t rows, int training, size_t at,
+                           float *ws, frl_pass *f)
+{
+    if (!p->cnn.layers)
+        return;
+    enc_plan e;
+    plan_encoder(p, rows, training, at, &e);
+    f->enc_acts = ws + e.acts;
+    f->enc_work = ws + e.work;
+    if (!training)
+        return;
+    f->d_in = ws + e.d_in;
+    f->d_in2 = ws + e.d_in2;
+    f->enc_grad = ws + e.grad;
 }
 
 void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, float *ws,
@@ -82,6 +129,7 @@ void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, flo
     frl_pass_plan w;
     frl_net_pass_plan(&s, rows, training, &w);
     memset(f, 0, sizeof *f);
+    layout_encoder(p, rows, training, w.floats, ws, f);
     f->norm = &p->norm;
     f->xn = ws + w.xn;
     f->trunk_acts = p->shared ? ws + w.trunk_acts : NULL;
@@ -157,10 +205,21 @@ static void forward_q(const frl_policy *p, const float *params, int32_t rows, fr
     dueling_combine(p, rows, f->out, f->value);
 }
 
+/* What the networks read: the encoder's features of image rows, else
+ * frl_policy_input's. */
+static const float *network_input(const frl_policy *p, const float *params, int32_t rows,
+                                  const float *obs, frl_pass *f)
+{
+    if (!p->cnn.layers)
+        return frl_policy_input(p, f->norm, rows, obs, f->xn);
+    return frl_cnn_forward(&p->cnn, p->k, params, rows, (const uint8_t *)obs,
+                           sizeof(float) * (size_t)p->obs_w, f->enc_acts, f->enc_work);
+}
+
 void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t rows,
                               const float *obs, frl_pass *f, unsigned heads)
 {
-    f->in = frl_policy_input(p, f->norm, rows, obs, f->xn);
+    f->in = network_input(p, params, rows, obs, f);
     if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC) {
         forward_q(p, params, rows, f);
         return;
@@ -180,15 +239,22 @@ void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
     frl_policy_forward_heads(p, params, rows, obs, f, FRL_HEAD_ACTOR | FRL_HEAD_CRITIC);
 }
 
+/* With an encoder, both networks' input gradients are summed into d_in (its gradient
+ * is theirs together); without one nothing is computed below the first layers. */
 static void backward_separate(const frl_policy *p, const float *params, float *grads,
                               int32_t rows, frl_pass *f)
 {
     memcpy(f->dy, f->d_out, sizeof(float) * (size_t)rows * (size_t)p->out_w);
     frl_mlp_backward(&p->actor, p->k, params, f->w_out_in, grads, f->accumulate, rows, f->in,
-                     f->actor_acts, f->dy, f->scratch, NULL);
+                     f->actor_acts, f->dy, f->scratch, f->d_in);
     memcpy(f->dy, f->d_value, sizeof(float) * (size_t)rows);
     frl_mlp_backward(&p->critic, p->k, params, f->w_out_in, grads, f->accumulate, rows, f->in,
-                     f->critic_acts, f->dy, f->scratch, NULL);
+                     f->critic_acts, f->dy, f->scratch, f->d_in2);
+    if (!f->d_in)
+        return;
+    size_t n = (size_t)rows * (size_t)p->in_w;
+    for (size_t i = 0; i < n; i++)
+        f->d_in[i] += f->d_in2[i];
 }
 
 /* Shared trunk: the heads' input gradients are summed into dh, then the trunk's pass. */
@@ -207,7 +273,7 @@ static void backward_shared(const frl_policy *p, const float *params, float *gra
     for (size_t i = 0; i < n; i++)
         f->dy[i] = f->dh[i] + f->scratch[i];
     frl_mlp_backward(&p->trunk, p->k, params, f->w_out_in, grads, f->accumulate, rows, f->in,
-                     f->trunk_acts, f->dy, f->scratch, NULL);
+                     f->trunk_acts, f->dy, f->scratch, f->d_in);
 }
 
 void frl_policy_weights_out_in(const frl_policy *p, const float *params, float *w_out_in)
@@ -235,13 +301,13 @@ static void dueling_split(const frl_policy *p, int32_t rows, frl_pass *f)
     }
 }
 
-void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
-                         int32_t rows, frl_pass *f)
+static void backward_networks(const frl_policy *p, const float *params, float *grads,
+                              int32_t rows, frl_pass *f)
 {
     if (p->head == FRL_POLICY_HEAD_Q) {
         memcpy(f->dy, f->d_out, sizeof(float) * (size_t)rows * (size_t)p->out_w);
         frl_mlp_backward(&p->actor, p->k, params, f->w_out_in, grads, f->accumulate, rows,
-                         f->in, f->actor_acts, f->dy, f->scratch, NULL);
+                         f->in, f->actor_acts, f->dy, f->scratch, f->d_in);
         return;
     }
     if (p->head == FRL_POLICY_HEAD_DUELING_Q)
@@ -250,6 +316,15 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
         backward_shared(p, params, grads, rows, f);
     else
         backward_separate(p, params, grads, rows, f);
+}
+
+void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
+                         int32_t rows, frl_pass *f)
+{
+    backward_networks(p, params, grads, rows, f);
+    if (p->cnn.layers)
+        frl_cnn_backward(&p->cnn, p->k, params, grads, f->accumulate, rows, f->enc_acts,
+                         f->d_in, f->enc_grad, f->enc_work);
 }
 
 /* ---- acting ---- */
@@ -428,6 +503,8 @@ static frl_status check_act_widths(frl_policy *p, const frl_act_args *a)
 /* Box rows must be finite; a discrete row must hold an index of the space. */
 static frl_status check_act_obs(frl_policy *p, const frl_act_args *a)
 {
+    if (frl_space_is_image(p->obs_space))
+        return FRL_OK; /* any byte is a pixel */
     int64_t count = (int64_t)a->batch * p->obs_w;
     if (p->obs_n) {
         int64_t bad = frl_find_bad_index(a->observations, count, p->obs_n);
@@ -621,6 +698,13 @@ static frl_status open_device(frl_policy *p, const char *who)
                         "%s: discrete(%d) observation spaces run on the CPU for now, and this "
                         "runtime computes on %s: use a runtime with runtime.device=cpu",
                         who, (int)p->obs_n, p->rt->device.name);
+    if (p->cnn.layers)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: convolutional encoders (policy.encoder=%s) run on the CPU for "
+                        "now, and this runtime computes on %s: use a runtime with "
+                        "runtime.device=cpu", who,
+                        frl_cfg_choice(p->cfg, FRL_KEY_POLICY_ENCODER) == FRL_POLICY_ENCODER_NATURE
+                            ? "nature" : "simple", p->rt->device.name);
     frl_status st = frl_policy_device_model(p, DEVICE_ROWS, &p->dev, who);
     if (st != FRL_OK)
         return st;
@@ -684,7 +768,7 @@ static frl_status check_spaces(char *err, const frl_space *obs, const frl_space 
                         (long long)obs->n, (long long)act->n);
     if (act->kind == FRL_SPACE_DISCRETE && act->n < 2)
         return frl_fail(err, FRL_ERR_RANGE, "%s: a discrete action space needs n >= 2", who);
-    return FRL_OK;
+    return frl_check_action_space(act, who, err);
 }
 
 /* Rows of the policy's own act workspace: 256, fewer for a wide one-hot input, so its
@@ -692,6 +776,8 @@ static frl_status check_spaces(char *err, const frl_space *obs, const frl_space 
 static int32_t own_ws_rows(const frl_policy *p)
 {
     int32_t rows = p->obs_n ? (1 << 20) / p->obs_n : 256;
+    if (p->cnn.layers) /* an image's activations are large: 4 MiB of them */
+        rows = (int32_t)((1 << 20) / (frl_cnn_acts_floats(&p->cnn, 1) + 1));
     return rows < 1 ? 1 : (rows > 256 ? 256 : rows);
 }
 
@@ -722,11 +808,15 @@ static frl_status init_params(frl_policy *p, const char *who)
     frl_net_shape s = shape_of(p);
     int32_t mw = frl_net_widest(&s);
     size_t floats = p->towers ? frl_policy_rnn_init_work(p) : (size_t)mw * (size_t)mw;
+    size_t enc = frl_cnn_init_work(&p->cnn);
+    floats = enc > floats ? enc : floats;
     double *work = frl_alloc(&p->rt->alloc, sizeof(double) * floats, 64);
     if (!work)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for initialisation", who);
     frl_rng r = frl_rng_stream(p->seed, 0x706f6c6963790000ULL);
     double g = sqrt(2.0);
+    if (p->cnn.layers)
+        frl_cnn_init_params(&p->cnn, p->params, g, &r, work);
     if (p->towers) {
         frl_policy_rnn_init_params(p, &r, work);
     } else if (frl_cfg_choice(p->cfg, FRL_KEY_POLICY_INIT) == FRL_POLICY_INIT_UNIFORM) {
@@ -753,7 +843,7 @@ static frl_status init_params(frl_policy *p, const char *who)
  * value (its index) in every array, and n values (the one-hot row) inside the networks. */
 static void read_shape(frl_policy *p, const frl_space *obs, const frl_space *act)
 {
-    p->obs_w = (int32_t)frl_space_width(obs);
+    p->obs_w = (int32_t)frl_space_row_floats(obs);
     p->in_w = (int32_t)obs->n;
     p->obs_n = obs->kind == FRL_SPACE_DISCRETE ? (int32_t)obs->n : 0;
     p->discrete = act->kind == FRL_SPACE_DISCRETE;
@@ -800,6 +890,54 @@ static frl_status check_obs_norm(const frl_policy *p, const char *who)
     return FRL_OK;
 }
 
+/* policy.encoder against the observations: images need a convolutional encoder, which
+ * needs images; its layers must fit the image. On success the networks read its
+ * features. */
+static frl_status encoder_for_space(frl_policy *p, const char *who)
+{
+    int enc = frl_cfg_choice(p->cfg, FRL_KEY_POLICY_ENCODER);
+    int image = frl_space_is_image(p->obs_space);
+    char space[96];
+    frl_space_describe(p->obs_space, space, sizeof space);
+    if (image && enc == FRL_POLICY_ENCODER_MLP)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "%s: the observations are an %s of bytes and policy.encoder=mlp reads "
+                        "floats: set policy.encoder=nature or simple (a convolutional encoder "
+                        "over the pixels)", who, space);
+    if (!image && enc != FRL_POLICY_ENCODER_MLP)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "%s: policy.encoder=%s reads images (frl_space_create_image), and the "
+                        "observations are a %s of floats: use policy.encoder=mlp", who,
+                        enc == FRL_POLICY_ENCODER_NATURE ? "nature" : "simple", space);
+    return FRL_OK;
+}
+
+/* The convolutional stack over an image space, its features the networks' input. */
+static frl_status layout_encoder_stack(frl_policy *p, const char *who)
+{
+    int enc = frl_cfg_choice(p->cfg, FRL_KEY_POLICY_ENCODER);
+    if (enc == FRL_POLICY_ENCODER_MLP)
+        return FRL_OK;
+    if (frl_cfg_choice(p->cfg, FRL_KEY_POLICY_CORE) != FRL_POLICY_CORE_NONE)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: a convolutional encoder with a recurrent core (policy.core) is "
+                        "not supported yet (set policy.core=none)", who);
+    if (p->obs_norm)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "%s: policy.obs_norm=true with image observations: the encoder scales "
+                        "pixels to [0, 1] itself (set policy.obs_norm=false)", who);
+    const frl_cnn_spec *spec = enc == FRL_POLICY_ENCODER_NATURE ? &frl_cnn_nature
+                                                                : &frl_cnn_simple;
+    frl_int_list ch = frl_cfg_list(p->cfg, FRL_KEY_POLICY_CONV_CHANNELS);
+    const int64_t *shape = p->obs_space->shape;
+    char why[FRL_ERRMSG_SIZE / 2];
+    if (frl_cnn_init(&p->cnn, spec, ch.v, ch.n, (int32_t)shape[0], (int32_t)shape[1],
+                     (int32_t)shape[2], 0, why, sizeof why) != 0)
+        return frl_fail(NULL, FRL_ERR_SIZE, "%s: %s", who, why);
+    p->in_w = p->cnn.out_w;
+    return FRL_OK;
+}
+
 static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *obs,
                         const frl_space *act, const char *who)
 {
@@ -817,7 +955,9 @@ static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *o
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: policy.hidden has %d layers, at most %d", who,
                         (int)h.n, FRL_MLP_MAX_LAYERS - 1);
     read_shape(p, obs, act);
-    if ((st = check_obs_norm(p, who)) != FRL_OK || (st = check_head(p, who)) != FRL_OK)
+    if ((st = check_obs_norm(p, who)) != FRL_OK || (st = check_head(p, who)) != FRL_OK ||
+        (st = encoder_for_space(p, who)) != FRL_OK ||
+        (st = layout_encoder_stack(p, who)) != FRL_OK)
         return st;
     p->num_params = layout_networks(p);
     if (p->expect_params >= 0 && (int64_t)p->num_params != p->expect_params)

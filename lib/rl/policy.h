@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/runtime.h"
 #include "core/space.h"
+#include "nn/cnn.h"
 #include "nn/mlp.h"
 #include "nn/rnn.h"
 #include "rl/obsnorm.h"
@@ -18,8 +19,14 @@ struct frl_policy {
     frl_runtime *rt;
     frl_config *cfg;          /* the settings it was built from (policy.* keys) */
     frl_space *obs_space, *act_space;
-    int32_t obs_w;            /* values per observation row: box width, 1 for discrete */
-    int32_t in_w;             /* the networks' input width: obs_w, or n for discrete(n) */
+    int32_t obs_w;            /* floats per observation row: box width, 1 for discrete,
+                                 an image's bytes / 4 (frl_space_row_floats) */
+    int32_t in_w;             /* the networks' input width: obs_w, n for discrete(n), the
+                                 encoder's features for an image */
+    /* policy.encoder nature or simple: a convolutional stack over image observations at
+     * the start of the parameters, its features the networks' input (cnn.layers == 0:
+     * none, the networks read the observations). */
+    frl_cnn cnn;
     int32_t obs_n;            /* discrete(n) observations: n, each index becomes a one-hot
                                  row before the first layer; 0 for a box */
     int32_t out_w;            /* logits (discrete n) or Gaussian means (box width) */
@@ -81,6 +88,10 @@ typedef struct frl_pass {
                               gradient (the log-std, if any, is the caller's) */
     const frl_obsnorm *norm; /* the normaliser the forward pass applies (obs_norm only):
                                 the policy's own, or an acting snapshot of it */
+    /* A conv encoder's stored activations and patch scratch; when training, the
+     * gradient of the features (d_in, and d_in2 for the second of two networks) and
+     * the encoder's own gradient buffers. NULL without an encoder. */
+    float *enc_acts, *enc_work, *d_in, *d_in2, *enc_grad;
 } frl_pass;
 
 /* The hidden layers' activation that policy.activation names. */

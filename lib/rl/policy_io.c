@@ -6,7 +6,8 @@
 #include "env/vec_env.h"
 #include "rl/policy_io.h"
 
-/* [kind, n, rank, shape..., low..., high...] as doubles (infinities survive). */
+/* [kind, n, rank, shape..., low..., high...] as doubles (infinities survive); an image
+ * has no bounds, its shape being height, width and channels. */
 static size_t space_values(const frl_space *s)
 {
     return 3 + (size_t)s->rank + (s->kind == FRL_SPACE_BOX ? 2 * (size_t)s->n : 0);
@@ -80,11 +81,25 @@ FRL_API frl_status frl_policy_save(const frl_policy *p, const char *path)
 
 /* ---- loading ---- */
 
+static frl_status decode_image(const frl_section *sec, const double *v, int64_t n,
+                               const frl_allocator *al, frl_space **out, char *err)
+{
+    int ok = sec->count == 6 && v[2] == 3;
+    for (int i = 3; ok && i < 6; i++)
+        ok = v[i] >= 1 && v[i] <= (double)(1 << 24) && v[i] == floor(v[i]);
+    if (!ok || v[3] * v[4] * v[5] != (double)n)
+        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed image space", sec->name);
+    if (frl_space_create_image(out, al, (int32_t)v[3], (int32_t)v[4], (int32_t)v[5]) != FRL_OK)
+        return frl_fail_msg(err, FRL_ERR_FORMAT, frl_last_error());
+    return FRL_OK;
+}
+
 static frl_status decode_space(const frl_section *sec, const frl_allocator *al, frl_space **out,
                                char *err)
 {
     const double *v = sec->data;
-    if (sec->count < 3 || (v[0] != FRL_SPACE_DISCRETE && v[0] != FRL_SPACE_BOX) ||
+    if (sec->count < 3 ||
+        (v[0] != FRL_SPACE_DISCRETE && v[0] != FRL_SPACE_BOX && v[0] != FRL_SPACE_IMAGE) ||
         !(v[1] >= 1 && v[1] <= (double)(1 << 24)) || v[1] != floor(v[1]) ||
         !(v[2] >= 0 && v[2] <= 8) || v[2] != floor(v[2]))
         return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space", sec->name);
@@ -92,6 +107,8 @@ static frl_status decode_space(const frl_section *sec, const frl_allocator *al, 
     int32_t rank = (int32_t)v[2];
     if (v[0] == FRL_SPACE_DISCRETE)
         return frl_space_create_discrete(out, al, n);
+    if (v[0] == FRL_SPACE_IMAGE)
+        return decode_image(sec, v, n, al, out, err);
     if (sec->count != 3 + (uint64_t)rank + 2 * (uint64_t)n || rank < 1)
         return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed box space", sec->name);
     int64_t shape[8];

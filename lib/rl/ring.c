@@ -43,7 +43,7 @@ static frl_status check_dims(char *err, int32_t slots, int32_t T, int32_t B, con
         return frl_fail(err, FRL_ERR_RANGE, "%s: slots %d, steps %d and envs %d must be >= 1", who,
                         (int)slots, (int)T, (int)B);
     /* Keep every byte count far from overflow: at most 2^40 bytes per array. */
-    int64_t ow = frl_space_width(o); /* a discrete observation is one float, its index */
+    int64_t ow = frl_space_row_floats(o); /* discrete: one float, its index */
     double worst = (double)T * B * (double)(ow > a->n ? ow : a->n) * 4.0 * slots;
     if (worst > 1099511627776.0)
         return frl_fail(err, FRL_ERR_RANGE, "%s: %d slots of %d x %d steps are too large", who,
@@ -60,7 +60,7 @@ FRL_API frl_status frl_ring_memory_size(int32_t slots, int32_t steps, int32_t en
     if (st != FRL_OK)
         return st;
     size_t b[FRL_RING_ARRAY_COUNT];
-    array_bytes(steps, envs, frl_space_width(o), a->n, a->kind == FRL_SPACE_DISCRETE, b);
+    array_bytes(steps, envs, frl_space_row_floats(o), a->n, a->kind == FRL_SPACE_DISCRETE, b);
     *bytes = (size_t)slots * slot_bytes(b) + (size_t)slots * sizeof(frl_ring_slot) +
              sizeof(frl_ring);
     return FRL_OK;
@@ -89,7 +89,7 @@ FRL_API frl_status frl_ring_create(frl_ring **out, frl_runtime *rt, int32_t slot
     if (st != FRL_OK)
         return st;
     size_t b[FRL_RING_ARRAY_COUNT];
-    array_bytes(steps, envs, frl_space_width(o), a->n, a->kind == FRL_SPACE_DISCRETE, b);
+    array_bytes(steps, envs, frl_space_row_floats(o), a->n, a->kind == FRL_SPACE_DISCRETE, b);
     frl_ring *r = frl_alloc(&rt->alloc, sizeof *r, FRL_CACHE_LINE);
     if (!r)
         return frl_fail(NULL, FRL_ERR_NOMEM, "frl_ring_create: out of memory");
@@ -97,7 +97,7 @@ FRL_API frl_status frl_ring_create(frl_ring **out, frl_runtime *rt, int32_t slot
     r->slots = slots;
     r->steps = steps;
     r->envs = envs;
-    r->obs_w = (int32_t)frl_space_width(o);
+    r->obs_w = (int32_t)frl_space_row_floats(o);
     r->discrete = a->kind == FRL_SPACE_DISCRETE;
     r->act_w = r->discrete ? 1 : (int32_t)a->n;
     /* On a CUDA runtime the slots are page-locked: observations go to the device

@@ -1,0 +1,190 @@
+/* Convolution stacks over uint8 images (cnn.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "nn/cnn.h"
+#include "nn/init.h"
+
+const frl_cnn_spec frl_cnn_nature = {"nature", 3, {8, 4, 3}, {4, 2, 1}, {32, 64, 64}};
+const frl_cnn_spec frl_cnn_simple = {"simple", 3, {8, 4, 3}, {4, 2, 2}, {32, 64, 128}};
+
+/* A block's patch matrix stays near 4 MiB (the Nature CNN's first layer: 10 images). */
+enum { BLOCK_FLOATS = 1 << 20 };
+
+static int32_t largest_patch_matrix(const frl_cnn *n)
+{
+    size_t most = 0;
+    for (int32_t l = 0; l < n->layers; l++) {
+        size_t f = frl_conv2d_work_floats(&n->conv[l], 1);
+        most = f > most ? f : most;
+    }
+    return (int32_t)most;
+}
+
+static int add_layer(frl_cnn *n, const frl_cnn_spec *spec, int32_t l, int32_t out_c,
+                     int32_t h, int32_t w, int32_t c, size_t base, char *why, size_t size)
+{
+    int32_t k = spec->kernel[l];
+    if (frl_conv2d_init(&n->conv[l], h, w, c, out_c, k, k, spec->stride[l], 0, FRL_NN_RELU,
+                        base) == 0)
+        return 0;
+    snprintf(why, size,
+             "layer %d of the %s encoder (%d channels, %dx%d kernel, stride %d) does not fit "
+             "its %d x %d input (a %d x %d x %d image shrinks to that by the layers before)",
+             (int)l + 1, spec->name, (int)out_c, (int)k, (int)k, (int)spec->stride[l], (int)h,
+             (int)w, (int)n->in_h, (int)n->in_w, (int)n->in_c);
+    return -1;
+}
+
+int frl_cnn_init(frl_cnn *n, const frl_cnn_spec *spec, const int32_t *channels,
+                 int32_t num_channels, int32_t h, int32_t w, int32_t c, size_t param_base,
+                 char *why, size_t size)
+{
+    memset(n, 0, sizeof *n);
+    if (num_channels != 0 && num_channels != spec->layers) {
+        snprintf(why, size, "policy.conv_channels has %d values, the %s encoder has %d layers",
+                 (int)num_channels, spec->name, (int)spec->layers);
+        return -1;
+    }
+    n->layers = spec->layers;
+    n->in_h = h;
+    n->in_w = w;
+    n->in_c = c;
+    n->param_base = param_base;
+    size_t base = param_base;
+    for (int32_t l = 0; l < spec->layers; l++) {
+        int32_t out_c = num_channels ? channels[l] : spec->channels[l];
+        if (add_layer(n, spec, l, out_c, h, w, c, base, why, size) != 0)
+            return -1;
+        const frl_conv2d *cv = &n->conv[l];
+        base += cv->num_params;
+        h = cv->out_h;
+        w = cv->out_w;
+        c = cv->out_c;
+        int32_t out = (int32_t)frl_conv2d_out_size(cv);
+        n->widest = out > n->widest ? out : n->widest;
+    }
+    n->out_w = h * w * c;
+    n->num_params = base - param_base;
+    int32_t per = largest_patch_matrix(n);
+    n->block = per >= BLOCK_FLOATS ? 1 : BLOCK_FLOATS / per;
+    return 0;
+}
+
+static size_t input_floats(const frl_cnn *n)
+{
+    return (size_t)n->in_h * (size_t)n->in_w * (size_t)n->in_c;
+}
+
+/* Where layer l's output starts in acts (l == -1: the scaled input). */
+static size_t acts_offset(const frl_cnn *n, int32_t rows, int32_t l)
+{
+    size_t off = 0;
+    if (l >= 0)
+        off += (size_t)rows * input_floats(n);
+    for (int32_t i = 0; i < l; i++)
+        off += (size_t)rows * frl_conv2d_out_size(&n->conv[i]);
+    return off;
+}
+
+size_t frl_cnn_acts_floats(const frl_cnn *n, int32_t rows)
+{
+    return acts_offset(n, rows, n->layers);
+}
+
+size_t frl_cnn_work_floats(const frl_cnn *n, int32_t rows)
+{
+    int32_t b = rows < n->block ? rows : n->block;
+    return (size_t)b * (size_t)largest_patch_matrix(n);
+}
+
+size_t frl_cnn_grad_floats(const frl_cnn *n, int32_t rows)
+{
+    return 2 * (size_t)rows * (size_t)n->widest;
+}
+
+/* Bytes to floats in [0, 1], the scaling every pixel encoder applies (x / 255). */
+static void scale_images(const frl_cnn *n, int32_t rows, const uint8_t *images,
+                         size_t row_bytes, float *x)
+{
+    size_t in = input_floats(n);
+    const float s = 1.0f / 255.0f;
+    for (int32_t r = 0; r < rows; r++, x += in) {
+        const uint8_t *img = images + (size_t)r * row_bytes;
+        for (size_t i = 0; i < in; i++)
+            x[i] = (float)img[i] * s;
+    }
+}
+
+/* One layer over all rows, a block of images at a time. */
+static void layer_forward(const frl_conv2d *cv, const frl_kernels *k, const float *params,
+                          int32_t rows, int32_t block, const float *x, float *y, float *work)
+{
+    size_t in = frl_conv2d_in_size(cv), out = frl_conv2d_out_size(cv);
+    for (int32_t r = 0; r < rows; r += block) {
+        int32_t b = rows - r < block ? rows - r : block;
+        frl_conv2d_forward(cv, k, params, b, x + (size_t)r * in, y + (size_t)r * out, work);
+    }
+}
+
+const float *frl_cnn_forward(const frl_cnn *n, const frl_kernels *k, const float *params,
+                             int32_t rows, const uint8_t *images, size_t row_bytes,
+                             float *acts, float *work)
+{
+    scale_images(n, rows, images, row_bytes, acts);
+    for (int32_t l = 0; l < n->layers; l++)
+        layer_forward(&n->conv[l], k, params, rows, n->block, acts + acts_offset(n, rows, l - 1),
+                      acts + acts_offset(n, rows, l), work);
+    return acts + acts_offset(n, rows, n->layers - 1);
+}
+
+/* One layer's backward pass, block by block; the first block writes the gradient (unless
+ * accumulating), the others add to it, in a fixed order. dx NULL: no input gradient. */
+static void layer_backward(const frl_conv2d *cv, const frl_kernels *k, const float *params,
+                           float *grads, int accumulate, int32_t rows, int32_t block,
+                           const float *x, const float *y, float *dy, float *dx, float *work)
+{
+    size_t in = frl_conv2d_in_size(cv), out = frl_conv2d_out_size(cv);
+    for (int32_t r = 0; r < rows; r += block) {
+        int32_t b = rows - r < block ? rows - r : block;
+        frl_conv2d_backward(cv, k, params, grads, accumulate || r > 0, b, x + (size_t)r * in,
+                            y + (size_t)r * out, dy + (size_t)r * out,
+                            dx ? dx + (size_t)r * in : NULL, work);
+    }
+}
+
+void frl_cnn_backward(const frl_cnn *n, const frl_kernels *k, const float *params,
+                      float *grads, int accumulate, int32_t rows, const float *acts,
+                      float *dfeat, float *grad_ws, float *work)
+{
+    float *dy = dfeat, *next = grad_ws, *spare = grad_ws + (size_t)rows * (size_t)n->widest;
+    for (int32_t l = n->layers - 1; l >= 0; l--) {
+        float *dx = l > 0 ? next : NULL;
+        layer_backward(&n->conv[l], k, params, grads, accumulate, rows, n->block,
+                       acts + acts_offset(n, rows, l - 1), acts + acts_offset(n, rows, l), dy,
+                       dx, work);
+        /* dx becomes the next layer's dy; the buffer dy held is free again. */
+        next = dy == dfeat ? spare : dy;
+        dy = dx;
+    }
+}
+
+size_t frl_cnn_init_work(const frl_cnn *n)
+{
+    size_t most = 0;
+    for (int32_t l = 0; l < n->layers; l++) {
+        size_t a = (size_t)n->conv[l].patch, b = (size_t)n->conv[l].out_c;
+        most = a * b > most ? a * b : most;
+    }
+    return most;
+}
+
+void frl_cnn_init_params(const frl_cnn *n, float *params, double gain, frl_rng *r,
+                         double *work)
+{
+    for (int32_t l = 0; l < n->layers; l++) {
+        const frl_conv2d *cv = &n->conv[l];
+        frl_init_orthogonal(params + cv->off_w, cv->patch, cv->out_c, gain, r, work);
+        memset(params + cv->off_b, 0, sizeof(float) * (size_t)cv->out_c);
+    }
+}
