@@ -59,6 +59,14 @@ static void hc_layout_envs(void)
     HC_FIELD(frl_env_callbacks, state_size);
     HC_FIELD(frl_env_callbacks, get_state);
     HC_FIELD(frl_env_callbacks, set_state);
+    HC_FIELD(frl_env_callbacks, frame);
+    HC_STRUCT(frl_frame);
+    HC_FIELD(frl_frame, struct_size);
+    HC_FIELD(frl_frame, pixels);
+    HC_FIELD(frl_frame, height);
+    HC_FIELD(frl_frame, width);
+    HC_FIELD(frl_frame, channels);
+    HC_FIELD(frl_frame, row_stride);
     HC_STRUCT(frl_batch_env_callbacks);
     HC_FIELD(frl_batch_env_callbacks, struct_size);
     HC_FIELD(frl_batch_env_callbacks, reset);

@@ -6,7 +6,8 @@
  * 10,000 times on each of two threads at once after warm-up: one thread with its
  * own workspace, the other with the policy's internal one, for an MLP policy and for
  * recurrent ones (GRU shared, LSTM per head), whose state arrays the threads own and
- * whose rows they reset now and then. Calls are counted on the
+ * whose rows they reset now and then, and 300 times for a policy with a convolutional
+ * encoder over 40 x 40 x 3 images (PixelGrid-v0's settings). Calls are counted on the
  * acting threads, where act runs (it never hands work to other threads). Sanitizers bring their own
  * allocator, so this test is not built under them. */
 #include <pthread.h>
@@ -92,7 +93,8 @@ typedef struct worker {
     size_t ws_size;
     pthread_barrier_t *start;
     int failures;
-    float obs[BATCH * 4];
+    int calls;
+    float *obs;             /* [BATCH x row floats] */
     int32_t actions[BATCH];
     float logp[BATCH], values[BATCH];
     float *state;           /* [BATCH x state size], NULL for an MLP */
@@ -120,7 +122,7 @@ static void *run(void *arg)
     w->failures += frl_policy_act(w->p, &a) != FRL_OK; /* warm-up */
     pthread_barrier_wait(w->start);
     armed = 1;
-    for (int i = 0; i < CALLS; i++) {
+    for (int i = 0; i < w->calls; i++) {
         a.counter = (uint64_t)i;
         w->reset[i % BATCH] = (uint8_t)(i % 3 == 0); /* episodes end at odd times */
         w->failures += frl_policy_act(w->p, &a) != FRL_OK;
@@ -131,14 +133,21 @@ static void *run(void *arg)
 
 /* Two threads act CALLS times each on a policy of these settings; returns the
  * allocator calls counted while armed (or -1 if setup failed), adds the failures. */
-static long run_policy(const char *settings, int *failures)
+static int make_obs_space(const char *settings, frl_space **os)
+{
+    int64_t shape = 4;
+    if (strstr(settings, "policy.encoder="))
+        return frl_space_create_image(os, NULL, 40, 40, 3);
+    return frl_space_create_box(os, NULL, 1, &shape, NULL, NULL);
+}
+
+static long run_policy(const char *settings, int num_calls, int *failures)
 {
     frl_runtime *rt;
     frl_space *os, *as;
     frl_policy *p;
     frl_config *cfg = NULL;
-    int64_t shape = 4;
-    if (frl_runtime_create(&rt, NULL, NULL, NULL) || frl_space_create_box(&os, NULL, 1, &shape, NULL, NULL) ||
+    if (frl_runtime_create(&rt, NULL, NULL, NULL) || make_obs_space(settings, &os) ||
         frl_space_create_discrete(&as, NULL, 2) || frl_config_create(&cfg, NULL) ||
         frl_config_parse(cfg, settings) || frl_policy_create(&p, rt, cfg, os, as)) {
         fprintf(stderr, "setup failed: %s\n", frl_last_error());
@@ -154,12 +163,19 @@ static long run_policy(const char *settings, int *failures)
     int64_t sw = frl_policy_state_size(p);
     pthread_t th[2];
     long before = atomic_load(&calls);
+    int64_t ow = frl_space_width(os), image = frl_space_get_kind(os) == FRL_SPACE_IMAGE;
     for (int i = 0; i < 2; i++) {
         w[i].p = p;
         w[i].start = &start;
+        w[i].calls = num_calls;
         w[i].state = sw ? calloc((size_t)(BATCH * sw), sizeof(float)) : NULL;
-        for (int k = 0; k < BATCH * 4; k++)
-            w[i].obs[k] = (float)((k * 7 + i) % 11) * 0.1f - 0.5f;
+        w[i].obs = calloc((size_t)(BATCH * ow), sizeof(float));
+        for (int k = 0; k < BATCH * ow; k++) {
+            if (image)
+                ((uint8_t *)w[i].obs)[k] = (uint8_t)(k * 7 + i);
+            else
+                w[i].obs[k] = (float)((k * 7 + i) % 11) * 0.1f - 0.5f;
+        }
         pthread_create(&th[i], NULL, run, &w[i]);
     }
     for (int i = 0; i < 2; i++)
@@ -167,7 +183,7 @@ static long run_policy(const char *settings, int *failures)
     long n = atomic_load(&calls) - before;
     printf("%-36s act calls: %d on 2 threads, %d rows each, state %lld floats a row; "
            "allocator calls while armed: %ld; failures: %d\n", settings[0] ? settings : "(MLP)",
-           2 * CALLS, BATCH, (long long)sw, n, w[0].failures + w[1].failures);
+           2 * num_calls, BATCH, (long long)sw, n, w[0].failures + w[1].failures);
     *failures += w[0].failures + w[1].failures;
     frl_policy_destroy(p);
     frl_config_destroy(cfg);
@@ -175,19 +191,23 @@ static long run_policy(const char *settings, int *failures)
     frl_space_destroy(as);
     frl_runtime_destroy(rt);
     free(w[0].ws);
-    free(w[0].state);
-    free(w[1].state);
+    for (int i = 0; i < 2; i++) {
+        free(w[i].state);
+        free(w[i].obs);
+    }
     pthread_barrier_destroy(&start);
     return n;
 }
 
 int main(void)
 {
-    static const char *const settings[] = {"", "policy.core=gru policy.shared=true",
-                                           "policy.core=lstm policy.shared=false"};
+    static const char *const settings[] = {
+        "", "policy.core=gru policy.shared=true", "policy.core=lstm policy.shared=false",
+        "policy.encoder=simple policy.conv_channels=8,16,16"};
+    static const int call_counts[] = {CALLS, CALLS, CALLS, 300};
     int failures = 0, bad = 0;
-    for (int i = 0; i < 3; i++) {
-        long n = run_policy(settings[i], &failures);
+    for (int i = 0; i < 4; i++) {
+        long n = run_policy(settings[i], call_counts[i], &failures);
         bad |= n != 0;
     }
     return !bad && failures == 0 ? 0 : 1;

@@ -51,12 +51,14 @@ static uint64_t run_hash(const char *env, int threads, int32_t n, int steps)
     ck_assert_int_eq(frl_vec_env_create(&v, rt, env, n, cfg), FRL_OK);
     frl_config_destroy(cfg);
     ck_assert_int_eq(frl_vec_env_reset(v, 2024), FRL_OK);
-    int64_t w = frl_space_width(frl_vec_env_observation_space(v));
+    /* bytes per observation row: 4 a value, 1 for an image's pixels */
+    const frl_space *os = frl_vec_env_observation_space(v);
+    int64_t w = frl_space_width(os) * (frl_space_get_kind(os) == FRL_SPACE_IMAGE ? 1 : 4);
     uint64_t h = 0xcbf29ce484222325ULL;
     for (int s = 0; s < steps; s++) {
         write_actions(v, s);
         ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
-        h = fnv(h, frl_vec_env_observations(v), sizeof(float) * (size_t)(n * w));
+        h = fnv(h, frl_vec_env_observations(v), (size_t)(n * w));
         h = fnv(h, frl_vec_env_rewards(v), sizeof(float) * (size_t)n);
         h = fnv(h, frl_vec_env_terminated(v), (size_t)n);
         h = fnv(h, frl_vec_env_truncated(v), (size_t)n);
@@ -184,7 +186,8 @@ START_TEST(state_round_trip)
         ck_assert_int_eq(frl_env_create(&b, rt, frl_env_name_at(k), NULL), FRL_OK);
         int32_t n = frl_env_state_size(a);
         ck_assert_int_ge(n, 2);
-        float oa[8], ob[8], ra, rb;
+        static float oa[1200], ob[1200]; /* the widest: PixelGrid-v0's 4800 bytes */
+        float ra, rb;
         uint8_t ta, tb, ua, ub;
         double sa[16], sb[16];
         ck_assert_int_eq(frl_env_reset(a, 5, oa), FRL_OK);
@@ -193,7 +196,9 @@ START_TEST(state_round_trip)
         ck_assert_int_eq(frl_env_set_state(b, sa, n, ob), FRL_OK);
         ck_assert_int_eq(frl_env_get_state(b, sb, n), FRL_OK);
         ck_assert_mem_eq(sa, sb, sizeof(double) * (size_t)n);
-        ck_assert_mem_eq(oa, ob, sizeof(float) * (size_t)frl_space_width(frl_env_observation_space(a)));
+        const frl_space *os = frl_env_observation_space(a);
+        ck_assert_mem_eq(oa, ob, (size_t)frl_space_width(os) *
+                                     (frl_space_get_kind(os) == FRL_SPACE_IMAGE ? 1 : 4));
         int32_t ia = 1;
         float fa = 0.5f;
         const void *act = frl_space_get_kind(frl_env_action_space(a)) == FRL_SPACE_DISCRETE

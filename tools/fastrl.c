@@ -32,6 +32,12 @@ static void print_space(const char *label, const frl_space *s)
         printf("  %s: Discrete(%lld)\n", label, (long long)n);
         return;
     }
+    if (frl_space_get_kind(s) == FRL_SPACE_IMAGE) {
+        const int64_t *sh = frl_space_shape(s);
+        printf("  %s: Image(height=%lld, width=%lld, channels=%lld, uint8)\n", label,
+               (long long)sh[0], (long long)sh[1], (long long)sh[2]);
+        return;
+    }
     int unbounded = 1;
     for (int64_t i = 0; i < n; i++)
         unbounded &= isinf(frl_space_low(s)[i]) && isinf(frl_space_high(s)[i]);

@@ -2,7 +2,7 @@
  * envs run (the reference tests of the built-ins go through it). */
 #include <string.h>
 
-#include "env/pixel_env.h"
+#include "env/pixel_grid.h"
 #include "env/registry.h"
 #include "env/vec_env.h"
 #include "env/vec_env_named.h"

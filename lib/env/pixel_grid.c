@@ -13,11 +13,11 @@
 
 #include "core/alloc.h"
 #include "core/rng.h"
-#include "env/pixel_env.h"
+#include "env/pixel_grid.h"
 #include "env/vec_env.h"
 
 enum { PG_CELLS = 5, PG_CELL_PX = 8, PG_SIZE = PG_CELLS * PG_CELL_PX, PG_CH = 3,
-       PG_LIMIT = 20, PG_ACTIONS = 4 };
+       PG_LIMIT = 20, PG_ACTIONS = 4, PG_STATE = 4 };
 
 static const char pg_name[] = "PixelGrid-v0";
 
@@ -87,6 +87,36 @@ static int pg_step(void *user, const void *action, float *obs, float *reward,
     return 0;
 }
 
+/* The simulator state: the agent's and the goal's cells (x, y). */
+static int pg_get_state(void *user, double *state)
+{
+    const pg_env *e = user;
+    state[0] = e->ax;
+    state[1] = e->ay;
+    state[2] = e->gx;
+    state[3] = e->gy;
+    return 0;
+}
+
+static int pg_set_state(void *user, const double *state)
+{
+    for (int i = 0; i < PG_STATE; i++)
+        if (!(state[i] >= 0 && state[i] < PG_CELLS && state[i] == (int32_t)state[i]))
+            return -1; /* not a cell: the vec env reports the callback's failure */
+    pg_env *e = user;
+    e->ax = (int32_t)state[0];
+    e->ay = (int32_t)state[1];
+    e->gx = (int32_t)state[2];
+    e->gy = (int32_t)state[3];
+    return 0;
+}
+
+static int pg_observe(void *user, float *obs)
+{
+    render(user, (uint8_t *)obs);
+    return 0;
+}
+
 static void release_block(void *owner)
 {
     pg_block *b = owner;
@@ -117,6 +147,9 @@ static frl_status pg_vec(frl_vec_env **out, frl_runtime *rt, pg_block *b, void *
     frl_env_callbacks_init(&cb);
     cb.reset = pg_reset;
     cb.step = pg_step;
+    cb.state_size = PG_STATE;
+    cb.get_state = pg_get_state;
+    cb.set_state = pg_set_state;
     for (int32_t i = 0; i < n; i++)
         users[i] = &b->envs[i];
     frl_space *obs = NULL, *act = NULL;
@@ -145,6 +178,7 @@ frl_status frl_pixel_vec_env_create(frl_vec_env **out, frl_runtime *rt, const ch
     }
     b->alloc = rt->alloc;
     (*out)->task = pg_name;
+    (*out)->observe = pg_observe;
     (*out)->release = release_block;
     (*out)->owner = b;
     return FRL_OK;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "env/mujoco_env.h"
-#include "env/pixel_env.h"
+#include "env/pixel_grid.h"
 #include "env/registry.h"
 #include "env/vec_env_named.h"
 

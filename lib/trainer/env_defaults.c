@@ -41,6 +41,11 @@ static const env_defaults table[] = {
      * policy, so a memoryless one is compared on equal terms. */
     {"CartPoleNoVel-v1", "train.num_envs=16 train.lr=1e-3 train.gamma=0.98 train.gae_lambda=0.8"},
     {"MemoryProbe-v0", "train.lr=1e-3 train.ent_coef=0.001 policy.core_keep_bias=2"},
+    /* Sample Factory's encoder, thinned (8, 16, 16 channels: 40 x 40 pixels hold two
+     * coloured cells), and CartPole's step size: seeds 1-3 reached a greedy mean of 0.95
+     * by 60K steps (lr 1e-3 took 60-80K). */
+    {"PixelGrid-v0", "policy.encoder=simple policy.conv_channels=8,16,16 train.num_envs=16 "
+                     "train.lr=2.5e-3"},
     {"MountainCarContinuous-v0", "train.num_envs=4 train.rollout=1024 train.ent_coef=0 "
                                  "policy.obs_norm=true train.reward_norm=true"},
     /* The MuJoCo tasks: CleanRL's and rl-zoo3's PPO for MuJoCo (2,048 steps per update,

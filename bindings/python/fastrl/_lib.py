@@ -123,6 +123,7 @@ ENV_RESET_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, u64, vp)
 ENV_STEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, vp, vp, vp, vp)
 ENV_CLOSE_FN = ctypes.CFUNCTYPE(None, vp)
 ENV_STATE_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp)
+ENV_FRAME_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp)
 BATCH_RESET_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, i32, vp, vp)
 BATCH_STEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, i32, vp, vp, vp, vp, vp, vp, vp)
 METRICS_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp)
@@ -133,7 +134,12 @@ FITNESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, i32, i64, vp)
 class EnvCallbacks(ctypes.Structure):
     _fields_ = [("struct_size", c_size), ("reset", ENV_RESET_FN), ("step", ENV_STEP_FN),
                 ("close", ENV_CLOSE_FN), ("state_size", i32), ("get_state", ENV_STATE_FN),
-                ("set_state", ENV_STATE_FN)]
+                ("set_state", ENV_STATE_FN), ("frame", ENV_FRAME_FN)]
+
+
+class Frame(ctypes.Structure):
+    _fields_ = [("struct_size", c_size), ("pixels", vp), ("height", i32), ("width", i32),
+                ("channels", i32), ("row_stride", i64)]
 
 
 class BatchEnvCallbacks(ctypes.Structure):
@@ -239,6 +245,7 @@ _PROTOTYPES = {
     # spaces
     "frl_space_create_discrete": (c_status, [P(vp), vp, i64]),
     "frl_space_create_box": (c_status, [P(vp), vp, i32, vp, vp, vp]),
+    "frl_space_create_image": (c_status, [P(vp), vp, i32, i32, i32]),
     "frl_space_destroy": (None, [vp]),
     "frl_space_get_kind": (ctypes.c_int, [vp]),
     "frl_space_n": (i64, [vp]),
@@ -274,6 +281,7 @@ _PROTOTYPES = {
     "frl_vec_env_step": (c_status, [vp]),
     "frl_vec_env_actions": (vp, [vp]),
     "frl_vec_env_observations": (vp, [vp]),
+    "frl_vec_env_frames": (vp, [vp]),
     "frl_vec_env_rewards": (vp, [vp]),
     "frl_vec_env_terminated": (vp, [vp]),
     "frl_vec_env_truncated": (vp, [vp]),

@@ -188,19 +188,30 @@ def _step_result(result):
 
 
 class _ObsWriter:
-    """Checks a Python observation and writes it as float32 into library memory. A
-    Discrete observation is written as its index, the space's start subtracted (the
-    library checks it is an integer in [0, n))."""
+    """Checks a Python observation and writes it as float32 (uint8 for an image) into
+    library memory. A Discrete observation is written as its index, the space's start
+    subtracted (the library checks it is an integer in [0, n))."""
 
-    __slots__ = ("shape", "width", "start")
+    __slots__ = ("shape", "width", "start", "dtype")
 
-    def __init__(self, shape, start=0):
+    def __init__(self, shape, start=0, dtype=_F32):
         self.shape = tuple(shape)
         self.width = int(np.prod(self.shape, dtype=np.int64))
         self.start = start
+        self.dtype = np.dtype(dtype)
+
+    def _pixels(self, obs):
+        a = np.asarray(obs)
+        if a.dtype != np.uint8 and (a.size and (a.min() < 0 or a.max() > 255 or
+                                                not np.all(a == np.floor(a)))):
+            raise Error(Status.ERR_RANGE, "image observation with values outside the "
+                        "integers 0..255 (pass uint8 pixels)")
+        return a.astype(np.uint8, copy=False)
 
     def array(self, obs):
-        if self.start:  # in float64, so a large start loses nothing before the shift
+        if self.dtype == np.uint8:
+            a = self._pixels(obs)
+        elif self.start:  # in float64, so a large start loses nothing before the shift
             a = (np.asarray(obs, dtype=np.float64) - self.start).astype(np.float32)
         else:
             a = np.asarray(obs, dtype=np.float32)
@@ -211,7 +222,7 @@ class _ObsWriter:
 
     def write(self, obs, address):
         a = np.ascontiguousarray(self.array(obs))
-        ctypes.memmove(address, a.ctypes.data, self.width * 4)
+        ctypes.memmove(address, a.ctypes.data, self.width * self.dtype.itemsize)
 
 
 class _ActionReader:
@@ -376,6 +387,7 @@ class Env(_EnvBase):
         self.observation_space = spaces.from_c(L.env_observation_space(handle.ptr))
         self.action_space = spaces.from_c(L.env_action_space(handle.ptr))
         self._obs_shape = self.observation_space.shape
+        self._obs_dtype = spaces.observation_dtype(L.env_observation_space(handle.ptr))
         self._obs_index = (L.space_get_kind(L.env_observation_space(handle.ptr))
                            == spaces.DISCRETE)
         self._discrete = L.space_get_kind(L.env_action_space(handle.ptr)) == spaces.DISCRETE
@@ -416,7 +428,7 @@ class Env(_EnvBase):
             seed = _check_seed(seed)
         super().reset(seed=seed)
         c_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
-        obs = np.empty(self._obs_shape, np.float32)
+        obs = np.empty(self._obs_shape, self._obs_dtype)
         st = _lib.lib().env_reset(ptr, c_seed, obs.ctypes.data)
         if st:
             self._fail(st, "reset")
@@ -443,7 +455,7 @@ class Env(_EnvBase):
                 raise Error(Status.ERR_SIZE, f"action of shape {a.shape}; the action space "
                             f"has shape {self._act_arr.shape}")
             self._act_arr[...] = a
-        obs = np.empty(self._obs_shape, np.float32)
+        obs = np.empty(self._obs_shape, self._obs_dtype)
         r, te, tr = self._ptrs
         st = _lib.lib().env_step(ptr, self._act_ptr, obs.ctypes.data, r, te, tr)
         if st:
@@ -471,7 +483,7 @@ class Env(_EnvBase):
         s = np.ascontiguousarray(state, dtype=np.float64)
         if s.ndim != 1:
             raise Error(Status.ERR_SIZE, f"state must be 1-D, not of shape {s.shape}")
-        obs = np.empty(self._obs_shape, np.float32)
+        obs = np.empty(self._obs_shape, self._obs_dtype)
         _lib.check(_lib.lib().env_set_state(self._ptr, s.ctypes.data, s.size,
                                             obs.ctypes.data), "set_state")
         return self._observation(obs)
@@ -609,13 +621,13 @@ class VecEnv(_VecEnvBase):
         if start:
             raise Error(Status.ERR_UNSUPPORTED, "from_batch: a Discrete action space must "
                         "start at 0 (actions arrive as the library's int32 array)")
-        obs_shape = spaces.observation_layout(observation_space)[0]  # () for Discrete
+        obs_shape, _, obs_dtype = spaces.observation_layout(observation_space)
         d = spaces.describe(action_space)
         act_shape = () if d[0] == "discrete" else d[1]
         errors = _HostErrors()
         holder = [None]
-        cb = _batch_callbacks_for_world(world, n, obs_shape, act_shape, d[0] == "discrete",
-                                        errors, holder)
+        cb = _batch_callbacks_for_world(world, n, obs_shape, obs_dtype, act_shape,
+                                        d[0] == "discrete", errors, holder)
         L = _lib.lib()
         ptr = ctypes.c_void_p()
         _lib.check(L.vec_env_create_batch(ctypes.byref(ptr), rt.handle.ptr, ctypes.byref(cb),
@@ -662,7 +674,8 @@ class VecEnv(_VecEnvBase):
         obs_shape = (n,) + tuple(self.single_observation_space.shape)
         act_shape = (n,) if discrete else (n,) + tuple(self.single_action_space.shape)
         self._act_shape = act_shape
-        self._obs = view(L.vec_env_observations(p), obs_shape, np.float32, handle)
+        self._obs = view(L.vec_env_observations(p), obs_shape,
+                         spaces.observation_dtype(L.vec_env_observation_space(p)), handle)
         self._rew = view(L.vec_env_rewards(p), (n,), np.float32, handle)
         self._term = view(L.vec_env_terminated(p), (n,), np.bool_, handle)
         self._trunc = view(L.vec_env_truncated(p), (n,), np.bool_, handle)
@@ -870,8 +883,8 @@ def _batch_callbacks_for_envs(envs, writer, reader, errors):
         key = (obs, rewards, terminated, truncated, actions)
         got = cache.get(key)
         if got is None:
-            o = np.frombuffer((ctypes.c_float * (n * writer.width)).from_address(obs),
-                              np.float32).reshape(n, writer.width)
+            o = np.frombuffer((ctypes.c_char * (n * writer.width * writer.dtype.itemsize))
+                              .from_address(obs), writer.dtype).reshape(n, writer.width)
             r = te = tr = a = None
             if rewards:
                 r = np.frombuffer((ctypes.c_float * n).from_address(rewards), np.float32)
@@ -937,7 +950,8 @@ def _batch_callbacks_for_envs(envs, writer, reader, errors):
     return cb
 
 
-def _batch_callbacks_for_world(world, n, obs_shape, act_shape, discrete, errors, holder):
+def _batch_callbacks_for_world(world, n, obs_shape, obs_dtype, act_shape, discrete, errors,
+                               holder):
     """Batch callbacks handing a world numpy views of the library's arrays. The views
     are made per call and own a reference to the vec env's handle (``holder[0]``, a
     weakref set once the vec env exists), so a view the world keeps, or one held by an
@@ -951,7 +965,7 @@ def _batch_callbacks_for_world(world, n, obs_shape, act_shape, discrete, errors,
     def reset(user, num, seeds, obs):
         try:
             h = owner()
-            world.reset(view(seeds, (n,), np.uint64, h), view(obs, obs_shape, np.float32, h,
+            world.reset(view(seeds, (n,), np.uint64, h), view(obs, obs_shape, obs_dtype, h,
                                                               readonly=False))
             return 0
         except BaseException as e:  # noqa: B902
@@ -964,7 +978,7 @@ def _batch_callbacks_for_world(world, n, obs_shape, act_shape, discrete, errors,
             world.step(view(actions, act_shape, np.int32 if discrete else np.float32, h),
                        view(reset_mask, (n,), np.uint8, h),
                        view(seeds, (n,), np.uint64, h),
-                       view(obs, obs_shape, np.float32, h, readonly=False),
+                       view(obs, obs_shape, obs_dtype, h, readonly=False),
                        view(rewards, (n,), np.float32, h, readonly=False),
                        view(terminated, (n,), np.uint8, h, readonly=False),
                        view(truncated, (n,), np.uint8, h, readonly=False))

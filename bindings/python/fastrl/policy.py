@@ -86,6 +86,7 @@ class Policy(Closable):
         self.observation_space = spaces.from_c(L.policy_observation_space(p))
         self.action_space = spaces.from_c(L.policy_action_space(p))
         self._obs_shape = tuple(self.observation_space.shape)
+        self._obs_dtype = spaces.observation_dtype(L.policy_observation_space(p))
         self._discrete = L.space_get_kind(L.policy_action_space(p)) == spaces.DISCRETE
         self._act_shape = () if self._discrete else tuple(self.action_space.shape)
         self._state_size = int(L.policy_state_size(p))
@@ -230,7 +231,10 @@ class Policy(Closable):
     def _act(self, observations, deterministic, counter, stream_offset, info,
              state=None, reset=None, outputs=False):
         ptr = self._ptr
-        obs = np.ascontiguousarray(observations, dtype=np.float32)
+        if self._obs_dtype == np.uint8 and np.asarray(observations).dtype != np.uint8:
+            raise TypeError(f"act: this policy reads images: pass uint8 pixels, not "
+                            f"{np.asarray(observations).dtype}")
+        obs = np.ascontiguousarray(observations, dtype=self._obs_dtype)
         single = obs.shape == self._obs_shape
         if single:
             obs = obs.reshape((1,) + self._obs_shape)

@@ -67,7 +67,8 @@ class Ring:
         self.action_space = action_space
         d = spaces.describe(action_space)
         self._discrete = d[0] == "discrete"
-        self._obs_shape = spaces.observation_layout(observation_space)[0]  # Discrete: ()
+        # Discrete: (); an image's pixels are uint8
+        self._obs_shape, _, self._obs_dtype = spaces.observation_layout(observation_space)
         self._act_shape = () if self._discrete else tuple(d[1])
         self.slots = L.ring_slots(handle.ptr)
         self.steps = L.ring_steps(handle.ptr)
@@ -82,7 +83,7 @@ class Ring:
     def _shape_dtype(self, name):
         T, B = self.steps, self.envs
         if name == "observations":
-            return (T, B) + self._obs_shape, np.float32
+            return (T, B) + self._obs_shape, self._obs_dtype
         if name == "actions":
             return ((T, B), np.int32) if self._discrete else ((T, B) + self._act_shape,
                                                               np.float32)
@@ -92,7 +93,7 @@ class Ring:
             return (T, B), np.bool_
         if name == "policy_version":
             return (T,), np.uint64
-        return (B,) + self._obs_shape, np.float32  # bootstrap_obs
+        return (B,) + self._obs_shape, self._obs_dtype  # bootstrap_obs
 
     def array(self, name, slot=0):
         """A view of one array of one slot, shaped [T, B, ...] (policy_version: [T];

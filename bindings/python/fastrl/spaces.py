@@ -7,7 +7,10 @@ the small :class:`Box` and :class:`Discrete` below stand in, with the same attri
 
 Observations: a box is float32 values; a ``Discrete(n)`` observation is one float32
 per env holding the state's index (an integer in [0, n), n <= 2^24), which the policy
-turns into a one-hot row inside its network.
+turns into a one-hot row inside its network. The library's image(height, width,
+channels) is ``Box(0, 255, (height, width, channels), uint8)``: pixels, one byte each,
+which a policy reads through a convolutional encoder (``policy.encoder``); any uint8 box
+of rank 3 is taken as one.
 """
 
 import ctypes
@@ -25,7 +28,7 @@ except ImportError:  # pragma: no cover - exercised by the no-gymnasium test
 
 __all__ = ["Box", "Discrete", "from_c", "to_c", "batch_space", "observation_layout"]
 
-DISCRETE, BOX = 1, 2
+DISCRETE, BOX, IMAGE = 1, 2, 3
 
 
 class Discrete:
@@ -86,7 +89,7 @@ class Box:
                 and np.array_equal(self.low, other.low) and np.array_equal(self.high, other.high))
 
     def __repr__(self):
-        return f"Box({self.low.min()}, {self.high.max()}, {self.shape}, float32)"
+        return f"Box({self.low.min()}, {self.high.max()}, {self.shape}, {self.dtype})"
 
 
 def _f32_array(address, n):
@@ -111,6 +114,11 @@ def from_c(ptr):
         if _gym is not None:
             return _gym.spaces.Box(low=low, high=high, shape=shape, dtype=np.float32)
         return Box(low, high, shape)
+    if kind == IMAGE:
+        shape = tuple((ctypes.c_int64 * 3).from_address(L.space_shape(ptr)))
+        if _gym is not None:
+            return _gym.spaces.Box(low=0, high=255, shape=shape, dtype=np.uint8)
+        return Box(0, 255, shape, dtype=np.uint8)
     raise Error(Status.ERR_INTERNAL, f"libfastrl returned a space of unknown kind {kind}")
 
 
@@ -127,6 +135,8 @@ def describe(space):
             return ("discrete", n, start)
     if hasattr(space, "low") and hasattr(space, "high") and hasattr(space, "shape"):
         shape = tuple(int(s) for s in space.shape)
+        if np.dtype(getattr(space, "dtype", np.float32)) == np.uint8 and len(shape) == 3:
+            return ("image", shape)
         if not shape:
             raise Error(Status.ERR_UNSUPPORTED, f"{space!r}: a box needs rank >= 1 (wrap "
                         "the env so its values have shape (1,))")
@@ -149,6 +159,9 @@ def to_c(space, what="space"):
     if d[0] == "discrete":
         _lib.check(L.space_create_discrete(ctypes.byref(ptr), None, d[1]), what)
         return Handle(ptr.value, L.space_destroy, "space"), d[2]
+    if d[0] == "image":
+        _lib.check(L.space_create_image(ctypes.byref(ptr), None, *d[1]), what)
+        return Handle(ptr.value, L.space_destroy, "space"), 0
     _, shape, low, high = d
     shp = (ctypes.c_int64 * len(shape))(*shape)
     low = np.ascontiguousarray(low)
@@ -172,12 +185,18 @@ def observation_space_to_c(space, allow_start=False):
 
 
 def observation_layout(space):
-    """(shape, start) of one observation as the library stores it: a box's shape and 0,
-    or () and the Discrete start (one float32 holding the index)."""
+    """(shape, start, dtype) of one observation as the library stores it: a box's shape,
+    0 and float32; () and the Discrete start (one float32 holding the index); an image's
+    (h, w, c), 0 and uint8."""
     d = describe(space)
     if d[0] == "discrete":
-        return (), d[2]
-    return tuple(d[1]), 0
+        return (), d[2], np.dtype(np.float32)
+    return tuple(d[1]), 0, np.dtype(np.uint8 if d[0] == "image" else np.float32)
+
+
+def observation_dtype(c_space):
+    """The numpy dtype of the library's observation arrays for the C space at c_space."""
+    return np.dtype(np.uint8 if _lib.lib().space_get_kind(c_space) == IMAGE else np.float32)
 
 
 def batch_space(space, n):
@@ -187,4 +206,5 @@ def batch_space(space, n):
         return Box(np.full(n, space.start), np.full(n, space.start + space.n - 1), (n,),
                    dtype=np.int32)
     return Box(np.broadcast_to(space.low, (n,) + space.shape),
-               np.broadcast_to(space.high, (n,) + space.shape), (n,) + space.shape)
+               np.broadcast_to(space.high, (n,) + space.shape), (n,) + space.shape,
+               dtype=space.dtype)

@@ -49,7 +49,7 @@ def test_loaded_library_and_versions():
     assert isinstance(fastrl.cpu_features(), list)
     assert fastrl.env_ids() == ["CartPole-v1", "Pendulum-v1", "Acrobot-v1",
                                 "MountainCar-v0", "MountainCarContinuous-v0",
-                                "CartPoleNoVel-v1", "MemoryProbe-v0"]
+                                "CartPoleNoVel-v1", "MemoryProbe-v0", "PixelGrid-v0"]
 
 
 def test_lookup_env_var_file_and_folder():
@@ -182,7 +182,7 @@ def header_struct(text, name):
     ("ActArgs", "frl_act_args"), ("EvalArgs", "frl_eval_args"),
     ("PopulationActArgs", "frl_population_act_args"),
     ("PopulationEvalArgs", "frl_population_eval_args"),
-    ("MetricsStruct", "frl_metrics")])
+    ("MetricsStruct", "frl_metrics"), ("Frame", "frl_frame")])
 def test_struct_layouts_match_the_header(cls, name):
     # The ctypes tables list the header's fields in order, each of the C size, so
     # ctypes' natural alignment gives the C offsets and sizeof (a field the header

@@ -1,8 +1,8 @@
 /* Built-in environments observed through pixels (image observation spaces). They are
  * host envs the library makes itself (per-env callbacks over one block of sims), like
  * the MuJoCo tasks, so the image path they exercise is the one a host's env takes. */
-#ifndef FRL_ENV_PIXEL_ENV_H
-#define FRL_ENV_PIXEL_ENV_H
+#ifndef FRL_ENV_PIXEL_GRID_H
+#define FRL_ENV_PIXEL_GRID_H
 
 #include "core/runtime.h"
 

@@ -1,0 +1,469 @@
+/* Pixel observations: image spaces, host frames with row strides, the convolutional
+ * encoders in a policy (acting by rows, saving, bad settings) and PixelGrid-v0 learned
+ * by PPO from its pixels. The encoder's gradients are checked in test_gradcheck.c, its
+ * act path for allocations in test_act_noalloc.c, the conv layers in tests/nn. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+/* ---- image spaces ---- */
+
+START_TEST(image_space)
+{
+    frl_space *s = NULL;
+    ck_assert_int_eq(frl_space_create_image(&s, NULL, 84, 84, 4), FRL_OK);
+    ck_assert_int_eq(frl_space_get_kind(s), FRL_SPACE_IMAGE);
+    ck_assert_int_eq(frl_space_n(s), 84 * 84 * 4);
+    ck_assert_int_eq(frl_space_width(s), 84 * 84 * 4);
+    ck_assert_int_eq(frl_space_rank(s), 3);
+    const int64_t *shape = frl_space_shape(s);
+    ck_assert(shape[0] == 84 && shape[1] == 84 && shape[2] == 4);
+    ck_assert_ptr_null(frl_space_low(s));
+    ck_assert_ptr_null(frl_space_high(s));
+    frl_space_destroy(s);
+
+    ck_assert_int_eq(frl_space_create_image(NULL, NULL, 8, 8, 1), FRL_ERR_NULL);
+    ck_assert_int_eq(frl_space_create_image(&s, NULL, 0, 8, 1), FRL_ERR_RANGE);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(frl_space_create_image(&s, NULL, 8, 8, 65), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_space_create_image(&s, NULL, 4097, 4097, 1), FRL_ERR_RANGE);
+    /* 5 x 5 x 3 = 75 bytes: rows would not be whole words */
+    ck_assert_int_eq(frl_space_create_image(&s, NULL, 5, 5, 3), FRL_ERR_SIZE);
+    ck_assert_msg(strstr(frl_last_error(), "multiple of 4") != NULL, "%s", frl_last_error());
+    ck_assert_ptr_null(s);
+}
+END_TEST
+
+/* ---- PixelGrid-v0 ---- */
+
+/* Pixels of an RGB image equal to (r, g, b). */
+static int count_colour(const uint8_t *img, int32_t pixels, uint8_t r, uint8_t g, uint8_t b)
+{
+    int n = 0;
+    for (int32_t i = 0; i < pixels; i++)
+        n += img[3 * i] == r && img[3 * i + 1] == g && img[3 * i + 2] == b;
+    return n;
+}
+
+START_TEST(pixel_grid_env)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "PixelGrid-v0", 8, NULL), FRL_OK);
+    const frl_space *os = frl_vec_env_observation_space(v);
+    ck_assert_int_eq(frl_space_get_kind(os), FRL_SPACE_IMAGE);
+    ck_assert_int_eq(frl_space_n(os), 40 * 40 * 3);
+    ck_assert_int_eq(frl_vec_env_reset(v, 7), FRL_OK);
+    const uint8_t *img = frl_vec_env_frames(v);
+    ck_assert_ptr_nonnull(img);
+    ck_assert_ptr_eq(img, (const void *)frl_vec_env_observations(v));
+    int32_t *act = frl_vec_env_actions(v);
+    int64_t ended = 0, rewarded = 0;
+    for (int step = 0; step < 200; step++) {
+        for (int32_t e = 0; e < 8; e++) {
+            const uint8_t *o = img + (size_t)e * 4800;
+            /* The agent (red) and the goal (green) are one 8 x 8 cell each, apart,
+             * unless the agent has just reached the goal (the last frame). */
+            int red = count_colour(o, 1600, 255, 0, 0), green = count_colour(o, 1600, 0, 255, 0);
+            int done = frl_vec_env_terminated(v)[e];
+            ck_assert_int_eq(red, 64);
+            ck_assert_int_eq(green, done ? 0 : 64);
+            ck_assert_int_eq(count_colour(o, 1600, 0, 0, 0), 1600 - 64 - (done ? 0 : 64));
+            act[e] = (step * 3 + e) % 4;
+        }
+        ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+        for (int32_t e = 0; e < 8; e++) {
+            float r = frl_vec_env_rewards(v)[e];
+            ck_assert(r == (frl_vec_env_terminated(v)[e] ? 1.0f : 0.0f));
+            ck_assert(frl_vec_env_truncated(v)[e] == 0 || frl_vec_env_episode_lengths(v)[e] == 20);
+            ended += frl_vec_env_terminated(v)[e] | frl_vec_env_truncated(v)[e];
+            rewarded += r > 0;
+        }
+    }
+    ck_assert(ended > 0 && rewarded > 0 && rewarded < ended);
+    frl_vec_env_destroy(v);
+
+    /* A float env has no frames; the id is listed. */
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "CartPole-v1", 2, NULL), FRL_OK);
+    ck_assert_ptr_null(frl_vec_env_frames(v));
+    frl_vec_env_destroy(v);
+    int listed = 0;
+    for (int32_t i = 0; frl_env_name_at(i); i++)
+        listed |= strcmp(frl_env_name_at(i), "PixelGrid-v0") == 0;
+    ck_assert(listed);
+    frl_env *env;
+    uint8_t obs[4800];
+    ck_assert_int_eq(frl_env_create(&env, rt, "PixelGrid-v0", NULL), FRL_OK);
+    ck_assert_int_eq(frl_env_reset(env, 3, (float *)(void *)obs), FRL_OK);
+    ck_assert_int_eq(count_colour(obs, 1600, 255, 0, 0), 64);
+    frl_env_destroy(env);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- host frames ---- */
+
+enum { FH = 4, FW = 8, FC = 4, PAD = 12 };
+
+/* A host that renders RGBA into a padded buffer, top-down or bottom-up. */
+typedef struct render_host {
+    uint8_t buf[FH * (FW * FC + PAD)];
+    int64_t stride;      /* bytes per buffer row */
+    int bottom_up;       /* rows stored last to first */
+    int t;               /* what is drawn */
+    /* faults to plant */
+    int64_t give_stride; /* the stride reported (0: the real one) */
+    int32_t give_height; /* the height reported (0: the real one) */
+    int null_pixels, fail;
+} render_host;
+
+static uint8_t pattern(int t, int y, int x, int c)
+{
+    return (uint8_t)(t * 29 + y * 31 + x * 7 + c * 3);
+}
+
+static void render_rgba(render_host *h)
+{
+    memset(h->buf, 0xEE, sizeof h->buf); /* padding the library must not read into obs */
+    for (int y = 0; y < FH; y++) {
+        int row = h->bottom_up ? FH - 1 - y : y;
+        for (int x = 0; x < FW; x++)
+            for (int c = 0; c < FC; c++)
+                h->buf[row * h->stride + x * FC + c] = pattern(h->t, y, x, c);
+    }
+}
+
+static int host_reset(void *user, uint64_t seed, float *obs)
+{
+    (void)seed;
+    (void)obs; /* the frame callback gives the observation */
+    render_host *h = user;
+    h->t = 0;
+    render_rgba(h);
+    return 0;
+}
+
+static int host_step(void *user, const void *action, float *obs, float *reward,
+                     uint8_t *terminated, uint8_t *truncated)
+{
+    (void)action;
+    (void)obs;
+    render_host *h = user;
+    h->t++;
+    render_rgba(h);
+    *reward = 0;
+    *terminated = 0;
+    *truncated = 0;
+    return 0;
+}
+
+static int host_frame(void *user, frl_frame *f)
+{
+    render_host *h = user;
+    ck_assert_uint_eq(f->struct_size, sizeof *f);
+    if (h->fail)
+        return h->fail;
+    f->pixels = h->null_pixels ? NULL : h->buf + (h->bottom_up ? (FH - 1) * h->stride : 0);
+    f->height = h->give_height ? h->give_height : FH;
+    f->width = FW;
+    f->channels = FC;
+    f->row_stride = h->give_stride ? h->give_stride : (h->bottom_up ? -h->stride : h->stride);
+    return 0;
+}
+
+static frl_status host_vec(frl_runtime *rt, render_host *h, int32_t channels, frl_vec_env **v)
+{
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = host_reset;
+    cb.step = host_step;
+    cb.frame = host_frame;
+    frl_space *os, *as;
+    ck_assert_int_eq(frl_space_create_image(&os, NULL, FH, FW, channels), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
+    void *users[1] = {h};
+    frl_status st = frl_vec_env_create_callbacks(v, rt, &cb, users, 1, os, as, NULL);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    return st;
+}
+
+static void check_obs(const uint8_t *obs, int t, int channels)
+{
+    for (int y = 0; y < FH; y++)
+        for (int x = 0; x < FW; x++)
+            for (int c = 0; c < channels; c++)
+                ck_assert_msg(obs[(y * FW + x) * channels + c] == pattern(t, y, x, c),
+                              "t %d pixel (%d, %d) channel %d", t, y, x, c);
+}
+
+START_TEST(host_frames_with_stride)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    for (int bottom_up = 0; bottom_up < 2; bottom_up++)
+        for (int channels = 1; channels <= 4; channels++) {
+            if (FH * FW * channels % 4)
+                continue;
+            render_host h;
+            memset(&h, 0, sizeof h);
+            h.stride = FW * FC + PAD;
+            h.bottom_up = bottom_up;
+            frl_vec_env *v;
+            ck_assert_int_eq(host_vec(rt, &h, channels, &v), FRL_OK);
+            ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+            check_obs(frl_vec_env_frames(v), 0, channels);
+            *(int32_t *)frl_vec_env_actions(v) = 1;
+            ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+            check_obs(frl_vec_env_frames(v), 1, channels);
+            frl_vec_env_destroy(v);
+        }
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A reset whose frame is bad: its status and a message holding `says`. */
+static void expect_bad_frame(frl_runtime *rt, render_host *h, frl_status want, const char *says)
+{
+    h->stride = FW * FC;
+    frl_vec_env *v;
+    ck_assert_int_eq(host_vec(rt, h, 3, &v), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), want);
+    ck_assert_msg(strstr(frl_vec_env_last_error(v), says) != NULL, "%s",
+                  frl_vec_env_last_error(v));
+    /* The host recovers: the next reset works. */
+    memset(h, 0, sizeof *h);
+    h->stride = FW * FC;
+    ck_assert_int_eq(frl_vec_env_reset(v, 2), FRL_OK);
+    check_obs(frl_vec_env_frames(v), 0, 3);
+    frl_vec_env_destroy(v);
+}
+
+START_TEST(host_frame_errors)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    render_host h;
+    memset(&h, 0, sizeof h);
+    h.give_stride = FW * FC - 1; /* smaller than a row of 8 RGBA pixels */
+    expect_bad_frame(rt, &h, FRL_ERR_SIZE, "less than a row");
+    h.give_stride = -(FW * FC - 4);
+    expect_bad_frame(rt, &h, FRL_ERR_SIZE, "row_stride");
+    h.give_height = FH + 1;
+    expect_bad_frame(rt, &h, FRL_ERR_SIZE, "needs 4 x 8");
+    h.null_pixels = 1;
+    expect_bad_frame(rt, &h, FRL_ERR_NULL, "pixels is NULL");
+    h.fail = 5;
+    expect_bad_frame(rt, &h, FRL_ERR_CALLBACK, "frame callback returned 5");
+
+    /* a frame callback for a float space, an image of actions */
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = host_reset;
+    cb.step = host_step;
+    cb.frame = host_frame;
+    frl_space *box, *img, *disc;
+    int64_t shape = 4;
+    ck_assert_int_eq(frl_space_create_box(&box, NULL, 1, &shape, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_image(&img, NULL, FH, FW, 3), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&disc, NULL, 2), FRL_OK);
+    void *users[1] = {&h};
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, 1, box, disc, NULL),
+                     FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(strstr(frl_last_error(), "callbacks.frame") ? NULL : "");
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, 1, img, img, NULL),
+                     FRL_ERR_UNSUPPORTED);
+    frl_space_destroy(box);
+    frl_space_destroy(img);
+    frl_space_destroy(disc);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- policies with an encoder ---- */
+
+static frl_status make_policy(frl_runtime *rt, const char *settings, int32_t h, int32_t w,
+                              int32_t c, frl_policy **p)
+{
+    frl_space *os, *as;
+    if (c > 0)
+        ck_assert_int_eq(frl_space_create_image(&os, NULL, h, w, c), FRL_OK);
+    else {
+        int64_t shape = 4;
+        ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &shape, NULL, NULL), FRL_OK);
+    }
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 4), FRL_OK);
+    frl_config *cfg = frl_test_settings(settings);
+    frl_status st = frl_policy_create(p, rt, cfg, os, as);
+    frl_config_destroy(cfg);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    return st;
+}
+
+static void expect_refused(frl_runtime *rt, const char *settings, int32_t h, int32_t w,
+                           int32_t c, frl_status want, const char *says)
+{
+    frl_policy *p = NULL;
+    ck_assert_int_eq(make_policy(rt, settings, h, w, c, &p), want);
+    ck_assert_ptr_null(p);
+    ck_assert_msg(strstr(frl_last_error(), says) != NULL, "%s: %s", settings, frl_last_error());
+}
+
+START_TEST(encoder_errors)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    expect_refused(rt, "", 40, 40, 3, FRL_ERR_INVALID_ARGUMENT, "policy.encoder=nature or simple");
+    expect_refused(rt, "policy.encoder=nature", 0, 0, 0, FRL_ERR_INVALID_ARGUMENT,
+                   "use policy.encoder=mlp");
+    /* 32 x 32: the Nature stack's third layer gets a 2 x 2 input */
+    expect_refused(rt, "policy.encoder=nature", 32, 32, 3, FRL_ERR_SIZE, "layer 3 of the nature");
+    expect_refused(rt, "policy.encoder=simple policy.conv_channels=8,16", 40, 40, 3, FRL_ERR_SIZE,
+                   "has 2 values");
+    expect_refused(rt, "policy.encoder=simple policy.obs_norm=true", 40, 40, 3,
+                   FRL_ERR_INVALID_ARGUMENT, "obs_norm");
+    expect_refused(rt, "policy.encoder=simple policy.core=gru", 40, 40, 3, FRL_ERR_UNSUPPORTED,
+                   "recurrent core");
+    frl_policy *p;
+    ck_assert_int_eq(make_policy(rt, "policy.encoder=nature", 84, 84, 4, &p), FRL_OK);
+    /* 8x8x4x32 + 32, 4x4x32x64 + 64, 3x3x64x64 + 64, then 3136 -> 64 -> 64 -> 4 and -> 1 */
+    int64_t conv = 8 * 8 * 4 * 32 + 32 + 4 * 4 * 32 * 64 + 64 + 3 * 3 * 64 * 64 + 64;
+    int64_t mlp = 2 * (3136 * 64 + 64 + 64 * 64 + 64) + 64 * 4 + 4 + 64 + 1;
+    ck_assert_int_eq(frl_policy_num_parameters(p), conv + mlp);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+enum { ROWS = 7, IMG = 40 * 40 * 3 };
+
+static void act_rows(frl_policy *p, const uint8_t *obs, int32_t rows, float *out, int32_t *acts)
+{
+    frl_act_args a;
+    frl_act_args_init(&a);
+    frl_test_act_widths(&a, p);
+    a.batch = rows;
+    a.observations = (const float *)(const void *)obs;
+    a.actions = acts;
+    a.deterministic = 1;
+    a.outputs = out;
+    ck_assert_int_eq(frl_policy_act(p, &a), FRL_OK);
+}
+
+static void random_images(uint8_t *obs, size_t n, uint64_t seed)
+{
+    uint64_t z = seed;
+    for (size_t i = 0; i < n; i++) {
+        z = z * 6364136223846793005ULL + 1442695040888963407ULL;
+        obs[i] = (uint8_t)(z >> 56);
+    }
+}
+
+/* A batch acts as its rows one by one, bit for bit; different images give different
+ * outputs (the encoder reads them). */
+START_TEST(encoder_act_rows)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_policy *p;
+    ck_assert_int_eq(make_policy(rt, "policy.encoder=simple policy.shared=true", 40, 40, 3, &p),
+                     FRL_OK);
+    static uint8_t obs[ROWS * IMG] __attribute__((aligned(64)));
+    random_images(obs, sizeof obs, 11);
+    float all[ROWS * 4], one[4];
+    int32_t acts[ROWS], a1;
+    act_rows(p, obs, ROWS, all, acts);
+    for (int32_t r = 0; r < ROWS; r++) {
+        act_rows(p, obs + (size_t)r * IMG, 1, one, &a1);
+        ck_assert_msg(memcmp(one, all + 4 * r, sizeof one) == 0, "row %d differs alone", r);
+        ck_assert_int_eq(a1, acts[r]);
+    }
+    ck_assert(memcmp(all, all + 4, sizeof one) != 0);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(encoder_save_load)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_policy *p, *q;
+    ck_assert_int_eq(make_policy(rt, "policy.encoder=nature policy.conv_channels=4,8,8 "
+                                     "policy.hidden=32", 40, 40, 3, &p), FRL_OK);
+    char path[] = "/tmp/frl_pixels_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    close(fd);
+    ck_assert_int_eq(frl_policy_save(p, path), FRL_OK);
+    ck_assert_int_eq(frl_policy_load(&q, rt, path), FRL_OK);
+    unlink(path);
+    const frl_space *s = frl_policy_observation_space(q);
+    ck_assert_int_eq(frl_space_get_kind(s), FRL_SPACE_IMAGE);
+    ck_assert(frl_space_shape(s)[0] == 40 && frl_space_shape(s)[2] == 3);
+    ck_assert_int_eq(frl_policy_num_parameters(q), frl_policy_num_parameters(p));
+    static uint8_t obs[ROWS * IMG] __attribute__((aligned(64)));
+    random_images(obs, sizeof obs, 5);
+    float a[ROWS * 4], b[ROWS * 4];
+    int32_t acts[ROWS];
+    act_rows(p, obs, ROWS, a, acts);
+    act_rows(q, obs, ROWS, b, acts);
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+    frl_policy_destroy(p);
+    frl_policy_destroy(q);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- learning from pixels ---- */
+
+/* PPO with the env's default settings (Sample Factory's encoder, 8-16-16 channels)
+ * until the greedy policy reaches the goal in 95% of 100 episodes, checked every 20K
+ * steps up to 200K (seeds 1-3 took 60K). */
+START_TEST(pixel_grid_learned)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_trainer *t;
+    frl_config *cfg = frl_test_settings("");
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "PixelGrid-v0", cfg), FRL_OK);
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "PixelGrid-v0", 10, NULL), FRL_OK);
+    frl_eval_args e;
+    frl_eval_args_init(&e);
+    double mean = 0;
+    int64_t budget = FRL_TEST_SANITIZED ? 4096 : 200000, steps = 0;
+    if (FRL_TEST_SANITIZED)
+        printf("pixel_grid_learned: a sanitizer build runs 4096 steps without the target "
+               "(the plain builds check it)\n");
+    while (steps < budget && mean < 0.95) {
+        steps += FRL_TEST_SANITIZED ? 4096 : 20000;
+        ck_assert_int_eq(frl_trainer_train(t, steps), FRL_OK);
+        ck_assert_int_eq(frl_policy_evaluate(frl_trainer_policy(t), v, &e, &mean), FRL_OK);
+        printf("pixel_grid_learned: %lld steps, greedy mean return %.2f\n", (long long)steps,
+               mean);
+    }
+    if (!FRL_TEST_SANITIZED)
+        ck_assert_msg(mean >= 0.95, "PixelGrid-v0 not learned in %lld steps: %.2f",
+                      (long long)budget, mean);
+    frl_vec_env_destroy(v);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pixels");
+    TCase *tc = tcase_create("pixels");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, image_space);
+    tcase_add_test(tc, pixel_grid_env);
+    tcase_add_test(tc, host_frames_with_stride);
+    tcase_add_test(tc, host_frame_errors);
+    tcase_add_test(tc, encoder_errors);
+    tcase_add_test(tc, encoder_act_rows);
+    tcase_add_test(tc, encoder_save_load);
+    tcase_add_test(tc, pixel_grid_learned);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
