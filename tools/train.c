@@ -292,6 +292,28 @@ static frl_status training_result(const evaluator *e, frl_status st)
     return e->reached ? FRL_OK : st;
 }
 
+/* The experience ring's memory, once at the start: with pixels it is what limits the
+ * envs and steps a run can hold (doc/pixels.md). */
+static void print_ring_memory(frl_trainer *t)
+{
+    const frl_ring *r = frl_trainer_ring(t);
+    frl_vec_env *v = frl_trainer_vec_env(t);
+    size_t bytes = 0;
+    if (!r || !v)
+        return; /* a population's learner keeps no ring */
+    const frl_space *os = frl_vec_env_observation_space(v);
+    int32_t slots = frl_ring_slots(r);
+    if (frl_ring_memory_size(slots, frl_ring_steps(r), frl_ring_envs(r), os,
+                             frl_vec_env_action_space(v), &bytes) != FRL_OK)
+        return;
+    int image = frl_space_get_kind(os) == FRL_SPACE_IMAGE;
+    long long row = frl_space_width(os) * (image ? 1 : 4); /* a pixel is a byte */
+    fprintf(stderr, "ring: %d slots of %d steps x %d envs, %.1f MiB (%.2f MiB a slot); "
+            "observations %lld bytes a row%s\n", (int)slots, (int)frl_ring_steps(r),
+            (int)frl_ring_envs(r), (double)bytes / 1048576.0,
+            (double)bytes / (double)slots / 1048576.0, row, image ? " (uint8 pixels)" : "");
+}
+
 static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *cfg)
 {
     frl_trainer *t;
@@ -316,6 +338,8 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     }
     p.ev = o->eval_every ? &ev : NULL;
     frl_trainer_set_callback(t, on_metrics, &p);
+    if (!o->quiet)
+        print_ring_memory(t);
     g_trainer = t;
     signal(SIGINT, on_sigint);
     st = frl_trainer_train(t, o->steps);

@@ -111,6 +111,23 @@ static const frl_sampler_ops *sampler_for(const frl_config *cfg, const frl_learn
                                                : frl_sampler_lookup(cfg);
 }
 
+/* What the ring holds, said once: with image observations a slot is mostly pixels, and
+ * its size is what decides how many envs and steps fit (doc/pixels.md). */
+static void log_ring_memory(frl_trainer *t, const frl_space *os, const frl_space *as)
+{
+    size_t bytes = 0;
+    int32_t slots = t->ring->slots;
+    if (frl_ring_memory_size(slots, t->T, t->B, os, as, &bytes) != FRL_OK)
+        return;
+    char space[96];
+    frl_space_describe(os, space, sizeof space);
+    frl_log(t->rt, FRL_LOG_INFO,
+            "ring: %d slots of %d steps x %d envs, %.1f MiB (%.1f MiB a slot; observations "
+            "%s, %lld bytes a row)", (int)slots, (int)t->T, (int)t->B,
+            (double)bytes / 1048576.0, (double)bytes / slots / 1048576.0, space,
+            (long long)(4 * frl_space_row_floats(os)));
+}
+
 static frl_status build_parts(frl_trainer *t, const char *who)
 {
     const frl_space *os = frl_vec_env_observation_space(t->venv);
@@ -122,6 +139,7 @@ static frl_status build_parts(frl_trainer *t, const char *who)
                              as);
     if (st != FRL_OK)
         return st;
+    log_ring_memory(t, os, as);
     if ((st = frl_ring_alloc_state(t->ring, t->policy->state_w)) != FRL_OK)
         return frl_fail_msg(NULL, st, t->ring->err);
     if (t->policy->state_w && !sampler->carries_state)
