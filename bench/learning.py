@@ -25,6 +25,10 @@ greedy episodes, which decides:
     es-CartPole, ga-CartPole     475    target 8 in 10
     es-Acrobot, ga-Acrobot      -100    target 8 in 10
     es-MountainCarContinuous      90    target 6 in 10
+The pixel tasks (--tasks pixels): PixelGrid-v0 (a 5 x 5 grid seen only as a 40 x 40
+RGB image; doc/pixels.md) with its default settings (convnet_simple with 8-16-16
+channels, PPO), target 0.95 (the share of episodes that reach the goal) within 200,000
+steps, 9 in 10; pixels-appo, the same with sampler.mode=async, measured.
 The MuJoCo tasks (--tasks mujoco; a build with the MuJoCo plugin):
     InvertedPendulum-v5   950     300,000
     Reacher-v5             -6     500,000
@@ -86,6 +90,8 @@ TASKS = {
     "InvertedPendulum-v5": Task("InvertedPendulum-v5", 950.0, 300000, "", "fastrl", 0, 0.8),
     "Reacher-v5": Task("Reacher-v5", -6.0, 500000, "", "fastrl", 0, 0.8),
     "Hopper-v5": Task("Hopper-v5", 3000.0, 1000000, "", "fastrl", 0, 0.0),
+    "PixelGrid-v0": Task("PixelGrid-v0", 0.95, 200000, "", "fastrl", 0, 0.9),
+    "pixels-appo": Task("PixelGrid-v0", 0.95, 200000, "sampler.mode=async", "fastrl", 0, 0.0),
     # Neuroevolution: the kept policy (ES's centre, GA's best member) is evaluated over
     # 100 greedy episodes after training; each run is capped at 20M steps and 10 minutes.
     # ES stops once its population's mean fitness reaches the target; a GA's population
@@ -106,6 +112,7 @@ GROUPS = {
     "memory": ["nv-gru", "nv-lstm", "nv-mlp", "nv-stack4", "probe-gru", "probe-lstm",
                "probe-mlp"],
     "mujoco": ["InvertedPendulum-v5", "Reacher-v5", "Hopper-v5"],
+    "pixels": ["PixelGrid-v0", "pixels-appo"],
     "evo": ["es-CartPole", "ga-CartPole", "es-Acrobot", "ga-Acrobot",
             "es-MountainCarContinuous"],
 }
@@ -211,7 +218,7 @@ def parse_args():
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--tasks", "--envs", dest="tasks", default="classic",
-                    help=f"classic, memory, mujoco, evo, or comma-separated names of {', '.join(TASKS)}")
+                    help=f"classic, memory, mujoco, evo, pixels, or comma-separated names of {', '.join(TASKS)}")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once")
     ap.add_argument("--threads", type=int, default=0,
                     help="--set runtime.threads=T for each run (0: fastrl's default)")

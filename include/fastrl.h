@@ -605,7 +605,8 @@ typedef struct frl_act_args {
      * 0.2, whose struct_size ends before them. */
     int64_t observation_width;
     int64_t action_width;
-    /* Since 0.3: the recurrent state of a policy with a core (policy.core gru or lstm),
+    /* Since 0.3: the recurrent state of a policy with a core (policy.core gru or lstm)
+     * or the earlier frames of a frame stack (policy.frame_stack),
      * [batch x state_width] floats the caller owns and act reads and replaces in place,
      * row i being the state of the agent of observation row i. A new agent's row starts
      * as zeros; reset (optional, [batch]) zeroes row i first where reset[i] != 0, so the
@@ -632,7 +633,9 @@ static inline void frl_act_args_init(frl_act_args *args)
 }
 /* Floats of recurrent state per row of frl_act_args.state: 0 for a policy without a
  * core, h for policy.core=gru, 2 h for lstm (h then c), per core (two cores with
- * policy.shared=false: the actor's, then the critic's). */
+ * policy.shared=false: the actor's, then the critic's). A frame stack
+ * (policy.frame_stack = k > 1) keeps its k - 1 earlier frames there instead, oldest
+ * first, each frame's bytes taking bytes / 4 floats. */
 FRL_API int64_t frl_policy_state_size(const frl_policy *policy);
 /* Floats per row of frl_act_args.outputs: the number of actions (discrete) or the
  * action width (box). 0 for NULL. */

@@ -75,10 +75,13 @@ static uint64_t run_hash(const char *env, int threads, int32_t n, int steps)
 START_TEST(identical_for_any_thread_count)
 {
     const char *env = frl_env_name_at(_i);
-    uint64_t ref = run_hash(env, 1, 1000, 250);
+    /* A pixel env draws 4,800 bytes an env and step: 100 envs keep it as quick as the
+     * others (every chunk split still differs between the thread counts). */
+    int32_t n = strcmp(env, "PixelGrid-v0") == 0 ? 100 : 1000;
+    uint64_t ref = run_hash(env, 1, n, 250);
     static const int threads[] = {2, 3, 7};
     for (int t = 0; t < 3; t++)
-        ck_assert_msg(run_hash(env, threads[t], 1000, 250) == ref,
+        ck_assert_msg(run_hash(env, threads[t], n, 250) == ref,
                       "%s: results differ with %d threads", env, threads[t]);
 }
 END_TEST

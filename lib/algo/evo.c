@@ -60,6 +60,10 @@ static frl_status evo_create(frl_learner *l, const frl_learner_ctx *c, char *err
     if (c->policy->towers)
         return frl_fail(err, FRL_ERR_UNSUPPORTED, "train.algo=es|ga: recurrent policies "
                         "(policy.core) are not evolved yet; use policy.core=none");
+    if (c->policy->state_w)
+        return frl_fail(err, FRL_ERR_UNSUPPORTED, "train.algo=es|ga: frame stacks "
+                        "(policy.frame_stack > 1) are not evolved yet; use "
+                        "policy.frame_stack=1");
     evo_learner *v = frl_alloc(&l->rt->alloc, sizeof *v, 64);
     if (!v)
         return frl_fail(err, FRL_ERR_NOMEM, "out of memory");

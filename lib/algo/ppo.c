@@ -5,6 +5,7 @@
 
 #include "core/rng.h"
 #include "nn/dev_math.h"
+#include "rl/frame_stack.h"
 #include "rl/heads.h"
 #include "rl/policy_rnn.h"
 #include "algo/ppo.h"
@@ -36,10 +37,10 @@ static int32_t shard_rows_for(int32_t M)
 
 static size_t gather_floats(const frl_policy *p, int32_t rows)
 {
-    /* obs, actions (as floats or int32), old log-probs, advantages, returns, old values,
-     * and the log-std gradients and inverse stds (box), in double */
+    /* obs (whole frame stacks), actions (as floats or int32), old log-probs, advantages,
+     * returns, old values, and the log-std gradients and inverse stds (box), in double */
     size_t r = (size_t)rows;
-    return frl_align_up(r * (size_t)p->obs_w, 16) + frl_align_up(r * (size_t)p->out_w, 16) +
+    return frl_align_up(r * (size_t)frl_policy_input_row_w(p), 16) + frl_align_up(r * (size_t)p->out_w, 16) +
            4 * frl_align_up(r, 16) + 2 * frl_align_up((size_t)p->out_w * 2, 16);
 }
 
@@ -184,15 +185,46 @@ static float row_log_ratio(const frl_ppo *l, const float *out, int32_t i)
     return (float)(lp - mu[i]);
 }
 
+/* Where the slot's frames are, for a frame-stacking policy's rows (rl/frame_stack.h). */
+static frl_frame_source frames_of(const frl_ppo *l, int32_t slot)
+{
+    frl_frame_source s = {l->p->stack, (size_t)l->p->obs_w, l->T, l->B,
+                          frl_ring_at(l->ring, slot, FRL_RING_OBSERVATIONS),
+                          frl_ring_at(l->ring, slot, FRL_RING_BOOTSTRAP_OBS),
+                          frl_ring_at(l->ring, slot, FRL_RING_RESET_STEPS), l->state0};
+    return s;
+}
+
+/* The stacks of rows [first, first + rows) of step-major rows (row i: step i / B, env
+ * i % B; step_base T: the bootstrap frames) into the gather area of `thread`'s workspace,
+ * which a value pass does not otherwise use. */
+static const float *stacks_of(const frl_ppo *l, int32_t first, int32_t rows, int32_t step_base,
+                              int32_t thread)
+{
+    const frl_policy *p = l->p;
+    float *out = l->ws[thread] + frl_policy_pass_floats(p, l->shard_rows, 1);
+    frl_frame_source s = frames_of(l, l->slot);
+    size_t w = (size_t)frl_policy_input_row_w(p);
+    for (int32_t r = 0; r < rows; r++) {
+        int32_t i = first + r;
+        frl_frame_stack_row(&s, step_base + i / l->B, i % l->B, out + (size_t)r * w);
+    }
+    return out;
+}
+
 /* Values of rows [first, first + rows) of obs into v, with the workspace of `thread`;
- * with log_ratio, also log pi(a|x) - log mu(a|x) of the slot's rows (V-trace). */
+ * with log_ratio, also log pi(a|x) - log mu(a|x) of the slot's rows (V-trace). A frame
+ * stack's rows are gathered first (step_base: the step of row 0, T for the bootstrap
+ * frames). */
 static void values_of(frl_ppo *l, const float *obs, int32_t first, int32_t rows, float *v,
-                      float *log_ratio, int32_t thread)
+                      float *log_ratio, int32_t thread, int32_t step_base)
 {
     const frl_policy *p = l->p;
     frl_pass f;
     frl_policy_pass_layout(p, rows, 0, l->ws[thread], &f);
-    frl_policy_forward_heads(p, p->params, rows, obs + (size_t)first * (size_t)p->obs_w, &f,
+    const float *in = p->stack > 1 ? stacks_of(l, first, rows, step_base, thread)
+                                   : obs + (size_t)first * (size_t)p->obs_w;
+    frl_policy_forward_heads(p, p->params, rows, in, &f,
                              FRL_HEAD_CRITIC | (log_ratio ? FRL_HEAD_ACTOR : 0u));
     memcpy(v + first, f.value, sizeof(float) * (size_t)rows);
     if (!log_ratio)
@@ -208,7 +240,7 @@ static int values_task(void *user, int32_t task, int32_t thread)
     int32_t rows = l->N - first < l->shard_rows ? l->N - first : l->shard_rows;
     values_of(l, frl_ring_at(l->ring, l->slot, FRL_RING_OBSERVATIONS), first, rows,
               frl_ring_at(l->ring, l->slot, FRL_RING_VALUES), l->s.vtrace ? l->log_ratio : NULL,
-              thread);
+              thread, 0);
     return 0;
 }
 
@@ -228,9 +260,10 @@ void frl_ppo_bootstrap(frl_ppo *l, int32_t slot)
     if (l->recurrent)
         return; /* rvalues ran on into the bootstrap step, with the final states */
     const float *obs = frl_ring_at(l->ring, slot, FRL_RING_BOOTSTRAP_OBS);
+    l->slot = slot;
     for (int32_t first = 0; first < l->B; first += l->shard_rows) {
         int32_t rows = l->B - first < l->shard_rows ? l->B - first : l->shard_rows;
-        values_of(l, obs, first, rows, l->vboot, NULL, 0);
+        values_of(l, obs, first, rows, l->vboot, NULL, 0, l->T);
     }
 }
 
@@ -280,7 +313,7 @@ static void shard_bufs(const frl_ppo *l, float *g, shard_buf *sb)
 {
     size_t r = (size_t)l->buf_rows;
     sb->obs = g;
-    g += frl_align_up(r * (size_t)l->p->obs_w, 16);
+    g += frl_align_up(r * (size_t)frl_policy_input_row_w(l->p), 16);
     sb->act = g;
     g += frl_align_up(r * (size_t)l->p->out_w, 16);
     sb->old_lp = g;
@@ -304,11 +337,15 @@ static void gather(const frl_ppo *l, const int32_t *idx, int32_t rows, shard_buf
     const unsigned char *act = frl_ring_at(ring, l->slot, FRL_RING_ACTIONS);
     const float *lp = frl_ring_at(ring, l->slot, FRL_RING_LOG_PROBS);
     const float *v = frl_ring_at(ring, l->slot, FRL_RING_VALUES);
-    size_t ow = (size_t)l->p->obs_w;
+    size_t ow = (size_t)l->p->obs_w, iw = (size_t)frl_policy_input_row_w(l->p);
     size_t ab = l->p->discrete ? sizeof(int32_t) : sizeof(float) * (size_t)l->p->out_w;
+    frl_frame_source fs = frames_of(l, l->slot);
     for (int32_t r = 0; r < rows; r++) {
         size_t i = (size_t)idx[r];
-        memcpy(sb->obs + (size_t)r * ow, obs + i * ow, sizeof(float) * ow);
+        if (l->p->stack > 1)
+            frl_frame_stack_row(&fs, idx[r] / l->B, idx[r] % l->B, sb->obs + (size_t)r * iw);
+        else
+            memcpy(sb->obs + (size_t)r * ow, obs + i * ow, sizeof(float) * ow);
         memcpy((unsigned char *)sb->act + (size_t)r * ab, act + i * ab, ab);
         sb->old_lp[r] = lp[i];
         sb->adv[r] = (float)((l->adv[i] - l->adv_mean) * l->adv_inv_std);

@@ -713,7 +713,8 @@ static int omitted_at_default(int32_t k, const char *value)
     static const frl_key newer[] = {FRL_KEY_ENV_MEMORY_CUES, FRL_KEY_ENV_MEMORY_DELAY,
                                     FRL_KEY_POLICY_CORE, FRL_KEY_POLICY_CORE_KEEP_BIAS,
                                     FRL_KEY_POLICY_CORE_SIZE, FRL_KEY_POLICY_CONV_CHANNELS,
-                                    FRL_KEY_POLICY_ENCODER, FRL_KEY_TRAIN_BPTT};
+                                    FRL_KEY_POLICY_ENCODER, FRL_KEY_POLICY_FRAME_STACK,
+                                    FRL_KEY_TRAIN_BPTT};
     for (size_t i = 0; i < sizeof newer / sizeof newer[0]; i++)
         if ((int32_t)newer[i] == k)
             return strcmp(value, frl_key_defs[k].default_text) == 0;

@@ -92,6 +92,10 @@
     X(POLICY_EPSILON, "policy.epsilon", FLOAT, "0.05", 0, 1,                                 \
       "Q-policies (policy.head=q or dueling_q): the chance of a uniform random action when " \
       "acting without deterministic (DQN's training sets it by its schedule)")               \
+    X(POLICY_FRAME_STACK, "policy.frame_stack", INT, "1", 1, 16,                             \
+      "image observations: the encoder reads the last this many frames of each env, "        \
+      "stacked as channels (zeros before an episode's first); each frame is stored once, "   \
+      "the earlier ones kept as the policy's state (frl_policy_state_size)")                  \
     X(POLICY_HEAD, "policy.head", CHOICE, "actor_critic", 0, 0,                              \
       "what the networks output: an actor and a critic, Q-values (q; discrete actions), or " \
       "a dueling trunk with value and advantage heads (dueling_q; Wang et al., 2016)")       \

@@ -18,14 +18,19 @@ static frl_status check_params(frl_policy *p)
     return FRL_OK;
 }
 
-/* Q-policies have no recurrent kind (policy.c refuses the pair), so every policy the
- * library makes is one the writers cover; this stays as the place a new kind is refused
- * until the writers learn it. */
+/* The place a policy kind the writers do not cover is refused: recurrent Q-policies
+ * (which policy.c does not make either) and convolutional encoders, whose layers
+ * neither writer emits yet. */
 static frl_status check_kind(frl_policy *p)
 {
     if (p->towers && p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
         return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
                         "frl_policy_export: a recurrent Q-policy cannot be exported");
+    if (p->cnn.layers)
+        return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
+                        "frl_policy_export: policies with a convolutional encoder "
+                        "(policy.encoder) cannot be exported yet: the ONNX and C writers "
+                        "emit MLPs and recurrent cores only");
     return FRL_OK;
 }
 

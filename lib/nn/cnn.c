@@ -37,10 +37,12 @@ static int add_layer(frl_cnn *n, const frl_cnn_spec *spec, int32_t l, int32_t ou
 }
 
 int frl_cnn_init(frl_cnn *n, const frl_cnn_spec *spec, const int32_t *channels,
-                 int32_t num_channels, int32_t h, int32_t w, int32_t c, size_t param_base,
-                 char *why, size_t size)
+                 int32_t num_channels, int32_t h, int32_t w, int32_t c, int32_t frames,
+                 size_t param_base, char *why, size_t size)
 {
     memset(n, 0, sizeof *n);
+    n->frames = frames;
+    c *= frames;
     if (num_channels != 0 && num_channels != spec->layers) {
         snprintf(why, size, "policy.conv_channels has %d values, the %s encoder has %d layers",
                  (int)num_channels, spec->name, (int)spec->layers);
@@ -104,15 +106,36 @@ size_t frl_cnn_grad_floats(const frl_cnn *n, int32_t rows)
 }
 
 /* Bytes to floats in [0, 1], the scaling every pixel encoder applies (x / 255). */
+static void scale_row(const uint8_t *img, size_t n, float *x)
+{
+    const float s = 1.0f / 255.0f;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)img[i] * s;
+}
+
+/* A row of k frames (oldest first) into k * c channels per pixel. */
+static void scale_stack(const frl_cnn *n, const uint8_t *row, float *x)
+{
+    size_t pixels = (size_t)n->in_h * (size_t)n->in_w, k = (size_t)n->frames;
+    size_t c = (size_t)n->in_c / k, frame = pixels * c;
+    const float s = 1.0f / 255.0f;
+    for (size_t j = 0; j < k; j++) {
+        const uint8_t *f = row + j * frame;
+        for (size_t p = 0; p < pixels; p++)
+            for (size_t ch = 0; ch < c; ch++)
+                x[p * k * c + j * c + ch] = (float)f[p * c + ch] * s;
+    }
+}
+
 static void scale_images(const frl_cnn *n, int32_t rows, const uint8_t *images,
                          size_t row_bytes, float *x)
 {
     size_t in = input_floats(n);
-    const float s = 1.0f / 255.0f;
     for (int32_t r = 0; r < rows; r++, x += in) {
-        const uint8_t *img = images + (size_t)r * row_bytes;
-        for (size_t i = 0; i < in; i++)
-            x[i] = (float)img[i] * s;
+        if (n->frames > 1)
+            scale_stack(n, images + (size_t)r * row_bytes, x);
+        else
+            scale_row(images + (size_t)r * row_bytes, in, x);
     }
 }
 

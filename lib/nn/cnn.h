@@ -1,7 +1,10 @@
 /* A stack of 2D convolutions over uint8 images: a policy's pixel encoder.
  *
  * The input is an image observation's bytes, [rows x h x w x c] (NHWC, what an image
- * space holds), scaled to [0, 1] into the first stored activation; each layer is an
+ * space holds), scaled to [0, 1] into the first stored activation; with frame stacking
+ * a row is k such frames one after another (oldest first), and the scaling interleaves
+ * them into k * c channels per pixel (frame j's channels at j * c), the layout of a
+ * stack of frames as channels. Each layer is an
  * frl_conv2d (im2col and the table's linear kernels, so the determinism contract of
  * nn/kernels.h holds through the stack) whose NHWC output is the next one's input. The
  * last output, read as [rows x out_w], is what the MLP trunk takes: the flattening is
@@ -35,19 +38,20 @@ extern const frl_cnn_spec frl_cnn_nature, frl_cnn_simple;
 typedef struct frl_cnn {
     int32_t layers;
     frl_conv2d conv[FRL_CNN_MAX_LAYERS];
-    int32_t in_h, in_w, in_c;
+    int32_t in_h, in_w, in_c; /* in_c: frames * the frames' channels */
+    int32_t frames;         /* frames a row stacks (1: none) */
     int32_t out_w;          /* features per image: the last layer's h * w * c */
     int32_t widest;         /* the largest layer output per image */
     int32_t block;          /* images per patch matrix */
     size_t param_base, num_params;
 } frl_cnn;
 
-/* Lay out spec's stack with the given channels (channels->n == 0: the spec's own) over
- * h x w x c images, parameters from param_base. 0, or -1 with why (size bytes) saying
- * which layer does not fit the image or which setting is wrong. */
+/* Lay out spec's stack with the given channels (num_channels == 0: the spec's own) over
+ * stacks of `frames` h x w x c images, parameters from param_base. 0, or -1 with why
+ * (size bytes) saying which layer does not fit the image or which setting is wrong. */
 int frl_cnn_init(frl_cnn *n, const frl_cnn_spec *spec, const int32_t *channels,
-                 int32_t num_channels, int32_t h, int32_t w, int32_t c, size_t param_base,
-                 char *why, size_t size);
+                 int32_t num_channels, int32_t h, int32_t w, int32_t c, int32_t frames,
+                 size_t param_base, char *why, size_t size);
 
 /* Workspace of a pass over rows images, in floats: the stored activations (the scaled
  * input and every layer's output), the patch matrix of one block and, when training,
@@ -56,7 +60,8 @@ size_t frl_cnn_acts_floats(const frl_cnn *n, int32_t rows);
 size_t frl_cnn_work_floats(const frl_cnn *n, int32_t rows);
 size_t frl_cnn_grad_floats(const frl_cnn *n, int32_t rows);
 
-/* The features [rows x out_w] of rows images (bytes, row_bytes apart), inside acts. */
+/* The features [rows x out_w] of rows images (bytes, row_bytes apart; each row `frames`
+ * frames), inside acts. */
 const float *frl_cnn_forward(const frl_cnn *n, const frl_kernels *k, const float *params,
                              int32_t rows, const uint8_t *images, size_t row_bytes,
                              float *acts, float *work);

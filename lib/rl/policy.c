@@ -67,7 +67,7 @@ static frl_net_shape shape_of(const frl_policy *p)
 
 /* The encoder's arrays, after the networks' (at `at` floats): where each starts. */
 typedef struct enc_plan {
-    size_t acts, work, d_in, d_in2, grad, floats;
+    size_t acts, work, d_in, d_in2, grad, stacked, floats;
 } enc_plan;
 
 static size_t take_floats(size_t *cursor, size_t n)
@@ -88,6 +88,8 @@ static void plan_encoder(const frl_policy *p, int32_t rows, int training, size_t
             e->d_in = take_floats(&at, (size_t)rows * (size_t)p->in_w);
             e->d_in2 = take_floats(&at, (size_t)rows * (size_t)p->in_w);
             e->grad = take_floats(&at, frl_cnn_grad_floats(&p->cnn, rows));
+        } else if (p->stack > 1) {
+            e->stacked = take_floats(&at, (size_t)rows * (size_t)frl_policy_input_row_w(p));
         }
     }
     e->floats = at;
@@ -115,8 +117,10 @@ static void layout_encoder(const frl_policy *p, int32_t rows, int training, size
     plan_encoder(p, rows, training, at, &e);
     f->enc_acts = ws + e.acts;
     f->enc_work = ws + e.work;
-    if (!training)
+    if (!training) {
+        f->stacked = p->stack > 1 ? ws + e.stacked : NULL;
         return;
+    }
     f->d_in = ws + e.d_in;
     f->d_in2 = ws + e.d_in2;
     f->enc_grad = ws + e.grad;
@@ -213,7 +217,8 @@ static const float *network_input(const frl_policy *p, const float *params, int3
     if (!p->cnn.layers)
         return frl_policy_input(p, f->norm, rows, obs, f->xn);
     return frl_cnn_forward(&p->cnn, p->k, params, rows, (const uint8_t *)obs,
-                           sizeof(float) * (size_t)p->obs_w, f->enc_acts, f->enc_work);
+                           sizeof(float) * (size_t)frl_policy_input_row_w(p), f->enc_acts,
+                           f->enc_work);
 }
 
 void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t rows,
@@ -329,6 +334,41 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
 
 /* ---- acting ---- */
 
+/* A frame stack's step: each row's stack is its state (the earlier frames, oldest
+ * first; zeros after a reset) and the new frame, which then joins the state. */
+static void stack_step(const frl_policy *p, const float *params, int32_t rows,
+                       const float *obs, float *state, const uint8_t *reset, float *ws,
+                       unsigned heads, float **out, float **value)
+{
+    frl_pass f;
+    frl_policy_pass_layout(p, rows, 0, ws, &f);
+    size_t fw = (size_t)p->obs_w, sw = (size_t)p->state_w, bytes = sizeof(float);
+    for (int32_t r = 0; r < rows; r++) {
+        float *s = state + (size_t)r * sw, *dst = f.stacked + (size_t)r * (sw + fw);
+        const float *o = obs + (size_t)r * fw;
+        if (reset && reset[r])
+            memset(s, 0, bytes * sw);
+        memcpy(dst, s, bytes * sw);
+        memcpy(dst + sw, o, bytes * fw);
+        memmove(s, s + fw, bytes * (sw - fw));
+        memcpy(s + sw - fw, o, bytes * fw);
+    }
+    frl_policy_forward_heads(p, params, rows, f.stacked, &f, heads);
+    *out = f.out;
+    if (value)
+        *value = f.value;
+}
+
+void frl_policy_state_step(const frl_policy *p, const float *params, const frl_obsnorm *norm,
+                           int32_t rows, const float *obs, float *state, const uint8_t *reset,
+                           float *ws, unsigned heads, float **out, float **value)
+{
+    if (p->towers)
+        frl_policy_rnn_step(p, params, norm, rows, obs, state, reset, ws, heads, out, value);
+    else
+        stack_step(p, params, rows, obs, state, reset, ws, heads, out, value);
+}
+
 /* Epsilon-greedy on Q-values. */
 static void q_choose(const frl_policy *p, const float *q, double eps, frl_rng *r,
                      void *action_row)
@@ -416,9 +456,9 @@ static void chunk_outputs(frl_policy *p, const frl_act_args *a, int64_t first, i
     /* The critic runs only for a caller that wants values: acting alone is half the work. */
     unsigned heads = FRL_HEAD_ACTOR | (a->values ? FRL_HEAD_CRITIC : 0u);
     const float *obs = a->observations + first * p->obs_w;
-    if (p->towers) {
-        frl_policy_rnn_step(p, p->params, &p->norm, rows, obs, a->state + first * p->state_w,
-                            a->reset ? a->reset + first : NULL, ws, heads, out, value);
+    if (p->state_w) {
+        frl_policy_state_step(p, p->params, &p->norm, rows, obs, a->state + first * p->state_w,
+                              a->reset ? a->reset + first : NULL, ws, heads, out, value);
         return;
     }
     frl_pass f;
@@ -916,8 +956,20 @@ static frl_status encoder_for_space(frl_policy *p, const char *who)
 static frl_status layout_encoder_stack(frl_policy *p, const char *who)
 {
     int enc = frl_cfg_choice(p->cfg, FRL_KEY_POLICY_ENCODER);
-    if (enc == FRL_POLICY_ENCODER_MLP)
+    p->stack = (int32_t)frl_cfg_int(p->cfg, FRL_KEY_POLICY_FRAME_STACK);
+    if (enc == FRL_POLICY_ENCODER_MLP && p->stack > 1)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "%s: policy.frame_stack=%d stacks image frames for a convolutional "
+                        "encoder (policy.encoder=nature or simple); this policy has none",
+                        who, (int)p->stack);
+    if (enc == FRL_POLICY_ENCODER_MLP) {
+        p->stack = 1;
         return FRL_OK;
+    }
+    if (p->stack > 1 && p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: policy.frame_stack with Q-policies (policy.head=q, dueling_q) "
+                        "is not supported yet: the replay does not gather stacks", who);
     if (frl_cfg_choice(p->cfg, FRL_KEY_POLICY_CORE) != FRL_POLICY_CORE_NONE)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
                         "%s: a convolutional encoder with a recurrent core (policy.core) is "
@@ -932,9 +984,10 @@ static frl_status layout_encoder_stack(frl_policy *p, const char *who)
     const int64_t *shape = p->obs_space->shape;
     char why[FRL_ERRMSG_SIZE / 2];
     if (frl_cnn_init(&p->cnn, spec, ch.v, ch.n, (int32_t)shape[0], (int32_t)shape[1],
-                     (int32_t)shape[2], 0, why, sizeof why) != 0)
+                     (int32_t)shape[2], p->stack, 0, why, sizeof why) != 0)
         return frl_fail(NULL, FRL_ERR_SIZE, "%s: %s", who, why);
     p->in_w = p->cnn.out_w;
+    p->state_w = (p->stack - 1) * p->obs_w; /* the earlier frames, carried when acting */
     return FRL_OK;
 }
 

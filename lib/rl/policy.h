@@ -27,6 +27,11 @@ struct frl_policy {
      * the start of the parameters, its features the networks' input (cnn.layers == 0:
      * none, the networks read the observations). */
     frl_cnn cnn;
+    /* policy.frame_stack: frames each row the networks read stacks (1: none). The
+     * earlier stack-1 frames of an env are its state when acting (state_w floats) and
+     * are gathered from the ring's column when learning (rl/frame_stack.h); the
+     * forward pass reads rows of stack * obs_w floats, oldest frame first. */
+    int32_t stack;
     int32_t obs_n;            /* discrete(n) observations: n, each index becomes a one-hot
                                  row before the first layer; 0 for a box */
     int32_t out_w;            /* logits (discrete n) or Gaussian means (box width) */
@@ -92,7 +97,15 @@ typedef struct frl_pass {
      * gradient of the features (d_in, and d_in2 for the second of two networks) and
      * the encoder's own gradient buffers. NULL without an encoder. */
     float *enc_acts, *enc_work, *d_in, *d_in2, *enc_grad;
+    float *stacked;       /* acting with a frame stack: [rows x stack * obs_w] */
 } frl_pass;
+
+/* Floats per row of what the forward pass reads: a frame stack's rows hold every
+ * frame of the stack. */
+static inline int32_t frl_policy_input_row_w(const frl_policy *p)
+{
+    return p->obs_w * p->stack;
+}
 
 /* The hidden layers' activation that policy.activation names. */
 frl_nn_act frl_policy_activation(const frl_config *cfg);
@@ -115,6 +128,14 @@ void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t 
                               const float *obs, frl_pass *f, unsigned heads);
 void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
                         const float *obs, frl_pass *f);
+
+/* One acting step of a policy with state (policy.core or a frame stack) on rows single
+ * observations: state [rows x state_w] is read and replaced, rows whose reset flag is
+ * set starting from zeros; out and value (heads asked for) point into ws, a workspace
+ * of frl_policy_pass_floats(p, rows, 0). */
+void frl_policy_state_step(const frl_policy *p, const float *params, const frl_obsnorm *norm,
+                           int32_t rows, const float *obs, float *state, const uint8_t *reset,
+                           float *ws, unsigned heads, float **out, float **value);
 
 /* The weights untransposed, for backward passes that share one set of parameters
  * (see frl_mlp_backward): num_params floats. */

@@ -23,7 +23,7 @@ static const char who_act[] = "frl_population_act";
 
 int64_t frl_population_prefix(const frl_policy *p)
 {
-    if (p->towers)
+    if (p->state_w) /* members act without state: no cores, no frame stacks yet */
         return 0;
     return (int64_t)(p->actor.param_base + p->actor.num_params);
 }
@@ -93,7 +93,8 @@ FRL_API frl_status frl_population_create(frl_population **out, frl_policy *polic
                         (int)members);
     int64_t n = frl_population_prefix(policy);
     if (n == 0)
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: a recurrent policy (policy.core) "
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: a policy with state (a recurrent "
+                        "core, policy.core, or a frame stack, policy.frame_stack > 1) "
                         "cannot be a population's architecture yet", who);
     if ((double)members * (double)n * sizeof(float) > (double)(SIZE_MAX / 2))
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: %d members x %lld parameters do not fit in "

@@ -442,8 +442,9 @@ static void sample_rows(async_sampler *a, const frl_weights_view *wv, const int3
     }
 }
 
-/* A recurrent policy acts group by group: a group's rows of the state and of its vec
- * env's autoreset flags are contiguous, the gathered batch's would not be. */
+/* A policy with state (a recurrent core, a frame stack) acts group by group: a group's
+ * rows of the state and of its vec env's autoreset flags are contiguous, the gathered
+ * batch's would not be. */
 static void act_groups_recurrent(async_sampler *a, const task *k, int32_t thread,
                                  const frl_weights_view *wv)
 {
@@ -460,9 +461,9 @@ static void act_groups_recurrent(async_sampler *a, const task *k, int32_t thread
         for (int32_t first = 0; first < m; first += a->chunk) {
             int32_t n = m - first < a->chunk ? m - first : a->chunk;
             float *out;
-            frl_policy_rnn_step(p, wv->params, &wv->norm, n, obs + (size_t)first * ow,
-                                state + (size_t)first * sw, reset + first, sc->ws, FRL_HEAD_ACTOR,
-                                &out, NULL);
+            frl_policy_state_step(p, wv->params, &wv->norm, n, obs + (size_t)first * ow,
+                                  state + (size_t)first * sw, reset + first, sc->ws,
+                                  FRL_HEAD_ACTOR, &out, NULL);
             sample_rows(a, wv, sc->picked, n, out, &c);
         }
     }
@@ -471,7 +472,7 @@ static void act_groups_recurrent(async_sampler *a, const task *k, int32_t thread
 static void act_batch_cpu(async_sampler *a, const task *k, int32_t thread,
                           const frl_weights_view *wv)
 {
-    if (a->h->policy->towers) {
+    if (a->h->policy->state_w) {
         act_groups_recurrent(a, k, thread, wv);
         return;
     }

@@ -115,12 +115,12 @@ static int act_task(void *user, int32_t task, int32_t thread)
      * there already (rollout_step). */
     if (s->dev_out)
         f.out = s->dev_out + (size_t)first * (size_t)p->out_w;
-    else if (p->towers)
+    else if (p->state_w)
         /* The vec env's autoreset flags of the last step start those rows' episodes. */
-        frl_policy_rnn_step(p, p->params, &p->norm, rows, obs,
-                            h->book->state + (size_t)first * (size_t)p->state_w,
-                            frl_vec_env_reset_steps(h->venvs[0]) + first, s->ws[thread],
-                            FRL_HEAD_ACTOR, &f.out, NULL);
+        frl_policy_state_step(p, p->params, &p->norm, rows, obs,
+                              h->book->state + (size_t)first * (size_t)p->state_w,
+                              frl_vec_env_reset_steps(h->venvs[0]) + first, s->ws[thread],
+                              FRL_HEAD_ACTOR, &f.out, NULL);
     else
         frl_policy_forward_heads(p, p->params, rows, obs, &f, FRL_HEAD_ACTOR);
     for (int32_t r = 0; r < rows; r++) {

@@ -144,8 +144,9 @@ static frl_status build_parts(frl_trainer *t, const char *who)
         return frl_fail_msg(NULL, st, t->ring->err);
     if (t->policy->state_w && !sampler->carries_state)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: a recurrent policy (policy.core) trains with sampler.mode=sync for "
-                        "now; sampler.mode=%s does not carry its state", who, sampler->name);
+                        "%s: a policy with state (policy.core, policy.frame_stack) does not "
+                        "train with sampler.mode=%s, which carries no state", who,
+                        sampler->name);
     if ((st = build_learner(t)) != FRL_OK)
         return frl_fail_msg(NULL, st, t->err);
     if (frl_rollout_book_init(&t->book, &t->rt->alloc, t->B,
