@@ -40,8 +40,9 @@ static size_t gather_floats(const frl_policy *p, int32_t rows)
     /* obs (whole frame stacks), actions (as floats or int32), old log-probs, advantages,
      * returns, old values, and the log-std gradients and inverse stds (box), in double */
     size_t r = (size_t)rows;
-    return frl_align_up(r * (size_t)frl_policy_input_row_w(p), 16) + frl_align_up(r * (size_t)p->out_w, 16) +
-           4 * frl_align_up(r, 16) + 2 * frl_align_up((size_t)p->out_w * 2, 16);
+    return frl_align_up(r * (size_t)frl_policy_input_row_w(p), 16) +
+           frl_align_up(r * (size_t)p->out_w, 16) + 4 * frl_align_up(r, 16) +
+           2 * frl_align_up((size_t)p->out_w * 2, 16);
 }
 
 /* A recurrent task's workspace: a sequence pass over up to ws_cols columns (a shard's,
