@@ -29,6 +29,12 @@ The pixel tasks (--tasks pixels): PixelGrid-v0 (a 5 x 5 grid seen only as a 40 x
 RGB image; doc/pixels.md) with its default settings (convnet_simple with 8-16-16
 channels, PPO), target 0.95 (the share of episodes that reach the goal) within 200,000
 steps, 9 in 10; pixels-appo, the same with sampler.mode=async, measured.
+The R2D2 tasks (--tasks r2d2; doc/r2d2.md), 1M steps each, 7 in 10:
+    r2d2-nv           CartPoleNoVel-v1, two actors on the async sampler, target 475
+    r2d2-probe        MemoryProbe-v0 (D = 20, K = 4), one actor (sync), evaluated as the
+                      probes above
+    r2d2-probe-zero   the ablation: the same without stored state or burn-in, measured
+                      (run both with --tasks r2d2-probe,r2d2-probe-zero --seeds 5)
 The MuJoCo tasks (--tasks mujoco; a build with the MuJoCo plugin):
     InvertedPendulum-v5   950     300,000
     Reacher-v5             -6     500,000
@@ -74,6 +80,11 @@ from runner import fastrl_train_problem, fmt_num, median_worst, resolve, run  # 
 Task = collections.namedtuple("Task", "env target budget settings program eval_episodes share "
                               "train_target timeout", defaults=(None, None))
 PROBE = "env.memory_delay=20 env.memory_cues=4"
+# R2D2 on CartPole-sized tasks: short sequences (20 steps, overlap 10, burn-in 5), 8
+# replayed steps per env step, a target copy every 200 updates (doc/r2d2.md).
+R2D2 = ("train.algo=r2d2 train.gamma=0.99 train.seq_length=20 train.seq_overlap=10 "
+        "train.burn_in=5 train.learning_starts=2000 train.batch_size=32 train.lr=1e-3 "
+        "train.target_period=200 train.replay_ratio=8")
 TASKS = {
     "CartPole-v1": Task("CartPole-v1", 475.0, 500000, "", "fastrl", 0, 0.9),
     "Acrobot-v1": Task("Acrobot-v1", -100.0, 500000, "", "fastrl", 0, 0.9),
@@ -90,6 +101,17 @@ TASKS = {
     "InvertedPendulum-v5": Task("InvertedPendulum-v5", 950.0, 300000, "", "fastrl", 0, 0.8),
     "Reacher-v5": Task("Reacher-v5", -6.0, 500000, "", "fastrl", 0, 0.8),
     "Hopper-v5": Task("Hopper-v5", 3000.0, 1000000, "", "fastrl", 0, 0.0),
+    # SEED's layout: two actors (env groups) on the async sampler, central inference.
+    "r2d2-nv": Task("CartPoleNoVel-v1", 475.0, 1000000,
+                    R2D2 + " sampler.mode=async sampler.groups=2", "fastrl", 0, 0.7),
+    # The probe's runs are evaluated from their checkpoint, and async trainers cannot be
+    # saved yet: one actor on the sync sampler (epsilon 0.4^4.5).
+    "r2d2-probe": Task("MemoryProbe-v0", 0.95, 1000000, R2D2 + " " + PROBE, "fastrl", 1000, 0.7),
+    # The ablation: sequences from zero state, no burn-in (Kapturowski et al.'s
+    # "zero start state" strategy), measured beside r2d2-probe.
+    "r2d2-probe-zero": Task("MemoryProbe-v0", 0.95, 1000000,
+                            R2D2 + " " + PROBE + " train.stored_state=false train.burn_in=0",
+                            "fastrl", 1000, 0.0),
     "PixelGrid-v0": Task("PixelGrid-v0", 0.95, 200000, "", "fastrl", 0, 0.9),
     "pixels-appo": Task("PixelGrid-v0", 0.95, 200000, "sampler.mode=async", "fastrl", 0, 0.0),
     # Neuroevolution: the kept policy (ES's centre, GA's best member) is evaluated over
@@ -113,6 +135,7 @@ GROUPS = {
                "probe-mlp"],
     "mujoco": ["InvertedPendulum-v5", "Reacher-v5", "Hopper-v5"],
     "pixels": ["PixelGrid-v0", "pixels-appo"],
+    "r2d2": ["r2d2-nv", "r2d2-probe", "r2d2-probe-zero"],
     "evo": ["es-CartPole", "ga-CartPole", "es-Acrobot", "ga-Acrobot",
             "es-MountainCarContinuous"],
 }
@@ -218,7 +241,7 @@ def parse_args():
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--tasks", "--envs", dest="tasks", default="classic",
-                    help=f"classic, memory, mujoco, evo, pixels, or comma-separated names of {', '.join(TASKS)}")
+                    help=f"classic, memory, mujoco, evo, pixels, r2d2, or comma-separated names of {', '.join(TASKS)}")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once")
     ap.add_argument("--threads", type=int, default=0,
                     help="--set runtime.threads=T for each run (0: fastrl's default)")

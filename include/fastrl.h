@@ -1003,7 +1003,7 @@ typedef struct frl_metrics {
     double policy_lag_mean;    /* mean over the rollout's steps */
     double policy_lag_max;
     int64_t slots_dropped;     /* rollouts dropped for exceeding sampler.max_lag, in all */
-    /* Value learning (train.algo=dqn; zero otherwise), added in 0.3: over this update's
+    /* Value learning (train.algo=dqn or r2d2; zero otherwise), added in 0.3: over this update's
      * minibatches, the mean Q of the actions taken and the mean |TD error|; the epsilon
      * the rollout acted with; the replay's fill (0..1); the minibatches' mean age (env
      * steps written to the replay since each transition); seconds spent in the replay
@@ -1013,6 +1013,10 @@ typedef struct frl_metrics {
      * best fitness of this generation's members, and the kept policy's fitness
      * (frl_evo_best). */
     double population_mean, population_best, kept_fitness;
+    /* R2D2 (train.algo=r2d2; zero otherwise), added in 0.3: the drawn sequences' largest
+     * priority over their smallest, averaged over this update's minibatches (1: uniform;
+     * the actor-learner lag is policy_lag_mean with sampler.mode=async). */
+    double priority_spread;
 } frl_metrics;
 
 /* Return 0 to go on; any other value stops training, and frl_trainer_train returns

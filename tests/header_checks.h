@@ -171,6 +171,7 @@ static void hc_layout_metrics_times(void)
     HC_FIELD(frl_metrics, population_mean);
     HC_FIELD(frl_metrics, population_best);
     HC_FIELD(frl_metrics, kept_fitness);
+    HC_FIELD(frl_metrics, priority_spread);
     HC_STRUCT(frl_replay_info);
     HC_FIELD(frl_replay_info, struct_size);
     HC_FIELD(frl_replay_info, capacity);

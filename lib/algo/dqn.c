@@ -94,6 +94,10 @@ static frl_status check_context(const frl_learner_ctx *c, char *err)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
                         "train.algo=dqn learns a Q-network, and policy.head=actor_critic is "
                         "set (use policy.head=q or dueling_q)");
+    if (p->towers)
+        return frl_fail(err, FRL_ERR_UNSUPPORTED,
+                        "train.algo=dqn learns a memoryless Q-network; recurrent Q-networks "
+                        "(policy.core) learn with train.algo=r2d2");
     if (frl_cfg_choice(c->cfg, FRL_KEY_SAMPLER_MODE) != FRL_SAMPLER_MODE_SYNC)
         return frl_fail(err, FRL_ERR_UNSUPPORTED,
                         "train.algo=dqn trains with sampler.mode=sync for now");

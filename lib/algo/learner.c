@@ -4,7 +4,7 @@
 
 /* Defined by each algorithm's file. */
 extern const frl_learner_ops frl_algo_ppo, frl_algo_impala, frl_algo_a2c, frl_algo_dqn,
-    frl_algo_es, frl_algo_ga;
+    frl_algo_es, frl_algo_ga, frl_algo_r2d2;
 
 static const frl_learner_ops *const learners[] = {
     [FRL_TRAIN_ALGO_PPO] = &frl_algo_ppo,
@@ -15,6 +15,8 @@ static const frl_learner_ops *const learners[] = {
     /* neuroevolution: the optimisers of lib/evo over the trainer's population */
     [FRL_TRAIN_ALGO_ES] = &frl_algo_es,
     [FRL_TRAIN_ALGO_GA] = &frl_algo_ga,
+    /* recurrent Q-learning from prioritised sequences */
+    [FRL_TRAIN_ALGO_R2D2] = &frl_algo_r2d2,
 };
 _Static_assert(sizeof learners / sizeof learners[0] == FRL_TRAIN_ALGO_COUNT,
                "one learner per choice of train.algo");

@@ -32,6 +32,7 @@ typedef struct frl_storage_need {
     int32_t prioritized;    /* replay: keep sum and min trees (frl_replay_shape) */
     double alpha;           /* replay: priority exponent */
     int32_t batch_rows;     /* replay: rows of its own minibatch arrays (0: none) */
+    int32_t keep_state;     /* replay: keep each block's recurrent state0 (sequences) */
     int32_t members;        /* population: P */
 } frl_storage_need;
 
@@ -89,6 +90,8 @@ typedef struct frl_learn_stats {
      * the minibatches, the acting epsilon of the rollout, the replay's fill (0..1), the
      * minibatches' mean age (rows written since), and the time in the replay. */
     double q_mean, td_error, epsilon, replay_fill, sample_age, time_replay;
+    /* R2D2: the drawn sequences' largest priority over their smallest. */
+    double priority_spread;
     /* Neuroevolution: the generation's mean and best fitness, the kept policy's. */
     double population_mean, population_best, kept_fitness;
 } frl_learn_stats;
@@ -99,6 +102,10 @@ typedef struct frl_learner_ctx {
     const frl_config *cfg;
     frl_policy *policy;
     frl_storage *store;
+    /* The env groups (the async sampler's actors): group g is the envs [group_first[g],
+     * group_first[g + 1]) of the B, the last one running to B. */
+    int32_t groups;
+    const int32_t *group_first;
 } frl_learner_ctx;
 
 typedef struct frl_learner frl_learner;

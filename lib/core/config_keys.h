@@ -146,18 +146,26 @@
       "the learner: PPO's clipped surrogate, IMPALA's V-trace actor-critic "                 \
       "(-A log pi; implies train.advantage=vtrace), A2C (SB3's settings: 5 steps x 8 envs, " \
       "one gradient step per rollout), DQN (Q-learning from a replay; SB3's defaults, "      \
-      "doc/dqn.md), or neuroevolution: OpenAI-ES (es.*) or Deep GA (ga.*), "                 \
-      "doc/neuroevolution.md")                                                \
+      "doc/dqn.md), R2D2 (recurrent Q-learning from prioritised sequences, doc/r2d2.md), "    \
+      "or neuroevolution: OpenAI-ES (es.*) or Deep GA (ga.*), doc/neuroevolution.md")                                                \
     X(TRAIN_ANNEAL_LR, "train.anneal_lr", BOOL, "true", 0, 1,                                \
       "decay the learning rate linearly to 0 over the step budget")                          \
+    X(TRAIN_APEX_ALPHA, "train.apex_alpha", FLOAT, "7", 0, 100,                              \
+      "R2D2: actor i of N acts with epsilon apex_epsilon^(1 + apex_alpha i / (N - 1)) "      \
+      "(Ape-X; one actor: i = (N - 1) / 2 of a range of N = 2, doc/r2d2.md)")              \
+    X(TRAIN_APEX_EPSILON, "train.apex_epsilon", FLOAT, "0.4", 0, 1,                          \
+      "R2D2: the base of the actors' epsilons (train.apex_alpha)")                           \
     X(TRAIN_BATCH_SIZE, "train.batch_size", INT, "32", 1, 1048576,                           \
-      "DQN: transitions per minibatch drawn from the replay")                                \
+      "DQN: transitions per minibatch drawn from the replay; R2D2: sequences")                                \
     X(TRAIN_BPTT, "train.bptt", INT, "0", 0, 1048576,                                        \
       "recurrent policies: gradients flow back at most this many steps (0: the whole "       \
       "rollout)")                                                                            \
     X(TRAIN_BUFFER_SIZE, "train.buffer_size", INT, "1000000", 1, 4503599627370496.0,          \
-      "DQN: transitions the replay keeps (rounded up to whole rollouts of train.train_freq " \
-      "x train.num_envs; doc/dqn.md gives the memory it takes)")                             \
+      "DQN, R2D2: env steps the replay keeps (rounded up to whole rollouts of T x B; "    \
+      "doc/dqn.md gives the memory it takes)")                             \
+    X(TRAIN_BURN_IN, "train.burn_in", INT, "40", 0, 1048576,                                 \
+      "R2D2: steps at the start of each replayed sequence that only bring the recurrent "   \
+      "state up to date (no loss, no gradient)")                                             \
     X(TRAIN_CLIP, "train.clip", FLOAT, "0.2", 0, 10, "PPO's ratio clipping range")           \
     X(TRAIN_CLIP_VALUE, "train.clip_value", BOOL, "true", 0, 1,                              \
       "clip value updates to the same range around the old values")                          \
@@ -179,7 +187,8 @@
       "DQN: minibatch updates after each train.train_freq steps (-1: as many as the steps " \
       "per env collected, train.train_freq)")                                                \
     X(TRAIN_LEARNING_STARTS, "train.learning_starts", INT, "100", 0, 9007199254740992.0,     \
-      "DQN: env steps of uniform random actions before the first update")                    \
+      "DQN: env steps of uniform random actions before the first update; R2D2: env steps "\
+      "before the first update (the actors keep their epsilons)")                    \
     X(TRAIN_LOG_EVERY, "train.log_every", INT, "0", 0, 9007199254740992.0,                  \
       "write a metrics.csv row and TensorBoard scalars at most once per this many env "      \
       "steps (0: after every update; DQN's short rollouts default to 1000)")                 \
@@ -191,7 +200,7 @@
     X(TRAIN_MINIBATCHES, "train.minibatches", INT, "4", 1, 1048576,                          \
       "minibatches per epoch (rollout * num_envs must divide evenly)")                       \
     X(TRAIN_N_STEP, "train.n_step", INT, "1", 1, 1024,                                       \
-      "DQN: rewards summed before bootstrapping (n-step returns)")                           \
+      "DQN, R2D2: rewards summed before bootstrapping (n-step returns)")                           \
     X(TRAIN_NORM_ADV, "train.norm_adv", BOOL, "true", 0, 1,                                  \
       "normalise advantages per minibatch")                                                  \
     X(TRAIN_NUM_ENVS, "train.num_envs", INT, "8", 1, 1048576, "environments stepped together") \
@@ -202,6 +211,12 @@
       "1 over the step budget")                                                              \
     X(TRAIN_PRIORITIZED, "train.prioritized", BOOL, "false", 0, 1,                           \
       "DQN: prioritised replay (Schaul et al., 2016) instead of uniform draws")              \
+    X(TRAIN_PRIORITY_ETA, "train.priority_eta", FLOAT, "0.9", 0, 1,                          \
+      "R2D2: a sequence's priority is eta max|TD error| + (1 - eta) mean|TD error| over its " \
+      "trained steps")                                                                       \
+    X(TRAIN_REPLAY_RATIO, "train.replay_ratio", FLOAT, "1", 1e-6, 1e6,                       \
+      "R2D2: steps trained on (after burn-in) per env step added to the replay; sets the "   \
+      "learner updates per rollout")                                                         \
     X(TRAIN_REWARD_NORM, "train.reward_norm", BOOL, "false", 0, 1,                           \
       "scale rewards by the running std of the discounted return")                           \
     X(TRAIN_ROLLOUT, "train.rollout", INT, "128", 1, 1048576,                                \
@@ -212,12 +227,22 @@
     X(TRAIN_SEED_OFFSET, "train.seed_offset", INT, "0", 0, 9007199254740992.0,               \
       "added to the runtime's seed to make the trainer's (initial weights, sampling, env "   \
       "resets): members of a population on one runtime need different offsets")              \
+    X(TRAIN_SEQ_LENGTH, "train.seq_length", INT, "80", 2, 1048576,                           \
+      "R2D2: steps per replayed sequence, burn-in included")                                 \
+    X(TRAIN_SEQ_OVERLAP, "train.seq_overlap", INT, "40", 0, 1048576,                         \
+      "R2D2: steps adjacent sequences share; seq_length - seq_overlap is the rollout (T) "    \
+      "and must divide seq_length")                                                          \
+    X(TRAIN_STORED_STATE, "train.stored_state", BOOL, "true", 0, 1,                          \
+      "R2D2: start each sequence from the recurrent state acting had there (false: from "    \
+      "zeros, the ablation of Kapturowski et al.)")                                          \
     X(TRAIN_TARGET_KL, "train.target_kl", FLOAT, "none", 0, 1e9,                             \
       "stop an update's epochs once the approximate KL exceeds this (unset: never)")         \
     X(TRAIN_TARGET_UPDATE_INTERVAL, "train.target_update_interval", INT, "10000", 1,         \
       9007199254740992.0,                                                                    \
       "DQN: vec-env steps between target-network updates (each moves it train.tau of the "   \
       "way to the online network)")                                                          \
+    X(TRAIN_TARGET_PERIOD, "train.target_period", INT, "2500", 1, 9007199254740992.0,        \
+      "R2D2: learner updates between copies of the online network to the target network")   \
     X(TRAIN_TARGET_RETURN, "train.target_return", FLOAT, "none", -1e300, 1e300,              \
       "stop training once the mean return of the last 100 episodes reaches this (ES and "    \
       "GA: the kept policy's fitness; unset: never)")                                        \
@@ -229,6 +254,9 @@
       "V-trace: traces are lambda * min(c, pi/mu) (train.advantage=vtrace)")                 \
     X(TRAIN_VTRACE_RHO, "train.vtrace_rho", FLOAT, "1", 1e-6, 1e9,                           \
       "V-trace: TD weights are min(rho, pi/mu) (train.advantage=vtrace)")                    \
+    X(TRAIN_VALUE_RESCALE, "train.value_rescale", BOOL, "true", 0, 1,                        \
+      "R2D2: learn h(Q) with h(x) = sign(x)(sqrt(|x| + 1) - 1) + 0.001 x, targets built "    \
+      "from h^-1 of the target network's values")                                            \
     X(TRAIN_VF_COEF, "train.vf_coef", FLOAT, "0.5", 0, 100, "value loss coefficient")
 
 /* The choices of each CHOICE key, FRL_CHOICES_<ID>(X, K): X(K, NAME, text) per choice,
@@ -248,7 +276,7 @@
 #define FRL_CHOICES_TRAIN_ADVANTAGE(X, K) X(K, GAE, "gae") X(K, VTRACE, "vtrace")
 #define FRL_CHOICES_TRAIN_LOSS(X, K) X(K, HUBER, "huber") X(K, MSE, "mse")
 #define FRL_CHOICES_TRAIN_ALGO(X, K) X(K, PPO, "ppo") X(K, IMPALA, "impala") X(K, A2C, "a2c") \
-    X(K, DQN, "dqn") X(K, ES, "es") X(K, GA, "ga")
+    X(K, DQN, "dqn") X(K, ES, "es") X(K, GA, "ga") X(K, R2D2, "r2d2")
 /* clang-format on */
 
 #define FRL_KEY_ENUMERATOR(ID, ...) FRL_KEY_##ID,

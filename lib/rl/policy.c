@@ -182,7 +182,7 @@ const float *frl_policy_input(const frl_policy *p, const frl_obsnorm *norm, int3
 
 /* Dueling: Q = V + A - mean(A), written over A (a linear layer's output, which its
  * backward pass does not read). */
-static void dueling_combine(const frl_policy *p, int32_t rows, float *a, const float *v)
+void frl_policy_dueling_combine(const frl_policy *p, int32_t rows, float *a, const float *v)
 {
     int32_t n = p->out_w;
     for (int32_t r = 0; r < rows; r++) {
@@ -206,7 +206,7 @@ static void forward_q(const frl_policy *p, const float *params, int32_t rows, fr
     const float *x = frl_mlp_forward(&p->trunk, p->k, params, rows, f->in, f->trunk_acts);
     f->out = frl_mlp_forward(&p->actor, p->k, params, rows, x, f->actor_acts);
     f->value = frl_mlp_forward(&p->critic, p->k, params, rows, x, f->critic_acts);
-    dueling_combine(p, rows, f->out, f->value);
+    frl_policy_dueling_combine(p, rows, f->out, f->value);
 }
 
 /* What the networks read: the encoder's features of image rows, else
@@ -291,18 +291,18 @@ void frl_policy_weights_out_in(const frl_policy *p, const float *params, float *
 
 /* Dueling: dL/dQ in d_out becomes dL/dA (dQ_j minus the row's mean of dQ) in d_out
  * and dL/dV (the row's sum of dQ) in d_value. */
-static void dueling_split(const frl_policy *p, int32_t rows, frl_pass *f)
+void frl_policy_dueling_split(const frl_policy *p, int32_t rows, float *d_out, float *d_value)
 {
     int32_t n = p->out_w;
     for (int32_t r = 0; r < rows; r++) {
-        float *d = f->d_out + (size_t)r * (size_t)n;
+        float *d = d_out + (size_t)r * (size_t)n;
         double sum = 0;
         for (int32_t j = 0; j < n; j++)
             sum += d[j];
         float mean = (float)(sum / n);
         for (int32_t j = 0; j < n; j++)
             d[j] -= mean;
-        f->d_value[r] = (float)sum;
+        d_value[r] = (float)sum;
     }
 }
 
@@ -316,7 +316,7 @@ static void backward_networks(const frl_policy *p, const float *params, float *g
         return;
     }
     if (p->head == FRL_POLICY_HEAD_DUELING_Q)
-        dueling_split(p, rows, f);
+        frl_policy_dueling_split(p, rows, f->d_out, f->d_value);
     if (p->shared)
         backward_shared(p, params, grads, rows, f);
     else
@@ -381,10 +381,13 @@ static void q_choose(const frl_policy *p, const float *q, double eps, frl_rng *r
     *(int32_t *)action_row = a;
 }
 
-static double acting_epsilon(const frl_policy *p, int deterministic)
+static double acting_epsilon(const frl_policy *p, int deterministic, uint64_t stream)
 {
-    return deterministic ? 0.0
-                         : atomic_load_explicit(&((frl_policy *)p)->epsilon, memory_order_relaxed);
+    if (deterministic)
+        return 0.0;
+    if (p->env_epsilon && stream < (uint64_t)p->env_epsilon_n)
+        return p->env_epsilon[stream];
+    return atomic_load_explicit(&((frl_policy *)p)->epsilon, memory_order_relaxed);
 }
 
 /* eps: a Q-policy's epsilon, read once by the caller (DQN's learner moves it). */
@@ -414,7 +417,7 @@ void frl_policy_head_sample(const frl_policy *p, const float *params, const floa
                             int deterministic, uint64_t stream, uint64_t counter,
                             void *action_row)
 {
-    head_sample(p, params, out, deterministic, acting_epsilon(p, deterministic), stream,
+    head_sample(p, params, out, deterministic, acting_epsilon(p, deterministic, stream), stream,
                 counter, action_row);
 }
 
@@ -422,7 +425,7 @@ double frl_policy_head_act(const frl_policy *p, const float *params, const float
                            int deterministic,
                            uint64_t stream, uint64_t counter, void *action_row)
 {
-    double eps = acting_epsilon(p, deterministic);
+    double eps = acting_epsilon(p, deterministic, stream);
     head_sample(p, params, out, deterministic, eps, stream, counter, action_row);
     if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC) {
         /* the log-probability under epsilon-greedy */
@@ -894,8 +897,7 @@ static void read_shape(frl_policy *p, const frl_space *obs, const frl_space *act
     atomic_store(&p->epsilon, frl_cfg_float(p->cfg, FRL_KEY_POLICY_EPSILON));
 }
 
-/* Q-values need a discrete action space; a dueling trunk needs layers; recurrent
- * Q-networks are R2D2's (not yet). */
+/* Q-values need a discrete action space; a dueling trunk needs layers (or a core). */
 static frl_status check_head(const frl_policy *p, const char *who)
 {
     if (p->head == FRL_POLICY_HEAD_ACTOR_CRITIC)
@@ -906,11 +908,9 @@ static frl_status check_head(const frl_policy *p, const char *who)
                         "%s: policy.head=%s needs a discrete action space, and the actions are "
                         "a box of %d values (use policy.head=actor_critic)", who, name,
                         (int)p->out_w);
-    if (frl_cfg_choice(p->cfg, FRL_KEY_POLICY_CORE) != FRL_POLICY_CORE_NONE)
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: policy.head=%s with policy.core: recurrent Q-networks are not "
-                        "supported yet (set policy.core=none)", who, name);
+    /* With a core the heads read the core's output: the trunk a dueling head needs. */
     if (p->head == FRL_POLICY_HEAD_DUELING_Q &&
+        frl_cfg_choice(p->cfg, FRL_KEY_POLICY_CORE) == FRL_POLICY_CORE_NONE &&
         frl_cfg_list(p->cfg, FRL_KEY_POLICY_HIDDEN).n == 0)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
                         "%s: policy.head=dueling_q needs at least one hidden layer (policy."

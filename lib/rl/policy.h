@@ -45,6 +45,11 @@ struct frl_policy {
     /* Q-policies acting without `deterministic`: the chance of a uniform random action.
      * DQN's learner moves it along its schedule while samplers read it. */
     _Atomic double epsilon;
+    /* Per-env epsilons (R2D2's Ape-X actors): a row whose sampling stream (the trainer's
+     * env index) is below env_epsilon_n acts with env_epsilon[stream] instead. Set by a
+     * learner before sampling starts and cleared when it is destroyed; NULL: none. */
+    const double *env_epsilon;
+    int64_t env_epsilon_n;
     frl_mlp actor, critic;    /* separate: full networks; shared: one-layer heads */
     frl_mlp trunk;            /* shared only */
     /* policy.core gru or lstm (rl/policy_rnn.h): towers of an encoder and a core (1:
@@ -136,6 +141,11 @@ void frl_policy_forward(const frl_policy *p, const float *params, int32_t rows,
 void frl_policy_state_step(const frl_policy *p, const float *params, const frl_obsnorm *norm,
                            int32_t rows, const float *obs, float *state, const uint8_t *reset,
                            float *ws, unsigned heads, float **out, float **value);
+
+/* Dueling heads (policy.head=dueling_q): Q = V + A - mean(A) written over a [rows x
+ * out_w]; and back, dL/dQ in d_out turned into dL/dA there and dL/dV into d_value. */
+void frl_policy_dueling_combine(const frl_policy *p, int32_t rows, float *a, const float *v);
+void frl_policy_dueling_split(const frl_policy *p, int32_t rows, float *d_out, float *d_value);
 
 /* The weights untransposed, for backward passes that share one set of parameters
  * (see frl_mlp_backward): num_params floats. */

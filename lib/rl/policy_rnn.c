@@ -30,6 +30,9 @@ size_t frl_policy_rnn_layout(frl_policy *p)
     frl_nn_act act = frl_policy_activation(p->cfg);
     int32_t h = (int32_t)frl_cfg_int(p->cfg, FRL_KEY_POLICY_CORE_SIZE);
     size_t at = 0;
+    /* Q-heads read one tower: dueling's two heads share it as they share a trunk. */
+    if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
+        p->shared = 1;
     p->towers = p->shared ? 1 : 2;
     p->state_w = 0;
     for (int32_t i = 0; i < p->towers; i++) {
@@ -45,7 +48,9 @@ size_t frl_policy_rnn_layout(frl_policy *p)
         p->state_w += frl_rnn_state_w(&p->core[i]);
     }
     frl_mlp_init(&p->actor, h, NULL, 0, p->out_w, act, at);
-    frl_mlp_init(&p->critic, h, NULL, 0, 1, act, p->actor.param_base + p->actor.num_params);
+    /* policy.head=q: the actor's outputs are the Q-values and the critic is empty. */
+    frl_mlp_init(&p->critic, h, NULL, 0, p->head == FRL_POLICY_HEAD_Q ? 0 : 1, act,
+                 p->actor.param_base + p->actor.num_params);
     return p->critic.param_base + p->critic.num_params;
 }
 
@@ -80,8 +85,22 @@ void frl_policy_rnn_init_params(const frl_policy *p, frl_rng *r, double *work)
         frl_rnn_init_params(&p->core[i], p->params,
                             (float)frl_cfg_float(p->cfg, FRL_KEY_POLICY_CORE_KEEP_BIAS), r, work);
     }
-    frl_mlp_init_params(&p->actor, p->params, g, 0.01, r, work);
-    frl_mlp_init_params(&p->critic, p->params, g, 1.0, r, work);
+    /* Q-values start at the scale of the returns, not near zero like logits. */
+    frl_mlp_init_params(&p->actor, p->params, g,
+                        p->head == FRL_POLICY_HEAD_ACTOR_CRITIC ? 0.01 : 1.0, r, work);
+    if (p->critic.layers)
+        frl_mlp_init_params(&p->critic, p->params, g, 1.0, r, work);
+}
+
+/* The heads a pass must run for those asked: a dueling Q needs V for every Q, and
+ * policy.head=q has no critic. */
+static unsigned heads_run(const frl_policy *p, unsigned heads)
+{
+    if (p->head == FRL_POLICY_HEAD_DUELING_Q && (heads & FRL_HEAD_ACTOR))
+        return heads | FRL_HEAD_CRITIC;
+    if (p->head == FRL_POLICY_HEAD_Q)
+        return heads & FRL_HEAD_ACTOR;
+    return heads;
 }
 
 /* The tower whose core feeds head `critic` (0: the actor's). */
@@ -165,15 +184,19 @@ void frl_policy_rnn_step(const frl_policy *p, const float *params, const frl_obs
                      ws + s.core_out[i], ws + s.work);
         tower_state(p, i, rows, state, ws + s.tstate, 1);
     }
-    *out = NULL;
+    float *o = NULL, *v = NULL;
+    unsigned run = heads_run(p, value ? heads : heads & FRL_HEAD_ACTOR);
+    if (run & FRL_HEAD_ACTOR)
+        o = frl_mlp_forward(&p->actor, p->k, params, rows, ws + s.core_out[tower_of(p, 0)],
+                            ws + s.actor_acts);
+    if (run & FRL_HEAD_CRITIC)
+        v = frl_mlp_forward(&p->critic, p->k, params, rows, ws + s.core_out[tower_of(p, 1)],
+                            ws + s.critic_acts);
+    if (p->head == FRL_POLICY_HEAD_DUELING_Q && o)
+        frl_policy_dueling_combine(p, rows, o, v);
+    *out = o;
     if (value)
-        *value = NULL;
-    if (heads & FRL_HEAD_ACTOR)
-        *out = frl_mlp_forward(&p->actor, p->k, params, rows, ws + s.core_out[tower_of(p, 0)],
-                               ws + s.actor_acts);
-    if ((heads & FRL_HEAD_CRITIC) && value)
-        *value = frl_mlp_forward(&p->critic, p->k, params, rows,
-                                 ws + s.core_out[tower_of(p, 1)], ws + s.critic_acts);
+        *value = (heads & FRL_HEAD_CRITIC) ? v : NULL;
 }
 
 /* ---- sequences ---- */
@@ -255,12 +278,15 @@ void frl_policy_rnn_seq_forward(const frl_policy *p, const float *params, const 
                             &f->seq[i]);
     }
     f->out = f->value = NULL;
-    if (heads & FRL_HEAD_ACTOR)
+    unsigned run = heads_run(p, heads);
+    if (run & FRL_HEAD_ACTOR)
         f->out = frl_mlp_forward(&p->actor, p->k, params, rows, f->seq[tower_of(p, 0)].out,
                                  f->actor_acts);
-    if (heads & FRL_HEAD_CRITIC)
+    if (run & FRL_HEAD_CRITIC)
         f->value = frl_mlp_forward(&p->critic, p->k, params, rows, f->seq[tower_of(p, 1)].out,
                                    f->critic_acts);
+    if (p->head == FRL_POLICY_HEAD_DUELING_Q && f->out)
+        frl_policy_dueling_combine(p, rows, f->out, f->value);
 }
 
 void frl_policy_rnn_seq_final_state(const frl_policy *p, const frl_rpass *f, float *state)
@@ -272,14 +298,18 @@ void frl_policy_rnn_seq_final_state(const frl_policy *p, const frl_rpass *f, flo
 }
 
 /* The heads' input gradients into dcore: with one tower, the critic's is added to the
- * actor's. */
+ * actor's. Q-heads take dL/dQ in d_out (dueling: split into dL/dA and dL/dV first). */
 static void heads_backward(const frl_policy *p, const float *params, float *grads, frl_rpass *f)
 {
     int32_t rows = f->T * f->B;
     size_t n = (size_t)rows * (size_t)p->core[0].h;
+    if (p->head == FRL_POLICY_HEAD_DUELING_Q)
+        frl_policy_dueling_split(p, rows, f->d_out, f->d_value);
     memcpy(f->dy, f->d_out, sizeof(float) * (size_t)rows * (size_t)p->out_w);
     frl_mlp_backward(&p->actor, p->k, params, NULL, grads, 0, rows, f->seq[0].out,
                      f->actor_acts, f->dy, NULL, f->dcore[0]);
+    if (!p->critic.layers)
+        return;
     memcpy(f->dy, f->d_value, sizeof(float) * (size_t)rows);
     int32_t c = tower_of(p, 1);
     float *dc = c == 1 ? f->dcore[1] : f->scratch;

@@ -733,6 +733,46 @@ frl_status frl_replay_sample_sequences(frl_replay *r, frl_rng *rng, int32_t rows
     return FRL_OK;
 }
 
+/* One block's T records of env b into rows t0.. of the span's column o. */
+static void gather_block_column(const frl_replay *r, int64_t k, int32_t b, size_t t0, int32_t o,
+                                const frl_replay_span *out)
+{
+    size_t T = (size_t)r->shape.steps, W = (size_t)r->obs_w, R = r->rec_bytes;
+    size_t cols = (size_t)out->cols;
+    const unsigned char *rec = (const unsigned char *)r->array[FRL_REPLAY_ROWS] +
+                               ((size_t)k * (size_t)r->shape.envs + (size_t)b) * (T + 1) * R;
+    for (size_t t = 0; t < T; t++, rec += R) {
+        size_t row = (t0 + t) * cols + (size_t)o;
+        copy_floats(out->obs + row * W, rec, W);
+        memcpy(out->action + row, rec + r->off_action, 4);
+        memcpy(out->reward + row, rec + r->off_reward, 4);
+        out->terminated[row] = rec[r->off_flags];
+        out->truncated[row] = rec[r->off_flags + 1];
+        out->reset[row] = rec[r->off_flags + 2];
+    }
+}
+
+void frl_replay_gather_span(const frl_replay *r, int64_t last, int32_t b, int32_t n, int32_t o,
+                            const frl_replay_span *out)
+{
+    size_t T = (size_t)r->shape.steps, W = (size_t)r->obs_w, R = r->rec_bytes;
+    size_t S = (size_t)r->shape.state_w, cols = (size_t)out->cols;
+    int64_t first = ((last - n + 1) % r->blocks + r->blocks) % r->blocks;
+    for (int32_t i = 0; i < n; i++)
+        gather_block_column(r, (first + i) % r->blocks, b, (size_t)i * T, o, out);
+    /* the last block's bootstrap record */
+    size_t end = (size_t)n * T, row = end * cols + (size_t)o, prev = row - cols;
+    const unsigned char *boot = (const unsigned char *)r->array[FRL_REPLAY_ROWS] +
+                                (((size_t)last * (size_t)r->shape.envs + (size_t)b) * (T + 1) + T) * R;
+    copy_floats(out->obs + row * W, boot, W);
+    out->reset[row] = (uint8_t)(out->terminated[prev] | out->truncated[prev]);
+    if (S && out->state0)
+        memcpy(out->state0 + (size_t)o * S,
+               (const float *)r->array[FRL_REPLAY_STATES] +
+                   ((size_t)first * (size_t)r->shape.envs + (size_t)b) * S,
+               sizeof(float) * S);
+}
+
 /* ---- priorities ---- */
 
 /* Set the leaves of rows index[0..n) to priority^alpha (in order, so a row listed twice

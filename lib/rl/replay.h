@@ -155,6 +155,28 @@ frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw 
 frl_status frl_replay_sample_sequences(frl_replay *r, frl_rng *rng, int32_t rows,
                                        frl_replay_seq_batch *out, char *err);
 
+/* One env's steps over consecutive blocks (R2D2's sequences, which overlap: a sequence
+ * of n blocks shares n - 1 of them with the one before), written time-major into column
+ * `o` of `cols`, the layout a recurrent pass reads (row t * cols + o):
+ * obs [(n*T + 1) x cols x W] (the last row the observation after the last step),
+ * action int32 [n*T x cols], reward [n*T x cols], terminated, truncated [n*T x cols],
+ * reset [(n*T + 1) x cols] (an autoreset row: the state starts from zeros there; row
+ * n*T is one when step n*T - 1 ended an episode), state0 [cols x state_w] (the first
+ * block's, the state acting had at its first step). */
+typedef struct frl_replay_span {
+    int32_t cols;
+    float *obs;
+    int32_t *action;
+    float *reward;
+    uint8_t *terminated, *truncated, *reset;
+    float *state0;
+} frl_replay_span;
+
+/* Env b's blocks last - n + 1 .. last (block indices, wrapping) into column o of out;
+ * discrete actions only (the caller checks; no other check: the learner's inner loop). */
+void frl_replay_gather_span(const frl_replay *r, int64_t last, int32_t b, int32_t n, int32_t o,
+                            const frl_replay_span *out);
+
 /* New priorities for n sampled transitions (prioritised replays): finite and > 0, else
  * FRL_ERR_NONFINITE / FRL_ERR_RANGE and nothing changes. */
 frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *priority,

@@ -80,7 +80,8 @@ static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
         frl_replay_shape s = {.capacity = need->capacity, .steps = t->T, .envs = t->B,
                               .obs_w = p->obs_w, .act_w = p->discrete ? 1 : p->out_w,
                               .discrete = p->discrete, .prioritized = need->prioritized,
-                              .alpha = need->alpha, .batch_rows = need->batch_rows};
+                              .alpha = need->alpha, .batch_rows = need->batch_rows,
+                              .state_w = need->keep_state ? p->state_w : 0};
         return frl_replay_create(&t->store.replay, t->rt, &s, t->err);
     }
     if (need->kind != FRL_STORAGE_POPULATION)
@@ -95,7 +96,7 @@ static frl_status build_learner(frl_trainer *t)
     t->learner.rt = t->rt;
     t->learner.ops->storage(t->cfg, &need);
     frl_status st = alloc_storage(t, &need);
-    frl_learner_ctx c = {t->rt, t->cfg, t->policy, &t->store};
+    frl_learner_ctx c = {t->rt, t->cfg, t->policy, &t->store, t->groups, t->group_first};
     if (st == FRL_OK)
         st = t->learner.ops->create(&t->learner, &c, t->err);
     return st;
@@ -455,6 +456,7 @@ static void fill_metrics(frl_trainer *t, const frl_learn_stats *s)
     m->population_mean = s->population_mean;
     m->population_best = s->population_best;
     m->kept_fitness = s->kept_fitness;
+    m->priority_spread = s->priority_spread;
 }
 
 /* A neuroevolution learner's update: the population's fitnesses are in it already. */

@@ -10,7 +10,7 @@ static const char csv_header[] =
     "policy_loss,value_loss,entropy,approx_kl,clip_fraction,explained_variance,grad_norm,"
     "learning_rate,epochs_done,time_env,time_inference,time_backward,time_optimizer,"
     "time_waiting,policy_lag_mean,policy_lag_max,slots_dropped,q_mean,td_error,epsilon,"
-    "replay_fill,sample_age,time_replay\n";
+    "replay_fill,sample_age,time_replay,priority_spread\n";
 
 /* The run's settings: every env., policy., sampler. and train. key. runtime.* keys belong to the
  * runtime the caller passes, not to the run, so they are left out. */
@@ -78,14 +78,15 @@ void frl_trainer_close_outputs(frl_trainer *t)
 static void write_csv_row(FILE *f, const frl_metrics *m)
 {
     fprintf(f, "%lld,%lld,%lld,%.9g,%.9g,%.6f,%.1f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d,"
-            "%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.0f,%lld,%.9g,%.9g,%.6g,%.6g,%.6g,%.6f\n",
+            "%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.0f,%lld,%.9g,%.9g,%.6g,%.6g,%.6g,%.6f,%.6g\n",
             (long long)m->update, (long long)m->env_steps, (long long)m->episodes,
             m->mean_return, m->mean_length, m->seconds, m->steps_per_second, m->policy_loss,
             m->value_loss, m->entropy, m->approx_kl, m->clip_fraction, m->explained_variance,
             m->grad_norm, m->learning_rate, (int)m->epochs_done, m->time_env,
             m->time_inference, m->time_backward, m->time_optimizer, m->time_waiting,
             m->policy_lag_mean, m->policy_lag_max, (long long)m->slots_dropped, m->q_mean,
-            m->td_error, m->epsilon, m->replay_fill, m->sample_age, m->time_replay);
+            m->td_error, m->epsilon, m->replay_fill, m->sample_age, m->time_replay,
+            m->priority_spread);
 }
 
 static frl_status write_scalars(frl_trainer *t, const frl_metrics *m, double wall)
@@ -103,6 +104,7 @@ static frl_status write_scalars(frl_trainer *t, const frl_metrics *m, double wal
         {"charts/epsilon", t->store.replay ? m->epsilon : NAN},
         {"charts/replay_fill", t->store.replay ? m->replay_fill : NAN},
         {"charts/sample_age", t->store.replay ? m->sample_age : NAN},
+        {"charts/priority_spread", m->priority_spread > 0 ? m->priority_spread : NAN},
         /* Lag exists only with the async sampler; NaN rows are skipped below. */
         {"charts/policy_lag_mean", t->sampler->ops->overlaps_learning ? m->policy_lag_mean : NAN},
         {"charts/policy_lag_max", t->sampler->ops->overlaps_learning ? m->policy_lag_max : NAN},

@@ -200,6 +200,7 @@ METRICS_FIELDS = [
     ("q_mean", dbl), ("td_error", dbl), ("epsilon", dbl), ("replay_fill", dbl),
     ("sample_age", dbl), ("time_replay", dbl),
     ("population_mean", dbl), ("population_best", dbl), ("kept_fitness", dbl),
+    ("priority_spread", dbl),
 ]
 
 

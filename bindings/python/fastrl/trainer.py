@@ -59,6 +59,7 @@ class Metrics:
     population_mean: float = 0.0
     population_best: float = 0.0
     kept_fitness: float = 0.0
+    priority_spread: float = 0.0
 
     @classmethod
     def _at(cls, address):

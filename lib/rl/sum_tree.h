@@ -1,0 +1,42 @@
+/* A sum tree over n leaves of non-negative mass (R2D2's sequence priorities): set a
+ * leaf, read the total, find the leaf where a running sum crosses u. A binary tree in
+ * one array of doubles, leaves at [cap, 2 cap), cap the power of two >= n; node i's
+ * children are 2i and 2i + 1, the root is node 1. Sequences number in the thousands to
+ * the hundred thousands and a minibatch draws tens, so the replay's wide trees (built
+ * for millions of transitions and 256-row draws) would buy nothing here. */
+#ifndef FRL_RL_SUM_TREE_H
+#define FRL_RL_SUM_TREE_H
+
+#include <stdint.h>
+
+#include "core/alloc.h"
+
+typedef struct frl_sum_tree {
+    int64_t n, cap;
+    double *node; /* [2 cap] */
+} frl_sum_tree;
+
+/* All leaves zero; FRL_ERR_NOMEM (returned as -1) when the array cannot be had. */
+int frl_sum_tree_init(frl_sum_tree *t, const frl_allocator *al, int64_t n);
+void frl_sum_tree_free(frl_sum_tree *t, const frl_allocator *al);
+
+void frl_sum_tree_set(frl_sum_tree *t, int64_t i, double mass);
+
+static inline double frl_sum_tree_get(const frl_sum_tree *t, int64_t i)
+{
+    return t->node[t->cap + i];
+}
+
+static inline double frl_sum_tree_total(const frl_sum_tree *t)
+{
+    return t->node[1];
+}
+
+/* The leaf whose span of the running sum holds u in [0, total): never a leaf of zero
+ * mass while the total is positive (u is clamped into the last non-empty leaf). */
+int64_t frl_sum_tree_find(const frl_sum_tree *t, double u);
+
+/* Every leaf zero. */
+void frl_sum_tree_clear(frl_sum_tree *t);
+
+#endif

@@ -1,0 +1,448 @@
+/* train.algo=r2d2 (lib/algo/r2d2.c), the recurrent Q-policies it learns
+ * (lib/rl/policy_rnn.c with policy.head=q or dueling_q) and the sequences it replays
+ * (frl_replay_gather_span): bad settings, the value rescaling, the recurrent Q-heads'
+ * gradient and their acting against the sequence pass, the Ape-X epsilons, sequences
+ * across blocks, resume, and a short learning run on the memory probe. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/r2d2.h"
+#include "rl/policy_rnn.h"
+#include "trainer/trainer.h"
+#include "test_util.h"
+
+static frl_status create_builtin(frl_runtime *rt, const char *env, const char *text,
+                                 frl_trainer **t)
+{
+    frl_config *cfg = frl_test_settings(text);
+    frl_status st = frl_trainer_create(t, rt, env, cfg);
+    frl_config_destroy(cfg);
+    return st;
+}
+
+static void expect_refused(frl_runtime *rt, const char *env, const char *text, frl_status want,
+                           const char *words)
+{
+    frl_trainer *t = (frl_trainer *)1;
+    frl_status st = create_builtin(rt, env, text, &t);
+    ck_assert_msg(st == want, "%s with %s: status %d (%s), want %d", env, text, (int)st,
+                  frl_last_error(), (int)want);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(frl_last_error(), words), "'%s' does not say '%s'", frl_last_error(),
+                  words);
+}
+
+START_TEST(refuses_bad_settings)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    expect_refused(rt, "Pendulum-v1", "train.algo=r2d2", FRL_ERR_UNSUPPORTED,
+                   "needs a discrete action space");
+    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 policy.head=actor_critic",
+                   FRL_ERR_INVALID_ARGUMENT, "policy.head=q or dueling_q");
+    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 policy.core=none",
+                   FRL_ERR_INVALID_ARGUMENT, "policy.core=lstm");
+    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.burn_in=80",
+                   FRL_ERR_INVALID_ARGUMENT, "burn-in must be below");
+    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.seq_overlap=80",
+                   FRL_ERR_INVALID_ARGUMENT, "must be below train.seq_length");
+    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.seq_overlap=50",
+                   FRL_ERR_INVALID_ARGUMENT, "must divide train.seq_length=80");
+    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.buffer_size=500",
+                   FRL_ERR_INVALID_ARGUMENT, "raise buffer_size");
+    expect_refused(rt, "CartPole-v1", "train.algo=dqn policy.head=q policy.core=gru",
+                   FRL_ERR_UNSUPPORTED, "train.algo=r2d2");
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* h and h^-1 undo each other over the scales returns take, h is odd and increasing,
+ * and h(x) grows as sqrt(|x|) far out. */
+START_TEST(value_rescale)
+{
+    for (double x = -1e5; x <= 1e5; x = x < 0 ? x / 1.7 + (x > -1e-3 ? 1e-3 : 0) : x * 1.7 + 1e-3) {
+        double h = frl_r2d2_rescale(x), back = frl_r2d2_unrescale(h);
+        ck_assert_msg(fabs(back - x) <= 1e-9 * fmax(1.0, fabs(x)), "h^-1(h(%g)) = %.12g", x,
+                      back);
+        ck_assert_double_eq_tol(frl_r2d2_rescale(-x), -h, 1e-12 * fmax(1.0, fabs(h)));
+        ck_assert(frl_r2d2_rescale(x + 1e-3) > h);
+    }
+    ck_assert_double_eq(frl_r2d2_rescale(0.0), 0.0);
+    /* h(99) = sqrt(100) - 1 + 0.099 */
+    ck_assert_double_eq_tol(frl_r2d2_rescale(99.0), 9.099, 1e-12);
+}
+END_TEST
+
+/* A policy of the trainer's settings on CartPole (4 observations, 2 actions). */
+static frl_trainer *policy_trainer(frl_runtime *rt, const char *text)
+{
+    frl_trainer *t;
+    ck_assert_msg(create_builtin(rt, "CartPole-v1", text, &t) == FRL_OK, "%s", frl_last_error());
+    return t;
+}
+
+enum { GT = 4, GB = 3 };
+
+/* L = sum c_ij Q_ij over a [GT x GB] sequence pass from state0, column 1 restarting at
+ * step 2. */
+static double seq_loss(const frl_policy *p, const float *obs, const float *state0,
+                       const uint8_t *starts, const float *c, float *ws)
+{
+    frl_rpass f;
+    frl_policy_rnn_seq_layout(p, GT, GB, 0, ws, &f);
+    frl_policy_rnn_seq_forward(p, p->params, obs, state0, starts, &f, FRL_HEAD_ACTOR);
+    double L = 0;
+    for (int i = 0; i < GT * GB * p->out_w; i++)
+        L += (double)c[i] * f.out[i];
+    return L;
+}
+
+/* The recurrent Q-heads' backward pass (dueling split included) against central
+ * differences, for both heads and both cores. */
+START_TEST(recurrent_q_gradient)
+{
+    static const char *const variants[] = {
+        "policy.head=dueling_q policy.core=lstm policy.core_size=6 policy.hidden=5",
+        "policy.head=q policy.core=gru policy.core_size=6 policy.hidden=",
+    };
+    char text[256];
+    snprintf(text, sizeof text, "train.algo=r2d2 policy.activation=tanh train.num_envs=2 "
+             "train.seq_length=8 train.seq_overlap=4 train.burn_in=2 train.buffer_size=64 "
+             "train.batch_size=4 %s", variants[_i]);
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t = policy_trainer(rt, text);
+    frl_policy *p = frl_trainer_policy(t);
+    ck_assert_int_eq(p->towers, 1);
+    int32_t n = p->out_w, w = p->obs_w, sw = p->state_w;
+    float obs[GT * GB * 4], c[GT * GB * 2], state0[GB * 32];
+    uint8_t starts[GT * GB] = {0};
+    starts[2 * GB + 1] = 1;
+    for (int i = 0; i < GT * GB * w; i++)
+        obs[i] = (float)sin(0.7 * i);
+    for (int i = 0; i < GT * GB * n; i++)
+        c[i] = (float)cos(1.3 * i);
+    for (int i = 0; i < GB * sw; i++)
+        state0[i] = (float)(0.3 * sin(2.1 * i));
+    float *ws = malloc(sizeof(float) * frl_policy_rnn_seq_floats(p, GT, GB, 1));
+    float *fw = malloc(sizeof(float) * frl_policy_rnn_seq_floats(p, GT, GB, 0));
+    float *g = malloc(sizeof(float) * p->num_params);
+    frl_rpass f;
+    frl_policy_rnn_seq_layout(p, GT, GB, 1, ws, &f);
+    frl_policy_rnn_seq_forward(p, p->params, obs, state0, starts, &f, FRL_HEAD_ACTOR);
+    memcpy(f.d_out, c, sizeof c);
+    memset(f.d_value, 0, sizeof(float) * GT * GB);
+    frl_policy_rnn_seq_backward(p, p->params, g, starts, GT, &f);
+    int checked = 0;
+    for (size_t k = 0; k < p->num_params; k += 3, checked++) {
+        float keep = p->params[k];
+        p->params[k] = keep + 1e-2f;
+        double up = seq_loss(p, obs, state0, starts, c, fw);
+        p->params[k] = keep - 1e-2f;
+        double down = seq_loss(p, obs, state0, starts, c, fw);
+        p->params[k] = keep;
+        double fd = (up - down) / 2e-2;
+        ck_assert_msg(fabs(fd - g[k]) < 3e-3 + 3e-2 * fabs(fd), "%s: param %zu: backward %.6f, "
+                      "differences %.6f", variants[_i], k, g[k], fd);
+    }
+    ck_assert_int_gt(checked, 50);
+    free(g);
+    free(fw);
+    free(ws);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Acting one step at a time (frl_policy_act with state) gives the Q-values of the
+ * sequence pass the learner runs, and the value frl_policy_act reports is max Q. */
+START_TEST(acting_matches_sequence)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t = policy_trainer(rt, "train.algo=r2d2 train.num_envs=2 train.seq_length=8 "
+                                        "train.seq_overlap=4 train.burn_in=2 "
+                                        "train.buffer_size=64");
+    frl_policy *p = frl_trainer_policy(t);
+    int32_t n = p->out_w, w = p->obs_w, sw = p->state_w;
+    float obs[GT * GB * 4];
+    uint8_t starts[GT * GB] = {0};
+    starts[GB + 2] = 1;
+    for (int i = 0; i < GT * GB * w; i++)
+        obs[i] = (float)cos(0.37 * i);
+    float *ws = malloc(sizeof(float) * frl_policy_rnn_seq_floats(p, GT, GB, 0));
+    frl_rpass f;
+    frl_policy_rnn_seq_layout(p, GT, GB, 0, ws, &f);
+    float *state = calloc((size_t)(GB * sw), sizeof(float));
+    frl_policy_rnn_seq_forward(p, p->params, obs, state, starts, &f, FRL_HEAD_ACTOR);
+    for (int s = 0; s < GT; s++) {
+        int32_t actions[GB];
+        float values[GB], outputs[GB * 2];
+        frl_act_args a;
+        frl_act_args_init(&a);
+        a.observations = obs + s * GB * w;
+        a.batch = GB;
+        a.actions = actions;
+        a.values = values;
+        a.outputs = outputs;
+        a.observation_width = w;
+        a.action_width = 1;
+        a.state = state;
+        a.state_width = sw;
+        a.reset = starts + s * GB;
+        a.deterministic = 1;
+        ck_assert_msg(frl_policy_act(p, &a) == FRL_OK, "%s", frl_last_error());
+        for (int b = 0; b < GB; b++) {
+            const float *q = f.out + (size_t)(s * GB + b) * (size_t)n;
+            for (int j = 0; j < n; j++)
+                ck_assert_msg(fabs(outputs[b * n + j] - q[j]) < 1e-5, "step %d env %d Q[%d]: "
+                              "acting %.7f, sequence %.7f", s, b, j, outputs[b * n + j], q[j]);
+            ck_assert_int_eq(actions[b], q[1] > q[0]);
+            ck_assert_float_eq_tol(values[b], fmaxf(q[0], q[1]), 1e-5);
+        }
+    }
+    free(state);
+    free(ws);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Ape-X: N actors (env groups) act with 0.4^(1 + 7 i / (N - 1)); one actor with
+ * 0.4^4.5; every env of a group with its group's. */
+START_TEST(actor_epsilons)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_trainer *t = policy_trainer(rt, "train.algo=r2d2 train.num_envs=6 sampler.mode=async "
+                                        "sampler.groups=3");
+    const frl_policy *p = frl_trainer_policy(t);
+    ck_assert_int_eq(p->env_epsilon_n, 6);
+    for (int e = 0; e < 6; e++)
+        ck_assert_double_eq_tol(p->env_epsilon[e], pow(0.4, 1.0 + 7.0 * (e / 2) / 2.0), 1e-15);
+    frl_trainer_destroy(t);
+    t = policy_trainer(rt, "train.algo=r2d2 train.num_envs=4");
+    p = frl_trainer_policy(t);
+    for (int e = 0; e < 4; e++)
+        ck_assert_double_eq_tol(p->env_epsilon[e], pow(0.4, 4.5), 1e-15);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A host env whose observation is (its index, its step count), which never ends: a
+ * sequence gathered across blocks must read consecutive steps of one env, the first
+ * block's stored state, and the bootstrap observation after the last step. */
+typedef struct counter_env {
+    int32_t id, t;
+} counter_env;
+
+static int counter_reset(void *user, uint64_t seed, float *obs)
+{
+    (void)seed;
+    counter_env *e = user;
+    e->t = 0;
+    obs[0] = (float)e->id;
+    obs[1] = 0.0f;
+    return 0;
+}
+
+static int counter_step(void *user, const void *action, float *obs, float *reward,
+                        uint8_t *terminated, uint8_t *truncated)
+{
+    (void)action;
+    counter_env *e = user;
+    e->t++;
+    obs[0] = (float)e->id;
+    obs[1] = (float)e->t;
+    *reward = 0.0f;
+    *terminated = *truncated = 0;
+    return 0;
+}
+
+START_TEST(sequences_span_blocks)
+{
+    enum { N = 3, T = 5, NB = 3 };
+    frl_runtime *rt = frl_test_runtime(1);
+    int64_t w = 2;
+    frl_space *os, *as;
+    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &w, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = counter_reset;
+    cb.step = counter_step;
+    counter_env envs[N];
+    void *users[N];
+    for (int i = 0; i < N; i++) {
+        envs[i].id = i;
+        users[i] = &envs[i];
+    }
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, N, os, as, NULL), FRL_OK);
+    /* 8 blocks of 5 x 3 steps; sequences of 3 blocks (15 steps, overlap 10) */
+    frl_config *cfg = frl_test_settings("train.algo=r2d2 train.seq_length=15 "
+                                        "train.seq_overlap=10 train.burn_in=5 "
+                                        "train.buffer_size=120 train.batch_size=2 "
+                                        "train.learning_starts=1000000 policy.core_size=4 "
+                                        "policy.hidden=4");
+    frl_trainer *t;
+    ck_assert_msg(frl_trainer_create_vec(&t, rt, v, cfg) == FRL_OK, "%s", frl_last_error());
+    frl_config_destroy(cfg);
+    ck_assert_int_eq(frl_trainer_train(t, 11 * T * N), FRL_OK); /* wraps the 8 blocks */
+    const frl_replay *r = t->store.replay;
+    ck_assert_int_eq(r->blocks, 8);
+    int32_t sw = t->policy->state_w;
+    enum { ROWS = NB * T + 1 };
+    float obs[ROWS * 2 * 2], reward[NB * T * 2], state0[2 * 64];
+    int32_t action[NB * T * 2];
+    uint8_t flags[3 * ROWS * 2];
+    frl_replay_span s = {2, obs, action, reward, flags, flags + ROWS * 2, flags + 2 * ROWS * 2,
+                         state0};
+    int64_t last = (r->next + r->blocks - 1) % r->blocks;
+    for (int b = 0; b < N; b++) {
+        frl_replay_gather_span(r, last, b, NB, 1, &s);
+        float first = obs[(0 * 2 + 1) * 2 + 1];
+        ck_assert_float_eq(first, (float)(11 * T - NB * T)); /* the sequence's first step */
+        for (int i = 0; i < ROWS; i++) {
+            ck_assert_float_eq(obs[(i * 2 + 1) * 2], (float)b);
+            ck_assert_float_eq(obs[(i * 2 + 1) * 2 + 1], first + (float)i);
+            ck_assert_int_eq(s.reset[i * 2 + 1], 0);
+        }
+        /* the stored state is the one the ring slot of the first block had */
+        const float *want = (const float *)r->array[FRL_REPLAY_STATES] +
+                            ((size_t)((last - NB + 1 + r->blocks) % r->blocks) * N + (size_t)b) * (size_t)sw;
+        ck_assert_mem_eq(state0 + sw, want, sizeof(float) * (size_t)sw);
+    }
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---- resume ---- */
+
+static const char resume_settings[] =
+    "train.algo=r2d2 train.num_envs=4 train.seq_length=16 train.seq_overlap=8 "
+    "train.burn_in=4 train.buffer_size=4096 train.batch_size=8 train.learning_starts=200 "
+    "train.replay_ratio=4 train.target_period=10 train.lr=1e-3 policy.core_size=16 "
+    "policy.hidden=16";
+
+typedef struct stopper {
+    frl_trainer *t;
+    int64_t at;
+} stopper;
+
+static int stop_at(void *user, const frl_metrics *m)
+{
+    stopper *s = user;
+    if (m->env_steps >= s->at)
+        frl_trainer_request_stop(s->t);
+    return 0;
+}
+
+static frl_trainer *trained_resumed(frl_runtime *rt, int64_t steps, int64_t at, const char *path,
+                                    const char *extra)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "%s %s", resume_settings, extra);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPoleNoVel-v1", text, &t), FRL_OK);
+    stopper s = {t, at};
+    frl_trainer_set_callback(t, stop_at, &s);
+    ck_assert_int_eq(frl_trainer_train(t, steps), FRL_ERR_INTERRUPTED);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    ck_assert_msg(frl_trainer_load(&t, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_train(t, steps) == FRL_OK, "%s", frl_trainer_last_error(t));
+    return t;
+}
+
+/* Stopped, saved, loaded and continued: the same weights, target network, replay and
+ * priorities as the uninterrupted run, bit for bit; without the replay the run goes on
+ * from an empty one. A DQN checkpoint resumed as R2D2 is refused, naming why. */
+START_TEST(resume_is_identical)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    char path[] = "/tmp/frl_r2d2_ckpt_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    frl_trainer *a;
+    ck_assert_int_eq(create_builtin(rt, "CartPoleNoVel-v1", resume_settings, &a), FRL_OK);
+    ck_assert_msg(frl_trainer_train(a, 2400) == FRL_OK, "%s", frl_trainer_last_error(a));
+    ck_assert_double_gt(frl_trainer_metrics(a)->priority_spread, 1.0);
+    frl_trainer *b = trained_resumed(rt, 2400, 1300, path, "");
+    const frl_policy *pa = frl_trainer_policy(a), *pb = frl_trainer_policy(b);
+    ck_assert_mem_eq(pa->params, pb->params, sizeof(float) * pa->num_params);
+    ck_assert_mem_eq(a->learner.nets.net[1].params, b->learner.nets.net[1].params,
+                     sizeof(float) * pa->num_params);
+    ck_assert_int_eq(a->store.replay->filled, b->store.replay->filled);
+    ck_assert_int_eq(frl_trainer_metrics(a)->episodes, frl_trainer_metrics(b)->episodes);
+    frl_trainer_destroy(b);
+    b = trained_resumed(rt, 2400, 1300, path, "train.save_replay=false");
+    ck_assert_int_lt(b->store.replay->filled, a->store.replay->filled);
+    frl_trainer_destroy(b);
+    frl_trainer_destroy(a);
+    /* a DQN run's file, continued with train.algo=r2d2 */
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.algo=dqn train.learning_starts=100",
+                                    &a), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(a, 300), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
+    frl_trainer_destroy(a);
+    frl_config *over = frl_test_settings("train.algo=r2d2");
+    b = (frl_trainer *)1;
+    ck_assert_int_ne(frl_trainer_load(&b, rt, path, over), FRL_OK);
+    ck_assert_ptr_null(b);
+    ck_assert_msg(strstr(frl_last_error(), "r2d2"), "'%s' does not name r2d2", frl_last_error());
+    frl_config_destroy(over);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Learning: the memory probe with a short delay (D = 4, K = 2) is answered from the
+ * stored state: sequences of 6 steps start anywhere in the 6-step episodes, so most see
+ * the cue only through the state acting had. */
+START_TEST(learns_memory_probe)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "MemoryProbe-v0",
+                                    "env.memory_delay=4 env.memory_cues=2 train.algo=r2d2 "
+                                    "train.seq_length=6 train.seq_overlap=3 train.burn_in=2 "
+                                    "train.batch_size=32 train.lr=2e-3 train.gamma=0.9 "
+                                    "train.n_step=3 train.replay_ratio=8 train.target_period=50 "
+                                    "train.learning_starts=1000 train.buffer_size=20000 "
+                                    "policy.core_size=16 policy.hidden=16 train.num_envs=8",
+                                    &t), FRL_OK);
+    ck_assert_msg(frl_trainer_train(t, FRL_TEST_SANITIZED ? 15000 : 30000) == FRL_OK, "%s",
+                  frl_trainer_last_error(t));
+    frl_eval_args ea;
+    frl_eval_args_init(&ea);
+    ea.episodes = 200;
+    double right = 0;
+    ck_assert_int_eq(frl_policy_evaluate(frl_trainer_policy(t), t->venvs[0], &ea, &right),
+                     FRL_OK);
+    ck_assert_msg(right >= 0.9, "greedy share right %.3f after training", right);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("r2d2");
+    TCase *tc = tcase_create("r2d2");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, refuses_bad_settings);
+    tcase_add_test(tc, value_rescale);
+    tcase_add_loop_test(tc, recurrent_q_gradient, 0, 2);
+    tcase_add_test(tc, acting_matches_sequence);
+    tcase_add_test(tc, actor_epsilons);
+    tcase_add_test(tc, sequences_span_blocks);
+    tcase_add_test(tc, resume_is_identical);
+    tcase_add_test(tc, learns_memory_probe);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
