@@ -1066,7 +1066,8 @@ FRL_API void frl_trainer_request_stop(frl_trainer *trainer);
 /* Everything needed to continue the run: settings, weights, Adam moments, normaliser,
  * random streams, environment states, counters. Atomic as frl_policy_save. Host
  * per-env callbacks are saved through get_state (state_size > 0); a batch world,
- * callbacks without state and async trainers give FRL_ERR_UNSUPPORTED, saying why. */
+ * callbacks without state give FRL_ERR_UNSUPPORTED, saying why. An async trainer saves
+ * every env group; its rollouts in flight are not saved (doc/api.md, Checkpoints). */
 FRL_API frl_status frl_trainer_save(const frl_trainer *trainer, const char *path);
 /* Continue a saved run on the built-in env it was saved from. cfg may be NULL; keys it
  * sets override the saved settings (e.g. runtime-only ones). */

@@ -2,6 +2,7 @@
  * reports lag, honours max_lag, runs host batch callbacks one at a time from library
  * threads, carries a callback's failure to the caller and goes on after it, and
  * survives 1,000 stops at random moments with no slot lost or leaked. */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -346,16 +347,73 @@ START_TEST(async_bad_input)
     ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, NULL, 2, NULL), FRL_ERR_NULL);
     ck_assert_ptr_null(t);
 
-    /* An async trainer cannot be saved yet: a clear error, nothing written. */
-    cfg = frl_test_settings(small);
-    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
-    ck_assert_int_eq(frl_trainer_save(t, "async_should_not_exist.frl"), FRL_ERR_UNSUPPORTED);
-    ck_assert_int_ne(access("async_should_not_exist.frl", F_OK), 0);
-    frl_trainer_destroy(t);
-    frl_config_destroy(cfg);
     frl_vec_env_destroy(cart);
     frl_vec_env_destroy(v[0]);
     frl_vec_env_destroy(v[1]);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Q (here: logits) of the policy on a few fixed CartPole observations. */
+static void policy_outputs(frl_policy *p, float *out)
+{
+    float obs[4 * 4];
+    int32_t actions[4];
+    for (int i = 0; i < 16; i++)
+        obs[i] = (float)(0.05 * sin(1.7 * i));
+    frl_act_args a;
+    frl_act_args_init(&a);
+    a.observations = obs;
+    a.batch = 4;
+    a.observation_width = 4;
+    a.action_width = 1;
+    a.actions = actions;
+    a.outputs = out;
+    a.deterministic = 1;
+    ck_assert_msg(frl_policy_act(p, &a) == FRL_OK, "%s", frl_last_error());
+}
+
+/* An async trainer saves between train calls (every group's envs and the recurrent
+ * states) and the file continues in async mode with the same weights and counters; a
+ * load that would make another number of groups is refused, naming both. */
+START_TEST(async_save_and_resume)
+{
+    frl_runtime *rt = runtime(2);
+    char path[] = "/tmp/frl_async_ckpt_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    frl_config *cfg = frl_test_settings(small);
+    frl_trainer *t, *b;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 6), FRL_OK);
+    ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    const frl_metrics *ma = frl_trainer_metrics(t), *mb = frl_trainer_metrics(b);
+    ck_assert_int_eq(ma->env_steps, mb->env_steps);
+    ck_assert_int_eq(ma->episodes, mb->episodes);
+    float qa[8], qb[8];
+    policy_outputs(frl_trainer_policy(t), qa);
+    policy_outputs(frl_trainer_policy(b), qb);
+    ck_assert_mem_eq(qa, qb, sizeof qa);
+    int64_t before = mb->env_steps;
+    ck_assert_msg(frl_trainer_train(b, before + 8 * 16 * 4) == FRL_OK, "%s",
+                  frl_trainer_last_error(b));
+    ck_assert_int_ge(frl_trainer_metrics(b)->env_steps, before + 8 * 16 * 4);
+    frl_trainer_destroy(b);
+    static const char *const other[] = {"sampler.groups=4", "sampler.mode=sync"};
+    for (int i = 0; i < 2; i++) {
+        frl_config *over = frl_test_settings(other[i]);
+        b = (frl_trainer *)1;
+        ck_assert_int_eq(frl_trainer_load(&b, rt, path, over), FRL_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_null(b);
+        ck_assert_msg(strstr(frl_last_error(), "saved with 2 env groups"), "%s: %s", other[i],
+                      frl_last_error());
+        frl_config_destroy(over);
+    }
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    unlink(path);
     frl_runtime_destroy(rt);
 }
 END_TEST
@@ -567,6 +625,7 @@ int main(void)
     tcase_add_test(tc, async_callback_nan_reaches_caller);
     tcase_add_test(tc, async_thousand_random_stops);
     tcase_add_test(tc, async_bad_input);
+    tcase_add_test(tc, async_save_and_resume);
     tcase_add_test(tc, async_one_thread);
     tcase_add_test(tc, async_target_is_in_the_final_metrics);
     tcase_add_test(tc, async_helpers_share_the_learner);

@@ -401,6 +401,44 @@ START_TEST(resume_is_identical)
 }
 END_TEST
 
+/* SEED's layout saved between train calls: two actors' envs, the weights, the target,
+ * the replay and the priorities come back, and the run goes on in async mode. */
+START_TEST(async_resume)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    char path[] = "/tmp/frl_r2d2_async_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char text[1024];
+    snprintf(text, sizeof text, "%s sampler.mode=async sampler.groups=2", resume_settings);
+    frl_trainer *a, *b;
+    ck_assert_int_eq(create_builtin(rt, "CartPoleNoVel-v1", text, &a), FRL_OK);
+    ck_assert_msg(frl_trainer_train(a, 2400) == FRL_OK, "%s", frl_trainer_last_error(a));
+    ck_assert_msg(frl_trainer_save(a, path) == FRL_OK, "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(b->groups, 2);
+    const frl_policy *pa = frl_trainer_policy(a), *pb = frl_trainer_policy(b);
+    ck_assert_mem_eq(pa->params, pb->params, sizeof(float) * pa->num_params);
+    ck_assert_mem_eq(a->learner.nets.net[1].params, b->learner.nets.net[1].params,
+                     sizeof(float) * pa->num_params);
+    ck_assert_int_eq(a->store.replay->filled, b->store.replay->filled);
+    ck_assert_mem_eq(a->book.state, b->book.state,
+                     sizeof(float) * (size_t)a->B * (size_t)pa->state_w);
+    for (int g = 0; g < 2; g++)
+        ck_assert_mem_eq(frl_vec_env_observations(a->venvs[g]),
+                         frl_vec_env_observations(b->venvs[g]),
+                         sizeof(float) * 2 * (size_t)a->venvs[g]->n);
+    ck_assert_double_eq(pb->env_epsilon[0], 0.4);
+    ck_assert_msg(frl_trainer_train(b, 4000) == FRL_OK, "%s", frl_trainer_last_error(b));
+    ck_assert_int_gt(b->store.replay->filled, a->store.replay->filled);
+    frl_trainer_destroy(b);
+    frl_trainer_destroy(a);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* Learning: the memory probe with a short delay (D = 4, K = 2) is answered from the
  * stored state: sequences of 6 steps start anywhere in the 6-step episodes, so most see
  * the cue only through the state acting had. */
@@ -442,6 +480,7 @@ int main(void)
     tcase_add_test(tc, actor_epsilons);
     tcase_add_test(tc, sequences_span_blocks);
     tcase_add_test(tc, resume_is_identical);
+    tcase_add_test(tc, async_resume);
     tcase_add_test(tc, learns_memory_probe);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

@@ -2,13 +2,14 @@
  * streams, observations, flags and episode bookkeeping, plus the simulators (a
  * built-in's raw structs, or each host env's state through its get_state and
  * set_state callbacks), so a resumed run continues exactly where it stopped. */
+#include <stdio.h>
 #include <string.h>
 
 #include "env/vec_env_state.h"
 
 /* One array of the vec env as it is saved. */
 typedef struct env_array {
-    const char *name;
+    char name[FRL_SECTION_NAME_MAX];
     frl_dtype type;
     size_t count, elem;
     void *data;
@@ -16,26 +17,47 @@ typedef struct env_array {
 
 enum { MAX_ARRAYS = 12 };
 
+/* Section names: "env.<what>" for group 0 (the only one of a sync trainer, and what
+ * files of 0.2 hold), "env.g<g>.<what>" for the async sampler's other groups. */
+static void section_name(char *out, int32_t group, const char *what)
+{
+    if (group == 0)
+        snprintf(out, FRL_SECTION_NAME_MAX, "env.%s", what);
+    else
+        snprintf(out, FRL_SECTION_NAME_MAX, "env.g%d.%s", (int)group, what);
+}
+
+static void put(env_array *a, int32_t *k, int32_t group, const char *what, frl_dtype type,
+                size_t count, size_t elem, void *data)
+{
+    env_array *e = &a[(*k)++];
+    section_name(e->name, group, what);
+    e->type = type;
+    e->count = count;
+    e->elem = elem;
+    e->data = data;
+}
+
 /* The per-env arrays saved for every kind, plus a built-in's simulator structs. A host
  * env's simulator is its own: it travels through get_state and set_state instead. */
-static int32_t env_arrays(const frl_vec_env *v, env_array *a)
+static int32_t env_arrays(const frl_vec_env *v, int32_t g, env_array *a)
 {
     const frl_builtin_batch *b = &v->b;
     size_t N = (size_t)v->n;
     int32_t k = 0;
     if (v->kind == VEC_BUILTIN)
-        a[k++] = (env_array){"env.sims", FRL_DTYPE_U8, N * FRL_SIM_MAX_BYTES, 1, b->sims};
-    a[k++] = (env_array){"env.rngs", FRL_DTYPE_U64, 2 * N, 8, b->rngs};
-    a[k++] = (env_array){"env.obs", FRL_DTYPE_F32, N * (size_t)v->obs_w, 4, b->obs};
-    a[k++] = (env_array){"env.rewards", FRL_DTYPE_F32, N, 4, b->rewards};
-    a[k++] = (env_array){"env.terminated", FRL_DTYPE_U8, N, 1, b->terminated};
-    a[k++] = (env_array){"env.truncated", FRL_DTYPE_U8, N, 1, b->truncated};
-    a[k++] = (env_array){"env.reset_step", FRL_DTYPE_U8, N, 1, b->reset_step};
-    a[k++] = (env_array){"env.needs_reset", FRL_DTYPE_U8, N, 1, b->needs_reset};
-    a[k++] = (env_array){"env.elapsed", FRL_DTYPE_I32, N, 4, b->elapsed};
-    a[k++] = (env_array){"env.ep_return", FRL_DTYPE_F64, N, 8, b->ep_return};
-    a[k++] = (env_array){"env.done_return", FRL_DTYPE_F32, N, 4, b->done_return};
-    a[k++] = (env_array){"env.done_length", FRL_DTYPE_I32, N, 4, b->done_length};
+        put(a, &k, g, "sims", FRL_DTYPE_U8, N * FRL_SIM_MAX_BYTES, 1, b->sims);
+    put(a, &k, g, "rngs", FRL_DTYPE_U64, 2 * N, 8, b->rngs);
+    put(a, &k, g, "obs", FRL_DTYPE_F32, N * (size_t)v->obs_w, 4, b->obs);
+    put(a, &k, g, "rewards", FRL_DTYPE_F32, N, 4, b->rewards);
+    put(a, &k, g, "terminated", FRL_DTYPE_U8, N, 1, b->terminated);
+    put(a, &k, g, "truncated", FRL_DTYPE_U8, N, 1, b->truncated);
+    put(a, &k, g, "reset_step", FRL_DTYPE_U8, N, 1, b->reset_step);
+    put(a, &k, g, "needs_reset", FRL_DTYPE_U8, N, 1, b->needs_reset);
+    put(a, &k, g, "elapsed", FRL_DTYPE_I32, N, 4, b->elapsed);
+    put(a, &k, g, "ep_return", FRL_DTYPE_F64, N, 8, b->ep_return);
+    put(a, &k, g, "done_return", FRL_DTYPE_F32, N, 4, b->done_return);
+    put(a, &k, g, "done_length", FRL_DTYPE_I32, N, 4, b->done_length);
     return k;
 }
 
@@ -89,6 +111,13 @@ static frl_status snapshot_host(const frl_vec_env *v, frl_vec_env_snap *snap, ch
 frl_status frl_vec_env_snapshot(const frl_vec_env *v, frl_vec_env_snap *snap, frl_section *s,
                                 int32_t *n, char *err)
 {
+    return frl_vec_env_snapshot_group(v, 0, snap, s, n, err);
+}
+
+frl_status frl_vec_env_snapshot_group(const frl_vec_env *v, int32_t group,
+                                      frl_vec_env_snap *snap, frl_section *s, int32_t *n,
+                                      char *err)
+{
     memset(snap, 0, sizeof *snap);
     snap->alloc = &v->rt->alloc;
     frl_status st = frl_vec_env_check_savable(v, err);
@@ -97,17 +126,21 @@ frl_status frl_vec_env_snapshot(const frl_vec_env *v, frl_vec_env_snap *snap, fr
     if (st != FRL_OK)
         return st;
     env_array a[MAX_ARRAYS];
-    int32_t k = env_arrays(v, a);
+    int32_t k = env_arrays(v, group, a);
     for (int32_t i = 0; i < k; i++)
         frl_section_add(s, n, a[i].name, a[i].type, a[i].count, a[i].data);
     snap->totals[0] = v->step_calls;
     snap->totals[1] = v->total_steps;
     snap->totals[2] = v->total_episodes;
     snap->totals[3] = v->has_reset;
-    frl_section_add(s, n, "env.totals", FRL_DTYPE_I64, 4, snap->totals);
+    char name[FRL_SECTION_NAME_MAX];
+    section_name(name, group, "totals");
+    frl_section_add(s, n, name, FRL_DTYPE_I64, 4, snap->totals);
     if (snap->states) {
-        frl_section_add(s, n, "env.state_size", FRL_DTYPE_I64, 1, &snap->state_size);
-        frl_section_add(s, n, "env.states", FRL_DTYPE_F64,
+        section_name(name, group, "state_size");
+        frl_section_add(s, n, name, FRL_DTYPE_I64, 1, &snap->state_size);
+        section_name(name, group, "states");
+        frl_section_add(s, n, name, FRL_DTYPE_F64,
                         (uint64_t)snap->state_size * (uint64_t)v->n, snap->states);
     }
     return FRL_OK;
@@ -129,16 +162,31 @@ int64_t frl_vec_env_saved_state_size(const frl_container *c)
 
 /* ---- restoring ---- */
 
+/* Which of the k arrays saves `what` (every kind saves each array it is asked for). */
+static int32_t index_of(const env_array *a, int32_t k, const char *what)
+{
+    size_t w = strlen(what);
+    for (int32_t i = 0; i < k; i++) {
+        size_t len = strlen(a[i].name);
+        if (len > w && a[i].name[len - w - 1] == '.' && strcmp(a[i].name + len - w, what) == 0)
+            return i;
+    }
+    return 0;
+}
+
 /* Every section v needs, found and sized, before anything is written. */
-static frl_status find_all(const frl_vec_env *v, const frl_container *c, env_array *a,
-                           int32_t k, const frl_section **found, char *err)
+static frl_status find_all(const frl_vec_env *v, int32_t g, const frl_container *c,
+                           env_array *a, int32_t k, const frl_section **found, char *err)
 {
     for (int32_t i = 0; i < k; i++)
         if (!(found[i] = frl_container_find(c, a[i].name, a[i].type, (int64_t)a[i].count, err)))
             return FRL_ERR_FORMAT;
-    found[k] = frl_container_find(c, "env.totals", FRL_DTYPE_I64, 4, err);
+    char totals[FRL_SECTION_NAME_MAX], states[FRL_SECTION_NAME_MAX];
+    section_name(totals, g, "totals");
+    section_name(states, g, "states");
+    found[k] = frl_container_find(c, totals, FRL_DTYPE_I64, 4, err);
     found[k + 1] = v->kind != VEC_CALLBACKS ? NULL
-        : frl_container_find(c, "env.states", FRL_DTYPE_F64,
+        : frl_container_find(c, states, FRL_DTYPE_F64,
                              (int64_t)v->state_dim * (int64_t)v->n, err);
     if (!found[k] || (v->kind == VEC_CALLBACKS && !found[k + 1]))
         return FRL_ERR_FORMAT;
@@ -167,15 +215,21 @@ static frl_status write_host_states(frl_vec_env *v, const uint8_t *needs_reset,
 
 frl_status frl_vec_env_restore(frl_vec_env *v, const frl_container *c, char *err)
 {
+    return frl_vec_env_restore_group(v, 0, c, err);
+}
+
+frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_container *c,
+                                     char *err)
+{
     env_array a[MAX_ARRAYS];
     const frl_section *found[MAX_ARRAYS + 2];
-    int32_t k = env_arrays(v, a);
-    frl_status st = find_all(v, c, a, k, found, err);
+    int32_t k = env_arrays(v, group, a);
+    frl_status st = find_all(v, group, c, a, k, found, err);
     if (st != FRL_OK)
         return st;
     const int64_t *totals = found[k]->data;
     if (v->kind == VEC_CALLBACKS && totals[3]) {
-        const frl_section *nr = frl_container_find(c, "env.needs_reset", FRL_DTYPE_U8, v->n, err);
+        const frl_section *nr = found[index_of(a, k, "needs_reset")];
         st = write_host_states(v, nr->data, found[k + 1]->data, err);
         if (st != FRL_OK)
             return st;

@@ -28,6 +28,11 @@ frl_status frl_vec_env_check_savable(const frl_vec_env *v, char *err);
  * appended then), into memory from v's runtime allocator (FRL_ERR_NOMEM). */
 frl_status frl_vec_env_snapshot(const frl_vec_env *v, frl_vec_env_snap *snap, frl_section *s,
                                 int32_t *n, char *err);
+/* The same for env group `group` of an async trainer: group 0's sections are named
+ * "env.*" (frl_vec_env_snapshot's), group g's "env.g<g>.*". */
+frl_status frl_vec_env_snapshot_group(const frl_vec_env *v, int32_t group,
+                                      frl_vec_env_snap *snap, frl_section *s, int32_t *n,
+                                      char *err);
 void frl_vec_env_snap_free(frl_vec_env_snap *snap);
 
 /* The state_size a checkpoint's host envs were saved with, or 0 for a built-in's. */
@@ -39,5 +44,7 @@ int64_t frl_vec_env_saved_state_size(const frl_container *c);
  * size). Host envs then get their states through set_state; if one fails
  * (FRL_ERR_CALLBACK), v must be reset before it is stepped again. */
 frl_status frl_vec_env_restore(frl_vec_env *v, const frl_container *c, char *err);
+frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_container *c,
+                                     char *err);
 
 #endif

@@ -89,6 +89,7 @@ typedef struct async_sampler {
     int32_t serial_steps;  /* host batch callbacks: one STEP at a time */
     int32_t stepping;      /* STEP tasks running */
     int32_t sampler_failed; /* a STEP or ACT failed: its rollouts are abandoned at the end */
+    int32_t numbered;      /* rollouts numbered on from the trainer's (a loaded run's) */
     frl_weights w;
     int32_t threads, chunk;
     act_scratch *scratch;
@@ -898,9 +899,22 @@ static frl_status start_groups(async_sampler *a)
     return FRL_OK;
 }
 
+/* A loaded trainer's first call: its rollouts go on from the saved run's count, since
+ * budgets count rollouts from the run's start (a new run starts at 0). */
+static void number_rollouts(async_sampler *a)
+{
+    if (a->numbered)
+        return;
+    a->numbered = 1;
+    a->committed = a->h->book->pr.updates;
+    for (int32_t g = 0; g < a->h->groups; g++)
+        a->g[g].seq = a->committed;
+}
+
 static frl_status begin(async_sampler *a, frl_run *r, int32_t index, int64_t total_steps)
 {
     frl_sampler_host *h = a->h;
+    number_rollouts(a);
     frl_status st = start_groups(a);
     if (st != FRL_OK)
         return st;
@@ -992,8 +1006,9 @@ const frl_sampler_ops frl_sampler_async = {
     .max_groups = FRL_MAX_GROUPS,
     .overlaps_learning = 1,
     .carries_state = 1,
-    .no_save = "an async trainer (sampler.mode=async) cannot be saved yet: its rollouts in "
-               "flight and env groups have no file format; save the policy with frl_policy_save",
+    /* A checkpoint holds every group's envs and recurrent states as they are between
+     * train calls; rollouts in flight are not saved (see async.h). */
+    .no_save = NULL,
     .create = async_create,
     .destroy = async_destroy,
     .train = async_train,

@@ -1,4 +1,15 @@
-/* The asynchronous sampler's own query, beside its table (frl_sampler_async). */
+/* The asynchronous sampler's own query, beside its table (frl_sampler_async).
+ *
+ * Checkpoints. Between train calls an async trainer saves as a sync one does, plus each
+ * group's vec env ("env.g<g>.*" sections): the envs and their recurrent states as they
+ * are. Work in flight is not saved: rollouts being written (a train call stopped by
+ * frl_trainer_request_stop leaves groups inside one) and committed rollouts the learner
+ * has not taken (at most sampler.slots). A continued run starts new rollouts from the
+ * saved env states with the saved weights, version and replay; the dropped steps were
+ * taken but are never learned from nor counted in env_steps. A group stopped between
+ * acting and stepping has a recurrent state one step ahead of its envs; it acts again
+ * on the same observation after the load. Async runs are not reproducible, so a
+ * continued run matches an uninterrupted one in distribution, not bit for bit. */
 #ifndef FRL_SAMPLER_ASYNC_H
 #define FRL_SAMPLER_ASYNC_H
 

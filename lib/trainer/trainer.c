@@ -271,8 +271,8 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
 
 /* sampler.groups vec envs of the built-in, the envs split as evenly as possible. Here
  * train.num_envs decides B (see frl_trainer_check_num_envs for the other direction). */
-static frl_status create_groups(frl_vec_env **v, int32_t *groups, frl_runtime *rt,
-                                const char *env_name, const frl_config *c, const char *who)
+frl_status frl_trainer_make_groups(frl_vec_env **v, int32_t *groups, frl_runtime *rt,
+                                  const char *env_name, const frl_config *c, const char *who)
 {
     int32_t n = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_NUM_ENVS);
     int32_t k = sampler_for(c, frl_learner_lookup(c))->groups(c);
@@ -309,7 +309,7 @@ FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt, const 
         return st;
     frl_vec_env *v[FRL_MAX_GROUPS];
     int32_t groups = 0;
-    if ((st = create_groups(v, &groups, rt, env_name, resolved, who)) != FRL_OK) {
+    if ((st = frl_trainer_make_groups(v, &groups, rt, env_name, resolved, who)) != FRL_OK) {
         frl_config_destroy(resolved);
         return st;
     }

@@ -57,26 +57,54 @@ static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, 
                         (uint64_t)t->B * (uint64_t)k->state_w, k->state);
 }
 
+/* Each env group's state (one group unless the sampler is async); on failure the
+ * snapshots taken are freed. */
+static frl_status snapshot_groups(frl_trainer *t, frl_vec_env_snap *snap, frl_section *s,
+                                  int32_t *n)
+{
+    for (int32_t g = 0; g < t->groups; g++) {
+        frl_status st = frl_vec_env_snapshot_group(t->venvs[g], g, &snap[g], s, n, t->err);
+        if (st != FRL_OK) {
+            while (g-- > 0)
+                frl_vec_env_snap_free(&snap[g]);
+            return st;
+        }
+    }
+    return FRL_OK;
+}
+
 /* Every section of the checkpoint, written to path; what they point to is freed after. */
-static frl_status write_checkpoint(frl_trainer *t, const char *path)
+static frl_status write_sections(frl_trainer *t, const char *path, frl_section *s)
 {
     save_buf b;
-    frl_vec_env_snap snap;
+    frl_vec_env_snap snap[FRL_MAX_GROUPS];
     frl_policy_blob pb;
-    frl_section s[MAX_SECTIONS];
     int32_t n = 0;
     frl_status st = frl_trainer_settings_text(t, b.settings, sizeof b.settings);
     if (st != FRL_OK)
         return frl_fail_msg(t->err, st, frl_last_error());
     trainer_sections(t, &b, s, &n);
     /* The env states first: a host's get_state may fail, and then nothing is written. */
-    if ((st = frl_vec_env_snapshot(t->venv, &snap, s, &n, t->err)) != FRL_OK)
+    if ((st = snapshot_groups(t, snap, s, &n)) != FRL_OK)
         return st;
     st = frl_policy_blob_make(t->policy, &pb, s, &n, t->err);
     if (st == FRL_OK)
         st = frl_container_write(path, &t->rt->alloc, s, n, t->err);
     frl_policy_blob_free(&pb);
-    frl_vec_env_snap_free(&snap);
+    for (int32_t g = 0; g < t->groups; g++)
+        frl_vec_env_snap_free(&snap[g]);
+    return st;
+}
+
+static frl_status write_checkpoint(frl_trainer *t, const char *path)
+{
+    size_t count = MAX_SECTIONS + (size_t)FRL_VEC_ENV_SECTIONS * (size_t)(t->groups - 1);
+    frl_section *s = frl_alloc(&t->rt->alloc, sizeof(frl_section) * count, 64);
+    if (!s)
+        return frl_fail(t->err, FRL_ERR_NOMEM, "out of memory for %zu checkpoint sections",
+                        count);
+    frl_status st = write_sections(t, path, s);
+    frl_free(&t->rt->alloc, s);
     return st;
 }
 
@@ -194,9 +222,22 @@ static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
         st = frl_replay_load(t->store.replay, c, err);
     if (st == FRL_OK)
         st = frl_policy_restore_state(t->policy, c, err);
-    if (st == FRL_OK)
-        st = frl_vec_env_restore(t->venv, c, err);
+    for (int32_t g = 0; g < t->groups && st == FRL_OK; g++)
+        st = frl_vec_env_restore_group(t->venvs[g], g, c, err);
     return st;
+}
+
+/* The env groups a checkpoint holds: group 0's "env.*", then "env.g1.*", ... */
+static int32_t saved_groups(const frl_container *c)
+{
+    char name[FRL_SECTION_NAME_MAX], ignored[FRL_ERRMSG_SIZE];
+    int32_t g = 1;
+    for (; g < FRL_MAX_GROUPS; g++) {
+        snprintf(name, sizeof name, "env.g%d.totals", (int)g);
+        if (!frl_container_find(c, name, FRL_DTYPE_I64, 4, ignored))
+            break;
+    }
+    return g;
 }
 
 /* ---- the vec env a run continues on ---- */
@@ -215,14 +256,13 @@ static frl_status fail_unprefixed(char *err, frl_status st, const char *who)
 /* frl_trainer_load makes the built-in's vec env again. train.num_envs is the run's B:
  * the trainer's build wrote B into its settings, so the saved settings hold it however
  * the run's vec envs were made. */
-static frl_status make_builtin(frl_vec_env **v, frl_runtime *rt, const frl_config *cfg,
-                               const char *env, char *err)
+static frl_status make_builtin(frl_vec_env **v, int32_t *groups, frl_runtime *rt,
+                               const frl_config *cfg, const char *env, char *err)
 {
     if (!env[0])
         return frl_fail(err, FRL_ERR_UNKNOWN_NAME, "the run was saved on a host vec env, which "
                         "only the host can make again: continue it with frl_trainer_load_vec");
-    int32_t n = (int32_t)frl_cfg_int(cfg, FRL_KEY_TRAIN_NUM_ENVS);
-    frl_status st = frl_vec_env_create_as(v, rt, env, n, cfg, "frl_trainer_load");
+    frl_status st = frl_trainer_make_groups(v, groups, rt, env, cfg, "frl_trainer_load");
     return st == FRL_OK ? st : fail_unprefixed(err, st, "frl_trainer_load");
 }
 
@@ -328,6 +368,25 @@ static frl_status check_fit(const frl_vec_env *v, frl_runtime *rt, const frl_con
     return st;
 }
 
+/* The run's env groups must be the file's: one for a host's vec env, the settings'
+ * count for a built-in's (made already: destroyed on a mismatch). */
+static frl_status check_groups(const frl_container *c, frl_vec_env **v, int32_t groups,
+                               int own, char *err)
+{
+    int32_t saved = saved_groups(c);
+    if (saved == groups)
+        return FRL_OK;
+    for (int32_t g = 0; own && g < groups; g++)
+        frl_vec_env_destroy(v[g]);
+    if (!own)
+        return frl_fail(err, FRL_ERR_UNSUPPORTED, "the run was saved with %d env groups "
+                        "(sampler.groups); frl_trainer_load_vec continues runs on one vec env",
+                        (int)saved);
+    return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the run was saved with %d env groups, and "
+                    "its settings make %d (sampler.mode, sampler.groups must stay as saved)",
+                    (int)saved, (int)groups);
+}
+
 /* ---- loading ---- */
 
 typedef struct load_job {
@@ -344,20 +403,19 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     frl_status st = load_settings(rt, c, j->over, &cfg, env, err);
     if (st != FRL_OK)
         return st;
-    frl_vec_env *venv = j->venv;
-    const frl_sampler_ops *sampler = frl_sampler_lookup(cfg);
-    if (sampler->no_save)
-        st = frl_fail(err, FRL_ERR_UNSUPPORTED, "continuing a run with sampler.mode=%s is "
-                      "not supported yet (load it in sync mode)", sampler->name);
-    else if (venv)
-        st = check_fit(venv, rt, c, j->over, env, err);
+    frl_vec_env *venv[FRL_MAX_GROUPS] = {j->venv};
+    int32_t groups = 1;
+    if (j->venv)
+        st = check_fit(j->venv, rt, c, j->over, env, err);
     else
-        st = make_builtin(&venv, rt, cfg, env, err);
+        st = make_builtin(venv, &groups, rt, cfg, env, err);
+    if (st == FRL_OK)
+        st = check_groups(c, venv, groups, !j->venv, err);
     if (st != FRL_OK) {
         frl_config_destroy(cfg);
         return st;
     }
-    if ((st = frl_trainer_build(out, rt, &venv, 1, !j->venv, cfg, env, j->who)) != FRL_OK)
+    if ((st = frl_trainer_build(out, rt, venv, groups, !j->venv, cfg, env, j->who)) != FRL_OK)
         return fail_unprefixed(err, st, j->who);
     /* The vec env comes last: a host's set_state is called only once the rest loaded. */
     if ((st = restore(*out, c, err)) != FRL_OK) {

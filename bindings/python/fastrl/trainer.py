@@ -241,15 +241,15 @@ class Trainer:
                    "set_output")
 
     def save(self, path):
-        """Write a resumable checkpoint (built-in envs in sync mode; for a Python env or
-        an async trainer, save the policy: ``trainer.policy.save(path)``)."""
+        """Write a resumable checkpoint (built-in envs, sync or async; an async
+        trainer's rollouts in flight are not saved. For a Python env, save the policy:
+        ``trainer.policy.save(path)``)."""
         _lib.check(_lib.lib().trainer_save(self._idle("save"), _lib.fspath(path)),
                    "Trainer.save")
 
     def _checkpoint(self, path):
         """A trainer checkpoint where the library can write one; else the policy (a
-        Python env's simulator, or an async trainer's rollouts in flight, have no file
-        format)."""
+        Python env's simulator has no file format)."""
         if self._host:
             self.policy.save(path)
             return
@@ -269,8 +269,7 @@ class Trainer:
         stops the run (train returns normally). An exception it raises, or one raised
         by a Python env, stops the run and is re-raised here with its traceback.
         ``checkpoint``: a path written when train returns (a trainer checkpoint; a
-        policy file for Python envs and async trainers, which the library cannot
-        save). With
+        policy file for Python envs, which the library cannot save). With
         ``handle_sigint`` (and the default SIGINT handler, on the main thread), Ctrl-C
         stops at the end of the current update, writes the checkpoint and raises
         KeyboardInterrupt; a second Ctrl-C interrupts at once.

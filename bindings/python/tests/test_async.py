@@ -1,6 +1,5 @@
 """The asynchronous sampler through the binding: training, lag metrics, Python envs
-called from library threads, their exceptions, and the checkpoint an async trainer
-cannot write yet."""
+called from library threads, their exceptions, and an async trainer's checkpoint."""
 
 import threading
 
@@ -47,13 +46,16 @@ def test_async_python_envs_and_their_exceptions():
     assert callers  # stepped (on whichever library thread took the task)
 
 
-def test_async_checkpoint_is_refused_with_a_note(tmp_path):
+def test_async_checkpoint_resumes_in_async_mode(tmp_path):
     t = fastrl.Trainer("CartPole-v1", seed=6, threads=2, config={"sampler.mode": "async"})
-    with pytest.raises(fastrl.Error) as ei:
-        t.save(tmp_path / "a.frl")
-    assert ei.value.status == Status.ERR_UNSUPPORTED and "async" in ei.value.message
-    assert not (tmp_path / "a.frl").exists()
-    m = t.train(4 * 16 * 128, checkpoint=tmp_path / "p.frl")  # a policy file instead
+    m = t.train(4 * 16 * 128, checkpoint=tmp_path / "a.frl")  # a trainer checkpoint
     assert m.update == 4
-    p = fastrl.Policy.load(tmp_path / "p.frl")
+    p = fastrl.Policy.load(tmp_path / "a.frl")  # which holds the policy too
     assert p.version == t.policy.version == 4
+    back = fastrl.Trainer.load(tmp_path / "a.frl", threads=2)
+    m2 = back.train(6 * 16 * 128)
+    assert m2.update == 6 and back.policy.version == 6
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Trainer.load(tmp_path / "a.frl", {"sampler.groups": 4}, threads=2)
+    assert ei.value.status == Status.ERR_INVALID_ARGUMENT
+    assert "saved with 2 env groups" in ei.value.message
