@@ -13,6 +13,8 @@ update (train.log_every=0), then sums the rows:
     inference          time_inference summed / (wall x threads): the threads' share in
                        the central batched inference (an actor group waits for its
                        actions while it runs: this is the upper bound of that wait)
+The rest of the threads' time is waiting: for a free ring slot when the learner is the
+bottleneck (high replay ratios), for work otherwise.
 
 Settings default to bench/learning.py's r2d2-nv task (CartPole-sized sequences, replay
 ratio 8). Extra --set KEY=VALUE are passed on. Needs only python3 and build/tools/fastrl.

@@ -14,6 +14,7 @@
 #include "rl/policy.h"
 #include "trainer/trainer.h"
 #include "test_util.h"
+#include "trainer_checks.h"
 
 static const float r0[2] = {0.0f, 1.0f}, r1[2] = {1.0f, 3.0f};
 
@@ -136,27 +137,6 @@ START_TEST(probe_values)
 END_TEST
 
 /* ---- settings and spaces DQN refuses ---- */
-
-static frl_status create_builtin(frl_runtime *rt, const char *env, const char *text,
-                                 frl_trainer **t)
-{
-    frl_config *cfg = frl_test_settings(text);
-    frl_status st = frl_trainer_create(t, rt, env, cfg);
-    frl_config_destroy(cfg);
-    return st;
-}
-
-static void expect_refused(frl_runtime *rt, const char *env, const char *text, frl_status want,
-                           const char *words)
-{
-    frl_trainer *t = (frl_trainer *)1;
-    frl_status st = create_builtin(rt, env, text, &t);
-    ck_assert_msg(st == want, "%s with %s: status %d (%s), want %d", env, text, (int)st,
-                  frl_last_error(), (int)want);
-    ck_assert_ptr_null(t);
-    ck_assert_msg(strstr(frl_last_error(), words), "'%s' does not say '%s'", frl_last_error(),
-                  words);
-}
 
 START_TEST(refuses_bad_settings)
 {
@@ -455,19 +435,6 @@ START_TEST(replay_public_view)
 END_TEST
 
 /* ---- checkpoints with the replay ---- */
-
-typedef struct stopper {
-    frl_trainer *t;
-    int64_t at;
-} stopper;
-
-static int stop_at(void *user, const frl_metrics *m)
-{
-    stopper *s = user;
-    if (m->env_steps >= s->at)
-        frl_trainer_request_stop(s->t);
-    return 0;
-}
 
 static const char resume_settings[] =
     "train.algo=dqn train.train_freq=16 train.num_envs=2 train.learning_starts=500 "

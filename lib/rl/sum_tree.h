@@ -16,7 +16,7 @@ typedef struct frl_sum_tree {
     double *node; /* [2 cap] */
 } frl_sum_tree;
 
-/* All leaves zero; FRL_ERR_NOMEM (returned as -1) when the array cannot be had. */
+/* All leaves zero; returns 0, or -1 when the array cannot be had. */
 int frl_sum_tree_init(frl_sum_tree *t, const frl_allocator *al, int64_t n);
 void frl_sum_tree_free(frl_sum_tree *t, const frl_allocator *al);
 
