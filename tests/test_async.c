@@ -413,6 +413,19 @@ START_TEST(async_save_and_resume)
     }
     frl_trainer_destroy(t);
     frl_config_destroy(cfg);
+    /* A sync run's file continues in async mode with one group. */
+    cfg = frl_test_settings("train.num_envs=8 train.rollout=16 policy.hidden=16");
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 3), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_config *over = frl_test_settings("sampler.mode=async sampler.groups=1");
+    ck_assert_msg(frl_trainer_load(&b, rt, path, over) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(b, 8 * 16 * 6), FRL_OK);
+    ck_assert_int_eq(frl_trainer_metrics(b)->update, 6);
+    frl_trainer_destroy(b);
+    frl_config_destroy(over);
+    frl_config_destroy(cfg);
     unlink(path);
     frl_runtime_destroy(rt);
 }

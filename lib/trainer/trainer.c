@@ -269,13 +269,17 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
     return build(out, rt, venvs, groups, own, resolved, env_name, who, NULL);
 }
 
-/* sampler.groups vec envs of the built-in, the envs split as evenly as possible. Here
+int32_t frl_trainer_groups_for(const frl_config *c)
+{
+    return sampler_for(c, frl_learner_lookup(c))->groups(c);
+}
+
+/* k vec envs of the built-in, the envs split as evenly as possible. Here
  * train.num_envs decides B (see frl_trainer_check_num_envs for the other direction). */
-frl_status frl_trainer_make_groups(frl_vec_env **v, int32_t *groups, frl_runtime *rt,
+frl_status frl_trainer_make_groups(frl_vec_env **v, int32_t k, frl_runtime *rt,
                                   const char *env_name, const frl_config *c, const char *who)
 {
     int32_t n = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_NUM_ENVS);
-    int32_t k = sampler_for(c, frl_learner_lookup(c))->groups(c);
     if (k > n)
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: sampler.groups %d is more than train.num_envs %d",
                         who, (int)k, (int)n);
@@ -287,7 +291,6 @@ frl_status frl_trainer_make_groups(frl_vec_env **v, int32_t *groups, frl_runtime
             return st;
         }
     }
-    *groups = k;
     return FRL_OK;
 }
 
@@ -308,8 +311,8 @@ FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt, const 
     if (st != FRL_OK)
         return st;
     frl_vec_env *v[FRL_MAX_GROUPS];
-    int32_t groups = 0;
-    if ((st = frl_trainer_make_groups(v, &groups, rt, env_name, resolved, who)) != FRL_OK) {
+    int32_t groups = frl_trainer_groups_for(resolved);
+    if ((st = frl_trainer_make_groups(v, groups, rt, env_name, resolved, who)) != FRL_OK) {
         frl_config_destroy(resolved);
         return st;
     }

@@ -13,9 +13,11 @@
 frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
                              int32_t groups, int own, frl_config *resolved,
                              const char *env_name, const char *who);
-/* trainer.c: the sampler's groups of the built-in env_name (sampler.groups for async,
- * one for sync), train.num_envs split as evenly as possible; destroyed on failure. */
-frl_status frl_trainer_make_groups(frl_vec_env **v, int32_t *groups, frl_runtime *rt,
+/* trainer.c: the env groups the settings' sampler steps (sampler.groups for async, one
+ * for sync); and k vec envs of the built-in env_name, train.num_envs split as evenly as
+ * possible (destroyed on failure). */
+int32_t frl_trainer_groups_for(const frl_config *c);
+frl_status frl_trainer_make_groups(frl_vec_env **v, int32_t k, frl_runtime *rt,
                                    const char *env_name, const frl_config *c, const char *who);
 /* A trainer on the host's vec env (as frl_trainer_create_vec) whose learner is the
  * given table instead of train.algo's: tests put learners there that the library does

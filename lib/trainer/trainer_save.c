@@ -256,7 +256,7 @@ static frl_status fail_unprefixed(char *err, frl_status st, const char *who)
 /* frl_trainer_load makes the built-in's vec env again. train.num_envs is the run's B:
  * the trainer's build wrote B into its settings, so the saved settings hold it however
  * the run's vec envs were made. */
-static frl_status make_builtin(frl_vec_env **v, int32_t *groups, frl_runtime *rt,
+static frl_status make_builtin(frl_vec_env **v, int32_t groups, frl_runtime *rt,
                                const frl_config *cfg, const char *env, char *err)
 {
     if (!env[0])
@@ -368,23 +368,28 @@ static frl_status check_fit(const frl_vec_env *v, frl_runtime *rt, const frl_con
     return st;
 }
 
-/* The run's env groups must be the file's: one for a host's vec env, the settings'
- * count for a built-in's (made already: destroyed on a mismatch). */
-static frl_status check_groups(const frl_container *c, frl_vec_env **v, int32_t groups,
-                               int own, char *err)
+/* The env groups the run continues with: the file's. A host's vec env is one group; a
+ * caller's override of sampler.mode or sampler.groups that asks for another count is
+ * refused rather than ignored. (The count is not recomputed from the saved settings:
+ * a population's sampler reads whether sampler.groups was set, and a saved file sets
+ * every key.) */
+static frl_status groups_to_make(const frl_container *c, const frl_config *cfg,
+                                 const frl_config *over, int host, int32_t *groups, char *err)
 {
     int32_t saved = saved_groups(c);
-    if (saved == groups)
-        return FRL_OK;
-    for (int32_t g = 0; own && g < groups; g++)
-        frl_vec_env_destroy(v[g]);
-    if (!own)
+    *groups = saved;
+    if (host && saved != 1)
         return frl_fail(err, FRL_ERR_UNSUPPORTED, "the run was saved with %d env groups "
                         "(sampler.groups); frl_trainer_load_vec continues runs on one vec env",
                         (int)saved);
-    return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the run was saved with %d env groups, and "
-                    "its settings make %d (sampler.mode, sampler.groups must stay as saved)",
-                    (int)saved, (int)groups);
+    int asked = over && (frl_cfg_is_set(over, FRL_KEY_SAMPLER_MODE) ||
+                         frl_cfg_is_set(over, FRL_KEY_SAMPLER_GROUPS));
+    int32_t want = asked && !host ? frl_trainer_groups_for(cfg) : saved;
+    if (want != saved)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the run was saved with %d env groups, "
+                        "and the settings make %d (sampler.mode, sampler.groups must stay as "
+                        "saved)", (int)saved, (int)want);
+    return FRL_OK;
 }
 
 /* ---- loading ---- */
@@ -405,12 +410,11 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
         return st;
     frl_vec_env *venv[FRL_MAX_GROUPS] = {j->venv};
     int32_t groups = 1;
-    if (j->venv)
+    st = groups_to_make(c, cfg, j->over, j->venv != NULL, &groups, err);
+    if (st == FRL_OK && j->venv)
         st = check_fit(j->venv, rt, c, j->over, env, err);
-    else
-        st = make_builtin(venv, &groups, rt, cfg, env, err);
-    if (st == FRL_OK)
-        st = check_groups(c, venv, groups, !j->venv, err);
+    else if (st == FRL_OK)
+        st = make_builtin(venv, groups, rt, cfg, env, err);
     if (st != FRL_OK) {
         frl_config_destroy(cfg);
         return st;
