@@ -18,18 +18,24 @@
 START_TEST(refuses_bad_settings)
 {
     frl_runtime *rt = frl_test_runtime(1);
-    expect_refused(rt, "Pendulum-v1", "train.algo=r2d2 train.buffer_size=4000", FRL_ERR_UNSUPPORTED,
-                   "needs a discrete action space");
-    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.buffer_size=4000 policy.head=actor_critic",
-                   FRL_ERR_INVALID_ARGUMENT, "policy.head=q or dueling_q");
-    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.buffer_size=4000 policy.core=none",
-                   FRL_ERR_INVALID_ARGUMENT, "policy.core=lstm");
-    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.buffer_size=4000 train.burn_in=80",
-                   FRL_ERR_INVALID_ARGUMENT, "burn-in must be below");
-    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.buffer_size=4000 train.seq_overlap=80",
-                   FRL_ERR_INVALID_ARGUMENT, "must be below train.seq_length");
-    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.buffer_size=4000 train.seq_overlap=50",
-                   FRL_ERR_INVALID_ARGUMENT, "must divide train.seq_length=80");
+    /* A small replay: the default 1M steps would be allocated before each refusal. */
+    static const char *const small = "train.algo=r2d2 train.buffer_size=4000";
+    static const struct { const char *env, *extra; frl_status st; const char *words; } bad[] = {
+        {"Pendulum-v1", "", FRL_ERR_UNSUPPORTED, "needs a discrete action space"},
+        {"CartPole-v1", "policy.head=actor_critic", FRL_ERR_INVALID_ARGUMENT,
+         "policy.head=q or dueling_q"},
+        {"CartPole-v1", "policy.core=none", FRL_ERR_INVALID_ARGUMENT, "policy.core=lstm"},
+        {"CartPole-v1", "train.burn_in=80", FRL_ERR_INVALID_ARGUMENT, "burn-in must be below"},
+        {"CartPole-v1", "train.seq_overlap=80", FRL_ERR_INVALID_ARGUMENT,
+         "must be below train.seq_length"},
+        {"CartPole-v1", "train.seq_overlap=50", FRL_ERR_INVALID_ARGUMENT,
+         "must divide train.seq_length=80"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "%s %s", small, bad[i].extra);
+        expect_refused(rt, bad[i].env, text, bad[i].st, bad[i].words);
+    }
     expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.buffer_size=500",
                    FRL_ERR_INVALID_ARGUMENT, "raise buffer_size");
     expect_refused(rt, "CartPole-v1", "train.algo=dqn policy.head=q policy.core=gru",
@@ -322,8 +328,9 @@ START_TEST(sequences_span_blocks)
             ck_assert_int_eq(s.reset[i * 2 + 1], 0);
         }
         /* the stored state is the one the ring slot of the first block had */
+        size_t first_block = (size_t)((last - NB + 1 + r->blocks) % r->blocks);
         const float *want = (const float *)r->array[FRL_REPLAY_STATES] +
-                            ((size_t)((last - NB + 1 + r->blocks) % r->blocks) * N + (size_t)b) * (size_t)sw;
+                            (first_block * N + (size_t)b) * (size_t)sw;
         ck_assert_mem_eq(state0 + sw, want, sizeof(float) * (size_t)sw);
     }
     frl_trainer_destroy(t);

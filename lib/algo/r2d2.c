@@ -99,7 +99,8 @@ static void read_settings(const frl_config *c, r2d2_settings *s)
 /* T: one period of the sequences (a bad overlap is reported by create; T stays >= 1). */
 static int64_t r2d2_rollout(const frl_config *cfg)
 {
-    int64_t t = frl_cfg_int(cfg, FRL_KEY_TRAIN_SEQ_LENGTH) - frl_cfg_int(cfg, FRL_KEY_TRAIN_SEQ_OVERLAP);
+    int64_t t = frl_cfg_int(cfg, FRL_KEY_TRAIN_SEQ_LENGTH) -
+                frl_cfg_int(cfg, FRL_KEY_TRAIN_SEQ_OVERLAP);
     return t >= 1 ? t : 1;
 }
 

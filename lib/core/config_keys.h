@@ -147,7 +147,7 @@
       "(-A log pi; implies train.advantage=vtrace), A2C (SB3's settings: 5 steps x 8 envs, " \
       "one gradient step per rollout), DQN (Q-learning from a replay; SB3's defaults, "      \
       "doc/dqn.md), R2D2 (recurrent Q-learning from prioritised sequences, doc/r2d2.md), "    \
-      "or neuroevolution: OpenAI-ES (es.*) or Deep GA (ga.*), doc/neuroevolution.md")                                                \
+      "or neuroevolution: OpenAI-ES (es.*) or Deep GA (ga.*), doc/neuroevolution.md")      \
     X(TRAIN_ANNEAL_LR, "train.anneal_lr", BOOL, "true", 0, 1,                                \
       "decay the learning rate linearly to 0 over the step budget")                          \
     X(TRAIN_APEX_ALPHA, "train.apex_alpha", FLOAT, "7", 0, 100,                              \
@@ -156,7 +156,7 @@
     X(TRAIN_APEX_EPSILON, "train.apex_epsilon", FLOAT, "0.4", 0, 1,                          \
       "R2D2: the base of the actors' epsilons (train.apex_alpha)")                           \
     X(TRAIN_BATCH_SIZE, "train.batch_size", INT, "32", 1, 1048576,                           \
-      "DQN: transitions per minibatch drawn from the replay; R2D2: sequences")                                \
+      "DQN: transitions per minibatch drawn from the replay; R2D2: sequences")              \
     X(TRAIN_BPTT, "train.bptt", INT, "0", 0, 1048576,                                        \
       "recurrent policies: gradients flow back at most this many steps (0: the whole "       \
       "rollout)")                                                                            \

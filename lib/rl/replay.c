@@ -762,8 +762,8 @@ void frl_replay_gather_span(const frl_replay *r, int64_t last, int32_t b, int32_
         gather_block_column(r, (first + i) % r->blocks, b, (size_t)i * T, o, out);
     /* the last block's bootstrap record */
     size_t end = (size_t)n * T, row = end * cols + (size_t)o, prev = row - cols;
-    const unsigned char *boot = (const unsigned char *)r->array[FRL_REPLAY_ROWS] +
-                                (((size_t)last * (size_t)r->shape.envs + (size_t)b) * (T + 1) + T) * R;
+    size_t boot_rec = ((size_t)last * (size_t)r->shape.envs + (size_t)b) * (T + 1) + T;
+    const unsigned char *boot = (const unsigned char *)r->array[FRL_REPLAY_ROWS] + boot_rec * R;
     copy_floats(out->obs + row * W, boot, W);
     out->reset[row] = (uint8_t)(out->terminated[prev] | out->truncated[prev]);
     if (S && out->state0)
