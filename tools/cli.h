@@ -19,5 +19,6 @@ int cli_train(int argc, char **argv);
 int cli_bench_train(int argc, char **argv);
 int cli_eval(int argc, char **argv);
 int cli_export(int argc, char **argv);
+int cli_render(int argc, char **argv);
 
 #endif

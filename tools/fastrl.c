@@ -1,6 +1,6 @@
 /* fastrl: the command-line program. Subcommands: train (tools/train.c), eval
  * (tools/eval.c), export (tools/export.c), envs, info, config --list, bench env
- * (tools/bench_env.c) and bench train (tools/bench_train.c); `fastrl --help` lists them
+ * (tools/bench_env.c), bench train (tools/bench_train.c) and render (tools/render.c); `fastrl --help` lists them
  * with their options. */
 #include <math.h>
 #include <stdio.h>
@@ -170,6 +170,10 @@ static void usage(FILE *f)
                "                            write the policy as an ONNX model, or as C99\n"
                "                            source PREFIX.h and PREFIX.c (libm only; int8\n"
                "                            weights; --probe: PREFIX_probe.c times act)\n"
+               "  render ENV --out FILE.png [--seed S] [--steps K] [--policy oracle|random]\n"
+               "        [--set key=value ...]\n"
+               "                            write the env's observation as a PNG after a\n"
+               "                            reset and K steps (the ray envs' oracle acts)\n"
                "  bench env ENV [--envs N] [--threads T] [--seconds S]\n"
                "                            environment stepping throughput vs the floor\n"
                "  bench train [ENV] [--steps N] [--threads T] [--set key=value ...]\n"
@@ -198,6 +202,8 @@ int main(int argc, char **argv)
         return cli_export(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench"))
         return cli_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "render"))
+        return cli_render(argc - 2, argv + 2);
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         usage(stdout);
         return 0;

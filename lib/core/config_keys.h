@@ -20,9 +20,16 @@
 #define FRL_CONFIG_KEYS(X)                                                                   \
     X(ENV_FRAME_SKIP, "env.frame_skip", INT, "0", 0, 1000,                                   \
       "MuJoCo envs: mj_step calls per env step (the control period): 0 = the task's own "    \
-      "(Gymnasium's), 1 for a host's model")                                                 \
+      "(Gymnasium's), 1 for a host's model; ray envs: frames per step, the last two "        \
+      "max-pooled (0 = 4)")                                                                  \
+    X(ENV_GRAYSCALE, "env.grayscale", BOOL, "true", 0, 1,                                    \
+      "ray envs (RayRoom-v0 ...): observe luminance (1 channel) rather than RGB (3)")        \
+    X(ENV_HEIGHT, "env.height", INT, "84", 16, 512,                                          \
+      "ray envs: rendered frame height in pixels")                                           \
     X(ENV_MAX_EPISODE_STEPS, "env.max_episode_steps", INT, "-1", -1, 2147483647.0,           \
       "episode time limit in steps: -1 = the environment's own, 0 = none")                   \
+    X(ENV_MAZE_SIZE, "env.maze_size", INT, "5", 2, 15,                                     \
+      "RayMaze-v0: maze cells a side (a map of 2n + 1 squares, walls included)")             \
     X(ENV_MEMORY_CUES, "env.memory_cues", INT, "4", 2, 64,                                   \
       "MemoryProbe-v0: number of cues K (actions; chance is 1/K)")                           \
     X(ENV_MEMORY_DELAY, "env.memory_delay", INT, "20", 0, 10000,                             \
@@ -35,6 +42,8 @@
     X(ENV_RANDOMIZE_MASS, "env.randomize_mass", FLOAT, "0", 0, 0.9,                          \
       "MuJoCo envs: as env.randomize_damping, for every body's mass (and its inertia, by "   \
       "the same factor)")                                                                    \
+    X(ENV_WIDTH, "env.width", INT, "84", 16, 512,                                            \
+      "ray envs: rendered frame width in pixels (the view spans 90 degrees)")                \
     X(ES_EPISODES, "es.episodes", INT, "1", 1, 1000000,                                      \
       "ES: episodes per member per generation (its fitness is their mean return)")          \
     X(ES_LR, "es.lr", FLOAT, "0.03", 0, 10,                                                  \

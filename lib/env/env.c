@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "env/pixel_grid.h"
+#include "env/ray/env.h"
 #include "env/registry.h"
 #include "env/vec_env.h"
 #include "env/vec_env_named.h"
@@ -71,7 +72,12 @@ FRL_API const char *frl_env_name_at(int32_t index)
     const frl_env_class *c = frl_env_class_at(index);
     if (c || index < 0)
         return c ? c->name : NULL;
-    return frl_pixel_env_name_at(index - frl_env_class_count());
+    index -= frl_env_class_count();
+    const char *pixel = frl_pixel_env_name_at(index);
+    int32_t pixels = 0;
+    while (frl_pixel_env_name_at(pixels))
+        pixels++;
+    return pixel ? pixel : frl_ray_env_name_at(index - pixels);
 }
 
 FRL_API const frl_space *frl_env_observation_space(const frl_env *e)

@@ -1,17 +1,19 @@
-/* frl_vec_env_create: the name picks a built-in class (env/registry.h) or a MuJoCo task
- * (env/mujoco_env.h); an unknown name lists what there is. Apart from vec_env.c so that
- * the vec env itself knows nothing of MuJoCo, whose side builds on it. */
+/* frl_vec_env_create: the name picks a built-in class (env/registry.h), a pixel env
+ * (env/pixel_grid.h, env/ray/env.h) or a MuJoCo task (env/mujoco_env.h); an unknown
+ * name lists what there is. Apart from vec_env.c so that the vec env itself knows
+ * nothing of MuJoCo, whose side builds on it. */
 #include <stdio.h>
 #include <string.h>
 
 #include "env/mujoco_env.h"
 #include "env/pixel_grid.h"
+#include "env/ray/env.h"
 #include "env/registry.h"
 #include "env/vec_env_named.h"
 
 static frl_status unknown_env(const char *name, const char *who)
 {
-    char names[256] = "";
+    char names[384] = "";
     for (int32_t i = 0; i < frl_env_class_count(); i++) {
         size_t used = strlen(names);
         snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
@@ -20,6 +22,10 @@ static frl_status unknown_env(const char *name, const char *who)
     for (int32_t i = 0; frl_pixel_env_name_at(i); i++) {
         size_t used = strlen(names);
         snprintf(names + used, sizeof names - used, ", %s", frl_pixel_env_name_at(i));
+    }
+    for (int32_t i = 0; frl_ray_env_name_at(i); i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, ", %s", frl_ray_env_name_at(i));
     }
     return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "%s: unknown environment '%s' (built-ins: %s; "
                     "with the MuJoCo plugin also Hopper-v5 and the other tasks of "
@@ -45,6 +51,8 @@ frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char 
         return frl_vec_env_create_builtin(out, rt, c, num_envs, cfg, who);
     if (frl_pixel_env_is(name))
         return frl_pixel_vec_env_create(out, rt, name, num_envs, cfg, who);
+    if (frl_ray_env_is(name))
+        return frl_ray_vec_env_create(out, rt, name, num_envs, cfg, who);
     if (frl_mujoco_is_task(name))
         return frl_mujoco_vec_env_create(out, rt, name, num_envs, cfg, who);
     return unknown_env(name, who);

@@ -85,3 +85,23 @@ def test_pixel_grid_trains():
     # the sampling policy's episodes, as the target counts them
     returns = fastrl.evaluate(t.policy, "PixelGrid-v0", 100, deterministic=False)
     assert returns.mean() >= 0.65
+
+
+def test_ray_envs_render_first_person_frames():
+    """The raycasting tasks through the binding: the frame size and colour come from the
+    env.* settings, and frames are uint8 views that change as the agent turns."""
+    v = fastrl.VecEnv("RayRoom-v0", 3, config={"env.width": 64, "env.height": 48,
+                                               "env.grayscale": False})
+    space = v.single_observation_space
+    assert space.dtype == np.uint8 and space.shape == (48, 64, 3)
+    assert v.single_action_space.n == 9
+    obs, _ = v.reset(seed=1)
+    before = obs.copy()
+    assert obs.shape == (3, 48, 64, 3) and np.shares_memory(obs, v.observations)
+    v.step(np.full(3, 3, np.int32))  # turn right: the view moves
+    assert np.any(v.observations != before)
+    g = fastrl.VecEnv("RayMaze-v0", 2)
+    assert g.single_observation_space.shape == (84, 84, 1)
+    with pytest.raises(fastrl.Error) as e:
+        fastrl.VecEnv("RayCollect-v0", 1, config={"env.width": 17, "env.height": 17})
+    assert e.value.status == Status.ERR_SIZE and "multiple of 4" in str(e.value)

@@ -1,0 +1,315 @@
+/* The raycasting tasks as vec envs (env.h). A step repeats the action for frame_skip
+ * frames, renders the last two and keeps their per-pixel maximum (the Atari and ViZDoom
+ * convention, so a sprite that flickers between frames is not lost); the frames before
+ * are stepped but never drawn, so frame skip 4 costs two renders a step. */
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/config.h"
+#include "env/ray/env.h"
+#include "env/ray/maze.h"
+#include "env/ray/render.h"
+#include "env/ray/tasks.h"
+#include "env/vec_env.h"
+
+enum { STATE_HEAD = 9, SPRITE_VALUES = 6, DEFAULT_SKIP = 4 };
+
+typedef struct ray_block ray_block;
+
+typedef struct ray_env {
+    ray_sim sim;
+    const ray_block *block;
+    float *depth;  /* the renderer's per-column scratch */
+    uint8_t *pool; /* the second-to-last frame of a step, for the max */
+} ray_env;
+
+struct ray_block {
+    frl_allocator alloc;
+    const ray_task *task;
+    int32_t frame_skip, side;
+    ray_view view;
+    ray_textures tex;
+    ray_env envs[];
+};
+
+static size_t frame_bytes(const ray_view *v)
+{
+    return (size_t)v->width * (size_t)v->height * (size_t)v->channels;
+}
+
+static void draw(const ray_env *e, uint8_t *out)
+{
+    ray_render(&e->sim.world, &e->block->tex, &e->block->view, e->depth, out);
+}
+
+static int ray_reset(void *user, uint64_t seed, float *obs)
+{
+    ray_env *e = user;
+    e->sim.rng = frl_rng_stream(seed, 0);
+    e->block->task->reset(&e->sim);
+    draw(e, (uint8_t *)obs);
+    return 0;
+}
+
+static void max_into(uint8_t *out, const uint8_t *other, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = out[i] > other[i] ? out[i] : other[i];
+}
+
+static int ray_step(void *user, const void *action, float *obs, float *reward,
+                    uint8_t *terminated, uint8_t *truncated)
+{
+    ray_env *e = user;
+    const ray_block *b = e->block;
+    int32_t a = *(const int32_t *)action; /* the vec env validated it */
+    int32_t k = b->frame_skip, f = 0;
+    int done = 0;
+    float r = 0.0f;
+    while (f < k && !done) {
+        ray_world_act(&e->sim.world, a);
+        r += b->task->frame(&e->sim, &done);
+        if (++f == k - 1 && !done)
+            draw(e, e->pool);
+    }
+    draw(e, (uint8_t *)obs);
+    if (k >= 2 && f == k) /* an episode that ended early shows its last frame only */
+        max_into((uint8_t *)obs, e->pool, frame_bytes(&b->view));
+    *reward = r;
+    *terminated = (uint8_t)done;
+    *truncated = 0;
+    return 0;
+}
+
+static int ray_observe(void *user, float *obs)
+{
+    draw(user, (uint8_t *)obs);
+    return 0;
+}
+
+/* ---- state: the world, the stream and the progress distance as float64 values ---- */
+
+static int32_t state_size(int32_t side)
+{
+    return STATE_HEAD + RAY_MAX_SPRITES * SPRITE_VALUES + side * side;
+}
+
+static void put_u64(double *s, uint64_t v)
+{
+    s[0] = (double)(v >> 32);
+    s[1] = (double)(v & 0xffffffffu);
+}
+
+static int ray_get_state(void *user, double *s)
+{
+    const ray_env *e = user;
+    const ray_world *wd = &e->sim.world;
+    s[0] = wd->x;
+    s[1] = wd->y;
+    s[2] = wd->angle;
+    put_u64(s + 3, e->sim.rng.key);
+    put_u64(s + 5, e->sim.rng.counter);
+    s[7] = e->sim.prev_dist;
+    s[8] = wd->num_sprites;
+    double *sp = s + STATE_HEAD;
+    for (int32_t i = 0; i < RAY_MAX_SPRITES; i++, sp += SPRITE_VALUES) {
+        const ray_sprite *p = &wd->sprites[i];
+        double v[SPRITE_VALUES] = {p->x, p->y, p->vx, p->vy, p->kind, p->alive};
+        memcpy(sp, v, sizeof v);
+    }
+    for (int32_t i = 0; i < wd->w * wd->h; i++)
+        sp[i] = wd->cells[i];
+    return 0;
+}
+
+static int whole_in(double v, double lo, double hi)
+{
+    return v >= lo && v <= hi && v == floor(v);
+}
+
+static int inside(double v, int32_t side)
+{
+    return v >= 0 && v < side; /* false for NaN */
+}
+
+/* Everything a set_state takes is checked first, so a bad vector changes nothing. */
+static int state_valid(const double *s, int32_t side)
+{
+    int ok = inside(s[0], side) && inside(s[1], side) && fabs(s[2]) <= 4.0 &&
+             isfinite(s[7]) && whole_in(s[8], 0, RAY_MAX_SPRITES);
+    for (int i = 3; i < 7; i++)
+        ok = ok && whole_in(s[i], 0, 4294967295.0);
+    const double *sp = s + STATE_HEAD;
+    for (int32_t i = 0; i < RAY_MAX_SPRITES && ok; i++, sp += SPRITE_VALUES)
+        ok = inside(sp[0], side) && inside(sp[1], side) && fabs(sp[2]) < 1 && fabs(sp[3]) < 1 &&
+             whole_in(sp[4], 0, RAY_SPRITE_KINDS - 1) && whole_in(sp[5], 0, 1);
+    for (int32_t i = 0; i < side * side && ok; i++)
+        ok = whole_in(sp[i], 0, RAY_DOOR);
+    return ok;
+}
+
+static uint64_t get_u64(const double *s)
+{
+    return ((uint64_t)s[0] << 32) | (uint64_t)s[1];
+}
+
+static int ray_set_state(void *user, const double *s)
+{
+    ray_env *e = user;
+    int32_t side = e->block->side;
+    if (!state_valid(s, side))
+        return -1; /* the vec env reports the callback's failure */
+    ray_world *wd = &e->sim.world;
+    wd->w = wd->h = side;
+    wd->x = (float)s[0];
+    wd->y = (float)s[1];
+    wd->angle = (float)s[2];
+    e->sim.rng.key = get_u64(s + 3);
+    e->sim.rng.counter = get_u64(s + 5);
+    e->sim.prev_dist = (float)s[7];
+    wd->num_sprites = (int32_t)s[8];
+    const double *sp = s + STATE_HEAD;
+    for (int32_t i = 0; i < RAY_MAX_SPRITES; i++, sp += SPRITE_VALUES) {
+        ray_sprite p = {(float)sp[0], (float)sp[1], (float)sp[2], (float)sp[3], (int32_t)sp[4],
+                        (int32_t)sp[5]};
+        wd->sprites[i] = p;
+    }
+    for (int32_t i = 0; i < side * side; i++)
+        wd->cells[i] = (uint8_t)sp[i];
+    return 0;
+}
+
+/* ---- creation ---- */
+
+const char *frl_ray_env_name_at(int32_t index)
+{
+    const ray_task *t = ray_task_at(index);
+    return t ? t->name : NULL;
+}
+
+int frl_ray_env_is(const char *name)
+{
+    return ray_task_find(name) != NULL;
+}
+
+static void release_block(void *owner)
+{
+    ray_block *b = owner;
+    frl_allocator a = b->alloc;
+    frl_free(&a, b);
+}
+
+/* Per-env scratch sits after the envs, each piece on its own cache lines. */
+static size_t scratch_bytes(const ray_view *v)
+{
+    size_t depth = ((size_t)v->width * sizeof(float) + 63) & ~(size_t)63;
+    return depth + ((frame_bytes(v) + 63) & ~(size_t)63);
+}
+
+static frl_status settings(ray_view *v, int32_t *skip, int32_t *maze, const frl_config *cfg,
+                           const char *name, const char *who)
+{
+    int32_t w = (int32_t)frl_cfg_int(cfg, FRL_KEY_ENV_WIDTH);
+    int32_t h = (int32_t)frl_cfg_int(cfg, FRL_KEY_ENV_HEIGHT);
+    int32_t ch = frl_cfg_bool(cfg, FRL_KEY_ENV_GRAYSCALE) ? 1 : 3;
+    if (ray_view_init(v, w, h, ch) != 0)
+        return frl_fail(NULL, FRL_ERR_SIZE, "%s: %s cannot render %d x %d pixels (width and "
+                        "height from %d to %d)", who, name, (int)w, (int)h, RAY_MIN_SIDE,
+                        RAY_MAX_SIDE);
+    if ((size_t)w * (size_t)h * (size_t)ch % 4 != 0)
+        return frl_fail(NULL, FRL_ERR_SIZE, "%s: %s at %d x %d x %d is %lld bytes a frame, not "
+                        "a multiple of 4 (doc/pixels.md); make the width a multiple of 4",
+                        who, name, (int)w, (int)h, (int)ch, (long long)w * h * ch);
+    *skip = (int32_t)frl_cfg_int(cfg, FRL_KEY_ENV_FRAME_SKIP);
+    *skip = *skip ? *skip : DEFAULT_SKIP;
+    *maze = (int32_t)frl_cfg_int(cfg, FRL_KEY_ENV_MAZE_SIZE);
+    return FRL_OK;
+}
+
+static ray_block *make_block(frl_runtime *rt, const ray_task *task, const ray_view *v,
+                             int32_t skip, int32_t maze, int32_t n)
+{
+    size_t head = (sizeof(ray_block) + sizeof(ray_env) * (size_t)n + 63) & ~(size_t)63;
+    size_t per = scratch_bytes(v);
+    ray_block *b = frl_alloc(&rt->alloc, head + per * (size_t)n, 64);
+    if (!b)
+        return NULL;
+    memset(b, 0, sizeof *b + sizeof(ray_env) * (size_t)n);
+    b->alloc = rt->alloc;
+    b->task = task;
+    b->frame_skip = skip;
+    b->side = task->map_side(maze);
+    b->view = *v;
+    ray_textures_make(&b->tex);
+    size_t depth = ((size_t)v->width * sizeof(float) + 63) & ~(size_t)63;
+    for (int32_t i = 0; i < n; i++) {
+        uint8_t *s = (uint8_t *)b + head + per * (size_t)i;
+        b->envs[i].block = b;
+        b->envs[i].depth = (float *)(void *)s;
+        b->envs[i].pool = s + depth;
+        b->envs[i].sim.maze_size = maze;
+        task->reset(&b->envs[i].sim); /* a valid world before the first reset */
+    }
+    return b;
+}
+
+static frl_status wrap(frl_vec_env **out, frl_runtime *rt, ray_block *b, void **users,
+                       int32_t n, const frl_config *cfg, const char *who)
+{
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = ray_reset;
+    cb.step = ray_step;
+    cb.state_size = state_size(b->side);
+    cb.get_state = ray_get_state;
+    cb.set_state = ray_set_state;
+    for (int32_t i = 0; i < n; i++)
+        users[i] = &b->envs[i];
+    frl_space *obs = NULL, *act = NULL;
+    frl_status st = frl_space_create_image(&obs, &rt->alloc, b->view.height, b->view.width,
+                                           b->view.channels);
+    if (st == FRL_OK)
+        st = frl_space_create_discrete(&act, &rt->alloc, RAY_ACTIONS);
+    if (st == FRL_OK)
+        st = frl_vec_env_create_hosted(out, rt, &cb, users, n, obs, act, cfg, b->task->limit, who);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    return st;
+}
+
+frl_status frl_ray_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char *name,
+                                  int32_t num_envs, const frl_config *cfg, const char *who)
+{
+    const ray_task *task = ray_task_find(name);
+    ray_view v;
+    int32_t skip = DEFAULT_SKIP, maze = RAY_MAZE_MIN;
+    frl_status st = settings(&v, &skip, &maze, cfg, name, who);
+    if (st != FRL_OK)
+        return st;
+    ray_block *b = make_block(rt, task, &v, skip, maze, num_envs);
+    void **users = frl_alloc(&rt->alloc, sizeof(void *) * (size_t)num_envs, 16);
+    st = b && users ? wrap(out, rt, b, users, num_envs, cfg, who)
+                    : frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for %d %s envs", who,
+                               (int)num_envs, name);
+    frl_free(&rt->alloc, users);
+    if (st != FRL_OK) {
+        frl_free(&rt->alloc, b);
+        return st;
+    }
+    (*out)->task = task->name;
+    (*out)->observe = ray_observe;
+    (*out)->release = release_block;
+    (*out)->owner = b;
+    return FRL_OK;
+}
+
+frl_status frl_ray_oracle_actions(const frl_vec_env *v, int32_t *actions)
+{
+    if (!v || !actions || v->release != release_block)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "frl_ray_oracle_actions: not a ray env");
+    const ray_block *b = v->owner;
+    for (int32_t i = 0; i < v->n; i++)
+        actions[i] = b->task->oracle(&b->envs[i].sim);
+    return FRL_OK;
+}
