@@ -2,7 +2,7 @@
  * vec env API, beside the renderer alone in the same run, and each task's returns under
  * its scripted oracle and under uniform random actions.
  *
- *   build/bench/bench_raycast [--seconds S] [--episodes E] [--threads T]
+ *   build/bench/bench_raycast [--seconds S] [--episodes E] [--threads T] [--set "k=v ..."]
  *
  * Frames are counted as Sample Factory counts them: every env frame, the skipped ones
  * included, so a step at frame skip 4 is 4 frames. The renderer-alone figure draws the
@@ -24,6 +24,7 @@ enum { ENVS = 64, RUNS = 5 };
 typedef struct opts {
     double seconds;
     int32_t episodes, threads;
+    const char *set; /* settings for the returns table (e.g. env.maze_size=3) */
 } opts;
 
 static frl_runtime *make_runtime(int32_t threads)
@@ -137,9 +138,9 @@ static void speed_table(const opts *o)
 
 /* Mean return and length of `episodes` episodes of ENVS envs under the oracle or random. */
 static void returns(frl_runtime *rt, const char *task, int oracle, int32_t episodes,
-                    double *mean, double *len)
+                    const char *set, double *mean, double *len)
 {
-    frl_vec_env *v = make_env(rt, task, ENVS, "");
+    frl_vec_env *v = make_env(rt, task, ENVS, set);
     frl_rng r = frl_rng_stream(11, 0);
     double sum = 0, steps = 0;
     int32_t done = 0, *a = v ? frl_vec_env_actions(v) : NULL;
@@ -181,14 +182,14 @@ static void returns(frl_runtime *rt, const char *task, int oracle, int32_t episo
 static void returns_table(const opts *o)
 {
     frl_runtime *rt = make_runtime(o->threads);
-    printf("\nreturns over %d episodes (84x84 gray, frame skip 4, the task's time limit):\n",
-           (int)o->episodes);
+    printf("\nreturns over %d episodes (84x84 gray, frame skip 4, the task's time limit%s%s):\n",
+           (int)o->episodes, o->set[0] ? "; " : "", o->set);
     printf("%-14s %14s %12s %14s %12s\n", "task", "oracle return", "length", "random return",
            "length");
     for (int32_t t = 0; rt && ray_task_at(t); t++) {
         double om, ol, rm, rl;
-        returns(rt, ray_task_at(t)->name, 1, o->episodes, &om, &ol);
-        returns(rt, ray_task_at(t)->name, 0, o->episodes, &rm, &rl);
+        returns(rt, ray_task_at(t)->name, 1, o->episodes, o->set, &om, &ol);
+        returns(rt, ray_task_at(t)->name, 0, o->episodes, o->set, &rm, &rl);
         printf("%-14s %14.3f %12.1f %14.3f %12.1f\n", ray_task_at(t)->name, om, ol, rm, rl);
     }
     frl_runtime_destroy(rt);
@@ -196,7 +197,7 @@ static void returns_table(const opts *o)
 
 int main(int argc, char **argv)
 {
-    opts o = {2.0, 1000, 1};
+    opts o = {2.0, 1000, 1, ""};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--seconds"))
             o.seconds = atof(argv[i + 1]);
@@ -204,6 +205,8 @@ int main(int argc, char **argv)
             o.episodes = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads"))
             o.threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--set"))
+            o.set = argv[i + 1];
     }
     speed_table(&o);
     returns_table(&o);

@@ -35,5 +35,13 @@ run "$fastrl" train CartPole-v1 --resume "$dir/run" --steps 4096 --quiet
 run "$fastrl" train --resume "$dir/run" --steps 6144 --quiet
 [ "$rc" -eq 0 ] && has "steps: 6144" || fail "no env: exit status $rc: $out"
 
+# --max-seconds stops a long run as Ctrl-C does (saved, exit status 0); a negative limit
+# is refused.
+run "$fastrl" train CartPole-v1 --steps 1000000000 --max-seconds 1 --out "$dir/timed" --quiet
+[ "$rc" -eq 0 ] && has "time limit" && [ -f "$dir/timed/checkpoint.frl" ] ||
+    fail "--max-seconds: exit status $rc: $out"
+run "$fastrl" train CartPole-v1 --max-seconds -1 --quiet
+[ "$rc" -eq 2 ] && has "max-seconds" || fail "--max-seconds -1: exit status $rc: $out"
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all cases passed"

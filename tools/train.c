@@ -19,6 +19,7 @@ typedef struct train_opts {
     int64_t eval_every;     /* greedy evaluations every this many env steps (0: none) */
     int32_t eval_episodes;
     double eval_target;     /* stop at the first evaluation reaching it (NaN: never) */
+    double max_seconds;     /* stop after this much wall time, from the start (0: never) */
 } train_opts;
 
 static frl_trainer *volatile g_trainer;
@@ -56,6 +57,9 @@ typedef struct progress {
     int async;      /* sampler.mode=async: show the policy lag */
     int quiet;
     evaluator *ev;  /* NULL without --eval-every */
+    frl_trainer *t;
+    double max_seconds;
+    int timed_out;  /* --max-seconds stopped the run */
 } progress;
 
 static void format_time(double s, char *buf, size_t size)
@@ -123,6 +127,10 @@ static int on_metrics(void *user, const frl_metrics *m)
     double now = cli_now();
     if (p->ev && maybe_evaluate(p->ev, m))
         return 1;
+    if (p->max_seconds > 0 && now - cli_start >= p->max_seconds && !p->timed_out) {
+        p->timed_out = 1; /* stop as Ctrl-C does: at the end of this update, saved */
+        frl_trainer_request_stop(p->t);
+    }
     if (!p->quiet && now - p->last_print >= (is_tty ? 0.1 : 2.0)) {
         p->last_print = now;
         print_progress(p, m, 0);
@@ -151,6 +159,8 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
             o->eval_every = (int64_t)strtod(v, NULL);
         } else if (!strcmp(a, "--eval-episodes") && has) {
             o->eval_episodes = (int32_t)strtol(v, NULL, 10);
+        } else if (!strcmp(a, "--max-seconds") && has) {
+            o->max_seconds = strtod(v, NULL);
         } else if (!strcmp(a, "--eval-target") && has) {
             o->eval_target = strtod(v, NULL);
         } else if (!strcmp(a, "--out") && has) {
@@ -168,6 +178,10 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
             return 2;
         }
         i++;
+    }
+    if (!(o->max_seconds >= 0)) {
+        fprintf(stderr, "fastrl train: --max-seconds needs seconds >= 0\n");
+        return 2;
     }
     if (o->eval_every < 0 || o->eval_episodes < 1) {
         fprintf(stderr, "fastrl train: --eval-every needs steps >= 1 and --eval-episodes "
@@ -329,7 +343,7 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     }
     char mode[16] = "";
     frl_config_get_text(cfg, "sampler.mode", mode, sizeof mode);
-    progress p = {o->steps, 0, strcmp(mode, "async") == 0, o->quiet, NULL};
+    progress p = {o->steps, 0, strcmp(mode, "async") == 0, o->quiet, NULL, t, o->max_seconds, 0};
     evaluator ev = {.t = t, .every = o->eval_every, .next = o->eval_every,
                     .episodes = o->eval_episodes, .target = o->eval_target};
     if (o->eval_every && (st = open_evaluator(&ev, rt, o, cfg)) != FRL_OK) {
@@ -346,6 +360,10 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     signal(SIGINT, SIG_DFL);
     g_trainer = NULL;
     st = training_result(&ev, st);
+    if (st == FRL_ERR_INTERRUPTED && p.timed_out) {
+        fprintf(stderr, "time limit: stopped after %.0f s (--max-seconds)\n", o->max_seconds);
+        st = FRL_OK;
+    }
     int rc = finish(t, o, st, &p);
     frl_vec_env_destroy(ev.venv);
     frl_trainer_destroy(t);
@@ -363,7 +381,7 @@ static void log_warning(void *user, frl_log_level level, const char *message)
 
 int cli_train(int argc, char **argv)
 {
-    train_opts o = {NULL, NULL, NULL, 500000, 0, 0, 20, NAN};
+    train_opts o = {NULL, NULL, NULL, 500000, 0, 0, 20, NAN, 0};
     frl_config *cfg;
     if (frl_config_create(&cfg, NULL) != FRL_OK)
         return cli_fail("config", FRL_ERR_NOMEM);
