@@ -9,6 +9,8 @@
 #include "cli.h"
 #include "core/rng.h"
 #include "env/mujoco_env.h"
+#include "env/pixel_grid.h"
+#include "env/ray/env.h"
 #include "env/registry.h"
 
 enum { ACTION_SETS = 64, RUNS = 5 };
@@ -253,6 +255,13 @@ int cli_bench(int argc, char **argv)
         return cli_bench_train(argc, argv);
     if (parse_opts(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: fastrl bench env ENV [--envs N] [--threads T] [--seconds S]\n");
+        return 2;
+    }
+    if (frl_ray_env_is(o.env) || frl_pixel_env_is(o.env)) {
+        /* rendered on host callbacks: there is no bare dynamics loop to call a floor */
+        fprintf(stderr, "fastrl bench env: %s has no floor loop (the library renders it on "
+                        "host callbacks); build/bench/bench_raycast measures the ray envs "
+                        "beside their renderer alone\n", o.env);
         return 2;
     }
     frl_runtime *rt = NULL;

@@ -48,6 +48,18 @@ static void recurrent_macs(const frl_policy *p, double *fwd, double *in_grad)
     *in_grad += (double)p->actor.width[0] * (p->actor.width[1] + p->critic.width[1]);
 }
 
+/* A conv encoder's layers (lib/nn/cnn.c): each a GEMM of out_h * out_w rows by patch by
+ * out_c. The first layer's input is pixels, so no input gradient is made for it. */
+static void conv_macs(const frl_cnn *n, double *fwd, double *in_grad)
+{
+    for (int32_t i = 0; i < n->layers; i++) {
+        const frl_conv2d *c = &n->conv[i];
+        double macs = (double)c->out_h * c->out_w * c->out_c * c->patch;
+        *fwd += macs;
+        *in_grad += i ? macs : 0;
+    }
+}
+
 static double flops_per_step(const frl_trainer *t)
 {
     const frl_policy *p = t->policy;
@@ -57,6 +69,7 @@ static double flops_per_step(const frl_trainer *t)
         double epochs = (double)frl_cfg_int(t->cfg, FRL_KEY_TRAIN_EPOCHS);
         return 2.0 * (fwd + epochs * (2 * fwd + in_grad));
     }
+    conv_macs(&p->cnn, &fwd, &in_grad);
     if (p->shared)
         mlp_macs(&p->trunk, &fwd, &in_grad);
     mlp_macs(&p->actor, &fwd, &in_grad);
@@ -177,6 +190,7 @@ static int report_dqn(frl_trainer *t, double seconds, const stage_sums *s)
 {
     const frl_policy *p = t->policy;
     double fwd = 0, in_grad = 0;
+    conv_macs(&p->cnn, &fwd, &in_grad);
     if (p->shared)
         mlp_macs(&p->trunk, &fwd, &in_grad);
     mlp_macs(&p->actor, &fwd, &in_grad);
