@@ -141,10 +141,10 @@ TASKS = {
     # solved at 80% of the way from the random policy's return to the oracle's
     # (build/bench/bench_raycast, 1,000 episodes each: RayRoom 0.228 -> 1.503, RayMaze
     # at size 3 0.385 -> 1.000, RayCollect 0.814 -> 24.916), 2 in 3 seeds.
-    "ray-room": Task("RayRoom-v0", 1.248, 5000000, "", "fastrl", 0, 0.67, None, 1200, 900),
-    "ray-maze": Task("RayMaze-v0", 0.877, 5000000, "env.maze_size=3", "fastrl", 0, 0.67, None,
+    "ray-room": Task("RayRoom-v0", 1.248, 5000000, "", "fastrl", 0, 0.66, None, 1200, 900),
+    "ray-maze": Task("RayMaze-v0", 0.877, 5000000, "env.maze_size=3", "fastrl", 0, 0.66, None,
                      1200, 900),
-    "ray-collect": Task("RayCollect-v0", 20.09, 5000000, "", "fastrl", 0, 0.67, None, 1200,
+    "ray-collect": Task("RayCollect-v0", 20.09, 5000000, "", "fastrl", 0, 0.66, None, 1200,
                         900),
     "pixels-appo": Task("PixelGrid-v0", 0.95, 200000, "sampler.mode=async", "fastrl", 0, 0.0),
     # Neuroevolution: the kept policy (ES's centre, GA's best member) is evaluated over
