@@ -136,18 +136,20 @@ static void speed_table(const opts *o)
     frl_runtime_destroy(rt);
 }
 
-/* Mean return and length of `episodes` episodes of ENVS envs under the oracle or random. */
+/* Mean return and length of `episodes` episodes under the oracle or random actions:
+ * each of the ENVS envs runs the same number of its own episodes, so short episodes are
+ * not over-counted (taking the first N to end across envs would favour them). */
 static void returns(frl_runtime *rt, const char *task, int oracle, int32_t episodes,
                     const char *set, double *mean, double *len)
 {
     frl_vec_env *v = make_env(rt, task, ENVS, set);
     frl_rng r = frl_rng_stream(11, 0);
-    double sum = 0, steps = 0;
-    int32_t done = 0, *a = v ? frl_vec_env_actions(v) : NULL;
-    double *ret = calloc(ENVS, sizeof *ret), *el = calloc(ENVS, sizeof *el);
-    if (!v || !ret || !el || frl_vec_env_reset(v, 2) != FRL_OK)
-        episodes = 0, done = 1;
-    while (done < episodes) {
+    int32_t quota = (episodes + ENVS - 1) / ENVS, done = 0, *a = v ? frl_vec_env_actions(v) : NULL;
+    double sum = 0, steps = 0, ret[ENVS] = {0}, el[ENVS] = {0};
+    int32_t count[ENVS] = {0};
+    if (!v || frl_vec_env_reset(v, 2) != FRL_OK)
+        quota = 0;
+    while (done < quota * ENVS) {
         if (oracle)
             frl_ray_oracle_actions(v, a);
         else
@@ -159,23 +161,21 @@ static void returns(frl_runtime *rt, const char *task, int oracle, int32_t episo
         const uint8_t *te = frl_vec_env_terminated(v), *tr = frl_vec_env_truncated(v);
         const uint8_t *rs = frl_vec_env_reset_steps(v);
         for (int32_t i = 0; i < ENVS; i++) {
-            if (rs[i])
+            if (rs[i] || count[i] == quota)
                 continue; /* the autoreset step is no step of either episode */
             ret[i] += rw[i];
             el[i] += 1;
-            if ((te[i] || tr[i]) && done < episodes) {
+            if (te[i] || tr[i]) {
                 sum += ret[i];
                 steps += el[i];
+                count[i]++;
                 done++;
-            }
-            if (te[i] || tr[i])
                 ret[i] = el[i] = 0;
+            }
         }
     }
     *mean = done ? sum / done : 0;
     *len = done ? steps / done : 0;
-    free(ret);
-    free(el);
     frl_vec_env_destroy(v);
 }
 

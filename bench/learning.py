@@ -34,8 +34,8 @@ their default settings (PPO, convnet_simple with 8-16-16 channels), each seed st
 15 minutes (--max-seconds 900), 2 in 3 seeds (run with --seeds 3): solved at 80% of the
 way from the random policy's return to the scripted oracle's:
     ray-room      RayRoom-v0                        1.248
-    ray-maze      RayMaze-v0 with env.maze_size=3   0.877
-    ray-collect   RayCollect-v0                     20.09
+    ray-maze      RayMaze-v0 (3 x 3 cells)          0.874
+    ray-collect   RayCollect-v0                     20.10
 The R2D2 tasks (--tasks r2d2; doc/r2d2.md), 1M steps each, 7 in 10:
     r2d2-nv           CartPoleNoVel-v1, one actor (sync), target 475 (last 100 episodes)
     r2d2-nv-async     the same with two Ape-X actors on the async sampler, measured by
@@ -139,12 +139,11 @@ TASKS = {
     "PixelGrid-v0": Task("PixelGrid-v0", 0.95, 200000, "", "fastrl", 0, 0.9),
     # The first-person tasks from 84 x 84 grayscale, each seed capped at 15 minutes:
     # solved at 80% of the way from the random policy's return to the oracle's
-    # (build/bench/bench_raycast, 1,000 episodes each: RayRoom 0.228 -> 1.503, RayMaze
-    # at size 3 0.385 -> 1.000, RayCollect 0.814 -> 24.916), 2 in 3 seeds.
+    # (build/bench/bench_raycast, 1,024 episodes each: RayRoom 0.226 -> 1.503, RayMaze
+    # 0.371 -> 1.000, RayCollect 0.804 -> 24.921), 2 in 3 seeds.
     "ray-room": Task("RayRoom-v0", 1.248, 5000000, "", "fastrl", 0, 0.66, None, 1200, 900),
-    "ray-maze": Task("RayMaze-v0", 0.877, 5000000, "env.maze_size=3", "fastrl", 0, 0.66, None,
-                     1200, 900),
-    "ray-collect": Task("RayCollect-v0", 20.09, 5000000, "", "fastrl", 0, 0.66, None, 1200,
+    "ray-maze": Task("RayMaze-v0", 0.874, 5000000, "", "fastrl", 0, 0.66, None, 1200, 900),
+    "ray-collect": Task("RayCollect-v0", 20.10, 5000000, "", "fastrl", 0, 0.66, None, 1200,
                         900),
     "pixels-appo": Task("PixelGrid-v0", 0.95, 200000, "sampler.mode=async", "fastrl", 0, 0.0),
     # Neuroevolution: the kept policy (ES's centre, GA's best member) is evaluated over

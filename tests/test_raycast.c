@@ -66,42 +66,46 @@ START_TEST(deterministic)
 }
 END_TEST
 
-/* Mean return of `episodes` episodes of n envs under the oracle or uniform actions. */
-static double mean_return(frl_runtime *rt, const char *task, int oracle, int episodes)
+/* Mean return of the first episode of each of n envs under the oracle or uniform
+ * actions: one episode an env, so short (successful) episodes are not over-counted. */
+static double mean_return(frl_runtime *rt, const char *task, int oracle, int n)
 {
-    enum { N = 32 };
-    frl_vec_env *v = make(rt, task, N, "env.width=32 env.height=24");
+    frl_vec_env *v = make(rt, task, n, "env.width=32 env.height=24");
     frl_rng r = frl_rng_stream(3, 0);
-    double ret[N] = {0}, sum = 0;
+    double ret[64] = {0}, sum = 0;
+    uint8_t ended[64] = {0};
     int done = 0;
+    ck_assert_int_le(n, 64);
     ck_assert_int_eq(frl_vec_env_reset(v, 11), FRL_OK);
-    while (done < episodes) {
+    while (done < n) {
         int32_t *a = frl_vec_env_actions(v);
         if (oracle)
             ck_assert_int_eq(frl_ray_oracle_actions(v, a), FRL_OK);
         else
-            for (int i = 0; i < N; i++)
+            for (int i = 0; i < n; i++)
                 a[i] = (int32_t)(frl_rng_next(&r) % RAY_ACTIONS);
         ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
-        for (int i = 0; i < N; i++) {
+        for (int i = 0; i < n; i++) {
+            if (ended[i])
+                continue;
             ret[i] += frl_vec_env_rewards(v)[i];
             if (frl_vec_env_terminated(v)[i] || frl_vec_env_truncated(v)[i]) {
                 sum += ret[i];
+                ended[i] = 1;
                 done++;
-                ret[i] = 0;
             }
         }
     }
     frl_vec_env_destroy(v);
-    return sum / done;
+    return sum / n;
 }
 
 /* The oracles solve their tasks (bench/bench_raycast measures them on 1,000 episodes at
- * 84 x 84: RayRoom 1.50, RayMaze 1.00, RayCollect 24.9) and random actions do not. */
+ * 84 x 84: RayRoom 1.50, RayMaze 1.00, RayCollect 24.9; random 0.23, 0.39 and 0.81). */
 START_TEST(oracle_beats_random)
 {
-    static const double oracle_min[] = {1.4, 0.97, 18.0}, random_max[] = {0.5, 0.3, 3.0};
-    int episodes = FRL_TEST_SANITIZED ? 32 : 64; /* one round of the 32 envs: 30 s less */
+    static const double oracle_min[] = {1.4, 0.97, 18.0}, random_max[] = {0.5, 0.6, 3.0};
+    int episodes = FRL_TEST_SANITIZED ? 32 : 64; /* envs, one episode each */
     frl_runtime *rt = frl_test_runtime(2);
     for (int t = 0; t < 3; t++) {
         double o = mean_return(rt, tasks[t], 1, episodes);

@@ -28,7 +28,7 @@
       "ray envs: rendered frame height in pixels")                                           \
     X(ENV_MAX_EPISODE_STEPS, "env.max_episode_steps", INT, "-1", -1, 2147483647.0,           \
       "episode time limit in steps: -1 = the environment's own, 0 = none")                   \
-    X(ENV_MAZE_SIZE, "env.maze_size", INT, "5", 2, 15,                                     \
+    X(ENV_MAZE_SIZE, "env.maze_size", INT, "3", 2, 15,                                     \
       "RayMaze-v0: maze cells a side (a map of 2n + 1 squares, walls included)")             \
     X(ENV_MEMORY_CUES, "env.memory_cues", INT, "4", 2, 64,                                   \
       "MemoryProbe-v0: number of cues K (actions; chance is 1/K)")                           \
