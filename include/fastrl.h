@@ -454,6 +454,17 @@ FRL_API frl_status frl_vec_env_create_callbacks(frl_vec_env **out, frl_runtime *
                                                 const frl_space *observation_space,
                                                 const frl_space *action_space,
                                                 const frl_config *cfg);
+/* Since 0.3. num_envs envs of the first-person task `task` (RayRoom-v0 or
+ * RayCollect-v0) on a map of the host's own instead of the task's room. map is text,
+ * one line a row, every row the same length (3 to 31 cells a side): '.' or ' ' floor,
+ * '1' to '4' (or '#') a wall of that texture, 'D' a door that the `use` action opens.
+ * The edge must be wall or door and the floor one connected region. A map that cannot
+ * be built fails with FRL_ERR_PARSE (a bad character or row length), FRL_ERR_SIZE or
+ * FRL_ERR_INVALID_ARGUMENT, naming the row and column; RayMaze-v0, which makes its own
+ * mazes, with FRL_ERR_UNSUPPORTED. cfg: as frl_vec_env_create (env.width, ...). */
+FRL_API frl_status frl_vec_env_create_ray_map(frl_vec_env **out, frl_runtime *rt,
+                                              const char *task, const char *map,
+                                              int32_t num_envs, const frl_config *cfg);
 /* One host world holding num_envs agents, stepped by one batch callback. */
 FRL_API frl_status frl_vec_env_create_batch(frl_vec_env **out, frl_runtime *rt,
                                             const frl_batch_env_callbacks *cb, void *user,

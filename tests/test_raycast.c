@@ -297,6 +297,69 @@ START_TEST(use_opens_doors)
 }
 END_TEST
 
+/* A host's map: built and stepped (its size in the state), and every map that cannot be
+ * built refused with a reason naming the place. */
+START_TEST(host_maps)
+{
+    static const char room[] = "11111\n"
+                               "4...2\n"
+                               "4.#.2\n"
+                               "4...D\n"
+                               "33333\n";
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings("env.width=32 env.height=24");
+    frl_vec_env *v = NULL;
+    ck_assert_msg(frl_vec_env_create_ray_map(&v, rt, "RayRoom-v0", room, 4, cfg) == FRL_OK,
+                  "%s", frl_last_error());
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    for (int k = 0; k < 50; k++) {
+        int32_t *a = frl_vec_env_actions(v);
+        ck_assert_int_eq(frl_ray_oracle_actions(v, a), FRL_OK);
+        ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    }
+    ck_assert_int_gt(frl_vec_env_total_episodes(v), 4); /* the oracle reaches its goals */
+    frl_vec_env_destroy(v);
+    ck_assert_int_eq(frl_vec_env_create_ray_map(&v, rt, "RayCollect-v0",
+                     "#######\n#.....#\n#.....#\n#.....#\n#.....#\n#######", 2, cfg), FRL_OK);
+    frl_vec_env_destroy(v);
+
+    static const struct { const char *task, *map, *words; frl_status st; } bad[] = {
+        {"RayRoom-v0", "111\n1.1\n11", "row 3 has 2 cells", FRL_ERR_PARSE},
+        {"RayRoom-v0", "1111\n1.x1\n1111", "row 2, column 3: 'x'", FRL_ERR_PARSE},
+        {"RayRoom-v0", "11\n11", "must be 3 to 31", FRL_ERR_SIZE},
+        {"RayRoom-v0", "", "0 x 0", FRL_ERR_SIZE},
+        {"RayRoom-v0", "1111\n...1\n1..1\n1111", "row 2, column 1: the edge", FRL_ERR_INVALID_ARGUMENT},
+        {"RayRoom-v0", "11111\n1.1.1\n11111", "row 2, column 4: floor that cannot be reached",
+         FRL_ERR_INVALID_ARGUMENT},
+        {"RayRoom-v0", "111\n1.1\n111", "1 floor cells; the task needs at least 2",
+         FRL_ERR_INVALID_ARGUMENT},
+        {"RayMaze-v0", "111\n1.1\n111", "makes a new map every episode", FRL_ERR_UNSUPPORTED},
+        {"RayHall-v0", "111\n1.1\n111", "no ray env", FRL_ERR_UNKNOWN_NAME},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        v = NULL;
+        ck_assert_int_eq(frl_vec_env_create_ray_map(&v, rt, bad[i].task, bad[i].map, 2, cfg),
+                         bad[i].st);
+        ck_assert_ptr_null(v);
+        ck_assert_msg(strstr(frl_last_error(), bad[i].words) != NULL, "case %d: %s", (int)i,
+                      frl_last_error());
+    }
+    char big[40 * 33];
+    size_t n = 0;
+    for (int y = 0; y < 32; y++) { /* 32 rows: one too many */
+        for (int x = 0; x < 5; x++)
+            big[n++] = (y == 0 || y == 31 || x == 0 || x == 4) ? '1' : '.';
+        big[n++] = '\n';
+    }
+    big[n] = '\0';
+    ck_assert_int_eq(frl_vec_env_create_ray_map(&v, rt, "RayRoom-v0", big, 2, cfg), FRL_ERR_SIZE);
+    ck_assert_int_eq(frl_vec_env_create_ray_map(&v, rt, "RayRoom-v0", NULL, 2, cfg), FRL_ERR_NULL);
+    ck_assert_int_eq(frl_vec_env_create_ray_map(NULL, rt, "RayRoom-v0", room, 2, cfg), FRL_ERR_NULL);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("raycast");
@@ -309,6 +372,7 @@ int main(void)
     tcase_add_test(tc, frame_skip_max_pools);
     tcase_add_test(tc, settings_and_bad_input);
     tcase_add_test(tc, use_opens_doors);
+    tcase_add_test(tc, host_maps);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/config.h"
 #include "env/ray/env.h"
+#include "env/ray/map.h"
 #include "env/ray/maze.h"
 #include "env/ray/render.h"
 #include "env/ray/tasks.h"
@@ -27,7 +28,9 @@ typedef struct ray_env {
 struct ray_block {
     frl_allocator alloc;
     const ray_task *task;
-    int32_t frame_skip, side;
+    int32_t frame_skip, map_w, map_h;
+    const ray_world *layout; /* &host_map, or NULL: the task's own maps */
+    ray_world host_map;
     ray_view view;
     ray_textures tex;
     ray_env envs[];
@@ -90,9 +93,9 @@ static int ray_observe(void *user, float *obs)
 
 /* ---- state: the world, the stream and the progress distance as float64 values ---- */
 
-static int32_t state_size(int32_t side)
+static int32_t state_size(int32_t w, int32_t h)
 {
-    return STATE_HEAD + RAY_MAX_SPRITES * SPRITE_VALUES + side * side;
+    return STATE_HEAD + RAY_MAX_SPRITES * SPRITE_VALUES + w * h;
 }
 
 static void put_u64(double *s, uint64_t v)
@@ -128,23 +131,23 @@ static int whole_in(double v, double lo, double hi)
     return v >= lo && v <= hi && v == floor(v);
 }
 
-static int inside(double v, int32_t side)
+static int inside(double v, int32_t n)
 {
-    return v >= 0 && v < side; /* false for NaN */
+    return v >= 0 && v < n; /* false for NaN */
 }
 
 /* Everything a set_state takes is checked first, so a bad vector changes nothing. */
-static int state_valid(const double *s, int32_t side)
+static int state_valid(const double *s, int32_t w, int32_t h)
 {
-    int ok = inside(s[0], side) && inside(s[1], side) && fabs(s[2]) <= 4.0 &&
+    int ok = inside(s[0], w) && inside(s[1], h) && fabs(s[2]) <= 4.0 &&
              isfinite(s[7]) && whole_in(s[8], 0, RAY_MAX_SPRITES);
     for (int i = 3; i < 7; i++)
         ok = ok && whole_in(s[i], 0, 4294967295.0);
     const double *sp = s + STATE_HEAD;
     for (int32_t i = 0; i < RAY_MAX_SPRITES && ok; i++, sp += SPRITE_VALUES)
-        ok = inside(sp[0], side) && inside(sp[1], side) && fabs(sp[2]) < 1 && fabs(sp[3]) < 1 &&
+        ok = inside(sp[0], w) && inside(sp[1], h) && fabs(sp[2]) < 1 && fabs(sp[3]) < 1 &&
              whole_in(sp[4], 0, RAY_SPRITE_KINDS - 1) && whole_in(sp[5], 0, 1);
-    for (int32_t i = 0; i < side * side && ok; i++)
+    for (int32_t i = 0; i < w * h && ok; i++)
         ok = whole_in(sp[i], 0, RAY_DOOR);
     return ok;
 }
@@ -157,11 +160,12 @@ static uint64_t get_u64(const double *s)
 static int ray_set_state(void *user, const double *s)
 {
     ray_env *e = user;
-    int32_t side = e->block->side;
-    if (!state_valid(s, side))
+    int32_t w = e->block->map_w, h = e->block->map_h;
+    if (!state_valid(s, w, h))
         return -1; /* the vec env reports the callback's failure */
     ray_world *wd = &e->sim.world;
-    wd->w = wd->h = side;
+    wd->w = w;
+    wd->h = h;
     wd->x = (float)s[0];
     wd->y = (float)s[1];
     wd->angle = (float)s[2];
@@ -175,7 +179,7 @@ static int ray_set_state(void *user, const double *s)
                         (int32_t)sp[5]};
         wd->sprites[i] = p;
     }
-    for (int32_t i = 0; i < side * side; i++)
+    for (int32_t i = 0; i < w * h; i++)
         wd->cells[i] = (uint8_t)sp[i];
     return 0;
 }
@@ -228,7 +232,7 @@ static frl_status settings(ray_view *v, int32_t *skip, int32_t *maze, const frl_
 }
 
 static ray_block *make_block(frl_runtime *rt, const ray_task *task, const ray_view *v,
-                             int32_t skip, int32_t maze, int32_t n)
+                             int32_t skip, int32_t maze, const ray_world *map, int32_t n)
 {
     size_t head = (sizeof(ray_block) + sizeof(ray_env) * (size_t)n + 63) & ~(size_t)63;
     size_t per = scratch_bytes(v);
@@ -239,7 +243,13 @@ static ray_block *make_block(frl_runtime *rt, const ray_task *task, const ray_vi
     b->alloc = rt->alloc;
     b->task = task;
     b->frame_skip = skip;
-    b->side = task->map_side(maze);
+    b->map_w = b->map_h = task->map_side(maze);
+    if (map) {
+        b->host_map = *map;
+        b->layout = &b->host_map;
+        b->map_w = map->w;
+        b->map_h = map->h;
+    }
     b->view = *v;
     ray_textures_make(&b->tex);
     size_t depth = ((size_t)v->width * sizeof(float) + 63) & ~(size_t)63;
@@ -249,6 +259,7 @@ static ray_block *make_block(frl_runtime *rt, const ray_task *task, const ray_vi
         b->envs[i].depth = (float *)(void *)s;
         b->envs[i].pool = s + depth;
         b->envs[i].sim.maze_size = maze;
+        b->envs[i].sim.layout = b->layout;
         task->reset(&b->envs[i].sim); /* a valid world before the first reset */
     }
     return b;
@@ -261,7 +272,7 @@ static frl_status wrap(frl_vec_env **out, frl_runtime *rt, ray_block *b, void **
     frl_env_callbacks_init(&cb);
     cb.reset = ray_reset;
     cb.step = ray_step;
-    cb.state_size = state_size(b->side);
+    cb.state_size = state_size(b->map_w, b->map_h);
     cb.get_state = ray_get_state;
     cb.set_state = ray_set_state;
     for (int32_t i = 0; i < n; i++)
@@ -278,20 +289,20 @@ static frl_status wrap(frl_vec_env **out, frl_runtime *rt, ray_block *b, void **
     return st;
 }
 
-frl_status frl_ray_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char *name,
-                                  int32_t num_envs, const frl_config *cfg, const char *who)
+static frl_status create_with(frl_vec_env **out, frl_runtime *rt, const ray_task *task,
+                              const ray_world *map, int32_t num_envs, const frl_config *cfg,
+                              const char *who)
 {
-    const ray_task *task = ray_task_find(name);
     ray_view v;
     int32_t skip = DEFAULT_SKIP, maze = RAY_MAZE_MIN;
-    frl_status st = settings(&v, &skip, &maze, cfg, name, who);
+    frl_status st = settings(&v, &skip, &maze, cfg, task->name, who);
     if (st != FRL_OK)
         return st;
-    ray_block *b = make_block(rt, task, &v, skip, maze, num_envs);
+    ray_block *b = make_block(rt, task, &v, skip, maze, map, num_envs);
     void **users = frl_alloc(&rt->alloc, sizeof(void *) * (size_t)num_envs, 16);
     st = b && users ? wrap(out, rt, b, users, num_envs, cfg, who)
                     : frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for %d %s envs", who,
-                               (int)num_envs, name);
+                               (int)num_envs, task->name);
     frl_free(&rt->alloc, users);
     if (st != FRL_OK) {
         frl_free(&rt->alloc, b);
@@ -302,6 +313,45 @@ frl_status frl_ray_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char
     (*out)->release = release_block;
     (*out)->owner = b;
     return FRL_OK;
+}
+
+frl_status frl_ray_vec_env_create(frl_vec_env **out, frl_runtime *rt, const char *name,
+                                  int32_t num_envs, const frl_config *cfg, const char *who)
+{
+    return create_with(out, rt, ray_task_find(name), NULL, num_envs, cfg, who);
+}
+
+/* The task a host's map may replace the room of, or why not. */
+static frl_status map_task(const ray_task **t, const char *task, const char *who)
+{
+    *t = ray_task_find(task);
+    if (!*t)
+        return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "%s: '%s' is no ray env (RayRoom-v0, "
+                        "RayCollect-v0 take a map)", who, task);
+    if ((*t)->map_free == 0)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: %s makes a new map every episode and "
+                        "takes none (RayRoom-v0 and RayCollect-v0 do)", who, task);
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_vec_env_create_ray_map(frl_vec_env **out, frl_runtime *rt,
+                                              const char *task, const char *map,
+                                              int32_t num_envs, const frl_config *cfg)
+{
+    static const char who[] = "frl_vec_env_create_ray_map";
+    frl_status st = frl_vec_env_check_args(out, rt, num_envs, who);
+    if (st != FRL_OK)
+        return st;
+    if (!task || !map)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who, task ? "map" : "task");
+    const ray_task *t;
+    if ((st = map_task(&t, task, who)) != FRL_OK)
+        return st;
+    ray_world parsed;
+    char why[FRL_ERRMSG_SIZE - 96];
+    if ((st = ray_map_parse(&parsed, map, t->map_free, why, sizeof why)) != FRL_OK)
+        return frl_fail(NULL, st, "%s: the map cannot be built: %s", who, why);
+    return create_with(out, rt, t, &parsed, num_envs, cfg, who);
 }
 
 frl_status frl_ray_oracle_actions(const frl_vec_env *v, int32_t *actions)

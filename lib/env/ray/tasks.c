@@ -32,6 +32,19 @@ static void make_room(ray_world *wd, int32_t side)
         }
 }
 
+/* The host's map when there is one, else the task's own room. */
+static void make_map(ray_sim *s, int32_t side)
+{
+    ray_world *wd = &s->world;
+    if (!s->layout) {
+        make_room(wd, side);
+        return;
+    }
+    wd->w = s->layout->w;
+    wd->h = s->layout->h;
+    memcpy(wd->cells, s->layout->cells, (size_t)wd->w * (size_t)wd->h);
+}
+
 static void place_agent(ray_sim *s)
 {
     ray_world *wd = &s->world;
@@ -71,7 +84,7 @@ static int32_t room_side(int32_t maze_size)
 static void room_reset(ray_sim *s)
 {
     ray_world *wd = &s->world;
-    make_room(wd, ROOM_SIDE);
+    make_map(s, ROOM_SIDE);
     place_agent(s);
     float gx, gy;
     ray_world_random_spot(wd, &s->rng, wd->x, wd->y, 3.0f, &gx, &gy);
@@ -171,7 +184,7 @@ static void respawn(ray_sim *s, ray_sprite *p)
 static void collect_reset(ray_sim *s)
 {
     ray_world *wd = &s->world;
-    make_room(wd, COLLECT_SIDE);
+    make_map(s, COLLECT_SIDE);
     place_agent(s);
     wd->num_sprites = 0;
     for (int32_t i = 0; i < COLLECT_GOOD + COLLECT_BAD; i++) {
@@ -213,9 +226,9 @@ static int32_t collect_oracle(const ray_sim *s)
 }
 
 static const ray_task tasks[RAY_TASKS] = {
-    {"RayRoom-v0", 200, room_side, room_reset, room_frame, room_oracle},
-    {"RayMaze-v0", 500, maze_side, maze_reset, maze_frame, maze_oracle},
-    {"RayCollect-v0", 300, collect_side, collect_reset, collect_frame, collect_oracle},
+    {"RayRoom-v0", 200, 2, room_side, room_reset, room_frame, room_oracle},
+    {"RayMaze-v0", 500, 0, maze_side, maze_reset, maze_frame, maze_oracle},
+    {"RayCollect-v0", 300, 2 * (COLLECT_GOOD + COLLECT_BAD), collect_side, collect_reset, collect_frame, collect_oracle},
 };
 
 const ray_task *ray_task_at(int32_t index)

@@ -13,11 +13,13 @@ typedef struct ray_sim {
     frl_rng rng;
     float prev_dist;
     int32_t maze_size; /* RayMaze-v0's cells a side (a setting, copied at creation) */
+    const ray_world *layout; /* a host's map (frl_vec_env_create_ray_map), else NULL */
 } ray_sim;
 
 typedef struct ray_task {
     const char *name;
     int32_t limit; /* agent steps before truncation (each of frame_skip frames) */
+    int32_t map_free; /* floor cells a host's map needs; 0: the task makes its own maps */
     int32_t (*map_side)(int32_t maze_size);
     void (*reset)(ray_sim *s);       /* from s->rng */
     float (*frame)(ray_sim *s, int *done); /* one frame after the agent moved */
