@@ -353,6 +353,22 @@ START_TEST(host_maps)
     }
     big[n] = '\0';
     ck_assert_int_eq(frl_vec_env_create_ray_map(&v, rt, "RayRoom-v0", big, 2, cfg), FRL_ERR_SIZE);
+    /* random text, long rows and many rows among it: a status, never a crash (the ASan
+     * build reads every byte the parser touches) */
+    frl_rng r = frl_rng_stream(77, 0);
+    static const char alphabet[] = "1111....\n\n#D2x ";
+    for (int k = 0; k < (FRL_TEST_SANITIZED ? 300 : 3000); k++) {
+        size_t len = (size_t)(frl_rng_next(&r) % 1200);
+        for (size_t i = 0; i < len; i++)
+            big[i % sizeof big] = alphabet[frl_rng_next(&r) % (sizeof alphabet - 1)];
+        big[len < sizeof big ? len : sizeof big - 1] = '\0';
+        v = NULL;
+        frl_status st = frl_vec_env_create_ray_map(&v, rt, "RayRoom-v0", big, 1, cfg);
+        ck_assert(st == FRL_OK || st == FRL_ERR_PARSE || st == FRL_ERR_SIZE ||
+                  st == FRL_ERR_INVALID_ARGUMENT);
+        ck_assert(st == FRL_OK ? v != NULL : v == NULL);
+        frl_vec_env_destroy(v);
+    }
     ck_assert_int_eq(frl_vec_env_create_ray_map(&v, rt, "RayRoom-v0", NULL, 2, cfg), FRL_ERR_NULL);
     ck_assert_int_eq(frl_vec_env_create_ray_map(NULL, rt, "RayRoom-v0", room, 2, cfg), FRL_ERR_NULL);
     frl_config_destroy(cfg);
