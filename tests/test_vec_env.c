@@ -48,6 +48,8 @@ static uint64_t run_hash(const char *env, int threads, int32_t n, int steps)
     /* A 100-step limit, so every env also truncates and autoresets inside the run. */
     ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
     ck_assert_int_eq(frl_config_set_int(cfg, "env.max_episode_steps", 100), FRL_OK);
+    /* the ray envs at 32 x 24: a ninth of their default pixels (the others ignore it) */
+    ck_assert_int_eq(frl_config_parse(cfg, "env.width=32 env.height=24"), FRL_OK);
     ck_assert_int_eq(frl_vec_env_create(&v, rt, env, n, cfg), FRL_OK);
     frl_config_destroy(cfg);
     ck_assert_int_eq(frl_vec_env_reset(v, 2024), FRL_OK);
