@@ -69,7 +69,8 @@ typedef struct bench {
 
 static const char *const act_names[] = {"linear", "tanh", "relu", "elu"};
 static const char *const path_names[FRL_CUDA_PATHS] = {"auto", "launch", "graph",
-                                                       "fused", "mapped", "streams"};
+                                                       "fused", "mapped", "streams",
+                                                       "runs"};
 
 /* A comma-separated list of path names into o->paths; 1 when one is unknown. */
 static int parse_paths(const char *s, opts *o)

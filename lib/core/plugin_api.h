@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FRL_CUDA_PLUGIN_ABI 6u
+#define FRL_CUDA_PLUGIN_ABI 7u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
 #define FRL_CUDA_PLUGIN_FILE "libfastrl-cuda.so.0"
 
@@ -42,6 +42,9 @@ enum { FRL_CUDA_CAP_INFERENCE = 1u, FRL_CUDA_CAP_LEARNER = 2u };
  *         launch and a synchronise, no copies;
  * STREAMS the batch in chunks over two streams, so one chunk's copies overlap another's
  *         products (page-locked obs and out);
+ * RUNS    one kernel, a block per 16 rows sharing each weight load, reading and writing
+ *         page-locked host memory directly (widths up to 256; pageable memory goes
+ *         through the staging buffers, batches up to FRL_CUDA_STAGE_ROWS);
  * AUTO    chosen by the batch's size and the memory it is in. A path that cannot run a
  *         call (too wide, too many rows, pageable memory) falls back to LAUNCH. */
 enum {
@@ -51,6 +54,7 @@ enum {
     FRL_CUDA_PATH_FUSED,
     FRL_CUDA_PATH_MAPPED,
     FRL_CUDA_PATH_STREAMS,
+    FRL_CUDA_PATH_RUNS, /* ABI 7 */
     FRL_CUDA_PATHS
 };
 enum { FRL_CUDA_STAGE_ROWS = 1024 };
@@ -153,7 +157,7 @@ typedef struct frl_cuda_plugin {
 
     /* Fix the path model_forward takes (FRL_CUDA_PATH_*; AUTO, the default, chooses per
      * call); 0 on success. The environment's FRL_CUDA_FORWARD=launch|graph|fused|mapped|
-     * streams sets the default of every model, for benchmarks. */
+     * streams|runs sets the default of every model, for benchmarks. */
     int (*model_path)(void *model, int32_t path, char *err, size_t err_size);
     /* The path the model's last forward took. */
     int32_t (*model_last_path)(void *model);

@@ -185,14 +185,22 @@ typedef struct frl_dev_ops {
     /* 1 when [p, p + bytes) lies in one block of alloc_pinned (of any context), which
      * kernels may address directly; 0 otherwise. Any thread. */
     int (*mapped)(frl_dev *d, const void *p, size_t bytes);
-    /* A population's rows sorted by member, in runs of at most FRL_DEV_RUN_ROWS rows of
-     * one member: run r is rows [start[r], start[r + 1]) of obs and out, member
-     * member[r], whose networks are at params + member[r] * p->member_stride (p->members
-     * is not read). The trunk and the actor only, out [rows x out_w]; every width at most
-     * FRL_DEV_RUN_MAX_WIDTH. start [runs + 1] and member [runs] are device memory. */
-    void (*forward_runs)(frl_dev *d, int32_t runs, const frl_dev_fused *p, const float *params,
-                         const int32_t *start, const int32_t *member, const float *obs,
-                         float *out);
+    /* Rows in runs of at most FRL_DEV_RUN_ROWS rows that share their networks, a block a
+     * run, so that each weight a block loads serves every row of its run. With start
+     * NULL: one network (params), runs of FRL_DEV_RUN_ROWS consecutive rows, the last
+     * one shorter (runs = ceil(rows / FRL_DEV_RUN_ROWS)); this is the forward of a batch
+     * of a few dozen to many thousand rows. With start (device [runs + 1]) and member
+     * (device [runs]): a population's rows sorted by member, run r being rows
+     * [start[r], start[r + 1]) of obs and out with member member[r]'s networks at
+     * params + member[r] * p->member_stride (p->members is not read; rows is not read
+     * either). The trunk and the actor into out [rows x out_w], and the critic into
+     * value [rows] when value is not NULL (its parameters must then lie within each
+     * member's row). obs, out and value may be device memory or page-locked host memory
+     * from alloc_pinned (read and written over the bus, as forward_fused does). Every
+     * width at most FRL_DEV_RUN_MAX_WIDTH. */
+    void (*forward_runs)(frl_dev *d, int32_t rows, int32_t runs, const frl_dev_fused *p,
+                         const float *params, const int32_t *start, const int32_t *member,
+                         const float *obs, float *out, float *value);
 
     /* ---- graphs ---- */
     /* What enqueue(arg) puts on d's stream, captured once as a graph instead of run (the

@@ -49,6 +49,7 @@ typedef struct frl_cuda_model {
     frl_dev_fused fused;         /* the networks as the fused kernel reads them */
     int32_t fused_ok;            /* every width fits the fused kernel */
     int32_t fused_fast;          /* ...and it runs a row on a cluster: AUTO's choice */
+    int32_t runs_fit;            /* every width fits forward_runs (RUNS) */
     /* page-locked staging for the graphs and the mapped path: [stage_rows x obs_w],
      * [stage_rows x out_w], [stage_rows]; allocated on first use */
     float *stage_in, *stage_out, *stage_value;
@@ -77,8 +78,10 @@ typedef struct frl_cuda_model {
     int32_t count_cap;
 } frl_cuda_model;
 
-/* Fill m->fused from the networks' description (and m->fused_ok). */
+/* Fill m->fused from the networks' description (and m->fused_ok, runs_fit). */
 void frl_cuda_model_plan(frl_cuda_model *m);
+/* Whether every width of the trunk and actor (and critic) fits forward_runs. */
+int frl_cuda_runs_fit(const frl_dev_fused *f, int critic);
 /* model_forward: rows host observations to host outputs by the path m->path (or the
  * one AUTO picks). */
 int frl_cuda_model_forward(frl_cuda_model *m, int32_t rows, const float *obs, float *out,

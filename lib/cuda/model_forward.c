@@ -27,7 +27,8 @@
 enum { FUSED_AUTO_ROWS = 64, STREAMS_MIN_ROWS = 16384, STREAMS_CHUNK_ROWS = 16384 };
 
 static const char *const path_names[FRL_CUDA_PATHS] = {"auto", "launch", "graph",
-                                                       "fused", "mapped", "streams"};
+                                                       "fused", "mapped", "streams",
+                                                       "runs"};
 
 const char *frl_cuda_path_name(int32_t path)
 {
@@ -63,6 +64,21 @@ void frl_cuda_model_plan(frl_cuda_model *m)
                   plan_mlp(&n->critic, &f->critic) &&
                   (!n->shared || plan_mlp(&n->trunk, &f->trunk));
     m->fused_fast = m->fused_ok && m->net.ops->fused_blocks(m->net.d) > 1;
+    m->runs_fit = m->fused_ok && frl_cuda_runs_fit(f, 1);
+}
+
+/* Every width of the trunk and the actor (and the critic, with `critic`) within
+ * forward_runs' limit. */
+int frl_cuda_runs_fit(const frl_dev_fused *f, int critic)
+{
+    const frl_dev_fused_mlp *ms[3] = {&f->trunk, &f->actor, &f->critic};
+    if (f->obs_w > FRL_DEV_RUN_MAX_WIDTH)
+        return 0;
+    for (int i = 0; i < 2 + !!critic; i++)
+        for (int32_t l = 0; l <= ms[i]->layers; l++)
+            if (ms[i]->width[l] > FRL_DEV_RUN_MAX_WIDTH)
+                return 0;
+    return 1;
 }
 
 /* The plan with the normaliser as the model holds it now. */
@@ -264,8 +280,9 @@ static float *mapped_out(frl_cuda_model *m, float *p, size_t bytes, float *stage
     return p && !m->net.ops->mapped(m->net.d, p, bytes) ? stage : p;
 }
 
-static int forward_mapped(frl_cuda_model *m, int32_t rows, const float *obs, float *out,
-                          float *value, char *err, size_t err_size)
+/* MAPPED and RUNS: one kernel on the caller's page-locked memory (or the staging's). */
+static int forward_mapped(frl_cuda_model *m, int32_t path, int32_t rows, const float *obs,
+                          float *out, float *value, char *err, size_t err_size)
 {
     const frl_dev_ops *o = m->net.ops;
     size_t f = sizeof(float), r = (size_t)rows;
@@ -274,7 +291,10 @@ static int forward_mapped(frl_cuda_model *m, int32_t rows, const float *obs, flo
     float *y = mapped_out(m, out, outb, m->stage_out);
     float *v = mapped_out(m, value, f * r, m->stage_value);
     frl_dev_fused p = fused_now(m);
-    o->forward_fused(m->net.d, rows, &p, m->net.params, x, y, v);
+    if (path == FRL_CUDA_PATH_RUNS)
+        o->forward_runs(m->net.d, rows, 0, &p, m->net.params, NULL, NULL, x, y, v);
+    else
+        o->forward_fused(m->net.d, rows, &p, m->net.params, x, y, v);
     if (o->sync(m->net.d, err, err_size))
         return 1;
     if (y != out)
@@ -378,8 +398,10 @@ static int32_t choose(frl_cuda_model *m, int32_t rows, int pinned)
             : rows <= FRL_CUDA_STAGE_ROWS || pinned     ? FRL_CUDA_PATH_GRAPH
                                                         : FRL_CUDA_PATH_LAUNCH;
     int fused = p == FRL_CUDA_PATH_FUSED || p == FRL_CUDA_PATH_MAPPED;
-    int staged = (p == FRL_CUDA_PATH_GRAPH && !pinned) || fused;
-    if ((fused && !m->fused_ok) || (staged && (stage_ready(m) || rows > m->stage_rows)) ||
+    int staged = (p == FRL_CUDA_PATH_GRAPH && !pinned) || fused ||
+                 (p == FRL_CUDA_PATH_RUNS && !pinned);
+    if ((fused && !m->fused_ok) || (p == FRL_CUDA_PATH_RUNS && !m->runs_fit) ||
+        (staged && (stage_ready(m) || rows > m->stage_rows)) ||
         (p == FRL_CUDA_PATH_STREAMS && (rows < 2 || streams_ready(m))))
         return FRL_CUDA_PATH_LAUNCH;
     return p;
@@ -396,7 +418,8 @@ int frl_cuda_model_forward(frl_cuda_model *m, int32_t rows, const float *obs, fl
     case FRL_CUDA_PATH_FUSED:
         return forward_graph(m, p, pinned, rows, obs, out, value, err, err_size);
     case FRL_CUDA_PATH_MAPPED:
-        return forward_mapped(m, rows, obs, out, value, err, err_size);
+    case FRL_CUDA_PATH_RUNS:
+        return forward_mapped(m, p, rows, obs, out, value, err, err_size);
     case FRL_CUDA_PATH_STREAMS:
         return forward_streams(m, rows, obs, out, value, err, err_size);
     default:
@@ -405,19 +428,6 @@ int frl_cuda_model_forward(frl_cuda_model *m, int32_t rows, const float *obs, fl
 }
 
 /* ---- a population (Such et al.'s batched per-member inference) ---- */
-
-/* Every width within forward_runs' limit. */
-static int runs_fit(const frl_dev_fused *f)
-{
-    const frl_dev_fused_mlp *ms[2] = {&f->trunk, &f->actor};
-    if (f->obs_w > FRL_DEV_RUN_MAX_WIDTH)
-        return 0;
-    for (int i = 0; i < 2; i++)
-        for (int32_t l = 0; l <= ms[i]->layers; l++)
-            if (ms[i]->width[l] > FRL_DEV_RUN_MAX_WIDTH)
-                return 0;
-    return 1;
-}
 
 /* The runs' arrays, host and device, for max_rows rows and `members` members. */
 static int alloc_runs(frl_cuda_model *m, int32_t members)
@@ -483,7 +493,7 @@ int frl_cuda_model_members(frl_cuda_model *m, int32_t members, int64_t stride,
         snprintf(err, err_size, "model_members: out of device memory");
         return 1;
     }
-    m->runs_ok = runs_fit(&m->fused) && alloc_runs(m, members);
+    m->runs_ok = frl_cuda_runs_fit(&m->fused, 0) && alloc_runs(m, members);
     o->put(m->net.d, m->member_params, params, sizeof(float) * (size_t)floats);
     m->members = members;
     m->member_stride = stride;
@@ -531,8 +541,8 @@ static int forward_by_runs(frl_cuda_model *m, int32_t rows, const int32_t *membe
     o->put(m->net.d, m->run_member, m->h_member, sizeof(int32_t) * (size_t)runs);
     frl_dev_fused p = fused_now(m);
     p.member_stride = m->member_stride;
-    o->forward_runs(m->net.d, runs, &p, m->member_params, m->run_start, m->run_member, m->obs,
-                    m->ws);
+    o->forward_runs(m->net.d, rows, runs, &p, m->member_params, m->run_start, m->run_member,
+                    m->obs, m->ws, NULL);
     o->get(m->net.d, m->h_out, m->ws, f * (size_t)rows * ow);
     if (o->sync(m->net.d, err, err_size))
         return 1;

@@ -1129,74 +1129,161 @@ static void forward_fused(frl_dev *d, int32_t rows, const frl_dev_fused *p, cons
     launched(d, "forward_fused");
 }
 
-// ---- a population's runs: rows sorted by member, a block a run ----
+// ---- runs: a block takes up to RUN rows that share their networks ----
 
-// A block takes up to RUN_ROWS rows of one member (a run), keeps their activations in
-// shared memory and each thread a column: a weight is loaded once and used for every row
-// of the run, where the fused kernel (a block a row) loads it once a row.
-static constexpr int RUN_THREADS = 128;
+// A block keeps its run's activations in shared memory, transposed ([unit][row]), and
+// each thread owns a column and PER of the rows: a weight is loaded once a run, not once
+// a row as in the fused kernel, and a thread's PER activations of one unit are adjacent,
+// so they come in vector loads that every thread of the warp shares. A narrow layer (the
+// head) splits its rows among groups of threads instead, so that the block still has
+// work for all its threads. Sums run over the inputs in order, each in one chain (its
+// rounding differs from the CPU's blocked sums within the tests' tolerance).
+static constexpr int RUN_THREADS = 256;
+static constexpr int RUN = FRL_DEV_RUN_ROWS;
+static constexpr int RUN_LOADS = 8; // weights loaded together before any is used
 
-static __device__ int run_mlp(const frl_dev_fused_mlp &m, const float *w,
-                              float (*buf)[FRL_DEV_RUN_ROWS][FRL_DEV_RUN_MAX_WIDTH], int cur,
-                              int rows, float *gout)
+template <int PER> static __device__ void run_rows(const float *a, float (&x)[PER])
 {
-    for (int32_t l = 0; l < m.layers; l++) {
-        const int32_t k = m.width[l], n = m.width[l + 1];
-        const float *wt = w + m.off_w[l], *bias = w + m.off_b[l];
-        const int next = cur ^ 1;
-        const bool last = l + 1 == m.layers && gout;
-        for (int32_t j = (int32_t)threadIdx.x; j < n; j += RUN_THREADS) {
-            float acc[FRL_DEV_RUN_ROWS];
-            UNROLL_ALL
-            for (int r = 0; r < FRL_DEV_RUN_ROWS; r++)
-                acc[r] = 0.0f;
-            for (int32_t i = 0; i < k; i++) {
-                const float wv = wt[(int64_t)i * n + j];
+#ifdef __CUDACC__
+    if constexpr (PER % 4 == 0) {
+        UNROLL_ALL
+        for (int q = 0; q < PER / 4; q++) {
+            const float4 v = reinterpret_cast<const float4 *>(a)[q];
+            x[4 * q] = v.x, x[4 * q + 1] = v.y, x[4 * q + 2] = v.z, x[4 * q + 3] = v.w;
+        }
+    } else
+#endif
+    {
+        UNROLL_ALL
+        for (int u = 0; u < PER; u++)
+            x[u] = a[u];
+    }
+}
+
+// Column j of rows g * PER ... of out = act(b + in . wt) for one layer: into the next
+// buffer ([unit][row]) or, for a network's last layer, into gout (row-major, rows of n,
+// only the run's `rows` first rows).
+template <int PER>
+static __device__ void run_column(const float *in, int32_t k, int32_t n, const float *wt,
+                                  float bias, int32_t act, int32_t j, int g, float *out,
+                                  float *gout, int rows)
+{
+    float acc[PER];
+    UNROLL_ALL
+    for (int u = 0; u < PER; u++)
+        acc[u] = 0.0f;
+    const float *col = wt + j;
+    for (int32_t i0 = 0; i0 < k; i0 += RUN_LOADS, col += (int64_t)RUN_LOADS * n) {
+        float w[RUN_LOADS];
+        UNROLL_ALL
+        for (int q = 0; q < RUN_LOADS; q++)
+            w[q] = i0 + q < k ? col[(int64_t)q * n] : 0.0f;
+        UNROLL_ALL
+        for (int q = 0; q < RUN_LOADS; q++) {
+            if (i0 + q < k) {
+                float x[PER];
+                run_rows<PER>(in + (int64_t)(i0 + q) * RUN + g * PER, x);
                 UNROLL_ALL
-                for (int r = 0; r < FRL_DEV_RUN_ROWS; r++)
-                    if (r < rows)
-                        acc[r] = fmaf(buf[cur][r][i], wv, acc[r]);
-            }
-            for (int r = 0; r < rows; r++) {
-                const float v = frl_dm_act(bias[j] + acc[r], m.act[l]);
-                if (last)
-                    gout[(int64_t)r * n + j] = v;
-                else
-                    buf[next][r][j] = v;
+                for (int u = 0; u < PER; u++)
+                    acc[u] = fmaf(x[u], w[q], acc[u]);
             }
         }
-        __syncthreads();
+    }
+    UNROLL_ALL
+    for (int u = 0; u < PER; u++) {
+        const int r = g * PER + u;
+        const float v = frl_dm_act(bias + acc[u], act);
+        if (!gout)
+            out[j * RUN + r] = v;
+        else if (r < rows)
+            gout[(int64_t)r * n + j] = v;
+    }
+}
+
+// One layer for the whole run: C = min(n, threads) columns at a time, the run's rows in
+// G groups of PER (G the largest power of two <= threads / C, at most RUN).
+static __device__ void run_layer(const float *in, int32_t k, int32_t n, const float *wt,
+                                 const float *b, int32_t act, float *out, float *gout,
+                                 int rows)
+{
+    const int t = (int)threadIdx.x;
+    const int C = n < RUN_THREADS ? (int)n : RUN_THREADS;
+    int G = 1;
+    while (G < RUN && 2 * G * C <= RUN_THREADS)
+        G *= 2;
+    const int g = t / C;
+    if (g < G)
+        for (int32_t j = t % C; j < n; j += C) {
+            switch (RUN / G) {
+            case 16: run_column<16>(in, k, n, wt, b[j], act, j, g, out, gout, rows); break;
+            case 8: run_column<8>(in, k, n, wt, b[j], act, j, g, out, gout, rows); break;
+            case 4: run_column<4>(in, k, n, wt, b[j], act, j, g, out, gout, rows); break;
+            case 2: run_column<2>(in, k, n, wt, b[j], act, j, g, out, gout, rows); break;
+            default: run_column<1>(in, k, n, wt, b[j], act, j, g, out, gout, rows); break;
+            }
+        }
+    __syncthreads(); // the next layer reads all of out
+}
+
+// An MLP from buffer `in` of the three, its layers into the other two in turn (in is
+// kept: the critic reads the trunk's output after the actor), its last into gout when
+// given. Returns the buffer holding the output.
+static __device__ int run_mlp(const frl_dev_fused_mlp &m, const float *w,
+                              float (*buf)[FRL_DEV_RUN_MAX_WIDTH * RUN], int in, float *gout,
+                              int rows)
+{
+    int cur = in;
+    for (int32_t l = 0; l < m.layers; l++) {
+        const int next = (in + 1 + (l & 1)) % 3;
+        run_layer(buf[cur], m.width[l], m.width[l + 1], w + m.off_w[l], w + m.off_b[l],
+                  m.act[l], buf[next], l + 1 == m.layers ? gout : nullptr, rows);
         cur = next;
     }
     return cur;
 }
 
 static __global__ void __launch_bounds__(RUN_THREADS)
-members_k(frl_dev_fused p, const float *params, const int32_t *start, const int32_t *mem,
-          const float *obs, float *out)
+runs_k(frl_dev_fused p, const float *params, int32_t total, const int32_t *start,
+       const int32_t *mem, const float *obs, float *out, float *value)
 {
-    __shared__ float buf[2][FRL_DEV_RUN_ROWS][FRL_DEV_RUN_MAX_WIDTH];
-    const int32_t r0 = start[blockIdx.x], rows = start[blockIdx.x + 1] - r0;
-    const float *w = params + (int64_t)mem[blockIdx.x] * p.member_stride;
-    for (int32_t i = (int32_t)threadIdx.x; i < rows * p.obs_w; i += RUN_THREADS) {
-        const int32_t r = i / p.obs_w, c = i % p.obs_w;
-        const float x = obs[(int64_t)(r0 + r) * p.obs_w + c];
-        buf[0][r][c] = p.norm_mean ? frl_dm_normalize(x, p.norm_mean[c], p.norm_inv_std[c], p.clip)
-                                   : x;
+    __align__(16) __shared__ float buf[3][FRL_DEV_RUN_MAX_WIDTH * RUN];
+    int32_t r0 = (int32_t)blockIdx.x * RUN, rows = total - r0 < RUN ? total - r0 : RUN;
+    const float *w = params;
+    if (start) {
+        r0 = start[blockIdx.x];
+        rows = start[blockIdx.x + 1] - r0;
+        w += (int64_t)mem[blockIdx.x] * p.member_stride;
+    }
+    // rows past the run's are zeros, so that their (unwritten) sums stay finite
+    for (int32_t e = (int32_t)threadIdx.x; e < RUN * p.obs_w; e += RUN_THREADS) {
+        const int32_t r = e / p.obs_w, c = e % p.obs_w;
+        float x = 0.0f;
+        if (r < rows) {
+            x = obs[(int64_t)(r0 + r) * p.obs_w + c];
+            if (p.norm_mean)
+                x = frl_dm_normalize(x, p.norm_mean[c], p.norm_inv_std[c], p.clip);
+        }
+        buf[0][c * RUN + r] = x;
     }
     __syncthreads();
-    const int h = run_mlp(p.trunk, w, buf, 0, rows, nullptr);
-    run_mlp(p.actor, w, buf, h, rows, out + (int64_t)r0 * p.actor.width[p.actor.layers]);
+    const int h = run_mlp(p.trunk, w, buf, 0, nullptr, rows);
+    const int32_t ow = p.actor.width[p.actor.layers];
+    run_mlp(p.actor, w, buf, h, out + (int64_t)r0 * ow, rows);
+    if (value)
+        run_mlp(p.critic, w, buf, h, value + r0, rows);
 }
 
-static void forward_runs(frl_dev *d, int32_t runs, const frl_dev_fused *p, const float *params,
-                         const int32_t *start, const int32_t *member, const float *obs,
-                         float *out)
+static void forward_runs(frl_dev *d, int32_t rows, int32_t runs, const frl_dev_fused *p,
+                         const float *params, const int32_t *start, const int32_t *member,
+                         const float *obs, float *out, float *value)
 {
+    if (!start)
+        runs = (rows + RUN - 1) / RUN;
     if (runs <= 0)
         return;
     enter(d);
-    members_k<<<(unsigned)runs, RUN_THREADS, 0, d->stream>>>(*p, params, start, member, obs, out);
+    runs_k<<<(unsigned)runs, RUN_THREADS, 0, d->stream>>>(*p, params, rows, start, member, obs,
+                                                         out, value);
     launched(d, "forward_runs");
 }
 

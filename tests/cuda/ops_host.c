@@ -361,19 +361,24 @@ static int32_t fused_blocks(frl_dev *d)
     return 1;
 }
 
-/* Each run's rows through forward_fused with the run's member's networks. */
-static void forward_runs(frl_dev *d, int32_t runs, const frl_dev_fused *p, const float *params,
-                         const int32_t *start, const int32_t *member, const float *obs,
-                         float *out)
+/* Each run's rows through forward_fused with the run's member's networks; without
+ * start, the rows are one run of one network. */
+static void forward_runs(frl_dev *d, int32_t rows, int32_t runs, const frl_dev_fused *p,
+                         const float *params, const int32_t *start, const int32_t *member,
+                         const float *obs, float *out, float *value)
 {
     frl_dev_fused q = *p;
     q.members = NULL;
+    if (!start) {
+        forward_fused(d, rows, &q, params, obs, out, value);
+        return;
+    }
     int32_t ow = p->actor.width[p->actor.layers];
     for (int32_t r = 0; r < runs; r++)
         forward_fused(d, start[r + 1] - start[r], &q,
                       params + (int64_t)member[r] * p->member_stride,
                       obs + (size_t)start[r] * (size_t)p->obs_w,
-                      out + (size_t)start[r] * (size_t)ow, NULL);
+                      out + (size_t)start[r] * (size_t)ow, value ? value + start[r] : NULL);
 }
 
 /* Host memory is what these ops run on, so every pointer is "mapped". */

@@ -986,9 +986,20 @@ static float *fused_params(const frl_dev_fused *p, uint64_t n)
     return w;
 }
 
+/* The device's forward of one network: the fused kernel, or (runs) forward_runs
+ * without a population, in runs of FRL_DEV_RUN_ROWS rows. */
+static void device_forward(int runs, int32_t rows, const frl_dev_fused *p, const float *params,
+                           const float *obs, float *out, float *value)
+{
+    if (runs)
+        G->forward_runs(gdev, rows, 0, p, params, NULL, NULL, obs, out, value);
+    else
+        G->forward_fused(gdev, rows, p, params, obs, out, value);
+}
+
 /* mapped: obs, out and value in page-locked host memory that the kernel reads and
- * writes directly; else device memory. */
-static void fused_run(const fused_case *fc, int32_t rows, int with_value, int mapped)
+ * writes directly; else device memory. Against the host's forward_fused. */
+static void fused_run(const fused_case *fc, int32_t rows, int with_value, int mapped, int runs)
 {
     frl_dev_fused p = {.obs_w = fc->obs_w, .clip = 5.0f};
     uint64_t np = 0;
@@ -1010,8 +1021,8 @@ static void fused_run(const fused_case *fc, int32_t rows, int with_value, int ma
     }
     H->forward_fused(hdev, rows, &hp, params, obs, ref, with_value ? ref_v : NULL);
     check ck;
-    check_start(&ck, "forward_fused", "%s rows=%d%s%s", fc->name, (int)rows,
-                with_value ? " +value" : "", mapped ? " mapped" : "");
+    check_start(&ck, runs ? "forward_runs" : "forward_fused", "%s rows=%d%s%s", fc->name,
+                (int)rows, with_value ? " +value" : "", mapped ? " mapped" : "");
     float *gout, *gv = NULL;
     const float *dp = up(gdev, params, sizeof(float) * np);
     if (mapped) {
@@ -1022,7 +1033,7 @@ static void fused_run(const fused_case *fc, int32_t rows, int with_value, int ma
         memcpy(x, obs, ob);
         memset(y, 0xFF, outb);
         memset(v, 0xFF, vb);
-        G->forward_fused(gdev, rows, &p, dp, x, y, with_value ? v : NULL);
+        device_forward(runs, rows, &p, dp, x, y, with_value ? v : NULL);
         if (synced(gdev, &ck)) {
             cmp_f(&ck, y, ref, outb / sizeof(float), NULL, 1e-5, 1e-5);
             if (with_value)
@@ -1036,7 +1047,7 @@ static void fused_run(const fused_case *fc, int32_t rows, int with_value, int ma
         return;
     }
     float *dy = dev_poisoned(gdev, outb), *dv = with_value ? dev_poisoned(gdev, vb) : NULL;
-    G->forward_fused(gdev, rows, &p, dp, up(gdev, obs, ob), dy, dv);
+    device_forward(runs, rows, &p, dp, up(gdev, obs, ob), dy, dv);
     gout = down(gdev, dy, outb);
     if (with_value)
         gv = down(gdev, dv, vb);
@@ -1066,9 +1077,31 @@ static void test_forward_fused(void)
     size_t nr = quick() ? 2 : 3;
     for (size_t c = 0; c < sizeof fused_cases / sizeof fused_cases[0]; c++)
         for (size_t r = 0; r < nr; r++) {
-            fused_run(&fused_cases[c], rows[r], r != 1, 0);
+            fused_run(&fused_cases[c], rows[r], r != 1, 0, 0);
             if (r == 0)
-                fused_run(&fused_cases[c], rows[r], 1, 1);
+                fused_run(&fused_cases[c], rows[r], 1, 1, 0);
+        }
+}
+
+/* forward_runs on one network: a run, a run and a bit, several runs (the last one
+ * short); mapped memory; with and without the critic; a wide layer (every thread a
+ * column) and narrow ones (rows split among thread groups). */
+static const fused_case runs_cases[] = {
+    {"64-256-256-8 tanh", 64, 1, 0, {0}, 0, {256, 256, 8}, 3, {256, 256, 1}, 3},
+    {"17-[33-200]-7 elu norm", 17, 3, 1, {33, 200}, 2, {7}, 1, {1}, 1},
+    {"4-64-64-2 tanh", 4, 1, 0, {0}, 0, {64, 64, 2}, 3, {64, 64, 1}, 3},
+    {"1-1-1 relu", 1, 2, 0, {0}, 0, {1, 1}, 2, {1}, 1},
+};
+
+static void test_forward_runs(void)
+{
+    static const int32_t rows[] = {1, 16, 17, 45};
+    size_t nr = quick() ? 3 : 4;
+    for (size_t c = 0; c < sizeof runs_cases / sizeof runs_cases[0]; c++)
+        for (size_t r = 0; r < nr; r++) {
+            fused_run(&runs_cases[c], rows[r], r != 1, 0, 1);
+            if (r == 2)
+                fused_run(&runs_cases[c], rows[r], 1, 1, 1);
         }
 }
 
@@ -1149,14 +1182,16 @@ static void runs_run(const fused_case *fc, int32_t P, const int32_t *per, int32_
         p.norm_mean = up(gdev, mean, sizeof(float) * (size_t)fc->obs_w);
         p.norm_inv_std = up(gdev, inv, sizeof(float) * (size_t)fc->obs_w);
     }
-    H->forward_runs(hdev, runs, &hp, block, start, member, obs, ref);
+    H->forward_runs(hdev, rows, runs, &hp, block, start, member, obs, ref, NULL);
     check ck;
     check_start(&ck, "forward_runs", "%s rows=%d runs=%d%s", fc->name, (int)rows, (int)runs,
                 norm ? " norm" : "");
     const float *dp = up(gdev, block, sizeof(float) * (size_t)P * stride);
     float *dy = dev_poisoned(gdev, outb);
-    G->forward_runs(gdev, runs, &p, dp, up(gdev, start, sizeof(int32_t) * (size_t)(runs + 1)),
-                    up(gdev, member, sizeof(int32_t) * (size_t)runs), up(gdev, obs, ob), dy);
+    G->forward_runs(gdev, rows, runs, &p, dp,
+                    up(gdev, start, sizeof(int32_t) * (size_t)(runs + 1)),
+                    up(gdev, member, sizeof(int32_t) * (size_t)runs), up(gdev, obs, ob), dy,
+                    NULL);
     float *gout = down(gdev, dy, outb);
     if (synced(gdev, &ck)) {
         cmp_f(&ck, gout, ref, outb / sizeof(float), NULL, 1e-5, 1e-5);
@@ -1426,6 +1461,7 @@ static const test tests[] = {
     {"events", test_events},
     {"forward_fused", test_forward_fused},
     {"forward_members", test_forward_members},
+    {"forward_runs", test_forward_runs},
     {"graph", test_graphs},
 };
 

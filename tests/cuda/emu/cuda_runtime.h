@@ -49,6 +49,7 @@
 #define __host__
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __align__(n) alignas(n)
 
 struct dim3 {
     unsigned x, y, z;
