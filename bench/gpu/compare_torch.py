@@ -98,6 +98,9 @@ def parse_args(argv):
                    help="how torch brings the logits back (default: into a pinned "
                         "tensor, as fastrl does)")
     p.add_argument("--csv-out", help="also write the table to this CSV file")
+    p.add_argument("--path", default="auto",
+                   help="the plugin's forward path for fastrl's side (bench_gpu_infer "
+                        "--paths: auto, launch, graph, fused, mapped, streams or runs)")
     a = p.parse_args(argv)
     a.hidden_list = [int(x) for x in a.hidden.split(",") if x]
     a.batch_list = [int(x) for x in a.batches.split(",") if x]
@@ -115,7 +118,7 @@ def bench_cmd(a):
     cmd = [a.bench, "--csv", "--device", str(a.device), "--obs", str(a.obs),
            "--hidden", a.hidden, "--actions", str(a.actions), "--act", a.act,
            "--batches", a.batches, "--reps", str(a.reps), "--budget", str(a.budget),
-           "--tf32", str(a.tf32)]
+           "--tf32", str(a.tf32), "--paths", a.path]
     return cmd + (["--plugin", a.plugin] if a.plugin else [])
 
 

@@ -25,6 +25,9 @@
 /* AUTO's choices, from the measurements above: the fused forward up to this many rows,
  * the two streams from this many, in chunks of about this many. */
 enum { FUSED_AUTO_ROWS = 64, STREAMS_MIN_ROWS = 16384, STREAMS_CHUNK_ROWS = 16384 };
+/* ...and RUNS over this range of rows, on page-locked memory (at 1,024 and 8,192 rows
+ * GRAPH was faster on an H200; at 2,048 and 4,096 RUNS, by 14 and 19 %). */
+enum { RUNS_AUTO_MIN = 2048, RUNS_AUTO_MAX = 4096 };
 
 static const char *const path_names[FRL_CUDA_PATHS] = {"auto", "launch", "graph",
                                                        "fused", "mapped", "streams",
@@ -395,6 +398,8 @@ static int32_t choose(frl_cuda_model *m, int32_t rows, int pinned)
     if (p == FRL_CUDA_PATH_AUTO)
         p = m->fused_fast && rows <= FUSED_AUTO_ROWS    ? FRL_CUDA_PATH_FUSED
             : rows >= STREAMS_MIN_ROWS && pinned        ? FRL_CUDA_PATH_STREAMS
+            : rows >= RUNS_AUTO_MIN && rows <= RUNS_AUTO_MAX && pinned && m->runs_fit
+                ? FRL_CUDA_PATH_RUNS
             : rows <= FRL_CUDA_STAGE_ROWS || pinned     ? FRL_CUDA_PATH_GRAPH
                                                         : FRL_CUDA_PATH_LAUNCH;
     int fused = p == FRL_CUDA_PATH_FUSED || p == FRL_CUDA_PATH_MAPPED;

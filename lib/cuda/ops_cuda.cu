@@ -1140,7 +1140,14 @@ static void forward_fused(frl_dev *d, int32_t rows, const frl_dev_fused *p, cons
 // rounding differs from the CPU's blocked sums within the tests' tolerance).
 static constexpr int RUN_THREADS = 256;
 static constexpr int RUN = FRL_DEV_RUN_ROWS;
-static constexpr int RUN_LOADS = 8; // weights loaded together before any is used
+// Iterations of a column's loop unrolled, so that their weight loads are in flight
+// together: more takes more registers than two blocks a multiprocessor leave (ptxas:
+// 128 registers, no spills, at 4; 8 spills).
+#ifdef __CUDACC__
+#define UNROLL_RUN _Pragma("unroll 4")
+#else
+#define UNROLL_RUN
+#endif
 
 template <int PER> static __device__ void run_rows(const float *a, float (&x)[PER])
 {
@@ -1173,21 +1180,14 @@ static __device__ void run_column(const float *in, int32_t k, int32_t n, const f
     for (int u = 0; u < PER; u++)
         acc[u] = 0.0f;
     const float *col = wt + j;
-    for (int32_t i0 = 0; i0 < k; i0 += RUN_LOADS, col += (int64_t)RUN_LOADS * n) {
-        float w[RUN_LOADS];
+    UNROLL_RUN
+    for (int32_t i = 0; i < k; i++) {
+        const float w = col[(int64_t)i * n];
+        float x[PER];
+        run_rows<PER>(in + (int64_t)i * RUN + g * PER, x);
         UNROLL_ALL
-        for (int q = 0; q < RUN_LOADS; q++)
-            w[q] = i0 + q < k ? col[(int64_t)q * n] : 0.0f;
-        UNROLL_ALL
-        for (int q = 0; q < RUN_LOADS; q++) {
-            if (i0 + q < k) {
-                float x[PER];
-                run_rows<PER>(in + (int64_t)(i0 + q) * RUN + g * PER, x);
-                UNROLL_ALL
-                for (int u = 0; u < PER; u++)
-                    acc[u] = fmaf(x[u], w[q], acc[u]);
-            }
-        }
+        for (int u = 0; u < PER; u++)
+            acc[u] = fmaf(x[u], w, acc[u]);
     }
     UNROLL_ALL
     for (int u = 0; u < PER; u++) {
@@ -1200,21 +1200,24 @@ static __device__ void run_column(const float *in, int32_t k, int32_t n, const f
     }
 }
 
-// One layer for the whole run: C = min(n, threads) columns at a time, the run's rows in
-// G groups of PER (G the largest power of two <= threads / C, at most RUN).
+// One layer for the whole run: C = min(n, threads) columns at a time, the run's rows
+// (rounded up to a power of two, rp: a short run does not pay for RUN rows) in G groups
+// of PER (G the largest power of two <= threads / C, at most rp).
 static __device__ void run_layer(const float *in, int32_t k, int32_t n, const float *wt,
                                  const float *b, int32_t act, float *out, float *gout,
                                  int rows)
 {
     const int t = (int)threadIdx.x;
     const int C = n < RUN_THREADS ? (int)n : RUN_THREADS;
-    int G = 1;
-    while (G < RUN && 2 * G * C <= RUN_THREADS)
+    int rp = 1, G = 1;
+    while (rp < rows)
+        rp *= 2;
+    while (G < rp && 2 * G * C <= RUN_THREADS)
         G *= 2;
     const int g = t / C;
     if (g < G)
         for (int32_t j = t % C; j < n; j += C) {
-            switch (RUN / G) {
+            switch (rp / G) {
             case 16: run_column<16>(in, k, n, wt, b[j], act, j, g, out, gout, rows); break;
             case 8: run_column<8>(in, k, n, wt, b[j], act, j, g, out, gout, rows); break;
             case 4: run_column<4>(in, k, n, wt, b[j], act, j, g, out, gout, rows); break;
@@ -1242,7 +1245,7 @@ static __device__ int run_mlp(const frl_dev_fused_mlp &m, const float *w,
     return cur;
 }
 
-static __global__ void __launch_bounds__(RUN_THREADS)
+static __global__ void __launch_bounds__(RUN_THREADS, 2)
 runs_k(frl_dev_fused p, const float *params, int32_t total, const int32_t *start,
        const int32_t *mem, const float *obs, float *out, float *value)
 {
