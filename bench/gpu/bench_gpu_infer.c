@@ -14,7 +14,7 @@
  *   bench_gpu_infer [--plugin PATH] [--device N] [--obs 64] [--hidden 256,256]
  *                   [--actions 8] [--act tanh|relu|elu|linear]
  *                   [--batches 1,4,...,65536] [--reps 200] [--budget 2] [--tf32 0|1]
- *                   [--paths auto,launch,graph,fused,mapped,streams] [--csv] [--handoff]
+ *                   [--paths auto,launch,graph,fused,mapped,streams,runs] [--csv] [--handoff]
  *
  * --paths times each of model_forward's paths in turn (lib/core/plugin_api.h,
  * FRL_CUDA_PATH_*; default auto alone), each checked against the CPU first; the table's
@@ -128,7 +128,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: bench_gpu_infer [--plugin PATH] [--device N] [--obs N] [--hidden A,B,...]\n"
                "         [--actions N] [--act tanh|relu|elu|linear] [--batches A,B,...]\n"
                "         [--reps N] [--budget SECONDS] [--tf32 0|1] [--csv] [--handoff]\n"
-               "         [--paths auto,launch,graph,fused,mapped,streams]\n");
+               "         [--paths auto,launch,graph,fused,mapped,streams,runs]\n");
 }
 
 static void default_opts(opts *o)

@@ -32,7 +32,7 @@ nvidia-smi -L || echo "nvidia-smi: none"
 ppo="python3 bench/gpu/ppo_cpu_vs_gpu.py --fastrl $P/fastrl --plugin $FRL_CUDA_PLUGIN --reps 2 --steps 4e6"
 step ops 120 "$P/test_cuda_ops"
 step floor 60 "$P/bench_gpu_floor"
-step paths 150 "$P/bench_gpu_infer" --paths launch,graph,fused,mapped,streams,auto \
+step paths 150 "$P/bench_gpu_infer" --paths launch,graph,fused,mapped,streams,runs,auto \
   --reps 400 --budget 0.25
 # The fused forward a block a row (FRL_CUDA_CLUSTERS=0) against a cluster a row, and
 # the large batches with TF32 products.
@@ -48,12 +48,12 @@ step ppo 90 $ppo
 # The new ops under the sanitizers (the whole test under memcheck takes minutes). API
 # errors are not reported: the graph test makes a capture fail on purpose, and the test
 # checks every call's result itself.
-step memcheck 240 sh -c 'for f in forward_fused graph adam linear; do
+step memcheck 240 sh -c 'for f in forward_fused forward_runs graph adam linear; do
   compute-sanitizer --tool memcheck --leak-check full --report-api-errors no \
     --error-exitcode 3 "$0" $f || exit $?;
   done' "$P/test_cuda_ops"
 step racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 3 "$P/test_cuda_ops" \
-  forward_fused
+  forward_fused forward_runs
 step train 60 "$P/fastrl" train CartPole-v1 --set runtime.device=cuda --out "$O/run"
 # The async sampler on the GPU: inference on its own stream, each weight version taken
 # from the learner's stream behind an event (model_stage/model_take).

@@ -10,12 +10,16 @@
  * us: the bus reads inside the kernel cost what the copies did). From a few hundred
  * rows the products are the work and GRAPH is best; from 16,384 rows the copies and the
  * products both matter, and STREAMS overlaps the one with the other by running chunks
- * on two streams (682 against 840 us at 65,536 rows).
+ * on two streams (682 against 840 us at 65,536 rows). RUNS is one kernel on
+ * page-locked memory, a block per 16 rows sharing each weight load: at 2,048 and 4,096
+ * rows it beats GRAPH (60 and 78 against 70 and 96 us), at 1,024 and 8,192 it does
+ * not (a launch and the bus reads inside the kernel, then too few blocks a
+ * multiprocessor to hide the loads).
  *
  * Every path computes the same function; LAUNCH, GRAPH and STREAMS the same bits
  * (cuBLAS's products, one chunk's rows independent of another's), FUSED and MAPPED
- * theirs (the fused kernel sums in its own fixed order), within the products'
- * tolerance of the others. */
+ * theirs (the fused kernel sums in its own fixed order), RUNS its own (each sum in one
+ * chain, in input order), within the products' tolerance of the others. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
