@@ -134,6 +134,11 @@ START_TEST(act_matches_cpu)
     check_act_same("Pendulum-v1", "policy.hidden=32,32 policy.activation=relu", 777);
     check_act_same("Acrobot-v1", "policy.shared=true policy.obs_norm=true policy.activation=elu", 513);
     check_act_same("MountainCarContinuous-v0", "policy.hidden=", 100);
+    /* a pixel encoder: the images' bytes scaled, three conv layers, then the MLPs */
+    check_act_same("PixelGrid-v0", "policy.encoder=simple policy.conv_channels=4,8,8 "
+                   "policy.hidden=32", quick() ? 5 : 70);
+    check_act_same("PixelGrid-v0", "policy.encoder=nature policy.conv_channels=4,4,8 "
+                   "policy.shared=true policy.hidden=16,16", quick() ? 3 : 33);
 }
 END_TEST
 
@@ -234,6 +239,12 @@ START_TEST(learner_matches_cpu)
     check_learn_same("CartPole-v1", "train.algo=impala train.epochs=1", 2, 1e-4);
     check_learn_same("MountainCarContinuous-v0", "train.norm_adv=false train.max_grad_norm=0.1 "
                      "train.target_kl=0.001", 1, 1e-4);
+    /* through a pixel encoder (its gradients summed over blocks of images) */
+    check_learn_same("PixelGrid-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
+                     "train.num_envs=4 train.rollout=32 train.minibatches=2", 1, 1e-4);
+    check_learn_same("PixelGrid-v0", "policy.encoder=nature policy.conv_channels=4,4,8 "
+                     "policy.shared=true policy.hidden=16 train.num_envs=2 train.rollout=16 "
+                     "train.minibatches=1", 1, 1e-4);
 }
 END_TEST
 

@@ -1,32 +1,152 @@
 /* Forward and backward passes of a policy's networks through the device ops. */
 #include "cuda/dev_net.h"
 
-size_t frl_dev_pass_floats(const frl_net_desc *n, int32_t rows, int training)
+/* Images a patch matrix of the device's encoder takes: the CPU's block (4 MiB of
+ * patches) grown until the matrix holds 16M floats, so that a layer over a minibatch is
+ * a few large products rather than many small launches. */
+static int32_t enc_block(const frl_cnn *c, int32_t rows)
 {
-    frl_net_shape s = frl_net_desc_shape(n);
-    frl_pass_plan w;
-    frl_net_pass_plan(&s, rows, training, &w);
-    return w.floats;
+    int32_t per = (int32_t)frl_cnn_work_floats(c, 1);
+    int32_t b = per >= (1 << 24) ? 1 : (1 << 24) / per;
+    b = b < c->block ? c->block : b;
+    return rows < b ? rows : b;
 }
 
-void frl_dev_pass_layout(const frl_net_desc *n, int32_t rows, int training, float *ws,
-                         frl_dev_pass *f)
+/* n floats from *at, aligned to 64 (cuBLAS reads aligned rows faster). */
+static size_t take(size_t *at, size_t n)
+{
+    size_t start = (*at + 63) & ~(size_t)63;
+    *at = start + n;
+    return start;
+}
+
+/* The pass's workspace: frl_net_pass_plan's, then the encoder's. Fills f when ws is
+ * not NULL; returns the floats. */
+static size_t plan_pass(const frl_net_desc *n, int32_t rows, int training, float *ws,
+                        frl_dev_pass *f)
 {
     frl_net_shape s = frl_net_desc_shape(n);
     frl_pass_plan w;
     frl_net_pass_plan(&s, rows, training, &w);
+    size_t at = w.floats;
+    const frl_cnn *c = &n->cnn;
+    size_t acts = 0, work = 0, d_in = 0, d_in2 = 0, grad = 0;
+    if (c->layers) {
+        size_t in_w = (size_t)frl_net_desc_in_w(n), r = (size_t)rows;
+        acts = take(&at, frl_cnn_acts_floats(c, rows));
+        work = take(&at, (size_t)enc_block(c, rows) * frl_cnn_work_floats(c, 1));
+        if (training) {
+            d_in = take(&at, r * in_w);
+            d_in2 = take(&at, r * in_w);
+            grad = take(&at, frl_cnn_grad_floats(c, rows));
+        }
+    }
+    if (!ws)
+        return at;
     *f = (frl_dev_pass){0};
     f->xn = ws + w.xn;
     f->trunk_acts = n->shared ? ws + w.trunk_acts : NULL;
     f->actor_acts = ws + w.actor_acts;
     f->critic_acts = ws + w.critic_acts;
+    if (c->layers) {
+        f->enc_acts = ws + acts;
+        f->enc_work = ws + work;
+    }
     if (!training)
-        return;
+        return at;
     f->dy = ws + w.dy;
     f->scratch = ws + w.scratch;
     f->d_out = ws + w.d_out;
     f->d_value = ws + w.d_value;
     f->dh = n->shared ? ws + w.dh : NULL;
+    if (c->layers) {
+        f->d_in = ws + d_in;
+        f->d_in2 = ws + d_in2;
+        f->enc_grad = ws + grad;
+    }
+    return at;
+}
+
+size_t frl_dev_pass_floats(const frl_net_desc *n, int32_t rows, int training)
+{
+    return plan_pass(n, rows, training, NULL, NULL);
+}
+
+void frl_dev_pass_layout(const frl_net_desc *n, int32_t rows, int training, float *ws,
+                         frl_dev_pass *f)
+{
+    plan_pass(n, rows, training, ws, f);
+}
+
+/* ---- the encoder ---- */
+
+/* The features of rows images (rows of obs_w floats holding their bytes): scaled, then
+ * each layer a block of images at a time (im2col, one product with its bias and ReLU). */
+static const float *enc_forward(const frl_dev_net *net, int32_t rows, const float *obs,
+                                frl_dev_pass *f)
+{
+    const frl_dev_ops *o = net->ops;
+    const frl_cnn *c = &net->desc.cnn;
+    o->scale_images(net->d, c, rows, (const uint8_t *)obs,
+                    sizeof(float) * (size_t)net->desc.obs_w, f->enc_acts);
+    int32_t block = enc_block(c, rows);
+    for (int32_t l = 0; l < c->layers; l++) {
+        const frl_conv2d *cv = &c->conv[l];
+        const float *x = f->enc_acts + frl_cnn_acts_offset(c, rows, l - 1);
+        float *y = f->enc_acts + frl_cnn_acts_offset(c, rows, l);
+        size_t in = frl_conv2d_in_size(cv), out = frl_conv2d_out_size(cv);
+        for (int32_t r = 0; r < rows; r += block) {
+            int32_t b = rows - r < block ? rows - r : block;
+            o->im2col(net->d, cv, b, x + (size_t)r * in, f->enc_work);
+            o->linear_fwd(net->d, b * cv->out_h * cv->out_w, cv->out_c, cv->patch, f->enc_work,
+                          net->params + cv->off_w, net->params + cv->off_b, y + (size_t)r * out,
+                          (int32_t)cv->act);
+        }
+    }
+    return f->enc_acts + frl_cnn_acts_offset(c, rows, c->layers - 1);
+}
+
+/* One layer's gradients from dy (dL/d its output, overwritten), a block at a time:
+ * the first block writes the weights' gradient, the others add; dx (NULL: none) gets
+ * dL/d its input. */
+static void enc_layer_backward(const frl_dev_net *net, const frl_conv2d *cv, float *grads,
+                               int32_t rows, int32_t block, const float *x, const float *y,
+                               float *dy, float *dx, float *work)
+{
+    const frl_dev_ops *o = net->ops;
+    size_t in = frl_conv2d_in_size(cv), out = frl_conv2d_out_size(cv);
+    if (cv->act != FRL_NN_LINEAR)
+        o->act_bwd(net->d, (int64_t)rows * (int64_t)out, y, dy, dy, (int32_t)cv->act);
+    for (int32_t r = 0; r < rows; r += block) {
+        int32_t b = rows - r < block ? rows - r : block, m = b * cv->out_h * cv->out_w;
+        float *dyb = dy + (size_t)r * out;
+        o->im2col(net->d, cv, b, x + (size_t)r * in, work);
+        o->linear_bwd_weight(net->d, m, cv->out_c, cv->patch, work, dyb, grads + cv->off_w,
+                             grads + cv->off_b, r > 0);
+        if (!dx)
+            continue;
+        o->linear_bwd_input(net->d, m, cv->out_c, cv->patch, dyb, net->params + cv->off_w,
+                            work);
+        o->col2im(net->d, cv, b, work, dx + (size_t)r * in);
+    }
+}
+
+/* The encoder's gradients from dfeat (dL/d the features, overwritten). */
+static void enc_backward(const frl_dev_net *net, float *grads, int32_t rows, frl_dev_pass *f,
+                         float *dfeat)
+{
+    const frl_cnn *c = &net->desc.cnn;
+    int32_t block = enc_block(c, rows);
+    float *dy = dfeat, *next = f->enc_grad;
+    float *spare = f->enc_grad + (size_t)rows * (size_t)c->widest;
+    for (int32_t l = c->layers - 1; l >= 0; l--) {
+        float *dx = l > 0 ? next : NULL;
+        enc_layer_backward(net, &c->conv[l], grads, rows, block,
+                           f->enc_acts + frl_cnn_acts_offset(c, rows, l - 1),
+                           f->enc_acts + frl_cnn_acts_offset(c, rows, l), dy, dx, f->enc_work);
+        next = dy == dfeat ? spare : dy;
+        dy = dx;
+    }
 }
 
 static int32_t layer_act(const frl_mlp *m, int32_t l)
@@ -63,7 +183,9 @@ void frl_dev_net_forward(const frl_dev_net *net, int32_t rows, const float *obs,
 {
     const frl_net_desc *n = &net->desc;
     f->in = obs;
-    if (n->obs_norm) {
+    if (n->cnn.layers)
+        f->in = enc_forward(net, rows, obs, f);
+    else if (n->obs_norm) {
         net->ops->normalize(net->d, rows, n->obs_w, obs, net->norm_mean, net->norm_inv_std,
                             net->norm_clip, f->xn);
         f->in = f->xn;
@@ -105,12 +227,19 @@ void frl_dev_net_backward(const frl_dev_net *net, float *grads, int32_t rows, fr
     const frl_net_desc *n = &net->desc;
     const frl_dev_ops *o = net->ops;
     size_t fb = sizeof(float);
+    /* With an encoder both networks' input gradients are its features' gradient. */
+    int64_t feats = (int64_t)rows * frl_net_desc_in_w(n);
     if (!n->shared) {
         o->copy(net->d, f->dy, f->d_out, fb * (size_t)rows * (size_t)n->out_w);
-        mlp_backward(net, &n->actor, grads, rows, f->in, f->actor_acts, f->dy, f->scratch, NULL);
+        mlp_backward(net, &n->actor, grads, rows, f->in, f->actor_acts, f->dy, f->scratch,
+                     f->d_in);
         o->copy(net->d, f->dy, f->d_value, fb * (size_t)rows);
         mlp_backward(net, &n->critic, grads, rows, f->in, f->critic_acts, f->dy, f->scratch,
-                     NULL);
+                     f->d_in2);
+        if (n->cnn.layers) {
+            o->axpy(net->d, feats, 1.0f, f->d_in2, f->d_in);
+            enc_backward(net, grads, rows, f, f->d_in);
+        }
         return;
     }
     /* The heads' input gradients meet in the trunk's output: dh + scratch. */
@@ -122,5 +251,7 @@ void frl_dev_net_backward(const frl_dev_net *net, float *grads, int32_t rows, fr
     mlp_backward(net, &n->critic, grads, rows, h, f->critic_acts, f->dy, NULL, f->scratch);
     o->copy(net->d, f->dy, f->dh, fb * (size_t)rows * (size_t)tw);
     o->axpy(net->d, (int64_t)rows * tw, 1.0f, f->scratch, f->dy);
-    mlp_backward(net, &n->trunk, grads, rows, f->in, f->trunk_acts, f->dy, f->scratch, NULL);
+    mlp_backward(net, &n->trunk, grads, rows, f->in, f->trunk_acts, f->dy, f->scratch, f->d_in);
+    if (n->cnn.layers)
+        enc_backward(net, grads, rows, f, f->d_in);
 }

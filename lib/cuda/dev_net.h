@@ -26,6 +26,10 @@ typedef struct frl_dev_pass {
     float *out, *value;          /* set by the forward pass */
     /* backward only */
     float *d_out, *d_value, *dy, *scratch, *dh;
+    /* a pixel encoder (desc.cnn): the stored activations and one block's patch matrix;
+     * training: the features' gradient from each network (d_in, d_in2) and the encoder's
+     * two gradient buffers. NULL without one. */
+    float *enc_acts, *enc_work, *d_in, *d_in2, *enc_grad;
 } frl_dev_pass;
 
 enum { FRL_DEV_ACTOR = 1u, FRL_DEV_CRITIC = 2u };

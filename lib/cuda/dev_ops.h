@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nn/cnn.h"
 #include "nn/dev_math.h"
 
 #ifdef __cplusplus
@@ -214,6 +215,21 @@ typedef struct frl_dev_ops {
     /* Run the captured work on d's stream, as if its ops were enqueued again. */
     void (*graph_launch)(frl_dev *d, void *graph);
     void (*graph_destroy)(frl_dev *d, void *graph);
+
+    /* ---- a pixel encoder (lib/nn/cnn.h, conv.h: NHWC, patches (ki, kj, channel)) ---- */
+    /* x [rows x n->in_h x n->in_w x n->in_c] = the images' bytes / 255, frl_cnn's
+     * scaling: a row holds n->frames frames (oldest first), frame j's channels landing
+     * at j * c of each pixel's. images: rows row_bytes apart. n is host memory. */
+    void (*scale_images)(frl_dev *d, const frl_cnn *n, int32_t rows, const uint8_t *images,
+                         size_t row_bytes, float *x);
+    /* The patch matrix of batch images x [batch x in_size]: patches [batch * out_h *
+     * out_w x patch], zeros where a patch overhangs the padded border. c is host memory. */
+    void (*im2col)(frl_dev *d, const frl_conv2d *c, int32_t batch, const float *x,
+                   float *patches);
+    /* dx [batch x in_size] = each input value's patch gradients summed (written; the
+     * order of the sum is fixed, not conv.c's). */
+    void (*col2im)(frl_dev *d, const frl_conv2d *c, int32_t batch, const float *dpatches,
+                   float *dx);
 } frl_dev_ops;
 
 /* The CUDA implementation; the host one, a test double, is declared in

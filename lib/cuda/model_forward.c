@@ -67,7 +67,9 @@ void frl_cuda_model_plan(frl_cuda_model *m)
     const frl_net_desc *n = &m->net.desc;
     frl_dev_fused *f = &m->fused;
     *f = (frl_dev_fused){.obs_w = n->obs_w};
-    m->fused_ok = n->obs_w <= FRL_DEV_FUSED_MAX_WIDTH && plan_mlp(&n->actor, &f->actor) &&
+    /* the fused and run kernels read observations as the networks' input: no encoder */
+    m->fused_ok = !n->cnn.layers && n->obs_w <= FRL_DEV_FUSED_MAX_WIDTH &&
+                  plan_mlp(&n->actor, &f->actor) &&
                   plan_mlp(&n->critic, &f->critic) &&
                   (!n->shared || plan_mlp(&n->trunk, &f->trunk));
     m->fused_fast = m->fused_ok && m->net.ops->fused_blocks(m->net.d) > 1;

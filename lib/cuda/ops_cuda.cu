@@ -1390,6 +1390,114 @@ static int check(frl_dev *d, char *err, size_t err_size)
     return 1;
 }
 
+// ---- a pixel encoder ----
+
+// A convolution's shape, by value for the kernels.
+struct conv_geom {
+    int32_t in_h, in_w, in_c, out_h, out_w, kh, kw, stride, pad, patch;
+};
+
+static conv_geom geom_of(const frl_conv2d *c)
+{
+    return conv_geom{c->in_h, c->in_w, c->in_c, c->out_h, c->out_w,
+                     c->kh,   c->kw,   c->stride, c->pad, c->patch};
+}
+
+// x's element i is (row, pixel, frame j, channel): its byte is frame j's pixel channel.
+static __global__ void scale_images_k(int64_t total, int32_t pixels, int32_t c, int32_t frames,
+                                      int64_t row_bytes, const uint8_t *img, float *x)
+{
+    const float s = 1.0f / 255.0f;
+    const int32_t kc = frames * c;
+    FOR_EACH(i, total) {
+        const int64_t rp = i / kc;
+        const int32_t e = (int32_t)(i % kc), j = e / c, ch = e % c;
+        const int64_t r = rp / pixels;
+        const int32_t px = (int32_t)(rp % pixels);
+        x[i] = (float)img[r * row_bytes + ((int64_t)j * pixels + px) * c + ch] * s;
+    }
+}
+
+static void scale_images(frl_dev *d, const frl_cnn *n, int32_t rows, const uint8_t *images,
+                         size_t row_bytes, float *x)
+{
+    const int32_t pixels = n->in_h * n->in_w, c = n->in_c / n->frames;
+    const int64_t total = (int64_t)rows * pixels * n->in_c;
+    if (total <= 0)
+        return;
+    enter(d);
+    scale_images_k<<<grid_for(total), THREADS, 0, d->stream>>>(total, pixels, c, n->frames,
+                                                               (int64_t)row_bytes, images, x);
+    launched(d, "scale_images");
+}
+
+// Patch element i: position (image, oy, ox), then (ki, kj, channel), channel fastest.
+static __global__ void im2col_k(int64_t total, conv_geom g, const float *x, float *patches)
+{
+    FOR_EACH(i, total) {
+        const int64_t pos = i / g.patch;
+        const int32_t e = (int32_t)(i % g.patch), ch = e % g.in_c;
+        const int32_t kj = (e / g.in_c) % g.kw, ki = e / (g.in_c * g.kw);
+        const int32_t ox = (int32_t)(pos % g.out_w);
+        const int64_t t = pos / g.out_w;
+        const int32_t oy = (int32_t)(t % g.out_h);
+        const int64_t b = t / g.out_h;
+        const int32_t iy = oy * g.stride - g.pad + ki, ix = ox * g.stride - g.pad + kj;
+        const bool in = iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w;
+        patches[i] = in ? x[((b * g.in_h + iy) * g.in_w + ix) * g.in_c + ch] : 0.0f;
+    }
+}
+
+static void im2col(frl_dev *d, const frl_conv2d *c, int32_t batch, const float *x,
+                   float *patches)
+{
+    const int64_t total = (int64_t)batch * c->out_h * c->out_w * c->patch;
+    if (total <= 0)
+        return;
+    enter(d);
+    im2col_k<<<grid_for(total), THREADS, 0, d->stream>>>(total, geom_of(c), x, patches);
+    launched(d, "im2col");
+}
+
+// A thread an input value: it gathers the patch entries that read it (kernel rows, then
+// columns), so no two threads write one value and the sum's order is fixed.
+static __global__ void col2im_k(int64_t total, conv_geom g, const float *dp, float *dx)
+{
+    FOR_EACH(i, total) {
+        const int32_t ch = (int32_t)(i % g.in_c);
+        int64_t t = i / g.in_c;
+        const int32_t ix = (int32_t)(t % g.in_w);
+        t /= g.in_w;
+        const int32_t iy = (int32_t)(t % g.in_h);
+        const int64_t b = t / g.in_h;
+        float sum = 0.0f;
+        for (int32_t ki = 0; ki < g.kh; ki++) {
+            const int32_t y = iy + g.pad - ki;
+            if (y < 0 || y % g.stride || y / g.stride >= g.out_h)
+                continue;
+            for (int32_t kj = 0; kj < g.kw; kj++) {
+                const int32_t xx = ix + g.pad - kj;
+                if (xx < 0 || xx % g.stride || xx / g.stride >= g.out_w)
+                    continue;
+                const int64_t pos = (b * g.out_h + y / g.stride) * g.out_w + xx / g.stride;
+                sum += dp[pos * g.patch + (ki * g.kw + kj) * g.in_c + ch];
+            }
+        }
+        dx[i] = sum;
+    }
+}
+
+static void col2im(frl_dev *d, const frl_conv2d *c, int32_t batch, const float *dpatches,
+                   float *dx)
+{
+    const int64_t total = (int64_t)batch * c->in_h * c->in_w * c->in_c;
+    if (total <= 0)
+        return;
+    enter(d);
+    col2im_k<<<grid_for(total), THREADS, 0, d->stream>>>(total, geom_of(c), dpatches, dx);
+    launched(d, "col2im");
+}
+
 // Positional (C++17 has no designated initializers): the order of dev_ops.h.
 extern "C" const frl_dev_ops frl_dev_ops_cuda = {
     "cuda",
@@ -1432,4 +1540,7 @@ extern "C" const frl_dev_ops frl_dev_ops_cuda = {
     graph_capture,
     graph_launch,
     graph_destroy,
+    scale_images,
+    im2col,
+    col2im,
 };

@@ -78,8 +78,7 @@ static size_t input_floats(const frl_cnn *n)
     return (size_t)n->in_h * (size_t)n->in_w * (size_t)n->in_c;
 }
 
-/* Where layer l's output starts in acts (l == -1: the scaled input). */
-static size_t acts_offset(const frl_cnn *n, int32_t rows, int32_t l)
+size_t frl_cnn_acts_offset(const frl_cnn *n, int32_t rows, int32_t l)
 {
     size_t off = 0;
     if (l >= 0)
@@ -91,7 +90,7 @@ static size_t acts_offset(const frl_cnn *n, int32_t rows, int32_t l)
 
 size_t frl_cnn_acts_floats(const frl_cnn *n, int32_t rows)
 {
-    return acts_offset(n, rows, n->layers);
+    return frl_cnn_acts_offset(n, rows, n->layers);
 }
 
 size_t frl_cnn_work_floats(const frl_cnn *n, int32_t rows)
@@ -156,9 +155,10 @@ const float *frl_cnn_forward(const frl_cnn *n, const frl_kernels *k, const float
 {
     scale_images(n, rows, images, row_bytes, acts);
     for (int32_t l = 0; l < n->layers; l++)
-        layer_forward(&n->conv[l], k, params, rows, n->block, acts + acts_offset(n, rows, l - 1),
-                      acts + acts_offset(n, rows, l), work);
-    return acts + acts_offset(n, rows, n->layers - 1);
+        layer_forward(&n->conv[l], k, params, rows, n->block,
+                      acts + frl_cnn_acts_offset(n, rows, l - 1),
+                      acts + frl_cnn_acts_offset(n, rows, l), work);
+    return acts + frl_cnn_acts_offset(n, rows, n->layers - 1);
 }
 
 /* One layer's backward pass, block by block; the first block writes the gradient (unless
@@ -184,8 +184,8 @@ void frl_cnn_backward(const frl_cnn *n, const frl_kernels *k, const float *param
     for (int32_t l = n->layers - 1; l >= 0; l--) {
         float *dx = l > 0 ? next : NULL;
         layer_backward(&n->conv[l], k, params, grads, accumulate, rows, n->block,
-                       acts + acts_offset(n, rows, l - 1), acts + acts_offset(n, rows, l), dy,
-                       dx, work);
+                       acts + frl_cnn_acts_offset(n, rows, l - 1),
+                       acts + frl_cnn_acts_offset(n, rows, l), dy, dx, work);
         /* dx becomes the next layer's dy; the buffer dy held is free again. */
         next = dy == dfeat ? spare : dy;
         dy = dx;

@@ -57,6 +57,9 @@ int frl_cnn_init(frl_cnn *n, const frl_cnn_spec *spec, const int32_t *channels,
  * input and every layer's output), the patch matrix of one block and, when training,
  * two [rows x widest] buffers of input gradients. */
 size_t frl_cnn_acts_floats(const frl_cnn *n, int32_t rows);
+/* Where layer l's output starts in the stored activations of rows images (l == -1:
+ * the scaled input; the layers' outputs follow it, each [rows x out_size]). */
+size_t frl_cnn_acts_offset(const frl_cnn *n, int32_t rows, int32_t l);
 size_t frl_cnn_work_floats(const frl_cnn *n, int32_t rows);
 size_t frl_cnn_grad_floats(const frl_cnn *n, int32_t rows);
 

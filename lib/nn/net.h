@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nn/cnn.h"
 #include "nn/mlp.h"
 
 /* The networks' shapes, as the workspace needs them. */
@@ -44,13 +45,24 @@ typedef struct frl_net_desc {
     frl_mlp trunk, actor, critic;
     uint64_t log_std_off, num_params;
     int32_t max_rows;              /* the largest batch model_forward is given */
+    /* A pixel encoder before the networks (cnn.layers 0: none): then an observation row
+     * is obs_w floats holding the image's bytes, and the networks read the encoder's
+     * cnn.out_w features. */
+    frl_cnn cnn;
 } frl_net_desc;
 
-/* The shape of d's networks: they read obs_w values a row (a device takes no discrete
- * observations, so there is no one-hot row). */
+/* Values per row the networks read: the observation, or the encoder's features. */
+static inline int32_t frl_net_desc_in_w(const frl_net_desc *d)
+{
+    return d->cnn.layers ? d->cnn.out_w : d->obs_w;
+}
+
+/* The shape of d's networks: they read frl_net_desc_in_w values a row (a device takes
+ * no discrete observations, so there is no one-hot row). */
 static inline frl_net_shape frl_net_desc_shape(const frl_net_desc *d)
 {
-    frl_net_shape s = {d->obs_w, d->out_w, d->shared ? &d->trunk : NULL, &d->actor, &d->critic};
+    frl_net_shape s = {frl_net_desc_in_w(d), d->out_w, d->shared ? &d->trunk : NULL, &d->actor,
+                       &d->critic};
     return s;
 }
 

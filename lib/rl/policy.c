@@ -693,6 +693,16 @@ FRL_API frl_status frl_policy_act(frl_policy *p, const frl_act_args *a)
  * enough that the model's workspace stays a few MiB for typical networks. */
 enum { DEVICE_ROWS = 16384 };
 
+int32_t frl_policy_device_rows(const frl_policy *p)
+{
+    if (!p->cnn.layers)
+        return DEVICE_ROWS;
+    /* an image's stored activations are large: a forward's stay within 256M floats */
+    size_t per = frl_cnn_acts_floats(&p->cnn, 1) + 1;
+    size_t rows = ((size_t)1 << 28) / per;
+    return rows < 1 ? 1 : rows < DEVICE_ROWS ? (int32_t)rows : DEVICE_ROWS;
+}
+
 static void describe_net(const frl_policy *p, int32_t rows, frl_net_desc *d)
 {
     memset(d, 0, sizeof *d);
@@ -707,6 +717,9 @@ static void describe_net(const frl_policy *p, int32_t rows, frl_net_desc *d)
     d->log_std_off = p->log_std_off;
     d->num_params = p->num_params;
     d->max_rows = rows;
+    d->cnn = p->cnn;
+    if (p->cnn.layers)
+        d->obs_w = frl_policy_input_row_w(p);
 }
 
 frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, frl_dev_model **m,
@@ -741,14 +754,13 @@ static frl_status open_device(frl_policy *p, const char *who)
                         "%s: discrete(%d) observation spaces run on the CPU for now, and this "
                         "runtime computes on %s: use a runtime with runtime.device=cpu",
                         who, (int)p->obs_n, p->rt->device.name);
-    if (p->cnn.layers)
+    if (p->cnn.layers && p->stack > 1)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: convolutional encoders (policy.encoder=%s) run on the CPU for "
-                        "now, and this runtime computes on %s: use a runtime with "
-                        "runtime.device=cpu", who,
-                        frl_cfg_choice(p->cfg, FRL_KEY_POLICY_ENCODER) == FRL_POLICY_ENCODER_NATURE
-                            ? "nature" : "simple", p->rt->device.name);
-    frl_status st = frl_policy_device_model(p, DEVICE_ROWS, &p->dev, who);
+                        "%s: a convolutional encoder over a stack of %d frames "
+                        "(policy.frame_stack) runs on the CPU for now, and this runtime "
+                        "computes on %s: use a runtime with runtime.device=cpu, or no stack",
+                        who, (int)p->stack, p->rt->device.name);
+    frl_status st = frl_policy_device_model(p, frl_policy_device_rows(p), &p->dev, who);
     if (st != FRL_OK)
         return st;
     size_t floats = (size_t)DEVICE_ROWS * (size_t)(p->out_w + 1);

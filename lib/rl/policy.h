@@ -187,6 +187,10 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
 frl_status frl_policy_device_refresh(frl_policy *p, char *err);
 frl_status frl_policy_device_forward(frl_policy *p, int64_t rows, const float *obs, float *out,
                                      float *value, char *err);
+/* Rows of the policy's own device model: 16,384, fewer for a pixel encoder, whose
+ * stored activations per image are large. */
+int32_t frl_policy_device_rows(const frl_policy *p);
+
 /* Another model of p's networks on the device, taking up to rows rows a forward: its
  * own stream, so it can infer while p's model learns (the async sampler's inference
  * role). Free it with frl_dev_model_destroy. */

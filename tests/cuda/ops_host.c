@@ -381,6 +381,70 @@ static void forward_runs(frl_dev *d, int32_t rows, int32_t runs, const frl_dev_f
                       out + (size_t)start[r] * (size_t)ow, value ? value + start[r] : NULL);
 }
 
+/* ---- a pixel encoder: conv.c's and cnn.c's loops, written out again ---- */
+
+static void scale_images(frl_dev *d, const frl_cnn *n, int32_t rows, const uint8_t *images,
+                         size_t row_bytes, float *x)
+{
+    (void)d;
+    const float s = 1.0f / 255.0f;
+    size_t pixels = (size_t)n->in_h * (size_t)n->in_w, k = (size_t)n->frames;
+    size_t c = (size_t)n->in_c / k;
+    for (int32_t r = 0; r < rows; r++) {
+        const uint8_t *row = images + (size_t)r * row_bytes;
+        float *xr = x + (size_t)r * pixels * k * c;
+        for (size_t j = 0; j < k; j++)
+            for (size_t p = 0; p < pixels; p++)
+                for (size_t ch = 0; ch < c; ch++)
+                    xr[p * k * c + j * c + ch] = (float)row[(j * pixels + p) * c + ch] * s;
+    }
+}
+
+/* Visits every (position, patch element) with the input value it reads (NULL where the
+ * patch overhangs): im2col copies, col2im adds. */
+static void patches_walk(const frl_conv2d *c, int32_t batch, float *patches, float *x,
+                         int add)
+{
+    for (int32_t b = 0; b < batch; b++)
+        for (int32_t oy = 0; oy < c->out_h; oy++)
+            for (int32_t ox = 0; ox < c->out_w; ox++)
+                for (int32_t ki = 0; ki < c->kh; ki++)
+                    for (int32_t kj = 0; kj < c->kw; kj++)
+                        for (int32_t ch = 0; ch < c->in_c; ch++) {
+                            int32_t iy = oy * c->stride - c->pad + ki;
+                            int32_t ix = ox * c->stride - c->pad + kj;
+                            size_t pos = ((size_t)b * (size_t)c->out_h + (size_t)oy) *
+                                             (size_t)c->out_w + (size_t)ox;
+                            float *pe = patches + pos * (size_t)c->patch +
+                                        ((size_t)ki * (size_t)c->kw + (size_t)kj) *
+                                            (size_t)c->in_c + (size_t)ch;
+                            int in = iy >= 0 && iy < c->in_h && ix >= 0 && ix < c->in_w;
+                            float *xe = in ? x + (((size_t)b * (size_t)c->in_h + (size_t)iy) *
+                                                      (size_t)c->in_w + (size_t)ix) *
+                                                     (size_t)c->in_c + (size_t)ch
+                                           : NULL;
+                            if (add && xe)
+                                *xe += *pe;
+                            else if (!add)
+                                *pe = xe ? *xe : 0.0f;
+                        }
+}
+
+static void im2col(frl_dev *d, const frl_conv2d *c, int32_t batch, const float *x,
+                   float *patches)
+{
+    (void)d;
+    patches_walk(c, batch, patches, (float *)x, 0);
+}
+
+static void col2im(frl_dev *d, const frl_conv2d *c, int32_t batch, const float *dpatches,
+                   float *dx)
+{
+    (void)d;
+    memset(dx, 0, sizeof(float) * (size_t)batch * frl_conv2d_in_size(c));
+    patches_walk(c, batch, (float *)dpatches, dx, 1);
+}
+
 /* Host memory is what these ops run on, so every pointer is "mapped". */
 static int mapped(frl_dev *d, const void *p, size_t bytes)
 {
@@ -500,4 +564,7 @@ const frl_dev_ops frl_dev_ops_host = {
     .graph_capture = graph_capture,
     .graph_launch = graph_launch,
     .graph_destroy = graph_destroy,
+    .scale_images = scale_images,
+    .im2col = im2col,
+    .col2im = col2im,
 };

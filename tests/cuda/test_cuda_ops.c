@@ -1105,6 +1105,79 @@ static void test_forward_runs(void)
         }
 }
 
+/* ---- a pixel encoder ---- */
+
+/* im2col (a copy: exact), col2im (sums in another order: within rounding) and the
+ * images' scaling (exact) against the host's, for unpadded and padded shapes, strides 1
+ * to 4, one and several channels. */
+static void conv_run(int32_t h, int32_t w, int32_t c, int32_t k, int32_t stride, int32_t pad,
+                     int32_t batch)
+{
+    frl_conv2d cv;
+    if (frl_conv2d_init(&cv, h, w, c, 5, k, k, stride, pad, FRL_NN_RELU, 0) != 0)
+        die("conv_run: a shape that does not fit");
+    size_t in = (size_t)batch * frl_conv2d_in_size(&cv);
+    size_t pm = (size_t)batch * (size_t)cv.out_h * (size_t)cv.out_w * (size_t)cv.patch;
+    float *x = rand_f(in, -2, 2), *ref = host_poisoned(sizeof(float) * pm);
+    H->im2col(hdev, &cv, batch, x, ref);
+    check ck;
+    check_start(&ck, "im2col", "%dx%dx%d k%d s%d p%d batch %d", (int)h, (int)w, (int)c, (int)k,
+                (int)stride, (int)pad, (int)batch);
+    float *dp = dev_poisoned(gdev, sizeof(float) * pm);
+    G->im2col(gdev, &cv, batch, up(gdev, x, sizeof(float) * in), dp);
+    float *got = down(gdev, dp, sizeof(float) * pm);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, got, ref, pm, NULL, 0, 0);
+        check_end(&ck);
+    }
+    float *g = rand_f(pm, -1, 1), *dref = host_poisoned(sizeof(float) * in);
+    H->col2im(hdev, &cv, batch, g, dref);
+    check_start(&ck, "col2im", "%dx%dx%d k%d s%d p%d batch %d", (int)h, (int)w, (int)c, (int)k,
+                (int)stride, (int)pad, (int)batch);
+    float *ddx = dev_poisoned(gdev, sizeof(float) * in);
+    G->col2im(gdev, &cv, batch, up(gdev, g, sizeof(float) * pm), ddx);
+    float *dgot = down(gdev, ddx, sizeof(float) * in);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, dgot, dref, in, NULL, 1e-6, 1e-6);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+/* rows of `frames` h x w x c frames, each row padded to row_bytes. */
+static void scale_run(int32_t h, int32_t w, int32_t c, int32_t frames, int32_t rows)
+{
+    frl_cnn n = {.in_h = h, .in_w = w, .in_c = c * frames, .frames = frames};
+    size_t img = (size_t)h * (size_t)w * (size_t)c * (size_t)frames, row_bytes = img + 7;
+    uint8_t *bytes = hmem(row_bytes * (size_t)rows);
+    for (size_t i = 0; i < row_bytes * (size_t)rows; i++)
+        bytes[i] = (uint8_t)(next_u64() >> 56);
+    size_t out = img * (size_t)rows;
+    float *ref = host_poisoned(sizeof(float) * out);
+    H->scale_images(hdev, &n, rows, bytes, row_bytes, ref);
+    check ck;
+    check_start(&ck, "scale_images", "%dx%dx%d, %d frames, %d rows", (int)h, (int)w, (int)c,
+                (int)frames, (int)rows);
+    float *dx = dev_poisoned(gdev, sizeof(float) * out);
+    G->scale_images(gdev, &n, rows, up(gdev, bytes, row_bytes * (size_t)rows), row_bytes, dx);
+    float *got = down(gdev, dx, sizeof(float) * out);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, got, ref, out, NULL, 0, 0);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_conv(void)
+{
+    conv_run(20, 20, 4, 8, 4, 0, 3); /* Nature's first layer, small */
+    conv_run(9, 9, 32, 4, 2, 0, 2);
+    conv_run(7, 6, 3, 3, 1, 1, 2); /* padded */
+    conv_run(11, 13, 2, 5, 3, 2, 1); /* padded, stride 3 */
+    scale_run(12, 10, 1, 1, 3);
+    scale_run(8, 9, 3, 4, 2); /* a stack of four RGB frames */
+}
+
 /* A population's rows: row r reads member members[r]'s parameter row (the trunk and
  * the actor, a prefix of the layout), no critic. */
 static void members_run(const fused_case *fc, int32_t rows, int32_t P)
@@ -1462,6 +1535,7 @@ static const test tests[] = {
     {"forward_fused", test_forward_fused},
     {"forward_members", test_forward_members},
     {"forward_runs", test_forward_runs},
+    {"conv", test_conv},
     {"graph", test_graphs},
 };
 
