@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn/cnn.h"
+#include "nn/cnn_plan.h"
 #include "nn/dev_math.h"
 
 #ifdef __cplusplus

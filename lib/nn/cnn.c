@@ -11,16 +11,6 @@ const frl_cnn_spec frl_cnn_simple = {"simple", 3, {8, 4, 3}, {4, 2, 2}, {32, 64,
 /* A block's patch matrix stays near 4 MiB (the Nature CNN's first layer: 10 images). */
 enum { BLOCK_FLOATS = 1 << 20 };
 
-static int32_t largest_patch_matrix(const frl_cnn *n)
-{
-    size_t most = 0;
-    for (int32_t l = 0; l < n->layers; l++) {
-        size_t f = frl_conv2d_work_floats(&n->conv[l], 1);
-        most = f > most ? f : most;
-    }
-    return (int32_t)most;
-}
-
 static int add_layer(frl_cnn *n, const frl_cnn_spec *spec, int32_t l, int32_t out_c,
                      int32_t h, int32_t w, int32_t c, size_t base, char *why, size_t size)
 {
@@ -68,40 +58,9 @@ int frl_cnn_init(frl_cnn *n, const frl_cnn_spec *spec, const int32_t *channels,
     }
     n->out_w = h * w * c;
     n->num_params = base - param_base;
-    int32_t per = largest_patch_matrix(n);
+    int32_t per = (int32_t)frl_cnn_patch_floats(n);
     n->block = per >= BLOCK_FLOATS ? 1 : BLOCK_FLOATS / per;
     return 0;
-}
-
-static size_t input_floats(const frl_cnn *n)
-{
-    return (size_t)n->in_h * (size_t)n->in_w * (size_t)n->in_c;
-}
-
-size_t frl_cnn_acts_offset(const frl_cnn *n, int32_t rows, int32_t l)
-{
-    size_t off = 0;
-    if (l >= 0)
-        off += (size_t)rows * input_floats(n);
-    for (int32_t i = 0; i < l; i++)
-        off += (size_t)rows * frl_conv2d_out_size(&n->conv[i]);
-    return off;
-}
-
-size_t frl_cnn_acts_floats(const frl_cnn *n, int32_t rows)
-{
-    return frl_cnn_acts_offset(n, rows, n->layers);
-}
-
-size_t frl_cnn_work_floats(const frl_cnn *n, int32_t rows)
-{
-    int32_t b = rows < n->block ? rows : n->block;
-    return (size_t)b * (size_t)largest_patch_matrix(n);
-}
-
-size_t frl_cnn_grad_floats(const frl_cnn *n, int32_t rows)
-{
-    return 2 * (size_t)rows * (size_t)n->widest;
 }
 
 /* Bytes to floats in [0, 1], the scaling every pixel encoder applies (x / 255). */
@@ -129,7 +88,7 @@ static void scale_stack(const frl_cnn *n, const uint8_t *row, float *x)
 static void scale_images(const frl_cnn *n, int32_t rows, const uint8_t *images,
                          size_t row_bytes, float *x)
 {
-    size_t in = input_floats(n);
+    size_t in = frl_cnn_in_floats(n);
     for (int32_t r = 0; r < rows; r++, x += in) {
         if (n->frames > 1)
             scale_stack(n, images + (size_t)r * row_bytes, x);

@@ -19,9 +19,8 @@
 #include <stdint.h>
 
 #include "core/rng.h"
+#include "nn/cnn_plan.h"
 #include "nn/conv.h"
-
-enum { FRL_CNN_MAX_LAYERS = 4 };
 
 /* Kernel sizes and strides of a stack, the channels being the user's choice. */
 typedef struct frl_cnn_spec {
@@ -35,33 +34,12 @@ typedef struct frl_cnn_spec {
  * convnet_simple: 32 8x8/4, 64 4x4/2, 128 3x3/2. Both unpadded, ReLU after each. */
 extern const frl_cnn_spec frl_cnn_nature, frl_cnn_simple;
 
-typedef struct frl_cnn {
-    int32_t layers;
-    frl_conv2d conv[FRL_CNN_MAX_LAYERS];
-    int32_t in_h, in_w, in_c; /* in_c: frames * the frames' channels */
-    int32_t frames;         /* frames a row stacks (1: none) */
-    int32_t out_w;          /* features per image: the last layer's h * w * c */
-    int32_t widest;         /* the largest layer output per image */
-    int32_t block;          /* images per patch matrix */
-    size_t param_base, num_params;
-} frl_cnn;
-
 /* Lay out spec's stack with the given channels (num_channels == 0: the spec's own) over
  * stacks of `frames` h x w x c images, parameters from param_base. 0, or -1 with why
  * (size bytes) saying which layer does not fit the image or which setting is wrong. */
 int frl_cnn_init(frl_cnn *n, const frl_cnn_spec *spec, const int32_t *channels,
                  int32_t num_channels, int32_t h, int32_t w, int32_t c, int32_t frames,
                  size_t param_base, char *why, size_t size);
-
-/* Workspace of a pass over rows images, in floats: the stored activations (the scaled
- * input and every layer's output), the patch matrix of one block and, when training,
- * two [rows x widest] buffers of input gradients. */
-size_t frl_cnn_acts_floats(const frl_cnn *n, int32_t rows);
-/* Where layer l's output starts in the stored activations of rows images (l == -1:
- * the scaled input; the layers' outputs follow it, each [rows x out_size]). */
-size_t frl_cnn_acts_offset(const frl_cnn *n, int32_t rows, int32_t l);
-size_t frl_cnn_work_floats(const frl_cnn *n, int32_t rows);
-size_t frl_cnn_grad_floats(const frl_cnn *n, int32_t rows);
 
 /* The features [rows x out_w] of rows images (bytes, row_bytes apart; each row `frames`
  * frames), inside acts. */

@@ -30,11 +30,6 @@ int frl_conv2d_init(frl_conv2d *c, int32_t in_h, int32_t in_w, int32_t in_c, int
     return 0;
 }
 
-size_t frl_conv2d_work_floats(const frl_conv2d *c, int32_t batch)
-{
-    return (size_t)batch * (size_t)c->out_h * (size_t)c->out_w * (size_t)c->patch;
-}
-
 /* The taps kj in [*lo, *hi) of a kernel row that fall inside the image, for an output
  * column whose first tap is at image column iw0. */
 static void inside(const frl_conv2d *c, int32_t iw0, int32_t *lo, int32_t *hi)

@@ -52,7 +52,10 @@ static inline size_t frl_conv2d_out_size(const frl_conv2d *c)
 }
 
 /* Floats of work a pass over batch images needs (the patch matrix). */
-size_t frl_conv2d_work_floats(const frl_conv2d *c, int32_t batch);
+static inline size_t frl_conv2d_work_floats(const frl_conv2d *c, int32_t batch)
+{
+    return (size_t)batch * (size_t)c->out_h * (size_t)c->out_w * (size_t)c->patch;
+}
 
 /* y [batch x out_size] = act(conv(x [batch x in_size])). work: frl_conv2d_work_floats. */
 void frl_conv2d_forward(const frl_conv2d *c, const frl_kernels *k, const float *params,

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn/cnn.h"
+#include "nn/cnn_plan.h"
 #include "nn/mlp.h"
 
 /* The networks' shapes, as the workspace needs them. */
