@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 7: the RUNS path, and frl_net_desc carries a pixel encoder (frl_cnn). */
 #define FRL_CUDA_PLUGIN_ABI 7u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
 #define FRL_CUDA_PLUGIN_FILE "libfastrl-cuda.so.0"
