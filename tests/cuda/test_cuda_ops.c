@@ -1069,18 +1069,26 @@ static const fused_case fused_cases[] = {
     {"1-1-1 tanh", 1, 1, 0, {0}, 0, {1, 1}, 2, {1}, 1},
 };
 
+/* Each case at the first nr batch sizes, with the critic but at the second size, and
+ * once more on mapped memory at size index mapped_at. */
+static void run_cases(const fused_case *cases, size_t n, const int32_t *rows, size_t nr,
+                      size_t mapped_at, int runs)
+{
+    for (size_t c = 0; c < n; c++)
+        for (size_t r = 0; r < nr; r++) {
+            fused_run(&cases[c], rows[r], r != 1, 0, runs);
+            if (r == mapped_at)
+                fused_run(&cases[c], rows[r], 1, 1, runs);
+        }
+}
+
 /* Under the sanitizers (quick) without the 64-row batches: on the emulator every
  * thread of every row is a fiber, which TSan follows through each barrier. */
 static void test_forward_fused(void)
 {
     static const int32_t rows[] = {1, 3, 64};
-    size_t nr = quick() ? 2 : 3;
-    for (size_t c = 0; c < sizeof fused_cases / sizeof fused_cases[0]; c++)
-        for (size_t r = 0; r < nr; r++) {
-            fused_run(&fused_cases[c], rows[r], r != 1, 0, 0);
-            if (r == 0)
-                fused_run(&fused_cases[c], rows[r], 1, 1, 0);
-        }
+    run_cases(fused_cases, sizeof fused_cases / sizeof fused_cases[0], rows, quick() ? 2 : 3,
+              0, 0);
 }
 
 /* forward_runs on one network: a run, a run and a bit, several runs (the last one
@@ -1096,13 +1104,8 @@ static const fused_case runs_cases[] = {
 static void test_forward_runs(void)
 {
     static const int32_t rows[] = {1, 16, 17, 45};
-    size_t nr = quick() ? 3 : 4;
-    for (size_t c = 0; c < sizeof runs_cases / sizeof runs_cases[0]; c++)
-        for (size_t r = 0; r < nr; r++) {
-            fused_run(&runs_cases[c], rows[r], r != 1, 0, 1);
-            if (r == 2)
-                fused_run(&runs_cases[c], rows[r], 1, 1, 1);
-        }
+    run_cases(runs_cases, sizeof runs_cases / sizeof runs_cases[0], rows, quick() ? 3 : 4, 2,
+              1);
 }
 
 /* ---- a pixel encoder ---- */
