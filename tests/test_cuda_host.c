@@ -242,9 +242,10 @@ START_TEST(learner_matches_cpu)
     /* through a pixel encoder (its gradients summed over blocks of images) */
     check_learn_same("PixelGrid-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
                      "train.num_envs=4 train.rollout=32 train.minibatches=2", 1, 1e-4);
-    check_learn_same("PixelGrid-v0", "policy.encoder=nature policy.conv_channels=4,4,8 "
-                     "policy.shared=true policy.hidden=16 train.num_envs=2 train.rollout=16 "
-                     "train.minibatches=1", 1, 1e-4);
+    if (!quick()) /* the sanitizer builds keep the first: the encoder's backward is one */
+        check_learn_same("PixelGrid-v0", "policy.encoder=nature policy.conv_channels=4,4,8 "
+                         "policy.shared=true policy.hidden=16 train.num_envs=2 "
+                         "train.rollout=16 train.minibatches=1", 1, 1e-4);
 }
 END_TEST
 

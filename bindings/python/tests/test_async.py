@@ -6,17 +6,22 @@ import threading
 import pytest
 
 import fastrl
+from conftest import SANITIZER
 from fastrl import Status
 from test_trainer import Reach
 
 
 def test_async_cartpole_trains_with_lag_metrics():
+    # Under a sanitizer the threads are what is checked, over a short run (learning to
+    # 475 took 30 s of the suite's 95 under TSan); the full run learns.
     t = fastrl.Trainer("CartPole-v1", seed=5, threads=2, target_return=475,
                        config={"sampler.mode": "async"})
     lags = []
-    m = t.train(1_000_000, callback=lambda m: lags.append((m.policy_lag_mean,
-                                                           m.policy_lag_max)))
-    assert m.mean_return >= 475 and m.env_steps < 1_000_000
+    budget = 40_000 if SANITIZER else 1_000_000
+    m = t.train(budget, callback=lambda m: lags.append((m.policy_lag_mean,
+                                                        m.policy_lag_max)))
+    if not SANITIZER:
+        assert m.mean_return >= 475 and m.env_steps < 1_000_000
     assert lags and all(0 <= mean <= mx <= 3 for mean, mx in lags)
     assert m.slots_dropped == 0
 
