@@ -277,12 +277,15 @@ def sf_cmd(a, seed, train_dir, experiment):
             + a.sf_arg)
 
 
-def sf_versions(python):
-    """(dict of versions, None) or (None, error text)."""
-    code = ("import importlib.metadata as m, sample_factory, sf_examples.train_gym_env, "
+SF_CHECK = ("import importlib.metadata as m, sample_factory, sf_examples.train_gym_env, "
             "torch, gymnasium, numpy\n"
             "print(m.version('sample-factory'), torch.__version__, gymnasium.__version__, "
             "numpy.__version__)")
+
+
+def sf_versions(python, code=SF_CHECK):
+    """(dict of versions, None) or (None, error text). code: a program that imports what
+    the caller needs and prints the four versions (compare_sf.py imports more)."""
     try:
         p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.SubprocessError) as e:
@@ -294,7 +297,7 @@ def sf_versions(python):
 
 
 def numpy_too_new(version):
-    m = re.match(r"(\d+)\.(\d+)", version)
+    m = re.match(r"(\d+)\.(\d+)", version or "")
     return bool(m) and (int(m.group(1)), int(m.group(2))) >= (2, 4)
 
 

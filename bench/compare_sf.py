@@ -78,6 +78,7 @@ from datetime import datetime
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from compare_async import numpy_too_new, sf_versions  # noqa: E402
 from machine_stats import busy_seconds, cpu_model, own_seconds  # noqa: E402
 
 REQUIREMENTS = os.path.join(HERE, "requirements-sf.txt")
@@ -391,20 +392,7 @@ VENV_CHECK = ("import importlib.metadata as m, numpy, torch, gymnasium, sample_f
 
 
 def venv_versions(python):
-    try:
-        p = subprocess.run([python, "-c", VENV_CHECK], capture_output=True, text=True,
-                           timeout=300)
-    except (OSError, subprocess.SubprocessError) as e:
-        return None, str(e)
-    if p.returncode != 0:
-        return None, p.stderr.strip()[-600:]
-    v = p.stdout.split()
-    return dict(zip(("sample-factory", "torch", "gymnasium", "numpy"), v)), None
-
-
-def numpy_too_new(version):
-    m = re.match(r"(\d+)\.(\d+)", version or "")
-    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (2, 4)
+    return sf_versions(python, VENV_CHECK)
 
 
 def ensure_venv(a):
