@@ -518,7 +518,10 @@ static void setup(fixture *f, const char *settings, int discrete, int obs_w, int
         ck_assert_int_eq(frl_space_create_box(&f->as, NULL, 1, &ashape, lo, hi), FRL_OK);
     ck_assert_int_eq(frl_policy_create(&f->p, f->rt, cfg, f->os, f->as), FRL_OK);
     ck_assert_int_eq(frl_ring_create(&f->ring, f->rt, 1, T, B, f->os, f->as), FRL_OK);
-    frl_ppo_settings s = {1, 1, 1e-3, 0.2, 0.01, 0.5, 0.5, 0.99, 0.95, 1e-5, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0};
+    frl_ppo_settings s = {.epochs = 1, .minibatches = 1, .lr = 1e-3, .clip = 0.2,
+                          .ent_coef = 0.01, .vf_coef = 0.5, .max_grad_norm = 0.5,
+                          .gamma = 0.99, .lambda = 0.95, .adam_eps = 1e-5, .clip_value = 1,
+                          .norm_adv = 1, .rho_bar = 1, .c_bar = 1};
     s.impala = frl_cfg_choice(cfg, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_IMPALA;
     /* The recurrent cases run frl_ppo_values, which gives V-trace its log-ratios; the
      * MLP ones keep GAE over random values. */

@@ -1,5 +1,6 @@
 /* frl_trainer through the public API: identical runs, exact resume from a
  * checkpoint, stopping from another thread or from the callback, outputs, bad input. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,10 +43,12 @@ static void fingerprint(frl_trainer *t, float *out)
 
 static const char *small = "train.num_envs=8 train.rollout=32 policy.hidden=16,16";
 
-static void run_cartpole(int threads, int64_t steps, float *fp, double *ret)
+static void run_cartpole_with(int threads, int64_t steps, const char *extra, float *fp,
+                              double *ret)
 {
     frl_runtime *rt = runtime(threads, "");
     frl_config *cfg = frl_test_settings(small);
+    ck_assert_int_eq(frl_config_parse(cfg, extra), FRL_OK);
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(t, steps), FRL_OK);
@@ -56,6 +59,36 @@ static void run_cartpole(int threads, int64_t steps, float *fp, double *ret)
     frl_config_destroy(cfg);
     frl_runtime_destroy(rt);
 }
+
+static void run_cartpole(int threads, int64_t steps, float *fp, double *ret)
+{
+    run_cartpole_with(threads, steps, "", fp, ret);
+}
+
+/* Decoupled PPO centres the clip on the learner's policy at the update's start and
+ * weighs advantages by min(rho, pi/mu): with the sync sampler that policy is the one
+ * that acted, so forcing it on must change nothing, with GAE or with V-trace. */
+START_TEST(decoupled_without_lag_changes_nothing)
+{
+    static const char *pairs[][2] = {
+        {"", "train.decoupled=true"},
+        {"train.advantage=vtrace", "train.advantage=vtrace train.decoupled=true"},
+    };
+    for (int i = 0; i < 2; i++) {
+        float a[128], b[128];
+        double ra, rb;
+        run_cartpole_with(2, 8000, pairs[i][0], a, &ra);
+        run_cartpole_with(2, 8000, pairs[i][1], b, &rb);
+        double worst = 0;
+        for (int k = 0; k < 128; k++)
+            worst = fmax(worst, fabs((double)a[k] - (double)b[k]));
+        printf("decoupled, sync: '%s' against '%s': returns %.6f and %.6f, log-probs and "
+               "values within %.3g\n", pairs[i][0], pairs[i][1], ra, rb, worst);
+        ck_assert_msg(worst < 1e-4, "'%s' and '%s' differ by %g", pairs[i][0], pairs[i][1],
+                      worst);
+    }
+}
+END_TEST
 
 START_TEST(same_seed_same_run_any_thread_count)
 {
@@ -337,6 +370,7 @@ int main(void)
     TCase *tc = tcase_create("trainer");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, same_seed_same_run_any_thread_count);
+    tcase_add_test(tc, decoupled_without_lag_changes_nothing);
     tcase_add_test(tc, resume_continues_exactly);
     tcase_add_test(tc, stop_from_thread_and_callback);
     tcase_add_test(tc, outputs_are_written);

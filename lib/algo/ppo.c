@@ -9,7 +9,6 @@
 #include "rl/heads.h"
 #include "rl/policy_rnn.h"
 #include "algo/ppo.h"
-#include "algo/vtrace.h"
 
 /* Per-shard sums (the first five), then per-epoch extras. */
 enum { STAT_PG, STAT_V, STAT_ENT, STAT_KL, STAT_CLIP, STAT_N, TIME_BWD, TIME_OPT, SUM_COUNT };
@@ -214,7 +213,8 @@ static const float *stacks_of(const frl_ppo *l, int32_t first, int32_t rows, int
 }
 
 /* Values of rows [first, first + rows) of obs into v, with the workspace of `thread`;
- * with log_ratio, also log pi(a|x) - log mu(a|x) of the slot's rows (V-trace). A frame
+ * with log_ratio, also log pi(a|x) - log mu(a|x) of the slot's rows (V-trace, decoupled
+ * PPO). A frame
  * stack's rows are gathered first (step_base: the step of row 0, T for the bootstrap
  * frames). */
 static void values_of(frl_ppo *l, const float *obs, int32_t first, int32_t rows, float *v,
@@ -234,13 +234,19 @@ static void values_of(frl_ppo *l, const float *obs, int32_t first, int32_t rows,
         log_ratio[first + r] = row_log_ratio(l, f.out + (size_t)r * (size_t)p->out_w, first + r);
 }
 
+/* V-trace and decoupled PPO need the learner's log pi(a|x) - log mu(a|x) of every row. */
+static int wants_log_ratio(const frl_ppo *l)
+{
+    return l->s.vtrace || l->s.decoupled;
+}
+
 static int values_task(void *user, int32_t task, int32_t thread)
 {
     frl_ppo *l = user;
     int32_t first = task * l->shard_rows;
     int32_t rows = l->N - first < l->shard_rows ? l->N - first : l->shard_rows;
     values_of(l, frl_ring_at(l->ring, l->slot, FRL_RING_OBSERVATIONS), first, rows,
-              frl_ring_at(l->ring, l->slot, FRL_RING_VALUES), l->s.vtrace ? l->log_ratio : NULL,
+              frl_ring_at(l->ring, l->slot, FRL_RING_VALUES), wants_log_ratio(l) ? l->log_ratio : NULL,
               thread, 0);
     return 0;
 }
@@ -271,35 +277,24 @@ void frl_ppo_bootstrap(frl_ppo *l, int32_t slot)
 /* With next-step autoreset, the row after an episode's last step holds the value of
  * the final observation, so truncation bootstraps from it; the row itself is an
  * autoreset step, not a transition, and is masked out. */
-static void vtrace_advantages(frl_ppo *l, int32_t slot)
-{
-    const frl_vtrace_params vp = {l->s.gamma, l->s.lambda, l->s.rho_bar, l->s.c_bar};
-    for (int32_t b = 0; b < l->B; b++)
-        frl_vtrace_column(l->T, l->B, (const float *)frl_ring_at(l->ring, slot, FRL_RING_REWARDS) + b,
-                          (const float *)frl_ring_at(l->ring, slot, FRL_RING_VALUES) + b,
-                          l->log_ratio + b,
-                          (const uint8_t *)frl_ring_at(l->ring, slot, FRL_RING_TERMINATED) + b,
-                          (const uint8_t *)frl_ring_at(l->ring, slot, FRL_RING_TRUNCATED) + b,
-                          (const uint8_t *)frl_ring_at(l->ring, slot, FRL_RING_RESET_STEPS) + b,
-                          l->vboot[b], &vp, l->ret + b, l->adv + b, l->valid + b);
-}
-
 void frl_ppo_advantages(frl_ppo *l, int32_t slot)
 {
-    if (l->s.vtrace) {
-        vtrace_advantages(l, slot);
-        return;
-    }
     const float *v = frl_ring_at(l->ring, slot, FRL_RING_VALUES);
     const float *r = frl_ring_at(l->ring, slot, FRL_RING_REWARDS);
     const uint8_t *term = frl_ring_at(l->ring, slot, FRL_RING_TERMINATED);
     const uint8_t *trunc = frl_ring_at(l->ring, slot, FRL_RING_TRUNCATED);
     const uint8_t *reset = frl_ring_at(l->ring, slot, FRL_RING_RESET_STEPS);
-    const frl_dm_adv_params p = {l->s.gamma, l->s.lambda, l->s.rho_bar, l->s.c_bar, 0};
-    /* The device learner's GAE column (lib/nn/dev_math.h): one arithmetic for both. */
-    for (int32_t b = 0; b < l->B; b++)
-        frl_dm_gae_column(l->T, l->B, b, r, v, term, trunc, reset, l->vboot[b], &p, l->adv,
-                          l->ret, l->valid);
+    const frl_dm_adv_params p = {l->s.gamma,  l->s.lambda, l->s.rho_bar,
+                                 l->s.c_bar,  l->s.vtrace, l->s.decoupled};
+    /* The device learner's columns (lib/nn/dev_math.h): one arithmetic for both. */
+    for (int32_t b = 0; b < l->B; b++) {
+        if (l->s.vtrace)
+            frl_dm_vtrace_column(l->T, l->B, b, r, v, l->log_ratio, term, trunc, reset,
+                                 l->vboot[b], &p, l->adv, l->ret, l->valid);
+        else
+            frl_dm_gae_column(l->T, l->B, b, r, v, term, trunc, reset, l->vboot[b], &p, l->adv,
+                              l->ret, l->valid);
+    }
 }
 
 /* ---- one shard: forward, loss gradient, backward ---- */
@@ -350,6 +345,9 @@ static void gather(const frl_ppo *l, const int32_t *idx, int32_t rows, shard_buf
         memcpy((unsigned char *)sb->act + (size_t)r * ab, act + i * ab, ab);
         sb->old_lp[r] = lp[i];
         sb->adv[r] = (float)((l->adv[i] - l->adv_mean) * l->adv_inv_std);
+        if (l->s.decoupled)
+            frl_dm_decouple(l->log_ratio[i], l->s.rho_bar, lp[i], sb->adv[r], &sb->old_lp[r],
+                            &sb->adv[r]);
         sb->ret[r] = l->ret[i];
         sb->old_v[r] = v[i];
     }
@@ -523,7 +521,7 @@ static void compute_starts(frl_ppo *l)
     memcpy(l->starts + B, reset, B * (size_t)(l->T - 1));
 }
 
-/* Values (and V-trace's log-ratios) of columns [c0, c0 + n), then their bootstrap values
+/* Values (and the log-ratios of V-trace or decoupled PPO) of columns [c0, c0 + n), then their bootstrap values
  * from the states the rollout ended in. */
 static void rvalues_cols(frl_ppo *l, int32_t c0, int32_t n, rshard *r)
 {
@@ -536,12 +534,12 @@ static void rvalues_cols(frl_ppo *l, int32_t c0, int32_t n, rshard *r)
                sizeof(float) * (size_t)n * ow);
     column_inputs(l, NULL, c0, n, r);
     frl_policy_rnn_seq_forward(p, p->params, r->sb.obs, r->state0, r->starts, &r->f,
-                               FRL_HEAD_CRITIC | (l->s.vtrace ? FRL_HEAD_ACTOR : 0u));
+                               FRL_HEAD_CRITIC | (wants_log_ratio(l) ? FRL_HEAD_ACTOR : 0u));
     for (int32_t t = 0; t < l->T; t++)
         for (int32_t j = 0; j < n; j++) {
             int32_t i = t * l->B + c0 + j, k = t * n + j;
             v[i] = r->f.value[k];
-            if (l->s.vtrace)
+            if (wants_log_ratio(l))
                 l->log_ratio[i] = row_log_ratio(l, r->f.out + (size_t)k * (size_t)p->out_w, i);
         }
     frl_policy_rnn_seq_final_state(p, &r->f, r->state0);

@@ -15,6 +15,8 @@ typedef struct frl_ppo_settings {
     int32_t clip_value, norm_adv, anneal_lr, use_target_kl;
     int32_t vtrace;           /* advantages and value targets by V-trace, not GAE */
     int32_t impala;           /* IMPALA's policy gradient (-A log pi), not PPO's clip */
+    int32_t decoupled;        /* PPO on lagged rollouts: clip around the policy at the
+                               * update's start, advantages weighted by min(rho_bar, pi/mu) */
     double rho_bar, c_bar;    /* V-trace's truncation levels */
     int32_t bptt;             /* recurrent policies: truncation (0: the rollout) */
 } frl_ppo_settings;

@@ -18,8 +18,10 @@ static void describe_learner(const frl_ppo *l, frl_dm_learn_desc *d)
     d->B = l->B;
     d->M = l->M;
     d->norm_adv = s->norm_adv;
-    d->adv = (frl_dm_adv_params){s->gamma, s->lambda, s->rho_bar, s->c_bar, s->vtrace};
-    d->loss = (frl_dm_loss){s->clip, s->ent_coef, s->vf_coef, s->clip_value, s->impala};
+    d->adv = (frl_dm_adv_params){s->gamma,  s->lambda, s->rho_bar,
+                                 s->c_bar,  s->vtrace, s->decoupled};
+    d->loss = (frl_dm_loss){s->clip,       s->ent_coef, s->vf_coef,   s->clip_value,
+                            s->impala,     s->decoupled, s->rho_bar};
     d->max_grad_norm = s->max_grad_norm;
     d->adam_eps = s->adam_eps;
 }

@@ -32,12 +32,16 @@ static void read_ppo_settings(const frl_config *c, frl_ppo_settings *s)
     s->norm_adv = frl_cfg_bool(c, FRL_KEY_TRAIN_NORM_ADV);
     s->anneal_lr = frl_cfg_bool(c, FRL_KEY_TRAIN_ANNEAL_LR);
     s->impala = frl_cfg_choice(c, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_IMPALA;
-    /* IMPALA is defined with V-trace's targets and advantages; the async sampler (APPO)
-     * uses them unless the caller chose GAE, since its rollouts lag the learner. */
-    int async_default = frl_cfg_choice(c, FRL_KEY_SAMPLER_MODE) == FRL_SAMPLER_MODE_ASYNC &&
-                        !frl_cfg_is_set(c, FRL_KEY_TRAIN_ADVANTAGE);
-    s->vtrace = s->impala || async_default ||
+    /* IMPALA is defined with V-trace's targets and advantages. The async sampler's
+     * rollouts lag the learner by about one update: PPO on them is decoupled unless the
+     * caller says otherwise (doc/async.md's experiments: with GAE it then learns as sync
+     * does; V-trace's advantages were the earlier default and learned far less). */
+    s->vtrace = s->impala ||
                 frl_cfg_choice(c, FRL_KEY_TRAIN_ADVANTAGE) == FRL_TRAIN_ADVANTAGE_VTRACE;
+    int async = frl_cfg_choice(c, FRL_KEY_SAMPLER_MODE) == FRL_SAMPLER_MODE_ASYNC;
+    s->decoupled = !s->impala && (frl_cfg_is_set(c, FRL_KEY_TRAIN_DECOUPLED)
+                                      ? frl_cfg_bool(c, FRL_KEY_TRAIN_DECOUPLED)
+                                      : async);
     s->rho_bar = frl_cfg_float(c, FRL_KEY_TRAIN_VTRACE_RHO);
     s->c_bar = frl_cfg_float(c, FRL_KEY_TRAIN_VTRACE_C);
     s->bptt = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_BPTT);

@@ -9,7 +9,7 @@ void frl_vtrace_column(int32_t T, int64_t stride, const float *reward, const flo
                        const uint8_t *truncated, const uint8_t *reset, float bootstrap,
                        const frl_vtrace_params *p, float *target, float *adv, uint8_t *valid)
 {
-    const frl_dm_adv_params dp = {p->gamma, p->lambda, p->rho_bar, p->c_bar, 1};
+    const frl_dm_adv_params dp = {p->gamma, p->lambda, p->rho_bar, p->c_bar, 1, 0};
     /* Column 0 of pointers already at the env's column: element t at t * stride. */
     frl_dm_vtrace_column(T, stride, 0, reward, value, log_ratio, terminated, truncated, reset,
                          bootstrap, &dp, adv, target, valid);

@@ -178,6 +178,10 @@
     X(TRAIN_CLIP, "train.clip", FLOAT, "0.2", 0, 10, "PPO's ratio clipping range")           \
     X(TRAIN_CLIP_VALUE, "train.clip_value", BOOL, "true", 0, 1,                              \
       "clip value updates to the same range around the old values")                          \
+    X(TRAIN_DECOUPLED, "train.decoupled", BOOL, "false", 0, 1,                               \
+      "PPO on lagged rollouts: clip around the learner's policy at the update's start and "  \
+      "weight each normalised advantage by min(train.vtrace_rho, pi/mu) (on by default "     \
+      "with sampler.mode=async)")                                                            \
     X(TRAIN_DOUBLE_Q, "train.double_q", BOOL, "false", 0, 1,                                 \
       "DQN: the online network picks the next action and the target network values it "     \
       "(van Hasselt et al., 2016)")                                                          \
@@ -262,7 +266,8 @@
     X(TRAIN_VTRACE_C, "train.vtrace_c", FLOAT, "1", 1e-6, 1e9,                               \
       "V-trace: traces are lambda * min(c, pi/mu) (train.advantage=vtrace)")                 \
     X(TRAIN_VTRACE_RHO, "train.vtrace_rho", FLOAT, "1", 1e-6, 1e9,                           \
-      "V-trace: TD weights are min(rho, pi/mu) (train.advantage=vtrace)")                    \
+      "V-trace's TD weights min(rho, pi/mu) (train.advantage=vtrace), and decoupled PPO's "  \
+      "advantage weights (train.decoupled)")                                                 \
     X(TRAIN_VALUE_RESCALE, "train.value_rescale", BOOL, "true", 0, 1,                        \
       "R2D2: learn h(Q) with h(x) = sign(x)(sqrt(|x| + 1) - 1) + 0.001 x, targets built "    \
       "from h^-1 of the target network's values")                                            \

@@ -41,6 +41,7 @@ static int32_t buffers(frl_dev_learner *l, buffer *b)
     BUF(mb_obs, f * M * ow);
     BUF(mb_act, l->act_bytes * M);
     BUF(mb_lp, f * M);
+    BUF(mb_lr, f * M);
     BUF(mb_adv, f * M);
     BUF(mb_ret, f * M);
     BUF(mb_v, f * M);
@@ -183,7 +184,7 @@ int frl_dev_learner_begin(frl_dev_learner *l, const frl_cuda_rollout *r, char *e
 {
     upload(l, r);
     int vtrace = l->s.adv.vtrace != 0;
-    values_of(l, l->obs, l->N, l->values, vtrace ? l->log_ratio : NULL);
+    values_of(l, l->obs, l->N, l->values, vtrace || l->s.loss.decoupled ? l->log_ratio : NULL);
     values_of(l, l->boot_obs, l->s.B, l->vboot, NULL);
     l->net->ops->advantages(l->net->d, l->s.T, l->s.B, l->rewards, l->values,
                             vtrace ? l->log_ratio : NULL, l->term, l->trunc, l->reset, l->vboot,
@@ -200,6 +201,8 @@ static void gather_minibatch(frl_dev_learner *l, const int32_t *idx)
     o->gather(d, M, f * (size_t)l->net->desc.obs_w, idx, l->obs, l->mb_obs);
     o->gather(d, M, l->act_bytes, idx, l->actions, l->mb_act);
     o->gather(d, M, f, idx, l->log_probs, l->mb_lp);
+    if (l->s.loss.decoupled)
+        o->gather(d, M, f, idx, l->log_ratio, l->mb_lr);
     o->gather(d, M, f, idx, l->adv, l->mb_adv);
     o->gather(d, M, f, idx, l->ret, l->mb_ret);
     o->gather(d, M, f, idx, l->values, l->mb_v);
@@ -230,7 +233,7 @@ static void minibatch(frl_dev_learner *l, int32_t m)
     frl_dev_pass_layout(n, M, 1, l->ws, &f);
     frl_dev_net_forward(net, M, l->mb_obs, &f, FRL_DEV_ACTOR | FRL_DEV_CRITIC);
     o->loss_rows(d, M, n->out_w, n->discrete, &l->s.loss, f.out, f.value, l->mb_act, l->mb_lp,
-                 l->mb_adv, l->mb_ret, l->mb_v, l->mb_valid, log_std_of(net), l->moments, f.d_out,
+                 l->mb_lr, l->mb_adv, l->mb_ret, l->mb_v, l->mb_valid, log_std_of(net), l->moments, f.d_out,
                  f.d_value, n->discrete ? NULL : l->d_log_std, l->stats);
     frl_dev_net_backward(net, l->grads, M, &f);
     if (!n->discrete)

@@ -21,7 +21,7 @@ typedef struct frl_dev_learner {
     uint8_t *term, *trunc, *reset, *valid;
     int32_t *perm;
     /* one minibatch */
-    float *mb_obs, *mb_lp, *mb_adv, *mb_ret, *mb_v;
+    float *mb_obs, *mb_lp, *mb_lr, *mb_adv, *mb_ret, *mb_v;
     void *mb_act;
     uint8_t *mb_valid;
     float *ws;                   /* a training pass of M rows */

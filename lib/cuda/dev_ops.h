@@ -138,10 +138,13 @@ typedef struct frl_dev_ops {
      * moments[2]: d_z [rows x n], d_value [rows], d_log_std [rows x n] (box; may be NULL
      * for discrete), stats [rows x FRL_DM_STATS]. A row whose valid byte is 0 gets
      * zeros everywhere. s is host memory; moments device. log_std [n] and d_log_std
-     * are required for a box head (log_std is NULL for a discrete one). */
+     * are required for a box head (log_std is NULL for a discrete one). With
+     * s->decoupled, each row goes through frl_dm_decouple with its log_ratio (else
+     * log_ratio may be NULL). */
     void (*loss_rows)(frl_dev *d, int32_t rows, int32_t n, int32_t discrete,
                       const frl_dm_loss *s, const float *z, const float *value,
-                      const void *actions, const float *old_lp, const float *adv,
+                      const void *actions, const float *old_lp, const float *log_ratio,
+                      const float *adv,
                       const float *ret, const float *old_v, const uint8_t *valid,
                       const float *log_std, const float *moments, float *d_z,
                       float *d_value, float *d_log_std, float *stats);

@@ -823,7 +823,7 @@ typedef struct loss_args {
     int32_t rows, n, discrete;
     const float *z, *value;
     const void *actions;
-    const float *old_lp, *adv, *ret, *old_v;
+    const float *old_lp, *log_ratio, *adv, *ret, *old_v;
     const uint8_t *valid;
     const float *log_std, *moments;
     float *d_z, *d_value, *d_log_std, *stats;
@@ -854,6 +854,8 @@ static __device__ void loss_row(const loss_args &a, const frl_dm_loss *s, int64_
     row.a_int = (const int32_t *)a.actions + r;
     row.a_box = (const float *)a.actions + r * a.n;
     row.log_std = a.log_std;
+    if (s->decoupled)
+        frl_dm_decouple(a.log_ratio[r], s->rho_bar, a.old_lp[r], row.adv, &row.old_lp, &row.adv);
     float unused; // discrete rows write no d_log_std, which may then be NULL
     frl_dm_row_grad(s, &row, a.n, a.discrete, mo[2], a.d_z + r * a.n, a.d_value + r,
                     a.d_log_std ? a.d_log_std + r * a.n : &unused, a.stats + r * FRL_DM_STATS);
@@ -871,7 +873,8 @@ static __global__ void loss_rows_k(loss_args a, frl_dm_loss s)
 
 static void loss_rows(frl_dev *d, int32_t rows, int32_t n, int32_t discrete, const frl_dm_loss *s,
                       const float *z, const float *value, const void *actions, const float *old_lp,
-                      const float *adv, const float *ret, const float *old_v, const uint8_t *valid,
+                      const float *log_ratio, const float *adv, const float *ret,
+                      const float *old_v, const uint8_t *valid,
                       const float *log_std, const float *mo, float *d_z, float *d_value,
                       float *d_log_std, float *stats)
 {
@@ -883,8 +886,12 @@ static void loss_rows(frl_dev *d, int32_t rows, int32_t n, int32_t discrete, con
         fail(d, "loss_rows: a Gaussian head needs d_log_std");
         return;
     }
-    loss_args a = {rows,  n,     discrete, z,  value, actions, old_lp,    adv,  ret,
-                   old_v, valid, log_std,  mo, d_z,   d_value, d_log_std, stats};
+    if (s->decoupled && !log_ratio) {
+        fail(d, "loss_rows: decoupled PPO needs the rows' log-ratios");
+        return;
+    }
+    loss_args a = {rows,  n,   discrete, z,     value,   actions,   old_lp, log_ratio, adv,
+                   ret,   old_v, valid,  log_std, mo,    d_z,       d_value, d_log_std, stats};
     loss_rows_k<<<grid_for(rows), THREADS, 0, d->stream>>>(a, *s);
     launched(d, "loss_rows");
 }

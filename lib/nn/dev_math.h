@@ -55,6 +55,7 @@ FRL_HD float frl_dm_normalize(float x, float mean, float inv_std, float clip)
 typedef struct frl_dm_adv_params {
     double gamma, lambda, rho_bar, c_bar;
     int32_t vtrace;
+    int32_t decoupled; /* V-trace's adv without its rho_t: decoupled PPO weighs it later */
 } frl_dm_adv_params;
 
 FRL_HD double frl_dm_truncated_ratio(double log_ratio, double bar)
@@ -113,7 +114,7 @@ FRL_HD void frl_dm_vtrace_column(int32_t T, int64_t B, int64_t b, const float *r
         double v = value[i];
         double acc = rho * (reward[i] + p->gamma * boot_v - v) + p->gamma * c * cont * next_acc;
         ret[i] = (float)(v + acc);
-        adv[i] = (float)(rho * (reward[i] + p->gamma * boot_target - v));
+        adv[i] = (float)((p->decoupled ? 1.0 : rho) * (reward[i] + p->gamma * boot_target - v));
         next_v = v;
         next_target = v + acc;
         next_acc = acc;
@@ -151,10 +152,25 @@ FRL_HD double frl_dm_logp(const float *z, int32_t n, int32_t discrete, const int
 
 /* ---- the learner's loss, one row ---- */
 
+/* Decoupled PPO (Hilton et al., 2021) for rollouts a lagging policy mu acted: the clip
+ * is centred on the learner's policy at the update's start (log pi_0 = log mu + the
+ * values pass's log-ratio), and the normalised advantage is weighted by
+ * min(rho_bar, pi_0 / mu), the importance weight of the surrogate, after the
+ * normalisation, so that weighting cannot shift the minibatch's mean towards the
+ * actions pi_0 already prefers. */
+FRL_HD void frl_dm_decouple(float log_ratio, double rho_bar, float mu_lp, float norm_adv,
+                            float *old_lp, float *adv)
+{
+    *old_lp = mu_lp + log_ratio;
+    *adv = (float)(frl_dm_truncated_ratio(log_ratio, rho_bar) * norm_adv);
+}
+
 /* The loss settings and the minibatch's constants. */
 typedef struct frl_dm_loss {
     double clip, ent_coef, vf_coef;
     int32_t clip_value, impala;
+    int32_t decoupled; /* frl_dm_decouple each row, with weights truncated at rho_bar */
+    double rho_bar;
 } frl_dm_loss;
 
 /* A learner's shape and settings, as the device learner takes them (the plugin's

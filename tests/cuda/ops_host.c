@@ -235,9 +235,10 @@ static void moments(frl_dev *d, int32_t rows, const float *adv, const uint8_t *v
 
 static void loss_row(int32_t r, int32_t n, int32_t discrete, const frl_dm_loss *s,
                      const float *z, const float *value, const void *actions,
-                     const float *old_lp, const float *adv, const float *ret,
-                     const float *old_v, const float *log_std, const float *mo, float *d_z,
-                     float *d_value, float *d_log_std, float *stats)
+                     const float *old_lp, const float *log_ratio, const float *adv,
+                     const float *ret, const float *old_v, const float *log_std,
+                     const float *mo, float *d_z, float *d_value, float *d_log_std,
+                     float *stats)
 {
     float dummy[1];
     frl_dm_row row = {
@@ -251,6 +252,8 @@ static void loss_row(int32_t r, int32_t n, int32_t discrete, const frl_dm_loss *
         .a_box = (const float *)actions + (size_t)r * (size_t)n,
         .log_std = log_std,
     };
+    if (s->decoupled)
+        frl_dm_decouple(log_ratio[r], s->rho_bar, old_lp[r], row.adv, &row.old_lp, &row.adv);
     frl_dm_row_grad(s, &row, n, discrete, mo[2], d_z + (size_t)r * (size_t)n, d_value + r,
                     d_log_std ? d_log_std + (size_t)r * (size_t)n : dummy,
                     stats + (size_t)r * FRL_DM_STATS);
@@ -258,16 +261,16 @@ static void loss_row(int32_t r, int32_t n, int32_t discrete, const frl_dm_loss *
 
 static void loss_rows(frl_dev *d, int32_t rows, int32_t n, int32_t discrete,
                       const frl_dm_loss *s, const float *z, const float *value,
-                      const void *actions, const float *old_lp, const float *adv,
-                      const float *ret, const float *old_v, const uint8_t *valid,
-                      const float *log_std, const float *mo, float *d_z, float *d_value,
-                      float *d_log_std, float *stats)
+                      const void *actions, const float *old_lp, const float *log_ratio,
+                      const float *adv, const float *ret, const float *old_v,
+                      const uint8_t *valid, const float *log_std, const float *mo, float *d_z,
+                      float *d_value, float *d_log_std, float *stats)
 {
     (void)d;
     for (int32_t r = 0; r < rows; r++) {
         if (valid[r]) {
-            loss_row(r, n, discrete, s, z, value, actions, old_lp, adv, ret, old_v, log_std,
-                     mo, d_z, d_value, d_log_std, stats);
+            loss_row(r, n, discrete, s, z, value, actions, old_lp, log_ratio, adv, ret, old_v,
+                     log_std, mo, d_z, d_value, d_log_std, stats);
             continue;
         }
         memset(d_z + (size_t)r * (size_t)n, 0, sizeof(float) * (size_t)n);

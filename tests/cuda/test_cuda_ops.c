@@ -599,12 +599,13 @@ static void test_gather(void)
 /* ---- the learner ---- */
 
 /* variant 0: GAE (log-ratios given but not asked for); 1: V-trace; 2: vtrace set with no
- * log-ratios, which is GAE. */
+ * log-ratios, which is GAE; 3: V-trace for decoupled PPO (advantages without rho). */
 static void advantages_case(int32_t T, int32_t B, int variant)
 {
     size_t n = (size_t)T * (size_t)B, fb = sizeof(float) * n;
-    frl_dm_adv_params p = {0.99, 0.95, variant == 1 ? 1.5 : 1.0, variant == 1 ? 0.8 : 1.0,
-                           variant != 0};
+    static const char *const names[] = {"gae", "vtrace", "vtrace-no-ratio", "vtrace-decoupled"};
+    int vt = variant == 1 || variant == 3;
+    frl_dm_adv_params p = {0.99, 0.95, vt ? 1.5 : 1.0, vt ? 0.8 : 1.0, variant != 0, variant == 3};
     float *rew = rand_f(n, -1, 1), *val = rand_f(n, -1, 1), *lr = rand_f(n, -1, 1);
     float *boot = rand_f((size_t)B, -1, 1);
     uint8_t *term = rand_flags(n, 0.05), *trunc = rand_flags(n, 0.05);
@@ -614,8 +615,7 @@ static void advantages_case(int32_t T, int32_t B, int variant)
     uint8_t *rv = host_poisoned(n);
     H->advantages(hdev, T, B, rew, val, lr_used, term, trunc, reset, boot, &p, ra, rr, rv);
     check ck;
-    check_start(&ck, "advantages", "%dx%d %s", T, B,
-                variant == 0 ? "gae" : (variant == 1 ? "vtrace" : "vtrace-no-ratio"));
+    check_start(&ck, "advantages", "%dx%d %s", T, B, names[variant]);
     float *da = dev_poisoned(gdev, fb), *dr = dev_poisoned(gdev, fb);
     uint8_t *dv = dev_poisoned(gdev, n);
     G->advantages(gdev, T, B, up(gdev, rew, fb), up(gdev, val, fb),
@@ -636,7 +636,7 @@ static void test_advantages(void)
 {
     static const int32_t cases[][2] = {{1, 1}, {5, 3}, {128, 64}, {33, 1000}, {1000, 7}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int v = 0; v < 3; v++)
+        for (int v = 0; v < 4; v++)
             advantages_case(cases[i][0], cases[i][1], v);
 }
 
@@ -729,14 +729,16 @@ static void test_moments(void)
 typedef struct loss_in {
     int32_t rows, n, discrete;
     frl_dm_loss s;
-    float *z, *value, *old_lp, *adv, *ret, *old_v, *log_std, mo[4];
+    float *z, *value, *old_lp, *log_ratio, *adv, *ret, *old_v, *log_std, mo[4];
     void *act;
     size_t act_bytes;
     uint8_t *valid;
 } loss_in;
 
+/* mode: 0 PPO, 1 IMPALA, 2 decoupled PPO (log-ratios on both sides of log 1.5, the
+ * weights' truncation). */
 static loss_in loss_inputs(int32_t rows, int32_t n, int32_t discrete, int32_t clip_value,
-                           int32_t impala)
+                           int32_t mode)
 {
     loss_in in;
     memset(&in, 0, sizeof in);
@@ -744,7 +746,8 @@ static loss_in loss_inputs(int32_t rows, int32_t n, int32_t discrete, int32_t cl
     in.n = n;
     in.discrete = discrete;
     in.s = (frl_dm_loss){.clip = 0.2, .ent_coef = 0.01, .vf_coef = 0.5,
-                         .clip_value = clip_value, .impala = impala};
+                         .clip_value = clip_value, .impala = mode == 1,
+                         .decoupled = mode == 2, .rho_bar = 1.5};
     size_t nr = (size_t)rows;
     in.z = rand_f(nr * (size_t)n, -2, 2);
     in.log_std = rand_f((size_t)n, -1, 0.5);
@@ -754,6 +757,7 @@ static loss_in loss_inputs(int32_t rows, int32_t n, int32_t discrete, int32_t cl
     in.old_v = rand_f(nr, -0.5, 0.5);
     for (size_t r = 0; r < nr; r++)
         in.old_v[r] += in.value[r];
+    in.log_ratio = rand_f(nr, -1, 1);
     in.adv = rand_f(nr, -2, 2);
     in.ret = rand_f(nr, -2, 2);
     in.valid = rand_flags(nr, 0.9);
@@ -783,7 +787,8 @@ static loss_out loss_on_device(const loss_in *in)
                   dev_poisoned(gdev, f * sz[3])};
     G->loss_rows(gdev, in->rows, in->n, in->discrete, &in->s, up(gdev, in->z, f * sz[0]),
                  up(gdev, in->value, f * nr), up(gdev, in->act, in->act_bytes),
-                 up(gdev, in->old_lp, f * nr), up(gdev, in->adv, f * nr), up(gdev, in->ret, f * nr),
+                 up(gdev, in->old_lp, f * nr), up(gdev, in->log_ratio, f * nr),
+                 up(gdev, in->adv, f * nr), up(gdev, in->ret, f * nr),
                  up(gdev, in->old_v, f * nr), up(gdev, in->valid, nr),
                  up(gdev, in->log_std, f * (size_t)in->n), up(gdev, in->mo, sizeof in->mo), o.d_z,
                  o.d_value, o.d_log_std, o.stats);
@@ -800,19 +805,20 @@ static loss_out loss_on_host(const loss_in *in)
     loss_out o = {host_poisoned(f * sz[0]), host_poisoned(f * sz[1]),
                   in->discrete ? NULL : host_poisoned(f * sz[2]), host_poisoned(f * sz[3])};
     H->loss_rows(hdev, in->rows, in->n, in->discrete, &in->s, in->z, in->value, in->act, in->old_lp,
-                 in->adv, in->ret, in->old_v, in->valid, in->log_std, in->mo, o.d_z, o.d_value,
+                 in->log_ratio, in->adv, in->ret, in->old_v, in->valid, in->log_std, in->mo, o.d_z, o.d_value,
                  o.d_log_std, o.stats);
     return o;
 }
 
 /* Heads and losses run in double on both sides: the float results agree to a rounding. */
-static void loss_case(int32_t rows, int32_t n, int32_t discrete, int32_t clip_value, int32_t impala)
+static void loss_case(int32_t rows, int32_t n, int32_t discrete, int32_t clip_value, int32_t mode)
 {
-    loss_in in = loss_inputs(rows, n, discrete, clip_value, impala);
+    static const char *const modes[] = {"ppo", "impala", "decoupled"};
+    loss_in in = loss_inputs(rows, n, discrete, clip_value, mode);
     loss_out ref = loss_on_host(&in);
     check ck;
-    check_start(&ck, "loss_rows", "rows=%d n=%d %s clip_v=%d impala=%d", rows, n,
-                discrete ? "discrete" : "box", clip_value, impala);
+    check_start(&ck, "loss_rows", "rows=%d n=%d %s clip_v=%d %s", rows, n,
+                discrete ? "discrete" : "box", clip_value, modes[mode]);
     loss_out got = loss_on_device(&in);
     if (synced(gdev, &ck)) {
         size_t sz[4];
@@ -832,11 +838,12 @@ static void test_loss_rows(void)
     static const int32_t heads[][2] = {{2, 1}, {7, 1}, {100, 1}, {1, 0}, {6, 0}};
     for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++)
         for (int32_t cv = 0; cv < 2; cv++)
-            for (int32_t im = 0; im < 2; im++) {
-                loss_case(1, heads[h][0], heads[h][1], cv, im);
-                loss_case(1000, heads[h][0], heads[h][1], cv, im);
+            for (int32_t mode = 0; mode < 3; mode++) {
+                loss_case(1, heads[h][0], heads[h][1], cv, mode);
+                loss_case(1000, heads[h][0], heads[h][1], cv, mode);
             }
     loss_case(70000, 6, 0, 1, 0);
+    loss_case(70000, 6, 0, 1, 2);
 }
 
 static void col_sums_case(int32_t rows, int32_t cols)
@@ -1425,10 +1432,10 @@ static void test_errors(void)
     check_start(&ck, "errors", "sticky first failure");
     char err[256] = "";
     float *buf = dev_poisoned(gdev, 64 * sizeof(float));
-    frl_dm_loss s = {0.2, 0.01, 0.5, 0, 0};
+    frl_dm_loss s = {0.2, 0.01, 0.5, 0, 0, 0, 1.0};
     /* A Gaussian head without d_log_std: the CUDA ops refuse it (a recorded failure). */
-    G->loss_rows(gdev, 1, 2, 0, &s, buf, buf, buf, buf, buf, buf, buf, (const uint8_t *)buf, buf,
-                 buf, buf, buf, NULL, buf);
+    G->loss_rows(gdev, 1, 2, 0, &s, buf, buf, buf, buf, buf, buf, buf, buf, (const uint8_t *)buf,
+                 buf, buf, buf, buf, NULL, buf);
     char seen[256] = "";
     int queued = G->check(gdev, seen, sizeof seen);
     int first = G->sync(gdev, err, sizeof err);
