@@ -268,15 +268,18 @@ static uint64_t lcg(uint64_t *x)
     return *x >> 33;
 }
 
-START_TEST(async_thousand_random_stops)
+/* `iterations` train calls of a trainer of `settings` on 2 threads, most stopped at a
+ * random moment within max_delay_us, now and then destroyed and made again; every call
+ * returns OK or INTERRUPTED with the ring consistent, and the last trainer still trains
+ * to a budget. A budget is `unit` steps times 1..40. */
+static void random_stops(const char *settings, int iterations, int max_delay_us, int64_t unit)
 {
     frl_runtime *rt = runtime(2);
-    frl_config *cfg = frl_test_settings("sampler.mode=async train.num_envs=4 train.rollout=4 "
-                               "policy.hidden=8 sampler.slots=3");
+    frl_config *cfg = frl_test_settings(settings);
     uint64_t x = 12345;
     int interrupted = 0, finished = 0;
     frl_trainer *t = NULL;
-    for (int i = 0; i < 1000; i++) {
+    for (int i = 0; i < iterations; i++) {
         /* Now and then start over: destroying a paused trainer must free everything. */
         if (!t || lcg(&x) % 50 == 0) {
             frl_trainer_destroy(t);
@@ -285,11 +288,11 @@ START_TEST(async_thousand_random_stops)
         /* One call in 8 has no stop at all, so some reach their budget even where
          * the machine (or a sanitizer) is slow. */
         int with_stop = lcg(&x) % 8 != 0;
-        stopper s = {t, (int)(lcg(&x) % 1500)};
+        stopper s = {t, (int)(lcg(&x) % (uint64_t)max_delay_us)};
         pthread_t th;
         if (with_stop)
             ck_assert_int_eq(pthread_create(&th, NULL, stop_later, &s), 0);
-        int64_t total = frl_trainer_metrics(t)->env_steps + 16 * (int64_t)(1 + lcg(&x) % 40);
+        int64_t total = frl_trainer_metrics(t)->env_steps + unit * (int64_t)(1 + lcg(&x) % 40);
         frl_status st = frl_trainer_train(t, total);
         ck_assert(st == FRL_OK || st == FRL_ERR_INTERRUPTED);
         interrupted += st == FRL_ERR_INTERRUPTED;
@@ -298,15 +301,15 @@ START_TEST(async_thousand_random_stops)
             pthread_join(th, NULL);
         check_ring(t);
     }
-    printf("1000 random stops: %d interrupted, %d finished their budget\n", interrupted,
-           finished);
+    printf("[%s] %d random stops: %d interrupted, %d finished their budget\n", settings,
+           iterations, interrupted, finished);
     ck_assert_int_gt(interrupted, 0);
     ck_assert_int_gt(finished, 0);
     /* Nothing was lost on the way: the last trainer still trains to a budget. (A stop
      * that came after the last call returned is still pending and ends the next call
      * at once, as documented.) */
     int64_t before = frl_trainer_metrics(t)->update;
-    int64_t total = frl_trainer_metrics(t)->env_steps + 16 * 20;
+    int64_t total = frl_trainer_metrics(t)->env_steps + unit * 20;
     frl_status st = frl_trainer_train(t, total);
     if (st == FRL_ERR_INTERRUPTED)
         st = frl_trainer_train(t, total);
@@ -315,6 +318,21 @@ START_TEST(async_thousand_random_stops)
     frl_trainer_destroy(t);
     frl_config_destroy(cfg);
     frl_runtime_destroy(rt);
+}
+
+START_TEST(async_thousand_random_stops)
+{
+    random_stops("sampler.mode=async train.num_envs=4 train.rollout=4 policy.hidden=8 "
+                 "sampler.slots=3", 1000, 1500, 16);
+}
+END_TEST
+
+/* Groups of 512 envs infer in pieces of 256 rows on 2 threads (several tasks a step):
+ * stops land between a group's pieces too. */
+START_TEST(async_pieces_random_stops)
+{
+    random_stops("sampler.mode=async train.num_envs=1024 train.rollout=2 policy.hidden=8",
+                 100, 3000, 2048);
 }
 END_TEST
 
@@ -637,6 +655,7 @@ int main(void)
     tcase_add_test(tc, async_callback_failure_reaches_caller);
     tcase_add_test(tc, async_callback_nan_reaches_caller);
     tcase_add_test(tc, async_thousand_random_stops);
+    tcase_add_test(tc, async_pieces_random_stops);
     tcase_add_test(tc, async_bad_input);
     tcase_add_test(tc, async_save_and_resume);
     tcase_add_test(tc, async_one_thread);

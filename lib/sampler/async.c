@@ -4,8 +4,12 @@
  *
  * Work is split into tasks that any of the runtime's threads may take:
  *   STEP(g)  step group g's vec env and store the results in the ring;
- *   ACT(gs)  gather the observations of every group waiting for actions into one
- *            batch, run the actor on the acting weights, write actions back;
+ *   ACT(gs)  on a device: gather the observations of every group waiting for actions
+ *            into one batch and run the actor on the acting weights;
+ *   SAMPLE   a piece of that batch's rows: sample actions, write them back (sampling
+ *            costs a device batch more than its forward, so idle threads share it);
+ *            on the CPU: one piece of a group's rows (ACT_ROWS), so that every idle
+ *            thread infers, as the sync sampler's inference spreads over the pool;
  *   LEARN    train on the oldest complete rollout (only the thread that called
  *            train, so the metrics callback runs where the caller expects it).
  * Each group cycles ACT, STEP, ACT, ... through the T steps of its rollout; with K
@@ -19,8 +23,12 @@
  * task's end, (2) a group with no free slot, which needs the learner; the learner runs
  * on the caller's thread, which never waits without a timeout, and it frees a slot
  * with every rollout it takes, and (3) the learner publishing weights, which waits for
- * readers that hold the old buffer for one batch and wait on nothing. The group that is
- * furthest behind always owns an open slot, so some rollout always completes. */
+ * readers that hold the old buffer for one batch and wait on nothing (a device batch
+ * holds it until its last SAMPLE piece, a task any thread but the publishing one can
+ * take; with one thread the batch samples inside its ACT task). The group that is
+ * furthest behind always owns an open slot, so some rollout always completes. The
+ * sample_done unpin, under the scheduler lock, takes the weights' lock inside it; the
+ * weights' lock is never held while the scheduler lock is taken. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +44,10 @@ enum phase { PH_OPEN, PH_ACT, PH_STEP, PH_BUSY };
 typedef struct group {
     int32_t phase;
     int32_t t;             /* next step of the rollout */
+    /* CPU inference in pieces (PH_ACT): the next row to hand out, the rows not yet
+     * acted, and the oldest acting version among the pieces done. */
+    int32_t act_next, act_left;
+    uint64_t act_version;
     int64_t seq;           /* the rollout (counted from the run's start) being written */
     int32_t slot;
     int64_t acts;          /* inference calls so far: the sampling counter */
@@ -100,7 +112,15 @@ typedef struct async_sampler {
     frl_dev_model *dev;
     float *dev_obs, *dev_out;
     uint64_t dev_version;  /* of the acting weights in dev; ~0: must upload */
-    int32_t dev_acting;    /* a device batch is running */
+    int32_t dev_acting;    /* a device batch is running or being sampled */
+    /* A device batch whose forward is done: its rows are sampled in pieces (SAMPLE
+     * tasks) by any threads, on the acting weights it pinned, which the last piece
+     * unpins. */
+    struct {
+        int32_t picked[FRL_MAX_GROUPS], count, rows;
+        int32_t next, left;  /* rows handed out, rows not yet sampled */
+        frl_weights_view wv;
+    } db;
     int64_t dev_takes, dev_uploads; /* weight versions taken from a snapshot, uploaded */
     double busy_env, busy_act, learner_wait; /* seconds since the last update */
 } async_sampler;
@@ -255,6 +275,15 @@ void frl_sampler_device_loads(const frl_sampler *s, int64_t *taken, int64_t *upl
 
 /* Join the group's rollout, opening a slot for it if it is the first group there.
  * Returns 0 when the budget is spent or no slot is free (the learner frees one). */
+/* The group waits for actions: all of its rows are still to be acted. */
+static void enter_act(async_sampler *a, group *g)
+{
+    g->phase = PH_ACT;
+    g->act_next = 0;
+    g->act_left = a->h->venvs[g - a->g]->n;
+    g->act_version = UINT64_MAX;
+}
+
 static int open_rollout(async_sampler *a, group *g)
 {
     if (g->seq >= a->budget)
@@ -276,7 +305,7 @@ static int open_rollout(async_sampler *a, group *g)
     }
     g->slot = r->slot;
     g->t = 0;
-    g->phase = PH_ACT;
+    enter_act(a, g);
     int32_t gi = (int32_t)(g - a->g);
     frl_rollout_begin_state(a->h->book, a->h->ring, r->slot, a->h->venvs[gi],
                             a->h->group_first[gi]);
@@ -326,12 +355,13 @@ static void abandon_open(async_sampler *a)
 /* ---- tasks ---- */
 
 typedef struct task {
-    int kind;              /* 0 none, 1 step, 2 act, 3 learn */
-    int32_t group;         /* step */
+    int kind;              /* TASK_* */
+    int32_t group;         /* step, act_rows */
     int32_t count;         /* act: groups in the batch (scratch.picked) */
+    int32_t first, rows;   /* act_rows: the group's rows [first, first + rows) */
 } task;
 
-enum { TASK_NONE, TASK_STEP, TASK_ACT, TASK_LEARN };
+enum { TASK_NONE, TASK_STEP, TASK_ACT, TASK_ACT_ROWS, TASK_SAMPLE, TASK_LEARN };
 
 static int take_step(async_sampler *a, task *k)
 {
@@ -348,9 +378,54 @@ static int take_step(async_sampler *a, task *k)
     return 0;
 }
 
+/* CPU inference of a memoryless policy: the next piece of a group waiting for actions.
+ * A group's rows are cut into about one piece per thread (whole forward chunks), so a
+ * group's inference spreads over the idle threads; the group steps once all its pieces
+ * are done. Pieces write disjoint rows, and every env samples from its own stream, so
+ * the cut changes no bit. */
+static int take_act_rows(async_sampler *a, task *k)
+{
+    for (int32_t gi = 0; gi < a->h->groups; gi++) {
+        group *g = &a->g[gi];
+        if (g->phase == PH_OPEN)
+            open_rollout(a, g);
+        if (g->phase != PH_ACT)
+            continue;
+        int32_t n = a->h->venvs[gi]->n, per = (n + a->threads - 1) / a->threads;
+        per = (per + a->chunk - 1) / a->chunk * a->chunk;
+        k->kind = TASK_ACT_ROWS;
+        k->group = gi;
+        k->first = g->act_next;
+        k->rows = n - g->act_next < per ? n - g->act_next : per;
+        g->act_next += k->rows;
+        if (g->act_next == n)
+            g->phase = PH_BUSY;
+        return 1;
+    }
+    return 0;
+}
+
+/* The next piece of the device batch being sampled, about one per thread. */
+static int take_sample(async_sampler *a, task *k)
+{
+    if (!a->dev_acting || a->db.next >= a->db.rows || a->db.left == 0)
+        return 0;
+    int32_t per = (a->db.rows + a->threads - 1) / a->threads;
+    per = per < 128 ? 128 : per;
+    k->kind = TASK_SAMPLE;
+    k->first = a->db.next;
+    k->rows = a->db.rows - a->db.next < per ? a->db.rows - a->db.next : per;
+    a->db.next += k->rows;
+    return 1;
+}
+
 static int take_act(async_sampler *a, task *k, int32_t thread)
 {
     int32_t n = 0;
+    /* One thread gains nothing from pieces, and batching every waiting group keeps the
+     * schedule a device's (test_cuda_host compares the two runs step for step). */
+    if (!a->dev && !a->h->policy->state_w && a->threads > 1)
+        return take_act_rows(a, k);
     if (a->dev_acting)
         return 0; /* the device model takes one batch at a time */
     for (int32_t gi = 0; gi < a->h->groups; gi++) {
@@ -493,6 +568,48 @@ static void act_batch_cpu(async_sampler *a, const task *k, int32_t thread,
     }
 }
 
+/* Rows [first, first + rows) of group gi on the CPU: their observations into the slot,
+ * the actor over them in forward chunks, their actions sampled. *version: the acting
+ * weights'. */
+static void act_rows(async_sampler *a, const task *k, int32_t thread, uint64_t *version)
+{
+    frl_sampler_host *h = a->h;
+    const frl_policy *p = h->policy;
+    const group *g = &a->g[k->group];
+    size_t ow = (size_t)p->obs_w;
+    float *obs = (float *)frl_ring_at(h->ring, g->slot, FRL_RING_OBSERVATIONS) +
+                 ((size_t)g->t * (size_t)h->B + (size_t)(h->group_first[k->group] + k->first)) * ow;
+    memcpy(obs, frl_vec_env_observations(h->venvs[k->group]) + (size_t)k->first * ow,
+           sizeof(float) * (size_t)k->rows * ow);
+    frl_weights_view wv;
+    frl_weights_pin(&a->w, p, &wv);
+    *version = wv.version;
+    for (int32_t first = 0; first < k->rows; first += a->chunk) {
+        int32_t n = k->rows - first < a->chunk ? k->rows - first : a->chunk;
+        frl_pass f;
+        frl_policy_pass_layout(p, n, 0, a->scratch[thread].ws, &f);
+        f.norm = &wv.norm;
+        frl_policy_forward_heads(p, wv.params, n, obs + (size_t)first * ow, &f, FRL_HEAD_ACTOR);
+        for (int32_t r = 0; r < n; r++)
+            act_row(a, &wv, k->group, k->first + first + r, f.out + (size_t)r * (size_t)p->out_w);
+    }
+    frl_weights_unpin(&a->w, &wv);
+}
+
+/* A piece is done (under the lock): the group steps when its last piece is. */
+static void act_rows_done(async_sampler *a, const task *k, uint64_t version)
+{
+    group *g = &a->g[k->group];
+    g->act_version = version < g->act_version ? version : g->act_version;
+    g->act_left -= k->rows;
+    if (g->act_left > 0)
+        return;
+    uint64_t *ver = frl_ring_at(a->h->ring, g->slot, FRL_RING_POLICY_VERSION);
+    ver[g->t] = g->act_version < ver[g->t] ? g->act_version : ver[g->t];
+    g->acts++;
+    g->phase = PH_STEP;
+}
+
 /* The acting weights wv into the device model: from the learner model's snapshot of the
  * same index when it staged one (a device-to-device copy after the learner stream's
  * event, queued before the batch's forward, which waits for it), else from the host. */
@@ -511,10 +628,22 @@ static frl_status load_acting_weights(async_sampler *a, const frl_weights_view *
                               norm ? wv->norm.use_inv_std : NULL, p->norm.clip, err);
 }
 
+/* Rows [first, first + rows) of a device batch of the groups picked, sampled from its
+ * head outputs. Each env samples from its own stream: no bit depends on the pieces. */
+static void sample_piece(async_sampler *a, const int32_t *picked, const frl_weights_view *wv,
+                         int32_t first, int32_t rows)
+{
+    const frl_sampler_host *h = a->h;
+    row_cursor c = {0, first};
+    while (c.local >= h->venvs[picked[c.pi]]->n)
+        c.local -= h->venvs[picked[c.pi++]]->n;
+    sample_rows(a, wv, picked, rows, a->dev_out + (size_t)first * (size_t)h->policy->out_w, &c);
+}
+
 /* The batch on the device model, loading the acting weights when they moved on. The
  * heads are sampled on the host, from the same streams as on the CPU. */
 static frl_status act_batch_device(async_sampler *a, const task *k, int32_t thread,
-                                   const frl_weights_view *wv, char *err)
+                                   const frl_weights_view *wv, int32_t *out_rows, char *err)
 {
     int32_t rows;
     const float *obs = gather_obs(a, k, thread, a->dev_obs, &rows);
@@ -529,31 +658,31 @@ static frl_status act_batch_device(async_sampler *a, const task *k, int32_t thre
         a->dev_version = ~(uint64_t)0; /* the device's copy may be half written */
         return st;
     }
-    row_cursor c = {0, 0};
-    sample_rows(a, wv, a->scratch[thread].picked, rows, a->dev_out, &c);
+    *out_rows = rows;
     return FRL_OK;
 }
 
-/* One batch on the acting weights; *version: theirs. */
+/* One batch on the acting weights; *version: theirs. A device batch keeps them pinned
+ * in *wv for its SAMPLE pieces (*rows: its rows); a CPU batch samples here. */
 static frl_status act_batch(async_sampler *a, const task *k, int32_t thread, uint64_t *version,
-                            char *err)
+                            frl_weights_view *wv, int32_t *rows, char *err)
 {
-    frl_weights_view wv;
-    frl_weights_pin(&a->w, a->h->policy, &wv);
-    *version = wv.version;
+    frl_weights_pin(&a->w, a->h->policy, wv);
+    *version = wv->version;
     frl_status st = FRL_OK;
     if (a->dev)
-        st = act_batch_device(a, k, thread, &wv, err);
+        st = act_batch_device(a, k, thread, wv, rows, err);
     else
-        act_batch_cpu(a, k, thread, &wv);
-    frl_weights_unpin(&a->w, &wv);
+        act_batch_cpu(a, k, thread, wv);
+    if (!a->dev || st != FRL_OK)
+        frl_weights_unpin(&a->w, wv);
     return st;
 }
 
-static void act_done(async_sampler *a, const task *k, int32_t thread, uint64_t version)
+static void act_done(async_sampler *a, const int32_t *picked, int32_t count, uint64_t version)
 {
-    for (int32_t i = 0; i < k->count; i++) {
-        group *g = &a->g[a->scratch[thread].picked[i]];
+    for (int32_t i = 0; i < count; i++) {
+        group *g = &a->g[picked[i]];
         uint64_t *ver = frl_ring_at(a->h->ring, g->slot, FRL_RING_POLICY_VERSION);
         /* A step's version is the oldest that acted in it: lag is never understated. */
         ver[g->t] = version < ver[g->t] ? version : ver[g->t];
@@ -571,7 +700,7 @@ static void step_done(async_sampler *a, int32_t gi)
     if (++g->t == h->T)
         finish_rollout(a, gi);
     else
-        g->phase = PH_ACT;
+        enter_act(a, g);
 }
 
 /* End the run with this error (the first one wins), under the lock. */
@@ -591,11 +720,64 @@ static void act_failed(async_sampler *a, const task *k, int32_t thread, frl_stat
                        const char *msg)
 {
     for (int32_t i = 0; i < k->count; i++)
-        a->g[a->scratch[thread].picked[i]].phase = PH_ACT;
+        enter_act(a, &a->g[a->scratch[thread].picked[i]]);
     a->sampler_failed = 1;
     char full[FRL_ERRMSG_SIZE];
     snprintf(full, sizeof full, "async sampler: %s", msg);
     fail_locked(a->run, a->index, st, full);
+}
+
+/* A device batch's forward is done (under the lock): its rows become SAMPLE pieces. */
+static void post_samples(async_sampler *a, const task *k, int32_t thread,
+                         const frl_weights_view *wv, int32_t rows)
+{
+    memcpy(a->db.picked, a->scratch[thread].picked, sizeof(int32_t) * (size_t)k->count);
+    a->db.count = k->count;
+    a->db.rows = rows;
+    a->db.next = 0;
+    a->db.left = rows;
+    a->db.wv = *wv;
+}
+
+/* A SAMPLE piece is done (under the lock); the last one releases the batch. */
+static void sample_done(async_sampler *a, const task *k)
+{
+    if ((a->db.left -= k->rows) > 0)
+        return;
+    frl_weights_unpin(&a->w, &a->db.wv);
+    act_done(a, a->db.picked, a->db.count, a->db.wv.version);
+    a->dev_acting = 0;
+}
+
+/* An ACT task: a CPU batch, or a device batch's forward. With one thread a device batch
+ * is sampled here too (its pin must not outlive the task: the same thread may learn
+ * and publish next). */
+static frl_status run_act(async_sampler *a, const task *k, int32_t thread,
+                          frl_weights_view *wv, int32_t *rows, char *err)
+{
+    uint64_t version;
+    frl_status st = act_batch(a, k, thread, &version, wv, rows, err);
+    if (st != FRL_OK || !a->dev || a->threads > 1)
+        return st;
+    sample_piece(a, a->scratch[thread].picked, wv, 0, *rows);
+    frl_weights_unpin(&a->w, wv);
+    *rows = 0;
+    return st;
+}
+
+/* The ACT task's end, under the lock. */
+static void act_end(async_sampler *a, const task *k, int32_t thread, frl_status st,
+                    const frl_weights_view *wv, int32_t rows, const char *err)
+{
+    if (st != FRL_OK) {
+        a->dev_acting = 0;
+        act_failed(a, k, thread, st, err);
+    } else if (rows > 0) {
+        post_samples(a, k, thread, wv, rows);
+    } else {
+        a->dev_acting = 0;
+        act_done(a, a->scratch[thread].picked, k->count, wv->version);
+    }
 }
 
 /* Run a sampling task without the lock; account for it with the lock. */
@@ -604,11 +786,17 @@ static void run_sampling(async_sampler *a, const task *k, int32_t thread)
     double t0 = frl_now();
     frl_status st = FRL_OK;
     uint64_t version = 0;
+    frl_weights_view wv;
+    int32_t rows = 0;
     char err[FRL_ERRMSG_SIZE] = "";
     if (k->kind == TASK_STEP)
         st = frl_vec_env_step(a->h->venvs[k->group]);
+    else if (k->kind == TASK_ACT_ROWS)
+        act_rows(a, k, thread, &version);
+    else if (k->kind == TASK_SAMPLE)
+        sample_piece(a, a->db.picked, &a->db.wv, k->first, k->rows);
     else
-        st = act_batch(a, k, thread, &version, err);
+        st = run_act(a, k, thread, &wv, &rows, err);
     double dt = frl_now() - t0;
     pthread_mutex_lock(&a->run->lock);
     if (k->kind == TASK_STEP) {
@@ -624,11 +812,12 @@ static void run_sampling(async_sampler *a, const task *k, int32_t thread)
         }
     } else {
         a->busy_act += dt;
-        a->dev_acting = 0;
-        if (st == FRL_OK)
-            act_done(a, k, thread, version);
+        if (k->kind == TASK_ACT_ROWS)
+            act_rows_done(a, k, version);
+        else if (k->kind == TASK_SAMPLE)
+            sample_done(a, k);
         else
-            act_failed(a, k, thread, st, err);
+            act_end(a, k, thread, st, &wv, rows, err);
     }
     notify(a->run);
 }
@@ -792,7 +981,8 @@ static int take_learn(async_sampler *a, task *k)
 }
 
 /* The next task of any trainer still running, searched from r->rr so that no trainer
- * starves: learning first (thread 0 only), then stepping (with a serial host callback
+ * starves: learning first (thread 0 only), then a device batch's sampling (short, and
+ * the device's next batch waits for it), then stepping (with a serial host callback
  * the callback is the resource to keep busy, and the batch of actions grows while it
  * runs), then inference. */
 static int take_any(frl_run *r, int32_t thread, async_sampler **who, task *k)
@@ -803,7 +993,7 @@ static int take_any(frl_run *r, int32_t thread, async_sampler **who, task *k)
             if (a->done)
                 continue;
             int got = pass == 0 ? take_learn(a, k)
-                    : pass == 1 ? take_step(a, k)
+                    : pass == 1 ? take_sample(a, k) || take_step(a, k)
                                 : take_act(a, k, thread);
             if (got) {
                 *who = a;
@@ -932,6 +1122,14 @@ static frl_status begin(async_sampler *a, frl_run *r, int32_t index, int64_t tot
  * run's error on the trainer it belongs to. */
 static void end(async_sampler *a, const frl_run *r)
 {
+    /* A stop can leave a device batch's pieces untaken: sample them here, so its groups
+     * step in the next call and its weights are unpinned. */
+    if (a->dev_acting && a->db.left > 0) {
+        task k = {.kind = TASK_SAMPLE, .first = a->db.next, .rows = a->db.rows - a->db.next};
+        sample_piece(a, a->db.picked, &a->db.wv, k.first, k.rows);
+        a->db.left = k.rows;
+        sample_done(a, &k);
+    }
     if (a->sampler_failed)
         abandon_open(a);
     a->run = NULL;
