@@ -5,9 +5,11 @@
  * scalar), learning the same parameters up to the rounding of a different summation
  * order (the CPU sums shard gradients; the device sums the whole minibatch at once). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "algo/ppo.h"
 #include "sampler/async.h"
@@ -164,6 +166,100 @@ static void destroy_trainer(frl_trainer *t)
     frl_trainer_destroy(t);
     frl_runtime_destroy(rt);
 }
+
+/* ---- runtime.device=auto places a trainer's networks by its workload ---- */
+
+/* A trainer on a runtime of `threads` threads: whether its networks are on the device. */
+static int placed_on_device(const char *device, int threads, const char *settings)
+{
+    frl_runtime *rt = runtime_on(device, threads);
+    frl_config *cfg = frl_test_settings(settings);
+    frl_trainer *t;
+    frl_status st = frl_trainer_create(&t, rt, "CartPole-v1", cfg);
+    ck_assert_msg(st == FRL_OK, "[%s] on %s: %s", settings, device, frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(t, 2 * t->T * t->B), FRL_OK);
+    int on = t->policy->dev != NULL;
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+    return on;
+}
+
+/* auto: the device from 16 envs a thread (frl_device_pays), networks it cannot hold on
+ * the CPU instead of an error; cuda keeps small workloads on the device and refuses
+ * what it cannot hold. */
+START_TEST(auto_places_by_workload)
+{
+    ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=8"), 0);
+    ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=31 train.rollout=8"), 0);
+    ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=32 train.rollout=8"), 1);
+    ck_assert_int_eq(placed_on_device("auto", 1, "train.num_envs=16 train.rollout=8"), 1);
+    ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=32 train.rollout=8 "
+                                      "sampler.mode=async"), 1);
+    ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=32 train.rollout=8 "
+                                      "policy.core=gru"), 0);
+    ck_assert_int_eq(placed_on_device("cuda", 2, "train.num_envs=8"), 1);
+    frl_runtime *rt = runtime_on("cuda", 2);
+    frl_config *cfg = frl_test_settings("policy.core=gru");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "recurrent policies (policy.core=gru)"));
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Stops at random moments of an async trainer on the device with 2 threads, whose
+ * batches of 256 rows are sampled in two SAMPLE pieces: every call returns OK or
+ * INTERRUPTED, a batch left half sampled by a stop is finished at the call's end (else
+ * its groups would never step again and its weights stay pinned), and the trainer then
+ * trains on to a budget. */
+typedef struct stop_after {
+    frl_trainer *t;
+    int us;
+} stop_after;
+
+static void *stop_later(void *arg)
+{
+    const stop_after *s = arg;
+    usleep((useconds_t)s->us);
+    frl_trainer_request_stop(s->t);
+    return NULL;
+}
+
+START_TEST(async_device_random_stops)
+{
+    frl_runtime *rt = runtime_on("cuda", 2);
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.num_envs=512 "
+                                        "train.rollout=2 policy.hidden=8");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    uint64_t x = 99;
+    int interrupted = 0;
+    for (int i = 0; i < 60; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        stop_after s = {t, (int)((x >> 33) % 4000)};
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, stop_later, &s), 0);
+        frl_status st = frl_trainer_train(t, frl_trainer_metrics(t)->env_steps + 1024 * 20);
+        ck_assert_msg(st == FRL_OK || st == FRL_ERR_INTERRUPTED, "%s", frl_last_error());
+        interrupted += st == FRL_ERR_INTERRUPTED;
+        pthread_join(th, NULL);
+    }
+    printf("async on the device, 2 threads: 60 random stops, %d interrupted\n", interrupted);
+    ck_assert_int_gt(interrupted, 0);
+    int64_t before = frl_trainer_metrics(t)->update;
+    int64_t total = frl_trainer_metrics(t)->env_steps + 1024 * 4;
+    frl_status st = frl_trainer_train(t, total);
+    if (st == FRL_ERR_INTERRUPTED)
+        st = frl_trainer_train(t, total);
+    ck_assert_int_eq(st, FRL_OK);
+    ck_assert_int_ge(frl_trainer_metrics(t)->update, before + 1);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
 
 /* ---- a population evaluated on the device: the CPU's returns, bit for bit ---- */
 
@@ -485,6 +581,8 @@ int main(void)
     TCase *tc = tcase_create("host plugin");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, device_is_the_host_plugin);
+    tcase_add_test(tc, auto_places_by_workload);
+    tcase_add_test(tc, async_device_random_stops);
     tcase_add_test(tc, act_matches_cpu);
     tcase_add_test(tc, population_matches_cpu);
     tcase_add_test(tc, async_stage_failure);

@@ -125,7 +125,7 @@
       "actor and critic share one trunk (false: two separate networks)")                     \
     X(RUNTIME_DEVICE, "runtime.device", CHOICE, "cpu", 0, 0,                                 \
       "where networks run: cpu; cuda (the CUDA plugin and a device, or an error); auto "     \
-      "(cuda when it can run the work, else cpu)")                                           \
+      "(cuda when it can run the work and a trainer has 16 envs a thread or more, else cpu)") \
     X(RUNTIME_SEED, "runtime.seed", INT, "0", 0, 9007199254740992.0,                         \
       "base seed of the runtime (environments take theirs from reset)")                      \
     X(RUNTIME_SPIN_US, "runtime.spin_us", INT, "50", 0, 1000000,                             \

@@ -20,6 +20,9 @@ typedef struct frl_device {
     void *ctx;                     /* the plugin's context on device 0 (stream, cuBLAS) */
     char name[160];                /* "cpu" or "cuda:0 NVIDIA H100 ... (cc 9.0, 80 GiB)" */
     char note[FRL_ERRMSG_SIZE];    /* auto: why it stayed on the CPU ("" otherwise) */
+    /* runtime.device=auto chose the device: networks it cannot hold stay on the CPU,
+     * and trainers leave it for workloads the CPU runs faster (frl_device_pays). */
+    int32_t automatic;
 } frl_device;
 
 /* Choose the device for runtime.device (choice: FRL_RUNTIME_DEVICE_CPU, _CUDA or _AUTO
@@ -28,6 +31,9 @@ typedef struct frl_device {
  * the reason in d->note. */
 frl_status frl_device_open(frl_device *d, int64_t choice, int tf32, char *err);
 void frl_device_close(frl_device *d);
+/* Whether a trainer of `envs` environments on `threads` threads runs faster with its
+ * networks on the device than on the CPU (runtime.device=auto's rule). */
+int frl_device_pays(int32_t envs, int32_t threads);
 
 /* Host memory for buffers that cross to the device (ring slots, inference inputs and
  * outputs): page-locked through the plugin on a CUDA device, so the copies run

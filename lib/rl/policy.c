@@ -730,41 +730,51 @@ frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, frl_dev_mo
     return frl_dev_model_create(m, &p->rt->device, &p->rt->alloc, &d, who);
 }
 
-/* The policy's own model and the page-locked outputs of its forwards; nothing on the
- * CPU. */
-static frl_status open_device(frl_policy *p, const char *who)
+/* Why the device cannot hold p's networks yet, into why; 0 when it can. */
+static int device_refuses(const frl_policy *p, char *why, size_t size)
 {
-    if (p->rt->device.kind != FRL_DEVICE_CUDA)
-        return FRL_OK;
     /* The device networks read float rows of in_w values straight from the ring and the
      * sampler's buffers; a discrete space's rows are indices that the CPU expands into
      * one-hot rows (one_hot above), which the device path does not do yet. */
     if (p->towers)
+        snprintf(why, size, "recurrent policies (policy.core=%s) run on the CPU for now",
+                 p->core[0].kind == FRL_RNN_GRU ? "gru" : "lstm");
+    else if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
+        snprintf(why, size, "Q-policies (policy.head=%s) run on the CPU for now",
+                 p->head == FRL_POLICY_HEAD_Q ? "q" : "dueling_q");
+    else if (p->obs_n)
+        snprintf(why, size, "discrete(%d) observation spaces run on the CPU for now",
+                 (int)p->obs_n);
+    else if (p->cnn.layers && p->stack > 1)
+        snprintf(why, size, "a convolutional encoder over a stack of %d frames "
+                 "(policy.frame_stack) runs on the CPU for now", (int)p->stack);
+    else
+        return 0;
+    return 1;
+}
+
+/* The policy's own model and the page-locked outputs of its forwards; nothing on the
+ * CPU. Networks the device cannot hold fail on runtime.device=cuda and stay on the CPU
+ * on auto, which means the fastest place that works. */
+static frl_status open_device(frl_policy *p, const char *who)
+{
+    if (p->rt->device.kind != FRL_DEVICE_CUDA)
+        return FRL_OK;
+    char why[256];
+    if (device_refuses(p, why, sizeof why)) {
+        if (p->rt->device.automatic) {
+            frl_log(p->rt, FRL_LOG_INFO, "%s: runtime.device=auto: on the CPU, since %s", who,
+                    why);
+            return FRL_OK;
+        }
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: recurrent policies (policy.core=%s) run on the CPU for now, and "
-                        "this runtime computes on %s: use a runtime with runtime.device=cpu",
-                        who, p->core[0].kind == FRL_RNN_GRU ? "gru" : "lstm", p->rt->device.name);
-    if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: Q-policies (policy.head=%s) run on the CPU for now, and this "
-                        "runtime computes on %s: use a runtime with runtime.device=cpu", who,
-                        p->head == FRL_POLICY_HEAD_Q ? "q" : "dueling_q", p->rt->device.name);
-    if (p->obs_n)
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: discrete(%d) observation spaces run on the CPU for now, and this "
-                        "runtime computes on %s: use a runtime with runtime.device=cpu",
-                        who, (int)p->obs_n, p->rt->device.name);
-    if (p->cnn.layers && p->stack > 1)
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: a convolutional encoder over a stack of %d frames "
-                        "(policy.frame_stack) runs on the CPU for now, and this runtime "
-                        "computes on %s: use a runtime with runtime.device=cpu, or no stack",
-                        who, (int)p->stack, p->rt->device.name);
+                        "%s: %s, and this runtime computes on %s: use a runtime with "
+                        "runtime.device=cpu (or auto)", who, why, p->rt->device.name);
+    }
     frl_status st = frl_policy_device_model(p, frl_policy_device_rows(p), &p->dev, who);
     if (st != FRL_OK)
         return st;
     size_t floats = (size_t)DEVICE_ROWS * (size_t)(p->out_w + 1);
-    char why[FRL_ERRMSG_SIZE / 2] = "";
     p->dev_out = frl_device_host_alloc(&p->rt->device, &p->rt->alloc, sizeof(float) * floats,
                                        why, sizeof why);
     if (!p->dev_out)
@@ -782,6 +792,11 @@ static void close_device(frl_policy *p)
     frl_dev_model_destroy(p->dev);
     p->dev = NULL;
     p->dev_out = p->dev_value = NULL;
+}
+
+void frl_policy_leave_device(frl_policy *p)
+{
+    close_device(p);
 }
 
 frl_status frl_policy_device_refresh(frl_policy *p, char *err)

@@ -194,6 +194,9 @@ int32_t frl_policy_device_rows(const frl_policy *p);
 /* Another model of p's networks on the device, taking up to rows rows a forward: its
  * own stream, so it can infer while p's model learns (the async sampler's inference
  * role). Free it with frl_dev_model_destroy. */
+/* Move p's networks off the device for good (runtime.device=auto found the CPU faster
+ * for the work): acting and learning then run on the CPU. */
+void frl_policy_leave_device(frl_policy *p);
 frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, frl_dev_model **m,
                                    const char *who);
 

@@ -129,12 +129,29 @@ static void log_ring_memory(frl_trainer *t, const frl_space *os, const frl_space
             (long long)(4 * frl_space_row_floats(os)));
 }
 
+/* runtime.device=auto: a trainer with too few envs for its threads runs faster with its
+ * networks on the CPU (frl_device_pays), and leaves the device; cuda keeps them there. */
+static void place_networks(frl_trainer *t, const char *who)
+{
+    const frl_device *d = &t->rt->device;
+    int32_t threads = frl_runtime_threads(t->rt);
+    if (!t->policy->dev || !d->automatic || frl_device_pays(t->B, threads))
+        return;
+    frl_policy_leave_device(t->policy);
+    frl_log(t->rt, FRL_LOG_INFO,
+            "%s: runtime.device=auto: on the CPU, since %d envs on %d threads run faster "
+            "there (the device pays from 16 envs a thread; runtime.device=cuda forces it)",
+            who, (int)t->B, (int)threads);
+}
+
 static frl_status build_parts(frl_trainer *t, const char *who)
 {
     const frl_space *os = frl_vec_env_observation_space(t->venv);
     const frl_space *as = frl_vec_env_action_space(t->venv);
     const frl_sampler_ops *sampler = sampler_for(t->cfg, t->learner.ops);
     frl_status st = frl_policy_create_seeded(&t->policy, t->rt, t->cfg, os, as, t->seed, who);
+    if (st == FRL_OK)
+        place_networks(t, who);
     if (st == FRL_OK)
         st = frl_ring_create(&t->ring, t->rt, sampler->slots(t->cfg, t->groups), t->T, t->B, os,
                              as);
