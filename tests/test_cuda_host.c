@@ -248,13 +248,7 @@ START_TEST(async_device_random_stops)
     }
     printf("async on the device, 2 threads: 60 random stops, %d interrupted\n", interrupted);
     ck_assert_int_gt(interrupted, 0);
-    int64_t before = frl_trainer_metrics(t)->update;
-    int64_t total = frl_trainer_metrics(t)->env_steps + 1024 * 4;
-    frl_status st = frl_trainer_train(t, total);
-    if (st == FRL_ERR_INTERRUPTED)
-        st = frl_trainer_train(t, total);
-    ck_assert_int_eq(st, FRL_OK);
-    ck_assert_int_ge(frl_trainer_metrics(t)->update, before + 1);
+    frl_test_trains_on(t, 1024 * 4);
     frl_trainer_destroy(t);
     frl_config_destroy(cfg);
     frl_runtime_destroy(rt);

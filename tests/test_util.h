@@ -61,4 +61,18 @@ static inline frl_config *frl_test_settings(const char *text)
     return cfg;
 }
 
+/* After stops, a trainer still trains `steps` more to a budget: at least one more
+ * update. (A stop that came after the last call returned is still pending and ends the
+ * next call at once, as documented, so one interrupted call is allowed.) */
+static inline void frl_test_trains_on(frl_trainer *t, int64_t steps)
+{
+    int64_t before = frl_trainer_metrics(t)->update;
+    int64_t total = frl_trainer_metrics(t)->env_steps + steps;
+    frl_status st = frl_trainer_train(t, total);
+    if (st == FRL_ERR_INTERRUPTED)
+        st = frl_trainer_train(t, total);
+    ck_assert_int_eq(st, FRL_OK);
+    ck_assert_int_ge(frl_trainer_metrics(t)->update, before + 1);
+}
+
 #endif
