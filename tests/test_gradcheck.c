@@ -802,6 +802,32 @@ END_TEST
 
 /* ---- the heads alone ---- */
 
+/* The samplers' fused draw (one log-sum-exp) against frl_cat_sample and frl_cat_logp:
+ * the same index and the same bits of log pi, over widths 2-9, logits up to +-30 and
+ * draws at and beside the cumulative boundaries. */
+START_TEST(categorical_sample_logp_is_both_calls)
+{
+    frl_rng r = frl_rng_stream(77, 0);
+    float z[9];
+    for (int rep = 0; rep < 20000; rep++) {
+        int32_t n = 2 + rep % 8;
+        double scale = rep % 3 == 0 ? 30.0 : 2.0;
+        for (int32_t i = 0; i < n; i++)
+            z[i] = (float)frl_rng_uniform_range(&r, -scale, scale);
+        double u = frl_rng_uniform(&r);
+        if (rep % 5 == 0) /* on a boundary: the first cumulative probability */
+            u = exp(frl_cat_logp(z, n, 0));
+        double lp, lp_ref;
+        int32_t a = frl_cat_sample_logp(z, n, u, &lp);
+        int32_t a_ref = frl_cat_sample(z, n, u);
+        lp_ref = frl_cat_logp(z, n, a_ref);
+        ck_assert_int_eq(a, a_ref);
+        ck_assert_msg(memcmp(&lp, &lp_ref, sizeof lp) == 0, "n %d u %.17g: %.17g vs %.17g",
+                      (int)n, u, lp, lp_ref);
+    }
+}
+END_TEST
+
 START_TEST(categorical_head)
 {
     float z[5] = {0.3f, -1.2f, 2.0f, 0.0f, -0.4f}, g[5];
@@ -872,6 +898,7 @@ int main(void)
     Suite *s = suite_create("gradcheck");
     TCase *tc = tcase_create("gradcheck");
     tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, categorical_sample_logp_is_both_calls);
     tcase_add_test(tc, categorical_head);
     tcase_add_test(tc, gaussian_head);
     tcase_add_test(tc, ppo_gradient_separate_tanh_categorical);

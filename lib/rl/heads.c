@@ -25,6 +25,21 @@ int32_t frl_cat_sample(const float *logits, int32_t n, double u)
     return n - 1;
 }
 
+int32_t frl_cat_sample_logp(const float *logits, int32_t n, double u, double *logp)
+{
+    double lse = log_sum_exp(logits, n), c = 0;
+    int32_t a = n - 1;
+    for (int32_t i = 0; i < n - 1; i++) {
+        c += exp((double)logits[i] - lse);
+        if (u < c) {
+            a = i;
+            break;
+        }
+    }
+    *logp = (double)logits[a] - lse;
+    return a;
+}
+
 int32_t frl_cat_argmax(const float *logits, int32_t n)
 {
     int32_t best = 0;

@@ -8,6 +8,9 @@
 /* ---- categorical over n logits ---- */
 /* Inverse-CDF sample from softmax(logits) with a uniform u in [0, 1). */
 int32_t frl_cat_sample(const float *logits, int32_t n, double u);
+/* frl_cat_sample and frl_cat_logp of the sampled index in one pass over the logits
+ * (their log-sum-exp computed once): the same bits as the two calls. */
+int32_t frl_cat_sample_logp(const float *logits, int32_t n, double u, double *logp);
 int32_t frl_cat_argmax(const float *logits, int32_t n);
 double frl_cat_logp(const float *logits, int32_t n, int32_t a);
 double frl_cat_entropy(const float *logits, int32_t n);

@@ -391,11 +391,17 @@ static double acting_epsilon(const frl_policy *p, int deterministic, uint64_t st
 }
 
 /* eps: a Q-policy's epsilon, read once by the caller (DQN's learner moves it). */
+/* The random stream of env `stream`'s act number `counter`. */
+static frl_rng head_rng(const frl_policy *p, uint64_t stream, uint64_t counter)
+{
+    return frl_rng_stream(p->seed + counter * 0x9e3779b97f4a7c15ULL, stream);
+}
+
 static void head_sample(const frl_policy *p, const float *params, const float *out,
                         int deterministic, double eps, uint64_t stream, uint64_t counter,
                         void *action_row)
 {
-    frl_rng r = frl_rng_stream(p->seed + counter * 0x9e3779b97f4a7c15ULL, stream);
+    frl_rng r = head_rng(p, stream, counter);
     if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC) {
         q_choose(p, out, eps, &r, action_row);
         return;
@@ -425,6 +431,13 @@ double frl_policy_head_act(const frl_policy *p, const float *params, const float
                            int deterministic,
                            uint64_t stream, uint64_t counter, void *action_row)
 {
+    if (p->head == FRL_POLICY_HEAD_ACTOR_CRITIC && p->discrete && !deterministic) {
+        /* the samplers' common case, in one pass over the logits */
+        frl_rng r = head_rng(p, stream, counter);
+        double lp;
+        *(int32_t *)action_row = frl_cat_sample_logp(out, p->out_w, frl_rng_uniform(&r), &lp);
+        return lp;
+    }
     double eps = acting_epsilon(p, deterministic, stream);
     head_sample(p, params, out, deterministic, eps, stream, counter, action_row);
     if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC) {
