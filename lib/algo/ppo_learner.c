@@ -34,7 +34,7 @@ static void read_ppo_settings(const frl_config *c, frl_ppo_settings *s)
     s->impala = frl_cfg_choice(c, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_IMPALA;
     /* IMPALA is defined with V-trace's targets and advantages. The async sampler's
      * rollouts lag the learner by about one update: PPO on them is decoupled unless the
-     * caller says otherwise (doc/async.md's experiments: with GAE it then learns as sync
+     * caller says otherwise (bench/async_learning.py's ablation: with GAE it then learns as sync
      * does; V-trace's advantages were the earlier default and learned far less). */
     s->vtrace = s->impala ||
                 frl_cfg_choice(c, FRL_KEY_TRAIN_ADVANTAGE) == FRL_TRAIN_ADVANTAGE_VTRACE;

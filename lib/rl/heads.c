@@ -16,13 +16,8 @@ static double log_sum_exp(const float *z, int32_t n)
 
 int32_t frl_cat_sample(const float *logits, int32_t n, double u)
 {
-    double lse = log_sum_exp(logits, n), c = 0;
-    for (int32_t i = 0; i < n - 1; i++) {
-        c += exp((double)logits[i] - lse);
-        if (u < c)
-            return i;
-    }
-    return n - 1;
+    double logp;
+    return frl_cat_sample_logp(logits, n, u, &logp);
 }
 
 int32_t frl_cat_sample_logp(const float *logits, int32_t n, double u, double *logp)

@@ -545,6 +545,23 @@ static void act_groups_recurrent(async_sampler *a, const task *k, int32_t thread
     }
 }
 
+/* The actor over rows observations obs in forward chunks, sampling each chunk's rows
+ * from cursor c on (rows of the groups picked). */
+static void infer_rows(async_sampler *a, int32_t thread, const frl_weights_view *wv,
+                       const int32_t *picked, const float *obs, int32_t rows, row_cursor *c)
+{
+    const frl_policy *p = a->h->policy;
+    for (int32_t first = 0; first < rows; first += a->chunk) {
+        int32_t n = rows - first < a->chunk ? rows - first : a->chunk;
+        frl_pass f;
+        frl_policy_pass_layout(p, n, 0, a->scratch[thread].ws, &f);
+        f.norm = &wv->norm;
+        frl_policy_forward_heads(p, wv->params, n, obs + (size_t)first * (size_t)p->obs_w, &f,
+                                 FRL_HEAD_ACTOR);
+        sample_rows(a, wv, picked, n, f.out, c);
+    }
+}
+
 static void act_batch_cpu(async_sampler *a, const task *k, int32_t thread,
                           const frl_weights_view *wv)
 {
@@ -552,20 +569,10 @@ static void act_batch_cpu(async_sampler *a, const task *k, int32_t thread,
         act_groups_recurrent(a, k, thread, wv);
         return;
     }
-    const frl_policy *p = a->h->policy;
-    act_scratch *sc = &a->scratch[thread];
     int32_t rows;
-    const float *obs = gather_obs(a, k, thread, sc->obs, &rows);
+    const float *obs = gather_obs(a, k, thread, a->scratch[thread].obs, &rows);
     row_cursor c = {0, 0};
-    for (int32_t first = 0; first < rows; first += a->chunk) {
-        int32_t n = rows - first < a->chunk ? rows - first : a->chunk;
-        frl_pass f;
-        frl_policy_pass_layout(p, n, 0, sc->ws, &f);
-        f.norm = &wv->norm;
-        frl_policy_forward_heads(p, wv->params, n, obs + (size_t)first * (size_t)p->obs_w, &f,
-                                 FRL_HEAD_ACTOR);
-        sample_rows(a, wv, sc->picked, n, f.out, &c);
-    }
+    infer_rows(a, thread, wv, a->scratch[thread].picked, obs, rows, &c);
 }
 
 /* Rows [first, first + rows) of group gi on the CPU: their observations into the slot,
@@ -584,15 +591,8 @@ static void act_rows(async_sampler *a, const task *k, int32_t thread, uint64_t *
     frl_weights_view wv;
     frl_weights_pin(&a->w, p, &wv);
     *version = wv.version;
-    for (int32_t first = 0; first < k->rows; first += a->chunk) {
-        int32_t n = k->rows - first < a->chunk ? k->rows - first : a->chunk;
-        frl_pass f;
-        frl_policy_pass_layout(p, n, 0, a->scratch[thread].ws, &f);
-        f.norm = &wv.norm;
-        frl_policy_forward_heads(p, wv.params, n, obs + (size_t)first * ow, &f, FRL_HEAD_ACTOR);
-        for (int32_t r = 0; r < n; r++)
-            act_row(a, &wv, k->group, k->first + first + r, f.out + (size_t)r * (size_t)p->out_w);
-    }
+    row_cursor c = {0, k->first};
+    infer_rows(a, thread, &wv, &k->group, obs, k->rows, &c);
     frl_weights_unpin(&a->w, &wv);
 }
 
@@ -662,13 +662,12 @@ static frl_status act_batch_device(async_sampler *a, const task *k, int32_t thre
     return FRL_OK;
 }
 
-/* One batch on the acting weights; *version: theirs. A device batch keeps them pinned
- * in *wv for its SAMPLE pieces (*rows: its rows); a CPU batch samples here. */
-static frl_status act_batch(async_sampler *a, const task *k, int32_t thread, uint64_t *version,
+/* One batch on the acting weights, pinned in *wv. A device batch keeps them pinned for
+ * its SAMPLE pieces (*rows: its rows); a CPU batch samples here and unpins. */
+static frl_status act_batch(async_sampler *a, const task *k, int32_t thread,
                             frl_weights_view *wv, int32_t *rows, char *err)
 {
     frl_weights_pin(&a->w, a->h->policy, wv);
-    *version = wv->version;
     frl_status st = FRL_OK;
     if (a->dev)
         st = act_batch_device(a, k, thread, wv, rows, err);
@@ -755,8 +754,7 @@ static void sample_done(async_sampler *a, const task *k)
 static frl_status run_act(async_sampler *a, const task *k, int32_t thread,
                           frl_weights_view *wv, int32_t *rows, char *err)
 {
-    uint64_t version;
-    frl_status st = act_batch(a, k, thread, &version, wv, rows, err);
+    frl_status st = act_batch(a, k, thread, wv, rows, err);
     if (st != FRL_OK || !a->dev || a->threads > 1)
         return st;
     sample_piece(a, a->scratch[thread].picked, wv, 0, *rows);
