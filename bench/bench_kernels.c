@@ -157,7 +157,7 @@ static void bench_shape(int32_t m, int32_t k, int32_t n, const frl_kernels *cons
 int main(int argc, char **argv)
 {
     static const int32_t shapes[][2] = {{4, 64}, {64, 64}, {64, 2}, {64, 1},
-                                        {3, 64}, {6, 64}, {64, 3}};
+                                        {3, 64}, {6, 64}, {64, 3}, {3, 4}, {6, 4}};
     int32_t ms[32] = {64, 256, 2048};
     int nm = 3;
     if (argc > 1) {
