@@ -401,22 +401,26 @@ static void head_sample(const frl_policy *p, const float *params, const float *o
                         int deterministic, double eps, uint64_t stream, uint64_t counter,
                         void *action_row)
 {
+    if (deterministic && p->head == FRL_POLICY_HEAD_ACTOR_CRITIC) { /* the mode: no draw */
+        if (p->discrete)
+            *(int32_t *)action_row = frl_cat_argmax(out, p->out_w);
+        else
+            memcpy(action_row, out, sizeof(float) * (size_t)p->out_w);
+        return;
+    }
     frl_rng r = head_rng(p, stream, counter);
     if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC) {
         q_choose(p, out, eps, &r, action_row);
         return;
     }
     if (p->discrete) {
-        *(int32_t *)action_row = deterministic ? frl_cat_argmax(out, p->out_w)
-                                               : frl_cat_sample(out, p->out_w,
-                                                                frl_rng_uniform(&r));
+        *(int32_t *)action_row = frl_cat_sample(out, p->out_w, frl_rng_uniform(&r));
         return;
     }
     float *a = action_row;
     const float *log_std = params + p->log_std_off;
     for (int32_t i = 0; i < p->out_w; i++)
-        a[i] = deterministic ? out[i]
-                             : out[i] + expf(log_std[i]) * (float)frl_rng_normal(&r);
+        a[i] = out[i] + expf(log_std[i]) * (float)frl_rng_normal(&r);
 }
 
 void frl_policy_head_sample(const frl_policy *p, const float *params, const float *out,
@@ -498,11 +502,17 @@ static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32
     chunk_outputs(p, a, first, rows, ws, &f.out, &f.value);
     unsigned char *act = (unsigned char *)a->actions + (size_t)first * action_row_bytes(p);
     for (int32_t r = 0; r < rows; r++) {
-        double lp = frl_policy_head_act(p, p->params, f.out + (size_t)r * (size_t)p->out_w,
-                                        a->deterministic, a->stream_offset + (uint64_t)(first + r),
-                                        a->counter, act + (size_t)r * action_row_bytes(p));
+        const float *o = f.out + (size_t)r * (size_t)p->out_w;
+        uint64_t stream = a->stream_offset + (uint64_t)(first + r);
+        unsigned char *row = act + (size_t)r * action_row_bytes(p);
+        /* Without log-probs asked for, the draw alone (the same action: tested), which
+         * spares a controller's call the log and exp of each row. */
         if (a->log_probs)
-            a->log_probs[first + r] = (float)lp;
+            a->log_probs[first + r] = (float)frl_policy_head_act(p, p->params, o,
+                                                                 a->deterministic, stream,
+                                                                 a->counter, row);
+        else
+            frl_policy_head_sample(p, p->params, o, a->deterministic, stream, a->counter, row);
         if (a->values)
             a->values[first + r] = p->head != FRL_POLICY_HEAD_ACTOR_CRITIC
                                        ? q_max(f.out + (size_t)r * (size_t)p->out_w, p->out_w)
