@@ -25,13 +25,13 @@ static int checkpoint_settings(const frl_container *c, const char *path, frl_con
     if (!s)
         return 0;
     if (s->count >= sizeof text || frl_config_create(cfg, NULL) != FRL_OK) {
-        fprintf(stderr, "fastrl eval: %s: cannot read its settings\n", path);
+        fprintf(stderr, "fastrl: %s: cannot read its settings\n", path);
         return 1;
     }
     memcpy(text, s->data, s->count);
     text[s->count] = '\0';
     if (frl_config_parse(*cfg, text) != FRL_OK) {
-        fprintf(stderr, "fastrl eval: %s: its settings: %s\n", path,
+        fprintf(stderr, "fastrl: %s: its settings: %s\n", path,
                 frl_config_last_error(*cfg));
         return 1;
     }
@@ -42,7 +42,7 @@ static int checkpoint_settings(const frl_container *c, const char *path, frl_con
  * policy file, which frl_policy_save writes without one, and the run's settings. A
  * file the container reader refuses (missing, empty, a directory, corrupted) fails
  * here with the reader's own message: it is not a bare policy. */
-static int checkpoint_env(const char *path, char *env, size_t size, frl_config **cfg)
+int cli_checkpoint_env(const char *path, char *env, size_t size, frl_config **cfg)
 {
     frl_container *c;
     char err[FRL_ERRMSG_SIZE];
@@ -58,7 +58,7 @@ static int checkpoint_env(const char *path, char *env, size_t size, frl_config *
         memcpy(env, s->data, s->count);
         env[s->count] = '\0';
     } else if (s) {
-        fprintf(stderr, "fastrl eval: %s: its environment name is %llu bytes long (at most "
+        fprintf(stderr, "fastrl: %s: its environment name is %llu bytes long (at most "
                         "%zu); name the environment with --env\n",
                 path, (unsigned long long)s->count, size - 1);
         rc = 1;
@@ -189,7 +189,7 @@ int cli_eval(int argc, char **argv)
         return cli_fail("runtime", st);
     char env[64];
     frl_config *cfg = NULL;
-    rc = checkpoint_env(o.path, env, sizeof env, &cfg);
+    rc = cli_checkpoint_env(o.path, env, sizeof env, &cfg);
     if (rc == 0)
         rc = evaluate(rt, &o, env, cfg);
     frl_config_destroy(cfg);

@@ -1,5 +1,5 @@
 /* fastrl: the command-line program. Subcommands: train (tools/train.c), eval
- * (tools/eval.c), export (tools/export.c), envs, info, config --list, bench env
+ * (tools/eval.c), export (tools/export.c), cut (tools/cut.c), envs, info, config --list, bench env
  * (tools/bench_env.c), bench train (tools/bench_train.c) and render (tools/render.c); `fastrl --help` lists them
  * with their options. */
 #include <math.h>
@@ -171,6 +171,15 @@ static void usage(FILE *f)
                "                            write the policy as an ONNX model, or as C99\n"
                "                            source PREFIX.h and PREFIX.c (libm only; int8\n"
                "                            weights; --probe: PREFIX_probe.c times act)\n"
+               "  cut CHECKPOINT (--latency-us X | --list | --arch W1,W2,...) [--batch B]\n"
+               "        [--out FILE] [--episodes N] [--latency-model FILE]\n"
+               "        [--fit-latency TIMES]\n"
+               "                            an elastic run's sub-policy for a latency\n"
+               "                            budget at batch B (default 1), chosen by the\n"
+               "                            return of N episodes (default 20); --list\n"
+               "                            prints the Pareto front; FILE gets a plain\n"
+               "                            policy; TIMES: another target's probe\n"
+               "                            times (doc/elastic.md)\n"
                "  render ENV --out FILE.png [--seed S] [--steps K] [--policy oracle|random]\n"
                "        [--set key=value ...]\n"
                "                            write the env's observation as a PNG after a\n"
@@ -201,6 +210,8 @@ int main(int argc, char **argv)
         return cli_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "export"))
         return cli_export(argc - 2, argv + 2);
+    if (!strcmp(cmd, "cut"))
+        return cli_cut(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench"))
         return cli_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "render"))

@@ -43,6 +43,8 @@ typedef struct frl_ppo {
     float *w_out_in;          /* the weights untransposed, per minibatch */
     frl_adam adam;
     void *dev;                /* runtime.device=cuda: the plugin's learner (ppo_device.c) */
+    /* elastic.widths: progressive shrinking after each update (algo/elastic_distill.h) */
+    struct frl_elastic_learner *elastic;
     int32_t dev_adam_stale;   /* adam.m/v were set on the host (a load): upload them */
     float **ws;               /* per thread: shard workspace */
     size_t ws_floats;

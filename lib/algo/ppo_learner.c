@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "algo/elastic_distill.h"
 #include "algo/ppo_device.h"
 #include "algo/ppo_learner.h"
 
@@ -53,6 +54,27 @@ static void ppo_storage(const frl_config *cfg, frl_storage_need *need)
     need->kind = FRL_STORAGE_ROLLOUT;
 }
 
+/* An elastic policy's distillation runs on the CPU: under runtime.device=auto its
+ * networks leave the device, and runtime.device=cuda is refused. */
+static frl_status elastic_placement(const frl_learner_ctx *c, char *err)
+{
+    if (!c->policy->dev)
+        return FRL_OK;
+    if (!c->rt->device.automatic)
+        return frl_fail(err, FRL_ERR_UNSUPPORTED,
+                        "elastic policies (elastic.widths) train on the CPU for now: use "
+                        "runtime.device=cpu or auto");
+    frl_policy_leave_device(c->policy);
+    frl_log(c->rt, FRL_LOG_INFO, "elastic policy: runtime.device=auto: on the CPU (the "
+            "distillation of sub-policies runs there)");
+    return FRL_OK;
+}
+
+static int is_elastic(const frl_config *cfg)
+{
+    return frl_cfg_list(cfg, FRL_KEY_ELASTIC_WIDTHS).n > 0;
+}
+
 frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
                                   const frl_ppo_settings *s, char *err)
 {
@@ -66,10 +88,15 @@ frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
     frl_ppo *p = frl_alloc(&c->rt->alloc, sizeof *p, FRL_CACHE_LINE);
     if (!p)
         return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory");
+    memset(p, 0, sizeof *p);
     l->impl = p;
-    frl_status st = frl_ppo_init(p, c->rt, c->policy, c->store->ring, s, err);
+    frl_status st = is_elastic(c->cfg) ? elastic_placement(c, err) : FRL_OK;
+    if (st == FRL_OK)
+        st = frl_ppo_init(p, c->rt, c->policy, c->store->ring, s, err);
     if (st == FRL_OK)
         st = frl_ppo_device_create(p, err);
+    if (st == FRL_OK && is_elastic(c->cfg))
+        st = frl_elastic_learner_create(&p->elastic, p, c->cfg, err);
     /* One network: the policy's actor and critic share its flat vector. */
     frl_learner_add_net(l, "policy", FRL_NET_ACTOR_CRITIC, -1, c->policy->params,
                         (int64_t)c->policy->num_params);
@@ -89,6 +116,7 @@ void frl_ppo_learner_destroy(frl_learner *l)
     if (!p)
         return;
     frl_ppo_device_free(p);
+    frl_elastic_learner_destroy(p->elastic, &l->rt->alloc);
     if (p->rt)
         frl_ppo_free(p);
     frl_free(&l->rt->alloc, p);
@@ -108,6 +136,9 @@ static frl_status learn_on_cpu(frl_ppo *p, const frl_batch *b, frl_ppo_stats *s,
     frl_ppo_advantages(p, b->slot);
     st = frl_ppo_update(p, b->slot, b->update_index, b->num_updates, b->seed, s, err);
     s->time_values = t_values;
+    if (st == FRL_OK && p->elastic)
+        st = frl_elastic_learner_learn(p->elastic, b->slot, b->update_index, b->num_updates,
+                                       b->seed, err);
     return st;
 }
 
@@ -128,6 +159,8 @@ void frl_ppo_learner_save(const frl_learner *l, frl_section *s, int32_t *n, int6
     const frl_ppo *p = l->impl;
     *steps = p->adam.t;
     frl_section_add(s, n, "trainer.adam", FRL_DTYPE_F32, 2 * p->grad_stride, p->adam.m);
+    if (p->elastic)
+        frl_elastic_learner_save(p->elastic, s, n);
 }
 
 frl_status frl_ppo_learner_load(frl_learner *l, const frl_container *c, int64_t steps, char *err)
@@ -140,7 +173,7 @@ frl_status frl_ppo_learner_load(frl_learner *l, const frl_container *c, int64_t 
     p->adam.t = steps;
     memcpy(p->adam.m, ad->data, sizeof(float) * 2 * p->grad_stride);
     p->dev_adam_stale = 1;
-    return FRL_OK;
+    return p->elastic ? frl_elastic_learner_load(p->elastic, c, err) : FRL_OK;
 }
 
 /* PPO and IMPALA: one learner (read_ppo_settings tells the losses apart). */

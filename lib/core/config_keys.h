@@ -80,6 +80,23 @@
       "GA: mutation power (standard deviation of each mutation's noise)")                    \
     X(GA_TRUNCATION, "ga.truncation", INT, "20", 1, 1048576,                                 \
       "GA: the best this many members of a generation are the parents of the next")          \
+    X(ELASTIC_DEPTH_FRACTION, "elastic.depth_fraction", FLOAT, "0.15", 0, 1,                 \
+      "elastic policies: the share of the run's updates that distil sub-policies of every "  \
+      "depth at full width, after the full stage; the rest adds elastic widths")            \
+    X(ELASTIC_EPOCHS, "elastic.epochs", INT, "1", 1, 1000,                                   \
+      "elastic policies: distillation passes over each rollout after the PPO update")        \
+    X(ELASTIC_FULL_FRACTION, "elastic.full_fraction", FLOAT, "0.5", 0, 1,                    \
+      "elastic policies: the share of the run's updates that train the full policy alone "   \
+      "before progressive shrinking begins")                                                 \
+    X(ELASTIC_MINIBATCHES, "elastic.minibatches", INT, "0", 0, 1048576,                      \
+      "elastic policies: distillation minibatches per pass over a rollout (0: of 64 rows "   \
+      "each)")                                                                  \
+    X(ELASTIC_SUBNETS, "elastic.subnets", INT, "2", 1, 64,                                   \
+      "elastic policies: sub-policies distilled per minibatch (the stage's narrowest is "    \
+      "always one of them)")                                                                 \
+    X(ELASTIC_WIDTHS, "elastic.widths", INT_LIST, "", 1, 4096,                               \
+      "width choices of an elastic policy's hidden layers (once-for-all training, "          \
+      "doc/elastic.md); each layer also keeps its full width; empty: an ordinary policy")    \
     X(POLICY_ACTIVATION, "policy.activation", CHOICE, "tanh", 0, 0,                          \
       "activation of the hidden layers")                                                     \
     X(POLICY_CONV_CHANNELS, "policy.conv_channels", INT_LIST, "", 1, 1024,                   \

@@ -16,7 +16,7 @@ static const char csv_header[] =
  * runtime the caller passes, not to the run, so they are left out. */
 frl_status frl_trainer_settings_text(const frl_trainer *t, char *buf, size_t size)
 {
-    static const char *const prefixes[] = {"env.", "es.", "ga.", "policy.", "sampler.", "train."};
+    static const char *const prefixes[] = {"elastic.", "env.", "es.", "ga.", "policy.", "sampler.", "train."};
     size_t used = 0;
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
         frl_status st = frl_config_to_text(t->cfg, prefixes[i], buf + used, size - used);

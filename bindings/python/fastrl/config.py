@@ -94,10 +94,11 @@ def _key_info_probe():
 
 # Namespaces whose keys a short name reaches only when no key of another namespace
 # has the same last part: the neuroevolution keys of 0.3 (es.lr, es.population, ...)
-# share last parts with each other and with train.lr, which keeps its short name "lr".
+# share last parts with each other and with train.lr, which keeps its short name "lr";
+# elastic.epochs and elastic.minibatches leave "epochs" and "minibatches" to train.*.
 # Where train.algo is es or ga, short names resolve in that namespace first
 # (algo_namespace), so Evo(x, algo="es", lr=0.05) sets es.lr.
-_QUALIFIED_FIRST = ("es", "ga")
+_QUALIFIED_FIRST = ("es", "ga", "elastic")
 
 
 def resolve_key(name, prefer=None):

@@ -1,0 +1,463 @@
+/* The latency model of elastic sub-policies: measuring layers and calls, predicting,
+ * and the model's text form. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "rl/latency.h"
+
+/* Timed samples last at least this long, so the clock's resolution does not matter. */
+static const double SAMPLE_S = 2e-6;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int32_t n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+/* Median seconds of one call of fn, sampled reps times, each sample enough calls to
+ * last SAMPLE_S. */
+typedef void (*timed_fn)(void *user);
+
+static double time_median(timed_fn fn, void *user, int32_t reps, double *samples)
+{
+    int32_t calls = 1;
+    for (;;) { /* calibrate; the first calls also warm the caches */
+        double t0 = now_s();
+        for (int32_t i = 0; i < calls; i++)
+            fn(user);
+        if (now_s() - t0 >= SAMPLE_S || calls >= 1 << 20)
+            break;
+        calls *= 2;
+    }
+    for (int32_t r = 0; r < reps; r++) {
+        double t0 = now_s();
+        for (int32_t i = 0; i < calls; i++)
+            fn(user);
+        samples[r] = (now_s() - t0) / calls;
+    }
+    return median(samples, reps);
+}
+
+/* ---- one act call ---- */
+
+typedef struct act_call {
+    frl_policy *p;
+    frl_act_args a;
+    uint64_t counter;
+    frl_status st;
+} act_call;
+
+static void call_act(void *user)
+{
+    act_call *c = user;
+    c->a.counter = c->counter++;
+    frl_status st = frl_policy_act(c->p, &c->a);
+    if (st != FRL_OK)
+        c->st = st;
+}
+
+double frl_latency_act_us(frl_policy *p, int32_t batch, int32_t deterministic, int32_t reps,
+                          char *err)
+{
+    const frl_allocator *al = &p->rt->alloc;
+    size_t ow = (size_t)frl_space_width(p->obs_space), aw = (size_t)frl_space_width(p->act_space);
+    float *obs = frl_alloc(al, sizeof(float) * (size_t)batch * ow, 64);
+    float *act = frl_alloc(al, sizeof(float) * (size_t)batch * (aw ? aw : 1), 64);
+    double *samples = frl_alloc(al, sizeof(double) * (size_t)reps, 64);
+    double us = -1;
+    if (!obs || !act || !samples) {
+        frl_fail(err, FRL_ERR_NOMEM, "latency: out of memory for a batch of %d", (int)batch);
+    } else {
+        for (size_t i = 0; i < (size_t)batch * ow; i++)
+            obs[i] = (float)((i * 7919u) % 200u) * 0.01f - 1.0f; /* inside every box here */
+        act_call c = {.p = p, .st = FRL_OK};
+        frl_act_args_init(&c.a);
+        c.a.batch = batch;
+        c.a.deterministic = deterministic;
+        c.a.observations = obs;
+        c.a.actions = act;
+        c.a.observation_width = (int64_t)ow;
+        c.a.action_width = (int64_t)aw;
+        /* The lower of two medians, as for layers: a transient slowdown of a shared
+         * machine moves one median and rarely both. */
+        double s = time_median(call_act, &c, reps, samples);
+        double s2 = time_median(call_act, &c, reps, samples);
+        s = s2 < s ? s2 : s;
+        if (c.st != FRL_OK) {
+            char msg[FRL_ERRMSG_SIZE];
+            snprintf(msg, sizeof msg, "%s", frl_last_error());
+            frl_fail(err, c.st, "latency: acting failed: %s", msg);
+        } else {
+            us = s * 1e6;
+        }
+    }
+    frl_free(al, obs);
+    frl_free(al, act);
+    frl_free(al, samples);
+    return us;
+}
+
+/* ---- one layer ---- */
+
+typedef struct layer_call {
+    const frl_kernels *k;
+    int32_t batch, in, out;
+    frl_nn_act act;
+    const float *x, *wt, *b;
+    float *y;
+} layer_call;
+
+static void call_layer(void *user)
+{
+    layer_call *c = user;
+    c->k->linear_fwd(c->batch, c->out, c->in, c->x, c->wt, c->b, c->y, c->act);
+}
+
+static double layer_us(const frl_kernels *k, const frl_allocator *al, int32_t batch, int32_t in,
+                       int32_t out, frl_nn_act act, int32_t reps)
+{
+    size_t nx = (size_t)batch * (size_t)in, nw = (size_t)in * (size_t)out;
+    float *buf = frl_alloc(al, sizeof(float) * (nx + nw + (size_t)out + (size_t)batch * out), 64);
+    double *samples = frl_alloc(al, sizeof(double) * (size_t)reps, 64);
+    double us = -1;
+    if (buf && samples) {
+        for (size_t i = 0; i < nx + nw + (size_t)out; i++)
+            buf[i] = (float)((i * 2654435761u) % 1000u) * 1e-3f - 0.5f;
+        layer_call c = {k, batch, in, out, act, buf, buf + nx, buf + nx + nw,
+                        buf + nx + nw + out};
+        us = time_median(call_layer, &c, reps, samples) * 1e6;
+    }
+    frl_free(al, buf);
+    frl_free(al, samples);
+    return us;
+}
+
+/* ---- the model ---- */
+
+/* The actor's layers of architecture a: (in, out, activation) each. */
+static int32_t actor_layers(const frl_elastic *e, const frl_elastic_arch *a,
+                            frl_latency_layer *out)
+{
+    int32_t in = e->in_w;
+    for (int32_t l = 0; l < a->depth; l++) {
+        out[l] = (frl_latency_layer){in, a->width[l], (int32_t)e->act, 0};
+        in = a->width[l];
+    }
+    out[a->depth] = (frl_latency_layer){in, e->out_w, (int32_t)FRL_NN_LINEAR, 0};
+    return a->depth + 1;
+}
+
+static int32_t find_layer(const frl_latency_model *m, const frl_latency_layer *l)
+{
+    for (int32_t i = 0; i < m->n; i++)
+        if (m->layer[i].in == l->in && m->layer[i].out == l->out && m->layer[i].act == l->act)
+            return i;
+    return -1;
+}
+
+double frl_latency_predict(const frl_latency_model *m, const frl_elastic *e,
+                           const frl_elastic_arch *a)
+{
+    frl_latency_layer ls[FRL_MLP_MAX_LAYERS + 1];
+    int32_t n = actor_layers(e, a, ls);
+    if (a->depth < 1 || a->depth > m->depth)
+        return -1;
+    double us = m->intercept_us[a->depth];
+    for (int32_t i = 0; i < n; i++) {
+        int32_t at = find_layer(m, &ls[i]);
+        if (at < 0)
+            return -1;
+        us += m->layer[at].us;
+    }
+    return us;
+}
+
+/* Every distinct layer shape of every architecture, listed. */
+static frl_status list_layers(frl_latency_model *m, const frl_elastic *e, char *err)
+{
+    int64_t count = frl_elastic_count(e);
+    for (int64_t i = 0; i < count; i++) {
+        frl_elastic_arch a;
+        frl_latency_layer ls[FRL_MLP_MAX_LAYERS + 1];
+        frl_elastic_nth(e, i, &a);
+        int32_t n = actor_layers(e, &a, ls);
+        for (int32_t j = 0; j < n; j++) {
+            if (find_layer(m, &ls[j]) >= 0)
+                continue;
+            if (m->n == FRL_LATENCY_MAX_LAYERS)
+                return frl_fail(err, FRL_ERR_RANGE, "latency: more than %d layer shapes",
+                                FRL_LATENCY_MAX_LAYERS);
+            ls[j].us = 1e300;
+            m->layer[m->n++] = ls[j];
+        }
+    }
+    return FRL_OK;
+}
+
+/* Each layer timed in two rounds, keeping the lower median: the first shapes timed
+ * also pay for a cold cache and a clock still ramping up, which a second round does
+ * not see. */
+static frl_status measure_layers(frl_latency_model *m, const frl_elastic *e,
+                                 const frl_policy *p, char *err)
+{
+    frl_status st = list_layers(m, e, err);
+    for (int32_t round = 0; round < 2 && st == FRL_OK; round++)
+        for (int32_t i = 0; i < m->n; i++) {
+            frl_latency_layer *l = &m->layer[i];
+            double us = layer_us(p->k, &p->rt->alloc, m->batch, l->in, l->out,
+                                 (frl_nn_act)l->act, 101);
+            if (us < 0)
+                return frl_fail(err, FRL_ERR_NOMEM, "latency: out of memory");
+            l->us = us < l->us ? us : l->us;
+        }
+    return st;
+}
+
+/* Measured act time less the layers' predicted sum, for one architecture. */
+static frl_status residual(frl_latency_model *m, const frl_elastic *e, const frl_policy *p,
+                           const float *heads, const frl_elastic_arch *a, double *out,
+                           char *err)
+{
+    frl_policy *c;
+    frl_status st = frl_elastic_cut(e, p, heads, a, &c, err);
+    if (st != FRL_OK)
+        return st;
+    double us = frl_latency_act_us(c, m->batch, m->deterministic, 101, err);
+    frl_policy_destroy(c);
+    if (us < 0)
+        return FRL_ERR_NOMEM;
+    double keep = m->intercept_us[a->depth];
+    m->intercept_us[a->depth] = 0;
+    *out = us - frl_latency_predict(m, e, a);
+    m->intercept_us[a->depth] = keep;
+    return FRL_OK;
+}
+
+frl_status frl_latency_fit(frl_latency_model *m, const frl_elastic *e, const frl_policy *p,
+                           const float *heads, int32_t batch, int32_t deterministic, char *err)
+{
+    memset(m, 0, sizeof *m);
+    m->deterministic = deterministic != 0;
+    if (batch < 1 || batch > 1 << 20)
+        return frl_fail(err, FRL_ERR_RANGE, "latency: batch %d is not in 1..%d", (int)batch,
+                        1 << 20);
+    m->batch = batch;
+    snprintf(m->kernels, sizeof m->kernels, "%s", p->k->name);
+    frl_status st = measure_layers(m, e, p, err);
+    /* Each depth's intercept: the median residual of its narrowest, a middle and its
+     * widest architecture (the enumeration runs depth by depth). */
+    m->depth = e->depth;
+    int64_t first = 0, count = frl_elastic_count(e);
+    for (int32_t d = 1; d <= e->depth && st == FRL_OK; d++) {
+        int64_t n = 0;
+        frl_elastic_arch a;
+        while (first + n < count && (frl_elastic_nth(e, first + n, &a), a.depth == d))
+            n++;
+        double r[3];
+        for (int32_t i = 0; i < 3 && st == FRL_OK; i++) {
+            frl_elastic_nth(e, first + (n - 1) * i / 2, &a);
+            st = residual(m, e, p, heads, &a, &r[i], err);
+        }
+        if (st == FRL_OK)
+            m->intercept_us[d] = median(r, 3);
+        first += n;
+    }
+    return st;
+}
+
+/* ---- a model from another target's probe times ---- */
+
+/* Least squares over the features in mask (bit j: feature j), the others 0: the
+ * normal equations of those features solved by Gaussian elimination with partial
+ * pivoting. 0 if they are singular. */
+static int solve_masked(double ata[3][3], double atb[3], unsigned mask,
+                        double x[3])
+{
+    int idx[3], k = 0;
+    for (int j = 0; j < 3; j++)
+        if (mask & (1u << j))
+            idx[k++] = j;
+    double a[3][4];
+    for (int r = 0; r < k; r++) {
+        for (int c = 0; c < k; c++)
+            a[r][c] = ata[idx[r]][idx[c]];
+        a[r][k] = atb[idx[r]];
+    }
+    for (int c = 0; c < k; c++) {
+        int piv = c;
+        for (int r = c + 1; r < k; r++)
+            piv = fabs(a[r][c]) > fabs(a[piv][c]) ? r : piv;
+        if (fabs(a[piv][c]) < 1e-12 * (1 + fabs(ata[0][0])))
+            return 0;
+        for (int j = 0; j <= k; j++) {
+            double t = a[c][j];
+            a[c][j] = a[piv][j];
+            a[piv][j] = t;
+        }
+        for (int r = 0; r < k; r++)
+            if (r != c) {
+                double f = a[r][c] / a[c][c];
+                for (int j = 0; j <= k; j++)
+                    a[r][j] -= f * a[c][j];
+            }
+    }
+    x[0] = x[1] = x[2] = 0;
+    for (int r = 0; r < k; r++)
+        x[idx[r]] = a[r][k] / a[r][r];
+    return 1;
+}
+
+/* Non-negative least squares over three features by trying every subset of them (a
+ * time cannot have a negative part): the feasible fit of the smallest squared error. */
+static int fit_nonnegative(double (*f)[3], const double *y, int32_t n, double best[3])
+{
+    double ata[3][3] = {{0}}, atb[3] = {0}, best_err = INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        for (int r = 0; r < 3; r++) {
+            atb[r] += f[i][r] * y[i];
+            for (int c = 0; c < 3; c++)
+                ata[r][c] += f[i][r] * f[i][c];
+        }
+    for (unsigned mask = 1; mask < 8; mask++) {
+        double x[3];
+        if (!solve_masked(ata, atb, mask, x) || x[0] < 0 || x[1] < 0 || x[2] < 0)
+            continue;
+        double err = 0;
+        for (int32_t i = 0; i < n; i++) {
+            double d = y[i] - (x[0] * f[i][0] + x[1] * f[i][1] + x[2] * f[i][2]);
+            err += d * d;
+        }
+        if (err < best_err) {
+            best_err = err;
+            memcpy(best, x, sizeof x);
+        }
+    }
+    return best_err < INFINITY;
+}
+
+/* The features of an architecture's actor: 1, its layers, its multiply-adds. */
+static void features(const frl_elastic *e, const frl_elastic_arch *a, double f[3])
+{
+    frl_latency_layer ls[FRL_MLP_MAX_LAYERS + 1];
+    int32_t n = actor_layers(e, a, ls);
+    f[0] = 1;
+    f[1] = n;
+    f[2] = 0;
+    for (int32_t i = 0; i < n; i++)
+        f[2] += (double)ls[i].in * (double)ls[i].out;
+}
+
+frl_status frl_latency_fit_probes(frl_latency_model *m, const frl_elastic *e,
+                                  const frl_elastic_arch *archs, const double *us, int32_t n,
+                                  char *err)
+{
+    memset(m, 0, sizeof *m);
+    double (*f)[3] = n > 0 ? malloc(sizeof(double[3]) * (size_t)n) : NULL, x[3] = {0, 0, 0};
+    for (int32_t i = 0; f && i < n; i++)
+        features(e, &archs[i], f[i]);
+    int fitted = n >= 3 && f && fit_nonnegative(f, us, n, x);
+    free(f);
+    if (!fitted)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
+                        "latency probes: %d times do not fit a model: give at least 3 "
+                        "architectures of different depths and sizes", (int)n);
+    m->batch = 1;
+    m->deterministic = 1;
+    snprintf(m->kernels, sizeof m->kernels, "probe");
+    m->depth = e->depth;
+    for (int32_t d = 1; d <= e->depth; d++)
+        m->intercept_us[d] = x[0];
+    frl_status st = list_layers(m, e, err);
+    for (int32_t i = 0; i < m->n && st == FRL_OK; i++)
+        m->layer[i].us = x[1] + x[2] * (double)m->layer[i].in * (double)m->layer[i].out;
+    return st;
+}
+
+int frl_latency_to_text(const frl_latency_model *m, char *buf, size_t size)
+{
+    size_t at = (size_t)snprintf(buf, size, "fastrl-latency-model 1\nbatch %d\n"
+                                 "deterministic %d\nkernels %s\n", (int)m->batch,
+                                 (int)m->deterministic, m->kernels);
+    for (int32_t d = 1; d <= m->depth && at < size; d++)
+        at += (size_t)snprintf(buf + at, size - at, "intercept_us %d %.6f\n", (int)d,
+                               m->intercept_us[d]);
+    for (int32_t i = 0; i < m->n && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "layer %d %d %d %.6f\n", (int)m->layer[i].in,
+                               (int)m->layer[i].out, (int)m->layer[i].act, m->layer[i].us);
+    return at < size ? 0 : -1;
+}
+
+/* One line of the text; returns 1 if it was understood. */
+static int parse_line(frl_latency_model *m, const char *line)
+{
+    frl_latency_layer l;
+    int b, v;
+    if (sscanf(line, "fastrl-latency-model %d", &v) == 1)
+        return v == 1;
+    if (sscanf(line, "batch %d", &b) == 1 && b >= 1) {
+        m->batch = b;
+        return 1;
+    }
+    if (sscanf(line, "deterministic %d", &v) == 1 && (v == 0 || v == 1)) {
+        m->deterministic = v;
+        return 1;
+    }
+    if (sscanf(line, "kernels %15s", m->kernels) == 1)
+        return 1;
+    double us;
+    if (sscanf(line, "intercept_us %d %lf", &v, &us) == 2 && v >= 1 &&
+        v < FRL_MLP_MAX_LAYERS && us >= 0) {
+        m->intercept_us[v] = us;
+        m->depth = v > m->depth ? v : m->depth;
+        return 1;
+    }
+    if (sscanf(line, "layer %d %d %d %lf", &l.in, &l.out, &l.act, &l.us) == 4 &&
+        m->n < FRL_LATENCY_MAX_LAYERS && l.in > 0 && l.out > 0 && l.us >= 0) {
+        m->layer[m->n++] = l;
+        return 1;
+    }
+    return 0;
+}
+
+frl_status frl_latency_from_text(frl_latency_model *m, const char *text, char *err)
+{
+    memset(m, 0, sizeof *m);
+    int32_t line_no = 1;
+    if (strncmp(text, "fastrl-latency-model ", 21) != 0)
+        return frl_fail(err, FRL_ERR_FORMAT, "latency model: not a fastrl latency model (its "
+                        "first line must be \"fastrl-latency-model 1\")");
+    for (const char *s = text; *s; line_no++) {
+        const char *end = strchr(s, '\n');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        char line[256];
+        if (len >= sizeof line)
+            return frl_fail(err, FRL_ERR_FORMAT, "latency model: line %d is too long",
+                            (int)line_no);
+        memcpy(line, s, len);
+        line[len] = '\0';
+        if (len > 0 && !parse_line(m, line))
+            return frl_fail(err, FRL_ERR_FORMAT, "latency model: line %d is not understood: "
+                            "%.60s", (int)line_no, line);
+        s = end ? end + 1 : s + len;
+    }
+    if (m->batch < 1 || m->n == 0)
+        return frl_fail(err, FRL_ERR_FORMAT, "latency model: no batch or no layers");
+    return FRL_OK;
+}

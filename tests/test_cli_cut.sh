@@ -1,0 +1,86 @@
+#!/bin/sh
+# `fastrl cut`: a short elastic run on Pendulum, then its Pareto front, a cut for a
+# budget (saved, evaluated by `fastrl eval` and run by examples/robot_loop, as a
+# controller would), a cut by architecture, and the refusals: an unknown width, a
+# budget no sub-policy meets (naming the fastest), a checkpoint of a plain run, a
+# latency model of another batch.
+#
+#   test_cli_cut.sh FASTRL ROBOT_LOOP
+set -u
+fastrl=$1
+robot_loop=$2
+dir=$(mktemp -d "${TMPDIR:-/tmp}/test_cli_cut.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/cli_helpers.sh"
+
+ok() { [ "$rc" -eq 0 ] || fail "$1: exit status $rc: $out"; }
+refused() {
+    name=$1
+    shift
+    [ "$rc" -ne 0 ] || fail "$name: exit status 0 (want non-zero); output: $out"
+    for want in "$@"; do
+        has "$want" || fail "$name: output lacks '$want': $out"
+    done
+}
+
+small="--set train.num_envs=4 --set train.rollout=256 --set policy.hidden=16,16"
+run "$fastrl" train Pendulum-v1 --steps 16384 --seed 3 --quiet --out "$dir/el" $small \
+    --set elastic.widths=4,8 --set elastic.full_fraction=0.25
+ok "elastic run"
+run "$fastrl" train Pendulum-v1 --steps 2048 --seed 3 --quiet --out "$dir/plain" $small
+ok "plain run"
+ck="$dir/el/checkpoint.frl"
+
+run "$fastrl" cut "$ck" --list --episodes 4 --latency-model "$dir/model.txt"
+ok "list"
+has "Pareto front at batch 1" || fail "list: no front: $out"
+[ -s "$dir/model.txt" ] || fail "list: the latency model was not written"
+# A budget every sub-policy meets: the best return is chosen, measured, saved.
+run "$fastrl" cut "$ck" --latency-us 1000000 --episodes 4 --latency-model "$dir/model.txt" \
+    --out "$dir/cut.frl"
+ok "budget"
+for k in widths: predicted_us: measured_us: return: "saved: $dir/cut.frl"; do
+    has "$k" || fail "budget: output lacks '$k': $out"
+done
+run "$fastrl" eval "$dir/cut.frl" --env Pendulum-v1 --episodes 2
+ok "eval of the cut policy"
+run "$robot_loop" "$dir/cut.frl" --iterations 200
+ok "robot_loop on the cut policy"
+has "p99" || fail "robot_loop: no latency percentiles: $out"
+run "$fastrl" cut "$ck" --arch 4,8 --episodes 2 --out "$dir/cut48.frl"
+ok "by architecture"
+has "widths: 4,8" || fail "by architecture: $out"
+
+# Another target's probe times (ns a call) fit a batch-1 model; nothing is measured here.
+printf '# widths ns\n4 310\n8 420\n16,16 960\n' > "$dir/times.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/times.txt" --latency-us 0.8 --episodes 2 \
+    --latency-model "$dir/target.txt"
+ok "fitted from probe times"
+has "measured_us: n/a" || fail "fitted: measured here: $out"
+grep -q "kernels probe" "$dir/target.txt" || fail "fitted: the model file does not say probe"
+printf '4 310\n8 420\n' > "$dir/few.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/few.txt" --latency-us 1
+refused "two probe times" "at least 3 architectures"
+printf '4 310\n5 420\n16,16 960\n' > "$dir/bad.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/bad.txt" --latency-us 1
+refused "a probe time of an unknown width" "bad.txt:2" "width 5"
+run "$fastrl" cut "$ck" --fit-latency "$dir/times.txt" --latency-us 1 --batch 4
+refused "a probe model at batch 4" "leave --batch at 1"
+
+run "$fastrl" cut "$ck" --arch 5,8 --episodes 2
+refused "unknown width" "width 5" "takes 4,8,16"
+run "$fastrl" cut "$ck" --arch 8,8,8 --episodes 2
+refused "too deep" "depth 3"
+run "$fastrl" cut "$ck" --latency-us 0.0001 --latency-model "$dir/model.txt"
+refused "budget none meets" "no sub-policy meets" "the fastest, widths"
+run "$fastrl" cut "$dir/plain/checkpoint.frl" --list
+refused "plain checkpoint" "not an elastic run's checkpoint"
+run "$fastrl" cut "$ck" --list --batch 8 --latency-model "$dir/model.txt"
+refused "model of another batch" "measured at batch 1, not 8"
+run "$fastrl" cut "$ck"
+refused "nothing asked" "say what to cut"
+run "$fastrl" cut "$dir/missing.frl" --list
+refused "missing file" "missing.frl"
+
+[ "$failures" -eq 0 ] || exit 1
+echo "test_cli_cut: all passed"

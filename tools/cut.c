@@ -1,0 +1,491 @@
+/* `fastrl cut CHECKPOINT`: choose a sub-policy of an elastic run (elastic.widths) for a
+ * latency budget and write it as a plain policy (doc/elastic.md).
+ *
+ * Every architecture (depth, widths) is scored by the latency model (measured here, or
+ * read from --latency-model) and by the mean return of evaluation episodes; --list
+ * prints the Pareto front, --latency-us picks the best return whose predicted latency
+ * meets the budget and checks it by measuring the cut policy. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/error.h"
+#include "io/container.h"
+#include "rl/latency.h"
+
+typedef struct cut_opts {
+    const char *path, *out, *arch, *model_path;
+    const char *probe_path;   /* --fit-latency: another target's probe times */
+    double budget_us;         /* < 0: none */
+    int32_t batch, episodes, list, deterministic;
+    uint64_t seed;
+} cut_opts;
+
+typedef struct candidate {
+    frl_elastic_arch arch;
+    double predicted_us, ret;
+    int64_t params;           /* the actor's: what a deployment carries */
+} candidate;
+
+typedef struct cut_run {
+    frl_runtime *rt;
+    frl_policy *p;            /* the full policy */
+    float *heads;
+    frl_elastic e;
+    frl_latency_model model;
+    frl_config *cfg;          /* the run's settings */
+    char env[64];
+    candidate *c;
+    int64_t n;
+} cut_run;
+
+enum { MAX_CANDIDATES = 4096 };
+
+static int usage_fail(void)
+{
+    fprintf(stderr, "usage: fastrl cut CHECKPOINT [--latency-us X] [--batch B] [--out FILE]\n"
+                    "       [--list] [--arch W1,W2,...] [--episodes N] [--deterministic]\n"
+                    "       [--latency-model FILE] [--fit-latency TIMES] [--seed S]\n");
+    return 2;
+}
+
+static int parse_cut_args(int argc, char **argv, cut_opts *o)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--list")) {
+            o->list = 1;
+        } else if (!strcmp(a, "--deterministic")) {
+            o->deterministic = 1;
+        } else if (!strcmp(a, "--latency-us") && v) {
+            o->budget_us = strtod(argv[++i], NULL);
+        } else if (!strcmp(a, "--batch") && v) {
+            o->batch = atoi(argv[++i]);
+        } else if (!strcmp(a, "--episodes") && v) {
+            o->episodes = atoi(argv[++i]);
+        } else if (!strcmp(a, "--out") && v) {
+            o->out = argv[++i];
+        } else if (!strcmp(a, "--arch") && v) {
+            o->arch = argv[++i];
+        } else if (!strcmp(a, "--latency-model") && v) {
+            o->model_path = argv[++i];
+        } else if (!strcmp(a, "--fit-latency") && v) {
+            o->probe_path = argv[++i];
+        } else if (!strcmp(a, "--seed") && v) {
+            o->seed = strtoull(argv[++i], NULL, 0);
+        } else if (a[0] != '-' && !o->path) {
+            o->path = a;
+        } else {
+            fprintf(stderr, "fastrl cut: unknown or incomplete option '%s'\n", a);
+            return usage_fail();
+        }
+    }
+    if (o->probe_path && o->batch != 1) {
+        fprintf(stderr, "fastrl cut: --fit-latency fits a model of single calls (the probe "
+                        "acts on one row): leave --batch at 1\n");
+        return 2;
+    }
+    if (o->probe_path)
+        o->deterministic = 1; /* an exported policy gives the mode; the host samples */
+    if (!o->path || o->episodes < 1 || o->batch < 1 ||
+        (!o->list && !o->arch && o->budget_us < 0)) {
+        if (o->path && !o->list && !o->arch && o->budget_us < 0)
+            fprintf(stderr, "fastrl cut: say what to cut: --latency-us X, --arch W1,W2,... "
+                            "or --list\n");
+        return usage_fail();
+    }
+    return 0;
+}
+
+/* ---- loading ---- */
+
+/* The head block of an elastic checkpoint; a plain one is an error that says so. */
+static int read_heads(cut_run *r, const char *path)
+{
+    frl_container *c;
+    char err[FRL_ERRMSG_SIZE];
+    frl_status st = frl_container_read(&c, path, NULL, err);
+    if (st != FRL_OK)
+        return cli_fail(path, st);
+    const frl_section *s =
+        frl_container_find(c, "elastic.heads", FRL_DTYPE_F32, (int64_t)r->e.num_heads, err);
+    int rc = 0;
+    if (!s) {
+        fprintf(stderr, "fastrl cut: %s has no elastic policy's heads (%s)\n", path, err);
+        rc = 1;
+    } else {
+        r->heads = malloc(sizeof(float) * (r->e.num_heads + 1));
+        if (r->heads)
+            memcpy(r->heads, s->data, sizeof(float) * r->e.num_heads);
+        rc = r->heads ? 0 : cli_fail("cut", FRL_ERR_NOMEM);
+    }
+    frl_container_free(c);
+    return rc;
+}
+
+static int load_run(cut_run *r, const char *path)
+{
+    if (cli_checkpoint_env(path, r->env, sizeof r->env, &r->cfg) != 0)
+        return 1;
+    if (!r->cfg || frl_cfg_list(r->cfg, FRL_KEY_ELASTIC_WIDTHS).n == 0) {
+        fprintf(stderr, "fastrl cut: %s is not an elastic run's checkpoint (it was trained "
+                        "without elastic.widths, so it has no sub-policies to cut; train with "
+                        "--set elastic.widths=8,16,32 for one)\n", path);
+        return 1;
+    }
+    frl_status st = frl_policy_load(&r->p, r->rt, path);
+    if (st != FRL_OK)
+        return cli_fail(path, st);
+    char err[FRL_ERRMSG_SIZE];
+    if ((st = frl_elastic_init(&r->e, r->p, r->cfg, err)) != FRL_OK) {
+        fprintf(stderr, "fastrl cut: %s: %s\n", path, err);
+        return 1;
+    }
+    return read_heads(r, path);
+}
+
+/* ---- the latency model ---- */
+
+static int read_model(cut_run *r, const char *path, int32_t batch, int32_t deterministic)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1; /* not there yet: measured and written */
+    char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char err[FRL_ERRMSG_SIZE];
+    if (frl_latency_from_text(&r->model, text, err) != FRL_OK) {
+        fprintf(stderr, "fastrl cut: %s: %s\n", path, err);
+        return 1;
+    }
+    if (r->model.batch != batch || r->model.deterministic != deterministic) {
+        fprintf(stderr, "fastrl cut: %s was measured at batch %d%s, not %d%s (give another "
+                        "file or remove it to measure again)\n", path, (int)r->model.batch,
+                r->model.deterministic ? " acting deterministically" : "", (int)batch,
+                deterministic ? " acting deterministically" : "");
+        return 1;
+    }
+    return 0;
+}
+
+static int write_model(const cut_run *r, const char *path)
+{
+    char text[1 << 16];
+    FILE *f = fopen(path, "wb");
+    if (frl_latency_to_text(&r->model, text, sizeof text) != 0 || !f ||
+        fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "fastrl cut: cannot write the latency model to %s\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+/* Lines "WIDTHS NS" (an architecture and its probe's ns per call on the target). */
+static int fit_probes(cut_run *r, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "fastrl cut: cannot read %s\n", path);
+        return 1;
+    }
+    frl_elastic_arch archs[64];
+    double us[64];
+    int32_t n = 0, line_no = 0;
+    char line[256], w[200], err[FRL_ERRMSG_SIZE];
+    int rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        double ns;
+        line_no++;
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
+            continue;
+        if (n == 64 || sscanf(line, "%199s %lf", w, &ns) != 2 || !(ns > 0)) {
+            fprintf(stderr, "fastrl cut: %s:%d: write \"WIDTHS NS\" (at most 64 lines), e.g. "
+                            "\"16,16 850\"\n", path, (int)line_no);
+            rc = 1;
+        } else if (frl_elastic_arch_parse(&r->e, w, &archs[n], err) != FRL_OK) {
+            fprintf(stderr, "fastrl cut: %s:%d: %s\n", path, (int)line_no, err);
+            rc = 1;
+        } else {
+            us[n++] = ns * 1e-3;
+        }
+    }
+    fclose(f);
+    if (rc == 0 && frl_latency_fit_probes(&r->model, &r->e, archs, us, n, err) != FRL_OK) {
+        fprintf(stderr, "fastrl cut: %s: %s\n", path, err);
+        rc = 1;
+    }
+    return rc;
+}
+
+/* 1 when the model describes another machine: nothing measured here can check it. */
+static int foreign_model(const cut_run *r)
+{
+    return !strcmp(r->model.kernels, "probe");
+}
+
+static int latency_model(cut_run *r, const cut_opts *o)
+{
+    if (o->probe_path) {
+        int rc = fit_probes(r, o->probe_path);
+        return rc == 0 && o->model_path ? write_model(r, o->model_path) : rc;
+    }
+    int rc = o->model_path ? read_model(r, o->model_path, o->batch, o->deterministic) : -1;
+    if (rc >= 0)
+        return rc;
+    char err[FRL_ERRMSG_SIZE];
+    frl_status st = frl_latency_fit(&r->model, &r->e, r->p, r->heads, o->batch, o->deterministic, err);
+    if (st != FRL_OK) {
+        fprintf(stderr, "fastrl cut: measuring latency: %s\n", err);
+        return 1;
+    }
+    return o->model_path ? write_model(r, o->model_path) : 0;
+}
+
+/* ---- scoring ---- */
+
+static int evaluate_arch(cut_run *r, const cut_opts *o, candidate *c)
+{
+    frl_policy *sub;
+    char err[FRL_ERRMSG_SIZE];
+    frl_status st = frl_elastic_cut(&r->e, r->p, r->heads, &c->arch, &sub, err);
+    if (st != FRL_OK) {
+        fprintf(stderr, "fastrl cut: %s\n", err);
+        return 1;
+    }
+    frl_vec_env *v;
+    int32_t envs = o->episodes < 16 ? o->episodes : 16;
+    if ((st = frl_vec_env_create(&v, r->rt, r->env, envs, r->cfg)) != FRL_OK) {
+        frl_policy_destroy(sub);
+        return cli_fail(r->env, st);
+    }
+    frl_eval_args a;
+    frl_eval_args_init(&a);
+    a.episodes = o->episodes;
+    a.deterministic = o->deterministic;
+    a.seed = o->seed;
+    st = frl_policy_evaluate(sub, v, &a, &c->ret);
+    frl_vec_env_destroy(v);
+    frl_policy_destroy(sub);
+    return st == FRL_OK ? 0 : cli_fail("evaluating a sub-policy", st);
+}
+
+static int64_t actor_params(const frl_elastic *e, const frl_elastic_arch *a)
+{
+    frl_mlp actor, critic;
+    frl_elastic_sub_layout(e, a, &actor, &critic);
+    return (int64_t)actor.num_params;
+}
+
+/* Every architecture whose predicted latency is within limit_us (< 0: all), scored. */
+static int score_all(cut_run *r, const cut_opts *o, double limit_us)
+{
+    int64_t count = frl_elastic_count(&r->e);
+    if (count > MAX_CANDIDATES) {
+        fprintf(stderr, "fastrl cut: %lld architectures are more than the %d an exhaustive "
+                        "search covers (use fewer elastic.widths or layers)\n",
+                (long long)count, MAX_CANDIDATES);
+        return 1;
+    }
+    r->c = calloc((size_t)count, sizeof *r->c);
+    if (!r->c)
+        return cli_fail("cut", FRL_ERR_NOMEM);
+    for (int64_t i = 0; i < count; i++) {
+        candidate *c = &r->c[r->n];
+        frl_elastic_nth(&r->e, i, &c->arch);
+        c->predicted_us = frl_latency_predict(&r->model, &r->e, &c->arch);
+        c->params = actor_params(&r->e, &c->arch);
+        if (c->predicted_us < 0) {
+            fprintf(stderr, "fastrl cut: the latency model lacks a layer of this policy (was "
+                            "it measured for another?)\n");
+            return 1;
+        }
+        if (limit_us >= 0 && c->predicted_us > limit_us)
+            continue;
+        if (evaluate_arch(r, o, c) != 0)
+            return 1;
+        r->n++;
+    }
+    return 0;
+}
+
+static int by_latency(const void *a, const void *b)
+{
+    const candidate *x = a, *y = b;
+    return (x->predicted_us > y->predicted_us) - (x->predicted_us < y->predicted_us);
+}
+
+static void print_row(const candidate *c, const char *extra)
+{
+    char w[96];
+    frl_elastic_arch_text(&c->arch, w, sizeof w);
+    printf("%-16s %12.3f %10lld %12.3f%s\n", w, c->predicted_us, (long long)c->params, c->ret,
+           extra);
+}
+
+/* The Pareto front: by latency, each member returning more than every faster one. */
+static void print_front(cut_run *r, const cut_opts *o)
+{
+    qsort(r->c, (size_t)r->n, sizeof *r->c, by_latency);
+    printf("# Pareto front at batch %d (%s kernels; return: mean of %d episodes)\n",
+           (int)o->batch, r->model.kernels, (int)o->episodes);
+    printf("%-16s %12s %10s %12s\n", "widths", "latency_us", "params", "return");
+    double best = -1e300;
+    for (int64_t i = 0; i < r->n; i++)
+        if (r->c[i].ret > best) {
+            best = r->c[i].ret;
+            print_row(&r->c[i], "");
+        }
+}
+
+/* ---- cutting ---- */
+
+static int save_cut(cut_run *r, const cut_opts *o, const frl_elastic_arch *a)
+{
+    frl_policy *sub;
+    char err[FRL_ERRMSG_SIZE];
+    frl_status st = frl_elastic_cut(&r->e, r->p, r->heads, a, &sub, err);
+    if (st != FRL_OK) {
+        fprintf(stderr, "fastrl cut: %s\n", err);
+        return 1;
+    }
+    st = frl_policy_save(sub, o->out);
+    frl_policy_destroy(sub);
+    if (st != FRL_OK)
+        return cli_fail(o->out, st);
+    printf("saved: %s\n", o->out);
+    return 0;
+}
+
+static double measure(cut_run *r, const frl_elastic_arch *a, const cut_opts *o)
+{
+    frl_policy *sub;
+    char err[FRL_ERRMSG_SIZE];
+    if (frl_elastic_cut(&r->e, r->p, r->heads, a, &sub, err) != FRL_OK)
+        return -1;
+    double us = frl_latency_act_us(sub, o->batch, o->deterministic, 201, err);
+    frl_policy_destroy(sub);
+    return us;
+}
+
+static void report(cut_run *r, const cut_opts *o, const candidate *c, double measured)
+{
+    char w[96], m[64];
+    frl_elastic_arch_text(&c->arch, w, sizeof w);
+    if (foreign_model(r))
+        snprintf(m, sizeof m, "n/a (the model is of the probed target)");
+    else
+        snprintf(m, sizeof m, "%.3f", measured);
+    printf("widths: %s\ndepth: %d\npredicted_us: %.3f\nmeasured_us: %s\nbatch: %d\n"
+           "params: %lld\nreturn: %.4f\nepisodes: %d\n", w, (int)c->arch.depth,
+           c->predicted_us, m, (int)o->batch, (long long)c->params, c->ret,
+           (int)o->episodes);
+}
+
+/* The fastest architecture, for the error of a budget none meets. */
+static void no_fit(cut_run *r, const cut_opts *o)
+{
+    int64_t count = frl_elastic_count(&r->e);
+    frl_elastic_arch best, a;
+    double best_us = 1e300;
+    for (int64_t i = 0; i < count; i++) {
+        frl_elastic_nth(&r->e, i, &a);
+        double us = frl_latency_predict(&r->model, &r->e, &a);
+        if (us < best_us) {
+            best_us = us;
+            best = a;
+        }
+    }
+    char w[96];
+    frl_elastic_arch_text(&best, w, sizeof w);
+    fprintf(stderr, "fastrl cut: no sub-policy meets %.3f us at batch %d: the fastest, widths "
+                    "%s, is predicted at %.3f us\n", o->budget_us, (int)o->batch, w, best_us);
+}
+
+static int by_return(const void *a, const void *b)
+{
+    const candidate *x = a, *y = b;
+    return (x->ret < y->ret) - (x->ret > y->ret);
+}
+
+/* The best return predicted within the budget whose measured latency meets it too. */
+static int cut_for_budget(cut_run *r, const cut_opts *o)
+{
+    if (score_all(r, o, o->budget_us) != 0)
+        return 1;
+    if (r->n == 0) {
+        no_fit(r, o);
+        return 1;
+    }
+    qsort(r->c, (size_t)r->n, sizeof *r->c, by_return);
+    for (int64_t i = 0; i < r->n; i++) {
+        double us = foreign_model(r) ? 0 : measure(r, &r->c[i].arch, o);
+        if (us >= 0 && us <= o->budget_us) {
+            report(r, o, &r->c[i], us);
+            return o->out ? save_cut(r, o, &r->c[i].arch) : 0;
+        }
+    }
+    fprintf(stderr, "fastrl cut: %lld sub-policies are predicted within %.3f us, and none "
+                    "measured within it here (a noisy machine, or a model measured elsewhere: "
+                    "measure it again)\n", (long long)r->n, o->budget_us);
+    return 1;
+}
+
+static int cut_arch(cut_run *r, const cut_opts *o)
+{
+    candidate c = {0};
+    char err[FRL_ERRMSG_SIZE];
+    if (frl_elastic_arch_parse(&r->e, o->arch, &c.arch, err) != FRL_OK) {
+        fprintf(stderr, "fastrl cut: %s\n", err);
+        return 1;
+    }
+    c.predicted_us = frl_latency_predict(&r->model, &r->e, &c.arch);
+    c.params = actor_params(&r->e, &c.arch);
+    if (evaluate_arch(r, o, &c) != 0)
+        return 1;
+    report(r, o, &c, foreign_model(r) ? 0 : measure(r, &c.arch, o));
+    return o->out ? save_cut(r, o, &c.arch) : 0;
+}
+
+static int run_cut(cut_run *r, const cut_opts *o)
+{
+    int rc = load_run(r, o->path);
+    if (rc == 0)
+        rc = latency_model(r, o);
+    if (rc != 0)
+        return rc;
+    if (o->arch)
+        return cut_arch(r, o);
+    if (o->list) {
+        rc = score_all(r, o, -1);
+        if (rc == 0)
+            print_front(r, o);
+        if (rc != 0 || o->budget_us < 0)
+            return rc;
+        free(r->c);
+        r->c = NULL;
+        r->n = 0;
+    }
+    return cut_for_budget(r, o);
+}
+
+int cli_cut(int argc, char **argv)
+{
+    cut_opts o = {.budget_us = -1, .batch = 1, .episodes = 20, .seed = 12345};
+    int rc = parse_cut_args(argc, argv, &o);
+    if (rc != 0)
+        return rc;
+    cut_run r = {0};
+    frl_status st = frl_runtime_create(&r.rt, NULL, NULL, NULL);
+    if (st != FRL_OK)
+        return cli_fail("runtime", st);
+    rc = run_cut(&r, &o);
+    free(r.c);
+    free(r.heads);
+    frl_policy_destroy(r.p);
+    frl_config_destroy(r.cfg);
+    frl_runtime_destroy(r.rt);
+    return rc;
+}
