@@ -16,6 +16,12 @@ struct frl_elastic_task {
 
 enum { STAGE_FULL, STAGE_DEPTH, STAGE_WIDTH };
 
+/* Each architecture's minibatch is cut into this many row shards, each a task: the full
+ * policy's pass costs far more than a narrow one's, and one task for it left the other
+ * thread idle (2 threads: the distillation phase took about as long as PPO's update).
+ * A constant, so the reduction order, and the bits, do not depend on the thread count. */
+enum { SHARDS = 2 };
+
 /* ---- allocation ---- */
 
 static int alloc_task(frl_elastic_task *t, const frl_allocator *al, const frl_policy *p,
@@ -57,18 +63,18 @@ static int alloc_arrays(frl_elastic_learner *l, const frl_allocator *al)
     l->xn = frl_alloc(al, sizeof(float) * (size_t)l->M * (size_t)p->in_w, 64);
     l->rows = frl_alloc(al, sizeof(int32_t) * N, 64);
     l->work = frl_alloc(al, sizeof(float) * frl_elastic_reorder_work(&l->e), 64);
-    l->tasks = frl_alloc(al, sizeof(frl_elastic_task) * (size_t)l->n_tasks, 64);
+    l->tasks = frl_alloc(al, sizeof(frl_elastic_task) * (size_t)l->n_tasks * SHARDS, 64);
     if (!l->heads || !l->g_full || !l->g_heads || !l->adam_full.m || !l->adam_heads.m ||
         !l->teacher_out || !l->teacher_value || !l->obs || !l->xn || !l->rows || !l->work ||
         !l->tasks)
         return 0;
-    memset(l->tasks, 0, sizeof(frl_elastic_task) * (size_t)l->n_tasks);
+    memset(l->tasks, 0, sizeof(frl_elastic_task) * (size_t)l->n_tasks * SHARDS);
     memset(l->adam_full.m, 0, sizeof(float) * 2 * np);
     memset(l->adam_heads.m, 0, sizeof(float) * 2 * nh);
     l->adam_full.v = l->adam_full.m + np;
     l->adam_heads.v = l->adam_heads.m + nh;
-    for (int32_t i = 0; i < l->n_tasks; i++)
-        if (!alloc_task(&l->tasks[i], al, p, l->M))
+    for (int32_t i = 0; i < l->n_tasks * SHARDS; i++)
+        if (!alloc_task(&l->tasks[i], al, p, (l->M + SHARDS - 1) / SHARDS))
             return 0;
     return 1;
 }
@@ -126,7 +132,7 @@ void frl_elastic_learner_destroy(frl_elastic_learner *l, const frl_allocator *al
 {
     if (!l)
         return;
-    for (int32_t i = 0; l->tasks && i < l->n_tasks; i++)
+    for (int32_t i = 0; l->tasks && i < l->n_tasks * SHARDS; i++)
         free_task(&l->tasks[i], al);
     float *arrays[] = {l->heads, l->g_full, l->g_heads, l->adam_full.m, l->adam_heads.m,
                        l->teacher_out, l->teacher_value, l->obs, l->xn, l->work};
@@ -171,15 +177,20 @@ static void draw_arch(const frl_elastic *e, int32_t stage, frl_rng *r, frl_elast
     }
 }
 
-/* Task 0 is the full policy (the anchor), task 1 the stage's narrowest, the rest drawn. */
+/* Architecture 0 is the full policy (the anchor), 1 the stage's narrowest, the rest
+ * drawn; each is set in all its shards' tasks. */
 static void choose_archs(frl_elastic_learner *l, int32_t stage, frl_rng *r)
 {
-    frl_elastic_full(&l->e, &l->tasks[0].arch);
-    for (int32_t i = 1; i < l->n_tasks; i++) {
-        if (i == 1)
-            smallest(&l->e, stage, &l->tasks[i].arch);
+    for (int32_t i = 0; i < l->n_tasks; i++) {
+        frl_elastic_arch *a = &l->tasks[i * SHARDS].arch;
+        if (i == 0)
+            frl_elastic_full(&l->e, a);
+        else if (i == 1)
+            smallest(&l->e, stage, a);
         else
-            draw_arch(&l->e, stage, r, &l->tasks[i].arch);
+            draw_arch(&l->e, stage, r, a);
+        for (int32_t k = 1; k < SHARDS; k++)
+            l->tasks[i * SHARDS + k].arch = *a;
     }
 }
 
@@ -242,7 +253,8 @@ static double kl_grad(const frl_policy *p, const float *t, const float *s, float
     return kl;
 }
 
-/* One architecture: forward, the distillation gradient, backward into its g_sub. */
+/* One shard of one architecture's rows: forward, the distillation gradient, backward
+ * into its g_sub. */
 static int distill_task(void *user, int32_t task, int32_t thread)
 {
     (void)thread;
@@ -252,22 +264,29 @@ static int distill_task(void *user, int32_t task, int32_t thread)
     frl_mlp sa, sc;
     frl_elastic_sub_layout(&l->e, &t->arch, &sa, &sc);
     frl_elastic_gather(&l->e, p, &t->arch, p->params, l->heads, t->sub);
-    int32_t rows = l->mb_rows;
-    float *out = frl_mlp_forward(&sa, p->k, t->sub, rows, l->in, t->acts_a);
-    float scale = 1.0f / ((float)rows * (float)l->n_tasks);
+    int32_t part = task % SHARDS;
+    int32_t first = l->mb_rows * part / SHARDS, rows = l->mb_rows * (part + 1) / SHARDS - first;
+    const int32_t *mb = l->mb + first;
+    const float *in = l->in + (size_t)first * (size_t)p->in_w;
+    float scale = 1.0f / ((float)l->mb_rows * (float)l->n_tasks);
     double kl = 0;
+    float *out = rows > 0 ? frl_mlp_forward(&sa, p->k, t->sub, rows, in, t->acts_a) : NULL;
     for (int32_t r = 0; r < rows; r++) {
-        size_t at = (size_t)l->mb[r] * (size_t)p->out_w, o = (size_t)r * (size_t)p->out_w;
+        size_t at = (size_t)mb[r] * (size_t)p->out_w, o = (size_t)r * (size_t)p->out_w;
         kl += kl_grad(p, l->teacher_out + at, out + o, t->dy + o, scale);
     }
-    t->kl = kl / rows;
-    frl_mlp_backward(&sa, p->k, t->sub, NULL, t->g_sub, 0, rows, l->in, t->acts_a, t->dy,
+    t->kl = kl;
+    if (rows == 0) { /* a minibatch of one row: this shard adds nothing */
+        memset(t->g_sub, 0, sizeof(float) * (sa.num_params + sc.num_params));
+        return 0;
+    }
+    frl_mlp_backward(&sa, p->k, t->sub, NULL, t->g_sub, 0, rows, in, t->acts_a, t->dy,
                      t->scratch, NULL);
-    float *v = frl_mlp_forward(&sc, p->k, t->sub, rows, l->in, t->acts_c);
+    float *v = frl_mlp_forward(&sc, p->k, t->sub, rows, in, t->acts_c);
     float vf = (float)l->ppo->s.vf_coef * scale;
     for (int32_t r = 0; r < rows; r++)
-        t->dy[r] = vf * (v[r] - l->teacher_value[l->mb[r]]);
-    frl_mlp_backward(&sc, p->k, t->sub, NULL, t->g_sub, 0, rows, l->in, t->acts_c, t->dy,
+        t->dy[r] = vf * (v[r] - l->teacher_value[mb[r]]);
+    frl_mlp_backward(&sc, p->k, t->sub, NULL, t->g_sub, 0, rows, in, t->acts_c, t->dy,
                      t->scratch, NULL);
     return 0;
 }
@@ -287,7 +306,8 @@ static void step(frl_elastic_learner *l, double lr)
     frl_policy *p = l->ppo->p;
     memset(l->g_full, 0, sizeof(float) * p->num_params);
     memset(l->g_heads, 0, sizeof(float) * l->e.num_heads);
-    for (int32_t i = 0; i < l->n_tasks; i++) /* in task order: the same bits on any pool */
+    for (int32_t i = 0; i < l->n_tasks * SHARDS; i++) /* in task order: the same bits on
+                                                        * any pool */
         frl_elastic_scatter_add(&l->e, p, &l->tasks[i].arch, l->tasks[i].g_sub, l->g_full,
                                 l->g_heads);
     double n1 = frl_grad_norm(p->k, l->g_full, p->num_params);
@@ -363,12 +383,15 @@ frl_status frl_elastic_learner_learn(frl_elastic_learner *l, int32_t slot, int64
             gather_input(l, obs);
             choose_archs(l, stage, &r);
             int32_t failed = 0;
-            frl_pool_run(l->ppo->rt->pool, l->n_tasks, distill_task, l, &failed);
+            frl_pool_run(l->ppo->rt->pool, l->n_tasks * SHARDS, distill_task, l, &failed);
             step(l, lr);
         }
     }
-    l->kl_full = l->tasks[0].kl;
-    l->kl_smallest = l->tasks[1].kl;
+    l->kl_full = l->kl_smallest = 0;
+    for (int32_t k = 0; k < SHARDS; k++) {
+        l->kl_full += l->tasks[k].kl / l->mb_rows;
+        l->kl_smallest += l->tasks[SHARDS + k].kl / l->mb_rows;
+    }
     return FRL_OK;
 }
 
