@@ -11,7 +11,15 @@
  * The loop passes the policy's recurrent state, a caller-owned array allocated before
  * the loop, and restarts it when the plant resets: the same calls run a policy with or
  * without a core (state size 0). Prints act latency p50 / p99 / max and missed
- * deadlines. */
+ * deadlines.
+ *
+ * A controller with a latency budget runs a sub-policy cut from an elastic run
+ * (doc/elastic.md), a plain policy file like any other:
+ *   fastrl train Pendulum-v1 --steps 600000 --out run --set policy.hidden=128,128 \
+ *       --set elastic.widths=4,8,16,32,64
+ *   fastrl cut run/checkpoint.frl --latency-us 0.5 --deterministic --out small.frl
+ *   robot_loop small.frl
+ * (tests/test_cli_cut.sh runs this loop on a cut policy.) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* clock_nanosleep, mlockall */
 #endif

@@ -67,6 +67,13 @@ refused "a probe time of an unknown width" "bad.txt:2" "width 5"
 run "$fastrl" cut "$ck" --fit-latency "$dir/times.txt" --latency-us 1 --batch 4
 refused "a probe model at batch 4" "leave --batch at 1"
 
+# Once-for-all's evolutionary search (what spaces of more than 4,096 architectures get).
+run "$fastrl" cut "$ck" --search evolution --latency-us 1000000 --episodes 2
+ok "evolutionary search"
+has "widths:" || fail "evolutionary search: $out"
+run "$fastrl" cut "$ck" --search random --list
+refused "unknown search" "exhaustive or evolution"
+
 run "$fastrl" cut "$ck" --arch 5,8 --episodes 2
 refused "unknown width" "width 5" "takes 4,8,16"
 run "$fastrl" cut "$ck" --arch 8,8,8 --episodes 2

@@ -415,6 +415,33 @@ START_TEST(resumed_elastic_run_continues_exactly)
 }
 END_TEST
 
+/* APPO: the async sampler's learner thread runs the distillation too, and a run that
+ * stops mid-way still leaves a checkpoint whose sub-policies cut. */
+START_TEST(async_elastic_run_distils)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_trainer *t = train_pendulum(rt, "sampler.mode=async elastic.full_fraction=0 "
+                                        "elastic.depth_fraction=0.5",
+                                    FRL_TEST_SANITIZED ? 8 * 1024 : 32 * 1024);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_elastic_a%d.frl", (int)getpid());
+    frl_elastic e;
+    float *heads;
+    frl_policy *p = saved_run(t, rt, path, &heads, &e, ELASTIC_RUN);
+    /* the heads moved from their initialisation (orthogonal, zero biases) */
+    double bias = 0;
+    for (int32_t i = 0; i < e.out_w; i++)
+        bias += fabs(heads[e.head_b[0][1] + (size_t)i]);
+    ck_assert_msg(bias > 0, "the depth-1 actor head never trained");
+    ck_assert(distance_to_full(&e, p, heads) < 1e30);
+    free(heads);
+    frl_policy_destroy(p);
+    frl_trainer_destroy(t);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- latency ---- */
 
 /* Predicted against measured medians, every architecture, within 15% or 1 us. A noisy
@@ -549,6 +576,7 @@ int main(void)
     tcase_add_test(tc, bad_architectures_and_policies_are_refused);
     tcase_add_test(tc, distillation_brings_sub_policies_to_the_full_one);
     tcase_add_test(tc, resumed_elastic_run_continues_exactly);
+    tcase_add_test(tc, async_elastic_run_distils);
     tcase_add_test(tc, latency_model_predicts_acting);
     tcase_add_test(tc, latency_model_text_round_trips);
     tcase_add_test(tc, latency_model_from_probe_times);

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "io/container.h"
+#include "core/rng.h"
 #include "rl/latency.h"
 
 typedef struct cut_opts {
@@ -19,6 +20,7 @@ typedef struct cut_opts {
     const char *probe_path;   /* --fit-latency: another target's probe times */
     double budget_us;         /* < 0: none */
     int32_t batch, episodes, list, deterministic;
+    int32_t evolution;        /* --search evolution (auto: beyond MAX_CANDIDATES) */
     uint64_t seed;
 } cut_opts;
 
@@ -46,7 +48,8 @@ static int usage_fail(void)
 {
     fprintf(stderr, "usage: fastrl cut CHECKPOINT [--latency-us X] [--batch B] [--out FILE]\n"
                     "       [--list] [--arch W1,W2,...] [--episodes N] [--deterministic]\n"
-                    "       [--latency-model FILE] [--fit-latency TIMES] [--seed S]\n");
+                    "       [--latency-model FILE] [--fit-latency TIMES] [--seed S]\n"
+                    "       [--search exhaustive|evolution]\n");
     return 2;
 }
 
@@ -72,6 +75,14 @@ static int parse_cut_args(int argc, char **argv, cut_opts *o)
             o->model_path = argv[++i];
         } else if (!strcmp(a, "--fit-latency") && v) {
             o->probe_path = argv[++i];
+        } else if (!strcmp(a, "--search") && v) {
+            const char *w = argv[++i];
+            if (strcmp(w, "exhaustive") && strcmp(w, "evolution")) {
+                fprintf(stderr, "fastrl cut: --search takes exhaustive or evolution, not "
+                                "'%s'\n", w);
+                return usage_fail();
+            }
+            o->evolution = !strcmp(w, "evolution");
         } else if (!strcmp(a, "--seed") && v) {
             o->seed = strtoull(argv[++i], NULL, 0);
         } else if (a[0] != '-' && !o->path) {
@@ -279,29 +290,30 @@ static int64_t actor_params(const frl_elastic *e, const frl_elastic_arch *a)
     return (int64_t)actor.num_params;
 }
 
+/* A candidate's latency and size; 1 if the model lacks one of its layers (said). */
+static int describe(cut_run *r, candidate *c)
+{
+    c->predicted_us = frl_latency_predict(&r->model, &r->e, &c->arch);
+    c->params = actor_params(&r->e, &c->arch);
+    if (c->predicted_us >= 0)
+        return 0;
+    fprintf(stderr, "fastrl cut: the latency model lacks a layer of this policy (was it "
+                    "measured for another?)\n");
+    return 1;
+}
+
 /* Every architecture whose predicted latency is within limit_us (< 0: all), scored. */
-static int score_all(cut_run *r, const cut_opts *o, double limit_us)
+static int score_exhaustive(cut_run *r, const cut_opts *o, double limit_us)
 {
     int64_t count = frl_elastic_count(&r->e);
-    if (count > MAX_CANDIDATES) {
-        fprintf(stderr, "fastrl cut: %lld architectures are more than the %d an exhaustive "
-                        "search covers (use fewer elastic.widths or layers)\n",
-                (long long)count, MAX_CANDIDATES);
-        return 1;
-    }
     r->c = calloc((size_t)count, sizeof *r->c);
     if (!r->c)
         return cli_fail("cut", FRL_ERR_NOMEM);
     for (int64_t i = 0; i < count; i++) {
         candidate *c = &r->c[r->n];
         frl_elastic_nth(&r->e, i, &c->arch);
-        c->predicted_us = frl_latency_predict(&r->model, &r->e, &c->arch);
-        c->params = actor_params(&r->e, &c->arch);
-        if (c->predicted_us < 0) {
-            fprintf(stderr, "fastrl cut: the latency model lacks a layer of this policy (was "
-                            "it measured for another?)\n");
+        if (describe(r, c) != 0)
             return 1;
-        }
         if (limit_us >= 0 && c->predicted_us > limit_us)
             continue;
         if (evaluate_arch(r, o, c) != 0)
@@ -309,6 +321,103 @@ static int score_all(cut_run *r, const cut_opts *o, double limit_us)
         r->n++;
     }
     return 0;
+}
+
+/* ---- evolutionary search (once-for-all's, for spaces too large to evaluate) ---- */
+
+enum { POPULATION = 32, GENERATIONS = 10, PARENTS = 8, TRIES = 1000 };
+
+static int same_arch(const frl_elastic_arch *a, const frl_elastic_arch *b)
+{
+    if (a->depth != b->depth)
+        return 0;
+    for (int32_t i = 0; i < a->depth; i++)
+        if (a->width[i] != b->width[i])
+            return 0;
+    return 1;
+}
+
+static int32_t pick(frl_rng *g, int32_t n)
+{
+    return (int32_t)(frl_rng_uniform(g) * (double)n);
+}
+
+static int32_t random_width(const frl_elastic *e, int32_t layer, frl_rng *g)
+{
+    int32_t c[FRL_ELASTIC_MAX_CHOICES + 1];
+    return c[pick(g, frl_elastic_layer_choices(e, layer, c))];
+}
+
+/* kind 0: uniform; 1: a mutation of parent a (each gene redrawn with chance 0.1);
+ * 2: a crossover of a and b (each layer's width from either), then mutated. */
+static void breed(const frl_elastic *e, frl_rng *g, int kind, const frl_elastic_arch *a,
+                  const frl_elastic_arch *b, frl_elastic_arch *out)
+{
+    frl_elastic_full(e, out);
+    out->depth = kind == 0 || frl_rng_uniform(g) < 0.1 ? 1 + pick(g, e->depth)
+                                                       : (kind == 2 && pick(g, 2) ? b : a)->depth;
+    for (int32_t i = 0; i < out->depth; i++) {
+        const frl_elastic_arch *from = kind == 2 && pick(g, 2) ? b : a;
+        int fresh = kind == 0 || i >= from->depth || frl_rng_uniform(g) < 0.1;
+        out->width[i] = fresh ? random_width(e, i, g) : from->width[i];
+    }
+}
+
+/* The candidate for arch, evaluated once: an earlier one when it was seen. */
+static candidate *evaluated(cut_run *r, const cut_opts *o, const frl_elastic_arch *arch,
+                            int *rc)
+{
+    for (int64_t i = 0; i < r->n; i++)
+        if (same_arch(&r->c[i].arch, arch))
+            return &r->c[i];
+    candidate *c = &r->c[r->n];
+    c->arch = *arch;
+    if ((*rc = describe(r, c)) != 0 || (*rc = evaluate_arch(r, o, c)) != 0)
+        return NULL;
+    r->n++;
+    return c;
+}
+
+static int by_return(const void *a, const void *b);
+
+/* A population of POPULATION architectures within the limit, GENERATIONS times: the
+ * PARENTS best kept, the rest half mutations and half crossovers of them. Every
+ * candidate evaluated stays in r->c for the front and the choice. */
+static int score_evolution(cut_run *r, const cut_opts *o, double limit_us)
+{
+    r->c = calloc(POPULATION * (GENERATIONS + 1), sizeof *r->c);
+    candidate pop[POPULATION];
+    if (!r->c)
+        return cli_fail("cut", FRL_ERR_NOMEM);
+    frl_rng g = frl_rng_stream(o->seed, 0x6576);
+    int rc = 0;
+    for (int32_t gen = 0; gen <= GENERATIONS && rc == 0; gen++) {
+        for (int32_t k = gen ? PARENTS : 0; k < POPULATION && rc == 0; k++) {
+            frl_elastic_arch a;
+            int32_t t = 0;
+            do {
+                int kind = gen == 0 ? 0 : 1 + (k % 2);
+                breed(&r->e, &g, kind, &pop[pick(&g, PARENTS)].arch,
+                      &pop[pick(&g, PARENTS)].arch, &a);
+            } while (++t < TRIES && limit_us >= 0 &&
+                     frl_latency_predict(&r->model, &r->e, &a) > limit_us);
+            if (t == TRIES)
+                return 0; /* nothing more within the limit: what was found stands */
+            candidate *c = evaluated(r, o, &a, &rc);
+            if (c)
+                pop[k] = *c;
+        }
+        qsort(pop, POPULATION, sizeof pop[0], by_return);
+    }
+    return rc;
+}
+
+static int score_all(cut_run *r, const cut_opts *o, double limit_us)
+{
+    int64_t count = frl_elastic_count(&r->e);
+    if (o->evolution || count > MAX_CANDIDATES)
+        return score_evolution(r, o, limit_us);
+    return score_exhaustive(r, o, limit_us);
 }
 
 static int by_latency(const void *a, const void *b)
@@ -384,14 +493,20 @@ static void report(cut_run *r, const cut_opts *o, const candidate *c, double mea
            (int)o->episodes);
 }
 
-/* The fastest architecture, for the error of a budget none meets. */
+/* The fastest architecture, for the error of a budget none meets: the narrowest of
+ * some depth (each layer's time grows with its widths). */
 static void no_fit(cut_run *r, const cut_opts *o)
 {
-    int64_t count = frl_elastic_count(&r->e);
     frl_elastic_arch best, a;
     double best_us = 1e300;
-    for (int64_t i = 0; i < count; i++) {
-        frl_elastic_nth(&r->e, i, &a);
+    for (int32_t d = 1; d <= r->e.depth; d++) {
+        frl_elastic_full(&r->e, &a);
+        a.depth = d;
+        for (int32_t i = 0; i < d; i++) {
+            int32_t c[FRL_ELASTIC_MAX_CHOICES + 1];
+            frl_elastic_layer_choices(&r->e, i, c);
+            a.width[i] = c[0];
+        }
         double us = frl_latency_predict(&r->model, &r->e, &a);
         if (us < best_us) {
             best_us = us;

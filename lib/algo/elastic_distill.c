@@ -301,6 +301,26 @@ static void gather_input(frl_elastic_learner *l, const float *obs)
     l->in = frl_policy_input(p, &p->norm, l->mb_rows, l->obs, l->xn);
 }
 
+/* Adam over part of the vectors: elementwise, so the parts give the same bits as one
+ * call; on two threads they halve a step that, at minibatches of 64 rows, was a third
+ * of the phase's time. The last part takes the head block too. */
+enum { ADAM_PARTS = 4 };
+
+static int adam_task(void *user, int32_t part, int32_t thread)
+{
+    (void)thread;
+    frl_elastic_learner *l = user;
+    frl_policy *p = l->ppo->p;
+    size_t n = p->num_params, lo = n * (size_t)part / ADAM_PARTS;
+    size_t hi = n * (size_t)(part + 1) / ADAM_PARTS;
+    frl_adam_update(&l->adam_full, p->k, p->params, l->g_full, lo, hi, l->step_lr,
+                    l->step_scale);
+    if (part == ADAM_PARTS - 1)
+        frl_adam_update(&l->adam_heads, p->k, l->heads, l->g_heads, 0, l->e.num_heads,
+                        l->step_lr, l->step_scale);
+    return 0;
+}
+
 static void step(frl_elastic_learner *l, double lr)
 {
     frl_policy *p = l->ppo->p;
@@ -315,8 +335,10 @@ static void step(frl_elastic_learner *l, double lr)
     float scale = frl_clip_scale(sqrt(n1 * n1 + n2 * n2), l->ppo->s.max_grad_norm);
     frl_adam_begin(&l->adam_full);
     frl_adam_begin(&l->adam_heads);
-    frl_adam_update(&l->adam_full, p->k, p->params, l->g_full, 0, p->num_params, lr, scale);
-    frl_adam_update(&l->adam_heads, p->k, l->heads, l->g_heads, 0, l->e.num_heads, lr, scale);
+    l->step_lr = lr;
+    l->step_scale = scale;
+    int32_t failed = 0;
+    frl_pool_run(l->ppo->rt->pool, ADAM_PARTS, adam_task, l, &failed);
 }
 
 /* The rows the PPO update trained on (autoreset rows excluded). */

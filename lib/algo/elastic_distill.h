@@ -44,6 +44,8 @@ typedef struct frl_elastic_learner {
     int32_t mb_rows;
     const int32_t *mb;
     const float *in;
+    double step_lr;           /* this optimiser step's learning rate and clipping */
+    float step_scale;
 } frl_elastic_learner;
 
 /* Set up for the PPO learner's policy (its head block initialised from the policy's

@@ -192,7 +192,7 @@ frl_status frl_elastic_arch_parse(const frl_elastic *e, const char *text, frl_el
     return frl_elastic_check(e, a, err);
 }
 
-static int64_t count_of_depth(const frl_elastic *e, int32_t d)
+int64_t frl_elastic_count_depth(const frl_elastic *e, int32_t d)
 {
     int64_t n = 1;
     int32_t c[FRL_ELASTIC_MAX_CHOICES + 1];
@@ -205,7 +205,7 @@ int64_t frl_elastic_count(const frl_elastic *e)
 {
     int64_t n = 0;
     for (int32_t d = 1; d <= e->depth; d++)
-        n += count_of_depth(e, d);
+        n += frl_elastic_count_depth(e, d);
     return n;
 }
 
@@ -213,8 +213,8 @@ void frl_elastic_nth(const frl_elastic *e, int64_t i, frl_elastic_arch *a)
 {
     memset(a, 0, sizeof *a);
     int32_t d = 1;
-    while (d < e->depth && i >= count_of_depth(e, d))
-        i -= count_of_depth(e, d++);
+    while (d < e->depth && i >= frl_elastic_count_depth(e, d))
+        i -= frl_elastic_count_depth(e, d++);
     a->depth = d;
     for (int32_t l = 0; l < d; l++) {
         int32_t c[FRL_ELASTIC_MAX_CHOICES + 1];

@@ -65,6 +65,7 @@ frl_status frl_elastic_arch_parse(const frl_elastic *e, const char *text, frl_el
 /* Architectures of every depth and width choice: how many, and the i-th of them (by
  * depth, then the widths as a mixed-radix number, the first layer's choice fastest). */
 int64_t frl_elastic_count(const frl_elastic *e);
+int64_t frl_elastic_count_depth(const frl_elastic *e, int32_t depth); /* of one depth */
 void frl_elastic_nth(const frl_elastic *e, int64_t i, frl_elastic_arch *a);
 
 /* The sub-policy's layout as an ordinary policy with policy.hidden = a->width: actor at

@@ -189,26 +189,39 @@ double frl_latency_predict(const frl_latency_model *m, const frl_elastic *e,
     return us;
 }
 
-/* Every distinct layer shape of every architecture, listed. */
+static frl_status add_layer(frl_latency_model *m, int32_t in, int32_t out, frl_nn_act act,
+                            char *err)
+{
+    frl_latency_layer l = {in, out, (int32_t)act, 1e300};
+    if (find_layer(m, &l) >= 0)
+        return FRL_OK;
+    if (m->n == FRL_LATENCY_MAX_LAYERS)
+        return frl_fail(err, FRL_ERR_RANGE, "latency: more than %d layer shapes",
+                        FRL_LATENCY_MAX_LAYERS);
+    m->layer[m->n++] = l;
+    return FRL_OK;
+}
+
+/* Every distinct layer shape of every architecture, listed from the choices (not by
+ * enumerating architectures, whose number grows as choices^depth): layer l's inputs
+ * are the observation or a choice of layer l - 1, its outputs a choice of layer l, and
+ * each depth's output layer reads a choice of its last layer. */
 static frl_status list_layers(frl_latency_model *m, const frl_elastic *e, char *err)
 {
-    int64_t count = frl_elastic_count(e);
-    for (int64_t i = 0; i < count; i++) {
-        frl_elastic_arch a;
-        frl_latency_layer ls[FRL_MLP_MAX_LAYERS + 1];
-        frl_elastic_nth(e, i, &a);
-        int32_t n = actor_layers(e, &a, ls);
-        for (int32_t j = 0; j < n; j++) {
-            if (find_layer(m, &ls[j]) >= 0)
-                continue;
-            if (m->n == FRL_LATENCY_MAX_LAYERS)
-                return frl_fail(err, FRL_ERR_RANGE, "latency: more than %d layer shapes",
-                                FRL_LATENCY_MAX_LAYERS);
-            ls[j].us = 1e300;
-            m->layer[m->n++] = ls[j];
-        }
+    frl_status st = FRL_OK;
+    int32_t prev[FRL_ELASTIC_MAX_CHOICES + 1] = {e->in_w}, np = 1;
+    for (int32_t l = 0; l < e->depth && st == FRL_OK; l++) {
+        int32_t cur[FRL_ELASTIC_MAX_CHOICES + 1];
+        int32_t nc = frl_elastic_layer_choices(e, l, cur);
+        for (int32_t i = 0; i < np && st == FRL_OK; i++)
+            for (int32_t j = 0; j < nc && st == FRL_OK; j++)
+                st = add_layer(m, prev[i], cur[j], e->act, err);
+        for (int32_t j = 0; j < nc && st == FRL_OK; j++)
+            st = add_layer(m, cur[j], e->out_w, FRL_NN_LINEAR, err);
+        memcpy(prev, cur, sizeof cur);
+        np = nc;
     }
-    return FRL_OK;
+    return st;
 }
 
 /* Each layer timed in two rounds, keeping the lower median: the first shapes timed
@@ -264,14 +277,12 @@ frl_status frl_latency_fit(frl_latency_model *m, const frl_elastic *e, const frl
     /* Each depth's intercept: the median residual of its narrowest, a middle and its
      * widest architecture (the enumeration runs depth by depth). */
     m->depth = e->depth;
-    int64_t first = 0, count = frl_elastic_count(e);
+    int64_t first = 0;
     for (int32_t d = 1; d <= e->depth && st == FRL_OK; d++) {
-        int64_t n = 0;
-        frl_elastic_arch a;
-        while (first + n < count && (frl_elastic_nth(e, first + n, &a), a.depth == d))
-            n++;
+        int64_t n = frl_elastic_count_depth(e, d);
         double r[3];
         for (int32_t i = 0; i < 3 && st == FRL_OK; i++) {
+            frl_elastic_arch a;
             frl_elastic_nth(e, first + (n - 1) * i / 2, &a);
             st = residual(m, e, p, heads, &a, &r[i], err);
         }
