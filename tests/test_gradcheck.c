@@ -289,7 +289,10 @@ static void tower_d(const frl_ppo *l, const double *p, int32_t k, ref *R)
             s[j] = l->state0[(size_t)b * (size_t)pol->state_w + (size_t)(off + j)];
         for (int32_t t = 0; t < l->T; t++) {
             size_t row = (size_t)t * (size_t)l->B + (size_t)b;
-            input_d(pol, obs + row * (size_t)pol->obs_w, x);
+            if (pol->cnn.layers)
+                encode_d(pol, p, obs + row * (size_t)pol->obs_w, x);
+            else
+                input_d(pol, obs + row * (size_t)pol->obs_w, x);
             if (pol->enc[k].layers)
                 mlp_d(&pol->enc[k], p, x, e);
             incoming_d(l, k, t, b, sw, s, R);
@@ -791,6 +794,23 @@ START_TEST(ppo_gradient_gru_separate_relu_gaussian_bptt)
 }
 END_TEST
 
+/* A conv encoder before the cores: its features feed both towers (their input
+ * gradients summed), one with an MLP encoder, truncation every 3 steps. */
+START_TEST(ppo_gradient_conv_encoder_gru_separate)
+{
+    check_case("policy.encoder=simple policy.conv_channels=2,2,2 policy.core=gru "
+               "policy.core_size=4 policy.hidden=5 train.bptt=3", 1, 3, 8, 4);
+}
+END_TEST
+
+/* The same stack straight into one LSTM (no MLP encoder) for both heads. */
+START_TEST(ppo_gradient_conv_encoder_lstm_shared_no_mlp)
+{
+    check_case("policy.encoder=nature policy.conv_channels=2,2,2 policy.core=lstm "
+               "policy.core_size=4 policy.hidden= policy.shared=true", 0, 2, 8, 4);
+}
+END_TEST
+
 /* IMPALA's loss with V-trace's advantages; no encoder (the core reads the normalised
  * observations), truncation every 4 steps. */
 START_TEST(impala_gradient_lstm_shared_categorical_obs_norm)
@@ -903,6 +923,8 @@ int main(void)
     tcase_add_test(tc, gaussian_head);
     tcase_add_test(tc, ppo_gradient_separate_tanh_categorical);
     tcase_add_test(tc, ppo_gradient_simple_encoder_separate);
+    tcase_add_test(tc, ppo_gradient_conv_encoder_gru_separate);
+    tcase_add_test(tc, ppo_gradient_conv_encoder_lstm_shared_no_mlp);
     tcase_add_test(tc, ppo_gradient_nature_encoder_shared_gaussian);
     tcase_add_test(tc, ppo_gradient_frame_stack);
     tcase_add_test(tc, ppo_gradient_shared_relu_categorical);

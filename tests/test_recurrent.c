@@ -199,6 +199,52 @@ START_TEST(steps_match_the_sequence_pass)
 }
 END_TEST
 
+/* The same with a conv encoder before the core: image rows of bytes (40 x 40 x 1). */
+START_TEST(steps_match_the_sequence_pass_conv_encoder)
+{
+    enum { T = 5, PIX = 40 * 40, ROW = PIX / 4 };
+    fixture f;
+    f.rt = frl_test_runtime(1);
+    ck_assert_int_eq(frl_space_create_image(&f.os, NULL, 40, 40, 1), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&f.as, NULL, 3), FRL_OK);
+    f.cfg = frl_test_settings("policy.encoder=simple policy.conv_channels=2,3,2 "
+                              "policy.core=gru policy.core_size=5 policy.hidden=4");
+    frl_status st = frl_policy_create(&f.p, f.rt, f.cfg, f.os, f.as);
+    ck_assert_msg(st == FRL_OK, "%s", frl_last_error());
+    int64_t sw = frl_policy_state_size(f.p);
+    ck_assert_int_eq(sw, 2 * 5); /* two towers' GRU states; no frames */
+    static float obs[T * B * ROW];
+    uint8_t *bytes = (uint8_t *)obs;
+    for (size_t i = 0; i < sizeof obs; i++)
+        bytes[i] = (uint8_t)((i * 2654435761u) >> 24);
+    float state[B * 10] = {0}, state0[B * 10], values[T * B];
+    uint8_t starts[T * B] = {0};
+    starts[2 * B + 1] = 1;
+    memcpy(state0, state, sizeof state0);
+    for (int32_t t = 0; t < T; t++) {
+        act_out o;
+        ck_assert_int_eq(act(f.p, obs + (size_t)t * B * ROW, B, state, starts + t * B, &o),
+                         FRL_OK);
+        memcpy(values + t * B, o.v, sizeof o.v);
+    }
+    size_t floats = frl_policy_rnn_seq_floats(f.p, T, B, 0);
+    float *ws = aligned_alloc(64, (sizeof(float) * floats + 63) / 64 * 64);
+    frl_rpass rp;
+    frl_policy_rnn_seq_layout(f.p, T, B, 0, ws, &rp);
+    frl_policy_rnn_seq_forward(f.p, f.p->params, obs, state0, starts, &rp,
+                               FRL_HEAD_ACTOR | FRL_HEAD_CRITIC);
+    ck_assert_int_eq(memcmp(rp.value, values, sizeof values), 0);
+    free(ws);
+    frl_config *bad = frl_test_settings("policy.encoder=simple policy.core=gru "
+                                        "policy.frame_stack=2");
+    frl_policy *p2;
+    ck_assert_int_eq(frl_policy_create(&p2, f.rt, bad, f.os, f.as), FRL_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(frl_last_error(), "frame_stack"), "%s", frl_last_error());
+    frl_config_destroy(bad);
+    unmake(&f);
+}
+END_TEST
+
 /* ---- bad input ---- */
 
 START_TEST(bad_state_arguments)
@@ -483,6 +529,7 @@ int main(void)
     tcase_add_test(tc, state_moves_and_replays);
     tcase_add_test(tc, reset_rows_and_row_independence);
     tcase_add_test(tc, steps_match_the_sequence_pass);
+    tcase_add_test(tc, steps_match_the_sequence_pass_conv_encoder);
     tcase_add_test(tc, bad_state_arguments);
     tcase_add_test(tc, bad_core_settings);
     tcase_add_test(tc, policy_file_records_its_core);

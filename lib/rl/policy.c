@@ -1020,10 +1020,12 @@ static frl_status layout_encoder_stack(frl_policy *p, const char *who)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
                         "%s: policy.frame_stack with Q-policies (policy.head=q, dueling_q) "
                         "is not supported yet: the replay does not gather stacks", who);
-    if (frl_cfg_choice(p->cfg, FRL_KEY_POLICY_CORE) != FRL_POLICY_CORE_NONE)
+    if (frl_cfg_choice(p->cfg, FRL_KEY_POLICY_CORE) != FRL_POLICY_CORE_NONE && p->stack > 1)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: a convolutional encoder with a recurrent core (policy.core) is "
-                        "not supported yet (set policy.core=none)", who);
+                        "%s: policy.frame_stack=%d with a recurrent core (policy.core): the "
+                        "core is the policy's memory and its state the only one a row "
+                        "carries; use one of them (policy.frame_stack=1)", who,
+                        (int)p->stack);
     if (p->obs_norm)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
                         "%s: policy.obs_norm=true with image observations: the encoder scales "

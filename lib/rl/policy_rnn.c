@@ -29,7 +29,7 @@ size_t frl_policy_rnn_layout(frl_policy *p)
     frl_int_list hl = frl_cfg_list(p->cfg, FRL_KEY_POLICY_HIDDEN);
     frl_nn_act act = frl_policy_activation(p->cfg);
     int32_t h = (int32_t)frl_cfg_int(p->cfg, FRL_KEY_POLICY_CORE_SIZE);
-    size_t at = 0;
+    size_t at = p->cnn.num_params; /* a conv encoder's parameters come first */
     /* Q-heads read one tower: dueling's two heads share it as they share a trunk. */
     if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
         p->shared = 1;
@@ -124,7 +124,8 @@ static int32_t widest_state(const frl_policy *p)
 /* ---- one step ---- */
 
 typedef struct step_plan {
-    size_t xn, enc_acts[2], core_out[2], work, tstate, actor_acts, critic_acts, floats;
+    size_t xn, cnn_acts, cnn_work, enc_acts[2], core_out[2], work, tstate, actor_acts;
+    size_t critic_acts, floats;
 } step_plan;
 
 static void plan_step(const frl_policy *p, int32_t rows, step_plan *s)
@@ -132,6 +133,10 @@ static void plan_step(const frl_policy *p, int32_t rows, step_plan *s)
     size_t r = (size_t)rows, at = 0, work = 0;
     memset(s, 0, sizeof *s);
     s->xn = take(&at, r * (size_t)p->in_w);
+    if (p->cnn.layers) {
+        s->cnn_acts = take(&at, frl_cnn_acts_floats(&p->cnn, rows));
+        s->cnn_work = take(&at, frl_cnn_work_floats(&p->cnn, rows));
+    }
     for (int32_t i = 0; i < p->towers; i++) {
         s->enc_acts[i] = take(&at, r * (size_t)p->enc[i].act_width);
         s->core_out[i] = take(&at, r * (size_t)p->core[i].h);
@@ -150,6 +155,18 @@ size_t frl_policy_rnn_step_floats(const frl_policy *p, int32_t rows)
     step_plan s;
     plan_step(p, rows, &s);
     return s.floats;
+}
+
+/* What the towers read: a conv encoder's features of the image rows, else the
+ * normalised (or one-hot) observations of frl_policy_input. */
+static const float *towers_input(const frl_policy *p, const float *params,
+                                 const frl_obsnorm *norm, int32_t rows, const float *obs,
+                                 float *xn, float *cnn_acts, float *cnn_work)
+{
+    if (!p->cnn.layers)
+        return frl_policy_input(p, norm, rows, obs, xn);
+    return frl_cnn_forward(&p->cnn, p->k, params, rows, (const uint8_t *)obs,
+                           sizeof(float) * (size_t)p->obs_w, cnn_acts, cnn_work);
 }
 
 /* Copy tower i's part of each row of state into ts [rows x its width] (back: 1, the
@@ -174,7 +191,8 @@ void frl_policy_rnn_step(const frl_policy *p, const float *params, const frl_obs
 {
     step_plan s;
     plan_step(p, rows, &s);
-    const float *in = frl_policy_input(p, norm, rows, obs, ws + s.xn);
+    const float *in = towers_input(p, params, norm, rows, obs, ws + s.xn, ws + s.cnn_acts,
+                                   ws + s.cnn_work);
     for (int32_t i = 0; i < p->towers; i++) {
         const float *x = in;
         if (p->enc[i].layers)
@@ -202,8 +220,8 @@ void frl_policy_rnn_step(const frl_policy *p, const float *params, const frl_obs
 /* ---- sequences ---- */
 
 typedef struct seq_plan {
-    size_t xn, enc_acts[2], seq[2], state0, actor_acts, critic_acts;
-    size_t d_out, d_value, dy, scratch, dcore[2], floats;
+    size_t xn, cnn_acts, cnn_work, enc_acts[2], seq[2], state0, actor_acts, critic_acts;
+    size_t d_out, d_value, dy, scratch, dcore[2], d_in, d_in2, cnn_grad, floats;
 } seq_plan;
 
 static void plan_seq(const frl_policy *p, int32_t T, int32_t B, int training, seq_plan *s)
@@ -211,6 +229,10 @@ static void plan_seq(const frl_policy *p, int32_t T, int32_t B, int training, se
     size_t r = (size_t)T * (size_t)B, at = 0;
     memset(s, 0, sizeof *s);
     s->xn = take(&at, r * (size_t)p->in_w);
+    if (p->cnn.layers) {
+        s->cnn_acts = take(&at, frl_cnn_acts_floats(&p->cnn, T * B));
+        s->cnn_work = take(&at, frl_cnn_work_floats(&p->cnn, T * B));
+    }
     for (int32_t i = 0; i < p->towers; i++) {
         s->enc_acts[i] = take(&at, r * (size_t)p->enc[i].act_width);
         s->seq[i] = take(&at, frl_rnn_seq_floats(&p->core[i], T, B, training));
@@ -225,6 +247,11 @@ static void plan_seq(const frl_policy *p, int32_t T, int32_t B, int training, se
         s->scratch = take(&at, r * (size_t)frl_policy_rnn_widest(p));
         for (int32_t i = 0; i < p->towers; i++)
             s->dcore[i] = take(&at, r * (size_t)p->core[i].h);
+        if (p->cnn.layers) { /* the features' gradient, one per tower, and the stack's */
+            s->d_in = take(&at, r * (size_t)p->in_w);
+            s->d_in2 = take(&at, r * (size_t)p->in_w);
+            s->cnn_grad = take(&at, frl_cnn_grad_floats(&p->cnn, T * B));
+        }
     }
     s->floats = at;
 }
@@ -246,6 +273,8 @@ void frl_policy_rnn_seq_layout(const frl_policy *p, int32_t T, int32_t B, int tr
     f->B = B;
     f->norm = &p->norm;
     f->xn = ws + s.xn;
+    f->cnn_acts = p->cnn.layers ? ws + s.cnn_acts : NULL;
+    f->cnn_work = p->cnn.layers ? ws + s.cnn_work : NULL;
     for (int32_t i = 0; i < p->towers; i++) {
         f->enc_acts[i] = ws + s.enc_acts[i];
         frl_rnn_seq_layout(&p->core[i], T, B, training, ws + s.seq[i], &f->seq[i]);
@@ -261,6 +290,11 @@ void frl_policy_rnn_seq_layout(const frl_policy *p, int32_t T, int32_t B, int tr
     f->scratch = ws + s.scratch;
     for (int32_t i = 0; i < p->towers; i++)
         f->dcore[i] = ws + s.dcore[i];
+    if (p->cnn.layers) {
+        f->d_in = ws + s.d_in;
+        f->d_in2 = ws + s.d_in2;
+        f->cnn_grad = ws + s.cnn_grad;
+    }
 }
 
 void frl_policy_rnn_seq_forward(const frl_policy *p, const float *params, const float *obs,
@@ -268,7 +302,7 @@ void frl_policy_rnn_seq_forward(const frl_policy *p, const float *params, const 
                                 unsigned heads)
 {
     int32_t rows = f->T * f->B;
-    f->in = frl_policy_input(p, f->norm, rows, obs, f->xn);
+    f->in = towers_input(p, params, f->norm, rows, obs, f->xn, f->cnn_acts, f->cnn_work);
     for (int32_t i = 0; i < p->towers; i++) {
         f->enc_out[i] = f->in;
         if (p->enc[i].layers)
@@ -324,14 +358,26 @@ void frl_policy_rnn_seq_backward(const frl_policy *p, const float *params, float
                                  const uint8_t *starts, int32_t bptt, frl_rpass *f)
 {
     int32_t rows = f->T * f->B;
+    int cnn = p->cnn.layers > 0;
     heads_backward(p, params, grads, f);
     for (int32_t i = 0; i < p->towers; i++) {
         int enc = p->enc[i].layers > 0;
+        /* A conv encoder wants dL/d(features): each tower's lands in its own buffer. */
+        float *dx = cnn ? (i == 0 ? f->d_in : f->d_in2) : NULL;
         /* dL/d(encoder output) lands in dy, where the encoder's backward wants it. */
         frl_rnn_seq_backward(&p->core[i], p->k, params, grads, 0, f->enc_out[i], starts, bptt,
-                             f->dcore[i], enc ? f->dy : NULL, &f->seq[i]);
+                             f->dcore[i], enc ? f->dy : dx, &f->seq[i]);
         if (enc)
             frl_mlp_backward(&p->enc[i], p->k, params, NULL, grads, 0, rows, f->in,
-                             f->enc_acts[i], f->dy, f->scratch, NULL);
+                             f->enc_acts[i], f->dy, f->scratch, dx);
     }
+    if (!cnn)
+        return;
+    if (p->towers == 2) {
+        size_t n = (size_t)rows * (size_t)p->in_w;
+        for (size_t j = 0; j < n; j++)
+            f->d_in[j] += f->d_in2[j];
+    }
+    frl_cnn_backward(&p->cnn, p->k, params, grads, 0, rows, f->cnn_acts, f->d_in, f->cnn_grad,
+                     f->cnn_work);
 }

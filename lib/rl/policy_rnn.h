@@ -1,6 +1,8 @@
 /* Recurrent policies (policy.core gru or lstm): the passes of a policy whose towers are
  * an encoder (the hidden layers; none when policy.hidden is empty) and a core, with
- * one-layer actor and critic heads on the cores' outputs. One tower feeds both heads
+ * one-layer actor and critic heads on the cores' outputs. A convolutional encoder
+ * (policy.encoder nature or simple) runs once before the towers, its features their
+ * input; its gradient is the towers' input gradients summed. One tower feeds both heads
  * (policy.shared=true), or the actor and the critic have one each.
  *
  * A row's state is the towers' core states side by side (the actor's, then the
@@ -40,6 +42,7 @@ typedef struct frl_rpass {
     int32_t T, B;
     const frl_obsnorm *norm;
     float *xn;
+    float *cnn_acts, *cnn_work;      /* a conv encoder's activations and patches */
     const float *in;                 /* what the encoders read */
     float *enc_acts[2];
     const float *enc_out[2];         /* what the cores read */
@@ -51,6 +54,8 @@ typedef struct frl_rpass {
     float *d_out, *d_value;          /* set by the loss; overwritten by backward */
     float *dy, *scratch;             /* [T B x widest] */
     float *dcore[2];                 /* [T B x h]: dL/d(core output) */
+    float *d_in, *d_in2, *cnn_grad;  /* a conv encoder's: dL/d(features) of each tower,
+                                        and the stack's gradient scratch */
 } frl_rpass;
 
 size_t frl_policy_rnn_seq_floats(const frl_policy *p, int32_t T, int32_t B, int training);
