@@ -7,7 +7,7 @@
  * own workspace, the other with the policy's internal one, for an MLP policy and for
  * recurrent ones (GRU shared, LSTM per head), whose state arrays the threads own and
  * whose rows they reset now and then, and 300 times for a policy with a convolutional
- * encoder over 40 x 40 x 3 images (PixelGrid-v0's settings). Calls are counted on the
+ * encoder over 40 x 40 x 3 images (PixelGrid-v0's settings), alone and before a GRU. Calls are counted on the
  * acting threads, where act runs (it never hands work to other threads). Sanitizers bring their own
  * allocator, so this test is not built under them. */
 #include <pthread.h>
@@ -203,10 +203,11 @@ int main(void)
 {
     static const char *const settings[] = {
         "", "policy.core=gru policy.shared=true", "policy.core=lstm policy.shared=false",
-        "policy.encoder=simple policy.conv_channels=8,16,16"};
-    static const int call_counts[] = {CALLS, CALLS, CALLS, 300};
+        "policy.encoder=simple policy.conv_channels=8,16,16",
+        "policy.encoder=simple policy.conv_channels=8,16,16 policy.core=gru"};
+    static const int call_counts[] = {CALLS, CALLS, CALLS, 300, 300};
     int failures = 0, bad = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         long n = run_policy(settings[i], call_counts[i], &failures);
         bad |= n != 0;
     }
