@@ -7,8 +7,8 @@
  * own workspace, the other with the policy's internal one, for an MLP policy and for
  * recurrent ones (GRU shared, LSTM per head), whose state arrays the threads own and
  * whose rows they reset now and then, and 300 times for a policy with a convolutional
- * encoder over 40 x 40 x 3 images (PixelGrid-v0's settings), alone and before a GRU. Calls are counted on the
- * acting threads, where act runs (it never hands work to other threads). Sanitizers bring their own
+ * encoder over 40 x 40 x 3 images (PixelGrid-v0's settings), alone and before a GRU.
+ * Calls are counted on the acting threads, where act runs (it never hands work to other threads). Sanitizers bring their own
  * allocator, so this test is not built under them. */
 #include <pthread.h>
 #include <stdatomic.h>
