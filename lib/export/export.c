@@ -19,18 +19,22 @@ static frl_status check_params(frl_policy *p)
 }
 
 /* The place a policy kind the writers do not cover is refused: recurrent Q-policies
- * (which policy.c does not make either) and convolutional encoders, whose layers
- * neither writer emits yet. */
-static frl_status check_kind(frl_policy *p)
+ * (which policy.c does not make either); a convolutional encoder in C (the ONNX writer
+ * emits its layers, the C writer not yet) or over a frame stack (whose input is k
+ * frames a row, which neither file takes yet). */
+static frl_status check_kind(frl_policy *p, int c_format)
 {
     if (p->towers && p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
         return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
                         "frl_policy_export: a recurrent Q-policy cannot be exported");
-    if (p->cnn.layers)
+    if (p->cnn.layers && p->stack > 1)
         return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
-                        "frl_policy_export: policies with a convolutional encoder "
-                        "(policy.encoder) cannot be exported yet: the ONNX and C writers "
-                        "emit MLPs and recurrent cores only");
+                        "frl_policy_export: a convolutional encoder over a frame stack "
+                        "(policy.frame_stack=%d) cannot be exported yet", (int)p->stack);
+    if (p->cnn.layers && c_format)
+        return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
+                        "frl_policy_export: the C writer does not emit convolutional layers "
+                        "(policy.encoder) yet; export.format=onnx does");
     return FRL_OK;
 }
 
@@ -74,12 +78,13 @@ FRL_API frl_status frl_policy_export(frl_policy *p, const char *path, const frl_
     if (!path || !path[0])
         return frl_fail(p->err, FRL_ERR_NULL, "frl_policy_export: path is %s",
                         path ? "empty" : "NULL");
-    frl_status st = check_kind(p);
+    int c_format = frl_cfg_choice(options, FRL_KEY_EXPORT_FORMAT) == FRL_EXPORT_FORMAT_C;
+    frl_status st = check_kind(p, c_format);
     if (st == FRL_OK)
         st = check_params(p);
     if (st != FRL_OK)
         return st;
-    if (frl_cfg_choice(options, FRL_KEY_EXPORT_FORMAT) == FRL_EXPORT_FORMAT_C)
+    if (c_format)
         return export_c(p, path, options);
     return frl_export_onnx(p, path, p->err);
 }

@@ -30,7 +30,7 @@ enum { A_NAME = 1, A_F = 2, A_I = 3, A_INTS = 8, A_TYPE = 20 };
 enum { A_FLOAT = 1, A_INT = 2, A_INTS_TYPE = 7 };
 /* TensorProto and its element types */
 enum { T_DIMS = 1, T_DTYPE = 2, T_NAME = 8, T_RAW = 9 };
-enum { DT_FLOAT = 1, DT_INT64 = 7 };
+enum { DT_FLOAT = 1, DT_UINT8 = 2, DT_INT64 = 7 };
 /* ValueInfoProto, TypeProto, TypeProto.Tensor, TensorShapeProto and its Dimension */
 enum { VI_NAME = 1, VI_TYPE = 2, VI_DOC = 3 };
 enum { TY_TENSOR = 1, TT_ELEM = 1, TT_SHAPE = 2, SH_DIM = 1, DIM_VALUE = 1, DIM_PARAM = 2 };
@@ -162,9 +162,9 @@ static void int64s(graph *g, const char *name, int64_t n, const int64_t *v)
 
 /* ---- graph inputs and outputs ---- */
 
-/* A float or int64 tensor of shape [batch] or [batch x width] (width 0: [batch]). */
-static void value_info(frl_bytes *b, int field, const char *name, int dtype, int64_t width,
-                       const char *doc)
+/* A tensor of shape [batch x dims[0] x ... x dims[nd - 1]] (nd 0: [batch]). */
+static void value_info_dims(frl_bytes *b, int field, const char *name, int dtype,
+                            const int64_t *dims, int nd, const char *doc)
 {
     size_t vi = frl_pb_begin(b);
     frl_pb_string(b, VI_NAME, name);
@@ -175,9 +175,9 @@ static void value_info(frl_bytes *b, int field, const char *name, int dtype, int
     size_t d = frl_pb_begin(b);
     frl_pb_string(b, DIM_PARAM, "batch");
     frl_pb_end(b, SH_DIM, d);
-    if (width > 0) {
+    for (int i = 0; i < nd; i++) {
         d = frl_pb_begin(b);
-        frl_pb_varint(b, DIM_VALUE, (uint64_t)width);
+        frl_pb_varint(b, DIM_VALUE, (uint64_t)dims[i]);
         frl_pb_end(b, SH_DIM, d);
     }
     frl_pb_end(b, TT_SHAPE, sh);
@@ -185,6 +185,13 @@ static void value_info(frl_bytes *b, int field, const char *name, int dtype, int
     frl_pb_end(b, VI_TYPE, ty);
     frl_pb_string(b, VI_DOC, doc);
     frl_pb_end(b, field, vi);
+}
+
+/* A float or int64 tensor of shape [batch] or [batch x width] (width 0: [batch]). */
+static void value_info(frl_bytes *b, int field, const char *name, int dtype, int64_t width,
+                       const char *doc)
+{
+    value_info_dims(b, field, name, dtype, &width, width > 0, doc);
 }
 
 /* ---- the acting path ---- */
@@ -221,12 +228,78 @@ static void mlp(graph *g, const frl_mlp *m, const char *net, const char *x, cons
     }
 }
 
-/* What the networks read: the observations, one-hot rows of discrete ones, or the
- * normalised and clipped ones. */
+/* One layer of the conv stack on NCHW x: Conv with the weights rearranged from the
+ * library's wt[kh kw in_c x out_c] to ONNX's [out_c x in_c x kh x kw], then its ReLU. */
+static void conv_layer(graph *g, int32_t l, const char *x, vname *y)
+{
+    const frl_conv2d *c = &g->p->cnn.conv[l];
+    const float *wt = g->p->params + c->off_w;
+    size_t n = (size_t)c->patch * (size_t)c->out_c;
+    float *w = frl_alloc(g->b->alloc, sizeof(float) * (n ? n : 1), 64);
+    if (!w) {
+        g->b->failed = 1;
+        return;
+    }
+    for (int32_t oc = 0; oc < c->out_c; oc++)
+        for (int32_t ic = 0; ic < c->in_c; ic++)
+            for (int32_t ky = 0; ky < c->kh; ky++)
+                for (int32_t kx = 0; kx < c->kw; kx++)
+                    w[(((size_t)oc * (size_t)c->in_c + (size_t)ic) * (size_t)c->kh +
+                       (size_t)ky) * (size_t)c->kw + (size_t)kx] =
+                        wt[(((size_t)ky * (size_t)c->kw + (size_t)kx) * (size_t)c->in_c +
+                            (size_t)ic) * (size_t)c->out_c + (size_t)oc];
+    char wn[48], bn[48];
+    snprintf(wn, sizeof wn, "conv.%d.weight", (int)l);
+    snprintf(bn, sizeof bn, "conv.%d.bias", (int)l);
+    int64_t dims[4] = {c->out_c, c->in_c, c->kh, c->kw};
+    tensor(g, wn, DT_FLOAT, dims, 4, w);
+    frl_free(g->b->alloc, w);
+    floats(g, bn, 0, c->out_c, g->p->params + c->off_b);
+    int64_t ks[2] = {c->kh, c->kw}, st[2] = {c->stride, c->stride};
+    int64_t pads[4] = {c->pad, c->pad, c->pad, c->pad};
+    attr a[3] = {{"kernel_shape", A_INTS_TYPE, 0, 0, ks, 2},
+                 {"strides", A_INTS_TYPE, 0, 0, st, 2},
+                 {"pads", A_INTS_TYPE, 0, 0, pads, 4}};
+    vname z = fresh(g, "conv");
+    node(g, "Conv", (const char *const[]){x, wn, bn}, 3, z.s, a, 3);
+    *y = fresh(g, "conv");
+    node1(g, "Relu", z.s, y->s);
+}
+
+/* An image observation through the conv stack: uint8 NHWC in, scaled by 1/255 as the
+ * library scales it (one float multiply: the same bits), NCHW for Conv, and back to
+ * NHWC before flattening, since the library's features are the NHWC output as it lies. */
+static void image_input(graph *g, vname *x)
+{
+    attr to = {"to", A_INT, DT_FLOAT, 0, NULL, 0};
+    vname f = fresh(g, "obs"), s = fresh(g, "obs"), t = fresh(g, "obs");
+    node(g, "Cast", (const char *const[]){"observation"}, 1, f.s, &to, 1);
+    scalar(g, "obs.scale", 1.0f / 255.0f);
+    node2(g, "Mul", f.s, "obs.scale", s.s);
+    static const int64_t nchw[4] = {0, 3, 1, 2}, nhwc[4] = {0, 2, 3, 1};
+    attr perm = {"perm", A_INTS_TYPE, 0, 0, nchw, 4};
+    node(g, "Transpose", (const char *const[]){s.s}, 1, t.s, &perm, 1);
+    vname cur = t;
+    for (int32_t l = 0; l < g->p->cnn.layers; l++)
+        conv_layer(g, l, cur.s, &cur);
+    vname back = fresh(g, "conv");
+    attr perm2 = {"perm", A_INTS_TYPE, 0, 0, nhwc, 4};
+    node(g, "Transpose", (const char *const[]){cur.s}, 1, back.s, &perm2, 1);
+    *x = fresh(g, "features");
+    attr axis = {"axis", A_INT, 1, 0, NULL, 0};
+    node(g, "Flatten", (const char *const[]){back.s}, 1, x->s, &axis, 1);
+}
+
+/* What the networks read: the observations, one-hot rows of discrete ones, the
+ * normalised and clipped ones, or an image's conv features. */
 static void input(graph *g, vname *x)
 {
     const frl_policy *p = g->p;
     snprintf(x->s, sizeof x->s, "observation");
+    if (p->cnn.layers) {
+        image_input(g, x);
+        return;
+    }
     if (p->obs_n) {
         /* Cast truncates and OneHot leaves the row of an index >= n zero but counts a
          * negative one from the end; the library refuses both in act, so such input is
@@ -471,8 +544,16 @@ static void recurrent(graph *g, const char *x)
 static void graph_io(frl_bytes *b, const frl_policy *p)
 {
     int kind = frl_export_kind_of(p);
-    value_info(b, G_INPUT, "observation", DT_FLOAT, p->obs_w,
-               p->obs_n ? "discrete observation: the index as a float" : "observation rows");
+    if (p->cnn.layers) {
+        const int64_t *shape = p->obs_space->shape;
+        value_info_dims(b, G_INPUT, "observation", DT_UINT8, shape, 3,
+                        "images: height x width x channels bytes (NHWC), as the library's "
+                        "image space");
+    } else {
+        value_info(b, G_INPUT, "observation", DT_FLOAT, p->obs_w,
+                   p->obs_n ? "discrete observation: the index as a float"
+                            : "observation rows");
+    }
     if (p->state_w)
         value_info(b, G_INPUT, "state", DT_FLOAT, p->state_w,
                    "recurrent state before the step (zeros for a new episode)");

@@ -452,6 +452,57 @@ def test_c_int8_stays_near(tmp_path):
     assert agree >= 0.95, f"int8 greedy actions agree on {agree:.1%} of the observations"
 
 
+@functools.lru_cache(maxsize=None)
+def pixel_policy(core):
+    """PixelGrid-v0's conv encoder (Sample Factory's stack) before the MLP or a GRU."""
+    extra = {"policy.core": "gru", "policy.core_size": 16} if core else {}
+    t = fastrl.Trainer("PixelGrid-v0", dict({"runtime.seed": 5, "runtime.threads": 1,
+                                             "train.num_envs": 8}, **extra))
+    t.train(2048)
+    return t
+
+
+@needs_ort
+@pytest.mark.parametrize("core", [False, True])
+def test_onnx_conv_encoder(core, tmp_path):
+    """uint8 NHWC images in; the conv stack's outputs (and a GRU's state) as the
+    library's, within float32 rounding of a different summation order."""
+    p = pixel_policy(core).policy
+    p.export(tmp_path / "pix.onnx")
+    model = onnx.load(str(tmp_path / "pix.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    inp = model.graph.input[0].type.tensor_type
+    assert inp.elem_type == onnx.TensorProto.UINT8
+    assert [d.dim_value for d in inp.shape.dim[1:]] == list(p.observation_space.shape)
+    g = np.random.default_rng(1)
+    obs = g.integers(0, 256, size=(64,) + tuple(p.observation_space.shape), dtype=np.uint8)
+    state = (g.normal(size=(64, p.state_size)) * 0.5).astype(np.float32)
+    sess = ort.InferenceSession(str(tmp_path / "pix.onnx"), session(),
+                                providers=["CPUExecutionProvider"])
+    feed = {"observation": obs}
+    if p.state_size:
+        feed["state"] = state
+    got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feed)))
+    lib_state = state.copy()
+    out, value = p.forward(obs, state=lib_state)
+    pairs = [("logits", out, got["logits"]), ("value", value.ravel(), got["value"].ravel())]
+    if p.state_size:
+        pairs.append(("state_out", lib_state, got["state_out"]))
+    for name, want, have in pairs:
+        scale = max(float(np.abs(want).max()), 1e-3)
+        assert np.abs(have - want).max() <= 1e-5 * scale + 1e-6, name
+    np.testing.assert_array_equal(got["action"], np.argmax(got["logits"], 1))
+
+
+def test_conv_encoder_c_export_refused(tmp_path):
+    p = pixel_policy(False).policy
+    with pytest.raises(fastrl.Error) as e:
+        p.export(tmp_path / "pix", "c")
+    assert e.value.status == fastrl.Status.ERR_UNSUPPORTED
+    assert "does not emit convolutional layers" in str(e.value)
+    assert not (tmp_path / "pix.c").exists()
+
+
 def test_export_refusals(tmp_path):
     t, _ = trained("cartpole_separate_tanh")
     p = t.policy
