@@ -29,7 +29,11 @@ static void header_sizes(frl_cgen *g, const char *up)
 {
     const frl_policy *p = g->p;
     frl_bytes_printf(g->out, "/* Floats of one observation%s. */\n#define %s_OBS_SIZE %d\n",
-                     p->obs_n ? " (discrete: its index, as a float)" : "", up, (int)p->obs_w);
+                     p->obs_n ? " (discrete: its index, as a float)"
+                     : p->cnn.layers ? " (an image: its height x width x channels bytes, "
+                                       "NHWC,\n * behind the float pointer, 4 a float, as "
+                                       "fastrl's image rows)" : "",
+                     up, (int)p->obs_w);
     frl_bytes_printf(g->out, "/* Floats of forward's out: %s. */\n#define %s_OUT_SIZE %d\n",
                      outputs_text(frl_export_kind_of(p)), up, (int)p->out_w);
     if (p->towers)

@@ -1,84 +1,26 @@
-/* NAME.c of the C export (c_source.h): the weights as static const arrays and the code,
- * which needs <math.h> and nothing else, allocates nothing and keeps no state (so any
- * number of threads may call it). Matrices are written row by row, W[out x in], so each
- * output is one contiguous dot product; float32 values are printed with 9 significant
- * digits, which gives back the same float. With int8 weights each output row has a
- * float scale (its largest |w| / 127) and the sum of q * x is scaled once. Only the
- * helpers a policy uses are written, since an unused static function fails -Werror. */
+/* NAME.c of the C export (c_source.h): the weights as static const arrays (c_weights.h)
+ * and the code, which needs <math.h> and nothing else, allocates nothing and keeps no
+ * state (so any number of threads may call it). Matrices are written row by row,
+ * W[out x in], so each output is one contiguous dot product. Only the helpers a policy
+ * uses are written, since an unused static function fails -Werror. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "export/c_conv.h"
 #include "export/c_source.h"
+#include "export/c_weights.h"
 #include "export/kind.h"
 #include "rl/policy_rnn.h"
 
 /* ---- weights ---- */
-
-static void float_array(frl_cgen *g, const char *storage, const char *what, const float *v,
-                        size_t n)
-{
-    frl_bytes_printf(g->out, "%sconst float %s_%s[%zu] = {", storage, g->name, what, n);
-    for (size_t i = 0; i < n; i++)
-        frl_bytes_printf(g->out, "%s%.9ef", i % 6 ? ", " : (i ? ",\n    " : "\n    "),
-                         (double)v[i]);
-    frl_bytes_printf(g->out, "\n};\n");
-}
-
-/* An int8 row's scale: its largest |w| / 127 (1 for a row of zeros). */
-static float row_scale(const float *wt, size_t in, size_t out, size_t o)
-{
-    float amax = 0.0f;
-    for (size_t i = 0; i < in; i++)
-        amax = fmaxf(amax, fabsf(wt[i * out + o]));
-    return amax > 0.0f ? amax / 127.0f : 1.0f;
-}
-
-static void int8_matrix(frl_cgen *g, const float *wt, size_t in, size_t out, const char *what)
-{
-    frl_bytes_printf(g->out, "static const signed char %s_%s_q[%zu] = {", g->name, what,
-                     in * out);
-    for (size_t o = 0; o < out; o++) {
-        float s = row_scale(wt, in, out, o);
-        for (size_t i = 0; i < in; i++) {
-            long q = lrintf(wt[i * out + o] / s);
-            q = q > 127 ? 127 : (q < -127 ? -127 : q);
-            size_t k = o * in + i;
-            frl_bytes_printf(g->out, "%s%ld", k % 16 ? ", " : (k ? ",\n    " : "\n    "), q);
-        }
-    }
-    frl_bytes_printf(g->out, "\n};\nstatic const float %s_%s_s[%zu] = {", g->name, what, out);
-    for (size_t o = 0; o < out; o++)
-        frl_bytes_printf(g->out, "%s%.9ef", o % 6 ? ", " : (o ? ",\n    " : "\n    "),
-                         (double)row_scale(wt, in, out, o));
-    frl_bytes_printf(g->out, "\n};\n");
-}
-
-/* W[out x in] from the library's wt[in x out] (as floats, or int8 and scales), and the
- * bias: NAME_what_w (or _q and _s) and NAME_what_b. */
-static void matrix(frl_cgen *g, const float *wt, const float *bias, size_t in, size_t out,
-                   const char *what)
-{
-    char b[80];
-    if (g->int8) {
-        int8_matrix(g, wt, in, out, what);
-    } else {
-        frl_bytes_printf(g->out, "static const float %s_%s_w[%zu] = {", g->name, what, in * out);
-        for (size_t k = 0; k < in * out; k++)
-            frl_bytes_printf(g->out, "%s%.9ef", k % 6 ? ", " : (k ? ",\n    " : "\n    "),
-                             (double)wt[(k % in) * out + k / in]);
-        frl_bytes_printf(g->out, "\n};\n");
-    }
-    snprintf(b, sizeof b, "%s_b", what);
-    float_array(g, "static ", b, bias, out);
-}
 
 static void mlp_weights(frl_cgen *g, const frl_mlp *m, const char *net)
 {
     for (int32_t l = 0; l < m->layers; l++) {
         char what[64];
         snprintf(what, sizeof what, "%s_%d", net, (int)l);
-        matrix(g, g->p->params + m->off_w[l], g->p->params + m->off_b[l],
+        frl_cgen_matrix(g, g->p->params + m->off_w[l], g->p->params + m->off_b[l],
                (size_t)m->width[l], (size_t)m->width[l + 1], what);
     }
 }
@@ -90,9 +32,9 @@ static void core_weights(frl_cgen *g, int32_t i)
     size_t gw = (size_t)r->gates * (size_t)r->h;
     char what[32];
     snprintf(what, sizeof what, "core%d_x", (int)i);
-    matrix(g, w + r->off_wx, w + r->off_bx, (size_t)r->in, gw, what);
+    frl_cgen_matrix(g, w + r->off_wx, w + r->off_bx, (size_t)r->in, gw, what);
     snprintf(what, sizeof what, "core%d_h", (int)i);
-    matrix(g, w + r->off_wh, w + r->off_bh, (size_t)r->h, gw, what);
+    frl_cgen_matrix(g, w + r->off_wh, w + r->off_bh, (size_t)r->h, gw, what);
 }
 
 /* ---- what the policy has ---- */
@@ -179,7 +121,7 @@ size_t frl_cgen_stack_floats(const frl_policy *p)
 {
     size_t trunk = p->shared && !p->towers ? (size_t)frl_mlp_out(&p->trunk) : 0;
     return 2 * (size_t)widest(p) + (size_t)p->obs_w + 2 + trunk +
-           2 * (size_t)core_gates(p) + (size_t)encoded(p);
+           2 * (size_t)core_gates(p) + (size_t)encoded(p) + frl_cgen_conv_stack_floats(p);
 }
 
 /* ---- helpers ---- */
@@ -217,6 +159,8 @@ static void emit_helpers(frl_cgen *g)
     needs(p, &activate, &product);
     if (product)
         emit_linear(g);
+    if (p->cnn.layers)
+        frl_cgen_conv_helper(g);
     if (p->obs_n)
         frl_bytes_printf(g->out,
             "\n/* A discrete observation's index, or -1 when it is not an integer in [0, n):\n"
@@ -288,6 +232,8 @@ static void emit_mlp(frl_cgen *g, const frl_mlp *m, const char *net, const char 
 static const char *emit_input(frl_cgen *g)
 {
     const frl_policy *p = g->p;
+    if (p->cnn.layers)
+        return frl_cgen_conv_forward(g);
     if (p->obs_n) {
         frl_bytes_printf(g->out, "    int idx = %s_index(obs[0], %d);\n", g->name, (int)p->obs_n);
         return "";
@@ -395,6 +341,8 @@ static void emit_locals(frl_cgen *g)
                          (int)core_gates(p));
     if (encoded(p))
         frl_bytes_printf(g->out, "    float e[%d];\n", (int)encoded(p));
+    if (p->cnn.layers)
+        frl_cgen_conv_locals(g);
     frl_bytes_printf(g->out, "    float v[1];\n    int o = 0;\n");
 }
 
@@ -451,15 +399,18 @@ static void emit_weights(frl_cgen *g)
     const char *names[5];
     int32_t k = networks(p, nets, names);
     if (p->obs_norm && !p->obs_n) {
-        float_array(g, "static ", "obs_mean", p->norm.use_mean, (size_t)p->obs_w);
-        float_array(g, "static ", "obs_inv_std", p->norm.use_inv_std, (size_t)p->obs_w);
+        frl_cgen_float_array(g, "static ", "obs_mean", p->norm.use_mean, (size_t)p->obs_w);
+        frl_cgen_float_array(g, "static ", "obs_inv_std", p->norm.use_inv_std,
+                             (size_t)p->obs_w);
     }
+    if (p->cnn.layers)
+        frl_cgen_conv_weights(g);
     for (int32_t i = 0; i < p->towers; i++)
         core_weights(g, i);
     for (int32_t i = 0; i < k; i++)
         mlp_weights(g, nets[i], names[i]);
     if (frl_export_kind_of(p) == FRL_EXPORT_GAUSSIAN)
-        float_array(g, "", "log_std", p->params + p->log_std_off, (size_t)p->out_w);
+        frl_cgen_float_array(g, "", "log_std", p->params + p->log_std_off, (size_t)p->out_w);
 }
 
 void frl_cgen_source(frl_cgen *g)

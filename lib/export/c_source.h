@@ -3,15 +3,7 @@
 #ifndef FRL_EXPORT_C_SOURCE_H
 #define FRL_EXPORT_C_SOURCE_H
 
-#include "io/bytes.h"
-#include "rl/policy.h"
-
-typedef struct frl_cgen {
-    frl_bytes *out;       /* the file being written */
-    const frl_policy *p;
-    const char *name;     /* the symbols' prefix */
-    int int8;             /* int8 weights with a float scale per output row */
-} frl_cgen;
+#include "export/cgen.h"
 
 void frl_cgen_source(frl_cgen *g);
 

@@ -19,10 +19,9 @@ static frl_status check_params(frl_policy *p)
 }
 
 /* The place a policy kind the writers do not cover is refused: recurrent Q-policies
- * (which policy.c does not make either); a convolutional encoder in C (the ONNX writer
- * emits its layers, the C writer not yet) or over a frame stack (whose input is k
- * frames a row, which neither file takes yet). */
-static frl_status check_kind(frl_policy *p, int c_format)
+ * (which policy.c does not make either) and a convolutional encoder over a frame stack
+ * (whose input is k frames a row, which neither file takes yet). */
+static frl_status check_kind(frl_policy *p)
 {
     if (p->towers && p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
         return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
@@ -31,10 +30,6 @@ static frl_status check_kind(frl_policy *p, int c_format)
         return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
                         "frl_policy_export: a convolutional encoder over a frame stack "
                         "(policy.frame_stack=%d) cannot be exported yet", (int)p->stack);
-    if (p->cnn.layers && c_format)
-        return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
-                        "frl_policy_export: the C writer does not emit convolutional layers "
-                        "(policy.encoder) yet; export.format=onnx does");
     return FRL_OK;
 }
 
@@ -79,7 +74,7 @@ FRL_API frl_status frl_policy_export(frl_policy *p, const char *path, const frl_
         return frl_fail(p->err, FRL_ERR_NULL, "frl_policy_export: path is %s",
                         path ? "empty" : "NULL");
     int c_format = frl_cfg_choice(options, FRL_KEY_EXPORT_FORMAT) == FRL_EXPORT_FORMAT_C;
-    frl_status st = check_kind(p, c_format);
+    frl_status st = check_kind(p);
     if (st == FRL_OK)
         st = check_params(p);
     if (st != FRL_OK)

@@ -494,13 +494,43 @@ def test_onnx_conv_encoder(core, tmp_path):
     np.testing.assert_array_equal(got["action"], np.argmax(got["logits"], 1))
 
 
-def test_conv_encoder_c_export_refused(tmp_path):
-    p = pixel_policy(False).policy
-    with pytest.raises(fastrl.Error) as e:
-        p.export(tmp_path / "pix", "c")
-    assert e.value.status == fastrl.Status.ERR_UNSUPPORTED
-    assert "does not emit convolutional layers" in str(e.value)
-    assert not (tmp_path / "pix.c").exists()
+@pytest.mark.parametrize("core", [False, True])
+@pytest.mark.parametrize("int8", [False, True])
+def test_c_conv_encoder(core, int8, tmp_path):
+    """The C export's direct convolutions read the image's bytes behind the observation
+    pointer, as the library's rows hold them: float32 within rounding of the library,
+    int8 within the tolerance the MLP exports keep."""
+    p = pixel_policy(core).policy
+    name = f"pix{int(core)}{int(int8)}"
+    if int8:
+        p.export(tmp_path / name, "c", weights="int8")
+    else:
+        p.export(tmp_path / name, "c")
+    lib = compile_c(str(tmp_path / name))
+    g = np.random.default_rng(2)
+    obs = g.integers(0, 256, size=(24,) + tuple(p.observation_space.shape), dtype=np.uint8)
+    state = (g.normal(size=(24, p.state_size)) * 0.5).astype(np.float32)
+    got = c_forward(lib, name, obs.reshape(len(obs), -1).view(np.float32), state, 4)
+    lib_state = state.copy()
+    out, value = p.forward(obs, state=lib_state)
+    tol = 0.05 if int8 else 1e-5
+    pairs = [(got["out"], out), (got["value"], value.ravel())]
+    if p.state_size:
+        pairs.append((got["state_out"], lib_state))
+    for have, want in pairs:
+        scale = max(float(np.abs(want).max()), 1e-3)
+        assert np.abs(have - want).max() <= tol * scale + 1e-6
+
+
+def test_conv_encoder_over_a_frame_stack_refused(tmp_path):
+    t = fastrl.Trainer("PixelGrid-v0", {"runtime.seed": 5, "runtime.threads": 1,
+                                        "train.num_envs": 8, "policy.frame_stack": 2})
+    for fmt, path in (("onnx", tmp_path / "s.onnx"), ("c", tmp_path / "s")):
+        with pytest.raises(fastrl.Error) as e:
+            t.policy.export(path, fmt)
+        assert e.value.status == fastrl.Status.ERR_UNSUPPORTED
+        assert "frame stack" in str(e.value)
+    assert not list(tmp_path.iterdir())
 
 
 def test_export_refusals(tmp_path):
