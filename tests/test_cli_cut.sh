@@ -1,7 +1,7 @@
 #!/bin/sh
 # `fastrl cut`: a short elastic run on Pendulum, then its Pareto front, a cut for a
-# budget (saved, evaluated by `fastrl eval` and run by examples/robot_loop, as a
-# controller would), a cut by architecture, and the refusals: an unknown width, a
+# budget (saved, evaluated by `fastrl eval`, exported, and run by examples/robot_loop,
+# as a controller would), a cut by architecture, and the refusals: an unknown width, a
 # budget no sub-policy meets (naming the fastest), a checkpoint of a plain run, a
 # latency model of another batch.
 #
@@ -44,6 +44,9 @@ for k in widths: predicted_us: measured_us: return: "saved: $dir/cut.frl"; do
 done
 run "$fastrl" eval "$dir/cut.frl" --env Pendulum-v1 --episodes 2
 ok "eval of the cut policy"
+run "$fastrl" export "$dir/cut.frl" --onnx "$dir/cut.onnx"
+ok "ONNX export of the cut policy"
+[ -s "$dir/cut.onnx" ] || fail "the cut policy's ONNX file is missing"
 run "$robot_loop" "$dir/cut.frl" --iterations 200
 ok "robot_loop on the cut policy"
 has "p99" || fail "robot_loop: no latency percentiles: $out"
