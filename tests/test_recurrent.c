@@ -160,6 +160,27 @@ START_TEST(reset_rows_and_row_independence)
 }
 END_TEST
 
+/* The learner's sequence pass over T steps of B rows from state0 gives the values
+ * acting gave (values, [T x B]) and ends in the state acting ended in (state). */
+static void check_sequence_pass(frl_policy *p, int32_t T, const float *obs,
+                                const float *state0, const uint8_t *starts,
+                                const float *values, const float *state)
+{
+    size_t floats = frl_policy_rnn_seq_floats(p, T, B, 0);
+    float *ws = aligned_alloc(64, (sizeof(float) * floats + 63) / 64 * 64);
+    frl_rpass rp;
+    frl_policy_rnn_seq_layout(p, T, B, 0, ws, &rp);
+    frl_policy_rnn_seq_forward(p, p->params, obs, state0, starts, &rp,
+                               FRL_HEAD_ACTOR | FRL_HEAD_CRITIC);
+    ck_assert_int_eq(memcmp(rp.value, values, sizeof(float) * (size_t)(T * B)), 0);
+    int64_t sw = frl_policy_state_size(p);
+    float *fin = malloc(sizeof(float) * (size_t)(B * sw));
+    frl_policy_rnn_seq_final_state(p, &rp, fin);
+    ck_assert_int_eq(memcmp(fin, state, sizeof(float) * (size_t)(B * sw)), 0);
+    free(fin);
+    free(ws);
+}
+
 /* The learner's sequence pass gives the values acting gave, step by step, resets included
  * (the same kernels on the same rows). */
 START_TEST(steps_match_the_sequence_pass)
@@ -183,17 +204,7 @@ START_TEST(steps_match_the_sequence_pass)
             ck_assert_int_eq(act(f.p, obs + t * B * OBS_W, B, state, starts + t * B, &o), FRL_OK);
             memcpy(values + t * B, o.v, sizeof o.v);
         }
-        size_t floats = frl_policy_rnn_seq_floats(f.p, T, B, 0);
-        float *ws = aligned_alloc(64, (sizeof(float) * floats + 63) / 64 * 64);
-        frl_rpass rp;
-        frl_policy_rnn_seq_layout(f.p, T, B, 0, ws, &rp);
-        frl_policy_rnn_seq_forward(f.p, f.p->params, obs, state0, starts, &rp,
-                                   FRL_HEAD_ACTOR | FRL_HEAD_CRITIC);
-        ck_assert_int_eq(memcmp(rp.value, values, sizeof values), 0);
-        float fin[B * 12];
-        frl_policy_rnn_seq_final_state(f.p, &rp, fin);
-        ck_assert_int_eq(memcmp(fin, state, sizeof(float) * (size_t)(B * sw)), 0);
-        free(ws);
+        check_sequence_pass(f.p, T, obs, state0, starts, values, state);
         unmake(&f);
     }
 }
@@ -227,14 +238,7 @@ START_TEST(steps_match_the_sequence_pass_conv_encoder)
                          FRL_OK);
         memcpy(values + t * B, o.v, sizeof o.v);
     }
-    size_t floats = frl_policy_rnn_seq_floats(f.p, T, B, 0);
-    float *ws = aligned_alloc(64, (sizeof(float) * floats + 63) / 64 * 64);
-    frl_rpass rp;
-    frl_policy_rnn_seq_layout(f.p, T, B, 0, ws, &rp);
-    frl_policy_rnn_seq_forward(f.p, f.p->params, obs, state0, starts, &rp,
-                               FRL_HEAD_ACTOR | FRL_HEAD_CRITIC);
-    ck_assert_int_eq(memcmp(rp.value, values, sizeof values), 0);
-    free(ws);
+    check_sequence_pass(f.p, T, obs, state0, starts, values, state);
     frl_config *bad = frl_test_settings("policy.encoder=simple policy.core=gru "
                                         "policy.frame_stack=2");
     frl_policy *p2;
