@@ -11,7 +11,7 @@ struct frl_elastic_task {
     float *sub, *g_sub;       /* its parameters and gradient, laid out as a plain policy */
     float *acts_a, *acts_c;   /* the actor's and the critic's stored activations */
     float *dy, *scratch;      /* backward buffers [M x widest] */
-    double kl;                /* mean KL to the teacher over the minibatch */
+    double kl;                /* KL to the teacher summed over the shard's rows */
 };
 
 enum { STAGE_FULL, STAGE_DEPTH, STAGE_WIDTH };
@@ -63,17 +63,18 @@ static int alloc_arrays(frl_elastic_learner *l, const frl_allocator *al)
     l->xn = frl_alloc(al, sizeof(float) * (size_t)l->M * (size_t)p->in_w, 64);
     l->rows = frl_alloc(al, sizeof(int32_t) * N, 64);
     l->work = frl_alloc(al, sizeof(float) * frl_elastic_reorder_work(&l->e), 64);
-    l->tasks = frl_alloc(al, sizeof(frl_elastic_task) * (size_t)l->n_tasks * SHARDS, 64);
+    l->tasks = frl_alloc(al, sizeof(frl_elastic_task) * (size_t)l->n_archs * SHARDS, 64);
+    l->teach_ws = frl_alloc(al, sizeof(float) * frl_policy_pass_floats(p, l->M, 0), 64);
     if (!l->heads || !l->g_full || !l->g_heads || !l->adam_full.m || !l->adam_heads.m ||
         !l->teacher_out || !l->teacher_value || !l->obs || !l->xn || !l->rows || !l->work ||
-        !l->tasks)
+        !l->tasks || !l->teach_ws)
         return 0;
-    memset(l->tasks, 0, sizeof(frl_elastic_task) * (size_t)l->n_tasks * SHARDS);
+    memset(l->tasks, 0, sizeof(frl_elastic_task) * (size_t)l->n_archs * SHARDS);
     memset(l->adam_full.m, 0, sizeof(float) * 2 * np);
     memset(l->adam_heads.m, 0, sizeof(float) * 2 * nh);
     l->adam_full.v = l->adam_full.m + np;
     l->adam_heads.v = l->adam_heads.m + nh;
-    for (int32_t i = 0; i < l->n_tasks * SHARDS; i++)
+    for (int32_t i = 0; i < l->n_archs * SHARDS; i++)
         if (!alloc_task(&l->tasks[i], al, p, (l->M + SHARDS - 1) / SHARDS))
             return 0;
     return 1;
@@ -88,7 +89,7 @@ static void read_settings(frl_elastic_learner *l, const frl_config *cfg)
         l->minibatches = l->ppo->N / 64 > 1 ? l->ppo->N / 64 : 1;
     l->full_fraction = frl_cfg_float(cfg, FRL_KEY_ELASTIC_FULL_FRACTION);
     l->depth_fraction = frl_cfg_float(cfg, FRL_KEY_ELASTIC_DEPTH_FRACTION);
-    l->n_tasks = l->subnets + 1;
+    l->n_archs = l->subnets + 1;
     l->M = (l->ppo->N + l->minibatches - 1) / l->minibatches;
     frl_adam *a[2] = {&l->adam_full, &l->adam_heads};
     for (int32_t i = 0; i < 2; i++) {
@@ -132,10 +133,10 @@ void frl_elastic_learner_destroy(frl_elastic_learner *l, const frl_allocator *al
 {
     if (!l)
         return;
-    for (int32_t i = 0; l->tasks && i < l->n_tasks * SHARDS; i++)
+    for (int32_t i = 0; l->tasks && i < l->n_archs * SHARDS; i++)
         free_task(&l->tasks[i], al);
     float *arrays[] = {l->heads, l->g_full, l->g_heads, l->adam_full.m, l->adam_heads.m,
-                       l->teacher_out, l->teacher_value, l->obs, l->xn, l->work};
+                       l->teacher_out, l->teacher_value, l->obs, l->xn, l->work, l->teach_ws};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         frl_free(al, arrays[i]);
     frl_free(al, l->rows);
@@ -181,7 +182,7 @@ static void draw_arch(const frl_elastic *e, int32_t stage, frl_rng *r, frl_elast
  * drawn; each is set in all its shards' tasks. */
 static void choose_archs(frl_elastic_learner *l, int32_t stage, frl_rng *r)
 {
-    for (int32_t i = 0; i < l->n_tasks; i++) {
+    for (int32_t i = 0; i < l->n_archs; i++) {
         frl_elastic_arch *a = &l->tasks[i * SHARDS].arch;
         if (i == 0)
             frl_elastic_full(&l->e, a);
@@ -197,26 +198,19 @@ static void choose_archs(frl_elastic_learner *l, int32_t stage, frl_rng *r)
 /* ---- the phase ---- */
 
 /* The full policy's outputs over the slot's rows, as it is after PPO's update. */
-static frl_status teach(frl_elastic_learner *l, const float *obs, char *err)
+static void teach(frl_elastic_learner *l, const float *obs)
 {
     const frl_policy *p = l->ppo->p;
-    frl_policy *mp = l->ppo->p;
-    size_t floats = frl_policy_pass_floats(p, l->M, 0);
-    float *ws = frl_alloc(&mp->rt->alloc, sizeof(float) * floats, 64);
-    if (!ws)
-        return frl_fail(err, FRL_ERR_NOMEM, "elastic learner: out of memory");
     for (int32_t first = 0; first < l->ppo->N; first += l->M) {
         int32_t rows = l->ppo->N - first < l->M ? l->ppo->N - first : l->M;
         frl_pass f;
-        frl_policy_pass_layout(p, rows, 0, ws, &f);
+        frl_policy_pass_layout(p, rows, 0, l->teach_ws, &f);
         f.norm = &p->norm;
         frl_policy_forward(p, p->params, rows, obs + (size_t)first * (size_t)p->obs_w, &f);
         memcpy(l->teacher_out + (size_t)first * (size_t)p->out_w, f.out,
                sizeof(float) * (size_t)rows * (size_t)p->out_w);
         memcpy(l->teacher_value + first, f.value, sizeof(float) * (size_t)rows);
     }
-    frl_free(&mp->rt->alloc, ws);
-    return FRL_OK;
 }
 
 /* dL/d(outputs) of one row's KL(teacher || student); returns the KL. */
@@ -268,7 +262,7 @@ static int distill_task(void *user, int32_t task, int32_t thread)
     int32_t first = l->mb_rows * part / SHARDS, rows = l->mb_rows * (part + 1) / SHARDS - first;
     const int32_t *mb = l->mb + first;
     const float *in = l->in + (size_t)first * (size_t)p->in_w;
-    float scale = 1.0f / ((float)l->mb_rows * (float)l->n_tasks);
+    float scale = 1.0f / ((float)l->mb_rows * (float)l->n_archs);
     double kl = 0;
     float *out = rows > 0 ? frl_mlp_forward(&sa, p->k, t->sub, rows, in, t->acts_a) : NULL;
     for (int32_t r = 0; r < rows; r++) {
@@ -326,7 +320,7 @@ static void step(frl_elastic_learner *l, double lr)
     frl_policy *p = l->ppo->p;
     memset(l->g_full, 0, sizeof(float) * p->num_params);
     memset(l->g_heads, 0, sizeof(float) * l->e.num_heads);
-    for (int32_t i = 0; i < l->n_tasks * SHARDS; i++) /* in task order: the same bits on
+    for (int32_t i = 0; i < l->n_archs * SHARDS; i++) /* in task order: the same bits on
                                                         * any pool */
         frl_elastic_scatter_add(&l->e, p, &l->tasks[i].arch, l->tasks[i].g_sub, l->g_full,
                                 l->g_heads);
@@ -385,9 +379,7 @@ frl_status frl_elastic_learner_learn(frl_elastic_learner *l, int32_t slot, int64
     if (stage > l->stage)
         begin_stage(l, stage);
     const float *obs = frl_ring_at(l->ppo->ring, slot, FRL_RING_OBSERVATIONS);
-    frl_status st = teach(l, obs, err);
-    if (st != FRL_OK)
-        return st;
+    teach(l, obs);
     int32_t n = valid_rows(l);
     const frl_ppo_settings *s = &l->ppo->s;
     double lr = s->lr * (s->anneal_lr && num_updates > 0
@@ -405,7 +397,7 @@ frl_status frl_elastic_learner_learn(frl_elastic_learner *l, int32_t slot, int64
             gather_input(l, obs);
             choose_archs(l, stage, &r);
             int32_t failed = 0;
-            frl_pool_run(l->ppo->rt->pool, l->n_tasks * SHARDS, distill_task, l, &failed);
+            frl_pool_run(l->ppo->rt->pool, l->n_archs * SHARDS, distill_task, l, &failed);
             step(l, lr);
         }
     }

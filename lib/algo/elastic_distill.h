@@ -31,8 +31,9 @@ typedef struct frl_elastic_learner {
     float *teacher_out, *teacher_value; /* [N x out_w], [N]: the full policy's outputs */
     float *obs, *xn;          /* a minibatch's observations and normalised input */
     int32_t *rows;            /* the rollout's valid rows, shuffled per epoch */
-    frl_elastic_task *tasks;  /* one per architecture of a minibatch */
-    int32_t n_tasks;          /* elastic.subnets + 1 (the full policy) */
+    frl_elastic_task *tasks;  /* per architecture of a minibatch, its row shards */
+    int32_t n_archs;          /* elastic.subnets + 1 (the full policy) */
+    float *teach_ws;          /* the teacher's forward pass over a chunk of l->M rows */
     int32_t M;                /* most rows of a minibatch */
     int32_t epochs, minibatches, subnets;
     double full_fraction, depth_fraction;
