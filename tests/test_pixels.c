@@ -499,8 +499,11 @@ START_TEST(frame_stack_acting)
 
     expect_refused(rt, "policy.frame_stack=4", 0, 0, 0, FRL_ERR_INVALID_ARGUMENT,
                    "convolutional encoder");
-    expect_refused(rt, "policy.encoder=simple policy.frame_stack=2 policy.head=q", 40, 40, 3,
-                   FRL_ERR_UNSUPPORTED, "Q-policies");
+    /* a Q-policy over stacks: DQN's replay gathers them (frame_stack_trains) */
+    ck_assert_int_eq(make_policy(rt, "policy.encoder=simple policy.frame_stack=2 policy.head=q",
+                                 40, 40, 3, &p), FRL_OK);
+    ck_assert_int_eq(frl_policy_state_size(p), 40 * 40 * 3 / 4);
+    frl_policy_destroy(p);
     ck_assert_int_eq(make_policy(rt, "policy.encoder=simple policy.frame_stack=2", 40, 40, 3,
                                  &p), FRL_OK);
     frl_population *pop = NULL;
@@ -515,7 +518,8 @@ END_TEST
 #define SANITIZED_RUN "train.num_envs=8 train.rollout=64 train.epochs=1"
 
 /* PPO with a stack of 2 and APPO with 3 train on PixelGrid-v0 (which needs no memory:
- * this runs the paths; the gradient through gathered stacks is test_gradcheck's). A
+ * this runs the paths; the gradient through gathered stacks is test_gradcheck's), and
+ * DQN's path from the replay runs. A
  * uniform policy's mean return is about 0.33; runs of seeds 0-3 were at 0.82-0.88
  * (PPO) and 0.65-0.74 (APPO, seeds 0 and 2) by 20K steps. */
 START_TEST(frame_stack_trains)
@@ -544,9 +548,22 @@ START_TEST(frame_stack_trains)
         frl_config_destroy(cfg);
         frl_runtime_destroy(rt);
     }
-    frl_runtime *rt = frl_test_runtime(1);
-    frl_config *cfg = frl_test_settings("policy.frame_stack=2 train.algo=es");
+    /* DQN draws its stacks from the replay (test_replay checks them against the ring's):
+     * the path runs and learns updates; no target in this budget */
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_config *cfg = frl_test_settings("policy.frame_stack=2 train.algo=dqn "
+                                        "train.learning_starts=256 train.buffer_size=4096");
     frl_trainer *t = NULL;
+    ck_assert_msg(frl_trainer_create(&t, rt, "PixelGrid-v0", cfg) == FRL_OK, "%s",
+                  frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(t, FRL_TEST_SANITIZED ? 512 : 2048), FRL_OK);
+    ck_assert_int_gt(frl_trainer_metrics(t)->update, 0);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+    rt = frl_test_runtime(1);
+    cfg = frl_test_settings("policy.frame_stack=2 train.algo=es");
+    t = NULL;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "PixelGrid-v0", cfg), FRL_ERR_UNSUPPORTED);
     frl_config_destroy(cfg);
     frl_runtime_destroy(rt);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "rl/frame_stack.h"
 #include "rl/replay.h"
 #include "test_util.h"
 
@@ -689,6 +690,79 @@ START_TEST(sequences_match_naive)
 }
 END_TEST
 
+/* ---- frame stacks ---- */
+
+/* A replay of stacks of K frames gives every row's x and x' as rl/frame_stack.c builds
+ * them from the ring slot it was filled from (episode starts, the frames before the
+ * block from its state0, the bootstrap frame), for n = 1 and n = 3. */
+START_TEST(stacks_match_the_ring)
+{
+    enum { K = 3, SW = (K - 1) * W };
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    ck_assert_int_eq(frl_ring_alloc_state(ring, SW), FRL_OK);
+    frl_replay_shape sh = shape_of(3 * T * B, 0, 0);
+    sh.stack = K;
+    sh.state_w = SW;
+    frl_replay *r;
+    char err[FRL_ERRMSG_SIZE];
+    sh.state_w = W; /* one earlier frame kept where a stack of 3 needs two */
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_ERR_SIZE);
+    ck_assert_msg(strstr(err, "stacks of 3 frames"), "%s", err);
+    sh.state_w = SW;
+    ck_assert_msg(frl_replay_create(&r, rt, &sh, err) == FRL_OK, "%s", err);
+    streams st = {.rng = frl_rng_stream(5, 0), .p_end = 0.2};
+    frl_rng draws = frl_rng_stream(6, 0), fill = frl_rng_stream(9, 0);
+    /* each block's ring data, kept to rebuild its stacks the ring's way */
+    float obs[3][T * B * W], boot[3][B * W], s0[3][B * SW];
+    uint8_t reset[3][T * B], term[3][T * B], trunc[3][T * B];
+    naive blk[T * B];
+    for (int slot = 0; slot < 7; slot++) {
+        int k = slot % 3;
+        fill_slot(&st, ring, blk);
+        for (int i = 0; i < B * SW; i++) /* whatever acting left */
+            ring->slot[0].state0[i] = (float)frl_rng_uniform_range(&fill, -5, 5);
+        memcpy(obs[k], frl_ring_at(ring, 0, FRL_RING_OBSERVATIONS), sizeof obs[k]);
+        memcpy(boot[k], frl_ring_at(ring, 0, FRL_RING_BOOTSTRAP_OBS), sizeof boot[k]);
+        memcpy(reset[k], frl_ring_at(ring, 0, FRL_RING_RESET_STEPS), sizeof reset[k]);
+        memcpy(term[k], frl_ring_at(ring, 0, FRL_RING_TERMINATED), sizeof term[k]);
+        memcpy(trunc[k], frl_ring_at(ring, 0, FRL_RING_TRUNCATED), sizeof trunc[k]);
+        memcpy(s0[k], ring->slot[0].state0, sizeof s0[k]);
+        ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+        for (int n_step = 1; n_step <= 3; n_step += 2) {
+            frl_replay_draw d = {.rows = 256, .n_step = n_step, .gamma = 0.9};
+            ck_assert_int_eq(frl_replay_sample(r, &draws, &d, &r->batch, err), FRL_OK);
+            for (int o = 0; o < 256; o++) {
+                int64_t i = r->batch.index[o];
+                int kk = (int)(i / (T * B)), t = (int)(i % (T * B)) / B, b = (int)(i % B);
+                frl_frame_source src = {.k = K, .fw = W, .T = T, .B = B, .obs = obs[kk],
+                                        .boot = boot[kk], .reset = reset[kk],
+                                        .state0 = s0[kk]};
+                float want[K * W];
+                frl_frame_stack_row(&src, t, b, want);
+                ck_assert_mem_eq(r->batch.obs + o * K * W, want, sizeof want);
+                if (r->batch.terminated[o])
+                    continue;
+                /* x' ends at the step after the n-step walk: n steps, the block's end,
+                 * or the step that ended the episode (truncated: the final frame) */
+                int t2 = t;
+                for (int j = 0; j < n_step && t + j < T; j++) {
+                    t2 = t + j + 1;
+                    int row = (t + j) * B + b;
+                    if (term[kk][row] || trunc[kk][row])
+                        break;
+                }
+                frl_frame_stack_row(&src, t2, b, want);
+                ck_assert_mem_eq(r->batch.next_obs + o * K * W, want, sizeof want);
+            }
+        }
+    }
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("replay");
@@ -703,6 +777,7 @@ int main(void)
     tcase_add_test(tc, alloc_failure_and_none_after);
     tcase_add_test(tc, save_and_load);
     tcase_add_test(tc, sequences_match_naive);
+    tcase_add_test(tc, stacks_match_the_ring);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -80,6 +80,9 @@ static void dqn_storage(const frl_config *cfg, frl_storage_need *need)
     need->prioritized = frl_cfg_bool(cfg, FRL_KEY_TRAIN_PRIORITIZED);
     need->alpha = frl_cfg_float(cfg, FRL_KEY_TRAIN_PER_ALPHA);
     need->batch_rows = (int32_t)frl_cfg_int(cfg, FRL_KEY_TRAIN_BATCH_SIZE);
+    /* A frame stack's earlier frames at each block's start: the replay rebuilds stacks
+     * from them and the stored frames, each kept once. */
+    need->keep_state = frl_cfg_int(cfg, FRL_KEY_POLICY_FRAME_STACK) > 1;
 }
 
 /* What DQN cannot learn with, said before anything is allocated. */

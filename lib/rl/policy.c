@@ -1016,10 +1016,6 @@ static frl_status layout_encoder_stack(frl_policy *p, const char *who)
         p->stack = 1;
         return FRL_OK;
     }
-    if (p->stack > 1 && p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
-                        "%s: policy.frame_stack with Q-policies (policy.head=q, dueling_q) "
-                        "is not supported yet: the replay does not gather stacks", who);
     if (frl_cfg_choice(p->cfg, FRL_KEY_POLICY_CORE) != FRL_POLICY_CORE_NONE && p->stack > 1)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
                         "%s: policy.frame_stack=%d with a recurrent core (policy.core): the "

@@ -32,7 +32,18 @@ static frl_status check_shape(const frl_replay_shape *s, char *err)
                         (int)s->act_w);
     if (s->prioritized && !(s->alpha >= 0 && s->alpha <= 1))
         return frl_fail(err, FRL_ERR_RANGE, "replay: alpha %g outside [0, 1]", s->alpha);
+    if (s->stack > 1 && (int64_t)s->state_w != (int64_t)(s->stack - 1) * s->obs_w)
+        return frl_fail(err, FRL_ERR_SIZE, "replay: stacks of %d frames need the %d earlier "
+                        "frames of each block's first row (state width %d), not %d",
+                        (int)s->stack, (int)s->stack - 1, (int)((s->stack - 1) * s->obs_w),
+                        (int)s->state_w);
     return FRL_OK;
+}
+
+/* Floats of a minibatch row's x (or x'): the stack's frames. */
+static int32_t row_floats(const frl_replay_shape *s)
+{
+    return s->stack > 1 ? s->stack * s->obs_w : s->obs_w;
 }
 
 /* Nodes of a tree over C leaves with FRL_REPLAY_FANOUT children per node: each level
@@ -72,7 +83,7 @@ static void array_bytes(const frl_replay_shape *s, double bytes[FRL_REPLAY_ARRAY
 /* The owned minibatch: x, x', actions, reward, discount, weight, terminated, index. */
 static double batch_bytes(const frl_replay_shape *s)
 {
-    double n = s->batch_rows, W = s->obs_w;
+    double n = s->batch_rows, W = row_floats(s);
     double per = 8 * W + 4 * s->act_w + 4 + 4 + 4 + 1 + 8;
     return n * per + 8 * 64;
 }
@@ -127,7 +138,7 @@ static void carve(frl_replay *r, const double b[FRL_REPLAY_ARRAY_COUNT])
         take(&p, r->bytes[i]);
     }
     r->block_size = take(&p, sizeof(int32_t) * (size_t)r->blocks);
-    size_t n = (size_t)r->shape.batch_rows, W = (size_t)r->obs_w;
+    size_t n = (size_t)r->shape.batch_rows, W = (size_t)row_floats(&r->shape);
     if (!n)
         return;
     frl_replay_batch *o = &r->batch;
@@ -546,13 +557,43 @@ static inline void copy_floats(float *restrict dst, const unsigned char *restric
 /* Row i's n-step target into batch row o, from its record rec at step t: rewards
  * summed down the env's records until the episode ends, n steps pass or the bootstrap
  * record is reached. x' is the observation of the record after the last step taken. */
+/* The stack of frames ending at step t of the column whose step 0 is record col (as
+ * rl/frame_stack.c builds it from a ring slot): steps t - k + 1 .. t, oldest first,
+ * zeros for the steps before the episode of step t began (step u begins one when row
+ * u - 1 is a reset row), the steps before 0 from the block's state0 for the column. */
+static void stack_row(const frl_replay *r, size_t col, size_t t, float *out)
+{
+    size_t W = (size_t)r->obs_w, k = (size_t)r->shape.stack, T1 = (size_t)r->shape.steps + 1;
+    const unsigned char *rows = r->array[FRL_REPLAY_ROWS];
+    const float *s0 = (const float *)r->array[FRL_REPLAY_STATES] +
+                      col / T1 * (size_t)r->shape.state_w;
+    int ended = 0;
+    for (size_t j = 0; j < k; j++) {
+        float *dst = out + (k - 1 - j) * W;
+        long u = (long)t - (long)j;
+        if (j > 0 && u + 1 >= 1)
+            ended |= record_at(r, rows, col + (size_t)u)[r->off_flags + 2];
+        if (ended)
+            memset(dst, 0, sizeof(float) * W);
+        else if (u >= 0)
+            copy_floats(dst, record_at(r, rows, col + (size_t)u), W);
+        else
+            memcpy(dst, s0 + (size_t)((long)k - 1 + u) * W, sizeof(float) * W);
+    }
+}
+
 static void gather(const frl_replay *r, const frl_replay_draw *d, int64_t i, size_t rec,
                    size_t t, frl_replay_batch *out, int32_t o)
 {
     size_t W = (size_t)r->obs_w, R = r->rec_bytes, A = (size_t)r->act_w;
     size_t steps = (size_t)r->shape.steps - t;
     const unsigned char *x = record_at(r, r->array[FRL_REPLAY_ROWS], rec), *last = x;
-    copy_floats(out->obs + (size_t)o * W, x, W);
+    int stacked = r->shape.stack > 1;
+    size_t KW = (size_t)row_floats(&r->shape);
+    if (stacked)
+        stack_row(r, rec - t, t, out->obs + (size_t)o * KW);
+    else
+        copy_floats(out->obs + (size_t)o * W, x, W);
     copy_floats((float *)out->action + (size_t)o * A, x + r->off_action, A);
     steps = steps < (size_t)d->n_step ? steps : (size_t)d->n_step;
     double ret = 0, g = 1;
@@ -569,7 +610,11 @@ static void gather(const frl_replay *r, const frl_replay_draw *d, int64_t i, siz
             break;
         }
     }
-    copy_floats(out->next_obs + (size_t)o * W, last + R, W);
+    if (stacked)
+        stack_row(r, rec - t, t + (size_t)((last - x) / (ptrdiff_t)R) + 1,
+                  out->next_obs + (size_t)o * KW);
+    else
+        copy_floats(out->next_obs + (size_t)o * W, last + R, W);
     out->reward[o] = (float)ret;
     out->discount[o] = done ? 0.0f : (float)g;
     out->terminated[o] = done;

@@ -22,7 +22,9 @@
  * replays add a float64 sum tree and a float32 min tree over the C = blocks*T*B rows
  * (about 8C/7 nodes each with 8 children per node: about 13.7C bytes); plus a count
  * per block and the owned minibatch arrays. Storing x and x' per row would take
- * 2*T*B*4W bytes of observations per block: this takes (T+1)/(2T) of that.
+ * 2*T*B*4W bytes of observations per block: this takes (T+1)/(2T) of that. A frame
+ * stack of k adds each block's (k - 1) earlier frames per env (the states array) and
+ * makes the minibatch's x and x' rows k frames wide: stored frames are never copied.
  *
  * Nothing is allocated after create: adding a slot and sampling write into the arena.
  * One thread at a time (the learner's). */
@@ -56,15 +58,20 @@ typedef struct frl_replay_shape {
     int32_t batch_rows;   /* rows of the replay-owned minibatch (0: none) */
     int32_t state_w;      /* floats of recurrent state kept per env and block (0: none):
                              the ring slot's state0, for sequences (R2D2) */
+    int32_t stack;        /* frames a minibatch row stacks (policy.frame_stack; 0 or 1:
+                             none): x and x' are each the stack of k frames ending there,
+                             oldest first, zeros before its episode began, the frames
+                             before a block from its state0 (state_w = (k - 1) obs_w);
+                             still each frame stored once */
 } frl_replay_shape;
 
 /* A minibatch: arrays of at least `rows` rows, the caller's or the replay's own. */
 typedef struct frl_replay_batch {
     int32_t rows;
-    float *obs;          /* [rows x W] x */
+    float *obs;          /* [rows x W] x ([rows x k W] with a frame stack) */
     void *action;        /* int32 [rows] or float [rows x A] */
     float *reward;       /* [rows] sum of gamma^j r_{t+j} over the n (or fewer) steps */
-    float *next_obs;     /* [rows x W] x' after those steps */
+    float *next_obs;     /* [rows x W] x' after those steps ([rows x k W] likewise) */
     float *discount;     /* [rows] gamma^k to apply to the bootstrap value; 0 if terminated */
     uint8_t *terminated; /* [rows] the episode terminated within the steps: no bootstrap */
     float *weight;       /* [rows] importance weight, max-normalised (1 when uniform) */

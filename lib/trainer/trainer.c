@@ -81,7 +81,8 @@ static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
                               .obs_w = p->obs_w, .act_w = p->discrete ? 1 : p->out_w,
                               .discrete = p->discrete, .prioritized = need->prioritized,
                               .alpha = need->alpha, .batch_rows = need->batch_rows,
-                              .state_w = need->keep_state ? p->state_w : 0};
+                              .state_w = need->keep_state ? p->state_w : 0,
+                              .stack = p->stack};
         return frl_replay_create(&t->store.replay, t->rt, &s, t->err);
     }
     if (need->kind != FRL_STORAGE_POPULATION)
