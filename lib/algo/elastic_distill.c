@@ -379,8 +379,10 @@ frl_status frl_elastic_learner_learn(frl_elastic_learner *l, int32_t slot, int64
     if (stage > l->stage)
         begin_stage(l, stage);
     const float *obs = frl_ring_at(l->ppo->ring, slot, FRL_RING_OBSERVATIONS);
-    teach(l, obs);
     int32_t n = valid_rows(l);
+    if (n == 0) /* a rollout of autoreset rows only: nothing to distil */
+        return FRL_OK;
+    teach(l, obs);
     const frl_ppo_settings *s = &l->ppo->s;
     double lr = s->lr * (s->anneal_lr && num_updates > 0
                              ? 1.0 - (double)update_index / (double)num_updates : 1.0);
