@@ -43,5 +43,13 @@ run "$fastrl" train CartPole-v1 --steps 1000000000 --max-seconds 1 --out "$dir/t
 run "$fastrl" train CartPole-v1 --max-seconds -1 --quiet
 [ "$rc" -eq 2 ] && has "max-seconds" || fail "--max-seconds -1: exit status $rc: $out"
 
+# --verbose shows the library's info lines (where runtime.device=auto put the networks,
+# the ring's memory); without it only warnings come.
+run "$fastrl" train CartPole-v1 --steps 2048 --quiet --verbose --set runtime.device=auto
+[ "$rc" -eq 0 ] && has "runtime.device=auto: on the CPU" && has "info: ring:" ||
+    fail "--verbose: exit status $rc: $out"
+run "$fastrl" train CartPole-v1 --steps 2048 --quiet --set runtime.device=auto
+[ "$rc" -eq 0 ] && ! has "info:" || fail "without --verbose: exit status $rc: $out"
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all cases passed"

@@ -16,6 +16,7 @@ typedef struct train_opts {
     const char *env, *out, *resume;
     int64_t steps;
     int quiet;
+    int verbose;            /* --verbose: the library's INFO lines too */
     int64_t eval_every;     /* greedy evaluations every this many env steps (0: none) */
     int32_t eval_episodes;
     double eval_target;     /* stop at the first evaluation reaching it (NaN: never) */
@@ -169,6 +170,9 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
             o->resume = v;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
+            continue;
+        } else if (!strcmp(a, "--verbose")) {
+            o->verbose = 1;
             continue;
         } else if (a[0] != '-' && !o->env) {
             o->env = a;
@@ -371,17 +375,19 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
 }
 
 /* The library's warnings (a MuJoCo task's simulation fault, ...) on stderr, on a line
- * of their own below the progress bar. */
+ * of their own below the progress bar; with --verbose its INFO lines too (where
+ * runtime.device=auto put the networks, the ring's memory, an elastic run's stages). */
 static void log_warning(void *user, frl_log_level level, const char *message)
 {
     (void)user;
+    static const char *names[] = {"error", "warning", "info", "debug"};
     fprintf(stderr, "%sfastrl: %s: %s\n", is_tty ? "\n" : "",
-            level == FRL_LOG_ERROR ? "error" : "warning", message);
+            names[level <= FRL_LOG_DEBUG ? level : FRL_LOG_DEBUG], message);
 }
 
 int cli_train(int argc, char **argv)
 {
-    train_opts o = {NULL, NULL, NULL, 500000, 0, 0, 20, NAN, 0};
+    train_opts o = {.steps = 500000, .eval_episodes = 20, .eval_target = NAN};
     frl_config *cfg;
     if (frl_config_create(&cfg, NULL) != FRL_OK)
         return cli_fail("config", FRL_ERR_NOMEM);
@@ -392,7 +398,7 @@ int cli_train(int argc, char **argv)
         frl_logger lg;
         frl_logger_init(&lg);
         lg.log = log_warning;
-        lg.max_level = FRL_LOG_WARNING;
+        lg.max_level = o.verbose ? FRL_LOG_INFO : FRL_LOG_WARNING;
         frl_status st = frl_runtime_create(&rt, cfg, NULL, &lg);
         rc = st == FRL_OK ? run_training(rt, &o, cfg) : cli_fail("runtime", st);
     }
