@@ -62,6 +62,9 @@ typedef struct frl_ppo {
     const int32_t *mb;
     int32_t mb_rows;
     double adv_mean, adv_inv_std, inv_valid;
+    int32_t reduce_tasks;     /* the shards being summed into g */
+    double step_lr;           /* this optimiser step's learning rate and clipping */
+    float step_scale;
 } frl_ppo;
 
 frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ring,
