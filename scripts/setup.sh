@@ -7,6 +7,7 @@ set -euo pipefail
 FRL_DEB_PACKAGES=(
   gcc g++ clang pkgconf meson ninja-build python3 python3-venv
   libzstd-dev libopenblas-serial-dev check abigail-tools binutils
+  openmpi-bin libopenmpi-dev
 )
 
 frl_missing_packages() {

@@ -21,7 +21,22 @@ typedef struct train_opts {
     int32_t eval_episodes;
     double eval_target;     /* stop at the first evaluation reaching it (NaN: never) */
     double max_seconds;     /* stop after this much wall time, from the start (0: never) */
+    int follower;           /* a rank other than 0 under mpirun or srun: prints nothing */
 } train_opts;
+
+/* The process's rank as MPI launchers tell it (OpenMPI, MPICH and Slurm), -1 when none
+ * does: a distributed run (dist.mode) prints its progress once, from rank 0. */
+static int launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                       "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && v[0])
+            return atoi(v);
+    }
+    return -1;
+}
 
 static frl_trainer *volatile g_trainer;
 
@@ -192,6 +207,8 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
                         "episodes >= 1\n");
         return 2;
     }
+    o->follower = launcher_rank() > 0;
+    o->quiet |= o->follower;
     if (!o->env && !o->resume) {
         fprintf(stderr, "fastrl train: name an environment (fastrl envs lists them) or --resume DIR\n");
         return 2;
@@ -264,13 +281,17 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
         char path[4096];
         snprintf(path, sizeof path, "%s/checkpoint.frl", dir);
         frl_status sv = frl_trainer_save(t, path);
-        if (sv == FRL_ERR_UNSUPPORTED)
+        if (sv == FRL_OK && o->follower)
+            ; /* rank 0 wrote it */
+        else if (sv == FRL_ERR_UNSUPPORTED)
             fprintf(stderr, "no checkpoint: %s\n", frl_trainer_last_error(t));
         else if (sv != FRL_OK)
             return cli_fail("saving the checkpoint", sv);
         else
             fprintf(stderr, "checkpoint: %s\n", path);
     }
+    if (st == FRL_OK && o->follower)
+        return 0;
     if (st == FRL_ERR_INTERRUPTED)
         fprintf(stderr, "interrupted at %lld steps%s\n", (long long)m->env_steps,
                 dir ? "; continue with --resume" : " (no --out: nothing saved)");

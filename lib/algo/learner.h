@@ -106,6 +106,8 @@ typedef struct frl_learner_ctx {
      * group_first[g + 1]) of the B, the last one running to B. */
     int32_t groups;
     const int32_t *group_first;
+    /* dist.mode: this process's place among the ranks (NULL: one process) */
+    struct frl_dist *dist;
 } frl_learner_ctx;
 
 typedef struct frl_learner frl_learner;

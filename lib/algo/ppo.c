@@ -9,6 +9,7 @@
 #include "rl/heads.h"
 #include "rl/policy_rnn.h"
 #include "algo/ppo.h"
+#include "algo/ppo_groups.h"
 
 /* Per-shard sums (the first five), then per-epoch extras. */
 enum { STAT_PG, STAT_V, STAT_ENT, STAT_KL, STAT_CLIP, STAT_N, TIME_BWD, TIME_OPT, SUM_COUNT };
@@ -142,15 +143,18 @@ frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ri
     l->shards = (l->M + l->shard_rows - 1) / l->shard_rows;
     l->buf_rows = l->shard_rows;
     l->recurrent = p->towers > 0;
-    if (l->recurrent) {
-        frl_status st = init_recurrent(l, err);
-        if (st != FRL_OK)
-            return st;
-    }
+    frl_status st = FRL_OK;
+    if (s->dist)
+        st = frl_ppo_groups_init(l, err);
+    else if (l->recurrent)
+        st = init_recurrent(l, err);
+    if (st != FRL_OK)
+        return st;
     l->adam.beta1 = 0.9;
     l->adam.beta2 = 0.999;
     l->adam.eps = s->adam_eps;
-    return alloc_buffers(l, err);
+    st = alloc_buffers(l, err);
+    return st == FRL_OK ? frl_ppo_groups_alloc(l, err) : st;
 }
 
 void frl_ppo_free(frl_ppo *l)
@@ -167,6 +171,7 @@ void frl_ppo_free(frl_ppo *l)
     frl_free(al, l->shard_stats);
     frl_free(al, l->starts);
     frl_free(al, l->col_rows);
+    frl_ppo_groups_free(l);
     memset(l, 0, sizeof *l);
 }
 
@@ -454,6 +459,8 @@ static int shard_task(void *user, int32_t task, int32_t thread)
     const frl_policy *p = l->p;
     int32_t first = task * l->shard_rows;
     int32_t rows = l->mb_rows - first < l->shard_rows ? l->mb_rows - first : l->shard_rows;
+    if (l->grouped)
+        frl_ppo_groups_span(l, task, &first, &rows);
     frl_pass f;
     shard_buf sb;
     shard_layout(l, l->ws[thread], &f, &sb);
@@ -732,11 +739,38 @@ static void adam_step(frl_ppo *l, double lr, float scale)
         frl_adam_update(&l->adam, l->p->k, l->p->params, l->g, 0, l->p->num_params, lr, scale);
 }
 
+/* dist.mode=ddppo: the minibatch's normalisation from all ranks (computed at the
+ * update's start), its shards on the pool, then the groups' exchange and sum. */
+static frl_status grouped_gradient(frl_ppo *l, double *sums, char *err)
+{
+    const double *mb = frl_ppo_groups_minibatch(l);
+    l->adv_mean = mb[0];
+    l->adv_inv_std = mb[1];
+    l->inv_valid = mb[2];
+    if (mb[3] == 0) { /* no valid row on any rank: every rank skips the exchange */
+        memset(l->g, 0, sizeof(float) * l->p->num_params);
+        return FRL_OK;
+    }
+    frl_policy_weights_out_in(l->p, l->p->params, l->w_out_in);
+    int32_t failed;
+    if (frl_pool_run(l->rt->pool, l->shards, shard_task, l, &failed) != 0)
+        return frl_fail(err, FRL_ERR_INTERNAL, "PPO shard %d failed", (int)failed);
+    double stats[FRL_PPO_STAT_COUNT];
+    frl_status st = frl_ppo_groups_reduce(l, stats, err);
+    for (int k = 0; st == FRL_OK && sums && k < STAT_N; k++)
+        sums[k] += stats[k];
+    if (st == FRL_OK && sums)
+        sums[STAT_N] += mb[3];
+    return st;
+}
+
 frl_status frl_ppo_gradient(frl_ppo *l, const int32_t *rows_idx, int32_t rows, double *sums,
                             char *err)
 {
     l->mb = rows_idx;
     l->mb_rows = rows;
+    if (l->grouped)
+        return grouped_gradient(l, sums, err);
     int32_t n = minibatch_moments(l);
     int32_t tasks = (rows + l->shard_rows - 1) / l->shard_rows, failed;
     if (n == 0) {
@@ -802,10 +836,21 @@ frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_
     double norm = 0;
     l->slot = slot;
     memset(out, 0, sizeof *out);
+    l->cur_update = update_index;
+    if (l->grouped) {
+        frl_status st = frl_ppo_groups_moments(l, seed, update_index, err);
+        if (st != FRL_OK)
+            return st;
+    }
     for (int32_t e = 0; e < l->s.epochs; e++) {
         double epoch[SUM_COUNT] = {0};
-        frl_ppo_shuffle(l->perm, l->recurrent ? l->B : l->N, seed, update_index, e);
+        l->cur_epoch = e;
+        if (l->grouped)
+            frl_ppo_groups_shuffle(l, seed, update_index, e);
+        else
+            frl_ppo_shuffle(l->perm, l->recurrent ? l->B : l->N, seed, update_index, e);
         for (int32_t m = 0; m < l->s.minibatches; m++) {
+            l->cur_mb = m;
             if (l->recurrent)
                 column_minibatch(l, m);
             const int32_t *rows = l->recurrent ? l->col_rows : l->perm + (size_t)m * (size_t)l->M;

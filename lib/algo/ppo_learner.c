@@ -75,9 +75,31 @@ static int is_elastic(const frl_config *cfg)
     return frl_cfg_list(cfg, FRL_KEY_ELASTIC_WIDTHS).n > 0;
 }
 
-frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
-                                  const frl_ppo_settings *s, char *err)
+/* dist.mode=ddppo: CPU learners on every rank (the grouped sums of algo/ppo_groups.c
+ * have no device path yet), MLP policies. */
+static frl_status dist_placement(const frl_learner_ctx *c, char *err)
 {
+    if (is_elastic(c->cfg))
+        return frl_fail(err, FRL_ERR_UNSUPPORTED, "dist.mode=ddppo: elastic policies "
+                        "(elastic.widths) do not train distributed yet");
+    if (!c->policy->dev)
+        return FRL_OK;
+    if (!c->rt->device.automatic)
+        return frl_fail(err, FRL_ERR_UNSUPPORTED, "dist.mode=ddppo learns on the CPU of each "
+                        "rank for now: use runtime.device=cpu or auto");
+    frl_policy_leave_device(c->policy);
+    frl_log(c->rt, FRL_LOG_INFO, "dist.mode=ddppo: runtime.device=auto: on the CPU (the "
+            "distributed learner runs there)");
+    return FRL_OK;
+}
+
+frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
+                                  const frl_ppo_settings *settings, char *err)
+{
+    frl_ppo_settings local = *settings;
+    const frl_ppo_settings *s = &local;
+    local.dist = c->dist;
+    local.group_envs = (int32_t)frl_cfg_int(c->cfg, FRL_KEY_DIST_GROUP_ENVS);
     char algo[16], head[16];
     if (c->policy->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
@@ -90,7 +112,8 @@ frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
         return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory");
     memset(p, 0, sizeof *p);
     l->impl = p;
-    frl_status st = is_elastic(c->cfg) ? elastic_placement(c, err) : FRL_OK;
+    frl_status st = c->dist ? dist_placement(c, err)
+                    : is_elastic(c->cfg) ? elastic_placement(c, err) : FRL_OK;
     if (st == FRL_OK)
         st = frl_ppo_init(p, c->rt, c->policy, c->store->ring, s, err);
     if (st == FRL_OK)

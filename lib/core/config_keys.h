@@ -80,6 +80,23 @@
       "GA: mutation power (standard deviation of each mutation's noise)")                    \
     X(GA_TRUNCATION, "ga.truncation", INT, "20", 1, 1048576,                                 \
       "GA: the best this many members of a generation are the parents of the next")          \
+    X(DIST_COMM, "dist.comm", INT, "-1", -1, 2147483647.0,                                   \
+      "dist.mode: the MPI communicator as a Fortran handle (MPI_Comm_c2f; mpi4py: "         \
+      "comm.py2f()); -1 = MPI_COMM_WORLD, MPI initialised by the library if the host has "  \
+      "not (doc/distributed.md)")                                                            \
+    X(DIST_GROUP_ENVS, "dist.group_envs", INT, "0", 0, 1048576,                              \
+      "dist.mode=ddppo: envs per minibatching group (a rank's train.num_envs a multiple "    \
+      "of it; 0 = a rank's train.num_envs); runs with the same groups give the same bits "   \
+      "on any number of ranks")                                                              \
+    X(DIST_MODE, "dist.mode", CHOICE, "none", 0, 0,                                          \
+      "training across MPI ranks (the MPI plugin): none, or ddppo (data-parallel PPO: "      \
+      "every rank steps train.num_envs envs and learns; gradients summed in group order)")   \
+    X(DIST_ON_FAULT, "dist.on_fault", CHOICE, "abort", 0, 0,                                 \
+      "a rank that dies or stops answering: abort (the message, then MPI_Abort ends the "    \
+      "job on every rank) or return (the error to the caller, which must end the job)")      \
+    X(DIST_TIMEOUT, "dist.timeout", FLOAT, "60", 0.01, 1e6,                                  \
+      "seconds a collective waits for every rank before the job ends naming the missing "   \
+      "ones")                                                                                \
     X(ELASTIC_DEPTH_FRACTION, "elastic.depth_fraction", FLOAT, "0.15", 0, 1,                 \
       "elastic policies: the share of the run's updates that distil sub-policies of every "  \
       "depth at full width, after the full stage; the rest adds elastic widths")            \
@@ -293,6 +310,8 @@
 /* The choices of each CHOICE key, FRL_CHOICES_<ID>(X, K): X(K, NAME, text) per choice,
  * in the order of their indices. Each gives enum { FRL_<ID>_<NAME>..., FRL_<ID>_COUNT }
  * and the key's "a|b|c" text. */
+#define FRL_CHOICES_DIST_MODE(X, K) X(K, NONE, "none") X(K, DDPPO, "ddppo")
+#define FRL_CHOICES_DIST_ON_FAULT(X, K) X(K, ABORT, "abort") X(K, RETURN, "return")
 #define FRL_CHOICES_EXPORT_FORMAT(X, K) X(K, ONNX, "onnx") X(K, C, "c")
 #define FRL_CHOICES_EXPORT_WEIGHTS(X, K) X(K, FLOAT32, "float32") X(K, INT8, "int8")
 #define FRL_CHOICES_POLICY_HEAD(X, K) X(K, ACTOR_CRITIC, "actor_critic") X(K, Q, "q") \

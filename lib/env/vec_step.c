@@ -353,10 +353,15 @@ static frl_status step_kind(frl_vec_env *v)
 
 FRL_API frl_status frl_vec_env_reset(frl_vec_env *v, uint64_t seed)
 {
+    return frl_vec_env_reset_from(v, seed, 0);
+}
+
+frl_status frl_vec_env_reset_from(frl_vec_env *v, uint64_t seed, int64_t first)
+{
     if (!v)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_reset: venv is NULL");
     for (int32_t i = 0; i < v->n; i++) {
-        v->b.rngs[i] = frl_rng_stream(seed, (uint64_t)i);
+        v->b.rngs[i] = frl_rng_stream(seed, (uint64_t)(first + i));
         v->b.needs_reset[i] = 1;
     }
     v->has_reset = 1;

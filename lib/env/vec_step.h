@@ -9,4 +9,8 @@
  * batch world steps all its agents. active NULL: every env. */
 frl_status frl_vec_env_step_active(frl_vec_env *v, const uint8_t *active);
 
+/* frl_vec_env_reset with env i's stream that of env first + i (a rank's envs among all
+ * ranks', dist.mode): the public reset is first 0. */
+frl_status frl_vec_env_reset_from(frl_vec_env *v, uint64_t seed, int64_t first);
+
 #endif

@@ -34,6 +34,19 @@ void frl_obsnorm_update(frl_obsnorm *n, const float *x, int64_t rows)
     n->count += (double)rows;
 }
 
+void frl_obsnorm_merge(frl_obsnorm *n, double rows, const double *mean, const double *m2)
+{
+    if (rows <= 0)
+        return;
+    double tot = n->count + rows;
+    for (int32_t i = 0; i < n->width; i++) {
+        double delta = mean[i] - n->mean[i];
+        n->mean[i] += delta * rows / tot;
+        n->m2[i] += m2[i] + delta * delta * n->count * rows / tot;
+    }
+    n->count = tot;
+}
+
 void frl_obsnorm_freeze(frl_obsnorm *n)
 {
     for (int32_t i = 0; i < n->width; i++) {

@@ -21,6 +21,9 @@ typedef struct frl_obsnorm {
 void frl_obsnorm_reset(frl_obsnorm *n);
 /* Merge rows x width observations into the running statistics. */
 void frl_obsnorm_update(frl_obsnorm *n, const float *x, int64_t rows);
+/* Merge a batch given by its moments: rows observations of means mean[width] and sums
+ * of squared deviations m2[width] (the arithmetic of frl_obsnorm_update). */
+void frl_obsnorm_merge(frl_obsnorm *n, double rows, const double *mean, const double *m2);
 /* Copy the running statistics into the frozen copy. */
 void frl_obsnorm_freeze(frl_obsnorm *n);
 /* out = clip((x - mean) / std) for rows x width values. */

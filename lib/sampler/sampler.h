@@ -25,6 +25,10 @@ typedef struct frl_sampler_host {
     frl_vec_env *const *venvs;      /* [groups] */
     const int32_t *group_first;     /* group g's first column of the ring */
     uint64_t seed;
+    /* dist.mode: this rank's first env among all ranks' (its envs' reset streams and
+     * action draws are those envs'), and the ranks, whose steps all count */
+    int64_t env_first;
+    int32_t ranks;
     frl_rollout_book *book;
     frl_metrics *metrics;
     atomic_int *stop;               /* a stop request */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/device.h"
+#include "env/vec_step.h"
 #include "rl/policy_rnn.h"
 #include "sampler/sampler.h"
 
@@ -126,7 +127,7 @@ static int act_task(void *user, int32_t task, int32_t thread)
     for (int32_t r = 0; r < rows; r++) {
         void *a = act + (row0 + (size_t)r) * ab;
         lp[r] = (float)frl_policy_head_act(p, p->params, f.out + (size_t)r * (size_t)p->out_w, 0,
-                                          (uint64_t)(first + r),
+                                          (uint64_t)(h->env_first + first + r),
                                           (uint64_t)h->book->pr.rollout_steps, a);
         frl_rollout_env_action(p, h->venvs[0], first + r, a);
     }
@@ -158,7 +159,7 @@ static frl_status rollout_step(sync_sampler *s, int32_t step, double *clock)
         return frl_fail_msg(h->err, st, frl_vec_env_last_error(venv));
     frl_rollout_store_step(h->book, h->ring, venv, 0, s->slot, step);
     h->book->pr.rollout_steps++;
-    h->book->pr.env_steps += h->B;
+    h->book->pr.env_steps += (int64_t)h->B * h->ranks;
     double t2 = frl_now();
     h->metrics->time_inference += t1 - *clock;
     h->metrics->time_env += t2 - t1;
@@ -202,7 +203,10 @@ static frl_status start(frl_sampler_host *h)
 {
     if (h->book->pr.started)
         return FRL_OK;
-    frl_status st = frl_vec_env_reset(h->venvs[0], h->seed);
+    /* A run's first start resets from the seed; a distributed run resumed (envs not
+     * restored) from streams of its update count, not the start's episodes again. */
+    uint64_t salt = (uint64_t)h->book->pr.updates * 0x9e3779b97f4a7c15ULL;
+    frl_status st = frl_vec_env_reset_from(h->venvs[0], h->seed ^ salt, h->env_first);
     if (st != FRL_OK)
         return frl_fail_msg(h->err, st, frl_vec_env_last_error(h->venvs[0]));
     frl_rollout_zero_state(h->book, h->venvs[0], 0);
@@ -225,7 +229,7 @@ static frl_status rollout_and_learn(void *arg)
 static frl_status sync_train(frl_sampler *base, int64_t total_steps)
 {
     frl_sampler_host *h = base->h;
-    int64_t per = (int64_t)h->T * h->B;
+    int64_t per = (int64_t)h->T * h->B * h->ranks;
     sync_update u = {(sync_sampler *)base, (total_steps + per - 1) / per};
     frl_status st = start(h);
     if (st == FRL_OK)

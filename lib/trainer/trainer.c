@@ -6,6 +6,7 @@
 
 #include "env/vec_env_named.h"
 #include "trainer/trainer.h"
+#include "trainer/trainer_dist.h"
 #include "trainer/trainer_output.h"
 
 /* The caller's settings over the learner's own (its table's) over the environment's
@@ -63,6 +64,7 @@ static void fill_host(frl_trainer *t)
         .population = t->store.population,
         .groups = t->groups, .T = t->T, .B = t->B, .venvs = t->venvs,
         .group_first = t->group_first, .seed = t->seed, .book = &t->book,
+        .env_first = frl_trainer_env_first(t), .ranks = frl_trainer_ranks(t),
         .metrics = &t->metrics, .stop = &t->stop, .err = t->err, .owner = t,
         .learn = learn_step, .after_update = after_update, .target_reached = target_reached,
         .refresh_progress = refresh_progress,
@@ -97,7 +99,7 @@ static frl_status build_learner(frl_trainer *t)
     t->learner.rt = t->rt;
     t->learner.ops->storage(t->cfg, &need);
     frl_status st = alloc_storage(t, &need);
-    frl_learner_ctx c = {t->rt, t->cfg, t->policy, &t->store, t->groups, t->group_first};
+    frl_learner_ctx c = {t->rt, t->cfg, t->policy, &t->store, t->groups, t->group_first, t->dist};
     if (st == FRL_OK)
         st = t->learner.ops->create(&t->learner, &c, t->err);
     return st;
@@ -166,6 +168,8 @@ static frl_status build_parts(frl_trainer *t, const char *who)
                         "%s: a policy with state (policy.core, policy.frame_stack) does not "
                         "train with sampler.mode=%s, which carries no state", who,
                         sampler->name);
+    if ((st = frl_trainer_dist_open(t, who)) != FRL_OK)
+        return st;
     if ((st = build_learner(t)) != FRL_OK)
         return frl_fail_msg(NULL, st, t->err);
     if (frl_rollout_book_init(&t->book, &t->rt->alloc, t->B,
@@ -427,6 +431,7 @@ FRL_API void frl_trainer_destroy(frl_trainer *t)
         t->sampler->ops->destroy(t->sampler);
     if (t->learner.ops)
         t->learner.ops->destroy(&t->learner);
+    frl_trainer_dist_close(t);
     frl_replay_destroy(t->store.replay);
     frl_population_destroy(t->store.population);
     frl_ring_destroy(t->ring);
@@ -447,6 +452,11 @@ void frl_trainer_refresh_progress(frl_trainer *t)
     m->env_steps = t->book.pr.env_steps;
     m->episodes = t->book.pr.episodes;
     frl_rollout_recent_means(&t->book, &m->mean_return, &m->mean_length);
+    if (t->dist) { /* every rank's episodes, as of the last update */
+        m->episodes = t->dist_episodes;
+        m->mean_return = t->dist_return;
+        m->mean_length = t->dist_length;
+    }
 }
 
 static void fill_metrics(frl_trainer *t, const frl_learn_stats *s)
@@ -507,7 +517,11 @@ frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_upda
         frl_ring_release(t->ring, slot);
         return st;
     }
-    if (st == FRL_OK && t->policy->obs_norm) {
+    if (t->dist && (st = frl_trainer_dist_after_learn(t, slot)) != FRL_OK) {
+        frl_ring_release(t->ring, slot);
+        return st;
+    }
+    if (!t->dist && t->policy->obs_norm) {
         frl_obsnorm_update(&t->policy->norm, frl_ring_at(t->ring, slot, FRL_RING_OBSERVATIONS),
                            (int64_t)t->T * t->B);
         frl_obsnorm_freeze(&t->policy->norm);
@@ -541,6 +555,10 @@ int frl_trainer_target_reached(const frl_trainer *t)
     if (t->store.population)
         return frl_cfg_is_set(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN) && t->metrics.update > 0 &&
                t->metrics.kept_fitness >= frl_cfg_float(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN);
+    if (t->dist)
+        return frl_cfg_is_set(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN) &&
+               t->dist_window >= FRL_RECENT_EPISODES &&
+               t->dist_return >= frl_cfg_float(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN);
     frl_rollout_recent_means(&t->book, &ret, &len);
     return frl_cfg_is_set(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN) &&
            t->book.pr.episodes >= FRL_RECENT_EPISODES &&

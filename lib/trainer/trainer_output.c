@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "trainer/trainer_dist.h"
 #include "trainer/trainer_output.h"
 
 static const char csv_header[] =
@@ -12,16 +13,35 @@ static const char csv_header[] =
     "time_waiting,policy_lag_mean,policy_lag_max,slots_dropped,q_mean,td_error,epsilon,"
     "replay_fill,sample_age,time_replay,priority_spread\n";
 
-/* The run's settings: every env., policy., sampler. and train. key. runtime.* keys belong to the
- * runtime the caller passes, not to the run, so they are left out. */
+/* Drop the line of key (with its newline) from text. */
+static void drop_line(char *text, const char *key)
+{
+    size_t kn = strlen(key);
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        char *next = end ? end + 1 : line + strlen(line);
+        if (!strncmp(line, key, kn) && line[kn] == '=') {
+            memmove(line, next, strlen(next) + 1);
+            return;
+        }
+        line = next;
+    }
+}
+
+/* The run's settings: every dist., elastic., env., es., ga., policy., sampler. and
+ * train. key. runtime.* keys belong to the runtime the caller passes, not to the run,
+ * and dist.comm to the process (a communicator's handle), so they are left out. */
 frl_status frl_trainer_settings_text(const frl_trainer *t, char *buf, size_t size)
 {
-    static const char *const prefixes[] = {"elastic.", "env.", "es.", "ga.", "policy.", "sampler.", "train."};
+    static const char *const prefixes[] = {"dist.", "elastic.", "env.", "es.", "ga.",
+                                           "policy.", "sampler.", "train."};
     size_t used = 0;
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
         frl_status st = frl_config_to_text(t->cfg, prefixes[i], buf + used, size - used);
         if (st != FRL_OK)
             return st;
+        if (i == 0)
+            drop_line(buf, "dist.comm");
         used += strlen(buf + used);
     }
     return FRL_OK;
@@ -48,6 +68,8 @@ FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
         return frl_fail(t ? t->err : NULL, FRL_ERR_NULL, "frl_trainer_set_output: %s is NULL",
                         t ? "dir" : "trainer");
     frl_trainer_close_outputs(t);
+    if (!frl_trainer_dist_writes(t))
+        return FRL_OK; /* dist.mode: rank 0 writes the run's files */
     char path[4096];
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     frl_status st = write_settings(t, dir);

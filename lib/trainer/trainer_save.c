@@ -5,6 +5,8 @@
 
 #include "env/vec_env_named.h"
 #include "env/vec_env_state.h"
+#include "core/dist.h"
+#include "trainer/trainer_dist.h"
 #include "rl/policy_io.h"
 #include "trainer/trainer.h"
 #include "trainer/trainer_output.h"
@@ -114,6 +116,8 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_save: %s is NULL", ct ? "path" : "trainer");
     frl_trainer *t = (frl_trainer *)ct; /* for its error buffer only */
     frl_status st = FRL_OK;
+    if (!frl_trainer_dist_writes(t))
+        return FRL_OK; /* dist.mode: rank 0 writes the checkpoint; all hold its contents */
     if (t->sampler->ops->no_save)
         st = frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s", t->sampler->ops->no_save);
     if (st == FRL_OK)
@@ -157,6 +161,18 @@ static frl_status restore_policy_state(frl_trainer *t, const frl_container *c, c
     return FRL_OK;
 }
 
+/* dist.mode: every rank loads rank 0's file, and the envs restart (their states were
+ * rank 0's alone, and the run may go on with other rank or env counts): the sampler
+ * resets them from streams of the update count. Rank 0 keeps the saved episodes. */
+static frl_status restore_dist(frl_trainer *t)
+{
+    frl_rollout_book *b = &t->book;
+    b->pr.started = 0;
+    if (t->dist->rank != 0)
+        b->pr.episodes = 0;
+    return FRL_OK;
+}
+
 static frl_status restore_counters(frl_trainer *t, const frl_container *c, char *err)
 {
     const frl_section *cs = frl_container_find(c, "trainer.counters", FRL_DTYPE_I64, COUNTERS, err);
@@ -166,11 +182,14 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     const frl_section *rl = frl_container_find(c, "trainer.recent_length", FRL_DTYPE_I32,
                                                FRL_RECENT_EPISODES, err);
     const frl_section *rn = frl_container_find(c, "trainer.reward_norm", FRL_DTYPE_F64, 4, err);
-    const frl_section *dr = frl_container_find(c, "trainer.disc_return", FRL_DTYPE_F64, t->B, err);
+    /* dist.mode: the run may go on with other rank and env counts; envs restart */
+    int dist = t->dist != NULL;
+    const frl_section *dr = frl_container_find(c, "trainer.disc_return", FRL_DTYPE_F64,
+                                               dist ? -1 : t->B, err);
     if (!cs || !sd || !rr || !rl || !rn || !dr)
         return FRL_ERR_FORMAT;
     const int64_t *k = cs->data;
-    if (k[0] < 0 || k[1] < 0 || k[2] < 0 || k[3] < 0 || k[4] < 0 || k[6] != t->B)
+    if (k[0] < 0 || k[1] < 0 || k[2] < 0 || k[3] < 0 || k[4] < 0 || (k[6] != t->B && !dist))
         return frl_fail(err, FRL_ERR_FORMAT, "trainer.counters are inconsistent");
     frl_status st = t->learner.ops->load(&t->learner, c, k[4], err);
     if (st != FRL_OK)
@@ -190,6 +209,8 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     b->rn_mean = r[1];
     b->rn_m2 = r[2];
     b->rn_scale = (float)r[3];
+    if (dist)
+        return restore_dist(t);
     memcpy(b->disc_return, dr->data, sizeof(double) * (size_t)t->B);
     return restore_policy_state(t, c, err);
 }
@@ -222,7 +243,7 @@ static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
         st = frl_replay_load(t->store.replay, c, err);
     if (st == FRL_OK)
         st = frl_policy_restore_state(t->policy, c, err);
-    for (int32_t g = 0; g < t->groups && st == FRL_OK; g++)
+    for (int32_t g = 0; g < t->groups && st == FRL_OK && !t->dist; g++)
         st = frl_vec_env_restore_group(t->venvs[g], g, c, err);
     return st;
 }

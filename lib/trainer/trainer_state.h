@@ -53,6 +53,14 @@ struct frl_trainer {
     FILE *csv;
     int64_t logged_steps;       /* env_steps of the last row written (train.log_every) */
     frl_tfevents *tb;
+    /* dist.mode=ddppo (trainer_dist.c): the ranks, the normaliser's env groups, the
+     * exchange buffers, and the episodes of all ranks (the metrics and target use them) */
+    struct frl_dist *dist;
+    int32_t dist_group_envs;
+    size_t dist_record;         /* doubles a rank sends after each update */
+    double *dist_send, *dist_recv;
+    int64_t dist_episodes, dist_window;
+    double dist_return, dist_length;
     char err[FRL_ERRMSG_SIZE];
 };
 

@@ -1,0 +1,37 @@
+/* A trainer's place among MPI ranks (dist.mode): the MPI plugin, loaded on first use
+ * (core/dist_api.h), a communicator, and the one collective the distributed modes need,
+ * an all-gather with a timeout. dist.mode=none opens nothing and needs no MPI. */
+#ifndef FRL_CORE_DIST_H
+#define FRL_CORE_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/alloc.h"
+#include "core/config.h"
+#include "core/error.h"
+
+typedef struct frl_dist {
+    const struct frl_mpi_plugin *mpi;
+    struct frl_mpi_comm *comm;
+    int32_t rank, size;
+    int64_t exchanges;          /* all-gathers so far */
+    int64_t bytes;              /* bytes this rank sent and received in them */
+} frl_dist;
+
+/* *out = NULL under dist.mode=none; else the plugin's communicator of dist.comm, with
+ * the ranks' settings and library versions checked equal (frl_dist_check_settings).
+ * FRL_ERR_UNSUPPORTED with the reason when the plugin cannot be loaded. */
+frl_status frl_dist_open(frl_dist **out, const frl_allocator *al, const frl_config *cfg,
+                         const char *who, char *err);
+void frl_dist_close(frl_dist *d, const frl_allocator *al);
+
+/* Every rank's bytes of send into recv ([size][bytes], rank order); phase names what
+ * the ranks were doing, for the message when one does not answer (FRL_ERR_IO). */
+frl_status frl_dist_allgather(frl_dist *d, const void *send, size_t bytes, void *recv,
+                              const char *phase, char *err);
+
+/* "Open MPI v4.1.4 (libfastrl-mpi.so.0)" or "not available: why", for `fastrl info`. */
+const char *frl_dist_describe(void);
+
+#endif

@@ -1,0 +1,252 @@
+/* The MPI plugin (libfastrl-mpi.so.0): the collectives of the distributed modes over
+ * point-to-point messages, so that a collective can give up after a timeout and say
+ * which ranks never answered (OpenMPI 4.1 has no fault-tolerant MPI: a blocking
+ * collective with a dead or stopped peer waits forever). See core/dist_api.h. */
+#include <mpi.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/dist_api.h"
+
+#define FRL_EXPORT __attribute__((visibility("default")))
+
+struct frl_mpi_comm {
+    MPI_Comm comm;
+    int32_t rank, size;
+    double timeout;
+    int abort_on_fault;
+    int faulted;
+    char fault[512];
+    int tag;               /* each allgather its own tag, so late messages cannot mix */
+    MPI_Request *req;      /* [2 x size] */
+};
+
+static int initialised_here;
+static int any_fault;
+
+static void say(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* MPI initialised here is finalised at exit; after a fault MPI_Finalize would wait for
+ * the missing rank, so it is left to the job's end (mpirun ends the other ranks). */
+__attribute__((destructor)) static void finalise_at_exit(void)
+{
+    int fin = 0, init = 0;
+    if (!initialised_here || any_fault)
+        return;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (init && !fin)
+        MPI_Finalize();
+}
+
+static const char *mpi_version(void)
+{
+    static char text[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+    int len = 0;
+    MPI_Get_library_version(text, &len);
+    text[strcspn(text, "\n")] = '\0';
+    return text;
+}
+
+static int ensure_init(int64_t fcomm, char *why, size_t size)
+{
+    int init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (fin) {
+        say(why, size, "MPI was finalised already in this process");
+        return 1;
+    }
+    if (init)
+        return 0;
+    if (fcomm != -1) {
+        say(why, size, "dist.comm=%lld names a communicator, but MPI is not initialised "
+            "(initialise it first, or leave dist.comm at -1)", (long long)fcomm);
+        return 1;
+    }
+    int provided = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+        say(why, size, "MPI_Init_thread failed");
+        return 1;
+    }
+    initialised_here = 1;
+    return 0;
+}
+
+static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi_comm **out,
+                    int32_t *rank, int32_t *size, char *why, size_t why_size)
+{
+    *out = NULL;
+    if (ensure_init(fcomm, why, why_size))
+        return 1;
+    MPI_Comm host = fcomm == -1 ? MPI_COMM_WORLD : MPI_Comm_f2c((MPI_Fint)fcomm);
+    if (host == MPI_COMM_NULL) {
+        say(why, why_size, "dist.comm=%lld is not a communicator", (long long)fcomm);
+        return 1;
+    }
+    frl_mpi_comm *c = calloc(1, sizeof *c);
+    if (!c) {
+        say(why, why_size, "out of memory");
+        return 1;
+    }
+    if (MPI_Comm_dup(host, &c->comm) != MPI_SUCCESS) {
+        free(c);
+        say(why, why_size, "MPI_Comm_dup of dist.comm=%lld failed", (long long)fcomm);
+        return 1;
+    }
+    MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+    int r = 0, n = 1;
+    MPI_Comm_rank(c->comm, &r);
+    MPI_Comm_size(c->comm, &n);
+    c->rank = r;
+    c->size = n;
+    c->timeout = timeout_s;
+    c->abort_on_fault = abort_on_fault;
+    if (!(c->req = calloc(2 * (size_t)n, sizeof *c->req))) {
+        MPI_Comm_free(&c->comm);
+        free(c);
+        say(why, why_size, "out of memory");
+        return 1;
+    }
+    *rank = r;
+    *size = n;
+    *out = c;
+    return 0;
+}
+
+/* The ranks whose message to this one has not arrived, as "1, 3" into buf. */
+static void missing_ranks(frl_mpi_comm *c, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int32_t p = 0; p < c->size; p++) {
+        int done = 1;
+        if (p != c->rank && c->req[p] != MPI_REQUEST_NULL)
+            MPI_Test(&c->req[p], &done, MPI_STATUS_IGNORE);
+        if (!done && used + 16 < size)
+            used += (size_t)snprintf(buf + used, size - used, "%s%d", used ? ", " : "", (int)p);
+    }
+    if (!buf[0])
+        snprintf(buf, size, "none (their receipts of ours are missing)");
+}
+
+/* The job cannot go on: say why, and end it or mark the communicator failed. */
+static int fault(frl_mpi_comm *c, char *why, size_t size)
+{
+    c->faulted = 1;
+    any_fault = 1;
+    say(why, size, "%s", c->fault);
+    if (c->abort_on_fault) {
+        fprintf(stderr, "fastrl: %s; MPI_Abort ends the job (dist.on_fault=abort)\n", c->fault);
+        fflush(stderr);
+        MPI_Abort(c->comm, 70);
+    }
+    return 1;
+}
+
+/* Poll the requests until all complete, the timeout passes or MPI reports an error:
+ * yielding at first (a rank a few microseconds behind), then sleeping 50 us a poll, so
+ * ranks that oversubscribe the cores leave them to the ones still computing. */
+static int wait_all(frl_mpi_comm *c, int n, const char *phase)
+{
+    double t0 = now_s();
+    for (long polls = 0;; polls++) {
+        int done = 0, rc = MPI_Testall(n, c->req, &done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            char ranks[256], text[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(rc, text, &len);
+            missing_ranks(c, ranks, sizeof ranks);
+            snprintf(c->fault, sizeof c->fault, "rank %d of %d: MPI error during %.120s (%.100s); "
+                     "no answer from rank %.100s", (int)c->rank, (int)c->size, phase, text, ranks);
+            return 1;
+        }
+        if (done)
+            return 0;
+        if (polls < 2000) {
+            sched_yield();
+            continue;
+        }
+        if (now_s() - t0 > c->timeout) {
+            char ranks[256];
+            missing_ranks(c, ranks, sizeof ranks);
+            snprintf(c->fault, sizeof c->fault, "rank %d of %d: no answer from rank %.100s within "
+                     "%.3g s (dist.timeout) during %.160s", (int)c->rank, (int)c->size, ranks,
+                     c->timeout, phase);
+            return 1;
+        }
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int mpi_allgather(frl_mpi_comm *c, const void *send, size_t bytes, void *recv,
+                         const char *phase, char *why, size_t why_size)
+{
+    if (c->faulted) {
+        say(why, why_size, "%s (the job cannot go on)", c->fault);
+        return 1;
+    }
+    if (bytes > 0x7fffffff) {
+        say(why, why_size, "%s: %zu bytes in one message is more than MPI's int count",
+            phase, bytes);
+        return 1;
+    }
+    memcpy((char *)recv + (size_t)c->rank * bytes, send, bytes);
+    int tag = c->tag;
+    c->tag = (c->tag + 1) % 32768; /* MPI guarantees tags up to 32767 */
+    for (int32_t p = 0; p < c->size; p++) {
+        c->req[p] = c->req[c->size + p] = MPI_REQUEST_NULL;
+        if (p == c->rank)
+            continue;
+        MPI_Irecv((char *)recv + (size_t)p * bytes, (int)bytes, MPI_BYTE, p, tag, c->comm,
+                  &c->req[p]);
+        MPI_Isend(send, (int)bytes, MPI_BYTE, p, tag, c->comm, &c->req[c->size + p]);
+    }
+    if (wait_all(c, 2 * c->size, phase))
+        return fault(c, why, why_size);
+    return 0;
+}
+
+static void mpi_close(frl_mpi_comm *c)
+{
+    if (!c)
+        return;
+    /* After a fault the duplicate is left: freeing it is collective. */
+    if (!c->faulted)
+        MPI_Comm_free(&c->comm);
+    free(c->req);
+    free(c);
+}
+
+static const frl_mpi_plugin table = {
+    .abi = FRL_MPI_PLUGIN_ABI,
+    .version = mpi_version,
+    .open = mpi_open,
+    .allgather = mpi_allgather,
+    .close = mpi_close,
+};
+
+FRL_EXPORT const frl_mpi_plugin *frl_mpi_plugin_get(void);
+const frl_mpi_plugin *frl_mpi_plugin_get(void)
+{
+    return &table;
+}

@@ -1,0 +1,191 @@
+/* The trainer's side of dist.mode=ddppo (doc/distributed.md): opening the ranks'
+ * communicator, the checks of what can run distributed, and the exchange after each
+ * update of what every rank must agree on (the observation normaliser's statistics by
+ * env group, the episodes that decide a target return). The learner's side is
+ * algo/ppo_groups.c. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dist.h"
+#include "trainer/trainer_dist.h"
+
+enum { PROGRESS = 4 }; /* episodes, window episodes, window return and length sums */
+
+static frl_status check_supported(const frl_trainer *t, const char *who)
+{
+    const char *algo = t->learner.ops->name;
+    if (strcmp(algo, "ppo") && strcmp(algo, "impala") && strcmp(algo, "a2c"))
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo trains train.algo=ppo, "
+                        "impala or a2c, not %s", who, algo);
+    if (frl_cfg_choice(t->cfg, FRL_KEY_SAMPLER_MODE) != FRL_SAMPLER_MODE_SYNC)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo samples with "
+                        "sampler.mode=sync (every rank's update waits for all ranks' rollouts)",
+                        who);
+    if (frl_cfg_bool(t->cfg, FRL_KEY_TRAIN_REWARD_NORM))
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo does not normalise "
+                        "rewards across ranks yet: set train.reward_norm=false", who);
+    return FRL_OK;
+}
+
+frl_status frl_trainer_dist_open(frl_trainer *t, const char *who)
+{
+    if (frl_cfg_choice(t->cfg, FRL_KEY_DIST_MODE) == FRL_DIST_MODE_NONE)
+        return FRL_OK;
+    frl_status st = check_supported(t, who);
+    if (st == FRL_OK)
+        st = frl_dist_open(&t->dist, &t->rt->alloc, t->cfg, who, t->err);
+    if (st != FRL_OK)
+        return frl_fail_msg(NULL, st, t->err);
+    int64_t G = frl_cfg_int(t->cfg, FRL_KEY_DIST_GROUP_ENVS);
+    t->dist_group_envs = (int32_t)(G > 0 ? G : t->B);
+    size_t w = t->policy->obs_norm ? (size_t)t->policy->norm.width : 0;
+    t->dist_record = PROGRESS + (size_t)(t->B / t->dist_group_envs) * (1 + 2 * w);
+    t->dist_send = frl_alloc(&t->rt->alloc, sizeof(double) * t->dist_record * (size_t)(t->dist->size + 1), 64);
+    if (!t->dist_send)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    t->dist_recv = t->dist_send + t->dist_record;
+    t->dist_return = t->dist_length = NAN; /* no episode exchanged yet */
+    frl_log(t->rt, FRL_LOG_INFO, "%s: dist.mode=ddppo: rank %d of %d, envs %lld-%lld of %lld "
+            "in groups of %d", who, (int)t->dist->rank, (int)t->dist->size,
+            (long long)t->dist->rank * t->B, (long long)(t->dist->rank + 1) * t->B - 1,
+            (long long)t->dist->size * t->B, (int)t->dist_group_envs);
+    return FRL_OK;
+}
+
+void frl_trainer_dist_close(frl_trainer *t)
+{
+    frl_free(&t->rt->alloc, t->dist_send);
+    frl_dist_close(t->dist, &t->rt->alloc);
+    t->dist = NULL;
+}
+
+int64_t frl_trainer_env_first(const frl_trainer *t)
+{
+    return t->dist ? (int64_t)t->dist->rank * t->B : 0;
+}
+
+int32_t frl_trainer_ranks(const frl_trainer *t)
+{
+    return t->dist ? t->dist->size : 1;
+}
+
+/* ---- after each update ---- */
+
+/* Group j's (count, mean[w], m2[w]) of the slot's observations: its envs' rows in step
+ * order, each feature's mean first, then the squared deviations (as frl_obsnorm_update
+ * does for a whole rollout). */
+static void group_obs_moments(const frl_trainer *t, const float *x, int32_t j, double *out)
+{
+    int32_t w = t->policy->norm.width, G = t->dist_group_envs;
+    double n = (double)t->T * G, *mean = out + 1, *m2 = out + 1 + w;
+    out[0] = n;
+    for (int32_t i = 0; i < w; i++) {
+        double s = 0, ss = 0;
+        for (int32_t s_t = 0; s_t < t->T; s_t++)
+            for (int32_t b = 0; b < G; b++)
+                s += x[((size_t)s_t * t->B + (size_t)(j * G + b)) * (size_t)w + (size_t)i];
+        mean[i] = s / n;
+        for (int32_t s_t = 0; s_t < t->T; s_t++)
+            for (int32_t b = 0; b < G; b++) {
+                double d = x[((size_t)s_t * t->B + (size_t)(j * G + b)) * (size_t)w + (size_t)i] -
+                           mean[i];
+                ss += d * d;
+            }
+        m2[i] = ss;
+    }
+}
+
+/* This rank's episodes, and the sums over its latest ceil(100 / ranks): the ranks'
+ * windows together are about the last 100 episodes, as one process's metrics are. */
+static void fill_progress(const frl_trainer *t, double *out)
+{
+    const frl_rollout_book *k = &t->book;
+    int64_t share = (FRL_RECENT_EPISODES + t->dist->size - 1) / t->dist->size;
+    int64_t n = k->pr.episodes < share ? k->pr.episodes : share;
+    double sr = 0, sl = 0;
+    for (int64_t e = k->pr.episodes - n; e < k->pr.episodes; e++) {
+        sr += k->recent_return[e % FRL_RECENT_EPISODES];
+        sl += k->recent_length[e % FRL_RECENT_EPISODES];
+    }
+    out[0] = (double)k->pr.episodes;
+    out[1] = (double)n;
+    out[2] = sr;
+    out[3] = sl;
+}
+
+/* acc (count, mean[w], m2[w]) += g's, feature by feature (Chan et al.). */
+static void merge_obs(double *acc, const double *g, int32_t w)
+{
+    double na = acc[0], nb = g[0], n = na + nb;
+    if (na == 0) {
+        memcpy(acc, g, sizeof(double) * (size_t)(1 + 2 * w));
+        return;
+    }
+    for (int32_t i = 0; i < w; i++) {
+        double d = g[1 + i] - acc[1 + i];
+        acc[1 + i] += d * nb / n;
+        acc[1 + w + i] += g[1 + w + i] + d * d * na * nb / n;
+    }
+    acc[0] = n;
+}
+
+/* Every group's statistics, in global group order, into the running normaliser. */
+static void apply_obs(frl_trainer *t)
+{
+    int32_t w = t->policy->norm.width, lg = t->B / t->dist_group_envs;
+    size_t rec = (size_t)(1 + 2 * w);
+    double *acc = t->dist_send + PROGRESS; /* this rank's records are sent: reuse */
+    memset(acc, 0, sizeof(double) * rec);
+    for (int32_t r = 0; r < t->dist->size; r++)
+        for (int32_t j = 0; j < lg; j++)
+            merge_obs(acc, t->dist_recv + (size_t)r * t->dist_record + PROGRESS + (size_t)j * rec, w);
+    frl_obsnorm_merge(&t->policy->norm, acc[0], acc + 1, acc + 1 + w);
+    frl_obsnorm_freeze(&t->policy->norm);
+    t->policy->dev_norm_stale = 1;
+}
+
+static void apply_progress(frl_trainer *t)
+{
+    double ep = 0, n = 0, sr = 0, sl = 0;
+    for (int32_t r = 0; r < t->dist->size; r++) {
+        const double *p = t->dist_recv + (size_t)r * t->dist_record;
+        ep += p[0];
+        n += p[1];
+        sr += p[2];
+        sl += p[3];
+    }
+    t->dist_episodes = (int64_t)ep;
+    t->dist_window = (int64_t)n;
+    t->dist_return = n > 0 ? sr / n : NAN;
+    t->dist_length = n > 0 ? sl / n : NAN;
+}
+
+frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot)
+{
+    int32_t lg = t->B / t->dist_group_envs;
+    double *send = t->dist_send;
+    fill_progress(t, send);
+    if (t->policy->obs_norm) {
+        const float *x = frl_ring_at(t->ring, slot, FRL_RING_OBSERVATIONS);
+        size_t rec = (size_t)(1 + 2 * t->policy->norm.width);
+        for (int32_t j = 0; j < lg; j++)
+            group_obs_moments(t, x, j, send + PROGRESS + (size_t)j * rec);
+    }
+    char phase[96];
+    snprintf(phase, sizeof phase, "the normaliser and episode exchange after update %lld",
+             (long long)t->book.pr.updates);
+    frl_status st = frl_dist_allgather(t->dist, send, sizeof(double) * t->dist_record,
+                                       t->dist_recv, phase, t->err);
+    if (st != FRL_OK)
+        return st;
+    if (t->policy->obs_norm)
+        apply_obs(t);
+    apply_progress(t);
+    return FRL_OK;
+}
+
+int frl_trainer_dist_writes(const frl_trainer *t)
+{
+    return !t->dist || t->dist->rank == 0;
+}

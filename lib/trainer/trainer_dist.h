@@ -1,0 +1,21 @@
+/* The trainer's side of dist.mode=ddppo (trainer_dist.c). */
+#ifndef FRL_TRAINER_TRAINER_DIST_H
+#define FRL_TRAINER_TRAINER_DIST_H
+
+#include "trainer/trainer_state.h"
+
+/* Open the ranks' communicator under dist.mode=ddppo (after the policy, before the
+ * learner); nothing under dist.mode=none. Fails with the reason when the run cannot be
+ * distributed (its algorithm, sampler or settings, or no MPI plugin). */
+frl_status frl_trainer_dist_open(frl_trainer *t, const char *who);
+void frl_trainer_dist_close(frl_trainer *t);
+/* This rank's first env among all ranks' envs, and the rank count (0 and 1 alone). */
+int64_t frl_trainer_env_first(const frl_trainer *t);
+int32_t frl_trainer_ranks(const frl_trainer *t);
+/* After an update: the observation normaliser from every rank's groups, and the
+ * episodes of every rank (t->dist_*). */
+frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot);
+/* Whether this process writes outputs and checkpoints (rank 0, or no dist.mode). */
+int frl_trainer_dist_writes(const frl_trainer *t);
+
+#endif
