@@ -33,8 +33,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # linked into the library, so it sits on top and sees only the core's ABI header and
 # the nn headers it includes. lib/mujoco is the MuJoCo plugin, the same kind of thing:
 # it sees the core's rng header and env/mujoco_api.h, its interface with the vec env.
+# lib/mpi is the MPI plugin: it sees the core's dist_api.h alone.
 LAYERS = {"core": 0, "io": 1, "nn": 1, "env": 2, "rl": 3, "evo": 3, "algo": 4, "export": 4,
-          "sampler": 4, "trainer": 5, "cuda": 6, "mujoco": 6}
+          "sampler": 4, "trainer": 5, "cuda": 6, "mujoco": 6, "mpi": 6}
 
 # Files that belong to another file's module, with why.
 SAME_MODULE = {

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "core/dist.h"
 #include "env/mujoco_env.h"
 
 double cli_start;
@@ -123,6 +124,7 @@ static int cmd_info(void)
         n++;
     printf("built-in environments: %d\n", (int)n);
     printf("mujoco: %s\n", frl_mujoco_describe());
+    printf("mpi (dist.mode): %s\n", frl_dist_describe());
     frl_runtime_destroy(rt);
     print_device();
     return 0;

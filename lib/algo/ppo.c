@@ -9,7 +9,6 @@
 #include "rl/heads.h"
 #include "rl/policy_rnn.h"
 #include "algo/ppo.h"
-#include "algo/ppo_groups.h"
 
 /* Per-shard sums (the first five), then per-epoch extras. */
 enum { STAT_PG, STAT_V, STAT_ENT, STAT_KL, STAT_CLIP, STAT_N, TIME_BWD, TIME_OPT, SUM_COUNT };
@@ -123,6 +122,24 @@ static frl_status init_recurrent(frl_ppo *l, char *err)
     return FRL_OK;
 }
 
+/* dist.mode=ddppo: shards within env groups (algo/ppo_groups.c). */
+static frl_status init_groups(frl_ppo *l, char *err)
+{
+    if (l->recurrent)
+        return frl_fail(err, FRL_ERR_UNSUPPORTED, "dist.mode=ddppo: recurrent policies "
+                        "(policy.core) do not train distributed yet");
+    frl_ppo_groups *g = &l->groups;
+    frl_status st = frl_ppo_groups_init(g, l->s.dist, l->s.group_envs, l->T, l->B, l->s.epochs,
+                                        l->s.minibatches, l->s.norm_adv, err);
+    if (st != FRL_OK)
+        return st;
+    l->grouped = 1;
+    l->shard_rows = g->shard_rows;
+    l->shards = g->local_groups * g->group_shards;
+    l->buf_rows = l->shard_rows;
+    return FRL_OK;
+}
+
 frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ring,
                         const frl_ppo_settings *s, char *err)
 {
@@ -145,7 +162,7 @@ frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ri
     l->recurrent = p->towers > 0;
     frl_status st = FRL_OK;
     if (s->dist)
-        st = frl_ppo_groups_init(l, err);
+        st = init_groups(l, err);
     else if (l->recurrent)
         st = init_recurrent(l, err);
     if (st != FRL_OK)
@@ -154,7 +171,10 @@ frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ri
     l->adam.beta2 = 0.999;
     l->adam.eps = s->adam_eps;
     st = alloc_buffers(l, err);
-    return st == FRL_OK ? frl_ppo_groups_alloc(l, err) : st;
+    if (st == FRL_OK && l->grouped)
+        st = frl_ppo_groups_alloc(&l->groups, &rt->alloc, l->grad_stride, p->num_params,
+                                  FRL_PPO_STAT_COUNT, err);
+    return st;
 }
 
 void frl_ppo_free(frl_ppo *l)
@@ -171,7 +191,8 @@ void frl_ppo_free(frl_ppo *l)
     frl_free(al, l->shard_stats);
     frl_free(al, l->starts);
     frl_free(al, l->col_rows);
-    frl_ppo_groups_free(l);
+    if (l->grouped)
+        frl_ppo_groups_free(&l->groups, al);
     memset(l, 0, sizeof *l);
 }
 
@@ -460,7 +481,7 @@ static int shard_task(void *user, int32_t task, int32_t thread)
     int32_t first = task * l->shard_rows;
     int32_t rows = l->mb_rows - first < l->shard_rows ? l->mb_rows - first : l->shard_rows;
     if (l->grouped)
-        frl_ppo_groups_span(l, task, &first, &rows);
+        frl_ppo_groups_span(&l->groups, task, &first, &rows);
     frl_pass f;
     shard_buf sb;
     shard_layout(l, l->ws[thread], &f, &sb);
@@ -630,14 +651,7 @@ void frl_ppo_shuffle(int32_t *perm, int32_t n, uint64_t seed, int64_t update_ind
 {
     frl_rng r = frl_rng_stream(seed, 0x7070000000000000ULL + (uint64_t)update_index * 4096u +
                                          (uint64_t)epoch);
-    for (int32_t i = 0; i < n; i++)
-        perm[i] = i;
-    for (int32_t i = n - 1; i > 0; i--) {
-        int32_t j = (int32_t)(frl_rng_uniform(&r) * (double)(i + 1));
-        int32_t t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
+    frl_rng_permutation(&r, perm, n);
 }
 
 /* Advantage normalisation over the valid rows of the minibatch. */
@@ -743,7 +757,7 @@ static void adam_step(frl_ppo *l, double lr, float scale)
  * update's start), its shards on the pool, then the groups' exchange and sum. */
 static frl_status grouped_gradient(frl_ppo *l, double *sums, char *err)
 {
-    const double *mb = frl_ppo_groups_minibatch(l);
+    const double *mb = frl_ppo_groups_minibatch(&l->groups);
     l->adv_mean = mb[0];
     l->adv_inv_std = mb[1];
     l->inv_valid = mb[2];
@@ -756,7 +770,7 @@ static frl_status grouped_gradient(frl_ppo *l, double *sums, char *err)
     if (frl_pool_run(l->rt->pool, l->shards, shard_task, l, &failed) != 0)
         return frl_fail(err, FRL_ERR_INTERNAL, "PPO shard %d failed", (int)failed);
     double stats[FRL_PPO_STAT_COUNT];
-    frl_status st = frl_ppo_groups_reduce(l, stats, err);
+    frl_status st = frl_ppo_groups_reduce(&l->groups, l->grads, l->shard_stats, l->g, stats, err);
     for (int k = 0; st == FRL_OK && sums && k < STAT_N; k++)
         sums[k] += stats[k];
     if (st == FRL_OK && sums)
@@ -836,21 +850,22 @@ frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_
     double norm = 0;
     l->slot = slot;
     memset(out, 0, sizeof *out);
-    l->cur_update = update_index;
+    l->groups.cur_update = update_index;
     if (l->grouped) {
-        frl_status st = frl_ppo_groups_moments(l, seed, update_index, err);
+        frl_status st = frl_ppo_groups_moments(&l->groups, l->perm, l->adv, l->valid, seed,
+                                               update_index, err);
         if (st != FRL_OK)
             return st;
     }
     for (int32_t e = 0; e < l->s.epochs; e++) {
         double epoch[SUM_COUNT] = {0};
-        l->cur_epoch = e;
+        l->groups.cur_epoch = e;
         if (l->grouped)
-            frl_ppo_groups_shuffle(l, seed, update_index, e);
+            frl_ppo_groups_shuffle(&l->groups, l->perm, seed, update_index, e);
         else
             frl_ppo_shuffle(l->perm, l->recurrent ? l->B : l->N, seed, update_index, e);
         for (int32_t m = 0; m < l->s.minibatches; m++) {
-            l->cur_mb = m;
+            l->groups.cur_mb = m;
             if (l->recurrent)
                 column_minibatch(l, m);
             const int32_t *rows = l->recurrent ? l->col_rows : l->perm + (size_t)m * (size_t)l->M;

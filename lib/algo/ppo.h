@@ -7,6 +7,7 @@
 #define FRL_ALGO_PPO_H
 
 #include "algo/learner.h"
+#include "algo/ppo_groups.h"
 #include "nn/optim.h"
 
 typedef struct frl_ppo_settings {
@@ -68,21 +69,9 @@ typedef struct frl_ppo {
     int32_t reduce_tasks;     /* the shards being summed into g */
     double step_lr;           /* this optimiser step's learning rate and clipping */
     float step_scale;
-    /* dist.mode=ddppo (settings.dist): the B envs are local_groups groups of group_envs,
-     * global groups [first_group, + local_groups) of total_groups across the ranks. A
-     * minibatch takes group_mb rows of each group (a shuffle per group), shards never
-     * straddle groups, and the gradient is the sum, in global group order, of each
-     * group's in-order sum of its shards: the same bits for the same groups on any
-     * number of ranks (algo/ppo_groups.c). */
-    int32_t grouped, group_envs, local_groups, first_group, total_groups;
-    int32_t group_mb, group_shards;
-    size_t group_record;      /* bytes a group's gradient and loss sums take in exchanges */
-    unsigned char *group_send, *group_recv; /* [local_groups], [total_groups] records */
-    double *mom_send, *mom_recv; /* a group's (n, mean, m2) of each minibatch's advantages */
-    double *mb_moments;       /* [epochs x minibatches x 4]: mean, 1 / (std + 1e-8), 1 / n, n */
-    int32_t *group_perm;      /* a group's shuffle [T x group_envs] */
-    int64_t cur_update;       /* the minibatch being processed, for the phase messages */
-    int32_t cur_epoch, cur_mb;
+    /* dist.mode=ddppo (settings.dist): minibatches by env groups (algo/ppo_groups.h) */
+    int32_t grouped;
+    frl_ppo_groups groups;
 } frl_ppo;
 
 frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ring,

@@ -51,6 +51,19 @@ static inline double frl_rng_uniform_range(frl_rng *r, double low, double high)
     return low + (high - low) * frl_rng_uniform(r);
 }
 
+/* perm = a uniformly random permutation of 0 .. n-1 (Fisher-Yates from the top). */
+static inline void frl_rng_permutation(frl_rng *r, int32_t *perm, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (int32_t i = n - 1; i > 0; i--) {
+        int32_t j = (int32_t)(frl_rng_uniform(r) * (double)(i + 1));
+        int32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
 /* A standard normal draw (Box-Muller on two uniforms). */
 static inline double frl_rng_normal(frl_rng *r)
 {

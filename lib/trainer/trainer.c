@@ -587,8 +587,11 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
                         (long long)total_steps);
     if (atomic_exchange(&t->running, 1))
         return frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_train: already running");
+    int64_t updates0 = t->book.pr.updates;
     frl_status st = t->sampler->ops->train(t->sampler, total_steps);
     atomic_store(&t->running, 0);
+    if (t->dist)
+        frl_trainer_dist_report(t, t->book.pr.updates - updates0);
     if (st != FRL_OK)
         frl_fail_msg(NULL, st, t->err);
     return st;

@@ -12,18 +12,18 @@
 
 enum { PROGRESS = 4 }; /* episodes, window episodes, window return and length sums */
 
-static frl_status check_supported(const frl_trainer *t, const char *who)
+static frl_status check_supported(frl_trainer *t, const char *who)
 {
     const char *algo = t->learner.ops->name;
     if (strcmp(algo, "ppo") && strcmp(algo, "impala") && strcmp(algo, "a2c"))
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo trains train.algo=ppo, "
+        return frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo trains train.algo=ppo, "
                         "impala or a2c, not %s", who, algo);
     if (frl_cfg_choice(t->cfg, FRL_KEY_SAMPLER_MODE) != FRL_SAMPLER_MODE_SYNC)
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo samples with "
+        return frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo samples with "
                         "sampler.mode=sync (every rank's update waits for all ranks' rollouts)",
                         who);
     if (frl_cfg_bool(t->cfg, FRL_KEY_TRAIN_REWARD_NORM))
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo does not normalise "
+        return frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo does not normalise "
                         "rewards across ranks yet: set train.reward_norm=false", who);
     return FRL_OK;
 }
@@ -47,10 +47,26 @@ frl_status frl_trainer_dist_open(frl_trainer *t, const char *who)
     t->dist_recv = t->dist_send + t->dist_record;
     t->dist_return = t->dist_length = NAN; /* no episode exchanged yet */
     frl_log(t->rt, FRL_LOG_INFO, "%s: dist.mode=ddppo: rank %d of %d, envs %lld-%lld of %lld "
-            "in groups of %d", who, (int)t->dist->rank, (int)t->dist->size,
-            (long long)t->dist->rank * t->B, (long long)(t->dist->rank + 1) * t->B - 1,
-            (long long)t->dist->size * t->B, (int)t->dist_group_envs);
+            "in groups of %d; the policy's %lld parameters", who, (int)t->dist->rank,
+            (int)t->dist->size, (long long)t->dist->rank * t->B,
+            (long long)(t->dist->rank + 1) * t->B - 1, (long long)t->dist->size * t->B,
+            (int)t->dist_group_envs, (long long)t->policy->num_params);
+    t->dist_bytes0 = t->dist->bytes;
+    t->dist_exchanges0 = t->dist->exchanges;
     return FRL_OK;
+}
+
+void frl_trainer_dist_report(frl_trainer *t, int64_t updates)
+{
+    int64_t bytes = t->dist->bytes - t->dist_bytes0, ex = t->dist->exchanges - t->dist_exchanges0;
+    t->dist_bytes0 = t->dist->bytes;
+    t->dist_exchanges0 = t->dist->exchanges;
+    if (updates <= 0 || t->dist->rank != 0)
+        return;
+    frl_log(t->rt, FRL_LOG_INFO, "dist.mode=ddppo: %lld updates on %d ranks: %.1f KiB sent and "
+            "received per update by each rank in %.1f exchanges", (long long)updates,
+            (int)t->dist->size, (double)bytes / (double)updates / 1024.0,
+            (double)ex / (double)updates);
 }
 
 void frl_trainer_dist_close(frl_trainer *t)

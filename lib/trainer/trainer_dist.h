@@ -15,6 +15,9 @@ int32_t frl_trainer_ranks(const frl_trainer *t);
 /* After an update: the observation normaliser from every rank's groups, and the
  * episodes of every rank (t->dist_*). */
 frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot);
+/* The traffic of a train call's updates (an INFO line, rank 0: each rank's bytes sent
+ * and received per update, and the exchanges). */
+void frl_trainer_dist_report(frl_trainer *t, int64_t updates);
 /* Whether this process writes outputs and checkpoints (rank 0, or no dist.mode). */
 int frl_trainer_dist_writes(const frl_trainer *t);
 

@@ -61,6 +61,7 @@ struct frl_trainer {
     double *dist_send, *dist_recv;
     int64_t dist_episodes, dist_window;
     double dist_return, dist_length;
+    int64_t dist_bytes0, dist_exchanges0; /* the traffic when the last report was made */
     char err[FRL_ERRMSG_SIZE];
 };
 

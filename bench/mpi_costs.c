@@ -1,0 +1,128 @@
+/* What a collective costs on this machine's MPI, for doc/distributed.md's model of
+ * dist.mode=ddppo (bench/ddppo.py runs it under mpirun with 2 and 4 ranks):
+ *   - ping-pong between ranks 0 and 1: half the round trip of an 8-byte message;
+ *   - for each size given (bytes): the library's all-gather (the MPI plugin's, as the
+ *     trainer calls it: one record from every rank to every rank, polled) and
+ *     MPI_Allreduce of as many floats, the collective a non-deterministic data-parallel
+ *     learner would use.
+ * Each figure is the median of --reps runs, after 10 unmeasured ones.
+ *
+ *   mpirun -np N bench_mpi_costs [--reps 200] BYTES...
+ * Prints, from rank 0, "ranks N", "pingpong_us X", then "size B allgather_us X
+ * allreduce_us Y" per size. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dist_api.h"
+
+const frl_mpi_plugin *frl_mpi_plugin_get(void);
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static double pingpong_us(int rank, int reps, double *t)
+{
+    char buf[8] = {0};
+    for (int i = -10; i < reps; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        if (rank == 0) {
+            MPI_Send(buf, 8, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(buf, 8, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            MPI_Recv(buf, 8, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, 8, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+        }
+        if (i >= 0)
+            t[i] = (MPI_Wtime() - t0) * 1e6 / 2;
+    }
+    return median(t, reps);
+}
+
+static double allgather_us(const frl_mpi_plugin *pl, frl_mpi_comm *c, size_t bytes, int size,
+                           int reps, double *t)
+{
+    char *send = calloc(1, bytes), *recv = calloc((size_t)size, bytes), why[256];
+    for (int i = -10; i < reps; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        if (pl->allgather(c, send, bytes, recv, "bench", why, sizeof why)) {
+            fprintf(stderr, "allgather: %s\n", why);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        if (i >= 0)
+            t[i] = (MPI_Wtime() - t0) * 1e6;
+    }
+    free(send);
+    free(recv);
+    return median(t, reps);
+}
+
+static double allreduce_us(size_t bytes, int reps, double *t)
+{
+    int n = (int)(bytes / sizeof(float));
+    float *a = calloc((size_t)n, sizeof *a), *b = calloc((size_t)n, sizeof *b);
+    for (int i = -10; i < reps; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        MPI_Allreduce(a, b, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (i >= 0)
+            t[i] = (MPI_Wtime() - t0) * 1e6;
+    }
+    free(a);
+    free(b);
+    return median(t, reps);
+}
+
+int main(int argc, char **argv)
+{
+    int provided, rank, size, reps = 200, first = 1;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc > 2 && !strcmp(argv[1], "--reps")) {
+        reps = atoi(argv[2]);
+        first = 3;
+    }
+    if (size < 2 || reps < 1) {
+        if (rank == 0)
+            fprintf(stderr, "usage: mpirun -np N (N >= 2) bench_mpi_costs [--reps R] BYTES...\n");
+        MPI_Finalize();
+        return 2;
+    }
+    const frl_mpi_plugin *pl = frl_mpi_plugin_get();
+    frl_mpi_comm *c;
+    int32_t r32, s32;
+    char why[256];
+    if (pl->open(-1, 60.0, 1, &c, &r32, &s32, why, sizeof why)) {
+        fprintf(stderr, "open: %s\n", why);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    double *t = calloc((size_t)reps, sizeof *t);
+    double pp = pingpong_us(rank, reps, t);
+    if (rank == 0)
+        printf("ranks %d\npingpong_us %.3f\n", size, pp);
+    for (int i = first; i < argc; i++) {
+        size_t bytes = (size_t)strtoull(argv[i], NULL, 10);
+        double ag = allgather_us(pl, c, bytes, size, reps, t);
+        double ar = allreduce_us(bytes, reps, t);
+        if (rank == 0)
+            printf("size %zu allgather_us %.3f allreduce_us %.3f\n", bytes, ag, ar);
+    }
+    fflush(stdout);
+    free(t);
+    pl->close(c);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,143 @@
+#!/bin/sh
+# dist.mode=ddppo under mpirun (doc/distributed.md), on this machine's cores
+# oversubscribed, as root with OpenMPI's documented variables:
+# - the same bits: 1 rank x 8 envs, 2 x 4 and 4 x 2 in groups of 2 envs train the same
+#   policy (their ONNX exports are identical files), and groups of 4 train another one;
+# - a rank stopped (SIGSTOP) or killed (SIGKILL) ends the job within the timeout, with
+#   the library's message naming the rank and the phase (a killed one: mpirun's, which
+#   ends the job first, unless OpenMPI's recovery is on), and the checkpoint saved
+#   before is intact;
+# - a run saved by 2 ranks goes on with 4;
+# - ranks with different settings are refused at start, naming the key.
+# Exit 77 (SKIP) with the reason when mpirun or the MPI plugin is missing.
+#
+#   test_dist.sh FASTRL PLUGIN_BUILT
+set -u
+fastrl=$1
+if [ "$2" != 1 ]; then
+    echo "SKIP: the MPI plugin is not in this build (meson: 'mpi plugin')"
+    exit 77
+fi
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "SKIP: mpirun not found (scripts/setup.sh installs openmpi-bin)"
+    exit 77
+fi
+dir=$(mktemp -d "${TMPDIR:-/tmp}/test_dist.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/cli_helpers.sh"
+
+# Root, more ranks than cores; no single-copy transfers between processes (containers
+# often forbid the ptrace they need).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+ok() { [ "$rc" -eq 0 ] || fail "$1: exit status $rc: $out"; }
+
+export_of() { # run dir -> its policy's ONNX file
+    "$fastrl" export "$1/checkpoint.frl" --onnx "$1/policy.onnx" >/dev/null 2>&1 ||
+        fail "export of $1"
+}
+
+# ---- the same bits on 1, 2 and 4 ranks ----
+common="CartPole-v1 --steps 16384 --seed 5 --quiet --set dist.mode=ddppo
+        --set policy.obs_norm=true --set runtime.threads=1"
+for np in 1 2 4; do
+    run mpirun -np $np "$fastrl" train $common --out "$dir/r$np" \
+        --set train.num_envs=$((8 / np)) --set dist.group_envs=2
+    ok "$np ranks"
+    export_of "$dir/r$np"
+done
+cmp -s "$dir/r1/policy.onnx" "$dir/r2/policy.onnx" || fail "2 ranks x 4 envs differ from 1 x 8"
+cmp -s "$dir/r1/policy.onnx" "$dir/r4/policy.onnx" || fail "4 ranks x 2 envs differ from 1 x 8"
+run mpirun -np 1 "$fastrl" train $common --out "$dir/g4" --set train.num_envs=8 \
+    --set dist.group_envs=4
+ok "groups of 4"
+export_of "$dir/g4"
+cmp -s "$dir/r1/policy.onnx" "$dir/g4/policy.onnx" &&
+    fail "groups of 4 trained the policy of groups of 2 (the comparison cannot fail)"
+
+# ---- faults ----
+# A long run resumed from base/, in the background; its rank 1's pid when it appears.
+base="$dir/base"
+run mpirun -np 2 "$fastrl" train CartPole-v1 --steps 8192 --seed 1 --quiet --out "$base" \
+    --set dist.mode=ddppo --set train.num_envs=4 --set dist.timeout=3
+ok "the run the faults resume"
+sum_before=$(cksum < "$base/checkpoint.frl")
+
+rank1_pid() { # marker -> pid of rank 1 of the job whose command line has it
+    tries=0
+    while [ $tries -lt 100 ]; do
+        for p in $(pgrep -f "$1"); do
+            if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
+                echo "$p"
+                return 0
+            fi
+        done
+        tries=$((tries + 1))
+        sleep 0.1
+    done
+    return 1
+}
+
+# fault NAME SIGNAL [VAR=VALUE]: resume base/ on 2 ranks, signal rank 1 once training
+# runs, and wait for the job's end; $out, $rc and $secs after.
+fault() {
+    name=$1 sig=$2
+    shift 2
+    work="$dir/$name"
+    cp -r "$base" "$work"
+    start=$(date +%s)
+    env "$@" mpirun -np 2 "$fastrl" train --resume "$work" --steps 1000000000 --quiet \
+        --max-seconds 60 > "$dir/$name.log" 2>&1 &
+    job=$!
+    pid=$(rank1_pid "resume $work") || fail "$name: rank 1 did not start"
+    sleep 1.5
+    kill -s "$sig" "$pid" 2>/dev/null
+    wait $job
+    rc=$?
+    secs=$(($(date +%s) - start))
+    out=$(cat "$dir/$name.log")
+    [ "$secs" -le 30 ] || fail "$name: the job took $secs s to end (dist.timeout=3)"
+    [ "$rc" -ne 0 ] || [ "$#" -gt 0 ] || fail "$name: exit status 0: $out"
+    [ "$(cksum < "$work/checkpoint.frl")" = "$sum_before" ] ||
+        fail "$name: the checkpoint changed"
+    run "$fastrl" eval "$work/checkpoint.frl" --episodes 1
+    ok "$name: the checkpoint loads"
+}
+
+fault stopped STOP
+case $(cat "$dir/stopped.log") in
+    *"rank 0 of 2: no answer from rank 1 within 3 s (dist.timeout) during the "*) ;;
+    *) fail "stopped rank: no message naming rank 1 and the phase: $(cat "$dir/stopped.log")" ;;
+esac
+fault killed KILL
+case $(cat "$dir/killed.log") in
+    *"rank 1"*) ;;
+    *) fail "killed rank: no message naming rank 1: $(cat "$dir/killed.log")" ;;
+esac
+# With OpenMPI's recovery mpirun leaves the job running, and the library ends it.
+fault killed_recovery KILL OMPI_MCA_orte_enable_recovery=1
+case $(cat "$dir/killed_recovery.log") in
+    *"no answer from rank 1 within 3 s"*) ;;
+    *) fail "killed rank (recovery on): no library message: $(cat "$dir/killed_recovery.log")" ;;
+esac
+
+# ---- another rank count ----
+cp -r "$base" "$dir/four"
+run mpirun -np 4 "$fastrl" train --resume "$dir/four" --steps 16384 --quiet \
+    --set train.num_envs=2
+ok "resume on 4 ranks"
+run "$fastrl" eval "$dir/four/checkpoint.frl" --episodes 1
+ok "the 4-rank checkpoint loads"
+last=$(tail -n 1 "$dir/four/metrics.csv" | cut -d, -f1)
+[ "${last:-0}" -gt 8 ] 2>/dev/null || fail "resume on 4 ranks: last update '$last' (want > 8)"
+
+# ---- settings that differ between ranks ----
+run mpirun -np 1 "$fastrl" train CartPole-v1 --steps 4096 --quiet --set dist.mode=ddppo : \
+    -np 1 "$fastrl" train CartPole-v1 --steps 4096 --quiet --set dist.mode=ddppo \
+    --set train.lr=0.001
+[ "$rc" -ne 0 ] || fail "different train.lr: exit status 0"
+has "rank 1's train.lr differs from rank 0's" || fail "different train.lr: $out"
+
+echo "$failures failures"
+[ "$failures" -eq 0 ]

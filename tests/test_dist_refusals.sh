@@ -1,0 +1,36 @@
+#!/bin/sh
+# What dist.mode=ddppo refuses, in every build (no MPI needed): a missing MPI plugin
+# (the message says why and how to build it), and the runs it cannot distribute (an
+# algorithm other than PPO's family, the async sampler, reward normalisation), each
+# named before any rank starts waiting for the others.
+#
+#   test_dist_refusals.sh FASTRL
+set -u
+fastrl=$1
+dir=$(mktemp -d "${TMPDIR:-/tmp}/test_dist_refusals.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/cli_helpers.sh"
+
+refused() {
+    name=$1
+    shift
+    [ "$rc" -ne 0 ] || fail "$name: exit status 0 (want non-zero); output: $out"
+    for want in "$@"; do
+        has "$want" || fail "$name: output lacks '$want': $out"
+    done
+}
+
+dd="--steps 2048 --quiet --set dist.mode=ddppo"
+run env FRL_MPI_PLUGIN="$dir/none/libfastrl-mpi.so.0" "$fastrl" train CartPole-v1 $dd
+refused "no plugin" "FRL_ERR_UNSUPPORTED" "needs the MPI plugin" "FRL_MPI_PLUGIN="
+run "$fastrl" train CartPole-v1 $dd --set train.algo=dqn
+refused "dqn" "dist.mode=ddppo trains train.algo=ppo, impala or a2c, not dqn"
+run "$fastrl" train CartPole-v1 $dd --set sampler.mode=async
+refused "async" "sampler.mode=sync"
+run "$fastrl" train Pendulum-v1 $dd --set train.reward_norm=true
+refused "reward normalisation" "train.reward_norm=false"
+run "$fastrl" train CartPole-v1 $dd --set dist.mode=nonsense
+refused "unknown mode" "dist.mode"
+
+echo "$failures failures"
+[ "$failures" -eq 0 ]
