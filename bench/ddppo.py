@@ -79,15 +79,21 @@ def throughput(fastrl, steps, envs):
             print(f"{n} ranks: FAILED: {r.error}")
             return None
         rows[n] = r
+    r = run(mpirun(4, base + ["--set", "dist.mode=ddppo", "--set", "dist.preempt=0.6",
+                              "--steps", str(steps * 4)]), 600)
+    if r.error:
+        print(f"4 ranks with dist.preempt=0.6: FAILED: {r.error}")
+        return None
+    rows["4p"] = r
     one = rows[1].sps
     per_update = {}
     print("| ranks | env steps/s | ratio to 1 rank | ms per update |")
     print("| --- | --- | --- | --- |")
-    for n in (0, 1, 2, 4):
-        k = max(n, 1)
+    for n in (0, 1, 2, 4, "4p"):
+        k = 4 if n == "4p" else max(n, 1)
         ms = 1e3 * ROLLOUT * envs * k / rows[n].sps
         per_update[n] = ms
-        name = "no dist.mode (1 process)" if n == 0 else str(n)
+        name = {0: "no dist.mode (1 process)", "4p": "4, dist.preempt=0.6 (ms: full rollouts)"}.get(n, str(n))
         print(f"| {name} | {rows[n].sps:,.0f} | {rows[n].sps / one:.2f}x | {ms:.2f} |")
     return per_update
 

@@ -56,6 +56,35 @@ export_of "$dir/g4"
 cmp -s "$dir/r1/policy.onnx" "$dir/g4/policy.onnx" &&
     fail "groups of 4 trained the policy of groups of 2 (the comparison cannot fail)"
 
+# The return normaliser's statistics are every rank's too (Pendulum with
+# train.reward_norm), and without it the run differs.
+pend="Pendulum-v1 --steps 8192 --seed 2 --quiet --set dist.mode=ddppo --set train.rollout=256
+      --set dist.group_envs=2 --set runtime.threads=1"
+for np in 1 4; do
+    run mpirun -np $np "$fastrl" train $pend --out "$dir/p$np" --set train.num_envs=$((8 / np)) \
+        --set train.reward_norm=true
+    ok "Pendulum, $np ranks"
+    export_of "$dir/p$np"
+done
+cmp -s "$dir/p1/policy.onnx" "$dir/p4/policy.onnx" ||
+    fail "Pendulum with reward normalisation: 4 ranks x 2 envs differ from 1 x 8"
+run mpirun -np 1 "$fastrl" train $pend --out "$dir/pn" --set train.num_envs=8 \
+    --set train.reward_norm=false
+export_of "$dir/pn"
+cmp -s "$dir/p1/policy.onnx" "$dir/pn/policy.onnx" &&
+    fail "Pendulum: reward normalisation changed nothing (the comparison cannot fail)"
+
+# What only a running communicator can refuse: groups that do not divide the envs, a
+# recurrent policy.
+run mpirun -np 2 "$fastrl" train CartPole-v1 --steps 4096 --quiet --set dist.mode=ddppo \
+    --set train.num_envs=8 --set dist.group_envs=3
+[ "$rc" -ne 0 ] || fail "dist.group_envs=3 of 8 envs: exit status 0"
+has "dist.group_envs 3 must divide a rank's train.num_envs 8" || fail "group_envs=3: $out"
+run mpirun -np 2 "$fastrl" train CartPole-v1 --steps 4096 --quiet --set dist.mode=ddppo \
+    --set policy.core=gru
+[ "$rc" -ne 0 ] || fail "a recurrent policy: exit status 0"
+has "recurrent policies (policy.core) do not train distributed yet" || fail "gru: $out"
+
 # ---- faults ----
 # A long run resumed from base/, in the background; its rank 1's pid when it appears.
 base="$dir/base"
@@ -64,11 +93,12 @@ run mpirun -np 2 "$fastrl" train CartPole-v1 --steps 8192 --seed 1 --quiet --out
 ok "the run the faults resume"
 sum_before=$(cksum < "$base/checkpoint.frl")
 
-rank1_pid() { # marker -> pid of rank 1 of the job whose command line has it
+rank1_pid() { # marker [rank] -> pid of that rank (1) of the job whose command line has it
     tries=0
     while [ $tries -lt 100 ]; do
         for p in $(pgrep -f "$1"); do
-            if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
+            if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
+                grep -qx "OMPI_COMM_WORLD_RANK=${2:-1}"; then
                 echo "$p"
                 return 0
             fi
@@ -131,6 +161,40 @@ run "$fastrl" eval "$dir/four/checkpoint.frl" --episodes 1
 ok "the 4-rank checkpoint loads"
 last=$(tail -n 1 "$dir/four/metrics.csv" | cut -d, -f1)
 [ "${last:-0}" -gt 8 ] 2>/dev/null || fail "resume on 4 ranks: last update '$last' (want > 8)"
+
+# ---- preemption (dist.preempt) and stopping ----
+# Rank 3 of 4 stopped for 0.3 s ten times: the others finish their rollouts, and it
+# stops collecting once 2 of them have (after a quarter of its rollout); the run ends
+# normally, and the steps every rank counts agree (no rank waits for another update).
+pre="$dir/pre"
+mpirun -np 4 "$fastrl" train CartPole-v1 --steps 150000 --seed 3 --quiet --verbose \
+    --out "$pre" --set dist.mode=ddppo --set train.num_envs=4 --set train.rollout=512 \
+    --set dist.preempt=0.5 --set dist.timeout=20 > "$dir/pre.log" 2>&1 &
+job=$!
+pid=$(rank1_pid "out $pre" 3) || fail "preemption: rank 3 did not start"
+sleep 1
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    kill -STOP "$pid" 2>/dev/null
+    sleep 0.3
+    kill -CONT "$pid" 2>/dev/null
+    sleep 0.2
+done
+wait $job
+rc=$?
+out=$(cat "$dir/pre.log")
+ok "preemption"
+cut=$(sed -n 's/.*rollouts cut short by preemption (dist.preempt), all ranks: \([0-9]*\).*/\1/p' "$dir/pre.log")
+[ "${cut:-0}" -ge 1 ] || fail "preemption: no rollout was cut short: $out"
+run "$fastrl" eval "$pre/checkpoint.frl" --episodes 1
+ok "preemption: the checkpoint loads"
+
+# A time limit on every rank stops them all after the same update (a stop request is
+# exchanged), and saves.
+run mpirun -np 2 "$fastrl" train CartPole-v1 --steps 1000000000 --max-seconds 1 --quiet \
+    --out "$dir/timed" --set dist.mode=ddppo --set train.num_envs=4 --set dist.timeout=5
+ok "a time limit"
+has "time limit: stopped after" || fail "a time limit: $out"
+[ -s "$dir/timed/checkpoint.frl" ] || fail "a time limit: no checkpoint"
 
 # ---- settings that differ between ranks ----
 run mpirun -np 1 "$fastrl" train CartPole-v1 --steps 4096 --quiet --set dist.mode=ddppo : \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # What dist.mode=ddppo refuses, in every build (no MPI needed): a missing MPI plugin
 # (the message says why and how to build it), and the runs it cannot distribute (an
-# algorithm other than PPO's family, the async sampler, reward normalisation), each
+# algorithm other than PPO's family, the async sampler), each
 # named before any rank starts waiting for the others.
 #
 #   test_dist_refusals.sh FASTRL
@@ -27,8 +27,6 @@ run "$fastrl" train CartPole-v1 $dd --set train.algo=dqn
 refused "dqn" "dist.mode=ddppo trains train.algo=ppo, impala or a2c, not dqn"
 run "$fastrl" train CartPole-v1 $dd --set sampler.mode=async
 refused "async" "sampler.mode=sync"
-run "$fastrl" train Pendulum-v1 $dd --set train.reward_norm=true
-refused "reward normalisation" "train.reward_norm=false"
 run "$fastrl" train CartPole-v1 $dd --set dist.mode=nonsense
 refused "unknown mode" "dist.mode"
 

@@ -209,6 +209,7 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
     }
     o->follower = launcher_rank() > 0;
     o->quiet |= o->follower;
+    o->verbose &= !o->follower;
     if (!o->env && !o->resume) {
         fprintf(stderr, "fastrl train: name an environment (fastrl envs lists them) or --resume DIR\n");
         return 2;
@@ -281,16 +282,15 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
         char path[4096];
         snprintf(path, sizeof path, "%s/checkpoint.frl", dir);
         frl_status sv = frl_trainer_save(t, path);
-        if (sv == FRL_OK && o->follower)
-            ; /* rank 0 wrote it */
-        else if (sv == FRL_ERR_UNSUPPORTED)
+        if (sv == FRL_ERR_UNSUPPORTED)
             fprintf(stderr, "no checkpoint: %s\n", frl_trainer_last_error(t));
         else if (sv != FRL_OK)
             return cli_fail("saving the checkpoint", sv);
-        else
+        else if (!o->follower) /* rank 0 wrote it */
             fprintf(stderr, "checkpoint: %s\n", path);
     }
-    if (st == FRL_OK && o->follower)
+    /* A distributed run stops on every rank at once (rank 0 reports it). */
+    if ((st == FRL_OK || st == FRL_ERR_INTERRUPTED) && o->follower)
         return 0;
     if (st == FRL_ERR_INTERRUPTED)
         fprintf(stderr, "interrupted at %lld steps%s\n", (long long)m->env_steps,

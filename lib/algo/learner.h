@@ -77,6 +77,8 @@ typedef struct frl_batch {
     int64_t update_index;   /* counts from 0 (annealing, shuffles) */
     int64_t num_updates;    /* of the train call, for annealing */
     uint64_t seed;
+    int32_t steps;          /* steps of the slot's rollout collected (0: all T; fewer when
+                             * a distributed rank was preempted: later rows are no data) */
 } frl_batch;
 
 /* What an update reports (the metrics' learner fields). */

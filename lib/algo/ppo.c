@@ -312,15 +312,20 @@ void frl_ppo_advantages(frl_ppo *l, int32_t slot)
     const uint8_t *reset = frl_ring_at(l->ring, slot, FRL_RING_RESET_STEPS);
     const frl_dm_adv_params p = {l->s.gamma,  l->s.lambda, l->s.rho_bar,
                                  l->s.c_bar,  l->s.vtrace, l->s.decoupled};
-    /* The device learner's columns (lib/nn/dev_math.h): one arithmetic for both. */
+    /* The device learner's columns (lib/nn/dev_math.h): one arithmetic for both. A
+     * preempted rollout (dist.preempt) ends early: its columns bootstrap from where it
+     * stopped, and the rows after are no transitions. */
+    int32_t T = l->steps_used > 0 && l->steps_used < l->T ? l->steps_used : l->T;
     for (int32_t b = 0; b < l->B; b++) {
         if (l->s.vtrace)
-            frl_dm_vtrace_column(l->T, l->B, b, r, v, l->log_ratio, term, trunc, reset,
+            frl_dm_vtrace_column(T, l->B, b, r, v, l->log_ratio, term, trunc, reset,
                                  l->vboot[b], &p, l->adv, l->ret, l->valid);
         else
-            frl_dm_gae_column(l->T, l->B, b, r, v, term, trunc, reset, l->vboot[b], &p, l->adv,
+            frl_dm_gae_column(T, l->B, b, r, v, term, trunc, reset, l->vboot[b], &p, l->adv,
                               l->ret, l->valid);
     }
+    size_t done = (size_t)T * (size_t)l->B;
+    memset(l->valid + done, 0, (size_t)l->N - done);
 }
 
 /* ---- one shard: forward, loss gradient, backward ---- */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/dist.h"
+#include "core/moments.h"
 #include "core/rng.h"
 #include "algo/ppo_groups.h"
 
@@ -146,22 +147,6 @@ static void part_moments(const int32_t *rows, int32_t n, const float *adv, const
     out[2] = m2;
 }
 
-/* acc += b (Chan et al.'s pairwise update of count, mean and squared deviations). */
-static void merge_moments(double *acc, const double *b)
-{
-    double na = acc[0], nb = b[0], n = na + nb;
-    if (nb == 0)
-        return;
-    if (na == 0) {
-        memcpy(acc, b, sizeof(double) * MOMENTS);
-        return;
-    }
-    double d = b[1] - acc[1];
-    acc[1] += d * nb / n;
-    acc[2] += b[2] + d * d * na * nb / n;
-    acc[0] = n;
-}
-
 /* Minibatch (e, m)'s normalisation from every group's moments, in global group order. */
 static void minibatch_fields(frl_ppo_groups *g, int32_t e, int32_t m)
 {
@@ -170,7 +155,7 @@ static void minibatch_fields(frl_ppo_groups *g, int32_t e, int32_t m)
     double acc[MOMENTS] = {0, 0, 0};
     for (int32_t r = 0; r < g->dist->size; r++)
         for (int32_t j = 0; j < lg; j++)
-            merge_moments(acc, g->mom_recv + (size_t)r * per_rank +
+            frl_merge_moments(acc, g->mom_recv + (size_t)r * per_rank +
                                    (((size_t)e * (size_t)MB + (size_t)m) * (size_t)lg +
                                     (size_t)j) * MOMENTS);
     double n = acc[0], sd = n > 1 ? sqrt(acc[2] / (n - 1)) : 0;

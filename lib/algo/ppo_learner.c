@@ -156,6 +156,7 @@ static frl_status learn_on_cpu(frl_ppo *p, const frl_batch *b, frl_ppo_stats *s,
         return st;
     frl_ppo_bootstrap(p, b->slot);
     double t_values = now_s() - t0;
+    p->steps_used = b->steps;
     frl_ppo_advantages(p, b->slot);
     st = frl_ppo_update(p, b->slot, b->update_index, b->num_updates, b->seed, s, err);
     s->time_values = t_values;

@@ -94,6 +94,10 @@
     X(DIST_ON_FAULT, "dist.on_fault", CHOICE, "abort", 0, 0,                                 \
       "a rank that dies or stops answering: abort (the message, then MPI_Abort ends the "    \
       "job on every rank) or return (the error to the caller, which must end the job)")      \
+    X(DIST_PREEMPT, "dist.preempt", FLOAT, "0", 0, 1,                                       \
+      "dist.mode=ddppo: a rank stops collecting its rollout once this share of all ranks "  \
+      "have finished theirs, after a quarter of it at least (DD-PPO's preemption of "        \
+      "stragglers; the paper's 0.6); 0 = off, which the same bits on any rank count need")   \
     X(DIST_TIMEOUT, "dist.timeout", FLOAT, "60", 0.01, 1e6,                                  \
       "seconds a collective waits for every rank before the job ends naming the missing "   \
       "ones")                                                                                \

@@ -188,3 +188,36 @@ frl_status frl_dist_allgather(frl_dist *d, const void *send, size_t bytes, void 
     d->bytes += 2 * (int64_t)bytes * (d->size - 1);
     return FRL_OK;
 }
+
+/* ---- preemption notices ---- */
+
+frl_status frl_dist_notices_open(frl_dist *d, int64_t round, char *err)
+{
+    char why[FRL_ERRMSG_SIZE - 16];
+    if (d->mpi->notices_open(d->comm, round, why, sizeof why))
+        return frl_fail(err, FRL_ERR_IO, "%s", why);
+    return FRL_OK;
+}
+
+frl_status frl_dist_notice_send(frl_dist *d, int64_t round, char *err)
+{
+    char why[FRL_ERRMSG_SIZE - 16];
+    if (d->mpi->notice_send(d->comm, round, why, sizeof why))
+        return frl_fail(err, FRL_ERR_IO, "%s", why);
+    d->bytes += d->size - 1;
+    return FRL_OK;
+}
+
+int32_t frl_dist_notices_arrived(frl_dist *d)
+{
+    return d->mpi->notices_arrived(d->comm);
+}
+
+frl_status frl_dist_notices_close(frl_dist *d, const char *phase, char *err)
+{
+    char why[FRL_ERRMSG_SIZE - 16];
+    if (d->mpi->notices_close(d->comm, phase, why, sizeof why))
+        return frl_fail(err, FRL_ERR_IO, "%s", why);
+    d->bytes += d->size - 1;
+    return FRL_OK;
+}

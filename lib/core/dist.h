@@ -31,6 +31,14 @@ void frl_dist_close(frl_dist *d, const frl_allocator *al);
 frl_status frl_dist_allgather(frl_dist *d, const void *send, size_t bytes, void *recv,
                               const char *phase, char *err);
 
+/* Preemption notices of a round (dist.preempt; dist_api.h): open before collecting,
+ * send once this rank has finished, arrived counts the others' so far, close waits for
+ * all (FRL_ERR_IO naming the silent ranks after the timeout). */
+frl_status frl_dist_notices_open(frl_dist *d, int64_t round, char *err);
+frl_status frl_dist_notice_send(frl_dist *d, int64_t round, char *err);
+int32_t frl_dist_notices_arrived(frl_dist *d);
+frl_status frl_dist_notices_close(frl_dist *d, const char *phase, char *err);
+
 /* "Open MPI v4.1.4 (libfastrl-mpi.so.0)" or "not available: why", for `fastrl info`. */
 const char *frl_dist_describe(void);
 

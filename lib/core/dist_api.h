@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FRL_MPI_PLUGIN_ABI 1u
+#define FRL_MPI_PLUGIN_ABI 2u
 #define FRL_MPI_PLUGIN_SYMBOL "frl_mpi_plugin_get"
 #define FRL_MPI_PLUGIN_FILE "libfastrl-mpi.so.0"
 
@@ -36,6 +36,14 @@ typedef struct frl_mpi_plugin {
      * this call and every later one on the communicator fail. */
     int (*allgather)(frl_mpi_comm *c, const void *send, size_t bytes, void *recv,
                      const char *phase, char *why, size_t why_size);
+    /* Notices of a round (DD-PPO's preemption: "this rank finished its rollout"), on a
+     * communicator of their own: open posts a receive from every peer; send tells every
+     * peer; arrived counts the peers' notices so far without waiting; close waits for
+     * all of them and for its own sends, within the timeout (a fault as allgather's). */
+    int (*notices_open)(frl_mpi_comm *c, int64_t round, char *why, size_t why_size);
+    int (*notice_send)(frl_mpi_comm *c, int64_t round, char *why, size_t why_size);
+    int32_t (*notices_arrived)(frl_mpi_comm *c);
+    int (*notices_close)(frl_mpi_comm *c, const char *phase, char *why, size_t why_size);
     void (*close)(frl_mpi_comm *c);
 } frl_mpi_plugin;
 

@@ -16,6 +16,11 @@
 
 struct frl_mpi_comm {
     MPI_Comm comm;
+    MPI_Comm notice_comm;  /* preemption notices, apart from the all-gathers' messages */
+    MPI_Request *notice_req; /* [2 x size]: receives from, then sends to, each peer */
+    int32_t notices;       /* peers' notices counted this round */
+    char *notice_in;       /* [size]: one byte from each peer (receive buffers may not overlap) */
+    char notice_out[1];
     int32_t rank, size;
     double timeout;
     int abort_on_fault;
@@ -107,12 +112,14 @@ static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi
         say(why, why_size, "out of memory");
         return 1;
     }
-    if (MPI_Comm_dup(host, &c->comm) != MPI_SUCCESS) {
+    if (MPI_Comm_dup(host, &c->comm) != MPI_SUCCESS ||
+        MPI_Comm_dup(host, &c->notice_comm) != MPI_SUCCESS) {
         free(c);
         say(why, why_size, "MPI_Comm_dup of dist.comm=%lld failed", (long long)fcomm);
         return 1;
     }
     MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(c->notice_comm, MPI_ERRORS_RETURN);
     int r = 0, n = 1;
     MPI_Comm_rank(c->comm, &r);
     MPI_Comm_size(c->comm, &n);
@@ -120,8 +127,17 @@ static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi
     c->size = n;
     c->timeout = timeout_s;
     c->abort_on_fault = abort_on_fault;
-    if (!(c->req = calloc(2 * (size_t)n, sizeof *c->req))) {
+    c->req = calloc(2 * (size_t)n, sizeof *c->req);
+    c->notice_req = calloc(2 * (size_t)n, sizeof *c->notice_req);
+    c->notice_in = calloc((size_t)n, 1);
+    for (int32_t i = 0; c->notice_req && i < 2 * n; i++)
+        c->notice_req[i] = MPI_REQUEST_NULL;
+    if (!c->req || !c->notice_req || !c->notice_in) {
+        free(c->req);
+        free(c->notice_req);
+        free(c->notice_in);
         MPI_Comm_free(&c->comm);
+        MPI_Comm_free(&c->notice_comm);
         free(c);
         say(why, why_size, "out of memory");
         return 1;
@@ -132,15 +148,16 @@ static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi
     return 0;
 }
 
-/* The ranks whose message to this one has not arrived, as "1, 3" into buf. */
-static void missing_ranks(frl_mpi_comm *c, char *buf, size_t size)
+/* The ranks whose message to this one has not arrived (receives req[0..size)), as "1, 3"
+ * into buf. */
+static void missing_ranks(frl_mpi_comm *c, MPI_Request *req, char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = '\0';
     for (int32_t p = 0; p < c->size; p++) {
         int done = 1;
-        if (p != c->rank && c->req[p] != MPI_REQUEST_NULL)
-            MPI_Test(&c->req[p], &done, MPI_STATUS_IGNORE);
+        if (p != c->rank && req[p] != MPI_REQUEST_NULL)
+            MPI_Test(&req[p], &done, MPI_STATUS_IGNORE);
         if (!done && used + 16 < size)
             used += (size_t)snprintf(buf + used, size - used, "%s%d", used ? ", " : "", (int)p);
     }
@@ -165,16 +182,16 @@ static int fault(frl_mpi_comm *c, char *why, size_t size)
 /* Poll the requests until all complete, the timeout passes or MPI reports an error:
  * yielding at first (a rank a few microseconds behind), then sleeping 50 us a poll, so
  * ranks that oversubscribe the cores leave them to the ones still computing. */
-static int wait_all(frl_mpi_comm *c, int n, const char *phase)
+static int wait_all(frl_mpi_comm *c, MPI_Request *req, int n, const char *phase)
 {
     double t0 = now_s();
     for (long polls = 0;; polls++) {
-        int done = 0, rc = MPI_Testall(n, c->req, &done, MPI_STATUSES_IGNORE);
+        int done = 0, rc = MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) {
             char ranks[256], text[MPI_MAX_ERROR_STRING];
             int len = 0;
             MPI_Error_string(rc, text, &len);
-            missing_ranks(c, ranks, sizeof ranks);
+            missing_ranks(c, req, ranks, sizeof ranks);
             snprintf(c->fault, sizeof c->fault, "rank %d of %d: MPI error during %.120s (%.100s); "
                      "no answer from rank %.100s", (int)c->rank, (int)c->size, phase, text, ranks);
             return 1;
@@ -187,7 +204,7 @@ static int wait_all(frl_mpi_comm *c, int n, const char *phase)
         }
         if (now_s() - t0 > c->timeout) {
             char ranks[256];
-            missing_ranks(c, ranks, sizeof ranks);
+            missing_ranks(c, req, ranks, sizeof ranks);
             snprintf(c->fault, sizeof c->fault, "rank %d of %d: no answer from rank %.100s within "
                      "%.3g s (dist.timeout) during %.160s", (int)c->rank, (int)c->size, ranks,
                      c->timeout, phase);
@@ -221,7 +238,59 @@ static int mpi_allgather(frl_mpi_comm *c, const void *send, size_t bytes, void *
                   &c->req[p]);
         MPI_Isend(send, (int)bytes, MPI_BYTE, p, tag, c->comm, &c->req[c->size + p]);
     }
-    if (wait_all(c, 2 * c->size, phase))
+    if (wait_all(c, c->req, 2 * c->size, phase))
+        return fault(c, why, why_size);
+    return 0;
+}
+
+/* ---- preemption notices ---- */
+
+static int notices_open(frl_mpi_comm *c, int64_t round, char *why, size_t why_size)
+{
+    if (c->faulted) {
+        say(why, why_size, "%s (the job cannot go on)", c->fault);
+        return 1;
+    }
+    c->notices = 0;
+    for (int32_t p = 0; p < c->size; p++)
+        if (p != c->rank)
+            MPI_Irecv(c->notice_in + p, 1, MPI_BYTE, p, (int)(round % 32768), c->notice_comm,
+                      &c->notice_req[p]);
+    return 0;
+}
+
+static int notice_send(frl_mpi_comm *c, int64_t round, char *why, size_t why_size)
+{
+    if (c->faulted) {
+        say(why, why_size, "%s (the job cannot go on)", c->fault);
+        return 1;
+    }
+    for (int32_t p = 0; p < c->size; p++)
+        if (p != c->rank)
+            MPI_Isend(c->notice_out, 1, MPI_BYTE, p, (int)(round % 32768), c->notice_comm,
+                      &c->notice_req[c->size + p]);
+    return 0;
+}
+
+static int32_t notices_arrived(frl_mpi_comm *c)
+{
+    for (int32_t p = 0; p < c->size; p++) {
+        int done = 0;
+        if (p == c->rank || c->notice_req[p] == MPI_REQUEST_NULL)
+            continue;
+        MPI_Test(&c->notice_req[p], &done, MPI_STATUS_IGNORE);
+        c->notices += done; /* a completed request becomes MPI_REQUEST_NULL */
+    }
+    return c->notices;
+}
+
+static int notices_close(frl_mpi_comm *c, const char *phase, char *why, size_t why_size)
+{
+    if (c->faulted) {
+        say(why, why_size, "%s (the job cannot go on)", c->fault);
+        return 1;
+    }
+    if (wait_all(c, c->notice_req, 2 * c->size, phase))
         return fault(c, why, why_size);
     return 0;
 }
@@ -231,9 +300,13 @@ static void mpi_close(frl_mpi_comm *c)
     if (!c)
         return;
     /* After a fault the duplicate is left: freeing it is collective. */
-    if (!c->faulted)
+    if (!c->faulted) {
         MPI_Comm_free(&c->comm);
+        MPI_Comm_free(&c->notice_comm);
+    }
     free(c->req);
+    free(c->notice_req);
+    free(c->notice_in);
     free(c);
 }
 
@@ -242,6 +315,10 @@ static const frl_mpi_plugin table = {
     .version = mpi_version,
     .open = mpi_open,
     .allgather = mpi_allgather,
+    .notices_open = notices_open,
+    .notice_send = notice_send,
+    .notices_arrived = notices_arrived,
+    .notices_close = notices_close,
     .close = mpi_close,
 };
 

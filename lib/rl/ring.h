@@ -13,6 +13,8 @@ typedef struct frl_ring_slot {
     uint64_t commit_seq; /* order of commits, so readers take the oldest first */
     float *state0;       /* [envs x state_w]: a recurrent policy's states at the rollout's
                             first step (frl_ring_alloc_state; else NULL) */
+    int32_t steps;       /* the steps the rollout collected (0: all; fewer when DD-PPO's
+                            preemption stopped it, dist.preempt) */
 } frl_ring_slot;
 
 struct frl_ring {

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/moments.h"
 #include "sampler/rollout.h"
 
 double frl_now(void)
@@ -34,6 +35,7 @@ frl_status frl_rollout_book_init(frl_rollout_book *k, const frl_allocator *al, i
 void frl_rollout_book_free(frl_rollout_book *k, const frl_allocator *al)
 {
     frl_free(al, k->disc_return);
+    frl_free(al, k->rn_steps);
     frl_free(al, k->state);
     k->disc_return = NULL;
     k->state = NULL;
@@ -71,28 +73,80 @@ void frl_rollout_env_action(const frl_policy *p, frl_vec_env *v, int32_t local, 
         dst[i] = a[i] < lo[i] ? lo[i] : (a[i] > hi[i] ? hi[i] : a[i]);
 }
 
-/* Scale rewards r[0..n) of envs [first, first + n) by the running std of the
- * discounted return (Engstrom et al., 2020). */
-static void normalise_rewards(frl_rollout_book *k, int32_t first, int32_t n, float *r,
-                              const uint8_t *term, const uint8_t *trunc)
+/* A batch of n discounted returns with mean bm and squared deviations ss into the
+ * running statistics, and the scale they give. */
+static void merge_returns(frl_rollout_book *k, double n, double bm, double ss)
 {
-    double g = k->gamma, s = 0, ss = 0, *d = k->disc_return + first;
-    for (int32_t b = 0; b < n; b++) {
-        d[b] = d[b] * g + r[b];
-        s += d[b];
-    }
-    double bm = s / n;
-    for (int32_t b = 0; b < n; b++)
-        ss += (d[b] - bm) * (d[b] - bm);
     double tot = k->rn_count + n, dm = bm - k->rn_mean;
     k->rn_mean += dm * n / tot;
     k->rn_m2 += ss + dm * dm * k->rn_count * n / tot;
     k->rn_count = tot;
     k->rn_scale = (float)(1.0 / sqrt(k->rn_m2 / k->rn_count + 1e-8));
-    for (int32_t b = 0; b < n; b++) {
-        r[b] *= k->rn_scale;
+}
+
+/* (mean, squared deviations) of d[0..n). */
+static void returns_moments(const double *d, int32_t n, double *bm, double *ss)
+{
+    double s = 0, q = 0;
+    for (int32_t b = 0; b < n; b++)
+        s += d[b];
+    *bm = s / n;
+    for (int32_t b = 0; b < n; b++)
+        q += (d[b] - *bm) * (d[b] - *bm);
+    *ss = q;
+}
+
+/* Scale rewards r[0..n) of envs [first, first + n) by the running std of the
+ * discounted return (Engstrom et al., 2020); deferred (rn_group_envs), only the step's
+ * group moments are kept, into rn_steps' row `step`. */
+static void normalise_rewards(frl_rollout_book *k, int32_t first, int32_t n, float *r,
+                              const uint8_t *term, const uint8_t *trunc, int32_t step)
+{
+    double g = k->gamma, bm, ss, *d = k->disc_return + first;
+    for (int32_t b = 0; b < n; b++)
+        d[b] = d[b] * g + r[b];
+    if (k->rn_group_envs) {
+        int32_t G = k->rn_group_envs, groups = n / G;
+        double *out = k->rn_steps + (size_t)step * (size_t)groups * 3;
+        for (int32_t j = 0; j < groups; j++, out += 3) {
+            out[0] = G;
+            returns_moments(d + (size_t)j * (size_t)G, G, &out[1], &out[2]);
+        }
+    } else {
+        returns_moments(d, n, &bm, &ss);
+        merge_returns(k, n, bm, ss);
+        for (int32_t b = 0; b < n; b++)
+            r[b] *= k->rn_scale;
+    }
+    for (int32_t b = 0; b < n; b++)
         if (term[b] | trunc[b])
             d[b] = 0;
+}
+
+frl_status frl_rollout_defer_rewards(frl_rollout_book *k, const frl_allocator *al, int32_t B,
+                                     int32_t T, int32_t group_envs)
+{
+    k->rn_group_envs = group_envs;
+    k->rn_steps = frl_alloc(al, sizeof(double) * (size_t)T * (size_t)(B / group_envs) * 3, 64);
+    return k->rn_steps ? FRL_OK : FRL_ERR_NOMEM;
+}
+
+void frl_rollout_scale_rewards(frl_rollout_book *k, frl_ring *ring, int32_t slot,
+                               const double *all_steps, int32_t ranks)
+{
+    int32_t T = ring->steps, B = ring->envs, groups = B / k->rn_group_envs;
+    float *r = frl_ring_at(ring, slot, FRL_RING_REWARDS);
+    for (int32_t t = 0; t < T; t++) {
+        double acc[3] = {0, 0, 0};
+        for (int32_t q = 0; q < ranks; q++) {
+            const double *row = all_steps + ((size_t)q * (size_t)T + (size_t)t) * (size_t)groups * 3;
+            for (int32_t j = 0; j < groups; j++)
+                frl_merge_moments(acc, row + (size_t)j * 3);
+        }
+        if (acc[0] > 0) /* every rank stopped before this step (dist.preempt) */
+            merge_returns(k, acc[0], acc[1], acc[2]);
+        for (int32_t b = 0; b < B; b++)
+            r[(size_t)t * (size_t)B + (size_t)b] *= k->rn_scale;
     }
 }
 
@@ -123,7 +177,7 @@ void frl_rollout_store_step(frl_rollout_book *k, frl_ring *ring, const frl_vec_e
     memcpy((uint8_t *)frl_ring_at(ring, slot, FRL_RING_RESET_STEPS) + off,
            frl_vec_env_reset_steps(v), n);
     if (k->reward_norm)
-        normalise_rewards(k, first, v->n, r, term, trunc);
+        normalise_rewards(k, first, v->n, r, term, trunc, step);
     record_episodes(k, v);
 }
 

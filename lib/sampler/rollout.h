@@ -28,6 +28,12 @@ typedef struct frl_rollout_book {
     double *disc_return;
     double rn_count, rn_mean, rn_m2;
     float rn_scale;
+    /* dist.mode=ddppo: the statistics are every rank's, merged by env group, so a step's
+     * scale is known only after the rollout: each step stores its groups' (count, mean,
+     * m2) of the discounted returns in rn_steps [T x groups x 3], and
+     * frl_rollout_scale_rewards applies the scales once all ranks' are in. */
+    int32_t rn_group_envs;      /* 0: scale as each step is stored */
+    double *rn_steps;
     /* [B x state_w]: the policy's recurrent state of each env now (the ring's slots keep
      * it as it was when their rollouts began); zero-width for a policy without one. */
     int32_t state_w;
@@ -53,6 +59,15 @@ void frl_rollout_store_step(frl_rollout_book *k, frl_ring *ring, const frl_vec_e
 void frl_rollout_env_action(const frl_policy *p, frl_vec_env *v, int32_t local, const void *sampled);
 /* The monotonic clock in seconds (samplers and the trainer time their phases). */
 double frl_now(void);
+/* dist.mode=ddppo: defer reward normalisation to frl_rollout_scale_rewards, with groups
+ * of group_envs of the B envs and rollouts of T steps (FRL_ERR_NOMEM). */
+frl_status frl_rollout_defer_rewards(frl_rollout_book *k, const frl_allocator *al, int32_t B,
+                                     int32_t T, int32_t group_envs);
+/* The deferred scales: all_steps holds every rank's rn_steps in rank order (ranks x
+ * [T x groups x 3]); step t's groups are merged in global order into the running
+ * statistics and the step's rewards in slot scaled by the resulting scale. */
+void frl_rollout_scale_rewards(frl_rollout_book *k, frl_ring *ring, int32_t slot,
+                               const double *all_steps, int32_t ranks);
 /* Mean return and length of the last (up to) 100 episodes; NaN before the first. */
 void frl_rollout_recent_means(const frl_rollout_book *k, double *ret, double *len);
 

@@ -29,6 +29,11 @@ typedef struct frl_sampler_host {
      * action draws are those envs'), and the ranks, whose steps all count */
     int64_t env_first;
     int32_t ranks;
+    /* dist.preempt (NULL when off): a rollout's start, each step's end (*stop: collect no
+     * more), and its end with the steps collected (the sync sampler calls them) */
+    frl_status (*rollout_begins)(void *owner);
+    frl_status (*step_done)(void *owner, int32_t steps, int *stop);
+    frl_status (*rollout_ends)(void *owner, int32_t steps);
     frl_rollout_book *book;
     frl_metrics *metrics;
     atomic_int *stop;               /* a stop request */

@@ -176,8 +176,17 @@ static frl_status rollout(sync_sampler *s)
     h->metrics->time_env = h->metrics->time_inference = 0;
     frl_rollout_begin_state(h->book, h->ring, s->slot, h->venvs[0], 0);
     double clock = frl_now();
-    for (int32_t i = 0; i < h->T && st == FRL_OK; i++)
-        st = rollout_step(s, i, &clock);
+    int32_t steps = 0, stop = 0;
+    if (h->rollout_begins)
+        st = h->rollout_begins(h->owner);
+    for (; steps < h->T && st == FRL_OK && !stop; steps++) {
+        st = rollout_step(s, steps, &clock);
+        if (st == FRL_OK && h->step_done)
+            st = h->step_done(h->owner, steps + 1, &stop);
+    }
+    h->ring->slot[s->slot].steps = steps;
+    if (st == FRL_OK && h->rollout_ends)
+        st = h->rollout_ends(h->owner, steps);
     if (st != FRL_OK) {
         /* The slot is given back, so the run can go on after the caller fixes the cause. */
         frl_ring_abandon(h->ring, s->slot);

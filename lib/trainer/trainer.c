@@ -64,11 +64,11 @@ static void fill_host(frl_trainer *t)
         .population = t->store.population,
         .groups = t->groups, .T = t->T, .B = t->B, .venvs = t->venvs,
         .group_first = t->group_first, .seed = t->seed, .book = &t->book,
-        .env_first = frl_trainer_env_first(t), .ranks = frl_trainer_ranks(t),
         .metrics = &t->metrics, .stop = &t->stop, .err = t->err, .owner = t,
         .learn = learn_step, .after_update = after_update, .target_reached = target_reached,
         .refresh_progress = refresh_progress,
     };
+    frl_trainer_dist_host(t, &t->host);
 }
 
 /* The storage the learner declared: the ring always, a replay or a population beside. */
@@ -177,6 +177,8 @@ static frl_status build_parts(frl_trainer *t, const char *who)
                               frl_cfg_float(t->cfg, FRL_KEY_TRAIN_GAMMA),
                               t->policy->state_w) != FRL_OK)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    if ((st = frl_trainer_dist_book(t, who)) != FRL_OK)
+        return st;
     t->learn = t->store.population ? frl_trainer_learn_population : frl_trainer_learn_slot;
     fill_host(t);
     if ((st = sampler->create(&t->sampler, &t->host)) != FRL_OK)
@@ -272,6 +274,7 @@ static frl_status build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *
                         who, (long long)rows);
     }
     atomic_init(&t->stop, 0);
+    atomic_init(&t->dist_stop, 0);
     atomic_init(&t->running, 0);
     t->metrics.struct_size = sizeof t->metrics;
     st = build_parts(t, who);
@@ -495,7 +498,7 @@ frl_status frl_trainer_learn_population(frl_trainer *t, int32_t slot, int64_t nu
 {
     (void)slot;
     frl_learn_stats s = {0};
-    frl_batch b = {-1, NULL, 0, t->book.pr.updates, num_updates, t->seed};
+    frl_batch b = {-1, NULL, 0, t->book.pr.updates, num_updates, t->seed, 0};
     double t0 = frl_now();
     frl_status st = t->learner.ops->learn(&t->learner, &b, &s, t->err);
     if (st != FRL_OK)
@@ -511,8 +514,10 @@ frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_upda
 {
     frl_learn_stats s = {0};
     frl_batch b = {slot, t->ring->slot[slot].state0, t->book.state_w, t->book.pr.updates, num_updates,
-                   t->seed};
-    frl_status st = t->learner.ops->learn(&t->learner, &b, &s, t->err);
+                   t->seed, t->ring->slot[slot].steps};
+    frl_status st = t->dist ? frl_trainer_dist_before_learn(t, slot) : FRL_OK;
+    if (st == FRL_OK)
+        st = t->learner.ops->learn(&t->learner, &b, &s, t->err);
     if (st != FRL_OK) {
         frl_ring_release(t->ring, slot);
         return st;

@@ -10,7 +10,9 @@
 #include "core/dist.h"
 #include "trainer/trainer_dist.h"
 
-enum { PROGRESS = 4 }; /* episodes, window episodes, window return and length sums */
+/* episodes, window episodes, window return and length sums, the rollout's steps,
+ * rollouts cut short so far, a stop request */
+enum { PROGRESS = 7 };
 
 static frl_status check_supported(frl_trainer *t, const char *who)
 {
@@ -22,9 +24,6 @@ static frl_status check_supported(frl_trainer *t, const char *who)
         return frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo samples with "
                         "sampler.mode=sync (every rank's update waits for all ranks' rollouts)",
                         who);
-    if (frl_cfg_bool(t->cfg, FRL_KEY_TRAIN_REWARD_NORM))
-        return frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s: dist.mode=ddppo does not normalise "
-                        "rewards across ranks yet: set train.reward_norm=false", who);
     return FRL_OK;
 }
 
@@ -53,7 +52,56 @@ frl_status frl_trainer_dist_open(frl_trainer *t, const char *who)
             (int)t->dist_group_envs, (long long)t->policy->num_params);
     t->dist_bytes0 = t->dist->bytes;
     t->dist_exchanges0 = t->dist->exchanges;
+    double share = frl_cfg_float(t->cfg, FRL_KEY_DIST_PREEMPT);
+    if (share > 0 && t->dist->size > 1) {
+        t->dist_need = (int32_t)ceil(share * t->dist->size);
+        t->dist_min_steps = t->T >= 4 ? t->T / 4 : 1;
+    }
     return FRL_OK;
+}
+
+/* ---- DD-PPO's preemption (dist.preempt) ---- */
+
+static frl_status rollout_begins(void *owner)
+{
+    frl_trainer *t = owner;
+    return frl_dist_notices_open(t->dist, t->book.pr.updates, t->err);
+}
+
+/* Stop once enough other ranks have finished (this one has not) and a quarter of the
+ * rollout is in. */
+static frl_status step_done(void *owner, int32_t steps, int *stop)
+{
+    frl_trainer *t = owner;
+    *stop = steps >= t->dist_min_steps && steps < t->T &&
+            frl_dist_notices_arrived(t->dist) >= t->dist_need;
+    t->dist_preempted += *stop;
+    return FRL_OK;
+}
+
+/* Tell the others; a cut rollout's later steps carry no return statistics. */
+static frl_status rollout_ends(void *owner, int32_t steps)
+{
+    frl_trainer *t = owner;
+    if (t->book.rn_steps && steps < t->T) {
+        size_t groups = (size_t)(t->B / t->dist_group_envs);
+        memset(t->book.rn_steps + (size_t)steps * groups * 3, 0,
+               sizeof(double) * (size_t)(t->T - steps) * groups * 3);
+    }
+    return frl_dist_notice_send(t->dist, t->book.pr.updates, t->err);
+}
+
+void frl_trainer_dist_host(frl_trainer *t, frl_sampler_host *h)
+{
+    h->env_first = frl_trainer_env_first(t);
+    h->ranks = frl_trainer_ranks(t);
+    if (t->dist)
+        h->stop = &t->dist_stop;
+    if (!t->dist_need)
+        return;
+    h->rollout_begins = rollout_begins;
+    h->step_done = step_done;
+    h->rollout_ends = rollout_ends;
 }
 
 void frl_trainer_dist_report(frl_trainer *t, int64_t updates)
@@ -64,16 +112,51 @@ void frl_trainer_dist_report(frl_trainer *t, int64_t updates)
     if (updates <= 0 || t->dist->rank != 0)
         return;
     frl_log(t->rt, FRL_LOG_INFO, "dist.mode=ddppo: %lld updates on %d ranks: %.1f KiB sent and "
-            "received per update by each rank in %.1f exchanges", (long long)updates,
+            "received per update by each rank in %.1f exchanges; rollouts cut short by "
+            "preemption (dist.preempt), all ranks: %lld", (long long)updates,
             (int)t->dist->size, (double)bytes / (double)updates / 1024.0,
-            (double)ex / (double)updates);
+            (double)ex / (double)updates, (long long)t->dist_preempted_all);
 }
 
 void frl_trainer_dist_close(frl_trainer *t)
 {
     frl_free(&t->rt->alloc, t->dist_send);
+    frl_free(&t->rt->alloc, t->dist_rewards);
     frl_dist_close(t->dist, &t->rt->alloc);
     t->dist = NULL;
+}
+
+frl_status frl_trainer_dist_book(frl_trainer *t, const char *who)
+{
+    if (!t->dist || !t->book.reward_norm)
+        return FRL_OK;
+    if (frl_rollout_defer_rewards(&t->book, &t->rt->alloc, t->B, t->T, t->dist_group_envs) != FRL_OK)
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+    size_t doubles = (size_t)t->T * (size_t)(t->B / t->dist_group_envs) * 3;
+    t->dist_rewards = frl_alloc(&t->rt->alloc, sizeof(double) * doubles * (size_t)t->dist->size, 64);
+    return t->dist_rewards ? FRL_OK : frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
+}
+
+frl_status frl_trainer_dist_before_learn(frl_trainer *t, int32_t slot)
+{
+    char phase[96];
+    if (t->dist_need) {
+        snprintf(phase, sizeof phase, "the end of the rollouts of update %lld",
+                 (long long)t->book.pr.updates);
+        frl_status st = frl_dist_notices_close(t->dist, phase, t->err);
+        if (st != FRL_OK)
+            return st;
+    }
+    if (!t->dist_rewards)
+        return FRL_OK;
+    snprintf(phase, sizeof phase, "the return normaliser's exchange before update %lld",
+             (long long)t->book.pr.updates);
+    size_t bytes = sizeof(double) * (size_t)t->T * (size_t)(t->B / t->dist_group_envs) * 3;
+    frl_status st = frl_dist_allgather(t->dist, t->book.rn_steps, bytes, t->dist_rewards, phase,
+                                       t->err);
+    if (st == FRL_OK)
+        frl_rollout_scale_rewards(&t->book, t->ring, slot, t->dist_rewards, t->dist->size);
+    return st;
 }
 
 int64_t frl_trainer_env_first(const frl_trainer *t)
@@ -91,18 +174,19 @@ int32_t frl_trainer_ranks(const frl_trainer *t)
 /* Group j's (count, mean[w], m2[w]) of the slot's observations: its envs' rows in step
  * order, each feature's mean first, then the squared deviations (as frl_obsnorm_update
  * does for a whole rollout). */
-static void group_obs_moments(const frl_trainer *t, const float *x, int32_t j, double *out)
+static void group_obs_moments(const frl_trainer *t, const float *x, int32_t T, int32_t j,
+                              double *out)
 {
     int32_t w = t->policy->norm.width, G = t->dist_group_envs;
-    double n = (double)t->T * G, *mean = out + 1, *m2 = out + 1 + w;
+    double n = (double)T * G, *mean = out + 1, *m2 = out + 1 + w;
     out[0] = n;
     for (int32_t i = 0; i < w; i++) {
         double s = 0, ss = 0;
-        for (int32_t s_t = 0; s_t < t->T; s_t++)
+        for (int32_t s_t = 0; s_t < T; s_t++)
             for (int32_t b = 0; b < G; b++)
                 s += x[((size_t)s_t * t->B + (size_t)(j * G + b)) * (size_t)w + (size_t)i];
         mean[i] = s / n;
-        for (int32_t s_t = 0; s_t < t->T; s_t++)
+        for (int32_t s_t = 0; s_t < T; s_t++)
             for (int32_t b = 0; b < G; b++) {
                 double d = x[((size_t)s_t * t->B + (size_t)(j * G + b)) * (size_t)w + (size_t)i] -
                            mean[i];
@@ -114,7 +198,7 @@ static void group_obs_moments(const frl_trainer *t, const float *x, int32_t j, d
 
 /* This rank's episodes, and the sums over its latest ceil(100 / ranks): the ranks'
  * windows together are about the last 100 episodes, as one process's metrics are. */
-static void fill_progress(const frl_trainer *t, double *out)
+static void fill_progress(const frl_trainer *t, int32_t steps, double *out)
 {
     const frl_rollout_book *k = &t->book;
     int64_t share = (FRL_RECENT_EPISODES + t->dist->size - 1) / t->dist->size;
@@ -128,6 +212,9 @@ static void fill_progress(const frl_trainer *t, double *out)
     out[1] = (double)n;
     out[2] = sr;
     out[3] = sl;
+    out[4] = steps;
+    out[5] = (double)t->dist_preempted;
+    out[6] = atomic_load(&t->stop);
 }
 
 /* acc (count, mean[w], m2[w]) += g's, feature by feature (Chan et al.). */
@@ -161,16 +248,27 @@ static void apply_obs(frl_trainer *t)
     t->policy->dev_norm_stale = 1;
 }
 
-static void apply_progress(frl_trainer *t)
+/* The episodes of all ranks; and under preemption the env steps, which this rank
+ * counted as if every rank had collected its own steps. */
+static void apply_progress(frl_trainer *t, int32_t steps)
 {
-    double ep = 0, n = 0, sr = 0, sl = 0;
+    double ep = 0, n = 0, sr = 0, sl = 0, all = 0, cut = 0, stop = 0;
     for (int32_t r = 0; r < t->dist->size; r++) {
         const double *p = t->dist_recv + (size_t)r * t->dist_record;
         ep += p[0];
         n += p[1];
         sr += p[2];
         sl += p[3];
+        all += p[4];
+        cut += p[5];
+        stop += p[6];
     }
+    if (stop > 0) { /* every rank stops before the same update */
+        atomic_store(&t->stop, 0);
+        atomic_store(&t->dist_stop, 1);
+    }
+    t->dist_preempted_all = (int64_t)cut;
+    t->book.pr.env_steps += ((int64_t)all - (int64_t)steps * t->dist->size) * t->B;
     t->dist_episodes = (int64_t)ep;
     t->dist_window = (int64_t)n;
     t->dist_return = n > 0 ? sr / n : NAN;
@@ -179,14 +277,15 @@ static void apply_progress(frl_trainer *t)
 
 frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot)
 {
-    int32_t lg = t->B / t->dist_group_envs;
+    int32_t lg = t->B / t->dist_group_envs, steps = t->ring->slot[slot].steps;
+    steps = steps > 0 ? steps : t->T;
     double *send = t->dist_send;
-    fill_progress(t, send);
+    fill_progress(t, steps, send);
     if (t->policy->obs_norm) {
         const float *x = frl_ring_at(t->ring, slot, FRL_RING_OBSERVATIONS);
         size_t rec = (size_t)(1 + 2 * t->policy->norm.width);
         for (int32_t j = 0; j < lg; j++)
-            group_obs_moments(t, x, j, send + PROGRESS + (size_t)j * rec);
+            group_obs_moments(t, x, steps, j, send + PROGRESS + (size_t)j * rec);
     }
     char phase[96];
     snprintf(phase, sizeof phase, "the normaliser and episode exchange after update %lld",
@@ -197,7 +296,7 @@ frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot)
         return st;
     if (t->policy->obs_norm)
         apply_obs(t);
-    apply_progress(t);
+    apply_progress(t, steps);
     return FRL_OK;
 }
 

@@ -9,6 +9,15 @@
  * distributed (its algorithm, sampler or settings, or no MPI plugin). */
 frl_status frl_trainer_dist_open(frl_trainer *t, const char *who);
 void frl_trainer_dist_close(frl_trainer *t);
+/* After the book's creation: with train.reward_norm, the return normaliser deferred to
+ * the rollout's end (its statistics are every rank's). */
+frl_status frl_trainer_dist_book(frl_trainer *t, const char *who);
+/* Before an update: the rollout's rewards scaled by the return normaliser of every
+ * rank's groups (train.reward_norm). */
+frl_status frl_trainer_dist_before_learn(frl_trainer *t, int32_t slot);
+/* The sampler's view of the ranks: this rank's first env, the rank count, and the
+ * preemption callbacks under dist.preempt. */
+void frl_trainer_dist_host(frl_trainer *t, frl_sampler_host *h);
 /* This rank's first env among all ranks' envs, and the rank count (0 and 1 alone). */
 int64_t frl_trainer_env_first(const frl_trainer *t);
 int32_t frl_trainer_ranks(const frl_trainer *t);

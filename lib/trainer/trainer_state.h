@@ -59,9 +59,17 @@ struct frl_trainer {
     int32_t dist_group_envs;
     size_t dist_record;         /* doubles a rank sends after each update */
     double *dist_send, *dist_recv;
+    double *dist_rewards;       /* every rank's return statistics of a rollout's steps */
     int64_t dist_episodes, dist_window;
     double dist_return, dist_length;
     int64_t dist_bytes0, dist_exchanges0; /* the traffic when the last report was made */
+    int32_t dist_need;          /* dist.preempt: finished ranks that stop the others (0: off) */
+    int32_t dist_min_steps;     /* the steps a rollout collects before it may be stopped */
+    int64_t dist_preempted;     /* rollouts this rank cut short */
+    int64_t dist_preempted_all; /* all ranks', as of the last update */
+    /* A stop request (`stop`) is exchanged after each update; when any rank has one, all
+     * stop before the next (the sampler watches dist_stop instead of stop). */
+    atomic_int dist_stop;
     char err[FRL_ERRMSG_SIZE];
 };
 
