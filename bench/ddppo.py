@@ -8,8 +8,9 @@ machine, ranks oversubscribing its cores when there are more ranks than cores:
      return of the last 100 episodes of all ranks reaches 475 within 500K total steps
      (target: >= 9 of 10 seeds);
   2. throughput: --steps steps with --envs envs per rank on 1, 2 and 4 ranks (each rank
-     one thread), beside the same run in one process without dist.mode: env steps/s,
-     each as a ratio to the 1-rank run, and the time per update;
+     one thread), beside the same run in one process without dist.mode, and 4 ranks
+     with dist.preempt=0.6: env steps/s, each as a ratio to the 1-rank run, and the time
+     per update;
   3. collectives: bench_mpi_costs under 2 and 4 ranks: ping-pong latency, and the
      library's all-gather and MPI_Allreduce of the policy's gradient record;
   4. the model of doc/distributed.md checked against 2: an update costs
