@@ -2,14 +2,16 @@
  * dist.mode=ddppo (bench/ddppo.py runs it under mpirun with 2 and 4 ranks):
  *   - ping-pong between ranks 0 and 1: half the round trip of an 8-byte message;
  *   - for each size given (bytes): the library's all-gather (the MPI plugin's, as the
- *     trainer calls it: one record from every rank to every rank, polled) and
+ *     trainer calls it: one record from every rank to every rank, polled), its
+ *     reduction by slices (an all-to-all of size / N bytes a peer, then an all-gather of
+ *     size / N: what the trainer does from 3 ranks, without the sums), and
  *     MPI_Allreduce of as many floats, the collective a non-deterministic data-parallel
  *     learner would use.
  * Each figure is the median of --reps runs, after 10 unmeasured ones.
  *
  *   mpirun -np N bench_mpi_costs [--reps 200] BYTES...
  * Prints, from rank 0, "ranks N", "pingpong_us X", then "size B allgather_us X
- * allreduce_us Y" per size. */
+ * sliced_us Z allreduce_us Y" per size. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +59,29 @@ static double allgather_us(const frl_mpi_plugin *pl, frl_mpi_comm *c, size_t byt
     for (int i = -10; i < reps; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        if (pl->allgather(c, send, bytes, recv, "bench", why, sizeof why)) {
+        if (pl->exchange(c, send, 0, bytes, recv, "bench", why, sizeof why)) {
             fprintf(stderr, "allgather: %s\n", why);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        if (i >= 0)
+            t[i] = (MPI_Wtime() - t0) * 1e6;
+    }
+    free(send);
+    free(recv);
+    return median(t, reps);
+}
+
+static double sliced_us(const frl_mpi_plugin *pl, frl_mpi_comm *c, size_t bytes, int size,
+                        int reps, double *t)
+{
+    size_t part = (bytes / (size_t)size + 15) / 16 * 16;
+    char *send = calloc((size_t)size, part), *recv = calloc((size_t)size, part), why[256];
+    for (int i = -10; i < reps; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        if (pl->exchange(c, send, part, part, recv, "bench", why, sizeof why) ||
+            pl->exchange(c, send, 0, part, recv, "bench", why, sizeof why)) {
+            fprintf(stderr, "sliced: %s\n", why);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
         if (i >= 0)
@@ -116,9 +139,11 @@ int main(int argc, char **argv)
     for (int i = first; i < argc; i++) {
         size_t bytes = (size_t)strtoull(argv[i], NULL, 10);
         double ag = allgather_us(pl, c, bytes, size, reps, t);
+        double sl = sliced_us(pl, c, bytes, size, reps, t);
         double ar = allreduce_us(bytes, reps, t);
         if (rank == 0)
-            printf("size %zu allgather_us %.3f allreduce_us %.3f\n", bytes, ag, ar);
+            printf("size %zu allgather_us %.3f sliced_us %.3f allreduce_us %.3f\n", bytes, ag,
+                   sl, ar);
     }
     fflush(stdout);
     free(t);

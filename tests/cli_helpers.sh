@@ -4,6 +4,8 @@
 #                 builds a report (a leak on an error path, say) fails the case whatever
 #                 the exit status
 #   has TEXT      the last run's output contains TEXT
+#   ok NAME       the last run exited 0
+#   refused NAME TEXT...  the last run exited non-zero and printed every TEXT
 failures=0
 
 fail() {
@@ -22,4 +24,17 @@ run() {
 has() {
     case $out in *"$1"*) return 0 ;; esac
     return 1
+}
+
+ok() {
+    [ "$rc" -eq 0 ] || fail "$1: exit status $rc: $out"
+}
+
+refused() {
+    name=$1
+    shift
+    [ "$rc" -ne 0 ] || fail "$name: exit status 0 (want non-zero); output: $out"
+    for want in "$@"; do
+        has "$want" || fail "$name: output lacks '$want': $out"
+    done
 }

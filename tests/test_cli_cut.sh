@@ -13,16 +13,6 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/test_cli_cut.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 . "$(dirname "$0")/cli_helpers.sh"
 
-ok() { [ "$rc" -eq 0 ] || fail "$1: exit status $rc: $out"; }
-refused() {
-    name=$1
-    shift
-    [ "$rc" -ne 0 ] || fail "$name: exit status 0 (want non-zero); output: $out"
-    for want in "$@"; do
-        has "$want" || fail "$name: output lacks '$want': $out"
-    done
-}
-
 small="--set train.num_envs=4 --set train.rollout=256 --set policy.hidden=16,16"
 run "$fastrl" train Pendulum-v1 --steps 16384 --seed 3 --quiet --out "$dir/el" $small \
     --set elastic.widths=4,8 --set elastic.full_fraction=0.25

@@ -1,8 +1,9 @@
 #!/bin/sh
 # dist.mode=ddppo under mpirun (doc/distributed.md), on this machine's cores
 # oversubscribed, as root with OpenMPI's documented variables:
-# - the same bits: 1 rank x 8 envs, 2 x 4 and 4 x 2 in groups of 2 envs train the same
-#   policy (their ONNX exports are identical files), and groups of 4 train another one;
+# - the same bits: 1 rank x 8 envs, 2 x 4 (gradients all-gathered) and 4 x 2 (reduced
+#   by slices) in groups of 2 envs train the same policy (their ONNX exports are
+#   identical files), and groups of 4 train another one; with the return normaliser too;
 # - a rank stopped (SIGSTOP) or killed (SIGKILL) ends the job within the timeout, with
 #   the library's message naming the rank and the phase (a killed one: mpirun's, which
 #   ends the job first, unless OpenMPI's recovery is on), and the checkpoint saved
@@ -30,8 +31,6 @@ trap 'rm -rf "$dir"' EXIT
 # often forbid the ptrace they need).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-
-ok() { [ "$rc" -eq 0 ] || fail "$1: exit status $rc: $out"; }
 
 export_of() { # run dir -> its policy's ONNX file
     "$fastrl" export "$1/checkpoint.frl" --onnx "$1/policy.onnx" >/dev/null 2>&1 ||

@@ -11,15 +11,6 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/test_dist_refusals.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 . "$(dirname "$0")/cli_helpers.sh"
 
-refused() {
-    name=$1
-    shift
-    [ "$rc" -ne 0 ] || fail "$name: exit status 0 (want non-zero); output: $out"
-    for want in "$@"; do
-        has "$want" || fail "$name: output lacks '$want': $out"
-    done
-}
-
 dd="--steps 2048 --quiet --set dist.mode=ddppo"
 run env FRL_MPI_PLUGIN="$dir/none/libfastrl-mpi.so.0" "$fastrl" train CartPole-v1 $dd
 refused "no plugin" "FRL_ERR_UNSUPPORTED" "needs the MPI plugin" "FRL_MPI_PLUGIN="

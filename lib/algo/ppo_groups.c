@@ -56,6 +56,23 @@ frl_status frl_ppo_groups_init(frl_ppo_groups *g, struct frl_dist *dist, int32_t
     return FRL_OK;
 }
 
+/* The reduction by slices (from 3 ranks): slices of 4-float multiples (a block's
+ * doubles stay aligned). */
+static frl_status alloc_slices(frl_ppo_groups *g, const frl_allocator *al, char *err)
+{
+    size_t N = (size_t)g->dist->size, lg = (size_t)g->local_groups;
+    g->sliced = 1;
+    g->slice = ((g->num_params + N - 1) / N + 3) / 4 * 4;
+    g->slice_block = lg * (g->slice * sizeof(float) + g->stats * sizeof(double));
+    g->rs_send = frl_alloc(al, g->slice_block * N, 64);
+    g->rs_recv = frl_alloc(al, g->slice_block * N, 64);
+    g->slice_sum = frl_alloc(al, sizeof(float) * g->slice, 64);
+    g->slices = frl_alloc(al, sizeof(float) * g->slice * N, 64);
+    if (!g->rs_send || !g->rs_recv || !g->slice_sum || !g->slices)
+        return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory for the gradient slices");
+    return FRL_OK;
+}
+
 frl_status frl_ppo_groups_alloc(frl_ppo_groups *g, const frl_allocator *al, size_t grad_stride,
                                 size_t num_params, size_t stats, char *err)
 {
@@ -74,7 +91,7 @@ frl_status frl_ppo_groups_alloc(frl_ppo_groups *g, const frl_allocator *al, size
     if (!g->group_perm || !g->send || !g->recv || !g->mom_send || !g->mom_recv || !g->mb_moments)
         return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory for %d env groups",
                         (int)g->total_groups);
-    return FRL_OK;
+    return g->dist->size >= 3 ? alloc_slices(g, al, err) : FRL_OK;
 }
 
 void frl_ppo_groups_free(frl_ppo_groups *g, const frl_allocator *al)
@@ -85,6 +102,10 @@ void frl_ppo_groups_free(frl_ppo_groups *g, const frl_allocator *al)
     frl_free(al, g->mom_recv);
     frl_free(al, g->mb_moments);
     frl_free(al, g->group_perm);
+    frl_free(al, g->rs_send);
+    frl_free(al, g->rs_recv);
+    frl_free(al, g->slice_sum);
+    frl_free(al, g->slices);
     memset(g, 0, sizeof *g);
 }
 
@@ -228,6 +249,67 @@ static void sum_group(frl_ppo_groups *g, int32_t j, const float *grads, const do
     }
 }
 
+/* Slice k of parameters [0, P): its first element and length. */
+static void slice_span(const frl_ppo_groups *g, int32_t k, size_t *lo, size_t *len)
+{
+    size_t a = (size_t)k * g->slice, b = a + g->slice;
+    *lo = a < g->num_params ? a : g->num_params;
+    *len = (b < g->num_params ? b : g->num_params) - *lo;
+}
+
+/* Block for rank k: slice k of each local group's gradient (zero-padded), then each
+ * group's loss sums. */
+static void fill_slice_block(frl_ppo_groups *g, int32_t k)
+{
+    unsigned char *block = g->rs_send + (size_t)k * g->slice_block;
+    double *stats = (double *)(void *)(block + (size_t)g->local_groups * g->slice * sizeof(float));
+    size_t lo, len;
+    slice_span(g, k, &lo, &len);
+    for (int32_t j = 0; j < g->local_groups; j++) {
+        float *dst = (float *)(void *)block + (size_t)j * g->slice;
+        memcpy(dst, record_grad(g->send, g, j) + lo, sizeof(float) * len);
+        memset(dst + len, 0, sizeof(float) * (g->slice - len));
+        memcpy(stats + (size_t)j * g->stats, record_stats(g->send, g, j), sizeof(double) * g->stats);
+    }
+}
+
+/* This rank's slice summed over every group in global order (rank by rank, each rank's
+ * groups in order), and every group's loss sums likewise into out_stats. */
+static void sum_slices(frl_ppo_groups *g, double *out_stats)
+{
+    size_t lg = (size_t)g->local_groups, S = g->stats;
+    for (int32_t r = 0; r < g->dist->size; r++) {
+        const unsigned char *block = g->rs_recv + (size_t)r * g->slice_block;
+        const double *stats = (const double *)(const void *)(block + lg * g->slice * sizeof(float));
+        for (size_t j = 0; j < lg; j++) {
+            const float *src = (const float *)(const void *)block + j * g->slice;
+            int first = r == 0 && j == 0;
+            for (size_t i = 0; i < g->slice; i++)
+                g->slice_sum[i] = first ? src[i] : g->slice_sum[i] + src[i];
+            for (size_t s = 0; s < S; s++)
+                out_stats[s] = first ? stats[j * S + s] : out_stats[s] + stats[j * S + s];
+        }
+    }
+}
+
+static frl_status reduce_by_slices(frl_ppo_groups *g, float *out, double *out_stats,
+                                   const char *phase, char *err)
+{
+    for (int32_t k = 0; k < g->dist->size; k++)
+        fill_slice_block(g, k);
+    frl_status st = frl_dist_alltoall(g->dist, g->rs_send, g->slice_block, g->rs_recv, phase, err);
+    if (st != FRL_OK)
+        return st;
+    sum_slices(g, out_stats);
+    st = frl_dist_allgather(g->dist, g->slice_sum, sizeof(float) * g->slice, g->slices, phase, err);
+    for (int32_t k = 0; st == FRL_OK && k < g->dist->size; k++) {
+        size_t lo, len;
+        slice_span(g, k, &lo, &len);
+        memcpy(out + lo, g->slices + (size_t)k * g->slice, sizeof(float) * len);
+    }
+    return st;
+}
+
 frl_status frl_ppo_groups_reduce(frl_ppo_groups *g, const float *grads, const double *shard_stats,
                                  float *out, double *out_stats, char *err)
 {
@@ -237,6 +319,8 @@ frl_status frl_ppo_groups_reduce(frl_ppo_groups *g, const float *grads, const do
     char phase[128];
     snprintf(phase, sizeof phase, "the gradient exchange of update %lld, epoch %d, minibatch %d",
              (long long)g->cur_update, (int)g->cur_epoch, (int)g->cur_mb);
+    if (g->sliced)
+        return reduce_by_slices(g, out, out_stats, phase, err);
     frl_status st = frl_dist_allgather(g->dist, g->send, g->record * (size_t)g->local_groups,
                                        g->recv, phase, err);
     if (st != FRL_OK)

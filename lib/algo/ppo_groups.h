@@ -24,6 +24,15 @@ typedef struct frl_ppo_groups {
     size_t grad_stride, num_params, stats;  /* a shard's gradient, and its loss sums */
     size_t record;            /* bytes of a group's gradient and loss sums in exchanges */
     unsigned char *send, *recv; /* [local_groups], [total_groups] records */
+    /* From 3 ranks on, the gradients are reduced by slices instead of all-gathered: rank
+     * k sums slice k (slice floats of the parameters) of every group's gradient in group
+     * order, then the slices are all-gathered. Every element is the same sum in the
+     * same order, so the bits are the all-gather's; each rank moves about 2 gradients
+     * instead of ranks - 1. */
+    int32_t sliced;
+    size_t slice, slice_block; /* floats of a slice; bytes a rank sends each peer */
+    unsigned char *rs_send, *rs_recv; /* [ranks][slice_block] */
+    float *slice_sum, *slices;        /* [slice], [ranks][slice] */
     double *mom_send, *mom_recv; /* a group's (n, mean, m2) of each minibatch's advantages */
     double *mb_moments;       /* [epochs x minibatches x 4]: mean, 1 / (std + 1e-8), 1 / n, n */
     int32_t *group_perm;      /* a group's shuffle [T x group_envs] */

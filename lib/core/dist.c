@@ -178,15 +178,27 @@ void frl_dist_close(frl_dist *d, const frl_allocator *al)
     frl_free(al, d);
 }
 
-frl_status frl_dist_allgather(frl_dist *d, const void *send, size_t bytes, void *recv,
-                              const char *phase, char *err)
+static frl_status exchange(frl_dist *d, const void *send, size_t stride, size_t bytes,
+                           void *recv, const char *phase, char *err)
 {
     char why[FRL_ERRMSG_SIZE - 16];
-    if (d->mpi->allgather(d->comm, send, bytes, recv, phase, why, sizeof why))
+    if (d->mpi->exchange(d->comm, send, stride, bytes, recv, phase, why, sizeof why))
         return frl_fail(err, FRL_ERR_IO, "%s", why);
     d->exchanges++;
     d->bytes += 2 * (int64_t)bytes * (d->size - 1);
     return FRL_OK;
+}
+
+frl_status frl_dist_allgather(frl_dist *d, const void *send, size_t bytes, void *recv,
+                              const char *phase, char *err)
+{
+    return exchange(d, send, 0, bytes, recv, phase, err);
+}
+
+frl_status frl_dist_alltoall(frl_dist *d, const void *send, size_t bytes, void *recv,
+                             const char *phase, char *err)
+{
+    return exchange(d, send, bytes, bytes, recv, phase, err);
 }
 
 /* ---- preemption notices ---- */

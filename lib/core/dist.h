@@ -39,6 +39,11 @@ frl_status frl_dist_notice_send(frl_dist *d, int64_t round, char *err);
 int32_t frl_dist_notices_arrived(frl_dist *d);
 frl_status frl_dist_notices_close(frl_dist *d, const char *phase, char *err);
 
+/* Block p of send ([size][bytes]) to rank p, and every rank's block for this one into
+ * recv ([size][bytes], rank order); errors as frl_dist_allgather. */
+frl_status frl_dist_alltoall(frl_dist *d, const void *send, size_t bytes, void *recv,
+                             const char *phase, char *err);
+
 /* "Open MPI v4.1.4 (libfastrl-mpi.so.0)" or "not available: why", for `fastrl info`. */
 const char *frl_dist_describe(void);
 

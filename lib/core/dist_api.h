@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FRL_MPI_PLUGIN_ABI 2u
+#define FRL_MPI_PLUGIN_ABI 3u
 #define FRL_MPI_PLUGIN_SYMBOL "frl_mpi_plugin_get"
 #define FRL_MPI_PLUGIN_FILE "libfastrl-mpi.so.0"
 
@@ -29,13 +29,15 @@ typedef struct frl_mpi_plugin {
      * job. Collective over the communicator's ranks. */
     int (*open)(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi_comm **out,
                 int32_t *rank, int32_t *size, char *why, size_t why_size);
-    /* Every rank's `bytes` bytes of send into recv ([size][bytes], in rank order), with
-     * non-blocking messages polled until they arrive or timeout_s passes. On a timeout or
-     * an MPI error why names the ranks that did not answer and the phase; then, with
-     * abort_on_fault, the message goes to stderr and MPI_Abort ends the job; otherwise
-     * this call and every later one on the communicator fail. */
-    int (*allgather)(frl_mpi_comm *c, const void *send, size_t bytes, void *recv,
-                     const char *phase, char *why, size_t why_size);
+    /* Blocks of `bytes` bytes between all ranks: rank p receives send + p * send_stride
+     * from every rank (send_stride 0: the same block to all, an all-gather; bytes: an
+     * all-to-all), into recv ([size][bytes], in rank order, this rank's own included),
+     * with non-blocking messages polled until they arrive or timeout_s passes. On a
+     * timeout or an MPI error why names the ranks that did not answer and the phase;
+     * then, with abort_on_fault, the message goes to stderr and MPI_Abort ends the job;
+     * otherwise this call and every later one on the communicator fail. */
+    int (*exchange)(frl_mpi_comm *c, const void *send, size_t send_stride, size_t bytes,
+                    void *recv, const char *phase, char *why, size_t why_size);
     /* Notices of a round (DD-PPO's preemption: "this rank finished its rollout"), on a
      * communicator of their own: open posts a receive from every peer; send tells every
      * peer; arrived counts the peers' notices so far without waiting; close waits for

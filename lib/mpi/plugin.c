@@ -215,8 +215,8 @@ static int wait_all(frl_mpi_comm *c, MPI_Request *req, int n, const char *phase)
     }
 }
 
-static int mpi_allgather(frl_mpi_comm *c, const void *send, size_t bytes, void *recv,
-                         const char *phase, char *why, size_t why_size)
+static int mpi_exchange(frl_mpi_comm *c, const void *send, size_t send_stride, size_t bytes,
+                        void *recv, const char *phase, char *why, size_t why_size)
 {
     if (c->faulted) {
         say(why, why_size, "%s (the job cannot go on)", c->fault);
@@ -227,7 +227,8 @@ static int mpi_allgather(frl_mpi_comm *c, const void *send, size_t bytes, void *
             phase, bytes);
         return 1;
     }
-    memcpy((char *)recv + (size_t)c->rank * bytes, send, bytes);
+    const char *out = send;
+    memcpy((char *)recv + (size_t)c->rank * bytes, out + (size_t)c->rank * send_stride, bytes);
     int tag = c->tag;
     c->tag = (c->tag + 1) % 32768; /* MPI guarantees tags up to 32767 */
     for (int32_t p = 0; p < c->size; p++) {
@@ -236,7 +237,8 @@ static int mpi_allgather(frl_mpi_comm *c, const void *send, size_t bytes, void *
             continue;
         MPI_Irecv((char *)recv + (size_t)p * bytes, (int)bytes, MPI_BYTE, p, tag, c->comm,
                   &c->req[p]);
-        MPI_Isend(send, (int)bytes, MPI_BYTE, p, tag, c->comm, &c->req[c->size + p]);
+        MPI_Isend(out + (size_t)p * send_stride, (int)bytes, MPI_BYTE, p, tag, c->comm,
+                  &c->req[c->size + p]);
     }
     if (wait_all(c, c->req, 2 * c->size, phase))
         return fault(c, why, why_size);
@@ -314,7 +316,7 @@ static const frl_mpi_plugin table = {
     .abi = FRL_MPI_PLUGIN_ABI,
     .version = mpi_version,
     .open = mpi_open,
-    .allgather = mpi_allgather,
+    .exchange = mpi_exchange,
     .notices_open = notices_open,
     .notice_send = notice_send,
     .notices_arrived = notices_arrived,

@@ -50,7 +50,7 @@ frl_status frl_trainer_dist_open(frl_trainer *t, const char *who)
             (int)t->dist->size, (long long)t->dist->rank * t->B,
             (long long)(t->dist->rank + 1) * t->B - 1, (long long)t->dist->size * t->B,
             (int)t->dist_group_envs, (long long)t->policy->num_params);
-    t->dist_bytes0 = t->dist->bytes;
+    t->dist_bytes0 = t->dist_mark = t->dist->bytes;
     t->dist_exchanges0 = t->dist->exchanges;
     double share = frl_cfg_float(t->cfg, FRL_KEY_DIST_PREEMPT);
     if (share > 0 && t->dist->size > 1) {
@@ -297,6 +297,8 @@ frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot)
     if (t->policy->obs_norm)
         apply_obs(t);
     apply_progress(t, steps);
+    t->dist_update_bytes = t->dist->bytes - t->dist_mark;
+    t->dist_mark = t->dist->bytes;
     return FRL_OK;
 }
 

@@ -130,6 +130,10 @@ static frl_status write_scalars(frl_trainer *t, const frl_metrics *m, double wal
         /* Lag exists only with the async sampler; NaN rows are skipped below. */
         {"charts/policy_lag_mean", t->sampler->ops->overlaps_learning ? m->policy_lag_mean : NAN},
         {"charts/policy_lag_max", t->sampler->ops->overlaps_learning ? m->policy_lag_max : NAN},
+        /* dist.mode: rank 0's bytes sent and received in the update's exchanges, and the
+         * rollouts all ranks cut short so far (dist.preempt) */
+        {"dist/bytes_per_update", t->dist ? (double)t->dist_update_bytes : NAN},
+        {"dist/preempted_rollouts", t->dist_need ? (double)t->dist_preempted_all : NAN},
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
         if (isnan(s[i].v))

@@ -63,6 +63,7 @@ struct frl_trainer {
     int64_t dist_episodes, dist_window;
     double dist_return, dist_length;
     int64_t dist_bytes0, dist_exchanges0; /* the traffic when the last report was made */
+    int64_t dist_mark, dist_update_bytes; /* the traffic at the last update's end; its own */
     int32_t dist_need;          /* dist.preempt: finished ranks that stop the others (0: off) */
     int32_t dist_min_steps;     /* the steps a rollout collects before it may be stopped */
     int64_t dist_preempted;     /* rollouts this rank cut short */
