@@ -1,8 +1,8 @@
 #!/bin/sh
 # dist.mode=ddppo under mpirun (doc/distributed.md), on this machine's cores
 # oversubscribed, as root with OpenMPI's documented variables:
-# - the same bits: 1 rank x 8 envs, 2 x 4 (gradients all-gathered) and 4 x 2 (reduced
-#   by slices) in groups of 2 envs train the same policy (their ONNX exports are
+# - the same bits: 1 rank x 8 envs, 2 x 4 and 4 x 2 (gradients all-gathered, and 4 x 2
+#   reduced by slices) in groups of 2 envs train the same policy (their ONNX exports are
 #   identical files), and groups of 4 train another one; with the return normaliser too;
 # - a rank stopped (SIGSTOP) or killed (SIGKILL) ends the job within the timeout, with
 #   the library's message naming the rank and the phase (a killed one: mpirun's, which
@@ -46,8 +46,14 @@ for np in 1 2 4; do
     ok "$np ranks"
     export_of "$dir/r$np"
 done
+run mpirun -np 4 "$fastrl" train $common --out "$dir/s4" --set train.num_envs=2 \
+    --set dist.group_envs=2 --set dist.reduce=slices
+ok "4 ranks, by slices"
+export_of "$dir/s4"
 cmp -s "$dir/r1/policy.onnx" "$dir/r2/policy.onnx" || fail "2 ranks x 4 envs differ from 1 x 8"
 cmp -s "$dir/r1/policy.onnx" "$dir/r4/policy.onnx" || fail "4 ranks x 2 envs differ from 1 x 8"
+cmp -s "$dir/r1/policy.onnx" "$dir/s4/policy.onnx" ||
+    fail "4 ranks x 2 envs reduced by slices differ from 1 x 8"
 run mpirun -np 1 "$fastrl" train $common --out "$dir/g4" --set train.num_envs=8 \
     --set dist.group_envs=4
 ok "groups of 4"

@@ -130,7 +130,7 @@ static frl_status init_groups(frl_ppo *l, char *err)
                         "(policy.core) do not train distributed yet");
     frl_ppo_groups *g = &l->groups;
     frl_status st = frl_ppo_groups_init(g, l->s.dist, l->s.group_envs, l->T, l->B, l->s.epochs,
-                                        l->s.minibatches, l->s.norm_adv, err);
+                                        l->s.minibatches, l->s.norm_adv, l->s.reduce_slices, err);
     if (st != FRL_OK)
         return st;
     l->grouped = 1;

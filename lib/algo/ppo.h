@@ -23,6 +23,7 @@ typedef struct frl_ppo_settings {
     /* dist.mode=ddppo: minibatches by env groups across the ranks (algo/ppo_groups.c) */
     struct frl_dist *dist;    /* NULL: one process, ungrouped */
     int32_t group_envs;       /* dist.group_envs (0: the rank's envs) */
+    int32_t reduce_slices;    /* sum the gradients by slices (dist.reduce), not all-gathered */
 } frl_ppo_settings;
 
 typedef frl_learn_stats frl_ppo_stats;

@@ -29,7 +29,7 @@ static int32_t group_shard_rows(int32_t rows)
 
 frl_status frl_ppo_groups_init(frl_ppo_groups *g, struct frl_dist *dist, int32_t group_envs,
                                int32_t T, int32_t B, int32_t epochs, int32_t minibatches,
-                               int32_t norm_adv, char *err)
+                               int32_t norm_adv, int32_t slices, char *err)
 {
     int32_t G = group_envs > 0 ? group_envs : B;
     memset(g, 0, sizeof *g);
@@ -53,15 +53,15 @@ frl_status frl_ppo_groups_init(frl_ppo_groups *g, struct frl_dist *dist, int32_t
     g->group_mb = T * G / minibatches;
     g->shard_rows = group_shard_rows(g->group_mb);
     g->group_shards = (g->group_mb + g->shard_rows - 1) / g->shard_rows;
+    g->sliced = slices && dist->size > 1;
     return FRL_OK;
 }
 
-/* The reduction by slices (from 3 ranks): slices of 4-float multiples (a block's
- * doubles stay aligned). */
+/* The reduction by slices (dist.reduce): slices of 4-float multiples (a block's doubles
+ * stay aligned). */
 static frl_status alloc_slices(frl_ppo_groups *g, const frl_allocator *al, char *err)
 {
     size_t N = (size_t)g->dist->size, lg = (size_t)g->local_groups;
-    g->sliced = 1;
     g->slice = ((g->num_params + N - 1) / N + 3) / 4 * 4;
     g->slice_block = lg * (g->slice * sizeof(float) + g->stats * sizeof(double));
     g->rs_send = frl_alloc(al, g->slice_block * N, 64);
@@ -91,7 +91,7 @@ frl_status frl_ppo_groups_alloc(frl_ppo_groups *g, const frl_allocator *al, size
     if (!g->group_perm || !g->send || !g->recv || !g->mom_send || !g->mom_recv || !g->mb_moments)
         return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory for %d env groups",
                         (int)g->total_groups);
-    return g->dist->size >= 3 ? alloc_slices(g, al, err) : FRL_OK;
+    return g->sliced ? alloc_slices(g, al, err) : FRL_OK;
 }
 
 void frl_ppo_groups_free(frl_ppo_groups *g, const frl_allocator *al)

@@ -24,7 +24,7 @@ typedef struct frl_ppo_groups {
     size_t grad_stride, num_params, stats;  /* a shard's gradient, and its loss sums */
     size_t record;            /* bytes of a group's gradient and loss sums in exchanges */
     unsigned char *send, *recv; /* [local_groups], [total_groups] records */
-    /* From 3 ranks on, the gradients are reduced by slices instead of all-gathered: rank
+    /* With `sliced` (dist.reduce) the gradients are reduced by slices, not all-gathered: rank
      * k sums slice k (slice floats of the parameters) of every group's gradient in group
      * order, then the slices are all-gathered. Every element is the same sum in the
      * same order, so the bits are the all-gather's; each rank moves about 2 gradients
@@ -44,7 +44,7 @@ typedef struct frl_ppo_groups {
  * not divide the envs or the minibatches a group's rows. */
 frl_status frl_ppo_groups_init(frl_ppo_groups *g, struct frl_dist *dist, int32_t group_envs,
                                int32_t T, int32_t B, int32_t epochs, int32_t minibatches,
-                               int32_t norm_adv, char *err);
+                               int32_t norm_adv, int32_t slices, char *err);
 /* Buffers for gradients of num_params floats (grad_stride apart) and stats doubles of
  * loss sums per shard. */
 frl_status frl_ppo_groups_alloc(frl_ppo_groups *g, const frl_allocator *al, size_t grad_stride,

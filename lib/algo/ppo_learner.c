@@ -7,6 +7,7 @@
 #include "algo/elastic_distill.h"
 #include "algo/ppo_device.h"
 #include "algo/ppo_learner.h"
+#include "core/dist.h"
 
 static double now_s(void)
 {
@@ -100,6 +101,12 @@ frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
     const frl_ppo_settings *s = &local;
     local.dist = c->dist;
     local.group_envs = (int32_t)frl_cfg_int(c->cfg, FRL_KEY_DIST_GROUP_ENVS);
+    int32_t reduce = frl_cfg_choice(c->cfg, FRL_KEY_DIST_REDUCE);
+    /* auto: slices from 8 ranks, where the bytes they save outweigh their second round
+     * of messages on a network (doc/distributed.md's model; on one machine the gather
+     * measured faster at 4 ranks) */
+    local.reduce_slices = c->dist && (reduce == FRL_DIST_REDUCE_SLICES ||
+                                      (reduce == FRL_DIST_REDUCE_AUTO && c->dist->size >= 8));
     char algo[16], head[16];
     if (c->policy->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,

@@ -98,6 +98,10 @@
       "dist.mode=ddppo: a rank stops collecting its rollout once this share of all ranks "  \
       "have finished theirs, after a quarter of it at least (DD-PPO's preemption of "        \
       "stragglers; the paper's 0.6); 0 = off, which the same bits on any rank count need")   \
+    X(DIST_REDUCE, "dist.reduce", CHOICE, "auto", 0, 0,                                     \
+      "dist.mode=ddppo: how gradients are summed across ranks: gather (every rank gets "    \
+      "every group's), slices (each rank sums a slice, then the slices are gathered: about " \
+      "2 gradients a rank, twice the messages), auto (slices from 8 ranks); same bits")     \
     X(DIST_TIMEOUT, "dist.timeout", FLOAT, "60", 0.01, 1e6,                                  \
       "seconds a collective waits for every rank before the job ends naming the missing "   \
       "ones")                                                                                \
@@ -315,6 +319,8 @@
  * in the order of their indices. Each gives enum { FRL_<ID>_<NAME>..., FRL_<ID>_COUNT }
  * and the key's "a|b|c" text. */
 #define FRL_CHOICES_DIST_MODE(X, K) X(K, NONE, "none") X(K, DDPPO, "ddppo")
+#define FRL_CHOICES_DIST_REDUCE(X, K) X(K, AUTO, "auto") X(K, GATHER, "gather") \
+    X(K, SLICES, "slices")
 #define FRL_CHOICES_DIST_ON_FAULT(X, K) X(K, ABORT, "abort") X(K, RETURN, "return")
 #define FRL_CHOICES_EXPORT_FORMAT(X, K) X(K, ONNX, "onnx") X(K, C, "c")
 #define FRL_CHOICES_EXPORT_WEIGHTS(X, K) X(K, FLOAT32, "float32") X(K, INT8, "int8")
