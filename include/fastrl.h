@@ -533,6 +533,13 @@ typedef struct frl_mujoco_callbacks {
      * qvel, a target's position, ...), drawing from seed; mj_forward follows. Optional
      * (NULL: the model's initial state). */
     int (*reset)(void *user, int32_t env, const void *model, void *data, uint64_t seed);
+    /* What env.randomize_mass, env.randomize_friction and env.randomize_damping apply
+     * to: NULL-terminated lists of the model's body, geom and joint names (a joint's
+     * dofs take its damping factor). NULL (the default): every body, geom and dof. Read
+     * during frl_vec_env_create_mujoco only; a name the model lacks fails it. */
+    const char *const *randomize_bodies;
+    const char *const *randomize_geoms;
+    const char *const *randomize_joints;
 } frl_mujoco_callbacks;
 
 /* Fill *cb with defaults: no callbacks. */

@@ -77,6 +77,9 @@ static void hc_layout_envs(void)
     HC_FIELD(frl_mujoco_callbacks, observe);
     HC_FIELD(frl_mujoco_callbacks, reward);
     HC_FIELD(frl_mujoco_callbacks, reset);
+    HC_FIELD(frl_mujoco_callbacks, randomize_bodies);
+    HC_FIELD(frl_mujoco_callbacks, randomize_geoms);
+    HC_FIELD(frl_mujoco_callbacks, randomize_joints);
 }
 
 static void hc_layout_args(void)

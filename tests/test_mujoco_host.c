@@ -1,5 +1,6 @@
 /* A host's own MuJoCo model (frl_vec_env_create_mujoco): callbacks see the env's index,
- * model and data; frame skip; reset callbacks; domain randomisation within its ranges;
+ * model and data; frame skip; reset callbacks; domain randomisation within its ranges,
+ * of named bodies, geoms and joints;
  * MuJoCo's messages for models it cannot load; bad arguments; failing callbacks;
  * checkpoints of a host model's run.
  *
@@ -210,6 +211,83 @@ START_TEST(test_randomisation)
 }
 END_TEST
 
+/* Two damped sliders, a and b, each pushed by its own motor. */
+static const char pair_xml[] =
+    "<mujoco><option timestep=\"0.01\"/><worldbody>"
+    "<geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>"
+    "<body name=\"a\" pos=\"0 0 0.2\"><joint name=\"ja\" type=\"slide\" axis=\"1 0 0\" "
+    "damping=\"0.5\"/><geom name=\"ga\" type=\"box\" size=\"0.1 0.1 0.1\" mass=\"2\"/></body>"
+    "<body name=\"b\" pos=\"0 1 0.2\"><joint name=\"jb\" type=\"slide\" axis=\"1 0 0\" "
+    "damping=\"0.5\"/><geom name=\"gb\" type=\"box\" size=\"0.1 0.1 0.1\" mass=\"2\"/></body>"
+    "</worldbody><actuator><motor joint=\"ja\" ctrlrange=\"-1 1\" ctrllimited=\"true\"/>"
+    "<motor joint=\"jb\" ctrlrange=\"-1 1\" ctrllimited=\"true\"/></actuator></mujoco>";
+
+/* What each env's model held in its last step: mass of a and b, friction of ga and gb,
+ * damping of ja's and jb's dofs. */
+static double pair_seen[MAX_ENVS][6];
+
+static int pair_reward(void *user, int32_t env, const void *model, const void *data,
+                       const float *action, float *r, uint8_t *terminated)
+{
+    const mjModel *m = model;
+    const mjData *d = data;
+    (void)user;
+    (void)action;
+    *r = (float)d->qpos[0];
+    *terminated = 0;
+    double seen[6] = {m->body_mass[1], m->body_mass[2], m->geom_friction[3 * 1],
+                      m->geom_friction[3 * 2], m->dof_damping[0], m->dof_damping[1]};
+    if (env < MAX_ENVS)
+        memcpy(pair_seen[env], seen, sizeof seen);
+    return 0;
+}
+
+/* Named randomisation: only the named body, geom and joint take factors; the others
+ * keep the model's values. A name the model lacks is refused, naming it. */
+START_TEST(test_named_randomisation)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(2);
+    static const char *const bodies[] = {"a", NULL}, *const geoms[] = {"gb", NULL},
+                             *const joints[] = {"jb", NULL}, *const wrong[] = {"a", "c", NULL};
+    frl_mujoco_callbacks cb = callbacks(0);
+    cb.reward = pair_reward;
+    cb.randomize_bodies = bodies;
+    cb.randomize_geoms = geoms;
+    cb.randomize_joints = joints;
+    frl_config *cfg = frl_test_settings("env.randomize_mass=0.5 env.randomize_damping=0.3 "
+                                        "env.randomize_friction=0.2");
+    frl_vec_env *v = NULL;
+    frl_status st = frl_vec_env_create_mujoco(&v, rt, pair_xml, &cb, &h, 2, MAX_ENVS, cfg);
+    ck_assert_msg(st == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_vec_env_reset(v, 9), FRL_OK);
+    push(v, 0.3f, 1);
+    int varied[6] = {0};
+    for (int i = 0; i < MAX_ENVS; i++)
+        for (int k = 0; k < 6; k++)
+            varied[k] += pair_seen[i][k] != pair_seen[0][k];
+    /* named: a's mass, gb's friction, jb's damping vary; the others are the model's */
+    ck_assert_int_eq(varied[0], MAX_ENVS - 1);
+    ck_assert_int_eq(varied[3], MAX_ENVS - 1);
+    ck_assert_int_eq(varied[5], MAX_ENVS - 1);
+    ck_assert(pair_seen[3][1] == 2.0 && pair_seen[3][2] == 1.0 && pair_seen[3][4] == 0.5);
+    frl_vec_env_destroy(v);
+    cb.randomize_bodies = wrong;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, pair_xml, &cb, &h, 2, 2, cfg),
+                     FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(v);
+    ck_assert_msg(strstr(frl_last_error(), "randomize_bodies: the model has no body named 'c'"),
+                  "%s", frl_last_error());
+    cb.randomize_bodies = bodies;
+    cb.randomize_joints = (const char *const[]){"floor", NULL}; /* a geom, not a joint */
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, pair_xml, &cb, &h, 2, 2, cfg),
+                     FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(frl_last_error(), "no joint named 'floor'"), "%s", frl_last_error());
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(test_models_mujoco_refuses)
 {
     host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -343,6 +421,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_frame_skip);
     tcase_add_test(tc, test_reset_callback);
     tcase_add_test(tc, test_randomisation);
+    tcase_add_test(tc, test_named_randomisation);
     tcase_add_test(tc, test_models_mujoco_refuses);
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_failing_callbacks);

@@ -17,7 +17,7 @@
 
 #include "fastrl.h"
 
-#define FRL_MUJOCO_PLUGIN_ABI 1u
+#define FRL_MUJOCO_PLUGIN_ABI 2u
 #define FRL_MUJOCO_PLUGIN_SYMBOL "frl_mujoco_plugin_get"
 #define FRL_MUJOCO_PLUGIN_FILE "libfastrl-mujoco.so.0"
 

@@ -82,35 +82,44 @@ static int reward(mjt_env *e, const float *action, const double *before, float *
 
 /* ---- domain randomisation ---- */
 
-/* x[i] = base[i] * U(1 - r, 1 + r) for i < n, each its own draw. */
+/* x[i] = base[i] * U(1 - r, 1 + r) for i < n, each its own draw, where mask (NULL: all)
+ * flags i; every i draws, so a mask changes no other element's factor. */
 static void scale_each(mjtNum *x, const mjtNum *base, int n, int stride, double r,
-                       frl_rng *rng)
+                       const unsigned char *mask, frl_rng *rng)
 {
-    for (int i = 0; i < n; i++)
-        x[i * stride] = base[i * stride] * frl_rng_uniform_range(rng, 1.0 - r, 1.0 + r);
+    for (int i = 0; i < n; i++) {
+        double f = frl_rng_uniform_range(rng, 1.0 - r, 1.0 + r);
+        if (!mask || mask[i])
+            x[i * stride] = base[i * stride] * f;
+    }
 }
 
 /* A new episode's model: every body's mass (its inertia by the same factor), every
- * geom's sliding friction and every dof's damping scaled from the shared model's, from
- * a stream of its own so the initial state's draws do not depend on it; then the
- * constants MuJoCo derives from them (mj_setConst, which uses d as scratch). */
+ * geom's sliding friction and every dof's damping scaled from the shared model's (a
+ * host's named ones only, when it names them), from a stream of its own so the initial
+ * state's draws do not depend on it; then the constants MuJoCo derives from them
+ * (mj_setConst, which uses d as scratch). */
 static void randomise(mjt_env *e, uint64_t seed)
 {
     const mjModel *base = e->model->m;
     mjModel *m = e->m;
     const frl_mujoco_settings *s = &e->model->set;
     frl_rng rng = frl_rng_stream(seed, 1);
+    const mjt_model *md = e->model;
     for (int b = 1; b < m->nbody && s->randomize_mass > 0; b++) {
         double f = frl_rng_uniform_range(&rng, 1.0 - s->randomize_mass, 1.0 + s->randomize_mass);
+        if (md->mass_mask && !md->mass_mask[b])
+            continue;
         m->body_mass[b] = base->body_mass[b] * f;
         for (int k = 0; k < 3; k++)
             m->body_inertia[3 * b + k] = base->body_inertia[3 * b + k] * f;
     }
     if (s->randomize_friction > 0)
         scale_each(m->geom_friction, base->geom_friction, m->ngeom, 3, s->randomize_friction,
-                   &rng);
+                   md->friction_mask, &rng);
     if (s->randomize_damping > 0)
-        scale_each(m->dof_damping, base->dof_damping, m->nv, 1, s->randomize_damping, &rng);
+        scale_each(m->dof_damping, base->dof_damping, m->nv, 1, s->randomize_damping,
+                   md->damping_mask, &rng);
     mj_setConst(m, e->d);
 }
 

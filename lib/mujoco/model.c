@@ -157,6 +157,9 @@ static void model_free(mjt_model *md)
 {
     if (md->m)
         mj_deleteModel(md->m);
+    free(md->mass_mask);
+    free(md->friction_mask);
+    free(md->damping_mask);
     free(md->action_low);
     free(md);
 }
@@ -238,6 +241,61 @@ void *mjt_model_open(const char *name, const frl_mujoco_settings *set, frl_mujoc
     return finish(md, t->frame_skip, info, why, size);
 }
 
+/* The dofs of joint j. */
+static int joint_dofs(const mjModel *m, int j)
+{
+    switch (m->jnt_type[j]) {
+    case mjJNT_FREE: return 6;
+    case mjJNT_BALL: return 3;
+    default: return 1;
+    }
+}
+
+/* mask[n] flags for names (objects of type obj), or NULL when names is NULL; -1 with why
+ * naming the first name the model lacks. A joint flags its dofs. */
+static int name_mask(const mjModel *m, const char *const *names, int obj, int n,
+                     const char *what, unsigned char **mask, char *why, size_t size)
+{
+    *mask = NULL;
+    if (!names)
+        return 0;
+    if (!(*mask = calloc((size_t)n + 1, 1))) {
+        snprintf(why, size, "out of memory");
+        return -1;
+    }
+    for (const char *const *p = names; *p; p++) {
+        int id = mj_name2id(m, obj, *p);
+        if (id < 0) {
+            snprintf(why, size, "callbacks.%s: the model has no %s named '%.60s'", what,
+                     obj == mjOBJ_BODY ? "body" : obj == mjOBJ_GEOM ? "geom" : "joint", *p);
+            return -1;
+        }
+        if (obj != mjOBJ_JOINT) {
+            (*mask)[id] = 1;
+            continue;
+        }
+        for (int k = 0; k < joint_dofs(m, id); k++)
+            (*mask)[m->jnt_dofadr[id] + k] = 1;
+    }
+    return 0;
+}
+
+/* The host's named randomisation into masks over the compiled model. */
+static int host_masks(mjt_model *md, const frl_mujoco_callbacks *cb, char *why, size_t size)
+{
+    const mjModel *m = md->m;
+    if (!m)
+        return 0; /* finish reports the compile error */
+    return name_mask(m, cb->randomize_bodies, mjOBJ_BODY, m->nbody, "randomize_bodies",
+                     &md->mass_mask, why, size) ||
+           name_mask(m, cb->randomize_geoms, mjOBJ_GEOM, m->ngeom, "randomize_geoms",
+                     &md->friction_mask, why, size) ||
+           name_mask(m, cb->randomize_joints, mjOBJ_JOINT, m->nv, "randomize_joints",
+                     &md->damping_mask, why, size)
+               ? -1
+               : 0;
+}
+
 void *mjt_model_open_mjcf(const char *mjcf, const frl_mujoco_host *host,
                           const frl_mujoco_settings *set, frl_mujoco_info *info, char *why,
                           size_t size)
@@ -254,5 +312,12 @@ void *mjt_model_open_mjcf(const char *mjcf, const frl_mujoco_host *host,
     md->obs_dim = host->obs_dim;
     snprintf(md->name, sizeof md->name, "MuJoCo model");
     md->m = compile_mjcf(mjcf, why, size);
+    if (host_masks(md, &host->cb, why, size) != 0) {
+        model_free(md);
+        return NULL;
+    }
+    /* the lists are the host's, read only here */
+    md->host.cb.randomize_bodies = md->host.cb.randomize_geoms = NULL;
+    md->host.cb.randomize_joints = NULL;
     return finish(md, 1, info, why, size);
 }

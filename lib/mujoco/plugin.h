@@ -26,6 +26,9 @@ typedef struct mjt_model {
     int32_t obs_dim;
     frl_mujoco_settings set;
     int randomised;              /* any randomize_* > 0: every env has its own model */
+    /* A host's named randomisation (frl_mujoco_callbacks.randomize_*): which bodies,
+     * geoms and dofs take their factor; NULL: all */
+    unsigned char *mass_mask, *friction_mask, *damping_mask;
     char name[64];               /* the task's id, or "MuJoCo model" for a host's */
     float *action_low, *action_high;
     atomic_int refs;
