@@ -42,14 +42,14 @@ typedef struct shape {
 } shape;
 
 static const shape shapes[] = {
-    {5, 5, 1, 1, 3, 3, 1, 0, 1},    /* the smallest interesting one */
-    {7, 6, 3, 5, 3, 3, 1, 1, 2},    /* "same" padding, non-square input */
-    {9, 9, 4, 8, 3, 3, 2, 1, 3},    /* stride 2 with padding */
-    {12, 10, 5, 7, 1, 1, 1, 0, 2},  /* 1x1: a per-pixel linear layer */
-    {20, 20, 4, 16, 8, 8, 4, 0, 2}, /* Nature CNN's first layer, on a small frame */
-    {9, 11, 16, 17, 4, 2, 3, 1, 2}, /* non-square kernel, stride > kernel height */
-    {6, 6, 33, 9, 2, 2, 2, 0, 1},   /* channels past a SIMD width */
-    {17, 17, 64, 3, 3, 3, 1, 1, 2, 1}, /* a forward in 48-row chunks, the last one short */
+    {5, 5, 1, 1, 3, 3, 1, 0, 1, 0},    /* the smallest interesting one */
+    {7, 6, 3, 5, 3, 3, 1, 1, 2, 0},    /* "same" padding, non-square input */
+    {9, 9, 4, 8, 3, 3, 2, 1, 3, 0},    /* stride 2 with padding */
+    {12, 10, 5, 7, 1, 1, 1, 0, 2, 0},  /* 1x1: a per-pixel linear layer */
+    {20, 20, 4, 16, 8, 8, 4, 0, 2, 0}, /* Nature CNN's first layer, on a small frame */
+    {9, 11, 16, 17, 4, 2, 3, 1, 2, 0}, /* non-square kernel, stride > kernel height */
+    {6, 6, 33, 9, 2, 2, 2, 0, 1, 0},   /* channels past a SIMD width */
+    {17, 17, 64, 3, 3, 3, 1, 1, 2, 1}, /* chunks of 48 rows forward, 192 backward */
 };
 
 /* ---- the float64 reference ---- */
@@ -204,6 +204,77 @@ static void check_backward(const frl_kernels *k, const shape *s, frl_nn_act act)
     free(p), free(x), free(r), free(y), free(dy), free(work), free(g), free(dx);
 }
 
+/* The patch matrix of a whole batch, gathered tap by tap (the layout of conv.c's:
+ * position-major, then kernel row, kernel column, channel; zeros outside the image). */
+static void whole_im2col(const frl_conv2d *c, int32_t batch, const float *x, float *patches)
+{
+    size_t in = frl_conv2d_in_size(c);
+    for (int32_t b = 0; b < batch; b++)
+        for (int32_t oh = 0; oh < c->out_h; oh++)
+            for (int32_t ow = 0; ow < c->out_w; ow++)
+                for (int32_t ki = 0; ki < c->kh; ki++)
+                    for (int32_t kj = 0; kj < c->kw; kj++)
+                        for (int32_t ch = 0; ch < c->in_c; ch++) {
+                            int32_t ih = oh * c->stride - c->pad + ki;
+                            int32_t iw = ow * c->stride - c->pad + kj;
+                            int inside = ih >= 0 && ih < c->in_h && iw >= 0 && iw < c->in_w;
+                            *patches++ = inside ? x[(size_t)b * in +
+                                                    ((size_t)ih * (size_t)c->in_w +
+                                                     (size_t)iw) * (size_t)c->in_c + (size_t)ch]
+                                                : 0.0f;
+                        }
+}
+
+/* dx = the patch gradients added back position by position, in position order. */
+static void whole_col2im(const frl_conv2d *c, int32_t batch, const float *dp, float *dx)
+{
+    size_t in = frl_conv2d_in_size(c);
+    memset(dx, 0, sizeof(float) * in * (size_t)batch);
+    for (int32_t b = 0; b < batch; b++)
+        for (int32_t oh = 0; oh < c->out_h; oh++)
+            for (int32_t ow = 0; ow < c->out_w; ow++)
+                for (int32_t ki = 0; ki < c->kh; ki++)
+                    for (int32_t kj = 0; kj < c->kw; kj++)
+                        for (int32_t ch = 0; ch < c->in_c; ch++, dp++) {
+                            int32_t ih = oh * c->stride - c->pad + ki;
+                            int32_t iw = ow * c->stride - c->pad + kj;
+                            if (ih >= 0 && ih < c->in_h && iw >= 0 && iw < c->in_w)
+                                dx[(size_t)b * in + ((size_t)ih * (size_t)c->in_w +
+                                                     (size_t)iw) * (size_t)c->in_c +
+                                   (size_t)ch] += *dp;
+                        }
+}
+
+/* The backward in chunks gives the bits of one pass over all positions with the same
+ * kernels (every gradient element one chain over the positions in order). */
+static void check_chunked_backward(const frl_kernels *k, const shape *s, frl_nn_act act)
+{
+    if (act != FRL_NN_LINEAR)
+        return; /* the activation's backward is elementwise: nothing chunked */
+    frl_conv2d c = make(s, act);
+    int32_t rows = s->batch * c.out_h * c.out_w;
+    size_t n_in = frl_conv2d_in_size(&c) * (size_t)s->batch;
+    size_t n_out = frl_conv2d_out_size(&c) * (size_t)s->batch, np = c.param_base + c.num_params;
+    float *p = randoms(np, 0.5), *x = randoms(n_in, 2.0), *dy = randoms(n_out, 1.0);
+    float *work = randoms(frl_conv2d_work_floats(&c, s->batch), 0);
+    float *patches = malloc(sizeof(float) * (size_t)rows * (size_t)c.patch);
+    float *g = randoms(np, 0), *dx = randoms(n_in, 0), *g1 = randoms(np, 0);
+    float *dx1 = randoms(n_in, 0), *y = randoms(n_out, 0);
+    frl_conv2d_backward(&c, k, p, g, 0, s->batch, x, y, dy, dx, work);
+    whole_im2col(&c, s->batch, x, patches);
+    k->linear_bwd_weight(rows, c.out_c, c.patch, patches, dy, g1 + c.off_w, g1 + c.off_b, 0);
+    k->linear_bwd_input(rows, c.out_c, c.patch, dy, p + c.off_w, patches);
+    whole_col2im(&c, s->batch, patches, dx1);
+    ck_assert_msg(memcmp(g + c.param_base, g1 + c.param_base, c.num_params * sizeof(float)) == 0,
+                  "%s %dx%dx%d: chunked weight gradients differ from one pass", k->name, s->h,
+                  s->w, s->c);
+    ck_assert_msg(memcmp(dx, dx1, n_in * sizeof(float)) == 0,
+                  "%s %dx%dx%d: chunked input gradients differ from one pass", k->name, s->h,
+                  s->w, s->c);
+    free(p), free(x), free(dy), free(work), free(patches), free(g), free(dx), free(g1),
+        free(dx1), free(y);
+}
+
 /* check on every shape, linear and tanh, for every table this CPU runs. */
 static void every_table(void (*check)(const frl_kernels *, const shape *, frl_nn_act))
 {
@@ -227,6 +298,12 @@ END_TEST
 START_TEST(gradients_every_table)
 {
     every_table(check_backward);
+}
+END_TEST
+
+START_TEST(chunked_backward_every_table)
+{
+    every_table(check_chunked_backward);
 }
 END_TEST
 
@@ -255,6 +332,7 @@ int main(void)
     tcase_add_test(tc, impossible_shapes);
     tcase_add_test(tc, forward_every_table);
     tcase_add_test(tc, gradients_every_table);
+    tcase_add_test(tc, chunked_backward_every_table);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }
