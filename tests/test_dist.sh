@@ -9,7 +9,7 @@
 #   ends the job first, unless OpenMPI's recovery is on), and the checkpoint saved
 #   before is intact;
 # - a run saved by 2 ranks goes on with 4;
-# - ranks with different settings are refused at start, naming the key.
+# - ranks with different settings or kernel tables are refused at start, naming them.
 # Exit 77 (SKIP) with the reason when mpirun or the MPI plugin is missing.
 #
 #   test_dist.sh FASTRL PLUGIN_BUILT
@@ -123,7 +123,7 @@ fault() {
     cp -r "$base" "$work"
     start=$(date +%s)
     env "$@" mpirun -np 2 "$fastrl" train --resume "$work" --steps 1000000000 --quiet \
-        --max-seconds 60 > "$dir/$name.log" 2>&1 &
+        --max-seconds 60 $extra > "$dir/$name.log" 2>&1 &
     job=$!
     pid=$(rank1_pid "resume $work") || fail "$name: rank 1 did not start"
     sleep 1.5
@@ -140,6 +140,7 @@ fault() {
     ok "$name: the checkpoint loads"
 }
 
+extra=""
 fault stopped STOP
 case $(cat "$dir/stopped.log") in
     *"rank 0 of 2: no answer from rank 1 within 3 s (dist.timeout) during the "*) ;;
@@ -156,6 +157,20 @@ case $(cat "$dir/killed_recovery.log") in
     *"no answer from rank 1 within 3 s"*) ;;
     *) fail "killed rank (recovery on): no library message: $(cat "$dir/killed_recovery.log")" ;;
 esac
+
+# dist.on_fault=return: the error reaches the CLI, which names the rank and saves
+# nothing (the policy is part-way through an update); mpirun ends the job.
+extra="--set dist.on_fault=return"
+fault returned STOP
+case $(cat "$dir/returned.log") in
+    *"no answer from rank 1 within 3 s"*) ;;
+    *) fail "on_fault=return: no message naming rank 1: $(cat "$dir/returned.log")" ;;
+esac
+case $(cat "$dir/returned.log") in
+    *"no checkpoint: "*"nothing is saved"*) ;;
+    *) fail "on_fault=return: the failed run was saved: $(cat "$dir/returned.log")" ;;
+esac
+extra=""
 
 # ---- another rank count ----
 cp -r "$base" "$dir/four"
@@ -207,6 +222,14 @@ run mpirun -np 1 "$fastrl" train CartPole-v1 --steps 4096 --quiet --set dist.mod
     --set train.lr=0.001
 [ "$rc" -ne 0 ] || fail "different train.lr: exit status 0"
 has "rank 1's train.lr differs from rank 0's" || fail "different train.lr: $out"
+
+# Ranks computing with different kernel tables would drift apart: refused.
+run mpirun -np 1 "$fastrl" train CartPole-v1 --steps 4096 --quiet --set dist.mode=ddppo : \
+    -np 1 env FRL_KERNELS=scalar "$fastrl" train CartPole-v1 --steps 4096 --quiet \
+    --set dist.mode=ddppo
+[ "$rc" -ne 0 ] || fail "different kernels: exit status 0"
+has "computes with the scalar kernels" || has "rank 0 with the scalar kernels" ||
+    fail "different kernels: $out"
 
 echo "$failures failures"
 [ "$failures" -eq 0 ]

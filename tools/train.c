@@ -278,12 +278,14 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
     if (!o->quiet && m->update > 0)
         print_progress(p, m, st == FRL_OK);
     const char *dir = o->out ? o->out : o->resume;
+    char why[512]; /* the training's error, before saving overwrites the last error */
+    snprintf(why, sizeof why, "%s", frl_last_error());
     if (dir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/checkpoint.frl", dir);
         frl_status sv = frl_trainer_save(t, path);
-        if (sv == FRL_ERR_UNSUPPORTED)
-            fprintf(stderr, "no checkpoint: %s\n", frl_trainer_last_error(t));
+        if (sv == FRL_ERR_UNSUPPORTED || sv == FRL_ERR_STATE)
+            fprintf(stderr, "no checkpoint: %s\n", frl_last_error());
         else if (sv != FRL_OK)
             return cli_fail("saving the checkpoint", sv);
         else if (!o->follower) /* rank 0 wrote it */
@@ -295,8 +297,10 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
     if (st == FRL_ERR_INTERRUPTED)
         fprintf(stderr, "interrupted at %lld steps%s\n", (long long)m->env_steps,
                 dir ? "; continue with --resume" : " (no --out: nothing saved)");
-    else if (st != FRL_OK)
-        return cli_fail("train", st);
+    else if (st != FRL_OK) {
+        fprintf(stderr, "fastrl: train: %s: %s\n", frl_status_name(st), why);
+        return 1;
+    }
     if (p->ev && p->ev->count > 0)
         printf("final: env_steps=%lld mean_return=%.4f seconds=%.3f\n",
                (long long)p->ev->last_steps, p->ev->last_mean, cli_now() - cli_start);

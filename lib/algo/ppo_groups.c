@@ -81,6 +81,10 @@ frl_status frl_ppo_groups_alloc(frl_ppo_groups *g, const frl_allocator *al, size
     g->num_params = num_params;
     g->stats = stats;
     g->record = grad_stride * sizeof(float) + stats * sizeof(double);
+    if (g->record * (size_t)g->local_groups > 0x7fffffff)
+        return frl_fail(err, FRL_ERR_RANGE, "dist.mode=ddppo: a rank's %d groups' gradients "
+                        "(%zu bytes) exceed MPI's message size: raise dist.group_envs",
+                        (int)g->local_groups, g->record * (size_t)g->local_groups);
     g->send = frl_alloc(al, g->record * (size_t)g->local_groups, 64);
     g->recv = frl_alloc(al, g->record * (size_t)g->total_groups, 64);
     g->mom_send = frl_alloc(al, sizeof(double) * per_mb * (size_t)g->local_groups, 64);

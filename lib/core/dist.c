@@ -45,6 +45,7 @@ const char *frl_dist_describe(void)
  * result). */
 typedef struct rank_record {
     char version[48];
+    char arithmetic[48];
     uint64_t hash[FRL_KEY_COUNT];
 } rank_record;
 
@@ -62,10 +63,11 @@ static int per_rank_key(const char *key, size_t n)
            (n == 15 && !memcmp(key, "runtime.threads", 15));
 }
 
-static void fill_record(rank_record *r, const char *text)
+static void fill_record(rank_record *r, const char *text, const char *arithmetic)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->version, sizeof r->version, "%s", frl_version_string());
+    snprintf(r->arithmetic, sizeof r->arithmetic, "%s", arithmetic);
     for (const char *line = text; *line;) {
         const char *end = strchr(line, '\n'), *eq = strchr(line, '=');
         size_t len = end ? (size_t)(end - line) : strlen(line);
@@ -103,6 +105,11 @@ static frl_status compare_records(const frl_dist *d, const rank_record *all, con
             return frl_fail(err, FRL_ERR_VERSION, "%s: rank %d runs libfastrl %.40s, rank 0 "
                             "%.40s: every rank needs the same library", who, (int)p,
                             r->version, r0->version);
+        if (strcmp(r->arithmetic, r0->arithmetic))
+            return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "%s: rank %d computes with %.40s, "
+                            "rank 0 with %.40s: the ranks would drift apart (give every node "
+                            "the same FRL_KERNELS, e.g. avx2)", who, (int)p, r->arithmetic,
+                            r0->arithmetic);
         for (int32_t k = 0; k < FRL_KEY_COUNT; k++)
             if (r->hash[k] != r0->hash[k]) {
                 char mine[160];
@@ -117,7 +124,7 @@ static frl_status compare_records(const frl_dist *d, const rank_record *all, con
 }
 
 static frl_status check_settings(frl_dist *d, const frl_allocator *al, const frl_config *cfg,
-                                 const char *who, char *err)
+                                 const char *arithmetic, const char *who, char *err)
 {
     enum { TEXT = 64 * 1024 };
     char *text = frl_alloc(al, TEXT, 64);
@@ -126,7 +133,7 @@ static frl_status check_settings(frl_dist *d, const frl_allocator *al, const frl
     if (st == FRL_OK && (st = frl_config_to_text(cfg, "", text, TEXT)) != FRL_OK)
         st = frl_fail(err, st, "%s: the settings do not fit %d bytes", who, (int)TEXT);
     if (st == FRL_OK) {
-        fill_record(&all[d->size], text);
+        fill_record(&all[d->size], text, arithmetic);
         st = frl_dist_allgather(d, &all[d->size], sizeof *all, all, "the settings check at "
                                 "start", err);
     }
@@ -140,7 +147,7 @@ static frl_status check_settings(frl_dist *d, const frl_allocator *al, const frl
 /* ---- open, close, all-gather ---- */
 
 frl_status frl_dist_open(frl_dist **out, const frl_allocator *al, const frl_config *cfg,
-                         const char *who, char *err)
+                         const char *arithmetic, const char *who, char *err)
 {
     *out = NULL;
     if (frl_cfg_choice(cfg, FRL_KEY_DIST_MODE) == FRL_DIST_MODE_NONE)
@@ -161,7 +168,7 @@ frl_status frl_dist_open(frl_dist **out, const frl_allocator *al, const frl_conf
         frl_free(al, d);
         return frl_fail(err, FRL_ERR_UNSUPPORTED, "%s: MPI: %s", who, why);
     }
-    frl_status st = check_settings(d, al, cfg, who, err);
+    frl_status st = check_settings(d, al, cfg, arithmetic, who, err);
     if (st != FRL_OK) {
         frl_dist_close(d, al);
         return st;
@@ -182,8 +189,10 @@ static frl_status exchange(frl_dist *d, const void *send, size_t stride, size_t 
                            void *recv, const char *phase, char *err)
 {
     char why[FRL_ERRMSG_SIZE - 16];
-    if (d->mpi->exchange(d->comm, send, stride, bytes, recv, phase, why, sizeof why))
+    if (d->mpi->exchange(d->comm, send, stride, bytes, recv, phase, why, sizeof why)) {
+        d->faulted = 1;
         return frl_fail(err, FRL_ERR_IO, "%s", why);
+    }
     d->exchanges++;
     d->bytes += 2 * (int64_t)bytes * (d->size - 1);
     return FRL_OK;
@@ -206,16 +215,20 @@ frl_status frl_dist_alltoall(frl_dist *d, const void *send, size_t bytes, void *
 frl_status frl_dist_notices_open(frl_dist *d, int64_t round, char *err)
 {
     char why[FRL_ERRMSG_SIZE - 16];
-    if (d->mpi->notices_open(d->comm, round, why, sizeof why))
+    if (d->mpi->notices_open(d->comm, round, why, sizeof why)) {
+        d->faulted = 1;
         return frl_fail(err, FRL_ERR_IO, "%s", why);
+    }
     return FRL_OK;
 }
 
 frl_status frl_dist_notice_send(frl_dist *d, int64_t round, char *err)
 {
     char why[FRL_ERRMSG_SIZE - 16];
-    if (d->mpi->notice_send(d->comm, round, why, sizeof why))
+    if (d->mpi->notice_send(d->comm, round, why, sizeof why)) {
+        d->faulted = 1;
         return frl_fail(err, FRL_ERR_IO, "%s", why);
+    }
     d->bytes += d->size - 1;
     return FRL_OK;
 }
@@ -228,8 +241,10 @@ int32_t frl_dist_notices_arrived(frl_dist *d)
 frl_status frl_dist_notices_close(frl_dist *d, const char *phase, char *err)
 {
     char why[FRL_ERRMSG_SIZE - 16];
-    if (d->mpi->notices_close(d->comm, phase, why, sizeof why))
+    if (d->mpi->notices_close(d->comm, phase, why, sizeof why)) {
+        d->faulted = 1;
         return frl_fail(err, FRL_ERR_IO, "%s", why);
+    }
     d->bytes += d->size - 1;
     return FRL_OK;
 }

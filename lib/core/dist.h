@@ -1,6 +1,7 @@
 /* A trainer's place among MPI ranks (dist.mode): the MPI plugin, loaded on first use
- * (core/dist_api.h), a communicator, and the one collective the distributed modes need,
- * an all-gather with a timeout. dist.mode=none opens nothing and needs no MPI. */
+ * (core/dist_api.h), a communicator, and the exchanges the distributed modes need (an
+ * all-gather, an all-to-all, preemption notices), each with a timeout. dist.mode=none
+ * opens nothing and needs no MPI. */
 #ifndef FRL_CORE_DIST_H
 #define FRL_CORE_DIST_H
 
@@ -17,13 +18,15 @@ typedef struct frl_dist {
     int32_t rank, size;
     int64_t exchanges;          /* all-gathers so far */
     int64_t bytes;              /* bytes this rank sent and received in them */
+    int faulted;                /* an exchange failed (dist.on_fault=return): the job is over */
 } frl_dist;
 
 /* *out = NULL under dist.mode=none; else the plugin's communicator of dist.comm, with
- * the ranks' settings and library versions checked equal (frl_dist_check_settings).
+ * the ranks' settings, library versions and arithmetic (a text naming what decides the
+ * bits beyond the settings: the network kernels' table) checked equal.
  * FRL_ERR_UNSUPPORTED with the reason when the plugin cannot be loaded. */
 frl_status frl_dist_open(frl_dist **out, const frl_allocator *al, const frl_config *cfg,
-                         const char *who, char *err);
+                         const char *arithmetic, const char *who, char *err);
 void frl_dist_close(frl_dist *d, const frl_allocator *al);
 
 /* Every rank's bytes of send into recv ([size][bytes], rank order); phase names what

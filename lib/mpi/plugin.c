@@ -80,8 +80,17 @@ static int ensure_init(int64_t fcomm, char *why, size_t size)
         say(why, size, "MPI was finalised already in this process");
         return 1;
     }
-    if (init)
+    if (init) {
+        int level = MPI_THREAD_SINGLE;
+        MPI_Query_thread(&level);
+        if (level < MPI_THREAD_FUNNELED) {
+            say(why, size, "the host initialised MPI with MPI_THREAD_SINGLE; the library calls "
+                "MPI from the thread that trains: initialise it with MPI_Init_thread and at "
+                "least MPI_THREAD_FUNNELED (then train from that thread) or SERIALIZED");
+            return 1;
+        }
         return 0;
+    }
     if (fcomm != -1) {
         say(why, size, "dist.comm=%lld names a communicator, but MPI is not initialised "
             "(initialise it first, or leave dist.comm at -1)", (long long)fcomm);
@@ -93,7 +102,45 @@ static int ensure_init(int64_t fcomm, char *why, size_t size)
         return 1;
     }
     initialised_here = 1;
+    if (provided < MPI_THREAD_SERIALIZED) {
+        say(why, size, "this MPI gives thread level %d, below MPI_THREAD_SERIALIZED (the "
+            "library may call MPI from any thread that trains)", provided);
+        return 1;
+    }
     return 0;
+}
+
+/* A duplicate of host, with a timeout: duplicating is collective, and a rank that never
+ * gets there (its trainer failed before, or it died) must not hang the others. After a
+ * timeout the request is left pending (it cannot be cancelled); the job must end. */
+static int dup_within(MPI_Comm host, MPI_Comm *out, double timeout_s, char *why, size_t size)
+{
+    MPI_Request req;
+    if (MPI_Comm_idup(host, out, &req) != MPI_SUCCESS) {
+        say(why, size, "MPI_Comm_idup of dist.comm failed");
+        return 1;
+    }
+    double t0 = now_s();
+    for (long polls = 0;; polls++) {
+        int done = 0;
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            say(why, size, "duplicating dist.comm failed");
+            return 1;
+        }
+        if (done)
+            return 0;
+        if (now_s() - t0 > timeout_s) {
+            any_fault = 1; /* MPI_Finalize would wait for the missing ranks */
+            say(why, size, "not every rank of dist.comm reached the trainer's creation within "
+                "%.3g s (dist.timeout): a rank failed before it, or is not running", timeout_s);
+            return 1;
+        }
+        struct timespec ts = {0, polls < 2000 ? 0 : 50000};
+        if (polls < 2000)
+            sched_yield();
+        else
+            nanosleep(&ts, NULL);
+    }
 }
 
 static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi_comm **out,
@@ -112,10 +159,12 @@ static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi
         say(why, why_size, "out of memory");
         return 1;
     }
-    if (MPI_Comm_dup(host, &c->comm) != MPI_SUCCESS ||
-        MPI_Comm_dup(host, &c->notice_comm) != MPI_SUCCESS) {
+    c->comm = c->notice_comm = MPI_COMM_NULL;
+    if (dup_within(host, &c->comm, timeout_s, why, why_size) ||
+        dup_within(host, &c->notice_comm, timeout_s, why, why_size)) {
+        if (c->comm != MPI_COMM_NULL)
+            MPI_Comm_free(&c->comm);
         free(c);
-        say(why, why_size, "MPI_Comm_dup of dist.comm=%lld failed", (long long)fcomm);
         return 1;
     }
     MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
@@ -148,21 +197,43 @@ static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi
     return 0;
 }
 
-/* The ranks whose message to this one has not arrived (receives req[0..size)), as "1, 3"
- * into buf. */
+/* Whether request r is still pending (NULL ones are done). */
+static int pending(MPI_Request *r)
+{
+    int done = 1;
+    if (*r != MPI_REQUEST_NULL)
+        MPI_Test(r, &done, MPI_STATUS_IGNORE);
+    return !done;
+}
+
+/* The ranks that have not answered, as "1, 3" into buf: whose message to this one has
+ * not arrived (receives req[0..size)), or which have not taken this one's (sends
+ * req[size..2 size): a large message waits for its receiver). */
 static void missing_ranks(frl_mpi_comm *c, MPI_Request *req, char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = '\0';
     for (int32_t p = 0; p < c->size; p++) {
-        int done = 1;
-        if (p != c->rank && req[p] != MPI_REQUEST_NULL)
-            MPI_Test(&req[p], &done, MPI_STATUS_IGNORE);
-        if (!done && used + 16 < size)
+        if (p == c->rank)
+            continue;
+        int silent = pending(&req[p]);
+        silent |= pending(&req[c->size + p]);
+        if (silent && used + 16 < size)
             used += (size_t)snprintf(buf + used, size - used, "%s%d", used ? ", " : "", (int)p);
     }
     if (!buf[0])
-        snprintf(buf, size, "none (their receipts of ours are missing)");
+        snprintf(buf, size, "none that MPI can name");
+}
+
+/* Cancel and free requests[0..n) still pending: a late peer must not write into
+ * buffers the caller frees after an error. */
+static void cancel_pending(MPI_Request *requests, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (requests[i] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&requests[i]);
+            MPI_Request_free(&requests[i]);
+        }
 }
 
 /* The job cannot go on: say why, and end it or mark the communicator failed. */
@@ -170,6 +241,8 @@ static int fault(frl_mpi_comm *c, char *why, size_t size)
 {
     c->faulted = 1;
     any_fault = 1;
+    cancel_pending(c->req, 2 * c->size);
+    cancel_pending(c->notice_req, 2 * c->size);
     say(why, size, "%s", c->fault);
     if (c->abort_on_fault) {
         fprintf(stderr, "fastrl: %s; MPI_Abort ends the job (dist.on_fault=abort)\n", c->fault);
@@ -231,14 +304,19 @@ static int mpi_exchange(frl_mpi_comm *c, const void *send, size_t send_stride, s
     memcpy((char *)recv + (size_t)c->rank * bytes, out + (size_t)c->rank * send_stride, bytes);
     int tag = c->tag;
     c->tag = (c->tag + 1) % 32768; /* MPI guarantees tags up to 32767 */
-    for (int32_t p = 0; p < c->size; p++) {
+    for (int32_t p = 0; p < c->size; p++)
         c->req[p] = c->req[c->size + p] = MPI_REQUEST_NULL;
+    for (int32_t p = 0; p < c->size; p++) {
         if (p == c->rank)
             continue;
-        MPI_Irecv((char *)recv + (size_t)p * bytes, (int)bytes, MPI_BYTE, p, tag, c->comm,
-                  &c->req[p]);
-        MPI_Isend(out + (size_t)p * send_stride, (int)bytes, MPI_BYTE, p, tag, c->comm,
-                  &c->req[c->size + p]);
+        if (MPI_Irecv((char *)recv + (size_t)p * bytes, (int)bytes, MPI_BYTE, p, tag, c->comm,
+                      &c->req[p]) != MPI_SUCCESS ||
+            MPI_Isend(out + (size_t)p * send_stride, (int)bytes, MPI_BYTE, p, tag, c->comm,
+                      &c->req[c->size + p]) != MPI_SUCCESS) {
+            snprintf(c->fault, sizeof c->fault, "rank %d of %d: MPI refused the messages with "
+                     "rank %d during %.160s", (int)c->rank, (int)c->size, (int)p, phase);
+            return fault(c, why, why_size);
+        }
     }
     if (wait_all(c, c->req, 2 * c->size, phase))
         return fault(c, why, why_size);
@@ -254,10 +332,15 @@ static int notices_open(frl_mpi_comm *c, int64_t round, char *why, size_t why_si
         return 1;
     }
     c->notices = 0;
+    /* A round whose rollout failed was never closed: its requests go first. */
+    cancel_pending(c->notice_req, 2 * c->size);
     for (int32_t p = 0; p < c->size; p++)
-        if (p != c->rank)
-            MPI_Irecv(c->notice_in + p, 1, MPI_BYTE, p, (int)(round % 32768), c->notice_comm,
-                      &c->notice_req[p]);
+        if (p != c->rank && MPI_Irecv(c->notice_in + p, 1, MPI_BYTE, p, (int)(round % 32768),
+                                      c->notice_comm, &c->notice_req[p]) != MPI_SUCCESS) {
+            snprintf(c->fault, sizeof c->fault, "rank %d of %d: MPI refused a receive from rank "
+                     "%d for the preemption notices", (int)c->rank, (int)c->size, (int)p);
+            return fault(c, why, why_size);
+        }
     return 0;
 }
 
@@ -268,9 +351,12 @@ static int notice_send(frl_mpi_comm *c, int64_t round, char *why, size_t why_siz
         return 1;
     }
     for (int32_t p = 0; p < c->size; p++)
-        if (p != c->rank)
-            MPI_Isend(c->notice_out, 1, MPI_BYTE, p, (int)(round % 32768), c->notice_comm,
-                      &c->notice_req[c->size + p]);
+        if (p != c->rank && MPI_Isend(c->notice_out, 1, MPI_BYTE, p, (int)(round % 32768),
+                                      c->notice_comm, &c->notice_req[c->size + p]) != MPI_SUCCESS) {
+            snprintf(c->fault, sizeof c->fault, "rank %d of %d: MPI refused a notice to rank %d",
+                     (int)c->rank, (int)c->size, (int)p);
+            return fault(c, why, why_size);
+        }
     return 0;
 }
 
@@ -301,7 +387,9 @@ static void mpi_close(frl_mpi_comm *c)
 {
     if (!c)
         return;
-    /* After a fault the duplicate is left: freeing it is collective. */
+    /* A round left open (a rollout that failed) must not write into notice_in once it
+     * is freed. After a fault the duplicates are left: freeing them is collective. */
+    cancel_pending(c->notice_req, 2 * c->size);
     if (!c->faulted) {
         MPI_Comm_free(&c->comm);
         MPI_Comm_free(&c->notice_comm);

@@ -595,8 +595,12 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
     int64_t updates0 = t->book.pr.updates;
     frl_status st = t->sampler->ops->train(t->sampler, total_steps);
     atomic_store(&t->running, 0);
-    if (t->dist)
+    if (t->dist) {
         frl_trainer_dist_report(t, t->book.pr.updates - updates0);
+        /* a request after the last exchange is not carried into the next call, as
+         * without dist.mode */
+        atomic_store(&t->stop, 0);
+    }
     if (st != FRL_OK)
         frl_fail_msg(NULL, st, t->err);
     return st;

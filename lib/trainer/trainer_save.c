@@ -118,6 +118,10 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
     frl_status st = FRL_OK;
     if (!frl_trainer_dist_writes(t))
         return FRL_OK; /* dist.mode: rank 0 writes the checkpoint; all hold its contents */
+    if (t->dist && t->dist->faulted)
+        return frl_fail(NULL, FRL_ERR_STATE, "frl_trainer_save: an exchange between the ranks "
+                        "failed during an update, which left the policy part-way through it: "
+                        "nothing is saved, so the last checkpoint stays as it was");
     if (t->sampler->ops->no_save)
         st = frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s", t->sampler->ops->no_save);
     if (st == FRL_OK)
