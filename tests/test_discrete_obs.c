@@ -147,10 +147,12 @@ START_TEST(trainer_learns_the_state_dependent_policy)
 }
 END_TEST
 
-/* The asynchronous sampler and IMPALA's loss read the ring through the same forward pass. */
+/* The asynchronous sampler and IMPALA's loss read the ring through the same forward pass.
+ * Async runs are not repeatable (the policy lag follows the scheduler), and one under
+ * ASan on a loaded machine ended 7 of 8 right at 60K steps: 1.5x that budget. */
 START_TEST(async_impala_learns_too)
 {
-    learns_with("sampler.mode=async train.algo=impala policy.shared=true", 60000);
+    learns_with("sampler.mode=async train.algo=impala policy.shared=true", 90000);
 }
 END_TEST
 
