@@ -52,36 +52,19 @@ static double pingpong_us(int rank, int reps, double *t)
     return median(t, reps);
 }
 
-static double allgather_us(const frl_mpi_plugin *pl, frl_mpi_comm *c, size_t bytes, int size,
-                           int reps, double *t)
+/* The library's all-gather of bytes, or (sliced) its reduction by slices without the
+ * sums: an all-to-all of bytes / size a peer, then an all-gather of as much. */
+static double exchange_us(const frl_mpi_plugin *pl, frl_mpi_comm *c, size_t bytes, int size,
+                          int sliced, int reps, double *t)
 {
-    char *send = calloc(1, bytes), *recv = calloc((size_t)size, bytes), why[256];
-    for (int i = -10; i < reps; i++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        if (pl->exchange(c, send, 0, bytes, recv, "bench", why, sizeof why)) {
-            fprintf(stderr, "allgather: %s\n", why);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        if (i >= 0)
-            t[i] = (MPI_Wtime() - t0) * 1e6;
-    }
-    free(send);
-    free(recv);
-    return median(t, reps);
-}
-
-static double sliced_us(const frl_mpi_plugin *pl, frl_mpi_comm *c, size_t bytes, int size,
-                        int reps, double *t)
-{
-    size_t part = (bytes / (size_t)size + 15) / 16 * 16;
+    size_t part = sliced ? (bytes / (size_t)size + 15) / 16 * 16 : bytes;
     char *send = calloc((size_t)size, part), *recv = calloc((size_t)size, part), why[256];
     for (int i = -10; i < reps; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        if (pl->exchange(c, send, part, part, recv, "bench", why, sizeof why) ||
+        if ((sliced && pl->exchange(c, send, part, part, recv, "bench", why, sizeof why)) ||
             pl->exchange(c, send, 0, part, recv, "bench", why, sizeof why)) {
-            fprintf(stderr, "sliced: %s\n", why);
+            fprintf(stderr, "exchange: %s\n", why);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
         if (i >= 0)
@@ -138,8 +121,8 @@ int main(int argc, char **argv)
         printf("ranks %d\npingpong_us %.3f\n", size, pp);
     for (int i = first; i < argc; i++) {
         size_t bytes = (size_t)strtoull(argv[i], NULL, 10);
-        double ag = allgather_us(pl, c, bytes, size, reps, t);
-        double sl = sliced_us(pl, c, bytes, size, reps, t);
+        double ag = exchange_us(pl, c, bytes, size, 0, reps, t);
+        double sl = exchange_us(pl, c, bytes, size, 1, reps, t);
         double ar = allreduce_us(bytes, reps, t);
         if (rank == 0)
             printf("size %zu allgather_us %.3f sliced_us %.3f allreduce_us %.3f\n", bytes, ag,

@@ -24,16 +24,6 @@ static frl_status rvalues(frl_ppo *l, char *err);
 
 /* ---- setup ---- */
 
-/* Shards of at least 64 rows, at most 64 shards per minibatch: few enough gradient
- * buffers, enough tasks for the pool. Depends only on M, never on the thread count. */
-static int32_t shard_rows_for(int32_t M)
-{
-    int32_t s = 64;
-    while ((M + s - 1) / s > 64)
-        s *= 2;
-    return s;
-}
-
 static size_t gather_floats(const frl_policy *p, int32_t rows)
 {
     /* obs (whole frame stacks), actions (as floats or int32), old log-probs, advantages,
@@ -156,7 +146,7 @@ frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ri
                         "train.minibatches %d must divide train.rollout x train.num_envs = %d",
                         (int)s->minibatches, (int)l->N);
     l->M = l->N / s->minibatches;
-    l->shard_rows = shard_rows_for(l->M);
+    l->shard_rows = frl_ppo_shard_rows(l->M);
     l->shards = (l->M + l->shard_rows - 1) / l->shard_rows;
     l->buf_rows = l->shard_rows;
     l->recurrent = p->towers > 0;

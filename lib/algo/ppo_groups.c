@@ -18,8 +18,7 @@
 
 enum { MOMENTS = 3, MB_FIELDS = 4 };
 
-/* Shards of at least 64 rows, at most 64 a group part (as ungrouped PPO's minibatch). */
-static int32_t group_shard_rows(int32_t rows)
+int32_t frl_ppo_shard_rows(int32_t rows)
 {
     int32_t s = 64;
     while ((rows + s - 1) / s > 64)
@@ -51,7 +50,7 @@ frl_status frl_ppo_groups_init(frl_ppo_groups *g, struct frl_dist *dist, int32_t
     g->first_group = dist->rank * g->local_groups;
     g->total_groups = dist->size * g->local_groups;
     g->group_mb = T * G / minibatches;
-    g->shard_rows = group_shard_rows(g->group_mb);
+    g->shard_rows = frl_ppo_shard_rows(g->group_mb);
     g->group_shards = (g->group_mb + g->shard_rows - 1) / g->shard_rows;
     g->sliced = slices && dist->size > 1;
     return FRL_OK;

@@ -40,6 +40,11 @@ typedef struct frl_ppo_groups {
     int32_t cur_epoch, cur_mb;
 } frl_ppo_groups;
 
+/* Rows a shard of a minibatch (or a group's part of one) of `rows` rows takes: at least
+ * 64, at most 64 shards: few enough gradient buffers, enough tasks for the pool. It
+ * depends on the rows alone, never on the thread count. */
+int32_t frl_ppo_shard_rows(int32_t rows);
+
 /* The shape. group_envs 0: the rank's B. Fails, naming the setting, when the groups do
  * not divide the envs or the minibatches a group's rows. */
 frl_status frl_ppo_groups_init(frl_ppo_groups *g, struct frl_dist *dist, int32_t group_envs,

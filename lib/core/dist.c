@@ -185,14 +185,19 @@ void frl_dist_close(frl_dist *d, const frl_allocator *al)
     frl_free(al, d);
 }
 
+/* An exchange failed: the job is over (dist.on_fault=return got here). */
+static frl_status fault(frl_dist *d, const char *why, char *err)
+{
+    d->faulted = 1;
+    return frl_fail(err, FRL_ERR_IO, "%s", why);
+}
+
 static frl_status exchange(frl_dist *d, const void *send, size_t stride, size_t bytes,
                            void *recv, const char *phase, char *err)
 {
     char why[FRL_ERRMSG_SIZE - 16];
-    if (d->mpi->exchange(d->comm, send, stride, bytes, recv, phase, why, sizeof why)) {
-        d->faulted = 1;
-        return frl_fail(err, FRL_ERR_IO, "%s", why);
-    }
+    if (d->mpi->exchange(d->comm, send, stride, bytes, recv, phase, why, sizeof why))
+        return fault(d, why, err);
     d->exchanges++;
     d->bytes += 2 * (int64_t)bytes * (d->size - 1);
     return FRL_OK;
@@ -215,20 +220,16 @@ frl_status frl_dist_alltoall(frl_dist *d, const void *send, size_t bytes, void *
 frl_status frl_dist_notices_open(frl_dist *d, int64_t round, char *err)
 {
     char why[FRL_ERRMSG_SIZE - 16];
-    if (d->mpi->notices_open(d->comm, round, why, sizeof why)) {
-        d->faulted = 1;
-        return frl_fail(err, FRL_ERR_IO, "%s", why);
-    }
+    if (d->mpi->notices_open(d->comm, round, why, sizeof why))
+        return fault(d, why, err);
     return FRL_OK;
 }
 
 frl_status frl_dist_notice_send(frl_dist *d, int64_t round, char *err)
 {
     char why[FRL_ERRMSG_SIZE - 16];
-    if (d->mpi->notice_send(d->comm, round, why, sizeof why)) {
-        d->faulted = 1;
-        return frl_fail(err, FRL_ERR_IO, "%s", why);
-    }
+    if (d->mpi->notice_send(d->comm, round, why, sizeof why))
+        return fault(d, why, err);
     d->bytes += d->size - 1;
     return FRL_OK;
 }
@@ -241,10 +242,8 @@ int32_t frl_dist_notices_arrived(frl_dist *d)
 frl_status frl_dist_notices_close(frl_dist *d, const char *phase, char *err)
 {
     char why[FRL_ERRMSG_SIZE - 16];
-    if (d->mpi->notices_close(d->comm, phase, why, sizeof why)) {
-        d->faulted = 1;
-        return frl_fail(err, FRL_ERR_IO, "%s", why);
-    }
+    if (d->mpi->notices_close(d->comm, phase, why, sizeof why))
+        return fault(d, why, err);
     d->bytes += d->size - 1;
     return FRL_OK;
 }

@@ -225,6 +225,14 @@ static void missing_ranks(frl_mpi_comm *c, MPI_Request *req, char *buf, size_t s
         snprintf(buf, size, "none that MPI can name");
 }
 
+/* After a fault every call fails at once, with the fault's message. */
+static int refused(const frl_mpi_comm *c, char *why, size_t size)
+{
+    if (c->faulted)
+        say(why, size, "%s (the job cannot go on)", c->fault);
+    return c->faulted;
+}
+
 /* Cancel and free requests[0..n) still pending: a late peer must not write into
  * buffers the caller frees after an error. */
 static void cancel_pending(MPI_Request *requests, int n)
@@ -291,10 +299,8 @@ static int wait_all(frl_mpi_comm *c, MPI_Request *req, int n, const char *phase)
 static int mpi_exchange(frl_mpi_comm *c, const void *send, size_t send_stride, size_t bytes,
                         void *recv, const char *phase, char *why, size_t why_size)
 {
-    if (c->faulted) {
-        say(why, why_size, "%s (the job cannot go on)", c->fault);
+    if (refused(c, why, why_size))
         return 1;
-    }
     if (bytes > 0x7fffffff) {
         say(why, why_size, "%s: %zu bytes in one message is more than MPI's int count",
             phase, bytes);
@@ -327,10 +333,8 @@ static int mpi_exchange(frl_mpi_comm *c, const void *send, size_t send_stride, s
 
 static int notices_open(frl_mpi_comm *c, int64_t round, char *why, size_t why_size)
 {
-    if (c->faulted) {
-        say(why, why_size, "%s (the job cannot go on)", c->fault);
+    if (refused(c, why, why_size))
         return 1;
-    }
     c->notices = 0;
     /* A round whose rollout failed was never closed: its requests go first. */
     cancel_pending(c->notice_req, 2 * c->size);
@@ -346,10 +350,8 @@ static int notices_open(frl_mpi_comm *c, int64_t round, char *why, size_t why_si
 
 static int notice_send(frl_mpi_comm *c, int64_t round, char *why, size_t why_size)
 {
-    if (c->faulted) {
-        say(why, why_size, "%s (the job cannot go on)", c->fault);
+    if (refused(c, why, why_size))
         return 1;
-    }
     for (int32_t p = 0; p < c->size; p++)
         if (p != c->rank && MPI_Isend(c->notice_out, 1, MPI_BYTE, p, (int)(round % 32768),
                                       c->notice_comm, &c->notice_req[c->size + p]) != MPI_SUCCESS) {
@@ -374,10 +376,8 @@ static int32_t notices_arrived(frl_mpi_comm *c)
 
 static int notices_close(frl_mpi_comm *c, const char *phase, char *why, size_t why_size)
 {
-    if (c->faulted) {
-        say(why, why_size, "%s (the job cannot go on)", c->fault);
+    if (refused(c, why, why_size))
         return 1;
-    }
     if (wait_all(c, c->notice_req, 2 * c->size, phase))
         return fault(c, why, why_size);
     return 0;
