@@ -8,6 +8,7 @@
 #include "rl/frame_stack.h"
 #include "rl/heads.h"
 #include "rl/policy_rnn.h"
+#include "algo/param_passes.h"
 #include "algo/ppo.h"
 
 /* Per-shard sums (the first five), then per-epoch extras. */
@@ -675,79 +676,6 @@ static int32_t minibatch_moments(frl_ppo *l)
     return n;
 }
 
-/* Elementwise passes over the parameters (summing the shards' gradients, Adam) run in
- * this many parts on the pool once a policy has PARALLEL_PARAMS parameters: each element
- * is computed as in one pass (the same bits on any thread count), and the second thread
- * no longer idles through them (Pendulum with 128x128 networks: Adam alone was 15% of
- * the run). Below that a dispatch costs more than the pass. */
-enum { PARAM_PARTS = 4, PARALLEL_PARAMS = 16384 };
-
-static void part_range(size_t n, int32_t part, int32_t parts, size_t *lo, size_t *hi)
-{
-    *lo = n * (size_t)part / (size_t)parts;
-    *hi = n * (size_t)(part + 1) / (size_t)parts;
-}
-
-/* Elements [lo, hi) of the shards' gradients summed into l->g in shard order. */
-static void reduce_range(frl_ppo *l, size_t lo, size_t hi)
-{
-    memcpy(l->g + lo, l->grads + lo, sizeof(float) * (hi - lo));
-    for (int32_t s = 1; s < l->reduce_tasks; s++) {
-        const float *gs = l->grads + (size_t)s * l->grad_stride;
-        for (size_t i = lo; i < hi; i++)
-            l->g[i] += gs[i];
-    }
-}
-
-static int reduce_task(void *user, int32_t part, int32_t thread)
-{
-    (void)thread;
-    frl_ppo *l = user;
-    size_t lo, hi;
-    part_range(l->p->num_params, part, PARAM_PARTS, &lo, &hi);
-    reduce_range(l, lo, hi);
-    return 0;
-}
-
-static int parallel_params(const frl_ppo *l)
-{
-    return l->p->num_params >= PARALLEL_PARAMS && frl_pool_threads(l->rt->pool) > 1;
-}
-
-/* Sum the shards' gradients into l->g in shard order. */
-static void reduce_shards(frl_ppo *l, int32_t tasks)
-{
-    l->reduce_tasks = tasks;
-    int32_t failed;
-    if (parallel_params(l))
-        frl_pool_run(l->rt->pool, PARAM_PARTS, reduce_task, l, &failed);
-    else
-        reduce_range(l, 0, l->p->num_params);
-}
-
-static int adam_task(void *user, int32_t part, int32_t thread)
-{
-    (void)thread;
-    frl_ppo *l = user;
-    size_t lo, hi;
-    part_range(l->p->num_params, part, PARAM_PARTS, &lo, &hi);
-    frl_adam_update(&l->adam, l->p->k, l->p->params, l->g, lo, hi, l->step_lr, l->step_scale);
-    return 0;
-}
-
-/* One Adam step over the parameters with gradient l->g * scale. */
-static void adam_step(frl_ppo *l, double lr, float scale)
-{
-    frl_adam_begin(&l->adam);
-    l->step_lr = lr;
-    l->step_scale = scale;
-    int32_t failed;
-    if (parallel_params(l))
-        frl_pool_run(l->rt->pool, PARAM_PARTS, adam_task, l, &failed);
-    else
-        frl_adam_update(&l->adam, l->p->k, l->p->params, l->g, 0, l->p->num_params, lr, scale);
-}
-
 /* dist.mode=ddppo: the minibatch's normalisation from all ranks (computed at the
  * update's start), its shards on the pool, then the groups' exchange and sum. */
 static frl_status grouped_gradient(frl_ppo *l, double *sums, char *err)
@@ -790,7 +718,8 @@ frl_status frl_ppo_gradient(frl_ppo *l, const int32_t *rows_idx, int32_t rows, d
         frl_policy_weights_out_in(l->p, l->p->params, l->w_out_in);
     if (frl_pool_run(l->rt->pool, tasks, l->recurrent ? rshard_task : shard_task, l, &failed) != 0)
         return frl_fail(err, FRL_ERR_INTERNAL, "PPO shard %d failed", (int)failed);
-    reduce_shards(l, tasks);
+    frl_params_sum_shards(l->rt->pool, l->grads, l->grad_stride, tasks, l->g,
+                          l->p->num_params);
     for (int32_t s = 0; sums && s < tasks; s++)
         for (int k = 0; k < STAT_N; k++)
             sums[k] += l->shard_stats[(size_t)s * FRL_PPO_STAT_COUNT + (size_t)k];
@@ -810,7 +739,8 @@ static frl_status run_minibatch(frl_ppo *l, const int32_t *mb, double lr, double
     double t1 = now_s();
     const frl_policy *p = l->p;
     *norm = frl_grad_norm(p->k, l->g, p->num_params);
-    adam_step(l, lr, frl_clip_scale(*norm, l->s.max_grad_norm));
+    frl_params_adam(l->rt->pool, &l->adam, l->p->k, l->p->params, l->g, l->p->num_params, lr,
+                    frl_clip_scale(*norm, l->s.max_grad_norm));
     sums[TIME_BWD] += t1 - t0;
     sums[TIME_OPT] += now_s() - t1;
     return FRL_OK;

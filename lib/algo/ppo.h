@@ -67,9 +67,6 @@ typedef struct frl_ppo {
     const int32_t *mb;
     int32_t mb_rows;
     double adv_mean, adv_inv_std, inv_valid;
-    int32_t reduce_tasks;     /* the shards being summed into g */
-    double step_lr;           /* this optimiser step's learning rate and clipping */
-    float step_scale;
     /* dist.mode=ddppo (settings.dist): minibatches by env groups (algo/ppo_groups.h) */
     int32_t grouped;
     frl_ppo_groups groups;
