@@ -11,6 +11,7 @@
 #ifndef FRL_NN_DEV_MATH_H
 #define FRL_NN_DEV_MATH_H
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -285,6 +286,8 @@ FRL_HD void frl_dm_adam(float *p, float g, float *m, float *v, float gscale, flo
     float gs = g * gscale;
     float mm = b1 * *m + (1.0f - b1) * gs;
     float vv = b2 * *v + (1.0f - b2) * gs * gs;
+    mm = fabsf(mm) < FLT_MIN ? 0.0f : mm; /* moments below FLT_MIN are stored as +0 */
+    vv = fabsf(vv) < FLT_MIN ? 0.0f : vv;
     *m = mm;
     *v = vv;
     *p -= step * mm / (sqrtf(vv) * rbc2 + eps);

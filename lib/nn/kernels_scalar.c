@@ -2,6 +2,7 @@
  * every sum in increasing index order. The SIMD tables are tested against it, empty
  * dimensions included: the loops below then run zero times, which is what kernels.h
  * asks (nothing written to an empty output, +0 for an empty sum), so no special case. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -119,12 +120,17 @@ static double sum_squares(int64_t n, const float *x)
     return s;
 }
 
+static float flush_subnormal(float x)
+{
+    return fabsf(x) < FLT_MIN ? 0.0f : x;
+}
+
 static void adam(int64_t n, float *p, const float *g, float *m, float *v, const frl_adam_coef *c)
 {
     for (int64_t i = 0; i < n; i++) {
         const float gs = g[i] * c->gscale;
-        m[i] = c->b1 * m[i] + (1.0f - c->b1) * gs;
-        v[i] = c->b2 * v[i] + (1.0f - c->b2) * gs * gs;
+        m[i] = flush_subnormal(c->b1 * m[i] + (1.0f - c->b1) * gs);
+        v[i] = flush_subnormal(c->b2 * v[i] + (1.0f - c->b2) * gs * gs);
         p[i] -= c->step * m[i] / (sqrtf(v[i]) * c->rbc2 + c->eps);
     }
 }

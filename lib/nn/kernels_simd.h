@@ -19,6 +19,7 @@
  * many chains run side by side. So row blocking and batch splits change no bit. SIMD
  * runs across output columns, or across rows (narrow layers), never across the
  * reduction. */
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -723,11 +724,17 @@ static double sum_squares(int64_t n, const float *x)
 
 /* k: gscale, b1, 1 - b1, b2, 1 - b2, step, rbc2, eps. The scalar table's operations in
  * its order, so the bits match it. */
+/* x, or +0 where |x| < FLT_MIN (k[8]); NaN compares false and stays. */
+static inline vf flush_subnormal(vf x, const vf *k)
+{
+    return v_sel(v_gt(k[8], v_abs(x)), v_zero(), x);
+}
+
 static inline void adam_vec(float *p, const float *g, float *m, float *v, const vf *k)
 {
     const vf gs = v_mul(v_load(g), k[0]);
-    const vf mn = v_add(v_mul(k[1], v_load(m)), v_mul(k[2], gs));
-    const vf vn = v_add(v_mul(k[3], v_load(v)), v_mul(v_mul(k[4], gs), gs));
+    const vf mn = flush_subnormal(v_add(v_mul(k[1], v_load(m)), v_mul(k[2], gs)), k);
+    const vf vn = flush_subnormal(v_add(v_mul(k[3], v_load(v)), v_mul(v_mul(k[4], gs), gs)), k);
     const vf den = v_add(v_mul(v_sqrt(vn), k[6]), k[7]);
     v_store(m, mn);
     v_store(v, vn);
@@ -736,8 +743,9 @@ static inline void adam_vec(float *p, const float *g, float *m, float *v, const 
 
 static void adam(int64_t n, float *p, const float *g, float *m, float *v, const frl_adam_coef *c)
 {
-    const vf k[8] = {v_set1(c->gscale), v_set1(c->b1), v_set1(1.0f - c->b1), v_set1(c->b2),
-                     v_set1(1.0f - c->b2), v_set1(c->step), v_set1(c->rbc2), v_set1(c->eps)};
+    const vf k[9] = {v_set1(c->gscale), v_set1(c->b1), v_set1(1.0f - c->b1), v_set1(c->b2),
+                     v_set1(1.0f - c->b2), v_set1(c->step), v_set1(c->rbc2), v_set1(c->eps),
+                     v_set1(FLT_MIN)};
     int64_t i = 0;
     for (; i + VLEN <= n; i += VLEN)
         adam_vec(p + i, g + i, m + i, v + i, k);

@@ -774,12 +774,21 @@ typedef struct adam_state {
     const float *p, *m, *v;
 } adam_state;
 
+/* A moment is stored as +0 below FLT_MIN (kernels.h): 0 where the reference may be
+ * below it, else a normal float within the reference's bound. */
+static int near_moment(float got, refv r)
+{
+    if (got == 0.0f && !signbit(got) && fabs(r.val) - r.tol < FLT_MIN)
+        return 1;
+    return fabsf(got) >= FLT_MIN && near_ref(got, r);
+}
+
 static void expect_adam_ref(const frl_kernels *t, int64_t n, const float *g, adam_state s0,
                             adam_state s1, const frl_adam_coef *c)
 {
     for (int64_t i = 0; i < n; i++) {
         const adam_ref r = ref_adam(s0.p[i], g[i], s0.m[i], s0.v[i], s1.m[i], s1.v[i], c);
-        EXPECT(near_ref(s1.m[i], r.m) && near_ref(s1.v[i], r.v) && near_ref(s1.p[i], r.p),
+        EXPECT(near_moment(s1.m[i], r.m) && near_moment(s1.v[i], r.v) && near_ref(s1.p[i], r.p),
                "%s adam n=%ld at %ld: p %.9g m %.9g v %.9g vs float64 %.9g %.9g %.9g",
                t->name, (long)n, (long)i, s1.p[i], s1.m[i], s1.v[i], r.p.val, r.m.val,
                r.v.val);
@@ -803,6 +812,11 @@ START_TEST(adam_matches_reference)
             for (int64_t i = 0; i < n; i++) {
                 g[i] *= powf(10.0f, (float)(i % 13) - 8.0f);
                 v[i] = fabsf(v[i]) * 1e-3f;
+                if (i % 7 == 3) { /* a dead unit's: no gradient, moments near FLT_MIN */
+                    g[i] = 0.0f;
+                    m[i] *= 2.0f * FLT_MIN;
+                    v[i] *= 1e3f * 2.0f * FLT_MIN;
+                }
             }
             float *pr = fcopy(p, n), *mr = fcopy(m, n), *vr = fcopy(v, n);
             ref->adam(n, pr, g, mr, vr, &coefs[ci]);
@@ -824,6 +838,33 @@ START_TEST(adam_matches_reference)
                    "scalar adam n=%ld changed nothing", (long)n);
             free(p), free(g), free(m), free(v), free(pr), free(mr), free(vr);
         }
+}
+END_TEST
+
+/* A dead unit's moments (no gradient) end at +0, not in the subnormals where b1 x a few
+ * ulps rounds back to the same ulps and every step would pay the CPU's assists; a
+ * moment at FLT_MIN after the step is kept, and NaN stays NaN. */
+START_TEST(adam_flushes_subnormal_moments)
+{
+    const frl_adam_coef c = {1.0f, 0.9f, 0.999f, 1e-3f, 1.0f, 1e-8f};
+    const float sub = 4 * 0x1p-149f; /* 4 ulps: 0.9 x 4 ulps rounds to 4 ulps */
+    float g[4] = {0.0f, 0.0f, 0.0f, NAN};
+    float m0[4] = {sub, -FLT_MIN, 1.2f * FLT_MIN, 1.0f};
+    float v0[4] = {sub, FLT_MIN, 1.0f, 1.0f};
+    for (int ti = -1; ti < ntested; ti++) {
+        const frl_kernels *t = ti < 0 ? ref : tested[ti];
+        float p[4] = {1, 1, 1, 1}, m[4], v[4];
+        memcpy(m, m0, sizeof m);
+        memcpy(v, v0, sizeof v);
+        t->adam(4, p, g, m, v, &c);
+        EXPECT(m[0] == 0.0f && !signbit(m[0]) && v[0] == 0.0f && !signbit(v[0]),
+               "%s: subnormal moments %g %g kept", t->name, m[0], v[0]);
+        EXPECT(m[1] == 0.0f && !signbit(m[1]) && v[1] == 0.0f,
+               "%s: moments decayed below FLT_MIN kept as %g %g", t->name, m[1], v[1]);
+        EXPECT(m[2] >= FLT_MIN, "%s: m at FLT_MIN flushed to %g", t->name, m[2]);
+        EXPECT(isnan(m[3]) && isnan(v[3]) && isnan(p[3]), "%s: NaN gradient hidden", t->name);
+        EXPECT(p[0] == 1.0f && p[1] == 1.0f, "%s: a flushed moment moved p", t->name);
+    }
 }
 END_TEST
 
@@ -1423,6 +1464,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, sum_squares_matches_reference);
     tcase_add_test(tc, grad_norm_survives_huge_elements);
     tcase_add_test(tc, adam_matches_reference);
+    tcase_add_test(tc, adam_flushes_subnormal_moments);
     tcase_add_test(tc, gru_fwd_matches_reference);
     tcase_add_test(tc, gru_bwd_matches_reference);
     tcase_add_test(tc, lstm_fwd_matches_reference);
