@@ -434,6 +434,39 @@ START_TEST(replay_public_view)
 }
 END_TEST
 
+/* ---- the learner's shards ---- */
+
+/* The minibatch's shards run on the pool and are summed in shard order: one thread and
+ * two learn the same bits. 96 rows are two shards of 48, and 128x128 networks put
+ * the parameter passes on the pool too. */
+START_TEST(threads_learn_the_same_bits)
+{
+    static const char settings[] =
+        "train.algo=dqn train.train_freq=16 train.num_envs=2 train.learning_starts=300 "
+        "train.buffer_size=3000 train.batch_size=96 train.gradient_steps=4 "
+        "train.target_update_interval=200 train.double_q=true train.prioritized=true "
+        "policy.hidden=128,128";
+    frl_trainer *t[2];
+    frl_runtime *rt[2];
+    for (int i = 0; i < 2; i++) {
+        rt[i] = frl_test_runtime(i + 1);
+        ck_assert_int_eq(create_builtin(rt[i], "CartPole-v1", settings, &t[i]), FRL_OK);
+        ck_assert_msg(frl_trainer_train(t[i], 3000) == FRL_OK, "%s",
+                      frl_trainer_last_error(t[i]));
+    }
+    const frl_policy *a = frl_trainer_policy(t[0]), *b = frl_trainer_policy(t[1]);
+    ck_assert_uint_ge(a->num_params, 16384);
+    ck_assert_double_gt(frl_trainer_metrics(t[0])->value_loss, 0);
+    ck_assert_mem_eq(a->params, b->params, sizeof(float) * a->num_params);
+    ck_assert_double_eq(frl_trainer_metrics(t[0])->value_loss,
+                        frl_trainer_metrics(t[1])->value_loss);
+    for (int i = 0; i < 2; i++) {
+        frl_trainer_destroy(t[i]);
+        frl_runtime_destroy(rt[i]);
+    }
+}
+END_TEST
+
 /* ---- checkpoints with the replay ---- */
 
 static const char resume_settings[] =
@@ -558,6 +591,7 @@ int main(void)
     tcase_add_test(tc, dueling_gradient);
     tcase_add_test(tc, uniform_init);
     tcase_add_test(tc, replay_public_view);
+    tcase_add_test(tc, threads_learn_the_same_bits);
     tcase_add_test(tc, resume_is_identical);
     tcase_add_test(tc, damaged_replay_file);
     suite_add_tcase(s, tc);

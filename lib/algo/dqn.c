@@ -8,12 +8,18 @@
  * evaluation, the CLI and the bindings see an ordinary policy. Each learn call is one
  * rollout of train.train_freq steps per env: SB3's order is kept, so the target network
  * first takes the updates due during those steps, then train.gradient_steps minibatches
- * are learned, then epsilon is set for the next rollout. */
+ * are learned, then epsilon is set for the next rollout.
+ *
+ * A minibatch's rows are learned in shards on the runtime's pool (TD targets, forward,
+ * loss and backward of each shard's rows), and the shards' gradients are summed in
+ * shard order: the shard size depends on the batch size only, so the bits do not
+ * depend on the thread count. */
 #include <math.h>
 #include <string.h>
 #include <time.h>
 
 #include "algo/learner.h"
+#include "algo/param_passes.h"
 #include "nn/optim.h"
 #include "rl/heads.h"
 
@@ -31,19 +37,32 @@ typedef struct dqn_settings {
     double eps_initial, eps_final, eps_fraction, per_beta;
 } dqn_settings;
 
+/* Shards of SHARD_ROWS rows, doubled while a minibatch would have more than
+ * MAX_SHARDS; a minibatch of SHARD_ROWS to 2 SHARD_ROWS - 1 rows in two halves, one
+ * smaller whole. Each shard writes a whole weight gradient, so smaller shards cost
+ * more on one thread: with the zoo's 256x256 networks, shards of 32 rows made one
+ * thread 18% slower than shards of 64, while the zoo's CartPole batch of 64 in two
+ * halves learns 1.5x faster on two threads (bench/README.md, compare_dqn.py). */
+enum { SHARD_ROWS = 64, MAX_SHARDS = 16, SHARD_STATS = 3 };
+
 typedef struct dqn {
     dqn_settings s;
     frl_policy *p;          /* the online network's parameters are p->params */
+    frl_pool *pool;
     frl_replay *replay;
     frl_ring *ring;
     int32_t T, B;
+    int32_t shard_rows, shards;
     float *target;          /* [num_params] */
-    float *grads;           /* [num_params] */
+    float *grads;           /* [shards x num_params] the shards' (none for one shard) */
+    float *g;               /* [num_params] their sum, after them */
     frl_adam adam;          /* m and v: [2 x num_params] in one allocation */
-    float *ws_train;        /* a training pass over the minibatch's x */
-    float *ws_next[2];      /* forward passes over x': the target's, the online one's */
+    float *ws;              /* [threads x ws_floats]: a training pass and two forward */
+    size_t ws_floats;       /* passes (x' through the target and the online network) */
+    double *stats;          /* [shards x SHARD_STATS]: loss, Q and |TD error| sums */
     float *y;               /* [batch] TD targets */
     float *priority;        /* [batch] new priorities (prioritised) */
+    const frl_replay_batch *mb; /* the minibatch the shards learn */
     double epsilon;         /* the acting epsilon, as the policy holds it */
 } dqn;
 
@@ -109,22 +128,41 @@ static frl_status check_context(const frl_learner_ctx *c, char *err)
     return FRL_OK;
 }
 
+static void plan_shards(dqn *d)
+{
+    int32_t rows = SHARD_ROWS;
+    while ((d->s.batch + rows - 1) / rows > MAX_SHARDS)
+        rows *= 2;
+    if (d->s.batch < 2 * SHARD_ROWS)
+        rows = d->s.batch < SHARD_ROWS ? d->s.batch : (d->s.batch + 1) / 2;
+    d->shard_rows = rows;
+    d->shards = (d->s.batch + d->shard_rows - 1) / d->shard_rows;
+}
+
+/* A thread's workspace: a training pass, then two forward passes, of shard_rows. */
+static size_t pass_floats(const dqn *d, int training)
+{
+    size_t n = frl_policy_pass_floats(d->p, d->shard_rows, training);
+    return (n + 15) / 16 * 16; /* each pass 64-byte aligned */
+}
+
 static frl_status alloc_arrays(dqn *d, const frl_allocator *al, char *err)
 {
     size_t np = d->p->num_params, rows = (size_t)d->s.batch;
-    size_t train = frl_policy_pass_floats(d->p, d->s.batch, 1);
-    size_t fwd = frl_policy_pass_floats(d->p, d->s.batch, 0);
+    size_t threads = (size_t)frl_pool_threads(d->pool);
+    size_t bufs = d->shards > 1 ? (size_t)d->shards + 1 : 1; /* one shard writes g */
+    d->ws_floats = pass_floats(d, 1) + 2 * pass_floats(d, 0);
     d->target = frl_alloc(al, sizeof(float) * np, 64);
-    d->grads = frl_alloc(al, sizeof(float) * np, 64);
+    d->grads = frl_alloc(al, sizeof(float) * np * bufs, 64);
     d->adam.m = frl_alloc(al, sizeof(float) * 2 * np, 64);
-    d->ws_train = frl_alloc(al, sizeof(float) * train, 64);
-    d->ws_next[0] = frl_alloc(al, sizeof(float) * 2 * fwd, 64);
+    d->ws = frl_alloc(al, sizeof(float) * d->ws_floats * threads, 64);
+    d->stats = frl_alloc(al, sizeof(double) * SHARD_STATS * (size_t)d->shards, 64);
     d->y = frl_alloc(al, sizeof(float) * 2 * rows, 64);
-    if (!d->target || !d->grads || !d->adam.m || !d->ws_train || !d->ws_next[0] || !d->y)
+    if (!d->target || !d->grads || !d->adam.m || !d->ws || !d->stats || !d->y)
         return frl_fail(err, FRL_ERR_NOMEM, "train.algo=dqn: out of memory for %zu parameters "
                         "and a minibatch of %zu", np, rows);
     d->adam.v = d->adam.m + np;
-    d->ws_next[1] = d->ws_next[0] + fwd;
+    d->g = d->grads + np * (bufs - 1);
     d->priority = d->y + rows;
     memset(d->adam.m, 0, sizeof(float) * 2 * np);
     memcpy(d->target, d->p->params, sizeof(float) * np);
@@ -161,6 +199,7 @@ static frl_status dqn_create(frl_learner *l, const frl_learner_ctx *c, char *err
     l->impl = d;
     read_settings(c->cfg, &d->s);
     d->p = c->policy;
+    d->pool = c->rt->pool;
     d->replay = c->store->replay;
     d->ring = c->store->ring;
     d->T = d->replay->shape.steps;
@@ -168,6 +207,7 @@ static frl_status dqn_create(frl_learner *l, const frl_learner_ctx *c, char *err
     d->adam.beta1 = 0.9;
     d->adam.beta2 = 0.999;
     d->adam.eps = d->s.adam_eps;
+    plan_shards(d);
     if ((st = alloc_arrays(d, &c->rt->alloc, err)) != FRL_OK)
         return st;
     set_epsilon(d, epsilon_at(&d->s, 0, 1));
@@ -186,8 +226,8 @@ static void dqn_destroy(frl_learner *l)
     frl_free(al, d->target);
     frl_free(al, d->grads);
     frl_free(al, d->adam.m);
-    frl_free(al, d->ws_train);
-    frl_free(al, d->ws_next[0]);
+    frl_free(al, d->ws);
+    frl_free(al, d->stats);
     frl_free(al, d->y);
     frl_free(al, d);
     l->impl = NULL;
@@ -195,53 +235,96 @@ static void dqn_destroy(frl_learner *l)
 
 /* ---- one minibatch ---- */
 
-/* The bootstrap value of each row's x' into d->y: r + discount * Q_target(x', a*), a*
- * the target's argmax, or the online network's with double Q. */
-static void td_targets(dqn *d, const frl_replay_batch *mb)
+typedef struct step_stats {
+    double loss, q, td, grad_norm, age;
+} step_stats;
+
+/* The bootstrap value of rows [first, first + rows) of x' into d->y: r + discount *
+ * Q_target(x', a*), a* the target's argmax, or the online network's with double Q. */
+static void td_targets(dqn *d, int32_t first, int32_t rows, float *ws)
 {
     const frl_policy *p = d->p;
-    int32_t rows = mb->rows, n = p->out_w;
+    const frl_replay_batch *mb = d->mb;
+    const float *x = mb->next_obs + (size_t)first * (size_t)frl_policy_input_row_w(p);
+    int32_t n = p->out_w;
     frl_pass ft, fo;
-    frl_policy_pass_layout(p, rows, 0, d->ws_next[0], &ft);
-    frl_policy_forward(p, d->target, rows, mb->next_obs, &ft);
+    frl_policy_pass_layout(p, rows, 0, ws, &ft);
+    frl_policy_forward(p, d->target, rows, x, &ft);
     const float *pick = ft.out;
     if (d->s.double_q) {
-        frl_policy_pass_layout(p, rows, 0, d->ws_next[1], &fo);
-        frl_policy_forward(p, p->params, rows, mb->next_obs, &fo);
+        frl_policy_pass_layout(p, rows, 0, ws + pass_floats(d, 0), &fo);
+        frl_policy_forward(p, p->params, rows, x, &fo);
         pick = fo.out;
     }
     for (int32_t i = 0; i < rows; i++) {
         const float *qt = ft.out + (size_t)i * (size_t)n;
         int32_t a = frl_cat_argmax(pick + (size_t)i * (size_t)n, n);
-        d->y[i] = mb->reward[i] + mb->discount[i] * qt[a];
+        d->y[first + i] = mb->reward[first + i] + mb->discount[first + i] * qt[a];
     }
 }
 
-typedef struct step_stats {
-    double loss, q, td, grad_norm, age;
-} step_stats;
-
-/* The loss's gradient into f->d_out (zero but at each row's action), and its terms. */
-static void loss_grad(dqn *d, const frl_replay_batch *mb, frl_pass *f, step_stats *st)
+/* The loss's gradient for rows [first, first + rows) into f->d_out (zero but at each
+ * row's action; the loss is the minibatch's mean), its sums into st. */
+static void loss_grad(dqn *d, int32_t first, int32_t rows, frl_pass *f, double *st)
 {
-    int32_t rows = mb->rows, n = d->p->out_w;
-    const int32_t *act = mb->action;
+    const frl_replay_batch *mb = d->mb;
+    int32_t n = d->p->out_w;
+    const int32_t *act = (const int32_t *)mb->action + first;
     memset(f->d_out, 0, sizeof(float) * (size_t)rows * (size_t)n);
     double loss = 0, q = 0, td = 0;
     for (int32_t i = 0; i < rows; i++) {
         size_t at = (size_t)i * (size_t)n + (size_t)act[i];
-        double e = (double)f->out[at] - d->y[i], ae = fabs(e), w = mb->weight[i];
+        double e = (double)f->out[at] - d->y[first + i], ae = fabs(e);
+        double w = mb->weight[first + i];
         double l = d->s.huber && ae > 1.0 ? ae - 0.5 : 0.5 * e * e;
         double g = d->s.huber && ae > 1.0 ? (e > 0 ? 1.0 : -1.0) : e;
         loss += w * l;
-        f->d_out[at] = (float)(w * g / rows);
+        f->d_out[at] = (float)(w * g / mb->rows);
         q += f->out[at];
         td += ae;
-        d->priority[i] = (float)(ae + 1e-6);
+        d->priority[first + i] = (float)(ae + 1e-6);
     }
-    st->loss = loss / rows;
-    st->q = q / rows;
-    st->td = td / rows;
+    st[0] = loss;
+    st[1] = q;
+    st[2] = td;
+}
+
+/* One shard: its TD targets, forward, loss and gradient (written into its own). */
+static int shard_task(void *user, int32_t task, int32_t thread)
+{
+    dqn *d = user;
+    const frl_policy *p = d->p;
+    int32_t first = task * d->shard_rows;
+    int32_t rows = d->mb->rows - first < d->shard_rows ? d->mb->rows - first : d->shard_rows;
+    float *ws = d->ws + (size_t)thread * d->ws_floats;
+    td_targets(d, first, rows, ws + pass_floats(d, 1));
+    frl_pass f;
+    frl_policy_pass_layout(p, rows, 1, ws, &f);
+    const float *x = d->mb->obs + (size_t)first * (size_t)frl_policy_input_row_w(p);
+    frl_policy_forward(p, p->params, rows, x, &f);
+    loss_grad(d, first, rows, &f, d->stats + (size_t)task * SHARD_STATS);
+    float *grads = d->shards == 1 ? d->g : d->grads + (size_t)task * p->num_params;
+    frl_policy_backward(p, p->params, grads, rows, &f);
+    return 0;
+}
+
+/* The minibatch's gradient into d->g and its loss, Q and TD terms into st. */
+static frl_status gradient(dqn *d, step_stats *st, char *err)
+{
+    int32_t shards = (d->mb->rows + d->shard_rows - 1) / d->shard_rows, failed;
+    if (frl_pool_run(d->pool, shards, shard_task, d, &failed) != 0)
+        return frl_fail(err, FRL_ERR_INTERNAL, "train.algo=dqn: shard %d failed", (int)failed);
+    if (shards > 1)
+        frl_params_sum_shards(d->pool, d->grads, d->p->num_params, shards, d->g,
+                              d->p->num_params);
+    double sum[SHARD_STATS] = {0};
+    for (int32_t s = 0; s < shards; s++)
+        for (int k = 0; k < SHARD_STATS; k++)
+            sum[k] += d->stats[(size_t)s * SHARD_STATS + (size_t)k];
+    st->loss = sum[0] / d->mb->rows;
+    st->q = sum[1] / d->mb->rows;
+    st->td = sum[2] / d->mb->rows;
+    return FRL_OK;
 }
 
 /* Mean age of the minibatch's transitions: rows written to the replay since each. */
@@ -266,17 +349,13 @@ static frl_status grad_step(dqn *d, double beta, frl_rng *rng, step_stats *st,
         return s;
     st->age = sample_age(d->replay, mb->index, mb->rows);
     double t1 = now_s();
-    td_targets(d, mb);
-    frl_pass f;
-    frl_policy_pass_layout(d->p, mb->rows, 1, d->ws_train, &f);
-    frl_policy_forward(d->p, d->p->params, mb->rows, mb->obs, &f);
-    loss_grad(d, mb, &f, st);
-    frl_policy_backward(d->p, d->p->params, d->grads, mb->rows, &f);
+    d->mb = mb;
+    if ((s = gradient(d, st, err)) != FRL_OK)
+        return s;
     double t2 = now_s();
     size_t np = d->p->num_params;
-    st->grad_norm = frl_grad_norm(d->p->k, d->grads, np);
-    frl_adam_begin(&d->adam);
-    frl_adam_update(&d->adam, d->p->k, d->p->params, d->grads, 0, np, d->s.lr,
+    st->grad_norm = frl_grad_norm(d->p->k, d->g, np);
+    frl_params_adam(d->pool, &d->adam, d->p->k, d->p->params, d->g, np, d->s.lr,
                     frl_clip_scale(st->grad_norm, d->s.max_grad_norm));
     d->p->version++;
     if (d->s.prioritized)
