@@ -39,10 +39,11 @@ typedef struct dqn_settings {
 
 /* Shards of SHARD_ROWS rows, doubled while a minibatch would have more than
  * MAX_SHARDS; a minibatch of SHARD_ROWS to 2 SHARD_ROWS - 1 rows in two halves, one
- * smaller whole. Each shard writes a whole weight gradient, so smaller shards cost
- * more on one thread: with the zoo's 256x256 networks, shards of 32 rows made one
- * thread 18% slower than shards of 64, while the zoo's CartPole batch of 64 in two
- * halves learns 1.5x faster on two threads (bench/README.md, compare_dqn.py). */
+ * smaller whole. Each shard writes a whole weight gradient, so smaller shards cost one
+ * thread more (`fastrl bench train` with the zoo's 256x256 networks: batches of 128 as
+ * four shards of 32 took one thread 1.23x as long as two of 64); the zoo's CartPole
+ * batch of 64 as two halves takes one thread 1.10x as long as whole, and two threads
+ * 0.82x (bench/README.md). */
 enum { SHARD_ROWS = 64, MAX_SHARDS = 16, SHARD_STATS = 3 };
 
 typedef struct dqn {
@@ -56,6 +57,7 @@ typedef struct dqn {
     float *target;          /* [num_params] */
     float *grads;           /* [shards x num_params] the shards' (none for one shard) */
     float *g;               /* [num_params] their sum, after them */
+    float *w_out_in;        /* [num_params] the weights untransposed, per minibatch */
     frl_adam adam;          /* m and v: [2 x num_params] in one allocation */
     float *ws;              /* [threads x ws_floats]: a training pass and two forward */
     size_t ws_floats;       /* passes (x' through the target and the online network) */
@@ -155,10 +157,11 @@ static frl_status alloc_arrays(dqn *d, const frl_allocator *al, char *err)
     d->target = frl_alloc(al, sizeof(float) * np, 64);
     d->grads = frl_alloc(al, sizeof(float) * np * bufs, 64);
     d->adam.m = frl_alloc(al, sizeof(float) * 2 * np, 64);
+    d->w_out_in = frl_alloc(al, sizeof(float) * np, 64);
     d->ws = frl_alloc(al, sizeof(float) * d->ws_floats * threads, 64);
     d->stats = frl_alloc(al, sizeof(double) * SHARD_STATS * (size_t)d->shards, 64);
     d->y = frl_alloc(al, sizeof(float) * 2 * rows, 64);
-    if (!d->target || !d->grads || !d->adam.m || !d->ws || !d->stats || !d->y)
+    if (!d->target || !d->grads || !d->adam.m || !d->w_out_in || !d->ws || !d->stats || !d->y)
         return frl_fail(err, FRL_ERR_NOMEM, "train.algo=dqn: out of memory for %zu parameters "
                         "and a minibatch of %zu", np, rows);
     d->adam.v = d->adam.m + np;
@@ -226,6 +229,7 @@ static void dqn_destroy(frl_learner *l)
     frl_free(al, d->target);
     frl_free(al, d->grads);
     frl_free(al, d->adam.m);
+    frl_free(al, d->w_out_in);
     frl_free(al, d->ws);
     frl_free(al, d->stats);
     frl_free(al, d->y);
@@ -300,6 +304,7 @@ static int shard_task(void *user, int32_t task, int32_t thread)
     td_targets(d, first, rows, ws + pass_floats(d, 1));
     frl_pass f;
     frl_policy_pass_layout(p, rows, 1, ws, &f);
+    f.w_out_in = d->w_out_in;
     const float *x = d->mb->obs + (size_t)first * (size_t)frl_policy_input_row_w(p);
     frl_policy_forward(p, p->params, rows, x, &f);
     loss_grad(d, first, rows, &f, d->stats + (size_t)task * SHARD_STATS);
@@ -312,6 +317,9 @@ static int shard_task(void *user, int32_t task, int32_t thread)
 static frl_status gradient(dqn *d, step_stats *st, char *err)
 {
     int32_t shards = (d->mb->rows + d->shard_rows - 1) / d->shard_rows, failed;
+    /* The input gradients as forward products with these (linear_bwd_input's bits),
+     * packed once for the shards instead of once in each. */
+    frl_policy_weights_out_in(d->p, d->p->params, d->w_out_in);
     if (frl_pool_run(d->pool, shards, shard_task, d, &failed) != 0)
         return frl_fail(err, FRL_ERR_INTERNAL, "train.algo=dqn: shard %d failed", (int)failed);
     if (shards > 1)
