@@ -61,6 +61,7 @@ typedef struct dqn {
     frl_adam adam;          /* m and v: [2 x num_params] in one allocation */
     float *ws;              /* [threads x ws_floats]: a training pass and two forward */
     size_t ws_floats;       /* passes (x' through the target and the online network) */
+    size_t train_floats, fwd_floats; /* a pass's share of it, planned once */
     double *stats;          /* [shards x SHARD_STATS]: loss, Q and |TD error| sums */
     float *y;               /* [batch] TD targets */
     float *priority;        /* [batch] new priorities (prioritised) */
@@ -153,7 +154,9 @@ static frl_status alloc_arrays(dqn *d, const frl_allocator *al, char *err)
     size_t np = d->p->num_params, rows = (size_t)d->s.batch;
     size_t threads = (size_t)frl_pool_threads(d->pool);
     size_t bufs = d->shards > 1 ? (size_t)d->shards + 1 : 1; /* one shard writes g */
-    d->ws_floats = pass_floats(d, 1) + 2 * pass_floats(d, 0);
+    d->train_floats = pass_floats(d, 1);
+    d->fwd_floats = pass_floats(d, 0);
+    d->ws_floats = d->train_floats + 2 * d->fwd_floats;
     d->target = frl_alloc(al, sizeof(float) * np, 64);
     d->grads = frl_alloc(al, sizeof(float) * np * bufs, 64);
     d->adam.m = frl_alloc(al, sizeof(float) * 2 * np, 64);
@@ -256,7 +259,7 @@ static void td_targets(dqn *d, int32_t first, int32_t rows, float *ws)
     frl_policy_forward(p, d->target, rows, x, &ft);
     const float *pick = ft.out;
     if (d->s.double_q) {
-        frl_policy_pass_layout(p, rows, 0, ws + pass_floats(d, 0), &fo);
+        frl_policy_pass_layout(p, rows, 0, ws + d->fwd_floats, &fo);
         frl_policy_forward(p, p->params, rows, x, &fo);
         pick = fo.out;
     }
@@ -301,7 +304,7 @@ static int shard_task(void *user, int32_t task, int32_t thread)
     int32_t first = task * d->shard_rows;
     int32_t rows = d->mb->rows - first < d->shard_rows ? d->mb->rows - first : d->shard_rows;
     float *ws = d->ws + (size_t)thread * d->ws_floats;
-    td_targets(d, first, rows, ws + pass_floats(d, 1));
+    td_targets(d, first, rows, ws + d->train_floats);
     frl_pass f;
     frl_policy_pass_layout(p, rows, 1, ws, &f);
     f.w_out_in = d->w_out_in;
