@@ -274,13 +274,19 @@ FRL_API const char *frl_runtime_last_error(const frl_runtime *rt);
  * height * width * channels bytes a row in every array that holds them (vec env, ring,
  * replay, frl_act_args.observations: pass the bytes, cast). Only observations can be
  * images; a policy reads them through a convolutional encoder (policy.encoder), which
- * scales each byte to [0, 1] (doc/pixels.md). */
+ * scales each byte to [0, 1] (doc/pixels.md).
+ * Since 0.3, mixed(image, box): an image and a vector of float32 in one observation (the
+ * usual game case: a frame plus health, speed, a goal). A row is the image's bytes, then
+ * the box's floats (the image's byte count is a multiple of 4, so they stay aligned):
+ * frl_space_width of them are bytes. The encoder reads the image part and the vector
+ * part joins its features before the MLP trunk. */
 typedef struct frl_space frl_space;
 
 typedef enum frl_space_kind {
     FRL_SPACE_DISCRETE = 1,
     FRL_SPACE_BOX = 2,
-    FRL_SPACE_IMAGE = 3
+    FRL_SPACE_IMAGE = 3,
+    FRL_SPACE_MIXED = 4 /* since 0.3 */
 } frl_space_kind;
 
 /* alloc may be NULL. n in [1, 2^31). */
@@ -296,19 +302,30 @@ FRL_API frl_status frl_space_create_box(frl_space **out, const frl_allocator *al
  * width otherwise), else FRL_ERR_RANGE or FRL_ERR_SIZE saying which. */
 FRL_API frl_status frl_space_create_image(frl_space **out, const frl_allocator *alloc,
                                           int32_t height, int32_t width, int32_t channels);
+/* Since 0.3. image: an image space; vector: a box (any rank, read flat; its bounds are
+ * kept). Both are copied. Either of the wrong kind is FRL_ERR_INVALID_ARGUMENT. */
+FRL_API frl_status frl_space_create_mixed(frl_space **out, const frl_allocator *alloc,
+                                          const frl_space *image, const frl_space *vector);
+/* Since 0.3. A mixed space's parts: 0 the image, 1 the box (owned by the space, valid as
+ * long as it is); NULL for any other index or kind. */
+FRL_API const frl_space *frl_space_part(const frl_space *space, int32_t index);
 FRL_API void frl_space_destroy(frl_space *space);
 FRL_API frl_space_kind frl_space_get_kind(const frl_space *space);
 /* Discrete: n. Box: the number of float32 elements (the product of the shape). Image:
- * the number of bytes (height * width * channels). */
+ * the number of bytes (height * width * channels). Mixed: the bytes of a row (the
+ * image's plus 4 per float of the vector). */
 FRL_API int64_t frl_space_n(const frl_space *space);
-/* Box: the rank and shape; image: rank 3, {height, width, channels}; discrete: rank 0. */
+/* Box: the rank and shape; image: rank 3, {height, width, channels}; discrete and
+ * mixed: rank 0 (a mixed space's parts have theirs). */
 FRL_API int32_t frl_space_rank(const frl_space *space);
 FRL_API const int64_t *frl_space_shape(const frl_space *space);
-/* Box: frl_space_n values each; discrete and image: NULL (pixels are 0..255). */
+/* Box: frl_space_n values each; discrete, image and mixed: NULL (pixels are 0..255; a
+ * mixed space's vector part has the bounds). */
 FRL_API const float *frl_space_low(const frl_space *space);
 FRL_API const float *frl_space_high(const frl_space *space);
 /* Values per environment in an action or observation array: 1 for discrete (one
- * int32), frl_space_n for box (float32) and for image (uint8). */
+ * int32), frl_space_n for box (float32), image and mixed (uint8: a mixed row's vector
+ * part is 4 bytes a float). */
 FRL_API int64_t frl_space_width(const frl_space *space);
 
 /* ---------------------------------------------------------------------------------------
@@ -353,13 +370,15 @@ typedef struct frl_env_callbacks {
     int32_t state_size;
     int (*get_state)(void *user, double *state);
     int (*set_state)(void *user, const double *state);
-    /* Since 0.3, image observation spaces only, optional: the frame the env has just
-     * rendered, described in *frame (zeroed by the library, struct_size set) instead of
-     * written into obs. Called after every successful reset and step; the library copies
+    /* Since 0.3, image and mixed observation spaces only, optional: the frame the env
+     * has just rendered, described in *frame (zeroed by the library, struct_size set)
+     * instead of written into obs. Called after every successful reset and step; the library copies
      * the space's channels out of it (the first `channels` bytes of each pixel: RGBA
      * gives RGB), honouring the row stride, so an engine hands its render target as it
      * is. Without it, reset and step write height * width * channels bytes into obs
-     * themselves (cast obs to uint8_t *). */
+     * themselves (cast obs to uint8_t *). With a mixed space reset and step write the
+     * vector part (its floats start at byte height * width * channels of obs) and
+     * either the image part too or, with this callback, not: the frame fills it. */
     int (*frame)(void *user, frl_frame *frame);
 } frl_env_callbacks;
 
@@ -490,7 +509,8 @@ FRL_API frl_status frl_vec_env_step(frl_vec_env *venv);
 /* int32_t[num_envs] (discrete) or float[num_envs * width] (box), written by the caller. */
 FRL_API void *frl_vec_env_actions(frl_vec_env *venv);
 FRL_API const float *frl_vec_env_observations(const frl_vec_env *venv); /* [N * width] */
-/* Since 0.3: an image space's observations as bytes, [N x height x width x channels];
+/* Since 0.3: an image space's observations as bytes, [N x height x width x channels],
+ * or a mixed space's rows as bytes ([N x frl_space_n], each the image then the vector);
  * NULL for any other space (the pointer is the same as frl_vec_env_observations'). */
 FRL_API const uint8_t *frl_vec_env_frames(const frl_vec_env *venv);
 FRL_API const float *frl_vec_env_rewards(const frl_vec_env *venv);      /* [N] */

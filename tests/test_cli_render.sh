@@ -53,7 +53,7 @@ run "$fastrl" render CartPole-v1 --out "$dir/x.png"
 run "$fastrl" render PixelGrid-v0 --out "$dir/x.png" --policy oracle
 [ "$rc" -ne 0 ] && has "no scripted oracle" || fail "an oracle for PixelGrid-v0: $out"
 run "$fastrl" render RayHall-v0 --out "$dir/x.png"
-[ "$rc" -ne 0 ] && has "unknown environment" || fail "an unknown env: $out"
+[ "$rc" -ne 0 ] && has "unknown env " || fail "an unknown env: $out"
 run "$fastrl" render RayRoom-v0 --out "$dir/no/such/dir/x.png"
 [ "$rc" -ne 0 ] && has "cannot write" || fail "an unwritable path: $out"
 run "$fastrl" render RayRoom-v0

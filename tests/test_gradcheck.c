@@ -112,7 +112,7 @@ static void encode_d(const frl_policy *pol, const double *p, const float *obs, d
     static double a[MAXIMG], b[MAXIMG];
     const uint8_t *img = (const uint8_t *)obs;
     size_t in = (size_t)pol->cnn.in_h * (size_t)pol->cnn.in_w * (size_t)pol->cnn.in_c;
-    ck_assert(in <= MAXIMG && pol->cnn.widest <= MAXIMG && pol->cnn.out_w <= 64);
+    ck_assert(in <= MAXIMG && pol->cnn.widest <= MAXIMG && pol->in_w <= 64);
     for (size_t i = 0; i < in; i++)
         a[i] = img[i] / 255.0;
     for (int32_t l = 0; l < pol->cnn.layers; l++) {
@@ -120,6 +120,8 @@ static void encode_d(const frl_policy *pol, const double *p, const float *obs, d
         memcpy(a, b, sizeof(double) * frl_conv2d_out_size(&pol->cnn.conv[l]));
     }
     memcpy(x, a, sizeof(double) * (size_t)pol->cnn.out_w);
+    for (int32_t j = 0; j < pol->vec_w; j++) /* a mixed row's vector joins the features */
+        x[pol->cnn.out_w + j] = obs[pol->vec_at + j];
 }
 
 static void policy_d(const frl_policy *pol, const double *p, const float *obs, double *out,
@@ -416,9 +418,10 @@ static void fill_slot(fixture *f, frl_rng *r)
     uint8_t *reset = frl_ring_at(ring, 0, FRL_RING_RESET_STEPS);
     for (int32_t i = 0; i < N * ow; i++)
         obs[i] = (float)frl_rng_uniform_range(r, -2, 2);
-    if (f->p->cnn.layers) /* image rows: random pixels */
-        for (size_t i = 0; i < 4 * (size_t)N * (size_t)ow; i++)
-            ((uint8_t *)obs)[i] = (uint8_t)(frl_rng_next(r) >> 56);
+    if (f->p->cnn.layers) /* image rows: random pixels (a mixed row's vector: floats) */
+        for (int32_t i = 0; i < N; i++)
+            for (size_t b = 0; b < 4 * (size_t)(f->p->vec_w ? f->p->vec_at : ow); b++)
+                ((uint8_t *)(obs + (size_t)i * (size_t)ow))[b] = (uint8_t)(frl_rng_next(r) >> 56);
     for (int32_t i = 0; i < N; i++) {
         if (f->p->discrete)
             ((int32_t *)frl_ring_at(ring, 0, FRL_RING_ACTIONS))[i] = (int32_t)(frl_rng_next(r) % (uint64_t)w);
@@ -499,6 +502,10 @@ static void prepare_recurrent(fixture *f, frl_rng *r)
     memcpy(v, old, sizeof(float) * (size_t)N);
 }
 
+/* Floats of a vector beside the image (a mixed observation space) in the next case
+ * with an encoder; 0: a plain image. check_mixed sets it around check_case. */
+static int32_t mixed_vector;
+
 static void setup(fixture *f, const char *settings, int discrete, int obs_w, int32_t T,
                   int32_t B)
 {
@@ -509,9 +516,17 @@ static void setup(fixture *f, const char *settings, int discrete, int obs_w, int
     ck_assert_int_eq(frl_runtime_create(&f->rt, cfg, NULL, NULL), FRL_OK);
     int64_t shape = obs_w;
     f->frames0 = NULL;
-    if (strstr(settings, "policy.encoder=")) /* a 40 x 40 image of obs_w channels */
+    if (strstr(settings, "policy.encoder=")) { /* a 40 x 40 image of obs_w channels */
         ck_assert_int_eq(frl_space_create_image(&f->os, NULL, 40, 40, obs_w), FRL_OK);
-    else
+        if (mixed_vector > 0) { /* and a vector after it */
+            frl_space *im = f->os, *vec;
+            int64_t vw = mixed_vector;
+            ck_assert_int_eq(frl_space_create_box(&vec, NULL, 1, &vw, NULL, NULL), FRL_OK);
+            ck_assert_int_eq(frl_space_create_mixed(&f->os, NULL, im, vec), FRL_OK);
+            frl_space_destroy(im);
+            frl_space_destroy(vec);
+        }
+    } else
         ck_assert_int_eq(frl_space_create_box(&f->os, NULL, 1, &shape, NULL, NULL), FRL_OK);
     int64_t ashape = 2;
     float lo[2] = {-1, -1}, hi[2] = {1, 1};
@@ -520,6 +535,7 @@ static void setup(fixture *f, const char *settings, int discrete, int obs_w, int
     else
         ck_assert_int_eq(frl_space_create_box(&f->as, NULL, 1, &ashape, lo, hi), FRL_OK);
     ck_assert_int_eq(frl_policy_create(&f->p, f->rt, cfg, f->os, f->as), FRL_OK);
+    ck_assert_int_eq(f->p->vec_w, mixed_vector);
     ck_assert_int_eq(frl_ring_create(&f->ring, f->rt, 1, T, B, f->os, f->as), FRL_OK);
     frl_ppo_settings s = {.epochs = 1, .minibatches = 1, .lr = 1e-3, .clip = 0.2,
                           .ent_coef = 0.01, .vf_coef = 0.5, .max_grad_norm = 0.5,
@@ -674,6 +690,7 @@ static void check_case(const char *settings, int discrete, int obs_w, int32_t T,
     double lib_loss = library_gradient(&f, settings, idx, n, other, m);
     size_t np = f.p->num_params;
     double *p = calloc(np, sizeof(double)), *fd = calloc(np, sizeof(double)), worst = 0, gmax = 0;
+    double conv_max = 0; /* a conv encoder's largest: its gradient is checked, not all zero */
     ref *R = calloc(1, sizeof *R);
     ck_assert(p && fd && R && np <= MAXPARAMS && f.p->out_w <= MAXOUT && f.l.N <= MAXROWS);
     ck_assert(!f.p->towers || f.p->core[0].h <= MAXH);
@@ -688,12 +705,16 @@ static void check_case(const char *settings, int discrete, int obs_w, int32_t T,
         if (isnan(fd[j]))
             continue; /* not differenced (fd_checked) */
         gmax = fmax(gmax, fabs(fd[j]));
+        if (j < f.p->cnn.num_params)
+            conv_max = fmax(conv_max, fabs(fd[j]));
         ck_assert_msg(within(f.l.g[j], fd[j]), "%s: parameter %zu: library %.8g, finite "
                       "difference %.8g", settings, j, (double)f.l.g[j], fd[j]);
         worst = fmax(worst, fabs(fd[j] - f.l.g[j]) / (fabs(fd[j]) + 1e-4));
     }
-    printf("%-60s %zu parameters, largest |grad| %.3g, worst relative error %.2e\n", settings, np,
-           gmax, worst);
+    printf("%-60s %zu parameters, largest |grad| %.3g (encoder's %.3g), worst relative error "
+           "%.2e\n", settings, np, gmax, conv_max, worst);
+    ck_assert_msg(!f.p->cnn.layers || conv_max > 1e-4, "%s: the encoder's gradient is %.3g at "
+                  "most: too small to check anything", settings, conv_max);
     if (f.p->towers || f.p->stack > 1)
         check_sensitive(&f, settings, p, R, idx, n, fd);
     free(p);
@@ -800,6 +821,34 @@ START_TEST(ppo_gradient_conv_encoder_gru_separate)
 {
     check_case("policy.encoder=simple policy.conv_channels=2,2,2 policy.core=gru "
                "policy.core_size=4 policy.hidden=5 train.bptt=3", 1, 3, 8, 4);
+}
+END_TEST
+
+static void check_case(const char *settings, int discrete, int obs_w, int32_t T, int32_t B);
+
+static void check_mixed(const char *settings, int discrete, int32_t vector, int32_t T,
+                        int32_t B)
+{
+    mixed_vector = vector;
+    check_case(settings, discrete, 1, T, B);
+    mixed_vector = 0;
+}
+
+/* A mixed observation (a one-channel image and 3 floats): the vector joins the
+ * encoder's features before separate networks, whose input gradients are split back
+ * into the features' alone. */
+START_TEST(ppo_gradient_mixed_obs_separate)
+{
+    check_mixed("policy.encoder=simple policy.conv_channels=2,2,2 policy.hidden=5", 1, 3, 2,
+                16);
+}
+END_TEST
+
+/* The same before a GRU (the recurrent policy's own join), Gaussian head. */
+START_TEST(ppo_gradient_mixed_obs_gru)
+{
+    check_mixed("policy.encoder=simple policy.conv_channels=2,2,4 policy.core=gru "
+                "policy.core_size=4 policy.hidden=5 train.bptt=3", 0, 2, 8, 4);
 }
 END_TEST
 
@@ -927,6 +976,8 @@ int main(void)
     tcase_add_test(tc, ppo_gradient_conv_encoder_lstm_shared_no_mlp);
     tcase_add_test(tc, ppo_gradient_nature_encoder_shared_gaussian);
     tcase_add_test(tc, ppo_gradient_frame_stack);
+    tcase_add_test(tc, ppo_gradient_mixed_obs_separate);
+    tcase_add_test(tc, ppo_gradient_mixed_obs_gru);
     tcase_add_test(tc, ppo_gradient_shared_relu_categorical);
     tcase_add_test(tc, ppo_gradient_separate_elu_gaussian);
     tcase_add_test(tc, ppo_gradient_shared_tanh_gaussian_obs_norm);

@@ -33,6 +33,12 @@ static void print_space(const char *label, const frl_space *s)
         printf("  %s: Discrete(%lld)\n", label, (long long)n);
         return;
     }
+    if (frl_space_get_kind(s) == FRL_SPACE_MIXED) {
+        printf("  %s: Mixed(an image, then a vector; %lld bytes a row)\n", label, (long long)n);
+        print_space("  image", frl_space_part(s, 0));
+        print_space("  vector", frl_space_part(s, 1));
+        return;
+    }
     if (frl_space_get_kind(s) == FRL_SPACE_IMAGE) {
         const int64_t *sh = frl_space_shape(s);
         printf("  %s: Image(height=%lld, width=%lld, channels=%lld, uint8)\n", label,

@@ -73,6 +73,8 @@ static frl_status act(frl_vec_env *v, const render_opts *o, frl_rng *r)
 static int run(frl_vec_env *v, const render_opts *o)
 {
     const frl_space *s = frl_vec_env_observation_space(v);
+    if (frl_space_get_kind(s) == FRL_SPACE_MIXED)
+        s = frl_space_part(s, 0); /* the image leads each row: env 0's is the first bytes */
     if (frl_space_get_kind(s) != FRL_SPACE_IMAGE) {
         fprintf(stderr, "fastrl render: %s observes a vector, not an image; only image envs "
                         "(fastrl envs: Image(...)) can be rendered\n", o->env);

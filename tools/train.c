@@ -349,12 +349,15 @@ static void print_ring_memory(frl_trainer *t)
     if (frl_ring_memory_size(slots, frl_ring_steps(r), frl_ring_envs(r), os,
                              frl_vec_env_action_space(v), &bytes) != FRL_OK)
         return;
-    int image = frl_space_get_kind(os) == FRL_SPACE_IMAGE;
+    frl_space_kind kind = frl_space_get_kind(os);
+    int image = kind == FRL_SPACE_IMAGE || kind == FRL_SPACE_MIXED;
     long long row = frl_space_width(os) * (image ? 1 : 4); /* a pixel is a byte */
     fprintf(stderr, "ring: %d slots of %d steps x %d envs, %.1f MiB (%.2f MiB a slot); "
             "observations %lld bytes a row%s\n", (int)slots, (int)frl_ring_steps(r),
             (int)frl_ring_envs(r), (double)bytes / 1048576.0,
-            (double)bytes / (double)slots / 1048576.0, row, image ? " (uint8 pixels)" : "");
+            (double)bytes / (double)slots / 1048576.0, row,
+            kind == FRL_SPACE_MIXED ? " (uint8 pixels, then float32 values)"
+            : image                 ? " (uint8 pixels)" : "");
 }
 
 static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *cfg)

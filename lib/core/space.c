@@ -1,4 +1,4 @@
-/* frl_space: discrete(n), float32 box and uint8 image spaces. */
+/* frl_space: discrete(n), float32 box, uint8 image and mixed (image plus box) spaces. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -160,6 +160,51 @@ FRL_API frl_status frl_space_create_image(frl_space **out, const frl_allocator *
     return FRL_OK;
 }
 
+/* A mixed space's parts are copies it owns; the checks name which argument is wrong. */
+static frl_status check_parts(const frl_space *image, const frl_space *vector)
+{
+    static const char who[] = "frl_space_create_mixed";
+    if (!image || !vector)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: the %s space is NULL", who,
+                        image ? "vector" : "image");
+    if (image->kind != FRL_SPACE_IMAGE)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: the first part must be an image "
+                        "space (frl_space_create_image)", who);
+    if (vector->kind != FRL_SPACE_BOX)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: the second part must be a box "
+                        "space (frl_space_create_box) of float32 values", who);
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_space_create_mixed(frl_space **out, const frl_allocator *alloc,
+                                          const frl_space *image, const frl_space *vector)
+{
+    if (!out)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_space_create_mixed: out is NULL");
+    *out = NULL;
+    frl_status st = check_parts(image, vector);
+    frl_space *s = NULL;
+    if (st == FRL_OK)
+        st = space_new(alloc, "frl_space_create_mixed", &s);
+    if (st != FRL_OK)
+        return st;
+    s->kind = FRL_SPACE_MIXED;
+    s->parts[0] = frl_space_clone(&s->alloc, image);
+    s->parts[1] = s->parts[0] ? frl_space_clone(&s->alloc, vector) : NULL;
+    if (!s->parts[1]) {
+        frl_space_destroy(s);
+        return frl_fail(NULL, FRL_ERR_NOMEM, "frl_space_create_mixed: out of memory");
+    }
+    s->n = image->n + 4 * vector->n;
+    *out = s;
+    return FRL_OK;
+}
+
+FRL_API const frl_space *frl_space_part(const frl_space *s, int32_t index)
+{
+    return s && s->kind == FRL_SPACE_MIXED && index >= 0 && index < 2 ? s->parts[index] : NULL;
+}
+
 int64_t frl_space_row_floats(const frl_space *s)
 {
     switch (s->kind) {
@@ -167,6 +212,8 @@ int64_t frl_space_row_floats(const frl_space *s)
         return 1;
     case FRL_SPACE_IMAGE:
         return s->n / 4;
+    case FRL_SPACE_MIXED:
+        return s->n / 4; /* the image's words and one a float */
     default:
         return s->n;
     }
@@ -180,6 +227,8 @@ frl_space *frl_space_clone(const frl_allocator *alloc, const frl_space *src)
     else if (src->kind == FRL_SPACE_IMAGE)
         frl_space_create_image(&s, alloc, (int32_t)src->shape[0], (int32_t)src->shape[1],
                                (int32_t)src->shape[2]);
+    else if (src->kind == FRL_SPACE_MIXED)
+        frl_space_create_mixed(&s, alloc, src->parts[0], src->parts[1]);
     else
         frl_space_create_box(&s, alloc, src->rank, src->shape, src->low, src->high);
     return s;
@@ -190,6 +239,8 @@ FRL_API void frl_space_destroy(frl_space *s)
     if (!s)
         return;
     frl_allocator a = s->alloc;
+    frl_space_destroy(s->parts[0]);
+    frl_space_destroy(s->parts[1]);
     frl_free(&a, s->low);
     frl_free(&a, s);
 }
@@ -211,7 +262,7 @@ FRL_API int32_t frl_space_rank(const frl_space *s)
 
 FRL_API const int64_t *frl_space_shape(const frl_space *s)
 {
-    return s && s->kind != FRL_SPACE_DISCRETE ? s->shape : NULL;
+    return s && s->rank > 0 ? s->shape : NULL;
 }
 
 FRL_API const float *frl_space_low(const frl_space *s)
@@ -229,7 +280,8 @@ FRL_API int64_t frl_space_width(const frl_space *s)
     return !s ? 0 : (s->kind == FRL_SPACE_DISCRETE ? 1 : s->n);
 }
 
-/* Kind, n and shape: what decides how an array of the space is laid out. */
+/* Kind, n and shape (a mixed space's parts' too): what decides how an array of the
+ * space is laid out. */
 static int same_layout(const frl_space *a, const frl_space *b)
 {
     if (a->kind != b->kind || a->n != b->n || a->rank != b->rank)
@@ -237,6 +289,8 @@ static int same_layout(const frl_space *a, const frl_space *b)
     for (int32_t i = 0; i < a->rank; i++)
         if (a->shape[i] != b->shape[i])
             return 0;
+    if (a->kind == FRL_SPACE_MIXED)
+        return same_layout(a->parts[0], b->parts[0]) && same_layout(a->parts[1], b->parts[1]);
     return 1;
 }
 
@@ -244,18 +298,27 @@ int frl_space_equal(const frl_space *a, const frl_space *b)
 {
     if (!same_layout(a, b))
         return 0;
+    if (a->kind == FRL_SPACE_MIXED)
+        return frl_space_equal(a->parts[1], b->parts[1]);
     if (a->kind != FRL_SPACE_BOX)
         return 1;
     return memcmp(a->low, b->low, sizeof(float) * (size_t)a->n) == 0 &&
            memcmp(a->high, b->high, sizeof(float) * (size_t)a->n) == 0;
 }
 
-/* "discrete(3)", "box[2x3]" or "image[84x84x4]": enough to tell two spaces apart in a
- * message. */
+/* "discrete(3)", "box[2x3]", "image[84x84x4]" or "mixed(image[..], box[..])": enough
+ * to tell two spaces apart in a message. */
 void frl_space_describe(const frl_space *s, char *buf, size_t size)
 {
     if (s->kind == FRL_SPACE_DISCRETE) {
         snprintf(buf, size, "discrete(%lld)", (long long)s->n);
+        return;
+    }
+    if (s->kind == FRL_SPACE_MIXED) {
+        char im[32], vec[FRL_SPACE_DESCRIBE];
+        frl_space_describe(s->parts[0], im, sizeof im);
+        frl_space_describe(s->parts[1], vec, sizeof vec);
+        snprintf(buf, size, "mixed(%s, %s)", im, vec);
         return;
     }
     size_t used = (size_t)snprintf(buf, size, s->kind == FRL_SPACE_IMAGE ? "image[" : "box[");
@@ -273,8 +336,7 @@ frl_status frl_space_check_same(const frl_space *want, const frl_space *have, co
         return frl_fail(err, FRL_ERR_NULL, "%s: %s: a space is NULL", who, what);
     if (same_layout(want, have))
         return FRL_OK;
-    /* A rank-8 box takes 4 + 8 * 11 + 1 characters at most. */
-    char w[96], h[96];
+    char w[FRL_SPACE_DESCRIBE], h[FRL_SPACE_DESCRIBE];
     frl_space_describe(want, w, sizeof w);
     frl_space_describe(have, h, sizeof h);
     return frl_fail(err, FRL_ERR_SIZE,

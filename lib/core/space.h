@@ -18,19 +18,43 @@ struct frl_space {
     int64_t shape[FRL_SPACE_MAX_RANK]; /* image: height, width, channels */
     float *low;      /* box: n values, one allocation with high (NULL otherwise) */
     float *high;
+    struct frl_space *parts[2]; /* mixed: its image and its box (owned), else NULL */
 };
 
 /* Floats per row of an array of the space's observations inside the library (the vec
  * env, ring, replay and the policy's input): 1 for discrete (its index), n for a box,
- * n / 4 for an image, whose bytes travel as 4-byte words that only the encoder reads. */
+ * n / 4 for an image, whose bytes travel as 4-byte words that only the encoder reads;
+ * a mixed row is its image's words, then its vector's floats. */
 int64_t frl_space_row_floats(const frl_space *s);
 
-static inline int frl_space_is_image(const frl_space *s)
+/* The image an observation holds: the space itself, a mixed space's image part, or
+ * NULL (no pixels). */
+static inline const frl_space *frl_space_image_of(const frl_space *s)
 {
-    return s->kind == FRL_SPACE_IMAGE;
+    return s->kind == FRL_SPACE_IMAGE ? s : s->kind == FRL_SPACE_MIXED ? s->parts[0] : NULL;
 }
 
-/* "discrete(3)", "box[2x3]" or "image[84x84x4]" into buf. */
+/* Rows carry pixels (an image or a mixed space): only an encoder reads them. */
+static inline int frl_space_is_image(const frl_space *s)
+{
+    return frl_space_image_of(s) != NULL;
+}
+
+/* A mixed row's vector part: its first float (after the image's words) and its count;
+ * 0 and 0 for every other kind. */
+static inline int64_t frl_space_vector_at(const frl_space *s)
+{
+    return s->kind == FRL_SPACE_MIXED ? s->parts[0]->n / 4 : 0;
+}
+
+static inline int64_t frl_space_vector_floats(const frl_space *s)
+{
+    return s->kind == FRL_SPACE_MIXED ? s->parts[1]->n : 0;
+}
+
+/* "discrete(3)", "box[2x3]", "image[84x84x4]" or "mixed(image[40x40x3], box[2])" into
+ * buf (FRL_SPACE_DESCRIBE bytes hold any). */
+enum { FRL_SPACE_DESCRIBE = 160 };
 void frl_space_describe(const frl_space *s, char *buf, size_t size);
 
 /* Copy src with alloc; on failure sets the thread's last error and returns NULL. */

@@ -8,7 +8,12 @@
  * cells in the image: a test of the whole pixel path (image spaces, the convolutional
  * encoder, PPO) small enough for the test suite. A uniform random policy reaches the
  * goal in about a third of its episodes; a solved one in all of them. 40 x 40 is the
- * smallest square both encoders fit (each leaves 1 x 1 x channels). */
+ * smallest square both encoders fit (each leaves 1 x 1 x channels).
+ *
+ * PixelGoal-v0: the same world with a mixed observation space: the image shows the
+ * agent alone, and the goal's cell is a vector of two floats after it (x / 4, y / 4).
+ * Neither part suffices, so a policy must join the encoder's features with the vector:
+ * the test of mixed observations (doc/pixels.md). */
 #include <string.h>
 
 #include "core/alloc.h"
@@ -19,10 +24,11 @@
 enum { PG_CELLS = 5, PG_CELL_PX = 8, PG_SIZE = PG_CELLS * PG_CELL_PX, PG_CH = 3,
        PG_LIMIT = 20, PG_ACTIONS = 4, PG_STATE = 4 };
 
-static const char pg_name[] = "PixelGrid-v0";
+static const char *const pg_names[] = {"PixelGrid-v0", "PixelGoal-v0", NULL};
 
 typedef struct pg_env {
     int32_t ax, ay, gx, gy;
+    int32_t goal_in_vector; /* PixelGoal-v0 */
 } pg_env;
 
 /* The sims of one vec env, freed with the vec env (its release hook). */
@@ -38,11 +44,17 @@ static void paint_cell(uint8_t *img, int32_t cx, int32_t cy, const uint8_t rgb[P
             memcpy(img + ((size_t)y * PG_SIZE + (size_t)x) * PG_CH, rgb, PG_CH);
 }
 
+/* The observation: the image, and for PixelGoal-v0 the goal's vector after it. */
 static void render(const pg_env *e, uint8_t *img)
 {
     static const uint8_t red[PG_CH] = {255, 0, 0}, green[PG_CH] = {0, 255, 0};
     memset(img, 0, (size_t)PG_SIZE * PG_SIZE * PG_CH);
-    paint_cell(img, e->gx, e->gy, green);
+    if (e->goal_in_vector) {
+        float goal[2] = {(float)e->gx / (PG_CELLS - 1), (float)e->gy / (PG_CELLS - 1)};
+        memcpy(img + (size_t)PG_SIZE * PG_SIZE * PG_CH, goal, sizeof goal);
+    } else {
+        paint_cell(img, e->gx, e->gy, green);
+    }
     paint_cell(img, e->ax, e->ay, red);
 }
 
@@ -126,22 +138,37 @@ static void release_block(void *owner)
 
 const char *frl_pixel_env_name_at(int32_t index)
 {
-    return index == 0 ? pg_name : NULL;
+    return index >= 0 && index < 2 ? pg_names[index] : NULL;
 }
 
 int frl_pixel_env_is(const char *name)
 {
-    return strcmp(name, pg_name) == 0;
+    for (int32_t i = 0; pg_names[i]; i++)
+        if (strcmp(name, pg_names[i]) == 0)
+            return 1;
+    return 0;
 }
 
-static frl_status pg_spaces(frl_runtime *rt, frl_space **obs, frl_space **act)
+/* PixelGrid-v0's image; PixelGoal-v0's image and the goal's box [0, 1]^2. */
+static frl_status pg_spaces(frl_runtime *rt, int mixed, frl_space **obs, frl_space **act)
 {
-    frl_status st = frl_space_create_image(obs, &rt->alloc, PG_SIZE, PG_SIZE, PG_CH);
+    static const int64_t two = 2;
+    static const float lo[2] = {0, 0}, hi[2] = {1, 1};
+    frl_space *im = NULL, *goal = NULL;
+    frl_status st = frl_space_create_image(&im, &rt->alloc, PG_SIZE, PG_SIZE, PG_CH);
+    if (st == FRL_OK && mixed)
+        st = frl_space_create_box(&goal, &rt->alloc, 1, &two, lo, hi);
+    if (st == FRL_OK && mixed)
+        st = frl_space_create_mixed(obs, &rt->alloc, im, goal);
+    else if (st == FRL_OK)
+        st = frl_space_create_image(obs, &rt->alloc, PG_SIZE, PG_SIZE, PG_CH);
+    frl_space_destroy(im);
+    frl_space_destroy(goal);
     return st != FRL_OK ? st : frl_space_create_discrete(act, &rt->alloc, PG_ACTIONS);
 }
 
 static frl_status pg_vec(frl_vec_env **out, frl_runtime *rt, pg_block *b, void **users,
-                         int32_t n, const struct frl_config *cfg, const char *who)
+                         int32_t n, int mixed, const struct frl_config *cfg, const char *who)
 {
     frl_env_callbacks cb;
     frl_env_callbacks_init(&cb);
@@ -150,10 +177,12 @@ static frl_status pg_vec(frl_vec_env **out, frl_runtime *rt, pg_block *b, void *
     cb.state_size = PG_STATE;
     cb.get_state = pg_get_state;
     cb.set_state = pg_set_state;
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n; i++) {
+        b->envs[i].goal_in_vector = mixed;
         users[i] = &b->envs[i];
+    }
     frl_space *obs = NULL, *act = NULL;
-    frl_status st = pg_spaces(rt, &obs, &act);
+    frl_status st = pg_spaces(rt, mixed, &obs, &act);
     if (st == FRL_OK)
         st = frl_vec_env_create_hosted(out, rt, &cb, users, n, obs, act, cfg, PG_LIMIT, who);
     frl_space_destroy(obs);
@@ -165,19 +194,19 @@ frl_status frl_pixel_vec_env_create(frl_vec_env **out, frl_runtime *rt, const ch
                                     int32_t num_envs, const struct frl_config *cfg,
                                     const char *who)
 {
-    (void)name; /* the one pixel env */
+    int mixed = strcmp(name, pg_names[1]) == 0;
     pg_block *b = frl_alloc(&rt->alloc, sizeof *b + sizeof(pg_env) * (size_t)num_envs, 64);
     void **users = frl_alloc(&rt->alloc, sizeof(void *) * (size_t)num_envs, 16);
-    frl_status st = b && users ? pg_vec(out, rt, b, users, num_envs, cfg, who)
+    frl_status st = b && users ? pg_vec(out, rt, b, users, num_envs, mixed, cfg, who)
                                : frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for %d "
-                                          "%s envs", who, (int)num_envs, pg_name);
+                                          "%s envs", who, (int)num_envs, name);
     frl_free(&rt->alloc, users);
     if (st != FRL_OK) {
         frl_free(&rt->alloc, b);
         return st;
     }
     b->alloc = rt->alloc;
-    (*out)->task = pg_name;
+    (*out)->task = pg_names[mixed];
     (*out)->observe = pg_observe;
     (*out)->release = release_block;
     (*out)->owner = b;

@@ -4,6 +4,17 @@
 
 #include "env/values.h"
 
+int64_t frl_find_nonfinite_cols(const float *x, int64_t rows, int64_t row_w, int64_t at,
+                                int64_t w)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t k = frl_find_nonfinite(x + r * row_w + at, w);
+        if (k >= 0)
+            return r * row_w + at + k;
+    }
+    return -1;
+}
+
 int64_t frl_find_nonfinite(const float *x, int64_t n)
 {
     /* A float is NaN or infinite exactly when its exponent bits are all ones. The

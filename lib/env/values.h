@@ -12,6 +12,12 @@
  * survives any floating-point optimisation flags. */
 int64_t frl_find_nonfinite(const float *x, int64_t n);
 
+/* The same over a column range of rows: in each of rows rows of row_w floats, the
+ * values [at, at + w) (a mixed observation's vector part). Returns the first bad one's
+ * index in the whole array (row * row_w + column), or -1. */
+int64_t frl_find_nonfinite_cols(const float *x, int64_t rows, int64_t row_w, int64_t at,
+                                int64_t w);
+
 /* A discrete(n) observation is one float holding its index, so n is at most 2^24:
  * every integer up to 2^24 is exact in a float32, none is lost or merged in transit. */
 enum { FRL_DISCRETE_OBS_MAX = 1 << 24 };

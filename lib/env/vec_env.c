@@ -206,8 +206,8 @@ frl_status frl_check_action_space(const frl_space *s, const char *who, char *err
 {
     if (frl_space_is_image(s))
         return frl_fail(err, FRL_ERR_UNSUPPORTED,
-                        "%s: the action space is an image; images can only be observations "
-                        "(actions are discrete or a box)", who);
+                        "%s: the action space holds an image; images can only be "
+                        "observations (actions are discrete or a box)", who);
     return FRL_OK;
 }
 
@@ -288,8 +288,8 @@ frl_status frl_vec_env_create_hosted(frl_vec_env **out, frl_runtime *rt,
     st = copy_spaces(v, observation_space, action_space, who);
     if (st == FRL_OK && table.frame && !frl_space_is_image(v->obs_space))
         st = frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
-                      "%s: callbacks.frame is set, but the observation space is not an image "
-                      "(frames are for frl_space_create_image spaces)", who);
+                      "%s: callbacks.frame is set, but the observation space holds no image "
+                      "(frames are for frl_space_create_image and _mixed spaces)", who);
     if (st == FRL_OK)
         st = finish_layout(v, cfg, default_limit);
     if (st != FRL_OK) {

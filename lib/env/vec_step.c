@@ -113,7 +113,8 @@ static frl_status take_frame(frl_vec_env *v, int32_t i, float *obs, char *err, c
     if (rc != 0)
         return host_fail(v, i, err, "frame", rc);
     char why[FRL_ERRMSG_SIZE / 2];
-    frl_status st = frl_frame_copy(v->obs_space, &f, (uint8_t *)obs, why, sizeof why);
+    frl_status st = frl_frame_copy(frl_space_image_of(v->obs_space), &f, (uint8_t *)obs, why,
+                                   sizeof why);
     if (st == FRL_OK)
         return FRL_OK;
     mark_failed(v, i);
@@ -122,14 +123,31 @@ static frl_status take_frame(frl_vec_env *v, int32_t i, float *obs, char *err, c
     return st;
 }
 
-/* The observation a reset or step callback left: checked (floats, indices), or the
- * frame taken (images; any byte is a valid pixel). */
+/* A mixed observation's vector part must be finite, as a box's. */
+static frl_status check_host_vector(frl_vec_env *v, int32_t i, const float *obs, char *err,
+                                    const char *who)
+{
+    int64_t at = frl_space_vector_at(v->obs_space);
+    int64_t k = frl_find_nonfinite(obs + at, frl_space_vector_floats(v->obs_space));
+    if (k < 0)
+        return FRL_OK;
+    mark_failed(v, i);
+    snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: %s callback returned %s in the vector "
+             "part of a mixed observation, element %lld (float %lld of obs)", (int)i,
+             (long long)v->step_calls, who, obs[at + k] != obs[at + k] ? "NaN" : "infinity",
+             (long long)k, (long long)(at + k));
+    return FRL_ERR_NONFINITE;
+}
+
+/* The observation a reset or step callback left: checked (floats, indices, a mixed
+ * row's vector), and the frame taken (images; any byte is a valid pixel). */
 static frl_status host_observation(frl_vec_env *v, int32_t i, float *obs, char *err,
                                    const char *who)
 {
     if (!frl_space_is_image(v->obs_space))
         return check_host_obs(v, i, obs, err, who);
-    return v->cb.frame ? take_frame(v, i, obs, err, who) : FRL_OK;
+    frl_status st = check_host_vector(v, i, obs, err, who);
+    return st == FRL_OK && v->cb.frame ? take_frame(v, i, obs, err, who) : st;
 }
 
 static frl_status host_reset_one(frl_vec_env *v, int32_t i, float *obs, char *err)
@@ -267,8 +285,19 @@ static frl_status check_batch_index(frl_vec_env *v, const char *who)
 
 static frl_status check_batch_obs(frl_vec_env *v, const char *who)
 {
-    if (frl_space_is_image(v->obs_space))
-        return FRL_OK; /* any byte is a pixel */
+    if (frl_space_is_image(v->obs_space)) { /* any byte is a pixel; a mixed vector is not */
+        int64_t at = frl_space_vector_at(v->obs_space);
+        int64_t k = frl_find_nonfinite_cols(v->b.obs, v->n, v->obs_w, at,
+                                            frl_space_vector_floats(v->obs_space));
+        if (k >= 0)
+            return frl_fail(v->err, FRL_ERR_NONFINITE,
+                            "env %lld step %lld: batch %s callback returned %s in the vector "
+                            "part of a mixed observation, element %lld",
+                            (long long)(k / v->obs_w), (long long)v->step_calls, who,
+                            v->b.obs[k] != v->b.obs[k] ? "NaN" : "infinity",
+                            (long long)(k % v->obs_w - at));
+        return FRL_OK;
+    }
     if (v->obs_n)
         return check_batch_index(v, who);
     int64_t k = frl_find_nonfinite(v->b.obs, (int64_t)v->n * v->obs_w);

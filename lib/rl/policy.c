@@ -209,16 +209,41 @@ static void forward_q(const frl_policy *p, const float *params, int32_t rows, fr
     frl_policy_dueling_combine(p, rows, f->out, f->value);
 }
 
-/* What the networks read: the encoder's features of image rows, else
- * frl_policy_input's. */
+const float *frl_policy_encode(const frl_policy *p, const float *params, int32_t rows,
+                               const float *obs, size_t row_floats, float *acts, float *work,
+                               float *join)
+{
+    const float *feat = frl_cnn_forward(&p->cnn, p->k, params, rows, (const uint8_t *)obs,
+                                        sizeof(float) * row_floats, acts, work);
+    if (!p->vec_w)
+        return feat;
+    size_t fw = (size_t)p->cnn.out_w, vw = (size_t)p->vec_w, iw = (size_t)p->in_w;
+    for (int32_t i = 0; i < rows; i++) {
+        memcpy(join + (size_t)i * iw, feat + (size_t)i * fw, sizeof(float) * fw);
+        memcpy(join + (size_t)i * iw + fw, obs + (size_t)i * row_floats + (size_t)p->vec_at,
+               sizeof(float) * vw);
+    }
+    return join;
+}
+
+void frl_policy_feature_grad(const frl_policy *p, int32_t rows, float *d_in)
+{
+    size_t fw = (size_t)p->cnn.out_w, iw = (size_t)p->in_w;
+    /* Row i moves down to i * fw <= i * iw: rows are packed in order, none overwritten
+     * before it is read. */
+    for (int32_t i = 1; p->vec_w && i < rows; i++)
+        memmove(d_in + (size_t)i * fw, d_in + (size_t)i * iw, sizeof(float) * fw);
+}
+
+/* What the networks read: the encoder's features of image rows (joined by a mixed row's
+ * vector), else frl_policy_input's. */
 static const float *network_input(const frl_policy *p, const float *params, int32_t rows,
                                   const float *obs, frl_pass *f)
 {
     if (!p->cnn.layers)
         return frl_policy_input(p, f->norm, rows, obs, f->xn);
-    return frl_cnn_forward(&p->cnn, p->k, params, rows, (const uint8_t *)obs,
-                           sizeof(float) * (size_t)frl_policy_input_row_w(p), f->enc_acts,
-                           f->enc_work);
+    return frl_policy_encode(p, params, rows, obs, (size_t)frl_policy_input_row_w(p),
+                             f->enc_acts, f->enc_work, f->xn);
 }
 
 void frl_policy_forward_heads(const frl_policy *p, const float *params, int32_t rows,
@@ -327,6 +352,8 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
                          int32_t rows, frl_pass *f)
 {
     backward_networks(p, params, grads, rows, f);
+    if (p->cnn.layers)
+        frl_policy_feature_grad(p, rows, f->d_in);
     if (p->cnn.layers)
         frl_cnn_backward(&p->cnn, p->k, params, grads, f->accumulate, rows, f->enc_acts,
                          f->d_in, f->enc_grad, f->enc_work);
@@ -569,8 +596,16 @@ static frl_status check_act_widths(frl_policy *p, const frl_act_args *a)
 /* Box rows must be finite; a discrete row must hold an index of the space. */
 static frl_status check_act_obs(frl_policy *p, const frl_act_args *a)
 {
-    if (frl_space_is_image(p->obs_space))
-        return FRL_OK; /* any byte is a pixel */
+    if (frl_space_is_image(p->obs_space)) { /* any byte is a pixel; a mixed vector is not */
+        int64_t bad = frl_find_nonfinite_cols(a->observations, a->batch, p->obs_w, p->vec_at,
+                                              p->vec_w);
+        if (bad < 0)
+            return FRL_OK;
+        return frl_fail(p->err, FRL_ERR_NONFINITE,
+                        "frl_policy_act: the vector part of row %lld's mixed observation, "
+                        "element %lld, is not finite", (long long)(bad / p->obs_w),
+                        (long long)(bad % p->obs_w - p->vec_at));
+    }
     int64_t count = (int64_t)a->batch * p->obs_w;
     if (p->obs_n) {
         int64_t bad = frl_find_bad_index(a->observations, count, p->obs_n);
@@ -771,6 +806,9 @@ static int device_refuses(const frl_policy *p, char *why, size_t size)
     else if (p->cnn.layers && p->stack > 1)
         snprintf(why, size, "a convolutional encoder over a stack of %d frames "
                  "(policy.frame_stack) runs on the CPU for now", (int)p->stack);
+    else if (p->vec_w)
+        snprintf(why, size, "mixed observation spaces (an image and a vector) run on the CPU "
+                 "for now");
     else
         return 0;
     return 1;
@@ -939,6 +977,8 @@ static void read_shape(frl_policy *p, const frl_space *obs, const frl_space *act
     p->obs_w = (int32_t)frl_space_row_floats(obs);
     p->in_w = (int32_t)obs->n;
     p->obs_n = obs->kind == FRL_SPACE_DISCRETE ? (int32_t)obs->n : 0;
+    p->vec_at = (int32_t)frl_space_vector_at(obs);
+    p->vec_w = (int32_t)frl_space_vector_floats(obs);
     p->discrete = act->kind == FRL_SPACE_DISCRETE;
     p->out_w = (int32_t)act->n;
     p->shared = frl_cfg_bool(p->cfg, FRL_KEY_POLICY_SHARED);
@@ -987,13 +1027,13 @@ static frl_status encoder_for_space(frl_policy *p, const char *who)
 {
     int enc = frl_cfg_choice(p->cfg, FRL_KEY_POLICY_ENCODER);
     int image = frl_space_is_image(p->obs_space);
-    char space[96];
+    char space[FRL_SPACE_DESCRIBE];
     frl_space_describe(p->obs_space, space, sizeof space);
     if (image && enc == FRL_POLICY_ENCODER_MLP)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
-                        "%s: the observations are an %s of bytes and policy.encoder=mlp reads "
-                        "floats: set policy.encoder=nature or simple (a convolutional encoder "
-                        "over the pixels)", who, space);
+                        "%s: the observations (%s) hold an image of bytes and "
+                        "policy.encoder=mlp reads floats: set policy.encoder=nature or simple "
+                        "(a convolutional encoder over the pixels)", who, space);
     if (!image && enc != FRL_POLICY_ENCODER_MLP)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
                         "%s: policy.encoder=%s reads images (frl_space_create_image), and the "
@@ -1025,16 +1065,23 @@ static frl_status layout_encoder_stack(frl_policy *p, const char *who)
     if (p->obs_norm)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
                         "%s: policy.obs_norm=true with image observations: the encoder scales "
-                        "pixels to [0, 1] itself (set policy.obs_norm=false)", who);
+                        "pixels to [0, 1] itself (set policy.obs_norm=false%s)", who,
+                        p->vec_w ? "; a mixed space's vector part is not normalised: scale "
+                                   "it in the env" : "");
+    if (p->vec_w && p->stack > 1)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
+                        "%s: policy.frame_stack=%d with a mixed observation space: frame "
+                        "stacks hold whole images only (stack the frames in the env, or use "
+                        "a recurrent core, policy.core)", who, (int)p->stack);
     const frl_cnn_spec *spec = enc == FRL_POLICY_ENCODER_NATURE ? &frl_cnn_nature
                                                                 : &frl_cnn_simple;
     frl_int_list ch = frl_cfg_list(p->cfg, FRL_KEY_POLICY_CONV_CHANNELS);
-    const int64_t *shape = p->obs_space->shape;
+    const int64_t *shape = frl_space_image_of(p->obs_space)->shape;
     char why[FRL_ERRMSG_SIZE / 2];
     if (frl_cnn_init(&p->cnn, spec, ch.v, ch.n, (int32_t)shape[0], (int32_t)shape[1],
                      (int32_t)shape[2], p->stack, 0, why, sizeof why) != 0)
         return frl_fail(NULL, FRL_ERR_SIZE, "%s: %s", who, why);
-    p->in_w = p->cnn.out_w;
+    p->in_w = p->cnn.out_w + p->vec_w;
     p->state_w = (p->stack - 1) * p->obs_w; /* the earlier frames, carried when acting */
     return FRL_OK;
 }

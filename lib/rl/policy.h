@@ -22,7 +22,10 @@ struct frl_policy {
     int32_t obs_w;            /* floats per observation row: box width, 1 for discrete,
                                  an image's bytes / 4 (frl_space_row_floats) */
     int32_t in_w;             /* the networks' input width: obs_w, n for discrete(n), the
-                                 encoder's features for an image */
+                                 encoder's features for an image (then a mixed row's
+                                 vector part) */
+    int32_t vec_at, vec_w;    /* a mixed space's vector part: its first float in a row
+                                 and its width (0 and 0 for any other space) */
     /* policy.encoder nature or simple: a convolutional stack over image observations at
      * the start of the parameters, its features the networks' input (cnn.layers == 0:
      * none, the networks read the observations). */
@@ -111,6 +114,18 @@ static inline int32_t frl_policy_input_row_w(const frl_policy *p)
 {
     return p->obs_w * p->stack;
 }
+
+/* A conv encoder's features of rows observations (each row_floats floats apart), joined
+ * by a mixed row's vector part when the space has one: then written to join
+ * [rows x in_w], each row the features and then the vector. */
+const float *frl_policy_encode(const frl_policy *p, const float *params, int32_t rows,
+                               const float *obs, size_t row_floats, float *acts, float *work,
+                               float *join);
+
+/* d_in, the gradient of the networks' input [rows x in_w], packed in place into that of
+ * the encoder's features alone [rows x cnn.out_w] (a mixed row's vector part, an
+ * observation, gets no gradient). */
+void frl_policy_feature_grad(const frl_policy *p, int32_t rows, float *d_in);
 
 /* The hidden layers' activation that policy.activation names. */
 frl_nn_act frl_policy_activation(const frl_config *cfg);

@@ -7,14 +7,25 @@
 #include "rl/policy_io.h"
 
 /* [kind, n, rank, shape..., low..., high...] as doubles (infinities survive); an image
- * has no bounds, its shape being height, width and channels. */
+ * has no bounds, its shape being height, width and channels; a mixed space (rank 0) is
+ * followed by its image's values and then its box's. */
 static size_t space_values(const frl_space *s)
 {
+    if (s->kind == FRL_SPACE_MIXED)
+        return 3 + space_values(s->parts[0]) + space_values(s->parts[1]);
     return 3 + (size_t)s->rank + (s->kind == FRL_SPACE_BOX ? 2 * (size_t)s->n : 0);
 }
 
 static void encode_space(const frl_space *s, double *v)
 {
+    if (s->kind == FRL_SPACE_MIXED) {
+        v[0] = s->kind;
+        v[1] = (double)s->n;
+        v[2] = 0;
+        encode_space(s->parts[0], v + 3);
+        encode_space(s->parts[1], v + 3 + space_values(s->parts[0]));
+        return;
+    }
     v[0] = s->kind;
     v[1] = (double)s->n;
     v[2] = s->rank;
@@ -81,39 +92,74 @@ FRL_API frl_status frl_policy_save(const frl_policy *p, const char *path)
 
 /* ---- loading ---- */
 
-static frl_status decode_image(const frl_section *sec, const double *v, int64_t n,
+static frl_status decode_image(const char *name, const double *v, uint64_t count, int64_t n,
                                const frl_allocator *al, frl_space **out, char *err)
 {
-    int ok = sec->count == 6 && v[2] == 3;
+    int ok = count == 6 && v[2] == 3;
     for (int i = 3; ok && i < 6; i++)
         ok = v[i] >= 1 && v[i] <= (double)(1 << 24) && v[i] == floor(v[i]);
     if (!ok || v[3] * v[4] * v[5] != (double)n)
-        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed image space", sec->name);
+        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed image space", name);
     if (frl_space_create_image(out, al, (int32_t)v[3], (int32_t)v[4], (int32_t)v[5]) != FRL_OK)
         return frl_fail_msg(err, FRL_ERR_FORMAT, frl_last_error());
     return FRL_OK;
 }
 
-static frl_status decode_space(const frl_section *sec, const frl_allocator *al, frl_space **out,
-                               char *err)
+static frl_status decode_values(const char *name, const double *v, uint64_t count,
+                                const frl_allocator *al, frl_space **out, char *err);
+
+/* A mixed space's image (always 6 values) and then its box; its n must be theirs. */
+static frl_status decode_mixed(const char *name, const double *v, uint64_t count, int64_t n,
+                               const frl_allocator *al, frl_space **out, char *err)
 {
-    const double *v = sec->data;
-    if (sec->count < 3 ||
-        (v[0] != FRL_SPACE_DISCRETE && v[0] != FRL_SPACE_BOX && v[0] != FRL_SPACE_IMAGE) ||
-        !(v[1] >= 1 && v[1] <= (double)(1 << 24)) || v[1] != floor(v[1]) ||
+    frl_space *im = NULL, *box = NULL;
+    if (count < 3 + 6 + 3 || v[2] != 0 || v[3] != FRL_SPACE_IMAGE || v[9] != FRL_SPACE_BOX)
+        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed mixed space", name);
+    frl_status st = decode_values(name, v + 3, 6, al, &im, err);
+    if (st == FRL_OK)
+        st = decode_values(name, v + 9, count - 9, al, &box, err);
+    if (st == FRL_OK && im->n + 4 * box->n != n)
+        st = frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed mixed space", name);
+    if (st == FRL_OK && frl_space_create_mixed(out, al, im, box) != FRL_OK)
+        st = frl_fail_msg(err, FRL_ERR_NOMEM, frl_last_error());
+    frl_space_destroy(im);
+    frl_space_destroy(box);
+    return st;
+}
+
+frl_status frl_policy_space_decode(const frl_section *sec, const frl_allocator *al,
+                                   frl_space **out, char *err)
+{
+    return decode_values(sec->name, sec->data, sec->count, al, out, err);
+}
+
+static frl_status decode_values(const char *name, const double *v, uint64_t count,
+                                const frl_allocator *al, frl_space **out, char *err)
+{
+    if (count < 3 ||
+        (v[0] != FRL_SPACE_DISCRETE && v[0] != FRL_SPACE_BOX && v[0] != FRL_SPACE_IMAGE &&
+         v[0] != FRL_SPACE_MIXED) ||
+        !(v[1] >= 1 && v[1] <= (double)(1 << 26)) || v[1] != floor(v[1]) ||
         !(v[2] >= 0 && v[2] <= 8) || v[2] != floor(v[2]))
-        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space", sec->name);
+        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space", name);
     int64_t n = (int64_t)v[1];
     int32_t rank = (int32_t)v[2];
     if (v[0] == FRL_SPACE_DISCRETE)
-        return frl_space_create_discrete(out, al, n);
+        return n <= (1 << 24) ? frl_space_create_discrete(out, al, n)
+                              : frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space",
+                                         name);
     if (v[0] == FRL_SPACE_IMAGE)
-        return decode_image(sec, v, n, al, out, err);
-    if (sec->count != 3 + (uint64_t)rank + 2 * (uint64_t)n || rank < 1)
-        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed box space", sec->name);
+        return decode_image(name, v, count, n, al, out, err);
+    if (v[0] == FRL_SPACE_MIXED)
+        return decode_mixed(name, v, count, n, al, out, err);
+    if (count != 3 + (uint64_t)rank + 2 * (uint64_t)n || rank < 1)
+        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed box space", name);
     int64_t shape[8];
-    for (int32_t i = 0; i < rank; i++)
+    for (int32_t i = 0; i < rank; i++) {
+        if (!(v[3 + i] >= 1 && v[3 + i] <= 2147483648.0)) /* before the cast */
+            return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed box space", name);
         shape[i] = (int64_t)v[3 + i];
+    }
     float *lh = frl_alloc(al, sizeof(float) * 2 * (size_t)n, 64);
     if (!lh)
         return frl_fail(err, FRL_ERR_NOMEM, "out of memory decoding a space");
@@ -189,9 +235,9 @@ frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
         return FRL_ERR_FORMAT;
     frl_status st = decode_settings(set, &rt->alloc, &l.cfg, err);
     if (st == FRL_OK)
-        st = decode_space(os, &rt->alloc, &l.obs, err);
+        st = frl_policy_space_decode(os, &rt->alloc, &l.obs, err);
     if (st == FRL_OK)
-        st = decode_space(as, &rt->alloc, &l.act, err);
+        st = frl_policy_space_decode(as, &rt->alloc, &l.act, err);
     if (st == FRL_OK) {
         st = frl_policy_create_checked(out, rt, l.cfg, l.obs, l.act,
                                        ((const uint64_t *)ids->data)[0], (int64_t)par->count,

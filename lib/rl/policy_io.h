@@ -20,6 +20,11 @@ frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_sec
                                 int32_t *n, char *err);
 void frl_policy_blob_free(frl_policy_blob *b);
 
+/* A space as the blob stores it (section policy.obs_space or policy.act_space), checked
+ * value by value before any conversion: FRL_ERR_FORMAT naming the section if malformed. */
+frl_status frl_policy_space_decode(const frl_section *sec, const frl_allocator *al,
+                                   frl_space **out, char *err);
+
 /* Rebuild a policy from the sections of a file. */
 frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
                                      const frl_container *c, char *err);

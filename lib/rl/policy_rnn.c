@@ -165,8 +165,7 @@ static const float *towers_input(const frl_policy *p, const float *params,
 {
     if (!p->cnn.layers)
         return frl_policy_input(p, norm, rows, obs, xn);
-    return frl_cnn_forward(&p->cnn, p->k, params, rows, (const uint8_t *)obs,
-                           sizeof(float) * (size_t)p->obs_w, cnn_acts, cnn_work);
+    return frl_policy_encode(p, params, rows, obs, (size_t)p->obs_w, cnn_acts, cnn_work, xn);
 }
 
 /* Copy tower i's part of each row of state into ts [rows x its width] (back: 1, the
@@ -378,6 +377,7 @@ void frl_policy_rnn_seq_backward(const frl_policy *p, const float *params, float
         for (size_t j = 0; j < n; j++)
             f->d_in[j] += f->d_in2[j];
     }
+    frl_policy_feature_grad(p, rows, f->d_in);
     frl_cnn_backward(&p->cnn, p->k, params, grads, 0, rows, f->cnn_acts, f->d_in, f->cnn_grad,
                      f->cnn_work);
 }

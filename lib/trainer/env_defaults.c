@@ -49,6 +49,10 @@ static const env_defaults table[] = {
      * training return of 0.95 by 22.5K steps (median), 24.6K at worst. */
     {"PixelGrid-v0", "policy.encoder=simple policy.conv_channels=8,16,16 train.num_envs=16 "
                      "train.lr=2.5e-3"},
+    /* The same world with the goal as a vector beside the image (a mixed space), the
+     * same settings. */
+    {"PixelGoal-v0", "policy.encoder=simple policy.conv_channels=8,16,16 train.num_envs=16 "
+                     "train.lr=2.5e-3"},
     /* The first-person tasks (doc/environments.md): PixelGrid-v0's thin convnet_simple
      * and step size at 84 x 84 grayscale. RayRoom-v0 passed 80% of the way from the
      * random return to the oracle's by 45K steps (seed 0); bench/README.md has the

@@ -317,30 +317,12 @@ static frl_status check_kind(const frl_vec_env *v, const char *env, char *err)
                     env[0] ? env : "host envs (per-env callbacks)", have);
 }
 
-/* A saved space's layout: [kind, n, rank, shape...] as policy_io.c writes it (the bounds
- * that follow do not decide the layout). Range checks come before any conversion. */
+/* A saved space, as policy_io.c wrote it (any kind: images and mixed spaces too). */
 static frl_status saved_space(const frl_container *c, const char *name,
                               const frl_allocator *al, frl_space **out, char *err)
 {
     const frl_section *s = frl_container_find(c, name, FRL_DTYPE_F64, -1, err);
-    if (!s)
-        return FRL_ERR_FORMAT;
-    const double *v = s->data;
-    int ok = s->count >= 3 && v[1] >= 1 && v[1] <= 2147483647.0 && v[2] >= 0 &&
-             v[2] <= FRL_SPACE_MAX_RANK && s->count >= 3 + (uint64_t)v[2];
-    int64_t shape[FRL_SPACE_MAX_RANK];
-    for (int32_t i = 0; ok && i < (int32_t)v[2]; i++) {
-        ok = v[3 + i] >= 1 && v[3 + i] <= 2147483647.0;
-        shape[i] = ok ? (int64_t)v[3 + i] : 0;
-    }
-    frl_status st = !ok ? FRL_ERR_FORMAT
-                  : v[0] == FRL_SPACE_DISCRETE ? frl_space_create_discrete(out, al, (int64_t)v[1])
-                  : v[0] == FRL_SPACE_BOX ? frl_space_create_box(out, al, (int32_t)v[2], shape,
-                                                                 NULL, NULL)
-                                          : FRL_ERR_FORMAT;
-    if (st == FRL_ERR_NOMEM)
-        return frl_fail(err, st, "out of memory decoding %s", name);
-    return st == FRL_OK ? st : frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space", name);
+    return s ? frl_policy_space_decode(s, al, out, err) : FRL_ERR_FORMAT;
 }
 
 static frl_status check_space(const frl_container *c, const char *name, const frl_space *have,
