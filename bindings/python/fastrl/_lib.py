@@ -247,6 +247,8 @@ _PROTOTYPES = {
     "frl_space_create_discrete": (c_status, [P(vp), vp, i64]),
     "frl_space_create_box": (c_status, [P(vp), vp, i32, vp, vp, vp]),
     "frl_space_create_image": (c_status, [P(vp), vp, i32, i32, i32]),
+    "frl_space_create_mixed": (c_status, [P(vp), vp, vp, vp]),
+    "frl_space_part": (vp, [vp, i32]),
     "frl_space_destroy": (None, [vp]),
     "frl_space_get_kind": (ctypes.c_int, [vp]),
     "frl_space_n": (i64, [vp]),

@@ -225,6 +225,40 @@ class _ObsWriter:
         ctypes.memmove(address, a.ctypes.data, self.width * self.dtype.itemsize)
 
 
+class _MixedObsWriter(_ObsWriter):
+    """Writes a mixed observation (a dict of "image" and "vector") as the library's row:
+    the image's bytes, then the vector's floats."""
+
+    __slots__ = ("space",)
+
+    def __init__(self, space):
+        shape, _, dtype = spaces.observation_layout(space)
+        super().__init__(shape, 0, dtype)
+        self.space = space
+
+    def array(self, obs):
+        row, single = spaces.join_rows(obs, self.space, "observation")
+        if not single:
+            raise Error(Status.ERR_SIZE, "observation: one env's image and vector, not a "
+                        "batch of them")
+        return row
+
+
+def _obs_writer(space):
+    if spaces.is_mixed(space):
+        return _MixedObsWriter(space)
+    return _ObsWriter(*spaces.observation_layout(space))
+
+
+def _present(rows, space):
+    """A mixed space's rows as the dict of views the user sees; any other as it is."""
+    return spaces.split_rows(rows, space) if spaces.is_mixed(space) else rows
+
+
+def _copy_obs(obs):
+    return {k: v.copy() for k, v in obs.items()} if isinstance(obs, dict) else obs.copy()
+
+
 class _ActionReader:
     """Turns the library's action (int32 or float32) into the Python env's action."""
 
@@ -362,7 +396,7 @@ class Env(_EnvBase):
         c_obs = spaces.observation_space_to_c(obs_space, allow_start=True)
         c_act, start = spaces.to_c(act_space, "action space")
         reader = _ActionReader(act_space, start)
-        writer = _ObsWriter(*spaces.observation_layout(obs_space))
+        writer = _obs_writer(obs_space)
         errors = _HostErrors()
         infos = [{}]
         cb = _make_env_callbacks([env], writer, reader, errors, infos)
@@ -387,6 +421,8 @@ class Env(_EnvBase):
         self.observation_space = spaces.from_c(L.env_observation_space(handle.ptr))
         self.action_space = spaces.from_c(L.env_action_space(handle.ptr))
         self._obs_shape = self.observation_space.shape
+        if spaces.is_mixed(self.observation_space):  # rows of bytes, shown as a dict
+            self._obs_shape = spaces.observation_layout(self.observation_space)[0]
         self._obs_dtype = spaces.observation_dtype(L.env_observation_space(handle.ptr))
         self._obs_index = (L.space_get_kind(L.env_observation_space(handle.ptr))
                            == spaces.DISCRETE)
@@ -418,8 +454,9 @@ class Env(_EnvBase):
 
     def _observation(self, obs):
         """A Discrete observation is stored as a float32 index: handed back as an int,
-        the value gymnasium's Discrete spaces hold."""
-        return int(obs) if self._obs_index else obs
+        the value gymnasium's Discrete spaces hold; a mixed one is a dict of the image and
+        the vector (views of obs)."""
+        return int(obs) if self._obs_index else _present(obs, self.observation_space)
 
     def reset(self, *, seed=None, options=None):
         ptr = self._ptr
@@ -571,7 +608,7 @@ class VecEnv(_VecEnvBase):
         c_obs = spaces.observation_space_to_c(obs_space, allow_start=True)
         c_act, start = spaces.to_c(act_space, "action space")
         reader = _ActionReader(act_space, start)
-        writer = _ObsWriter(*spaces.observation_layout(obs_space))
+        writer = _obs_writer(obs_space)
         errors = _HostErrors()
         L = _lib.lib()
         ptr = ctypes.c_void_p()
@@ -627,7 +664,8 @@ class VecEnv(_VecEnvBase):
         errors = _HostErrors()
         holder = [None]
         cb = _batch_callbacks_for_world(world, n, obs_shape, obs_dtype, act_shape,
-                                        d[0] == "discrete", errors, holder)
+                                        d[0] == "discrete", errors, holder,
+                                        observation_space)
         L = _lib.lib()
         ptr = ctypes.c_void_p()
         _lib.check(L.vec_env_create_batch(ctypes.byref(ptr), rt.handle.ptr, ctypes.byref(cb),
@@ -671,11 +709,14 @@ class VecEnv(_VecEnvBase):
         discrete = L.space_get_kind(L.vec_env_action_space(p)) == spaces.DISCRETE
         self._discrete = discrete
         self._n_actions = int(self.single_action_space.n) if discrete else 0
-        obs_shape = (n,) + tuple(self.single_observation_space.shape)
+        obs_shape = (n,) + tuple(spaces.observation_layout(self.single_observation_space)[0]
+                                 if spaces.is_mixed(self.single_observation_space)
+                                 else self.single_observation_space.shape)
         act_shape = (n,) if discrete else (n,) + tuple(self.single_action_space.shape)
         self._act_shape = act_shape
-        self._obs = view(L.vec_env_observations(p), obs_shape,
-                         spaces.observation_dtype(L.vec_env_observation_space(p)), handle)
+        self._obs = _present(view(L.vec_env_observations(p), obs_shape,
+                                  spaces.observation_dtype(L.vec_env_observation_space(p)),
+                                  handle), self.single_observation_space)
         self._rew = view(L.vec_env_rewards(p), (n,), np.float32, handle)
         self._term = view(L.vec_env_terminated(p), (n,), np.bool_, handle)
         self._trunc = view(L.vec_env_truncated(p), (n,), np.bool_, handle)
@@ -786,7 +827,7 @@ class VecEnv(_VecEnvBase):
         if st:
             self._fail(st, "reset")
         if self.copy:
-            return self._obs.copy(), {}
+            return _copy_obs(self._obs), {}
         return self._obs, {}
 
     def step(self, actions):
@@ -805,7 +846,7 @@ class VecEnv(_VecEnvBase):
         if st:
             self._fail(st, "step")
         if self.copy:
-            return (self._obs.copy(), self._rew.copy(), self._term.copy(),
+            return (_copy_obs(self._obs), self._rew.copy(), self._term.copy(),
                     self._trunc.copy(), {})
         return self._obs, self._rew, self._term, self._trunc, {}
 
@@ -951,7 +992,7 @@ def _batch_callbacks_for_envs(envs, writer, reader, errors):
 
 
 def _batch_callbacks_for_world(world, n, obs_shape, obs_dtype, act_shape, discrete, errors,
-                               holder):
+                               holder, obs_space):
     """Batch callbacks handing a world numpy views of the library's arrays. The views
     are made per call and own a reference to the vec env's handle (``holder[0]``, a
     weakref set once the vec env exists), so a view the world keeps, or one held by an
@@ -965,8 +1006,8 @@ def _batch_callbacks_for_world(world, n, obs_shape, obs_dtype, act_shape, discre
     def reset(user, num, seeds, obs):
         try:
             h = owner()
-            world.reset(view(seeds, (n,), np.uint64, h), view(obs, obs_shape, obs_dtype, h,
-                                                              readonly=False))
+            world.reset(view(seeds, (n,), np.uint64, h),
+                        _present(view(obs, obs_shape, obs_dtype, h, readonly=False), obs_space))
             return 0
         except BaseException as e:  # noqa: B902
             errors.record(0, e)
@@ -978,7 +1019,7 @@ def _batch_callbacks_for_world(world, n, obs_shape, obs_dtype, act_shape, discre
             world.step(view(actions, act_shape, np.int32 if discrete else np.float32, h),
                        view(reset_mask, (n,), np.uint8, h),
                        view(seeds, (n,), np.uint64, h),
-                       view(obs, obs_shape, obs_dtype, h, readonly=False),
+                       _present(view(obs, obs_shape, obs_dtype, h, readonly=False), obs_space),
                        view(rewards, (n,), np.float32, h, readonly=False),
                        view(terminated, (n,), np.uint8, h, readonly=False),
                        view(truncated, (n,), np.uint8, h, readonly=False))

@@ -85,7 +85,9 @@ class Policy(Closable):
         p = handle.ptr
         self.observation_space = spaces.from_c(L.policy_observation_space(p))
         self.action_space = spaces.from_c(L.policy_action_space(p))
-        self._obs_shape = tuple(self.observation_space.shape)
+        self._mixed = spaces.is_mixed(self.observation_space)
+        self._obs_shape = tuple(spaces.observation_layout(self.observation_space)[0]
+                                if self._mixed else self.observation_space.shape)
         self._obs_dtype = spaces.observation_dtype(L.policy_observation_space(p))
         self._discrete = L.space_get_kind(L.policy_action_space(p)) == spaces.DISCRETE
         self._act_shape = () if self._discrete else tuple(self.action_space.shape)
@@ -231,6 +233,11 @@ class Policy(Closable):
     def _act(self, observations, deterministic, counter, stream_offset, info,
              state=None, reset=None, outputs=False):
         ptr = self._ptr
+        if self._mixed and not isinstance(observations, np.ndarray):
+            # a dict of image and vector becomes the library's rows (uint8 arrays of
+            # whole rows, as the vec env and ring hold them, are taken as they are)
+            observations = spaces.join_rows(observations, self.observation_space,
+                                            "act")[0]
         if self._obs_dtype == np.uint8 and np.asarray(observations).dtype != np.uint8:
             raise TypeError(f"act: this policy reads images: pass uint8 pixels, not "
                             f"{np.asarray(observations).dtype}")

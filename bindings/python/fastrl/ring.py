@@ -112,7 +112,10 @@ class Ring:
         if expect != size.value:
             raise Error(Status.ERR_INTERNAL, f"ring array {name}: the library says "
                         f"{size.value} bytes, the binding expects {expect}")
-        return view(data.value, shape, dtype, self._h, readonly=not self._writable)
+        a = view(data.value, shape, dtype, self._h, readonly=not self._writable)
+        if name in ("observations", "bootstrap_obs") and spaces.is_mixed(self.observation_space):
+            return spaces.split_rows(a, self.observation_space)  # {"image", "vector"} views
+        return a
 
     def arrays(self, slot=0):
         """Every array of a slot, by name."""

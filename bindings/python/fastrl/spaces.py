@@ -10,7 +10,11 @@ per env holding the state's index (an integer in [0, n), n <= 2^24), which the p
 turns into a one-hot row inside its network. The library's image(height, width,
 channels) is ``Box(0, 255, (height, width, channels), uint8)``: pixels, one byte each,
 which a policy reads through a convolutional encoder (``policy.encoder``); any uint8 box
-of rank 3 is taken as one.
+of rank 3 is taken as one. The library's mixed(image, box) (a frame and a vector in one
+observation) is ``Dict({"image": Box(0, 255, (h, w, c), uint8), "vector": Box(...,
+float32)})``: arrays of such observations are dicts of two numpy views into the same
+library rows (each row the image's bytes, then the vector's floats), and observations
+are passed as such dicts (:func:`split_rows`, :func:`join_rows`).
 """
 
 import ctypes
@@ -26,9 +30,11 @@ try:  # optional
 except ImportError:  # pragma: no cover - exercised by the no-gymnasium test
     _gym = None
 
-__all__ = ["Box", "Discrete", "from_c", "to_c", "batch_space", "observation_layout"]
+__all__ = ["Box", "Dict", "Discrete", "from_c", "to_c", "batch_space", "observation_layout",
+           "split_rows", "join_rows"]
 
-DISCRETE, BOX, IMAGE = 1, 2, 3
+DISCRETE, BOX, IMAGE, MIXED = 1, 2, 3, 4
+MIXED_KEYS = ("image", "vector")
 
 
 class Discrete:
@@ -92,6 +98,42 @@ class Box:
         return f"Box({self.low.min()}, {self.high.max()}, {self.shape}, {self.dtype})"
 
 
+class Dict:
+    """A mixed observation's space: ``spaces["image"]`` and ``spaces["vector"]`` (stand-in
+    for gymnasium's Dict)."""
+
+    def __init__(self, spaces=None, seed=None):
+        self.spaces = dict(spaces or {})
+        self.shape = None
+        self.dtype = None
+
+    def __getitem__(self, key):
+        return self.spaces[key]
+
+    def keys(self):
+        return self.spaces.keys()
+
+    def sample(self):
+        return {k: s.sample() for k, s in self.spaces.items()}
+
+    def contains(self, x):
+        return (isinstance(x, dict) and x.keys() == self.spaces.keys()
+                and all(s.contains(x[k]) for k, s in self.spaces.items()))
+
+    __contains__ = contains
+
+    def __eq__(self, other):
+        return isinstance(other, Dict) and self.spaces == other.spaces
+
+    def __repr__(self):
+        return f"Dict({self.spaces!r})"
+
+
+def _mixed(image, vector):
+    parts = {"image": image, "vector": vector}
+    return _gym.spaces.Dict(parts) if _gym is not None else Dict(parts)
+
+
 def _f32_array(address, n):
     return np.frombuffer((ctypes.c_float * n).from_address(address), np.float32).copy()
 
@@ -119,13 +161,35 @@ def from_c(ptr):
         if _gym is not None:
             return _gym.spaces.Box(low=0, high=255, shape=shape, dtype=np.uint8)
         return Box(0, 255, shape, dtype=np.uint8)
+    if kind == MIXED:
+        return _mixed(from_c(L.space_part(ptr, 0)), from_c(L.space_part(ptr, 1)))
     raise Error(Status.ERR_INTERNAL, f"libfastrl returned a space of unknown kind {kind}")
 
 
+def _describe_mixed(space):
+    """("mixed", image's description, vector's) for a Dict of "image" (uint8, rank 3) and
+    "vector" (a float box), or an Error saying what is wrong."""
+    parts = space.spaces
+    if tuple(sorted(parts.keys())) != MIXED_KEYS:
+        raise Error(Status.ERR_UNSUPPORTED,
+                    f"{space!r}: libfastrl takes a Dict observation space only as a mixed "
+                    "observation: keys 'image' (a uint8 box (h, w, c)) and 'vector' (a float "
+                    "box); flatten other dicts (gymnasium.wrappers.FlattenObservation)")
+    im, vec = describe(parts["image"]), describe(parts["vector"])
+    if im[0] != "image" or vec[0] != "box":
+        raise Error(Status.ERR_UNSUPPORTED,
+                    f"{space!r}: a mixed observation needs 'image' a uint8 box (h, w, c) and "
+                    "'vector' a float box")
+    return ("mixed", im, vec)
+
+
 def describe(space):
-    """("discrete", n, start) or ("box", shape, low, high) for a Python space, or an
-    Error saying why the library cannot take it."""
+    """("discrete", n, start), ("box", shape, low, high), ("image", shape) or ("mixed",
+    image's, vector's) for a Python space, or an Error saying why the library cannot
+    take it."""
     cls = type(space).__name__
+    if isinstance(getattr(space, "spaces", None), dict):
+        return _describe_mixed(space)
     if hasattr(space, "n") and not hasattr(space, "low") and not getattr(space, "shape", ()):
         try:
             n, start = int(space.n), int(getattr(space, "start", 0))
@@ -162,6 +226,11 @@ def to_c(space, what="space"):
     if d[0] == "image":
         _lib.check(L.space_create_image(ctypes.byref(ptr), None, *d[1]), what)
         return Handle(ptr.value, L.space_destroy, "space"), 0
+    if d[0] == "mixed":
+        image, _ = to_c(space.spaces["image"], what)
+        vector, _ = to_c(space.spaces["vector"], what)
+        _lib.check(L.space_create_mixed(ctypes.byref(ptr), None, image.ptr, vector.ptr), what)
+        return Handle(ptr.value, L.space_destroy, "space"), 0
     _, shape, low, high = d
     shp = (ctypes.c_int64 * len(shape))(*shape)
     low = np.ascontiguousarray(low)
@@ -187,21 +256,73 @@ def observation_space_to_c(space, allow_start=False):
 def observation_layout(space):
     """(shape, start, dtype) of one observation as the library stores it: a box's shape,
     0 and float32; () and the Discrete start (one float32 holding the index); an image's
-    (h, w, c), 0 and uint8."""
+    (h, w, c), 0 and uint8; a mixed one's row of bytes, 0 and uint8."""
     d = describe(space)
     if d[0] == "discrete":
         return (), d[2], np.dtype(np.float32)
+    if d[0] == "mixed":
+        return (_mixed_sizes(space)[2],), 0, np.dtype(np.uint8)
     return tuple(d[1]), 0, np.dtype(np.uint8 if d[0] == "image" else np.float32)
 
 
 def observation_dtype(c_space):
     """The numpy dtype of the library's observation arrays for the C space at c_space."""
-    return np.dtype(np.uint8 if _lib.lib().space_get_kind(c_space) == IMAGE else np.float32)
+    kind = _lib.lib().space_get_kind(c_space)
+    return np.dtype(np.uint8 if kind in (IMAGE, MIXED) else np.float32)
+
+
+def is_mixed(space):
+    """True for a mixed observation's (Dict) space."""
+    return isinstance(getattr(space, "spaces", None), dict)
+
+
+def _mixed_sizes(space):
+    """(image shape, vector shape, bytes a row) of a mixed space."""
+    im = tuple(int(s) for s in space.spaces["image"].shape)
+    vec = tuple(int(s) for s in space.spaces["vector"].shape)
+    return im, vec, int(np.prod(im)) + 4 * int(np.prod(vec))
+
+
+def split_rows(rows, space):
+    """rows (uint8 [..., bytes a row], the library's layout) as {"image": [..., h, w, c]
+    uint8, "vector": [..., *shape] float32}: views, no copy; writing them writes rows."""
+    im, vec, row = _mixed_sizes(space)
+    lead = rows.shape[:-1]
+    n = int(np.prod(im))
+    return {"image": rows[..., :n].reshape(lead + im),
+            "vector": rows[..., n:].view(np.float32).reshape(lead + vec)}
+
+
+def join_rows(obs, space, what="observations"):
+    """A dict of "image" (uint8) and "vector" arrays ([batch, ...] or one observation) as
+    the library's rows: a new C-contiguous uint8 array [batch, bytes a row] (or [bytes a
+    row] for one), and whether it was one."""
+    if not isinstance(obs, dict) or set(obs.keys()) != set(MIXED_KEYS):
+        raise TypeError(f"{what}: a mixed observation is a dict with keys 'image' and "
+                        f"'vector', not {type(obs).__name__}")
+    im, vec, row = _mixed_sizes(space)
+    image = np.asarray(obs["image"])
+    if image.dtype != np.uint8:
+        raise TypeError(f"{what}: the image part must be uint8 pixels, not {image.dtype}")
+    vector = np.asarray(obs["vector"], dtype=np.float32)
+    single = image.shape == im
+    lead = () if single else image.shape[:1]
+    if image.shape != lead + im or vector.shape != lead + vec:
+        raise Error(Status.ERR_SIZE, f"{what}: image of shape {image.shape} and vector of "
+                    f"shape {vector.shape}; the space's are {im} and {vec} (with a leading "
+                    "batch dimension for several)")
+    out = np.empty(lead + (row,), np.uint8)
+    parts = split_rows(out, space)
+    parts["image"][...] = image
+    parts["vector"][...] = vector
+    return out, single
 
 
 def batch_space(space, n):
     if _gym is not None:
         return _gym.vector.utils.batch_space(space, n)
+    if isinstance(space, Dict):
+        return Dict({k: batch_space(s, n) for k, s in space.spaces.items()})
     if isinstance(space, Discrete):
         return Box(np.full(n, space.start), np.full(n, space.start + space.n - 1), (n,),
                    dtype=np.int32)

@@ -50,7 +50,7 @@ def test_loaded_library_and_versions():
     assert fastrl.env_ids() == ["CartPole-v1", "Pendulum-v1", "Acrobot-v1",
                                 "MountainCar-v0", "MountainCarContinuous-v0",
                                 "CartPoleNoVel-v1", "MemoryProbe-v0", "PixelGrid-v0",
-                                "RayRoom-v0", "RayMaze-v0", "RayCollect-v0"]
+                                "PixelGoal-v0", "RayRoom-v0", "RayMaze-v0", "RayCollect-v0"]
 
 
 def test_lookup_env_var_file_and_folder():
