@@ -120,8 +120,14 @@ static void encode_d(const frl_policy *pol, const double *p, const float *obs, d
         memcpy(a, b, sizeof(double) * frl_conv2d_out_size(&pol->cnn.conv[l]));
     }
     memcpy(x, a, sizeof(double) * (size_t)pol->cnn.out_w);
-    for (int32_t j = 0; j < pol->vec_w; j++) /* a mixed row's vector joins the features */
-        x[pol->cnn.out_w + j] = obs[pol->vec_at + j];
+    for (int32_t j = 0; j < pol->vec_w; j++) { /* a mixed row's vector joins the features */
+        double v = obs[pol->vec_at + j];
+        if (pol->obs_norm) {
+            v = (v - pol->norm.use_mean[j]) * pol->norm.use_inv_std[j];
+            v = v > pol->norm.clip ? pol->norm.clip : (v < -pol->norm.clip ? -pol->norm.clip : v);
+        }
+        x[pol->cnn.out_w + j] = v;
+    }
 }
 
 static void policy_d(const frl_policy *pol, const double *p, const float *obs, double *out,
@@ -844,6 +850,15 @@ START_TEST(ppo_gradient_mixed_obs_separate)
 }
 END_TEST
 
+/* The vector normalised (policy.obs_norm) before a shared trunk: its statistics are
+ * the vector's alone. */
+START_TEST(ppo_gradient_mixed_obs_norm_shared)
+{
+    check_mixed("policy.encoder=simple policy.conv_channels=2,2,3 policy.hidden=5 "
+                "policy.shared=true policy.obs_norm=true", 1, 4, 2, 16);
+}
+END_TEST
+
 /* The same before a GRU (the recurrent policy's own join), Gaussian head. */
 START_TEST(ppo_gradient_mixed_obs_gru)
 {
@@ -978,6 +993,7 @@ int main(void)
     tcase_add_test(tc, ppo_gradient_frame_stack);
     tcase_add_test(tc, ppo_gradient_mixed_obs_separate);
     tcase_add_test(tc, ppo_gradient_mixed_obs_gru);
+    tcase_add_test(tc, ppo_gradient_mixed_obs_norm_shared);
     tcase_add_test(tc, ppo_gradient_shared_relu_categorical);
     tcase_add_test(tc, ppo_gradient_separate_elu_gaussian);
     tcase_add_test(tc, ppo_gradient_shared_tanh_gaussian_obs_norm);

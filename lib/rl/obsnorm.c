@@ -18,13 +18,14 @@ void frl_obsnorm_update(frl_obsnorm *n, const float *x, int64_t rows)
 {
     if (rows <= 0)
         return;
+    const float *c = x + n->at;
     for (int32_t i = 0; i < n->width; i++) {
         double s = 0, ss = 0;
         for (int64_t r = 0; r < rows; r++)
-            s += x[r * n->width + i];
+            s += c[r * n->stride + i];
         double bm = s / (double)rows;
         for (int64_t r = 0; r < rows; r++) {
-            double d = x[r * n->width + i] - bm;
+            double d = c[r * n->stride + i] - bm;
             ss += d * d;
         }
         double tot = n->count + (double)rows, delta = bm - n->mean[i];
@@ -56,12 +57,14 @@ void frl_obsnorm_freeze(frl_obsnorm *n)
     }
 }
 
-void frl_obsnorm_apply(const frl_obsnorm *n, const float *x, int32_t rows, float *out)
+void frl_obsnorm_apply(const frl_obsnorm *n, const float *x, int32_t rows, float *out,
+                       int32_t out_stride)
 {
     float c = n->clip;
+    const float *in = x + n->at;
     for (int64_t r = 0; r < rows; r++)
         for (int32_t i = 0; i < n->width; i++) {
-            float v = (x[r * n->width + i] - n->use_mean[i]) * n->use_inv_std[i];
-            out[r * n->width + i] = v > c ? c : (v < -c ? -c : v);
+            float v = (in[r * n->stride + i] - n->use_mean[i]) * n->use_inv_std[i];
+            out[r * out_stride + i] = v > c ? c : (v < -c ? -c : v);
         }
 }

@@ -11,6 +11,10 @@
 
 typedef struct frl_obsnorm {
     int32_t width;
+    /* Where the values sit in the rows it reads: rows stride floats apart, its width
+     * values from column at (a mixed observation's vector part); a box's rows are the
+     * values themselves (stride == width, at == 0). */
+    int32_t stride, at;
     float clip;
     double count;
     double *mean, *m2;       /* running statistics [width] */
@@ -19,14 +23,17 @@ typedef struct frl_obsnorm {
 
 /* Arrays must be set by the owner (4 * width values); this resets them. */
 void frl_obsnorm_reset(frl_obsnorm *n);
-/* Merge rows x width observations into the running statistics. */
+/* Merge the values of rows observation rows (stride floats apart) into the running
+ * statistics. */
 void frl_obsnorm_update(frl_obsnorm *n, const float *x, int64_t rows);
 /* Merge a batch given by its moments: rows observations of means mean[width] and sums
  * of squared deviations m2[width] (the arithmetic of frl_obsnorm_update). */
 void frl_obsnorm_merge(frl_obsnorm *n, double rows, const double *mean, const double *m2);
 /* Copy the running statistics into the frozen copy. */
 void frl_obsnorm_freeze(frl_obsnorm *n);
-/* out = clip((x - mean) / std) for rows x width values. */
-void frl_obsnorm_apply(const frl_obsnorm *n, const float *x, int32_t rows, float *out);
+/* out = clip((x - mean) / std) for the values of rows observation rows, into rows of
+ * out_stride floats (each row's width values first). */
+void frl_obsnorm_apply(const frl_obsnorm *n, const float *x, int32_t rows, float *out,
+                       int32_t out_stride);
 
 #endif

@@ -174,7 +174,7 @@ const float *frl_policy_input(const frl_policy *p, const frl_obsnorm *norm, int3
         return xn;
     }
     if (p->obs_norm) {
-        frl_obsnorm_apply(norm, obs, rows, xn);
+        frl_obsnorm_apply(norm, obs, rows, xn, p->in_w);
         return xn;
     }
     return obs;
@@ -209,9 +209,9 @@ static void forward_q(const frl_policy *p, const float *params, int32_t rows, fr
     frl_policy_dueling_combine(p, rows, f->out, f->value);
 }
 
-const float *frl_policy_encode(const frl_policy *p, const float *params, int32_t rows,
-                               const float *obs, size_t row_floats, float *acts, float *work,
-                               float *join)
+const float *frl_policy_encode(const frl_policy *p, const float *params,
+                               const frl_obsnorm *norm, int32_t rows, const float *obs,
+                               size_t row_floats, float *acts, float *work, float *join)
 {
     const float *feat = frl_cnn_forward(&p->cnn, p->k, params, rows, (const uint8_t *)obs,
                                         sizeof(float) * row_floats, acts, work);
@@ -223,6 +223,8 @@ const float *frl_policy_encode(const frl_policy *p, const float *params, int32_t
         memcpy(join + (size_t)i * iw + fw, obs + (size_t)i * row_floats + (size_t)p->vec_at,
                sizeof(float) * vw);
     }
+    if (p->obs_norm) /* the vector part normalised over the copy just made */
+        frl_obsnorm_apply(norm, obs, rows, join + fw, (int32_t)iw);
     return join;
 }
 
@@ -242,7 +244,7 @@ static const float *network_input(const frl_policy *p, const float *params, int3
 {
     if (!p->cnn.layers)
         return frl_policy_input(p, f->norm, rows, obs, f->xn);
-    return frl_policy_encode(p, params, rows, obs, (size_t)frl_policy_input_row_w(p),
+    return frl_policy_encode(p, params, f->norm, rows, obs, (size_t)frl_policy_input_row_w(p),
                              f->enc_acts, f->enc_work, f->xn);
 }
 
@@ -926,7 +928,11 @@ static frl_status alloc_arrays(frl_policy *p, const char *who)
                         p->num_params);
     p->norm.m2 = p->norm.mean + w;
     p->norm.use_inv_std = p->norm.use_mean + w;
-    p->norm.width = p->obs_w;
+    /* The statistics' arrays hold obs_w values (the saved section's size); a mixed
+     * space uses the first vec_w, for its vector part. */
+    p->norm.width = p->vec_w ? p->vec_w : p->obs_w;
+    p->norm.stride = p->obs_w;
+    p->norm.at = p->vec_at;
     p->norm.clip = (float)frl_cfg_float(p->cfg, FRL_KEY_POLICY_OBS_CLIP);
     frl_obsnorm_reset(&p->norm);
     return FRL_OK;
@@ -1062,12 +1068,11 @@ static frl_status layout_encoder_stack(frl_policy *p, const char *who)
                         "core is the policy's memory and its state the only one a row "
                         "carries; use one of them (policy.frame_stack=1)", who,
                         (int)p->stack);
-    if (p->obs_norm)
+    if (p->obs_norm && !p->vec_w)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
                         "%s: policy.obs_norm=true with image observations: the encoder scales "
-                        "pixels to [0, 1] itself (set policy.obs_norm=false%s)", who,
-                        p->vec_w ? "; a mixed space's vector part is not normalised: scale "
-                                   "it in the env" : "");
+                        "pixels to [0, 1] itself (set policy.obs_norm=false; over a mixed "
+                        "space it normalises the vector part)", who);
     if (p->vec_w && p->stack > 1)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
                         "%s: policy.frame_stack=%d with a mixed observation space: frame "

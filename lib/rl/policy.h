@@ -116,11 +116,12 @@ static inline int32_t frl_policy_input_row_w(const frl_policy *p)
 }
 
 /* A conv encoder's features of rows observations (each row_floats floats apart), joined
- * by a mixed row's vector part when the space has one: then written to join
- * [rows x in_w], each row the features and then the vector. */
-const float *frl_policy_encode(const frl_policy *p, const float *params, int32_t rows,
-                               const float *obs, size_t row_floats, float *acts, float *work,
-                               float *join);
+ * by a mixed row's vector part when the space has one (normalised by norm with
+ * policy.obs_norm): then written to join [rows x in_w], each row the features and then
+ * the vector. */
+const float *frl_policy_encode(const frl_policy *p, const float *params,
+                               const frl_obsnorm *norm, int32_t rows, const float *obs,
+                               size_t row_floats, float *acts, float *work, float *join);
 
 /* d_in, the gradient of the networks' input [rows x in_w], packed in place into that of
  * the encoder's features alone [rows x cnn.out_w] (a mixed row's vector part, an

@@ -165,7 +165,8 @@ static const float *towers_input(const frl_policy *p, const float *params,
 {
     if (!p->cnn.layers)
         return frl_policy_input(p, norm, rows, obs, xn);
-    return frl_policy_encode(p, params, rows, obs, (size_t)p->obs_w, cnn_acts, cnn_work, xn);
+    return frl_policy_encode(p, params, norm, rows, obs, (size_t)p->obs_w, cnn_acts, cnn_work,
+                             xn);
 }
 
 /* Copy tower i's part of each row of state into ts [rows x its width] (back: 1, the

@@ -68,7 +68,9 @@ static void view_of(const frl_weights *w, int32_t i, const frl_policy *p, frl_we
     v->staged = w->staged[i];
     v->params = b;
     memset(&v->norm, 0, sizeof v->norm);
-    v->norm.width = w->obs_w;
+    v->norm.width = p->norm.width;
+    v->norm.stride = p->norm.stride;
+    v->norm.at = p->norm.at;
     v->norm.clip = p->norm.clip;
     v->norm.use_mean = (float *)(b + w->num_params);
     v->norm.use_inv_std = (float *)(b + w->num_params + w->obs_w);

@@ -179,18 +179,21 @@ int32_t frl_trainer_ranks(const frl_trainer *t)
 static void group_obs_moments(const frl_trainer *t, const float *x, int32_t T, int32_t j,
                               double *out)
 {
-    int32_t w = t->policy->norm.width, G = t->dist_group_envs;
+    const frl_obsnorm *nm = &t->policy->norm;
+    int32_t w = nm->width, G = t->dist_group_envs;
+    size_t sw = (size_t)nm->stride;
     double n = (double)T * G, *mean = out + 1, *m2 = out + 1 + w;
     out[0] = n;
+    x += nm->at; /* a mixed row's vector part */
     for (int32_t i = 0; i < w; i++) {
         double s = 0, ss = 0;
         for (int32_t s_t = 0; s_t < T; s_t++)
             for (int32_t b = 0; b < G; b++)
-                s += x[((size_t)s_t * t->B + (size_t)(j * G + b)) * (size_t)w + (size_t)i];
+                s += x[((size_t)s_t * t->B + (size_t)(j * G + b)) * sw + (size_t)i];
         mean[i] = s / n;
         for (int32_t s_t = 0; s_t < T; s_t++)
             for (int32_t b = 0; b < G; b++) {
-                double d = x[((size_t)s_t * t->B + (size_t)(j * G + b)) * (size_t)w + (size_t)i] -
+                double d = x[((size_t)s_t * t->B + (size_t)(j * G + b)) * sw + (size_t)i] -
                            mean[i];
                 ss += d * d;
             }
