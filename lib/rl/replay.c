@@ -696,11 +696,13 @@ static void sample_prioritized(frl_replay *r, frl_rng *rng, const frl_replay_dra
     }
     for (int32_t o0 = 0; o0 < d->rows; o0 += DRAW_CHUNK)
         gather_chunk(r, d, out, o0, d->rows - o0 < DRAW_CHUNK ? d->rows - o0 : DRAW_CHUNK);
-    /* w_i = (N P(i))^-beta / max_w = (p_i / p_min)^-beta, as exp(-beta log(.)) (two calls
-     * cheaper than pow's general path). */
+    /* w_i = (N P(i))^-beta / max_w = (p_i / p_min)^-beta, as exp(-beta log(.)) in float
+     * (the weight is a float: the float functions' error, an ulp or two, is the
+     * weight's rounding, and they cost a third of the double ones). */
     double p_min = (double)mn[r->tree_off[r->tree_top]];
+    float nb = (float)-d->beta;
     for (int32_t o = 0; o < d->rows; o++)
-        out->weight[o] = (float)exp(-d->beta * log(sum[out->index[o]] / p_min));
+        out->weight[o] = expf(nb * logf((float)(sum[out->index[o]] / p_min)));
 }
 
 frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw *d,
@@ -723,6 +725,40 @@ frl_status frl_replay_sample(frl_replay *r, frl_rng *rng, const frl_replay_draw 
 
 /* Sequence q = k*B + b: its T + 1 records are contiguous (the env's column of block k),
  * so a draw reads (T+1)*R bytes in a row; they are split into the batch's arrays. */
+/* The T records from rec split into the batch's arrays at step row `row`. Inlined with
+ * constant W and A (split_steps_for), the copies are a few moves a step with no size
+ * dispatch; that dispatch, per field and step, was most of a draw's time. */
+static inline __attribute__((always_inline)) void
+split_steps(const frl_replay *r, const unsigned char *rec, size_t T, size_t W, size_t A,
+            float *obs, float *act, size_t row, frl_replay_seq_batch *out)
+{
+    size_t R = r->rec_bytes, oa = r->off_action, orw = r->off_reward, of = r->off_flags;
+    for (size_t t = 0; t < T; t++, rec += R) {
+        memcpy(obs + t * W, rec, 4 * W);
+        memcpy(act + t * A, rec + oa, 4 * A);
+        memcpy(out->reward + row + t, rec + orw, 4);
+        out->terminated[row + t] = rec[of];
+        out->truncated[row + t] = rec[of + 1];
+        out->reset[row + t] = rec[of + 2];
+    }
+}
+
+static void split_steps_for(const frl_replay *r, const unsigned char *rec, size_t T, float *obs,
+                            float *act, size_t row, frl_replay_seq_batch *out)
+{
+    size_t W = (size_t)r->obs_w, A = (size_t)r->act_w;
+    if (A == 1 && W == 2)
+        split_steps(r, rec, T, 2, 1, obs, act, row, out);
+    else if (A == 1 && W == 4)
+        split_steps(r, rec, T, 4, 1, obs, act, row, out);
+    else if (A == 1 && W == 6)
+        split_steps(r, rec, T, 6, 1, obs, act, row, out);
+    else if (A == 1 && W == 8)
+        split_steps(r, rec, T, 8, 1, obs, act, row, out);
+    else
+        split_steps(r, rec, T, W, A, obs, act, row, out);
+}
+
 static void gather_sequence(const frl_replay *r, int64_t q, frl_replay_seq_batch *out,
                             int32_t o)
 {
@@ -732,15 +768,8 @@ static void gather_sequence(const frl_replay *r, int64_t q, frl_replay_seq_batch
                                (size_t)q * (T + 1) * R;
     float *obs = out->obs + (size_t)o * (T + 1) * W;
     float *act = (float *)out->action + (size_t)o * T * A;
-    size_t row = (size_t)o * T;
-    for (size_t t = 0; t < T; t++, rec += R) {
-        copy_floats(obs + t * W, rec, W);
-        copy_floats(act + t * A, rec + r->off_action, A);
-        memcpy(out->reward + row + t, rec + r->off_reward, 4);
-        out->terminated[row + t] = rec[r->off_flags];
-        out->truncated[row + t] = rec[r->off_flags + 1];
-        out->reset[row + t] = rec[r->off_flags + 2];
-    }
+    split_steps_for(r, rec, T, obs, act, (size_t)o * T, out);
+    rec += T * R;
     copy_floats(obs + T * W, rec, W);
     if (S && out->state0)
         copy_floats(out->state0 + (size_t)o * S,
@@ -772,8 +801,15 @@ frl_status frl_replay_sample_sequences(frl_replay *r, frl_rng *rng, int32_t rows
             __builtin_prefetch(s);
             __builtin_prefetch(s + 64);
         }
-        for (int32_t o = 0; o < m; o++)
+        for (int32_t o = 0; o < m; o++) {
+            if (o + 1 < m) { /* the next one's lines while this one is split */
+                const unsigned char *s = (const unsigned char *)r->array[FRL_REPLAY_ROWS] +
+                                         (size_t)out->index[o0 + o + 1] * span;
+                for (size_t b = 128; b < span; b += 64)
+                    __builtin_prefetch(s + b);
+            }
             gather_sequence(r, out->index[o0 + o], out, o0 + o);
+        }
     }
     return FRL_OK;
 }
