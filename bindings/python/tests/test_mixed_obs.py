@@ -138,6 +138,7 @@ def test_other_dicts_are_refused():
     assert ei.value.status == Status.ERR_UNSUPPORTED and "FlattenObservation" in ei.value.message
 
 
+@pytest.mark.slow
 def test_pixel_goal_trains_and_ring_shows_dicts():
     t = fastrl.Trainer("PixelGoal-v0", target_return=0.9, seed=2)
     m = t.train(100_000)
