@@ -156,12 +156,14 @@ static frl_status pg_spaces(frl_runtime *rt, int mixed, frl_space **obs, frl_spa
     static const float lo[2] = {0, 0}, hi[2] = {1, 1};
     frl_space *im = NULL, *goal = NULL;
     frl_status st = frl_space_create_image(&im, &rt->alloc, PG_SIZE, PG_SIZE, PG_CH);
-    if (st == FRL_OK && mixed)
+    if (st == FRL_OK && !mixed) {
+        *obs = im;
+        im = NULL;
+    } else if (st == FRL_OK) {
         st = frl_space_create_box(&goal, &rt->alloc, 1, &two, lo, hi);
-    if (st == FRL_OK && mixed)
-        st = frl_space_create_mixed(obs, &rt->alloc, im, goal);
-    else if (st == FRL_OK)
-        st = frl_space_create_image(obs, &rt->alloc, PG_SIZE, PG_SIZE, PG_CH);
+        if (st == FRL_OK)
+            st = frl_space_create_mixed(obs, &rt->alloc, im, goal);
+    }
     frl_space_destroy(im);
     frl_space_destroy(goal);
     return st != FRL_OK ? st : frl_space_create_discrete(act, &rt->alloc, PG_ACTIONS);

@@ -354,11 +354,11 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
                          int32_t rows, frl_pass *f)
 {
     backward_networks(p, params, grads, rows, f);
-    if (p->cnn.layers)
-        frl_policy_feature_grad(p, rows, f->d_in);
-    if (p->cnn.layers)
-        frl_cnn_backward(&p->cnn, p->k, params, grads, f->accumulate, rows, f->enc_acts,
-                         f->d_in, f->enc_grad, f->enc_work);
+    if (!p->cnn.layers)
+        return;
+    frl_policy_feature_grad(p, rows, f->d_in);
+    frl_cnn_backward(&p->cnn, p->k, params, grads, f->accumulate, rows, f->enc_acts, f->d_in,
+                     f->enc_grad, f->enc_work);
 }
 
 /* ---- acting ---- */
