@@ -144,6 +144,59 @@ START_TEST(act_matches_cpu)
 }
 END_TEST
 
+/* A frame-stacking policy acting step by step with its state on the CPU and on the
+ * device: the same actions, values and states (the device takes the stacks the host
+ * builds from the state; row 1 starts an episode at step 2). */
+START_TEST(stack_act_matches_cpu)
+{
+    enum { ROWS = 5, STEPS = 4 };
+    frl_runtime *cpu = runtime_on("cpu", 1), *dev = runtime_on("cuda", 1);
+    frl_config *cfg = frl_test_settings("policy.encoder=simple policy.conv_channels=4,4,4 "
+                                        "policy.hidden=8 policy.frame_stack=3");
+    frl_space *os, *as;
+    ck_assert_int_eq(frl_space_create_image(&os, NULL, 40, 40, 3), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 4), FRL_OK);
+    frl_policy *p[2];
+    ck_assert_int_eq(frl_policy_create(&p[0], cpu, cfg, os, as), FRL_OK);
+    ck_assert_msg(frl_policy_create(&p[1], dev, cfg, os, as) == FRL_OK, "%s", frl_last_error());
+    int64_t sw = frl_policy_state_size(p[0]);
+    float *state[2] = {calloc((size_t)(ROWS * sw), sizeof(float)),
+                       calloc((size_t)(ROWS * sw), sizeof(float))};
+    for (int t = 0; t < STEPS; t++) {
+        float *obs = random_obs(ROWS * 40 * 40 * 3 / 4, (uint64_t)(20 + t));
+        uint8_t reset[ROWS] = {0, t == 2, 0, 0, 0};
+        int32_t acts[2][ROWS];
+        float v[2][ROWS];
+        for (int k = 0; k < 2; k++) {
+            frl_act_args a;
+            frl_act_args_init(&a);
+            frl_test_act_widths(&a, p[k]);
+            a.batch = ROWS;
+            a.observations = obs;
+            a.actions = acts[k];
+            a.values = v[k];
+            a.state = state[k];
+            a.state_width = sw;
+            a.reset = reset;
+            ck_assert_msg(frl_policy_act(p[k], &a) == FRL_OK, "%s", frl_policy_last_error(p[k]));
+        }
+        ck_assert_int_eq(memcmp(acts[0], acts[1], sizeof acts[0]), 0);
+        ck_assert_int_eq(memcmp(v[0], v[1], sizeof v[0]), 0);
+        ck_assert_int_eq(memcmp(state[0], state[1], sizeof(float) * (size_t)(ROWS * sw)), 0);
+        free(obs);
+    }
+    free(state[0]);
+    free(state[1]);
+    frl_policy_destroy(p[0]);
+    frl_policy_destroy(p[1]);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(cpu);
+    frl_runtime_destroy(dev);
+}
+END_TEST
+
 /* ---- learning: the same parameters, to rounding ---- */
 
 static frl_trainer *trainer_on(const char *device, const char *env, const char *settings)
@@ -332,6 +385,12 @@ START_TEST(learner_matches_cpu)
     /* through a pixel encoder (its gradients summed over blocks of images) */
     check_learn_same("PixelGrid-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
                      "train.num_envs=4 train.rollout=32 train.minibatches=2", 1, 1e-4);
+    /* a frame stack: the device builds each row's stack from single frames (the
+     * rollout's, the bootstrap step's, the state's before step 0, zeros before an
+     * episode's start); two updates, so the second starts from the first's state */
+    check_learn_same("PixelGrid-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
+                     "policy.frame_stack=3 train.num_envs=4 train.rollout=32 "
+                     "train.minibatches=2", 2, 1e-4);
     if (!quick()) /* the sanitizer builds keep the first: the encoder's backward is one */
         check_learn_same("PixelGrid-v0", "policy.encoder=nature policy.conv_channels=4,4,8 "
                          "policy.shared=true policy.hidden=16 train.num_envs=2 "
@@ -476,6 +535,10 @@ START_TEST(async_device_acts_as_cpu)
     check_async_same("CartPole-v1", "sampler.mode=async sampler.groups=3 train.num_envs=12", 5);
     check_async_same("Pendulum-v1", "sampler.mode=async sampler.groups=2 train.num_envs=4 "
                      "train.rollout=128 policy.obs_norm=true", 5);
+    /* a frame stack: each group's stacks built from its rows of the state */
+    check_async_same("PixelGrid-v0", "sampler.mode=async sampler.groups=2 train.num_envs=4 "
+                     "train.rollout=16 train.minibatches=1 policy.conv_channels=4,4,4 "
+                     "policy.hidden=16 policy.frame_stack=2", 3);
 }
 END_TEST
 
@@ -578,6 +641,7 @@ int main(void)
     tcase_add_test(tc, auto_places_by_workload);
     tcase_add_test(tc, async_device_random_stops);
     tcase_add_test(tc, act_matches_cpu);
+    tcase_add_test(tc, stack_act_matches_cpu);
     tcase_add_test(tc, population_matches_cpu);
     tcase_add_test(tc, async_stage_failure);
     tcase_add_test(tc, learner_matches_cpu);

@@ -57,6 +57,7 @@ static void rollout_of(const frl_ppo *l, int32_t slot, frl_cuda_rollout *r)
     r->truncated = frl_ring_at(ring, slot, FRL_RING_TRUNCATED);
     r->reset = frl_ring_at(ring, slot, FRL_RING_RESET_STEPS);
     r->bootstrap_obs = frl_ring_at(ring, slot, FRL_RING_BOOTSTRAP_OBS);
+    r->state0 = l->p->stack > 1 ? l->state0 : NULL; /* the frames before step 0 */
 }
 
 /* The epoch's means, as frl_ppo_update reports them. */

@@ -178,6 +178,7 @@ frl_status frl_ppo_learner_learn(frl_learner *l, const frl_batch *b, frl_learn_s
 {
     frl_ppo *p = l->impl;
     out->time_values = 0;
+    frl_ppo_set_state0(p, b->state0); /* a frame stack's frames before step 0 */
     if (p->dev)
         return frl_ppo_device_update(p, b->slot, b->update_index, b->num_updates, b->seed, out,
                                      err);

@@ -28,7 +28,7 @@
 /* 7: the RUNS path, and frl_net_desc carries a pixel encoder (frl_cnn).
  * 8: the learner's frl_dm_loss and frl_dm_adv_params carry decoupled PPO (lagged
  *    rollouts of the async sampler), and the loss op reads the rows' log-ratios. */
-#define FRL_CUDA_PLUGIN_ABI 8u
+#define FRL_CUDA_PLUGIN_ABI 9u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
 #define FRL_CUDA_PLUGIN_FILE "libfastrl-cuda.so.0"
 
@@ -78,6 +78,11 @@ typedef struct frl_cuda_rollout {
     const float *rewards;        /* [T*B], normalised if the trainer does */
     const uint8_t *terminated, *truncated, *reset; /* [T*B] */
     const float *bootstrap_obs;  /* [B x obs_w] */
+    /* ABI 9: a frame-stacking policy's rows (obs_w floats: k frames of fw) are rebuilt
+     * from single frames: obs and bootstrap_obs then hold one frame a row ([T*B x fw],
+     * [B x fw]) and state0 each env's k - 1 frames before step 0 ([B x (k-1) fw],
+     * oldest first, zeros before an episode's start). NULL without a stack. */
+    const float *state0;
 } frl_cuda_rollout;
 
 /* Epoch statistics, summed over the epoch's valid rows (divide by count). */

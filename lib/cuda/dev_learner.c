@@ -15,15 +15,25 @@ typedef struct buffer {
     size_t bytes;
 } buffer;
 
+/* Frames the obs buffer holds with a stack of k: the rollout's N, the bootstrap step's
+ * B, state0's B (k - 1), and one of zeros. */
+static size_t stack_frames(const frl_dev_learner *l)
+{
+    return (size_t)l->N + (size_t)l->s.B * (size_t)l->frames + 1;
+}
+
 static int32_t buffers(frl_dev_learner *l, buffer *b)
 {
     const frl_net_desc *n = &l->net->desc;
     size_t N = (size_t)l->N, M = (size_t)l->s.M, B = (size_t)l->s.B, f = sizeof(float);
     size_t ow = (size_t)n->obs_w, w = (size_t)n->out_w, np = (size_t)n->num_params;
-    size_t mb = (size_t)l->minibatches;
+    size_t mb = (size_t)l->minibatches, kf = (size_t)l->frames, i4 = sizeof(int32_t);
+    int stacked = l->frames > 1;
     int32_t k = 0;
 #define BUF(field, size) b[k++] = (buffer){(void **)&l->field, (size)}
-    BUF(obs, f * N * ow);
+    BUF(obs, stacked ? f * stack_frames(l) * l->fw : f * N * ow);
+    BUF(fidx, stacked ? i4 * (N + B) * kf : i4);
+    BUF(mb_fidx, stacked ? i4 * M * kf : i4);
     BUF(actions, l->act_bytes * N);
     BUF(log_probs, f * N);
     BUF(rewards, f * N);
@@ -31,7 +41,7 @@ static int32_t buffers(frl_dev_learner *l, buffer *b)
     BUF(log_ratio, f * N);
     BUF(adv, f * N);
     BUF(ret, f * N);
-    BUF(boot_obs, f * B * ow);
+    BUF(boot_obs, stacked ? f : f * B * ow); /* a stack's are in obs */
     BUF(vboot, f * B);
     BUF(term, N);
     BUF(trunc, N);
@@ -74,6 +84,7 @@ void frl_dev_learner_destroy(frl_dev_learner *l)
     free(l->h_sums);
     free(l->h_sumsq);
     free(l->h_adam);
+    free(l->h_fidx);
     free(l);
 }
 
@@ -105,6 +116,8 @@ int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
         return 1;
     }
     l->minibatches = l->N / s->M;
+    l->frames = net->desc.cnn.layers && net->desc.cnn.frames > 1 ? net->desc.cnn.frames : 1;
+    l->fw = (size_t)net->desc.obs_w / (size_t)l->frames;
     l->act_bytes = net->desc.discrete ? sizeof(int32_t) : sizeof(float) * (size_t)net->desc.out_w;
     buffer b[MAX_BUFFERS];
     int32_t k = buffers(l, b);
@@ -121,9 +134,11 @@ int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
     l->h_sums = malloc(sizeof(float) * (size_t)l->minibatches * SUMS);
     l->h_sumsq = malloc(sizeof(double) * (size_t)l->minibatches);
     l->h_adam = malloc(sizeof(frl_dev_adam) * (size_t)l->minibatches);
+    if (l->frames > 1)
+        l->h_fidx = malloc(sizeof(int32_t) * ((size_t)l->N + (size_t)s->B) * (size_t)l->frames);
     const char *g = getenv("FRL_CUDA_GRAPHS");
     l->graphs_off = g && g[0] == '0';
-    if (!l->h_sums || !l->h_sumsq || !l->h_adam) {
+    if (!l->h_sums || !l->h_sumsq || !l->h_adam || (l->frames > 1 && !l->h_fidx)) {
         snprintf(err, err_size, "device learner: out of host memory");
         frl_dev_learner_destroy(l);
         return 1;
@@ -135,19 +150,74 @@ int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
     return net->ops->sync(net->d, err, err_size);
 }
 
+/* The frame of step `step` of env b in the obs buffer (stack_frames' order): step T is
+ * the bootstrap step, steps below 0 are state0's. */
+static int32_t frame_index(const frl_dev_learner *l, int32_t step, int32_t b)
+{
+    int32_t T = l->s.T, B = l->s.B, k = l->frames;
+    if (step == T)
+        return l->N + b;
+    if (step >= 0)
+        return step * B + b;
+    return l->N + B + b * (k - 1) + (k - 1 + step);
+}
+
+/* Row (step t, env b)'s k frames, oldest first, as rl/frame_stack.c stacks them: the
+ * frames of steps t - k + 1 .. t, the zero frame for the steps before the episode of
+ * step t began (step u begins one when step u - 1 autoreset). */
+static void stack_indices(const frl_dev_learner *l, const uint8_t *reset, int32_t t, int32_t b,
+                          int32_t *out)
+{
+    int32_t k = l->frames, B = l->s.B, zero = (int32_t)stack_frames(l) - 1, ended = 0;
+    for (int32_t j = 0; j < k; j++) { /* j: frames back from the newest */
+        int32_t u = t - j + 1;
+        if (j > 0)
+            ended |= u >= 1 && reset[(size_t)(u - 1) * (size_t)B + (size_t)b];
+        out[k - 1 - j] = ended ? zero : frame_index(l, t - j, b);
+    }
+}
+
+/* The frames, a zero frame and every row's stack of indices (rollout rows, then the
+ * bootstrap rows). */
+static void upload_stacks(frl_dev_learner *l, const frl_cuda_rollout *r)
+{
+    const frl_dev_ops *o = l->net->ops;
+    frl_dev *d = l->net->d;
+    size_t N = (size_t)l->N, B = (size_t)l->s.B, k = (size_t)l->frames, fb = sizeof(float) * l->fw;
+    o->put(d, l->obs, r->obs, fb * N);
+    o->put(d, (char *)l->obs + fb * N, r->bootstrap_obs, fb * B);
+    o->put(d, (char *)l->obs + fb * (N + B), r->state0, fb * B * (k - 1));
+    o->zero(d, (char *)l->obs + fb * (stack_frames(l) - 1), fb);
+    for (size_t i = 0; i < N + B; i++) {
+        int32_t t = i < N ? (int32_t)(i / B) : l->s.T, b = (int32_t)(i < N ? i % B : i - N);
+        stack_indices(l, r->reset, t, b, l->h_fidx + i * k);
+    }
+    o->put(d, l->fidx, l->h_fidx, sizeof(int32_t) * (N + B) * k);
+}
+
 static void upload(frl_dev_learner *l, const frl_cuda_rollout *r)
 {
     const frl_dev_ops *o = l->net->ops;
     frl_dev *d = l->net->d;
     size_t N = (size_t)l->N, f = sizeof(float), ow = (size_t)l->net->desc.obs_w;
-    o->put(d, l->obs, r->obs, f * N * ow);
+    if (l->frames > 1)
+        upload_stacks(l, r);
+    else
+        o->put(d, l->obs, r->obs, f * N * ow);
     o->put(d, l->actions, r->actions, l->act_bytes * N);
     o->put(d, l->log_probs, r->log_probs, f * N);
     o->put(d, l->rewards, r->rewards, f * N);
     o->put(d, l->term, r->terminated, N);
     o->put(d, l->trunc, r->truncated, N);
     o->put(d, l->reset, r->reset, N);
-    o->put(d, l->boot_obs, r->bootstrap_obs, f * (size_t)l->s.B * ow);
+    if (l->frames == 1)
+        o->put(d, l->boot_obs, r->bootstrap_obs, f * (size_t)l->s.B * ow);
+}
+
+/* Stacked rows [row0, row0 + rows) (fidx's order) gathered into dst [rows x obs_w]. */
+static void gather_stacks(frl_dev_learner *l, const int32_t *fidx, int32_t rows, float *dst)
+{
+    l->net->ops->gather(l->net->d, rows * l->frames, sizeof(float) * l->fw, fidx, l->obs, dst);
 }
 
 /* The Gaussian head's log-stds, or NULL for a discrete head, which has none: its
@@ -158,9 +228,11 @@ static const float *log_std_of(const frl_dev_net *net)
 }
 
 /* Values of rows [0, rows) of obs into v, M rows at a time; with ratio, also the
- * log-ratios of the rollout's actions (V-trace). */
-static void values_of(frl_dev_learner *l, const float *obs, int32_t rows, float *v,
-                      float *ratio)
+ * log-ratios of the rollout's actions (V-trace). With a frame stack obs is NULL and the
+ * rows are stacks row0.. (fidx's order), each chunk gathered into the minibatch's rows
+ * first. */
+static void values_of(frl_dev_learner *l, const float *obs, int32_t row0, int32_t rows,
+                      float *v, float *ratio)
 {
     const frl_dev_net *net = l->net;
     const frl_net_desc *n = &net->desc;
@@ -168,8 +240,10 @@ static void values_of(frl_dev_learner *l, const float *obs, int32_t rows, float 
         int32_t k = rows - first < l->s.M ? rows - first : l->s.M;
         frl_dev_pass f;
         frl_dev_pass_layout(n, k, 0, l->ws, &f);
-        frl_dev_net_forward(net, k, obs + (size_t)first * (size_t)n->obs_w, &f,
-                            FRL_DEV_CRITIC | (ratio ? FRL_DEV_ACTOR : 0u));
+        const float *x = obs ? obs + (size_t)first * (size_t)n->obs_w : l->mb_obs;
+        if (!obs)
+            gather_stacks(l, l->fidx + (size_t)(row0 + first) * (size_t)l->frames, k, l->mb_obs);
+        frl_dev_net_forward(net, k, x, &f, FRL_DEV_CRITIC | (ratio ? FRL_DEV_ACTOR : 0u));
         net->ops->copy(net->d, v + first, f.value, sizeof(float) * (size_t)k);
         if (ratio)
             net->ops->log_ratio(net->d, k, n->out_w, n->discrete, f.out,
@@ -184,8 +258,10 @@ int frl_dev_learner_begin(frl_dev_learner *l, const frl_cuda_rollout *r, char *e
 {
     upload(l, r);
     int vtrace = l->s.adv.vtrace != 0;
-    values_of(l, l->obs, l->N, l->values, vtrace || l->s.loss.decoupled ? l->log_ratio : NULL);
-    values_of(l, l->boot_obs, l->s.B, l->vboot, NULL);
+    int stacked = l->frames > 1;
+    values_of(l, stacked ? NULL : l->obs, 0, l->N, l->values,
+              vtrace || l->s.loss.decoupled ? l->log_ratio : NULL);
+    values_of(l, stacked ? NULL : l->boot_obs, l->N, l->s.B, l->vboot, NULL);
     l->net->ops->advantages(l->net->d, l->s.T, l->s.B, l->rewards, l->values,
                             vtrace ? l->log_ratio : NULL, l->term, l->trunc, l->reset, l->vboot,
                             &l->s.adv, l->adv, l->ret, l->valid);
@@ -198,7 +274,12 @@ static void gather_minibatch(frl_dev_learner *l, const int32_t *idx)
     frl_dev *d = l->net->d;
     int32_t M = l->s.M;
     size_t f = sizeof(float);
-    o->gather(d, M, f * (size_t)l->net->desc.obs_w, idx, l->obs, l->mb_obs);
+    if (l->frames > 1) { /* the rows' frame indices, then their frames */
+        o->gather(d, M, sizeof(int32_t) * (size_t)l->frames, idx, l->fidx, l->mb_fidx);
+        gather_stacks(l, l->mb_fidx, M, l->mb_obs);
+    } else {
+        o->gather(d, M, f * (size_t)l->net->desc.obs_w, idx, l->obs, l->mb_obs);
+    }
     o->gather(d, M, l->act_bytes, idx, l->actions, l->mb_act);
     o->gather(d, M, f, idx, l->log_probs, l->mb_lp);
     if (l->s.loss.decoupled)

@@ -20,6 +20,13 @@ typedef struct frl_dev_learner {
     void *actions;
     uint8_t *term, *trunc, *reset, *valid;
     int32_t *perm;
+    /* A frame stack (frames > 1): obs holds single frames of fw floats, the rollout's,
+     * then the bootstrap step's, then state0's, then one of zeros; row i's stack (the
+     * rollout's rows, then the bootstrap rows) is frames fidx[i k .. i k + k), oldest
+     * first, gathered into whole rows where the networks read them. */
+    int32_t frames;
+    size_t fw;
+    int32_t *fidx, *mb_fidx, *h_fidx;
     /* one minibatch */
     float *mb_obs, *mb_lp, *mb_lr, *mb_adv, *mb_ret, *mb_v;
     void *mb_act;

@@ -363,17 +363,12 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
 
 /* ---- acting ---- */
 
-/* A frame stack's step: each row's stack is its state (the earlier frames, oldest
- * first; zeros after a reset) and the new frame, which then joins the state. */
-static void stack_step(const frl_policy *p, const float *params, int32_t rows,
-                       const float *obs, float *state, const uint8_t *reset, float *ws,
-                       unsigned heads, float **out, float **value)
+void frl_policy_stack_rows(const frl_policy *p, int32_t rows, const float *obs, float *state,
+                           const uint8_t *reset, float *stacked)
 {
-    frl_pass f;
-    frl_policy_pass_layout(p, rows, 0, ws, &f);
     size_t fw = (size_t)p->obs_w, sw = (size_t)p->state_w, bytes = sizeof(float);
     for (int32_t r = 0; r < rows; r++) {
-        float *s = state + (size_t)r * sw, *dst = f.stacked + (size_t)r * (sw + fw);
+        float *s = state + (size_t)r * sw, *dst = stacked + (size_t)r * (sw + fw);
         const float *o = obs + (size_t)r * fw;
         if (reset && reset[r])
             memset(s, 0, bytes * sw);
@@ -382,6 +377,16 @@ static void stack_step(const frl_policy *p, const float *params, int32_t rows,
         memmove(s, s + fw, bytes * (sw - fw));
         memcpy(s + sw - fw, o, bytes * fw);
     }
+}
+
+/* A frame stack's step on the CPU: the rows' stacks, then the networks over them. */
+static void stack_step(const frl_policy *p, const float *params, int32_t rows,
+                       const float *obs, float *state, const uint8_t *reset, float *ws,
+                       unsigned heads, float **out, float **value)
+{
+    frl_pass f;
+    frl_policy_pass_layout(p, rows, 0, ws, &f);
+    frl_policy_stack_rows(p, rows, obs, state, reset, f.stacked);
     frl_policy_forward_heads(p, params, rows, f.stacked, &f, heads);
     *out = f.out;
     if (value)
@@ -697,14 +702,30 @@ FRL_API size_t frl_policy_workspace_size(const frl_policy *p, int32_t rows_per_c
 
 /* On the device: the networks there, the heads' sampling here (the same streams as on
  * the CPU, so an action depends only on its row's outputs). */
+/* Rows of one device forward of frame stacks: their stacks are built on the host. */
+enum { DEVICE_STACK_ROWS = 256 };
+
+/* The rows the device reads for [first, first + n): the observations, or with a frame
+ * stack the rows' stacks (their state steps on). */
+static const float *device_rows(frl_policy *p, const frl_act_args *a, int64_t first, int64_t n)
+{
+    const float *obs = a->observations + first * p->obs_w;
+    if (p->stack <= 1)
+        return obs;
+    frl_policy_stack_rows(p, (int32_t)n, obs, a->state + first * p->state_w,
+                          a->reset ? a->reset + first : NULL, p->dev_stacked);
+    return p->dev_stacked;
+}
+
 static frl_status act_device(frl_policy *p, const frl_act_args *a)
 {
     frl_status st = FRL_OK;
     size_t ab = action_row_bytes(p);
-    int32_t rows = p->dev->rows; /* the outputs' room */
+    int32_t rows = p->stack > 1 ? DEVICE_STACK_ROWS : p->dev->rows; /* the outputs' room */
+    rows = rows < p->dev->rows ? rows : p->dev->rows;
     for (int64_t first = 0; st == FRL_OK && first < a->batch; first += rows) {
         int64_t n = a->batch - first < rows ? a->batch - first : rows;
-        st = frl_policy_device_forward(p, n, a->observations + first * p->obs_w, p->dev_out,
+        st = frl_policy_device_forward(p, n, device_rows(p, a, first, n), p->dev_out,
                                        a->values ? p->dev_value : NULL, p->err);
         for (int64_t r = 0; st == FRL_OK && r < n; r++) {
             int64_t i = first + r;
@@ -805,9 +826,6 @@ static int device_refuses(const frl_policy *p, char *why, size_t size)
     else if (p->obs_n)
         snprintf(why, size, "discrete(%d) observation spaces run on the CPU for now",
                  (int)p->obs_n);
-    else if (p->cnn.layers && p->stack > 1)
-        snprintf(why, size, "a convolutional encoder over a stack of %d frames "
-                 "(policy.frame_stack) runs on the CPU for now", (int)p->stack);
     else if (p->vec_w)
         snprintf(why, size, "mixed observation spaces (an image and a vector) run on the CPU "
                  "for now");
@@ -843,6 +861,14 @@ static frl_status open_device(frl_policy *p, const char *who)
     if (!p->dev_out)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: the outputs of device inference: %s", who, why);
     p->dev_value = p->dev_out + (size_t)DEVICE_ROWS * (size_t)p->out_w;
+    if (p->stack > 1) {
+        size_t sf = (size_t)DEVICE_STACK_ROWS * (size_t)frl_policy_input_row_w(p);
+        p->dev_stacked = frl_device_host_alloc(&p->rt->device, &p->rt->alloc,
+                                               sizeof(float) * sf, why, sizeof why);
+        if (!p->dev_stacked)
+            return frl_fail(NULL, FRL_ERR_NOMEM, "%s: the frame stacks of device inference: "
+                            "%s", who, why);
+    }
     p->dev_version = ~(uint64_t)0; /* nothing uploaded yet */
     p->dev_norm_stale = 1;
     return FRL_OK;
@@ -852,9 +878,11 @@ static void close_device(frl_policy *p)
 {
     if (p->dev_out)
         frl_device_host_free(&p->rt->device, &p->rt->alloc, p->dev_out);
+    if (p->dev_stacked)
+        frl_device_host_free(&p->rt->device, &p->rt->alloc, p->dev_stacked);
     frl_dev_model_destroy(p->dev);
     p->dev = NULL;
-    p->dev_out = p->dev_value = NULL;
+    p->dev_out = p->dev_value = p->dev_stacked = NULL;
 }
 
 void frl_policy_leave_device(frl_policy *p)

@@ -79,6 +79,7 @@ struct frl_policy {
     uint64_t dev_version;
     int32_t dev_norm_stale;
     float *dev_out, *dev_value; /* pinned host buffers of one forward's outputs */
+    float *dev_stacked;       /* a frame stack's rows for the device (pinned, NULL without) */
     pthread_mutex_t ws_lock;  /* guards the policy's own act workspace (and the device
                                  model, which one thread at a time may use) */
     float *ws;
@@ -127,6 +128,13 @@ const float *frl_policy_encode(const frl_policy *p, const float *params,
  * the encoder's features alone [rows x cnn.out_w] (a mixed row's vector part, an
  * observation, gets no gradient). */
 void frl_policy_feature_grad(const frl_policy *p, int32_t rows, float *d_in);
+
+/* A frame stack's rows for one step: row r's stack is its state (the k - 1 earlier
+ * frames, oldest first; zeroed first where reset[r], which may be NULL) and the new
+ * frame obs[r], written to stacked [rows x (k obs_w)]; the new frame then joins the
+ * state. The CPU's acting and a device's (which takes whole stacks) share it. */
+void frl_policy_stack_rows(const frl_policy *p, int32_t rows, const float *obs, float *state,
+                           const uint8_t *reset, float *stacked);
 
 /* The hidden layers' activation that policy.activation names. */
 frl_nn_act frl_policy_activation(const frl_config *cfg);

@@ -176,7 +176,9 @@ static frl_status open_device(async_sampler *a)
     const frl_device *d = &h->rt->device;
     char why[FRL_ERRMSG_SIZE / 2] = "";
     size_t B = (size_t)h->B, f = sizeof(float);
-    a->dev_obs = frl_device_host_alloc(d, &h->rt->alloc, f * B * (size_t)p->obs_w, why, sizeof why);
+    /* rows as the device reads them: observations, or a frame stack's whole stacks */
+    a->dev_obs = frl_device_host_alloc(d, &h->rt->alloc, f * B * (size_t)frl_policy_input_row_w(p),
+                                       why, sizeof why);
     if (a->dev_obs)
         a->dev_out = frl_device_host_alloc(d, &h->rt->alloc, f * B * (size_t)p->out_w, why,
                                            sizeof why);
@@ -498,6 +500,28 @@ static const float *gather_obs(async_sampler *a, const task *k, int32_t thread, 
     return k->count == 1 ? one : buf;
 }
 
+/* A frame stack's rows of the picked groups into buf, for the device: each group's
+ * stacks from its rows of the state and its vec env's autoreset flags (the state steps
+ * on, as act_groups_recurrent's does on the CPU). */
+static const float *gather_stacks(async_sampler *a, const task *k, int32_t thread, float *buf,
+                                  int32_t *rows)
+{
+    const frl_sampler_host *h = a->h;
+    const frl_policy *p = h->policy;
+    size_t iw = (size_t)frl_policy_input_row_w(p), sw = (size_t)p->state_w;
+    const int32_t *picked = a->scratch[thread].picked;
+    int32_t n = 0;
+    for (int32_t i = 0; i < k->count; i++) {
+        int32_t gi = picked[i], m = h->venvs[gi]->n;
+        frl_policy_stack_rows(p, m, store_obs(a, gi),
+                              h->book->state + (size_t)h->group_first[gi] * sw,
+                              frl_vec_env_reset_steps(h->venvs[gi]), buf + (size_t)n * iw);
+        n += m;
+    }
+    *rows = n;
+    return buf;
+}
+
 /* Where the next row of the batch goes: a group and an env in it. */
 typedef struct row_cursor {
     int32_t pi, local;
@@ -646,7 +670,8 @@ static frl_status act_batch_device(async_sampler *a, const task *k, int32_t thre
                                    const frl_weights_view *wv, int32_t *out_rows, char *err)
 {
     int32_t rows;
-    const float *obs = gather_obs(a, k, thread, a->dev_obs, &rows);
+    const float *obs = a->h->policy->stack > 1 ? gather_stacks(a, k, thread, a->dev_obs, &rows)
+                                               : gather_obs(a, k, thread, a->dev_obs, &rows);
     frl_status st = FRL_OK;
     if (a->dev_version != wv->version) {
         st = load_acting_weights(a, wv, err);

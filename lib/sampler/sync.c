@@ -14,6 +14,7 @@ typedef struct sync_sampler {
     int32_t threads;
     float **ws;                 /* per thread: acting workspace */
     float *dev_out;             /* runtime.device=cuda: the actor's outputs of one step */
+    float *dev_stacked;         /* and a frame stack's rows, the device's input */
 } sync_sampler;
 
 static int32_t sync_groups(const frl_config *cfg)
@@ -40,21 +41,42 @@ static void sync_destroy(frl_sampler *base)
     frl_free(&rt->alloc, s->ws);
     if (s->dev_out)
         frl_device_host_free(&rt->device, &rt->alloc, s->dev_out);
+    if (s->dev_stacked)
+        frl_device_host_free(&rt->device, &rt->alloc, s->dev_stacked);
     frl_free(&rt->alloc, s);
 }
 
 /* Sync sampling on a device: one forward of all envs per step into a pinned buffer,
- * from which the pool's tasks sample. */
+ * from which the pool's tasks sample (with a frame stack, of the envs' stacks, built in
+ * another). */
 static frl_status alloc_device_outputs(sync_sampler *s)
 {
     const frl_sampler_host *h = s->base.h;
-    size_t bytes = sizeof(float) * (size_t)h->B * (size_t)h->policy->out_w;
+    const frl_policy *p = h->policy;
+    size_t bytes = sizeof(float) * (size_t)h->B * (size_t)p->out_w;
     char why[FRL_ERRMSG_SIZE / 2] = "";
     s->dev_out = frl_device_host_alloc(&h->rt->device, &h->rt->alloc, bytes, why, sizeof why);
-    if (!s->dev_out)
-        return frl_fail(h->err, FRL_ERR_NOMEM, "the outputs of %d envs' inference: %s",
+    if (s->dev_out && p->stack > 1)
+        s->dev_stacked = frl_device_host_alloc(&h->rt->device, &h->rt->alloc,
+                                               sizeof(float) * (size_t)h->B *
+                                                   (size_t)frl_policy_input_row_w(p),
+                                               why, sizeof why);
+    if (!s->dev_out || (p->stack > 1 && !s->dev_stacked))
+        return frl_fail(h->err, FRL_ERR_NOMEM, "the buffers of %d envs' inference: %s",
                         (int)h->B, why);
     return FRL_OK;
+}
+
+/* The device's input for this step: the observations, or each env's frame stack (its
+ * state steps on, from zeros where the vec env's autoreset began an episode). */
+static const float *device_input(sync_sampler *s, const float *obs)
+{
+    const frl_sampler_host *h = s->base.h;
+    if (!s->dev_stacked)
+        return obs;
+    frl_policy_stack_rows(h->policy, h->B, obs, h->book->state,
+                          frl_vec_env_reset_steps(h->venvs[0]), s->dev_stacked);
+    return s->dev_stacked;
 }
 
 /* Acting splits the envs over the threads (an action depends only on its row, so the
@@ -147,7 +169,8 @@ static frl_status rollout_step(sync_sampler *s, int32_t step, double *clock)
     act_job j = {s, step};
     int32_t failed, tasks = (h->B + s->act_rows - 1) / s->act_rows;
     if (s->dev_out) {
-        frl_status st = frl_policy_device_forward(h->policy, h->B, obs, s->dev_out, NULL, h->err);
+        frl_status st = frl_policy_device_forward(h->policy, h->B, device_input(s, obs),
+                                                  s->dev_out, NULL, h->err);
         if (st != FRL_OK)
             return st;
     }
