@@ -28,7 +28,7 @@
 /* 7: the RUNS path, and frl_net_desc carries a pixel encoder (frl_cnn).
  * 8: the learner's frl_dm_loss and frl_dm_adv_params carry decoupled PPO (lagged
  *    rollouts of the async sampler), and the loss op reads the rows' log-ratios. */
-#define FRL_CUDA_PLUGIN_ABI 9u
+#define FRL_CUDA_PLUGIN_ABI 10u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
 #define FRL_CUDA_PLUGIN_FILE "libfastrl-cuda.so.0"
 

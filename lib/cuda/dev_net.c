@@ -30,11 +30,13 @@ static size_t plan_pass(const frl_net_desc *n, int32_t rows, int training, float
     frl_net_pass_plan(&s, rows, training, &w);
     size_t at = w.floats;
     const frl_cnn *c = &n->cnn;
-    size_t acts = 0, work = 0, d_in = 0, d_in2 = 0, grad = 0;
+    size_t acts = 0, work = 0, d_in = 0, d_in2 = 0, grad = 0, join = 0;
     if (c->layers) {
         size_t in_w = (size_t)frl_net_desc_in_w(n), r = (size_t)rows;
         acts = take(&at, frl_cnn_acts_floats(c, rows));
         work = take(&at, (size_t)enc_block(c, rows) * frl_cnn_work_floats(c, 1));
+        if (n->vec_w)
+            join = take(&at, r * in_w);
         if (training) {
             d_in = take(&at, r * in_w);
             d_in2 = take(&at, r * in_w);
@@ -51,6 +53,7 @@ static size_t plan_pass(const frl_net_desc *n, int32_t rows, int training, float
     if (c->layers) {
         f->enc_acts = ws + acts;
         f->enc_work = ws + work;
+        f->join = n->vec_w ? ws + join : NULL;
     }
     if (!training)
         return at;
@@ -178,14 +181,29 @@ static float *mlp_forward(const frl_dev_net *net, const frl_mlp *m, int32_t rows
     return y;
 }
 
+/* A mixed row's join: the encoder's features, then the row's vector (as the CPU's
+ * frl_policy_encode lays them out). */
+static const float *join_vector(const frl_dev_net *net, int32_t rows, const float *obs,
+                                const float *feat, frl_dev_pass *f)
+{
+    const frl_net_desc *n = &net->desc;
+    size_t fb = sizeof(float), fw = (size_t)n->cnn.out_w, iw = (size_t)frl_net_desc_in_w(n);
+    net->ops->copy2d(net->d, rows, fb * fw, f->join, fb * iw, feat, fb * fw);
+    net->ops->copy2d(net->d, rows, fb * (size_t)n->vec_w, f->join + fw, fb * iw,
+                     obs + n->vec_at, fb * (size_t)n->obs_w);
+    return f->join;
+}
+
 void frl_dev_net_forward(const frl_dev_net *net, int32_t rows, const float *obs,
                          frl_dev_pass *f, unsigned heads)
 {
     const frl_net_desc *n = &net->desc;
     f->in = obs;
-    if (n->cnn.layers)
+    if (n->cnn.layers) {
         f->in = enc_forward(net, rows, obs, f);
-    else if (n->obs_norm) {
+        if (n->vec_w)
+            f->in = join_vector(net, rows, obs, f->in, f);
+    } else if (n->obs_norm) {
         net->ops->normalize(net->d, rows, n->obs_w, obs, net->norm_mean, net->norm_inv_std,
                             net->norm_clip, f->xn);
         f->in = f->xn;
@@ -222,6 +240,22 @@ static void mlp_backward(const frl_dev_net *net, const frl_mlp *m, float *grads,
     }
 }
 
+/* The encoder's backward from the networks' input gradient d_in [rows x in_w]: over a
+ * mixed space its feature columns first, packed into spare [rows x cnn.out_w] (the
+ * vector, an observation, gets no gradient). */
+static void encoder_backward(const frl_dev_net *net, float *grads, int32_t rows,
+                             frl_dev_pass *f, float *d_in, float *spare)
+{
+    const frl_net_desc *n = &net->desc;
+    if (n->vec_w) {
+        size_t fb = sizeof(float), fw = (size_t)n->cnn.out_w;
+        net->ops->copy2d(net->d, rows, fb * fw, spare, fb * fw, d_in,
+                         fb * (size_t)frl_net_desc_in_w(n));
+        d_in = spare;
+    }
+    enc_backward(net, grads, rows, f, d_in);
+}
+
 void frl_dev_net_backward(const frl_dev_net *net, float *grads, int32_t rows, frl_dev_pass *f)
 {
     const frl_net_desc *n = &net->desc;
@@ -238,7 +272,7 @@ void frl_dev_net_backward(const frl_dev_net *net, float *grads, int32_t rows, fr
                      f->d_in2);
         if (n->cnn.layers) {
             o->axpy(net->d, feats, 1.0f, f->d_in2, f->d_in);
-            enc_backward(net, grads, rows, f, f->d_in);
+            encoder_backward(net, grads, rows, f, f->d_in, f->d_in2);
         }
         return;
     }
@@ -253,5 +287,5 @@ void frl_dev_net_backward(const frl_dev_net *net, float *grads, int32_t rows, fr
     o->axpy(net->d, (int64_t)rows * tw, 1.0f, f->scratch, f->dy);
     mlp_backward(net, &n->trunk, grads, rows, f->in, f->trunk_acts, f->dy, f->scratch, f->d_in);
     if (n->cnn.layers)
-        enc_backward(net, grads, rows, f, f->d_in);
+        encoder_backward(net, grads, rows, f, f->d_in, f->d_in2);
 }

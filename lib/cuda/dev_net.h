@@ -30,6 +30,7 @@ typedef struct frl_dev_pass {
      * training: the features' gradient from each network (d_in, d_in2) and the encoder's
      * two gradient buffers. NULL without one. */
     float *enc_acts, *enc_work, *d_in, *d_in2, *enc_grad;
+    float *join;        /* a mixed row's features and vector [rows x in_w] (NULL without) */
 } frl_dev_pass;
 
 enum { FRL_DEV_ACTOR = 1u, FRL_DEV_CRITIC = 2u };

@@ -233,6 +233,12 @@ typedef struct frl_dev_ops {
      * order of the sum is fixed, not conv.c's). */
     void (*col2im)(frl_dev *d, const frl_conv2d *c, int32_t batch, const float *dpatches,
                    float *dx);
+
+    /* ---- mixed observations ---- */
+    /* rows of row_bytes (a multiple of 4) from src, rows src_pitch bytes apart, to dst,
+     * dst_pitch apart (multiples of 4; the two regions do not overlap). */
+    void (*copy2d)(frl_dev *d, int32_t rows, size_t row_bytes, void *dst, size_t dst_pitch,
+                   const void *src, size_t src_pitch);
 } frl_dev_ops;
 
 /* The CUDA implementation; the host one, a test double, is declared in

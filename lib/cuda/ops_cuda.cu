@@ -724,6 +724,29 @@ static void gather(frl_dev *d, int32_t rows, size_t row_bytes, const int32_t *id
     launched(d, "gather");
 }
 
+static __global__ void copy2d_k(int64_t total, int64_t words, const uint32_t *src, int64_t sp,
+                                uint32_t *dst, int64_t dp)
+{
+    FOR_EACH(i, total) {
+        int64_t r = i / words, w = i % words;
+        dst[r * dp + w] = src[r * sp + w];
+    }
+}
+
+// Word by word: the rows are a few features or a vector's floats, not worth a memcpy2D.
+static void copy2d(frl_dev *d, int32_t rows, size_t row_bytes, void *dst, size_t dst_pitch,
+                   const void *src, size_t src_pitch)
+{
+    int64_t words = (int64_t)(row_bytes / 4), total = (int64_t)rows * words;
+    if (total <= 0)
+        return;
+    enter(d);
+    copy2d_k<<<grid_for(total), THREADS, 0, d->stream>>>(
+        total, words, (const uint32_t *)src, (int64_t)(src_pitch / 4), (uint32_t *)dst,
+        (int64_t)(dst_pitch / 4));
+    launched(d, "copy2d");
+}
+
 typedef struct adv_args {
     int32_t T, B;
     const float *reward, *value, *log_ratio;
@@ -1550,4 +1573,5 @@ extern "C" const frl_dev_ops frl_dev_ops_cuda = {
     scale_images,
     im2col,
     col2im,
+    copy2d,
 };

@@ -49,12 +49,16 @@ typedef struct frl_net_desc {
      * is obs_w floats holding the image's bytes, and the networks read the encoder's
      * cnn.out_w features. */
     frl_cnn cnn;
+    /* A mixed observation's vector part (vec_w > 0, with an encoder): the floats
+     * [vec_at, vec_at + vec_w) of each row, joined to the encoder's features. */
+    int32_t vec_at, vec_w;
 } frl_net_desc;
 
-/* Values per row the networks read: the observation, or the encoder's features. */
+/* Values per row the networks read: the observation, or the encoder's features (and a
+ * mixed row's vector after them). */
 static inline int32_t frl_net_desc_in_w(const frl_net_desc *d)
 {
-    return d->cnn.layers ? d->cnn.out_w : d->obs_w;
+    return d->cnn.layers ? d->cnn.out_w + d->vec_w : d->obs_w;
 }
 
 /* The shape of d's networks: they read frl_net_desc_in_w values a row (a device takes

@@ -799,6 +799,8 @@ static void describe_net(const frl_policy *p, int32_t rows, frl_net_desc *d)
     d->num_params = p->num_params;
     d->max_rows = rows;
     d->cnn = p->cnn;
+    d->vec_at = p->vec_at;
+    d->vec_w = p->vec_w;
     if (p->cnn.layers)
         d->obs_w = frl_policy_input_row_w(p);
 }
@@ -826,9 +828,9 @@ static int device_refuses(const frl_policy *p, char *why, size_t size)
     else if (p->obs_n)
         snprintf(why, size, "discrete(%d) observation spaces run on the CPU for now",
                  (int)p->obs_n);
-    else if (p->vec_w)
-        snprintf(why, size, "mixed observation spaces (an image and a vector) run on the CPU "
-                 "for now");
+    else if (p->vec_w && p->obs_norm)
+        snprintf(why, size, "a mixed observation space's vector normalised (policy.obs_norm) "
+                 "runs on the CPU for now");
     else
         return 0;
     return 1;

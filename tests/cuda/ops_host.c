@@ -182,6 +182,15 @@ static void gather(frl_dev *d, int32_t rows, size_t row_bytes, const int32_t *id
                (const char *)src + (size_t)idx[r] * row_bytes, row_bytes);
 }
 
+static void copy2d(frl_dev *d, int32_t rows, size_t row_bytes, void *dst, size_t dst_pitch,
+                   const void *src, size_t src_pitch)
+{
+    (void)d;
+    for (int32_t r = 0; r < rows; r++)
+        memcpy((char *)dst + (size_t)r * dst_pitch, (const char *)src + (size_t)r * src_pitch,
+               row_bytes);
+}
+
 static void advantages(frl_dev *d, int32_t T, int32_t B, const float *reward,
                        const float *value, const float *log_ratio, const uint8_t *term,
                        const uint8_t *trunc, const uint8_t *reset, const float *bootstrap,
@@ -570,4 +579,5 @@ const frl_dev_ops frl_dev_ops_host = {
     .scale_images = scale_images,
     .im2col = im2col,
     .col2im = col2im,
+    .copy2d = copy2d,
 };

@@ -596,6 +596,39 @@ static void test_gather(void)
     gather_case(100000, 4, 0, 0);
 }
 
+/* Strided rows (a mixed observation's join and its gradient's unpacking): bytes
+ * outside the rows stay as they were (the destination is poisoned first). */
+static void copy2d_case(int32_t rows, size_t row_bytes, size_t dst_pitch, size_t src_pitch)
+{
+    size_t sb = (size_t)rows * src_pitch, db = (size_t)rows * dst_pitch;
+    uint8_t *src = hmem(sb);
+    for (size_t i = 0; i < sb; i++)
+        src[i] = (uint8_t)next_u64();
+    uint8_t *ref = host_poisoned(db);
+    H->copy2d(hdev, rows, row_bytes, ref, dst_pitch, src, src_pitch);
+    check ck;
+    check_start(&ck, "copy2d", "rows=%d row_bytes=%zu dst_pitch=%zu src_pitch=%zu", rows,
+                row_bytes, dst_pitch, src_pitch);
+    uint8_t *dsrc = dmem(sb), *ddst = dev_poisoned(gdev, db);
+    G->put(gdev, dsrc, src, sb);
+    G->copy2d(gdev, rows, row_bytes, ddst, dst_pitch, dsrc, src_pitch);
+    uint8_t *got = down(gdev, ddst, db);
+    if (synced(gdev, &ck)) {
+        cmp_bytes(&ck, got, ref, db);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_copy2d(void)
+{
+    copy2d_case(1, 4, 4, 4);
+    copy2d_case(7, 8, 20, 4808);    /* a vector of 2 into a join 5 wide */
+    copy2d_case(33, 128, 136, 128); /* features into the join */
+    copy2d_case(33, 128, 128, 136); /* and their gradient out of it */
+    copy2d_case(20000, 12, 16, 12);
+}
+
 /* ---- the learner ---- */
 
 /* variant 0: GAE (log-ratios given but not asked for); 1: V-trace; 2: vtrace set with no
@@ -1534,6 +1567,7 @@ static const test tests[] = {
     {"axpy", test_axpy},
     {"normalize", test_normalize},
     {"gather", test_gather},
+    {"copy2d", test_copy2d},
     {"advantages", test_advantages},
     {"log_ratio", test_log_ratio},
     {"moments", test_moments},
