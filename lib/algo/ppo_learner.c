@@ -157,7 +157,6 @@ void frl_ppo_learner_destroy(frl_learner *l)
 static frl_status learn_on_cpu(frl_ppo *p, const frl_batch *b, frl_ppo_stats *s, char *err)
 {
     double t0 = now_s();
-    frl_ppo_set_state0(p, b->state0);
     frl_status st = frl_ppo_values(p, b->slot, err);
     if (st != FRL_OK)
         return st;
@@ -178,7 +177,7 @@ frl_status frl_ppo_learner_learn(frl_learner *l, const frl_batch *b, frl_learn_s
 {
     frl_ppo *p = l->impl;
     out->time_values = 0;
-    frl_ppo_set_state0(p, b->state0); /* a frame stack's frames before step 0 */
+    frl_ppo_set_state0(p, b->state0); /* a core's state or a stack's frames at step 0 */
     if (p->dev)
         return frl_ppo_device_update(p, b->slot, b->update_index, b->num_updates, b->seed, out,
                                      err);

@@ -503,7 +503,7 @@ static const float *gather_obs(async_sampler *a, const task *k, int32_t thread, 
 /* A frame stack's rows of the picked groups into buf, for the device: each group's
  * stacks from its rows of the state and its vec env's autoreset flags (the state steps
  * on, as act_groups_recurrent's does on the CPU). */
-static const float *gather_stacks(async_sampler *a, const task *k, int32_t thread, float *buf,
+static const float *group_stacks(async_sampler *a, const task *k, int32_t thread, float *buf,
                                   int32_t *rows)
 {
     const frl_sampler_host *h = a->h;
@@ -670,7 +670,7 @@ static frl_status act_batch_device(async_sampler *a, const task *k, int32_t thre
                                    const frl_weights_view *wv, int32_t *out_rows, char *err)
 {
     int32_t rows;
-    const float *obs = a->h->policy->stack > 1 ? gather_stacks(a, k, thread, a->dev_obs, &rows)
+    const float *obs = a->h->policy->stack > 1 ? group_stacks(a, k, thread, a->dev_obs, &rows)
                                                : gather_obs(a, k, thread, a->dev_obs, &rows);
     frl_status st = FRL_OK;
     if (a->dev_version != wv->version) {
