@@ -529,22 +529,13 @@ START_TEST(pixel_goal_learned)
     ck_assert_int_eq(frl_trainer_create(&t, rt, "PixelGoal-v0", cfg), FRL_OK);
     frl_vec_env *v;
     ck_assert_int_eq(frl_vec_env_create(&v, rt, "PixelGoal-v0", 10, NULL), FRL_OK);
-    frl_eval_args e;
-    frl_eval_args_init(&e);
-    e.episodes = FRL_TEST_SANITIZED ? 10 : 100;
-    e.deterministic = 0;
-    double mean = 0;
-    int64_t budget = FRL_TEST_SANITIZED ? 1024 : 100000, steps = 0;
+    int64_t budget = FRL_TEST_SANITIZED ? 1024 : 100000;
     if (FRL_TEST_SANITIZED)
         printf("pixel_goal_learned: a sanitizer build runs 1024 steps and 10 episodes without "
                "the targets (the plain builds check them)\n");
-    while (steps < budget && mean < 0.93) {
-        steps += FRL_TEST_SANITIZED ? 1024 : 10000;
-        ck_assert_int_eq(frl_trainer_train(t, steps), FRL_OK);
-        ck_assert_int_eq(frl_policy_evaluate(frl_trainer_policy(t), v, &e, &mean), FRL_OK);
-        printf("pixel_goal_learned (obs_norm %d): %lld steps, mean return %.2f\n", _i,
-               (long long)steps, mean);
-    }
+    double mean = frl_test_train_until(t, v, FRL_TEST_SANITIZED ? 10 : 100, 0.93,
+                                       FRL_TEST_SANITIZED ? 1024 : 10000, budget,
+                                       _i ? "pixel_goal_learned (obs_norm)" : "pixel_goal_learned");
     static uint8_t rows[6 * ROW] __attribute__((aligned(64)));
     static const int goal[4][2] = {{2, 0}, {2, 4}, {0, 2}, {4, 2}}; /* up, down, left, right */
     for (int k = 0; k < 4; k++)

@@ -585,21 +585,13 @@ START_TEST(pixel_grid_learned)
     ck_assert_int_eq(frl_trainer_create(&t, rt, "PixelGrid-v0", cfg), FRL_OK);
     frl_vec_env *v;
     ck_assert_int_eq(frl_vec_env_create(&v, rt, "PixelGrid-v0", 10, NULL), FRL_OK);
-    frl_eval_args e;
-    frl_eval_args_init(&e);
-    e.episodes = FRL_TEST_SANITIZED ? 10 : 100;
-    e.deterministic = 0;
-    double mean = 0;
-    int64_t budget = FRL_TEST_SANITIZED ? 2048 : 200000, steps = 0;
+    int64_t budget = FRL_TEST_SANITIZED ? 2048 : 200000;
     if (FRL_TEST_SANITIZED)
         printf("pixel_grid_learned: a sanitizer build runs 2048 steps (" SANITIZED_RUN ") and "
                "10 episodes without the target (the plain builds check it)\n");
-    while (steps < budget && mean < 0.93) {
-        steps += FRL_TEST_SANITIZED ? 2048 : 10000;
-        ck_assert_int_eq(frl_trainer_train(t, steps), FRL_OK);
-        ck_assert_int_eq(frl_policy_evaluate(frl_trainer_policy(t), v, &e, &mean), FRL_OK);
-        printf("pixel_grid_learned: %lld steps, mean return %.2f\n", (long long)steps, mean);
-    }
+    double mean = frl_test_train_until(t, v, FRL_TEST_SANITIZED ? 10 : 100, 0.93,
+                                       FRL_TEST_SANITIZED ? 2048 : 10000, budget,
+                                       "pixel_grid_learned");
     if (!FRL_TEST_SANITIZED)
         ck_assert_msg(mean >= 0.93, "PixelGrid-v0 not learned in %lld steps: %.2f",
                       (long long)budget, mean);

@@ -3,6 +3,7 @@
 #define FRL_TESTS_TEST_UTIL_H
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "fastrl.h"
@@ -59,6 +60,27 @@ static inline frl_config *frl_test_settings(const char *text)
     ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
     ck_assert_int_eq(frl_config_parse(cfg, text), FRL_OK);
     return cfg;
+}
+
+/* Train t in increments of `step` env steps up to `budget`, evaluating its sampling
+ * policy on v over `episodes` episodes after each, until the mean return reaches
+ * `target`; each evaluation printed under `name`. Returns the last mean. */
+static inline double frl_test_train_until(frl_trainer *t, frl_vec_env *v, int32_t episodes,
+                                          double target, int64_t step, int64_t budget,
+                                          const char *name)
+{
+    frl_eval_args e;
+    frl_eval_args_init(&e);
+    e.episodes = episodes;
+    e.deterministic = 0;
+    double mean = 0;
+    for (int64_t steps = 0; steps < budget && mean < target;) {
+        steps += step;
+        ck_assert_int_eq(frl_trainer_train(t, steps), FRL_OK);
+        ck_assert_int_eq(frl_policy_evaluate(frl_trainer_policy(t), v, &e, &mean), FRL_OK);
+        printf("%s: %lld steps, mean return %.2f\n", name, (long long)steps, mean);
+    }
+    return mean;
 }
 
 /* After stops, a trainer still trains `steps` more to a budget: at least one more
