@@ -144,6 +144,8 @@ START_TEST(act_matches_cpu)
     /* a mixed observation: the features joined by the row's vector */
     check_act_same("PixelGoal-v0", "policy.encoder=simple policy.conv_channels=4,8,8 "
                    "policy.hidden=32", quick() ? 5 : 70);
+    check_act_same("PixelGoal-v0", "policy.encoder=simple policy.conv_channels=4,4,4 "
+                   "policy.hidden=8 policy.obs_norm=true", quick() ? 5 : 40);
 }
 END_TEST
 
@@ -394,7 +396,7 @@ START_TEST(learner_matches_cpu)
                      "train.num_envs=4 train.rollout=32 train.minibatches=2", 1, 1e-4);
     check_learn_same("PixelGoal-v0", "policy.conv_channels=4,4,8 policy.hidden=16 "
                      "policy.shared=true train.num_envs=2 train.rollout=16 "
-                     "train.minibatches=1", 1, 1e-4);
+                     "train.minibatches=1 policy.obs_norm=true", 2, 1e-4);
     /* a frame stack: the device builds each row's stack from single frames (the
      * rollout's, the bootstrap step's, the state's before step 0, zeros before an
      * episode's start); two updates, so the second starts from the first's state */

@@ -30,13 +30,15 @@ static size_t plan_pass(const frl_net_desc *n, int32_t rows, int training, float
     frl_net_pass_plan(&s, rows, training, &w);
     size_t at = w.floats;
     const frl_cnn *c = &n->cnn;
-    size_t acts = 0, work = 0, d_in = 0, d_in2 = 0, grad = 0, join = 0;
+    size_t acts = 0, work = 0, d_in = 0, d_in2 = 0, grad = 0, join = 0, vec = 0;
     if (c->layers) {
         size_t in_w = (size_t)frl_net_desc_in_w(n), r = (size_t)rows;
         acts = take(&at, frl_cnn_acts_floats(c, rows));
         work = take(&at, (size_t)enc_block(c, rows) * frl_cnn_work_floats(c, 1));
         if (n->vec_w)
             join = take(&at, r * in_w);
+        if (n->vec_w && n->obs_norm)
+            vec = take(&at, 2 * r * (size_t)n->vec_w);
         if (training) {
             d_in = take(&at, r * in_w);
             d_in2 = take(&at, r * in_w);
@@ -54,6 +56,7 @@ static size_t plan_pass(const frl_net_desc *n, int32_t rows, int training, float
         f->enc_acts = ws + acts;
         f->enc_work = ws + work;
         f->join = n->vec_w ? ws + join : NULL;
+        f->vec = n->vec_w && n->obs_norm ? ws + vec : NULL;
     }
     if (!training)
         return at;
@@ -182,15 +185,27 @@ static float *mlp_forward(const frl_dev_net *net, const frl_mlp *m, int32_t rows
 }
 
 /* A mixed row's join: the encoder's features, then the row's vector (as the CPU's
- * frl_policy_encode lays them out). */
+ * frl_policy_encode lays them out), normalised with obs_norm: gathered into rows of
+ * its own first, which the normaliser takes. */
 static const float *join_vector(const frl_dev_net *net, int32_t rows, const float *obs,
                                 const float *feat, frl_dev_pass *f)
 {
     const frl_net_desc *n = &net->desc;
+    const frl_dev_ops *o = net->ops;
     size_t fb = sizeof(float), fw = (size_t)n->cnn.out_w, iw = (size_t)frl_net_desc_in_w(n);
-    net->ops->copy2d(net->d, rows, fb * fw, f->join, fb * iw, feat, fb * fw);
-    net->ops->copy2d(net->d, rows, fb * (size_t)n->vec_w, f->join + fw, fb * iw,
-                     obs + n->vec_at, fb * (size_t)n->obs_w);
+    size_t vb = fb * (size_t)n->vec_w;
+    o->copy2d(net->d, rows, fb * fw, f->join, fb * iw, feat, fb * fw);
+    const float *v = obs + n->vec_at;
+    size_t pitch = fb * (size_t)n->obs_w;
+    if (n->obs_norm) {
+        float *x = f->vec, *y = f->vec + (size_t)rows * (size_t)n->vec_w;
+        o->copy2d(net->d, rows, vb, x, vb, v, pitch);
+        o->normalize(net->d, rows, n->vec_w, x, net->norm_mean, net->norm_inv_std,
+                     net->norm_clip, y);
+        v = y;
+        pitch = vb;
+    }
+    o->copy2d(net->d, rows, vb, f->join + fw, fb * iw, v, pitch);
     return f->join;
 }
 

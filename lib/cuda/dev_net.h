@@ -31,6 +31,7 @@ typedef struct frl_dev_pass {
      * two gradient buffers. NULL without one. */
     float *enc_acts, *enc_work, *d_in, *d_in2, *enc_grad;
     float *join;        /* a mixed row's features and vector [rows x in_w] (NULL without) */
+    float *vec;         /* with obs_norm: its vector gathered and normalised [2 x rows x vec_w] */
 } frl_dev_pass;
 
 enum { FRL_DEV_ACTOR = 1u, FRL_DEV_CRITIC = 2u };

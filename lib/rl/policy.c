@@ -828,9 +828,6 @@ static int device_refuses(const frl_policy *p, char *why, size_t size)
     else if (p->obs_n)
         snprintf(why, size, "discrete(%d) observation spaces run on the CPU for now",
                  (int)p->obs_n);
-    else if (p->vec_w && p->obs_norm)
-        snprintf(why, size, "a mixed observation space's vector normalised (policy.obs_norm) "
-                 "runs on the CPU for now");
     else
         return 0;
     return 1;
