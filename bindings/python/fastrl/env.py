@@ -420,9 +420,8 @@ class Env(_EnvBase):
         self.name = name
         self.observation_space = spaces.from_c(L.env_observation_space(handle.ptr))
         self.action_space = spaces.from_c(L.env_action_space(handle.ptr))
-        self._obs_shape = self.observation_space.shape
-        if spaces.is_mixed(self.observation_space):  # rows of bytes, shown as a dict
-            self._obs_shape = spaces.observation_layout(self.observation_space)[0]
+        # as the library stores one (a mixed one: its row of bytes, shown as a dict)
+        self._obs_shape = spaces.observation_layout(self.observation_space)[0]
         self._obs_dtype = spaces.observation_dtype(L.env_observation_space(handle.ptr))
         self._obs_index = (L.space_get_kind(L.env_observation_space(handle.ptr))
                            == spaces.DISCRETE)
@@ -709,9 +708,7 @@ class VecEnv(_VecEnvBase):
         discrete = L.space_get_kind(L.vec_env_action_space(p)) == spaces.DISCRETE
         self._discrete = discrete
         self._n_actions = int(self.single_action_space.n) if discrete else 0
-        obs_shape = (n,) + tuple(spaces.observation_layout(self.single_observation_space)[0]
-                                 if spaces.is_mixed(self.single_observation_space)
-                                 else self.single_observation_space.shape)
+        obs_shape = (n,) + spaces.observation_layout(self.single_observation_space)[0]
         act_shape = (n,) if discrete else (n,) + tuple(self.single_action_space.shape)
         self._act_shape = act_shape
         self._obs = _present(view(L.vec_env_observations(p), obs_shape,

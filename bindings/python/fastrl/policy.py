@@ -86,8 +86,7 @@ class Policy(Closable):
         self.observation_space = spaces.from_c(L.policy_observation_space(p))
         self.action_space = spaces.from_c(L.policy_action_space(p))
         self._mixed = spaces.is_mixed(self.observation_space)
-        self._obs_shape = tuple(spaces.observation_layout(self.observation_space)[0]
-                                if self._mixed else self.observation_space.shape)
+        self._obs_shape = spaces.observation_layout(self.observation_space)[0]
         self._obs_dtype = spaces.observation_dtype(L.policy_observation_space(p))
         self._discrete = L.space_get_kind(L.policy_action_space(p)) == spaces.DISCRETE
         self._act_shape = () if self._discrete else tuple(self.action_space.shape)
