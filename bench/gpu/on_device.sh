@@ -15,7 +15,7 @@ mkdir -p "$O"
 cudalib=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
 export LD_LIBRARY_PATH=$P/lib:${cudalib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FRL_CUDA_PLUGIN=$P/lib/libfastrl-cuda.so.0 PYTHONUNBUFFERED=1
-steps=${STEPS:-ops floor paths paths_variants infer ppo_before ppo memcheck racecheck train train_async handoff}
+steps=${STEPS:-ops floor paths paths_variants infer ppo_before ppo ppo_async pixels memcheck racecheck train train_async handoff}
 
 step() { # name limit command...
   local name=$1 limit=$2; shift 2
@@ -59,5 +59,22 @@ step train 60 "$P/fastrl" train CartPole-v1 --set runtime.device=cuda --out "$O/
 # from the learner's stream behind an event (model_stage/model_take).
 step train_async 60 "$P/fastrl" train CartPole-v1 --set runtime.device=cuda \
   --set sampler.mode=async --out "$O/run_async"
+# The async sampler at the 4,096-env shape (issue 27: its device learner against sync's,
+# which the ppo step gives in the same call).
+step ppo_async 120 $ppo --reps 1 --set sampler.mode=async
+# Pixel observations on the device (issue 23): the conv encoder with a mixed image and
+# vector row (with and without the vector's normalisation) and with frame stacks (sync
+# and async samplers), each trained on the GPU and its last-100 return printed beside
+# what the CPU reaches in the same budget (bench/learning.py's tasks, doc/pixels.md).
+step pixels 150 sh -c "for a in 'PixelGoal-v0 60000' 'PixelGoal-v0 60000 --set policy.obs_norm=true' \
+    'PixelGrid-v0 40000 --set policy.frame_stack=2' \
+    'PixelGrid-v0 60000 --set policy.frame_stack=3 --set sampler.mode=async'; do
+  set -- \$a; env=\$1; n=\$2; shift 2
+  for dev in cuda cpu; do
+    printf '%s %s steps %s %s: ' \$env \$dev \$n \"\$*\"
+    '$P/fastrl' train \$env --seed 1 --steps \$n --quiet --set runtime.device=\$dev \"\$@\" |
+      tail -n 1
+  done
+done"
 step handoff 40 sh -c "'$P/bench_gpu_infer' --batches 1 --handoff --budget 1 &&
   '$P/bench_gpu_infer' --batches 1 --hidden 1024,1024 --handoff --budget 1"
