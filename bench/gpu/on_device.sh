@@ -15,7 +15,7 @@ mkdir -p "$O"
 cudalib=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
 export LD_LIBRARY_PATH=$P/lib:${cudalib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FRL_CUDA_PLUGIN=$P/lib/libfastrl-cuda.so.0 PYTHONUNBUFFERED=1
-steps=${STEPS:-ops floor paths paths_variants infer ppo_before ppo ppo_async pixels memcheck racecheck train train_async handoff}
+steps=${STEPS:-ops floor paths paths_variants infer ppo_before ppo ppo_unfused ppo_async pixels memcheck racecheck train train_async handoff}
 
 step() { # name limit command...
   local name=$1 limit=$2; shift 2
@@ -45,15 +45,18 @@ step infer 200 python3 bench/gpu/compare_torch.py --bench "$P/bench_gpu_infer" \
 # before graphs), then as built.
 step ppo_before 90 env FRL_CUDA_GRAPHS=0 FRL_CUDA_FORWARD=launch $ppo
 step ppo 90 $ppo
+# The learner's backward and gathers op by op (FRL_CUDA_FUSE=0: act_bwd, linear_bwd_weight
+# and a gather an array, the kernels before wgrad and gather_fields) against the default.
+step ppo_unfused 90 env FRL_CUDA_FUSE=0 $ppo
 # The new ops under the sanitizers (the whole test under memcheck takes minutes). API
 # errors are not reported: the graph test makes a capture fail on purpose, and the test
 # checks every call's result itself.
-step memcheck 240 sh -c 'for f in forward_fused forward_runs graph adam linear; do
+step memcheck 240 sh -c 'for f in forward_fused forward_runs graph adam linear wgrad gather_fields mlp_tiled; do
   compute-sanitizer --tool memcheck --leak-check full --report-api-errors no \
     --error-exitcode 3 "$0" $f || exit $?;
   done' "$P/test_cuda_ops"
 step racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 3 "$P/test_cuda_ops" \
-  forward_fused forward_runs
+  forward_fused forward_runs wgrad mlp_tiled
 step train 60 "$P/fastrl" train CartPole-v1 --set runtime.device=cuda --out "$O/run"
 # The async sampler on the GPU: inference on its own stream, each weight version taken
 # from the learner's stream behind an event (model_stage/model_take).
