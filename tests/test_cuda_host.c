@@ -410,6 +410,20 @@ START_TEST(learner_matches_cpu)
 }
 END_TEST
 
+/* FRL_CUDA_FUSE=0: the learner's passes layer by layer (act_bwd, linear_bwd_weight and a
+ * gather an array, as before the tiled and fused ops), which benchmarks compare with the
+ * default; it must learn the same, a shared trunk and an encoder included. */
+START_TEST(learner_unfused_matches_cpu)
+{
+    setenv("FRL_CUDA_FUSE", "0", 1);
+    check_learn_same("CartPole-v1", "", 2, 1e-4);
+    check_learn_same("Acrobot-v1", "policy.shared=true policy.obs_norm=true", 1, 1e-4);
+    check_learn_same("PixelGoal-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
+                     "train.num_envs=4 train.rollout=32 train.minibatches=2", 1, 1e-4);
+    unsetenv("FRL_CUDA_FUSE");
+}
+END_TEST
+
 /* The device learner solves CartPole with the built-in settings. */
 START_TEST(learns_cartpole)
 {
@@ -657,6 +671,7 @@ int main(void)
     tcase_add_test(tc, population_matches_cpu);
     tcase_add_test(tc, async_stage_failure);
     tcase_add_test(tc, learner_matches_cpu);
+    tcase_add_test(tc, learner_unfused_matches_cpu);
     tcase_add_test(tc, learns_cartpole);
     tcase_add_test(tc, save_and_load_on_device);
     tcase_add_test(tc, device_failures_are_reported);

@@ -243,7 +243,8 @@ static void values_of(frl_dev_learner *l, const float *obs, int32_t row0, int32_
         const float *x = obs ? obs + (size_t)first * (size_t)n->obs_w : l->mb_obs;
         if (!obs)
             gather_stacks(l, l->fidx + (size_t)(row0 + first) * (size_t)l->frames, k, l->mb_obs);
-        frl_dev_net_forward(net, k, x, &f, FRL_DEV_CRITIC | (ratio ? FRL_DEV_ACTOR : 0u));
+        frl_dev_net_forward(net, k, x, &f,
+                            FRL_DEV_TILED | FRL_DEV_CRITIC | (ratio ? FRL_DEV_ACTOR : 0u));
         net->ops->copy(net->d, v + first, f.value, sizeof(float) * (size_t)k);
         if (ratio)
             net->ops->log_ratio(net->d, k, n->out_w, n->discrete, f.out,
@@ -268,26 +269,43 @@ int frl_dev_learner_begin(frl_dev_learner *l, const frl_cuda_rollout *r, char *e
     return l->net->ops->sync(l->net->d, err, err_size);
 }
 
+/* The minibatch's narrow arrays, gathered by one gather_fields (wider rows by gather). */
+typedef struct field_list {
+    frl_dev_field f[FRL_DEV_GATHER_MAX];
+    int32_t n;
+} field_list;
+
+static void add_field(frl_dev_learner *l, field_list *fl, const int32_t *idx, const void *src,
+                      void *dst, size_t row_bytes)
+{
+    if (row_bytes <= FRL_DEV_GATHER_ROW && fl->n < FRL_DEV_GATHER_MAX && !l->net->unfused)
+        fl->f[fl->n++] = (frl_dev_field){src, dst, row_bytes};
+    else
+        l->net->ops->gather(l->net->d, l->s.M, row_bytes, idx, src, dst);
+}
+
 static void gather_minibatch(frl_dev_learner *l, const int32_t *idx)
 {
     const frl_dev_ops *o = l->net->ops;
     frl_dev *d = l->net->d;
     int32_t M = l->s.M;
     size_t f = sizeof(float);
+    field_list fl = {.n = 0};
     if (l->frames > 1) { /* the rows' frame indices, then their frames */
         o->gather(d, M, sizeof(int32_t) * (size_t)l->frames, idx, l->fidx, l->mb_fidx);
         gather_stacks(l, l->mb_fidx, M, l->mb_obs);
     } else {
-        o->gather(d, M, f * (size_t)l->net->desc.obs_w, idx, l->obs, l->mb_obs);
+        add_field(l, &fl, idx, l->obs, l->mb_obs, f * (size_t)l->net->desc.obs_w);
     }
-    o->gather(d, M, l->act_bytes, idx, l->actions, l->mb_act);
-    o->gather(d, M, f, idx, l->log_probs, l->mb_lp);
+    add_field(l, &fl, idx, l->actions, l->mb_act, l->act_bytes);
+    add_field(l, &fl, idx, l->log_probs, l->mb_lp, f);
     if (l->s.loss.decoupled)
-        o->gather(d, M, f, idx, l->log_ratio, l->mb_lr);
-    o->gather(d, M, f, idx, l->adv, l->mb_adv);
-    o->gather(d, M, f, idx, l->ret, l->mb_ret);
-    o->gather(d, M, f, idx, l->values, l->mb_v);
-    o->gather(d, M, 1, idx, l->valid, l->mb_valid);
+        add_field(l, &fl, idx, l->log_ratio, l->mb_lr, f);
+    add_field(l, &fl, idx, l->adv, l->mb_adv, f);
+    add_field(l, &fl, idx, l->ret, l->mb_ret, f);
+    add_field(l, &fl, idx, l->values, l->mb_v, f);
+    add_field(l, &fl, idx, l->valid, l->mb_valid, 1);
+    o->gather_fields(d, M, idx, fl.n, fl.f);
 }
 
 /* Adam's constants for step t (frl_adam_update's). */
@@ -312,7 +330,7 @@ static void minibatch(frl_dev_learner *l, int32_t m)
     o->moments(d, M, l->mb_adv, l->mb_valid, l->s.norm_adv, l->moments);
     frl_dev_pass f;
     frl_dev_pass_layout(n, M, 1, l->ws, &f);
-    frl_dev_net_forward(net, M, l->mb_obs, &f, FRL_DEV_ACTOR | FRL_DEV_CRITIC);
+    frl_dev_net_forward(net, M, l->mb_obs, &f, FRL_DEV_TILED | FRL_DEV_ACTOR | FRL_DEV_CRITIC);
     o->loss_rows(d, M, n->out_w, n->discrete, &l->s.loss, f.out, f.value, l->mb_act, l->mb_lp,
                  l->mb_lr, l->mb_adv, l->mb_ret, l->mb_v, l->mb_valid, log_std_of(net), l->moments, f.d_out,
                  f.d_value, n->discrete ? NULL : l->d_log_std, l->stats);

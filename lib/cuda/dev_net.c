@@ -184,6 +184,57 @@ static float *mlp_forward(const frl_dev_net *net, const frl_mlp *m, int32_t rows
     return y;
 }
 
+int frl_dev_plan_mlp(const frl_mlp *src, int32_t max_width, frl_dev_fused_mlp *dst)
+{
+    if (src->layers > FRL_DEV_FUSED_MAX_LAYERS)
+        return 0;
+    *dst = (frl_dev_fused_mlp){.layers = src->layers};
+    for (int32_t l = 0; l <= src->layers; l++) {
+        if (src->width[l] > max_width)
+            return 0;
+        dst->width[l] = src->width[l];
+    }
+    for (int32_t l = 0; l < src->layers; l++) {
+        dst->act[l] = layer_act(src, l);
+        dst->off_w[l] = src->off_w[l];
+        dst->off_b[l] = src->off_b[l];
+    }
+    return 1;
+}
+
+int frl_dev_tiled(const frl_dev_net *net, frl_dev_fused_mlp m[2])
+{
+    const frl_net_desc *n = &net->desc;
+    return !net->unfused && !n->shared && n->actor.layers >= 1 && n->critic.layers >= 1 &&
+           n->actor.param_base + n->actor.num_params == n->critic.param_base &&
+           frl_dev_plan_mlp(&n->actor, FRL_DEV_TILE_MAX_WIDTH, &m[0]) &&
+           frl_dev_plan_mlp(&n->critic, FRL_DEV_TILE_MAX_WIDTH, &m[1]);
+}
+
+/* The heads asked for, over x, by one tiled forward. */
+static void tiled_forward(const frl_dev_net *net, int32_t rows, const float *x, frl_dev_pass *f,
+                          unsigned heads, const frl_dev_fused_mlp m[2])
+{
+    const frl_net_desc *n = &net->desc;
+    frl_dev_fused_mlp pick[2];
+    float *acts[2];
+    int32_t k = 0;
+    if (heads & FRL_DEV_ACTOR) {
+        pick[k] = m[0];
+        acts[k++] = f->actor_acts;
+    }
+    if (heads & FRL_DEV_CRITIC) {
+        pick[k] = m[1];
+        acts[k++] = f->critic_acts;
+    }
+    net->ops->mlp_forward_tiled(net->d, rows, k, pick, net->params, x, acts);
+    f->out = heads & FRL_DEV_ACTOR
+                 ? layer_output(&n->actor, f->actor_acts, rows, n->actor.layers - 1) : NULL;
+    f->value = heads & FRL_DEV_CRITIC
+                   ? layer_output(&n->critic, f->critic_acts, rows, n->critic.layers - 1) : NULL;
+    f->tiled = (heads & (FRL_DEV_ACTOR | FRL_DEV_CRITIC)) == (FRL_DEV_ACTOR | FRL_DEV_CRITIC);
+}
+
 /* A mixed row's join: the encoder's features, then the row's vector (as the CPU's
  * frl_policy_encode lays them out), normalised with obs_norm: gathered into rows of
  * its own first, which the normaliser takes. */
@@ -224,6 +275,11 @@ void frl_dev_net_forward(const frl_dev_net *net, int32_t rows, const float *obs,
         f->in = f->xn;
     }
     const float *x = f->in;
+    frl_dev_fused_mlp m[2];
+    if ((heads & FRL_DEV_TILED) && frl_dev_tiled(net, m)) {
+        tiled_forward(net, rows, x, f, heads, m);
+        return;
+    }
     if (n->shared)
         x = mlp_forward(net, &n->trunk, rows, x, f->trunk_acts);
     f->out = heads & FRL_DEV_ACTOR ? mlp_forward(net, &n->actor, rows, x, f->actor_acts) : NULL;
@@ -231,27 +287,45 @@ void frl_dev_net_forward(const frl_dev_net *net, int32_t rows, const float *obs,
                                       : NULL;
 }
 
-/* Backward through one MLP, writing its gradients; dy [rows x widest] holds dL/d(output)
- * and is overwritten, as is scratch; dx (may be NULL) gets dL/dx. */
-static void mlp_backward(const frl_dev_net *net, const frl_mlp *m, float *grads, int32_t rows,
-                         const float *x, float *acts, float *dy, float *scratch, float *dx)
+/* Layer l's delta (g times act'(y), into delta; g itself for a linear layer) and its
+ * weight and bias gradients. */
+static void layer_grads(const frl_dev_net *net, const frl_mlp *m, int32_t l, float *grads,
+                        int32_t rows, const float *in, const float *y, const float *g,
+                        float *delta)
 {
     const frl_dev_ops *o = net->ops;
-    float *cur = dy, *next = scratch;
+    int32_t n = m->width[l + 1], k = m->width[l], a = layer_act(m, l);
+    float *dw = grads + m->off_w[l], *db = grads + m->off_b[l];
+    if (!net->unfused) {
+        o->wgrad(net->d, rows, n, k, in, g, y, a, delta, dw, db, 0);
+        return;
+    }
+    if (a != 0) {
+        o->act_bwd(net->d, (int64_t)rows * n, y, g, delta, a);
+        g = delta;
+    }
+    o->linear_bwd_weight(net->d, rows, n, k, in, g, dw, db, 0);
+}
+
+/* Backward through one MLP from g = dL/d(its output) [rows x out] (read, not written),
+ * writing its gradients and, when dx is not NULL, dL/dx into dx. wa and wb are work
+ * buffers of [rows x widest] (wb may be NULL for one layer): each layer's delta goes to
+ * the one g is not in, its input gradient (the next layer's g) to the one its delta is
+ * not in. */
+static void mlp_backward(const frl_dev_net *net, const frl_mlp *m, float *grads, int32_t rows,
+                         const float *x, float *acts, const float *g, float *wa, float *wb,
+                         float *dx)
+{
     for (int32_t l = m->layers - 1; l >= 0; l--) {
-        int32_t n = m->width[l + 1], kin = m->width[l], a = layer_act(m, l);
-        if (a != 0)
-            o->act_bwd(net->d, (int64_t)rows * n, layer_output(m, acts, rows, l), cur, cur, a);
+        int32_t n = m->width[l + 1], k = m->width[l];
         const float *in = l == 0 ? x : layer_output(m, acts, rows, l - 1);
-        o->linear_bwd_weight(net->d, rows, n, kin, in, cur, grads + m->off_w[l],
-                             grads + m->off_b[l], 0);
-        float *to = l > 0 ? next : dx;
+        float *delta = layer_act(m, l) ? (g == wa ? wb : wa) : NULL;
+        layer_grads(net, m, l, grads, rows, in, layer_output(m, acts, rows, l), g, delta);
+        const float *dl = delta ? delta : g;
+        float *to = l > 0 ? (dl == wa ? wb : wa) : dx;
         if (to)
-            o->linear_bwd_input(net->d, rows, n, kin, cur, net->params + m->off_w[l], to);
-        if (l > 0) {
-            next = cur;
-            cur = to;
-        }
+            net->ops->linear_bwd_input(net->d, rows, n, k, dl, net->params + m->off_w[l], to);
+        g = to;
     }
 }
 
@@ -271,36 +345,47 @@ static void encoder_backward(const frl_dev_net *net, float *grads, int32_t rows,
     enc_backward(net, grads, rows, f, d_in);
 }
 
-void frl_dev_net_backward(const frl_dev_net *net, float *grads, int32_t rows, frl_dev_pass *f)
+/* Separate networks, each from its own output's gradient (by the tiled op when the
+ * forward was tiled); with an encoder, their input gradients summed are its features'. */
+static void separate_backward(const frl_dev_net *net, float *grads, int32_t rows,
+                              frl_dev_pass *f)
 {
     const frl_net_desc *n = &net->desc;
     const frl_dev_ops *o = net->ops;
-    size_t fb = sizeof(float);
-    /* With an encoder both networks' input gradients are its features' gradient. */
-    int64_t feats = (int64_t)rows * frl_net_desc_in_w(n);
+    frl_dev_fused_mlp m[2];
+    if (f->tiled && frl_dev_tiled(net, m)) {
+        float *acts[2] = {f->actor_acts, f->critic_acts}, *dx[2] = {f->d_in, f->d_in2};
+        const float *g[2] = {f->d_out, f->d_value};
+        o->mlp_backward_tiled(net->d, rows, 2, m, net->params, f->in, acts, g,
+                              n->cnn.layers ? dx : NULL, grads);
+    } else {
+        mlp_backward(net, &n->actor, grads, rows, f->in, f->actor_acts, f->d_out, f->dy,
+                     f->scratch, f->d_in);
+        mlp_backward(net, &n->critic, grads, rows, f->in, f->critic_acts, f->d_value, f->dy,
+                     f->scratch, f->d_in2);
+    }
+    if (n->cnn.layers) {
+        o->axpy(net->d, (int64_t)rows * frl_net_desc_in_w(n), 1.0f, f->d_in2, f->d_in);
+        encoder_backward(net, grads, rows, f, f->d_in, f->d_in2);
+    }
+}
+
+void frl_dev_net_backward(const frl_dev_net *net, float *grads, int32_t rows, frl_dev_pass *f)
+{
+    const frl_net_desc *n = &net->desc;
     if (!n->shared) {
-        o->copy(net->d, f->dy, f->d_out, fb * (size_t)rows * (size_t)n->out_w);
-        mlp_backward(net, &n->actor, grads, rows, f->in, f->actor_acts, f->dy, f->scratch,
-                     f->d_in);
-        o->copy(net->d, f->dy, f->d_value, fb * (size_t)rows);
-        mlp_backward(net, &n->critic, grads, rows, f->in, f->critic_acts, f->dy, f->scratch,
-                     f->d_in2);
-        if (n->cnn.layers) {
-            o->axpy(net->d, feats, 1.0f, f->d_in2, f->d_in);
-            encoder_backward(net, grads, rows, f, f->d_in, f->d_in2);
-        }
+        separate_backward(net, grads, rows, f);
         return;
     }
-    /* The heads' input gradients meet in the trunk's output: dh + scratch. */
+    /* The heads' input gradients meet in the trunk's output: dh += scratch. */
     int32_t tw = frl_mlp_out(&n->trunk);
     const float *h = f->trunk_acts + (size_t)rows * (size_t)(n->trunk.act_width - tw);
-    o->copy(net->d, f->dy, f->d_out, fb * (size_t)rows * (size_t)n->out_w);
-    mlp_backward(net, &n->actor, grads, rows, h, f->actor_acts, f->dy, NULL, f->dh);
-    o->copy(net->d, f->dy, f->d_value, fb * (size_t)rows);
-    mlp_backward(net, &n->critic, grads, rows, h, f->critic_acts, f->dy, NULL, f->scratch);
-    o->copy(net->d, f->dy, f->dh, fb * (size_t)rows * (size_t)tw);
-    o->axpy(net->d, (int64_t)rows * tw, 1.0f, f->scratch, f->dy);
-    mlp_backward(net, &n->trunk, grads, rows, f->in, f->trunk_acts, f->dy, f->scratch, f->d_in);
+    mlp_backward(net, &n->actor, grads, rows, h, f->actor_acts, f->d_out, f->dy, NULL, f->dh);
+    mlp_backward(net, &n->critic, grads, rows, h, f->critic_acts, f->d_value, f->dy, NULL,
+                 f->scratch);
+    net->ops->axpy(net->d, (int64_t)rows * tw, 1.0f, f->scratch, f->dh);
+    mlp_backward(net, &n->trunk, grads, rows, f->in, f->trunk_acts, f->dh, f->dy, f->scratch,
+                 f->d_in);
     if (n->cnn.layers)
         encoder_backward(net, grads, rows, f, f->d_in, f->d_in2);
 }

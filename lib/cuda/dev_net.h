@@ -16,6 +16,9 @@ typedef struct frl_dev_net {
     float *params;               /* device [num_params] */
     float *norm_mean, *norm_inv_std; /* device [obs_w] (obs_norm only) */
     float norm_clip;
+    /* FRL_CUDA_FUSE=0: the learner's backward and gathers op by op, as before wgrad and
+     * gather_fields (for benchmarks that compare the two; the same arithmetic). */
+    int unfused;
 } frl_dev_net;
 
 /* Device buffers of one pass over rows rows (like frl_pass). */
@@ -32,9 +35,21 @@ typedef struct frl_dev_pass {
     float *enc_acts, *enc_work, *d_in, *d_in2, *enc_grad;
     float *join;        /* a mixed row's features and vector [rows x in_w] (NULL without) */
     float *vec;         /* with obs_norm: its vector gathered and normalised [2 x rows x vec_w] */
+    int tiled;          /* the forward ran both networks by the tiled ops: so does the backward */
 } frl_dev_pass;
 
-enum { FRL_DEV_ACTOR = 1u, FRL_DEV_CRITIC = 2u };
+/* Heads of frl_dev_net_forward; FRL_DEV_TILED: the learner's passes, by the tiled ops
+ * (dev_ops.h's mlp_*_tiled) where the networks fit them (frl_dev_tiled). */
+enum { FRL_DEV_ACTOR = 1u, FRL_DEV_CRITIC = 2u, FRL_DEV_TILED = 4u };
+
+/* src as the fused and tiled kernels read it, each layer's activation spelled out: 0 when
+ * it has more than FRL_DEV_FUSED_MAX_LAYERS layers or a layer (input included) wider
+ * than max_width. */
+int frl_dev_plan_mlp(const frl_mlp *src, int32_t max_width, frl_dev_fused_mlp *dst);
+/* 1 when the learner's passes over net run by the tiled ops (m[0] the actor, m[1] the
+ * critic, filled): separate networks, each at most FRL_DEV_TILE_MAX_WIDTH wide, their
+ * parameters side by side, and FRL_CUDA_FUSE not 0. */
+int frl_dev_tiled(const frl_dev_net *net, frl_dev_fused_mlp m[2]);
 
 /* Floats of a pass's workspace for rows rows (training: with the backward buffers), and
  * the pass's buffers inside ws (device memory): frl_net_pass_plan's. */

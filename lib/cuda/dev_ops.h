@@ -32,6 +32,8 @@ typedef struct frl_dev frl_dev; /* one implementation's context: device, stream,
  * layer's activation spelled out): at most FRL_DEV_FUSED_MAX_WIDTH units a layer, input
  * included, so that a row's activations stay in the block's shared memory. */
 enum { FRL_DEV_FUSED_MAX_LAYERS = 9, FRL_DEV_FUSED_MAX_WIDTH = 1024 };
+/* mlp_forward_tiled / mlp_backward_tiled: the widest layer, input included. */
+enum { FRL_DEV_TILE_MAX_WIDTH = 64 };
 /* forward_runs: rows a run (a block) and the widest layer it takes. */
 enum { FRL_DEV_RUN_ROWS = 16, FRL_DEV_RUN_MAX_WIDTH = 256 };
 
@@ -52,6 +54,14 @@ typedef struct frl_dev_fused {
     const int32_t *members;
     int64_t member_stride;
 } frl_dev_fused;
+
+/* One array of gather_fields. */
+enum { FRL_DEV_GATHER_MAX = 8, FRL_DEV_GATHER_ROW = 64 };
+typedef struct frl_dev_field {
+    const void *src;
+    void *dst;
+    size_t row_bytes;
+} frl_dev_field;
 
 /* Adam's per-step constants (frl_adam_coef without the clipping factor, which the adam
  * op computes on the device from the gradient's sum of squares). */
@@ -107,8 +117,33 @@ typedef struct frl_dev_ops {
      * dy. act != linear. */
     void (*act_bwd)(frl_dev *d, int64_t n, const float *y, const float *dy, float *dx,
                     int32_t act);
+    /* Small MLPs over tiles of rows, for the learner: every width, input included, at
+     * most FRL_DEV_TILE_MAX_WIDTH and at least 1. m, acts, g and dx are host arrays of
+     * nets (1 or 2) entries, one network each, all over the same input x [rows x
+     * m[i].width[0]]. Forward: each layer's output into acts[i] (the outputs one after
+     * the other, [rows x width[l + 1]] each: dev_net.c's layout). Backward, from the
+     * forward's acts and g[i] = dL/d(network i's output): every layer's weight and bias
+     * gradient written into grads at the layers' offsets (the networks' parameters
+     * must lie side by side), and dL/dx into dx[i] when dx (and dx[i]) is not NULL. Sums
+     * in an order of their own (tiles of rows, then the tiles in order). */
+    void (*mlp_forward_tiled)(frl_dev *d, int32_t rows, int32_t nets,
+                              const frl_dev_fused_mlp *m, const float *params, const float *x,
+                              float *const *acts);
+    void (*mlp_backward_tiled)(frl_dev *d, int32_t rows, int32_t nets,
+                               const frl_dev_fused_mlp *m, const float *params, const float *x,
+                               float *const *acts, const float *const *g, float *const *dx,
+                               float *grads);
     /* y[i] += alpha * x[i]. */
     void (*axpy)(frl_dev *d, int64_t n, float alpha, const float *x, float *y);
+    /* A layer's gradients from the gradient g [m x n] of its output y = act(x . wt + b):
+     * delta = g * act'(y) written to delta (act != linear; delta [m x n], not g), or
+     * delta = g (act linear; delta is not written and may be NULL); then dwt[k x n]
+     * (+)= x[m x k]^T . delta and db[n] (+)= delta's column sums (db may be NULL). What
+     * act_bwd then linear_bwd_weight give, in one pass over the rows (a fixed order of
+     * its own, so the same bits on every device). */
+    void (*wgrad)(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *x, const float *g,
+                  const float *y, int32_t act, float *delta, float *dwt, float *db,
+                  int32_t accumulate);
 
     /* ---- the learner ---- */
     /* y = clip((x - mean) / std) per column: mean[width], inv_std[width]. */
@@ -117,6 +152,11 @@ typedef struct frl_dev_ops {
     /* dst row r = src row idx[r], rows of row_bytes bytes (a multiple of 1; any size). */
     void (*gather)(frl_dev *d, int32_t rows, size_t row_bytes, const int32_t *idx,
                    const void *src, void *dst);
+    /* gather for each of fields (at most FRL_DEV_GATHER_MAX) narrow arrays with the same
+     * idx, in one pass: f (host memory) gives each one's src, dst and row_bytes (at most
+     * FRL_DEV_GATHER_ROW bytes). */
+    void (*gather_fields)(frl_dev *d, int32_t rows, const int32_t *idx, int32_t fields,
+                          const frl_dev_field *f);
     /* GAE (log_ratio NULL, p->vtrace 0) or V-trace over a [T x B] slot, one column per
      * env: frl_dm_gae_column / frl_dm_vtrace_column. p is host memory. */
     void (*advantages)(frl_dev *d, int32_t T, int32_t B, const float *reward,

@@ -44,24 +44,6 @@ const char *frl_cuda_path_name(int32_t path)
 
 /* ---- the plan of the fused kernel ---- */
 
-static int plan_mlp(const frl_mlp *src, frl_dev_fused_mlp *dst)
-{
-    if (src->layers > FRL_DEV_FUSED_MAX_LAYERS)
-        return 0;
-    *dst = (frl_dev_fused_mlp){.layers = src->layers};
-    for (int32_t l = 0; l <= src->layers; l++) {
-        if (src->width[l] > FRL_DEV_FUSED_MAX_WIDTH)
-            return 0;
-        dst->width[l] = src->width[l];
-    }
-    for (int32_t l = 0; l < src->layers; l++) {
-        dst->act[l] = (l + 1 < src->layers || src->activate_last) ? (int32_t)src->act : 0;
-        dst->off_w[l] = src->off_w[l];
-        dst->off_b[l] = src->off_b[l];
-    }
-    return 1;
-}
-
 void frl_cuda_model_plan(frl_cuda_model *m)
 {
     const frl_net_desc *n = &m->net.desc;
@@ -69,9 +51,9 @@ void frl_cuda_model_plan(frl_cuda_model *m)
     *f = (frl_dev_fused){.obs_w = n->obs_w};
     /* the fused and run kernels read observations as the networks' input: no encoder */
     m->fused_ok = !n->cnn.layers && n->obs_w <= FRL_DEV_FUSED_MAX_WIDTH &&
-                  plan_mlp(&n->actor, &f->actor) &&
-                  plan_mlp(&n->critic, &f->critic) &&
-                  (!n->shared || plan_mlp(&n->trunk, &f->trunk));
+                  frl_dev_plan_mlp(&n->actor, FRL_DEV_FUSED_MAX_WIDTH, &f->actor) &&
+                  frl_dev_plan_mlp(&n->critic, FRL_DEV_FUSED_MAX_WIDTH, &f->critic) &&
+                  (!n->shared || frl_dev_plan_mlp(&n->trunk, FRL_DEV_FUSED_MAX_WIDTH, &f->trunk));
     m->fused_fast = m->fused_ok && m->net.ops->fused_blocks(m->net.d) > 1;
     m->runs_fit = m->fused_ok && frl_cuda_runs_fit(f, 1);
 }

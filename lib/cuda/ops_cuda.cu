@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda/dev_ops.h"
 
@@ -647,6 +648,505 @@ static void act_bwd(frl_dev *d, int64_t n, const float *y, const float *dy, floa
     launched(d, "act_bwd");
 }
 
+// ---- a layer's gradients in one pass (wgrad) ----
+
+// A block takes a WG_TILE x WG_TILE tile of the weight gradient (k by n) over one chunk
+// of the rows, staging WG_SUB rows of x and of delta at a time; its 16 x 16 threads each
+// keep 4 x 4 sums of the tile (and the first row of threads the bias's 64). Each chunk's
+// sums go to the scratch (part[chunk][(k + 1) x n], the bias last), which one more
+// kernel adds up in chunk order: a fixed order that does not depend on the device. The
+// rows are cut into chunks of at least WG_MIN_ROWS so that all tiles make about
+// WG_BLOCKS blocks: 64 x 64 layers of a 16K-row minibatch take 128 chunks of 128.
+static constexpr int WG_TILE = 64;
+static constexpr int WG_SUB = 32;
+static constexpr int WG_THREADS = 256;
+static constexpr int64_t WG_BLOCKS = 256;
+static constexpr int64_t WG_MIN_ROWS = 64;
+
+typedef struct wg_args {
+    int32_t m, n, k, act, tiles_k;
+    int64_t chunk_rows;
+    const float *x, *g, *y;
+    float *delta, *part;
+} wg_args;
+
+// A thread's share of a staged sub-tile: WG_PER values of x, g and y (y only with an
+// activation), loaded into registers together so that their loads overlap, and the
+// next sub-tile's are in flight while the block multiplies the current one.
+static constexpr int WG_PER = WG_SUB * WG_TILE / WG_THREADS;
+
+typedef struct wg_regs {
+    float x[WG_PER], g[WG_PER], y[WG_PER];
+} wg_regs;
+
+static __device__ void wg_load(const wg_args &a, int64_t r0, int64_t hi, int32_t k0, int32_t n0,
+                               wg_regs &v)
+{
+    UNROLL_ALL
+    for (int e = 0; e < WG_PER; e++) {
+        int i = (int)threadIdx.x + e * WG_THREADS, c = i % WG_TILE;
+        int64_t r = r0 + i / WG_TILE, at = r * a.n + n0 + c;
+        bool in = r < hi && n0 + c < a.n;
+        v.x[e] = r < hi && k0 + c < a.k ? a.x[r * a.k + k0 + c] : 0.0f;
+        v.g[e] = in ? a.g[at] : 0.0f;
+        v.y[e] = in && a.act != 0 ? a.y[at] : 0.0f;
+    }
+}
+
+// The sub-tile into shared memory, delta = g * act'(y) (act_bwd_k's arithmetic), which
+// the blocks of the first k tile also write out.
+static __device__ void wg_store(const wg_args &a, int64_t r0, int64_t hi, int32_t n0,
+                                int write_delta, const wg_regs &v, float (*xs)[WG_TILE],
+                                float (*ds)[WG_TILE])
+{
+    UNROLL_ALL
+    for (int e = 0; e < WG_PER; e++) {
+        int i = (int)threadIdx.x + e * WG_THREADS, rr = i / WG_TILE, c = i % WG_TILE;
+        int64_t r = r0 + rr;
+        float dv = v.g[e];
+        if (a.act != 0) {
+            dv = dv * frl_dm_act_grad(v.y[e], a.act);
+            if (write_delta && r < hi && n0 + c < a.n)
+                a.delta[r * a.n + n0 + c] = dv;
+        }
+        xs[rr][c] = v.x[e];
+        ds[rr][c] = dv;
+    }
+}
+
+// acc (+)= the staged rows' products, bacc (+)= their deltas (this thread's 4 x 4 and 4).
+static __device__ void wg_multiply(int32_t tx, int32_t ty, const float (*xs)[WG_TILE],
+                                   const float (*ds)[WG_TILE], float (&acc)[4][4],
+                                   float (&bacc)[4])
+{
+    for (int rr = 0; rr < WG_SUB; rr++) {
+        float xv[4], dv[4];
+        UNROLL_ALL
+        for (int i = 0; i < 4; i++) {
+            xv[i] = xs[rr][ty * 4 + i];
+            dv[i] = ds[rr][tx * 4 + i];
+        }
+        UNROLL_ALL
+        for (int i = 0; i < 4; i++)
+            UNROLL_ALL
+            for (int j = 0; j < 4; j++)
+                acc[i][j] += xv[i] * dv[j];
+        UNROLL_ALL
+        for (int j = 0; j < 4; j++)
+            bacc[j] += dv[j];
+    }
+}
+
+static __global__ void __launch_bounds__(WG_THREADS) wgrad_part_k(wg_args a)
+{
+    __shared__ float xs[WG_SUB][WG_TILE];
+    __shared__ float ds[WG_SUB][WG_TILE];
+    int32_t tk = (int32_t)(blockIdx.x % (unsigned)a.tiles_k);
+    int32_t k0 = tk * WG_TILE, n0 = (int32_t)(blockIdx.x / (unsigned)a.tiles_k) * WG_TILE;
+    int32_t tx = (int32_t)threadIdx.x % 16, ty = (int32_t)threadIdx.x / 16;
+    int64_t lo = (int64_t)blockIdx.y * a.chunk_rows, hi = lo + a.chunk_rows;
+    hi = hi < a.m ? hi : a.m;
+    float acc[4][4] = {}, bacc[4] = {};
+    wg_regs v;
+    wg_load(a, lo, hi, k0, n0, v);
+    for (int64_t r0 = lo; r0 < hi; r0 += WG_SUB) {
+        wg_store(a, r0, hi, n0, tk == 0, v, xs, ds);
+        __syncthreads();
+        if (r0 + WG_SUB < hi)
+            wg_load(a, r0 + WG_SUB, hi, k0, n0, v);
+        wg_multiply(tx, ty, xs, ds, acc, bacc);
+        __syncthreads();
+    }
+    float *p = a.part + (int64_t)blockIdx.y * (int64_t)(a.k + 1) * a.n;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            int32_t kk = k0 + ty * 4 + i, nn = n0 + tx * 4 + j;
+            if (kk < a.k && nn < a.n)
+                p[(int64_t)kk * a.n + nn] = acc[i][j];
+        }
+    for (int j = 0; ty == 0 && tk == 0 && j < 4; j++)
+        if (n0 + tx * 4 + j < a.n)
+            p[(int64_t)a.k * a.n + n0 + tx * 4 + j] = bacc[j];
+}
+
+// dwt (then db) (+)= the chunks' sums (double): a block takes 32 outputs, its 8 warps
+// the chunks in turn (warp w: chunks w, w + 8, ...), then a fixed tree over the warps.
+static constexpr int WF_COLS = 32;
+static constexpr int WF_LANES = THREADS / WF_COLS;
+
+static __global__ void __launch_bounds__(THREADS)
+    wgrad_finish_k(int64_t chunks, int32_t n, int32_t k, const float *part, float *dwt,
+                   float *db, int32_t accumulate)
+{
+    __shared__ double sh[THREADS];
+    int64_t kn = (int64_t)k * n, total = kn + n, count = db ? total : kn;
+    int32_t col = (int32_t)threadIdx.x % WF_COLS, lane = (int32_t)threadIdx.x / WF_COLS;
+    int64_t j = (int64_t)blockIdx.x * WF_COLS + col;
+    double s = 0;
+    for (int64_t c = lane; j < count && c < chunks; c += WF_LANES)
+        s += part[c * total + j];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int h = WF_LANES / 2; h > 0; h /= 2) {
+        if (lane < h)
+            sh[threadIdx.x] += sh[threadIdx.x + h * WF_COLS];
+        __syncthreads();
+    }
+    if (lane != 0 || j >= count)
+        return;
+    float *out = j < kn ? dwt + j : db + (j - kn);
+    *out = accumulate ? *out + (float)sh[col] : (float)sh[col];
+}
+
+static void wgrad(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *x, const float *g,
+                  const float *y, int32_t act, float *delta, float *dwt, float *db,
+                  int32_t accumulate)
+{
+    if (n <= 0)
+        return;
+    enter(d);
+    m = m > 0 ? m : 0;
+    k = k > 0 ? k : 0;
+    wg_args a = {m, n, k, act, (k + WG_TILE - 1) / WG_TILE, 0, x, g, y, delta, NULL};
+    a.tiles_k = a.tiles_k > 0 ? a.tiles_k : 1; // k = 0: the bias alone
+    int64_t tiles = (int64_t)a.tiles_k * ((n + WG_TILE - 1) / WG_TILE);
+    int64_t want = (WG_BLOCKS + tiles - 1) / tiles;
+    int64_t rows = ((int64_t)m + want - 1) / want;
+    rows = rows > WG_MIN_ROWS ? rows : WG_MIN_ROWS;
+    a.chunk_rows = (rows + WG_SUB - 1) / WG_SUB * WG_SUB;
+    int64_t chunks = ((int64_t)m + a.chunk_rows - 1) / a.chunk_rows;
+    size_t floats = (size_t)(chunks > 0 ? chunks : 1) * (size_t)(k + 1) * (size_t)n;
+    a.part = (float *)scratch(d, (floats + 1) / 2);
+    if (!a.part)
+        return;
+    if (chunks > 0) {
+        dim3 grid((unsigned)tiles, (unsigned)chunks);
+        wgrad_part_k<<<grid, WG_THREADS, 0, d->stream>>>(a);
+        launched(d, "wgrad");
+    }
+    int64_t count = (int64_t)(db ? k + 1 : k) * n;
+    if (count == 0)
+        return;
+    unsigned blocks = (unsigned)((count + WF_COLS - 1) / WF_COLS);
+    wgrad_finish_k<<<blocks, THREADS, 0, d->stream>>>(chunks, n, k, a.part, dwt, db, accumulate);
+    launched(d, "wgrad");
+}
+
+// ---- small MLPs over tiles of rows (the learner's passes) ----
+//
+// A block takes TL_ROWS rows of one network (blockIdx.y) through every layer: the rows'
+// activations stay in shared memory between layers (two [TL_ROWS x TL_W] tiles), the
+// layer's weights are staged beside them, and each of the 16 x 16 threads computes 4 x 4
+// outputs from float4 reads (4 steps of the sum at a time). The forward writes every
+// layer's output for the backward; the backward keeps the rows' gradient in shared
+// memory from the top layer down, and writes each layer's weight and bias sums over its
+// rows into its tile's row of the scratch (part[tile][span]), which wgrad_finish_k then
+// adds up in tile order. Widths (input included) at most TL_W.
+static constexpr int TL_ROWS = 64;
+static constexpr int TL_W = FRL_DEV_TILE_MAX_WIDTH;
+static constexpr int TL_THREADS = 256;
+
+#ifdef __CUDACC__
+typedef float4 tl_f4;
+#else
+struct alignas(16) tl_f4 {
+    float x, y, z, w;
+};
+#endif
+
+typedef struct tl_args {
+    int32_t rows;
+    frl_dev_fused_mlp m[2];
+    const float *params, *x;
+    float *acts[2];
+    const float *g[2];
+    float *dx[2];
+    float *part;
+    int64_t lo, span; // the scratch's row: parameters [lo, lo + span)
+} tl_args;
+
+static __device__ float tl_at(const tl_f4 &v, int i)
+{
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+static __device__ int32_t round4(int32_t v)
+{
+    return (v + 3) & ~3;
+}
+
+// A layer's output inside acts (dev_net.c's layout: the layers' outputs in turn).
+static __device__ float *tl_layer_out(const frl_dev_fused_mlp &m, float *acts, int32_t rows,
+                                      int32_t l)
+{
+    int64_t off = 0;
+    for (int32_t i = 0; i < l; i++)
+        off += (int64_t)rows * m.width[i + 1];
+    return acts + off;
+}
+
+// t[r][c] = src[(r0 + r) * w + c] for the tile's rows and c < w; zeros elsewhere.
+static __device__ void tl_load_rows(float (*t)[TL_W], const float *src, int32_t w, int64_t r0,
+                                    int32_t here)
+{
+    for (int i = (int)threadIdx.x; i < TL_ROWS * TL_W; i += TL_THREADS) {
+        int r = i / TL_W, c = i % TL_W;
+        t[r][c] = r < here && c < w ? src[(r0 + r) * w + c] : 0.0f;
+    }
+}
+
+// ws[k][j] = wt[k * n + j] (transposed: ws[j][k]), zeros outside [k x n].
+static __device__ void tl_load_weights(float (*ws)[TL_W], const float *wt, int32_t k, int32_t n,
+                                       int transposed)
+{
+    for (int i = (int)threadIdx.x; i < TL_W * TL_W; i += TL_THREADS) {
+        int a = i / TL_W, b = i % TL_W; // a: k, b: j (coalesced reads of a row of wt)
+        float v = a < k && b < n ? wt[(int64_t)a * n + b] : 0.0f;
+        if (transposed)
+            ws[b][a] = v;
+        else
+            ws[a][b] = v;
+    }
+}
+
+// A product's outputs in 4 x 4 blocks, one a thread: cg blocks across (ceil(columns /
+// 4)), the threads from 0 on, so that the threads of a narrow product (an output layer of
+// a few units, an input of a few features) are a few warps and the rest of the block
+// skips it. Row block ty (0.. rows / 4 - 1), column block tx; the thread is idle when ty
+// is past the rows.
+typedef struct tl_map {
+    int tx, ty;
+} tl_map;
+
+static __device__ tl_map tl_map_of(int32_t cols)
+{
+    int cg = (cols + 3) / 4;
+    return tl_map{(int)threadIdx.x % cg, (int)threadIdx.x / cg};
+}
+
+// acc[i][j] = sum over s < depth of a[ty*4 + i][s] * b[s][tx*4 + j] (TL_ROWS rows of a).
+// The sums are fused multiply-adds: the learner's products need not match the CPU's
+// bits (its tests compare within a tolerance), and they halve the instructions.
+static __device__ void tl_product(const float (*a)[TL_W], const float (*b)[TL_W], int32_t depth,
+                                  tl_map t, float (&acc)[4][4])
+{
+    if (t.ty >= TL_ROWS / 4)
+        return;
+    for (int s = 0; s < depth; s += 4) {
+        tl_f4 av[4], bv[4];
+        UNROLL_ALL
+        for (int i = 0; i < 4; i++) {
+            av[i] = *(const tl_f4 *)&a[t.ty * 4 + i][s];
+            bv[i] = *(const tl_f4 *)&b[s + i][t.tx * 4];
+        }
+        UNROLL_ALL
+        for (int i = 0; i < 4; i++)
+            UNROLL_ALL
+            for (int q = 0; q < 4; q++)
+                UNROLL_ALL
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] = fmaf(tl_at(av[i], q), tl_at(bv[q], j), acc[i][j]);
+    }
+}
+
+static __global__ void __launch_bounds__(TL_THREADS) mlp_fwd_tiles_k(tl_args a)
+{
+    __align__(16) __shared__ float t0[TL_ROWS][TL_W];
+    __align__(16) __shared__ float t1[TL_ROWS][TL_W];
+    __align__(16) __shared__ float ws[TL_W][TL_W];
+    const frl_dev_fused_mlp &m = a.m[blockIdx.y];
+    int64_t r0 = (int64_t)blockIdx.x * TL_ROWS;
+    int32_t here = (int32_t)(a.rows - r0 < TL_ROWS ? a.rows - r0 : TL_ROWS);
+    float(*in)[TL_W] = t0, (*out)[TL_W] = t1;
+    tl_load_rows(in, a.x, m.width[0], r0, here);
+    for (int32_t l = 0; l < m.layers; l++) {
+        int32_t k = m.width[l], n = m.width[l + 1];
+        tl_load_weights(ws, a.params + m.off_w[l], k, n, 0);
+        __syncthreads();
+        float acc[4][4] = {};
+        tl_map t = tl_map_of(n);
+        tl_product(in, ws, round4(k), t, acc);
+        __syncthreads(); // in and ws read by all
+        const float *b = a.params + m.off_b[l];
+        float *y = tl_layer_out(m, a.acts[blockIdx.y], a.rows, l);
+        for (int i = 0; t.ty < TL_ROWS / 4 && i < 4; i++)
+            for (int j = 0; j < 4; j++) { // columns n .. round4(n) get zeros: the next depth
+                int r = t.ty * 4 + i, c = t.tx * 4 + j;
+                float v = c < n ? frl_dm_act(acc[i][j] + b[c], m.act[l]) : 0.0f;
+                out[r][c] = v;
+                if (r < here && c < n)
+                    y[(r0 + r) * n + c] = v;
+            }
+        float(*swap)[TL_W] = in;
+        in = out;
+        out = swap;
+    }
+}
+
+// The tile's gradient rows gt (dL/d(output of layer l)) become delta = gt * act'(y).
+static __device__ void tl_delta(float (*gt)[TL_W], const float *y, int32_t n, int32_t act,
+                                int64_t r0, int32_t here)
+{
+    for (int i = (int)threadIdx.x; act != 0 && i < TL_ROWS * TL_W; i += TL_THREADS) {
+        int r = i / TL_W, c = i % TL_W;
+        if (r < here && c < n)
+            gt[r][c] = gt[r][c] * frl_dm_act_grad(y[(r0 + r) * n + c], act);
+    }
+}
+
+// This tile's sums of layer l's weight gradient (in^T . delta) and bias (delta's column
+// sums) into its scratch row p (indexed by parameter offset - lo).
+static __device__ void tl_wsums(const float (*in)[TL_W], const float (*delta)[TL_W], int32_t k,
+                                int32_t n, int64_t ow, int64_t ob, float *p)
+{
+    tl_map t = tl_map_of(n); // ty: blocks of 4 inputs
+    int tx = t.tx, ty = t.ty;
+    if (ty * 4 >= k)
+        return;
+    float acc[4][4] = {}, bacc[4] = {};
+    for (int r = 0; r < TL_ROWS; r++) {
+        tl_f4 xv = *(const tl_f4 *)&in[r][ty * 4], dv = *(const tl_f4 *)&delta[r][tx * 4];
+        UNROLL_ALL
+        for (int i = 0; i < 4; i++)
+            UNROLL_ALL
+            for (int j = 0; j < 4; j++)
+                acc[i][j] = fmaf(tl_at(xv, i), tl_at(dv, j), acc[i][j]);
+        UNROLL_ALL
+        for (int j = 0; j < 4; j++)
+            bacc[j] += tl_at(dv, j);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            if (ty * 4 + i < k && tx * 4 + j < n)
+                p[ow + (int64_t)(ty * 4 + i) * n + tx * 4 + j] = acc[i][j];
+    for (int j = 0; ty == 0 && j < 4; j++)
+        if (tx * 4 + j < n)
+            p[ob + tx * 4 + j] = bacc[j];
+}
+
+static __global__ void __launch_bounds__(TL_THREADS) mlp_bwd_tiles_k(tl_args a)
+{
+    __align__(16) __shared__ float gt[TL_ROWS][TL_W];
+    __align__(16) __shared__ float in[TL_ROWS][TL_W];
+    __align__(16) __shared__ float wt[TL_W][TL_W]; // the layer's weights, transposed
+    const frl_dev_fused_mlp &m = a.m[blockIdx.y];
+    float *acts = a.acts[blockIdx.y], *dx = a.dx[blockIdx.y];
+    int64_t r0 = (int64_t)blockIdx.x * TL_ROWS;
+    int32_t here = (int32_t)(a.rows - r0 < TL_ROWS ? a.rows - r0 : TL_ROWS);
+    float *p = a.part + (int64_t)blockIdx.x * a.span - a.lo;
+    tl_load_rows(gt, a.g[blockIdx.y], m.width[m.layers], r0, here);
+    for (int32_t l = m.layers - 1; l >= 0; l--) {
+        int32_t k = m.width[l], n = m.width[l + 1];
+        __syncthreads();
+        tl_delta(gt, tl_layer_out(m, acts, a.rows, l), n, m.act[l], r0, here);
+        tl_load_rows(in, l == 0 ? a.x : tl_layer_out(m, acts, a.rows, l - 1), k, r0, here);
+        tl_load_weights(wt, a.params + m.off_w[l], k, n, 1);
+        __syncthreads();
+        tl_wsums(in, gt, k, n, (int64_t)m.off_w[l], (int64_t)m.off_b[l], p);
+        if (l == 0 && !dx)
+            break;
+        float acc[4][4] = {}; // dL/d(in) = delta . wt^T, [rows x k]
+        tl_map t = tl_map_of(k);
+        tl_product(gt, wt, round4(n), t, acc);
+        __syncthreads(); // gt read by all
+        for (int i = 0; t.ty < TL_ROWS / 4 && i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                int r = t.ty * 4 + i, c = t.tx * 4 + j;
+                float v = c < k ? acc[i][j] : 0.0f;
+                gt[r][c] = v;
+                if (l == 0 && r < here && c < k)
+                    dx[(r0 + r) * k + c] = v;
+            }
+    }
+}
+
+static int tl_fits(const frl_dev_fused_mlp *m)
+{
+    for (int32_t l = 0; l <= m->layers; l++)
+        if (m->width[l] > TL_W || m->width[l] < 1)
+            return 0;
+    return m->layers >= 1;
+}
+
+static void mlp_forward_tiled(frl_dev *d, int32_t rows, int32_t nets, const frl_dev_fused_mlp *m,
+                              const float *params, const float *x, float *const *acts)
+{
+    if (rows <= 0 || nets <= 0)
+        return;
+    enter(d);
+    tl_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = rows;
+    a.params = params;
+    a.x = x;
+    for (int32_t i = 0; i < nets && i < 2; i++) {
+        if (!tl_fits(&m[i])) {
+            fail(d, "mlp_forward_tiled: a network wider than %d or without layers", TL_W);
+            return;
+        }
+        a.m[i] = m[i];
+        a.acts[i] = acts[i];
+    }
+    dim3 grid((unsigned)((rows + TL_ROWS - 1) / TL_ROWS), (unsigned)(nets < 2 ? nets : 2));
+    mlp_fwd_tiles_k<<<grid, TL_THREADS, 0, d->stream>>>(a);
+    launched(d, "mlp_forward_tiled");
+}
+
+// The parameters [lo, hi) the networks' layers span, which must be contiguous.
+static int tl_span(const frl_dev_fused_mlp *m, int32_t nets, int64_t *lo, int64_t *hi)
+{
+    int64_t s[2], e[2];
+    for (int32_t i = 0; i < nets; i++) {
+        int32_t L = m[i].layers;
+        s[i] = (int64_t)m[i].off_w[0];
+        e[i] = (int64_t)m[i].off_b[L - 1] + m[i].width[L];
+    }
+    *lo = nets == 2 && s[1] < s[0] ? s[1] : s[0];
+    *hi = nets == 2 && e[1] > e[0] ? e[1] : e[0];
+    return nets == 1 || e[0] == s[1] || e[1] == s[0];
+}
+
+static void mlp_backward_tiled(frl_dev *d, int32_t rows, int32_t nets, const frl_dev_fused_mlp *m,
+                               const float *params, const float *x, float *const *acts,
+                               const float *const *g, float *const *dx, float *grads)
+{
+    if (nets <= 0)
+        return;
+    enter(d);
+    tl_args a;
+    memset(&a, 0, sizeof a);
+    int64_t hi = 0;
+    if (nets > 2 || !tl_fits(&m[0]) || (nets == 2 && !tl_fits(&m[1])) ||
+        !tl_span(m, nets, &a.lo, &hi)) {
+        fail(d, "mlp_backward_tiled: networks wider than %d, without layers or not side by side",
+             TL_W);
+        return;
+    }
+    rows = rows > 0 ? rows : 0;
+    a.rows = rows;
+    a.params = params;
+    a.x = x;
+    a.span = hi - a.lo;
+    for (int32_t i = 0; i < nets; i++) {
+        a.m[i] = m[i];
+        a.acts[i] = acts[i];
+        a.g[i] = g[i];
+        a.dx[i] = dx ? dx[i] : NULL;
+    }
+    int64_t tiles = (rows + TL_ROWS - 1) / TL_ROWS;
+    a.part = (float *)scratch(d, ((size_t)(tiles > 0 ? tiles : 1) * (size_t)a.span + 1) / 2);
+    if (!a.part)
+        return;
+    if (tiles > 0) {
+        mlp_bwd_tiles_k<<<dim3((unsigned)tiles, (unsigned)nets), TL_THREADS, 0, d->stream>>>(a);
+        launched(d, "mlp_backward_tiled");
+    }
+    unsigned blocks = (unsigned)((a.span + WF_COLS - 1) / WF_COLS);
+    wgrad_finish_k<<<blocks, THREADS, 0, d->stream>>>(tiles, (int32_t)a.span, 0, a.part,
+                                                      (float *)NULL, grads + a.lo, 0);
+    launched(d, "mlp_backward_tiled");
+}
+
 // A kernel rather than cublasSaxpy, whose int count would cap n below the op's int64.
 static __global__ void axpy_k(int64_t n, float alpha, const float *x, float *y)
 {
@@ -722,6 +1222,61 @@ static void gather(frl_dev *d, int32_t rows, size_t row_bytes, const int32_t *id
     else
         gather_as<uint8_t>(d, rows, row_bytes, idx, src, dst);
     launched(d, "gather");
+}
+
+typedef struct field_args {
+    int32_t fields;
+    frl_dev_field f[FRL_DEV_GATHER_MAX];
+} field_args;
+
+// A thread a row of a field, the fields one after the other (neighbours copy neighbouring
+// rows); in 4-byte words when the field's buffers and rows allow.
+static __global__ void gather_fields_k(int64_t total, int32_t rows, const int32_t *idx,
+                                       field_args a)
+{
+    FOR_EACH(i, total) {
+        const frl_dev_field &f = a.f[i / rows];
+        int64_t r = i % rows, s = idx[r];
+        size_t b = f.row_bytes;
+        if (((uintptr_t)f.src | (uintptr_t)f.dst | b) % 4 == 0) {
+            size_t w = b / 4;
+            const uint32_t *src = (const uint32_t *)f.src + (size_t)s * w;
+            uint32_t *dst = (uint32_t *)f.dst + (size_t)r * w;
+            for (size_t j = 0; j < w; j++)
+                dst[j] = src[j];
+        } else {
+            const uint8_t *src = (const uint8_t *)f.src + (size_t)s * b;
+            uint8_t *dst = (uint8_t *)f.dst + (size_t)r * b;
+            for (size_t j = 0; j < b; j++)
+                dst[j] = src[j];
+        }
+    }
+}
+
+static void gather_fields(frl_dev *d, int32_t rows, const int32_t *idx, int32_t fields,
+                          const frl_dev_field *f)
+{
+    if (rows <= 0 || fields <= 0)
+        return;
+    enter(d);
+    if (fields > FRL_DEV_GATHER_MAX) {
+        fail(d, "gather_fields: %d fields (at most %d)", (int)fields, FRL_DEV_GATHER_MAX);
+        return;
+    }
+    field_args a;
+    memset(&a, 0, sizeof a); // every field's bytes, the unused ones too, go to the kernel
+    a.fields = fields;
+    for (int32_t i = 0; i < fields; i++) {
+        if (f[i].row_bytes > FRL_DEV_GATHER_ROW) {
+            fail(d, "gather_fields: rows of %zu bytes (at most %d)", f[i].row_bytes,
+                 FRL_DEV_GATHER_ROW);
+            return;
+        }
+        a.f[i] = f[i];
+    }
+    int64_t total = (int64_t)rows * fields;
+    gather_fields_k<<<grid_for(total), THREADS, 0, d->stream>>>(total, rows, idx, a);
+    launched(d, "gather_fields");
 }
 
 static __global__ void copy2d_k(int64_t total, int64_t words, const uint32_t *src, int64_t sp,
@@ -1548,9 +2103,13 @@ extern "C" const frl_dev_ops frl_dev_ops_cuda = {
     linear_bwd_input,
     linear_bwd_weight,
     act_bwd,
+    mlp_forward_tiled,
+    mlp_backward_tiled,
     axpy,
+    wgrad,
     normalize,
     gather,
+    gather_fields,
     advantages,
     log_ratio,
     moments,

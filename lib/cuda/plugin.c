@@ -135,6 +135,8 @@ static int model_create(void *ctx, const frl_net_desc *desc, void **out, char *e
     m->tf32 = c->tf32;
     frl_cuda_model_plan(m);
     m->path = default_path();
+    const char *fuse = getenv("FRL_CUDA_FUSE");
+    m->net.unfused = fuse && fuse[0] == '0';
     if (model_alloc(m, err, err_size)) {
         model_destroy(m);
         return 1;

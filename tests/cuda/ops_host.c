@@ -153,6 +153,80 @@ static void act_bwd(frl_dev *d, int64_t n, const float *y, const float *dy, floa
     d->k->act_bwd(n, y, dy, dx, (frl_nn_act)act);
 }
 
+/* The reference: act_bwd, then linear_bwd_weight on what it gave. */
+static void wgrad(frl_dev *d, int32_t m, int32_t n, int32_t k, const float *x, const float *g,
+                  const float *y, int32_t act, float *delta, float *dwt, float *db,
+                  int32_t accumulate)
+{
+    if (act != 0) {
+        act_bwd(d, (int64_t)m * n, y, g, delta, act);
+        g = delta;
+    }
+    linear_bwd_weight(d, m, n, k, x, g, dwt, db, accumulate);
+}
+
+/* The reference of the tiled passes: each network layer by layer through the ops
+ * above, as dev_net.c runs them op by op. */
+static void mlp_forward_tiled(frl_dev *d, int32_t rows, int32_t nets, const frl_dev_fused_mlp *m,
+                              const float *params, const float *x, float *const *acts)
+{
+    for (int32_t i = 0; i < nets; i++) {
+        const float *in = x;
+        float *y = acts[i];
+        for (int32_t l = 0; l < m[i].layers; l++) {
+            int32_t k = m[i].width[l], n = m[i].width[l + 1];
+            linear_fwd(d, rows, n, k, in, params + m[i].off_w[l], params + m[i].off_b[l], y,
+                       m[i].act[l]);
+            in = y;
+            y += (size_t)rows * (size_t)n;
+        }
+    }
+}
+
+/* Network i's backward from its gradient g (copied into cur; nxt as wide). */
+static void tiled_net_backward(frl_dev *d, int32_t rows, const frl_dev_fused_mlp *m,
+                               const float *params, const float *x, const float *acts,
+                               float *cur, float *nxt, float *dx, float *grads)
+{
+    for (int32_t l = m->layers - 1; l >= 0; l--) {
+        int32_t k = m->width[l], n = m->width[l + 1];
+        size_t off = 0;
+        for (int32_t i = 0; i < l; i++)
+            off += (size_t)rows * (size_t)m->width[i + 1];
+        const float *y = acts + off, *in = l == 0 ? x : acts + off - (size_t)rows * (size_t)k;
+        if (m->act[l])
+            act_bwd(d, (int64_t)rows * n, y, cur, cur, m->act[l]);
+        linear_bwd_weight(d, rows, n, k, in, cur, grads + m->off_w[l], grads + m->off_b[l], 0);
+        float *to = l > 0 ? nxt : dx;
+        if (to)
+            linear_bwd_input(d, rows, n, k, cur, params + m->off_w[l], to);
+        nxt = cur;
+        cur = to;
+    }
+}
+
+static void mlp_backward_tiled(frl_dev *d, int32_t rows, int32_t nets, const frl_dev_fused_mlp *m,
+                               const float *params, const float *x, float *const *acts,
+                               const float *const *g, float *const *dx, float *grads)
+{
+    for (int32_t i = 0; i < nets; i++) {
+        int32_t wide = 1, L = m[i].layers;
+        for (int32_t l = 0; l <= L; l++)
+            wide = m[i].width[l] > wide ? m[i].width[l] : wide;
+        size_t bytes = sizeof(float) * (size_t)(rows > 0 ? rows : 1) * (size_t)wide;
+        float *cur = malloc(bytes), *nxt = malloc(bytes);
+        if (!cur || !nxt) {
+            snprintf(d->err, sizeof d->err, "mlp_backward_tiled: out of host memory");
+        } else {
+            memcpy(cur, g[i], sizeof(float) * (size_t)rows * (size_t)m[i].width[L]);
+            tiled_net_backward(d, rows, &m[i], params, x, acts[i], cur, nxt, dx ? dx[i] : NULL,
+                               grads);
+        }
+        free(cur);
+        free(nxt);
+    }
+}
+
 static void axpy(frl_dev *d, int64_t n, float alpha, const float *x, float *y)
 {
     (void)d;
@@ -180,6 +254,13 @@ static void gather(frl_dev *d, int32_t rows, size_t row_bytes, const int32_t *id
     for (int32_t r = 0; r < rows; r++)
         memcpy((char *)dst + (size_t)r * row_bytes,
                (const char *)src + (size_t)idx[r] * row_bytes, row_bytes);
+}
+
+static void gather_fields(frl_dev *d, int32_t rows, const int32_t *idx, int32_t fields,
+                          const frl_dev_field *f)
+{
+    for (int32_t i = 0; i < fields; i++)
+        gather(d, rows, f[i].row_bytes, idx, f[i].src, f[i].dst);
 }
 
 static void copy2d(frl_dev *d, int32_t rows, size_t row_bytes, void *dst, size_t dst_pitch,
@@ -555,6 +636,10 @@ const frl_dev_ops frl_dev_ops_host = {
     .linear_bwd_weight = linear_bwd_weight,
     .act_bwd = act_bwd,
     .axpy = axpy,
+    .wgrad = wgrad,
+    .mlp_forward_tiled = mlp_forward_tiled,
+    .mlp_backward_tiled = mlp_backward_tiled,
+    .gather_fields = gather_fields,
     .normalize = normalize,
     .gather = gather,
     .advantages = advantages,

@@ -463,6 +463,84 @@ static void test_linear_bwd_weight(void)
                 bwd_weight_case(shapes[i], acc, db);
 }
 
+/* wgrad against the host's act_bwd then linear_bwd_weight: delta within the
+ * activation's rounding, dwt within the product's bound over |x|^T |delta| (plus what it
+ * started from), db within a plain sum's. */
+typedef struct wg_case {
+    int32_t m, n, k, act, accumulate, with_db;
+} wg_case;
+
+static void wgrad_run(const wg_case *c, const float *x, const float *g, const float *y,
+                      const float *pre_w, const float *pre_b, const float *ref_d,
+                      const float *ref_w, const float *ref_b, const double *sw, const double *sb)
+{
+    size_t nx = (size_t)c->m * (size_t)c->k, ng = (size_t)c->m * (size_t)c->n;
+    size_t nw = (size_t)c->k * (size_t)c->n, f = sizeof(float);
+    check ck;
+    check_start(&ck, "wgrad", "%dx%dx%d act=%d acc=%d db=%d", c->m, c->n, c->k, c->act,
+                c->accumulate, c->with_db);
+    float *dx = up(gdev, x, f * nx), *dg = up(gdev, g, f * ng), *dy = up(gdev, y, f * ng);
+    float *dd = c->act ? dev_poisoned(gdev, f * ng) : NULL;
+    float *dw = start_out(gdev, pre_w, nw, c->accumulate);
+    float *db = c->with_db ? start_out(gdev, pre_b, (size_t)c->n, c->accumulate) : NULL;
+    G->wgrad(gdev, c->m, c->n, c->k, dx, dg, dy, c->act, dd, dw, db, c->accumulate);
+    float *got_d = dd ? down(gdev, dd, f * ng) : NULL;
+    float *got_w = down(gdev, dw, f * nw);
+    float *got_b = db ? down(gdev, db, f * (size_t)c->n) : NULL;
+    if (!synced(gdev, &ck))
+        return;
+    if (got_d) {
+        double *sd = hmem(sizeof(double) * (ng ? ng : 1));
+        for (size_t i = 0; i < ng; i++)
+            sd[i] = fabs((double)ref_d[i]) + fabs((double)g[i]);
+        cmp_f(&ck, got_d, ref_d, ng, sd, 1e-6, 1e-30);
+    }
+    cmp_f(&ck, got_w, ref_w, nw, sw, TOL_FP32, ATOL_PRODUCT);
+    if (got_b)
+        cmp_f(&ck, got_b, ref_b, (size_t)c->n, sb, TOL_FP32, ATOL_PRODUCT);
+    check_end(&ck);
+}
+
+static void wgrad_case(wg_case c)
+{
+    size_t nx = (size_t)c.m * (size_t)c.k, ng = (size_t)c.m * (size_t)c.n;
+    size_t nw = (size_t)c.k * (size_t)c.n, f = sizeof(float);
+    float *x = rand_f(nx, -1, 1), *g = rand_f(ng, -1, 1), *y = rand_f(ng, -3, 3);
+    for (size_t i = 0; i < ng; i++)
+        y[i] = frl_dm_act(y[i], c.act);
+    float *pre_w = rand_f(nw, -1, 1), *pre_b = rand_f((size_t)c.n, -1, 1);
+    float *ref_d = host_poisoned(f * (ng ? ng : 1));
+    float *ref_w = c.accumulate ? dup_host(pre_w, f * nw) : host_poisoned(f * nw);
+    float *ref_b = c.accumulate ? dup_host(pre_b, f * (size_t)c.n) : host_poisoned(f * (size_t)c.n);
+    H->wgrad(hdev, c.m, c.n, c.k, x, g, y, c.act, c.act ? ref_d : NULL, ref_w,
+             c.with_db ? ref_b : NULL, c.accumulate);
+    const float *delta = c.act ? ref_d : g;
+    double *sw = abs_product(c.k, c.n, c.m, transposed(c.m, c.k, x), delta);
+    for (size_t i = 0; c.accumulate && i < nw; i++)
+        sw[i] += fabs((double)pre_w[i]);
+    double *sb = abs_col_sums(c.m, c.n, delta, c.accumulate ? pre_b : NULL);
+    wgrad_run(&c, x, g, y, pre_w, pre_b, ref_d, ref_w, ref_b, sw, sb);
+    free_all();
+}
+
+/* Shapes across the tile's edges (64), one row to several chunks, k = 1 (a layer over
+ * one feature) and no rows; the minibatch layers of PPO on CartPole in the release
+ * builds. */
+static void test_wgrad(void)
+{
+    static const int32_t sh[][3] = {{1, 1, 1},   {3, 5, 4},   {70, 64, 64}, {300, 2, 64},
+                                    {257, 65, 130}, {1000, 1, 7}, {0, 3, 2}, {16384, 64, 64},
+                                    {16384, 64, 4}};
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        if (skipped_shape(sh[i]))
+            continue;
+        for (int32_t act = 0; act <= 3; act++)
+            for (int32_t v = 0; v < 4; v++)
+                if (act == 0 || v == 0 || i < 3)
+                    wgrad_case((wg_case){sh[i][0], sh[i][1], sh[i][2], act, v & 1, v >> 1});
+    }
+}
+
 /* ---- element-wise ops ---- */
 
 static const int64_t elem_sizes[] = {1, 1000, 300001};
@@ -594,6 +672,55 @@ static void test_gather(void)
             gather_case(rows[r], widths[w], 0, 4);
         }
     gather_case(100000, 4, 0, 0);
+}
+
+/* gather_fields: the minibatch's narrow arrays, byte for byte as gather gives each. */
+static void gather_fields_case(int32_t rows, int32_t fields)
+{
+    static const size_t widths[] = {16, 4, 1, 64, 3, 8, 4, 12};
+    int32_t src_rows = 2 * rows + 3;
+    frl_dev_field hf[FRL_DEV_GATHER_MAX], df[FRL_DEV_GATHER_MAX];
+    int32_t *idx = rand_idx((size_t)rows, src_rows);
+    int32_t *didx = up(gdev, idx, sizeof(int32_t) * (size_t)rows);
+    uint8_t *ref[FRL_DEV_GATHER_MAX];
+    for (int32_t i = 0; i < fields; i++) {
+        size_t w = widths[i], sb = (size_t)src_rows * w;
+        uint8_t *src = hmem(sb);
+        for (size_t j = 0; j < sb; j++)
+            src[j] = (uint8_t)next_u64();
+        ref[i] = host_poisoned((size_t)rows * w);
+        hf[i] = (frl_dev_field){src, ref[i], w};
+        df[i] = (frl_dev_field){up(gdev, src, sb), dev_poisoned(gdev, (size_t)rows * w), w};
+    }
+    H->gather_fields(hdev, rows, idx, fields, hf);
+    check ck;
+    check_start(&ck, "gather_fields", "rows=%d fields=%d", rows, fields);
+    G->gather_fields(gdev, rows, didx, fields, df);
+    uint8_t *got[FRL_DEV_GATHER_MAX];
+    for (int32_t i = 0; i < fields; i++)
+        got[i] = down(gdev, df[i].dst, (size_t)rows * widths[i]);
+    if (synced(gdev, &ck)) {
+        for (int32_t i = 0; i < fields; i++)
+            cmp_bytes(&ck, got[i], ref[i], (size_t)rows * widths[i]);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_gather_fields(void)
+{
+    gather_fields_case(1, 1);
+    gather_fields_case(1000, 3);
+    gather_fields_case(16384, FRL_DEV_GATHER_MAX);
+    /* Too many fields, or a row too wide: the op refuses, and the sync says so. */
+    check ck;
+    check_start(&ck, "gather_fields", "9 fields refused");
+    frl_dev_field f[FRL_DEV_GATHER_MAX + 1] = {{0}};
+    G->gather_fields(gdev, 1, NULL, FRL_DEV_GATHER_MAX + 1, f);
+    char err[256] = "";
+    if (!G->sync(gdev, err, sizeof err) || !strstr(err, "gather_fields"))
+        check_val(&ck, 0, 1, 0, 0);
+    check_end(&ck);
 }
 
 /* Strided rows (a mixed observation's join and its gradient's unpacking): bytes
@@ -1153,6 +1280,139 @@ static void test_forward_runs(void)
 /* im2col (a copy: exact), col2im (sums in another order: within rounding) and the
  * images' scaling (exact) against the host's, for unpadded and padded shapes, strides 1
  * to 4, one and several channels. */
+/* ---- the learner's tiled passes ---- */
+
+typedef struct tiled_case {
+    int32_t rows, in, act, with_dx;
+    int32_t actor[3], na, critic[3], nc;
+} tiled_case;
+
+static size_t acts_floats(const frl_dev_fused_mlp *m, int32_t rows)
+{
+    size_t f = 0;
+    for (int32_t l = 1; l <= m->layers; l++)
+        f += (size_t)rows * (size_t)m->width[l];
+    return f;
+}
+
+/* |got - ref| <= tol (1 + |ref|): a layer's sums in another order. */
+static void cmp_rel(check *ck, const float *got, const float *ref, size_t n, double tol)
+{
+    for (size_t i = 0; i < n; i++)
+        check_val(ck, (int64_t)i, got[i], ref[i], tol * (1 + fabs((double)ref[i])));
+}
+
+/* Parameters at an initialiser's scale (weights within 1/sqrt(fan-in)). */
+static float *tiled_params(const frl_dev_fused_mlp *m, int32_t nets, uint64_t n)
+{
+    float *w = rand_f((size_t)n, -0.5, 0.5);
+    for (int32_t i = 0; i < nets; i++)
+        for (int32_t l = 0; l < m[i].layers; l++)
+            for (uint64_t k = 0; k < (uint64_t)m[i].width[l] * (uint64_t)m[i].width[l + 1]; k++)
+                w[m[i].off_w[l] + k] *= 2.0f / sqrtf((float)m[i].width[l]);
+    return w;
+}
+
+/* Both networks forward, then backward from random output gradients: the device's acts,
+ * gradients and input gradients against the host's layer-by-layer ops. */
+static void tiled_case_run(const tiled_case *t)
+{
+    frl_dev_fused_mlp m[2];
+    uint64_t np = 0;
+    plan_mlp(&m[0], t->in, t->actor, t->na, t->act, 0, &np);
+    plan_mlp(&m[1], t->in, t->critic, t->nc, t->act, 0, &np);
+    size_t f = sizeof(float), nx = (size_t)t->rows * (size_t)t->in;
+    float *params = tiled_params(m, 2, np), *x = rand_f(nx, -1, 1);
+    float *h_acts[2], *d_acts[2], *h_dx[2], *d_dx[2];
+    const float *h_g[2], *d_g[2];
+    size_t na[2], ng[2];
+    float *d_params = up(gdev, params, f * np), *d_x = up(gdev, x, f * nx);
+    for (int i = 0; i < 2; i++) {
+        na[i] = acts_floats(&m[i], t->rows);
+        ng[i] = (size_t)t->rows * (size_t)m[i].width[m[i].layers];
+        h_acts[i] = host_poisoned(f * (na[i] ? na[i] : 1));
+        d_acts[i] = dev_poisoned(gdev, f * (na[i] ? na[i] : 1));
+        h_g[i] = rand_f(ng[i] ? ng[i] : 1, -1, 1);
+        d_g[i] = up(gdev, h_g[i], f * (ng[i] ? ng[i] : 1));
+        h_dx[i] = host_poisoned(f * (nx ? nx : 1));
+        d_dx[i] = dev_poisoned(gdev, f * (nx ? nx : 1));
+    }
+    float *h_grads = host_poisoned(f * np), *d_grads = dev_poisoned(gdev, f * np);
+    H->mlp_forward_tiled(hdev, t->rows, 2, m, params, x, h_acts);
+    H->mlp_backward_tiled(hdev, t->rows, 2, m, params, x, h_acts, h_g, t->with_dx ? h_dx : NULL,
+                          h_grads);
+    G->mlp_forward_tiled(gdev, t->rows, 2, m, d_params, d_x, d_acts);
+    G->mlp_backward_tiled(gdev, t->rows, 2, m, d_params, d_x, d_acts, d_g,
+                          t->with_dx ? d_dx : NULL, d_grads);
+    float *got_a[2], *got_dx[2], *got_g = down(gdev, d_grads, f * np);
+    for (int i = 0; i < 2; i++) {
+        got_a[i] = down(gdev, d_acts[i], f * (na[i] ? na[i] : 1));
+        got_dx[i] = down(gdev, d_dx[i], f * (nx ? nx : 1));
+    }
+    check ck;
+    check_start(&ck, "mlp_tiled", "rows=%d in=%d %d+%d layers act=%d dx=%d", t->rows, t->in,
+                t->na, t->nc, t->act, t->with_dx);
+    if (!synced(gdev, &ck))
+        return;
+    for (int i = 0; i < 2; i++) {
+        cmp_rel(&ck, got_a[i], h_acts[i], na[i], 1e-5);
+        if (t->with_dx)
+            cmp_rel(&ck, got_dx[i], h_dx[i], nx, 1e-5);
+    }
+    /* The host sums a gradient over all the rows in float: its own rounding grows with
+     * them (the device's tiles are 64 rows, summed in double). */
+    cmp_rel(&ck, got_g, h_grads, (size_t)np, t->rows > 4096 ? 1e-3 : 1e-4);
+    check_end(&ck);
+    free_all();
+}
+
+/* One network forward (the value pass), and refusals. */
+static void tiled_one_and_refusals(void)
+{
+    frl_dev_fused_mlp m[2];
+    uint64_t np = 0;
+    static const int32_t w[2] = {64, 1}, wide[2] = {65, 1};
+    plan_mlp(&m[0], 5, w, 2, 1, 0, &np);
+    float *params = tiled_params(m, 1, np), *x = rand_f(100 * 5, -1, 1);
+    float *h = host_poisoned(sizeof(float) * acts_floats(&m[0], 100));
+    float *d = dev_poisoned(gdev, sizeof(float) * acts_floats(&m[0], 100));
+    H->mlp_forward_tiled(hdev, 100, 1, m, params, x, &h);
+    G->mlp_forward_tiled(gdev, 100, 1, m, up(gdev, params, sizeof(float) * np),
+                         up(gdev, x, sizeof(float) * 500), &d);
+    float *got = down(gdev, d, sizeof(float) * acts_floats(&m[0], 100));
+    check ck;
+    check_start(&ck, "mlp_tiled", "one network forward");
+    if (synced(gdev, &ck)) {
+        cmp_rel(&ck, got, h, acts_floats(&m[0], 100), 1e-5);
+        check_end(&ck);
+    }
+    check_start(&ck, "mlp_tiled", "a layer of 65 refused");
+    np = 0;
+    plan_mlp(&m[0], 5, wide, 2, 1, 0, &np);
+    G->mlp_forward_tiled(gdev, 100, 1, m, NULL, NULL, &d);
+    char err[256] = "";
+    if (!G->sync(gdev, err, sizeof err) || !strstr(err, "mlp_forward_tiled"))
+        check_val(&ck, 0, 1, 0, 0);
+    check_end(&ck);
+    free_all();
+}
+
+static void test_mlp_tiled(void)
+{
+    static const tiled_case cases[] = {
+        {1, 4, 1, 0, {64, 64, 2}, 3, {64, 64, 1}, 3},
+        {65, 4, 1, 1, {64, 64, 2}, 3, {64, 64, 1}, 3},
+        {130, 17, 2, 1, {33, 6}, 2, {5, 1}, 2},
+        {200, 64, 3, 1, {64, 3}, 2, {1}, 1},
+        {1000, 3, 1, 0, {16, 7, 2}, 3, {40, 1}, 2},
+        {16384, 4, 1, 0, {64, 64, 2}, 3, {64, 64, 1}, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (!quick() || cases[i].rows <= 1000)
+            tiled_case_run(&cases[i]);
+    tiled_one_and_refusals();
+}
+
 static void conv_run(int32_t h, int32_t w, int32_t c, int32_t k, int32_t stride, int32_t pad,
                      int32_t batch)
 {
@@ -1564,9 +1824,12 @@ static const test tests[] = {
     {"linear_bwd_input", test_linear_bwd_input},
     {"linear_bwd_weight", test_linear_bwd_weight},
     {"act_bwd", test_act_bwd},
+    {"wgrad", test_wgrad},
+    {"mlp_tiled", test_mlp_tiled},
     {"axpy", test_axpy},
     {"normalize", test_normalize},
     {"gather", test_gather},
+    {"gather_fields", test_gather_fields},
     {"copy2d", test_copy2d},
     {"advantages", test_advantages},
     {"log_ratio", test_log_ratio},
@@ -1622,6 +1885,15 @@ static void close_all(void)
         H->close(hdev);
 }
 
+/* Whether a test runs: all with no arguments, else those whose name contains one. */
+static int selected(const char *name, int argc, char **argv)
+{
+    for (int a = 1; a < argc; a++)
+        if (strstr(name, argv[a]))
+            return 1;
+    return argc <= 1;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = seed_from_env();
@@ -1633,7 +1905,7 @@ int main(int argc, char **argv)
         return rc;
     }
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (argc > 1 && !strstr(tests[i].name, argv[1]))
+        if (!selected(tests[i].name, argc, argv))
             continue;
         /* Each op its own stream of numbers: a filtered run sees the same inputs. */
         rng_state = seed * 0x100000001B3ull + i;
