@@ -16,8 +16,9 @@ typedef struct frl_dev_net {
     float *params;               /* device [num_params] */
     float *norm_mean, *norm_inv_std; /* device [obs_w] (obs_norm only) */
     float norm_clip;
-    /* FRL_CUDA_FUSE=0: the learner's backward and gathers op by op, as before wgrad and
-     * gather_fields (for benchmarks that compare the two; the same arithmetic). */
+    /* FRL_CUDA_FUSE=0: the learner's passes and gathers layer by layer and array by
+     * array (act_bwd, cuBLAS products, gather), as before the tiled ops, wgrad and
+     * gather_fields: for benchmarks that compare the two. */
     int unfused;
 } frl_dev_net;
 
