@@ -1,18 +1,50 @@
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#if defined(MADV_HUGEPAGE) && !defined(MADV_COLLAPSE)
+#define MADV_COLLAPSE 25 /* Linux 6.1's value; older kernels refuse it (EINVAL) */
+#endif
+#endif
 
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/table.h"
 
+void frl_advise_huge_pages(void *p, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t e = ((uintptr_t)p + bytes) & ~(huge - 1);
+    if (e <= a)
+        return;
+    (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#if defined(MADV_COLLAPSE)
+    (void)madvise((void *)a, e - a, MADV_COLLAPSE);
+#endif
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+/* Large blocks start on a 2 MiB boundary with the huge-page advice, so that their
+ * pages are 2 MiB from the first touch (frl_alloc's zero fill): a convolution over a
+ * batch of 256 Atari frames ran 5-19% faster so (bench/README.md). */
 static void *default_alloc(void *user, size_t size, size_t alignment)
 {
     (void)user;
     void *p = NULL;
     if (alignment < sizeof(void *))
         alignment = sizeof(void *);
+    if (size >= FRL_HUGE_BLOCK && alignment < ((size_t)2 << 20))
+        alignment = (size_t)2 << 20;
     if (posix_memalign(&p, alignment, size ? size : 1) != 0)
         return NULL;
+    if (size >= FRL_HUGE_BLOCK)
+        frl_advise_huge_pages(p, size);
     return p;
 }
 

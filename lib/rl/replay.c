@@ -4,12 +4,6 @@
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#if defined(MADV_HUGEPAGE) && !defined(MADV_COLLAPSE)
-#define MADV_COLLAPSE 25 /* Linux 6.1's value; older kernels refuse it (EINVAL) */
-#endif
-#endif
 
 #include "rl/replay.h"
 
@@ -181,29 +175,6 @@ static void clear_trees(frl_replay *r)
         mn[j] = INFINITY;
 }
 
-/* Ask Linux for 2 MiB pages under the arena's whole 2 MiB stretches, now (collapse)
- * and for later faults. A draw touches a dozen lines far apart (the tree's levels, the
- * row's arrays), each on its own 4 KiB page: with 4 KiB pages nearly every one is a TLB
- * miss and a page walk, with 2 MiB pages the 50 MB of a 1M replay need 25 entries.
- * Advice only: where it is refused (another OS, THP off) nothing changes. */
-static void advise_huge_pages(void *arena, size_t bytes)
-{
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t a = ((uintptr_t)arena + huge - 1) & ~(huge - 1);
-    uintptr_t e = ((uintptr_t)arena + bytes) & ~(huge - 1);
-    if (e <= a)
-        return;
-    (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-#if defined(MADV_COLLAPSE)
-    (void)madvise((void *)a, e - a, MADV_COLLAPSE);
-#endif
-#else
-    (void)arena;
-    (void)bytes;
-#endif
-}
-
 frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, const frl_replay_shape *s,
                              char *err)
 {
@@ -228,7 +199,11 @@ frl_status frl_replay_create(frl_replay **out, frl_runtime *rt, const frl_replay
     r->shape = *s;
     r->arena = mem;
     r->arena_bytes = (size_t)arena;
-    advise_huge_pages(mem, r->arena_bytes);
+    /* A draw touches a dozen lines far apart (the tree's levels, the row's arrays):
+     * with 4 KiB pages nearly every one is a TLB miss, with 2 MiB pages the 50 MB of a
+     * 1M replay need 25 entries. The default allocator advises large blocks already;
+     * a host's allocator may not have. */
+    frl_advise_huge_pages(mem, r->arena_bytes);
     r->blocks = (int64_t)blocks;
     r->block_rows = (int64_t)s->steps * s->envs;
     r->capacity = r->blocks * r->block_rows;
