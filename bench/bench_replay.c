@@ -118,6 +118,18 @@ static double median(double *v, int n)
 /* The floor: rows of 8W + 10 bytes stored whole, gathered at uniform random indices.
  * The default rows (W = 4: 42 bytes) are copied with a constant size, which the
  * compiler inlines: a call to memcpy per row would make the floor slower than it is. */
+/* The floors' arrays come from the library's default allocator, as the replay's arena
+ * does: both on 2 MiB pages (core/alloc.c), so the floor pays no TLB misses the replay
+ * is spared (with malloc's 4 KiB pages the floor ran slower than it can). */
+static frl_allocator floor_al;
+
+static unsigned char *floor_array(size_t bytes)
+{
+    if (!floor_al.alloc)
+        frl_allocator_default(&floor_al);
+    return frl_alloc(&floor_al, bytes, 64);
+}
+
 static double run_floor(const unsigned char *arr, int64_t rows, size_t row_bytes,
                         unsigned char *out, const opts *o, frl_rng *rng)
 {
@@ -177,7 +189,8 @@ static int run_sequences(frl_runtime *rt, const opts *o)
     /* what a sequence's arrays hold: x_0..x_L, L actions, rewards and 3 flags, a state */
     size_t seq_bytes = 4 * (size_t)(L + 1) * W + (size_t)L * (4 + 4 + 3) + 4 * SEQ_STATE;
     int64_t floor_seqs = (int64_t)(bytes / seq_bytes);
-    unsigned char *arr = malloc((size_t)floor_seqs * seq_bytes), *fo = malloc((size_t)N * seq_bytes);
+    unsigned char *arr = floor_array((size_t)floor_seqs * seq_bytes);
+    unsigned char *fo = malloc((size_t)N * seq_bytes);
     float *obs = malloc(4 * (size_t)N * (L + 1) * W), *rew = malloc(4 * (size_t)N * L);
     float *st = malloc(4 * (size_t)N * SEQ_STATE);
     int32_t *act = malloc(4 * (size_t)N * L);
@@ -207,7 +220,7 @@ static int run_sequences(frl_runtime *rt, const opts *o)
     printf("seq floor %8.2f us/batch  (%zu bytes/sequence, same rng)\n", 1e6 * fm, seq_bytes);
     printf("seq       %8.2f us/batch  floor/seq     = %5.1f%%  (target >= 50%%)\n", 1e6 * sm,
            100 * fm / sm);
-    free(arr);
+    frl_free(&floor_al, arr);
     free(fo);
     free(obs);
     free(rew);
@@ -256,7 +269,7 @@ int main(int argc, char **argv)
     }
     size_t row_bytes = 8 * (size_t)o.obs + 10;
     int64_t floor_rows = (int64_t)(bytes / row_bytes);
-    unsigned char *arr = malloc(floor_rows * row_bytes), *out = malloc(4096 * row_bytes);
+    unsigned char *arr = floor_array(floor_rows * row_bytes), *out = malloc(4096 * row_bytes);
     float *prio = malloc(sizeof(float) * (size_t)o.batch);
     if (!arr || !out || !prio)
         return fprintf(stderr, "bench_replay: out of memory\n"), 1;
@@ -282,7 +295,7 @@ int main(int argc, char **argv)
            100 * fm / um);
     printf("per      %8.2f us/batch  floor/per     = %5.1f%%  (target >= 25%%; sample + "
            "update)\n", 1e6 * pm, 100 * fm / pm);
-    free(arr);
+    frl_free(&floor_al, arr);
     free(out);
     free(prio);
     if (run_sequences(rt, &o))
