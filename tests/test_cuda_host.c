@@ -417,9 +417,14 @@ START_TEST(learner_unfused_matches_cpu)
 {
     setenv("FRL_CUDA_FUSE", "0", 1);
     check_learn_same("CartPole-v1", "", 2, 1e-4);
-    check_learn_same("Acrobot-v1", "policy.shared=true policy.obs_norm=true", 1, 1e-4);
-    check_learn_same("PixelGoal-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
-                     "train.num_envs=4 train.rollout=32 train.minibatches=2", 1, 1e-4);
+    if (quick()) /* the sanitizer builds: the layer-by-layer path once; the rest in release */
+        printf("FRL_TEST_QUICK: FRL_CUDA_FUSE=0 with a shared trunk and an encoder is left to "
+               "the release builds\n");
+    else {
+        check_learn_same("Acrobot-v1", "policy.shared=true policy.obs_norm=true", 1, 1e-4);
+        check_learn_same("PixelGoal-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
+                         "train.num_envs=4 train.rollout=32 train.minibatches=2", 1, 1e-4);
+    }
     unsetenv("FRL_CUDA_FUSE");
 }
 END_TEST
