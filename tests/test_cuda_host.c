@@ -146,37 +146,38 @@ START_TEST(act_matches_cpu)
                    "policy.hidden=32", quick() ? 5 : 70);
     check_act_same("PixelGoal-v0", "policy.encoder=simple policy.conv_channels=4,4,4 "
                    "policy.hidden=8 policy.obs_norm=true", quick() ? 5 : 40);
+    /* Q-heads (DQN's acting): Q-values, and a dueling Q's V + A - mean A */
+    check_act_same("CartPole-v1", "policy.head=q policy.hidden=32,32", 300);
+    check_act_same("Acrobot-v1", "policy.head=dueling_q policy.hidden=16", 300);
 }
 END_TEST
 
-/* A frame-stacking policy acting step by step with its state on the CPU and on the
- * device: the same actions, values and states (the device takes the stacks the host
- * builds from the state; row 1 starts an episode at step 2). */
-START_TEST(stack_act_matches_cpu)
+/* A policy with state acting step by step on the CPU and on the device: the same
+ * actions, values and states, bit for bit (row 1 starts an episode at step 2). */
+static void check_state_same(const frl_space *os, const frl_space *as, const char *settings,
+                             int32_t rows, int32_t steps)
 {
-    enum { ROWS = 5, STEPS = 4 };
     frl_runtime *cpu = runtime_on("cpu", 1), *dev = runtime_on("cuda", 1);
-    frl_config *cfg = frl_test_settings("policy.encoder=simple policy.conv_channels=4,4,4 "
-                                        "policy.hidden=8 policy.frame_stack=3");
-    frl_space *os, *as;
-    ck_assert_int_eq(frl_space_create_image(&os, NULL, 40, 40, 3), FRL_OK);
-    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 4), FRL_OK);
+    frl_config *cfg = frl_test_settings(settings);
     frl_policy *p[2];
     ck_assert_int_eq(frl_policy_create(&p[0], cpu, cfg, os, as), FRL_OK);
     ck_assert_msg(frl_policy_create(&p[1], dev, cfg, os, as) == FRL_OK, "%s", frl_last_error());
-    int64_t sw = frl_policy_state_size(p[0]);
-    float *state[2] = {calloc((size_t)(ROWS * sw), sizeof(float)),
-                       calloc((size_t)(ROWS * sw), sizeof(float))};
-    for (int t = 0; t < STEPS; t++) {
-        float *obs = random_obs(ROWS * 40 * 40 * 3 / 4, (uint64_t)(20 + t));
-        uint8_t reset[ROWS] = {0, t == 2, 0, 0, 0};
-        int32_t acts[2][ROWS];
-        float v[2][ROWS];
+    ck_assert_ptr_nonnull(p[1]->dev); /* acting runs on the device, not a CPU fallback */
+    int64_t sw = frl_policy_state_size(p[0]), ow = frl_space_width(os);
+    int32_t ab = frl_space_get_kind(as) == FRL_SPACE_DISCRETE ? 4 : 4 * (int32_t)frl_space_n(as);
+    size_t sbytes = sizeof(float) * (size_t)(rows * sw);
+    float *state[2] = {calloc(1, sbytes), calloc(1, sbytes)};
+    unsigned char *acts[2] = {malloc((size_t)(rows * ab)), malloc((size_t)(rows * ab))};
+    float *v[2] = {malloc(sizeof(float) * (size_t)rows), malloc(sizeof(float) * (size_t)rows)};
+    uint8_t *reset = calloc((size_t)rows, 1);
+    for (int32_t t = 0; t < steps; t++) {
+        float *obs = random_obs(rows * ow, (uint64_t)(20 + t));
+        reset[rows > 1] = t == 2;
         for (int k = 0; k < 2; k++) {
             frl_act_args a;
             frl_act_args_init(&a);
             frl_test_act_widths(&a, p[k]);
-            a.batch = ROWS;
+            a.batch = rows;
             a.observations = obs;
             a.actions = acts[k];
             a.values = v[k];
@@ -185,20 +186,64 @@ START_TEST(stack_act_matches_cpu)
             a.reset = reset;
             ck_assert_msg(frl_policy_act(p[k], &a) == FRL_OK, "%s", frl_policy_last_error(p[k]));
         }
-        ck_assert_int_eq(memcmp(acts[0], acts[1], sizeof acts[0]), 0);
-        ck_assert_int_eq(memcmp(v[0], v[1], sizeof v[0]), 0);
-        ck_assert_int_eq(memcmp(state[0], state[1], sizeof(float) * (size_t)(ROWS * sw)), 0);
+        ck_assert_msg(memcmp(acts[0], acts[1], (size_t)(rows * ab)) == 0, "[%s] step %d: "
+                      "actions differ", settings, (int)t);
+        ck_assert_msg(memcmp(v[0], v[1], sizeof(float) * (size_t)rows) == 0, "[%s] step %d: "
+                      "values differ (%.9g, %.9g)", settings, (int)t, v[0][0], v[1][0]);
+        ck_assert_msg(memcmp(state[0], state[1], sbytes) == 0, "[%s] step %d: states differ",
+                      settings, (int)t);
         free(obs);
     }
-    free(state[0]);
-    free(state[1]);
-    frl_policy_destroy(p[0]);
-    frl_policy_destroy(p[1]);
-    frl_space_destroy(os);
-    frl_space_destroy(as);
+    for (int k = 0; k < 2; k++) {
+        free(state[k]);
+        free(acts[k]);
+        free(v[k]);
+        frl_policy_destroy(p[k]);
+    }
+    free(reset);
     frl_config_destroy(cfg);
     frl_runtime_destroy(cpu);
     frl_runtime_destroy(dev);
+}
+
+/* A frame stack: the device takes the stacks the host builds from the state. */
+START_TEST(stack_act_matches_cpu)
+{
+    frl_space *os, *as;
+    ck_assert_int_eq(frl_space_create_image(&os, NULL, 40, 40, 3), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 4), FRL_OK);
+    check_state_same(os, as, "policy.encoder=simple policy.conv_channels=4,4,4 "
+                     "policy.hidden=8 policy.frame_stack=3", 5, 4);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+}
+END_TEST
+
+/* Recurrent policies step on the device (the plugin's model_step), their state going
+ * up and coming back each step: GRU and LSTM cores, one tower or two, with and without
+ * encoder layers, the normaliser, a pixel encoder, and the Q-heads R2D2 acts with. */
+START_TEST(recurrent_act_matches_cpu)
+{
+    frl_space *box, *disc, *img, *cont;
+    int64_t w = 4, cw = 2;
+    ck_assert_int_eq(frl_space_create_box(&box, NULL, 1, &w, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&disc, NULL, 3), FRL_OK);
+    ck_assert_int_eq(frl_space_create_box(&cont, NULL, 1, &cw, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_image(&img, NULL, 40, 40, 3), FRL_OK);
+    int32_t rows = quick() ? 9 : 300;
+    check_state_same(box, disc, "policy.core=gru policy.shared=true policy.hidden=16", rows, 5);
+    check_state_same(box, cont, "policy.core=lstm policy.hidden=16,8 policy.core_size=12", rows,
+                     5);
+    check_state_same(box, disc, "policy.core=gru policy.hidden= policy.obs_norm=true", rows, 4);
+    check_state_same(box, disc, "policy.core=lstm policy.head=q policy.hidden=16", rows, 5);
+    check_state_same(box, disc, "policy.core=gru policy.head=dueling_q policy.hidden=8", rows,
+                     5);
+    check_state_same(img, disc, "policy.core=gru policy.encoder=simple "
+                     "policy.conv_channels=4,4,4 policy.hidden=8", quick() ? 3 : 20, 3);
+    frl_space_destroy(box);
+    frl_space_destroy(disc);
+    frl_space_destroy(cont);
+    frl_space_destroy(img);
 }
 END_TEST
 
@@ -254,16 +299,12 @@ START_TEST(auto_places_by_workload)
     ck_assert_int_eq(placed_on_device("auto", 1, "train.num_envs=16 train.rollout=8"), 1);
     ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=32 train.rollout=8 "
                                       "sampler.mode=async"), 1);
+    /* a recurrent policy acts on the device by the same rule (and learns on the CPU) */
     ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=32 train.rollout=8 "
-                                      "policy.core=gru"), 0);
+                                      "policy.core=gru"), 1);
+    ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=8 policy.core=gru"), 0);
     ck_assert_int_eq(placed_on_device("cuda", 2, "train.num_envs=8"), 1);
-    frl_runtime *rt = runtime_on("cuda", 2);
-    frl_config *cfg = frl_test_settings("policy.core=gru");
-    frl_trainer *t;
-    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(frl_last_error(), "recurrent policies (policy.core=gru)"));
-    frl_config_destroy(cfg);
-    frl_runtime_destroy(rt);
+    ck_assert_int_eq(placed_on_device("cuda", 2, "train.num_envs=8 policy.core=lstm"), 1);
 }
 END_TEST
 
@@ -573,6 +614,45 @@ START_TEST(async_device_acts_as_cpu)
 }
 END_TEST
 
+/* Recurrent trainers act on the device and learn on the CPU: PPO with a GRU through
+ * the sync sampler, and R2D2 in SEED's layout (the async sampler's central inference,
+ * each batch carrying its envs' states up and back). Acting gives the CPU's bits, so
+ * the learners see the same experience and end with the same parameters. */
+static void check_recurrent_same(const char *env, const char *settings, int64_t steps)
+{
+    frl_trainer *c = trainer_on("cpu", env, settings), *d = trainer_on("cuda", env, settings);
+    ck_assert_ptr_nonnull(d->policy->dev);
+    ck_assert_int_eq(frl_trainer_train(c, steps), FRL_OK);
+    ck_assert_msg(frl_trainer_train(d, steps) == FRL_OK, "%s", frl_trainer_last_error(d));
+    double gap = param_gap(c->policy, d->policy);
+    uint64_t vc = frl_policy_version(c->policy), vd = frl_policy_version(d->policy);
+    printf("%s [%s]: %lld steps, versions %llu (CPU) and %llu (device), parameter gap %.3g\n",
+           env, settings, (long long)steps, (unsigned long long)vc, (unsigned long long)vd,
+           gap);
+    ck_assert_uint_gt(vd, 1);
+    ck_assert_uint_eq(vc, vd);
+    ck_assert_msg(gap == 0, "parameter gap %g", gap);
+    if (strstr(settings, "sampler.mode=async")) { /* its own model took the weights */
+        int64_t taken, uploaded;
+        frl_sampler_device_loads(d->sampler, &taken, &uploaded);
+        ck_assert_int_ge(taken + uploaded, 2);
+    }
+    destroy_trainer(c);
+    destroy_trainer(d);
+}
+
+START_TEST(recurrent_trainers_on_device)
+{
+    check_recurrent_same("CartPoleNoVel-v1", "policy.core=gru policy.hidden=16 "
+                         "policy.core_size=16 train.num_envs=8 train.rollout=16", 3 * 8 * 16);
+    check_recurrent_same("CartPoleNoVel-v1", "train.algo=r2d2 sampler.mode=async "
+                         "sampler.groups=2 train.num_envs=4 train.seq_length=16 "
+                         "train.seq_overlap=8 train.burn_in=4 train.buffer_size=4096 "
+                         "train.batch_size=8 train.learning_starts=200 train.replay_ratio=4 "
+                         "train.target_period=10 policy.core_size=16 policy.hidden=16", 1200);
+}
+END_TEST
+
 /* An async trainer on the device, one update in. */
 static frl_trainer *async_after_one_update(void)
 {
@@ -673,6 +753,8 @@ int main(void)
     tcase_add_test(tc, async_device_random_stops);
     tcase_add_test(tc, act_matches_cpu);
     tcase_add_test(tc, stack_act_matches_cpu);
+    tcase_add_test(tc, recurrent_act_matches_cpu);
+    tcase_add_test(tc, recurrent_trainers_on_device);
     tcase_add_test(tc, population_matches_cpu);
     tcase_add_test(tc, async_stage_failure);
     tcase_add_test(tc, learner_matches_cpu);

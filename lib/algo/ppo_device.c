@@ -28,7 +28,9 @@ static void describe_learner(const frl_ppo *l, frl_dm_learn_desc *d)
 
 frl_status frl_ppo_device_create(frl_ppo *l, char *err)
 {
-    if (!l->p->dev)
+    /* A recurrent policy acts on the device (the plugin's model_step) and learns on the
+     * CPU: the device learner has no backward through time yet. */
+    if (!l->p->dev || l->p->towers)
         return FRL_OK;
     frl_dm_learn_desc d;
     describe_learner(l, &d);

@@ -27,8 +27,10 @@
 
 /* 7: the RUNS path, and frl_net_desc carries a pixel encoder (frl_cnn).
  * 8: the learner's frl_dm_loss and frl_dm_adv_params carry decoupled PPO (lagged
- *    rollouts of the async sampler), and the loss op reads the rows' log-ratios. */
-#define FRL_CUDA_PLUGIN_ABI 10u
+ *    rollouts of the async sampler), and the loss op reads the rows' log-ratios.
+ * 11: frl_net_desc carries the head (Q-values, dueling) and recurrent towers, and
+ *    model_step runs a recurrent model's acting step. */
+#define FRL_CUDA_PLUGIN_ABI 11u
 #define FRL_CUDA_PLUGIN_SYMBOL "frl_cuda_plugin_get"
 #define FRL_CUDA_PLUGIN_FILE "libfastrl-cuda.so.0"
 
@@ -181,6 +183,17 @@ typedef struct frl_cuda_plugin {
                          char *err, size_t err_size);
     int (*model_forward_members)(void *model, int32_t rows, const int32_t *members,
                                  const float *obs, float *out, char *err, size_t err_size);
+
+    /* ABI 11: a recurrent model (frl_net_desc's towers) one acting step on rows <=
+     * max_rows host observations: state [rows x state_w] (host) is read and replaced by
+     * the next state (a row whose episode starts here must hold zeros: the caller's
+     * reset), out [rows x out_w] and, when value is not NULL, value [rows] receive the
+     * heads' outputs (a dueling Q's A and V; a Q-head has no value). Waits for the
+     * stream. After a failure state may hold neither the old nor the new state: a
+     * caller that must not lose it passes a copy. model_forward refuses such a model,
+     * and learner_create refuses it and Q-heads (their learners run on the CPU). */
+    int (*model_step)(void *model, int32_t rows, const float *obs, float *state, float *out,
+                      float *value, char *err, size_t err_size);
 } frl_cuda_plugin;
 
 typedef const frl_cuda_plugin *(*frl_cuda_plugin_get_fn)(void);

@@ -169,8 +169,8 @@ static float *layer_output(const frl_mlp *m, float *acts, int32_t rows, int32_t 
     return acts + off;
 }
 
-static float *mlp_forward(const frl_dev_net *net, const frl_mlp *m, int32_t rows,
-                          const float *x, float *acts)
+float *frl_dev_mlp_forward(const frl_dev_net *net, const frl_mlp *m, int32_t rows,
+                           const float *x, float *acts)
 {
     const float *in = x;
     float *y = acts;
@@ -260,8 +260,8 @@ static const float *join_vector(const frl_dev_net *net, int32_t rows, const floa
     return f->join;
 }
 
-void frl_dev_net_forward(const frl_dev_net *net, int32_t rows, const float *obs,
-                         frl_dev_pass *f, unsigned heads)
+const float *frl_dev_net_input(const frl_dev_net *net, int32_t rows, const float *obs,
+                               frl_dev_pass *f)
 {
     const frl_net_desc *n = &net->desc;
     f->in = obs;
@@ -274,17 +274,25 @@ void frl_dev_net_forward(const frl_dev_net *net, int32_t rows, const float *obs,
                             net->norm_clip, f->xn);
         f->in = f->xn;
     }
-    const float *x = f->in;
+    return f->in;
+}
+
+void frl_dev_net_forward(const frl_dev_net *net, int32_t rows, const float *obs,
+                         frl_dev_pass *f, unsigned heads)
+{
+    const frl_net_desc *n = &net->desc;
+    const float *x = frl_dev_net_input(net, rows, obs, f);
     frl_dev_fused_mlp m[2];
     if ((heads & FRL_DEV_TILED) && frl_dev_tiled(net, m)) {
         tiled_forward(net, rows, x, f, heads, m);
         return;
     }
     if (n->shared)
-        x = mlp_forward(net, &n->trunk, rows, x, f->trunk_acts);
-    f->out = heads & FRL_DEV_ACTOR ? mlp_forward(net, &n->actor, rows, x, f->actor_acts) : NULL;
-    f->value = heads & FRL_DEV_CRITIC ? mlp_forward(net, &n->critic, rows, x, f->critic_acts)
-                                      : NULL;
+        x = frl_dev_mlp_forward(net, &n->trunk, rows, x, f->trunk_acts);
+    f->out = heads & FRL_DEV_ACTOR
+                 ? frl_dev_mlp_forward(net, &n->actor, rows, x, f->actor_acts) : NULL;
+    f->value = heads & FRL_DEV_CRITIC
+                   ? frl_dev_mlp_forward(net, &n->critic, rows, x, f->critic_acts) : NULL;
 }
 
 /* Layer l's delta (g times act'(y), into delta; g itself for a linear layer) and its

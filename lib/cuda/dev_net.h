@@ -58,6 +58,15 @@ size_t frl_dev_pass_floats(const frl_net_desc *n, int32_t rows, int training);
 void frl_dev_pass_layout(const frl_net_desc *n, int32_t rows, int training, float *ws,
                          frl_dev_pass *f);
 
+/* What the networks read of rows device observations (into f->in, and returned): the
+ * observations, normalised (obs_norm) into f->xn, or a pixel encoder's features (and a
+ * mixed row's vector after them). */
+const float *frl_dev_net_input(const frl_dev_net *net, int32_t rows, const float *obs,
+                               frl_dev_pass *f);
+/* One MLP over x [rows x m's input], each layer's output into acts (one after the other,
+ * [rows x width[l + 1]] each); returns the last layer's. m has at least one layer. */
+float *frl_dev_mlp_forward(const frl_dev_net *net, const frl_mlp *m, int32_t rows,
+                           const float *x, float *acts);
 /* Forward rows device observations through the heads named (a shared trunk always
  * runs). */
 void frl_dev_net_forward(const frl_dev_net *net, int32_t rows, const float *obs,

@@ -279,6 +279,15 @@ typedef struct frl_dev_ops {
      * dst_pitch apart (multiples of 4; the two regions do not overlap). */
     void (*copy2d)(frl_dev *d, int32_t rows, size_t row_bytes, void *dst, size_t dst_pitch,
                    const void *src, size_t src_pitch);
+
+    /* ---- recurrent cores (lib/nn/rnn.h) ---- */
+    /* One step of a GRU (kind 1) or LSTM (kind 2) cell for rows rows of h units, from
+     * gx = x.Wx + bx and gh = hp.Wh + bh [rows x G h] (G = 3 or 4): the new h into hout
+     * [rows x h]; an LSTM's new cell into cout from cp [rows x h] (both unused by a GRU:
+     * hp [rows x h] is its previous h). frl_dm_gru_unit / frl_dm_lstm_unit. */
+    void (*rnn_cell)(frl_dev *d, int32_t kind, int32_t rows, int32_t h, const float *gx,
+                     const float *gh, const float *hp, const float *cp, float *hout,
+                     float *cout);
 } frl_dev_ops;
 
 /* The CUDA implementation; the host one, a test double, is declared in

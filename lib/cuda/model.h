@@ -76,6 +76,9 @@ typedef struct frl_cuda_model {
     int32_t *h_start, *h_member, *h_count, *h_order;
     float *h_obs, *h_out;
     int32_t count_cap;
+    /* a recurrent model's step (model_step.c): the rows' state [max_rows x state_w] and
+     * the towers' work, on the device; NULL without towers */
+    float *state, *step_ws;
 } frl_cuda_model;
 
 /* Fill m->fused from the networks' description (and m->fused_ok, runs_fit). */
@@ -91,6 +94,12 @@ int frl_cuda_model_members(frl_cuda_model *m, int32_t members, int64_t stride,
                            const float *params, char *err, size_t err_size);
 int frl_cuda_model_forward_members(frl_cuda_model *m, int32_t rows, const int32_t *members,
                                    const float *obs, float *out, char *err, size_t err_size);
+/* A recurrent model's step buffers (m->state, m->step_ws): 0, else 1 with the reason. */
+int frl_cuda_step_alloc(frl_cuda_model *m, char *err, size_t err_size);
+/* model_step: rows host observations and their state [rows x state_w] (read and
+ * replaced) one step on; out and value (may be NULL) into host memory. */
+int frl_cuda_model_step(frl_cuda_model *m, int32_t rows, const float *obs, float *state,
+                        float *out, float *value, char *err, size_t err_size);
 /* Free what the forward's paths allocated (graphs, staging, the second stream). */
 void frl_cuda_model_forward_release(frl_cuda_model *m);
 /* Drop the captured graphs (the normaliser's clip changed, or the model goes). */

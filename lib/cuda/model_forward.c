@@ -49,8 +49,9 @@ void frl_cuda_model_plan(frl_cuda_model *m)
     const frl_net_desc *n = &m->net.desc;
     frl_dev_fused *f = &m->fused;
     *f = (frl_dev_fused){.obs_w = n->obs_w};
-    /* the fused and run kernels read observations as the networks' input: no encoder */
-    m->fused_ok = !n->cnn.layers && n->obs_w <= FRL_DEV_FUSED_MAX_WIDTH &&
+    /* the fused and run kernels read observations as the networks' input: no encoder,
+     * no recurrent towers (model_step.c runs those) */
+    m->fused_ok = !n->cnn.layers && !n->towers && n->obs_w <= FRL_DEV_FUSED_MAX_WIDTH &&
                   frl_dev_plan_mlp(&n->actor, FRL_DEV_FUSED_MAX_WIDTH, &f->actor) &&
                   frl_dev_plan_mlp(&n->critic, FRL_DEV_FUSED_MAX_WIDTH, &f->critic) &&
                   (!n->shared || frl_dev_plan_mlp(&n->trunk, FRL_DEV_FUSED_MAX_WIDTH, &f->trunk));

@@ -1169,6 +1169,35 @@ static void axpy(frl_dev *d, int64_t n, float alpha, const float *x, float *y)
     launched(d, "axpy");
 }
 
+// ---- recurrent cores ----
+
+static __global__ void rnn_cell_k(int32_t kind, int64_t total, int32_t h, const float *gx,
+                                  const float *gh, const float *hp, const float *cp, float *hout,
+                                  float *cout)
+{
+    FOR_EACH(i, total) {
+        int64_t r = i / h;
+        int32_t j = (int32_t)(i % h), g = kind == 2 ? 4 : 3;
+        const float *x = gx + r * g * h, *y = gh + r * g * h;
+        if (kind == 2)
+            hout[i] = frl_dm_lstm_unit(h, j, x, y, cp[i], &cout[i]);
+        else
+            hout[i] = frl_dm_gru_unit(h, j, x, y, hp[i]);
+    }
+}
+
+static void rnn_cell(frl_dev *d, int32_t kind, int32_t rows, int32_t h, const float *gx,
+                     const float *gh, const float *hp, const float *cp, float *hout, float *cout)
+{
+    if (rows <= 0 || h <= 0)
+        return;
+    enter(d);
+    int64_t total = (int64_t)rows * h;
+    rnn_cell_k<<<grid_for(total), THREADS, 0, d->stream>>>(kind, total, h, gx, gh, hp, cp, hout,
+                                                           cout);
+    launched(d, "rnn_cell");
+}
+
 // ---- the learner ----
 
 static __global__ void normalize_k(int64_t total, int32_t width, const float *x, const float *mean,
@@ -2138,4 +2167,5 @@ extern "C" const frl_dev_ops frl_dev_ops_cuda = {
     im2col,
     col2im,
     copy2d,
+    rnn_cell,
 };

@@ -80,8 +80,17 @@ static void model_destroy(void *p)
     frl_cuda_model_forward_release(m);
     ops->release(d, m->obs);
     ops->release(d, m->ws);
+    ops->release(d, m->state);
+    ops->release(d, m->step_ws);
     ops->close(d);
     free(m);
+}
+
+static int out_of_memory(const frl_net_desc *n, char *err, size_t err_size)
+{
+    snprintf(err, err_size, "out of device memory for a model of %llu parameters and %d rows",
+             (unsigned long long)n->num_params, (int)n->max_rows);
+    return 1;
 }
 
 static int model_alloc(frl_cuda_model *m, char *err, size_t err_size)
@@ -94,11 +103,9 @@ static int model_alloc(frl_cuda_model *m, char *err, size_t err_size)
     m->net.norm_inv_std = ops->alloc(d, f * ow);
     m->obs = ops->alloc(d, f * rows * ow);
     m->ws = ops->alloc(d, f * frl_dev_pass_floats(n, n->max_rows, 0));
-    if (m->net.params && m->net.norm_mean && m->net.norm_inv_std && m->obs && m->ws)
-        return 0;
-    snprintf(err, err_size, "out of device memory for a model of %llu parameters and %d rows",
-             (unsigned long long)n->num_params, (int)n->max_rows);
-    return 1;
+    if (!m->net.params || !m->net.norm_mean || !m->net.norm_inv_std || !m->obs || !m->ws)
+        return out_of_memory(n, err, err_size);
+    return n->towers ? frl_cuda_step_alloc(m, err, err_size) : 0;
 }
 
 /* FRL_CUDA_FORWARD names the path every model starts with (benchmarks compare them
@@ -117,6 +124,11 @@ static int model_create(void *ctx, const frl_net_desc *desc, void **out, char *e
 {
     if (desc->max_rows < 1 || desc->obs_w < 1 || desc->out_w < 1 || desc->num_params < 1) {
         snprintf(err, err_size, "a model needs max_rows, obs_w, out_w and parameters >= 1");
+        return 1;
+    }
+    if (desc->towers < 0 || desc->towers > 2 || (desc->towers && desc->state_w < 1) ||
+        desc->head < 0 || desc->head > 2) {
+        snprintf(err, err_size, "a model has 0 to 2 towers (with state) and heads 0 to 2");
         return 1;
     }
     frl_cuda_model *m = calloc(1, sizeof *m);
@@ -170,7 +182,21 @@ static int model_forward(void *p, int32_t rows, const float *obs, float *out, fl
                  (int)n->max_rows);
         return 1;
     }
+    if (n->towers) {
+        snprintf(err, err_size, "model_forward: a recurrent model steps (model_step)");
+        return 1;
+    }
+    if (value && !n->critic.layers) {
+        snprintf(err, err_size, "model_forward: a Q-head has no values");
+        return 1;
+    }
     return frl_cuda_model_forward(m, rows, obs, out, value, err, err_size);
+}
+
+static int model_step(void *p, int32_t rows, const float *obs, float *state, float *out,
+                      float *value, char *err, size_t err_size)
+{
+    return frl_cuda_model_step(p, rows, obs, state, out, value, err, err_size);
 }
 
 static int model_path(void *p, int32_t path, char *err, size_t err_size)
@@ -292,6 +318,12 @@ static int model_take(void *dst, void *src, int32_t slot, char *err, size_t err_
 static int learner_create(void *p, const frl_dm_learn_desc *s, void **out, char *err,
                           size_t err_size)
 {
+    const frl_net_desc *n = &((frl_cuda_model *)p)->net.desc;
+    if (n->towers || n->head) {
+        snprintf(err, err_size, "the device learner trains actor-critic MLPs, not %s",
+                 n->towers ? "recurrent policies" : "Q-heads");
+        return 1;
+    }
     return frl_dev_learner_create((frl_dev_learner **)out, &((frl_cuda_model *)p)->net, s, err, err_size);
 }
 
@@ -364,6 +396,7 @@ static const frl_cuda_plugin plugin = {
     .model_last_path = model_last_path,
     .model_members = model_members,
     .model_forward_members = model_forward_members,
+    .model_step = model_step,
 };
 
 __attribute__((visibility("default"))) const frl_cuda_plugin *frl_cuda_plugin_get(void);

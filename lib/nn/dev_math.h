@@ -51,6 +51,38 @@ FRL_HD float frl_dm_normalize(float x, float mean, float inv_std, float clip)
     return v > clip ? clip : (v < -clip ? -clip : v);
 }
 
+/* ---- recurrent cells (lib/nn/rnn.h's gates and order, PyTorch's) ---- */
+
+/* The CPU kernels' sigmoid: no cancellation on either side, and e^-|x| kept above
+ * subnormals (lib/nn/kernels_scalar.c says why). */
+FRL_HD float frl_dm_sigmoid(float x)
+{
+    const float ax = fabsf(x), e = expf(-(ax > 87.0f ? 87.0f : ax));
+    return x < 0.0f ? e / (1.0f + e) : 1.0f / (1.0f + e);
+}
+
+/* Unit j of a GRU row: gx = x.Wx + bx and gh = hp.Wh + bh, [3h] each (blocks r, z, n);
+ * returns the new h. */
+FRL_HD float frl_dm_gru_unit(int32_t h, int32_t j, const float *gx, const float *gh, float hp)
+{
+    const float r = frl_dm_sigmoid(gx[j] + gh[j]);
+    const float z = frl_dm_sigmoid(gx[h + j] + gh[h + j]);
+    const float n = tanhf(gx[2 * h + j] + r * gh[2 * h + j]);
+    return (1.0f - z) * n + z * hp;
+}
+
+/* Unit j of an LSTM row: the gates' sums gx + gh, [4h] each (blocks i, f, g, o), and
+ * the cell before cp; the new cell into *c, returns the new h. */
+FRL_HD float frl_dm_lstm_unit(int32_t h, int32_t j, const float *gx, const float *gh, float cp,
+                              float *c)
+{
+    const float ig = frl_dm_sigmoid(gx[j] + gh[j]), fg = frl_dm_sigmoid(gx[h + j] + gh[h + j]);
+    const float gg = tanhf(gx[2 * h + j] + gh[2 * h + j]);
+    const float og = frl_dm_sigmoid(gx[3 * h + j] + gh[3 * h + j]);
+    *c = fg * cp + ig * gg;
+    return og * tanhf(*c);
+}
+
 /* ---- advantages over one env's column of a [T x B] slot ---- */
 
 typedef struct frl_dm_adv_params {

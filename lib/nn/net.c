@@ -40,3 +40,16 @@ void frl_net_pass_plan(const frl_net_shape *n, int32_t rows, int training, frl_p
     }
     plan->floats = at;
 }
+
+void frl_net_dueling_combine(int32_t rows, int32_t n, float *a, const float *v)
+{
+    for (int32_t r = 0; r < rows; r++) {
+        float *q = a + (size_t)r * (size_t)n;
+        double mean = 0;
+        for (int32_t j = 0; j < n; j++)
+            mean += q[j];
+        float shift = v[r] - (float)(mean / n);
+        for (int32_t j = 0; j < n; j++)
+            q[j] += shift;
+    }
+}

@@ -10,6 +10,7 @@
 
 #include "nn/cnn_plan.h"
 #include "nn/mlp.h"
+#include "nn/rnn.h"
 
 /* The networks' shapes, as the workspace needs them. */
 typedef struct frl_net_shape {
@@ -52,7 +53,25 @@ typedef struct frl_net_desc {
     /* A mixed observation's vector part (vec_w > 0, with an encoder): the floats
      * [vec_at, vec_at + vec_w) of each row, joined to the encoder's features. */
     int32_t vec_at, vec_w;
+    /* What the actor's outputs are (frl_policy_head numbering): 0 logits or means (an
+     * actor-critic), 1 Q-values (the critic empty), 2 a dueling Q's advantages A, the
+     * critic its V (Q = V + A - mean A is the caller's: frl_net_dueling_combine). */
+    int32_t head;
+    /* A recurrent policy (towers 1 or 2, lib/rl/policy_rnn.h): tower i an encoder enc[i]
+     * (layers 0: none) and a core core[i] over the input, the actor and the critic
+     * one-layer heads over the cores' outputs (tower 0's, and tower 1's for the critic
+     * when there are two); such a model steps (the plugin's model_step) with state_w
+     * floats of state a row, the towers' core states side by side. 0 towers: an MLP
+     * policy (trunk, actor, critic as above). */
+    int32_t towers;
+    frl_mlp enc[2];
+    frl_rnn core[2];
+    int32_t state_w;
 } frl_net_desc;
+
+/* A dueling Q's outputs: a [rows x n] holds the advantages A and becomes
+ * Q = V + A - mean(A), v [rows] the values V (the mean summed in double). */
+void frl_net_dueling_combine(int32_t rows, int32_t n, float *a, const float *v);
 
 /* Values per row the networks read: the observation, or the encoder's features (and a
  * mixed row's vector after them). */

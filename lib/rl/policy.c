@@ -184,16 +184,7 @@ const float *frl_policy_input(const frl_policy *p, const frl_obsnorm *norm, int3
  * backward pass does not read). */
 void frl_policy_dueling_combine(const frl_policy *p, int32_t rows, float *a, const float *v)
 {
-    int32_t n = p->out_w;
-    for (int32_t r = 0; r < rows; r++) {
-        float *q = a + (size_t)r * (size_t)n;
-        double mean = 0;
-        for (int32_t j = 0; j < n; j++)
-            mean += q[j];
-        float shift = v[r] - (float)(mean / n);
-        for (int32_t j = 0; j < n; j++)
-            q[j] += shift;
-    }
+    frl_net_dueling_combine(rows, p->out_w, a, v);
 }
 
 /* Q-policies: the one network, or the dueling trunk and both heads, whatever was asked. */
@@ -717,6 +708,22 @@ static const float *device_rows(frl_policy *p, const frl_act_args *a, int64_t fi
     return p->dev_stacked;
 }
 
+/* Rows [first, first + n) through the device into p->dev_out (and p->dev_value when
+ * the caller wants an actor-critic's values; a Q-head's are max Q, taken from the
+ * outputs): a recurrent policy's step, or a forward. */
+static frl_status device_outputs(frl_policy *p, const frl_act_args *a, int64_t first,
+                                 int64_t n)
+{
+    float *value = a->values && p->head == FRL_POLICY_HEAD_ACTOR_CRITIC ? p->dev_value : NULL;
+    if (p->towers)
+        return frl_policy_device_step(p, n, a->observations + first * p->obs_w,
+                                      a->state + first * p->state_w,
+                                      a->reset ? a->reset + first : NULL, p->dev_out, value,
+                                      p->err);
+    return frl_policy_device_forward(p, n, device_rows(p, a, first, n), p->dev_out, value,
+                                     p->err);
+}
+
 static frl_status act_device(frl_policy *p, const frl_act_args *a)
 {
     frl_status st = FRL_OK;
@@ -725,17 +732,18 @@ static frl_status act_device(frl_policy *p, const frl_act_args *a)
     rows = rows < p->dev->rows ? rows : p->dev->rows;
     for (int64_t first = 0; st == FRL_OK && first < a->batch; first += rows) {
         int64_t n = a->batch - first < rows ? a->batch - first : rows;
-        st = frl_policy_device_forward(p, n, device_rows(p, a, first, n), p->dev_out,
-                                       a->values ? p->dev_value : NULL, p->err);
+        st = device_outputs(p, a, first, n);
         for (int64_t r = 0; st == FRL_OK && r < n; r++) {
             int64_t i = first + r;
-            double lp = frl_policy_head_act(p, p->params, p->dev_out + r * p->out_w,
-                                            a->deterministic, a->stream_offset + (uint64_t)i,
-                                            a->counter, (unsigned char *)a->actions + (size_t)i * ab);
+            const float *o = p->dev_out + r * p->out_w;
+            double lp = frl_policy_head_act(p, p->params, o, a->deterministic,
+                                            a->stream_offset + (uint64_t)i, a->counter,
+                                            (unsigned char *)a->actions + (size_t)i * ab);
             if (a->log_probs)
                 a->log_probs[i] = (float)lp;
             if (a->values)
-                a->values[i] = p->dev_value[r];
+                a->values[i] = p->head != FRL_POLICY_HEAD_ACTOR_CRITIC ? q_max(o, p->out_w)
+                                                                       : p->dev_value[r];
         }
         if (st == FRL_OK && wants_outputs(a))
             memcpy(a->outputs + first * p->out_w, p->dev_out,
@@ -803,6 +811,13 @@ static void describe_net(const frl_policy *p, int32_t rows, frl_net_desc *d)
     d->vec_w = p->vec_w;
     if (p->cnn.layers)
         d->obs_w = frl_policy_input_row_w(p);
+    d->head = p->head;
+    d->towers = p->towers;
+    for (int32_t i = 0; i < p->towers; i++) {
+        d->enc[i] = p->enc[i];
+        d->core[i] = p->core[i];
+    }
+    d->state_w = p->towers ? p->state_w : 0; /* a frame stack's state stays on the host */
 }
 
 frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, frl_dev_model **m,
@@ -819,13 +834,7 @@ static int device_refuses(const frl_policy *p, char *why, size_t size)
     /* The device networks read float rows of in_w values straight from the ring and the
      * sampler's buffers; a discrete space's rows are indices that the CPU expands into
      * one-hot rows (one_hot above), which the device path does not do yet. */
-    if (p->towers)
-        snprintf(why, size, "recurrent policies (policy.core=%s) run on the CPU for now",
-                 p->core[0].kind == FRL_RNN_GRU ? "gru" : "lstm");
-    else if (p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
-        snprintf(why, size, "Q-policies (policy.head=%s) run on the CPU for now",
-                 p->head == FRL_POLICY_HEAD_Q ? "q" : "dueling_q");
-    else if (p->obs_n)
+    if (p->obs_n)
         snprintf(why, size, "discrete(%d) observation spaces run on the CPU for now",
                  (int)p->obs_n);
     else
@@ -909,6 +918,14 @@ frl_status frl_policy_device_forward(frl_policy *p, int64_t rows, const float *o
 {
     frl_status st = frl_policy_device_refresh(p, err);
     return st != FRL_OK ? st : frl_dev_model_forward(p->dev, rows, obs, out, value, err);
+}
+
+frl_status frl_policy_device_step(frl_policy *p, int64_t rows, const float *obs, float *state,
+                                  const uint8_t *reset, float *out, float *value, char *err)
+{
+    frl_status st = frl_policy_device_refresh(p, err);
+    return st != FRL_OK ? st
+                        : frl_dev_model_step(p->dev, rows, obs, state, reset, out, value, err);
 }
 
 /* ---- creation ---- */

@@ -211,16 +211,21 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
 frl_status frl_policy_device_refresh(frl_policy *p, char *err);
 frl_status frl_policy_device_forward(frl_policy *p, int64_t rows, const float *obs, float *out,
                                      float *value, char *err);
+/* A recurrent policy's acting step there (frl_dev_model_step): state [rows x state_w]
+ * read and replaced, rows with reset set (reset may be NULL) starting from zeros. */
+frl_status frl_policy_device_step(frl_policy *p, int64_t rows, const float *obs, float *state,
+                                  const uint8_t *reset, float *out, float *value, char *err);
+
 /* Rows of the policy's own device model: 16,384, fewer for a pixel encoder, whose
  * stored activations per image are large. */
 int32_t frl_policy_device_rows(const frl_policy *p);
 
-/* Another model of p's networks on the device, taking up to rows rows a forward: its
- * own stream, so it can infer while p's model learns (the async sampler's inference
- * role). Free it with frl_dev_model_destroy. */
 /* Move p's networks off the device for good (runtime.device=auto found the CPU faster
  * for the work): acting and learning then run on the CPU. */
 void frl_policy_leave_device(frl_policy *p);
+/* Another model of p's networks on the device, taking up to rows rows a forward: its
+ * own stream, so it can infer while p's model learns (the async sampler's inference
+ * role). Free it with frl_dev_model_destroy. */
 frl_status frl_policy_device_model(const frl_policy *p, int32_t rows, frl_dev_model **m,
                                    const char *who);
 

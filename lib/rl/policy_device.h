@@ -18,6 +18,9 @@ typedef struct frl_dev_model {
     void *model;                /* the plugin's (a learner runs over it: ppo_device.c) */
     int32_t rows;               /* the most rows one forward takes */
     int32_t obs_w, out_w;
+    int32_t head;               /* frl_net_desc's: 2, a dueling Q, is combined here */
+    int32_t state_w;            /* a recurrent model's state a row (0: none) */
+    float *v;                   /* a dueling Q's values when the caller asks none [rows] */
 } frl_dev_model;
 
 /* A model of the networks n on device d, taking up to n->max_rows rows a forward; *out
@@ -32,9 +35,19 @@ frl_status frl_dev_model_load(frl_dev_model *m, const float *params, const float
                               const float *inv_std, float clip, char *err);
 
 /* Forward rows host observations into out [rows x out_w] and, when value is not NULL,
- * value [rows], m->rows at a time. From page-locked memory the copies need no staging. */
+ * value [rows], m->rows at a time. From page-locked memory the copies need no staging.
+ * A Q-head's out holds Q-values (a dueling one's combined here) and it has no values
+ * (value must be NULL; a dueling Q's are its V). */
 frl_status frl_dev_model_forward(frl_dev_model *m, int64_t rows, const float *obs, float *out,
                                  float *value, char *err);
+
+/* A recurrent model's acting step (plugin_api.h's model_step) over rows host
+ * observations, m->rows at a time: state [rows x state_w] is read and replaced, rows
+ * whose reset flag is set (reset may be NULL) starting from zeros; out and value as
+ * frl_dev_model_forward's. After a failure the rows of the chunk that failed may hold
+ * neither state (plugin_api.h): a caller that must not lose them passes a copy. */
+frl_status frl_dev_model_step(frl_dev_model *m, int64_t rows, const float *obs, float *state,
+                              const uint8_t *reset, float *out, float *value, char *err);
 
 /* A population's members on m's device (plugin_api.h's model_members): members rows of
  * stride floats from host params; forward_members runs rows host observations, row r

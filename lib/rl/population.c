@@ -96,6 +96,11 @@ FRL_API frl_status frl_population_create(frl_population **out, frl_policy *polic
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: a policy with state (a recurrent "
                         "core, policy.core, or a frame stack, policy.frame_stack > 1) "
                         "cannot be a population's architecture yet", who);
+    /* A member's row is the prefix up to the actor: a dueling Q's V head lies beyond. */
+    if (policy->head == FRL_POLICY_HEAD_DUELING_Q)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: a dueling Q-policy (policy.head="
+                        "dueling_q) cannot be a population's architecture yet: use "
+                        "policy.head=q", who);
     if ((double)members * (double)n * sizeof(float) > (double)(SIZE_MAX / 2))
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: %d members x %lld parameters do not fit in "
                         "memory", who, (int)members, (long long)n);

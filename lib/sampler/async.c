@@ -111,6 +111,10 @@ typedef struct async_sampler {
      * slot. */
     frl_dev_model *dev;
     float *dev_obs, *dev_out;
+    /* a recurrent policy's batch: its rows' states and reset flags, gathered from the
+     * groups' rows of the book and scattered back once the step succeeded */
+    float *dev_state;
+    uint8_t *dev_reset;
     uint64_t dev_version;  /* of the acting weights in dev; ~0: must upload */
     int32_t dev_acting;    /* a device batch is running or being sampled */
     /* A device batch whose forward is done: its rows are sampled in pieces (SAMPLE
@@ -182,7 +186,14 @@ static frl_status open_device(async_sampler *a)
     if (a->dev_obs)
         a->dev_out = frl_device_host_alloc(d, &h->rt->alloc, f * B * (size_t)p->out_w, why,
                                            sizeof why);
-    if (!a->dev_out)
+    if (a->dev_out && a->dev->state_w) {
+        a->dev_state = frl_device_host_alloc(d, &h->rt->alloc, f * B * (size_t)p->state_w, why,
+                                             sizeof why);
+        a->dev_reset = frl_alloc(&h->rt->alloc, B, FRL_CACHE_LINE);
+        if (a->dev_state && !a->dev_reset)
+            snprintf(why, sizeof why, "out of memory");
+    }
+    if (!a->dev_out || (a->dev->state_w && (!a->dev_state || !a->dev_reset)))
         return frl_fail(h->err, FRL_ERR_NOMEM, "async sampler: buffers of device inference: %s",
                         why);
     return FRL_OK;
@@ -193,6 +204,8 @@ static void close_device(async_sampler *a)
     frl_sampler_host *h = a->h;
     frl_device_host_free(&h->rt->device, &h->rt->alloc, a->dev_obs);
     frl_device_host_free(&h->rt->device, &h->rt->alloc, a->dev_out);
+    frl_device_host_free(&h->rt->device, &h->rt->alloc, a->dev_state);
+    frl_free(&h->rt->alloc, a->dev_reset);
     frl_dev_model_destroy(a->dev);
 }
 
@@ -664,6 +677,41 @@ static void sample_piece(async_sampler *a, const int32_t *picked, const frl_weig
     sample_rows(a, wv, picked, rows, a->dev_out + (size_t)first * (size_t)h->policy->out_w, &c);
 }
 
+/* A recurrent batch's states and reset flags between the picked groups' rows of the
+ * book and a->dev_state, a->dev_reset (back: 1, the states the other way). */
+static void move_states(async_sampler *a, const int32_t *picked, int32_t count, int back)
+{
+    const frl_sampler_host *h = a->h;
+    size_t sw = (size_t)h->policy->state_w, n = 0;
+    for (int32_t i = 0; i < count; i++) {
+        int32_t gi = picked[i];
+        size_t m = (size_t)h->venvs[gi]->n, bytes = sizeof(float) * m * sw;
+        float *book = h->book->state + (size_t)h->group_first[gi] * sw;
+        float *batch = a->dev_state + n * sw;
+        memcpy(back ? book : batch, back ? batch : book, bytes);
+        if (!back)
+            memcpy(a->dev_reset + n, frl_vec_env_reset_steps(h->venvs[gi]), m);
+        n += m;
+    }
+}
+
+/* The device's outputs of the batch's rows obs: a forward, or a recurrent policy's step
+ * on the gathered states, which go back to the book only when it succeeded (a failed
+ * step loses no state). */
+static frl_status device_outputs(async_sampler *a, const task *k, int32_t thread,
+                                 const float *obs, int32_t rows, char *err)
+{
+    if (!a->dev->state_w)
+        return frl_dev_model_forward(a->dev, rows, obs, a->dev_out, NULL, err);
+    const int32_t *picked = a->scratch[thread].picked;
+    move_states(a, picked, k->count, 0);
+    frl_status st = frl_dev_model_step(a->dev, rows, obs, a->dev_state, a->dev_reset,
+                                       a->dev_out, NULL, err);
+    if (st == FRL_OK)
+        move_states(a, picked, k->count, 1);
+    return st;
+}
+
 /* The batch on the device model, loading the acting weights when they moved on. The
  * heads are sampled on the host, from the same streams as on the CPU. */
 static frl_status act_batch_device(async_sampler *a, const task *k, int32_t thread,
@@ -678,7 +726,7 @@ static frl_status act_batch_device(async_sampler *a, const task *k, int32_t thre
         a->dev_version = st == FRL_OK ? wv->version : ~(uint64_t)0;
     }
     if (st == FRL_OK)
-        st = frl_dev_model_forward(a->dev, rows, obs, a->dev_out, NULL, err);
+        st = device_outputs(a, k, thread, obs, rows, err);
     if (st != FRL_OK) {
         a->dev_version = ~(uint64_t)0; /* the device's copy may be half written */
         return st;

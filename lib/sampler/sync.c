@@ -79,6 +79,20 @@ static const float *device_input(sync_sampler *s, const float *obs)
     return s->dev_stacked;
 }
 
+/* The actor's outputs of every env on the device, into s->dev_out: a recurrent
+ * policy's step carries the envs' states (zeros where the vec env's autoreset began an
+ * episode), any other policy's forward reads device_input. */
+static frl_status device_act(sync_sampler *s, const float *obs)
+{
+    const frl_sampler_host *h = s->base.h;
+    if (h->policy->towers)
+        return frl_policy_device_step(h->policy, h->B, obs, h->book->state,
+                                      frl_vec_env_reset_steps(h->venvs[0]), s->dev_out, NULL,
+                                      h->err);
+    return frl_policy_device_forward(h->policy, h->B, device_input(s, obs), s->dev_out, NULL,
+                                     h->err);
+}
+
 /* Acting splits the envs over the threads (an action depends only on its row, so the
  * split changes no result), in pieces of at most 256 rows. */
 static frl_status alloc_workspaces(sync_sampler *s)
@@ -169,8 +183,7 @@ static frl_status rollout_step(sync_sampler *s, int32_t step, double *clock)
     act_job j = {s, step};
     int32_t failed, tasks = (h->B + s->act_rows - 1) / s->act_rows;
     if (s->dev_out) {
-        frl_status st = frl_policy_device_forward(h->policy, h->B, device_input(s, obs),
-                                                  s->dev_out, NULL, h->err);
+        frl_status st = device_act(s, obs);
         if (st != FRL_OK)
             return st;
     }

@@ -272,6 +272,22 @@ static void copy2d(frl_dev *d, int32_t rows, size_t row_bytes, void *dst, size_t
                row_bytes);
 }
 
+static void rnn_cell(frl_dev *d, int32_t kind, int32_t rows, int32_t h, const float *gx,
+                     const float *gh, const float *hp, const float *cp, float *hout, float *cout)
+{
+    (void)d;
+    int64_t g = kind == 2 ? 4 : 3;
+    for (int64_t r = 0; r < rows; r++)
+        for (int32_t j = 0; j < h; j++) {
+            int64_t i = r * h + j;
+            const float *x = gx + r * g * h, *y = gh + r * g * h;
+            if (kind == 2)
+                hout[i] = frl_dm_lstm_unit(h, j, x, y, cp[i], &cout[i]);
+            else
+                hout[i] = frl_dm_gru_unit(h, j, x, y, hp[i]);
+        }
+}
+
 static void advantages(frl_dev *d, int32_t T, int32_t B, const float *reward,
                        const float *value, const float *log_ratio, const uint8_t *term,
                        const uint8_t *trunc, const uint8_t *reset, const float *bootstrap,
@@ -665,4 +681,5 @@ const frl_dev_ops frl_dev_ops_host = {
     .im2col = im2col,
     .col2im = col2im,
     .copy2d = copy2d,
+    .rnn_cell = rnn_cell,
 };

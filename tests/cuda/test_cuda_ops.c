@@ -635,6 +635,38 @@ static void test_normalize(void)
         normalize_case(cases[i][0], cases[i][1]);
 }
 
+/* kind 1 GRU, 2 LSTM; pre-activations wide enough to saturate the gates both ways. */
+static void rnn_cell_case(int32_t kind, int32_t rows, int32_t h)
+{
+    size_t g = kind == 2 ? 4 : 3, n = (size_t)rows * (size_t)h, fb = sizeof(float);
+    float *gx = rand_f(n * g, -6, 6), *gh = rand_f(n * g, -6, 6);
+    float *hp = rand_f(n, -1, 1), *cp = rand_f(n, -3, 3);
+    float *ref_h = host_poisoned(fb * n), *ref_c = host_poisoned(fb * n);
+    H->rnn_cell(hdev, kind, rows, h, gx, gh, hp, cp, ref_h, ref_c);
+    check ck;
+    check_start(&ck, "rnn_cell", "%s %dx%d", kind == 2 ? "lstm" : "gru", rows, h);
+    float *dgx = up(gdev, gx, fb * n * g), *dgh = up(gdev, gh, fb * n * g);
+    float *dhp = up(gdev, hp, fb * n), *dcp = up(gdev, cp, fb * n);
+    float *dh = dev_poisoned(gdev, fb * n), *dc = dev_poisoned(gdev, fb * n);
+    G->rnn_cell(gdev, kind, rows, h, dgx, dgh, dhp, dcp, dh, dc);
+    float *got_h = down(gdev, dh, fb * n), *got_c = down(gdev, dc, fb * n);
+    if (synced(gdev, &ck)) {
+        cmp_f(&ck, got_h, ref_h, n, NULL, 1e-5, 1e-6);
+        if (kind == 2)
+            cmp_f(&ck, got_c, ref_c, n, NULL, 1e-5, 1e-6);
+        check_end(&ck);
+    }
+    free_all();
+}
+
+static void test_rnn_cell(void)
+{
+    static const int32_t cases[][2] = {{1, 1}, {7, 16}, {300, 64}, {4096, 256}};
+    for (int32_t kind = 1; kind <= 2; kind++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            rnn_cell_case(kind, cases[i][0], cases[i][1]);
+}
+
 /* src_off / dst_off: byte offsets that take the copy off its widest word. */
 static void gather_case(int32_t rows, size_t row_bytes, size_t src_off, size_t dst_off)
 {
@@ -1831,6 +1863,7 @@ static const test tests[] = {
     {"gather", test_gather},
     {"gather_fields", test_gather_fields},
     {"copy2d", test_copy2d},
+    {"rnn_cell", test_rnn_cell},
     {"advantages", test_advantages},
     {"log_ratio", test_log_ratio},
     {"moments", test_moments},
