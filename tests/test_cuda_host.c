@@ -614,11 +614,12 @@ START_TEST(async_device_acts_as_cpu)
 }
 END_TEST
 
-/* Recurrent trainers act on the device and learn on the CPU: PPO with a GRU through
- * the sync sampler, and R2D2 in SEED's layout (the async sampler's central inference,
- * each batch carrying its envs' states up and back). Acting gives the CPU's bits, so
- * the learners see the same experience and end with the same parameters. */
-static void check_recurrent_same(const char *env, const char *settings, int64_t steps)
+/* Trainers that act on the device and learn on the CPU: PPO with a GRU through the
+ * sync sampler, R2D2 in SEED's layout (the async sampler's central inference, each
+ * batch carrying its envs' states up and back), and DQN (Q-values, plain and dueling).
+ * Acting gives the CPU's bits, so the learners see the same experience and end with
+ * the same parameters. */
+static void check_acting_on_device(const char *env, const char *settings, int64_t steps)
 {
     frl_trainer *c = trainer_on("cpu", env, settings), *d = trainer_on("cuda", env, settings);
     ck_assert_ptr_nonnull(d->policy->dev);
@@ -643,13 +644,17 @@ static void check_recurrent_same(const char *env, const char *settings, int64_t 
 
 START_TEST(recurrent_trainers_on_device)
 {
-    check_recurrent_same("CartPoleNoVel-v1", "policy.core=gru policy.hidden=16 "
+    check_acting_on_device("CartPoleNoVel-v1", "policy.core=gru policy.hidden=16 "
                          "policy.core_size=16 train.num_envs=8 train.rollout=16", 3 * 8 * 16);
-    check_recurrent_same("CartPoleNoVel-v1", "train.algo=r2d2 sampler.mode=async "
+    check_acting_on_device("CartPoleNoVel-v1", "train.algo=r2d2 sampler.mode=async "
                          "sampler.groups=2 train.num_envs=4 train.seq_length=16 "
                          "train.seq_overlap=8 train.burn_in=4 train.buffer_size=4096 "
                          "train.batch_size=8 train.learning_starts=200 train.replay_ratio=4 "
                          "train.target_period=10 policy.core_size=16 policy.hidden=16", 1200);
+    check_acting_on_device("CartPole-v1", "train.algo=dqn train.learning_starts=200 "
+                           "policy.hidden=32", 1000);
+    check_acting_on_device("CartPole-v1", "train.algo=dqn train.learning_starts=200 "
+                           "policy.head=dueling_q policy.hidden=32", 1000);
 }
 END_TEST
 

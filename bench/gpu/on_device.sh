@@ -15,7 +15,7 @@ mkdir -p "$O"
 cudalib=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
 export LD_LIBRARY_PATH=$P/lib:${cudalib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FRL_CUDA_PLUGIN=$P/lib/libfastrl-cuda.so.0 PYTHONUNBUFFERED=1
-steps=${STEPS:-ops floor paths paths_variants infer ppo_before ppo ppo_unfused ppo_async pixels memcheck racecheck train train_async handoff}
+steps=${STEPS:-ops floor paths paths_variants infer ppo_before ppo ppo_unfused ppo_async pixels recurrent memcheck racecheck train train_async handoff}
 
 step() { # name limit command...
   local name=$1 limit=$2; shift 2
@@ -51,7 +51,7 @@ step ppo_unfused 90 env FRL_CUDA_FUSE=0 $ppo
 # The new ops under the sanitizers (the whole test under memcheck takes minutes). API
 # errors are not reported: the graph test makes a capture fail on purpose, and the test
 # checks every call's result itself.
-step memcheck 240 sh -c 'for f in forward_fused forward_runs graph adam linear wgrad gather_fields mlp_tiled; do
+step memcheck 240 sh -c 'for f in forward_fused forward_runs graph adam linear wgrad gather_fields mlp_tiled rnn_cell; do
   compute-sanitizer --tool memcheck --leak-check full --report-api-errors no \
     --error-exitcode 3 "$0" $f || exit $?;
   done' "$P/test_cuda_ops"
@@ -72,6 +72,24 @@ step ppo_async 120 $ppo --reps 1 --set sampler.mode=async
 step pixels 150 sh -c "for a in 'PixelGoal-v0 60000' 'PixelGoal-v0 60000 --set policy.obs_norm=true' \
     'PixelGrid-v0 40000 --set policy.frame_stack=2' \
     'PixelGrid-v0 60000 --set policy.frame_stack=3 --set sampler.mode=async'; do
+  set -- \$a; env=\$1; n=\$2; shift 2
+  for dev in cuda cpu; do
+    printf '%s %s steps %s %s: ' \$env \$dev \$n \"\$*\"
+    '$P/fastrl' train \$env --seed 1 --steps \$n --quiet --set runtime.device=\$dev \"\$@\" |
+      tail -n 1
+  done
+done"
+# Recurrent policies acting on the device (issue 24, the plugin's model_step): R2D2 in
+# SEED's layout (two actors' env groups through the async sampler's central inference)
+# and recurrent PPO (sync sampler), each on the GPU and on the CPU in the same budget:
+# the last line of each run gives its return and throughput (bench/learning.py's
+# r2d2-nv-async settings, a shorter budget).
+r2d2="--set train.algo=r2d2 --set train.seq_length=40 --set train.seq_overlap=20 \
+  --set train.burn_in=10 --set train.learning_starts=2000 --set train.batch_size=64 \
+  --set train.adam_eps=1e-5 --set train.buffer_size=100000 --set train.target_period=200 \
+  --set train.replay_ratio=16 --set sampler.mode=async --set sampler.groups=2"
+step recurrent 200 sh -c "for a in 'CartPoleNoVel-v1 300000 $r2d2' \
+    'CartPoleNoVel-v1 300000 --set policy.core=gru --set train.num_envs=64'; do
   set -- \$a; env=\$1; n=\$2; shift 2
   for dev in cuda cpu; do
     printf '%s %s steps %s %s: ' \$env \$dev \$n \"\$*\"
