@@ -302,9 +302,11 @@ START_TEST(auto_places_by_workload)
     /* a recurrent policy acts on the device by the same rule (and learns on the CPU) */
     ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=32 train.rollout=8 "
                                       "policy.core=gru"), 1);
-    ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=8 policy.core=gru"), 0);
+    ck_assert_int_eq(placed_on_device("auto", 2, "train.num_envs=8 train.rollout=8 "
+                                      "policy.core=gru"), 0);
     ck_assert_int_eq(placed_on_device("cuda", 2, "train.num_envs=8"), 1);
-    ck_assert_int_eq(placed_on_device("cuda", 2, "train.num_envs=8 policy.core=lstm"), 1);
+    ck_assert_int_eq(placed_on_device("cuda", 2, "train.num_envs=8 train.rollout=8 "
+                                      "policy.core=lstm"), 1);
 }
 END_TEST
 
