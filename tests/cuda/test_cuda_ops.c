@@ -255,6 +255,19 @@ static int skipped_shape(const int32_t *s)
     return 1;
 }
 
+/* Quick, and the case is one of the op's largest (big): skipped, saying so once an op.
+ * The release builds run every case. */
+static int quick_skips(const char *op, int big)
+{
+    if (!quick() || !big)
+        return 0;
+    static const char *said;
+    if (said != op)
+        printf("FRL_TEST_QUICK: %s's largest cases are left to the release builds\n", op);
+    said = op;
+    return 1;
+}
+
 static double *zeros_d(size_t n)
 {
     double *s = hmem(sizeof(double) * n);
@@ -532,7 +545,7 @@ static void test_wgrad(void)
                                     {257, 65, 130}, {1000, 1, 7}, {0, 3, 2}, {16384, 64, 64},
                                     {16384, 64, 4}};
     for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
-        if (skipped_shape(sh[i]))
+        if (skipped_shape(sh[i]) || quick_skips("wgrad", sh[i][0] > 4096))
             continue;
         for (int32_t act = 0; act <= 3; act++)
             for (int32_t v = 0; v < 4; v++)
@@ -664,7 +677,8 @@ static void test_rnn_cell(void)
     static const int32_t cases[][2] = {{1, 1}, {7, 16}, {300, 64}, {4096, 256}};
     for (int32_t kind = 1; kind <= 2; kind++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            rnn_cell_case(kind, cases[i][0], cases[i][1]);
+            if (!quick_skips("rnn_cell", cases[i][0] > 1000))
+                rnn_cell_case(kind, cases[i][0], cases[i][1]);
 }
 
 /* src_off / dst_off: byte offsets that take the copy off its widest word. */
@@ -1090,7 +1104,8 @@ static void test_sum_squares(void)
 {
     static const int64_t sizes[] = {0, 1, 1000, 300001, 5000001};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        sum_squares_case(sizes[i]);
+        if (!quick_skips("sum_squares", sizes[i] > 1000000))
+            sum_squares_case(sizes[i]);
 }
 
 /* Bounds of a moment or a parameter relative to its old value and the gradient, which
