@@ -69,16 +69,10 @@ step ppo_async 120 $ppo --reps 1 --set sampler.mode=async
 # vector row (with and without the vector's normalisation) and with frame stacks (sync
 # and async samplers), each trained on the GPU and its last-100 return printed beside
 # what the CPU reaches in the same budget (bench/learning.py's tasks, doc/pixels.md).
-step pixels 150 sh -c "for a in 'PixelGoal-v0 60000' 'PixelGoal-v0 60000 --set policy.obs_norm=true' \
-    'PixelGrid-v0 40000 --set policy.frame_stack=2' \
-    'PixelGrid-v0 60000 --set policy.frame_stack=3 --set sampler.mode=async'; do
-  set -- \$a; env=\$1; n=\$2; shift 2
-  for dev in cuda cpu; do
-    printf '%s %s steps %s %s: ' \$env \$dev \$n \"\$*\"
-    '$P/fastrl' train \$env --seed 1 --steps \$n --quiet --set runtime.device=\$dev \"\$@\" |
-      tail -n 1
-  done
-done"
+step pixels 150 bash bench/gpu/cuda_vs_cpu.sh "$P/fastrl" 'PixelGoal-v0 60000' \
+  'PixelGoal-v0 60000 --set policy.obs_norm=true' \
+  'PixelGrid-v0 40000 --set policy.frame_stack=2' \
+  'PixelGrid-v0 60000 --set policy.frame_stack=3 --set sampler.mode=async'
 # Recurrent policies acting on the device (issue 24, the plugin's model_step): R2D2 in
 # SEED's layout (two actors' env groups through the async sampler's central inference)
 # and recurrent PPO (sync sampler), each on the GPU and on the CPU in the same budget:
@@ -88,14 +82,7 @@ r2d2="--set train.algo=r2d2 --set train.seq_length=40 --set train.seq_overlap=20
   --set train.burn_in=10 --set train.learning_starts=2000 --set train.batch_size=64 \
   --set train.adam_eps=1e-5 --set train.buffer_size=100000 --set train.target_period=200 \
   --set train.replay_ratio=16 --set sampler.mode=async --set sampler.groups=2"
-step recurrent 200 sh -c "for a in 'CartPoleNoVel-v1 300000 $r2d2' \
-    'CartPoleNoVel-v1 300000 --set policy.core=gru --set train.num_envs=64'; do
-  set -- \$a; env=\$1; n=\$2; shift 2
-  for dev in cuda cpu; do
-    printf '%s %s steps %s %s: ' \$env \$dev \$n \"\$*\"
-    '$P/fastrl' train \$env --seed 1 --steps \$n --quiet --set runtime.device=\$dev \"\$@\" |
-      tail -n 1
-  done
-done"
+step recurrent 200 bash bench/gpu/cuda_vs_cpu.sh "$P/fastrl" "CartPoleNoVel-v1 300000 $r2d2" \
+  'CartPoleNoVel-v1 300000 --set policy.core=gru --set train.num_envs=64'
 step handoff 40 sh -c "'$P/bench_gpu_infer' --batches 1 --handoff --budget 1 &&
   '$P/bench_gpu_infer' --batches 1 --hidden 1024,1024 --handoff --budget 1"
