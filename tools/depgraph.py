@@ -60,8 +60,10 @@ SAME_MODULE = {
     # reads the population's struct), a file of its own by what it holds.
     "rl/population_eval": "rl/population",
     # The CUDA plugin's model: model.h holds its struct and the calls of its forward's
-    # paths, model_forward.c implements them (there is no model.c to pair them by name).
+    # paths and of a recurrent model's step; model_forward.c and model_step.c implement
+    # them (there is no model.c to pair them by name).
     "cuda/model_forward": "cuda/model",
+    "cuda/model_step": "cuda/model",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
