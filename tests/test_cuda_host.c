@@ -219,6 +219,63 @@ START_TEST(stack_act_matches_cpu)
 }
 END_TEST
 
+/* One act of a recurrent policy over rows rows from state (read and replaced). */
+static frl_status act_state(frl_policy *p, int32_t rows, const float *obs, float *state,
+                            int32_t *actions)
+{
+    frl_act_args a;
+    frl_act_args_init(&a);
+    frl_test_act_widths(&a, p);
+    a.batch = rows;
+    a.observations = obs;
+    a.actions = actions;
+    a.state = state;
+    a.state_width = frl_policy_state_size(p);
+    return frl_policy_act(p, &a);
+}
+
+/* A device failure during a recurrent step leaves the caller's state as it was (the
+ * plugin lands the new one in its own buffer first), and the step after it gives what
+ * a step without the failure would have. */
+START_TEST(recurrent_failure_keeps_state)
+{
+    enum { ROWS = 6 };
+    frl_runtime *dev = runtime_on("cuda", 1);
+    frl_env *e;
+    ck_assert_int_eq(frl_env_create(&e, dev, "CartPole-v1", NULL), FRL_OK);
+    frl_config *cfg = frl_test_settings("policy.core=lstm policy.hidden=8 policy.core_size=8");
+    frl_policy *p;
+    ck_assert_int_eq(frl_policy_create(&p, dev, cfg, frl_env_observation_space(e),
+                                       frl_env_action_space(e)), FRL_OK);
+    int64_t sw = frl_policy_state_size(p);
+    size_t bytes = sizeof(float) * (size_t)(ROWS * sw);
+    float *state = calloc(1, bytes), *kept = malloc(bytes), *twin = malloc(bytes);
+    float *obs = random_obs(ROWS * 4, 5);
+    int32_t act[ROWS], act_twin[ROWS];
+    ck_assert_int_eq(act_state(p, ROWS, obs, state, act), FRL_OK); /* uploads the weights */
+    memcpy(kept, state, bytes);
+    memcpy(twin, state, bytes);
+    setenv("FAKE_CUDA_FAIL_SYNC", "1", 1);
+    frl_status st = act_state(p, ROWS, obs, state, act);
+    unsetenv("FAKE_CUDA_FAIL_SYNC");
+    ck_assert_int_eq(st, FRL_ERR_DEVICE);
+    ck_assert_int_eq(memcmp(state, kept, bytes), 0);
+    ck_assert_int_eq(act_state(p, ROWS, obs, state, act), FRL_OK);
+    ck_assert_int_eq(act_state(p, ROWS, obs, twin, act_twin), FRL_OK);
+    ck_assert_int_eq(memcmp(act, act_twin, sizeof act), 0);
+    ck_assert_int_eq(memcmp(state, twin, bytes), 0);
+    ck_assert_int_ne(memcmp(state, kept, bytes), 0); /* and it did step */
+    free(state);
+    free(kept);
+    free(twin);
+    free(obs);
+    frl_policy_destroy(p);
+    frl_config_destroy(cfg);
+    frl_env_destroy(e);
+    frl_runtime_destroy(dev);
+}
+END_TEST
+
 /* Recurrent policies step on the device (the plugin's model_step), their state going
  * up and coming back each step: GRU and LSTM cores, one tower or two, with and without
  * encoder layers, the normaliser, a pixel encoder, and the Q-heads R2D2 acts with. */
@@ -761,6 +818,7 @@ int main(void)
     tcase_add_test(tc, act_matches_cpu);
     tcase_add_test(tc, stack_act_matches_cpu);
     tcase_add_test(tc, recurrent_act_matches_cpu);
+    tcase_add_test(tc, recurrent_failure_keeps_state);
     tcase_add_test(tc, recurrent_trainers_on_device);
     tcase_add_test(tc, population_matches_cpu);
     tcase_add_test(tc, async_stage_failure);

@@ -189,8 +189,8 @@ typedef struct frl_cuda_plugin {
      * the next state (a row whose episode starts here must hold zeros: the caller's
      * reset), out [rows x out_w] and, when value is not NULL, value [rows] receive the
      * heads' outputs (a dueling Q's A and V; a Q-head has no value). Waits for the
-     * stream. After a failure state may hold neither the old nor the new state: a
-     * caller that must not lose it passes a copy. model_forward refuses such a model,
+     * stream. After a failure state is as it was (the new one lands in the model's own
+     * buffer first). model_forward refuses such a model,
      * and learner_create refuses it and Q-heads (their learners run on the CPU). */
     int (*model_step)(void *model, int32_t rows, const float *obs, float *state, float *out,
                       float *value, char *err, size_t err_size);

@@ -77,8 +77,11 @@ typedef struct frl_cuda_model {
     float *h_obs, *h_out;
     int32_t count_cap;
     /* a recurrent model's step (model_step.c): the rows' state [max_rows x state_w] and
-     * the towers' work, on the device; NULL without towers */
-    float *state, *step_ws;
+     * the towers' work, on the device, and the new state's landing place on the host
+     * (page-locked, else malloc's: pinned 1 or 0), copied to the caller's only once the
+     * step succeeded; NULL without towers */
+    float *state, *step_ws, *state_host;
+    int32_t state_host_pinned;
 } frl_cuda_model;
 
 /* Fill m->fused from the networks' description (and m->fused_ok, runs_fit). */
@@ -94,8 +97,10 @@ int frl_cuda_model_members(frl_cuda_model *m, int32_t members, int64_t stride,
                            const float *params, char *err, size_t err_size);
 int frl_cuda_model_forward_members(frl_cuda_model *m, int32_t rows, const int32_t *members,
                                    const float *obs, float *out, char *err, size_t err_size);
-/* A recurrent model's step buffers (m->state, m->step_ws): 0, else 1 with the reason. */
+/* A recurrent model's step buffers (m->state, m->step_ws, m->state_host): 0, else 1
+ * with the reason; release frees them. */
 int frl_cuda_step_alloc(frl_cuda_model *m, char *err, size_t err_size);
+void frl_cuda_step_release(frl_cuda_model *m);
 /* model_step: rows host observations and their state [rows x state_w] (read and
  * replaced) one step on; out and value (may be NULL) into host memory. */
 int frl_cuda_model_step(frl_cuda_model *m, int32_t rows, const float *obs, float *state,

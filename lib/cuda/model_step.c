@@ -10,6 +10,8 @@
  * (lib/rl/policy_rnn.c), so the host build of the ops reproduces it within the products'
  * rounding. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda/model.h"
 
@@ -58,13 +60,34 @@ int frl_cuda_step_alloc(frl_cuda_model *m, char *err, size_t err_size)
     step_plan s;
     plan_step(n, n->max_rows, &s);
     const frl_dev_ops *o = m->net.ops;
-    m->state = o->alloc(m->net.d, sizeof(float) * (size_t)n->max_rows * (size_t)n->state_w);
+    size_t bytes = sizeof(float) * (size_t)n->max_rows * (size_t)n->state_w;
+    m->state = o->alloc(m->net.d, bytes);
     m->step_ws = o->alloc(m->net.d, sizeof(float) * s.floats);
-    if (m->state && m->step_ws)
+    /* page-locked, the download runs at the bus's speed; without, a copy through the
+     * driver's own staging, slower but the same result */
+    m->state_host = o->alloc_pinned(m->net.d, bytes);
+    m->state_host_pinned = m->state_host != NULL;
+    if (!m->state_host) {
+        char ignored[8];
+        o->sync(m->net.d, ignored, sizeof ignored); /* drop the refusal kept for the next sync */
+        m->state_host = malloc(bytes);
+    }
+    if (m->state && m->step_ws && m->state_host)
         return 0;
-    snprintf(err, err_size, "out of device memory for the recurrent state of %d rows",
-             (int)n->max_rows);
+    snprintf(err, err_size, "out of %s memory for the recurrent state of %d rows",
+             m->state_host ? "device" : "host", (int)n->max_rows);
     return 1;
+}
+
+void frl_cuda_step_release(frl_cuda_model *m)
+{
+    const frl_dev_ops *o = m->net.ops;
+    o->release(m->net.d, m->state);
+    o->release(m->net.d, m->step_ws);
+    if (m->state_host_pinned)
+        o->release_pinned(m->net.d, m->state_host);
+    else
+        free(m->state_host);
 }
 
 /* Tower i's core one step on x [rows x core.in]: its columns of the state rows (from
@@ -146,6 +169,9 @@ int frl_cuda_model_step(frl_cuda_model *m, int32_t rows, const float *obs, float
     o->get(m->net.d, out, d_out, fb * (size_t)rows * (size_t)n->out_w);
     if (value)
         o->get(m->net.d, value, d_value, fb * (size_t)rows);
-    o->get(m->net.d, state, m->state, sb);
-    return o->sync(m->net.d, err, err_size);
+    o->get(m->net.d, m->state_host, m->state, sb);
+    if (o->sync(m->net.d, err, err_size) != 0)
+        return 1; /* the caller's state as it was */
+    memcpy(state, m->state_host, sb);
+    return 0;
 }

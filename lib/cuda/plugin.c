@@ -80,8 +80,7 @@ static void model_destroy(void *p)
     frl_cuda_model_forward_release(m);
     ops->release(d, m->obs);
     ops->release(d, m->ws);
-    ops->release(d, m->state);
-    ops->release(d, m->step_ws);
+    frl_cuda_step_release(m);
     ops->close(d);
     free(m);
 }

@@ -44,8 +44,8 @@ frl_status frl_dev_model_forward(frl_dev_model *m, int64_t rows, const float *ob
 /* A recurrent model's acting step (plugin_api.h's model_step) over rows host
  * observations, m->rows at a time: state [rows x state_w] is read and replaced, rows
  * whose reset flag is set (reset may be NULL) starting from zeros; out and value as
- * frl_dev_model_forward's. After a failure the rows of the chunk that failed may hold
- * neither state (plugin_api.h): a caller that must not lose them passes a copy. */
+ * frl_dev_model_forward's. After a failure each row holds its old state (zeros where it
+ * reset): the chunks that succeeded before the one that failed hold the new. */
 frl_status frl_dev_model_step(frl_dev_model *m, int64_t rows, const float *obs, float *state,
                               const uint8_t *reset, float *out, float *value, char *err);
 
