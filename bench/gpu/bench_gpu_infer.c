@@ -15,11 +15,18 @@
  *                   [--actions 8] [--act tanh|relu|elu|linear]
  *                   [--batches 1,4,...,65536] [--reps 200] [--budget 2] [--tf32 0|1]
  *                   [--paths auto,launch,graph,fused,mapped,streams,runs] [--csv] [--handoff]
+ *                   [--core gru|lstm] [--core-size 64]
  *
  * --paths times each of model_forward's paths in turn (lib/core/plugin_api.h,
  * FRL_CUDA_PATH_*; default auto alone), each checked against the CPU first; the table's
  * last column is the path a call took (a path that cannot run a batch falls back to
  * launch, and auto says what it chose).
+ *
+ * --core gru|lstm times a recurrent policy's acting step instead (model_step: host obs
+ * and host states in, host logits and the new states out): the hidden layers an
+ * encoder, then a core of --core-size units (64), then a one-layer actor, as
+ * policy.core lays them out; checked against the CPU's step (frl_rnn_step) first.
+ * model_forward's paths do not apply to it, nor --handoff.
  *
  * --handoff adds the cost of giving the inference model a new weight version, as the
  * async sampler does after each update: an upload from a host copy (model_load, the
@@ -42,12 +49,14 @@
 #include "nn/kernels.h"
 #include "nn/mlp.h"
 #include "nn/net.h"
+#include "nn/rnn.h"
 
 enum { MAX_BATCHES = 32, ERR_SIZE = 512, CHECK_ROWS = 256 };
 
 typedef struct opts {
     const char *plugin;
     int32_t device, obs, actions, tf32, csv, reps, handoff;
+    int32_t core, core_size; /* frl_rnn_kind (FRL_RNN_NONE: an MLP) and its units */
     int32_t paths[FRL_CUDA_PATHS], np;
     int32_t hidden[FRL_MLP_MAX_LAYERS], nh;
     frl_nn_act act;
@@ -61,7 +70,8 @@ typedef struct bench {
     void *ctx, *model;
     frl_net_desc desc;
     float *params, *obs, *out;
-    int obs_pinned, out_pinned; /* from alloc_pinned (else malloc) */
+    float *state; /* --core: the rows' states [rows x state_w] */
+    int obs_pinned, out_pinned, state_pinned; /* from alloc_pinned (else malloc) */
     char err[ERR_SIZE];
 } bench;
 
@@ -128,7 +138,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: bench_gpu_infer [--plugin PATH] [--device N] [--obs N] [--hidden A,B,...]\n"
                "         [--actions N] [--act tanh|relu|elu|linear] [--batches A,B,...]\n"
                "         [--reps N] [--budget SECONDS] [--tf32 0|1] [--csv] [--handoff]\n"
-               "         [--paths auto,launch,graph,fused,mapped,streams,runs]\n");
+               "         [--paths auto,launch,graph,fused,mapped,streams,runs]\n"
+               "         [--core gru|lstm] [--core-size N]\n");
 }
 
 static void default_opts(opts *o)
@@ -145,6 +156,18 @@ static void default_opts(opts *o)
     o->reps = 200;
     o->budget = 2.0;
     o->np = 1; /* auto */
+    o->core_size = 64;
+}
+
+static int parse_core(const char *s, int32_t *core)
+{
+    static const char *const names[] = {"none", "gru", "lstm"};
+    for (int32_t i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) {
+            *core = i;
+            return 0;
+        }
+    return 1;
 }
 
 /* One option with its value; 0 when understood. */
@@ -173,6 +196,10 @@ static int parse_pair(opts *o, const char *a, const char *v)
         bad = (o->tf32 = parse_int(v, &bad)) > 1 || bad;
     else if (!strcmp(a, "--paths"))
         bad = parse_paths(v, o);
+    else if (!strcmp(a, "--core"))
+        bad = parse_core(v, &o->core);
+    else if (!strcmp(a, "--core-size"))
+        bad = (o->core_size = parse_int(v, &bad)) < 1 || bad;
     else
         bad = 1;
     return bad;
@@ -196,6 +223,11 @@ static int parse_args(int argc, char **argv, opts *o)
         } else {
             i++;
         }
+    }
+    if (o->core && (o->handoff || o->np != 1 || o->paths[0] != FRL_CUDA_PATH_AUTO)) {
+        fprintf(stderr, "bench_gpu_infer: --core steps a recurrent model: no --paths, no "
+                "--handoff\n");
+        return 2;
     }
     return 0;
 }
@@ -276,8 +308,40 @@ static int probe_device(bench *b, const opts *o)
 /* The policy's layout for a discrete action space with separate networks (as
  * lib/rl/policy.c lays them out): actor obs -> hidden -> actions, then critic
  * obs -> hidden -> 1, parameters contiguous, actor first. */
+static void describe_net(const opts *o, int32_t max_rows, frl_net_desc *d);
+
+/* --core: policy.core's layout with one tower (lib/rl/policy_rnn.c): the hidden layers an
+ * encoder (all activated), the core, a one-layer actor and a one-layer critic. */
+static void describe_recurrent(const opts *o, int32_t max_rows, frl_net_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->obs_w = o->obs;
+    d->out_w = o->actions;
+    d->discrete = 1;
+    d->shared = 1;
+    d->towers = 1;
+    size_t at = 0;
+    int32_t in = o->obs, h = o->core_size;
+    if (o->nh > 0) {
+        frl_mlp_init(&d->enc[0], o->obs, o->hidden, o->nh, 0, o->act, 0);
+        at = d->enc[0].num_params;
+        in = frl_mlp_out(&d->enc[0]);
+    }
+    frl_rnn_init(&d->core[0], (frl_rnn_kind)o->core, in, h, at);
+    at += d->core[0].num_params;
+    frl_mlp_init(&d->actor, h, NULL, 0, o->actions, o->act, at);
+    frl_mlp_init(&d->critic, h, NULL, 0, 1, o->act, at + d->actor.num_params);
+    d->state_w = frl_rnn_state_w(&d->core[0]);
+    d->num_params = d->log_std_off = d->critic.param_base + d->critic.num_params;
+    d->max_rows = max_rows;
+}
+
 static void describe_net(const opts *o, int32_t max_rows, frl_net_desc *d)
 {
+    if (o->core) {
+        describe_recurrent(o, max_rows, d);
+        return;
+    }
     memset(d, 0, sizeof *d);
     d->obs_w = o->obs;
     d->out_w = o->actions;
@@ -356,13 +420,22 @@ static int setup(bench *b, const opts *o)
         return 1;
     }
     uint64_t s = 0x9E3779B97F4A7C15ULL;
+    init_mlp(&b->desc.enc[0], b->params, &s);
+    const frl_rnn *c = &b->desc.core[0];
+    for (size_t i = 0; b->desc.towers && i < c->num_params; i++)
+        b->params[c->param_base + i] = uniform(&s) / sqrtf((float)c->h);
     init_mlp(&b->desc.actor, b->params, &s);
     init_mlp(&b->desc.critic, b->params, &s);
     if (b->p->model_load(b->model, b->params, NULL, NULL, 0.0f, b->err, sizeof b->err) != 0)
         return 1;
     b->obs = host_floats(b, (size_t)rows * (size_t)o->obs, &b->obs_pinned);
     b->out = host_floats(b, (size_t)rows * (size_t)o->actions, &b->out_pinned);
-    if (!b->obs || !b->out) {
+    size_t sn = (size_t)rows * (size_t)b->desc.state_w;
+    if (sn)
+        b->state = host_floats(b, sn, &b->state_pinned);
+    for (size_t i = 0; b->state && i < sn; i++)
+        b->state[i] = 0.5f * uniform(&s);
+    if (!b->obs || !b->out || (sn && !b->state)) {
         snprintf(b->err, sizeof b->err, "out of host memory");
         return 1;
     }
@@ -376,6 +449,7 @@ static void teardown(bench *b)
     if (b->ctx) {
         free_host(b, b->obs, b->obs_pinned);
         free_host(b, b->out, b->out_pinned);
+        free_host(b, b->state, b->state_pinned);
     }
     free(b->params);
     if (b->model)
@@ -388,10 +462,58 @@ static void teardown(bench *b)
 
 /* ---- the check against the CPU forward pass ---- */
 
+static double max_rel_diff(const float *got, const float *ref, size_t n)
+{
+    double dmax = 0, rmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - ref[i]);
+        dmax = d > dmax || isnan(d) ? d : dmax; /* a NaN fails the check */
+        rmax = fabs(ref[i]) > rmax ? fabs(ref[i]) : rmax;
+    }
+    return dmax / (1 + rmax);
+}
+
+/* --core: the CPU's step (encoder, frl_rnn_step, actor) from the rows' states before the
+ * plugin's step, against its logits and new states; as check_against_cpu. */
+static double check_step_against_cpu(bench *b, int32_t rows)
+{
+    const frl_net_desc *d = &b->desc;
+    const frl_kernels *k = frl_kernels_get();
+    size_t r = (size_t)rows, sn = r * (size_t)d->state_w, h = (size_t)d->core[0].h;
+    size_t floats = sn + r * ((size_t)d->enc[0].act_width + h + (size_t)d->actor.act_width) +
+                    frl_rnn_step_floats(&d->core[0], rows) + 64;
+    float *buf = aligned_alloc(64, sizeof(float) * ((floats + 15) & ~(size_t)15));
+    if (!buf) {
+        snprintf(b->err, sizeof b->err, "out of host memory");
+        return -1;
+    }
+    float *state = buf, *enc = state + sn, *hout = enc + r * (size_t)d->enc[0].act_width;
+    float *acts = hout + r * h;
+    float *work = (float *)(((uintptr_t)(acts + r * (size_t)d->actor.act_width) + 63) &
+                            ~(uintptr_t)63);
+    memcpy(state, b->state, sizeof(float) * sn);
+    const float *x = d->enc[0].layers ? frl_mlp_forward(&d->enc[0], k, b->params, rows, b->obs,
+                                                        enc)
+                                      : b->obs;
+    frl_rnn_step(&d->core[0], k, b->params, rows, x, state, NULL, hout, work);
+    const float *ref = frl_mlp_forward(&d->actor, k, b->params, rows, hout, acts);
+    double diff = -1;
+    if (b->p->model_step(b->model, rows, b->obs, b->state, b->out, NULL, b->err,
+                         sizeof b->err) == 0) {
+        double a = max_rel_diff(b->out, ref, r * (size_t)d->out_w);
+        double s = max_rel_diff(b->state, state, sn);
+        diff = a > s || isnan(s) ? a : s;
+    }
+    free(buf);
+    return diff;
+}
+
 /* The largest |plugin - cpu| of the actor's output over the first rows rows, relative to
  * 1 + the largest |cpu|; negative when something failed (b->err says). */
 static double check_against_cpu(bench *b, int32_t rows)
 {
+    if (b->desc.towers)
+        return check_step_against_cpu(b, rows);
     const frl_mlp *a = &b->desc.actor;
     float *acts = malloc(sizeof(float) * (size_t)rows * (size_t)a->act_width);
     if (!acts) {
@@ -400,15 +522,8 @@ static double check_against_cpu(bench *b, int32_t rows)
     }
     const float *ref = frl_mlp_forward(a, frl_kernels_get(), b->params, rows, b->obs, acts);
     double diff = -1;
-    if (b->p->model_forward(b->model, rows, b->obs, b->out, NULL, b->err, sizeof b->err) == 0) {
-        double dmax = 0, rmax = 0;
-        for (size_t i = 0; i < (size_t)rows * (size_t)b->desc.out_w; i++) {
-            double d = fabs((double)b->out[i] - ref[i]);
-            dmax = d > dmax || isnan(d) ? d : dmax; /* a NaN fails the check */
-            rmax = fabs(ref[i]) > rmax ? fabs(ref[i]) : rmax;
-        }
-        diff = dmax / (1 + rmax);
-    }
+    if (b->p->model_forward(b->model, rows, b->obs, b->out, NULL, b->err, sizeof b->err) == 0)
+        diff = max_rel_diff(b->out, ref, (size_t)rows * (size_t)b->desc.out_w);
     free(acts);
     return diff;
 }
@@ -430,6 +545,9 @@ static int cmp_double(const void *x, const void *y)
 
 static int forward(bench *b, int32_t rows)
 {
+    if (b->desc.towers)
+        return b->p->model_step(b->model, rows, b->obs, b->state, b->out, NULL, b->err,
+                                sizeof b->err);
     return b->p->model_forward(b->model, rows, b->obs, b->out, NULL, b->err, sizeof b->err);
 }
 
@@ -473,7 +591,7 @@ static double quantile(const double *sorted, int n, double q)
 static void print_row(const bench *b, const opts *o, int32_t rows, const double *t, int n)
 {
     double med = quantile(t, n, 0.5), p90 = quantile(t, n, 0.9);
-    const char *taken = path_names[b->p->model_last_path(b->model)];
+    const char *taken = b->desc.towers ? "step" : path_names[b->p->model_last_path(b->model)];
     if (o->csv)
         printf("%d,%d,%.3f,%.3f,%.3f,%.1f,%s\n", (int)rows, n, med * 1e6, t[0] * 1e6,
                p90 * 1e6, rows / med, taken);
@@ -507,13 +625,22 @@ static void print_header(const bench *b, const opts *o)
         printf("%snote: the host test backend runs its ops on the CPU; these numbers say "
                "nothing about a GPU\n", pfx);
     printf("%stf32: %s\n", pfx, o->tf32 ? "on" : "off");
+    if (b->desc.towers) {
+        if (b->desc.enc[0].layers)
+            print_net(&b->desc.enc[0], "encoder (timed)", pfx);
+        printf("%score: %s of %d units over %d inputs (timed)\n", pfx,
+               b->desc.core[0].kind == FRL_RNN_GRU ? "GRU" : "LSTM", (int)b->desc.core[0].h,
+               (int)b->desc.core[0].in);
+    }
     print_net(&b->desc.actor, "actor (timed)", pfx);
     print_net(&b->desc.critic, "critic (uploaded, not run: value=NULL)", pfx);
-    printf("%shost buffers: obs %s, logits %s\n", pfx,
-           b->obs_pinned ? "page-locked (alloc_pinned)" : "malloc (not pinned)",
-           b->out_pinned ? "page-locked (alloc_pinned)" : "malloc (not pinned)");
-    printf("%scall: model_forward(rows, host obs -> host logits), synchronous; "
-           "wall time per call\n", pfx);
+    static const char *const kinds[] = {"malloc (not pinned)", "page-locked (alloc_pinned)"};
+    printf("%shost buffers: obs %s, logits %s%s%s\n", pfx, kinds[b->obs_pinned],
+           kinds[b->out_pinned], b->desc.towers ? ", states " : "",
+           b->desc.towers ? kinds[b->state_pinned] : "");
+    printf("%scall: %s, synchronous; wall time per call\n", pfx,
+           b->desc.towers ? "model_step(rows, host obs and states -> host logits and states)"
+                          : "model_forward(rows, host obs -> host logits)");
 }
 
 static void print_table_head(const opts *o)

@@ -15,7 +15,7 @@ mkdir -p "$O"
 cudalib=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
 export LD_LIBRARY_PATH=$P/lib:${cudalib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FRL_CUDA_PLUGIN=$P/lib/libfastrl-cuda.so.0 PYTHONUNBUFFERED=1
-steps=${STEPS:-ops floor paths paths_variants infer ppo_before ppo ppo_unfused ppo_async pixels recurrent memcheck racecheck train train_async handoff}
+steps=${STEPS:-ops floor paths paths_variants infer ppo_before ppo ppo_unfused ppo_async pixels recurrent infer_recurrent memcheck racecheck train train_async handoff}
 
 step() { # name limit command...
   local name=$1 limit=$2; shift 2
@@ -84,5 +84,10 @@ r2d2="--set train.algo=r2d2 --set train.seq_length=40 --set train.seq_overlap=20
   --set train.replay_ratio=16 --set sampler.mode=async --set sampler.groups=2"
 step recurrent 200 bash bench/gpu/cuda_vs_cpu.sh "$P/fastrl" "CartPoleNoVel-v1 300000 $r2d2" \
   'CartPoleNoVel-v1 300000 --set policy.core=gru --set train.num_envs=64'
+# The recurrent step's latency by batch (model_step, op by op) beside the MLP forward of
+# the same encoder and head: what a step's extra launches and state copies cost.
+step infer_recurrent 90 sh -c "for c in none gru lstm; do
+  '$P/bench_gpu_infer' --core \$c --obs 4 --hidden 64 --actions 2 --budget 0.25 \
+    --batches 1,16,64,256,1024,4096,16384 || exit \$?; done"
 step handoff 40 sh -c "'$P/bench_gpu_infer' --batches 1 --handoff --budget 1 &&
   '$P/bench_gpu_infer' --batches 1 --hidden 1024,1024 --handoff --budget 1"
