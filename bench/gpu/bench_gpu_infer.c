@@ -25,8 +25,9 @@
  * --core gru|lstm times a recurrent policy's acting step instead (model_step: host obs
  * and host states in, host logits and the new states out): the hidden layers an
  * encoder, then a core of --core-size units (64), then a one-layer actor, as
- * policy.core lays them out; checked against the CPU's step (frl_rnn_step) first.
- * model_forward's paths do not apply to it, nor --handoff.
+ * policy.core lays them out; checked against the CPU's step (frl_rnn_step) first. Its
+ * paths: auto (captured as a graph up to 1,024 rows) and launch (op by op); no
+ * --handoff.
  *
  * --handoff adds the cost of giving the inference model a new weight version, as the
  * async sampler does after each update: an upload from a host copy (model_load, the
@@ -71,6 +72,7 @@ typedef struct bench {
     frl_net_desc desc;
     float *params, *obs, *out;
     float *state; /* --core: the rows' states [rows x state_w] */
+    int32_t asked; /* the path the model is set to */
     int obs_pinned, out_pinned, state_pinned; /* from alloc_pinned (else malloc) */
     char err[ERR_SIZE];
 } bench;
@@ -224,9 +226,12 @@ static int parse_args(int argc, char **argv, opts *o)
             i++;
         }
     }
-    if (o->core && (o->handoff || o->np != 1 || o->paths[0] != FRL_CUDA_PATH_AUTO)) {
-        fprintf(stderr, "bench_gpu_infer: --core steps a recurrent model: no --paths, no "
-                "--handoff\n");
+    int other_path = 0; /* a step has two: captured (auto) and op by op (launch) */
+    for (int32_t i = 0; i < o->np; i++)
+        other_path |= o->paths[i] != FRL_CUDA_PATH_AUTO && o->paths[i] != FRL_CUDA_PATH_LAUNCH;
+    if (o->core && (o->handoff || other_path)) {
+        fprintf(stderr, "bench_gpu_infer: --core steps a recurrent model: --paths auto or "
+                "launch, no --handoff\n");
         return 2;
     }
     return 0;
@@ -591,7 +596,9 @@ static double quantile(const double *sorted, int n, double q)
 static void print_row(const bench *b, const opts *o, int32_t rows, const double *t, int n)
 {
     double med = quantile(t, n, 0.5), p90 = quantile(t, n, 0.9);
-    const char *taken = b->desc.towers ? "step" : path_names[b->p->model_last_path(b->model)];
+    const char *taken = !b->desc.towers ? path_names[b->p->model_last_path(b->model)]
+                        : b->asked == FRL_CUDA_PATH_LAUNCH || rows > FRL_CUDA_STAGE_ROWS
+                            ? "step, op by op" : "step, graph";
     if (o->csv)
         printf("%d,%d,%.3f,%.3f,%.3f,%.1f,%s\n", (int)rows, n, med * 1e6, t[0] * 1e6,
                p90 * 1e6, rows / med, taken);
@@ -698,6 +705,7 @@ static int run(bench *b, const opts *o)
             printf("FAIL: %s\n", b->err);
             return 1;
         }
+        b->asked = o->paths[i];
         printf("%spath asked: %s\n", o->csv ? "# " : "", path_names[o->paths[i]]);
         if (run_path(b, o))
             return 1;

@@ -84,10 +84,11 @@ r2d2="--set train.algo=r2d2 --set train.seq_length=40 --set train.seq_overlap=20
   --set train.replay_ratio=16 --set sampler.mode=async --set sampler.groups=2"
 step recurrent 200 bash bench/gpu/cuda_vs_cpu.sh "$P/fastrl" "CartPoleNoVel-v1 300000 $r2d2" \
   'CartPoleNoVel-v1 300000 --set policy.core=gru --set train.num_envs=64'
-# The recurrent step's latency by batch (model_step, op by op) beside the MLP forward of
-# the same encoder and head: what a step's extra launches and state copies cost.
-step infer_recurrent 90 sh -c "for c in none gru lstm; do
+# The recurrent step's latency by batch (model_step: op by op, then captured) beside the
+# MLP forward of the same encoder and head (launch, then auto): what a step's extra
+# launches and state copies cost, and what its graph saves.
+step infer_recurrent 120 sh -c "for c in none gru lstm; do
   '$P/bench_gpu_infer' --core \$c --obs 4 --hidden 64 --actions 2 --budget 0.25 \
-    --batches 1,16,64,256,1024,4096,16384 || exit \$?; done"
+    --batches 1,16,64,256,1024,4096,16384 --paths launch,auto || exit \$?; done"
 step handoff 40 sh -c "'$P/bench_gpu_infer' --batches 1 --handoff --budget 1 &&
   '$P/bench_gpu_infer' --batches 1 --hidden 1024,1024 --handoff --budget 1"

@@ -97,6 +97,20 @@ int frl_cuda_model_members(frl_cuda_model *m, int32_t members, int64_t stride,
                            const float *params, char *err, size_t err_size);
 int frl_cuda_model_forward_members(frl_cuda_model *m, int32_t rows, const int32_t *members,
                                    const float *obs, float *out, char *err, size_t err_size);
+/* A captured step's path number in the graph cache's keys: past the public paths. */
+enum { FRL_CUDA_PATH_STEP = FRL_CUDA_PATHS };
+/* A recurrent model's step enqueued on its stream (model_step.c): rows observations and
+ * states up from obs and state, the towers and heads, the outputs and the new states
+ * down into out, value (NULL: none) and state_out (which may be state). All host
+ * pointers page-locked when the work is captured. */
+void frl_cuda_enqueue_step(frl_cuda_model *m, int32_t rows, const float *obs,
+                           const float *state, float *out, float *value, float *state_out);
+/* That step captured as a graph on its key's second sighting and replayed after (the
+ * forward's cache), through the staging buffers and m->state_host, then synchronised:
+ * 0, or 1 with the reason; -1 when it cannot be captured here (too many rows, no
+ * page-locked staging, FRL_CUDA_FORWARD=launch): the caller enqueues it itself. */
+int frl_cuda_step_graph(frl_cuda_model *m, int32_t rows, const float *obs, float *state,
+                        float *out, float *value, char *err, size_t err_size);
 /* A recurrent model's step buffers (m->state, m->step_ws, m->state_host): 0, else 1
  * with the reason; release frees them. */
 int frl_cuda_step_alloc(frl_cuda_model *m, char *err, size_t err_size);

@@ -125,6 +125,7 @@ typedef struct fwd_job {
     int32_t path, rows;
     const float *obs;
     float *out, *value;
+    float *state; /* FRL_CUDA_PATH_STEP: the rows' states, up and back */
 } fwd_job;
 
 static void enqueue_layers(const fwd_job *j)
@@ -160,6 +161,10 @@ static void enqueue_forward(void *arg)
 {
     const fwd_job *j = arg;
     frl_cuda_model *m = j->m;
+    if (j->path == FRL_CUDA_PATH_STEP) {
+        frl_cuda_enqueue_step(m, j->rows, j->obs, j->state, j->out, j->value, j->state);
+        return;
+    }
     size_t bytes = sizeof(float) * (size_t)j->rows * (size_t)m->net.desc.obs_w;
     m->net.ops->put(m->net.d, m->obs, j->obs, bytes);
     if (j->path == FRL_CUDA_PATH_FUSED)
@@ -171,7 +176,7 @@ static void enqueue_forward(void *arg)
 static int forward_launch(frl_cuda_model *m, int32_t rows, const float *obs, float *out,
                           float *value, char *err, size_t err_size)
 {
-    fwd_job j = {m, FRL_CUDA_PATH_LAUNCH, rows, obs, out, value};
+    fwd_job j = {m, FRL_CUDA_PATH_LAUNCH, rows, obs, out, value, NULL};
     enqueue_forward(&j);
     return m->net.ops->sync(m->net.d, err, err_size);
 }
@@ -243,16 +248,39 @@ static int forward_graph(frl_cuda_model *m, int32_t path, int pinned, int32_t ro
     size_t f = sizeof(float), ob = f * (size_t)rows * (size_t)n->obs_w;
     size_t outb = f * (size_t)rows * (size_t)n->out_w;
     if (pinned) {
-        fwd_job j = {m, path, rows, obs, out, value};
+        fwd_job j = {m, path, rows, obs, out, value, NULL};
         return run_job(m, &j, err, err_size);
     }
     memcpy(m->stage_in, obs, ob);
-    fwd_job j = {m, path, rows, m->stage_in, m->stage_out, value ? m->stage_value : NULL};
+    fwd_job j = {m, path, rows, m->stage_in, m->stage_out, value ? m->stage_value : NULL, NULL};
     if (run_job(m, &j, err, err_size))
         return 1;
     memcpy(out, m->stage_out, outb);
     if (value)
         memcpy(value, m->stage_value, f * (size_t)rows);
+    return 0;
+}
+
+/* ---- a recurrent model's step, captured ---- */
+
+int frl_cuda_step_graph(frl_cuda_model *m, int32_t rows, const float *obs, float *state,
+                        float *out, float *value, char *err, size_t err_size)
+{
+    if (m->path == FRL_CUDA_PATH_LAUNCH || !m->state_host_pinned || stage_ready(m) ||
+        rows > m->stage_rows)
+        return -1;
+    const frl_net_desc *n = &m->net.desc;
+    size_t f = sizeof(float), r = (size_t)rows, sb = f * r * (size_t)n->state_w;
+    memcpy(m->stage_in, obs, f * r * (size_t)n->obs_w);
+    memcpy(m->state_host, state, sb);
+    fwd_job j = {m, FRL_CUDA_PATH_STEP, rows, m->stage_in, m->stage_out,
+                 value ? m->stage_value : NULL, m->state_host};
+    if (run_job(m, &j, err, err_size))
+        return 1; /* the caller's state as it was */
+    memcpy(out, m->stage_out, f * r * (size_t)n->out_w);
+    if (value)
+        memcpy(value, m->stage_value, f * r);
+    memcpy(state, m->state_host, sb);
     return 0;
 }
 

@@ -2,11 +2,15 @@
  * for the central inference of R2D2 and recurrent PPO (SEED's layout: the envs' states
  * stay with the sampler on the host, and each batch brings its rows' states along).
  *
- * Op by op on the model's stream: the observations and the states up, the input (the
- * normaliser or the pixel encoder, as an MLP model's), then each tower: its encoder's
- * layers, its core's two products and one cell kernel, its state columns back into the
- * state rows; then the one-layer heads, and the outputs and states down, with one
- * synchronise. The same operations in the same order as the CPU's step
+ * On the model's stream: the observations and the states up, the input (the normaliser
+ * or the pixel encoder, as an MLP model's), then each tower: its encoder's layers, its
+ * core's two products and one cell kernel, its state columns back into the state rows;
+ * then the one-layer heads, and the outputs and states down, with one synchronise. Up
+ * to FRL_CUDA_STAGE_ROWS rows that work is captured as a graph on a batch size's second
+ * sighting and replayed after, through the page-locked staging buffers (the forward's
+ * graph cache, model_forward.c), so a small batch pays one launch instead of a dozen
+ * and more; larger batches, FRL_CUDA_FORWARD=launch and the host ops enqueue it op by
+ * op. The same operations in the same order as the CPU's step
  * (lib/rl/policy_rnn.c), so the host build of the ops reproduces it within the products'
  * rounding. */
 #include <stdio.h>
@@ -142,6 +146,22 @@ static void enqueue_step(frl_cuda_model *m, int32_t rows, int want_value, float 
                                      f.critic_acts);
 }
 
+void frl_cuda_enqueue_step(frl_cuda_model *m, int32_t rows, const float *obs,
+                           const float *state, float *out, float *value, float *state_out)
+{
+    const frl_net_desc *n = &m->net.desc;
+    const frl_dev_ops *o = m->net.ops;
+    size_t fb = sizeof(float), sb = fb * (size_t)rows * (size_t)n->state_w;
+    o->put(m->net.d, m->obs, obs, fb * (size_t)rows * (size_t)n->obs_w);
+    o->put(m->net.d, m->state, state, sb);
+    float *d_out, *d_value;
+    enqueue_step(m, rows, value != NULL, &d_out, &d_value);
+    o->get(m->net.d, out, d_out, fb * (size_t)rows * (size_t)n->out_w);
+    if (value)
+        o->get(m->net.d, value, d_value, fb * (size_t)rows);
+    o->get(m->net.d, state_out, m->state, sb);
+}
+
 int frl_cuda_model_step(frl_cuda_model *m, int32_t rows, const float *obs, float *state,
                         float *out, float *value, char *err, size_t err_size)
 {
@@ -160,17 +180,13 @@ int frl_cuda_model_step(frl_cuda_model *m, int32_t rows, const float *obs, float
         snprintf(err, err_size, "model_step: a Q-head has no values");
         return 1;
     }
-    const frl_dev_ops *o = m->net.ops;
-    size_t fb = sizeof(float), sb = fb * (size_t)rows * (size_t)n->state_w;
-    o->put(m->net.d, m->obs, obs, fb * (size_t)rows * (size_t)n->obs_w);
-    o->put(m->net.d, m->state, state, sb);
-    float *d_out, *d_value;
-    enqueue_step(m, rows, value != NULL, &d_out, &d_value);
-    o->get(m->net.d, out, d_out, fb * (size_t)rows * (size_t)n->out_w);
-    if (value)
-        o->get(m->net.d, value, d_value, fb * (size_t)rows);
-    o->get(m->net.d, m->state_host, m->state, sb);
-    if (o->sync(m->net.d, err, err_size) != 0)
+    int captured = frl_cuda_step_graph(m, rows, obs, state, out, value, err, err_size);
+    if (captured >= 0)
+        return captured;
+    /* op by op: the new states land in m->state_host, the caller's only after the sync */
+    size_t sb = sizeof(float) * (size_t)rows * (size_t)n->state_w;
+    frl_cuda_enqueue_step(m, rows, obs, state, out, value, m->state_host);
+    if (m->net.ops->sync(m->net.d, err, err_size) != 0)
         return 1; /* the caller's state as it was */
     memcpy(state, m->state_host, sb);
     return 0;
