@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "algo/ppo.h"
+#include "core/plugin_api.h"
+#include "nn/dev_math.h"
 #include "sampler/async.h"
 #include "trainer/trainer.h"
 #include "test_util.h"
@@ -271,6 +273,46 @@ START_TEST(recurrent_failure_keeps_state)
     free(obs);
     frl_policy_destroy(p);
     frl_config_destroy(cfg);
+    frl_env_destroy(e);
+    frl_runtime_destroy(dev);
+}
+END_TEST
+
+/* The plugin refuses, with a sentence, what the core never asks of it: a recurrent model
+ * through model_forward or into a device learner, an MLP model through model_step, and
+ * values from a Q-head. */
+START_TEST(plugin_refuses_mismatched_calls)
+{
+    frl_runtime *dev = runtime_on("cuda", 1);
+    const frl_cuda_plugin *pl = dev->device.plugin;
+    frl_env *e;
+    ck_assert_int_eq(frl_env_create(&e, dev, "CartPole-v1", NULL), FRL_OK);
+    const frl_space *os = frl_env_observation_space(e), *as = frl_env_action_space(e);
+    frl_config *cg = frl_test_settings("policy.core=gru policy.hidden=8 policy.core_size=8");
+    frl_config *cq = frl_test_settings("policy.head=q policy.hidden=8");
+    frl_policy *gru, *q;
+    ck_assert_int_eq(frl_policy_create(&gru, dev, cg, os, as), FRL_OK);
+    ck_assert_int_eq(frl_policy_create(&q, dev, cq, os, as), FRL_OK);
+    float obs[4] = {0}, out[2], value[1], state[8] = {0};
+    char err[256];
+    ck_assert_int_ne(pl->model_forward(gru->dev->model, 1, obs, out, NULL, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "model_step"));
+    frl_dm_learn_desc ld;
+    memset(&ld, 0, sizeof ld);
+    void *learner = NULL;
+    ck_assert_int_ne(pl->learner_create(gru->dev->model, &ld, &learner, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "recurrent"));
+    ck_assert_int_ne(pl->learner_create(q->dev->model, &ld, &learner, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "Q-heads"));
+    ck_assert_ptr_null(learner);
+    ck_assert_int_ne(pl->model_step(q->dev->model, 1, obs, state, out, NULL, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "no recurrent core"));
+    ck_assert_int_ne(pl->model_forward(q->dev->model, 1, obs, out, value, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "no values"));
+    frl_policy_destroy(gru);
+    frl_policy_destroy(q);
+    frl_config_destroy(cg);
+    frl_config_destroy(cq);
     frl_env_destroy(e);
     frl_runtime_destroy(dev);
 }
@@ -819,6 +861,7 @@ int main(void)
     tcase_add_test(tc, stack_act_matches_cpu);
     tcase_add_test(tc, recurrent_act_matches_cpu);
     tcase_add_test(tc, recurrent_failure_keeps_state);
+    tcase_add_test(tc, plugin_refuses_mismatched_calls);
     tcase_add_test(tc, recurrent_trainers_on_device);
     tcase_add_test(tc, population_matches_cpu);
     tcase_add_test(tc, async_stage_failure);

@@ -150,6 +150,16 @@ START_TEST(act_bad_input)
     frl_population *bad;
     ck_assert_int_eq(frl_population_create(&bad, gru, 4), FRL_ERR_UNSUPPORTED);
     frl_policy_destroy(gru);
+    /* a dueling Q's V head lies past a member's row (the actor's end): refused, named */
+    frl_policy *duel = make_policy(rt, "CartPole-v1", "policy.head=dueling_q policy.hidden=8");
+    ck_assert_int_eq(frl_population_create(&bad, duel, 4), FRL_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(bad);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "dueling_q"));
+    frl_policy_destroy(duel);
+    frl_policy *q = make_policy(rt, "CartPole-v1", "policy.head=q policy.hidden=8");
+    ck_assert_int_eq(frl_population_create(&bad, q, 4), FRL_OK); /* a plain Q-head is its actor */
+    frl_population_destroy(bad);
+    frl_policy_destroy(q);
     frl_policy_destroy(other);
     frl_population_destroy(pop);
     frl_policy_destroy(p);
