@@ -484,32 +484,35 @@ static double check_step_against_cpu(bench *b, int32_t rows)
 {
     const frl_net_desc *d = &b->desc;
     const frl_kernels *k = frl_kernels_get();
-    size_t r = (size_t)rows, sn = r * (size_t)d->state_w, h = (size_t)d->core[0].h;
-    size_t floats = sn + r * ((size_t)d->enc[0].act_width + h + (size_t)d->actor.act_width) +
-                    frl_rnn_step_floats(&d->core[0], rows) + 64;
-    float *buf = aligned_alloc(64, sizeof(float) * ((floats + 15) & ~(size_t)15));
-    if (!buf) {
-        snprintf(b->err, sizeof b->err, "out of host memory");
-        return -1;
-    }
-    float *state = buf, *enc = state + sn, *hout = enc + r * (size_t)d->enc[0].act_width;
-    float *acts = hout + r * h;
-    float *work = (float *)(((uintptr_t)(acts + r * (size_t)d->actor.act_width) + 63) &
-                            ~(uintptr_t)63);
-    memcpy(state, b->state, sizeof(float) * sn);
-    const float *x = d->enc[0].layers ? frl_mlp_forward(&d->enc[0], k, b->params, rows, b->obs,
-                                                        enc)
-                                      : b->obs;
-    frl_rnn_step(&d->core[0], k, b->params, rows, x, state, NULL, hout, work);
-    const float *ref = frl_mlp_forward(&d->actor, k, b->params, rows, hout, acts);
+    size_t f = sizeof(float), r = (size_t)rows, sn = r * (size_t)d->state_w;
+    float *state = malloc(f * sn), *hout = malloc(f * r * (size_t)d->core[0].h);
+    float *enc = malloc(f * (r * (size_t)d->enc[0].act_width + 1));
+    float *acts = malloc(f * r * (size_t)d->actor.act_width);
+    /* frl_rnn_step's work is 64-byte aligned, in whole lines */
+    float *work = aligned_alloc(64, (f * frl_rnn_step_floats(&d->core[0], rows) + 63) &
+                                      ~(size_t)63);
     double diff = -1;
-    if (b->p->model_step(b->model, rows, b->obs, b->state, b->out, NULL, b->err,
-                         sizeof b->err) == 0) {
-        double a = max_rel_diff(b->out, ref, r * (size_t)d->out_w);
-        double s = max_rel_diff(b->state, state, sn);
-        diff = a > s || isnan(s) ? a : s;
+    if (!state || !hout || !enc || !acts || !work) {
+        snprintf(b->err, sizeof b->err, "out of host memory");
+    } else {
+        memcpy(state, b->state, f * sn);
+        const float *x = d->enc[0].layers
+                             ? frl_mlp_forward(&d->enc[0], k, b->params, rows, b->obs, enc)
+                             : b->obs;
+        frl_rnn_step(&d->core[0], k, b->params, rows, x, state, NULL, hout, work);
+        const float *ref = frl_mlp_forward(&d->actor, k, b->params, rows, hout, acts);
+        if (b->p->model_step(b->model, rows, b->obs, b->state, b->out, NULL, b->err,
+                             sizeof b->err) == 0) {
+            double a = max_rel_diff(b->out, ref, r * (size_t)d->out_w);
+            double sd = max_rel_diff(b->state, state, sn);
+            diff = a > sd || isnan(sd) ? a : sd;
+        }
     }
-    free(buf);
+    free(state);
+    free(hout);
+    free(enc);
+    free(acts);
+    free(work);
     return diff;
 }
 
