@@ -3,6 +3,7 @@
  * against float64, priority updates, bad inputs, allocation failure, no allocation
  * while adding and sampling, and checkpoint sections. */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/pow_pos.h"
 #include "rl/frame_stack.h"
 #include "rl/replay.h"
 #include "test_util.h"
@@ -305,6 +307,125 @@ START_TEST(importance_weights)
     frl_replay_destroy(r);
     frl_ring_destroy(ring);
     frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* The draws' start at each level of the tree: the walk along a level (as many nodes as
+ * draws or fewer) then the descent, with the walk's level from the root to the leaves
+ * by the batch size. 27 of 40 blocks filled, with autoreset rows: the zero leaves of
+ * resets and of the unfilled blocks are never drawn, and the frequencies follow
+ * p^alpha (chi-square). */
+START_TEST(prioritized_walk_levels)
+{
+    enum { BLOCKS = 40, FILLED = 27, N = FILLED * T * B, CALLS_ROWS = 60000 };
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    frl_replay_shape sh = shape_of(BLOCKS * T * B, 1, 0.6);
+    sh.batch_rows = 1024;
+    frl_replay *r;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
+    ck_assert_int_eq(r->tree_top, 4); /* 600 -> 75 -> 10 -> 2 -> 1 */
+    streams s = {.rng = frl_rng_stream(21, 0), .p_end = 0.2};
+    static naive blk[FILLED][T * B];
+    for (int k = 0; k < FILLED; k++) {
+        fill_slot(&s, ring, blk[k]);
+        ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+    }
+    static int64_t idx[N];
+    static float p[N];
+    static double pa[N];
+    int n = 0;
+    double total = 0;
+    for (int i = 0; i < N; i++) {
+        pa[i] = 0;
+        if (blk[i / (T * B)][i % (T * B)].reset)
+            continue;
+        p[n] = 0.5f + (float)((i * 29) % 13);
+        pa[i] = pow(p[n], 0.6);
+        total += pa[i];
+        idx[n++] = i;
+    }
+    ck_assert_int_eq(frl_replay_update(r, idx, p, n, err), FRL_OK);
+    /* An autoreset row, or a row of an unfilled block, is not a transition: refused,
+     * with nothing changed (the first index, a transition, keeps its leaf). */
+    int reset_row = 0;
+    while (pa[reset_row] > 0)
+        reset_row++;
+    const double total_before = frl_replay_priority_total(r);
+    for (int k = 0; k < 2; k++) {
+        int64_t bad[2] = {idx[0], k ? (int64_t)N + 4 : reset_row};
+        float pr[2] = {77.0f, 1.0f};
+        ck_assert_int_eq(frl_replay_update(r, bad, pr, 2, err), FRL_ERR_RANGE);
+        ck_assert_msg(strstr(err, "not a transition"), "%s", err);
+        ck_assert_double_eq(frl_replay_priority_total(r), total_before);
+    }
+    const int32_t rows[] = {1, 3, 8, 64, 256, 700};
+    for (int k = 0; k < 6; k++) {
+        static long count[N];
+        memset(count, 0, sizeof count);
+        frl_rng rng = frl_rng_stream(22, (uint64_t)k);
+        frl_replay_draw d = {.rows = rows[k], .n_step = 1, .gamma = 0.99, .prioritized = 1,
+                             .beta = 0.4};
+        long draws = 0;
+        for (int c = 0; c < CALLS_ROWS / rows[k] + 1; c++) {
+            ck_assert_int_eq(frl_replay_sample(r, &rng, &d, &r->batch, err), FRL_OK);
+            for (int o = 0; o < rows[k]; o++) {
+                int64_t i = r->batch.index[o];
+                ck_assert_msg(i >= 0 && i < N && pa[i] > 0, "rows %d: drew row %lld",
+                              (int)rows[k], (long long)i);
+                count[i]++;
+            }
+            draws += rows[k];
+        }
+        double chi2 = 0;
+        for (int j = 0; j < n; j++) {
+            double e = (double)draws * pa[idx[j]] / total;
+            chi2 += (count[idx[j]] - e) * (count[idx[j]] - e) / e;
+        }
+        /* n - 1 degrees of freedom: six standard deviations above the mean (draws in
+         * strata vary less than independent ones; the seeds are fixed) */
+        double df = n - 1;
+        ck_assert_msg(chi2 < df + 6 * sqrt(2 * df), "rows %d: chi-square %.1f over %d rows",
+                      (int)rows[k], chi2, n);
+    }
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* core/pow_pos.h against libm in double, over floats spread across their range (and
+ * the ends): x^a for p^alpha within 5e-14 relative (the product a log x's rounding, as
+ * for exp(a log x)); the weights' float x^-b within twice the error of expf(-b logf x),
+ * which they used before (both limited by b log x's rounding in float: about 1e-5
+ * relative at x = 2^125), and never below 2^-125. */
+START_TEST(pow_pos_accuracy)
+{
+    frl_rng rng = frl_rng_stream(31, 0);
+    const double as[] = {0.0, 0.123, 0.4, 0.5, 0.6, 0.7, 0.999, 1.0};
+    double worst = 0, worst_f = 0, worst_libf = 0;
+    for (int k = 0; k < 200000; k++) {
+        uint32_t bits = (uint32_t)(frl_rng_next(&rng) % 0x7f7fffffu) + 1; /* (0, FLT_MAX] */
+        if (k < 4)
+            bits = (uint32_t[]){1u, 0x00800000u, 0x3f800000u, 0x7f7fffffu}[k];
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        double a = as[k % 8], want = pow((double)x, a), got = frl_pow_pos((double)x, a);
+        worst = fmax(worst, fabs(got - want) / want);
+        /* weights: x in [1, 2^125], b in [0, 1] */
+        float xf = 1.0f + (float)ldexp(frl_rng_uniform(&rng), (int)(frl_rng_next(&rng) % 126));
+        float b = (float)frl_rng_uniform(&rng);
+        float gf = frl_powf_pos(xf, -b), libf = expf(-b * logf(xf));
+        double wf = pow((double)xf, -(double)b);
+        ck_assert_msg(gf >= 0x1p-125f && gf <= 1.0f, "%g^-%g gave %g", xf, b, gf);
+        worst_f = fmax(worst_f, fabs(gf - wf) / wf);
+        worst_libf = fmax(worst_libf, fabs(libf - wf) / wf);
+    }
+    ck_assert_msg(worst < 5e-14, "x^a: worst relative error %g", worst);
+    ck_assert_msg(worst_f < 2 * worst_libf && worst_f < 2e-5,
+                  "x^-b in float: worst relative error %g (expf(-b logf x): %g)", worst_f,
+                  worst_libf);
 }
 END_TEST
 
@@ -771,6 +892,8 @@ int main(void)
     tcase_add_test(tc, obs_once_matches_naive);
     tcase_add_test(tc, sum_tree_frequencies);
     tcase_add_test(tc, importance_weights);
+    tcase_add_test(tc, prioritized_walk_levels);
+    tcase_add_test(tc, pow_pos_accuracy);
     tcase_add_test(tc, priority_updates);
     tcase_add_test(tc, bad_inputs);
     tcase_add_test(tc, memory_formula);
