@@ -1,5 +1,6 @@
 /* The C export of a convolutional encoder (c_conv.h). The image arrives as the library
- * takes it, its bytes behind the float pointer of an observation row (H x W x C, NHWC);
+ * takes it, its bytes behind the float pointer of an observation row (H x W x C, NHWC;
+ * with a frame stack, the earlier frames behind the state pointer as act keeps them);
  * the bytes are scaled by 1/255 as the library scales them (the same float multiply),
  * and each layer is a direct convolution: for every output position and channel, the
  * dot product of the patch (kh rows of kw * in_c contiguous values in NHWC) with that
@@ -94,13 +95,39 @@ void frl_cgen_conv_locals(frl_cgen *g)
                              "(const unsigned char *)obs;\n", a, b);
 }
 
+/* A frame stack's k frames (state's k - 1 earlier ones, oldest first, then obs) into
+ * k c channels a pixel, channel j c + ch being frame j's ch (nn/cnn.c's order), then
+ * the state moved on: the oldest frame out, obs's in. */
+static void emit_stack_input(frl_cgen *g)
+{
+    const frl_cnn *n = &g->p->cnn;
+    int k = n->frames, c = n->in_c / n->frames, pixels = n->in_h * n->in_w;
+    long fb = (long)pixels * c;
+    frl_bytes_printf(g->out,
+        "    {\n        unsigned char *sb = (unsigned char *)state;\n"
+        "        const unsigned char *fr;\n        long q, j, ch;\n"
+        "        for (j = 0; j < %d; j++) {\n"
+        "            fr = j < %d ? sb + j * %ldL : px;\n"
+        "            for (q = 0; q < %d; q++)\n"
+        "                for (ch = 0; ch < %d; ch++)\n"
+        "                    ca[(q * %d + j) * %d + ch] = (float)fr[q * %d + ch] * (1.0f / 255.0f);\n"
+        "        }\n"
+        "        for (q = 0; q < %ldL; q++)\n            sb[q] = q < %ldL ? sb[q + %ldL] : px[q - %ldL];\n"
+        "    }\n",
+        k, k - 1, fb, pixels, c, k, c, c, (long)(k - 1) * fb, (long)(k - 2) * fb, fb,
+        (long)(k - 2) * fb);
+}
+
 const char *frl_cgen_conv_forward(frl_cgen *g)
 {
     const frl_cnn *n = &g->p->cnn;
     const char *nm = g->name;
-    frl_bytes_printf(g->out, "    for (o = 0; o < %zu; o++)\n"
-                             "        ca[o] = (float)px[o] * (1.0f / 255.0f);\n",
-                     frl_cnn_in_floats(n));
+    if (n->frames > 1)
+        emit_stack_input(g);
+    else
+        frl_bytes_printf(g->out, "    for (o = 0; o < %zu; o++)\n"
+                                 "        ca[o] = (float)px[o] * (1.0f / 255.0f);\n",
+                         frl_cnn_in_floats(n));
     static const char *bufs[2] = {"ca", "cb"};
     for (int32_t l = 0; l < n->layers; l++) {
         const frl_conv2d *c = &n->conv[l];

@@ -42,6 +42,13 @@ static void header_sizes(frl_cgen *g, const char *up)
             " * first. Zeros start an episode; forward and act replace it in place. */\n"
             "#define %s_STATE_SIZE %d\n", p->core[0].kind == FRL_RNN_LSTM ? " then c" : "",
             up, (int)p->state_w);
+    if (p->stack > 1)
+        frl_bytes_printf(g->out,
+            "/* Floats of frame-stack state per agent: the %d earlier frames, oldest first,\n"
+            " * their bytes behind the floats as obs's (fastrl's act keeps the same state).\n"
+            " * Zeros start an episode; forward and act replace it in place (the oldest frame\n"
+            " * out, obs's in). */\n#define %s_FRAMES %d\n#define %s_STATE_SIZE %d\n",
+            (int)p->stack - 1, up, (int)p->stack, up, (int)p->state_w);
     frl_bytes_printf(g->out, "/* Stack bytes forward uses at most (its work buffers). */\n"
                              "#define %s_STACK_BYTES %zu\n\n", up,
                      sizeof(float) * frl_cgen_stack_floats(p));
@@ -50,13 +57,13 @@ static void header_sizes(frl_cgen *g, const char *up)
 static void header_functions(frl_cgen *g, const char *up)
 {
     const frl_policy *p = g->p;
-    const char *n = g->name, *st = p->towers ? "float *state, " : "";
+    const char *n = g->name, *st = frl_cgen_stateful(p) ? "float *state, " : "";
     int kind = frl_export_kind_of(p);
     frl_bytes_printf(g->out,
         "/* One observation obs[%s_OBS_SIZE]%s to out[%s_OUT_SIZE] (%s)\n"
         " * and, when value is not NULL, *value (%s). */\n"
         "void %s_forward(const float *obs, %sfloat *out, float *value);\n\n",
-        up, p->towers ? " and the agent's state" : "", up, outputs_text(kind),
+        up, frl_cgen_stateful(p) ? " and the agent's state" : "", up, outputs_text(kind),
         kind == FRL_EXPORT_QVALUES ? "the largest Q-value" : "the critic's state value", n,
         st);
     if (kind == FRL_EXPORT_GAUSSIAN)
@@ -70,7 +77,8 @@ static void header_functions(frl_cgen *g, const char *up)
     else
         frl_bytes_printf(g->out,
             "/* The greedy action: the index of the largest output (the first on ties). */\n"
-            "int %s_act(const float *obs%s);\n", n, p->towers ? ", float *state" : "");
+            "int %s_act(const float *obs%s);\n", n,
+            frl_cgen_stateful(p) ? ", float *state" : "");
 }
 
 static void emit_header(frl_cgen *g)
@@ -91,14 +99,15 @@ static void emit_header(frl_cgen *g)
 
 static void probe_call(frl_cgen *g)
 {
-    const char *n = g->name, *sa = g->p->towers ? "state, " : "";
+    int st = frl_cgen_stateful(g->p);
+    const char *n = g->name, *sa = st ? "state, " : "";
     if (frl_export_kind_of(g->p) == FRL_EXPORT_GAUSSIAN)
         frl_bytes_printf(g->out, "            %s_act(obs, %saction);\n"
                                  "            sink += action[0];\n", n, sa);
     else
         frl_bytes_printf(g->out, "            int a = %s_act(obs%s%s);\n"
                                  "            sink += (float)a;\n", n,
-                         g->p->towers ? ", " : "", g->p->towers ? "state" : "");
+                         st ? ", " : "", st ? "state" : "");
 }
 
 static void emit_probe(frl_cgen *g)
@@ -115,7 +124,7 @@ static void emit_probe(frl_cgen *g)
         "int main(void)\n{\n    float obs[%s_OBS_SIZE];\n", n, n, n, n, up);
     if (frl_export_kind_of(p) == FRL_EXPORT_GAUSSIAN)
         frl_bytes_printf(g->out, "    float action[%s_OUT_SIZE];\n", up);
-    if (p->towers)
+    if (frl_cgen_stateful(p))
         frl_bytes_printf(g->out, "    float state[%s_STATE_SIZE] = {0};\n", up);
     frl_bytes_printf(g->out,
         "    volatile float sink = 0.0f;\n    long calls = 0, k;\n    clock_t t0, t;\n"

@@ -350,7 +350,7 @@ static void emit_forward(frl_cgen *g)
 {
     const frl_policy *p = g->p;
     frl_bytes_printf(g->out, "\nvoid %s_forward(const float *obs, %sfloat *out, float *value)\n{\n",
-                     g->name, p->towers ? "float *state, " : "");
+                     g->name, frl_cgen_stateful(p) ? "float *state, " : "");
     emit_locals(g);
     const char *x = emit_input(g);
     int onehot = p->obs_n > 0;
@@ -377,8 +377,9 @@ static void emit_forward(frl_cgen *g)
 
 static void emit_act(frl_cgen *g)
 {
-    const char *n = g->name, *st = g->p->towers ? "float *state, " : "";
-    const char *sa = g->p->towers ? "state, " : "";
+    int stateful = frl_cgen_stateful(g->p);
+    const char *n = g->name, *st = stateful ? "float *state, " : "";
+    const char *sa = stateful ? "state, " : "";
     if (frl_export_kind_of(g->p) == FRL_EXPORT_GAUSSIAN) {
         frl_bytes_printf(g->out, "\nvoid %s_act(const float *obs, %sfloat *action)\n{\n"
                                  "    %s_forward(obs, %saction, 0);\n}\n", n, st, n, sa);
@@ -388,7 +389,7 @@ static void emit_act(frl_cgen *g)
                              "    int o, best = 0;\n    %s_forward(obs, %sout, 0);\n"
                              "    for (o = 1; o < %d; o++)\n"
                              "        best = out[o] > out[best] ? o : best;\n    return best;\n}\n",
-                     n, g->p->towers ? ", " : "", g->p->towers ? "float *state" : "",
+                     n, stateful ? ", " : "", stateful ? "float *state" : "",
                      (int)g->p->out_w, n, sa, (int)g->p->out_w);
 }
 

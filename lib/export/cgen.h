@@ -13,4 +13,11 @@ typedef struct frl_cgen {
     int int8;             /* int8 weights with a float scale per output row */
 } frl_cgen;
 
+/* Whether forward and act take a state argument: a recurrent core's, or a frame stack's
+ * earlier frames (as the library's frl_policy_act keeps them). */
+static inline int frl_cgen_stateful(const frl_policy *p)
+{
+    return p->towers > 0 || p->stack > 1;
+}
+
 #endif

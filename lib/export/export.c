@@ -19,18 +19,13 @@ static frl_status check_params(frl_policy *p)
 }
 
 /* The place a policy kind the writers do not cover is refused: recurrent Q-policies
- * (which policy.c does not make either) and a convolutional encoder over a frame stack
- * (whose input is k frames a row, which neither file takes yet), and a mixed space (an
- * image and a vector: neither file joins them yet). */
+ * (which policy.c does not make either) and a mixed space (an image and a vector:
+ * neither file joins them yet). */
 static frl_status check_kind(frl_policy *p)
 {
     if (p->towers && p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
         return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
                         "frl_policy_export: a recurrent Q-policy cannot be exported");
-    if (p->cnn.layers && p->stack > 1)
-        return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
-                        "frl_policy_export: a convolutional encoder over a frame stack "
-                        "(policy.frame_stack=%d) cannot be exported yet", (int)p->stack);
     if (p->vec_w)
         return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
                         "frl_policy_export: a policy over a mixed observation space (an image "

@@ -266,19 +266,60 @@ static void conv_layer(graph *g, int32_t l, const char *x, vname *y)
     node1(g, "Relu", z.s, y->s);
 }
 
+/* A frame stack's input: the k - 1 earlier frames ("state", uint8 [batch, k-1, H, W, C],
+ * oldest first, as the library's act keeps them) and this one joined into k frames;
+ * "state_out" is the last k - 1 of them, the next call's state. Scaled as one frame is,
+ * then [batch, k, C, H, W] read as NCHW with k C channels, channel j C + c being frame
+ * j's channel c: the library's order (nn/cnn.c interleaves a stack the same way). */
+static void stacked_nchw(graph *g, const char *scaled_frames, const char *out)
+{
+    const frl_cnn *n = &g->p->cnn;
+    int64_t k = n->frames, c = n->in_c / n->frames;
+    int64_t shape[4] = {0, k * c, n->in_h, n->in_w};
+    static const int64_t kchw[5] = {0, 1, 4, 2, 3};
+    attr perm = {"perm", A_INTS_TYPE, 0, 0, kchw, 5};
+    vname t = fresh(g, "obs");
+    node(g, "Transpose", (const char *const[]){scaled_frames}, 1, t.s, &perm, 1);
+    int64s(g, "obs.stack_shape", 4, shape);
+    node2(g, "Reshape", t.s, "obs.stack_shape", out);
+}
+
+static void stack_frames(graph *g, vname *frames)
+{
+    const frl_cnn *n = &g->p->cnn;
+    int64_t k = n->frames, one_frame[5] = {0, 1, n->in_h, n->in_w, n->in_c / n->frames};
+    int64_t from = 1, axis = 1;
+    int64s(g, "obs.frame_shape", 5, one_frame);
+    vname f = fresh(g, "obs");
+    node2(g, "Reshape", "observation", "obs.frame_shape", f.s);
+    *frames = fresh(g, "stack");
+    attr ax = {"axis", A_INT, 1, 0, NULL, 0};
+    node(g, "Concat", (const char *const[]){"state", f.s}, 2, frames->s, &ax, 1);
+    int64s(g, "stack.from", 1, &from);
+    int64s(g, "stack.to", 1, &k);
+    int64s(g, "stack.axis", 1, &axis);
+    node(g, "Slice", (const char *const[]){frames->s, "stack.from", "stack.to", "stack.axis"}, 4,
+         "state_out", NULL, 0);
+}
+
 /* An image observation through the conv stack: uint8 NHWC in, scaled by 1/255 as the
  * library scales it (one float multiply: the same bits), NCHW for Conv, and back to
  * NHWC before flattening, since the library's features are the NHWC output as it lies. */
 static void image_input(graph *g, vname *x)
 {
     attr to = {"to", A_INT, DT_FLOAT, 0, NULL, 0};
-    vname f = fresh(g, "obs"), s = fresh(g, "obs"), t = fresh(g, "obs");
-    node(g, "Cast", (const char *const[]){"observation"}, 1, f.s, &to, 1);
+    vname in = {"observation"}, f = fresh(g, "obs"), s = fresh(g, "obs"), t = fresh(g, "obs");
+    if (g->p->stack > 1)
+        stack_frames(g, &in);
+    node(g, "Cast", (const char *const[]){in.s}, 1, f.s, &to, 1);
     scalar(g, "obs.scale", 1.0f / 255.0f);
     node2(g, "Mul", f.s, "obs.scale", s.s);
     static const int64_t nchw[4] = {0, 3, 1, 2}, nhwc[4] = {0, 2, 3, 1};
     attr perm = {"perm", A_INTS_TYPE, 0, 0, nchw, 4};
-    node(g, "Transpose", (const char *const[]){s.s}, 1, t.s, &perm, 1);
+    if (g->p->stack > 1)
+        stacked_nchw(g, s.s, t.s);
+    else
+        node(g, "Transpose", (const char *const[]){s.s}, 1, t.s, &perm, 1);
     vname cur = t;
     for (int32_t l = 0; l < g->p->cnn.layers; l++)
         conv_layer(g, l, cur.s, &cur);
@@ -541,9 +582,19 @@ static void recurrent(graph *g, const char *x)
 
 /* ---- the model ---- */
 
+/* A frame stack's state: [k - 1, H, W, C] bytes after the batch. */
+static void stack_dims(const frl_policy *p, int64_t d[4])
+{
+    d[0] = p->stack - 1;
+    memcpy(d + 1, p->obs_space->shape, 3 * sizeof(int64_t));
+}
+
 static void graph_io(frl_bytes *b, const frl_policy *p)
 {
     int kind = frl_export_kind_of(p);
+    int64_t sd[4] = {0};
+    if (p->stack > 1)
+        stack_dims(p, sd);
     if (p->cnn.layers) {
         const int64_t *shape = p->obs_space->shape;
         value_info_dims(b, G_INPUT, "observation", DT_UINT8, shape, 3,
@@ -554,7 +605,11 @@ static void graph_io(frl_bytes *b, const frl_policy *p)
                    p->obs_n ? "discrete observation: the index as a float"
                             : "observation rows");
     }
-    if (p->state_w)
+    if (p->stack > 1)
+        value_info_dims(b, G_INPUT, "state", DT_UINT8, sd, 4,
+                        "the frame stack's earlier frames, oldest first (zeros for a new "
+                        "episode), each as the observation");
+    else if (p->state_w)
         value_info(b, G_INPUT, "state", DT_FLOAT, p->state_w,
                    "recurrent state before the step (zeros for a new episode)");
     if (kind == FRL_EXPORT_CATEGORICAL) {
@@ -569,7 +624,10 @@ static void graph_io(frl_bytes *b, const frl_policy *p)
                kind == FRL_EXPORT_QVALUES ? "largest Q-value" : "state value");
     value_info(b, G_OUTPUT, "action", kind == FRL_EXPORT_GAUSSIAN ? DT_FLOAT : DT_INT64,
                kind == FRL_EXPORT_GAUSSIAN ? p->out_w : 0, "greedy action");
-    if (p->state_w)
+    if (p->stack > 1)
+        value_info_dims(b, G_OUTPUT, "state_out", DT_UINT8, sd, 4,
+                        "the stack's last k - 1 frames after the step (the next call's state)");
+    else if (p->state_w)
         value_info(b, G_OUTPUT, "state_out", DT_FLOAT, p->state_w,
                    "recurrent state after the step (the next call's state)");
 }

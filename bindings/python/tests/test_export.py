@@ -522,15 +522,95 @@ def test_c_conv_encoder(core, int8, tmp_path):
         assert np.abs(have - want).max() <= tol * scale + 1e-6
 
 
-def test_conv_encoder_over_a_frame_stack_refused(tmp_path):
+@functools.lru_cache(maxsize=None)
+def stacked_policy():
+    """PixelGrid-v0's conv encoder over a stack of 3 frames."""
     t = fastrl.Trainer("PixelGrid-v0", {"runtime.seed": 5, "runtime.threads": 1,
-                                        "train.num_envs": 8, "policy.frame_stack": 2})
-    for fmt, path in (("onnx", tmp_path / "s.onnx"), ("c", tmp_path / "s")):
-        with pytest.raises(fastrl.Error) as e:
-            t.policy.export(path, fmt)
-        assert e.value.status == fastrl.Status.ERR_UNSUPPORTED
-        assert "frame stack" in str(e.value)
-    assert not list(tmp_path.iterdir())
+                                        "train.num_envs": 8, "policy.frame_stack": 3})
+    t.train(2048)
+    return t
+
+
+def stack_episode(p, steps, seed):
+    """A few agents' frames over `steps` steps with an episode start in the middle:
+    [steps, agents, H, W, C] uint8, and the reset flags [steps, agents]."""
+    g = np.random.default_rng(seed)
+    frames = g.integers(0, 256, size=(steps, 4) + tuple(p.observation_space.shape),
+                        dtype=np.uint8)
+    reset = np.zeros((steps, 4), np.uint8)
+    reset[steps // 2, 1] = 1
+    return frames, reset
+
+
+def library_stack_run(p, frames, reset):
+    """The library's outputs, values and states step by step (its act keeps the
+    earlier frames in the state; a reset zeroes an agent's row first)."""
+    state = np.zeros((frames.shape[1], p.state_size), np.float32)
+    outs = []
+    for t in range(len(frames)):
+        out, value = p.forward(frames[t], state=state, reset=reset[t])
+        outs.append((out.copy(), value.ravel().copy(), state.copy()))
+    return outs
+
+
+@needs_ort
+def test_onnx_conv_encoder_over_a_frame_stack(tmp_path):
+    """The earlier frames are a uint8 state [batch, k-1, H, W, C] in and out; fed
+    back step by step (zeros at an episode's start), the model gives the library's
+    outputs, and its state_out is the library's state, byte for byte."""
+    p = stacked_policy().policy
+    p.export(tmp_path / "stack.onnx")
+    model = onnx.load(str(tmp_path / "stack.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    shape = tuple(p.observation_space.shape)
+    ins = {i.name: i.type.tensor_type for i in model.graph.input}
+    assert ins["state"].elem_type == onnx.TensorProto.UINT8
+    assert [d.dim_value for d in ins["state"].shape.dim[1:]] == [2, *shape]
+    sess = ort.InferenceSession(str(tmp_path / "stack.onnx"), session(),
+                                providers=["CPUExecutionProvider"])
+    frames, reset = stack_episode(p, 6, 3)
+    want = library_stack_run(p, frames, reset)
+    state = np.zeros((frames.shape[1], 2) + shape, np.uint8)
+    for t in range(len(frames)):
+        state[reset[t] != 0] = 0
+        got = dict(zip([o.name for o in sess.get_outputs()],
+                       sess.run(None, {"observation": frames[t], "state": state})))
+        out, value, lib_state = want[t]
+        for name, w, h in (("logits", out, got["logits"]), ("value", value, got["value"])):
+            scale = max(float(np.abs(w).max()), 1e-3)
+            assert np.abs(h - w).max() <= 1e-5 * scale + 1e-6, (t, name)
+        state = got["state_out"]
+        assert state.dtype == np.uint8
+        np.testing.assert_array_equal(state.reshape(len(state), -1).view(np.float32),
+                                      lib_state)
+
+
+@pytest.mark.parametrize("int8", [False, True])
+def test_c_conv_encoder_over_a_frame_stack(int8, tmp_path):
+    """The C export takes the earlier frames in its state argument, as the library's act
+    keeps them, and replaces them in place: step by step with an episode start, the
+    outputs are the library's and the state its state, byte for byte."""
+    p = stacked_policy().policy
+    name = f"stack{int(int8)}"
+    p.export(tmp_path / name, "c", **({"weights": "int8"} if int8 else {}))
+    header = (tmp_path / f"{name}.h").read_text()
+    assert f"#define {name.upper()}_FRAMES 3" in header
+    assert f"#define {name.upper()}_STATE_SIZE {p.state_size}" in header
+    lib = compile_c(str(tmp_path / name))
+    frames, reset = stack_episode(p, 6, 4)
+    want = library_stack_run(p, frames, reset)
+    state = np.zeros((frames.shape[1], p.state_size), np.float32)
+    tol = 0.05 if int8 else 1e-5
+    for t in range(len(frames)):
+        state[reset[t] != 0] = 0
+        got = c_forward(lib, name, frames[t].reshape(len(frames[t]), -1).view(np.float32),
+                        state, 4)
+        out, value, lib_state = want[t]
+        for have, w in ((got["out"], out), (got["value"], value)):
+            scale = max(float(np.abs(w).max()), 1e-3)
+            assert np.abs(have - w).max() <= tol * scale + 1e-6, t
+        state = got["state_out"]
+        np.testing.assert_array_equal(state, lib_state)
 
 
 def test_export_refusals(tmp_path):
