@@ -30,10 +30,17 @@ static void header_sizes(frl_cgen *g, const char *up)
     const frl_policy *p = g->p;
     frl_bytes_printf(g->out, "/* Floats of one observation%s. */\n#define %s_OBS_SIZE %d\n",
                      p->obs_n ? " (discrete: its index, as a float)"
+                     : p->vec_w ? " (a mixed row, as fastrl's: the image's height x width x\n"
+                                  " * channels bytes, NHWC, behind the float pointer, 4 a float,"
+                                  "\n * then the vector's floats at NAME_VECTOR_AT)"
                      : p->cnn.layers ? " (an image: its height x width x channels bytes, "
                                        "NHWC,\n * behind the float pointer, 4 a float, as "
                                        "fastrl's image rows)" : "",
                      up, (int)p->obs_w);
+    if (p->vec_w)
+        frl_bytes_printf(g->out, "/* Where the vector part starts in obs, and its floats. */\n"
+                                 "#define %s_VECTOR_AT %d\n#define %s_VECTOR_SIZE %d\n",
+                         up, (int)p->vec_at, up, (int)p->vec_w);
     frl_bytes_printf(g->out, "/* Floats of forward's out: %s. */\n#define %s_OUT_SIZE %d\n",
                      outputs_text(frl_export_kind_of(p)), up, (int)p->out_w);
     if (p->towers)

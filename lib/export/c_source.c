@@ -120,8 +120,10 @@ static int32_t encoded(const frl_policy *p)
 size_t frl_cgen_stack_floats(const frl_policy *p)
 {
     size_t trunk = p->shared && !p->towers ? (size_t)frl_mlp_out(&p->trunk) : 0;
-    return 2 * (size_t)widest(p) + (size_t)p->obs_w + 2 + trunk +
-           2 * (size_t)core_gates(p) + (size_t)encoded(p) + frl_cgen_conv_stack_floats(p);
+    size_t xn = p->obs_norm && !p->obs_n && !p->cnn.layers ? (size_t)p->obs_w : 0;
+    size_t join = p->vec_w ? (size_t)(p->cnn.out_w + p->vec_w) : 0;
+    return 2 * (size_t)widest(p) + xn + join + 2 + trunk + 2 * (size_t)core_gates(p) +
+           (size_t)encoded(p) + frl_cgen_conv_stack_floats(p);
 }
 
 /* ---- helpers ---- */
@@ -229,11 +231,36 @@ static void emit_mlp(frl_cgen *g, const frl_mlp *m, const char *net, const char 
 }
 
 /* The input: obs, or the normalised and clipped copy xn, or the index idx. */
+/* A mixed row's networks read the image's features (in feat), then the vector that
+ * follows the image's bytes in obs (normalised with policy.obs_norm), as
+ * frl_policy_encode joins them: into xj. */
+static const char *emit_join(frl_cgen *g, const char *feat)
+{
+    const frl_policy *p = g->p;
+    int32_t fw = p->cnn.out_w;
+    frl_bytes_printf(g->out, "    for (o = 0; o < %d; o++)\n        xj[o] = %s[o];\n", (int)fw,
+                     feat);
+    if (!p->obs_norm) {
+        frl_bytes_printf(g->out, "    for (o = 0; o < %d; o++)\n        xj[%d + o] = obs[%d + o];\n",
+                         (int)p->vec_w, (int)fw, (int)p->vec_at);
+        return "xj";
+    }
+    frl_bytes_printf(g->out,
+        "    for (o = 0; o < %d; o++) {\n"
+        "        float z = (obs[%d + o] - %s_obs_mean[o]) * %s_obs_inv_std[o];\n"
+        "        xj[%d + o] = z > %.9ef ? %.9ef : (z < %.9ef ? %.9ef : z);\n    }\n",
+        (int)p->vec_w, (int)p->vec_at, g->name, g->name, (int)fw, (double)p->norm.clip,
+        (double)p->norm.clip, (double)-p->norm.clip, (double)-p->norm.clip);
+    return "xj";
+}
+
 static const char *emit_input(frl_cgen *g)
 {
     const frl_policy *p = g->p;
-    if (p->cnn.layers)
-        return frl_cgen_conv_forward(g);
+    if (p->cnn.layers) {
+        const char *feat = frl_cgen_conv_forward(g);
+        return p->vec_w ? emit_join(g, feat) : feat;
+    }
     if (p->obs_n) {
         frl_bytes_printf(g->out, "    int idx = %s_index(obs[0], %d);\n", g->name, (int)p->obs_n);
         return "";
@@ -332,8 +359,10 @@ static void emit_locals(frl_cgen *g)
     const frl_policy *p = g->p;
     int32_t w = widest(p);
     frl_bytes_printf(g->out, "    float a[%d], b[%d];\n", (int)w, (int)w);
-    if (p->obs_norm && !p->obs_n)
+    if (p->obs_norm && !p->obs_n && !p->cnn.layers)
         frl_bytes_printf(g->out, "    float xn[%d];\n", (int)p->obs_w);
+    if (p->vec_w)
+        frl_bytes_printf(g->out, "    float xj[%d];\n", (int)(p->cnn.out_w + p->vec_w));
     if (p->shared && !p->towers)
         frl_bytes_printf(g->out, "    float t[%d];\n", (int)frl_mlp_out(&p->trunk));
     if (p->towers)
@@ -399,10 +428,10 @@ static void emit_weights(frl_cgen *g)
     const frl_mlp *nets[5];
     const char *names[5];
     int32_t k = networks(p, nets, names);
-    if (p->obs_norm && !p->obs_n) {
-        frl_cgen_float_array(g, "static ", "obs_mean", p->norm.use_mean, (size_t)p->obs_w);
-        frl_cgen_float_array(g, "static ", "obs_inv_std", p->norm.use_inv_std,
-                             (size_t)p->obs_w);
+    if (p->obs_norm && !p->obs_n) { /* a mixed row's normaliser covers its vector */
+        size_t w = (size_t)(p->vec_w ? p->vec_w : p->obs_w);
+        frl_cgen_float_array(g, "static ", "obs_mean", p->norm.use_mean, w);
+        frl_cgen_float_array(g, "static ", "obs_inv_std", p->norm.use_inv_std, w);
     }
     if (p->cnn.layers)
         frl_cgen_conv_weights(g);

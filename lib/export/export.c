@@ -19,17 +19,12 @@ static frl_status check_params(frl_policy *p)
 }
 
 /* The place a policy kind the writers do not cover is refused: recurrent Q-policies
- * (which policy.c does not make either) and a mixed space (an image and a vector:
- * neither file joins them yet). */
+ * (which policy.c does not make either). */
 static frl_status check_kind(frl_policy *p)
 {
     if (p->towers && p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)
         return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
                         "frl_policy_export: a recurrent Q-policy cannot be exported");
-    if (p->vec_w)
-        return frl_fail(p->err, FRL_ERR_UNSUPPORTED,
-                        "frl_policy_export: a policy over a mixed observation space (an image "
-                        "and a vector) cannot be exported yet");
     return FRL_OK;
 }
 

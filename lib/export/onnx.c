@@ -331,14 +331,46 @@ static void image_input(graph *g, vname *x)
     node(g, "Flatten", (const char *const[]){back.s}, 1, x->s, &axis, 1);
 }
 
+/* (x - mean) * inv_std clipped to [-clip, clip], the normaliser's width values a row
+ * (the library's order of operations). */
+static void normalised(graph *g, const char *src, int32_t width, vname *x)
+{
+    const frl_policy *p = g->p;
+    floats(g, "obs.mean", 0, width, p->norm.use_mean);
+    floats(g, "obs.inv_std", 0, width, p->norm.use_inv_std);
+    scalar(g, "obs.clip_low", -p->norm.clip);
+    scalar(g, "obs.clip_high", p->norm.clip);
+    vname c = fresh(g, "obs"), s = fresh(g, "obs");
+    node2(g, "Sub", src, "obs.mean", c.s);
+    node2(g, "Mul", c.s, "obs.inv_std", s.s);
+    *x = fresh(g, "obs");
+    const char *in[3] = {s.s, "obs.clip_low", "obs.clip_high"};
+    node(g, "Clip", in, 3, x->s, NULL, 0);
+}
+
+/* A mixed observation's networks read the image's features, then its vector (normalised
+ * with policy.obs_norm), as frl_policy_encode joins them. */
+static void join_vector(graph *g, vname *x)
+{
+    vname v = {"vector"}, feat = *x;
+    if (g->p->obs_norm)
+        normalised(g, "vector", g->p->vec_w, &v);
+    *x = fresh(g, "joined");
+    attr axis = {"axis", A_INT, 1, 0, NULL, 0};
+    node(g, "Concat", (const char *const[]){feat.s, v.s}, 2, x->s, &axis, 1);
+}
+
 /* What the networks read: the observations, one-hot rows of discrete ones, the
- * normalised and clipped ones, or an image's conv features. */
+ * normalised and clipped ones, or an image's conv features (joined by a mixed
+ * observation's vector). */
 static void input(graph *g, vname *x)
 {
     const frl_policy *p = g->p;
     snprintf(x->s, sizeof x->s, "observation");
     if (p->cnn.layers) {
         image_input(g, x);
+        if (p->vec_w)
+            join_vector(g, x);
         return;
     }
     if (p->obs_n) {
@@ -359,16 +391,7 @@ static void input(graph *g, vname *x)
         attr axis = {"axis", A_INT, -1, 0, NULL, 0};
         node(g, "OneHot", in, 3, x->s, &axis, 1);
     } else if (p->obs_norm) {
-        floats(g, "obs.mean", 0, p->obs_w, p->norm.use_mean);
-        floats(g, "obs.inv_std", 0, p->obs_w, p->norm.use_inv_std);
-        scalar(g, "obs.clip_low", -p->norm.clip);
-        scalar(g, "obs.clip_high", p->norm.clip);
-        vname c = fresh(g, "obs"), s = fresh(g, "obs");
-        node2(g, "Sub", "observation", "obs.mean", c.s);
-        node2(g, "Mul", c.s, "obs.inv_std", s.s);
-        *x = fresh(g, "obs");
-        const char *in[3] = {s.s, "obs.clip_low", "obs.clip_high"};
-        node(g, "Clip", in, 3, x->s, NULL, 0);
+        normalised(g, "observation", p->obs_w, x);
     }
 }
 
@@ -596,10 +619,14 @@ static void graph_io(frl_bytes *b, const frl_policy *p)
     if (p->stack > 1)
         stack_dims(p, sd);
     if (p->cnn.layers) {
-        const int64_t *shape = p->obs_space->shape;
+        const frl_cnn *n = &p->cnn;
+        const int64_t shape[3] = {n->in_h, n->in_w, n->in_c / n->frames};
         value_info_dims(b, G_INPUT, "observation", DT_UINT8, shape, 3,
                         "images: height x width x channels bytes (NHWC), as the library's "
                         "image space");
+        if (p->vec_w)
+            value_info(b, G_INPUT, "vector", DT_FLOAT, p->vec_w,
+                       "a mixed observation's vector part");
     } else {
         value_info(b, G_INPUT, "observation", DT_FLOAT, p->obs_w,
                    p->obs_n ? "discrete observation: the index as a float"

@@ -613,6 +613,81 @@ def test_c_conv_encoder_over_a_frame_stack(int8, tmp_path):
         np.testing.assert_array_equal(state, lib_state)
 
 
+MIXED = {"plain": {}, "obs_norm": {"policy.obs_norm": True},
+         "gru": {"policy.core": "gru", "policy.core_size": 16, "policy.obs_norm": True}}
+
+
+@functools.lru_cache(maxsize=None)
+def mixed_policy(kind):
+    """PixelGoal-v0 (an image and a vector): the encoder's features joined by the vector,
+    normalised or not, before the MLP or a GRU."""
+    t = fastrl.Trainer("PixelGoal-v0", dict({"runtime.seed": 5, "runtime.threads": 1,
+                                             "train.num_envs": 8}, **MIXED[kind]))
+    t.train(2048)
+    return t
+
+
+def mixed_inputs(p, n, seed):
+    g = np.random.default_rng(seed)
+    image_shape = tuple(p.observation_space["image"].shape)
+    vector_w = p.observation_space["vector"].shape[0]
+    obs = {"image": g.integers(0, 256, size=(n,) + image_shape, dtype=np.uint8),
+           "vector": (g.normal(size=(n, vector_w)) * 2).astype(np.float32)}
+    state = (g.normal(size=(n, p.state_size)) * 0.5).astype(np.float32)
+    return obs, state
+
+
+@needs_ort
+@pytest.mark.parametrize("kind", sorted(MIXED))
+def test_onnx_mixed_observations(kind, tmp_path):
+    """A mixed observation goes in as two inputs, the image (uint8 NHWC) and the vector
+    (float32): the outputs are the library's within float32 rounding."""
+    p = mixed_policy(kind).policy
+    p.export(tmp_path / "mixed.onnx")
+    model = onnx.load(str(tmp_path / "mixed.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    assert [i.name for i in model.graph.input][:2] == ["observation", "vector"]
+    obs, state = mixed_inputs(p, 32, 7)
+    sess = ort.InferenceSession(str(tmp_path / "mixed.onnx"), session(),
+                                providers=["CPUExecutionProvider"])
+    feed = {"observation": obs["image"], "vector": obs["vector"]}
+    if p.state_size:
+        feed["state"] = state
+    got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feed)))
+    lib_state = state.copy()
+    out, value = p.forward(obs, state=lib_state if p.state_size else None)
+    pairs = [("logits", out, got["logits"]), ("value", value.ravel(), got["value"].ravel())]
+    if p.state_size:
+        pairs.append(("state_out", lib_state, got["state_out"]))
+    for name, want, have in pairs:
+        scale = max(float(np.abs(want).max()), 1e-3)
+        assert np.abs(have - want).max() <= 1e-5 * scale + 1e-6, name
+
+
+@pytest.mark.parametrize("kind", sorted(MIXED))
+def test_c_mixed_observations(kind, tmp_path):
+    """The C export reads the library's mixed row behind obs: the image's bytes, then the
+    vector at NAME_VECTOR_AT; outputs within float32 rounding of the library."""
+    p = mixed_policy(kind).policy
+    name = f"mixed_{kind}"
+    p.export(tmp_path / name, "c")
+    header = (tmp_path / f"{name}.h").read_text()
+    image_bytes = int(np.prod(p.observation_space["image"].shape))
+    assert f"#define {name.upper()}_VECTOR_AT {image_bytes // 4}" in header
+    lib = compile_c(str(tmp_path / name))
+    obs, state = mixed_inputs(p, 16, 8)
+    rows, _ = fastrl.spaces.join_rows(obs, p.observation_space)
+    got = c_forward(lib, name, rows.view(np.float32), state, 4)
+    lib_state = state.copy()
+    out, value = p.forward(obs, state=lib_state if p.state_size else None)
+    pairs = [(got["out"], out), (got["value"], value.ravel())]
+    if p.state_size:
+        pairs.append((got["state_out"], lib_state))
+    for have, want in pairs:
+        scale = max(float(np.abs(want).max()), 1e-3)
+        assert np.abs(have - want).max() <= 1e-5 * scale + 1e-6
+
+
 def test_export_refusals(tmp_path):
     t, _ = trained("cartpole_separate_tanh")
     p = t.policy
