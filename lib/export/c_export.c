@@ -32,7 +32,7 @@ static void header_sizes(frl_cgen *g, const char *up)
                      p->obs_n ? " (discrete: its index, as a float)"
                      : p->vec_w ? " (a mixed row, as fastrl's: the image's height x width x\n"
                                   " * channels bytes, NHWC, behind the float pointer, 4 a float,"
-                                  "\n * then the vector's floats at NAME_VECTOR_AT)"
+                                  "\n * then the vector's floats at _VECTOR_AT below)"
                      : p->cnn.layers ? " (an image: its height x width x channels bytes, "
                                        "NHWC,\n * behind the float pointer, 4 a float, as "
                                        "fastrl's image rows)" : "",
