@@ -136,10 +136,16 @@ static int32_t forward_chunk(const frl_conv2d *c)
 }
 
 /* Chunk by chunk: the linear kernels compute each row alone, so the bits are those of
- * one product over all positions. */
+ * one product over all positions. An unpadded layer skips the patch matrix: the table's
+ * conv_fwd reads each patch where it lies in the image, with linear_fwd's chains (the
+ * same bits; tests/nn/test_kernels.c checks every table). */
 void frl_conv2d_forward(const frl_conv2d *c, const frl_kernels *k, const float *params,
                         int32_t batch, const float *x, float *y, float *work)
 {
+    const frl_conv_dims d = {c->in_h, c->in_w,  c->in_c, c->out_h, c->out_w,
+                             c->out_c, c->kh, c->kw, c->stride};
+    if (c->pad == 0 && k->conv_fwd(&d, batch, x, params + c->off_w, params + c->off_b, y, c->act))
+        return;
     int32_t rows = positions(c, batch), chunk = forward_chunk(c);
     for (int32_t r0 = 0; r0 < rows; r0 += chunk) {
         int32_t n = rows - r0 < chunk ? rows - r0 : chunk;

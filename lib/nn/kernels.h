@@ -26,6 +26,13 @@ typedef enum frl_nn_act {
     FRL_NN_ELU       /* alpha = 1 */
 } frl_nn_act;
 
+/* An unpadded 2D convolution's shape for conv_fwd (nn/conv.h holds the layer). */
+typedef struct frl_conv_dims {
+    int32_t in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c;
+    int32_t kh, kw, stride;
+} frl_conv_dims;
+
 /* The per-step constants of an Adam update (see frl_adam_update). */
 typedef struct frl_adam_coef {
     float gscale;  /* gradient scale from norm clipping (1: none) */
@@ -55,6 +62,17 @@ typedef struct frl_kernels {
     /* dx[i] = dy[i] * act'(given y[i] = act(pre-activation)), in place allowed (dx == dy).
      * tanh: 1 - y^2; relu: y > 0; elu: y > 0 ? 1 : y + 1. act != FRL_NN_LINEAR. */
     void (*act_bwd)(int64_t n, const float *y, const float *dy, float *dx, frl_nn_act act);
+
+    /* y = act(conv(x) + b) over `images` NHWC images without padding, with wt[(kh kw
+     * in_c) x out_c] (im2col's patch order): for every output element the table's own
+     * linear_fwd chain over the patch (ki, kj, channel) in order, read from the image
+     * where it lies instead of from a patch matrix, so the bits are those of im2col and
+     * linear_fwd, which nn/conv.c uses for padded layers and the backward pass. 1 when
+     * done; 0, with y untouched, when the table leaves the shape to im2col (an output
+     * too small for its register tiles, where a patch matrix over several images fills
+     * them). */
+    int (*conv_fwd)(const frl_conv_dims *d, int32_t images, const float *x, const float *wt,
+                    const float *b, float *y, frl_nn_act act);
 
     /* dst[cols x rows] = src[rows x cols]^T (a copy: every table gives the same bits). */
     void (*transpose)(int32_t rows, int32_t cols, const float *src, float *dst);

@@ -44,6 +44,30 @@ static void linear_fwd(int32_t m, int32_t n, int32_t k, const float *x, const fl
     }
 }
 
+/* linear_fwd's loops with the patch read in place: each output sums (ki, kj, channel) in
+ * order, so the bits are linear_fwd's over im2col's rows. */
+static int conv_fwd(const frl_conv_dims *d, int32_t images, const float *x, const float *wt,
+                    const float *b, float *y, frl_nn_act act)
+{
+    const int64_t run = (int64_t)d->kw * d->in_c, pitch = (int64_t)d->in_w * d->in_c;
+    const int64_t in_size = (int64_t)d->in_h * pitch, n = d->out_c;
+    for (int64_t i = 0; i < (int64_t)images * d->out_h * d->out_w; i++, y += n) {
+        const int64_t img = i / ((int64_t)d->out_h * d->out_w), q = i % (d->out_h * d->out_w);
+        const float *patch = x + img * in_size + (q / d->out_w) * d->stride * pitch +
+                             (q % d->out_w) * d->stride * d->in_c;
+        for (int64_t j = 0; j < n; j++)
+            y[j] = 0.0f;
+        const float *w = wt;
+        for (int32_t ki = 0; ki < d->kh; ki++, patch += pitch)
+            for (int64_t p = 0; p < run; p++, w += n)
+                for (int64_t j = 0; j < n; j++)
+                    y[j] += patch[p] * w[j];
+        for (int64_t j = 0; j < n; j++)
+            y[j] = act1(b ? y[j] + b[j] : y[j], act);
+    }
+    return 1;
+}
+
 static void linear_bwd_input(int32_t m, int32_t n, int32_t k, const float *dy,
                              const float *wt, float *dx)
 {
@@ -231,6 +255,7 @@ static void lstm_bwd(int32_t rows, int32_t h, const float *gates, const float *c
 const frl_kernels frl_kernels_scalar = {
     .name = "scalar",
     .linear_fwd = linear_fwd,
+    .conv_fwd = conv_fwd,
     .linear_bwd_input = linear_bwd_input,
     .linear_bwd_weight = linear_bwd_weight,
     .act_bwd = act_bwd,

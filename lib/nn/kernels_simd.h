@@ -195,6 +195,10 @@ typedef struct wide_args {
     ptrdiff_t ldc;
     const float *bias; /* or NULL */
     int beta;          /* 1: chains start from the values in C (accumulate) */
+    /* A convolution's reduction in runs of kdim (one a kernel row), A moving on by
+     * run_jump more between runs; 0 or 1 run: a plain GEMM. */
+    int32_t runs;
+    ptrdiff_t run_jump;
 } wide_args;
 
 /* What a tile does to its registers before the store, a constant of each instance of
@@ -224,18 +228,20 @@ static ALWAYS_INLINE void wide_tile(const wide_args *g, int32_t i, int32_t j, in
         }
     const float *a = g->a + i * a_rs;
     const float *b = g->b + j;
-    for (int32_t q = 0; q < kdim; q++) {
-        vf bv[NV_MAX];
-        for (int v = 0; v < nv; v++)
-            bv[v] = masked && v == nv - 1 ? v_load_m(b + v * VLEN, mk) : v_load(b + v * VLEN);
-        for (int r = 0; r < mr; r++) {
-            const vf av = v_bcast(a + r * a_rs);
+    const int32_t runs = g->runs > 1 ? g->runs : 1;
+    for (int32_t run = 0; run < runs; run++, a += g->run_jump)
+        for (int32_t q = 0; q < kdim; q++) {
+            vf bv[NV_MAX];
             for (int v = 0; v < nv; v++)
-                acc[r][v] = v_fma(av, bv[v], acc[r][v]);
+                bv[v] = masked && v == nv - 1 ? v_load_m(b + v * VLEN, mk) : v_load(b + v * VLEN);
+            for (int r = 0; r < mr; r++) {
+                const vf av = v_bcast(a + r * a_rs);
+                for (int v = 0; v < nv; v++)
+                    acc[r][v] = v_fma(av, bv[v], acc[r][v]);
+            }
+            a += a_cs;
+            b += ldb;
         }
-        a += a_cs;
-        b += ldb;
-    }
     if (g->bias)
         for (int v = 0; v < nv; v++) {
             const float *bp = g->bias + j + v * VLEN;
@@ -520,7 +526,7 @@ static void linear_fwd(int32_t m, int32_t n, int32_t k, const float *x, const fl
     for (int32_t i0 = 0; i0 < m; i0 += mc) {
         const int32_t rows = min32(mc, m - i0);
         const wide_args g = {k, x + (ptrdiff_t)i0 * k, k, 1, wt, n, y + (ptrdiff_t)i0 * n, n,
-                             b, 0};
+                             b, 0, 1, 0};
         if (act == FRL_NN_RELU) {
             wide_gemm_relu(&g, rows, n);
         } else {
@@ -528,6 +534,58 @@ static void linear_fwd(int32_t m, int32_t n, int32_t k, const float *x, const fl
             act_array(y + (ptrdiff_t)i0 * n, (int64_t)rows * n, act);
         }
     }
+}
+
+/* The wide GEMM over the patches where they lie: A's row r is the patch of one output
+ * position, kh runs of kw in_c values a row of the image apart (run_jump), and rows
+ * step by a_rs, one position along an output row (stride in_c) or down a column
+ * (stride rows of the image); C's rows step by ldc likewise; B is wt as linear_fwd
+ * reads it. Each element is linear_fwd's chain, so the bits are im2col's (narrow
+ * outputs, which linear_fwd gives to narrow_gemm, too: every path runs the same chain). */
+static void conv_strip(const frl_conv_dims *d, const float *a, ptrdiff_t a_rs, float *c,
+                       ptrdiff_t ldc, int32_t rows, const float *wt, const float *b, int relu)
+{
+    const ptrdiff_t pitch = (ptrdiff_t)d->in_w * d->in_c, run = (ptrdiff_t)d->kw * d->in_c;
+    const wide_args g = {(int32_t)run, a, a_rs, 1, wt, d->out_c, c, ldc, b, 0, d->kh,
+                         pitch - run};
+    if (relu)
+        wide_gemm_relu(&g, rows, d->out_c);
+    else
+        wide_gemm(&g, rows, d->out_c);
+}
+
+/* One image: along each output row in whole register tiles, then the columns those
+ * leave over down the image (a row's last few positions would otherwise run as small
+ * tiles, whose short chains leave the FMA units idle: a 9-wide row cost 20%). */
+static void conv_image(const frl_conv_dims *d, const float *x, const float *wt,
+                       const float *b, float *y, int relu)
+{
+    const ptrdiff_t pitch = (ptrdiff_t)d->in_w * d->in_c, step = (ptrdiff_t)d->stride * d->in_c;
+    const int32_t whole = d->out_w - d->out_w % MR_MAIN;
+    for (int32_t oh = 0; whole > 0 && oh < d->out_h; oh++)
+        conv_strip(d, x + (ptrdiff_t)oh * d->stride * pitch, step,
+                   y + (ptrdiff_t)oh * d->out_w * d->out_c, d->out_c, whole, wt, b, relu);
+    for (int32_t ow = whole; ow < d->out_w; ow++)
+        conv_strip(d, x + ow * step, (ptrdiff_t)d->stride * pitch, y + (ptrdiff_t)ow * d->out_c,
+                   (ptrdiff_t)d->out_w * d->out_c, d->out_h, wt, b, relu);
+}
+
+/* Declined (0, y untouched) when the output is too small both ways for whole register
+ * tiles (convnet_simple's last layer, 3 x 6 positions an image, ran at half speed as
+ * 3-row tiles): the patch matrix then puts several images' positions in one tile. */
+static int conv_fwd(const frl_conv_dims *d, int32_t images, const float *x, const float *wt,
+                    const float *b, float *y, frl_nn_act act)
+{
+    if (d->out_w < MR_MAIN && d->out_h < MR_MAIN - 1)
+        return 0;
+    const ptrdiff_t in = (ptrdiff_t)d->in_h * d->in_w * d->in_c;
+    const ptrdiff_t out = (ptrdiff_t)d->out_h * d->out_w * d->out_c;
+    for (int32_t img = 0; img < images; img++) {
+        conv_image(d, x + img * in, wt, b, y + img * out, act == FRL_NN_RELU);
+        if (act != FRL_NN_RELU)
+            act_array(y + img * out, out, act);
+    }
+    return 1;
 }
 
 /* dx = dy . wt^T with dx at least NARROW_MAX + 1 wide: wt^T is packed in panels
@@ -551,7 +609,7 @@ static void bwd_input_wide(int32_t m, int32_t n, int32_t k, const float *dy,
                     buf[jj * pc + pp] = wt[(ptrdiff_t)(p0 + pp) * n + j0 + jj];
             for (int32_t i0 = 0; i0 < m; i0 += mc) {
                 const wide_args g = {jc, dy + (ptrdiff_t)i0 * n + j0, n, 1, buf, pc,
-                                     dx + (ptrdiff_t)i0 * k + p0, k, NULL, j0 > 0};
+                                     dx + (ptrdiff_t)i0 * k + p0, k, NULL, j0 > 0, 1, 0};
                 wide_gemm(&g, min32(mc, m - i0), pc);
             }
         }
@@ -609,7 +667,7 @@ static void bwd_weight_narrow(int32_t m, int32_t n, int32_t k, const float *x,
         for (int32_t i0 = 0; i0 < m; i0 += mc) {
             /* A(r = j, q = i) = dy[i*n + j]; B[q = i][p] = x[i*k + p0 + p]. */
             const wide_args g = {min32(mc, m - i0), dy + (ptrdiff_t)i0 * n, 1, n,
-                                 x + (ptrdiff_t)i0 * k + p0, k, buf, pc, NULL, 1};
+                                 x + (ptrdiff_t)i0 * k + p0, k, buf, pc, NULL, 1, 1, 0};
             wide_gemm(&g, n, pc);
         }
         for (int32_t j = 0; j < n; j++)
@@ -661,7 +719,7 @@ static void linear_bwd_weight(int32_t m, int32_t n, int32_t k, const float *x,
     for (int32_t i0 = 0; i0 < m; i0 += mc) {
         /* A(r = p, q = i) = x[i*k + p]; B[q = i][j] = dy[i*n + j]; C = dwt. */
         const wide_args g = {min32(mc, m - i0), x + (ptrdiff_t)i0 * k, 1, k,
-                             dy + (ptrdiff_t)i0 * n, n, dwt, n, NULL, accumulate || i0 > 0};
+                             dy + (ptrdiff_t)i0 * n, n, dwt, n, NULL, accumulate || i0 > 0, 1, 0};
         wide_gemm(&g, k, n);
     }
 }
@@ -902,6 +960,7 @@ static void lstm_bwd(int32_t rows, int32_t h, const float *gates, const float *c
 const frl_kernels KERNELS_TABLE = {
     .name = KERNELS_NAME,
     .linear_fwd = linear_fwd,
+    .conv_fwd = conv_fwd,
     .linear_bwd_input = linear_bwd_input,
     .linear_bwd_weight = linear_bwd_weight,
     .act_bwd = act_bwd,

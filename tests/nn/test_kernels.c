@@ -1275,6 +1275,78 @@ static const char *expected_best(void)
     return "scalar";
 }
 
+/* ---- direct convolution ------------------------------------------------------ */
+
+/* The patch matrix of an unpadded convolution, as nn/conv.c's im2col lays it out. */
+static float *patches_of(const frl_conv_dims *d, int32_t images, const float *x)
+{
+    int64_t rows = (int64_t)images * d->out_h * d->out_w, k = (int64_t)d->kh * d->kw * d->in_c;
+    float *pm = fbuf(rows * k), *row = pm;
+    for (int32_t i = 0; i < images; i++)
+        for (int32_t oh = 0; oh < d->out_h; oh++)
+            for (int32_t ow = 0; ow < d->out_w; ow++)
+                for (int32_t ki = 0; ki < d->kh; ki++)
+                    for (int32_t kj = 0; kj < d->kw; kj++, row += d->in_c)
+                        memcpy(row, x + (((int64_t)i * d->in_h + oh * d->stride + ki) * d->in_w +
+                                         ow * d->stride + kj) * d->in_c,
+                               sizeof(float) * (size_t)d->in_c);
+    return pm;
+}
+
+/* Every table's conv_fwd against the same table's im2col + linear_fwd, bit for bit, over
+ * shapes with every tail (narrow outputs of 1-7 channels included: linear_fwd gives them
+ * to another path), strides 1-4, kernels 1-8, the four activations and no bias. */
+START_TEST(conv_fwd_is_im2col_bit_for_bit)
+{
+    rng_seed(21);
+    /* in_h, in_w, in_c, out_c, k, stride */
+    static const int32_t shapes[][6] = {
+        {84, 84, 4, 32, 8, 4}, {20, 20, 32, 64, 4, 2}, {9, 9, 64, 64, 3, 1},
+        {72, 128, 3, 32, 8, 4}, {7, 14, 64, 128, 3, 2}, {5, 6, 1, 1, 1, 1},
+        {6, 7, 3, 5, 2, 1},     {9, 11, 2, 7, 3, 2},   {8, 8, 5, 8, 4, 4},
+        {10, 9, 3, 17, 3, 3},   {4, 4, 2, 33, 4, 1},   {12, 5, 7, 130, 2, 2},
+    };
+    static const frl_nn_act conv_acts[] = {FRL_NN_RELU, FRL_NN_LINEAR, FRL_NN_TANH, FRL_NN_ELU};
+    int done = 0, declined = 0;
+    for (size_t si = 0; si < COUNT(shapes); si++) {
+        const int32_t *sh = shapes[si];
+        frl_conv_dims d = {sh[0], sh[1], sh[2], (sh[0] - sh[4]) / sh[5] + 1,
+                           (sh[1] - sh[4]) / sh[5] + 1, sh[3], sh[4], sh[4], sh[5]};
+        int32_t images = 1 + (int32_t)(si % 3);
+        int64_t in = (int64_t)images * d.in_h * d.in_w * d.in_c;
+        int64_t rows = (int64_t)images * d.out_h * d.out_w, k = (int64_t)d.kh * d.kw * d.in_c;
+        float *x = frand(in), *wt = frand(k * d.out_c), *b = frand(d.out_c);
+        float *pm = patches_of(&d, images, x);
+        float *want = fbuf(rows * d.out_c), *got = fbuf(rows * d.out_c);
+        for (size_t ai = 0; ai < COUNT(conv_acts); ai++)
+            for (int ti = 0; ti < ntables; ti++) {
+                const frl_kernels *t = tables[ti];
+                const float *bias = ai == 1 && si % 2 ? NULL : b;
+                t->linear_fwd((int32_t)rows, d.out_c, (int32_t)k, pm, wt, bias, want, conv_acts[ai]);
+                poison(got, rows * d.out_c);
+                if (!t->conv_fwd(&d, images, x, wt, bias, got, conv_acts[ai])) {
+                    /* declined: only a SIMD table, only for an output small both ways,
+                     * and y untouched */
+                    EXPECT(t != ref && d.out_w < 8 && d.out_h < 8 && isnan(got[0]),
+                           "%s declined shape %zu", t->name, si);
+                    declined++;
+                    continue;
+                }
+                EXPECT(!memcmp(got, want, sizeof(float) * (size_t)(rows * d.out_c)),
+                       "%s conv_fwd shape %zu act %zu: bits differ from im2col + linear_fwd",
+                       t->name, si, ai);
+                done++;
+            }
+        free(x), free(wt), free(b), free(pm), free(want), free(got);
+    }
+    /* the direct path ran for most shapes in every table, and a SIMD table declined the
+     * smallest outputs (1 x 1 is below every table's tiles) */
+    ck_assert_int_ge(done, (int)(COUNT(shapes) * COUNT(conv_acts)) * ntables * 2 / 3);
+    if (ntested)
+        ck_assert_int_gt(declined, 0);
+}
+END_TEST
+
 START_TEST(table_list)
 {
     const frl_kernels *const *all = frl_kernels_all();
@@ -1284,6 +1356,7 @@ START_TEST(table_list)
     int n = 0;
     for (; all[n]; n++) {
         ck_assert(all[n]->linear_fwd != NULL);
+        ck_assert(all[n]->conv_fwd != NULL);
         ck_assert(all[n]->linear_bwd_input != NULL);
         ck_assert(all[n]->linear_bwd_weight != NULL);
         ck_assert(all[n]->act_bwd != NULL);
@@ -1452,6 +1525,7 @@ static Suite *kernels_suite(void)
         return s;
     }
     tcase_add_test(tc, fwd_matches_reference);
+    tcase_add_test(tc, conv_fwd_is_im2col_bit_for_bit);
     tcase_add_test(tc, bwd_input_matches_reference);
     tcase_add_test(tc, bwd_weight_matches_reference);
     tcase_add_test(tc, act_bwd_matches_reference);
