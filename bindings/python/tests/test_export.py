@@ -452,6 +452,14 @@ def test_c_int8_stays_near(tmp_path):
     assert agree >= 0.95, f"int8 greedy actions agree on {agree:.1%} of the observations"
 
 
+def assert_near(pairs, rel):
+    """Each (name, want, have) within rel of the largest |want| (at least 1e-3), plus
+    1e-6: float32 rounding of another summation order (rel 1e-5), or int8 weights."""
+    for name, want, have in pairs:
+        scale = max(float(np.abs(want).max()), 1e-3)
+        assert np.abs(np.asarray(have) - want).max() <= rel * scale + 1e-6, name
+
+
 @functools.lru_cache(maxsize=None)
 def pixel_policy(core):
     """PixelGrid-v0's conv encoder (Sample Factory's stack) before the MLP or a GRU."""
@@ -488,9 +496,7 @@ def test_onnx_conv_encoder(core, tmp_path):
     pairs = [("logits", out, got["logits"]), ("value", value.ravel(), got["value"].ravel())]
     if p.state_size:
         pairs.append(("state_out", lib_state, got["state_out"]))
-    for name, want, have in pairs:
-        scale = max(float(np.abs(want).max()), 1e-3)
-        assert np.abs(have - want).max() <= 1e-5 * scale + 1e-6, name
+    assert_near(pairs, 1e-5)
     np.testing.assert_array_equal(got["action"], np.argmax(got["logits"], 1))
 
 
@@ -513,13 +519,10 @@ def test_c_conv_encoder(core, int8, tmp_path):
     got = c_forward(lib, name, obs.reshape(len(obs), -1).view(np.float32), state, 4)
     lib_state = state.copy()
     out, value = p.forward(obs, state=lib_state)
-    tol = 0.05 if int8 else 1e-5
-    pairs = [(got["out"], out), (got["value"], value.ravel())]
+    pairs = [("out", out, got["out"]), ("value", value.ravel(), got["value"])]
     if p.state_size:
-        pairs.append((got["state_out"], lib_state))
-    for have, want in pairs:
-        scale = max(float(np.abs(want).max()), 1e-3)
-        assert np.abs(have - want).max() <= tol * scale + 1e-6
+        pairs.append(("state_out", lib_state, got["state_out"]))
+    assert_near(pairs, 0.05 if int8 else 1e-5)
 
 
 @functools.lru_cache(maxsize=None)
@@ -576,9 +579,8 @@ def test_onnx_conv_encoder_over_a_frame_stack(tmp_path):
         got = dict(zip([o.name for o in sess.get_outputs()],
                        sess.run(None, {"observation": frames[t], "state": state})))
         out, value, lib_state = want[t]
-        for name, w, h in (("logits", out, got["logits"]), ("value", value, got["value"])):
-            scale = max(float(np.abs(w).max()), 1e-3)
-            assert np.abs(h - w).max() <= 1e-5 * scale + 1e-6, (t, name)
+        assert_near([(f"logits {t}", out, got["logits"]), (f"value {t}", value, got["value"])],
+                    1e-5)
         state = got["state_out"]
         assert state.dtype == np.uint8
         np.testing.assert_array_equal(state.reshape(len(state), -1).view(np.float32),
@@ -606,9 +608,7 @@ def test_c_conv_encoder_over_a_frame_stack(int8, tmp_path):
         got = c_forward(lib, name, frames[t].reshape(len(frames[t]), -1).view(np.float32),
                         state, 4)
         out, value, lib_state = want[t]
-        for have, w in ((got["out"], out), (got["value"], value)):
-            scale = max(float(np.abs(w).max()), 1e-3)
-            assert np.abs(have - w).max() <= tol * scale + 1e-6, t
+        assert_near([(f"out {t}", out, got["out"]), (f"value {t}", value, got["value"])], tol)
         state = got["state_out"]
         np.testing.assert_array_equal(state, lib_state)
 
@@ -659,9 +659,7 @@ def test_onnx_mixed_observations(kind, tmp_path):
     pairs = [("logits", out, got["logits"]), ("value", value.ravel(), got["value"].ravel())]
     if p.state_size:
         pairs.append(("state_out", lib_state, got["state_out"]))
-    for name, want, have in pairs:
-        scale = max(float(np.abs(want).max()), 1e-3)
-        assert np.abs(have - want).max() <= 1e-5 * scale + 1e-6, name
+    assert_near(pairs, 1e-5)
 
 
 @pytest.mark.parametrize("kind", sorted(MIXED))
@@ -680,12 +678,10 @@ def test_c_mixed_observations(kind, tmp_path):
     got = c_forward(lib, name, rows.view(np.float32), state, 4)
     lib_state = state.copy()
     out, value = p.forward(obs, state=lib_state if p.state_size else None)
-    pairs = [(got["out"], out), (got["value"], value.ravel())]
+    pairs = [("out", out, got["out"]), ("value", value.ravel(), got["value"])]
     if p.state_size:
-        pairs.append((got["state_out"], lib_state))
-    for have, want in pairs:
-        scale = max(float(np.abs(want).max()), 1e-3)
-        assert np.abs(have - want).max() <= 1e-5 * scale + 1e-6
+        pairs.append(("state_out", lib_state, got["state_out"]))
+    assert_near(pairs, 1e-5)
 
 
 def test_export_refusals(tmp_path):
