@@ -189,12 +189,20 @@ void frl_conv2d_backward(const frl_conv2d *c, const frl_kernels *k, const float 
         k->act_bwd((int64_t)rows * c->out_c, y, dy, dy, c->act);
     if (dx)
         memset(dx, 0, sizeof(float) * frl_conv2d_in_size(c) * (size_t)batch);
+    /* An unpadded layer's weight gradient reads the patches in place (the same bits),
+     * so the chunks below need no patch matrix, only room for the patch gradients. */
+    const frl_conv_dims d = {c->in_h, c->in_w,  c->in_c, c->out_h, c->out_w,
+                             c->out_c, c->kh, c->kw, c->stride};
+    int direct = c->pad == 0 && k->conv_bwd_weight(&d, batch, x, dy, grads + c->off_w,
+                                                   grads + c->off_b, accumulate);
     for (int32_t r0 = 0; r0 < rows; r0 += chunk) {
         int32_t n = rows - r0 < chunk ? rows - r0 : chunk;
         const float *dyc = dy + (size_t)r0 * (size_t)c->out_c;
-        im2col_range(c, x, r0, n, work);
-        k->linear_bwd_weight(n, c->out_c, c->patch, work, dyc, grads + c->off_w,
-                             grads + c->off_b, accumulate || r0 > 0);
+        if (!direct) {
+            im2col_range(c, x, r0, n, work);
+            k->linear_bwd_weight(n, c->out_c, c->patch, work, dyc, grads + c->off_w,
+                                 grads + c->off_b, accumulate || r0 > 0);
+        }
         if (!dx)
             continue;
         /* The chunk's patches are spent: their room takes the patch gradients. */

@@ -10,8 +10,9 @@
  * A convolution is im2col, then the table's linear kernels: each output position's
  * patch (kh x kw x in_c values, zeros where it overhangs the padded border) becomes one
  * row of a patch matrix [batch * out_h * out_w x kh * kw * in_c], and
- * y = act(patches . wt + b) is linear_fwd (an unpadded forward pass reads the patches
- * in place through the table's conv_fwd, with the same bits), so the forward pass, the
+ * y = act(patches . wt + b) is linear_fwd (an unpadded layer's forward pass and weight
+ * gradient read the patches in place through the table's conv_fwd and conv_bwd_weight,
+ * with the same bits), so the forward pass, the
  * weight gradient and the input gradient inherit the tables' determinism contract
  * (nn/kernels.h): the
  * result does not depend on the batch, its split or the thread count. col2im adds the

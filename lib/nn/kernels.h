@@ -73,6 +73,14 @@ typedef struct frl_kernels {
      * them). */
     int (*conv_fwd)(const frl_conv_dims *d, int32_t images, const float *x, const float *wt,
                     const float *b, float *y, frl_nn_act act);
+    /* The weight and bias gradients of the same convolution, dwt[(kh kw in_c) x out_c]
+     * (+)= patches^T . dy and db (+)= column sums of dy (db may be NULL), dy being
+     * [images out_h out_w x out_c]: linear_bwd_weight's chains over the positions in
+     * order with the patches read where they lie, so the bits are those of im2col and
+     * linear_bwd_weight. 1 when done; 0, nothing written, when the table leaves the
+     * shape to them (outputs narrower than a vector, which linear_bwd_weight packs). */
+    int (*conv_bwd_weight)(const frl_conv_dims *d, int32_t images, const float *x,
+                           const float *dy, float *dwt, float *db, int accumulate);
 
     /* dst[cols x rows] = src[rows x cols]^T (a copy: every table gives the same bits). */
     void (*transpose)(int32_t rows, int32_t cols, const float *src, float *dst);

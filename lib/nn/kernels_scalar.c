@@ -68,6 +68,33 @@ static int conv_fwd(const frl_conv_dims *d, int32_t images, const float *x, cons
     return 1;
 }
 
+/* linear_bwd_weight's loops with each position's patch read in place. */
+static int conv_bwd_weight(const frl_conv_dims *d, int32_t images, const float *x,
+                           const float *dy, float *dwt, float *db, int accumulate)
+{
+    const int64_t run = (int64_t)d->kw * d->in_c, pitch = (int64_t)d->in_w * d->in_c;
+    const int64_t in_size = (int64_t)d->in_h * pitch, n = d->out_c;
+    if (!accumulate) {
+        memset(dwt, 0, sizeof(float) * (size_t)(n * run * d->kh));
+        if (db)
+            memset(db, 0, sizeof(float) * (size_t)n);
+    }
+    for (int64_t i = 0; i < (int64_t)images * d->out_h * d->out_w; i++, dy += n) {
+        const int64_t img = i / ((int64_t)d->out_h * d->out_w), q = i % (d->out_h * d->out_w);
+        const float *patch = x + img * in_size + (q / d->out_w) * d->stride * pitch +
+                             (q % d->out_w) * d->stride * d->in_c;
+        float *dw = dwt;
+        for (int32_t ki = 0; ki < d->kh; ki++, patch += pitch)
+            for (int64_t p = 0; p < run; p++, dw += n)
+                for (int64_t j = 0; j < n; j++)
+                    dw[j] += patch[p] * dy[j];
+        if (db)
+            for (int64_t j = 0; j < n; j++)
+                db[j] += dy[j];
+    }
+    return 1;
+}
+
 static void linear_bwd_input(int32_t m, int32_t n, int32_t k, const float *dy,
                              const float *wt, float *dx)
 {
@@ -256,6 +283,7 @@ const frl_kernels frl_kernels_scalar = {
     .name = "scalar",
     .linear_fwd = linear_fwd,
     .conv_fwd = conv_fwd,
+    .conv_bwd_weight = conv_bwd_weight,
     .linear_bwd_input = linear_bwd_input,
     .linear_bwd_weight = linear_bwd_weight,
     .act_bwd = act_bwd,

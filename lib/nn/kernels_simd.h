@@ -734,6 +734,39 @@ static void linear_bwd_weight(int32_t m, int32_t n, int32_t k, const float *x,
     }
 }
 
+/* linear_bwd_weight over the patches where they lie: for each image and kernel row, C is
+ * that row's kw in_c rows of dwt, A(r, q) the value r of position q's patch (a_rs 1),
+ * the positions along an output row in_c stride apart and the rows joined by run_jump,
+ * B the image's rows of dy; each chain continues over the images (beta). */
+static int conv_bwd_weight(const frl_conv_dims *d, int32_t images, const float *x,
+                           const float *dy, float *dwt, float *db, int accumulate)
+{
+    const int32_t n = d->out_c;
+    if (n < VLEN)
+        return 0;
+    const int32_t per = d->out_h * d->out_w, m = images * per;
+    const ptrdiff_t pitch = (ptrdiff_t)d->in_w * d->in_c, run = (ptrdiff_t)d->kw * d->in_c;
+    const ptrdiff_t step = (ptrdiff_t)d->stride * d->in_c, in = (ptrdiff_t)d->in_h * pitch;
+    if (!accumulate && db)
+        memset(db, 0, sizeof(float) * (size_t)n);
+    if (m <= 0) {
+        if (!accumulate)
+            memset(dwt, 0, sizeof(float) * (size_t)n * (size_t)(run * d->kh));
+        return 1;
+    }
+    if (db)
+        bias_grad(m, n, dy, db);
+    for (int32_t img = 0; img < images; img++)
+        for (int32_t ki = 0; ki < d->kh; ki++) {
+            const wide_args g = {d->out_w, x + img * in + ki * pitch, 1, step,
+                                 dy + (ptrdiff_t)img * per * n, n, dwt + ki * run * n, n,
+                                 NULL, accumulate || img > 0, d->out_h,
+                                 (ptrdiff_t)d->stride * pitch - d->out_w * step};
+            wide_gemm(&g, (int32_t)run, n);
+        }
+    return 1;
+}
+
 /* ---- transposition ------------------------------------------------------------ */
 
 /* VLEN x 4 blocks through the registers (v_load_t4), the edges one element at a time. */
@@ -971,6 +1004,7 @@ const frl_kernels KERNELS_TABLE = {
     .name = KERNELS_NAME,
     .linear_fwd = linear_fwd,
     .conv_fwd = conv_fwd,
+    .conv_bwd_weight = conv_bwd_weight,
     .linear_bwd_input = linear_bwd_input,
     .linear_bwd_weight = linear_bwd_weight,
     .act_bwd = act_bwd,

@@ -1347,6 +1347,55 @@ START_TEST(conv_fwd_is_im2col_bit_for_bit)
 }
 END_TEST
 
+/* Every table's conv_bwd_weight against the same table's linear_bwd_weight on im2col's
+ * patches, bit for bit: =, and += onto random gradients, with and without db. */
+START_TEST(conv_bwd_weight_is_im2col_bit_for_bit)
+{
+    rng_seed(22);
+    /* in_h, in_w, in_c, out_c, k, stride */
+    static const int32_t shapes[][6] = {
+        {84, 84, 4, 32, 8, 4}, {20, 20, 32, 64, 4, 2}, {9, 9, 64, 64, 3, 1},
+        {17, 31, 32, 64, 4, 2}, {7, 14, 64, 128, 3, 2}, {6, 7, 3, 5, 2, 1},
+        {9, 11, 2, 16, 3, 2},   {10, 9, 3, 17, 3, 3},   {4, 4, 2, 33, 4, 1},
+    };
+    int done = 0;
+    for (size_t si = 0; si < COUNT(shapes); si++) {
+        const int32_t *sh = shapes[si];
+        frl_conv_dims d = {sh[0], sh[1], sh[2], (sh[0] - sh[4]) / sh[5] + 1,
+                           (sh[1] - sh[4]) / sh[5] + 1, sh[3], sh[4], sh[4], sh[5]};
+        int32_t images = 1 + (int32_t)(si % 3);
+        int64_t in = (int64_t)images * d.in_h * d.in_w * d.in_c, n = d.out_c;
+        int64_t rows = (int64_t)images * d.out_h * d.out_w, k = (int64_t)d.kh * d.kw * d.in_c;
+        float *x = frand(in), *dy = frand(rows * n), *w0 = frand(k * n), *b0 = frand(n);
+        float *pm = patches_of(&d, images, x);
+        for (int mode = 0; mode < 4; mode++) {
+            int accumulate = mode & 1, with_db = mode < 2;
+            for (int ti = 0; ti < ntables; ti++) {
+                const frl_kernels *t = tables[ti];
+                float *ww = fcopy(w0, k * n), *wb = fcopy(b0, n);
+                float *gw = fcopy(w0, k * n), *gb = fcopy(b0, n);
+                t->linear_bwd_weight((int32_t)rows, (int32_t)n, (int32_t)k, pm, dy, ww,
+                                     with_db ? wb : NULL, accumulate);
+                if (!t->conv_bwd_weight(&d, images, x, dy, gw, with_db ? gb : NULL,
+                                        accumulate)) {
+                    EXPECT(t != ref && n < 16 && !memcmp(gw, w0, sizeof(float) * (size_t)(k * n)),
+                           "%s declined shape %zu or wrote", t->name, si);
+                } else {
+                    EXPECT(!memcmp(gw, ww, sizeof(float) * (size_t)(k * n)) &&
+                               !memcmp(gb, wb, sizeof(float) * (size_t)n),
+                           "%s conv_bwd_weight shape %zu mode %d: bits differ from im2col + "
+                           "linear_bwd_weight", t->name, si, mode);
+                    done++;
+                }
+                free(ww), free(wb), free(gw), free(gb);
+            }
+        }
+        free(x), free(dy), free(w0), free(b0), free(pm);
+    }
+    ck_assert_int_ge(done, (int)COUNT(shapes) * 4 * ntables * 2 / 3);
+}
+END_TEST
+
 START_TEST(table_list)
 {
     const frl_kernels *const *all = frl_kernels_all();
@@ -1356,7 +1405,7 @@ START_TEST(table_list)
     int n = 0;
     for (; all[n]; n++) {
         ck_assert(all[n]->linear_fwd != NULL);
-        ck_assert(all[n]->conv_fwd != NULL);
+        ck_assert(all[n]->conv_fwd != NULL && all[n]->conv_bwd_weight != NULL);
         ck_assert(all[n]->linear_bwd_input != NULL);
         ck_assert(all[n]->linear_bwd_weight != NULL);
         ck_assert(all[n]->act_bwd != NULL);
@@ -1526,6 +1575,7 @@ static Suite *kernels_suite(void)
     }
     tcase_add_test(tc, fwd_matches_reference);
     tcase_add_test(tc, conv_fwd_is_im2col_bit_for_bit);
+    tcase_add_test(tc, conv_bwd_weight_is_im2col_bit_for_bit);
     tcase_add_test(tc, bwd_input_matches_reference);
     tcase_add_test(tc, bwd_weight_matches_reference);
     tcase_add_test(tc, act_bwd_matches_reference);
