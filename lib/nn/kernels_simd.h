@@ -579,16 +579,37 @@ static void conv_image(const frl_conv_dims *d, const float *x, const float *wt,
                    (ptrdiff_t)d->out_w * d->out_c, d->out_h, wt, b, relu);
 }
 
-/* Declined (0, y untouched) when the output is too small both ways for whole register
- * tiles (convnet_simple's last layer, 3 x 6 positions an image, ran at half speed as
- * 3-row tiles): the patch matrix then puts several images' positions in one tile. */
+/* An output too small both ways for whole tiles (convnet_simple's last layer, 3 x 6
+ * positions an image, ran at half speed as 3-row tiles): tiles down the images instead,
+ * one position of MR_MAIN images, whose patches are one image's size apart. */
+static void conv_across_images(const frl_conv_dims *d, int32_t images, const float *x,
+                               const float *wt, const float *b, float *y, int relu)
+{
+    const ptrdiff_t pitch = (ptrdiff_t)d->in_w * d->in_c, in = (ptrdiff_t)d->in_h * pitch;
+    const ptrdiff_t out = (ptrdiff_t)d->out_h * d->out_w * d->out_c;
+    for (int32_t i0 = 0; i0 < images; i0 += MR_MAIN)
+        for (int32_t oh = 0; oh < d->out_h; oh++)
+            for (int32_t ow = 0; ow < d->out_w; ow++)
+                conv_strip(d, x + i0 * in + ((ptrdiff_t)oh * pitch + ow * d->in_c) * d->stride,
+                           in, y + i0 * out + ((ptrdiff_t)oh * d->out_w + ow) * d->out_c, out,
+                           min32(MR_MAIN, images - i0), wt, b, relu);
+}
+
+/* Declined (0, y untouched) when the output is too small both ways for whole tiles and
+ * there are too few images to tile down: the patch matrix then does as well. */
 static int conv_fwd(const frl_conv_dims *d, int32_t images, const float *x, const float *wt,
                     const float *b, float *y, frl_nn_act act)
 {
-    if (d->out_w < MR_MAIN && d->out_h < MR_MAIN - 1)
-        return 0;
     const ptrdiff_t in = (ptrdiff_t)d->in_h * d->in_w * d->in_c;
     const ptrdiff_t out = (ptrdiff_t)d->out_h * d->out_w * d->out_c;
+    if (d->out_w < MR_MAIN && d->out_h < MR_MAIN - 1) {
+        if (images < MR_MAIN)
+            return 0;
+        conv_across_images(d, images, x, wt, b, y, act == FRL_NN_RELU);
+        if (act != FRL_NN_RELU)
+            act_array(y, images * out, act);
+        return 1;
+    }
     for (int32_t img = 0; img < images; img++) {
         conv_image(d, x + img * in, wt, b, y + img * out, act == FRL_NN_RELU,
                    img + 1 < images ? x + (img + 1) * in : NULL);
