@@ -108,6 +108,13 @@ static void scatter_patch(const frl_conv2d *c, const float *dpatch, int32_t oh, 
     }
 }
 
+/* The shape the tables' direct kernels take (an unpadded layer). */
+static frl_conv_dims dims_of(const frl_conv2d *c)
+{
+    return (frl_conv_dims){c->in_h, c->in_w, c->in_c, c->out_h, c->out_w,
+                           c->out_c, c->kh, c->kw, c->stride};
+}
+
 static int32_t positions(const frl_conv2d *c, int32_t batch)
 {
     return batch * c->out_h * c->out_w;
@@ -142,8 +149,7 @@ static int32_t forward_chunk(const frl_conv2d *c)
 void frl_conv2d_forward(const frl_conv2d *c, const frl_kernels *k, const float *params,
                         int32_t batch, const float *x, float *y, float *work)
 {
-    const frl_conv_dims d = {c->in_h, c->in_w,  c->in_c, c->out_h, c->out_w,
-                             c->out_c, c->kh, c->kw, c->stride};
+    const frl_conv_dims d = dims_of(c);
     if (c->pad == 0 && k->conv_fwd(&d, batch, x, params + c->off_w, params + c->off_b, y, c->act))
         return;
     int32_t rows = positions(c, batch), chunk = forward_chunk(c);
@@ -191,8 +197,7 @@ void frl_conv2d_backward(const frl_conv2d *c, const frl_kernels *k, const float 
         memset(dx, 0, sizeof(float) * frl_conv2d_in_size(c) * (size_t)batch);
     /* An unpadded layer's weight gradient reads the patches in place (the same bits),
      * so the chunks below need no patch matrix, only room for the patch gradients. */
-    const frl_conv_dims d = {c->in_h, c->in_w,  c->in_c, c->out_h, c->out_w,
-                             c->out_c, c->kh, c->kw, c->stride};
+    const frl_conv_dims d = dims_of(c);
     int direct = c->pad == 0 && k->conv_bwd_weight(&d, batch, x, dy, grads + c->off_w,
                                                    grads + c->off_b, accumulate);
     for (int32_t r0 = 0; r0 < rows; r0 += chunk) {

@@ -1293,28 +1293,37 @@ static float *patches_of(const frl_conv_dims *d, int32_t images, const float *x)
     return pm;
 }
 
+/* The direct convolutions' shapes: both encoders' layers, then every tail (narrow
+ * outputs of 1-7 channels, odd widths, outputs smaller than a register tile both ways).
+ * in_h, in_w, in_c, out_c, k, stride. */
+static const int32_t conv_shapes[][6] = {
+    {84, 84, 4, 32, 8, 4},  {20, 20, 32, 64, 4, 2}, {9, 9, 64, 64, 3, 1},
+    {72, 128, 3, 32, 8, 4}, {17, 31, 32, 64, 4, 2}, {7, 14, 64, 128, 3, 2},
+    {5, 6, 1, 1, 1, 1},     {6, 7, 3, 5, 2, 1},     {9, 11, 2, 7, 3, 2},
+    {9, 11, 2, 16, 3, 2},   {8, 8, 5, 8, 4, 4},     {10, 9, 3, 17, 3, 3},
+    {4, 4, 2, 33, 4, 1},    {12, 5, 7, 130, 2, 2},
+};
+
+static frl_conv_dims conv_dims_of(const int32_t *sh)
+{
+    return (frl_conv_dims){sh[0], sh[1], sh[2], (sh[0] - sh[4]) / sh[5] + 1,
+                           (sh[1] - sh[4]) / sh[5] + 1, sh[3], sh[4], sh[4], sh[5]};
+}
+
 /* Every table's conv_fwd against the same table's im2col + linear_fwd, bit for bit, over
  * shapes with every tail (narrow outputs of 1-7 channels included: linear_fwd gives them
  * to another path), strides 1-4, kernels 1-8, the four activations and no bias. */
 START_TEST(conv_fwd_is_im2col_bit_for_bit)
 {
     rng_seed(21);
-    /* in_h, in_w, in_c, out_c, k, stride */
-    static const int32_t shapes[][6] = {
-        {84, 84, 4, 32, 8, 4}, {20, 20, 32, 64, 4, 2}, {9, 9, 64, 64, 3, 1},
-        {72, 128, 3, 32, 8, 4}, {7, 14, 64, 128, 3, 2}, {5, 6, 1, 1, 1, 1},
-        {6, 7, 3, 5, 2, 1},     {9, 11, 2, 7, 3, 2},   {8, 8, 5, 8, 4, 4},
-        {10, 9, 3, 17, 3, 3},   {4, 4, 2, 33, 4, 1},   {12, 5, 7, 130, 2, 2},
-    };
     static const frl_nn_act conv_acts[] = {FRL_NN_RELU, FRL_NN_LINEAR, FRL_NN_TANH, FRL_NN_ELU};
     int done = 0, declined = 0;
-    for (size_t si = 0; si < 2 * COUNT(shapes); si++) {
+    for (size_t si = 0; si < 2 * COUNT(conv_shapes); si++) {
         /* each shape with 1-3 images, then with 19: more than a tile's rows, which a
          * table may tile down when an image's output is small */
-        const int32_t *sh = shapes[si % COUNT(shapes)];
-        frl_conv_dims d = {sh[0], sh[1], sh[2], (sh[0] - sh[4]) / sh[5] + 1,
-                           (sh[1] - sh[4]) / sh[5] + 1, sh[3], sh[4], sh[4], sh[5]};
-        int32_t images = si < COUNT(shapes) ? 1 + (int32_t)(si % 3) : 19;
+        const int32_t *sh = conv_shapes[si % COUNT(conv_shapes)];
+        const frl_conv_dims d = conv_dims_of(sh);
+        int32_t images = si < COUNT(conv_shapes) ? 1 + (int32_t)(si % 3) : 19;
         int64_t in = (int64_t)images * d.in_h * d.in_w * d.in_c;
         int64_t rows = (int64_t)images * d.out_h * d.out_w, k = (int64_t)d.kh * d.kw * d.in_c;
         float *x = frand(in), *wt = frand(k * d.out_c), *b = frand(d.out_c);
@@ -1344,7 +1353,7 @@ START_TEST(conv_fwd_is_im2col_bit_for_bit)
     }
     /* the direct path ran for most shapes in every table, and a SIMD table declined the
      * smallest outputs (1 x 1 is below every table's tiles) */
-    ck_assert_int_ge(done, (int)(2 * COUNT(shapes) * COUNT(conv_acts)) * ntables * 2 / 3);
+    ck_assert_int_ge(done, (int)(2 * COUNT(conv_shapes) * COUNT(conv_acts)) * ntables * 2 / 3);
     if (ntested)
         ck_assert_int_gt(declined, 0);
 }
@@ -1355,17 +1364,10 @@ END_TEST
 START_TEST(conv_bwd_weight_is_im2col_bit_for_bit)
 {
     rng_seed(22);
-    /* in_h, in_w, in_c, out_c, k, stride */
-    static const int32_t shapes[][6] = {
-        {84, 84, 4, 32, 8, 4}, {20, 20, 32, 64, 4, 2}, {9, 9, 64, 64, 3, 1},
-        {17, 31, 32, 64, 4, 2}, {7, 14, 64, 128, 3, 2}, {6, 7, 3, 5, 2, 1},
-        {9, 11, 2, 16, 3, 2},   {10, 9, 3, 17, 3, 3},   {4, 4, 2, 33, 4, 1},
-    };
     int done = 0;
-    for (size_t si = 0; si < COUNT(shapes); si++) {
-        const int32_t *sh = shapes[si];
-        frl_conv_dims d = {sh[0], sh[1], sh[2], (sh[0] - sh[4]) / sh[5] + 1,
-                           (sh[1] - sh[4]) / sh[5] + 1, sh[3], sh[4], sh[4], sh[5]};
+    for (size_t si = 0; si < COUNT(conv_shapes); si++) {
+        const int32_t *sh = conv_shapes[si];
+        const frl_conv_dims d = conv_dims_of(sh);
         int32_t images = 1 + (int32_t)(si % 3);
         int64_t in = (int64_t)images * d.in_h * d.in_w * d.in_c, n = d.out_c;
         int64_t rows = (int64_t)images * d.out_h * d.out_w, k = (int64_t)d.kh * d.kw * d.in_c;
@@ -1395,7 +1397,7 @@ START_TEST(conv_bwd_weight_is_im2col_bit_for_bit)
         }
         free(x), free(dy), free(w0), free(b0), free(pm);
     }
-    ck_assert_int_ge(done, (int)COUNT(shapes) * 4 * ntables * 2 / 3);
+    ck_assert_int_ge(done, (int)COUNT(conv_shapes) * 4 * ntables * 2 / 3);
 }
 END_TEST
 
