@@ -535,9 +535,11 @@ FRL_API const char *frl_vec_env_last_error(const frl_vec_env *venv);
  * threads: ctrl = the action, env.frame_skip mj_step calls (1 by default), then observe
  * and reward. `model` and `data` are the const mjModel * and mjData * of the MuJoCo the
  * plugin was built against (frl_mujoco_version; read them with that version's
- * mujoco.h). Callbacks run on library threads, several at once for different envs
- * (`env` says which), and must not call into libfastrl. They return 0, or nonzero to
- * fail the step or reset as host callbacks do (FRL_ERR_CALLBACK naming env and value).
+ * mujoco.h, or find its arrays by name with frl_mujoco_array below). Callbacks run on
+ * library threads, several at once for different envs (`env` says which), and must not
+ * call into libfastrl except frl_mujoco_array and frl_mujoco_name_id. They return 0,
+ * or nonzero to fail the step or reset as host callbacks do (FRL_ERR_CALLBACK naming
+ * env and value).
  * A step in which MuJoCo raises a warning or the state stops being finite ends the
  * episode (truncated, reward 0) with a warning in the runtime's log, and the run goes
  * on. get_state / set_state, checkpoints included, hold MuJoCo's full physics state. */
@@ -586,6 +588,36 @@ FRL_API frl_status frl_vec_env_create_mujoco(frl_vec_env **out, frl_runtime *rt,
 /* The version of the MuJoCo the plugin runs ("4.0.0"), loading the plugin if needed;
  * NULL when there is no plugin. */
 FRL_API const char *frl_mujoco_version(void);
+
+/* The element types of frl_mujoco_array. */
+typedef enum frl_mujoco_type {
+    FRL_MUJOCO_FLOAT64 = 1, /* mjtNum */
+    FRL_MUJOCO_FLOAT32 = 2,
+    FRL_MUJOCO_INT32 = 3,
+    FRL_MUJOCO_UINT8 = 4,   /* mjtByte, mjtBool */
+    FRL_MUJOCO_INT64 = 5    /* mjtSize */
+} frl_mujoco_type;
+
+/* For hosts that read MuJoCo's structs without its headers (the Python binding): where
+ * the array `name` lies, with model and data as the callbacks get them. data NULL: an
+ * array of mjModel ("body_mass", "geom_friction", "actuator_ctrlrange", ...), else one
+ * of mjData ("qpos", "qvel", "xpos", "site_xpos", "sensordata", ...): the pointer
+ * fields mujoco.h declares (its mjxmacro.h lists them), except arrays of structs,
+ * strings and pointers. *ptr holds rows x cols elements of *type (frl_mujoco_type),
+ * row-major; rows is the model's count (nq, nbody, ...); an empty array gives rows or
+ * cols 0 and *ptr NULL. The pointer lives as long as the model or data: an env's, as
+ * long as its vec env. A data array is the env's to change only inside its reset
+ * callback, a model array never (a randomising env's model is its own copy, changed
+ * at each reset). Unknown name: FRL_ERR_UNKNOWN_NAME; no plugin: FRL_ERR_UNSUPPORTED.
+ * May be called from the callbacks. ptr, rows, cols and type may each be NULL. */
+FRL_API frl_status frl_mujoco_array(const void *model, const void *data, const char *name,
+                                    void **ptr, int64_t *rows, int64_t *cols, int32_t *type);
+/* The index of the object `name` of `kind` ("body", "joint", "geom", "site",
+ * "actuator", "sensor", "tendon", "camera", ... as MJCF names them) in model, to index
+ * the arrays above (xpos's row of a body). No such object: FRL_ERR_UNKNOWN_NAME; no
+ * such kind: FRL_ERR_INVALID_ARGUMENT. May be called from the callbacks. */
+FRL_API frl_status frl_mujoco_name_id(const void *model, const char *kind, const char *name,
+                                      int32_t *id);
 
 /* ---------------------------------------------------------------------------------------
  * Policies: a network mapping observations to an action distribution and a value.

@@ -380,6 +380,107 @@ START_TEST(test_failing_callbacks)
 END_TEST
 
 /* A host model's run saves and continues exactly on a vec env the host makes again. */
+/* What frl_mujoco_array and frl_mujoco_name_id gave inside the callbacks: the
+ * number of lookups that disagreed with MuJoCo's own structs, and how many ran. */
+typedef struct lookups {
+    pthread_mutex_t lock;
+    int wrong, checked;
+    char first[160];
+} lookups;
+
+static void lookup_expect(lookups *l, int ok, const char *what)
+{
+    pthread_mutex_lock(&l->lock);
+    l->checked++;
+    if (!ok && l->wrong++ == 0)
+        snprintf(l->first, sizeof l->first, "%s (%s)", what, frl_last_error());
+    pthread_mutex_unlock(&l->lock);
+}
+
+/* name's array is at want with rows x cols elements of type. */
+static void expect_array(lookups *l, const void *m, const void *d, const char *name,
+                         const void *want, int64_t rows, int64_t cols, int32_t type)
+{
+    void *ptr = NULL;
+    int64_t r = -1, c = -1;
+    int32_t t = -1;
+    frl_status st = frl_mujoco_array(m, d, name, &ptr, &r, &c, &t);
+    lookup_expect(l, st == FRL_OK && ptr == want && r == rows && c == cols && t == type, name);
+}
+
+static int observe_lookups(void *user, int32_t env, const void *model, const void *data,
+                           float *obs)
+{
+    lookups *l = user;
+    const mjModel *m = model;
+    const mjData *d = data;
+    (void)env;
+    expect_array(l, m, d, "qpos", d->qpos, m->nq, 1, FRL_MUJOCO_FLOAT64);
+    expect_array(l, m, d, "xpos", d->xpos, m->nbody, 3, FRL_MUJOCO_FLOAT64);
+    expect_array(l, m, d, "ctrl", d->ctrl, m->nu, 1, FRL_MUJOCO_FLOAT64);
+    expect_array(l, m, NULL, "body_mass", m->body_mass, m->nbody, 1, FRL_MUJOCO_FLOAT64);
+    expect_array(l, m, NULL, "geom_type", m->geom_type, m->ngeom, 1, FRL_MUJOCO_INT32);
+    expect_array(l, m, NULL, "actuator_ctrlrange", m->actuator_ctrlrange, m->nu, 2,
+                 FRL_MUJOCO_FLOAT64);
+    expect_array(l, m, NULL, "actuator_ctrllimited", m->actuator_ctrllimited, m->nu, 1,
+                 FRL_MUJOCO_UINT8);
+    /* No mocap bodies: an empty array. */
+    expect_array(l, m, d, "mocap_pos", NULL, 0, 3, FRL_MUJOCO_FLOAT64);
+    int32_t id = -5;
+    lookup_expect(l, frl_mujoco_name_id(m, "body", "cart", &id) == FRL_OK && id == 1, "cart");
+    lookup_expect(l, frl_mujoco_name_id(m, "geom", "floor", &id) == FRL_OK && id == 0, "floor");
+    lookup_expect(l, frl_mujoco_name_id(m, "joint", "x", &id) == FRL_OK && id == 0, "x");
+    /* Not arrays of numbers, or no such name: refused, nothing written. */
+    void *ptr = &id;
+    lookup_expect(l, frl_mujoco_array(m, d, "contact", &ptr, NULL, NULL, NULL) ==
+                         FRL_ERR_UNKNOWN_NAME && ptr == &id, "contact refused");
+    lookup_expect(l, frl_mujoco_array(m, NULL, "names", &ptr, NULL, NULL, NULL) ==
+                         FRL_ERR_UNKNOWN_NAME, "names refused");
+    lookup_expect(l, frl_mujoco_array(m, NULL, "qpos", &ptr, NULL, NULL, NULL) ==
+                         FRL_ERR_UNKNOWN_NAME, "qpos is not the model's");
+    lookup_expect(l, frl_mujoco_name_id(m, "body", "nothing", &id) == FRL_ERR_UNKNOWN_NAME &&
+                         id == -1, "no body 'nothing'");
+    lookup_expect(l, frl_mujoco_name_id(m, "bodies", "cart", &id) == FRL_ERR_INVALID_ARGUMENT,
+                  "no kind 'bodies'");
+    obs[0] = (float)d->qpos[0];
+    obs[1] = (float)d->qvel[0];
+    return 0;
+}
+
+static int reward_lookups(void *user, int32_t env, const void *model, const void *data,
+                          const float *action, float *r, uint8_t *terminated)
+{
+    (void)user, (void)env, (void)model, (void)action;
+    *r = (float)((const mjData *)data)->qpos[0];
+    *terminated = 0;
+    return 0;
+}
+
+START_TEST(test_arrays_by_name)
+{
+    lookups l = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_mujoco_callbacks cb = callbacks(0);
+    cb.observe = observe_lookups;
+    cb.reward = reward_lookups;
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &l, 2, 3, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    push(v, 0.5f, 3);
+    ck_assert_msg(l.wrong == 0, "%d of %d lookups wrong, first: %s", l.wrong, l.checked,
+                  l.first);
+    ck_assert_int_eq(l.checked, 4 * 3 * 16); /* reset and 3 steps, 3 envs, 16 checks */
+    /* Bad arguments outside the callbacks. */
+    ck_assert_int_eq(frl_mujoco_array(NULL, NULL, "qpos", NULL, NULL, NULL, NULL), FRL_ERR_NULL);
+    ck_assert_int_eq(frl_mujoco_array(&l, NULL, NULL, NULL, NULL, NULL, NULL), FRL_ERR_NULL);
+    int32_t id;
+    ck_assert_int_eq(frl_mujoco_name_id(NULL, "body", "cart", &id), FRL_ERR_NULL);
+    ck_assert_int_eq(frl_mujoco_name_id(&l, "body", "cart", NULL), FRL_ERR_NULL);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(test_checkpoint)
 {
     host h = {.lock = PTHREAD_MUTEX_INITIALIZER, .set_qpos = 1};
@@ -426,6 +527,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_failing_callbacks);
     tcase_add_test(tc, test_checkpoint);
+    tcase_add_test(tc, test_arrays_by_name);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -17,7 +17,7 @@
 
 #include "fastrl.h"
 
-#define FRL_MUJOCO_PLUGIN_ABI 2u
+#define FRL_MUJOCO_PLUGIN_ABI 3u
 #define FRL_MUJOCO_PLUGIN_SYMBOL "frl_mujoco_plugin_get"
 #define FRL_MUJOCO_PLUGIN_FILE "libfastrl-mujoco.so.0"
 
@@ -48,6 +48,13 @@ typedef struct frl_mujoco_host {
     int32_t obs_dim;
 } frl_mujoco_host;
 
+/* Where one of MuJoCo's named arrays lies (frl_mujoco_array). */
+typedef struct frl_mujoco_found {
+    void *ptr;                  /* NULL when the array is empty */
+    int64_t rows, cols;
+    int32_t type;               /* frl_mujoco_type */
+} frl_mujoco_found;
+
 typedef struct frl_mujoco_plugin {
     uint32_t abi;               /* FRL_MUJOCO_PLUGIN_ABI, first (frl_plugin_table) */
     const char *(*version)(void); /* MuJoCo's version string ("4.0.0") */
@@ -77,6 +84,13 @@ typedef struct frl_mujoco_plugin {
     /* The benchmarks' floor, MuJoCo's own loop: ctrl = action and the frame skip's
      * mj_step calls, nothing else (no observation, reward, checks or fault handling). */
     void (*bare_step)(void *env, const float *action);
+    /* The array `name` of model (data NULL) or of data: 0, or -1 when neither has an
+     * array of numbers by that name. */
+    int (*array)(const void *model, const void *data, const char *name,
+                 frl_mujoco_found *out);
+    /* The id of object `name` of kind ("body", "site", ... as mju_str2Type reads it):
+     * the id, -1 for no such object, -2 for no such kind. */
+    int (*name_id)(const void *model, const char *kind, const char *name);
 } frl_mujoco_plugin;
 
 /* Returned by the step callback when the simulation went wrong: MuJoCo raised a warning

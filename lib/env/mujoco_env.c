@@ -189,6 +189,61 @@ FRL_API const char *frl_mujoco_version(void)
     return p ? p->version() : NULL;
 }
 
+static frl_status no_plugin(const char *who)
+{
+    return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: the MuJoCo plugin is %s", who,
+                    description);
+}
+
+FRL_API frl_status frl_mujoco_array(const void *model, const void *data, const char *name,
+                                    void **ptr, int64_t *rows, int64_t *cols, int32_t *type)
+{
+    static const char who[] = "frl_mujoco_array";
+    if (!model || !name)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who, !model ? "model" : "name");
+    const frl_mujoco_plugin *p = get_plugin();
+    if (!p)
+        return no_plugin(who);
+    frl_mujoco_found f;
+    if (p->array(model, data, name, &f) != 0)
+        return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME,
+                        "%s: MuJoCo %s has no array of numbers named '%s' (mujoco.h's %s "
+                        "fields name them)", who, p->version(), name,
+                        data ? "mjData" : "mjModel");
+    if (ptr)
+        *ptr = f.ptr;
+    if (rows)
+        *rows = f.rows;
+    if (cols)
+        *cols = f.cols;
+    if (type)
+        *type = f.type;
+    return FRL_OK;
+}
+
+FRL_API frl_status frl_mujoco_name_id(const void *model, const char *kind, const char *name,
+                                      int32_t *id)
+{
+    static const char who[] = "frl_mujoco_name_id";
+    if (!model || !kind || !name || !id)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
+                        !model ? "model" : !kind ? "kind" : !name ? "name" : "id");
+    *id = -1;
+    const frl_mujoco_plugin *p = get_plugin();
+    if (!p)
+        return no_plugin(who);
+    int found = p->name_id(model, kind, name);
+    if (found == -2)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "%s: '%s' is not a kind of MuJoCo object (body, joint, geom, site, "
+                        "actuator, sensor, ...)", who, kind);
+    if (found < 0)
+        return frl_fail(NULL, FRL_ERR_UNKNOWN_NAME, "%s: the model has no %s named '%s'", who,
+                        kind, name);
+    *id = found;
+    return FRL_OK;
+}
+
 /* The arguments of frl_vec_env_create_mujoco, before the plugin is asked. */
 static frl_status check_host_model(frl_vec_env **out, frl_runtime *rt, const char *mjcf,
                                    const frl_mujoco_callbacks *cb,
@@ -227,8 +282,7 @@ FRL_API frl_status frl_vec_env_create_mujoco(frl_vec_env **out, frl_runtime *rt,
         return st;
     const frl_mujoco_plugin *p = get_plugin();
     if (!p)
-        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: the MuJoCo plugin is %s", who,
-                        description);
+        return no_plugin(who);
     char why[FRL_ERRMSG_SIZE - 80] = "";
     frl_mujoco_info info;
     frl_mujoco_settings set = settings_of(cfg);

@@ -28,6 +28,8 @@ static const frl_mujoco_plugin table = {
     .observe = mjt_env_observe,
     .fault = mjt_env_fault,
     .bare_step = mjt_env_bare_step,
+    .array = mjt_array,
+    .name_id = mjt_name_id,
 };
 
 __attribute__((visibility("default"))) const frl_mujoco_plugin *frl_mujoco_plugin_get(void);

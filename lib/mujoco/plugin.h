@@ -70,4 +70,8 @@ int mjt_env_observe(void *user, float *obs);
 const char *mjt_env_fault(void *user);
 void mjt_env_bare_step(void *user, const float *action);
 
+/* MuJoCo's named arrays and objects (arrays.c). */
+int mjt_array(const void *model, const void *data, const char *name, frl_mujoco_found *out);
+int mjt_name_id(const void *model, const char *kind, const char *name);
+
 #endif

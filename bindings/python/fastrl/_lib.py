@@ -131,6 +131,21 @@ METRICS_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp)
 FITNESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, i32, i64, vp)
 
 
+# frl_mujoco_callbacks' observe(user, env, model, data, obs),
+# reward(user, env, model, data, action, reward, terminated), reset(user, env, model,
+# data, seed)
+MUJOCO_OBSERVE_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, i32, vp, vp, vp)
+MUJOCO_REWARD_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, i32, vp, vp, vp, vp, vp)
+MUJOCO_RESET_FN = ctypes.CFUNCTYPE(ctypes.c_int, vp, i32, vp, vp, u64)
+
+
+class MujocoCallbacks(ctypes.Structure):
+    _fields_ = [("struct_size", c_size), ("observe", MUJOCO_OBSERVE_FN),
+                ("reward", MUJOCO_REWARD_FN), ("reset", MUJOCO_RESET_FN),
+                ("randomize_bodies", P(cp)), ("randomize_geoms", P(cp)),
+                ("randomize_joints", P(cp))]
+
+
 class EnvCallbacks(ctypes.Structure):
     _fields_ = [("struct_size", c_size), ("reset", ENV_RESET_FN), ("step", ENV_STEP_FN),
                 ("close", ENV_CLOSE_FN), ("state_size", i32), ("get_state", ENV_STATE_FN),
@@ -218,6 +233,8 @@ _PROTOTYPES = {
     "frl_cpu_features": (cp, []),
     "frl_build_info": (cp, []),
     "frl_mujoco_version": (cp, []),
+    "frl_mujoco_array": (c_status, [vp, vp, cp, P(vp), P(i64), P(i64), P(i32)]),
+    "frl_mujoco_name_id": (c_status, [vp, cp, cp, P(i32)]),
     # config
     "frl_config_create": (c_status, [P(vp), vp]),
     "frl_config_destroy": (None, [vp]),
@@ -274,6 +291,8 @@ _PROTOTYPES = {
     "frl_vec_env_create": (c_status, [P(vp), vp, cp, i32, vp]),
     "frl_vec_env_create_callbacks": (c_status, [P(vp), vp, P(EnvCallbacks), vp, i32, vp,
                                                 vp, vp]),
+    "frl_vec_env_create_mujoco": (c_status, [P(vp), vp, cp, P(MujocoCallbacks), vp, i32,
+                                             i32, vp]),
     "frl_vec_env_create_batch": (c_status, [P(vp), vp, P(BatchEnvCallbacks), vp, i32, vp,
                                             vp, vp]),
     "frl_vec_env_destroy": (None, [vp]),

@@ -679,6 +679,71 @@ class VecEnv(_VecEnvBase):
         return self
 
     @classmethod
+    def from_mujoco(cls, mjcf, observe, reward, observation_width, num_envs=1, *,
+                    reset=None, randomize_bodies=None, randomize_geoms=None,
+                    randomize_joints=None, runtime=None, config=None, copy=False,
+                    **options):
+        """``num_envs`` envs of a MuJoCo model of your own (``mjcf``: the XML when it
+        starts with ``<``, else a path), stepped by the library on its threads:
+        ``ctrl`` = the action, ``env.frame_skip`` ``mj_step`` calls, then your
+        functions, called with the env's index and its :class:`fastrl.mujoco.MujocoData`
+        (``data.qpos``, ``data.xpos``, ``data.model.body_mass``, ``data.model.id("site",
+        "tip")``, ...: numpy views of MuJoCo's own arrays):
+
+        - ``observe(env, data, obs)``: write the float32 ``obs[observation_width]``
+          (or return the observation);
+        - ``reward(env, data, action)``: return the step's reward, or ``(reward,
+          terminated)``; ``action`` is what was applied, before MuJoCo's clamping;
+        - ``reset(env, data, seed)`` (optional): after MuJoCo's reset to the model's
+          initial state, change ``data`` in place (``data.qpos[:] = ...``) drawing
+          from ``seed``; a forward pass follows.
+
+        Actions are a box of the actuators' ``ctrlrange``. Options as ``config`` keys:
+        ``frame_skip``, ``max_episode_steps``, ``randomize_mass``,
+        ``randomize_friction``, ``randomize_damping`` (each episode, factors in [1 - r,
+        1 + r] of the named bodies, geoms and joints: ``randomize_*`` lists, all when
+        None). The functions run on the runtime's threads, one env at a time each
+        holding the GIL; an exception is re-raised by the ``step``/``reset``/``train``
+        that called it. A model MuJoCo cannot load raises Error with MuJoCo's message;
+        without the library's MuJoCo plugin, Error(ERR_UNSUPPORTED).
+        """
+        from . import mujoco as _mujoco
+        n = _check_num_envs(num_envs)
+        if (isinstance(observation_width, bool)
+                or not isinstance(observation_width, (int, np.integer))):
+            raise TypeError("from_mujoco: observation_width must be an int")
+        width = int(observation_width)
+        rt, options = runtime_for(runtime, options, "VecEnv.from_mujoco")
+        cfg = as_config(config, options, "VecEnv.from_mujoco")
+        text = mjcf if isinstance(mjcf, str) and mjcf.lstrip().startswith("<") else \
+            _lib.fspath(mjcf, "mjcf")
+        errors = _HostErrors()
+        holder = [None]
+        action_width = [0]
+
+        def owner():
+            ref = holder[0]
+            return ref() if ref is not None else None
+
+        cb, keep = _mujoco.callbacks(observe, reward, reset, width, action_width, errors,
+                                     owner, randomize_bodies, randomize_geoms,
+                                     randomize_joints)
+        L = _lib.lib()
+        ptr = ctypes.c_void_p()
+        st = L.vec_env_create_mujoco(ctypes.byref(ptr), rt.handle.ptr,
+                                     _lib.encode(text, "mjcf"), ctypes.byref(cb), None,
+                                     width if -2**31 <= width < 2**31 else -1, n, cfg._ptr)
+        if st:
+            errors.raise_for(st, "VecEnv.from_mujoco")
+        self = cls.__new__(cls)
+        self._setup(Handle(ptr.value, L.vec_env_destroy, "vec_env", deps=[rt.handle],
+                           keep=[cb, keep]), rt, "MuJoCo model", copy)
+        holder[0] = weakref.ref(self._h)
+        action_width[0] = int(np.prod(self.single_action_space.shape))
+        self._errors = errors
+        return self
+
+    @classmethod
     def _borrowed(cls, ptr, owner, runtime, name, errors=None):
         """The vec env inside a trainer: readable, not steppable."""
         self = cls.__new__(cls)

@@ -77,3 +77,14 @@ def test_evo_ask_tell_solves_cartpole(tmp_path):
     assert "members of 114 acting parameters (the policy has 211)" in out
     assert float(out.split("mean return")[-1].split()[0]) >= 475, out
     assert (tmp_path / "es.frl").exists()
+
+
+@pytest.mark.slow
+def test_mujoco_arm_reaches_nearer():
+    import fastrl
+    if fastrl.mujoco_version() is None:
+        pytest.skip("no MuJoCo plugin in this build")
+    out = run("mujoco_arm.py", "--steps", 100_000)
+    before = float(out.split("before:")[1].split("final distance")[1].split()[0])
+    after = float(out.split("after ")[1].split("final distance")[1].split()[0])
+    assert after < 0.75 * before, out

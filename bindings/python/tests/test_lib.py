@@ -183,7 +183,8 @@ def header_struct(text, name):
     ("ActArgs", "frl_act_args"), ("EvalArgs", "frl_eval_args"),
     ("PopulationActArgs", "frl_population_act_args"),
     ("PopulationEvalArgs", "frl_population_eval_args"),
-    ("MetricsStruct", "frl_metrics"), ("Frame", "frl_frame")])
+    ("MetricsStruct", "frl_metrics"), ("Frame", "frl_frame"),
+    ("MujocoCallbacks", "frl_mujoco_callbacks")])
 def test_struct_layouts_match_the_header(cls, name):
     # The ctypes tables list the header's fields in order, each of the C size, so
     # ctypes' natural alignment gives the C offsets and sizeof (a field the header

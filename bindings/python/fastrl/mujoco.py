@@ -1,0 +1,201 @@
+"""A MuJoCo model of your own as a VecEnv, with its meaning in Python.
+
+``VecEnv.from_mujoco`` (see its docstring) gives the library an MJCF model and three
+Python functions: the observation, the reward and termination, and optionally the
+reset. The library compiles the model once, gives each env its own ``mjData`` and steps
+the envs with MuJoCo on its threads; the functions read (and the reset writes) each
+env's MuJoCo arrays through the objects below, as numpy views without copies. This
+binding needs no ``mujoco`` Python package: the arrays are found by name through the
+library (``frl_mujoco_array``), in the MuJoCo that the library's plugin runs.
+"""
+
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._handle import _TYPESTR, _ArrayMemory
+from ._lib import Error, Status
+
+# frl_mujoco_type -> numpy typestr
+_TYPES = {1: _TYPESTR[np.dtype(np.float64)], 2: _TYPESTR[np.dtype(np.float32)],
+          3: _TYPESTR[np.dtype(np.int32)], 4: _TYPESTR[np.dtype(np.uint8)],
+          5: _TYPESTR[np.dtype(np.int64)]}
+
+
+def _where(model, data, name):
+    """(address, shape, typestr) of MuJoCo's array ``name`` (data None: the model's)."""
+    L = _lib.lib()
+    ptr, rows, cols, kind = ctypes.c_void_p(), ctypes.c_int64(), ctypes.c_int64(), \
+        ctypes.c_int32()
+    st = L.mujoco_array(model, data, _lib.encode(name, "array name"), ctypes.byref(ptr),
+                        ctypes.byref(rows), ctypes.byref(cols), ctypes.byref(kind))
+    if st:
+        raise AttributeError(_lib.last_error())
+    shape = (rows.value,) if cols.value == 1 else (rows.value, cols.value)
+    return ptr.value, shape, _TYPES[kind.value]
+
+
+def _array(where, readonly, owner):
+    address, shape, typestr = where
+    if not address:  # an empty array (no mocap bodies, no sensors, ...)
+        return np.empty(shape, dtype=np.dtype(typestr))
+    return np.asarray(_ArrayMemory(address, shape, typestr, readonly, owner))
+
+
+class _Arrays:
+    """MuJoCo's arrays of one struct by attribute name. Each access builds a fresh numpy
+    view (a microsecond or two) that holds the vec env, so a view kept after the call
+    never dangles; where each array lies is looked up once."""
+
+    __slots__ = ("_model", "_data", "_owner", "_found", "_readonly")
+
+    def __init__(self, model, data, owner, readonly):
+        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "_data", data)
+        object.__setattr__(self, "_owner", owner)
+        object.__setattr__(self, "_found", {})
+        object.__setattr__(self, "_readonly", readonly)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        where = self._found.get(name)
+        if where is None:
+            where = self._found[name] = _where(self._model, self._data, name)
+        return _array(where, self._readonly, self._owner())
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"MuJoCo's arrays are written in place: {name}[:] = ..., "
+                             f"not {name} = ...")
+
+
+class MujocoModel(_Arrays):
+    """One env's ``mjModel`` (its own copy when the env randomises its model): its
+    arrays by their C names (``body_mass``, ``geom_friction``, ``actuator_ctrlrange``,
+    ...) as read-only numpy views, shaped ``(rows,)`` or ``(rows, cols)`` as MuJoCo's
+    Python bindings shape them; and :meth:`id`."""
+
+    __slots__ = ("_ids",)
+
+    def __init__(self, model, owner):
+        super().__init__(model, None, owner, True)
+        object.__setattr__(self, "_ids", {})
+
+    def id(self, kind, name):
+        """The index of the object ``name`` of ``kind`` ("body", "joint", "geom",
+        "site", "actuator", "sensor", ...), to index the arrays (``data.xpos[i]``)."""
+        key = (kind, name)
+        found = self._ids.get(key)
+        if found is None:
+            out = ctypes.c_int32()
+            st = _lib.lib().mujoco_name_id(self._model, _lib.encode(kind, "kind"),
+                                           _lib.encode(name, "name"), ctypes.byref(out))
+            if st:
+                raise _lib.error(st)
+            found = self._ids[key] = out.value
+        return found
+
+
+class MujocoData(_Arrays):
+    """One env's ``mjData`` inside a callback: its arrays by their C names (``qpos``,
+    ``qvel``, ``ctrl``, ``xpos``, ``site_xpos``, ``sensordata``, ...) as numpy views,
+    writable (write only in ``reset``), and ``model``."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model, data, owner):
+        super().__init__(model, data, owner, False)
+        object.__setattr__(self, "model", MujocoModel(model, owner))
+
+
+class _Views:
+    """Each env's MujocoData, made at its first callback; env i's structs stay where
+    they are for the vec env's life."""
+
+    __slots__ = ("owner", "by_env")
+
+    def __init__(self, owner):
+        self.owner = owner  # () -> the vec env's Handle (or None before it exists)
+        self.by_env = {}
+
+    def of(self, env, model, data):
+        d = self.by_env.get(env)
+        if d is None or d._data != data or d._model != model:
+            d = self.by_env[env] = MujocoData(model, data, self.owner)
+        return d
+
+
+def _float_view(address, n, owner, readonly):
+    return np.asarray(_ArrayMemory(address, (n,), _TYPESTR[np.dtype(np.float32)], readonly,
+                                   owner))
+
+
+def _name_list(names, what):
+    """A NULL-terminated char ** of names (None: NULL, every object)."""
+    if names is None:
+        return None
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f"{what} must be a list of names, not one name")
+    encoded = [_lib.encode(n, what) for n in names]
+    return (ctypes.c_char_p * (len(encoded) + 1))(*encoded, None)
+
+
+def callbacks(observe, reward, reset, obs_width, action_width, errors, owner,
+              randomize_bodies=None, randomize_geoms=None, randomize_joints=None):
+    """The frl_mujoco_callbacks table over the Python functions, and what it needs kept
+    alive. The user pointer is unused; each call says its env. action_width: a
+    one-item list, filled once the model is compiled (no reward is asked before)."""
+    for fn, what in ((observe, "observe"), (reward, "reward")):
+        if not callable(fn):
+            raise Error(Status.ERR_NULL, f"from_mujoco: {what} must be a function, not "
+                        f"{type(fn).__name__}")
+    if reset is not None and not callable(reset):
+        raise Error(Status.ERR_INVALID_ARGUMENT, "from_mujoco: reset must be a function or "
+                    "None")
+    views = _Views(owner)
+
+    def c_observe(user, env, model, data, obs):
+        try:
+            out = _float_view(obs, obs_width, owner(), False)
+            got = observe(env, views.of(env, model, data), out)
+            if got is not None:
+                out[...] = got
+            return 0
+        except BaseException as e:  # noqa: B902 - every exception goes to the caller
+            errors.record(env, e)
+            return 1
+
+    def c_reward(user, env, model, data, action, out_reward, terminated):
+        try:
+            a = _float_view(action, action_width[0], owner(), True)
+            got = reward(env, views.of(env, model, data), a)
+            r, te = got if isinstance(got, tuple) else (got, False)
+            ctypes.c_float.from_address(out_reward).value = float(r)
+            ctypes.c_uint8.from_address(terminated).value = 1 if te else 0
+            return 0
+        except BaseException as e:  # noqa: B902
+            errors.record(env, e)
+            return 1
+
+    def c_reset(user, env, model, data, seed):
+        try:
+            reset(env, views.of(env, model, data), int(seed))
+            return 0
+        except BaseException as e:  # noqa: B902
+            errors.record(env, e)
+            return 1
+
+    cb = _lib.new_table(_lib.MujocoCallbacks)
+    cb.observe = _lib.MUJOCO_OBSERVE_FN(c_observe)
+    cb.reward = _lib.MUJOCO_REWARD_FN(c_reward)
+    if reset is not None:
+        cb.reset = _lib.MUJOCO_RESET_FN(c_reset)
+    lists = [_name_list(randomize_bodies, "randomize_bodies"),
+             _name_list(randomize_geoms, "randomize_geoms"),
+             _name_list(randomize_joints, "randomize_joints")]
+    for field, names in zip(("randomize_bodies", "randomize_geoms", "randomize_joints"),
+                            lists):
+        if names is not None:
+            setattr(cb, field, ctypes.cast(names, ctypes.POINTER(ctypes.c_char_p)))
+    return cb, [observe, reward, reset, views, lists]
