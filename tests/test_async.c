@@ -338,6 +338,12 @@ START_TEST(async_bad_input)
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_ERR_RANGE);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "sampler.groups 3"));
     frl_config_destroy(cfg);
+    /* Left at its default (2), sampler.groups follows a single env down to one group. */
+    cfg = frl_test_settings("sampler.mode=async train.num_envs=1 train.rollout=8");
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 64), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
 
     world w[2];
     memset(w, 0, sizeof w);

@@ -179,7 +179,7 @@
       "threads doing work, the caller included: 0 = one per core, 1 = no workers")           \
     X(SAMPLER_GROUPS, "sampler.groups", INT, "2", 1, 64,                                     \
       "async: environment groups stepped in turn (double-buffered sampling: while one "      \
-      "group's actions are computed, the others step)")                                      \
+      "group's actions are computed, the others step); left unset, at most train.num_envs")  \
     X(SAMPLER_MAX_LAG, "sampler.max_lag", INT, "0", 0, 1e9,                                  \
       "async: drop a rollout any step of which is more than this many policy versions "      \
       "behind the learner, and count it (0: never drop)")                                    \

@@ -209,9 +209,15 @@ static void close_device(async_sampler *a)
     frl_dev_model_destroy(a->dev);
 }
 
+/* sampler.groups, or, left at its default, no more groups than envs (one env: one
+ * group), so that async mode works with any env count unless the user asked otherwise. */
 static int32_t async_groups(const frl_config *c)
 {
-    return (int32_t)frl_cfg_int(c, FRL_KEY_SAMPLER_GROUPS);
+    int32_t g = (int32_t)frl_cfg_int(c, FRL_KEY_SAMPLER_GROUPS);
+    int32_t n = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_NUM_ENVS);
+    if (!frl_cfg_is_set(c, FRL_KEY_SAMPLER_GROUPS) && n >= 1 && g > n)
+        g = n;
+    return g;
 }
 
 static int32_t async_slots(const frl_config *c, int32_t groups)
