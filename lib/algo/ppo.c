@@ -62,7 +62,10 @@ static frl_status alloc_buffers(frl_ppo *l, char *err)
     l->adam.m = frl_alloc(al, sizeof(float) * 2 * l->grad_stride, 64);
     l->shard_stats = frl_alloc(al, sizeof(double) * FRL_PPO_STAT_COUNT * (size_t)l->shards, 64);
     l->ws = frl_alloc(al, sizeof(float *) * (size_t)threads, 64);
-    if (!l->adv || !l->valid || !l->perm || !l->grads || !l->adam.m || !l->shard_stats || !l->ws)
+    if (l->s.decoupled)
+        l->dec_w = frl_alloc(al, sizeof(double) * n, 64);
+    if (!l->adv || !l->valid || !l->perm || !l->grads || !l->adam.m || !l->shard_stats ||
+        !l->ws || (l->s.decoupled && !l->dec_w))
         return frl_fail(err, FRL_ERR_NOMEM, "PPO learner: out of memory for %d rows", (int)l->N);
     l->ret = l->adv + n;
     l->vboot = l->ret + n;
@@ -175,6 +178,7 @@ void frl_ppo_free(frl_ppo *l)
         frl_free(al, l->ws[t]);
     frl_free(al, l->ws);
     frl_free(al, l->adv);
+    frl_free(al, l->dec_w);
     frl_free(al, l->valid);
     frl_free(al, l->perm);
     frl_free(al, l->grads);
@@ -200,6 +204,16 @@ static float row_log_ratio(const frl_ppo *l, const float *out, int32_t i)
     double lp = p->discrete ? frl_cat_logp(out, p->out_w, *(const int32_t *)a)
                             : frl_gauss_logp(out, p->params + p->log_std_off, a, p->out_w);
     return (float)(lp - mu[i]);
+}
+
+/* Row i's log pi - log mu, and for decoupled PPO its truncated ratio, which every epoch's
+ * gather would otherwise recompute (exp and log in double, per row and epoch). */
+static void set_log_ratio(frl_ppo *l, const float *out, int32_t i)
+{
+    float lr = row_log_ratio(l, out, i);
+    l->log_ratio[i] = lr;
+    if (l->s.decoupled)
+        l->dec_w[i] = frl_dm_truncated_ratio(lr, l->s.rho_bar);
 }
 
 /* Where the slot's frames are, for a frame-stacking policy's rows (rl/frame_stack.h). */
@@ -230,12 +244,11 @@ static const float *stacks_of(const frl_ppo *l, int32_t first, int32_t rows, int
 }
 
 /* Values of rows [first, first + rows) of obs into v, with the workspace of `thread`;
- * with log_ratio, also log pi(a|x) - log mu(a|x) of the slot's rows (V-trace, decoupled
- * PPO). A frame
- * stack's rows are gathered first (step_base: the step of row 0, T for the bootstrap
- * frames). */
+ * with log_ratio set, also log pi(a|x) - log mu(a|x) of the slot's rows (V-trace,
+ * decoupled PPO: set_log_ratio). A frame stack's rows are gathered first (step_base: the
+ * step of row 0, T for the bootstrap frames). */
 static void values_of(frl_ppo *l, const float *obs, int32_t first, int32_t rows, float *v,
-                      float *log_ratio, int32_t thread, int32_t step_base)
+                      int log_ratio, int32_t thread, int32_t step_base)
 {
     const frl_policy *p = l->p;
     frl_pass f;
@@ -248,7 +261,7 @@ static void values_of(frl_ppo *l, const float *obs, int32_t first, int32_t rows,
     if (!log_ratio)
         return;
     for (int32_t r = 0; r < rows; r++)
-        log_ratio[first + r] = row_log_ratio(l, f.out + (size_t)r * (size_t)p->out_w, first + r);
+        set_log_ratio(l, f.out + (size_t)r * (size_t)p->out_w, first + r);
 }
 
 /* V-trace and decoupled PPO need the learner's log pi(a|x) - log mu(a|x) of every row. */
@@ -263,8 +276,7 @@ static int values_task(void *user, int32_t task, int32_t thread)
     int32_t first = task * l->shard_rows;
     int32_t rows = l->N - first < l->shard_rows ? l->N - first : l->shard_rows;
     values_of(l, frl_ring_at(l->ring, l->slot, FRL_RING_OBSERVATIONS), first, rows,
-              frl_ring_at(l->ring, l->slot, FRL_RING_VALUES), wants_log_ratio(l) ? l->log_ratio : NULL,
-              thread, 0);
+              frl_ring_at(l->ring, l->slot, FRL_RING_VALUES), wants_log_ratio(l), thread, 0);
     return 0;
 }
 
@@ -287,7 +299,7 @@ void frl_ppo_bootstrap(frl_ppo *l, int32_t slot)
     l->slot = slot;
     for (int32_t first = 0; first < l->B; first += l->shard_rows) {
         int32_t rows = l->B - first < l->shard_rows ? l->B - first : l->shard_rows;
-        values_of(l, obs, first, rows, l->vboot, NULL, 0, l->T);
+        values_of(l, obs, first, rows, l->vboot, 0, 0, l->T);
     }
 }
 
@@ -367,9 +379,10 @@ static void gather(const frl_ppo *l, const int32_t *idx, int32_t rows, shard_buf
         memcpy((unsigned char *)sb->act + (size_t)r * ab, act + i * ab, ab);
         sb->old_lp[r] = lp[i];
         sb->adv[r] = (float)((l->adv[i] - l->adv_mean) * l->adv_inv_std);
-        if (l->s.decoupled)
-            frl_dm_decouple(l->log_ratio[i], l->s.rho_bar, lp[i], sb->adv[r], &sb->old_lp[r],
-                            &sb->adv[r]);
+        if (l->s.decoupled) { /* frl_dm_decouple's arithmetic, its ratio from the values pass */
+            sb->old_lp[r] = lp[i] + l->log_ratio[i];
+            sb->adv[r] = (float)(l->dec_w[i] * sb->adv[r]);
+        }
         sb->ret[r] = l->ret[i];
         sb->old_v[r] = v[i];
     }
@@ -564,7 +577,7 @@ static void rvalues_cols(frl_ppo *l, int32_t c0, int32_t n, rshard *r)
             int32_t i = t * l->B + c0 + j, k = t * n + j;
             v[i] = r->f.value[k];
             if (wants_log_ratio(l))
-                l->log_ratio[i] = row_log_ratio(l, r->f.out + (size_t)k * (size_t)p->out_w, i);
+                set_log_ratio(l, r->f.out + (size_t)k * (size_t)p->out_w, i);
         }
     frl_policy_rnn_seq_final_state(p, &r->f, r->state0);
     const uint8_t *last = (const uint8_t *)frl_ring_at(l->ring, l->slot, FRL_RING_RESET_STEPS) +

@@ -41,6 +41,8 @@ typedef struct frl_ppo {
     size_t grad_stride;       /* floats per shard gradient (padded) */
     float *adv, *ret, *vboot;
     float *log_ratio;         /* V-trace: log pi - log mu of each row */
+    double *dec_w;            /* decoupled PPO: each row's truncated ratio, from the
+                               * values pass (its epochs then need no exp of their own) */
     uint8_t *valid;
     int32_t *perm;
     float *grads;             /* [shards][grad_stride] */
