@@ -360,6 +360,20 @@ static void shard_layout(const frl_ppo *l, float *ws, frl_pass *f, shard_buf *sb
     shard_bufs(l, ws + frl_policy_pass_floats(l->p, l->shard_rows, 1), sb);
 }
 
+/* Rows ahead of the one gathered whose data is requested: a minibatch reads the slot in
+ * random order, and in async mode the slot was written by another core. */
+enum { GATHER_AHEAD = 16 };
+
+static void gather_prefetch(const frl_ppo *l, const float *obs, const float *lp,
+                            const float *v, size_t ow, size_t i)
+{
+    __builtin_prefetch(obs + i * ow);
+    __builtin_prefetch(lp + i);
+    __builtin_prefetch(v + i);
+    __builtin_prefetch(l->adv + i);
+    __builtin_prefetch(l->ret + i);
+}
+
 static void gather(const frl_ppo *l, const int32_t *idx, int32_t rows, shard_buf *sb)
 {
     frl_ring *ring = l->ring;
@@ -372,10 +386,16 @@ static void gather(const frl_ppo *l, const int32_t *idx, int32_t rows, shard_buf
     frl_frame_source fs = frames_of(l, l->slot);
     for (int32_t r = 0; r < rows; r++) {
         size_t i = (size_t)idx[r];
-        if (l->p->stack > 1)
+        if (r + GATHER_AHEAD < rows)
+            gather_prefetch(l, obs, lp, v, ow, (size_t)idx[r + GATHER_AHEAD]);
+        if (l->p->stack > 1) {
             frl_frame_stack_row(&fs, idx[r] / l->B, idx[r] % l->B, sb->obs + (size_t)r * iw);
-        else
-            memcpy(sb->obs + (size_t)r * ow, obs + i * ow, sizeof(float) * ow);
+        } else { /* a few floats a row: a loop, not a call */
+            float *d = sb->obs + (size_t)r * ow;
+            const float *src = obs + i * ow;
+            for (size_t k = 0; k < ow; k++)
+                d[k] = src[k];
+        }
         memcpy((unsigned char *)sb->act + (size_t)r * ab, act + i * ab, ab);
         sb->old_lp[r] = lp[i];
         sb->adv[r] = (float)((l->adv[i] - l->adv_mean) * l->adv_inv_std);
