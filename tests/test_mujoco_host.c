@@ -424,6 +424,10 @@ static int observe_lookups(void *user, int32_t env, const void *model, const voi
                  FRL_MUJOCO_FLOAT64);
     expect_array(l, m, NULL, "actuator_ctrllimited", m->actuator_ctrllimited, m->nu, 1,
                  FRL_MUJOCO_UINT8);
+    /* Scalars and fixed vectors of mjData, as 1 x 1 and n x 1 arrays. */
+    expect_array(l, m, d, "time", &d->time, 1, 1, FRL_MUJOCO_FLOAT64);
+    expect_array(l, m, d, "ncon", &d->ncon, 1, 1, FRL_MUJOCO_INT32);
+    expect_array(l, m, d, "energy", d->energy, 2, 1, FRL_MUJOCO_FLOAT64);
     /* No mocap bodies: an empty array. */
     expect_array(l, m, d, "mocap_pos", NULL, 0, 3, FRL_MUJOCO_FLOAT64);
     int32_t id = -5;
@@ -436,6 +440,10 @@ static int observe_lookups(void *user, int32_t env, const void *model, const voi
                          FRL_ERR_UNKNOWN_NAME && ptr == &id, "contact refused");
     lookup_expect(l, frl_mujoco_array(m, NULL, "names", &ptr, NULL, NULL, NULL) ==
                          FRL_ERR_UNKNOWN_NAME, "names refused");
+    lookup_expect(l, frl_mujoco_array(m, d, "solver", &ptr, NULL, NULL, NULL) ==
+                         FRL_ERR_UNKNOWN_NAME, "solver (structs) refused");
+    lookup_expect(l, frl_mujoco_array(m, d, "threadpool", &ptr, NULL, NULL, NULL) ==
+                         FRL_ERR_UNKNOWN_NAME, "threadpool (a pointer) refused");
     lookup_expect(l, frl_mujoco_array(m, NULL, "qpos", &ptr, NULL, NULL, NULL) ==
                          FRL_ERR_UNKNOWN_NAME, "qpos is not the model's");
     lookup_expect(l, frl_mujoco_name_id(m, "body", "nothing", &id) == FRL_ERR_UNKNOWN_NAME &&
@@ -469,7 +477,7 @@ START_TEST(test_arrays_by_name)
     push(v, 0.5f, 3);
     ck_assert_msg(l.wrong == 0, "%d of %d lookups wrong, first: %s", l.wrong, l.checked,
                   l.first);
-    ck_assert_int_eq(l.checked, 4 * 3 * 16); /* reset and 3 steps, 3 envs, 16 checks */
+    ck_assert_int_eq(l.checked, 4 * 3 * 21); /* reset and 3 steps, 3 envs, 21 checks */
     /* Bad arguments outside the callbacks. */
     ck_assert_int_eq(frl_mujoco_array(NULL, NULL, "qpos", NULL, NULL, NULL, NULL), FRL_ERR_NULL);
     ck_assert_int_eq(frl_mujoco_array(&l, NULL, NULL, NULL, NULL, NULL, NULL), FRL_ERR_NULL);

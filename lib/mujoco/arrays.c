@@ -45,6 +45,8 @@ static int model_array(const mjModel *m, const char *name, frl_mujoco_found *out
     return -1;
 }
 
+/* mjData's own arrays (sized by the model), then its fixed-size vectors (energy,
+ * solver_niter) and its scalars (time, ncon, nefc), each as a 1 x 1 array. */
 static int data_array(const mjModel *m, const mjData *d, const char *name,
                       frl_mujoco_found *out)
 {
@@ -54,8 +56,19 @@ static int data_array(const mjModel *m, const mjData *d, const char *name,
                      ELEMENT_TYPE(d->field[0]), out);
 #define XNV X
     MJDATA_POINTERS
-#undef XNV
 #undef X
+#define X(type, field, nr, nc)                                                              \
+    if (strcmp(name, #field) == 0)                                                          \
+        return found((void *)d->field, (int64_t)(nr), (int64_t)(nc),                        \
+                     ELEMENT_TYPE(d->field[0]), out);
+    MJDATA_VECTOR
+#undef X
+#define X(type, field)                                                                      \
+    if (strcmp(name, #field) == 0)                                                          \
+        return found((void *)&d->field, 1, 1, ELEMENT_TYPE(d->field), out);
+    MJDATA_SCALAR
+#undef X
+#undef XNV
     return -1;
 }
 

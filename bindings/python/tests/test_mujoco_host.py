@@ -54,7 +54,14 @@ def test_transitions_match_mujoco():
     m = mj.MjModel.from_xml_string(SLIDER)
     d = mj.MjData(m)
     mj.mj_forward(m, d)
-    with closing(_slider(1)) as venv:
+    times = []
+
+    def observe_timed(env, data, obs):
+        times.append(float(data.time[0]))
+        observe(env, data, obs)
+
+    with closing(fastrl.VecEnv.from_mujoco(SLIDER, observe_timed, reward, 2, 1,
+                                           threads=2)) as venv:
         obs, _ = venv.reset(seed=3)
         assert obs[0].tolist() == [0.0, 0.0]
         rng = np.random.default_rng(0)
@@ -66,6 +73,7 @@ def test_transitions_match_mujoco():
             assert obs[0, 0] == np.float32(d.qpos[0]), t
             assert obs[0, 1] == np.float32(d.qvel[0]), t
             assert rew[0] == np.float32(d.qpos[0])
+            assert times[-1] == d.time, t
             assert not term[0] and not trunc[0]
         assert venv.single_action_space.low.tolist() == [-1.0]
 
@@ -86,6 +94,7 @@ def test_arrays_by_name():
             "ctrlrange": m.actuator_ctrlrange.copy(),
             "limited": m.actuator_ctrllimited.copy(),
             "mocap": data.mocap_pos.shape,
+            "time": data.time.copy(),
             "model_writable": m.body_mass.flags.writeable,
             "data_writable": data.qpos.flags.writeable,
         }
@@ -104,6 +113,7 @@ def test_arrays_by_name():
     assert s["ctrlrange"].tolist() == [[-1.0, 1.0]]
     assert s["limited"].dtype == np.uint8 and s["limited"].tolist() == [1]
     assert s["mocap"] == (0, 3)
+    assert s["time"].shape == (1,) and s["time"][0] == 0.0  # a scalar: a 1-element array
     assert s["model_writable"] is False and s["data_writable"] is True
 
 
