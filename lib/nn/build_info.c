@@ -33,6 +33,8 @@ static void format_build_info(void)
              "compiler: " FRL_COMPILER "\n"
              "cuda plugin built: " FRL_STR(FRL_CUDA_BUILT) "\n"
              "network kernels: %s (chosen for this CPU; FRL_KERNELS overrides)\n"
+             "blas: none (the kernel tables run every layer; bench/bench_kernels and "
+             "bench_conv time them against OpenBLAS's sgemm)\n"
              "env kernels: portable C, one specialised loop per environment\n",
              frl_version_string(), frl_kernels_get()->name);
 }
