@@ -75,6 +75,7 @@ typedef struct frl_run {
     pthread_cond_t wake;
     _Atomic uint64_t events; /* bumped with every broadcast, for spinning waiters */
     double spin_s;
+    _Atomic int32_t updating; /* learners inside an update: their shards come soon */
     int32_t stop;
     frl_status status;
     int32_t failed;          /* the trainer whose error ends the run */
@@ -1009,17 +1010,22 @@ static int run_finished(frl_run *r)
 
 /* Spin for up to spin_s while nothing happens (the next task of a stepping loop is
  * usually microseconds away, and a condition variable's wake-up costs about as much),
- * then sleep. Events are bumped under the lock, so one that lands after the spin is
- * seen by the check that precedes the wait. */
+ * then sleep; while a learner is inside an update, spin on until something happens
+ * (runtime.spin_us=0 still never spins). Its next minibatch's shards follow a serial
+ * step of tens to hundreds of microseconds, and a helper that slept through it joined
+ * late every time: async ran 1-8% slower than with the helper spinning (CartPole, 256
+ * envs x 64, six interleaved rounds). Events are bumped under the lock, so one that
+ * lands after the spin is seen by the check that precedes the wait. */
 static void spin_then_wait(frl_run *r)
 {
     uint64_t seen = atomic_load_explicit(&r->events, memory_order_relaxed);
     pthread_mutex_unlock(&r->lock);
     double end = frl_now() + r->spin_s;
-    for (uint32_t i = 1;; i++) {
+    for (uint32_t i = 1; r->spin_s > 0; i++) {
         if (atomic_load_explicit(&r->events, memory_order_relaxed) != seen)
             break;
-        if ((i & 63) == 0 && frl_now() > end)
+        if ((i & 63) == 0 && frl_now() > end &&
+            atomic_load_explicit(&r->updating, memory_order_relaxed) == 0)
             break;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -1111,7 +1117,9 @@ static int worker(void *user, int32_t task_index, int32_t thread)
         }
         pthread_mutex_unlock(&r->lock);
         if (k.kind == TASK_LEARN) {
+            atomic_fetch_add_explicit(&r->updating, 1, memory_order_relaxed);
             frl_status st = learn_next(a);
+            atomic_fetch_sub_explicit(&r->updating, 1, memory_order_relaxed);
             pthread_mutex_lock(&r->lock);
             if (st != FRL_OK)
                 fail_locked(r, a->index, st, a->h->err);
@@ -1221,6 +1229,7 @@ static void end(async_sampler *a, const frl_run *r)
 static frl_status init_run(frl_run *r, async_sampler *const *m, int32_t count)
 {
     memset(r, 0, sizeof *r);
+    atomic_init(&r->updating, 0);
     if (pthread_mutex_init(&r->lock, NULL) != 0)
         return FRL_ERR_THREAD;
     if (pthread_cond_init(&r->wake, NULL) != 0) {
