@@ -99,6 +99,11 @@ typedef struct async_sampler {
     int64_t budget;        /* rollouts this train call may open */
     int64_t num_updates;   /* for learning-rate annealing */
     int32_t ready;         /* committed, not yet taken by the learner */
+    /* The update in progress (learning != 0): its rollout, when it began, and how long
+     * updates take (a running mean), to tell whether the sampler is ahead of it. */
+    int32_t learning;
+    int64_t learn_seq;
+    double learn_start, learn_len;
     int32_t serial_steps;  /* host batch callbacks: one STEP at a time */
     int32_t stepping;      /* STEP tasks running */
     int32_t sampler_failed; /* a STEP or ACT failed: its rollouts are abandoned at the end */
@@ -1060,7 +1065,40 @@ static int take_learn(async_sampler *a, task *k)
         return 0;
     a->ready--;
     k->kind = TASK_LEARN;
+    a->learning = 1;
+    a->learn_seq = a->committed - a->ready - 1;
+    a->learn_start = frl_now();
     return 1;
+}
+
+/* The update ended (under the lock): its length into the running mean. */
+static void learn_done(async_sampler *a)
+{
+    double len = frl_now() - a->learn_start;
+    a->learn_len = a->learn_len > 0 ? 0.5 * (a->learn_len + len) : len;
+    a->learning = 0;
+}
+
+/* Whether a's inference may wait while its learner's shards are pending: the sampler
+ * is further through the next rollout than the learner through its update, so at the
+ * present rates it finishes first. Then an idle thread helps the learner first, and
+ * the sampler runs in the learner's serial steps: with a short update and few envs
+ * (CartPole's defaults, 8 x 128) the inference pieces otherwise took a thread from
+ * every other minibatch of 4 shards. */
+static int sampler_ahead(const async_sampler *a)
+{
+    if (!a->learning || a->learn_len <= 0)
+        return 0;
+    if (a->ready > 0)
+        return 1;
+    int64_t T = a->h->T, least = INT64_MAX;
+    for (int32_t gi = 0; gi < a->h->groups; gi++) {
+        int64_t at = a->g[gi].seq * T + a->g[gi].t;
+        least = at < least ? at : least;
+    }
+    double sampler = (double)(least - (a->learn_seq + 1) * T) / (double)T;
+    double learner = (frl_now() - a->learn_start) / a->learn_len;
+    return sampler > learner;
 }
 
 /* The next task of any trainer still running, searched from r->rr so that no trainer
@@ -1074,6 +1112,8 @@ static int take_any(frl_run *r, int32_t thread, async_sampler **who, task *k)
         for (int32_t j = 0; j < r->count; j++) {
             async_sampler *a = r->m[(r->rr + j) % r->count];
             if (a->done)
+                continue;
+            if (pass == 2 && frl_pool_side_pending(r->pool) && sampler_ahead(a))
                 continue;
             int got = pass == 0 ? take_learn(a, k)
                     : pass == 1 ? take_sample(a, k) || take_step(a, k)
@@ -1121,6 +1161,7 @@ static int worker(void *user, int32_t task_index, int32_t thread)
             frl_status st = learn_next(a);
             atomic_fetch_sub_explicit(&r->updating, 1, memory_order_relaxed);
             pthread_mutex_lock(&r->lock);
+            learn_done(a);
             if (st != FRL_OK)
                 fail_locked(r, a->index, st, a->h->err);
             continue;
