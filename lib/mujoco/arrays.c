@@ -45,8 +45,8 @@ static int model_array(const mjModel *m, const char *name, frl_mujoco_found *out
     return -1;
 }
 
-/* mjData's own arrays (sized by the model), then its fixed-size vectors (energy,
- * solver_niter) and its scalars (time, ncon, nefc), each as a 1 x 1 array. */
+/* mjData's own arrays (sized by the model), then its fixed-size vectors (energy: 2 x 1,
+ * solver_niter) and its scalars (time, ncon, nefc: 1 x 1 arrays). */
 static int data_array(const mjModel *m, const mjData *d, const char *name,
                       frl_mujoco_found *out)
 {
