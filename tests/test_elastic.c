@@ -447,6 +447,21 @@ END_TEST
 
 /* ---- latency ---- */
 
+/* Whether a policy's measured median (measured again, up to three times: one median of
+ * 101 acts on a shared 2-core machine was seen 20% off its neighbours' twice in six
+ * runs) comes within 15% or 1 us of the prediction. */
+static int measured_near(frl_policy *c, int32_t batch, double predicted, double *measured)
+{
+    char err[FRL_ERRMSG_SIZE];
+    for (int tries = 0; tries < 3; tries++) {
+        *measured = frl_latency_act_us(c, batch, 0, 101, err);
+        double bound = 0.15 * *measured > 1.0 ? 0.15 * *measured : 1.0;
+        if (fabs(predicted - *measured) <= bound)
+            return 1;
+    }
+    return 0;
+}
+
 /* Predicted against measured medians, every architecture, within 15% or 1 us. A noisy
  * machine gets three tries, each measuring the model and the policies again. */
 static int predictions_hold(fixture *f, int32_t batch, char *why, size_t size)
@@ -460,11 +475,10 @@ static int predictions_hold(fixture *f, int32_t batch, char *why, size_t size)
         frl_elastic_nth(&f->e, k, &a);
         frl_policy *c;
         ck_assert_int_eq(frl_elastic_cut(&f->e, f->p, f->heads, &a, &c, err), FRL_OK);
-        double measured = frl_latency_act_us(c, batch, 0, 101, err);
+        double predicted = frl_latency_predict(&m, &f->e, &a), measured;
+        int near = measured_near(c, batch, predicted, &measured);
         frl_policy_destroy(c);
-        double predicted = frl_latency_predict(&m, &f->e, &a);
-        double bound = 0.15 * measured > 1.0 ? 0.15 * measured : 1.0;
-        if (!(fabs(predicted - measured) <= bound)) {
+        if (!near) {
             char w[64];
             frl_elastic_arch_text(&a, w, sizeof w);
             snprintf(why, size, "batch %d, widths %s: predicted %.3f us, measured %.3f us",
