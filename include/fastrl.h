@@ -603,8 +603,9 @@ typedef enum frl_mujoco_type {
  * array of mjModel ("body_mass", "geom_friction", "actuator_ctrlrange", ...), else one
  * of mjData ("qpos", "qvel", "xpos", "site_xpos", "sensordata", ...; its scalars such
  * as "time" and "ncon" as 1 x 1 arrays, "energy" as 2 x 1): the fields mujoco.h
- * declares (its mjxmacro.h lists them), except arrays of structs, strings and pointers. *ptr holds rows x cols elements of *type (frl_mujoco_type),
- * row-major; rows is the model's count (nq, nbody, ...); an empty array gives rows or
+ * declares (its mjxmacro.h lists them), except arrays of structs, strings and
+ * pointers. *ptr holds rows x cols elements of *type (frl_mujoco_type), row-major;
+ * rows is the model's count (nq, nbody, ...); an empty array gives rows or
  * cols 0 and *ptr NULL. The pointer lives as long as the model or data: an env's, as
  * long as its vec env. A data array is the env's to change only inside its reset
  * callback, a model array never (a randomising env's model is its own copy, changed
