@@ -194,7 +194,11 @@ int main(int argc, char **argv)
     l.lat = calloc((size_t)l.iterations, sizeof(double));
     static unsigned char ws[1 << 16] __attribute__((aligned(64)));
     int rc = setup(&l, rt, path, ws, sizeof ws);
-    if (rc == 0 && l.lat) {
+    if (rc == 0 && !l.lat) {
+        fprintf(stderr, "robot_loop: out of memory for %d latencies\n", l.iterations);
+        rc = 1;
+    }
+    if (rc == 0) {
         lock_memory();
         rc = run_loop(&l);
     }

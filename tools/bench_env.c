@@ -274,9 +274,13 @@ int cli_bench(int argc, char **argv)
     unsigned char *table = make_actions(frl_vec_env_action_space(v), o.envs, &bytes);
     floor_state f;
     int rc = 1;
-    if (!table || floor_init(&f, o.env, o.envs) != 0) {
-        fprintf(stderr, "fastrl: bench: the floor: %s\n", table ? frl_last_error() : "out of memory");
+    if (!table) {
+        fprintf(stderr, "fastrl: bench: the floor: out of memory\n");
         goto out;
+    }
+    if (floor_init(&f, o.env, o.envs) != 0) { /* f is set up to be freed either way */
+        fprintf(stderr, "fastrl: bench: the floor: %s\n", frl_last_error());
+        goto out_floor;
     }
     int32_t threads = frl_runtime_threads(rt);
     printf("env: %s  envs: %d  threads: %d  runs: %d x %.2f s\n", o.env, (int)o.envs,

@@ -149,7 +149,7 @@ static int load_run(cut_run *r, const char *path)
     if (st != FRL_OK)
         return cli_fail(path, st);
     char err[FRL_ERRMSG_SIZE];
-    if ((st = frl_elastic_init(&r->e, r->p, r->cfg, err)) != FRL_OK) {
+    if (frl_elastic_init(&r->e, r->p, r->cfg, err) != FRL_OK) {
         fprintf(stderr, "fastrl cut: %s: %s\n", path, err);
         return 1;
     }

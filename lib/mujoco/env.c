@@ -64,7 +64,7 @@ void mjt_env_close(void *user)
 static int observe(mjt_env *e, float *obs)
 {
     const mjt_model *md = e->model;
-    if (md->has_host)
+    if (!md->task)
         return md->host.cb.observe(md->host.user, e->index, e->m, e->d, obs);
     md->task->observe(&e->ctx, e->d, obs);
     return 0;
@@ -74,7 +74,7 @@ static int reward(mjt_env *e, const float *action, const double *before, float *
                   uint8_t *terminated)
 {
     const mjt_model *md = e->model;
-    if (md->has_host)
+    if (!md->task)
         return md->host.cb.reward(md->host.user, e->index, e->m, e->d, action, r, terminated);
     *r = (float)md->task->reward(&e->ctx, e->d, action, before, terminated);
     return 0;
@@ -147,9 +147,9 @@ static void do_reset(void *arg)
     if (md->randomised)
         randomise(e, c->seed);
     mj_resetData(e->m, e->d);
-    if (md->has_host && md->host.cb.reset)
+    if (!md->task && md->host.cb.reset)
         c->rc = md->host.cb.reset(md->host.user, e->index, e->m, e->d, c->seed);
-    else if (!md->has_host) {
+    else if (md->task) {
         frl_rng rng = frl_rng_stream(c->seed, 0);
         md->task->reset(&e->ctx, e->d, &rng);
     }

@@ -307,7 +307,6 @@ void *mjt_model_open_mjcf(const char *mjcf, const frl_mujoco_host *host,
         snprintf(why, size, "out of memory");
         return NULL;
     }
-    md->has_host = 1;
     md->host = *host;
     md->obs_dim = host->obs_dim;
     snprintf(md->name, sizeof md->name, "MuJoCo model");

@@ -15,10 +15,9 @@
 #define MJT_STATE_SPEC (mjSTATE_FULLPHYSICS | mjSTATE_WARMSTART)
 
 /* One compiled model, shared read-only by its envs: a built-in task's (task set) or a
- * host's (host set). */
+ * host's (task NULL, host set). */
 typedef struct mjt_model {
     const mjt_task *task;
-    int has_host;
     frl_mujoco_host host;
     mjModel *m;
     mjt_ctx ctx;                 /* ctx.dt from the frame skip below */

@@ -1073,9 +1073,8 @@ static frl_status check_obs_norm(const frl_policy *p, const char *who)
 /* policy.encoder against the observations: images need a convolutional encoder, which
  * needs images; its layers must fit the image. On success the networks read its
  * features. */
-static frl_status encoder_for_space(frl_policy *p, const char *who)
+static frl_status encoder_for_space(const frl_policy *p, int enc, const char *who)
 {
-    int enc = frl_cfg_choice(p->cfg, FRL_KEY_POLICY_ENCODER);
     int image = frl_space_is_image(p->obs_space);
     char space[FRL_SPACE_DESCRIBE];
     frl_space_describe(p->obs_space, space, sizeof space);
@@ -1093,9 +1092,8 @@ static frl_status encoder_for_space(frl_policy *p, const char *who)
 }
 
 /* The convolutional stack over an image space, its features the networks' input. */
-static frl_status layout_encoder_stack(frl_policy *p, const char *who)
+static frl_status layout_encoder_stack(frl_policy *p, int enc, const char *who)
 {
-    int enc = frl_cfg_choice(p->cfg, FRL_KEY_POLICY_ENCODER);
     p->stack = (int32_t)frl_cfg_int(p->cfg, FRL_KEY_POLICY_FRAME_STACK);
     if (enc == FRL_POLICY_ENCODER_MLP && p->stack > 1)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
@@ -1152,9 +1150,10 @@ static frl_status setup(frl_policy *p, const frl_config *cfg, const frl_space *o
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: policy.hidden has %d layers, at most %d", who,
                         (int)h.n, FRL_MLP_MAX_LAYERS - 1);
     read_shape(p, obs, act);
+    int enc = frl_cfg_choice(p->cfg, FRL_KEY_POLICY_ENCODER);
     if ((st = check_obs_norm(p, who)) != FRL_OK || (st = check_head(p, who)) != FRL_OK ||
-        (st = encoder_for_space(p, who)) != FRL_OK ||
-        (st = layout_encoder_stack(p, who)) != FRL_OK)
+        (st = encoder_for_space(p, enc, who)) != FRL_OK ||
+        (st = layout_encoder_stack(p, enc, who)) != FRL_OK)
         return st;
     p->num_params = layout_networks(p);
     if (p->expect_params >= 0 && (int64_t)p->num_params != p->expect_params)

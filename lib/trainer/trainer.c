@@ -17,7 +17,7 @@ static frl_status resolve_settings(frl_runtime *rt, const char *env_name, const 
     frl_status st = frl_config_create(out, &rt->alloc);
     if (st != FRL_OK)
         return st;
-    if ((st = frl_config_parse(*out, frl_env_default_settings(env_name))) != FRL_OK) {
+    if (frl_config_parse(*out, frl_env_default_settings(env_name)) != FRL_OK) {
         frl_config_destroy(*out);
         *out = NULL;
         return frl_fail(NULL, FRL_ERR_INTERNAL, "defaults of %s: %s", env_name, frl_last_error());
@@ -25,7 +25,7 @@ static frl_status resolve_settings(frl_runtime *rt, const char *env_name, const 
     frl_config_overlay(*out, cfg);
     /* The algorithm's own settings replace the env's PPO-tuned ones; the caller's win. */
     const char *algo = frl_learner_lookup(*out)->settings;
-    if (algo && (st = frl_config_parse(*out, algo)) != FRL_OK) {
+    if (algo && frl_config_parse(*out, algo) != FRL_OK) {
         frl_config_destroy(*out);
         *out = NULL;
         return frl_fail(NULL, FRL_ERR_INTERNAL, "settings of the algorithm: %s", frl_last_error());
@@ -305,6 +305,8 @@ frl_status frl_trainer_make_groups(frl_vec_env **v, int32_t k, frl_runtime *rt,
                                   const char *env_name, const frl_config *c, const char *who)
 {
     int32_t n = (int32_t)frl_cfg_int(c, FRL_KEY_TRAIN_NUM_ENVS);
+    if (k < 1)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: sampler.groups %d, at least 1", who, (int)k);
     if (k > n)
         return frl_fail(NULL, FRL_ERR_RANGE, "%s: sampler.groups %d is more than train.num_envs %d",
                         who, (int)k, (int)n);
