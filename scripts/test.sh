@@ -7,6 +7,8 @@
 #   build-clang/ clang, release
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (leaks included)
 #   build-tsan/  ThreadSanitizer
+# then clang's static analyser over the library (scripts/analyze.sh, build-scan/),
+# counted as one test.
 # Ends with one line "N passed, N failed" counted from meson's test logs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -56,9 +58,17 @@ for c in "${configs[@]}"; do
   CK_FORK=$fork meson test -C "$c" --print-errorlogs --timeout-multiplier "$mult" -q || status=1
 done
 
-python3 - "${configs[@]}" <<'PY'
+echo "=== build-scan: clang's static analyser over lib/"
+bash scripts/analyze.sh build-scan
+analyzed=$?
+
+FRL_ANALYZED=$analyzed python3 - "${configs[@]}" <<'PY'
 import json, os, sys
 passed = failed = skipped = 0
+if os.environ["FRL_ANALYZED"] == "0":
+    passed += 1
+else:
+    failed += 1
 for d in sys.argv[1:]:
     log = os.path.join(d, "meson-logs", "testlog.json")
     if not os.path.exists(log):
