@@ -3,7 +3,9 @@
  * catches a read one byte past the input).
  *
  * Corpus files from make_corpus carry the expected outcome in their name: ok_* must
- * parse, format_* must fail with FRL_ERR_FORMAT, version_* with FRL_ERR_VERSION; any_*
+ * parse, format_* must fail with FRL_ERR_FORMAT, version_* with FRL_ERR_VERSION,
+ * parse_*, unknown_*, range_* and nonfinite_* (the settings' corpus) with FRL_ERR_PARSE,
+ * FRL_ERR_UNKNOWN_NAME, FRL_ERR_RANGE and FRL_ERR_NONFINITE; any_*
  * (and files from elsewhere, e.g. a libFuzzer corpus) only must not crash. Exit status
  * 1 if an expectation failed. */
 #define _POSIX_C_SOURCE 200809L
@@ -14,10 +16,12 @@
 #include <sys/stat.h>
 
 #include "fastrl.h"
+#include "fuzz_config.h"
 #include "fuzz_container.h"
 #include "fuzz_policy.h"
 
-/* Which target this driver runs: the container reader (default) or the policy loader. */
+/* Which target this driver runs: the container reader (default), the policy loader or
+ * the settings parser. */
 #ifndef FRL_FUZZ_ONE
 #define FRL_FUZZ_ONE frl_fuzz_container_one
 #endif
@@ -34,6 +38,14 @@ static int expected(const char *name)
         return FRL_ERR_FORMAT;
     if (!strncmp(base, "version_", 8))
         return FRL_ERR_VERSION;
+    if (!strncmp(base, "parse_", 6))
+        return FRL_ERR_PARSE;
+    if (!strncmp(base, "unknown_", 8))
+        return FRL_ERR_UNKNOWN_NAME;
+    if (!strncmp(base, "range_", 6))
+        return FRL_ERR_RANGE;
+    if (!strncmp(base, "nonfinite_", 10))
+        return FRL_ERR_NONFINITE;
     return 1; /* anything */
 }
 
