@@ -155,11 +155,18 @@ static frl_status decode_values(const char *name, const double *v, uint64_t coun
     if (count != 3 + (uint64_t)rank + 2 * (uint64_t)n || rank < 1)
         return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed box space", name);
     int64_t shape[8];
+    double product = 1;
     for (int32_t i = 0; i < rank; i++) {
         if (!(v[3 + i] >= 1 && v[3 + i] <= 2147483648.0)) /* before the cast */
             return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed box space", name);
         shape[i] = (int64_t)v[3 + i];
+        product *= v[3 + i];
     }
+    /* The bounds below are n pairs; a shape of more elements would have
+     * frl_space_create_box read past them. */
+    if (product != (double)n)
+        return frl_fail(err, FRL_ERR_FORMAT, "section %s: a box space of %lld elements with "
+                        "a shape of %.0f", name, (long long)n, product);
     float *lh = frl_alloc(al, sizeof(float) * 2 * (size_t)n, 64);
     if (!lh)
         return frl_fail(err, FRL_ERR_NOMEM, "out of memory decoding a space");

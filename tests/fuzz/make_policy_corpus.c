@@ -160,6 +160,10 @@ static void section_corruptions(void)
     static const double bad_space[] = {9, 5, 1, 5};
     static const double huge_space[] = {2, 1e9, 1, 1e9};
     static const double short_box[] = {2, 5, 1, 5, 0, 0};
+    /* n and the shape disagree, the bounds fit n: read past them before the loader
+     * compared the two (found by libFuzzer over sealed payloads). */
+    static const double shape_larger[] = {2, 2, 1, 5, -1, -1, 1, 1};
+    static const double shape_smaller[] = {2, 4, 2, 1, 2, -1, -1, -1, -1, 1, 1, 1, 1};
     for (size_t i = 0; i < 100000; i++)
         params[i] = 0.01f;
     size_t n;
@@ -171,6 +175,10 @@ static void section_corruptions(void)
     corrupt("ok_policy_discrete", "format_space_kind", "policy.obs_space", FRL_DTYPE_F64, 4, bad_space);
     corrupt("ok_policy_discrete", "format_space_huge", "policy.obs_space", FRL_DTYPE_F64, 4, huge_space);
     corrupt("ok_policy_discrete", "format_space_short", "policy.obs_space", FRL_DTYPE_F64, 6, short_box);
+    corrupt("ok_policy_discrete", "format_space_shape_larger", "policy.obs_space", FRL_DTYPE_F64, 8,
+            shape_larger);
+    corrupt("ok_policy_discrete", "format_space_shape_smaller", "policy.obs_space", FRL_DTYPE_F64,
+            13, shape_smaller);
     corrupt("ok_policy_discrete", "format_settings_garbage", "policy.settings", FRL_DTYPE_TEXT, 9,
             "no=such x");
     corrupt("ok_policy_discrete", "format_settings_hidden", "policy.settings", FRL_DTYPE_TEXT, 22,
