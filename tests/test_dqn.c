@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/container.h"
 #include "rl/policy.h"
 #include "trainer/trainer.h"
 #include "test_util.h"
@@ -578,6 +579,77 @@ START_TEST(damaged_replay_file)
 }
 END_TEST
 
+/* path's checkpoint written again with one record of replay.rows changed by `damage`
+ * (checksums right, contents not): 0 an action past the last, 1 a negative action,
+ * 2 a NaN reward, 3 a NaN observation. */
+static void rewrite_record(const char *src, const char *dst, const frl_replay *r, int damage)
+{
+    char err[FRL_ERRMSG_SIZE];
+    frl_container *c = NULL;
+    ck_assert_msg(frl_container_read(&c, src, NULL, err) == FRL_OK, "%s", err);
+    frl_section s[64];
+    int32_t n = frl_container_count(c);
+    ck_assert_int_le(n, 64);
+    unsigned char *rows = NULL;
+    for (int32_t i = 0; i < n; i++) {
+        s[i] = *frl_container_at(c, i);
+        if (!strcmp(s[i].name, "replay.rows")) {
+            rows = malloc(s[i].count);
+            memcpy(rows, s[i].data, s[i].count);
+            s[i].data = rows;
+        }
+    }
+    ck_assert_ptr_nonnull(rows);
+    unsigned char *x = rows;
+    while (x[r->off_flags + 2]) /* the first transition */
+        x += r->rec_bytes;
+    int32_t a = damage == 0 ? 2 : -1; /* CartPole has actions 0 and 1 */
+    float nan = NAN;
+    if (damage < 2)
+        memcpy(x + r->off_action, &a, 4);
+    else
+        memcpy(x + (damage == 2 ? r->off_reward : 0), &nan, 4);
+    ck_assert_msg(frl_container_write(dst, NULL, s, n, err) == FRL_OK, "%s", err);
+    free(rows);
+    frl_container_free(c);
+}
+
+/* A checkpoint whose replay holds an action outside the space or a non-finite reward or
+ * observation, with every checksum right, loads as FRL_ERR_FORMAT naming the record.
+ * (The DQN learner indexes its Q outputs by the stored actions: before the check, a
+ * forged file made it read and write out of bounds; found by tests/fuzz/libfuzzer.sh.) */
+START_TEST(replay_records_checked)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[] = "/tmp/frl_dqn_rec_XXXXXX", bad[64];
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(bad, sizeof bad, "%s.bad", path);
+    frl_trainer *t = trained_straight(rt, 1500);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    static const char *const what[] = {"an action outside the action space",
+                                       "an action outside the action space",
+                                       "a reward that is not finite",
+                                       "an observation that is not finite"};
+    for (int damage = 0; damage < 4; damage++) {
+        rewrite_record(path, bad, t->store.replay, damage);
+        frl_trainer *back = (frl_trainer *)1;
+        ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);
+        ck_assert_ptr_null(back);
+        ck_assert_msg(strstr(frl_last_error(), what[damage]), "%s", frl_last_error());
+    }
+    /* The file as saved still loads. */
+    frl_trainer *back = NULL;
+    ck_assert_msg(frl_trainer_load(&back, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    frl_trainer_destroy(back);
+    frl_trainer_destroy(t);
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dqn");
@@ -594,6 +666,7 @@ int main(void)
     tcase_add_test(tc, threads_learn_the_same_bits);
     tcase_add_test(tc, resume_is_identical);
     tcase_add_test(tc, damaged_replay_file);
+    tcase_add_test(tc, replay_records_checked);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -1062,6 +1062,41 @@ static frl_status find_priorities(const frl_replay *r, const frl_container *c,
     return FRL_OK;
 }
 
+/* The filled blocks' records of a file: finite observations everywhere, and at each
+ * transition (a record not flagged reset) an action of the space (an index below
+ * shape.actions, or finite floats) and a finite reward. The learners index their
+ * outputs by these actions, so a corrupted one would read and write out of bounds. */
+static frl_status check_records(const frl_replay *r, const unsigned char *recs, int64_t filled,
+                                char *err)
+{
+    int64_t n = filled * r->shape.envs * ((int64_t)r->shape.steps + 1);
+    for (int64_t i = 0; i < n; i++) {
+        const unsigned char *x = record_at(r, recs, (size_t)i);
+        const char *bad = NULL;
+        float f[1];
+        for (int32_t j = 0; j < r->obs_w && !bad; j++) {
+            memcpy(f, x + 4 * (size_t)j, 4);
+            bad = isfinite(f[0]) ? NULL : "an observation that is not finite";
+        }
+        if (!bad && !x[r->off_flags + 2]) {
+            int32_t a;
+            memcpy(&a, x + r->off_action, 4);
+            if (r->shape.discrete && r->shape.actions > 0 && (a < 0 || a >= r->shape.actions))
+                bad = "an action outside the action space";
+            for (int32_t j = 0; !r->shape.discrete && j < r->act_w && !bad; j++) {
+                memcpy(f, x + r->off_action + 4 * (size_t)j, 4);
+                bad = isfinite(f[0]) ? NULL : "an action that is not finite";
+            }
+            memcpy(f, x + r->off_reward, 4);
+            bad = bad ? bad : isfinite(f[0]) ? NULL : "a reward that is not finite";
+        }
+        if (bad)
+            return frl_fail(err, FRL_ERR_FORMAT, "replay.rows: record %lld holds %s",
+                            (long long)i, bad);
+    }
+    return FRL_OK;
+}
+
 frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
 {
     const frl_section *rs = frl_container_find(c, "replay.rows", FRL_DTYPE_U8,
@@ -1088,6 +1123,8 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
                 return frl_fail(err, FRL_ERR_FORMAT, "replay.states: value %zu is %g", j,
                                 (double)v[j]);
     }
+    if ((st = check_records(r, rs->data, k[1], err)) != FRL_OK)
+        return st;
     const double *prio;
     st = find_priorities(r, c, rs->data, k[1], &prio, err);
     if (st != FRL_OK)

@@ -53,6 +53,8 @@ typedef struct frl_replay_shape {
     int32_t steps, envs;  /* T and B of the ring slots it is filled from */
     int32_t obs_w, act_w; /* act_w: 1 for discrete (int32 actions) */
     int32_t discrete;
+    int32_t actions;      /* discrete: how many (a loaded file's actions are checked
+                             against it); 0: unchecked */
     int32_t prioritized;  /* keep the sum and min trees */
     double alpha;         /* priority exponent (prioritised): a leaf holds p^alpha */
     int32_t batch_rows;   /* rows of the replay-owned minibatch (0: none) */

@@ -81,7 +81,8 @@ static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
         /* Blocks of the ring's slots: observations once, x' B rows after x. */
         frl_replay_shape s = {.capacity = need->capacity, .steps = t->T, .envs = t->B,
                               .obs_w = p->obs_w, .act_w = p->discrete ? 1 : p->out_w,
-                              .discrete = p->discrete, .prioritized = need->prioritized,
+                              .discrete = p->discrete, .actions = p->discrete ? p->out_w : 0,
+                              .prioritized = need->prioritized,
                               .alpha = need->alpha, .batch_rows = need->batch_rows,
                               .state_w = need->keep_state ? p->state_w : 0,
                               .stack = p->stack};
