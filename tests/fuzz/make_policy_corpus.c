@@ -1,11 +1,15 @@
 /* Corpus for the policy-loader fuzz target (fuzz_policy.c), written to DIR:
  *   ok_*      valid files of each format version (1 is the only one): a discrete and a
- *             Gaussian policy, a shared-trunk one with a normaliser, a trainer checkpoint;
+ *             Gaussian policy, a shared-trunk one with a normaliser, a PPO trainer's
+ *             checkpoint and a DQN trainer's with its replay;
  *   format_*  every truncation of one valid file, 200 single-bit flips outside the
  *             version field, and section-level corruptions with correct checksums
  *             (parameter count, a NaN weight, malformed spaces and settings);
  *   any_*     300 flips inside the uncompressed payload, sealed again so the checksums
- *             pass (the loader must not crash; many are still valid files). */
+ *             pass (the loader must not crash; many are still valid files).
+ * With a second directory, also each file's payload as the FRL_FUZZ_SEALED libFuzzer
+ * target takes it (tests/fuzz/libfuzzer.sh). */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,12 +67,11 @@ static void save_policy(const char *name, int discrete, const char *settings)
     frl_space_destroy(as);
 }
 
-static void save_trainer(const char *name)
+static void save_trainer(const char *name, const char *settings)
 {
     frl_config *cfg = NULL;
     frl_trainer *t = NULL;
-    if (frl_config_create(&cfg, NULL) || frl_config_parse(cfg, "train.num_envs=4 train.rollout=8 "
-                                                               "policy.hidden=8") ||
+    if (frl_config_create(&cfg, NULL) || frl_config_parse(cfg, settings) ||
         frl_trainer_create(&t, rt, "CartPole-v1", cfg) || frl_trainer_train(t, 64))
         die("trainer");
     char path[4096];
@@ -204,10 +207,41 @@ static void nan_weight(void)
     free(w);
 }
 
+/* Every file in outdir that unpacks, as the FRL_FUZZ_SEALED target reads its inputs
+ * (a u32 section count, then the uncompressed payload), into dir: libFuzzer's seeds. */
+static void write_payloads(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "mkdir -p '%s'", dir);
+    DIR *d = system(path) == 0 ? opendir(outdir) : NULL;
+    if (!d)
+        die(dir);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t size, raw_size;
+        snprintf(path, sizeof path, "%s/%s", outdir, e->d_name);
+        unsigned char *file = e->d_name[0] != '.' ? forge_read(path, &size) : NULL;
+        unsigned char *raw = file ? forge_unpack(file, size, &raw_size) : NULL;
+        if (raw && raw_size) {
+            unsigned char *in = malloc(4 + raw_size);
+            if (!in)
+                die("payload");
+            memcpy(in, file + 36, 4); /* the header's section count */
+            memcpy(in + 4, raw, raw_size);
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            if (forge_write(path, in, 4 + raw_size) != 0)
+                die(path);
+            free(in);
+        }
+        free(raw);
+        free(file);
+    }
+    closedir(d);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: make_policy_corpus DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: make_policy_corpus DIR [PAYLOAD_DIR]\n");
         return 2;
     }
     outdir = argv[1];
@@ -218,7 +252,12 @@ int main(int argc, char **argv)
     save_policy("ok_policy_discrete", 1, "policy.hidden=16,8");
     save_policy("ok_policy_gaussian", 0, "policy.hidden=12 policy.activation=elu");
     save_policy("ok_policy_shared_norm", 1, "policy.shared=true policy.obs_norm=true policy.hidden=8,8");
-    save_trainer("ok_trainer_cartpole");
+    save_trainer("ok_trainer_cartpole", "train.num_envs=4 train.rollout=8 policy.hidden=8");
+    /* A DQN trainer with its replay saved: the replay's sections, for the trainer
+     * target (tests/fuzz/libfuzzer.sh), and a Q-policy for this one. */
+    save_trainer("ok_trainer_dqn", "train.algo=dqn train.num_envs=2 train.buffer_size=64 "
+                 "train.learning_starts=16 train.batch_size=8 train.save_replay=true "
+                 "policy.hidden=8");
     size_t n;
     unsigned char *b = read_back("ok_policy_discrete", &n);
     truncations_and_flips(b, n);
@@ -226,6 +265,8 @@ int main(int argc, char **argv)
     free(b);
     section_corruptions();
     nan_weight();
+    if (argc == 3)
+        write_payloads(argv[2]);
     frl_runtime_destroy(rt);
     return 0;
 }

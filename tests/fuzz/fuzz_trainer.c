@@ -1,0 +1,68 @@
+/* libFuzzer target for the trainer's checkpoint loader (frl_trainer_load: settings, env
+ * groups, networks, optimiser, normalisers, counters), built by tests/fuzz/libfuzzer.sh.
+ * An input is a little-endian u32 section count and an uncompressed payload, sealed
+ * here into a valid container (as fuzz_policy's FRL_FUZZ_SEALED) and written to a file,
+ * since the loader reads a path. A trainer it accepts must train one more rollout and
+ * save. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt_forge.h"
+#include "fastrl.h"
+
+static void require(int ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "fuzz_trainer: invariant broken: %s\n", what);
+        abort();
+    }
+}
+
+static frl_runtime *runtime(void)
+{
+    static frl_runtime *rt;
+    if (!rt) {
+        frl_config *cfg;
+        require(frl_config_create(&cfg, NULL) == FRL_OK, "config");
+        frl_config_set_int(cfg, "runtime.threads", 1);
+        require(frl_runtime_create(&rt, cfg, NULL, NULL) == FRL_OK, "runtime");
+        frl_config_destroy(cfg);
+    }
+    return rt;
+}
+
+static void exercise(frl_trainer *t, const char *path)
+{
+    const frl_metrics *m = frl_trainer_metrics(t);
+    require(m != NULL, "metrics of a loaded trainer");
+    frl_status st = frl_trainer_train(t, m->env_steps + 1);
+    require(st == FRL_OK || st == FRL_ERR_NONFINITE, "one more rollout");
+    require(frl_trainer_save(t, path) == FRL_OK, "save of a loaded trainer");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    size_t file_size;
+    unsigned char *file = size >= 4 ? forge_file(data + 4, size - 4, forge_get32(data),
+                                                 &file_size)
+                                    : NULL;
+    if (!file)
+        return 0;
+    char path[64];
+    snprintf(path, sizeof path, "/dev/shm/frl_fuzz_trainer_%d", (int)getpid());
+    require(forge_write(path, file, file_size) == 0, "write the input");
+    free(file);
+    frl_trainer *t = NULL;
+    frl_status st = frl_trainer_load(&t, runtime(), path, NULL);
+    require((st == FRL_OK) == (t != NULL), "*out set exactly on success");
+    require(st == FRL_OK || strlen(frl_last_error()) > 0, "a failure has a message");
+    if (t)
+        exercise(t, path);
+    frl_trainer_destroy(t);
+    unlink(path);
+    return 0;
+}
