@@ -579,10 +579,28 @@ START_TEST(damaged_replay_file)
 }
 END_TEST
 
-/* path's checkpoint written again with one record of replay.rows changed by `damage`
- * (checksums right, contents not): 0 an action past the last, 1 a negative action,
- * 2 a NaN reward, 3 a NaN observation. */
-static void rewrite_record(const char *src, const char *dst, const frl_replay *r, int damage)
+/* The section `name` of the sections s[0..n), its data made a writable copy. */
+static void *writable(frl_section *s, int32_t n, const char *name, void **copy)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (!strcmp(s[i].name, name)) {
+            ck_assert(s[i].dtype == FRL_DTYPE_U8 || s[i].dtype == FRL_DTYPE_I64 ||
+                      s[i].dtype == FRL_DTYPE_F64); /* the ones rewritten here */
+            size_t bytes = s[i].count * (s[i].dtype == FRL_DTYPE_U8 ? 1 : 8);
+            *copy = malloc(bytes);
+            memcpy(*copy, s[i].data, bytes);
+            s[i].data = *copy;
+            return *copy;
+        }
+    ck_abort_msg("no section %s", name);
+    return NULL;
+}
+
+/* path's checkpoint written again with one value changed by `damage` (checksums right,
+ * contents not): in the first transition of replay.rows 0 an action past the last, 1 a
+ * negative action, 2 a NaN reward, 3 a NaN observation; 4 trainer.counters' update
+ * count at 2^61; 5 a NaN reward scale in trainer.reward_norm. */
+static void rewrite(const char *src, const char *dst, const frl_replay *r, int damage)
 {
     char err[FRL_ERRMSG_SIZE];
     frl_container *c = NULL;
@@ -590,35 +608,36 @@ static void rewrite_record(const char *src, const char *dst, const frl_replay *r
     frl_section s[64];
     int32_t n = frl_container_count(c);
     ck_assert_int_le(n, 64);
-    unsigned char *rows = NULL;
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < n; i++)
         s[i] = *frl_container_at(c, i);
-        if (!strcmp(s[i].name, "replay.rows")) {
-            rows = malloc(s[i].count);
-            memcpy(rows, s[i].data, s[i].count);
-            s[i].data = rows;
-        }
+    void *copy = NULL;
+    if (damage < 4) {
+        unsigned char *x = writable(s, n, "replay.rows", &copy);
+        while (x[r->off_flags + 2]) /* the first transition */
+            x += r->rec_bytes;
+        int32_t a = damage == 0 ? 2 : -1; /* CartPole has actions 0 and 1 */
+        float nan = NAN;
+        if (damage < 2)
+            memcpy(x + r->off_action, &a, 4);
+        else
+            memcpy(x + (damage == 2 ? r->off_reward : 0), &nan, 4);
+    } else if (damage == 4) {
+        ((int64_t *)writable(s, n, "trainer.counters", &copy))[1] = (int64_t)1 << 61;
+    } else {
+        ((double *)writable(s, n, "trainer.reward_norm", &copy))[3] = NAN;
     }
-    ck_assert_ptr_nonnull(rows);
-    unsigned char *x = rows;
-    while (x[r->off_flags + 2]) /* the first transition */
-        x += r->rec_bytes;
-    int32_t a = damage == 0 ? 2 : -1; /* CartPole has actions 0 and 1 */
-    float nan = NAN;
-    if (damage < 2)
-        memcpy(x + r->off_action, &a, 4);
-    else
-        memcpy(x + (damage == 2 ? r->off_reward : 0), &nan, 4);
     ck_assert_msg(frl_container_write(dst, NULL, s, n, err) == FRL_OK, "%s", err);
-    free(rows);
+    free(copy);
     frl_container_free(c);
 }
 
 /* A checkpoint whose replay holds an action outside the space or a non-finite reward or
- * observation, with every checksum right, loads as FRL_ERR_FORMAT naming the record.
- * (The DQN learner indexes its Q outputs by the stored actions: before the check, a
- * forged file made it read and write out of bounds; found by tests/fuzz/libfuzzer.sh.) */
-START_TEST(replay_records_checked)
+ * observation, or whose counters or reward normaliser no run could have, with every
+ * checksum right, loads as FRL_ERR_FORMAT saying what. (The DQN learner indexes its Q
+ * outputs by the stored actions, and multiplies the update count by T * B: before the
+ * checks, forged files made it write out of bounds and overflow; found by
+ * tests/fuzz/libfuzzer.sh.) */
+START_TEST(forged_checkpoint_contents)
 {
     frl_runtime *rt = frl_test_runtime(1);
     char path[] = "/tmp/frl_dqn_rec_XXXXXX", bad[64];
@@ -631,9 +650,11 @@ START_TEST(replay_records_checked)
     static const char *const what[] = {"an action outside the action space",
                                        "an action outside the action space",
                                        "a reward that is not finite",
-                                       "an observation that is not finite"};
-    for (int damage = 0; damage < 4; damage++) {
-        rewrite_record(path, bad, t->store.replay, damage);
+                                       "an observation that is not finite",
+                                       "trainer.counters are out of range",
+                                       "trainer.reward_norm is not"};
+    for (int damage = 0; damage < 6; damage++) {
+        rewrite(path, bad, t->store.replay, damage);
         frl_trainer *back = (frl_trainer *)1;
         ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);
         ck_assert_ptr_null(back);
@@ -666,7 +687,7 @@ int main(void)
     tcase_add_test(tc, threads_learn_the_same_bits);
     tcase_add_test(tc, resume_is_identical);
     tcase_add_test(tc, damaged_replay_file);
-    tcase_add_test(tc, replay_records_checked);
+    tcase_add_test(tc, forged_checkpoint_contents);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

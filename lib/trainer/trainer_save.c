@@ -1,6 +1,8 @@
 /* Trainer checkpoints: everything a run needs to continue exactly where it stopped. */
-#include <stdio.h>
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "env/vec_env_named.h"
@@ -195,6 +197,16 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     const int64_t *k = cs->data;
     if (k[0] < 0 || k[1] < 0 || k[2] < 0 || k[3] < 0 || k[4] < 0 || (k[6] != t->B && !dist))
         return frl_fail(err, FRL_ERR_FORMAT, "trainer.counters are inconsistent");
+    /* No run reaches 2^53 steps; a file beyond would overflow the learners' step
+     * arithmetic (updates times the rollout's T * B). */
+    const int64_t most = (int64_t)1 << 53, per = (int64_t)t->T * t->B;
+    if (k[0] > most || k[1] > most / per || k[2] > most || k[3] > most || k[4] > most ||
+        k[5] < 0 || k[5] > INT32_MAX)
+        return frl_fail(err, FRL_ERR_FORMAT, "trainer.counters are out of range");
+    const double *r = rn->data;
+    if (!(r[0] >= 0 && r[0] <= 1e300) || !isfinite(r[1]) || !(r[2] >= 0 && r[2] <= 1e300) ||
+        !(r[3] > 0 && r[3] <= FLT_MAX))
+        return frl_fail(err, FRL_ERR_FORMAT, "trainer.reward_norm is not a normaliser's state");
     frl_status st = t->learner.ops->load(&t->learner, c, k[4], err);
     if (st != FRL_OK)
         return st;
@@ -208,7 +220,6 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     t->host.seed = t->seed; /* the sampler's copy */
     memcpy(b->recent_return, rr->data, sizeof b->recent_return);
     memcpy(b->recent_length, rl->data, sizeof b->recent_length);
-    const double *r = rn->data;
     b->rn_count = r[0];
     b->rn_mean = r[1];
     b->rn_m2 = r[2];
