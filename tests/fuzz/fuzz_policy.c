@@ -39,7 +39,10 @@ static void exercise(frl_policy *p)
     int64_t w = frl_space_n(frl_policy_observation_space(p));
     int64_t a = frl_space_n(frl_policy_action_space(p));
     require(w >= 1 && w <= 4096 && a >= 1 && a <= 4096, "space sizes");
+    int64_t sw = frl_policy_state_size(p);
+    require(sw >= 0 && sw <= 1 << 20, "state size");
     float *obs = calloc((size_t)w, sizeof(float)), *act = calloc((size_t)a, sizeof(float));
+    float *state = calloc((size_t)sw + 1, sizeof(float)); /* a core's, or a frame stack's */
     float lp, v;
     frl_act_args args;
     frl_act_args_init(&args);
@@ -50,9 +53,12 @@ static void exercise(frl_policy *p)
     args.actions = act;
     args.log_probs = &lp;
     args.values = &v;
-    require(obs && act && frl_policy_act(p, &args) == FRL_OK, "act on a loaded policy");
+    args.state = state;
+    args.state_width = sw;
+    require(obs && act && state && frl_policy_act(p, &args) == FRL_OK, "act on a loaded policy");
     free(obs);
     free(act);
+    free(state);
 }
 
 /* Export it as ONNX and as C (into TMPDIR, removed after): the exporters walk the same

@@ -1,7 +1,7 @@
 /* Corpus for the policy-loader fuzz target (fuzz_policy.c), written to DIR:
  *   ok_*      valid files of each format version (1 is the only one): a discrete and a
- *             Gaussian policy, a shared-trunk one with a normaliser, a PPO trainer's
- *             checkpoint and a DQN trainer's with its replay;
+ *             Gaussian policy, a shared-trunk one with a normaliser, and trainer
+ *             checkpoints of PPO, DQN with its replay, ES, GA and R2D2;
  *   format_*  every truncation of one valid file, 200 single-bit flips outside the
  *             version field, and section-level corruptions with correct checksums
  *             (parameter count, a NaN weight, malformed spaces and settings);
@@ -258,6 +258,14 @@ int main(int argc, char **argv)
     save_trainer("ok_trainer_dqn", "train.algo=dqn train.num_envs=2 train.buffer_size=64 "
                  "train.learning_starts=16 train.batch_size=8 train.save_replay=true "
                  "policy.hidden=8");
+    /* Neuroevolution's populations (ES's noise table small) and R2D2's sequences. */
+    save_trainer("ok_trainer_es", "train.algo=es es.population=4 es.noise_floats=4096 "
+                 "policy.hidden=8");
+    save_trainer("ok_trainer_ga", "train.algo=ga ga.population=4 ga.elites=1 ga.truncation=2 "
+                 "policy.hidden=8");
+    save_trainer("ok_trainer_r2d2", "train.algo=r2d2 train.num_envs=2 train.seq_length=8 "
+                 "train.seq_overlap=4 train.burn_in=2 train.batch_size=2 train.buffer_size=256 "
+                 "train.learning_starts=16 policy.hidden=8 policy.core_size=8");
     size_t n;
     unsigned char *b = read_back("ok_policy_discrete", &n);
     truncations_and_flips(b, n);
