@@ -9,16 +9,11 @@
 
 #include "core/config.h"
 #include "fuzz_config.h"
+#include "fuzz_util.h"
+
+#define require(ok, what) fuzz_require((ok), "fuzz_config", (what))
 
 enum { TEXT = 64 * 1024 };
-
-static void require(int ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "fuzz_config: invariant broken: %s\n", what);
-        abort();
-    }
-}
 
 static int documented(frl_status st)
 {

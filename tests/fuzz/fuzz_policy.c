@@ -9,29 +9,11 @@
 
 #include "core/runtime.h"
 #include "fuzz_policy.h"
+#include "fuzz_util.h"
 #include "io/container.h"
 #include "rl/policy_io.h"
 
-static void require(int ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "fuzz_policy: invariant broken: %s\n", what);
-        abort();
-    }
-}
-
-static frl_runtime *runtime(void)
-{
-    static frl_runtime *rt;
-    if (!rt) {
-        frl_config *cfg;
-        require(frl_config_create(&cfg, NULL) == FRL_OK, "config");
-        frl_config_set_int(cfg, "runtime.threads", 1);
-        require(frl_runtime_create(&rt, cfg, NULL, NULL) == FRL_OK, "runtime");
-        frl_config_destroy(cfg);
-    }
-    return rt;
-}
+#define require(ok, what) fuzz_require((ok), "fuzz_policy", (what))
 
 /* Act once on zeros; an accepted policy must manage it. */
 static void exercise(frl_policy *p)
@@ -92,7 +74,7 @@ int frl_fuzz_policy_one(const uint8_t *data, size_t size)
     if (st != FRL_OK)
         return st;
     frl_policy *p = NULL;
-    st = frl_policy_from_container(&p, runtime(), c, err);
+    st = frl_policy_from_container(&p, fuzz_runtime(), c, err);
     frl_container_free(c);
     require((st == FRL_OK) == (p != NULL), "*out set exactly on success");
     require(st == FRL_OK || st == FRL_ERR_FORMAT || st == FRL_ERR_NOMEM, "status");

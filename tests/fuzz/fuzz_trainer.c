@@ -11,27 +11,9 @@
 
 #include "ckpt_forge.h"
 #include "fastrl.h"
+#include "fuzz_util.h"
 
-static void require(int ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "fuzz_trainer: invariant broken: %s\n", what);
-        abort();
-    }
-}
-
-static frl_runtime *runtime(void)
-{
-    static frl_runtime *rt;
-    if (!rt) {
-        frl_config *cfg;
-        require(frl_config_create(&cfg, NULL) == FRL_OK, "config");
-        frl_config_set_int(cfg, "runtime.threads", 1);
-        require(frl_runtime_create(&rt, cfg, NULL, NULL) == FRL_OK, "runtime");
-        frl_config_destroy(cfg);
-    }
-    return rt;
-}
+#define require(ok, what) fuzz_require((ok), "fuzz_trainer", (what))
 
 static void exercise(frl_trainer *t, const char *path)
 {
@@ -57,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     require(forge_write(path, file, file_size) == 0, "write the input");
     free(file);
     frl_trainer *t = NULL;
-    frl_status st = frl_trainer_load(&t, runtime(), path, NULL);
+    frl_status st = frl_trainer_load(&t, fuzz_runtime(), path, NULL);
     require((st == FRL_OK) == (t != NULL), "*out set exactly on success");
     require(st == FRL_OK || strlen(frl_last_error()) > 0, "a failure has a message");
     if (t)

@@ -3,7 +3,8 @@
 # them on generated corpora only. Builds the library instrumented (clang), links the
 # targets, seeds each from its corpus maker and runs each for SECONDS.
 #
-#   bash tests/fuzz/libfuzzer.sh [SECONDS] [BUILD_DIR]      (defaults 60, build-libfuzzer)
+#   bash tests/fuzz/libfuzzer.sh [SECONDS] [BUILD_DIR] [TARGET ...]
+#                           (defaults: 60, build-libfuzzer, every target)
 #
 # Targets: container (the checkpoint reader), policy (whole files), policy_sealed (the
 # uncompressed payload, sealed in the target so mutations get past zstd and the
@@ -18,6 +19,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 dir=${2:-build-libfuzzer}
+shift $(($# < 2 ? $# : 2))
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(container policy policy_sealed config trainer)
 root=$PWD
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 
@@ -60,7 +64,7 @@ rm -rf "$out/seeds" && mkdir -p "$out/seeds"
     { echo "libfuzzer: a corpus maker failed"; exit 1; }
 
 status=0
-for t in container policy policy_sealed config trainer; do
+for t in "${targets[@]}"; do
     rm -f "$out/$t"/crash-* && mkdir -p "$out/$t/corpus"
     (cd "$out/$t" && ASAN_OPTIONS=detect_leaks=1 "../bin/$t" -max_total_time="$seconds" \
         -timeout=10 -rss_limit_mb=4096 -max_len=400000 -print_final_stats=1 \
