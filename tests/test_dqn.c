@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/container.h"
 #include "rl/policy.h"
 #include "trainer/trainer.h"
 #include "test_util.h"
@@ -579,21 +578,37 @@ START_TEST(damaged_replay_file)
 }
 END_TEST
 
-/* The section `name` of the sections s[0..n), its data made a writable copy. */
-static void *writable(frl_section *s, int32_t n, const char *name, void **copy)
+/* The first transition of replay.rows with `damage` (rewrite()'s 0 to 3) done to it. */
+typedef struct record_damage {
+    const frl_replay *r;
+    int damage;
+} record_damage;
+
+static void damage_record(void *data, uint64_t count, void *user)
 {
-    for (int32_t i = 0; i < n; i++)
-        if (!strcmp(s[i].name, name)) {
-            ck_assert(s[i].dtype == FRL_DTYPE_U8 || s[i].dtype == FRL_DTYPE_I64 ||
-                      s[i].dtype == FRL_DTYPE_F64); /* the ones rewritten here */
-            size_t bytes = s[i].count * (s[i].dtype == FRL_DTYPE_U8 ? 1 : 8);
-            *copy = malloc(bytes);
-            memcpy(*copy, s[i].data, bytes);
-            s[i].data = *copy;
-            return *copy;
-        }
-    ck_abort_msg("no section %s", name);
-    return NULL;
+    const record_damage *d = user;
+    unsigned char *x = data;
+    while (x[d->r->off_flags + 2]) /* the first transition */
+        x += d->r->rec_bytes;
+    ck_assert(x < (unsigned char *)data + count);
+    int32_t a = d->damage == 0 ? 2 : -1; /* CartPole has actions 0 and 1 */
+    float nan = NAN;
+    if (d->damage < 2)
+        memcpy(x + d->r->off_action, &a, 4);
+    else
+        memcpy(x + (d->damage == 2 ? d->r->off_reward : 0), &nan, 4);
+}
+
+static void huge_update_count(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((int64_t *)data)[1] = (int64_t)1 << 61;
+}
+
+static void nan_reward_scale(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((double *)data)[3] = NAN;
 }
 
 /* path's checkpoint written again with one value changed by `damage` (checksums right,
@@ -602,33 +617,13 @@ static void *writable(frl_section *s, int32_t n, const char *name, void **copy)
  * count at 2^61; 5 a NaN reward scale in trainer.reward_norm. */
 static void rewrite(const char *src, const char *dst, const frl_replay *r, int damage)
 {
-    char err[FRL_ERRMSG_SIZE];
-    frl_container *c = NULL;
-    ck_assert_msg(frl_container_read(&c, src, NULL, err) == FRL_OK, "%s", err);
-    frl_section s[64];
-    int32_t n = frl_container_count(c);
-    ck_assert_int_le(n, 64);
-    for (int32_t i = 0; i < n; i++)
-        s[i] = *frl_container_at(c, i);
-    void *copy = NULL;
-    if (damage < 4) {
-        unsigned char *x = writable(s, n, "replay.rows", &copy);
-        while (x[r->off_flags + 2]) /* the first transition */
-            x += r->rec_bytes;
-        int32_t a = damage == 0 ? 2 : -1; /* CartPole has actions 0 and 1 */
-        float nan = NAN;
-        if (damage < 2)
-            memcpy(x + r->off_action, &a, 4);
-        else
-            memcpy(x + (damage == 2 ? r->off_reward : 0), &nan, 4);
-    } else if (damage == 4) {
-        ((int64_t *)writable(s, n, "trainer.counters", &copy))[1] = (int64_t)1 << 61;
-    } else {
-        ((double *)writable(s, n, "trainer.reward_norm", &copy))[3] = NAN;
-    }
-    ck_assert_msg(frl_container_write(dst, NULL, s, n, err) == FRL_OK, "%s", err);
-    free(copy);
-    frl_container_free(c);
+    record_damage d = {r, damage};
+    if (damage < 4)
+        rewrite_section(src, dst, "replay.rows", damage_record, &d);
+    else if (damage == 4)
+        rewrite_section(src, dst, "trainer.counters", huge_update_count, NULL);
+    else
+        rewrite_section(src, dst, "trainer.reward_norm", nan_reward_scale, NULL);
 }
 
 /* A checkpoint whose replay holds an action outside the space or a non-finite reward or

@@ -409,6 +409,40 @@ START_TEST(resume_is_identical)
 }
 END_TEST
 
+static void huge_r2d2_updates(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((double *)data)[0] = 1e300;
+}
+
+/* r2d2.counters' update count is a double in the file: one no run reaches (here 1e300,
+ * which overflowed its conversion to int64; found by libFuzzer) is FRL_ERR_FORMAT. */
+START_TEST(forged_counters_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[] = "/tmp/frl_r2d2_bad_XXXXXX", bad[64];
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(bad, sizeof bad, "%s.bad", path);
+    frl_trainer *a;
+    ck_assert_int_eq(create_builtin(rt, "CartPoleNoVel-v1", resume_settings, &a), FRL_OK);
+    ck_assert_msg(frl_trainer_train(a, 600) == FRL_OK, "%s", frl_trainer_last_error(a));
+    ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
+    frl_trainer_destroy(a);
+    rewrite_section(path, bad, "r2d2.counters", huge_r2d2_updates, NULL);
+    frl_trainer *b = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_load(&b, rt, bad, NULL), FRL_ERR_FORMAT);
+    ck_assert_ptr_null(b);
+    ck_assert_msg(strstr(frl_last_error(), "r2d2.counters"), "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    frl_trainer_destroy(b);
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* SEED's layout saved between train calls: two actors' envs, the weights, the target,
  * the replay and the priorities come back, and the run goes on in async mode. */
 START_TEST(async_resume)
@@ -496,6 +530,7 @@ int main(void)
     tcase_add_test(units, actor_epsilons);
     tcase_add_test(units, sequences_span_blocks);
     tcase_add_test(resume, resume_is_identical);
+    tcase_add_test(resume, forged_counters_refused);
     tcase_add_test(resume, async_resume);
     tcase_add_test(learning, learns_memory_probe);
     TCase *all[] = {units, resume, learning};

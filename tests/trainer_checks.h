@@ -1,12 +1,14 @@
 /* What the off-policy learners' tests (test_dqn.c, test_r2d2.c) share: trainers of a
- * built-in made from settings text, a refusal checked for its status and words, and a
- * metrics callback that stops a run at a step count (as Ctrl-C does). Header-only: each
- * test is one file. */
+ * built-in made from settings text, a refusal checked for its status and words, a
+ * metrics callback that stops a run at a step count (as Ctrl-C does), and checkpoints
+ * rewritten with one section changed. Header-only: each test is one file. */
 #ifndef FRL_TESTS_TRAINER_CHECKS_H
 #define FRL_TESTS_TRAINER_CHECKS_H
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "io/container.h"
 #include "test_util.h"
 
 static inline frl_status create_builtin(frl_runtime *rt, const char *env, const char *text,
@@ -44,6 +46,39 @@ static inline int stop_at(void *user, const frl_metrics *m)
     if (m->env_steps >= s->at)
         frl_trainer_request_stop(s->t);
     return 0;
+}
+
+/* Changes a section's data (count values of its dtype) in place. */
+typedef void (*section_edit)(void *data, uint64_t count, void *user);
+
+/* The checkpoint at src written to dst with section `name` changed by edit: every
+ * checksum right, the contents not. The section must be U8, I64 or F64. */
+static inline void rewrite_section(const char *src, const char *dst, const char *name,
+                                   section_edit edit, void *user)
+{
+    char err[FRL_ERRMSG_SIZE];
+    frl_container *c = NULL;
+    ck_assert_msg(frl_container_read(&c, src, NULL, err) == FRL_OK, "%s", err);
+    frl_section s[64];
+    int32_t n = frl_container_count(c);
+    ck_assert_int_le(n, 64);
+    void *copy = NULL;
+    for (int32_t i = 0; i < n; i++) {
+        s[i] = *frl_container_at(c, i);
+        if (strcmp(s[i].name, name) != 0)
+            continue;
+        ck_assert(s[i].dtype == FRL_DTYPE_U8 || s[i].dtype == FRL_DTYPE_I64 ||
+                  s[i].dtype == FRL_DTYPE_F64);
+        size_t bytes = s[i].count * (s[i].dtype == FRL_DTYPE_U8 ? 1 : 8);
+        copy = malloc(bytes);
+        memcpy(copy, s[i].data, bytes);
+        edit(copy, s[i].count, user);
+        s[i].data = copy;
+    }
+    ck_assert_msg(copy != NULL, "no section %s", name);
+    ck_assert_msg(frl_container_write(dst, NULL, s, n, err) == FRL_OK, "%s", err);
+    free(copy);
+    frl_container_free(c);
 }
 
 #endif
