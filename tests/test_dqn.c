@@ -611,10 +611,17 @@ static void nan_reward_scale(void *data, uint64_t count, void *user)
     ((double *)data)[3] = NAN;
 }
 
+static void never_reset(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((int64_t *)data)[3] = 0;
+}
+
 /* path's checkpoint written again with one value changed by `damage` (checksums right,
  * contents not): in the first transition of replay.rows 0 an action past the last, 1 a
  * negative action, 2 a NaN reward, 3 a NaN observation; 4 trainer.counters' update
- * count at 2^61; 5 a NaN reward scale in trainer.reward_norm. */
+ * count at 2^61; 5 a NaN reward scale in trainer.reward_norm; 6 env.totals saying the
+ * envs were never reset, though the counters say the run had started. */
 static void rewrite(const char *src, const char *dst, const frl_replay *r, int damage)
 {
     record_damage d = {r, damage};
@@ -622,13 +629,16 @@ static void rewrite(const char *src, const char *dst, const frl_replay *r, int d
         rewrite_section(src, dst, "replay.rows", damage_record, &d);
     else if (damage == 4)
         rewrite_section(src, dst, "trainer.counters", huge_update_count, NULL);
-    else
+    else if (damage == 5)
         rewrite_section(src, dst, "trainer.reward_norm", nan_reward_scale, NULL);
+    else
+        rewrite_section(src, dst, "env.totals", never_reset, NULL);
 }
 
 /* A checkpoint whose replay holds an action outside the space or a non-finite reward or
- * observation, or whose counters or reward normaliser no run could have, with every
- * checksum right, loads as FRL_ERR_FORMAT saying what. (The DQN learner indexes its Q
+ * observation, or whose counters or reward normaliser no run could have, or whose envs
+ * were never reset in a run that had started (the first step failed with
+ * FRL_ERR_STATE), with every checksum right, loads as FRL_ERR_FORMAT saying what. (The DQN learner indexes its Q
  * outputs by the stored actions, and multiplies the update count by T * B: before the
  * checks, forged files made it write out of bounds and overflow; found by
  * tests/fuzz/libfuzzer.sh.) */
@@ -647,8 +657,9 @@ START_TEST(forged_checkpoint_contents)
                                        "a reward that is not finite",
                                        "an observation that is not finite",
                                        "trainer.counters are out of range",
-                                       "trainer.reward_norm is not"};
-    for (int damage = 0; damage < 6; damage++) {
+                                       "trainer.reward_norm is not",
+                                       "envs were never reset"};
+    for (int damage = 0; damage < 7; damage++) {
         rewrite(path, bad, t->store.replay, damage);
         frl_trainer *back = (frl_trainer *)1;
         ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);

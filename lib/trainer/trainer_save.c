@@ -258,8 +258,14 @@ static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
         st = frl_replay_load(t->store.replay, c, err);
     if (st == FRL_OK)
         st = frl_policy_restore_state(t->policy, c, err);
-    for (int32_t g = 0; g < t->groups && st == FRL_OK && !t->dist; g++)
+    for (int32_t g = 0; g < t->groups && st == FRL_OK && !t->dist; g++) {
         st = frl_vec_env_restore_group(t->venvs[g], g, c, err);
+        /* A run that had started steps on without resetting its envs: they must have
+         * been reset before the save. */
+        if (st == FRL_OK && t->book.pr.started && !t->venvs[g]->has_reset)
+            st = frl_fail(err, FRL_ERR_FORMAT, "trainer.counters say the run had started and "
+                          "env group %d's state that its envs were never reset", (int)g);
+    }
     return st;
 }
 

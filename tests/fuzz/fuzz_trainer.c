@@ -20,6 +20,8 @@ static void exercise(frl_trainer *t, const char *path)
     const frl_metrics *m = frl_trainer_metrics(t);
     require(m != NULL, "metrics of a loaded trainer");
     frl_status st = frl_trainer_train(t, m->env_steps + 1);
+    if (st != FRL_OK && st != FRL_ERR_NONFINITE)
+        fprintf(stderr, "fuzz_trainer: %s: %s\n", frl_status_name(st), frl_trainer_last_error(t));
     require(st == FRL_OK || st == FRL_ERR_NONFINITE, "one more rollout");
     require(frl_trainer_save(t, path) == FRL_OK, "save of a loaded trainer");
 }
