@@ -617,11 +617,19 @@ static void never_reset(void *data, uint64_t count, void *user)
     ((int64_t *)data)[3] = 0;
 }
 
+/* dqn.adam is m then v: the last second moment made negative. */
+static void negative_second_moment(void *data, uint64_t count, void *user)
+{
+    (void)user;
+    ((float *)data)[count - 1] = -1.0f;
+}
+
 /* path's checkpoint written again with one value changed by `damage` (checksums right,
  * contents not): in the first transition of replay.rows 0 an action past the last, 1 a
  * negative action, 2 a NaN reward, 3 a NaN observation; 4 trainer.counters' update
  * count at 2^61; 5 a NaN reward scale in trainer.reward_norm; 6 env.totals saying the
- * envs were never reset, though the counters say the run had started. */
+ * envs were never reset, though the counters say the run had started; 7 a negative
+ * second moment in dqn.adam. */
 static void rewrite(const char *src, const char *dst, const frl_replay *r, int damage)
 {
     record_damage d = {r, damage};
@@ -631,14 +639,16 @@ static void rewrite(const char *src, const char *dst, const frl_replay *r, int d
         rewrite_section(src, dst, "trainer.counters", huge_update_count, NULL);
     else if (damage == 5)
         rewrite_section(src, dst, "trainer.reward_norm", nan_reward_scale, NULL);
-    else
+    else if (damage == 6)
         rewrite_section(src, dst, "env.totals", never_reset, NULL);
+    else
+        rewrite_section(src, dst, "dqn.adam", negative_second_moment, NULL);
 }
 
 /* A checkpoint whose replay holds an action outside the space or a non-finite reward or
  * observation, or whose counters or reward normaliser no run could have, or whose envs
  * were never reset in a run that had started (the first step failed with
- * FRL_ERR_STATE), with every checksum right, loads as FRL_ERR_FORMAT saying what. (The DQN learner indexes its Q
+ * FRL_ERR_STATE), or whose Adam state no optimiser could reach, with every checksum right, loads as FRL_ERR_FORMAT saying what. (The DQN learner indexes its Q
  * outputs by the stored actions, and multiplies the update count by T * B: before the
  * checks, forged files made it write out of bounds and overflow; found by
  * tests/fuzz/libfuzzer.sh.) */
@@ -658,8 +668,9 @@ START_TEST(forged_checkpoint_contents)
                                        "an observation that is not finite",
                                        "trainer.counters are out of range",
                                        "trainer.reward_norm is not",
-                                       "envs were never reset"};
-    for (int damage = 0; damage < 7; damage++) {
+                                       "envs were never reset",
+                                       "dqn.adam holds a value out of range"};
+    for (int damage = 0; damage < 8; damage++) {
         rewrite(path, bad, t->store.replay, damage);
         frl_trainer *back = (frl_trainer *)1;
         ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);
@@ -671,6 +682,42 @@ START_TEST(forged_checkpoint_contents)
     ck_assert_msg(frl_trainer_load(&back, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
     frl_trainer_destroy(back);
     frl_trainer_destroy(t);
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+static void nan_first_moment(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((float *)data)[0] = NAN;
+}
+
+/* The same for PPO's optimiser state (trainer.adam), here beside the DQN cases for
+ * their rewriting helper: a NaN moment is refused at load, instead of turning the
+ * parameters to NaN at the first update. */
+START_TEST(forged_ppo_adam_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[] = "/tmp/frl_ppo_adam_XXXXXX", bad[64];
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(bad, sizeof bad, "%s.bad", path);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.num_envs=4 train.rollout=16", &t),
+                     FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    rewrite_section(path, bad, "trainer.adam", nan_first_moment, NULL);
+    frl_trainer *back = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);
+    ck_assert_ptr_null(back);
+    ck_assert_msg(strstr(frl_last_error(), "trainer.adam"), "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&back, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    frl_trainer_destroy(back);
     unlink(path);
     unlink(bad);
     frl_runtime_destroy(rt);
@@ -694,6 +741,7 @@ int main(void)
     tcase_add_test(tc, resume_is_identical);
     tcase_add_test(tc, damaged_replay_file);
     tcase_add_test(tc, forged_checkpoint_contents);
+    tcase_add_test(tc, forged_ppo_adam_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -52,7 +52,7 @@ static inline int stop_at(void *user, const frl_metrics *m)
 typedef void (*section_edit)(void *data, uint64_t count, void *user);
 
 /* The checkpoint at src written to dst with section `name` changed by edit: every
- * checksum right, the contents not. The section must be U8, I64 or F64. */
+ * checksum right, the contents not. Any section but a text one. */
 static inline void rewrite_section(const char *src, const char *dst, const char *name,
                                    section_edit edit, void *user)
 {
@@ -67,9 +67,12 @@ static inline void rewrite_section(const char *src, const char *dst, const char 
         s[i] = *frl_container_at(c, i);
         if (strcmp(s[i].name, name) != 0)
             continue;
-        ck_assert(s[i].dtype == FRL_DTYPE_U8 || s[i].dtype == FRL_DTYPE_I64 ||
-                  s[i].dtype == FRL_DTYPE_F64);
-        size_t bytes = s[i].count * (s[i].dtype == FRL_DTYPE_U8 ? 1 : 8);
+        ck_assert(s[i].dtype != FRL_DTYPE_TEXT);
+        size_t bytes = s[i].count * (s[i].dtype == FRL_DTYPE_U8    ? 1
+                                     : s[i].dtype == FRL_DTYPE_I32 ||
+                                             s[i].dtype == FRL_DTYPE_F32
+                                         ? 4
+                                         : 8);
         copy = malloc(bytes);
         memcpy(copy, s[i].data, bytes);
         edit(copy, s[i].count, user);

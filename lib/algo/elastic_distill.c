@@ -440,6 +440,10 @@ frl_status frl_elastic_learner_load(frl_elastic_learner *l, const frl_container 
     if (v[0] < STAGE_FULL || v[0] > STAGE_WIDTH || v[1] < 0)
         return frl_fail(err, FRL_ERR_FORMAT, "elastic.state: stage %lld, step %lld out of range",
                         (long long)v[0], (long long)v[1]);
+    if (!frl_adam_moments_valid(a->data, (size_t)np) ||
+        !frl_adam_moments_valid(ah->data, (size_t)nh))
+        return frl_fail(err, FRL_ERR_FORMAT, "elastic.adam or elastic.adam_heads holds a moment "
+                        "out of range");
     memcpy(l->heads, h->data, sizeof(float) * (size_t)nh);
     memcpy(l->adam_full.m, a->data, sizeof(float) * 2 * (size_t)np);
     memcpy(l->adam_heads.m, ah->data, sizeof(float) * 2 * (size_t)nh);
