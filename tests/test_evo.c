@@ -12,6 +12,7 @@
 #include "fastrl.h"
 #include "rl/policy.h"
 #include "test_util.h"
+#include "trainer_checks.h"
 
 /* ---- populations ---- */
 
@@ -616,6 +617,36 @@ START_TEST(trainer_resumes_exactly)
 }
 END_TEST
 
+static void negative_second_moment(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((float *)data)[0] = -1.0f;
+}
+
+/* ES's Adam state in a checkpoint (es.v here) with every checksum right but a negative
+ * second moment is FRL_ERR_FORMAT at load, not NaN parameters a generation later. */
+START_TEST(forged_es_state_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *a = evo_trainer(rt, "train.algo=es es.population=8 train.num_envs=8");
+    ck_assert_int_eq(frl_trainer_train(a, 4000), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(a, "test_evo_forged.frl"), FRL_OK);
+    frl_trainer_destroy(a);
+    rewrite_section("test_evo_forged.frl", "test_evo_forged_bad.frl", "es.v",
+                    negative_second_moment, NULL);
+    frl_trainer *b = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_load(&b, rt, "test_evo_forged_bad.frl", NULL), FRL_ERR_FORMAT);
+    ck_assert_ptr_null(b);
+    ck_assert_msg(strstr(frl_last_error(), "es.v"), "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&b, rt, "test_evo_forged.frl", NULL) == FRL_OK, "%s",
+                  frl_last_error());
+    frl_trainer_destroy(b);
+    remove("test_evo_forged.frl");
+    remove("test_evo_forged_bad.frl");
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("evo");
@@ -632,6 +663,7 @@ static Suite *suite(void)
     tcase_add_test(c, es_learns_cartpole);
     tcase_add_test(c, ga_learns_cartpole);
     tcase_add_test(c, trainer_resumes_exactly);
+    tcase_add_test(c, forged_es_state_refused);
     suite_add_tcase(s, c);
     return s;
 }

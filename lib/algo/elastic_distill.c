@@ -440,8 +440,8 @@ frl_status frl_elastic_learner_load(frl_elastic_learner *l, const frl_container 
     if (v[0] < STAGE_FULL || v[0] > STAGE_WIDTH || v[1] < 0)
         return frl_fail(err, FRL_ERR_FORMAT, "elastic.state: stage %lld, step %lld out of range",
                         (long long)v[0], (long long)v[1]);
-    if (!frl_adam_moments_valid(a->data, (size_t)np) ||
-        !frl_adam_moments_valid(ah->data, (size_t)nh))
+    if (!frl_adam_moments_valid(a->data, (const float *)a->data + np, (size_t)np) ||
+        !frl_adam_moments_valid(ah->data, (const float *)ah->data + nh, (size_t)nh))
         return frl_fail(err, FRL_ERR_FORMAT, "elastic.adam or elastic.adam_heads holds a moment "
                         "out of range");
     memcpy(l->heads, h->data, sizeof(float) * (size_t)nh);

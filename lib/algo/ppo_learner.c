@@ -201,7 +201,8 @@ frl_status frl_ppo_learner_load(frl_learner *l, const frl_container *c, int64_t 
                                                2 * (int64_t)p->grad_stride, err);
     if (!ad)
         return FRL_ERR_FORMAT;
-    if (!frl_adam_moments_valid(ad->data, p->grad_stride))
+    if (!frl_adam_moments_valid(ad->data, (const float *)ad->data + p->grad_stride,
+                                p->grad_stride))
         return frl_fail(err, FRL_ERR_FORMAT, "trainer.adam holds a moment out of range (not "
                         "finite, or a negative second moment)");
     p->adam.t = steps;

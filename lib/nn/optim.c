@@ -19,11 +19,11 @@ float frl_clip_scale(double norm, double max_norm)
     return max_norm > 0 && norm > max_norm ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
 }
 
-int frl_adam_moments_valid(const float *mv, size_t n)
+int frl_adam_moments_valid(const float *m, const float *v, size_t n)
 {
     int ok = 1;
     for (size_t i = 0; i < n; i++)
-        ok &= isfinite(mv[i]) && isfinite(mv[n + i]) && mv[n + i] >= 0;
+        ok &= isfinite(m[i]) && isfinite(v[i]) && v[i] >= 0;
     return ok;
 }
 

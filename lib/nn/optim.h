@@ -27,10 +27,10 @@ float frl_clip_scale(double norm, double max_norm);
  * that clipping g in place first would. */
 void frl_adam_begin(frl_adam *a);
 
-/* 1 if mv[0..2n) (the first moments, then the second, as checkpoints store them) could
- * be Adam's state: all finite, second moments >= 0. A loaded file's are checked with
- * it, so a forged one is refused at load rather than turning the parameters to NaN. */
-int frl_adam_moments_valid(const float *mv, size_t n);
+/* 1 if m[0..n) and v[0..n) could be Adam's moments: all finite, second moments >= 0.
+ * A loaded file's are checked with it, so a forged one is refused at load rather than
+ * turning the parameters to NaN. */
+int frl_adam_moments_valid(const float *m, const float *v, size_t n);
 void frl_adam_update(const frl_adam *a, const frl_kernels *k, float *p, const float *g,
                      size_t lo, size_t hi, double lr, float gscale);
 
