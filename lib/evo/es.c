@@ -12,7 +12,6 @@
 
 #include "core/rng.h"
 #include "evo/evo.h"
-#include "nn/optim.h"
 
 enum { NOISE_CHUNK = 1 << 16, GRAD_CHUNK = 1024 };
 static const uint64_t NOISE_SALT = 0x6e6f6973655f7462ULL, OFFSET_SALT = 0x6f66667365747321ULL;
@@ -177,9 +176,14 @@ frl_status frl_es_restore(frl_evo *e, const frl_container *c, const float *theta
         return FRL_ERR_FORMAT;
     int64_t steps;
     memcpy(&steps, t->data, sizeof steps);
-    /* Adam's bias correction raises beta to the step count: no run takes 2^53 steps. */
-    if (!frl_adam_moments_valid(m->data, v->data, (size_t)e->n) || steps < 0 ||
-        steps > ((int64_t)1 << 53))
+    /* As nn's frl_adam_moments_valid (ES keeps an Adam of its own, and evo/ does not
+     * depend on nn/): finite moments, second ones >= 0. Adam's bias correction raises
+     * beta to the step count: no run takes 2^53 steps. */
+    const float *mv = m->data, *vv = v->data;
+    int ok = steps >= 0 && steps <= ((int64_t)1 << 53);
+    for (int64_t i = 0; i < e->n; i++)
+        ok &= isfinite(mv[i]) && isfinite(vv[i]) && vv[i] >= 0;
+    if (!ok)
         return frl_fail(err, FRL_ERR_FORMAT, "es.m, es.v or es.adam_t holds a value out of "
                         "range");
     memcpy(e->theta, theta, sizeof(float) * (size_t)e->n);
