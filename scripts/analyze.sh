@@ -18,7 +18,8 @@ frl_setup >/dev/null || { echo "analyze: setup failed"; exit 1; }
 dir=${1:-build-scan}
 out=$dir/scan-reports
 root=$PWD
-mujoco_dir=$(ls -d "${FRL_PY_VENV:-$root/build-venv}"/lib/python3*/site-packages/mujoco 2>/dev/null | head -n 1)
+venv=${FRL_PY_VENV:-$root/build-venv}
+mujoco_dir=$(ls -d "$venv"/lib/python3*/site-packages/mujoco 2>/dev/null | head -n 1)
 
 rm -rf "$dir"
 # scan-build must wrap the setup too: meson records the compiler it is given there.

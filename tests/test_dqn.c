@@ -648,18 +648,16 @@ static void rewrite(const char *src, const char *dst, const frl_replay *r, int d
 /* A checkpoint whose replay holds an action outside the space or a non-finite reward or
  * observation, or whose counters or reward normaliser no run could have, or whose envs
  * were never reset in a run that had started (the first step failed with
- * FRL_ERR_STATE), or whose Adam state no optimiser could reach, with every checksum right, loads as FRL_ERR_FORMAT saying what. (The DQN learner indexes its Q
+ * FRL_ERR_STATE), or whose Adam state no optimiser could reach, with every checksum
+ * right, loads as FRL_ERR_FORMAT saying what. (The DQN learner indexes its Q
  * outputs by the stored actions, and multiplies the update count by T * B: before the
  * checks, forged files made it write out of bounds and overflow; found by
  * tests/fuzz/libfuzzer.sh.) */
 START_TEST(forged_checkpoint_contents)
 {
     frl_runtime *rt = frl_test_runtime(1);
-    char path[] = "/tmp/frl_dqn_rec_XXXXXX", bad[64];
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    snprintf(bad, sizeof bad, "%s.bad", path);
+    char path[64], bad[72];
+    forged_paths("frl_dqn_rec", path, bad);
     frl_trainer *t = trained_straight(rt, 1500);
     ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
     static const char *const what[] = {"an action outside the action space",
@@ -700,11 +698,8 @@ static void nan_first_moment(void *data, uint64_t count, void *user)
 START_TEST(forged_ppo_adam_refused)
 {
     frl_runtime *rt = frl_test_runtime(1);
-    char path[] = "/tmp/frl_ppo_adam_XXXXXX", bad[64];
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    snprintf(bad, sizeof bad, "%s.bad", path);
+    char path[64], bad[72];
+    forged_paths("frl_ppo_adam", path, bad);
     frl_trainer *t;
     ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.num_envs=4 train.rollout=16", &t),
                      FRL_OK);

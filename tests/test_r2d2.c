@@ -420,11 +420,8 @@ static void huge_r2d2_updates(void *data, uint64_t count, void *user)
 START_TEST(forged_counters_refused)
 {
     frl_runtime *rt = frl_test_runtime(1);
-    char path[] = "/tmp/frl_r2d2_bad_XXXXXX", bad[64];
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    snprintf(bad, sizeof bad, "%s.bad", path);
+    char path[64], bad[72];
+    forged_paths("frl_r2d2_bad", path, bad);
     frl_trainer *a;
     ck_assert_int_eq(create_builtin(rt, "CartPoleNoVel-v1", resume_settings, &a), FRL_OK);
     ck_assert_msg(frl_trainer_train(a, 600) == FRL_OK, "%s", frl_trainer_last_error(a));

@@ -5,8 +5,10 @@
 #ifndef FRL_TESTS_TRAINER_CHECKS_H
 #define FRL_TESTS_TRAINER_CHECKS_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/container.h"
 #include "test_util.h"
@@ -46,6 +48,17 @@ static inline int stop_at(void *user, const frl_metrics *m)
     if (m->env_steps >= s->at)
         frl_trainer_request_stop(s->t);
     return 0;
+}
+
+/* A fresh temporary file for a checkpoint (path, made by mkstemp from "/tmp/STEM_XXXXXX")
+ * and the name of its forged copy beside it (path.bad). Both are the caller's to unlink. */
+static inline void forged_paths(const char *stem, char path[64], char bad[72])
+{
+    snprintf(path, 64, "/tmp/%s_XXXXXX", stem);
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(bad, 72, "%s.bad", path);
 }
 
 /* Changes a section's data (count values of its dtype) in place. */

@@ -477,7 +477,8 @@ static frl_status dqn_load(frl_learner *l, const frl_container *c, int64_t steps
     int finite = 1;
     for (int64_t i = 0; i < np; i++)
         finite &= isfinite(tp[i]) != 0;
-    if (!(eps >= 0 && eps <= 1) || !finite || !frl_adam_moments_valid(a->data, (const float *)a->data + np, (size_t)np))
+    const float *mv = a->data;
+    if (!(eps >= 0 && eps <= 1) || !finite || !frl_adam_moments_valid(mv, mv + np, (size_t)np))
         return frl_fail(err, FRL_ERR_FORMAT, "dqn.epsilon, dqn.target or dqn.adam holds a "
                         "value out of range");
     memcpy(d->target, t->data, sizeof(float) * (size_t)np);

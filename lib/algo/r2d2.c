@@ -622,7 +622,8 @@ static frl_status r2d2_load(frl_learner *l, const frl_container *c, int64_t step
         return FRL_ERR_FORMAT;
     const double *cv = k->data;
     /* The update count becomes an int64: no run makes 2^53 updates. */
-    if (!all_finite_f32(t->data, np) || !frl_adam_moments_valid(a->data, (const float *)a->data + np, (size_t)np) ||
+    const float *mv = a->data;
+    if (!all_finite_f32(t->data, np) || !frl_adam_moments_valid(mv, mv + np, (size_t)np) ||
         !(cv[0] >= 0 && cv[0] <= 9007199254740992.0) ||
         !(cv[1] >= 0 && cv[1] < 1) || !(cv[2] > 0 && isfinite(cv[2])))
         return frl_fail(err, FRL_ERR_FORMAT, "r2d2.target, r2d2.adam or r2d2.counters holds a "

@@ -28,7 +28,8 @@ static void read_back(const frl_config *cfg)
     char buf[4096];
     for (const char *k = frl_config_next(NULL); k; k = frl_config_next(k))
         if (frl_config_is_set(cfg, k))
-            require(frl_config_get_text(cfg, k, buf, sizeof buf) == FRL_OK, "get_text of a set key");
+            require(frl_config_get_text(cfg, k, buf, sizeof buf) == FRL_OK,
+                    "get_text of a set key");
 }
 
 /* cfg written out and parsed into a fresh config writes out the same again. */

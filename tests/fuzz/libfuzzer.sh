@@ -10,11 +10,12 @@
 # uncompressed payload, sealed in the target so mutations get past zstd and the
 # checksums; it found the box-shape over-read that 4d215a5 fixed within seconds),
 # config (the settings parser) and trainer (frl_trainer_load on sealed payloads, a
-# loaded trainer trained one more rollout; seeded with CartPole checkpoints of PPO and
-# of DQN with its replay).
+# loaded trainer trained one more rollout; seeded with CartPole checkpoints of PPO, of
+# DQN with its replay, ES, GA and R2D2).
 # Big but valid settings (a million envs) can make libFuzzer report a timeout or its
-# memory limit rather than a bug: read the input before fixing anything. A crash leaves crash-* in BUILD_DIR/fuzz/TARGET/ and
-# the script exits 1; add the input to the target's corpus maker once it is fixed.
+# memory limit rather than a bug: read the input before fixing anything. A crash
+# leaves crash-* in BUILD_DIR/fuzz/TARGET/ and the script exits 1; once it is fixed,
+# add a test that rewrites a checkpoint the same way (tests/trainer_checks.h).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
@@ -30,7 +31,8 @@ if [ ! -f "$dir/build.ninja" ]; then
         -Dmujoco=disabled -Dmpi=disabled -Db_lundef=false \
         "-Dc_args=-fsanitize=fuzzer-no-link $san" "-Dc_link_args=$san" >/dev/null || exit 1
 fi
-ninja -C "$dir" lib/libfastrl.a >/dev/null || { echo "libfuzzer: the library did not build"; exit 1; }
+ninja -C "$dir" lib/libfastrl.a >/dev/null ||
+    { echo "libfuzzer: the library did not build"; exit 1; }
 
 libs=("$dir/lib/libfastrl.a" -lzstd -lm -lpthread -ldl
       $(pkg-config --libs openblas 2>/dev/null || echo -lopenblas))
@@ -60,7 +62,8 @@ rm -rf "$out/seeds" && mkdir -p "$out/seeds"
 "$bin/make_corpus" "$out/seeds/container" >/dev/null &&
     "$bin/make_policy_corpus" "$out/seeds/policy" "$out/seeds/policy_sealed" >/dev/null &&
     "$bin/make_config_corpus" "$out/seeds/config" >/dev/null &&
-    mkdir -p "$out/seeds/trainer" && cp "$out"/seeds/policy_sealed/ok_trainer_* "$out/seeds/trainer/" ||
+    mkdir -p "$out/seeds/trainer" &&
+    cp "$out"/seeds/policy_sealed/ok_trainer_* "$out/seeds/trainer/" ||
     { echo "libfuzzer: a corpus maker failed"; exit 1; }
 
 status=0
