@@ -23,6 +23,19 @@
 #define FRL_TEST_SANITIZED 0
 #endif
 
+/* 1 under ThreadSanitizer, the slowest build (5 to 50 times): tests whose cases differ
+ * in arithmetic, not in threads, run fewer of them there and say so. */
+#if defined(__SANITIZE_THREAD__)
+#define FRL_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FRL_TEST_TSAN 1
+#endif
+#endif
+#ifndef FRL_TEST_TSAN
+#define FRL_TEST_TSAN 0
+#endif
+
 /* Run a suite; the exit status of main(): non-zero if any check failed. */
 static inline int frl_test_run(Suite *s)
 {

@@ -7,7 +7,11 @@ build's library and PYTHONPATH to bindings/python. By hand:
         build-venv/bin/python -m pytest bindings/python/tests
 
 FRL_PY_SANITIZER=asan or tsan (set by run_pytest.sh, which preloads the sanitizer's
-runtime) skips the tests marked ``slow``, each with its reason.
+runtime) skips the tests marked ``slow``, each with its reason; tsan also skips those
+marked ``threadless``: they check arithmetic (exports against the library) or library
+lookups, not threads, and run 5 to 50 times slower under TSan; the threads they pass
+through (training a policy to export) are the other tests' under TSan too, and ASan and
+the plain builds run them whole.
 """
 
 import ctypes
@@ -30,6 +34,8 @@ TSAN = SANITIZER == "tsan"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long-running (skipped under sanitizers)")
+    config.addinivalue_line("markers", "threadless: checks arithmetic or lookups, not "
+                            "threads (skipped under ThreadSanitizer)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -37,9 +43,13 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason=f"slow under {SANITIZER}; runs in the plain builds' "
                             "python test")
+    threadless = pytest.mark.skip(reason="checks arithmetic or lookups, not threads; "
+                                  "runs under ASan and in the plain builds")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+        elif TSAN and "threadless" in item.keywords:
+            item.add_marker(threadless)
 
 
 def pytest_report_header(config):

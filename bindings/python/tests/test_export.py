@@ -502,6 +502,7 @@ def test_onnx_conv_encoder(core, tmp_path):
 
 @pytest.mark.parametrize("core", [False, True])
 @pytest.mark.parametrize("int8", [False, True])
+@pytest.mark.threadless
 def test_c_conv_encoder(core, int8, tmp_path):
     """The C export's direct convolutions read the image's bytes behind the observation
     pointer, as the library's rows hold them: float32 within rounding of the library,
@@ -588,6 +589,7 @@ def test_onnx_conv_encoder_over_a_frame_stack(tmp_path):
 
 
 @pytest.mark.parametrize("int8", [False, True])
+@pytest.mark.threadless
 def test_c_conv_encoder_over_a_frame_stack(int8, tmp_path):
     """The C export takes the earlier frames in its state argument, as the library's act
     keeps them, and replaces them in place: step by step with an episode start, the
@@ -663,6 +665,7 @@ def test_onnx_mixed_observations(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", sorted(MIXED))
+@pytest.mark.threadless
 def test_c_mixed_observations(kind, tmp_path):
     """The C export reads the library's mixed row behind obs: the image's bytes, then the
     vector at NAME_VECTOR_AT; outputs within float32 rounding of the library."""

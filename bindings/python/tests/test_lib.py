@@ -53,6 +53,7 @@ def test_loaded_library_and_versions():
                                 "PixelGoal-v0", "RayRoom-v0", "RayMaze-v0", "RayCollect-v0"]
 
 
+@pytest.mark.threadless
 def test_lookup_env_var_file_and_folder():
     real = os.path.realpath(LIB)
     r = run_python(PRINT_PATH, {"FASTRL_LIBRARY": LIB})
@@ -66,6 +67,7 @@ def test_lookup_env_var_file_and_folder():
     assert os.path.realpath(r.stdout.strip()) == real
 
 
+@pytest.mark.threadless
 def test_lookup_env_var_wrong_path_fails_clearly(tmp_path):
     missing = str(tmp_path / "nope" / "libfastrl.so.0")
     code = ("import fastrl\n"  # the import itself works; the first use says why not
@@ -82,6 +84,7 @@ def test_lookup_env_var_wrong_path_fails_clearly(tmp_path):
     assert "ERR FASTRL_LIBRARY is set" in r.stdout and str(junk) in r.stdout
 
 
+@pytest.mark.threadless
 def test_lookup_foreign_library_is_rejected_by_name():
     # libzstd loads fine but is not libfastrl: the message names the missing symbols.
     import ctypes.util
@@ -94,6 +97,7 @@ def test_lookup_foreign_library_is_rejected_by_name():
     assert "is not a usable libfastrl: it lacks frl_status_name" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.threadless
 def test_lookup_system_path_then_clear_error(tmp_path):
     # Through the dynamic loader: LD_LIBRARY_PATH names the build's folder.
     r = run_python(PRINT_PATH, {"LD_LIBRARY_PATH": os.path.dirname(LIB)},
@@ -136,6 +140,7 @@ def test_error_carries_status_and_message():
     assert (e2.status, e2.message) == (e.status, e.message)
 
 
+@pytest.mark.threadless
 def test_works_without_gymnasium():
     code = (
         "import sys; sys.modules['gymnasium'] = None  # as if not installed\n"
