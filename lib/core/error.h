@@ -20,10 +20,11 @@ frl_status frl_fail(char *handle_msg, frl_status status, const char *fmt, ...) F
 /* Record an already formatted message (from a worker thread) on this thread. */
 frl_status frl_fail_msg(char *handle_msg, frl_status status, const char *msg);
 
-/* The static analyser (scripts/analyze.sh) sees one file at a time, so it would assume
- * these may return FRL_OK and follow paths where a failed allocation succeeds. Tell it
- * what error.c does: the status given comes back. */
-#ifdef __clang_analyzer__
+/* The static analysers (clang's in scripts/analyze.sh; gcc's -fanalyzer given
+ * -DFRL_STATIC_ANALYSIS) see one file at a time, so they would assume these may return
+ * FRL_OK and follow paths where a failed allocation succeeds. Tell them what error.c
+ * does: the status given comes back. */
+#if defined(__clang_analyzer__) || defined(FRL_STATIC_ANALYSIS)
 #define frl_fail(handle_msg, status, ...)                                                   \
     ((void)frl_fail((handle_msg), (status), __VA_ARGS__), (frl_status)(status))
 #define frl_fail_msg(handle_msg, status, msg)                                               \
