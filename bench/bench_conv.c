@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../tools/openblas_core.h"
 #include "core/alloc.h"
 #include "nn/conv.h"
 
@@ -157,13 +158,14 @@ static void bench_layer(const layer *l, int32_t batch)
 
 int main(int argc, char **argv)
 {
+    frl_openblas_check_core(argv);
     int32_t batches[8] = {1, 32, 256};
     int nb = 3;
     if (argc > 1)
         for (nb = 0; nb + 1 < argc && nb < 8; nb++)
             batches[nb] = atoi(argv[nb + 1]);
-    printf("bench_conv: kernel table %s, OpenBLAS%s, one thread\n", frl_kernels_get()->name,
-           OPENBLAS_VERSION);
+    printf("bench_conv: kernel table %s, OpenBLAS%s(core %s), one thread\n",
+           frl_kernels_get()->name, OPENBLAS_VERSION, frl_openblas_core());
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
         for (int b = 0; b < nb; b++)
             bench_layer(&layers[i], batches[b]);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../tools/openblas_core.h"
 #include "nn/kernels.h"
 
 #ifndef OPENBLAS_VERSION /* a cblas.h other than OpenBLAS's */
@@ -158,6 +159,7 @@ int main(int argc, char **argv)
 {
     static const int32_t shapes[][2] = {{4, 64}, {64, 64}, {64, 2}, {64, 1},
                                         {3, 64}, {6, 64}, {64, 3}, {3, 4}, {6, 4}};
+    frl_openblas_check_core(argv);
     int32_t ms[32] = {64, 256, 2048};
     int nm = 3;
     if (argc > 1) {
@@ -177,8 +179,8 @@ int main(int argc, char **argv)
     for (int i = 0; all[i] && ntabs < MAX_TABLES; i++)
         if (frl_kernels_supported(all[i]))
             tabs[ntabs++] = all[i];
-    printf("frl_kernels_get: %s;  sgemm:%s;  GFLOP/s, median of %d, (x) = vs sgemm\n",
-           frl_kernels_get()->name, OPENBLAS_VERSION, SAMPLES);
+    printf("frl_kernels_get: %s;  sgemm:%s(core %s);  GFLOP/s, median of %d, (x) = vs "
+           "sgemm\n", frl_kernels_get()->name, OPENBLAS_VERSION, frl_openblas_core(), SAMPLES);
     printf("%-11s %5s %3s %3s %8s", "op", "m", "k", "n", "sgemm");
     for (int i = 0; i < ntabs; i++)
         printf("   %8s %8s", tabs[i]->name, "");

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 
 #include "cli.h"
+#include "openblas_core.h"
 #include "nn/kernels.h"
 #include "algo/ppo.h"
 #include "trainer/trainer.h"
@@ -152,8 +153,9 @@ static int report(frl_trainer *t, double seconds)
            seconds);
     printf("network FLOPs per env step: %.1f K; total %.2f GFLOP; achieved %.1f GFLOP/s\n",
            fps / 1e3, total / 1e9, total / seconds / 1e9);
-    printf("same-run single-thread rate, %d x 64 x 64: OpenBLAS sgemm %.1f GFLOP/s, "
-           "fastrl %s kernel %.1f GFLOP/s\n", (int)rows, sgemm, frl_kernels_get()->name, ours);
+    printf("same-run single-thread rate, %d x 64 x 64: OpenBLAS sgemm (core %s) %.1f GFLOP/s, "
+           "fastrl %s kernel %.1f GFLOP/s\n", (int)rows, frl_openblas_core(), sgemm,
+           frl_kernels_get()->name, ours);
     printf("FLOP floor at sgemm rate x %d threads: %.3f s; fraction of floor reached: %.2f\n",
            (int)threads, floor_s, floor_s / seconds);
     printf("last update's stages (s): env %.4f inference %.4f backward %.4f optimizer %.4f\n",
@@ -212,8 +214,8 @@ static int report_dqn(frl_trainer *t, double seconds, const stage_sums *s)
            (long long)m->env_steps, seconds);
     printf("learner: %.2f GFLOP in %.3f s (forward, backward and Adam): %.1f GFLOP/s\n",
            learn_flops / 1e9, learn_s, learn_s > 0 ? learn_flops / learn_s / 1e9 : 0);
-    printf("same-run single-thread rate, %d x %d x %d: OpenBLAS sgemm %.1f GFLOP/s, fastrl "
-           "%s kernel %.1f GFLOP/s\n", (int)rows, (int)h, (int)h, sgemm,
+    printf("same-run single-thread rate, %d x %d x %d: OpenBLAS sgemm (core %s) %.1f GFLOP/s, "
+           "fastrl %s kernel %.1f GFLOP/s\n", (int)rows, (int)h, (int)h, frl_openblas_core(), sgemm,
            frl_kernels_get()->name, ours);
     printf("learner's fraction of the sgemm floor: %.2f\n",
            learn_s > 0 ? learn_flops / learn_s / 1e9 / sgemm : 0);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "openblas_core.h"
 #include "core/dist.h"
 #include "env/mujoco_env.h"
 
@@ -208,6 +209,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
+    if (!strcmp(cmd, "bench") && argc > 2 && !strcmp(argv[2], "train"))
+        frl_openblas_check_core(argv); /* its floor is sgemm's rate */
     if (!strcmp(cmd, "envs"))
         return cmd_envs();
     if (!strcmp(cmd, "info"))
