@@ -276,7 +276,7 @@ def fastrl_bench(a, h):
     except (OSError, subprocess.SubprocessError):
         return None, None
     f = re.search(r"network FLOPs per env step: ([0-9.]+) K", p.stdout)
-    s = re.search(r"OpenBLAS sgemm ([0-9.]+) GFLOP/s", p.stdout)
+    s = re.search(r"OpenBLAS sgemm (?:\(core [^)]*\) )?([0-9.]+) GFLOP/s", p.stdout)
     return (float(f.group(1)) * 1e3 if f else None), (float(s.group(1)) if s else None)
 
 
