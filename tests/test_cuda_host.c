@@ -528,16 +528,22 @@ START_TEST(learner_matches_cpu)
     check_learn_same("CartPole-v1", "", 2, 1e-4);
     check_learn_same("Acrobot-v1", "policy.shared=true policy.obs_norm=true train.clip_value=true "
                      "train.advantage=vtrace train.vtrace_rho=0.9", 2, 1e-4);
-    /* Under TSan the cases that run the same threads with other arithmetic (a Gaussian
-     * head, IMPALA's loss, one encoder of two) are left to the other builds. */
+    /* a mixed observation with a shared trunk: the features' share of the input
+     * gradient unpacked for the encoder */
+    check_learn_same("PixelGoal-v0", "policy.conv_channels=4,4,8 policy.hidden=16 "
+                     "policy.shared=true train.num_envs=2 train.rollout=16 "
+                     "train.minibatches=1 policy.obs_norm=true", 2, 1e-4);
+    /* a frame stack: the device builds each row's stack from single frames (the
+     * rollout's, the bootstrap step's, the state's before step 0, zeros before an
+     * episode's start); two updates, so the second starts from the first's state */
+    check_learn_same("PixelGrid-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
+                     "policy.frame_stack=3 train.num_envs=4 train.rollout=32 "
+                     "train.minibatches=2", 2, 1e-4);
+    /* Under TSan the cases above are one of each path's threads; those below run the
+     * same threads with other arithmetic (a Gaussian head, IMPALA's loss, the other
+     * encoders), which the other builds check. */
     if (FRL_TEST_TSAN) {
         printf("learner_matches_cpu: 4 of 9 cases under TSan (one of each path's threads)\n");
-        check_learn_same("PixelGoal-v0", "policy.conv_channels=4,4,8 policy.hidden=16 "
-                         "policy.shared=true train.num_envs=2 train.rollout=16 "
-                         "train.minibatches=1 policy.obs_norm=true", 2, 1e-4);
-        check_learn_same("PixelGrid-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
-                         "policy.frame_stack=3 train.num_envs=4 train.rollout=32 "
-                         "train.minibatches=2", 2, 1e-4);
         return;
     }
     check_learn_same("Pendulum-v1", "train.num_envs=2 train.rollout=256 train.minibatches=8", 1,
@@ -548,19 +554,9 @@ START_TEST(learner_matches_cpu)
     /* through a pixel encoder (its gradients summed over blocks of images) */
     check_learn_same("PixelGrid-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
                      "train.num_envs=4 train.rollout=32 train.minibatches=2", 1, 1e-4);
-    /* a mixed observation (separate networks, then a shared trunk): the features'
-     * share of the input gradient unpacked for the encoder */
+    /* the same with separate networks */
     check_learn_same("PixelGoal-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
                      "train.num_envs=4 train.rollout=32 train.minibatches=2", 1, 1e-4);
-    check_learn_same("PixelGoal-v0", "policy.conv_channels=4,4,8 policy.hidden=16 "
-                     "policy.shared=true train.num_envs=2 train.rollout=16 "
-                     "train.minibatches=1 policy.obs_norm=true", 2, 1e-4);
-    /* a frame stack: the device builds each row's stack from single frames (the
-     * rollout's, the bootstrap step's, the state's before step 0, zeros before an
-     * episode's start); two updates, so the second starts from the first's state */
-    check_learn_same("PixelGrid-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
-                     "policy.frame_stack=3 train.num_envs=4 train.rollout=32 "
-                     "train.minibatches=2", 2, 1e-4);
     if (!quick()) /* the sanitizer builds keep the first: the encoder's backward is one */
         check_learn_same("PixelGrid-v0", "policy.encoder=nature policy.conv_channels=4,4,8 "
                          "policy.shared=true policy.hidden=16 train.num_envs=2 "
