@@ -377,6 +377,8 @@ static int placed_on_device(const char *device, int threads, const char *setting
 {
     frl_runtime *rt = runtime_on(device, threads);
     frl_config *cfg = frl_test_settings(settings);
+    if (quick()) /* the rule reads the env and thread counts, not the network's size */
+        ck_assert_int_eq(frl_config_parse(cfg, "policy.hidden=16,16"), FRL_OK);
     frl_trainer *t;
     frl_status st = frl_trainer_create(&t, rt, "CartPole-v1", cfg);
     ck_assert_msg(st == FRL_OK, "[%s] on %s: %s", settings, device, frl_last_error());
@@ -671,6 +673,8 @@ START_TEST(async_with_device_learner)
 {
     frl_runtime *rt = runtime_on("cuda", 2);
     frl_config *cfg = frl_test_settings("sampler.mode=async train.target_return=475");
+    if (quick()) /* as trainer_on: the same paths, networks a sixteenth of the work */
+        ck_assert_int_eq(frl_config_parse(cfg, "policy.hidden=16,16"), FRL_OK);
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_ptr_nonnull(((frl_ppo *)t->learner.impl)->dev);
