@@ -628,21 +628,22 @@ static void negative_second_moment(void *data, uint64_t count, void *user)
 START_TEST(forged_es_state_refused)
 {
     frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72];
+    forged_paths("frl_es_state", path, bad);
     frl_trainer *a = evo_trainer(rt, "train.algo=es es.population=8 train.num_envs=8");
     ck_assert_int_eq(frl_trainer_train(a, 4000), FRL_OK);
-    ck_assert_int_eq(frl_trainer_save(a, "test_evo_forged.frl"), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
     frl_trainer_destroy(a);
-    rewrite_section("test_evo_forged.frl", "test_evo_forged_bad.frl", "es.v",
-                    negative_second_moment, NULL);
+    rewrite_section(path, bad, "es.v", negative_second_moment, NULL);
     frl_trainer *b = (frl_trainer *)1;
-    ck_assert_int_eq(frl_trainer_load(&b, rt, "test_evo_forged_bad.frl", NULL), FRL_ERR_FORMAT);
+    ck_assert_int_eq(frl_trainer_load(&b, rt, bad, NULL), FRL_ERR_FORMAT);
     ck_assert_ptr_null(b);
     ck_assert_msg(strstr(frl_last_error(), "es.v"), "%s", frl_last_error());
-    ck_assert_msg(frl_trainer_load(&b, rt, "test_evo_forged.frl", NULL) == FRL_OK, "%s",
+    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s",
                   frl_last_error());
     frl_trainer_destroy(b);
-    remove("test_evo_forged.frl");
-    remove("test_evo_forged_bad.frl");
+    remove(path);
+    remove(bad);
     frl_runtime_destroy(rt);
 }
 END_TEST

@@ -370,11 +370,7 @@ static double ppo_loss_d(const frl_ppo *l, const double *p, ref *R, const int32_
  * since the differences are this test's own single-threaded passes and what TSan watches
  * (the library's gradient on the pool's threads) runs whole either way. The gcc and
  * clang release builds check every parameter. */
-#if defined(__SANITIZE_THREAD__)
-enum { FD_EVERY = 16 };
-#else
-enum { FD_EVERY = 4 };
-#endif
+enum { FD_EVERY = FRL_TEST_TSAN ? 16 : 4 };
 static int fd_checked(const frl_policy *p, size_t j)
 {
     if (!FRL_TEST_SANITIZED)

@@ -1557,11 +1557,7 @@ END_TEST
 /* ThreadSanitizer finds races, and only the table's first use runs on several threads:
  * under it the single-threaded math (a minute there) is left to the plain and ASan
  * builds, which run every case. */
-#if defined(__SANITIZE_THREAD__)
-#define KERNELS_THREADS_ONLY 1
-#else
-#define KERNELS_THREADS_ONLY 0
-#endif
+#define KERNELS_THREADS_ONLY FRL_TEST_TSAN
 
 static Suite *kernels_suite(void)
 {
