@@ -4,7 +4,11 @@
 #   build/       gcc, release (what users get; also symbols, ABI, install, NaN checks),
 #                with the CUDA plugin required (nvcc from /usr/local/cuda): a broken
 #                plugin build fails here; without a GPU its test says why it cannot run
-#   build-clang/ clang, release
+#   build-clang/ clang, release, a second build (-Dsecond_build=true): every C test, on
+#                the sanitizer builds' short learning budgets where a test has them; the
+#                Python suite and the emulator's learner runs are build/'s. No CUDA
+#                plugin: nvcc would compile ops_cuda.cu exactly as for build/ (with its
+#                own host compiler); clang compiles the plugin's C in the host plugin
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (leaks included)
 #   build-tsan/  ThreadSanitizer
 # then clang's static analyser over the library (scripts/analyze.sh, build-scan/),
@@ -19,7 +23,7 @@ frl_setup || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 configs=(build build-clang build-asan build-tsan)
 declare -A opts=(
   [build]="--buildtype=release -Dwerror=true -Dcuda=enabled"
-  [build-clang]="--buildtype=release -Dwerror=true"
+  [build-clang]="--buildtype=release -Dwerror=true -Dcuda=disabled -Dsecond_build=true"
   [build-asan]="--buildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false"
   [build-tsan]="--buildtype=debugoptimized -Dwerror=true -Db_sanitize=thread -Db_lundef=false"
 )

@@ -38,6 +38,16 @@ static int quick(void)
     return q && q[0] == '1';
 }
 
+/* Fewer cases of the comparisons that repeat one path with other arithmetic: under
+ * TSan, and on the emulator under ASan (FRL_TEST_FEW_CASES), where every case costs
+ * seconds; the emulator's ops are checked there op by op (cuda_ops_emu), and the
+ * plugin's code runs every case on the host ops (cuda_host). */
+static int few_cases(void)
+{
+    const char *q = getenv("FRL_TEST_FEW_CASES");
+    return FRL_TEST_TSAN || (q && q[0] == '1');
+}
+
 /* The budget of a learning run: `full` steps, or `short_steps` with FRL_TEST_QUICK (a
  * sanitizer build or the emulator), where the run is not asked to solve the task. */
 static int64_t learning_budget(int64_t full, int64_t short_steps, const char *what)
@@ -541,11 +551,12 @@ START_TEST(learner_matches_cpu)
     check_learn_same("PixelGrid-v0", "policy.conv_channels=4,8,8 policy.hidden=32 "
                      "policy.frame_stack=3 train.num_envs=4 train.rollout=32 "
                      "train.minibatches=2", 2, 1e-4);
-    /* Under TSan the cases above are one of each path's threads; those below run the
-     * same threads with other arithmetic (a Gaussian head, IMPALA's loss, the other
-     * encoders), which the other builds check. */
-    if (FRL_TEST_TSAN) {
-        printf("learner_matches_cpu: 4 of 9 cases under TSan (one of each path's threads)\n");
+    /* The cases above are one of each path's threads; those below run the same threads
+     * with other arithmetic (a Gaussian head, IMPALA's loss, the other encoders), which
+     * the other builds check (few_cases). */
+    if (few_cases()) {
+        printf("learner_matches_cpu: 4 of 9 cases (TSan, or the emulator under ASan: one "
+               "of each path's threads)\n");
         return;
     }
     check_learn_same("Pendulum-v1", "train.num_envs=2 train.rollout=256 train.minibatches=8", 1,
@@ -724,16 +735,16 @@ static void check_async_same(const char *env, const char *settings, int updates)
 
 START_TEST(async_device_acts_as_cpu)
 {
-    /* Under TSan fewer updates (3, and 2 with the frame stack): each after the first
+    /* few_cases: fewer updates (3, and 2 with the frame stack); each after the first
      * still takes its version on the device. */
-    int n = FRL_TEST_TSAN ? 3 : 5;
+    int n = few_cases() ? 3 : 5;
     check_async_same("CartPole-v1", "sampler.mode=async sampler.groups=3 train.num_envs=12", n);
     check_async_same("Pendulum-v1", "sampler.mode=async sampler.groups=2 train.num_envs=4 "
                      "train.rollout=128 policy.obs_norm=true", n);
     /* a frame stack: each group's stacks built from its rows of the state */
     check_async_same("PixelGrid-v0", "sampler.mode=async sampler.groups=2 train.num_envs=4 "
                      "train.rollout=16 train.minibatches=1 policy.conv_channels=4,4,4 "
-                     "policy.hidden=16 policy.frame_stack=2", FRL_TEST_TSAN ? 2 : 3);
+                     "policy.hidden=16 policy.frame_stack=2", few_cases() ? 2 : 3);
 }
 END_TEST
 

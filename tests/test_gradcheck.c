@@ -106,20 +106,72 @@ static void conv_d(const frl_conv2d *c, const double *p, const double *in, doubl
             }
 }
 
+/* The conv encoder's features, remembered: differencing a parameter after the
+ * encoder's leaves its weights and images as they were, and recomputing them was most of
+ * this test's time. An entry is found by its image's bytes (a frame stack's rows are
+ * built in one buffer) and used only while the encoder's parameters are bit for bit
+ * those it was computed with. */
+enum { FEAT_ENTRIES = 512, FEAT_W = 64 };
+static struct {
+    double params[MAXPARAMS];
+    size_t n;
+    int count;
+    uint64_t hash[FEAT_ENTRIES];
+    uint8_t img[FEAT_ENTRIES][MAXIMG];
+    double feat[FEAT_ENTRIES][FEAT_W];
+} feat_cache;
+
+static uint64_t bytes_hash(const uint8_t *b, size_t n)
+{
+    uint64_t h = 14695981039346656037u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211u;
+    return h;
+}
+
+/* The entry for img under the encoder's parameters p[0..n), or -1; a change of those
+ * parameters empties the cache. */
+static int feat_find(const double *p, size_t n, const uint8_t *img, size_t in, uint64_t h)
+{
+    if (feat_cache.n != n || memcmp(feat_cache.params, p, sizeof(double) * n) != 0) {
+        memcpy(feat_cache.params, p, sizeof(double) * n);
+        feat_cache.n = n;
+        feat_cache.count = 0;
+        return -1;
+    }
+    for (int e = 0; e < feat_cache.count; e++)
+        if (feat_cache.hash[e] == h && memcmp(feat_cache.img[e], img, in) == 0)
+            return e;
+    return -1;
+}
+
 /* A convolutional encoder's features of one image row (bytes scaled to [0, 1]). */
 static void encode_d(const frl_policy *pol, const double *p, const float *obs, double *x)
 {
     static double a[MAXIMG], b[MAXIMG];
     const uint8_t *img = (const uint8_t *)obs;
     size_t in = (size_t)pol->cnn.in_h * (size_t)pol->cnn.in_w * (size_t)pol->cnn.in_c;
-    ck_assert(in <= MAXIMG && pol->cnn.widest <= MAXIMG && pol->in_w <= 64);
-    for (size_t i = 0; i < in; i++)
-        a[i] = img[i] / 255.0;
-    for (int32_t l = 0; l < pol->cnn.layers; l++) {
-        conv_d(&pol->cnn.conv[l], p, a, b);
-        memcpy(a, b, sizeof(double) * frl_conv2d_out_size(&pol->cnn.conv[l]));
+    size_t fw = (size_t)pol->cnn.out_w;
+    ck_assert(in <= MAXIMG && pol->cnn.widest <= MAXIMG && pol->in_w <= 64 && fw <= FEAT_W);
+    uint64_t h = bytes_hash(img, in);
+    int e = feat_find(p, pol->cnn.num_params, img, in, h);
+    if (e >= 0) {
+        memcpy(x, feat_cache.feat[e], sizeof(double) * fw);
+    } else {
+        for (size_t i = 0; i < in; i++)
+            a[i] = img[i] / 255.0;
+        for (int32_t l = 0; l < pol->cnn.layers; l++) {
+            conv_d(&pol->cnn.conv[l], p, a, b);
+            memcpy(a, b, sizeof(double) * frl_conv2d_out_size(&pol->cnn.conv[l]));
+        }
+        memcpy(x, a, sizeof(double) * fw);
+        if (feat_cache.count < FEAT_ENTRIES) {
+            e = feat_cache.count++;
+            feat_cache.hash[e] = h;
+            memcpy(feat_cache.img[e], img, in);
+            memcpy(feat_cache.feat[e], a, sizeof(double) * fw);
+        }
     }
-    memcpy(x, a, sizeof(double) * (size_t)pol->cnn.out_w);
     for (int32_t j = 0; j < pol->vec_w; j++) { /* a mixed row's vector joins the features */
         double v = obs[pol->vec_at + j];
         if (pol->obs_norm) {
@@ -381,15 +433,16 @@ static int fd_checked(const frl_policy *p, size_t j)
 }
 
 /* Central differences of the reference loss at p (left as it was) into fd
- * [num_params]; the states at the truncation points are recorded at p first. */
+ * [num_params], from parameter `from` on (NaN before it); the states at the truncation
+ * points are recorded at p first. */
 static void fd_gradient(const frl_ppo *l, double *p, ref *R, const int32_t *idx, int32_t n,
-                        double *fd)
+                        size_t from, double *fd)
 {
     R->record = 1;
     ppo_loss_d(l, p, R, idx, n);
     R->record = 0;
     for (size_t j = 0; j < l->p->num_params; j++) {
-        if (!fd_checked(l->p, j)) {
+        if (j < from || !fd_checked(l->p, j)) {
             fd[j] = NAN;
             continue;
         }
@@ -664,7 +717,10 @@ static double library_gradient(fixture *f, const char *settings, const int32_t *
 }
 
 /* The check could fail: the recurrent reference without its resets, and (bptt < T)
- * without the truncation, must each disagree with the library beyond the bound. */
+ * without the truncation, must each disagree with the library beyond the bound. Only
+ * the parameters after a conv encoder's are differenced here: a missed reset or cut
+ * changes the cores' and heads' gradients as well, and the encoder's forward passes were
+ * two thirds of the whole test's time. */
 static void check_sensitive(fixture *f, const char *settings, double *p, ref *R,
                             const int32_t *idx, int32_t n, double *fd)
 {
@@ -672,7 +728,7 @@ static void check_sensitive(fixture *f, const char *settings, double *p, ref *R,
         if (skip == SKIP_CUTS && (f->l.s.bptt == 0 || f->l.s.bptt >= f->l.T))
             continue;
         R->skip = skip;
-        fd_gradient(&f->l, p, R, idx, n, fd);
+        fd_gradient(&f->l, p, R, idx, n, f->p->cnn.layers ? f->p->cnn.num_params : 0, fd);
         int32_t off = 0;
         for (size_t j = 0; j < f->p->num_params; j++)
             off += !isnan(fd[j]) && !within(f->l.g[j], fd[j]);
@@ -714,7 +770,7 @@ static void check_case(const char *settings, int discrete, int obs_w, int32_t T,
     double loss = ppo_loss_d(&f.l, p, R, idx, n);
     ck_assert_msg(fabs(loss - lib_loss) <= 1e-5 * (1 + fabs(loss)), "%s: loss %.8g, library's "
                   "%.8g", settings, loss, lib_loss);
-    fd_gradient(&f.l, p, R, idx, n, fd);
+    fd_gradient(&f.l, p, R, idx, n, 0, fd);
     for (size_t j = 0; j < np; j++) {
         if (isnan(fd[j]))
             continue; /* not differenced (fd_checked) */
