@@ -414,6 +414,7 @@ def c_act(lib, name, obs, state):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.threadless
 def test_c_matches_the_library(case, tmp_path):
     t, env = trained(case)
     p = t.policy
