@@ -425,7 +425,7 @@ START_TEST(async_elastic_run_distils)
     frl_runtime *rt = frl_test_runtime(2);
     frl_trainer *t = train_pendulum(rt, "sampler.mode=async elastic.full_fraction=0 "
                                         "elastic.depth_fraction=0.5",
-                                    FRL_TEST_SANITIZED ? 8 * 1024 : 32 * 1024);
+                                    FRL_TEST_SHORT ? 8 * 1024 : 32 * 1024);
     char path[64];
     snprintf(path, sizeof path, "/tmp/frl_elastic_a%d.frl", (int)getpid());
     frl_elastic e;

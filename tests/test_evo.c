@@ -555,15 +555,15 @@ static void check_learns(const char *settings, int64_t budget)
 {
     frl_runtime *rt = frl_test_runtime(2);
     frl_trainer *t = evo_trainer(rt, settings);
-    if (FRL_TEST_SANITIZED) {
-        printf("test_evo: %s: a short run under the sanitizer (the learning target is the "
-               "plain builds')\n", settings);
+    if (FRL_TEST_SHORT) {
+        printf("test_evo: %s: a short run (a sanitizer or a second build; the learning "
+               "target is the whole build's)\n", settings);
         budget = 30000;
     }
     ck_assert_int_eq(frl_trainer_train(t, budget), FRL_OK);
     const frl_metrics *m = frl_trainer_metrics(t);
     ck_assert(isfinite(m->population_mean) && isfinite(m->kept_fitness));
-    if (!FRL_TEST_SANITIZED) {
+    if (!FRL_TEST_SHORT) {
         frl_vec_env *v;
         ck_assert_int_eq(frl_vec_env_create(&v, rt, "CartPole-v1", 8, NULL), FRL_OK);
         frl_eval_args a;

@@ -514,8 +514,8 @@ START_TEST(frame_stack_acting)
 }
 END_TEST
 
-/* A sanitizer build's training runs: the code paths, at a tenth of the arithmetic. */
-#define SANITIZED_RUN "train.num_envs=8 train.rollout=64 train.epochs=1"
+/* A short build's training runs (test_util.h): the code paths, at a tenth of the arithmetic. */
+#define SHORT_RUN "train.num_envs=8 train.rollout=64 train.epochs=1"
 
 /* PPO with a stack of 2 and APPO with 3 train on PixelGrid-v0 (which needs no memory:
  * this runs the paths; the gradient through gathered stacks is test_gradcheck's), and
@@ -530,18 +530,18 @@ START_TEST(frame_stack_trains)
     for (int i = 0; i < 2; i++) {
         frl_runtime *rt = frl_test_runtime(2);
         frl_config *cfg = frl_test_settings(settings[i]);
-        if (FRL_TEST_SANITIZED) /* the paths only: one small update's worth */
-            ck_assert_int_eq(frl_config_parse(cfg, SANITIZED_RUN), FRL_OK);
+        if (FRL_TEST_SHORT) /* the paths only: one small update's worth */
+            ck_assert_int_eq(frl_config_parse(cfg, SHORT_RUN), FRL_OK);
         frl_trainer *t;
-        int64_t budget = FRL_TEST_SANITIZED ? 1024 : steps[i];
+        int64_t budget = FRL_TEST_SHORT ? 1024 : steps[i];
         ck_assert_int_eq(frl_trainer_create(&t, rt, "PixelGrid-v0", cfg), FRL_OK);
         ck_assert_int_eq(frl_trainer_train(t, budget), FRL_OK);
         const frl_metrics *m = frl_trainer_metrics(t);
         ck_assert(m->env_steps >= budget);
         printf("frame_stack_trains: %s: mean return %.2f after %lld steps%s\n", settings[i],
                m->mean_return, (long long)m->env_steps,
-               FRL_TEST_SANITIZED ? " (a sanitizer build: the paths only, no target)" : "");
-        if (!FRL_TEST_SANITIZED)
+               FRL_TEST_SHORT ? " (a short build: the paths only, no target)" : "");
+        if (!FRL_TEST_SHORT)
             ck_assert_msg(m->mean_return >= 0.5, "%s: mean return %.2f", settings[i],
                           m->mean_return);
         frl_trainer_destroy(t);
@@ -556,7 +556,7 @@ START_TEST(frame_stack_trains)
     frl_trainer *t = NULL;
     ck_assert_msg(frl_trainer_create(&t, rt, "PixelGrid-v0", cfg) == FRL_OK, "%s",
                   frl_last_error());
-    ck_assert_int_eq(frl_trainer_train(t, FRL_TEST_SANITIZED ? 512 : 2048), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, FRL_TEST_SHORT ? 512 : 2048), FRL_OK);
     ck_assert_int_gt(frl_trainer_metrics(t)->update, 0);
     frl_trainer_destroy(t);
     frl_config_destroy(cfg);
@@ -581,18 +581,19 @@ START_TEST(pixel_grid_learned)
 {
     frl_runtime *rt = frl_test_runtime(2);
     frl_trainer *t;
-    frl_config *cfg = frl_test_settings(FRL_TEST_SANITIZED ? SANITIZED_RUN : "");
+    frl_config *cfg = frl_test_settings(FRL_TEST_SHORT ? SHORT_RUN : "");
     ck_assert_int_eq(frl_trainer_create(&t, rt, "PixelGrid-v0", cfg), FRL_OK);
     frl_vec_env *v;
     ck_assert_int_eq(frl_vec_env_create(&v, rt, "PixelGrid-v0", 10, NULL), FRL_OK);
-    int64_t budget = FRL_TEST_SANITIZED ? 2048 : 200000;
-    if (FRL_TEST_SANITIZED)
-        printf("pixel_grid_learned: a sanitizer build runs 2048 steps (" SANITIZED_RUN ") and "
-               "10 episodes without the target (the plain builds check it)\n");
-    double mean = frl_test_train_until(t, v, FRL_TEST_SANITIZED ? 10 : 100, 0.93,
-                                       FRL_TEST_SANITIZED ? 2048 : 10000, budget,
+    int64_t budget = FRL_TEST_SHORT ? 2048 : 200000;
+    if (FRL_TEST_SHORT)
+        printf("pixel_grid_learned: a short build (a sanitizer or a second build) runs 2048 "
+               "steps (" SHORT_RUN ") and 10 episodes without the target (the whole build "
+               "checks it)\n");
+    double mean = frl_test_train_until(t, v, FRL_TEST_SHORT ? 10 : 100, 0.93,
+                                       FRL_TEST_SHORT ? 2048 : 10000, budget,
                                        "pixel_grid_learned");
-    if (!FRL_TEST_SANITIZED)
+    if (!FRL_TEST_SHORT)
         ck_assert_msg(mean >= 0.93, "PixelGrid-v0 not learned in %lld steps: %.2f",
                       (long long)budget, mean);
     frl_vec_env_destroy(v);

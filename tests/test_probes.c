@@ -148,7 +148,7 @@ static const int probe_states[5] = {1, 2, 2, 1, 2};
 
 /* Seeds per probe: five in the plain builds; one under a sanitizer, where the runs check
  * the code paths and the plain builds the learning (test_util.h). */
-enum { PROBE_SEEDS = FRL_TEST_SANITIZED ? 1 : 5, PROBE_RUNS = 5 * PROBE_SEEDS };
+enum { PROBE_SEEDS = FRL_TEST_SHORT ? 1 : 5, PROBE_RUNS = 5 * PROBE_SEEDS };
 
 /* Runs [0, PROBE_RUNS) with GAE, the next PROBE_RUNS with V-trace: the same bars. */
 START_TEST(probe_solved)
@@ -164,9 +164,9 @@ int main(void)
     Suite *s = suite_create("probes");
     TCase *tc = tcase_create("probes");
     tcase_set_timeout(tc, 600);
-    if (FRL_TEST_SANITIZED)
-        printf("sanitizer build: one seed per probe and advantage (five in the plain "
-               "builds)\n");
+    if (FRL_TEST_SHORT)
+        printf("short build (a sanitizer or a second build): one seed per probe and "
+               "advantage (five in the whole build)\n");
     tcase_add_loop_test(tc, probe_solved, 0, 2 * PROBE_RUNS);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

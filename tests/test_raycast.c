@@ -54,8 +54,8 @@ static uint64_t run_hash(int threads, const char *task, uint64_t seed, int steps
 
 START_TEST(deterministic)
 {
-    /* 600 steps take every task through several episodes; a sanitized build checks 100 */
-    int steps = FRL_TEST_SANITIZED ? 100 : 600;
+    /* 600 steps take every task through several episodes; a short build checks 100 */
+    int steps = FRL_TEST_SHORT ? 100 : 600;
     for (int t = 0; t < 3; t++) {
         uint64_t one = run_hash(1, tasks[t], 5, steps);
         ck_assert_msg(one == run_hash(3, tasks[t], 5, steps), "%s: thread count changed results",
@@ -105,7 +105,7 @@ static double mean_return(frl_runtime *rt, const char *task, int oracle, int n)
 START_TEST(oracle_beats_random)
 {
     static const double oracle_min[] = {1.4, 0.97, 18.0}, random_max[] = {0.5, 0.6, 3.0};
-    int episodes = FRL_TEST_SANITIZED ? 32 : 64; /* envs, one episode each */
+    int episodes = FRL_TEST_SHORT ? 32 : 64; /* envs, one episode each */
     frl_runtime *rt = frl_test_runtime(2);
     for (int t = 0; t < 3; t++) {
         double o = mean_return(rt, tasks[t], 1, episodes);
@@ -357,7 +357,7 @@ START_TEST(host_maps)
      * build reads every byte the parser touches) */
     frl_rng r = frl_rng_stream(77, 0);
     static const char alphabet[] = "1111....\n\n#D2x ";
-    for (int k = 0; k < (FRL_TEST_SANITIZED ? 300 : 3000); k++) {
+    for (int k = 0; k < (FRL_TEST_SHORT ? 300 : 3000); k++) {
         size_t len = (size_t)(frl_rng_next(&r) % 1200);
         for (size_t i = 0; i < len; i++)
             big[i % sizeof big] = alphabet[frl_rng_next(&r) % (sizeof alphabet - 1)];

@@ -41,10 +41,10 @@ static int count_task(void *user, int32_t task, int32_t thread)
 START_TEST(every_task_once)
 {
     static const int thread_counts[] = {1, 2, 3, 7};
-    const int jobs = FRL_TEST_SANITIZED ? 400 : 2000;
-    if (FRL_TEST_SANITIZED)
-        printf("every_task_once: sanitizer build, %d jobs per setting (2000 in plain builds)\n",
-               jobs);
+    const int jobs = FRL_TEST_SHORT ? 400 : 2000;
+    if (FRL_TEST_SHORT)
+        printf("every_task_once: short build (a sanitizer or a second build), %d jobs per "
+               "setting (2000 in the whole build)\n", jobs);
     for (int spin = 0; spin < 2; spin++) {
         for (int t = 0; t < 4; t++) {
             frl_runtime *rt = make_runtime(thread_counts[t], spin ? 50 : 0);

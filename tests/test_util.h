@@ -23,6 +23,15 @@
 #define FRL_TEST_SANITIZED 0
 #endif
 
+/* 1 where learning runs are short: a sanitizer build, or a second build of the same code
+ * with another compiler (meson -Dsecond_build=true defines FRL_TEST_SECOND_BUILD: the
+ * clang build of scripts/test.sh), whose long runs would repeat the whole build's. */
+#if FRL_TEST_SANITIZED || defined(FRL_TEST_SECOND_BUILD)
+#define FRL_TEST_SHORT 1
+#else
+#define FRL_TEST_SHORT 0
+#endif
+
 /* 1 under ThreadSanitizer, the slowest build (5 to 50 times): tests whose cases differ
  * in arithmetic, not in threads, run fewer of them there and say so. */
 #if defined(__SANITIZE_THREAD__)
