@@ -576,6 +576,8 @@ static int32_t mixed_vector;
 static void setup(fixture *f, const char *settings, int discrete, int obs_w, int32_t T,
                   int32_t B)
 {
+    feat_cache.n = 0; /* a new encoder: no features of another case's are reused */
+    feat_cache.count = 0;
     frl_config *cfg;
     ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
     ck_assert_int_eq(frl_config_parse(cfg, "runtime.threads=2 train.minibatches=1"), FRL_OK);
