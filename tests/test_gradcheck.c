@@ -116,22 +116,14 @@ static struct {
     double params[MAXPARAMS];
     size_t n;
     int count;
-    uint64_t hash[FEAT_ENTRIES];
     uint8_t img[FEAT_ENTRIES][MAXIMG];
     double feat[FEAT_ENTRIES][FEAT_W];
 } feat_cache;
 
-static uint64_t bytes_hash(const uint8_t *b, size_t n)
-{
-    uint64_t h = 14695981039346656037u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211u;
-    return h;
-}
-
 /* The entry for img under the encoder's parameters p[0..n), or -1; a change of those
- * parameters empties the cache. */
-static int feat_find(const double *p, size_t n, const uint8_t *img, size_t in, uint64_t h)
+ * parameters empties the cache. (The images are random bytes: a comparison with another
+ * entry ends within its first bytes.) */
+static int feat_find(const double *p, size_t n, const uint8_t *img, size_t in)
 {
     if (feat_cache.n != n || memcmp(feat_cache.params, p, sizeof(double) * n) != 0) {
         memcpy(feat_cache.params, p, sizeof(double) * n);
@@ -140,7 +132,7 @@ static int feat_find(const double *p, size_t n, const uint8_t *img, size_t in, u
         return -1;
     }
     for (int e = 0; e < feat_cache.count; e++)
-        if (feat_cache.hash[e] == h && memcmp(feat_cache.img[e], img, in) == 0)
+        if (memcmp(feat_cache.img[e], img, in) == 0)
             return e;
     return -1;
 }
@@ -153,8 +145,7 @@ static void encode_d(const frl_policy *pol, const double *p, const float *obs, d
     size_t in = (size_t)pol->cnn.in_h * (size_t)pol->cnn.in_w * (size_t)pol->cnn.in_c;
     size_t fw = (size_t)pol->cnn.out_w;
     ck_assert(in <= MAXIMG && pol->cnn.widest <= MAXIMG && pol->in_w <= 64 && fw <= FEAT_W);
-    uint64_t h = bytes_hash(img, in);
-    int e = feat_find(p, pol->cnn.num_params, img, in, h);
+    int e = feat_find(p, pol->cnn.num_params, img, in);
     if (e >= 0) {
         memcpy(x, feat_cache.feat[e], sizeof(double) * fw);
     } else {
@@ -167,7 +158,6 @@ static void encode_d(const frl_policy *pol, const double *p, const float *obs, d
         memcpy(x, a, sizeof(double) * fw);
         if (feat_cache.count < FEAT_ENTRIES) {
             e = feat_cache.count++;
-            feat_cache.hash[e] = h;
             memcpy(feat_cache.img[e], img, in);
             memcpy(feat_cache.feat[e], a, sizeof(double) * fw);
         }

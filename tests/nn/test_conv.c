@@ -54,8 +54,31 @@ static const shape shapes[] = {
 
 /* ---- the float64 reference ---- */
 
-/* y and its bound: for each output, sum over its patch in double; the bound is
- * gamma_{patch + 1} * (sum |x w| + |b|), plus the activation's rounding. */
+/* One output before its activation, summed over its patch in double (bias first, then
+ * the taps in order); *m gets sum |x w| + |b| for the bound. */
+static double ref_output(const frl_conv2d *c, const float *p, const float *x, int32_t b,
+                         int32_t oh, int32_t ow, int32_t o, double *m)
+{
+    double s = p[c->off_b + (size_t)o];
+    *m = fabs(s);
+    for (int32_t ki = 0; ki < c->kh; ki++)
+        for (int32_t kj = 0; kj < c->kw; kj++) {
+            int32_t ih = oh * c->stride - c->pad + ki, iw = ow * c->stride - c->pad + kj;
+            if (ih < 0 || ih >= c->in_h || iw < 0 || iw >= c->in_w)
+                continue;
+            for (int32_t ch = 0; ch < c->in_c; ch++) {
+                double xv = x[(((size_t)b * c->in_h + ih) * c->in_w + iw) * c->in_c + ch];
+                double wv = p[c->off_w + ((size_t)(ki * c->kw + kj) * c->in_c + ch) *
+                                             c->out_c + o];
+                s += xv * wv;
+                *m += fabs(xv * wv);
+            }
+        }
+    return s;
+}
+
+/* y and its bound: for each output, ref_output; the bound is gamma_{patch + 1} *
+ * (sum |x w| + |b|), plus the activation's rounding. */
 static void ref_forward(const frl_conv2d *c, const float *p, int32_t batch, const float *x,
                         double *y, double *bound)
 {
@@ -64,22 +87,7 @@ static void ref_forward(const frl_conv2d *c, const float *p, int32_t batch, cons
         for (int32_t oh = 0; oh < c->out_h; oh++)
             for (int32_t ow = 0; ow < c->out_w; ow++)
                 for (int32_t o = 0; o < c->out_c; o++) {
-                    double s = p[c->off_b + (size_t)o], m = fabs(s);
-                    for (int32_t ki = 0; ki < c->kh; ki++)
-                        for (int32_t kj = 0; kj < c->kw; kj++)
-                            for (int32_t ch = 0; ch < c->in_c; ch++) {
-                                int32_t ih = oh * c->stride - c->pad + ki;
-                                int32_t iw = ow * c->stride - c->pad + kj;
-                                if (ih < 0 || ih >= c->in_h || iw < 0 || iw >= c->in_w)
-                                    continue;
-                                double xv = x[(((size_t)b * c->in_h + ih) * c->in_w + iw) *
-                                                  c->in_c + ch];
-                                double wv = p[c->off_w +
-                                              ((size_t)(ki * c->kw + kj) * c->in_c + ch) *
-                                                  c->out_c + o];
-                                s += xv * wv;
-                                m += fabs(xv * wv);
-                            }
+                    double m, s = ref_output(c, p, x, b, oh, ow, o, &m);
                     size_t i = (((size_t)b * c->out_h + oh) * c->out_w + ow) * c->out_c + o;
                     double e = gamma * m;
                     if (c->act == FRL_NN_TANH) {
@@ -141,24 +149,12 @@ typedef struct fd_problem {
 static double part_loss(const frl_conv2d *c, const float *p, const float *x, const float *r,
                         int32_t b0, int32_t b1, int32_t oc)
 {
-    double l = 0;
+    double l = 0, m;
     for (int32_t b = b0; b < b1; b++)
         for (int32_t oh = 0; oh < c->out_h; oh++)
             for (int32_t ow = 0; ow < c->out_w; ow++)
                 for (int32_t o = oc < 0 ? 0 : oc; o < (oc < 0 ? c->out_c : oc + 1); o++) {
-                    double s = p[c->off_b + (size_t)o];
-                    for (int32_t ki = 0; ki < c->kh; ki++)
-                        for (int32_t kj = 0; kj < c->kw; kj++) {
-                            int32_t ih = oh * c->stride - c->pad + ki;
-                            int32_t iw = ow * c->stride - c->pad + kj;
-                            if (ih < 0 || ih >= c->in_h || iw < 0 || iw >= c->in_w)
-                                continue;
-                            for (int32_t ch = 0; ch < c->in_c; ch++)
-                                s += (double)x[(((size_t)b * c->in_h + ih) * c->in_w + iw) *
-                                                   c->in_c + ch] *
-                                     p[c->off_w + ((size_t)(ki * c->kw + kj) * c->in_c + ch) *
-                                                      c->out_c + o];
-                        }
+                    double s = ref_output(c, p, x, b, oh, ow, o, &m);
                     if (c->act == FRL_NN_TANH)
                         s = tanh(s);
                     l += s * r[(((size_t)b * c->out_h + oh) * c->out_w + ow) * c->out_c + o];
