@@ -447,46 +447,84 @@ END_TEST
 
 /* ---- latency ---- */
 
-/* Whether a policy's measured median (measured again, up to three times: one median of
- * 101 acts on a shared 2-core machine was seen 20% off its neighbours' twice in six
- * runs) comes within 15% or 1 us of the prediction. */
-static int measured_near(frl_policy *c, int32_t batch, double predicted, double *measured)
+/* The latency check pairs each fit with the measurements taken right after it, over
+ * LATENCY_ROUNDS rounds, and judges each architecture by its median over the rounds:
+ * this machine is a shared VM whose speed drifts by up to 50% within a second, so one
+ * fit against one later measurement was seen 40% off while the median of seven rounds
+ * stayed within 10%, both cores loaded by other programs or not. */
+enum { LATENCY_ROUNDS = 7, LATENCY_MAX_ARCHS = 64 };
+
+static int compare_doubles(const void *a, const void *b)
 {
-    char err[FRL_ERRMSG_SIZE];
-    for (int tries = 0; tries < 3; tries++) {
-        *measured = frl_latency_act_us(c, batch, 0, 101, err);
-        double bound = 0.15 * *measured > 1.0 ? 0.15 * *measured : 1.0;
-        if (fabs(predicted - *measured) <= bound)
-            return 1;
-    }
-    return 0;
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
-/* Predicted against measured medians, every architecture, within 15% or 1 us. A noisy
- * machine gets three tries, each measuring the model and the policies again. */
-static int predictions_hold(fixture *f, int32_t batch, char *why, size_t size)
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return v[n / 2];
+}
+
+typedef struct latency_rounds {
+    int64_t count;
+    frl_policy *cut[LATENCY_MAX_ARCHS];
+    double predicted[LATENCY_MAX_ARCHS][LATENCY_ROUNDS];
+    double measured[LATENCY_MAX_ARCHS][LATENCY_ROUNDS];
+} latency_rounds;
+
+/* One round: fit the model, then measure every architecture's acting once. */
+static void latency_round(fixture *f, latency_rounds *r, int32_t batch, int round)
 {
     frl_latency_model m;
     char err[FRL_ERRMSG_SIZE];
     ck_assert_msg(frl_latency_fit(&m, &f->e, f->p, f->heads, batch, 0, err) == FRL_OK, "%s", err);
-    int64_t count = frl_elastic_count(&f->e);
-    for (int64_t k = 0; k < count; k++) {
+    for (int64_t k = 0; k < r->count; k++) {
         frl_elastic_arch a;
         frl_elastic_nth(&f->e, k, &a);
-        frl_policy *c;
-        ck_assert_int_eq(frl_elastic_cut(&f->e, f->p, f->heads, &a, &c, err), FRL_OK);
-        double predicted = frl_latency_predict(&m, &f->e, &a), measured;
-        int near = measured_near(c, batch, predicted, &measured);
-        frl_policy_destroy(c);
-        if (!near) {
-            char w[64];
-            frl_elastic_arch_text(&a, w, sizeof w);
-            snprintf(why, size, "batch %d, widths %s: predicted %.3f us, measured %.3f us",
-                     (int)batch, w, predicted, measured);
-            return 0;
-        }
+        r->predicted[k][round] = frl_latency_predict(&m, &f->e, &a);
+        r->measured[k][round] = frl_latency_act_us(r->cut[k], batch, 0, 101, err);
+        ck_assert_msg(r->predicted[k][round] > 0 && r->measured[k][round] > 0, "%s", err);
     }
-    return 1;
+}
+
+/* Predicted against measured medians, every architecture, within 15% or 1 us
+ * (whichever is larger), each the median over the rounds; why names the first miss. */
+static int predictions_hold(fixture *f, int32_t batch, char *why, size_t size)
+{
+    latency_rounds *r = calloc(1, sizeof *r);
+    char err[FRL_ERRMSG_SIZE];
+    r->count = frl_elastic_count(&f->e);
+    ck_assert_int_le(r->count, LATENCY_MAX_ARCHS);
+    for (int64_t k = 0; k < r->count; k++) {
+        frl_elastic_arch a;
+        frl_elastic_nth(&f->e, k, &a);
+        ck_assert_int_eq(frl_elastic_cut(&f->e, f->p, f->heads, &a, &r->cut[k], err), FRL_OK);
+    }
+    for (int round = 0; round < LATENCY_ROUNDS; round++)
+        latency_round(f, r, batch, round);
+    int ok = 1;
+    for (int64_t k = 0; k < r->count; k++) {
+        double diff[LATENCY_ROUNDS];
+        for (int i = 0; i < LATENCY_ROUNDS; i++)
+            diff[i] = r->predicted[k][i] - r->measured[k][i];
+        double d = median_of(diff, LATENCY_ROUNDS);
+        double measured = median_of(r->measured[k], LATENCY_ROUNDS);
+        double bound = 0.15 * measured > 1.0 ? 0.15 * measured : 1.0;
+        if (ok && fabs(d) > bound) {
+            frl_elastic_arch a;
+            char w[64];
+            frl_elastic_nth(&f->e, k, &a);
+            frl_elastic_arch_text(&a, w, sizeof w);
+            snprintf(why, size, "batch %d, widths %s: median predicted - measured %.3f us, "
+                     "median measured %.3f us (over %d rounds)", (int)batch, w, d, measured,
+                     LATENCY_ROUNDS);
+            ok = 0;
+        }
+        frl_policy_destroy(r->cut[k]);
+    }
+    free(r);
+    return ok;
 }
 
 START_TEST(latency_model_predicts_acting)
@@ -504,14 +542,8 @@ START_TEST(latency_model_predicts_acting)
     }
     const int32_t batches[] = {1, 256};
     for (int32_t b = 0; b < 2; b++) {
-        char why[160] = "";
-        int ok = 0;
-        for (int32_t attempt = 0; attempt < 3 && !ok; attempt++) {
-            ok = predictions_hold(&f, batches[b], why, sizeof why);
-            if (!ok)
-                printf("latency attempt %d: %s\n", (int)attempt + 1, why);
-        }
-        ck_assert_msg(ok, "%s", why);
+        char why[200] = "";
+        ck_assert_msg(predictions_hold(&f, batches[b], why, sizeof why), "%s", why);
     }
     teardown_fixture(&f);
 }
