@@ -22,11 +22,16 @@ set +e
 frl_setup || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
 configs=(build build-clang build-asan build-tsan)
+# The sanitizer builds keep line tables only (-g1 after the build type's -g): their
+# reports still name each frame's file and line, inlined frames included, and build-asan
+# builds from clean in 103 s instead of 143 (CPU 195 s instead of 272) on 2 cores. The
+# release builds keep full debug information, which abidw reads for the ABI check.
+san="--buildtype=debugoptimized -Dwerror=true -Db_lundef=false -Dc_args=-g1 -Dcpp_args=-g1"
 declare -A opts=(
   [build]="--buildtype=release -Dwerror=true -Dcuda=enabled"
   [build-clang]="--buildtype=release -Dwerror=true -Dcuda=disabled -Dsecond_build=true"
-  [build-asan]="--buildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false"
-  [build-tsan]="--buildtype=debugoptimized -Dwerror=true -Db_sanitize=thread -Db_lundef=false"
+  [build-asan]="$san -Db_sanitize=address,undefined"
+  [build-tsan]="$san -Db_sanitize=thread"
 )
 declare -A compilers=([build]=gcc [build-clang]=clang [build-asan]=gcc [build-tsan]=gcc)
 declare -A cxx=([build]=g++ [build-clang]=clang++ [build-asan]=g++ [build-tsan]=g++)
