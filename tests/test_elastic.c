@@ -479,6 +479,12 @@ static void latency_round(fixture *f, latency_rounds *r, int32_t batch, int roun
     frl_latency_model m;
     char err[FRL_ERRMSG_SIZE];
     ck_assert_msg(frl_latency_fit(&m, &f->e, f->p, f->heads, batch, 0, err) == FRL_OK, "%s", err);
+    /* Whatever the machine's noise, a fitted model is one its text form can carry:
+     * no negative time (an intercept is at least 0). */
+    char text[8192];
+    frl_latency_model back;
+    ck_assert_int_eq(frl_latency_to_text(&m, text, sizeof text), 0);
+    ck_assert_msg(frl_latency_from_text(&back, text, err) == FRL_OK, "%s", err);
     for (int64_t k = 0; k < r->count; k++) {
         frl_elastic_arch a;
         frl_elastic_nth(&f->e, k, &a);

@@ -286,8 +286,12 @@ frl_status frl_latency_fit(frl_latency_model *m, const frl_elastic *e, const frl
             frl_elastic_nth(e, first + (n - 1) * i / 2, &a);
             st = residual(m, e, p, heads, &a, &r[i], err);
         }
+        /* A call cannot cost less than its layers: a negative median comes from a
+         * shared machine's speed changing between the two measurements (seen: -22 us
+         * at batch 1,024 on a VM), and would make predictions negative, which callers
+         * read as a model lacking a layer shape, and the model's text unloadable. */
         if (st == FRL_OK)
-            m->intercept_us[d] = median(r, 3);
+            m->intercept_us[d] = fmax(median(r, 3), 0.0);
         first += n;
     }
     return st;

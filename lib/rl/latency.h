@@ -40,7 +40,7 @@ double frl_latency_act_us(frl_policy *p, int32_t batch, int32_t deterministic, i
 /* Measure every layer shape of e's architectures at batch rows, then each depth's
  * intercept as the median, over 3 architectures of that depth cut from p and heads
  * (its narrowest, a middle one, its widest), of their measured act time less their
- * layers. Times are the lower of two medians of 101 samples each. */
+ * layers, at least 0. Times are the lower of two medians of 101 samples each. */
 frl_status frl_latency_fit(frl_latency_model *m, const frl_elastic *e, const frl_policy *p,
                            const float *heads, int32_t batch, int32_t deterministic, char *err);
 
