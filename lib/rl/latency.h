@@ -1,7 +1,8 @@
 /* A latency model of acting with an elastic policy's sub-policies (once-for-all's
  * per-device latency table): the median time of each linear layer shape on this
- * machine's kernel table at one batch size, plus a fixed per-call intercept (the
- * normalisation, the head, sampling and the call itself) for each depth. A
+ * machine's kernel table at one batch size (in act's chunks of rows, as act runs
+ * it), plus a fixed per-call intercept (the normalisation, the head, sampling and the
+ * call itself) for each depth. A
  * sub-policy's predicted latency is its depth's intercept plus its actor's layers
  * (acting runs the actor alone).
  *

@@ -564,6 +564,11 @@ static int32_t rows_that_fit(const frl_policy *p, size_t bytes)
     return lo;
 }
 
+int32_t frl_policy_act_chunk_rows(const frl_policy *p)
+{
+    return rows_that_fit(p, p->ws_size);
+}
+
 static void act_all(frl_policy *p, const frl_act_args *a, float *ws, int32_t chunk)
 {
     for (int64_t first = 0; first < a->batch; first += chunk) {

@@ -144,6 +144,10 @@ frl_nn_act frl_policy_activation(const frl_config *cfg);
 const float *frl_policy_input(const frl_policy *p, const frl_obsnorm *norm, int32_t rows,
                               const float *obs, float *xn);
 
+/* Rows of one chunk when frl_policy_act runs on the policy's own workspace: a batch is
+ * acted on in chunks of this many rows (256 for an MLP on a vector). */
+int32_t frl_policy_act_chunk_rows(const frl_policy *p);
+
 /* Floats of workspace for rows rows (training adds the backward buffers). */
 size_t frl_policy_pass_floats(const frl_policy *p, int32_t rows, int training);
 void frl_policy_pass_layout(const frl_policy *p, int32_t rows, int training, float *ws,
