@@ -559,6 +559,9 @@ START_TEST(latency_model_text_round_trips)
 {
     fixture f;
     setup_fixture(&f, 3, 0, "policy.hidden=8,8 elastic.widths=4");
+    /* The model times layers in act's chunks: an MLP on a vector acts 256 rows a chunk
+     * (doc/elastic.md). */
+    ck_assert_int_eq(frl_policy_act_chunk_rows(f.p), 256);
     frl_latency_model m, back;
     char err[FRL_ERRMSG_SIZE], text[8192];
     ck_assert_int_eq(frl_latency_fit(&m, &f.e, f.p, f.heads, 2, 1, err), FRL_OK);
