@@ -546,10 +546,16 @@ START_TEST(latency_model_predicts_acting)
         teardown_fixture(&f);
         return;
     }
+    /* Up to three sets of rounds: a slow phase of the shared machine can last through
+     * one set's second or two (one in about fifteen runs here), rarely through three. */
     const int32_t batches[] = {1, 256};
     for (int32_t b = 0; b < 2; b++) {
         char why[200] = "";
-        ck_assert_msg(predictions_hold(&f, batches[b], why, sizeof why), "%s", why);
+        int ok = 0;
+        for (int attempt = 1; attempt <= 3 && !ok; attempt++)
+            if (!(ok = predictions_hold(&f, batches[b], why, sizeof why)))
+                printf("latency, set %d of rounds: %s\n", attempt, why);
+        ck_assert_msg(ok, "%s", why);
     }
     teardown_fixture(&f);
 }
