@@ -84,38 +84,55 @@ static int parse(opts *o, int argc, char **argv)
     return 1;
 }
 
-/* The policy, its elastic view with heads of a trained run's scale, and every cut. */
-static frl_status make(setup *s, const opts *o, char *err)
+/* The config, runtime, spaces and policy, through the public API (its message on
+ * failure). */
+static frl_status make_policy(setup *s, const opts *o, char *err)
 {
     char text[256];
     int64_t four = 4;
     snprintf(text, sizeof text, "runtime.threads=1 policy.hidden=%s elastic.widths=%s",
              o->hidden, o->widths);
     frl_status st = frl_config_create(&s->cfg, NULL);
-    if (st == FRL_OK && (st = frl_config_parse(s->cfg, text)) == FRL_OK &&
-        (st = frl_runtime_create(&s->rt, s->cfg, NULL, NULL)) == FRL_OK &&
-        (st = frl_space_create_box(&s->obs, NULL, 1, &four, NULL, NULL)) == FRL_OK &&
-        (st = frl_space_create_discrete(&s->act, NULL, 2)) == FRL_OK &&
-        (st = frl_policy_create_seeded(&s->p, s->rt, s->cfg, s->obs, s->act, 7, "bench")) ==
-            FRL_OK)
-        st = frl_elastic_init(&s->e, s->p, s->cfg, err);
-    else if (st != FRL_OK)
+    if (st == FRL_OK)
+        st = frl_config_parse(s->cfg, text);
+    if (st == FRL_OK)
+        st = frl_runtime_create(&s->rt, s->cfg, NULL, NULL);
+    if (st == FRL_OK)
+        st = frl_space_create_box(&s->obs, NULL, 1, &four, NULL, NULL);
+    if (st == FRL_OK)
+        st = frl_space_create_discrete(&s->act, NULL, 2);
+    if (st == FRL_OK)
+        st = frl_policy_create_seeded(&s->p, s->rt, s->cfg, s->obs, s->act, 7, "bench");
+    if (st != FRL_OK)
         snprintf(err, FRL_ERRMSG_SIZE, "%s", frl_last_error());
+    return st;
+}
+
+/* The policy, its elastic view with heads of a trained run's scale, and every cut. */
+static frl_status make(setup *s, const opts *o, char *err)
+{
+    frl_status st = make_policy(s, o, err);
+    if (st == FRL_OK)
+        st = frl_elastic_init(&s->e, s->p, s->cfg, err);
     if (st != FRL_OK)
         return st;
-    s->heads = calloc(s->e.num_heads + 1, sizeof(float));
-    s->count = frl_elastic_count(&s->e);
-    if (!s->heads || s->count > MAX_ARCHS)
+    int64_t count = frl_elastic_count(&s->e);
+    if (count > MAX_ARCHS)
         return frl_fail(err, FRL_ERR_RANGE, "%lld architectures (at most %d)",
-                        (long long)s->count, MAX_ARCHS);
+                        (long long)count, MAX_ARCHS);
+    s->heads = calloc(s->e.num_heads + 1, sizeof(float));
+    if (!s->heads)
+        return frl_fail(err, FRL_ERR_NOMEM, "out of memory for the heads");
     for (size_t i = 0; i < s->e.num_heads; i++)
         s->heads[i] = (float)sin(0.37 * (double)i) * 0.5f;
-    for (int64_t k = 0; k < s->count && st == FRL_OK; k++) {
+    for (; s->count < count; s->count++) { /* count: the cuts made, for destroy */
         frl_elastic_arch a;
-        frl_elastic_nth(&s->e, k, &a);
-        st = frl_elastic_cut(&s->e, s->p, s->heads, &a, &s->cut[k], err);
+        frl_elastic_nth(&s->e, s->count, &a);
+        st = frl_elastic_cut(&s->e, s->p, s->heads, &a, &s->cut[s->count], err);
+        if (st != FRL_OK)
+            return st;
     }
-    return st;
+    return FRL_OK;
 }
 
 static void destroy(setup *s)
