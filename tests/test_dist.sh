@@ -123,54 +123,68 @@ rank1_pid() { # marker [rank] -> pid of that rank (1) of the job whose command l
     return 1
 }
 
-# fault NAME SIGNAL [VAR=VALUE]: resume base/ on 2 ranks, signal rank 1 once training
-# runs, and wait for the job's end; $out, $rc and $secs after.
+# fault NAME SIGNAL EXTRA [VAR=VALUE]: resume base/ on 2 ranks with the train options
+# EXTRA, signal rank 1 once training runs, wait for the job's end and check it, in a
+# background subshell whose exit status is its failure count; fault_wait NAME adds it.
+# The four faults run at once: each mostly waits (1.5 s before its signal, then up to
+# dist.timeout), 18 s one after another.
 fault() {
-    name=$1 sig=$2
-    shift 2
-    work="$dir/$name"
-    cp -r "$base" "$work"
-    start=$(date +%s)
-    env "$@" mpirun -np 2 "$fastrl" train --resume "$work" --steps 1000000000 --quiet \
-        --max-seconds 60 $extra > "$dir/$name.log" 2>&1 &
-    job=$!
-    pid=$(rank1_pid "resume $work") || fail "$name: rank 1 did not start"
-    sleep 1.5
-    kill -s "$sig" "$pid" 2>/dev/null
-    wait $job
-    rc=$?
-    secs=$(($(date +%s) - start))
-    out=$(cat "$dir/$name.log")
-    [ "$secs" -le 30 ] || fail "$name: the job took $secs s to end (dist.timeout=3)"
-    [ "$rc" -ne 0 ] || [ "$#" -gt 0 ] || fail "$name: exit status 0: $out"
-    [ "$(cksum < "$work/checkpoint.frl")" = "$sum_before" ] ||
-        fail "$name: the checkpoint changed"
-    run "$fastrl" eval "$work/checkpoint.frl" --episodes 1
-    ok "$name: the checkpoint loads"
+    name=$1 sig=$2 extra=$3
+    shift 3
+    (
+        work="$dir/$name"
+        cp -r "$base" "$work"
+        start=$(date +%s)
+        env "$@" mpirun -np 2 "$fastrl" train --resume "$work" --steps 1000000000 --quiet \
+            --max-seconds 60 $extra > "$dir/$name.log" 2>&1 &
+        job=$!
+        # the options after the path keep "killed" from matching "killed_recovery"
+        pid=$(rank1_pid "resume $work --steps") || fail "$name: rank 1 did not start"
+        sleep 1.5
+        kill -s "$sig" "$pid" 2>/dev/null
+        wait $job
+        rc=$?
+        secs=$(($(date +%s) - start))
+        out=$(cat "$dir/$name.log")
+        [ "$secs" -le 30 ] || fail "$name: the job took $secs s to end (dist.timeout=3)"
+        [ "$rc" -ne 0 ] || [ "$#" -gt 0 ] || fail "$name: exit status 0: $out"
+        [ "$(cksum < "$work/checkpoint.frl")" = "$sum_before" ] ||
+            fail "$name: the checkpoint changed"
+        run "$fastrl" eval "$work/checkpoint.frl" --episodes 1
+        ok "$name: the checkpoint loads"
+        exit "$failures"
+    ) &
+    eval "fault_$name=\$!"
 }
 
-extra=""
-fault stopped STOP
+fault_wait() {
+    eval "wait \$fault_$1"
+    failures=$((failures + $?))
+}
+
+fault stopped STOP ""
+fault killed KILL ""
+# With OpenMPI's recovery mpirun leaves the job running, and the library ends it.
+fault killed_recovery KILL "" OMPI_MCA_orte_enable_recovery=1
+# dist.on_fault=return: the error reaches the CLI, which names the rank and saves
+# nothing (the policy is part-way through an update); mpirun ends the job.
+fault returned STOP "--set dist.on_fault=return"
+for name in stopped killed killed_recovery returned; do
+    fault_wait $name
+done
+
 case $(cat "$dir/stopped.log") in
     *"rank 0 of 2: no answer from rank 1 within 3 s (dist.timeout) during the "*) ;;
     *) fail "stopped rank: no message naming rank 1 and the phase: $(cat "$dir/stopped.log")" ;;
 esac
-fault killed KILL
 case $(cat "$dir/killed.log") in
     *"rank 1"*) ;;
     *) fail "killed rank: no message naming rank 1: $(cat "$dir/killed.log")" ;;
 esac
-# With OpenMPI's recovery mpirun leaves the job running, and the library ends it.
-fault killed_recovery KILL OMPI_MCA_orte_enable_recovery=1
 case $(cat "$dir/killed_recovery.log") in
     *"no answer from rank 1 within 3 s"*) ;;
     *) fail "killed rank (recovery on): no library message: $(cat "$dir/killed_recovery.log")" ;;
 esac
-
-# dist.on_fault=return: the error reaches the CLI, which names the rank and saves
-# nothing (the policy is part-way through an update); mpirun ends the job.
-extra="--set dist.on_fault=return"
-fault returned STOP
 case $(cat "$dir/returned.log") in
     *"no answer from rank 1 within 3 s"*) ;;
     *) fail "on_fault=return: no message naming rank 1: $(cat "$dir/returned.log")" ;;
@@ -179,7 +193,6 @@ case $(cat "$dir/returned.log") in
     *"no checkpoint: "*"nothing is saved"*) ;;
     *) fail "on_fault=return: the failed run was saved: $(cat "$dir/returned.log")" ;;
 esac
-extra=""
 
 # ---- another rank count ----
 cp -r "$base" "$dir/four"

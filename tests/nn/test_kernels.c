@@ -1317,13 +1317,18 @@ START_TEST(conv_fwd_is_im2col_bit_for_bit)
 {
     rng_seed(21);
     static const frl_nn_act conv_acts[] = {FRL_NN_RELU, FRL_NN_LINEAR, FRL_NN_TANH, FRL_NN_ELU};
-    int done = 0, declined = 0;
+    int done = 0, declined = 0, runs = 0;
     for (size_t si = 0; si < 2 * COUNT(conv_shapes); si++) {
         /* each shape with 1-3 images, then with 19: more than a tile's rows, which a
-         * table may tile down when an image's output is small */
+         * table may tile down when an image's output is small. The sanitizer builds
+         * leave out the 19 images of outputs 8 x 8 or larger (the encoders' first
+         * layers: 6 of this test's 13 s under ASan), where no table tiles down. */
         const int32_t *sh = conv_shapes[si % COUNT(conv_shapes)];
         const frl_conv_dims d = conv_dims_of(sh);
         int32_t images = si < COUNT(conv_shapes) ? 1 + (int32_t)(si % 3) : 19;
+        if (FRL_TEST_SANITIZED && images == 19 && d.out_h >= 8 && d.out_w >= 8)
+            continue;
+        runs++;
         int64_t in = (int64_t)images * d.in_h * d.in_w * d.in_c;
         int64_t rows = (int64_t)images * d.out_h * d.out_w, k = (int64_t)d.kh * d.kw * d.in_c;
         float *x = frand(in), *wt = frand(k * d.out_c), *b = frand(d.out_c);
@@ -1353,7 +1358,7 @@ START_TEST(conv_fwd_is_im2col_bit_for_bit)
     }
     /* the direct path ran for most shapes in every table, and a SIMD table declined the
      * smallest outputs (1 x 1 is below every table's tiles) */
-    ck_assert_int_ge(done, (int)(2 * COUNT(conv_shapes) * COUNT(conv_acts)) * ntables * 2 / 3);
+    ck_assert_int_ge(done, runs * (int)COUNT(conv_acts) * ntables * 2 / 3);
     if (ntested)
         ck_assert_int_gt(declined, 0);
 }
