@@ -26,7 +26,23 @@ def _destroy(destroy, ptr, deps, keep):
         destroy(ptr)
 
 
-class Handle:
+class NoCopy:
+    """Refuses pickle and copy: the object wraps library memory that this process owns,
+    and a copy would hold the same pointer without owning it (a crash once the original
+    goes, or in another process at once). ``_copy_hint`` says what to do instead."""
+
+    __slots__ = ()
+    _copy_hint = ""
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(f"fastrl.{type(self).__name__} cannot be pickled or copied: it "
+                        f"wraps memory of the library in this process{self._copy_hint}")
+
+
+_SAVE_HINT = "; save() it and load() the file where it is needed"
+
+
+class Handle(NoCopy):
     """One C object (``ptr``) and its destroy function (None for a borrowed one)."""
 
     __slots__ = ("ptr", "kind", "_fin", "__weakref__")
@@ -51,7 +67,7 @@ class Handle:
         return f"<fastrl handle {self.kind} 0x{self.ptr or 0:x} {state}>"
 
 
-class Closable:
+class Closable(NoCopy):
     """``close()``, ``closed`` and the with-statement of a wrapper whose handle is ``_h``:
     closing lets go of the handle (views of its memory keep it alive)."""
 

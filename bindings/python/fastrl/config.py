@@ -284,6 +284,12 @@ class Config(collections.abc.MutableMapping):
 
     __copy__ = copy
 
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __reduce__(self):  # pickled as its set keys, rebuilt in the other process
+        return (Config, (self.to_dict(),))
+
     def describe(self, key):
         return describe(key)
 

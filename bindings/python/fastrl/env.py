@@ -21,7 +21,7 @@ import weakref
 import numpy as np
 
 from . import _lib, spaces
-from ._handle import Handle, view
+from ._handle import Handle, NoCopy, view
 from ._lib import Error, Status
 from .config import as_config
 from .runtime import runtime_for
@@ -215,7 +215,9 @@ class _ObsWriter:
             a = (np.asarray(obs, dtype=np.float64) - self.start).astype(np.float32)
         else:
             a = np.asarray(obs, dtype=np.float32)
-        if a.shape != self.shape and a.size != self.width:
+        # the space's shape exactly (a transposed image of the right size would be
+        # read scrambled); a number stands for a shape of one element
+        if a.shape != self.shape and not (self.width == 1 and a.size == 1 and a.ndim <= 1):
             raise Error(Status.ERR_SIZE, f"observation of shape {a.shape}; the "
                         f"observation space has shape {self.shape}")
         return a
@@ -348,7 +350,7 @@ def _make_env_callbacks(envs, obs_writer, reader, errors, infos=None):
 # ---------------------------------------------------------------- Env
 
 
-class Env(_EnvBase):
+class Env(NoCopy, _EnvBase):
     """One environment, gymnasium.Env-compatible.
 
     ``fastrl.make("CartPole-v1")`` for a built-in (its time limit is the library's:
@@ -547,7 +549,7 @@ class Env(_EnvBase):
 # ---------------------------------------------------------------- VecEnv
 
 
-class VecEnv(_VecEnvBase):
+class VecEnv(NoCopy, _VecEnvBase):
     """N environments stepped together by the library, gymnasium.vector-compatible
     with next-step autoreset.
 
@@ -592,7 +594,10 @@ class VecEnv(_VecEnvBase):
         runtime's threads (each call takes the GIL). Env i is reset with seeds drawn
         from the library's stream (reset seed, i) on every autoreset. An exception
         raised by an env stops the call; ``step``/``reset`` (or ``Trainer.train``)
-        re-raises it with its traceback, and the env is reset on the next step.
+        re-raises it with its traceback. With ``per_env=True`` the failed env is reset
+        on the next step; by default (one batch callback) no env is: the envs after the
+        failed one did not step, and the failed env is as the exception left it, so
+        call ``reset`` when its state matters (doc/python.md, "Exceptions").
 
         A ``Discrete(n)`` observation space (n <= 2^24) is stored as one float32 per
         env holding the index (``observations`` is then float32 ``[N]``; a
@@ -723,7 +728,14 @@ class VecEnv(_VecEnvBase):
 
         def owner():
             ref = holder[0]
-            return ref() if ref is not None else None
+            if ref is None:  # the library calls back only once the vec env exists
+                return None
+            h = ref()
+            if h is None:  # a MujocoData kept past its vec env: its mjData is freed
+                raise Error(Status.ERR_STATE, "from_mujoco: this MuJoCo data belongs to a "
+                            "vec env that is closed and gone; read its arrays inside the "
+                            "callbacks, or keep copies (data.qpos.copy())")
+            return h
 
         cb, keep = _mujoco.callbacks(observe, reward, reset, width, action_width, errors,
                                      owner, randomize_bodies, randomize_geoms,
@@ -959,6 +971,14 @@ class VecEnv(_VecEnvBase):
         if first is not None:
             raise first
 
+    # gymnasium's VectorEnv (1.x) has no with-statement; every other fastrl object does
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
     def __repr__(self):
         state = " closed" if getattr(self, "_h", None) is None else ""
         return f"<fastrl.VecEnv {getattr(self, 'name', '?')} num_envs={self.num_envs}{state}>"
@@ -1037,7 +1057,7 @@ def _batch_callbacks_for_envs(envs, writer, reader, errors):
                 else:
                     ob, rew, t1, t2, _ = _step_result(envs[i].step(row(a, i)))
                     o[i] = arr(ob).reshape(-1)
-                    r[i] = rew
+                    r[i] = float(rew)  # None must raise, as per env, not become NaN
                     te[i] = 1 if t1 else 0
                     tr[i] = 1 if t2 else 0
             return 0

@@ -6,7 +6,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._handle import Closable, Handle, view
+from ._handle import _SAVE_HINT, Closable, Handle
 from ._lib import Error, Status
 from .config import algo_namespace, as_config, resolve_key
 from .runtime import runtime_for
@@ -63,6 +63,8 @@ class Evo(Closable):
     (its threads work in ask and tell; its seed, plus ``train.seed_offset``, seeds the
     optimiser); ``seed=``/``threads=`` make one of its own.
     """
+
+    _copy_hint = _SAVE_HINT
 
     def __init__(self, initial, config=None, *, runtime=None, **options):
         cfg, options = _evo_config(config, options, "Evo config")
@@ -219,13 +221,14 @@ class Evo(Closable):
         return self
 
     def run(self, fitness_fn, generations):
-        """The library's loop (``frl_evo_run``): ``generations`` times ask, call
-        ``fitness_fn(params, fitness)``, tell. Returns :meth:`best`.
+        """``generations`` times ask, call ``fitness_fn(params, fitness)``, tell (the
+        loop of ``frl_evo_run``, run here). Returns :meth:`best`.
 
-        ``params`` is a read-only float32 view ``[population, num_parameters]`` of the
-        library's buffer, valid **only during the call** (keep ``params.copy()``);
-        ``fitness`` is a writable float64 ``[population]`` array to fill (it starts as
-        NaN, so a member left out makes tell fail with ``ERR_NONFINITE``).
+        ``params`` is a read-only float32 array ``[population, num_parameters]``, this
+        generation's members as ask writes them (into it, no copy); ``fitness`` is a
+        writable float64 ``[population]`` array to fill (it starts as NaN, so a member
+        left out makes tell fail with ``ERR_NONFINITE``). Both are new numpy arrays each
+        generation, so keeping them, or a traceback that holds them, is safe.
         ``fitness_fn`` may instead return the fitnesses (anything of ``population``
         numbers), or ``False`` to stop early (run then returns normally, the last
         generation untold). An exception it raises stops the run and is re-raised here,
@@ -236,45 +239,38 @@ class Evo(Closable):
         if not callable(fitness_fn):
             raise TypeError("run: fitness_fn must be callable")
         generations = _int(generations, "run: generations", 0, 2**63)
-        state = {"exc": None, "stopped": False}
+        for _ in range(generations):
+            if not self._run_generation(ptr, fitness_fn):
+                break
+        return self.best()
 
-        def on_fitness(user, params, members, num_params, fitness):
-            try:
-                x = view(params, (members, num_params), np.float32, None, readonly=True)
-                f = view(fitness, (members,), np.float64, None, readonly=False)
-                f.fill(np.nan)
-                r = fitness_fn(x, f)
-                if r is False:
-                    state["stopped"] = True
-                    return 1
-                if r is not None:
-                    r = np.asarray(r, dtype=np.float64)
-                    if r.shape != (members,):
-                        raise ValueError(f"run: fitness_fn returned shape {r.shape}; "
-                                         f"expected ({members},), one per member")
-                    f[:] = r
-                return 0
-            except BaseException as e:  # noqa: B902 (KeyboardInterrupt included)
-                state["exc"] = e
-                return 1
-
-        fn = _lib.FITNESS_FN(on_fitness)
+    def _run_generation(self, ptr, fitness_fn):
+        """One ask, fitness_fn, tell; False when fitness_fn stopped the run."""
+        L = _lib.lib()
+        x = np.empty((self.population, self.num_parameters), np.float32)
+        _lib.check(L.evo_ask(ptr, x.ctypes.data, x.size), "run")
+        x.flags.writeable = False
+        f = np.full(self.population, np.nan)
         self._running = True
         try:
-            status = _lib.lib().evo_run(ptr, fn, None, generations)
-            message = _lib.last_error()
+            r = fitness_fn(x, f)
+        except BaseException as e:  # noqa: B902 (KeyboardInterrupt included)
+            if hasattr(e, "add_note"):
+                e.add_note(f"fastrl: raised by the fitness callback of Evo.run at "
+                           f"generation {self.generation}")
+            raise
         finally:
             self._running = False
-        exc = state["exc"]
-        if exc is not None:
-            if hasattr(exc, "add_note"):
-                exc.add_note(f"fastrl: raised by the fitness function of Evo.run at "
-                             f"generation {self.generation}; the library reported "
-                             f"{message}")
-            raise exc
-        if status and not state["stopped"]:
-            raise Error(status, f"run: {message}" if message else "run")
-        return self.best()
+        if r is False:
+            return False
+        if r is not None:
+            r = np.asarray(r, dtype=np.float64)
+            if r.shape != f.shape:
+                raise ValueError(f"run: fitness_fn returned shape {r.shape}; expected "
+                                 f"({self.population},), one per member")
+            f[:] = r
+        _lib.check(L.evo_tell(ptr, f.ctypes.data, f.size), "run")
+        return True
 
     def __repr__(self):
         if self._h is None:

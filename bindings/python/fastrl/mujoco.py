@@ -14,7 +14,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._handle import _TYPESTR, _ArrayMemory
+from ._handle import _TYPESTR, NoCopy, _ArrayMemory
 from ._lib import Error, Status
 
 # frl_mujoco_type -> numpy typestr
@@ -43,10 +43,11 @@ def _array(where, readonly, owner):
     return np.asarray(_ArrayMemory(address, shape, typestr, readonly, owner))
 
 
-class _Arrays:
+class _Arrays(NoCopy):
     """MuJoCo's arrays of one struct by attribute name. Each access builds a fresh numpy
     view (a microsecond or two) that holds the vec env, so a view kept after the call
-    never dangles; where each array lies is looked up once."""
+    never dangles; once the vec env is gone, reading the object raises ERR_STATE. Where
+    each array lies is looked up once."""
 
     __slots__ = ("_model", "_data", "_owner", "_found", "_readonly")
 

@@ -5,7 +5,7 @@ import ctypes
 import numpy as np
 
 from . import _lib, spaces
-from ._handle import Closable, Handle
+from ._handle import _SAVE_HINT, Closable, Handle
 from ._lib import Error, Status
 from .config import as_config
 from .runtime import runtime_for
@@ -40,6 +40,8 @@ class Policy(Closable):
     ``policy.act(obs, state=state, reset=new_episode)`` reads and updates ``state`` in
     place. A policy without a core has :attr:`state_size` 0 and takes the same calls.
     """
+
+    _copy_hint = _SAVE_HINT
 
     def __init__(self, observation_space, action_space, config=None, *, runtime=None,
                  **options):
@@ -240,8 +242,12 @@ class Policy(Closable):
         if self._obs_dtype == np.uint8 and np.asarray(observations).dtype != np.uint8:
             raise TypeError(f"act: this policy reads images: pass uint8 pixels, not "
                             f"{np.asarray(observations).dtype}")
+        # one observation keeps its own shape (an int for a Discrete space: ()), which
+        # ascontiguousarray would make 1-D; a number is also one observation of a
+        # Box of shape (1,)
+        shape = np.shape(observations)
+        single = shape == self._obs_shape or (shape == () and self._obs_shape == (1,))
         obs = np.ascontiguousarray(observations, dtype=self._obs_dtype)
-        single = obs.shape == self._obs_shape
         if single:
             obs = obs.reshape((1,) + self._obs_shape)
         elif obs.ndim < 1 or obs.shape[1:] != self._obs_shape:

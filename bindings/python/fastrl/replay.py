@@ -6,7 +6,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._handle import view
+from ._handle import NoCopy, view
 
 
 class ReplayInfoStruct(ctypes.Structure):
@@ -23,7 +23,7 @@ class ReplayInfoStruct(ctypes.Structure):
 ARRAYS = {"rows": 0, "sum_tree": 1, "min_tree": 2, "states": 3}
 
 
-class Replay:
+class Replay(NoCopy):
     """A trainer's replay (``Trainer.replay``). Read it between ``train`` calls or from
     the metrics callback: the learner writes it during an update."""
 

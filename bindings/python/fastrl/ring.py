@@ -5,7 +5,7 @@ import ctypes
 import numpy as np
 
 from . import _lib, spaces
-from ._handle import Handle, view
+from ._handle import Handle, NoCopy, view
 from ._lib import Error, Status
 from .runtime import runtime_for
 
@@ -20,7 +20,7 @@ RING_ARRAYS = {
 SLOT_STATES = ("free", "writing", "ready", "reading")
 
 
-class Ring:
+class Ring(NoCopy):
     """Slots of [T steps x B envs] rollout arrays (row ``t * B + b``), shaped here as
     ``[T, B, ...]``. ``array(name, slot)`` is a numpy view of the slot's array (names:
     :data:`RING_ARRAYS`), valid while any view lives. ``Trainer.ring`` is the trainer's

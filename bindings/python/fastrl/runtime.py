@@ -5,7 +5,7 @@ import logging
 import threading
 
 from . import _lib
-from ._handle import Handle
+from ._handle import Handle, NoCopy
 from ._lib import Error, Status
 from .config import as_config
 
@@ -14,7 +14,7 @@ __all__ = ["Runtime", "default_runtime"]
 _LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 
 
-class Runtime:
+class Runtime(NoCopy):
     """A libfastrl runtime: ``runtime.threads`` threads (0 = one per core, 1 = every
     call runs on the calling thread), ``runtime.seed``, ``runtime.spin_us``.
 

@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 
 from . import _lib
-from ._handle import Handle
+from ._handle import _SAVE_HINT, Handle, NoCopy
 from ._lib import Error, Status
 from .config import as_config
 from .env import VecEnv, _builtin_name
@@ -82,7 +82,7 @@ def _unlock(venv_ref):
         v._read_only = False
 
 
-class Trainer:
+class Trainer(NoCopy):
     """A PPO trainer (``frl_trainer``).
 
     ``Trainer("CartPole-v1", target_return=475)`` trains on a built-in, with the
@@ -96,6 +96,8 @@ class Trainer:
     stop). Ctrl-C stops it at the end of the current update, writes ``checkpoint`` if
     given, and raises KeyboardInterrupt; the trainer can then be saved or trained on.
     """
+
+    _copy_hint = _SAVE_HINT
 
     def __init__(self, env, config=None, *, runtime=None, **options):
         L = _lib.lib()

@@ -140,7 +140,15 @@ def test_policy_acts_on_indices_and_refuses_what_it_cannot_take(tmp_path):
     assert p.observation_space == gym.spaces.Discrete(LEN, dtype=np.int32)
     a = p.act(np.arange(LEN), deterministic=True)
     assert a.shape == (LEN,) and a.dtype == np.int32
-    assert p.act(3, deterministic=True) == a[3]  # one observation
+    one = p.act(3, deterministic=True)  # one observation: an int, as for a box
+    assert type(one) is int and one == a[3]
+    act, logp, value = p.act_with_info(3, deterministic=True)
+    assert type(act) is int and isinstance(logp, float) and isinstance(value, float)
+    outputs, value = p.forward(3)
+    assert outputs.shape == (ACTIONS,) and isinstance(value, float)
+    r = fastrl.Policy(obs_space, act_space, hidden=[16], core="gru", core_size=8)
+    state = r.initial_state(1)[0]  # one observation's state: [state_size]
+    assert type(r.act(3, state=state, deterministic=True)) is int
     with pytest.raises(fastrl.Error) as ei:
         p.act([0, 1, LEN])
     assert ei.value.status == Status.ERR_RANGE and "row 2" in ei.value.message

@@ -289,6 +289,35 @@ def test_run_calls_back_and_matches_ask_tell():
     assert ei.value.status == Status.ERR_RANGE
 
 
+def test_run_arrays_outlive_the_call():
+    """params and fitness are numpy arrays of their own each generation: kept past the
+    call (or held by a traceback, as a debugger's post-mortem holds them) they keep
+    their values."""
+    kept = []
+
+    def fitness(params, out):
+        kept.append((params, params.copy(), out))
+        out[:] = quadratic(params)
+
+    e = es(population=8)
+    e.run(fitness, 3)
+    assert len(kept) == 3 and kept[0][0] is not kept[1][0]
+    for params, copy, out in kept:
+        np.testing.assert_array_equal(params, copy)
+        np.testing.assert_array_equal(out, quadratic(copy))
+
+    def fails(params, out):
+        raise RuntimeError("inspect me")
+
+    with pytest.raises(RuntimeError) as ei:
+        e.run(fails, 1)
+    tb = ei.value.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_locals["params"].shape == (8, N)
+    assert np.isfinite(tb.tb_frame.f_locals["params"]).all()
+
+
 def test_run_propagates_the_callbacks_exception():
     class Boom(Exception):
         pass

@@ -142,16 +142,27 @@ def test_bad_values_from_python_envs():
                 return np.zeros(3, np.float32), 0.0, False, False, {}
             if self.mode == "reward":
                 return np.zeros(2, np.float32), float("inf"), False, False, {}
+            if self.mode == "transposed":  # the right size, read scrambled if taken
+                return np.zeros((2, 1), np.float32), 0.0, False, False, {}
+            if self.mode == "none":
+                return np.zeros(2, np.float32), None, False, False, {}
             return np.zeros(2, np.float32), 0.0, False, {}  # the old 4-tuple API
 
     expect = {"nan": Status.ERR_NONFINITE, "shape": Status.ERR_SIZE,
-              "reward": Status.ERR_NONFINITE, "old": Status.ERR_INVALID_ARGUMENT}
+              "transposed": Status.ERR_SIZE, "reward": Status.ERR_NONFINITE,
+              "old": Status.ERR_INVALID_ARGUMENT}
     for mode, status in expect.items():
         env = fastrl.Env.from_python(Bad(mode))
         env.reset(seed=0)
         with pytest.raises(fastrl.Error) as ei:
             env.step(0)
         assert ei.value.status == status, (mode, ei.value)
+    # A reward that is no number is the env's TypeError in both modes, not a NaN.
+    for per_env in (False, True):
+        v = fastrl.VecEnv.from_python([Bad("none")], per_env=per_env)
+        v.reset(seed=0)
+        with pytest.raises(TypeError):
+            v.step(np.zeros(1, np.int32))
 
 
 def test_unsupported_spaces_are_refused_clearly():

@@ -7,6 +7,7 @@ callbacks), and a trainer learning on it.
 Skipped, with the reason, where the build has no MuJoCo plugin; the transition check
 also where the venv has no mujoco package."""
 
+import gc
 from contextlib import closing
 
 import numpy as np
@@ -244,6 +245,28 @@ def test_views_outlive_the_env():
     venv.close()
     del venv
     assert kept[-1][0] > 0.0  # still readable: the env's memory lives with the view
+
+
+def test_data_kept_past_its_env_refuses():
+    """The MujocoData object itself (self.data = data) holds the vec env weakly: once
+    the vec env is gone, reading it raises instead of reading freed mjData."""
+    _plugin_or_skip()
+    kept = {}
+
+    def keep(env, data, obs):
+        kept["data"] = data
+        observe(env, data, obs)
+
+    venv = fastrl.VecEnv.from_mujoco(SLIDER, keep, reward, 2, 1)
+    venv.reset(seed=0)
+    assert kept["data"].qpos.shape == (1,)  # readable while the vec env lives
+    venv.close()
+    del venv
+    gc.collect()
+    for read in (lambda d: d.qpos, lambda d: d.model.body_mass):
+        with pytest.raises(fastrl.Error) as ei:
+            read(kept["data"])
+        assert ei.value.status == fastrl.Status.ERR_STATE and "gone" in ei.value.message
 
 
 def _final_position(venv, act):
