@@ -263,6 +263,22 @@ START_TEST(bad_architectures_and_policies_are_refused)
         frl_config_destroy(cfg);
         frl_runtime_destroy(rt);
     }
+    /* Algorithms that train no elastic policy refuse the key rather than train a plain
+     * one that fastrl cut cannot cut. */
+    const char *algos[] = {"dqn", "es", "ga"};
+    for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "elastic.widths=4,8 train.algo=%s", algos[i]);
+        frl_runtime *rt = frl_test_runtime(1);
+        frl_config *cfg = frl_test_settings(text);
+        frl_trainer *t = NULL;
+        ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_ERR_UNSUPPORTED);
+        ck_assert_msg(t == NULL && strstr(frl_last_error(), "elastic.widths") &&
+                          strstr(frl_last_error(), algos[i]),
+                      "%s", frl_last_error());
+        frl_config_destroy(cfg);
+        frl_runtime_destroy(rt);
+    }
 }
 END_TEST
 

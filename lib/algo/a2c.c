@@ -51,4 +51,5 @@ const frl_learner_ops frl_algo_a2c = {
     .learn = frl_ppo_learner_learn,
     .save = frl_ppo_learner_save,
     .load = frl_ppo_learner_load,
+    .elastic = 1,
 };

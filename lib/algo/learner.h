@@ -119,6 +119,9 @@ typedef struct frl_learner_ops {
     /* "key=value" settings the algorithm is defined with (its reference's), applied over
      * the environment's defaults (tuned for PPO) and under the caller's; NULL: none. */
     const char *settings;
+    /* Trains elastic policies (elastic.widths); the trainer refuses the key for the
+     * others, which would otherwise train a plain policy that fastrl cut cannot cut. */
+    int elastic;
     /* Steps per env in each rollout (T) for these settings; NULL: train.rollout. */
     int64_t (*rollout)(const frl_config *cfg);
     /* The storage the trainer must allocate for these settings. */

@@ -215,7 +215,7 @@ frl_status frl_ppo_learner_load(frl_learner *l, const frl_container *c, int64_t 
 #define PPO_LEARNER_FUNCTIONS                                                              \
     .storage = ppo_storage, .create = ppo_create, .destroy = frl_ppo_learner_destroy,      \
     .learn = frl_ppo_learner_learn, .save = frl_ppo_learner_save,                          \
-    .load = frl_ppo_learner_load
+    .load = frl_ppo_learner_load, .elastic = 1
 
 const frl_learner_ops frl_algo_ppo = {.name = "ppo", PPO_LEARNER_FUNCTIONS};
 

@@ -239,6 +239,9 @@ static frl_status check_mode(const frl_config *c, const frl_learner_ops *l, int3
     if (groups > sampler_for(c, l)->max_groups)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: %d vec envs need sampler.mode=async "
                         "(the synchronous sampler steps one)", who, (int)groups);
+    if (!l->elastic && frl_cfg_list(c, FRL_KEY_ELASTIC_WIDTHS).n > 0)
+        return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s: elastic.widths: train.algo=%s does not "
+                        "train elastic policies (ppo, impala and a2c do)", who, l->name);
     return FRL_OK;
 }
 
