@@ -408,10 +408,12 @@ FRL_API frl_status frl_vec_env_step(frl_vec_env *v)
     if (!v->has_reset)
         return frl_fail(v->err, FRL_ERR_STATE,
                         "frl_vec_env_step: call frl_vec_env_reset before the first step");
-    v->step_calls++;
+    v->step_calls++; /* the messages name the step being tried */
     frl_status st = validate_actions(v);
-    if (st != FRL_OK)
+    if (st != FRL_OK) {
+        v->step_calls--; /* a refused step leaves the env as it was, its count too */
         return st;
+    }
     st = step_kind(v);
     v->total_steps += v->n;
     return st;
