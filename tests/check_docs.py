@@ -5,7 +5,8 @@
 - doc/api.md's function count and per-node counts equal the header's public functions
   and lib/fastrl.map's nodes, and every public function has a `###` entry there;
 - the CLI's commands: `fastrl --help`, the dispatch in tools/fastrl.c, that file's
-  opening comment and README's command list name the same commands.
+  opening comment and README's command list name the same commands;
+- doc/api.md's config key table lists `fastrl config --list`'s keys in its order.
 
 usage: check_docs.py SOURCE_ROOT FASTRL_BINARY"""
 import os
@@ -112,6 +113,26 @@ def check_cli(root, binary, problems):
     return helped
 
 
+def check_config_keys(root, binary, problems):
+    """doc/api.md's key table names every key of `fastrl config --list`, in its order,
+    and its count sentence agrees."""
+    out = subprocess.run([binary, "config", "--list"], capture_output=True, text=True).stdout
+    keys = [line.split()[0] for line in out.splitlines() if line and not line[0].isspace()]
+    api_md = read(root, "doc/api.md")
+    table = api_md[api_md.index("## Config keys"):]
+    rows = re.findall(r"^\| `([a-z_0-9]+\.[a-z_0-9]+)` \|", table, flags=re.M)
+    if rows[:len(keys)] != keys:
+        missing = [k for k in keys if k not in rows]
+        moved = [k for k, r in zip(keys, rows) if k != r][:3]
+        problems.append(f"doc/api.md's key table differs from `fastrl config --list` "
+                        f"({len(keys)} keys): missing {missing}, first out of order {moved}")
+    count = re.search(r"\d+\.\d+\.\d+ has (\d+)\s+keys", api_md)
+    if not count or int(count.group(1)) != len(keys):
+        problems.append(f"doc/api.md says {count and count.group(1)} keys; `fastrl config "
+                        f"--list` lists {len(keys)}")
+    return keys
+
+
 def main():
     root, binary = sys.argv[1:3]
     version, abi, api, inline = header_facts(read(root, "include/fastrl.h"))
@@ -120,8 +141,10 @@ def main():
     check_versions(root, version, abi, problems)
     check_counts(root, api, inline, nodes, problems)
     cmds = check_cli(root, binary, problems)
+    keys = check_config_keys(root, binary, problems)
     print(f"version {version}, ABI {abi}, {len(api | inline)} public functions, nodes "
-          f"{ {k: len(v) for k, v in nodes.items()} }, CLI commands {sorted(cmds)}")
+          f"{ {k: len(v) for k, v in nodes.items()} }, CLI commands {sorted(cmds)}, "
+          f"{len(keys)} config keys")
     for p in problems:
         print("FAIL:", p)
     return 1 if problems else 0
