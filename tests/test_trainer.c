@@ -332,6 +332,40 @@ START_TEST(recovers_after_a_failed_rollout)
 }
 END_TEST
 
+/* One NaN observation at the 40th call, then healthy steps. */
+static int nan_once_step(void *user, int32_t n, const void *actions, const uint8_t *mask,
+                         const uint64_t *seeds, float *obs, float *rew, uint8_t *term,
+                         uint8_t *trunc)
+{
+    flaky *f = user;
+    (void)actions;
+    (void)mask;
+    (void)seeds;
+    f->calls++;
+    for (int32_t i = 0; i < n; i++) {
+        obs[i] = f->calls == 40 && i == 1 ? NAN : 0.25f * (float)(f->calls % 4);
+        rew[i] = 1;
+        term[i] = f->calls % 8 == 0;
+        trunc[i] = 0;
+    }
+    return 0;
+}
+
+/* The refused observation must not reach the next rollout, the policy or the
+ * normaliser: the next train starts from a reset and learns on finite data. */
+START_TEST(a_refused_observation_is_not_learned_from)
+{
+    flaky w = {0};
+    host_trainer h;
+    host_trainer_create(&h, 2, nan_once_step, &w, "train.rollout=16 policy.obs_norm=true");
+    ck_assert_int_eq(frl_trainer_train(h.t, 4000), FRL_ERR_NONFINITE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "NaN"));
+    ck_assert_msg(frl_trainer_train(h.t, 4000) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_ge(frl_trainer_metrics(h.t)->env_steps, 4000);
+    host_trainer_destroy(&h);
+}
+END_TEST
+
 /* Finite but enormous rewards: the returns overflow float, the loss gradient becomes
  * infinite and Adam's step NaN. The trainer must say so, not train on garbage. */
 static int huge_step(void *user, int32_t n, const void *actions, const uint8_t *mask,
@@ -376,6 +410,7 @@ int main(void)
     tcase_add_test(tc, outputs_are_written);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, recovers_after_a_failed_rollout);
+    tcase_add_test(tc, a_refused_observation_is_not_learned_from);
     tcase_add_test(tc, divergence_is_reported);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

@@ -191,8 +191,12 @@ static frl_status rollout_step(sync_sampler *s, int32_t step, double *clock)
         return frl_fail(h->err, FRL_ERR_INTERNAL, "acting failed in task %d", (int)failed);
     double t1 = frl_now();
     frl_status st = frl_vec_env_step(venv);
-    if (st != FRL_OK)
+    if (st != FRL_OK) {
+        /* A failed step leaves observations that mean nothing (a host's NaN among
+         * them): the next train starts from a reset, not from them, as async does. */
+        h->book->pr.started = 0;
         return frl_fail_msg(h->err, st, frl_vec_env_last_error(venv));
+    }
     frl_rollout_store_step(h->book, h->ring, venv, 0, s->slot, step);
     h->book->pr.rollout_steps++;
     h->book->pr.env_steps += (int64_t)h->B * h->ranks;
