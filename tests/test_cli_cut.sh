@@ -79,6 +79,20 @@ run "$fastrl" cut "$ck" --list --batch 8 --latency-model "$dir/model.txt"
 refused "model of another batch" "measured at batch 1, not 8"
 run "$fastrl" cut "$ck"
 refused "nothing asked" "say what to cut"
+# A budget is read whole (not "say what to cut" for -5, nor 0 for junk); --arch cuts one
+# architecture, so it does not go with a search (--list with --latency-us does: the
+# front, then the cut for the budget).
+for bad in "--latency-us -5" "--latency-us abc" "--episodes 0 --list" "--batch x --list"; do
+    # shellcheck disable=SC2086 # options and their values
+    run "$fastrl" cut "$ck" $bad
+    [ "$rc" -eq 2 ] && has "${bad%% *}: '" && has "is not a" && ! has "say what to cut" ||
+        fail "$bad: exit status $rc (want 2, naming the option): $out"
+done
+for two in "--list --arch 4,8" "--latency-us 20 --arch 4,8"; do
+    # shellcheck disable=SC2086
+    run "$fastrl" cut "$ck" $two --episodes 2
+    [ "$rc" -eq 2 ] && has "give --arch alone" || fail "$two: exit status $rc: $out"
+done
 run "$fastrl" cut "$dir/missing.frl" --list
 refused "missing file" "missing.frl"
 

@@ -3,7 +3,8 @@
 # file, a directory, a foreign file, a corrupted checkpoint, a bare policy without
 # --env, and checkpoints evaluated on an env whose spaces differ from the policy's;
 # then the cases that must work (a checkpoint, a bare policy with --env, a checkpoint
-# whose env.* settings shape its environment).
+# whose env.* settings shape its environment); numeric options read strictly, and the
+# step limit (--max-steps) said in the CLI's terms.
 #
 #   test_cli_eval.sh FASTRL CLI_MAKE_POLICY
 #
@@ -122,8 +123,26 @@ run "$fastrl" eval "$dir/probe/checkpoint.frl" --episodes 12
 [ "$rc" -eq 0 ] && has "mean_length: 5.00" || fail "MemoryProbe with its settings: $rc: $out"
 echo "MemoryProbe with its settings: $(echo "$out" | tr '\n' ' ')"
 
-run "$fastrl" eval "$dir/cartpole/checkpoint.frl" --episodes 0
-[ "$rc" -eq 2 ] && has "usage: fastrl eval" || fail "--episodes 0: exit $rc: $out"
+# Numbers are read whole or refused as usage errors naming the option: 4294967297 does
+# not wrap to 1, junk is not 0.
+for bad in "--episodes 0" "--episodes 4294967297" "--episodes abc" "--seed abc" \
+    "--seed -1" "--max-steps -1"; do
+    # shellcheck disable=SC2086 # $bad is an option and its value
+    run "$fastrl" eval "$dir/cartpole/checkpoint.frl" $bad
+    [ "$rc" -eq 2 ] && has "${bad%% *}: '" || fail "$bad: exit $rc (want 2): $out"
+done
+
+# The evaluation's step limit (frl_eval_args.max_steps) is the CLI's --max-steps, and
+# running into it says so in the CLI's terms; without an episode time limit it says that.
+run "$fastrl" eval "$dir/cartpole/checkpoint.frl" --episodes 5 --max-steps 10
+[ "$rc" -eq 1 ] && has "0 of 5 episodes ended within 10 env steps" && has "raise --max-steps" &&
+    ! has "args->" || fail "--max-steps 10: exit $rc: $out"
+"$fastrl" train CartPole-v1 --steps 2048 --seed 1 --out "$dir/nolimit" --quiet \
+    --set env.max_episode_steps=0 >/dev/null 2>&1 || fail "cannot train without a time limit"
+run "$fastrl" eval "$dir/nolimit/checkpoint.frl" --episodes 5 --max-steps 10
+[ "$rc" -eq 1 ] && has "no episode time limit" || fail "no time limit, --max-steps 10: $out"
+run "$fastrl" eval "$dir/nolimit/checkpoint.frl" --episodes 5 --max-steps 0
+[ "$rc" -eq 0 ] && has "episodes: 5" || fail "--max-steps 0: exit $rc: $out"
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures failure(s)"

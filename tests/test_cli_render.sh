@@ -58,6 +58,11 @@ run "$fastrl" render RayRoom-v0 --out "$dir/no/such/dir/x.png"
 [ "$rc" -ne 0 ] && has "cannot write" || fail "an unwritable path: $out"
 run "$fastrl" render RayRoom-v0
 [ "$rc" -ne 0 ] && has "usage" || fail "no --out: $out"
+for bad in "--steps abc" "--steps 4296967296" "--steps -1" "--seed x"; do
+    # shellcheck disable=SC2086 # an option and its value
+    run "$fastrl" render RayRoom-v0 --out "$dir/x.png" $bad
+    [ "$rc" -eq 2 ] && has "${bad%% *}: '" || fail "$bad: exit status $rc (want 2): $out"
+done
 run "$fastrl" render RayRoom-v0 --out "$dir/x.png" --set env.width=8
 [ "$rc" -ne 0 ] && has "env.width" || fail "a frame too small: $out"
 

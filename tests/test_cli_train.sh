@@ -1,7 +1,8 @@
 #!/bin/sh
 # `fastrl train ENV --resume DIR`: ENV must be the environment of the run saved in DIR.
 # Another one is refused, naming both, before anything in DIR changes; the same ENV, or
-# none, continues the run.
+# none, continues the run. Then the options: numbers read strictly, refusals before
+# anything is written, a resumed run's evaluations and progress line.
 #
 #   test_cli_train.sh FASTRL
 set -u
@@ -35,10 +36,10 @@ run "$fastrl" train CartPole-v1 --resume "$dir/run" --steps 4096 --quiet
 run "$fastrl" train --resume "$dir/run" --steps 6144 --quiet
 [ "$rc" -eq 0 ] && has "steps: 6144" || fail "no env: exit status $rc: $out"
 
-# --max-seconds stops a long run as Ctrl-C does (saved, exit status 0); a negative limit
-# is refused.
-run "$fastrl" train CartPole-v1 --steps 1000000000 --max-seconds 1 --out "$dir/timed" --quiet
-[ "$rc" -eq 0 ] && has "time limit" && [ -f "$dir/timed/checkpoint.frl" ] ||
+# --max-seconds stops a long run as Ctrl-C does (saved, exit status 0), saying the limit
+# as given; a negative limit is refused.
+run "$fastrl" train CartPole-v1 --steps 1000000000 --max-seconds 1.5 --out "$dir/timed" --quiet
+[ "$rc" -eq 0 ] && has "stopped after 1.5 s" && [ -f "$dir/timed/checkpoint.frl" ] ||
     fail "--max-seconds: exit status $rc: $out"
 run "$fastrl" train CartPole-v1 --max-seconds -1 --quiet
 [ "$rc" -eq 2 ] && has "max-seconds" || fail "--max-seconds -1: exit status $rc: $out"
@@ -50,6 +51,56 @@ run "$fastrl" train CartPole-v1 --steps 2048 --quiet --verbose --set runtime.dev
     fail "--verbose: exit status $rc: $out"
 run "$fastrl" train CartPole-v1 --steps 2048 --quiet --set runtime.device=auto
 [ "$rc" -eq 0 ] && ! has "info:" || fail "without --verbose: exit status $rc: $out"
+
+# Numeric options are read whole or refused (exit status 2, naming the option) before
+# --out is made: junk, overflow, out of range. Whole numbers written as reals still count.
+for bad in "--steps abc" "--steps 99999999999999999999999" "--steps -1" "--steps 2048.5" \
+    "--eval-every abc" "--eval-every 0" "--max-seconds abc" "--max-seconds inf" \
+    "--eval-target abc --eval-every 2048" "--eval-episodes 0 --eval-every 2048"; do
+    # shellcheck disable=SC2086 # $bad is an option and its value
+    run "$fastrl" train CartPole-v1 $bad --out "$dir/bad" --quiet
+    [ "$rc" -eq 2 ] && has "${bad%% *}: '" && has "is not a" ||
+        fail "$bad: exit status $rc (want 2 naming the option): $out"
+    [ ! -e "$dir/bad" ] || { fail "$bad: made --out before refusing"; rm -rf "$dir/bad"; }
+done
+run "$fastrl" train CartPole-v1 --steps 2.048e3 --quiet
+[ "$rc" -eq 0 ] && has "steps: 2048" || fail "--steps 2.048e3: exit status $rc: $out"
+# The evaluation's settings without --eval-every would be ignored: refused.
+for opt in "--eval-target 100" "--eval-episodes 5"; do
+    # shellcheck disable=SC2086
+    run "$fastrl" train CartPole-v1 --steps 2048 $opt --quiet
+    [ "$rc" -eq 2 ] && has "${opt%% *} needs --eval-every" ||
+        fail "$opt without --eval-every: exit status $rc: $out"
+done
+# Settings the config refuses are usage errors too, with its reason.
+run "$fastrl" train CartPole-v1 --seed -1 --quiet
+[ "$rc" -eq 2 ] && has "FRL_ERR_RANGE" && has "runtime.seed" || fail "--seed -1: $rc: $out"
+
+# A resumed run evaluates on an env made with the run's settings (episodes cut at 5
+# steps here; the command line's default would allow 500), and its evaluations continue
+# the schedule: resumed at 8192 steps with --eval-every 4096 the first comes at 12288,
+# not after the first update (10240).
+run "$fastrl" train CartPole-v1 --steps 8192 --seed 1 --set env.max_episode_steps=5 \
+    --out "$dir/short" --quiet
+ok "a run of 5-step episodes"
+run "$fastrl" train --resume "$dir/short" --steps 12288 --eval-every 4096 --eval-episodes 4 \
+    --quiet
+evals=$(echo "$out" | grep '^eval:')
+[ "$rc" -eq 0 ] && [ "$(echo "$evals" | wc -l)" -eq 1 ] && has "eval: env_steps=12288 " ||
+    fail "resumed evaluations: exit status $rc: want one at 12288: $out"
+echo "$evals" | awk -F'mean_return=' '{ split($2, f, " "); if (f[1] + 0 > 5) exit 1 }' ||
+    fail "resumed evaluation on an env without the run's 5-step limit: $evals"
+
+# A resumed async run shows its policy lag (the mode is the checkpoint's); --verbose
+# prints the ring's memory once (the library's line).
+run "$fastrl" train CartPole-v1 --steps 4096 --set sampler.mode=async --out "$dir/async" \
+    --quiet
+ok "an async run"
+run "$fastrl" train --resume "$dir/async" --steps 8192
+[ "$rc" -eq 0 ] && has " lag " || fail "a resumed async run: no lag: $out"
+run "$fastrl" train CartPole-v1 --steps 2048 --verbose
+[ "$rc" -eq 0 ] && [ "$(echo "$out" | grep -c 'ring:')" -eq 1 ] ||
+    fail "--verbose: want one ring line: $out"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all cases passed"

@@ -23,27 +23,57 @@ typedef struct bench_opts {
     double pub_min, pub_max, flo_min, flo_max; /* filled by the runs */
 } bench_opts;
 
+static int bench_usage(FILE *f, int rc)
+{
+    fprintf(f, "usage: fastrl bench env ENV [--envs N] [--threads T] [--seconds S]\n"
+               "       fastrl bench train [ENV] [--steps N] [--threads T] [--set key=value ...]\n");
+    return rc;
+}
+
+static int is_help(const char *a)
+{
+    return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
+/* One option and its value; 2 for a bad one, after saying why. */
+static int parse_opt(const char *a, const char *v, bench_opts *o)
+{
+    int64_t n = 0;
+    int rc = 2;
+    if (!strcmp(a, "--envs") && v) {
+        rc = cli_parse_int("bench env", a, v, 1, INT32_MAX, &n);
+        o->envs = (int32_t)n;
+    } else if (!strcmp(a, "--threads") && v) { /* runtime.threads' range; 0: every core */
+        rc = cli_parse_int("bench env", a, v, 0, 1024, &n);
+        o->threads = (int32_t)n;
+    } else if (!strcmp(a, "--seconds") && v) {
+        rc = cli_parse_real("bench env", a, v, 1e-3, 1e6, &o->seconds);
+    } else {
+        fprintf(stderr, "fastrl bench env: unknown or incomplete option '%s'\n", a);
+    }
+    return rc;
+}
+
+/* 0, 2 for a usage error (said), or -1 for --help. */
 static int parse_opts(int argc, char **argv, bench_opts *o)
 {
     o->envs = 0; /* 4096, or 64 for a MuJoCo task (an mjData is tens of KiB) */
     o->threads = 0;
     o->seconds = 0.5;
-    if (argc < 2 || strcmp(argv[0], "env") != 0)
-        return -1;
-    o->env = argv[1];
-    for (int i = 2; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--envs"))
-            o->envs = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads"))
-            o->threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--seconds"))
-            o->seconds = atof(argv[i + 1]);
-        else
+    for (int i = 0; i < argc; i++)
+        if (is_help(argv[i]))
             return -1;
+    if (argc < 2 || strcmp(argv[0], "env") != 0 || argv[1][0] == '-')
+        return bench_usage(stderr, 2);
+    o->env = argv[1];
+    for (int i = 2; i < argc; i += 2) {
+        int rc = parse_opt(argv[i], i + 1 < argc ? argv[i + 1] : NULL, o);
+        if (rc != 0)
+            return rc;
     }
     if (o->envs == 0)
         o->envs = frl_mujoco_is_task(o->env) ? 64 : 4096;
-    return (argc % 2 == 0 && o->envs > 0 && o->seconds > 0) ? 0 : -1;
+    return 0;
 }
 
 /* ACTION_SETS random action arrays, so writing actions costs one memcpy per step. */
@@ -253,10 +283,9 @@ int cli_bench(int argc, char **argv)
     bench_opts o;
     if (argc >= 1 && strcmp(argv[0], "train") == 0)
         return cli_bench_train(argc, argv);
-    if (parse_opts(argc, argv, &o) != 0) {
-        fprintf(stderr, "usage: fastrl bench env ENV [--envs N] [--threads T] [--seconds S]\n");
-        return 2;
-    }
+    int prc = parse_opts(argc, argv, &o);
+    if (prc != 0)
+        return prc < 0 ? bench_usage(stdout, 0) : prc;
     if (frl_ray_env_is(o.env) || frl_pixel_env_is(o.env)) {
         /* rendered on host callbacks: there is no bare dynamics loop to call a floor */
         fprintf(stderr, "fastrl bench env: %s has no floor loop (the library renders it on "

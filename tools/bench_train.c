@@ -116,24 +116,42 @@ typedef struct train_bench {
     int64_t steps;
 } train_bench;
 
+/* Option a with its value v (NULL: none); 0, or 2 after saying why it is refused. */
+static int parse_option(const char *a, const char *v, train_bench *o, frl_config *cfg)
+{
+    frl_status st = FRL_OK;
+    if (!strcmp(a, "--steps") && v)
+        return cli_parse_int("bench train", a, v, 1, INT64_MAX, &o->steps);
+    if (!strcmp(a, "--threads") && v)
+        st = frl_config_set(cfg, "runtime.threads", v);
+    else if (!strcmp(a, "--set") && v)
+        st = frl_config_parse(cfg, v);
+    else {
+        fprintf(stderr, "fastrl bench train: unknown or incomplete option '%s'\n", a);
+        return 2;
+    }
+    return st == FRL_OK ? 0 : cli_bad_option(a, st);
+}
+
+/* 0, 2 for a usage error (said why), or -1 for --help. */
 static int parse(int argc, char **argv, train_bench *o, frl_config *cfg)
 {
     o->env = "CartPole-v1";
     o->steps = 1000000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--steps") && v)
-            o->steps = (int64_t)strtod(argv[++i], NULL);
-        else if (!strcmp(a, "--threads") && v && frl_config_set(cfg, "runtime.threads", argv[++i]) == FRL_OK)
-            continue;
-        else if (!strcmp(a, "--set") && v && frl_config_parse(cfg, argv[++i]) == FRL_OK)
-            continue;
-        else if (a[0] != '-')
-            o->env = a;
-        else
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
             return -1;
+        if (a[0] != '-') {
+            o->env = a;
+            continue;
+        }
+        int rc = parse_option(a, v, o, cfg);
+        if (rc != 0)
+            return rc;
+        i++;
     }
-    return o->steps > 0 ? 0 : -1;
+    return 0;
 }
 
 static int report(frl_trainer *t, double seconds)
@@ -233,10 +251,12 @@ int cli_bench_train(int argc, char **argv)
     train_bench o;
     if (frl_config_create(&cfg, NULL) != FRL_OK)
         return cli_fail("config", FRL_ERR_NOMEM);
-    if (parse(argc, argv, &o, cfg) != 0) {
-        fprintf(stderr, "usage: fastrl bench train [ENV] [--steps N] [--threads T] [--set k=v]\n");
+    int rc = parse(argc, argv, &o, cfg);
+    if (rc != 0) {
+        fprintf(rc < 0 ? stdout : stderr, "usage: fastrl bench train [ENV] [--steps N] "
+                "[--threads T] [--set key=value ...]\n");
         frl_config_destroy(cfg);
-        return 2;
+        return rc < 0 ? 0 : 2;
     }
     frl_runtime *rt = NULL;
     frl_trainer *t = NULL;
@@ -252,13 +272,13 @@ int cli_bench_train(int argc, char **argv)
     double seconds = cli_now() - t0;
     int dqn = st == FRL_OK && !strcmp(t->learner.ops->name, "dqn");
     if (dqn) {
-        int rc = report_dqn(t, seconds, &sums);
+        rc = report_dqn(t, seconds, &sums);
         frl_trainer_destroy(t);
         frl_runtime_destroy(rt);
         frl_config_destroy(cfg);
         return rc;
     }
-    int rc = st == FRL_OK ? report(t, seconds) : cli_fail("bench train", st);
+    rc = st == FRL_OK ? report(t, seconds) : cli_fail("bench train", st);
     if (rc == 0)
         printf("all updates' stages (s): env %.3f inference %.3f backward %.3f optimizer %.3f "
                "other %.3f\n", sums.env, sums.inference, sums.backward, sums.optimizer,

@@ -9,6 +9,19 @@
 /* Print "fastrl: <what>: <status name>: <message>" to stderr and return 1. */
 int cli_fail(const char *what, frl_status st);
 
+/* The same for an option the library refused (--set, --seed, --threads): returns 2, a
+ * usage error. */
+int cli_bad_option(const char *what, frl_status st);
+
+/* An option's value, strictly: the whole text is one number, without overflow, finite,
+ * in [lo, hi]; otherwise "fastrl CMD: OPT: 'TEXT' is not ..." on stderr and 2 (a usage
+ * error), before the command has made anything. 0 on success. cli_parse_int also takes
+ * whole numbers written as reals (1e6, 2048.0), as train's --steps always has. */
+int cli_parse_int(const char *cmd, const char *opt, const char *text, int64_t lo, int64_t hi,
+                  int64_t *out);
+int cli_parse_real(const char *cmd, const char *opt, const char *text, double lo, double hi,
+                   double *out);
+
 double cli_now(void);
 
 /* When main started: `seconds` in train's last line counts from here. */

@@ -5,6 +5,7 @@
  * read from --latency-model) and by the mean return of evaluation episodes; --list
  * prints the Pareto front, --latency-us picks the best return whose predicted latency
  * meets the budget and checks it by measuring the cut policy. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,44 +54,50 @@ static int usage_fail(void)
     return 2;
 }
 
-static int parse_cut_args(int argc, char **argv, cut_opts *o)
+/* --search's value: 0, or 2 after saying why. */
+static int parse_search(const char *w, cut_opts *o)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--list")) {
-            o->list = 1;
-        } else if (!strcmp(a, "--deterministic")) {
-            o->deterministic = 1;
-        } else if (!strcmp(a, "--latency-us") && v) {
-            o->budget_us = strtod(argv[++i], NULL);
-        } else if (!strcmp(a, "--batch") && v) {
-            o->batch = atoi(argv[++i]);
-        } else if (!strcmp(a, "--episodes") && v) {
-            o->episodes = atoi(argv[++i]);
-        } else if (!strcmp(a, "--out") && v) {
-            o->out = argv[++i];
-        } else if (!strcmp(a, "--arch") && v) {
-            o->arch = argv[++i];
-        } else if (!strcmp(a, "--latency-model") && v) {
-            o->model_path = argv[++i];
-        } else if (!strcmp(a, "--fit-latency") && v) {
-            o->probe_path = argv[++i];
-        } else if (!strcmp(a, "--search") && v) {
-            const char *w = argv[++i];
-            if (strcmp(w, "exhaustive") && strcmp(w, "evolution")) {
-                fprintf(stderr, "fastrl cut: --search takes exhaustive or evolution, not "
-                                "'%s'\n", w);
-                return usage_fail();
-            }
-            o->evolution = !strcmp(w, "evolution");
-        } else if (!strcmp(a, "--seed") && v) {
-            o->seed = strtoull(argv[++i], NULL, 0);
-        } else if (a[0] != '-' && !o->path) {
-            o->path = a;
-        } else {
-            fprintf(stderr, "fastrl cut: unknown or incomplete option '%s'\n", a);
-            return usage_fail();
+    if (strcmp(w, "exhaustive") && strcmp(w, "evolution")) {
+        fprintf(stderr, "fastrl cut: --search takes exhaustive or evolution, not '%s'\n", w);
+        return usage_fail();
+    }
+    o->evolution = !strcmp(w, "evolution");
+    return 0;
+}
+
+/* Option a with its value v: 0, 2 after saying why v is refused, -1 when a is not one. */
+static int parse_value(const char *a, const char *v, cut_opts *o)
+{
+    const char *const texts[] = {"--out", "--arch", "--latency-model", "--fit-latency"};
+    const char **dst[] = {&o->out, &o->arch, &o->model_path, &o->probe_path};
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+        if (!strcmp(a, texts[k])) {
+            *dst[k] = v;
+            return 0;
         }
+    int64_t n = 0;
+    int rc = -1;
+    if (!strcmp(a, "--latency-us"))
+        rc = cli_parse_real("cut", a, v, 0, HUGE_VAL, &o->budget_us);
+    else if (!strcmp(a, "--batch") && (rc = cli_parse_int("cut", a, v, 1, INT32_MAX, &n)) == 0)
+        o->batch = (int32_t)n;
+    else if (!strcmp(a, "--episodes") &&
+             (rc = cli_parse_int("cut", a, v, 1, INT32_MAX, &n)) == 0)
+        o->episodes = (int32_t)n;
+    else if (!strcmp(a, "--seed") && (rc = cli_parse_int("cut", a, v, 0, INT64_MAX, &n)) == 0)
+        o->seed = (uint64_t)n;
+    else if (!strcmp(a, "--search"))
+        rc = parse_search(v, o);
+    return rc;
+}
+
+/* The options agree: one thing to cut, and --fit-latency at batch 1. */
+static int check_cut_args(cut_opts *o)
+{
+    if (o->arch && (o->list || o->budget_us >= 0)) {
+        fprintf(stderr, "fastrl cut: --arch cuts the architecture it names, while --list and "
+                        "--latency-us search them: give --arch alone\n");
+        return usage_fail();
     }
     if (o->probe_path && o->batch != 1) {
         fprintf(stderr, "fastrl cut: --fit-latency fits a model of single calls (the probe "
@@ -99,14 +106,35 @@ static int parse_cut_args(int argc, char **argv, cut_opts *o)
     }
     if (o->probe_path)
         o->deterministic = 1; /* an exported policy gives the mode; the host samples */
-    if (!o->path || o->episodes < 1 || o->batch < 1 ||
-        (!o->list && !o->arch && o->budget_us < 0)) {
-        if (o->path && !o->list && !o->arch && o->budget_us < 0)
-            fprintf(stderr, "fastrl cut: say what to cut: --latency-us X, --arch W1,W2,... "
-                            "or --list\n");
+    if (o->path && !o->list && !o->arch && o->budget_us < 0)
+        fprintf(stderr, "fastrl cut: say what to cut: --latency-us X, --arch W1,W2,... "
+                        "or --list\n");
+    if (!o->path || (!o->list && !o->arch && o->budget_us < 0))
         return usage_fail();
-    }
     return 0;
+}
+
+static int parse_cut_args(int argc, char **argv, cut_opts *o)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int rc = i + 1 < argc ? parse_value(a, argv[i + 1], o) : -1;
+        if (rc == 0) {
+            i++;
+        } else if (rc > 0) {
+            return rc;
+        } else if (!strcmp(a, "--list")) {
+            o->list = 1;
+        } else if (!strcmp(a, "--deterministic")) {
+            o->deterministic = 1;
+        } else if (a[0] != '-' && !o->path) {
+            o->path = a;
+        } else {
+            fprintf(stderr, "fastrl cut: unknown or incomplete option '%s'\n", a);
+            return usage_fail();
+        }
+    }
+    return check_cut_args(o);
 }
 
 /* ---- loading ---- */

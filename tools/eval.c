@@ -7,12 +7,14 @@
 
 #include "cli.h"
 #include "core/error.h"
+#include "env/vec_env.h"
 #include "io/container.h"
 
 typedef struct eval_opts {
     const char *path, *env;
     int32_t episodes, deterministic, envs;
     uint64_t seed;
+    int64_t max_steps;  /* --max-steps; -1: max_steps_for chooses */
 } eval_opts;
 
 /* The run's settings ("trainer.settings"), so that the environment is made as it was
@@ -67,18 +69,36 @@ int cli_checkpoint_env(const char *path, char *env, size_t size, frl_config **cf
     return rc;
 }
 
+/* Option a with its value v: 0, 2 after saying why v is refused, -1 when a is not one. */
+static int parse_eval_value(const char *a, const char *v, eval_opts *o)
+{
+    int64_t n = 0;
+    int rc = -1;
+    if (!strcmp(a, "--env")) {
+        o->env = v;
+        rc = 0;
+    } else if (!strcmp(a, "--episodes") &&
+               (rc = cli_parse_int("eval", a, v, 1, INT32_MAX, &n)) == 0) {
+        o->episodes = (int32_t)n;
+    } else if (!strcmp(a, "--seed") && (rc = cli_parse_int("eval", a, v, 0, INT64_MAX, &n)) == 0) {
+        o->seed = (uint64_t)n;
+    } else if (!strcmp(a, "--max-steps")) {
+        rc = cli_parse_int("eval", a, v, 0, INT64_MAX, &o->max_steps);
+    }
+    return rc;
+}
+
 static int parse_eval_args(int argc, char **argv, eval_opts *o)
 {
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--deterministic")) {
+        const char *a = argv[i];
+        int rc = i + 1 < argc ? parse_eval_value(a, argv[i + 1], o) : -1;
+        if (rc == 0) {
+            i++;
+        } else if (rc > 0) {
+            return rc;
+        } else if (!strcmp(a, "--deterministic")) {
             o->deterministic = 1;
-        } else if (!strcmp(a, "--episodes") && v) {
-            o->episodes = atoi(argv[++i]);
-        } else if (!strcmp(a, "--env") && v) {
-            o->env = argv[++i];
-        } else if (!strcmp(a, "--seed") && v) {
-            o->seed = strtoull(argv[++i], NULL, 0);
         } else if (a[0] != '-' && !o->path) {
             o->path = a;
         } else {
@@ -86,9 +106,9 @@ static int parse_eval_args(int argc, char **argv, eval_opts *o)
             return 2;
         }
     }
-    if (!o->path || o->episodes < 1) {
+    if (!o->path) {
         fprintf(stderr, "usage: fastrl eval CHECKPOINT [--episodes N] [--deterministic] "
-                        "[--env ENV] [--seed S]\n");
+                        "[--env ENV] [--seed S] [--max-steps M]\n");
         return 2;
     }
     return 0;
@@ -116,6 +136,33 @@ static eval_stats stats_of(const double *ret, const int32_t *len, int32_t n)
     return s;
 }
 
+/* frl_eval_args.max_steps unless --max-steps gives it. With an episode time limit every
+ * episode ends, so no cap is needed however many episodes are asked for (the library's
+ * default, 10,000,000 env steps, is only 20,000 episodes of CartPole's 500); without one
+ * the default stops a policy that never ends an episode. */
+static int64_t max_steps_for(const frl_vec_env *v, const eval_opts *o)
+{
+    frl_eval_args a;
+    frl_eval_args_init(&a);
+    if (o->max_steps >= 0)
+        return o->max_steps;
+    return v->b.max_episode_steps > 0 ? 0 : a.max_steps;
+}
+
+/* The evaluation ran into max_steps (the step it refused would have passed it): said in
+ * the CLI's terms, with the episodes that had ended (their lengths, the rest still 0). */
+static int cap_reached(const frl_vec_env *v, const frl_eval_args *a, const char *what)
+{
+    int32_t ended = 0;
+    for (int32_t i = 0; i < a->episodes; i++)
+        ended += a->lengths[i] > 0;
+    fprintf(stderr, "fastrl %s: %d of %d episodes ended within %lld env steps (--max-steps, "
+                    "all envs counted)%s; raise --max-steps, or give 0 for no limit\n", what,
+            (int)ended, (int)a->episodes, (long long)a->max_steps,
+            v->b.max_episode_steps > 0 ? "" : ": the env has no episode time limit here");
+    return 1;
+}
+
 /* Whole episodes through frl_policy_evaluate: a fixed quota per env (short episodes
  * are not favoured), box actions clipped, and spaces that differ from the policy's an
  * error naming both. */
@@ -130,13 +177,16 @@ static int run_episodes(frl_policy *p, frl_vec_env *v, const eval_opts *o, const
     a.seed = o->seed;
     a.returns = ret;
     a.lengths = len;
+    a.max_steps = max_steps_for(v, o);
     frl_status st;
     int rc = 0;
     if (!ret || !len) {
         fprintf(stderr, "fastrl eval: out of memory for %d episodes\n", (int)o->episodes);
         rc = 1;
     } else if ((st = frl_policy_evaluate(p, v, &a, NULL)) != FRL_OK) {
-        rc = cli_fail(what, st);
+        int capped = st == FRL_ERR_RANGE && a.max_steps > 0 &&
+                     frl_vec_env_total_steps(v) + frl_vec_env_num_envs(v) > a.max_steps;
+        rc = capped ? cap_reached(v, &a, what) : cli_fail(what, st);
     } else {
         eval_stats s = stats_of(ret, len, o->episodes);
         printf("episodes: %d\nmean_return: %.4f\nstd_return: %.4f\nmin_return: %.4f\n"
@@ -179,7 +229,7 @@ static int evaluate(frl_runtime *rt, const eval_opts *o, const char *env,
 
 int cli_eval(int argc, char **argv)
 {
-    eval_opts o = {NULL, NULL, 100, 0, 16, 12345};
+    eval_opts o = {NULL, NULL, 100, 0, 16, 12345, -1};
     int rc = parse_eval_args(argc, argv, &o);
     if (rc != 0)
         return rc;

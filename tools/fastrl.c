@@ -2,8 +2,11 @@
  * (tools/eval.c), export (tools/export.c), cut (tools/cut.c), envs, info, config --list, bench env
  * (tools/bench_env.c), bench train (tools/bench_train.c) and render (tools/render.c); `fastrl --help` lists them
  * with their options. */
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -18,6 +21,84 @@ int cli_fail(const char *what, frl_status st)
 {
     fprintf(stderr, "fastrl: %s: %s: %s\n", what, frl_status_name(st), frl_last_error());
     return 1;
+}
+
+int cli_bad_option(const char *what, frl_status st)
+{
+    cli_fail(what, st);
+    return 2;
+}
+
+/* A bound as a reader takes it in: exact below a trillion, then 9.2e+18. */
+static void format_bound(char *buf, size_t size, double x)
+{
+    snprintf(buf, size, fabs(x) < 1e12 ? "%.12g" : "%.2g", x);
+}
+
+/* The whole of text as a finite double (no sign of overflow or underflow). */
+static int whole_real(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || isspace((unsigned char)text[0]) || errno == ERANGE ||
+        !isfinite(v))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* The whole of text as an int64: digits read exactly (a double would round past 2^53),
+ * else a real that is a whole number (1e6). */
+static int whole_int(const char *text, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end != text && !*end && !isspace((unsigned char)text[0])) {
+        *out = v;
+        return errno != ERANGE;
+    }
+    double d;
+    if (!whole_real(text, &d) || d != floor(d) || !(fabs(d) < 0x1p63))
+        return 0;
+    *out = (int64_t)d;
+    return 1;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *text, int64_t lo, int64_t hi,
+                  int64_t *out)
+{
+    int64_t v;
+    if (whole_int(text, &v) && v >= lo && v <= hi) {
+        *out = v;
+        return 0;
+    }
+    char l[32], h[32];
+    format_bound(l, sizeof l, (double)lo);
+    format_bound(h, sizeof h, (double)hi);
+    fprintf(stderr, "fastrl %s: %s: '%s' is not a whole number in [%s, %s]\n", cmd, opt, text,
+            l, h);
+    return 2;
+}
+
+int cli_parse_real(const char *cmd, const char *opt, const char *text, double lo, double hi,
+                   double *out)
+{
+    double v;
+    if (whole_real(text, &v) && v >= lo && v <= hi) {
+        *out = v;
+        return 0;
+    }
+    char l[32], h[32], range[80] = "";
+    format_bound(l, sizeof l, lo);
+    format_bound(h, sizeof h, hi);
+    if (isfinite(lo) && isfinite(hi))
+        snprintf(range, sizeof range, " in [%s, %s]", l, h);
+    else if (isfinite(lo))
+        snprintf(range, sizeof range, " >= %s", l);
+    fprintf(stderr, "fastrl %s: %s: '%s' is not a finite number%s\n", cmd, opt, text, range);
+    return 2;
 }
 
 double cli_now(void)
@@ -155,6 +236,17 @@ static int cmd_config_list(void)
     return 0;
 }
 
+/* `fastrl config --list`; anything else gets the command's usage (--help: on stdout). */
+static int cmd_config(int argc, char **argv)
+{
+    if (argc == 1 && !strcmp(argv[0], "--list"))
+        return cmd_config_list();
+    int help = argc == 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"));
+    fprintf(help ? stdout : stderr, "usage: fastrl config --list   every setting with its type, "
+                                    "default and help\n");
+    return help ? 0 : 2;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: fastrl <command> [options]\n"
@@ -175,22 +267,27 @@ static void usage(FILE *f)
                "                            an env of its own every N steps, printed as\n"
                "                            `eval:` lines, stopping once the mean reaches R\n"
                "  eval CHECKPOINT [--episodes N] [--deterministic] [--env ENV] [--seed S]\n"
+               "        [--max-steps M]\n"
                "                            run a saved policy's episodes: mean, std, min\n"
                "                            and max return, mean length; the policy's\n"
-               "                            spaces must match the env's\n"
+               "                            spaces must match the env's; M: env steps\n"
+               "                            before giving up (0: none; default none with\n"
+               "                            an episode time limit, else 10,000,000)\n"
                "  export CHECKPOINT (--onnx FILE | --c PREFIX) [--int8] [--probe]\n"
                "                            write the policy as an ONNX model, or as C99\n"
                "                            source PREFIX.h and PREFIX.c (libm only; int8\n"
                "                            weights; --probe: PREFIX_probe.c times act)\n"
                "  cut CHECKPOINT (--latency-us X | --list | --arch W1,W2,...) [--batch B]\n"
-               "        [--out FILE] [--episodes N] [--latency-model FILE]\n"
-               "        [--fit-latency TIMES]\n"
+               "        [--out FILE] [--episodes N] [--deterministic] [--seed S]\n"
+               "        [--latency-model FILE] [--fit-latency TIMES]\n"
+               "        [--search exhaustive|evolution]\n"
                "                            an elastic run's sub-policy for a latency\n"
                "                            budget at batch B (default 1), chosen by the\n"
                "                            return of N episodes (default 20); --list\n"
                "                            prints the Pareto front; FILE gets a plain\n"
                "                            policy; TIMES: another target's probe\n"
-               "                            times (doc/elastic.md)\n"
+               "                            times; --search: evolution past 4,096\n"
+               "                            architectures (doc/elastic.md)\n"
                "  render ENV --out FILE.png [--seed S] [--steps K] [--policy oracle|random]\n"
                "        [--set key=value ...]\n"
                "                            write the env's observation as a PNG after a\n"
@@ -215,8 +312,8 @@ int main(int argc, char **argv)
         return cmd_envs();
     if (!strcmp(cmd, "info"))
         return cmd_info();
-    if (!strcmp(cmd, "config") && argc == 3 && !strcmp(argv[2], "--list"))
-        return cmd_config_list();
+    if (!strcmp(cmd, "config"))
+        return cmd_config(argc - 2, argv + 2);
     if (!strcmp(cmd, "train"))
         return cli_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "eval"))

@@ -25,30 +25,46 @@ static int usage_fail(void)
     return 2;
 }
 
+/* Option a with its value v: 0, or 2 after saying why it is refused. */
+static int parse_option(const char *a, const char *v, render_opts *o, frl_config *cfg)
+{
+    int64_t n = 0;
+    int rc;
+    if (!strcmp(a, "--out")) {
+        o->out = v;
+        return 0;
+    }
+    if (!strcmp(a, "--seed")) {
+        rc = cli_parse_int("render", a, v, 0, INT64_MAX, &n);
+        o->seed = (uint64_t)n;
+        return rc;
+    }
+    if (!strcmp(a, "--steps")) {
+        rc = cli_parse_int("render", a, v, 0, INT32_MAX, &n);
+        o->steps = (int32_t)n;
+        return rc;
+    }
+    if (!strcmp(a, "--policy") && (!strcmp(v, "oracle") || !strcmp(v, "random"))) {
+        o->policy = v;
+        return 0;
+    }
+    if (strcmp(a, "--set") != 0)
+        return usage_fail();
+    frl_status st = frl_config_parse(cfg, v);
+    return st == FRL_OK ? 0 : cli_bad_option(a, st);
+}
+
 static int parse(int argc, char **argv, render_opts *o, frl_config *cfg)
 {
     if (argc < 1 || argv[0][0] == '-')
         return usage_fail();
     o->env = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v)
-            return usage_fail();
-        i++;
-        if (!strcmp(a, "--out"))
-            o->out = v;
-        else if (!strcmp(a, "--seed"))
-            o->seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--steps"))
-            o->steps = (int32_t)strtol(v, NULL, 10);
-        else if (!strcmp(a, "--policy") && (!strcmp(v, "oracle") || !strcmp(v, "random")))
-            o->policy = v;
-        else if (!strcmp(a, "--set") && frl_config_parse(cfg, v) != FRL_OK)
-            return cli_fail("--set", FRL_ERR_PARSE);
-        else if (strcmp(a, "--set") != 0)
-            return usage_fail();
+    for (int i = 1; i < argc; i += 2) {
+        int rc = i + 1 < argc ? parse_option(argv[i], argv[i + 1], o, cfg) : usage_fail();
+        if (rc != 0)
+            return rc;
     }
-    if (!o->out || o->steps < 0)
+    if (!o->out)
         return usage_fail();
     if (!o->policy)
         o->policy = frl_ray_env_is(o->env) ? "oracle" : "random";

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "io/container.h"
+#include "trainer/trainer.h"
 
 typedef struct train_opts {
     const char *env, *out, *resume;
@@ -21,6 +22,7 @@ typedef struct train_opts {
     int32_t eval_episodes;
     double eval_target;     /* stop at the first evaluation reaching it (NaN: never) */
     double max_seconds;     /* stop after this much wall time, from the start (0: never) */
+    const char *eval_option; /* --eval-episodes or --eval-target, given: need --eval-every */
     int follower;           /* a rank other than 0 under mpirun or srun: prints nothing */
 } train_opts;
 
@@ -154,67 +156,90 @@ static int on_metrics(void *user, const frl_metrics *m)
     return 0;
 }
 
-static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cfg)
+/* A number option's value: 0, 2 after saying why it is refused, -1 when a is not one. */
+static int train_number(const char *a, const char *v, train_opts *o)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int has = v != NULL;
-        if (!strcmp(a, "--steps") && has) {
-            o->steps = (int64_t)strtod(v, NULL);
-        } else if (!strcmp(a, "--seed") && has) {
-            if (frl_config_set(cfg, "runtime.seed", v) != FRL_OK)
-                return cli_fail("--seed", FRL_ERR_PARSE);
-        } else if (!strcmp(a, "--threads") && has) {
-            if (frl_config_set(cfg, "runtime.threads", v) != FRL_OK)
-                return cli_fail("--threads", FRL_ERR_PARSE);
-        } else if (!strcmp(a, "--set") && has) {
-            frl_status st = frl_config_parse(cfg, v);
-            if (st != FRL_OK)
-                return cli_fail("--set", st);
-        } else if (!strcmp(a, "--eval-every") && has) {
-            o->eval_every = (int64_t)strtod(v, NULL);
-        } else if (!strcmp(a, "--eval-episodes") && has) {
-            o->eval_episodes = (int32_t)strtol(v, NULL, 10);
-        } else if (!strcmp(a, "--max-seconds") && has) {
-            o->max_seconds = strtod(v, NULL);
-        } else if (!strcmp(a, "--eval-target") && has) {
-            o->eval_target = strtod(v, NULL);
-        } else if (!strcmp(a, "--out") && has) {
-            o->out = v;
-        } else if (!strcmp(a, "--resume") && has) {
-            o->resume = v;
-        } else if (!strcmp(a, "--quiet")) {
-            o->quiet = 1;
-            continue;
-        } else if (!strcmp(a, "--verbose")) {
-            o->verbose = 1;
-            continue;
-        } else if (a[0] != '-' && !o->env) {
-            o->env = a;
-            continue;
-        } else {
-            fprintf(stderr, "fastrl train: unknown or incomplete option '%s'\n", a);
-            return 2;
-        }
-        i++;
+    int64_t n = 0;
+    int rc = -1;
+    if (!strcmp(a, "--steps")) {
+        rc = cli_parse_int("train", a, v, 1, INT64_MAX, &o->steps);
+    } else if (!strcmp(a, "--eval-every")) {
+        rc = cli_parse_int("train", a, v, 1, INT64_MAX, &o->eval_every);
+    } else if (!strcmp(a, "--eval-episodes")) {
+        rc = cli_parse_int("train", a, v, 1, INT32_MAX, &n);
+        o->eval_episodes = (int32_t)n;
+        o->eval_option = a;
+    } else if (!strcmp(a, "--eval-target")) {
+        rc = cli_parse_real("train", a, v, -HUGE_VAL, HUGE_VAL, &o->eval_target);
+        o->eval_option = a;
+    } else if (!strcmp(a, "--max-seconds")) {
+        rc = cli_parse_real("train", a, v, 0, HUGE_VAL, &o->max_seconds);
     }
-    if (!(o->max_seconds >= 0)) {
-        fprintf(stderr, "fastrl train: --max-seconds needs seconds >= 0\n");
-        return 2;
+    return rc;
+}
+
+/* An option with a value (the config checks --seed, --threads and --set): 0, 2 after
+ * saying why the value is refused, -1 when a is not one. */
+static int train_value(const char *a, const char *v, train_opts *o, frl_config *cfg)
+{
+    frl_status st;
+    if (!strcmp(a, "--out") || !strcmp(a, "--resume")) {
+        *(!strcmp(a, "--out") ? &o->out : &o->resume) = v;
+        return 0;
     }
-    if (o->eval_every < 0 || o->eval_episodes < 1) {
-        fprintf(stderr, "fastrl train: --eval-every needs steps >= 1 and --eval-episodes "
-                        "episodes >= 1\n");
+    if (!strcmp(a, "--seed"))
+        st = frl_config_set(cfg, "runtime.seed", v);
+    else if (!strcmp(a, "--threads"))
+        st = frl_config_set(cfg, "runtime.threads", v);
+    else if (!strcmp(a, "--set"))
+        st = frl_config_parse(cfg, v);
+    else
+        return train_number(a, v, o);
+    return st == FRL_OK ? 0 : cli_bad_option(a, st);
+}
+
+/* What the options ask for is whole: evaluation settings with --eval-every, an env or
+ * a run to resume. */
+static int check_train_args(train_opts *o)
+{
+    if (o->eval_option && !o->eval_every) {
+        fprintf(stderr, "fastrl train: %s needs --eval-every N (a greedy evaluation every N "
+                        "env steps)\n", o->eval_option);
         return 2;
     }
     o->follower = launcher_rank() > 0;
     o->quiet |= o->follower;
     o->verbose &= !o->follower;
     if (!o->env && !o->resume) {
-        fprintf(stderr, "fastrl train: name an environment (fastrl envs lists them) or --resume DIR\n");
+        fprintf(stderr, "fastrl train: name an environment (fastrl envs lists them) or "
+                        "--resume DIR\n");
         return 2;
     }
     return 0;
+}
+
+/* Every option is checked here, before anything is created or written. */
+static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cfg)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int rc = i + 1 < argc ? train_value(a, argv[i + 1], o, cfg) : -1;
+        if (rc == 0) {
+            i++;
+        } else if (rc > 0) {
+            return rc;
+        } else if (!strcmp(a, "--quiet")) {
+            o->quiet = 1;
+        } else if (!strcmp(a, "--verbose")) {
+            o->verbose = 1;
+        } else if (a[0] != '-' && !o->env) {
+            o->env = a;
+        } else {
+            fprintf(stderr, "fastrl train: unknown or incomplete option '%s'\n", a);
+            return 2;
+        }
+    }
+    return check_train_args(o);
 }
 
 static int make_dir(const char *dir)
@@ -310,18 +335,23 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
     return st == FRL_ERR_INTERRUPTED ? 130 : 0;
 }
 
-/* One env of the run's kind (the checkpoint's when resuming), with the run's settings. */
+/* One env of the run's kind (the checkpoint's when resuming), made with the trainer's
+ * settings: a resumed run's are the checkpoint's (env.max_episode_steps, ...) under any
+ * --set, not the command line's alone. Its evaluations continue the run's schedule: the
+ * first comes at the first multiple of --eval-every past the steps already done. */
 static frl_status open_evaluator(evaluator *e, frl_runtime *rt, const train_opts *o,
-                                 const frl_config *cfg)
+                                 frl_trainer *t)
 {
     char env[64] = "", path[4096];
     e->last_mean = NAN;
+    int64_t k = frl_trainer_metrics(t)->env_steps / e->every + 1;
+    e->next = k > INT64_MAX / e->every ? INT64_MAX : k * e->every;
     if (o->resume) {
         snprintf(path, sizeof path, "%s/checkpoint.frl", o->resume);
         saved_env(path, env, sizeof env);
     }
     const char *name = env[0] ? env : o->env;
-    return frl_vec_env_create(&e->venv, rt, name ? name : "", 1, cfg);
+    return frl_vec_env_create(&e->venv, rt, name ? name : "", 1, t->cfg);
 }
 
 /* The callback's stop at the target is a finished run; its failed evaluation is the
@@ -373,18 +403,18 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
         frl_trainer_destroy(t);
         return st != FRL_OK ? cli_fail("output", st) : 1;
     }
-    char mode[16] = "";
-    frl_config_get_text(cfg, "sampler.mode", mode, sizeof mode);
+    char mode[16] = ""; /* the trainer's: a resumed run's mode is the checkpoint's */
+    frl_config_get_text(t->cfg, "sampler.mode", mode, sizeof mode);
     progress p = {o->steps, 0, strcmp(mode, "async") == 0, o->quiet, NULL, t, o->max_seconds, 0};
-    evaluator ev = {.t = t, .every = o->eval_every, .next = o->eval_every,
-                    .episodes = o->eval_episodes, .target = o->eval_target};
-    if (o->eval_every && (st = open_evaluator(&ev, rt, o, cfg)) != FRL_OK) {
+    evaluator ev = {.t = t, .every = o->eval_every, .episodes = o->eval_episodes,
+                    .target = o->eval_target};
+    if (o->eval_every && (st = open_evaluator(&ev, rt, o, t)) != FRL_OK) {
         frl_trainer_destroy(t);
         return cli_fail("the evaluation env", st);
     }
     p.ev = o->eval_every ? &ev : NULL;
     frl_trainer_set_callback(t, on_metrics, &p);
-    if (!o->quiet)
+    if (!o->quiet && !o->verbose) /* --verbose: the library's info line says the same */
         print_ring_memory(t);
     g_trainer = t;
     signal(SIGINT, on_sigint);
@@ -393,7 +423,7 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     g_trainer = NULL;
     st = training_result(&ev, st);
     if (st == FRL_ERR_INTERRUPTED && p.timed_out) {
-        fprintf(stderr, "time limit: stopped after %.0f s (--max-seconds)\n", o->max_seconds);
+        fprintf(stderr, "time limit: stopped after %g s (--max-seconds)\n", o->max_seconds);
         st = FRL_OK;
     }
     int rc = finish(t, o, st, &p);

@@ -1,0 +1,56 @@
+#!/bin/sh
+# The commands' usage: `fastrl config` and `bench` answer --help (exit status 0) and
+# print their usage for anything else (2); bench's numeric options are read whole and a
+# bad --set names its key; `fastrl --help` lists the options each command's own usage
+# does. Nothing here trains or benchmarks: every case is refused or help.
+#
+#   test_cli_usage.sh FASTRL
+set -u
+fastrl=$1
+dir=$(mktemp -d "${TMPDIR:-/tmp}/test_cli_usage.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/cli_helpers.sh"
+
+# status WANT NAME TEXT...: the last run exited WANT and printed every TEXT.
+status() {
+    want=$1
+    name=$2
+    shift 2
+    [ "$rc" -eq "$want" ] || fail "$name: exit status $rc (want $want): $out"
+    for text in "$@"; do
+        has "$text" || fail "$name: output lacks '$text': $out"
+    done
+}
+
+run "$fastrl" config
+status 2 "config" "usage: fastrl config --list"
+has "unknown command" && fail "config: called unknown: $out"
+run "$fastrl" config --help
+status 0 "config --help" "usage: fastrl config --list"
+run "$fastrl" config --list
+status 0 "config --list" "runtime.seed"
+
+run "$fastrl" bench env --help
+status 0 "bench env --help" "usage: fastrl bench env"
+run "$fastrl" bench train --help
+status 0 "bench train --help" "usage: fastrl bench train"
+for bad in "--envs 0" "--envs abc" "--threads -1" "--seconds 0" "--seconds abc"; do
+    # shellcheck disable=SC2086 # an option and its value
+    run "$fastrl" bench env CartPole-v1 $bad
+    status 2 "bench env $bad" "${bad%% *}: '"
+done
+run "$fastrl" bench train CartPole-v1 --set nokey=1
+status 2 "bench train --set nokey=1" "nokey"
+run "$fastrl" bench train CartPole-v1 --steps abc
+status 2 "bench train --steps abc" "--steps: 'abc'"
+
+# cut's own usage lists these; so must `fastrl --help`.
+run "$fastrl" --help
+status 0 "--help" "--max-steps"
+for opt in --deterministic --seed --search --latency-model --fit-latency; do
+    echo "$out" | sed -n '/^  cut /,/^  render /p' | grep -q -- "$opt" ||
+        fail "--help: cut lacks $opt: $out"
+done
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "all cases passed"
