@@ -389,11 +389,23 @@ START_TEST(divergence_is_reported)
     host_trainer h;
     host_trainer_create(&h, 1, huge_step, NULL, "train.rollout=16 train.gamma=0.99");
     frl_trainer *t = h.t;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_diverged_%d.frl", (int)getpid());
+    ck_assert_int_eq(frl_policy_save(frl_trainer_policy(t), path), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(t, 640), FRL_ERR_NONFINITE);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "diverged"));
     /* It stops at the first bad update (4 envs x 16 steps), not at the end of the budget. */
     ck_assert_int_eq(frl_trainer_metrics(t)->env_steps, 64);
     ck_assert_int_eq(frl_trainer_metrics(t)->update, 1);
+    /* Saving it is refused (loading would refuse the file), and the earlier file stays
+     * (frl_trainer_save writes the policy through the same code; this batch world's
+     * trainer cannot be saved at all). */
+    ck_assert_int_eq(frl_policy_save(frl_trainer_policy(t), path), FRL_ERR_NONFINITE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "not finite"));
+    frl_policy *kept;
+    ck_assert_int_eq(frl_policy_load(&kept, h.rt, path), FRL_OK);
+    frl_policy_destroy(kept);
+    unlink(path);
     host_trainer_destroy(&h);
 }
 END_TEST

@@ -41,6 +41,13 @@ frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_sec
                                 int32_t *n, char *err)
 {
     memset(b, 0, sizeof *b);
+    /* Loading refuses a non-finite parameter, so saving one would replace a good file
+     * (the write is an atomic rename) with one that no longer loads. */
+    int64_t bad = frl_find_nonfinite(p->params, (int64_t)p->num_params);
+    if (bad >= 0)
+        return frl_fail(err, FRL_ERR_NONFINITE, "parameter %lld of %zu is not finite (a "
+                        "diverged policy): nothing was written, an earlier file is kept",
+                        (long long)bad, p->num_params);
     b->alloc = &p->rt->alloc;
     size_t w = (size_t)p->obs_w, no = space_values(p->obs_space), na = space_values(p->act_space);
     b->obs_space = frl_alloc(b->alloc, sizeof(double) * (no + na + 1 + 2 * w), 64);
