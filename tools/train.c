@@ -309,7 +309,7 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
         char path[4096];
         snprintf(path, sizeof path, "%s/checkpoint.frl", dir);
         frl_status sv = frl_trainer_save(t, path);
-        if (sv == FRL_ERR_UNSUPPORTED || sv == FRL_ERR_STATE)
+        if (sv == FRL_ERR_UNSUPPORTED || sv == FRL_ERR_STATE || sv == FRL_ERR_NONFINITE)
             fprintf(stderr, "no checkpoint: %s\n", frl_last_error());
         else if (sv != FRL_OK)
             return cli_fail("saving the checkpoint", sv);
