@@ -612,6 +612,21 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
     return st;
 }
 
+/* The trainers step at once, each its own vec envs from its own threads: one vec env
+ * in two of them would be stepped from two threads at the same time. */
+static frl_status check_disjoint_envs(frl_trainer *const *tr, int32_t count, const char *who)
+{
+    for (int32_t i = 0; i < count; i++)
+        for (int32_t j = 0; j < i; j++)
+            for (int32_t a = 0; a < tr[i]->groups; a++)
+                for (int32_t b = 0; b < tr[j]->groups; b++)
+                    if (tr[i]->venvs[a] == tr[j]->venvs[b])
+                        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: trainers[%d] and "
+                                        "trainers[%d] train on the same vec env (they step "
+                                        "at once: give each its own)", who, (int)j, (int)i);
+    return FRL_OK;
+}
+
 static frl_status check_many(frl_trainer *const *tr, int32_t count, int64_t total_steps,
                              const char *who)
 {
@@ -637,7 +652,7 @@ static frl_status check_many(frl_trainer *const *tr, int32_t count, int64_t tota
                 return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: trainers[%d] and "
                                 "trainers[%d] are the same trainer", who, (int)j, (int)i);
     }
-    return FRL_OK;
+    return check_disjoint_envs(tr, count, who);
 }
 
 /* Mark the trainers running; none is marked if one already was. */
