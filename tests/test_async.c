@@ -342,6 +342,18 @@ START_TEST(async_bad_input)
     cfg = frl_test_settings("sampler.mode=async train.num_envs=1 train.rollout=8");
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(t, 64), FRL_OK);
+    /* A ring slot the host holds is refused, not waited for (it would be forever);
+     * once it is handed back, training goes on. */
+    frl_ring *ring = frl_trainer_ring(t);
+    int32_t slot;
+    ck_assert_int_eq(frl_ring_acquire_write(ring, &slot), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "held outside the trainer"));
+    ck_assert_int_eq(frl_ring_commit(ring, slot), FRL_OK);
+    ck_assert_int_eq(frl_ring_acquire_read(ring, &slot), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_ERR_STATE);
+    ck_assert_int_eq(frl_ring_release(ring, slot), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
     frl_trainer_destroy(t);
     frl_config_destroy(cfg);
 

@@ -1227,11 +1227,35 @@ static void number_rollouts(async_sampler *a)
         a->g[g].seq = a->committed;
 }
 
+/* Between calls the learner holds no slot and the groups hold only their open
+ * rollouts' slots; a slot held otherwise was taken through frl_trainer_ring, and the
+ * run would wait for it forever. */
+static frl_status check_ring_free(const async_sampler *a)
+{
+    const frl_ring *ring = a->h->ring;
+    for (int32_t s = 0; s < frl_ring_slots(ring); s++) {
+        frl_slot_state st = frl_ring_slot_state(ring, s);
+        int ours = 0;
+        for (int32_t i = 0; i < a->slots && st == FRL_SLOT_WRITING; i++)
+            ours |= a->open[i].seq >= a->committed && a->open[i].slot == s;
+        if ((st == FRL_SLOT_WRITING && !ours) || st == FRL_SLOT_READING)
+            return frl_fail(a->h->err, FRL_ERR_STATE, "async sampler: ring slot %d is held "
+                            "outside the trainer (%s through frl_trainer_ring): release it "
+                            "before training", (int)s,
+                            st == FRL_SLOT_READING ? "acquired for reading" : "acquired for "
+                            "writing");
+    }
+    return FRL_OK;
+}
+
 static frl_status begin(async_sampler *a, frl_run *r, int32_t index, int64_t total_steps)
 {
     frl_sampler_host *h = a->h;
+    frl_status st = check_ring_free(a);
+    if (st != FRL_OK)
+        return st;
     number_rollouts(a);
-    frl_status st = start_groups(a);
+    st = start_groups(a);
     if (st != FRL_OK)
         return st;
     int64_t per = (int64_t)h->T * h->B;
