@@ -60,8 +60,8 @@ static int walker_get(void *user, double *state)
 {
     walker *w = user;
     state[0] = w->x;
-    state[1] = w->v;
-    return w->fail_get ? -7 : 0;
+    state[1] = w->fail_get == 2 ? NAN : w->v;
+    return w->fail_get == 1 ? -7 : 0;
 }
 
 static int walker_set(void *user, const double *state)
@@ -382,6 +382,12 @@ START_TEST(save_refusals_say_why)
     ck_assert_int_eq(frl_trainer_save(t, path), FRL_ERR_CALLBACK);
     ck_assert_msg(strstr(frl_last_error(), "env 3") && strstr(frl_last_error(), "get_state") &&
                       strstr(frl_last_error(), "-7"),
+                  "message: %s", frl_last_error());
+    ck_assert_int_eq(file_size(path), before);
+    /* One that writes NaN: set_state would refuse it, so the save does. */
+    w[3].fail_get = 2;
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(frl_last_error(), "env 3") && strstr(frl_last_error(), "state[1]"),
                   "message: %s", frl_last_error());
     ck_assert_int_eq(file_size(path), before);
     w[3].fail_get = 0;

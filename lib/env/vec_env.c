@@ -432,6 +432,16 @@ static frl_status check_state_size(const frl_vec_env *v, int32_t size, char *err
     return FRL_OK;
 }
 
+frl_status frl_vec_env_check_host_state(const double *state, int32_t size, int32_t i,
+                                        char *err)
+{
+    for (int32_t k = 0; k < size; k++)
+        if (!isfinite(state[k]))
+            return frl_fail(err, FRL_ERR_NONFINITE, "env %d: get_state callback wrote %s in "
+                            "state[%d]", (int)i, isnan(state[k]) ? "NaN" : "infinity", (int)k);
+    return FRL_OK;
+}
+
 frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, int32_t size,
                                     char *err)
 {
@@ -445,6 +455,8 @@ frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, in
         if (rc != 0)
             return frl_fail(err, FRL_ERR_CALLBACK, "env %d: get_state callback returned %d",
                             (int)i, rc);
+        if ((st = frl_vec_env_check_host_state(state, v->state_dim, i, err)) != FRL_OK)
+            return st;
     }
     state[v->state_dim] = (double)v->b.elapsed[i];
     return FRL_OK;

@@ -94,6 +94,11 @@ frl_status frl_vec_env_create_hosted(frl_vec_env **out, frl_runtime *rt,
                                      int32_t default_limit, const char *who);
 
 /* State of env i: state_dim simulator values, then the elapsed step count. */
+/* A host's get_state output for env i: finite, or FRL_ERR_NONFINITE naming the value
+ * (set_state refuses such a state, so a checkpoint holding one could not be resumed). */
+frl_status frl_vec_env_check_host_state(const double *state, int32_t size, int32_t i,
+                                        char *err);
+
 frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, int32_t size,
                                     char *err);
 frl_status frl_vec_env_set_state_at(frl_vec_env *v, int32_t i, const double *state,

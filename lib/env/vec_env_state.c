@@ -2,6 +2,7 @@
  * streams, observations, flags and episode bookkeeping, plus the simulators (a
  * built-in's raw structs, or each host env's state through its get_state and
  * set_state callbacks), so a resumed run continues exactly where it stopped. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -90,6 +91,9 @@ static frl_status read_host_states(const frl_vec_env *v, double *states, char *e
         if (rc != 0)
             return frl_fail(err, FRL_ERR_CALLBACK, "env %d: get_state callback returned %d",
                             (int)i, rc);
+        frl_status st = frl_vec_env_check_host_state(states + (size_t)i * S, (int32_t)S, i, err);
+        if (st != FRL_OK)
+            return st;
     }
     return FRL_OK;
 }
@@ -198,6 +202,12 @@ static frl_status find_all(const frl_vec_env *v, int32_t g, const frl_container 
 static frl_status write_host_states(frl_vec_env *v, const uint8_t *needs_reset,
                                     const double *states, char *err)
 {
+    /* Checked before any host is given its state, so a refused file changes nothing. */
+    for (int32_t i = 0; i < v->n; i++)
+        for (int32_t k = 0; !needs_reset[i] && k < v->state_dim; k++)
+            if (!isfinite(states[(size_t)i * (size_t)v->state_dim + (size_t)k]))
+                return frl_fail(err, FRL_ERR_FORMAT, "the saved state of host env %d is not "
+                                "finite (state[%d])", (int)i, (int)k);
     for (int32_t i = 0; i < v->n; i++) {
         if (needs_reset[i])
             continue;
