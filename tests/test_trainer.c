@@ -190,6 +190,14 @@ START_TEST(outputs_are_written)
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_set_output(t, "/nonexistent/dir"), FRL_ERR_IO);
     ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 1280), FRL_OK);
+    /* Refused directories leave the run writing where it did: "" (which would be the
+     * root), one too long for a path, one that does not exist. */
+    static char longdir[5000];
+    memset(longdir, 'd', sizeof longdir - 1);
+    ck_assert_int_eq(frl_trainer_set_output(t, ""), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(frl_trainer_set_output(t, longdir), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_trainer_set_output(t, "/nonexistent/dir"), FRL_ERR_IO);
     ck_assert_int_eq(frl_trainer_train(t, 2560), FRL_OK);
     frl_trainer_destroy(t);
     snprintf(path, sizeof path, "%s/metrics.csv", dir);

@@ -62,30 +62,65 @@ static frl_status write_settings(frl_trainer *t, const char *dir)
     return fclose(f) == 0 ? FRL_OK : frl_fail(t->err, FRL_ERR_IO, "cannot write %s", path);
 }
 
-FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
+/* The files' paths are dir plus a name of at most 14 bytes in buffers of 4096. */
+enum { OUTPUT_DIR_MAX = 4096 - 16 };
+
+static frl_status check_dir(frl_trainer *t, const char *dir)
 {
-    if (!t || !dir)
-        return frl_fail(t ? t->err : NULL, FRL_ERR_NULL, "frl_trainer_set_output: %s is NULL",
-                        t ? "dir" : "trainer");
-    frl_trainer_close_outputs(t);
-    if (!frl_trainer_dist_writes(t))
-        return FRL_OK; /* dist.mode: rank 0 writes the run's files */
+    size_t n = strlen(dir);
+    if (n == 0)
+        return frl_fail(t->err, FRL_ERR_INVALID_ARGUMENT, "frl_trainer_set_output: dir is "
+                        "empty (give \".\" for the working directory)");
+    if (n > OUTPUT_DIR_MAX)
+        return frl_fail(t->err, FRL_ERR_RANGE, "frl_trainer_set_output: dir is %zu bytes "
+                        "long; at most %d", n, (int)OUTPUT_DIR_MAX);
+    return FRL_OK;
+}
+
+/* settings.txt, and the metrics and event files opened into *csv and *tb. */
+static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_tfevents **tb)
+{
     char path[4096];
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     frl_status st = write_settings(t, dir);
     /* A resumed run (updates done) appends to the metrics of the run it continues. */
     const char *mode = t->book.pr.updates > 0 ? "a" : "w";
-    if (st == FRL_OK && !(t->csv = fopen(path, mode)))
+    if (st == FRL_OK && !(*csv = fopen(path, mode)))
         st = frl_fail(t->err, FRL_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-    if (st == FRL_OK && ftell(t->csv) == 0 && fputs(csv_header, t->csv) < 0)
+    if (st == FRL_OK && ftell(*csv) == 0 && fputs(csv_header, *csv) < 0)
         st = frl_fail(t->err, FRL_ERR_IO, "cannot write %s", path);
     if (st == FRL_OK)
-        st = frl_tfevents_open(&t->tb, dir, &t->rt->alloc, t->err);
-    if (st != FRL_OK) {
-        frl_trainer_close_outputs(t);
-        frl_fail_msg(NULL, st, t->err);
-    }
+        st = frl_tfevents_open(tb, dir, &t->rt->alloc, t->err);
     return st;
+}
+
+FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
+{
+    if (!t || !dir)
+        return frl_fail(t ? t->err : NULL, FRL_ERR_NULL, "frl_trainer_set_output: %s is NULL",
+                        t ? "dir" : "trainer");
+    frl_status st = check_dir(t, dir);
+    if (st != FRL_OK)
+        return frl_fail_msg(NULL, st, t->err);
+    if (!frl_trainer_dist_writes(t)) {
+        frl_trainer_close_outputs(t);
+        return FRL_OK; /* dist.mode: rank 0 writes the run's files */
+    }
+    /* The new files replace the current ones only once all are open: a failed call
+     * leaves the run writing where it did. */
+    FILE *csv = NULL;
+    frl_tfevents *tb = NULL;
+    st = open_outputs(t, dir, &csv, &tb);
+    if (st != FRL_OK) {
+        if (csv)
+            fclose(csv);
+        frl_tfevents_close(tb);
+        return frl_fail_msg(NULL, st, t->err);
+    }
+    frl_trainer_close_outputs(t);
+    t->csv = csv;
+    t->tb = tb;
+    return FRL_OK;
 }
 
 void frl_trainer_close_outputs(frl_trainer *t)
