@@ -504,6 +504,14 @@ static void check_save_load(const char *settings, const char *path)
     frl_evo *other = make_evo(rt, strstr(settings, "=es") ? ga_settings : es_settings);
     ck_assert_int_eq(frl_evo_load(other, path), FRL_ERR_SIZE);
     frl_evo_destroy(other);
+    /* The same algorithm with fewer parameters: a size, not a corrupt file. */
+    frl_config *cfg = frl_test_settings(settings);
+    float init[N - 1] = {0};
+    ck_assert_int_eq(frl_evo_create(&other, rt, cfg, N - 1, init), FRL_OK);
+    frl_config_destroy(cfg);
+    ck_assert_int_eq(frl_evo_load(other, path), FRL_ERR_SIZE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "parameters"));
+    frl_evo_destroy(other);
     remove(path);
     free(x);
     free(y);

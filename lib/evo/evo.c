@@ -318,18 +318,21 @@ void frl_evo_sections(const frl_evo *e, frl_section *s, int32_t *n, int64_t *met
 frl_status frl_evo_restore(frl_evo *e, const frl_container *c, char *err)
 {
     const frl_section *meta = frl_container_find(c, "evo.meta", FRL_DTYPE_I64, 5, err);
-    const frl_section *theta =
-        meta ? frl_container_find(c, "evo.theta", FRL_DTYPE_F32, e->n, err) : NULL;
-    const frl_section *fit =
-        theta ? frl_container_find(c, "evo.fitness", FRL_DTYPE_F64, 2, err) : NULL;
-    if (!fit)
+    if (!meta)
         return FRL_ERR_FORMAT;
+    /* The saved shape first: another optimiser's file is a size mismatch, not a corrupt
+     * one (its sections would not have this one's sizes). */
     const int64_t *m = meta->data;
     if (m[0] != e->algo || m[1] != e->P || m[2] != e->n)
         return frl_fail(err, FRL_ERR_SIZE, "the saved optimiser is %s with %lld members of %lld "
                         "parameters; this one is %s with %d of %lld",
                         m[0] == FRL_TRAIN_ALGO_ES ? "ES" : "GA", (long long)m[1], (long long)m[2],
                         is_es(e) ? "ES" : "GA", (int)e->P, (long long)e->n);
+    const frl_section *theta = frl_container_find(c, "evo.theta", FRL_DTYPE_F32, e->n, err);
+    const frl_section *fit =
+        theta ? frl_container_find(c, "evo.fitness", FRL_DTYPE_F64, 2, err) : NULL;
+    if (!fit)
+        return FRL_ERR_FORMAT;
     if (m[3] < 0 || (uint64_t)m[4] != e->seed)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the saved optimiser's seed %llu differs "
                         "from this one's %llu (the runtime's seed plus train.seed_offset), or "
