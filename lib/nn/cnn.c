@@ -20,7 +20,7 @@ static int add_layer(frl_cnn *n, const frl_cnn_spec *spec, int32_t l, int32_t ou
         return 0;
     snprintf(why, size,
              "layer %d of the %s encoder (%d channels, %dx%d kernel, stride %d) does not fit "
-             "its %d x %d input (a %d x %d x %d image shrinks to that by the layers before)",
+             "its %dx%d input (what the layers before leave of the %dx%dx%d image)",
              (int)l + 1, spec->name, (int)out_c, (int)k, (int)k, (int)spec->stride[l], (int)h,
              (int)w, (int)n->in_h, (int)n->in_w, (int)n->in_c);
     return -1;

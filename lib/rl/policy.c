@@ -1129,7 +1129,7 @@ static frl_status layout_encoder_stack(frl_policy *p, int enc, const char *who)
                                                                 : &frl_cnn_simple;
     frl_int_list ch = frl_cfg_list(p->cfg, FRL_KEY_POLICY_CONV_CHANNELS);
     const int64_t *shape = frl_space_image_of(p->obs_space)->shape;
-    char why[FRL_ERRMSG_SIZE / 2];
+    char why[FRL_ERRMSG_SIZE]; /* the whole message is cut to this size anyway */
     if (frl_cnn_init(&p->cnn, spec, ch.v, ch.n, (int32_t)shape[0], (int32_t)shape[1],
                      (int32_t)shape[2], p->stack, 0, why, sizeof why) != 0)
         return frl_fail(NULL, FRL_ERR_SIZE, "%s: %s", who, why);
