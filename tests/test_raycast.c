@@ -322,10 +322,15 @@ START_TEST(host_maps)
     ck_assert_int_eq(frl_vec_env_create_ray_map(&v, rt, "RayCollect-v0",
                      "#######\n#.....#\n#.....#\n#.....#\n#.....#\n#######", 2, cfg), FRL_OK);
     frl_vec_env_destroy(v);
+    /* A map file with Windows line ends. */
+    ck_assert_int_eq(frl_vec_env_create_ray_map(&v, rt, "RayRoom-v0",
+                     "11111\r\n4...2\r\n4.#.2\r\n4...D\r\n33333\r\n", 2, cfg), FRL_OK);
+    frl_vec_env_destroy(v);
 
     static const struct { const char *task, *map, *words; frl_status st; } bad[] = {
         {"RayRoom-v0", "111\n1.1\n11", "row 3 has 2 cells", FRL_ERR_PARSE},
         {"RayRoom-v0", "1111\n1.x1\n1111", "row 2, column 3: 'x'", FRL_ERR_PARSE},
+        {"RayRoom-v0", "1111\n1.\t1\n1111", "row 2, column 3: byte 0x09", FRL_ERR_PARSE},
         {"RayRoom-v0", "11\n11", "must be 3 to 31", FRL_ERR_SIZE},
         {"RayRoom-v0", "", "0 x 0", FRL_ERR_SIZE},
         {"RayRoom-v0", "1111\n...1\n1..1\n1111", "row 2, column 1: the edge", FRL_ERR_INVALID_ARGUMENT},

@@ -25,11 +25,14 @@ static frl_status too_big(char *why, size_t size)
     return FRL_ERR_SIZE;
 }
 
-/* Rows into out->cells packed w apart; a final newline is optional. */
+/* Rows into out->cells packed w apart; a final newline is optional, and lines may end
+ * in CRLF (a map file written on Windows). */
 static frl_status read_rows(ray_world *out, const char *text, char *why, size_t size)
 {
     int32_t w = -1, h = 0, x = 0;
     for (const char *p = text; *p || x > 0; p++) {
+        if (p[0] == '\r' && p[1] == '\n')
+            continue;
         if (*p == '\n' || *p == '\0') {
             if (w >= 0 && x != w) {
                 snprintf(why, size, "row %d has %d cells, row 1 has %d (rows must be equal)",
@@ -45,8 +48,12 @@ static frl_status read_rows(ray_world *out, const char *text, char *why, size_t 
         }
         int v = cell_of(*p);
         if (v < 0) {
-            snprintf(why, size, "row %d, column %d: '%c' is no cell ('.' floor, '1'-'4' or "
-                     "'#' wall, 'D' door)", (int)h + 1, (int)x + 1, *p);
+            /* A byte that does not print (a tab, a lone CR, UTF-8) by its code. */
+            unsigned char c = (unsigned char)*p;
+            char shown[16];
+            snprintf(shown, sizeof shown, c >= 0x20 && c < 0x7f ? "'%c'" : "byte 0x%02x", c);
+            snprintf(why, size, "row %d, column %d: %s is no cell ('.' floor, '1'-'4' or "
+                     "'#' wall, 'D' door)", (int)h + 1, (int)x + 1, shown);
             return FRL_ERR_PARSE;
         }
         if (x >= RAY_MAX_MAP || h >= RAY_MAX_MAP)
