@@ -1301,6 +1301,9 @@ START_TEST(single_env_callback_failure)
     EXPECT_ERR(frl_env_step(e, &a, obs, &reward, &term, &trunc), FRL_ERR_NONFINITE, "env 0",
                "reward");
     h.bad_reward = 0;
+    /* The next step says why a reset is wanted: the failure, not an episode's end. */
+    EXPECT_ERR(frl_env_step(e, &a, obs, &reward, &term, &trunc), FRL_ERR_STATE,
+               "last step failed", "frl_env_reset");
     a = 3;
     EXPECT_OK(frl_env_reset(e, 3, obs));
     EXPECT_ERR(frl_env_step(e, &a, obs, &reward, &term, &trunc), FRL_ERR_RANGE, "env 0",

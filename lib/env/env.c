@@ -10,6 +10,7 @@
 
 struct frl_env {
     frl_vec_env *v;
+    int failed; /* the last step failed: it, not an episode's end, wants the reset */
     char err[FRL_ERRMSG_SIZE];
 };
 
@@ -27,6 +28,7 @@ static frl_status wrap(frl_env **out, frl_runtime *rt, frl_vec_env *v, frl_statu
         return frl_fail(NULL, FRL_ERR_NOMEM, "frl_env_create: out of memory");
     }
     e->v = v;
+    e->failed = 0;
     *out = e;
     return FRL_OK;
 }
@@ -103,6 +105,7 @@ FRL_API frl_status frl_env_reset(frl_env *e, uint64_t seed, float *obs)
     frl_status st = frl_vec_env_reset(e->v, seed);
     if (st != FRL_OK)
         return frl_fail_msg(e->err, st, e->v->err);
+    e->failed = 0;
     copy_obs(e, obs);
     return FRL_OK;
 }
@@ -120,8 +123,8 @@ static frl_status check_step_args(frl_env *e, const void *action, const float *o
     if (!e->v->has_reset)
         return frl_fail(e->err, FRL_ERR_STATE, "frl_env_step: call frl_env_reset first");
     if (e->v->b.needs_reset[0])
-        return frl_fail(e->err, FRL_ERR_STATE,
-                        "frl_env_step: the episode has ended; call frl_env_reset");
+        return frl_fail(e->err, FRL_ERR_STATE, "frl_env_step: %s; call frl_env_reset",
+                        e->failed ? "the last step failed" : "the episode has ended");
     return FRL_OK;
 }
 
@@ -134,6 +137,7 @@ FRL_API frl_status frl_env_step(frl_env *e, const void *action, float *obs, floa
     frl_vec_env *v = e->v;
     memcpy((void *)v->b.actions, action, v->action_bytes);
     st = frl_vec_env_step(v);
+    e->failed = st != FRL_OK && v->b.needs_reset[0]; /* not a refused action's */
     if (st != FRL_OK)
         return frl_fail_msg(e->err, st, v->err);
     copy_obs(e, obs);
