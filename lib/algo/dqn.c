@@ -458,8 +458,8 @@ static void dqn_save(const frl_learner *l, frl_section *s, int32_t *n, int64_t *
     const dqn *d = l->impl;
     size_t np = d->p->num_params;
     *steps = d->adam.t;
-    frl_section_add(s, n, "dqn.target", FRL_DTYPE_F32, np, d->target);
-    frl_section_add(s, n, "dqn.adam", FRL_DTYPE_F32, 2 * np, d->adam.m);
+    frl_section_add_finite(s, n, "dqn.target", FRL_DTYPE_F32, np, d->target);
+    frl_section_add_finite(s, n, "dqn.adam", FRL_DTYPE_F32, 2 * np, d->adam.m);
     frl_section_add(s, n, "dqn.epsilon", FRL_DTYPE_F64, 1, &d->epsilon);
 }
 

@@ -419,8 +419,8 @@ void frl_elastic_learner_save(frl_elastic_learner *l, frl_section *s, int32_t *n
     l->saved[0] = l->stage;
     l->saved[1] = l->adam_full.t;
     frl_section_add(s, n, "elastic.heads", FRL_DTYPE_F32, nh, l->heads);
-    frl_section_add(s, n, "elastic.adam", FRL_DTYPE_F32, 2 * np, l->adam_full.m);
-    frl_section_add(s, n, "elastic.adam_heads", FRL_DTYPE_F32, 2 * nh, l->adam_heads.m);
+    frl_section_add_finite(s, n, "elastic.adam", FRL_DTYPE_F32, 2 * np, l->adam_full.m);
+    frl_section_add_finite(s, n, "elastic.adam_heads", FRL_DTYPE_F32, 2 * nh, l->adam_heads.m);
     frl_section_add(s, n, "elastic.state", FRL_DTYPE_I64, 2, l->saved);
 }
 

@@ -189,7 +189,7 @@ void frl_ppo_learner_save(const frl_learner *l, frl_section *s, int32_t *n, int6
 {
     const frl_ppo *p = l->impl;
     *steps = p->adam.t;
-    frl_section_add(s, n, "trainer.adam", FRL_DTYPE_F32, 2 * p->grad_stride, p->adam.m);
+    frl_section_add_finite(s, n, "trainer.adam", FRL_DTYPE_F32, 2 * p->grad_stride, p->adam.m);
     if (p->elastic)
         frl_elastic_learner_save(p->elastic, s, n);
 }

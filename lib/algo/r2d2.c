@@ -570,8 +570,8 @@ static void r2d2_save(const frl_learner *l, frl_section *s, int32_t *n, int64_t 
     r2d2 *d = l->impl;
     size_t np = d->p->num_params;
     *steps = d->adam.t;
-    frl_section_add(s, n, "r2d2.target", FRL_DTYPE_F32, np, d->target);
-    frl_section_add(s, n, "r2d2.adam", FRL_DTYPE_F32, 2 * np, d->adam.m);
+    frl_section_add_finite(s, n, "r2d2.target", FRL_DTYPE_F32, np, d->target);
+    frl_section_add_finite(s, n, "r2d2.adam", FRL_DTYPE_F32, 2 * np, d->adam.m);
     d->counters[0] = (double)d->updates;
     d->counters[1] = d->credit;
     d->counters[2] = d->max_priority;

@@ -6,6 +6,7 @@
  * multiplication, so no overflow can let a section reach past the payload. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,31 @@ static frl_status check_sections(const frl_section *s, int32_t n, size_t *raw, c
     return FRL_OK;
 }
 
+/* The index of the first value that is not finite, or count. */
+static uint64_t first_nonfinite(const frl_section *s)
+{
+    for (uint64_t i = 0; i < s->count; i++)
+        if (s->dtype == FRL_DTYPE_F32 ? !isfinite(((const float *)s->data)[i])
+                                      : !isfinite(((const double *)s->data)[i]))
+            return i;
+    return s->count;
+}
+
+static frl_status check_finite(const frl_section *s, int32_t n, char *err)
+{
+    for (int32_t i = 0; i < n; i++) {
+        if (!s[i].finite || (s[i].dtype != FRL_DTYPE_F32 && s[i].dtype != FRL_DTYPE_F64))
+            continue;
+        uint64_t at = first_nonfinite(&s[i]);
+        if (at < s[i].count)
+            return frl_fail(err, FRL_ERR_NONFINITE, "frl_container_write: section \"%s\" holds "
+                            "a value that is not finite (element %llu of %llu): nothing was "
+                            "written, an earlier file is kept", s[i].name,
+                            (unsigned long long)at, (unsigned long long)s[i].count);
+    }
+    return FRL_OK;
+}
+
 /* Lay the sections out in raw (zero-filled, so the padding is zero). */
 static void fill_payload(unsigned char *raw, const frl_section *s, int32_t n)
 {
@@ -241,6 +267,8 @@ frl_status frl_container_write(const char *path, const frl_allocator *alloc,
         return frl_fail(err, st, "%s", frl_last_error());
     size_t raw_size = 0;
     st = check_sections(sections, n, &raw_size, err);
+    if (st == FRL_OK)
+        st = check_finite(sections, n, err);
     if (st != FRL_OK)
         return st;
     /* After check_sections: names are known to be NUL-terminated here. */
@@ -589,3 +617,11 @@ void frl_section_add(frl_section *s, int32_t *n, const char *name, frl_dtype dty
     x->count = count;
     x->data = data;
 }
+
+void frl_section_add_finite(frl_section *s, int32_t *n, const char *name, frl_dtype dtype,
+                            uint64_t count, const void *data)
+{
+    frl_section_add(s, n, name, dtype, count, data);
+    s[*n - 1].finite = 1;
+}
+

@@ -49,11 +49,18 @@ typedef struct frl_section {
     frl_dtype dtype;
     uint64_t count;   /* elements */
     const void *data; /* count elements of dtype */
+    int finite;       /* F32/F64 whose reader refuses NaN and infinity: so does the writer */
 } frl_section;
 
 /* Append a section to s[*n] and count it (the name is copied, the data is not). */
 void frl_section_add(frl_section *s, int32_t *n, const char *name, frl_dtype dtype,
                      uint64_t count, const void *data);
+
+/* The same for a section that must be finite: frl_container_write then refuses, with
+ * FRL_ERR_NONFINITE and nothing written, a file its reader would refuse (a diverged
+ * run's optimiser state must not replace the last good checkpoint). */
+void frl_section_add_finite(frl_section *s, int32_t *n, const char *name, frl_dtype dtype,
+                            uint64_t count, const void *data);
 
 /* Write sections[0..n) to path atomically. On failure returns FRL_ERR_IO (naming the
  * system call and errno text) or FRL_ERR_NOMEM, writes the message to err

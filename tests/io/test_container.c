@@ -270,6 +270,45 @@ START_TEST(write_rejects_bad_sections)
 }
 END_TEST
 
+static off_t file_size_of(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 ? st.st_size : -1;
+}
+
+/* A section added as finite refuses NaN and infinity, in float and double, and an
+ * existing file stays; the same values in a plain section are written. */
+START_TEST(finite_sections_refuse_nan)
+{
+    make_dir();
+    static const float good[3] = {1, 2, 3};
+    float f[3] = {1, 2, 3};
+    double d[2] = {0.5, 0.25};
+    frl_section s[3];
+    int32_t n = 0;
+    frl_section_add_finite(s, &n, "good", FRL_DTYPE_F32, 3, good);
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_container_write(path, NULL, s, n, err), FRL_OK);
+    off_t before = file_size_of(path);
+    n = 0;
+    frl_section_add_finite(s, &n, "f", FRL_DTYPE_F32, 3, f);
+    frl_section_add_finite(s, &n, "d", FRL_DTYPE_F64, 2, d);
+    f[2] = INFINITY;
+    ck_assert_int_eq(frl_container_write(path, NULL, s, n, err), FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(err, "\"f\"") && strstr(err, "element 2 of 3"), "%s", err);
+    f[2] = 3;
+    d[1] = NAN;
+    ck_assert_int_eq(frl_container_write(path, NULL, s, n, err), FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(err, "\"d\"") && strstr(err, "element 1 of 2"), "%s", err);
+    ck_assert_int_eq(file_size_of(path), before);
+    frl_section_add(s, &n, "plain", FRL_DTYPE_F64, 2, d); /* NaN allowed: not flagged */
+    s[1].finite = 0;
+    ck_assert_int_eq(frl_container_write(path, NULL, s, n, err), FRL_OK);
+    remove(path);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(every_truncation_fails)
 {
     make_dir();
@@ -556,6 +595,7 @@ int main(void)
     tcase_add_test(tc, round_trip_every_dtype);
     tcase_add_test(tc, find_by_name_dtype_count);
     tcase_add_test(tc, write_rejects_bad_sections);
+    tcase_add_test(tc, finite_sections_refuse_nan);
     tcase_add_test(tc, every_truncation_fails);
     tcase_add_test(tc, every_bit_flip_fails);
     tcase_add_test(tc, foreign_files);
