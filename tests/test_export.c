@@ -164,8 +164,25 @@ START_TEST(non_finite_parameters_are_refused)
     p->params[7] = INFINITY;
     ck_assert_int_eq(export_as(p, path_in("p"), "export.format=c"), FRL_ERR_NONFINITE);
     ck_assert(!exists(path_in("p.onnx")) && !exists(path_in("p.c")));
+    /* Nor saved (loading refuses it), and an earlier file stays. */
+    ck_assert_int_eq(frl_policy_save(p, path_in("p.frl")), FRL_ERR_NONFINITE);
+    ck_assert(!exists(path_in("p.frl")));
     p->params[7] = keep;
     ck_assert_int_eq(frl_policy_export(p, path_in("p.onnx"), NULL), FRL_OK);
+    frl_policy_destroy(p);
+    /* The normaliser's statistics: a NaN is not written, a negative sum not read. */
+    p = cartpole_policy(rt, "policy.obs_norm=true");
+    p->norm.mean[0] = NAN;
+    ck_assert_int_eq(frl_policy_save(p, path_in("p.frl")), FRL_ERR_NONFINITE);
+    ck_assert_ptr_nonnull(strstr(frl_policy_last_error(p), "policy.obsnorm"));
+    p->norm.mean[0] = 0;
+    p->norm.m2[1] = -5;
+    ck_assert_int_eq(frl_policy_save(p, path_in("p.frl")), FRL_OK);
+    frl_policy *q = NULL;
+    ck_assert_int_eq(frl_policy_load(&q, rt, path_in("p.frl")), FRL_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "policy.obsnorm"));
+    ck_assert_ptr_null(q);
+    unlink(path_in("p.frl"));
     frl_policy_destroy(p);
     frl_runtime_destroy(rt);
     remove_dir();

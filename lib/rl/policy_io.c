@@ -69,7 +69,7 @@ frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_sec
     frl_section_add(s, n, "policy.obs_space", FRL_DTYPE_F64, no, b->obs_space);
     frl_section_add(s, n, "policy.act_space", FRL_DTYPE_F64, na, b->act_space);
     frl_section_add(s, n, "policy.params", FRL_DTYPE_F32, p->num_params, p->params);
-    frl_section_add(s, n, "policy.obsnorm", FRL_DTYPE_F64, 1 + 2 * w, b->norm);
+    frl_section_add_finite(s, n, "policy.obsnorm", FRL_DTYPE_F64, 1 + 2 * w, b->norm);
     frl_section_add(s, n, "policy.ids", FRL_DTYPE_U64, 2, b->ids);
     return FRL_OK;
 }
@@ -212,6 +212,18 @@ static void loaded_free(loaded *l)
     frl_space_destroy(l->act);
 }
 
+/* The normaliser's count, means and sums of squared deviations as saved: a count and
+ * sums that are finite and not negative, finite means. */
+static int obsnorm_valid(const double *v, int32_t w)
+{
+    if (!isfinite(v[0]) || v[0] < 0)
+        return 0;
+    for (int32_t i = 0; i < w; i++)
+        if (!isfinite(v[1 + i]) || !isfinite(v[1 + w + i]) || v[1 + w + i] < 0)
+            return 0;
+    return 1;
+}
+
 frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char *err)
 {
     const frl_section *par = frl_container_find(c, "policy.params", FRL_DTYPE_F32,
@@ -223,8 +235,11 @@ frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char 
         return FRL_ERR_FORMAT;
     if (frl_find_nonfinite(par->data, (int64_t)p->num_params) >= 0)
         return frl_fail(err, FRL_ERR_FORMAT, "policy.params holds a non-finite value");
-    memcpy(p->params, par->data, sizeof(float) * p->num_params);
     const double *nv = nrm->data;
+    if (!obsnorm_valid(nv, p->obs_w))
+        return frl_fail(err, FRL_ERR_FORMAT, "policy.obsnorm holds a count, mean or sum of "
+                        "squares out of range (not finite, or negative)");
+    memcpy(p->params, par->data, sizeof(float) * p->num_params);
     p->norm.count = nv[0];
     memcpy(p->norm.mean, nv + 1, sizeof(double) * (size_t)p->obs_w);
     memcpy(p->norm.m2, nv + 1 + p->obs_w, sizeof(double) * (size_t)p->obs_w);
