@@ -120,12 +120,16 @@ static int maybe_evaluate(evaluator *e, const frl_metrics *m)
 {
     if (m->env_steps < e->next)
         return 0;
+    /* The seed follows the schedule's mark, so a resumed run evaluates as an
+     * uninterrupted one does. */
+    uint64_t mark = (uint64_t)(e->next / e->every);
     while (e->next <= m->env_steps)
         e->next += e->every;
     frl_eval_args a;
     frl_eval_args_init(&a);
     a.episodes = e->episodes;
-    a.seed = (uint64_t)1000003 * (uint64_t)++e->count;
+    a.seed = (uint64_t)1000003 * mark;
+    e->count++;
     double mean;
     e->st = frl_policy_evaluate(frl_trainer_policy(e->t), e->venv, &a, &mean);
     if (e->st != FRL_OK)
