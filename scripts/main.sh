@@ -11,6 +11,7 @@ frl_build build --buildtype=release
 out=runs/cartpole
 mkdir -p "$out"
 echo "training CartPole-v1 (stops at a mean return of 475 over 100 episodes; results in $out)"
-build/tools/fastrl train CartPole-v1 --steps 500000 --set train.target_return=475 --out "$out" "$@"
+build/tools/fastrl train CartPole-v1 --steps 500000 --set train.target_return=475 --out "$out" \
+    --overwrite "$@"
 echo "evaluating $out/checkpoint.frl (100 episodes, greedy actions)"
 build/tools/fastrl eval "$out/checkpoint.frl" --episodes 100 --deterministic

@@ -36,6 +36,18 @@ run "$fastrl" train CartPole-v1 --resume "$dir/run" --steps 4096 --quiet
 run "$fastrl" train --resume "$dir/run" --steps 6144 --quiet
 [ "$rc" -eq 0 ] && has "steps: 6144" || fail "no env: exit status $rc: $out"
 
+# A new run into a directory that holds one is refused (exit 2, nothing changed) unless
+# --overwrite says to replace it.
+cp "$dir/run/checkpoint.frl" "$dir/saved.frl"
+run "$fastrl" train Acrobot-v1 --steps 2048 --out "$dir/run" --quiet
+[ "$rc" -eq 2 ] && has "already holds a run (CartPole-v1)" && has "--overwrite" ||
+    fail "a new run over an old one: exit status $rc: $out"
+cmp -s "$dir/run/checkpoint.frl" "$dir/saved.frl" || fail "the refused run changed the checkpoint"
+run "$fastrl" train Acrobot-v1 --steps 2048 --out "$dir/run" --quiet --overwrite
+[ "$rc" -eq 0 ] || fail "--overwrite: exit status $rc: $out"
+run "$fastrl" train --resume "$dir/run" --steps 4096 --quiet
+[ "$rc" -eq 0 ] && has "steps: 4096" || fail "resuming the replaced run: exit status $rc: $out"
+
 # --max-seconds stops a long run as Ctrl-C does (saved, exit status 0), saying the limit
 # as given; a negative limit is refused.
 run "$fastrl" train CartPole-v1 --steps 1000000000 --max-seconds 1.5 --out "$dir/timed" --quiet

@@ -18,6 +18,7 @@ typedef struct train_opts {
     int64_t steps;
     int quiet;
     int verbose;            /* --verbose: the library's INFO lines too */
+    int overwrite;          /* --overwrite: --out may replace the run it holds */
     int64_t eval_every;     /* greedy evaluations every this many env steps (0: none) */
     int32_t eval_episodes;
     double eval_target;     /* stop at the first evaluation reaching it (NaN: never) */
@@ -236,6 +237,8 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
             o->quiet = 1;
         } else if (!strcmp(a, "--verbose")) {
             o->verbose = 1;
+        } else if (!strcmp(a, "--overwrite")) {
+            o->overwrite = 1;
         } else if (a[0] != '-' && !o->env) {
             o->env = a;
         } else {
@@ -394,11 +397,31 @@ static void print_ring_memory(frl_trainer *t)
             : image                 ? " (uint8 pixels)" : "");
 }
 
+/* --out names a directory that holds another run: replacing it (its checkpoint and
+ * metrics) takes --overwrite; continuing it takes --resume. Rank 0 alone asks, before
+ * any rank writes. */
+static int check_out_free(const train_opts *o)
+{
+    if (!o->out || o->overwrite || o->follower || (o->resume && !strcmp(o->out, o->resume)))
+        return 0;
+    char path[4096], env[64] = "";
+    snprintf(path, sizeof path, "%s/checkpoint.frl", o->out);
+    if (access(path, F_OK) != 0)
+        return 0;
+    saved_env(path, env, sizeof env);
+    fprintf(stderr, "fastrl train: %s already holds a run%s%s%s: continue it with --resume %s, "
+                    "or replace it with --overwrite\n", o->out, env[0] ? " (" : "", env,
+            env[0] ? ")" : "", o->out);
+    return 2;
+}
+
 static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *cfg)
 {
     frl_trainer *t;
     if (o->resume && check_resume_env(o))
         return 1;
+    if (check_out_free(o))
+        return 2;
     frl_status st = open_trainer(&t, rt, o, cfg);
     if (st != FRL_OK)
         return cli_fail(o->resume ? "resume" : o->env, st);
