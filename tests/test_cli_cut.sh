@@ -43,6 +43,8 @@ has "p99" || fail "robot_loop: no latency percentiles: $out"
 run "$fastrl" cut "$ck" --arch 4,8 --episodes 2 --out "$dir/cut48.frl"
 ok "by architecture"
 has "widths: 4,8" || fail "by architecture: $out"
+run "$fastrl" cut "$ck" --arch 4,8 --episodes 2 --out "$ck"
+[ "$rc" -eq 2 ] && has "checkpoint itself" || fail "--out over its own checkpoint: $out"
 
 # Another target's probe times (ns a call) fit a batch-1 model; nothing is measured here.
 printf '# widths ns\n4 310\n8 420\n16,16 960\n' > "$dir/times.txt"

@@ -22,6 +22,10 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text, int64_t lo
 int cli_parse_real(const char *cmd, const char *opt, const char *text, double lo, double hi,
                    double *out);
 
+/* 1 when both paths name one existing file (links and relative paths included): an
+ * output that would overwrite the command's own input. */
+int cli_same_file(const char *a, const char *b);
+
 double cli_now(void);
 
 /* When main started: `seconds` in train's last line counts from here. */

@@ -104,6 +104,11 @@ static int check_cut_args(cut_opts *o)
                         "acts on one row): leave --batch at 1\n");
         return 2;
     }
+    if (o->out && o->path && cli_same_file(o->path, o->out)) {
+        fprintf(stderr, "fastrl cut: --out names the checkpoint itself, which the cut "
+                        "policy would replace: give another file\n");
+        return 2;
+    }
     if (o->probe_path)
         o->deterministic = 1; /* an exported policy gives the mode; the host samples */
     if (o->path && !o->list && !o->arch && o->budget_us < 0)

@@ -43,6 +43,8 @@ static int parse_export_args(int argc, char **argv, export_opts *o)
                                     : "name the checkpoint to export");
     if ((o->int8 || o->probe) && !o->c)
         return export_usage("--int8 and --probe go with --c PREFIX");
+    if (!o->c && cli_same_file(o->path, o->out))
+        return export_usage("--onnx names the checkpoint itself, which it would overwrite");
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -99,6 +100,12 @@ int cli_parse_real(const char *cmd, const char *opt, const char *text, double lo
         snprintf(range, sizeof range, " >= %s", l);
     fprintf(stderr, "fastrl %s: %s: '%s' is not a finite number%s\n", cmd, opt, text, range);
     return 2;
+}
+
+int cli_same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 double cli_now(void)
