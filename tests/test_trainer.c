@@ -216,6 +216,56 @@ START_TEST(outputs_are_written)
 }
 END_TEST
 
+/* The update numbers in a metrics file, in order; their count. */
+static int metrics_updates(const char *dir, long *updates, int max)
+{
+    char path[256], line[2048];
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    int n = -1; /* the header */
+    while (fgets(line, sizeof line, f))
+        if (n++ >= 0 && n <= max)
+            updates[n - 1] = strtol(line, NULL, 10);
+    fclose(f);
+    return n;
+}
+
+/* A run resumed from a checkpoint older than its metrics file (rows written after the
+ * save, as before a kill) continues the file with one row an update, in order. */
+START_TEST(resumed_metrics_have_one_row_an_update)
+{
+    char dir[128], ck[192];
+    snprintf(dir, sizeof dir, "/tmp/frl_test_resumed_%d", (int)getpid());
+    snprintf(ck, sizeof ck, "%s/checkpoint.frl", dir);
+    mkdir(dir, 0777);
+    frl_runtime *rt = runtime(1, "");
+    frl_config *cfg = frl_test_settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 1280), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, ck), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 2560), FRL_OK); /* 5 rows past the checkpoint */
+    frl_trainer_destroy(t);
+    long u[16];
+    ck_assert_int_eq(metrics_updates(dir, u, 16), 10);
+    ck_assert_int_eq(frl_trainer_load(&t, rt, ck, NULL), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+    ck_assert_int_eq(metrics_updates(dir, u, 16), 5);
+    ck_assert_int_eq(frl_trainer_train(t, 3072), FRL_OK);
+    frl_trainer_destroy(t);
+    ck_assert_int_eq(metrics_updates(dir, u, 16), 12);
+    for (int i = 0; i < 12; i++)
+        ck_assert_int_eq(u[i], i + 1);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
     frl_runtime *rt = runtime(1, "");
@@ -428,6 +478,7 @@ int main(void)
     tcase_add_test(tc, resume_continues_exactly);
     tcase_add_test(tc, stop_from_thread_and_callback);
     tcase_add_test(tc, outputs_are_written);
+    tcase_add_test(tc, resumed_metrics_have_one_row_an_update);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, recovers_after_a_failed_rollout);
     tcase_add_test(tc, a_refused_observation_is_not_learned_from);

@@ -19,7 +19,7 @@ static frl_status check_params(frl_policy *p)
 }
 
 /* The place a policy kind the writers do not cover is refused: recurrent Q-policies
- * (which policy.c does not make either). */
+ * (R2D2's); the writers' recurrent cores follow the actor-critic's towers. */
 static frl_status check_kind(frl_policy *p)
 {
     if (p->towers && p->head != FRL_POLICY_HEAD_ACTOR_CRITIC)

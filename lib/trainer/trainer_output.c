@@ -1,7 +1,9 @@
 /* The trainer's output directory: metrics.csv, a TensorBoard event file, settings.txt. */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trainer/trainer_dist.h"
 #include "trainer/trainer_output.h"
@@ -77,6 +79,31 @@ static frl_status check_dir(frl_trainer *t, const char *dir)
     return FRL_OK;
 }
 
+/* A resumed run appends to the metrics of the run it continues; rows of updates after
+ * the checkpoint's (written before a kill, and done again now) are cut first, so the
+ * file keeps one row an update, in order. */
+static frl_status trim_metrics(frl_trainer *t, const char *path)
+{
+    FILE *f = fopen(path, "r+");
+    if (!f)
+        return FRL_OK; /* none yet: the append creates it */
+    char line[4096];
+    long keep = -1;
+    int header = 1;
+    while (keep < 0) {
+        long at = ftell(f);
+        if (!fgets(line, sizeof line, f))
+            break;
+        if (!header && strtoll(line, NULL, 10) > t->book.pr.updates)
+            keep = at;
+        header = 0;
+    }
+    int bad = keep >= 0 && ftruncate(fileno(f), (off_t)keep) != 0;
+    if (fclose(f) != 0 || bad)
+        return frl_fail(t->err, FRL_ERR_IO, "cannot trim %s: %s", path, strerror(errno));
+    return FRL_OK;
+}
+
 /* settings.txt, and the metrics and event files opened into *csv and *tb. */
 static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_tfevents **tb)
 {
@@ -85,6 +112,8 @@ static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_
     frl_status st = write_settings(t, dir);
     /* A resumed run (updates done) appends to the metrics of the run it continues. */
     const char *mode = t->book.pr.updates > 0 ? "a" : "w";
+    if (st == FRL_OK && t->book.pr.updates > 0)
+        st = trim_metrics(t, path);
     if (st == FRL_OK && !(*csv = fopen(path, mode)))
         st = frl_fail(t->err, FRL_ERR_IO, "cannot create %s: %s", path, strerror(errno));
     if (st == FRL_OK && ftell(*csv) == 0 && fputs(csv_header, *csv) < 0)
