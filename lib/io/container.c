@@ -305,12 +305,16 @@ static frl_status check_header(const char *src, const unsigned char *h, size_t t
                         "%s: truncated: %zu bytes, less than the %d-byte header", src, total,
                         HEADER_SIZE);
     hd->version = get_u32(h + 8);
-    /* Before the CRC: a newer version may lay its header out differently. */
+    int crc_ok = get_u32(h + 60) == frl_crc32c(0, h, 60);
+    /* Before the CRC: a newer version may lay its header out differently. So a flipped
+     * version bit reads as a newer version too; the message says which it may be. */
     if (hd->version > FRL_CONTAINER_VERSION)
         return frl_fail(err, FRL_ERR_VERSION,
                         "%s: checkpoint format version %u is newer than this libfastrl reads "
-                        "(up to %d)", src, hd->version, FRL_CONTAINER_VERSION);
-    if (get_u32(h + 60) != frl_crc32c(0, h, 60))
+                        "(up to %d)%s", src, hd->version, FRL_CONTAINER_VERSION,
+                        crc_ok ? "" : ", or the header is corrupted (its checksum, as this "
+                                      "version lays it out, does not match)");
+    if (!crc_ok)
         return frl_fail(err, FRL_ERR_FORMAT, "%s: header checksum mismatch (corrupted file)",
                         src);
     hd->flags = get_u32(h + 12);
