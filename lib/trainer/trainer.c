@@ -167,8 +167,8 @@ static frl_status build_parts(frl_trainer *t, const char *who)
     if (t->policy->state_w && !sampler->carries_state)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
                         "%s: a policy with state (policy.core, policy.frame_stack) does not "
-                        "train with sampler.mode=%s, which carries no state", who,
-                        sampler->name);
+                        "train with train.algo=%s, whose %s sampler carries no state", who,
+                        t->learner.ops->name, sampler->name);
     if ((st = frl_trainer_dist_open(t, who)) != FRL_OK)
         return st;
     if ((st = build_learner(t)) != FRL_OK)

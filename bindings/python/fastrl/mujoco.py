@@ -61,10 +61,11 @@ class _Arrays(NoCopy):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        owner = self._owner()  # first: it raises once the vec env (and its structs) is gone
         where = self._found.get(name)
         if where is None:
             where = self._found[name] = _where(self._model, self._data, name)
-        return _array(where, self._readonly, self._owner())
+        return _array(where, self._readonly, owner)
 
     def __setattr__(self, name, value):
         raise AttributeError(f"MuJoCo's arrays are written in place: {name}[:] = ..., "
@@ -89,6 +90,7 @@ class MujocoModel(_Arrays):
         key = (kind, name)
         found = self._ids.get(key)
         if found is None:
+            self._owner()  # raises once the vec env (and this model) is gone
             out = ctypes.c_int32()
             st = _lib.lib().mujoco_name_id(self._model, _lib.encode(kind, "kind"),
                                            _lib.encode(name, "name"), ctypes.byref(out))

@@ -263,7 +263,8 @@ def test_data_kept_past_its_env_refuses():
     venv.close()
     del venv
     gc.collect()
-    for read in (lambda d: d.qpos, lambda d: d.model.body_mass):
+    for read in (lambda d: d.qpos, lambda d: d.model.body_mass, lambda d: d.xpos,
+                 lambda d: d.model.id("body", "cart")):
         with pytest.raises(fastrl.Error) as ei:
             read(kept["data"])
         assert ei.value.status == fastrl.Status.ERR_STATE and "gone" in ei.value.message
