@@ -6,9 +6,9 @@
  * frl_trainer_request_stop leaves groups inside one) and committed rollouts the learner
  * has not taken (at most sampler.slots). A continued run starts new rollouts from the
  * saved env states with the saved weights, version and replay; the dropped steps were
- * taken, and env_steps (steps taken) counts them, but they are never learned from. A group stopped between
- * acting and stepping has a recurrent state one step ahead of its envs; it acts again
- * on the same observation after the load. Async runs are not reproducible, so a
+ * taken, and env_steps (steps taken) counts them, but they are never learned from. A
+ * group stopped between acting and stepping has a recurrent state one step ahead of its
+ * envs; it acts again on the same observation after the load. Async runs are not reproducible, so a
  * continued run matches an uninterrupted one in distribution, not bit for bit. */
 #ifndef FRL_SAMPLER_ASYNC_H
 #define FRL_SAMPLER_ASYNC_H
