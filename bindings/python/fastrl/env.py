@@ -488,7 +488,11 @@ class Env(NoCopy, _EnvBase):
                 raise Error(Status.ERR_RANGE, f"action {a} is outside [0, {self._n})")
             self._act.value = a
         else:
-            a = np.asarray(action, dtype=np.float32)
+            a = np.asarray(action)
+            if a.dtype.kind not in "fiu":  # as VecEnv.step: no complex, str or object
+                raise Error(Status.ERR_TYPE, f"step: box actions must be numbers, not "
+                            f"{a.dtype}")
+            a = a.astype(np.float32, copy=False)
             if a.shape != self._act_arr.shape:
                 raise Error(Status.ERR_SIZE, f"action of shape {a.shape}; the action space "
                             f"has shape {self._act_arr.shape}")

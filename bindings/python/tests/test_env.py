@@ -129,7 +129,12 @@ def test_bad_actions():
     with pytest.raises(fastrl.Error) as ei:
         pend.step(np.zeros(2, np.float32))
     assert ei.value.status == Status.ERR_SIZE
+    for bad in (np.array([0.5 + 1j]), ["a"], [object()]):  # as VecEnv.step refuses them
+        with pytest.raises(fastrl.Error) as ei:
+            pend.step(bad)
+        assert ei.value.status == Status.ERR_TYPE, bad
     pend.step([0.5])
+    pend.step(np.array([1], np.int64))  # integers are numbers
 
 
 def test_bad_arguments():
