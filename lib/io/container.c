@@ -628,4 +628,3 @@ void frl_section_add_finite(frl_section *s, int32_t *n, const char *name, frl_dt
     frl_section_add(s, n, name, dtype, count, data);
     s[*n - 1].finite = 1;
 }
-

@@ -41,13 +41,6 @@ frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_sec
                                 int32_t *n, char *err)
 {
     memset(b, 0, sizeof *b);
-    /* Loading refuses a non-finite parameter, so saving one would replace a good file
-     * (the write is an atomic rename) with one that no longer loads. */
-    int64_t bad = frl_find_nonfinite(p->params, (int64_t)p->num_params);
-    if (bad >= 0)
-        return frl_fail(err, FRL_ERR_NONFINITE, "parameter %lld of %zu is not finite (a "
-                        "diverged policy): nothing was written, an earlier file is kept",
-                        (long long)bad, p->num_params);
     b->alloc = &p->rt->alloc;
     size_t w = (size_t)p->obs_w, no = space_values(p->obs_space), na = space_values(p->act_space);
     b->obs_space = frl_alloc(b->alloc, sizeof(double) * (no + na + 1 + 2 * w), 64);
@@ -68,7 +61,9 @@ frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_sec
     frl_section_add(s, n, "policy.settings", FRL_DTYPE_TEXT, strlen(b->settings), b->settings);
     frl_section_add(s, n, "policy.obs_space", FRL_DTYPE_F64, no, b->obs_space);
     frl_section_add(s, n, "policy.act_space", FRL_DTYPE_F64, na, b->act_space);
-    frl_section_add(s, n, "policy.params", FRL_DTYPE_F32, p->num_params, p->params);
+    /* Loading refuses non-finite weights and statistics, so the writer refuses them too:
+     * a diverged policy must not replace a good file (the write is an atomic rename). */
+    frl_section_add_finite(s, n, "policy.params", FRL_DTYPE_F32, p->num_params, p->params);
     frl_section_add_finite(s, n, "policy.obsnorm", FRL_DTYPE_F64, 1 + 2 * w, b->norm);
     frl_section_add(s, n, "policy.ids", FRL_DTYPE_U64, 2, b->ids);
     return FRL_OK;
