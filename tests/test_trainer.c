@@ -295,6 +295,40 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* Overrides that change what the saved arrays were made for are the caller's mistake, said
+ * in the settings' terms (not as a corrupted section), before anything runs. */
+START_TEST(resume_refuses_a_changed_shape)
+{
+    frl_runtime *rt = runtime(1, "");
+    frl_config *cfg = frl_test_settings("train.num_envs=4 train.rollout=8");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 64), FRL_OK);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/frl_test_shape_%d.frl", (int)getpid());
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_config *envs = frl_test_settings("train.num_envs=8");
+    ck_assert_int_eq(frl_trainer_load(&t, rt, path, envs), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "train.num_envs 4"));
+    ck_assert_ptr_null(t);
+    frl_config *net = frl_test_settings("policy.hidden=8,8");
+    ck_assert_int_eq(frl_trainer_load(&t, rt, path, net), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "policy.hidden"));
+    ck_assert_ptr_null(t);
+    /* The same value as saved, and an override that leaves the arrays alone, load. */
+    frl_config *same = frl_test_settings("train.num_envs=4 train.lr=0.001");
+    ck_assert_int_eq(frl_trainer_load(&t, rt, path, same), FRL_OK);
+    frl_trainer_destroy(t);
+    unlink(path);
+    frl_config_destroy(same);
+    frl_config_destroy(net);
+    frl_config_destroy(envs);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A host world whose step fails once, on call 40. */
 typedef struct flaky {
     int calls;
@@ -480,6 +514,7 @@ int main(void)
     tcase_add_test(tc, outputs_are_written);
     tcase_add_test(tc, resumed_metrics_have_one_row_an_update);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, resume_refuses_a_changed_shape);
     tcase_add_test(tc, recovers_after_a_failed_rollout);
     tcase_add_test(tc, a_refused_observation_is_not_learned_from);
     tcase_add_test(tc, divergence_is_reported);

@@ -251,9 +251,27 @@ static frl_status load_settings(frl_runtime *rt, const frl_container *c, const f
     return FRL_OK;
 }
 
+/* The saved network against the one the merged settings built: an override of its shape
+ * (policy.hidden, policy.shared, the encoder) is the caller's, so it is said as such rather
+ * than as a section of the wrong size further on. */
+static frl_status check_network(const frl_trainer *t, const frl_container *c, char *err)
+{
+    const frl_section *p = frl_container_find(c, "policy.params", FRL_DTYPE_F32, -1, err);
+    if (!p)
+        return FRL_ERR_FORMAT;
+    if (p->count == t->policy->num_params)
+        return FRL_OK;
+    return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the run's policy was saved with %llu "
+                    "parameters and the settings make %llu: a run continues with its network "
+                    "(leave policy.hidden, policy.shared and the encoder's keys as saved)",
+                    (unsigned long long)p->count, (unsigned long long)t->policy->num_params);
+}
+
 static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
 {
-    frl_status st = restore_counters(t, c, err);
+    frl_status st = check_network(t, c, err);
+    if (st == FRL_OK)
+        st = restore_counters(t, c, err);
     if (st == FRL_OK && keeps_replay(t))
         st = frl_replay_load(t->store.replay, c, err);
     if (st == FRL_OK)
@@ -418,6 +436,25 @@ static frl_status groups_to_make(const frl_container *c, const frl_config *cfg,
 
 /* ---- loading ---- */
 
+/* A run continues on the envs it was saved with: its per-env arrays (discounted returns,
+ * recurrent states, the ring) are B long. Said here, before anything is made, in the
+ * settings' terms; only a dist.mode run may change B (its envs restart on resume). */
+static frl_status check_saved_num_envs(const frl_container *c, const frl_config *cfg,
+                                       char *err)
+{
+    const frl_section *k = frl_container_find(c, "trainer.counters", FRL_DTYPE_I64, COUNTERS, err);
+    if (!k)
+        return FRL_ERR_FORMAT;
+    int64_t saved = ((const int64_t *)k->data)[6];
+    int64_t asked = frl_cfg_int(cfg, FRL_KEY_TRAIN_NUM_ENVS);
+    if (saved == asked || frl_cfg_choice(cfg, FRL_KEY_DIST_MODE) != FRL_DIST_MODE_NONE)
+        return FRL_OK;
+    return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the run was saved with train.num_envs %lld "
+                    "and the settings ask for %lld: a run continues on the envs it was saved "
+                    "with (leave train.num_envs unset, or start a new run)",
+                    (long long)saved, (long long)asked);
+}
+
 typedef struct load_job {
     const char *who;
     frl_vec_env *venv;          /* the host's (frl_trainer_load_vec), or NULL: a built-in's */
@@ -435,6 +472,8 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     frl_vec_env *venv[FRL_MAX_GROUPS] = {j->venv};
     int32_t groups = 1;
     st = groups_to_make(c, cfg, j->over, j->venv != NULL, &groups, err);
+    if (st == FRL_OK && !j->venv)
+        st = check_saved_num_envs(c, cfg, err);
     if (st == FRL_OK && j->venv)
         st = check_fit(j->venv, rt, c, j->over, env, err);
     else if (st == FRL_OK)
