@@ -2,7 +2,7 @@
 # `fastrl train ENV --resume DIR`: ENV must be the environment of the run saved in DIR.
 # Another one is refused, naming both, before anything in DIR changes; the same ENV, or
 # none, continues the run. Then the options: numbers read strictly, refusals before
-# anything is written, a resumed run's evaluations and progress line.
+# anything is written, a resumed run's evaluations and progress line, progress in a log.
 #
 #   test_cli_train.sh FASTRL
 set -u
@@ -113,6 +113,18 @@ run "$fastrl" train --resume "$dir/async" --steps 8192
 run "$fastrl" train CartPole-v1 --steps 2048 --verbose
 [ "$rc" -eq 0 ] && [ "$(echo "$out" | grep -c 'ring:')" -eq 1 ] ||
     fail "--verbose: want one ring line: $out"
+
+# In a log (stderr not a terminal) each progress line says something new: a one-update
+# run writes its line once, not a running line and then the same final one.
+run "$fastrl" train CartPole-v1 --steps 2048 --out "$dir/log" --overwrite
+[ "$rc" -eq 0 ] && [ "$(echo "$out" | grep -c '100%')" -eq 1 ] ||
+    fail "a one-update run in a log: want one 100% line: $out"
+
+# A resume that asks for another env count or network is refused in the settings' terms.
+run "$fastrl" train --resume "$dir/run" --steps 8192 --quiet --set train.num_envs=3
+refused "--resume with train.num_envs=3" "FRL_ERR_INVALID_ARGUMENT" "train.num_envs"
+run "$fastrl" train --resume "$dir/run" --steps 8192 --quiet --set policy.hidden=8
+refused "--resume with policy.hidden=8" "FRL_ERR_INVALID_ARGUMENT" "policy.hidden"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all cases passed"

@@ -79,6 +79,7 @@ typedef struct progress {
     frl_trainer *t;
     double max_seconds;
     int timed_out;  /* --max-seconds stopped the run */
+    int64_t printed_update; /* the update of the last line written, -1 before any */
 } progress;
 
 static void format_time(double s, char *buf, size_t size)
@@ -156,6 +157,7 @@ static int on_metrics(void *user, const frl_metrics *m)
     }
     if (!p->quiet && now - p->last_print >= (is_tty ? 0.1 : 2.0)) {
         p->last_print = now;
+        p->printed_update = m->update;
         print_progress(p, m, 0);
     }
     return 0;
@@ -307,7 +309,9 @@ static frl_status open_trainer(frl_trainer **t, frl_runtime *rt, const train_opt
 static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *p)
 {
     const frl_metrics *m = frl_trainer_metrics(t);
-    if (!o->quiet && m->update > 0)
+    /* On a terminal the final line replaces the running one; in a log, a line for the
+     * same update would only repeat it. */
+    if (!o->quiet && m->update > 0 && (is_tty || m->update != p->printed_update))
         print_progress(p, m, st == FRL_OK);
     const char *dir = o->out ? o->out : o->resume;
     char why[512]; /* the training's error, before saving overwrites the last error */
@@ -432,7 +436,7 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     }
     char mode[16] = ""; /* the trainer's: a resumed run's mode is the checkpoint's */
     frl_config_get_text(t->cfg, "sampler.mode", mode, sizeof mode);
-    progress p = {o->steps, 0, strcmp(mode, "async") == 0, o->quiet, NULL, t, o->max_seconds, 0};
+    progress p = {o->steps, 0, strcmp(mode, "async") == 0, o->quiet, NULL, t, o->max_seconds, 0, -1};
     evaluator ev = {.t = t, .every = o->eval_every, .episodes = o->eval_episodes,
                     .target = o->eval_target};
     if (o->eval_every && (st = open_evaluator(&ev, rt, o, t)) != FRL_OK) {
