@@ -320,6 +320,7 @@ FRL_HD void frl_dm_adam(float *p, float g, float *m, float *v, float gscale, flo
     float vv = b2 * *v + (1.0f - b2) * gs * gs;
     mm = fabsf(mm) < FLT_MIN ? 0.0f : mm; /* moments below FLT_MIN are stored as +0 */
     vv = fabsf(vv) < FLT_MIN ? 0.0f : vv;
+    vv = vv > FLT_MAX ? FLT_MAX : vv; /* an overflowed v would freeze p; NaN stays */
     *m = mm;
     *v = vv;
     *p -= step * mm / (sqrtf(vv) * rbc2 + eps);

@@ -98,7 +98,11 @@ typedef struct frl_kernels {
      * 0, its m decays by b1 into the subnormals and sticks there (0.9 x 4 ulps rounds
      * back to 4 ulps), and every later step on it pays the CPU's subnormal assists:
      * that was 57% of DQN's learner time on CartPole with the zoo's settings. A moment
-     * of that size moves no parameter. */
+     * of that size moves no parameter. A new v above FLT_MAX (a finite gradient beyond
+     * ~1e19 squares to infinity) is stored as FLT_MAX: an infinite v would freeze its
+     * parameter for good while the weights stayed finite, and no save could keep the
+     * state; a non-finite gradient still reaches the parameter (the trainer's
+     * divergence check). */
     void (*adam)(int64_t n, float *p, const float *g, float *m, float *v,
                  const frl_adam_coef *c);
 

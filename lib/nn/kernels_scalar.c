@@ -176,12 +176,18 @@ static float flush_subnormal(float x)
     return fabsf(x) < FLT_MIN ? 0.0f : x;
 }
 
+/* Infinity as FLT_MAX (kernels.h: adam); NaN compares false and stays. */
+static float clamp_max(float x)
+{
+    return x > FLT_MAX ? FLT_MAX : x;
+}
+
 static void adam(int64_t n, float *p, const float *g, float *m, float *v, const frl_adam_coef *c)
 {
     for (int64_t i = 0; i < n; i++) {
         const float gs = g[i] * c->gscale;
         m[i] = flush_subnormal(c->b1 * m[i] + (1.0f - c->b1) * gs);
-        v[i] = flush_subnormal(c->b2 * v[i] + (1.0f - c->b2) * gs * gs);
+        v[i] = clamp_max(flush_subnormal(c->b2 * v[i] + (1.0f - c->b2) * gs * gs));
         p[i] -= c->step * m[i] / (sqrtf(v[i]) * c->rbc2 + c->eps);
     }
 }

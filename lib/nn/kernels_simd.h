@@ -844,8 +844,8 @@ static double sum_squares(int64_t n, const float *x)
     return total;
 }
 
-/* k: gscale, b1, 1 - b1, b2, 1 - b2, step, rbc2, eps. The scalar table's operations in
- * its order, so the bits match it. */
+/* k: gscale, b1, 1 - b1, b2, 1 - b2, step, rbc2, eps, FLT_MIN, FLT_MAX. The scalar
+ * table's operations in its order, so the bits match it. */
 /* x, or +0 where |x| < FLT_MIN (k[8]); NaN compares false and stays. */
 static inline vf flush_subnormal(vf x, const vf *k)
 {
@@ -856,7 +856,8 @@ static inline void adam_vec(float *p, const float *g, float *m, float *v, const 
 {
     const vf gs = v_mul(v_load(g), k[0]);
     const vf mn = flush_subnormal(v_add(v_mul(k[1], v_load(m)), v_mul(k[2], gs)), k);
-    const vf vn = flush_subnormal(v_add(v_mul(k[3], v_load(v)), v_mul(v_mul(k[4], gs), gs)), k);
+    const vf vs = flush_subnormal(v_add(v_mul(k[3], v_load(v)), v_mul(v_mul(k[4], gs), gs)), k);
+    const vf vn = v_sel(v_gt(vs, k[9]), k[9], vs); /* infinity as FLT_MAX; NaN stays */
     const vf den = v_add(v_mul(v_sqrt(vn), k[6]), k[7]);
     v_store(m, mn);
     v_store(v, vn);
@@ -865,9 +866,9 @@ static inline void adam_vec(float *p, const float *g, float *m, float *v, const 
 
 static void adam(int64_t n, float *p, const float *g, float *m, float *v, const frl_adam_coef *c)
 {
-    const vf k[9] = {v_set1(c->gscale), v_set1(c->b1), v_set1(1.0f - c->b1), v_set1(c->b2),
-                     v_set1(1.0f - c->b2), v_set1(c->step), v_set1(c->rbc2), v_set1(c->eps),
-                     v_set1(FLT_MIN)};
+    const vf k[10] = {v_set1(c->gscale), v_set1(c->b1), v_set1(1.0f - c->b1), v_set1(c->b2),
+                      v_set1(1.0f - c->b2), v_set1(c->step), v_set1(c->rbc2), v_set1(c->eps),
+                      v_set1(FLT_MIN), v_set1(FLT_MAX)};
     int64_t i = 0;
     for (; i + VLEN <= n; i += VLEN)
         adam_vec(p + i, g + i, m + i, v + i, k);

@@ -868,6 +868,28 @@ START_TEST(adam_flushes_subnormal_moments)
 }
 END_TEST
 
+/* A finite gradient whose square overflows (an exploding loss) leaves v at FLT_MAX, not
+ * infinity: the parameter stays finite and can move again, and the state can be saved.
+ * An infinite gradient still reaches the parameter, for the divergence check. */
+START_TEST(adam_keeps_an_overflowed_v_finite)
+{
+    const frl_adam_coef c = {1.0f, 0.9f, 0.999f, 1e-3f, 1.0f, 1e-8f};
+    float g[3] = {1e30f, -3e37f, INFINITY};
+    for (int ti = -1; ti < ntested; ti++) {
+        const frl_kernels *t = ti < 0 ? ref : tested[ti];
+        float p[3] = {1, 1, 1}, m[3] = {0}, v[3] = {FLT_MAX, 0, 0};
+        t->adam(3, p, g, m, v, &c);
+        EXPECT(v[0] == FLT_MAX && v[1] == FLT_MAX, "%s: v overflowed to %g %g", t->name, v[0],
+               v[1]);
+        EXPECT(isfinite(p[0]) && isfinite(p[1]) && isfinite(m[0]) && isfinite(m[1]),
+               "%s: p %g %g m %g %g not finite", t->name, p[0], p[1], m[0], m[1]);
+        EXPECT(p[0] < 1.0f && p[1] > 1.0f, "%s: the step did not move p (%g %g)", t->name, p[0],
+               p[1]);
+        EXPECT(!isfinite(p[2]), "%s: an infinite gradient was hidden (p %g)", t->name, p[2]);
+    }
+}
+END_TEST
+
 /* ---- recurrent gates -------------------------------------------------------------
  * gru_fwd, gru_bwd, lstm_fwd and lstm_bwd (kernels.h: PyTorch's equations) against
  * float64, one unit at a time. A forward output's bound carries its inputs' bounds
@@ -1595,6 +1617,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, grad_norm_survives_huge_elements);
     tcase_add_test(tc, adam_matches_reference);
     tcase_add_test(tc, adam_flushes_subnormal_moments);
+    tcase_add_test(tc, adam_keeps_an_overflowed_v_finite);
     tcase_add_test(tc, gru_fwd_matches_reference);
     tcase_add_test(tc, gru_bwd_matches_reference);
     tcase_add_test(tc, lstm_fwd_matches_reference);
