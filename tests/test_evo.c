@@ -137,6 +137,15 @@ START_TEST(act_bad_input)
     ck_assert_int_eq(frl_population_act(pop, &a), FRL_ERR_NONFINITE);
     ck_assert_int_eq(act[0], -7);
     obs[5] = 0;
+    /* The host's parameter block holds a NaN in member 3's row: its rows' outputs are
+     * not finite, and the call says so, naming the member. */
+    float *w = frl_population_parameters(pop);
+    float kept = w[3 * frl_population_member_size(pop)];
+    w[3 * frl_population_member_size(pop)] = NAN;
+    ck_assert_int_eq(frl_population_act(pop, &a), FRL_ERR_NONFINITE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "member 3's network"));
+    w[3 * frl_population_member_size(pop)] = kept;
+    ck_assert_int_eq(frl_population_act(pop, &a), FRL_OK);
     a.observation_width = 3;
     ck_assert_int_eq(frl_population_act(pop, &a), FRL_ERR_SIZE);
     a.observation_width = 4;

@@ -8,6 +8,7 @@
  * pieces, one per thread; a piece may split a member's rows, which changes nothing,
  * since by the kernels' determinism contract an output row depends only on its input
  * row and its weights. */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -207,6 +208,7 @@ typedef struct act_block {
     const frl_population_act_args *a;
     int64_t first;
     int32_t rows, pieces;
+    _Atomic int64_t bad_row; /* a row whose network output is not finite, or -1 */
 } act_block;
 
 /* Rows [from, to) of the block's sorted order into the gathered arrays, sorted. */
@@ -233,6 +235,11 @@ static void act_run(act_block *b, int32_t s, int32_t rows, int32_t m, float *ws)
         frl_policy_pass_layout(p, k, 0, ws, &f);
         frl_policy_forward_heads(p, w, k, pop->obs + (size_t)(s + c) * (size_t)p->obs_w, &f,
                                  FRL_HEAD_ACTOR);
+        /* The member's row is the host's to write: a NaN in it shows here, in k rows'
+         * outputs, not in a scan of P x n weights a call. Any one bad row is named. */
+        int64_t bad = frl_find_nonfinite(f.out, (int64_t)k * p->out_w);
+        if (bad >= 0)
+            atomic_store(&b->bad_row, b->first + pop->order[s + c + (int32_t)(bad / p->out_w)]);
         for (int32_t r = 0; r < k; r++) {
             int64_t row = b->first + pop->order[s + c + r];
             /* The log-std (a Gaussian's) is the policy's: members do not carry it. Each
@@ -294,6 +301,14 @@ void frl_population_device_end(frl_population *pop)
     pop->on_device = 0;
 }
 
+static frl_status fail_output(frl_population *pop, const frl_population_act_args *a,
+                              int64_t row)
+{
+    return frl_fail(pop->err, FRL_ERR_NONFINITE, "%s: member %d's network gave a non-finite "
+                    "output for row %lld: its parameter row holds a non-finite value",
+                    who_act, (int)a->members[row], (long long)row);
+}
+
 /* The networks on the device, a block of rows at a time (the kernel reads each row's
  * member's weights: no sort), the head's sampling here with the same streams. */
 static frl_status act_on_device(frl_population *pop, const frl_population_act_args *a)
@@ -307,6 +322,9 @@ static frl_status act_on_device(frl_population *pop, const frl_population_act_ar
             pop->dev_out, pop->err);
         if (st != FRL_OK)
             return st;
+        int64_t bad = frl_find_nonfinite(pop->dev_out, (int64_t)k * p->out_w);
+        if (bad >= 0)
+            return fail_output(pop, a, first + bad / p->out_w);
         for (int32_t r = 0; r < k; r++)
             frl_policy_head_sample(p, p->params, pop->dev_out + (size_t)r * ow, a->deterministic,
                                    a->stream_offset + (uint64_t)(first + r), a->counter,
@@ -326,7 +344,8 @@ FRL_API frl_status frl_population_act(frl_population *pop, const frl_population_
         return st == FRL_OK ? st : frl_fail_msg(NULL, st, pop->err);
     for (int64_t first = 0; first < a->batch; first += FRL_POP_BLOCK) {
         int64_t left = a->batch - first;
-        act_block b = {pop, a, first, (int32_t)(left < FRL_POP_BLOCK ? left : FRL_POP_BLOCK), 1};
+        act_block b = {pop, a, first, (int32_t)(left < FRL_POP_BLOCK ? left : FRL_POP_BLOCK), 1,
+                       -1};
         /* A piece per thread once each has 16 rows (so 64 envs use two threads): the
          * pool's fork and join cost less than 16 rows' forward. */
         int32_t pieces = b.rows / (FRL_POP_CHUNK / 16);
@@ -336,6 +355,9 @@ FRL_API frl_status frl_population_act(frl_population *pop, const frl_population_
             act_piece(&b, 0, 0);
         else
             frl_pool_run(pop->rt->pool, b.pieces, act_piece, &b, NULL);
+        int64_t bad = atomic_load(&b.bad_row);
+        if (bad >= 0)
+            return frl_fail_msg(NULL, fail_output(pop, a, bad), pop->err);
     }
     return FRL_OK;
 }
