@@ -495,6 +495,9 @@ FRL_API void frl_vec_env_destroy(frl_vec_env *venv);
 FRL_API int32_t frl_vec_env_num_envs(const frl_vec_env *venv);
 FRL_API const frl_space *frl_vec_env_observation_space(const frl_vec_env *venv);
 FRL_API const frl_space *frl_vec_env_action_space(const frl_vec_env *venv);
+/* The built-in id venv was made from ("CartPole-v1", a MuJoCo task's; also a trainer's
+ * own vec env, loaded ones included), or NULL for host envs. New in 0.3. */
+FRL_API const char *frl_vec_env_name(const frl_vec_env *venv);
 
 /* Reset every env; env i draws from the stream (seed, i). */
 FRL_API frl_status frl_vec_env_reset(frl_vec_env *venv, uint64_t seed);

@@ -238,6 +238,7 @@ START_TEST(null_handles_are_harmless)
     ck_assert_int_eq(frl_vec_env_num_envs(NULL), 0);
     ck_assert_ptr_null(frl_vec_env_observation_space(NULL));
     ck_assert_ptr_null(frl_vec_env_action_space(NULL));
+    ck_assert_ptr_null(frl_vec_env_name(NULL));
     ck_assert_ptr_null(frl_vec_env_actions(NULL));
     ck_assert_ptr_null(frl_vec_env_observations(NULL));
     ck_assert_ptr_null(frl_vec_env_rewards(NULL));

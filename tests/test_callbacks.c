@@ -75,6 +75,7 @@ START_TEST(per_env_autoreset)
     counter c[7];
     memset(c, 0, sizeof c);
     frl_vec_env *v = make_counters(rt, c, 7);
+    ck_assert_ptr_null(frl_vec_env_name(v)); /* host envs have no built-in id */
     ck_assert_int_eq(frl_vec_env_reset(v, 9), FRL_OK);
     int32_t *a = frl_vec_env_actions(v);
     for (int s = 0; s < 4; s++) {

@@ -319,6 +319,7 @@ START_TEST(resume_refuses_a_changed_shape)
     /* The same value as saved, and an override that leaves the arrays alone, load. */
     frl_config *same = frl_test_settings("train.num_envs=4 train.lr=0.001");
     ck_assert_int_eq(frl_trainer_load(&t, rt, path, same), FRL_OK);
+    ck_assert_str_eq(frl_vec_env_name(frl_trainer_vec_env(t)), "CartPole-v1"); /* the file's */
     frl_trainer_destroy(t);
     unlink(path);
     frl_config_destroy(same);

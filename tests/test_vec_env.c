@@ -103,6 +103,7 @@ START_TEST(autoreset_and_episode_stats)
     frl_vec_env *v;
     const int32_t n = 64;
     ck_assert_int_eq(frl_vec_env_create(&v, rt, "CartPole-v1", n, NULL), FRL_OK);
+    ck_assert_str_eq(frl_vec_env_name(v), "CartPole-v1");
     ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
     for (int32_t i = 0; i < n; i++)
         ck_assert_int_eq(frl_vec_env_reset_steps(v)[i], 1);

@@ -383,6 +383,10 @@ FRL_API const frl_space *frl_vec_env_action_space(const frl_vec_env *v)
 {
     return v ? v->act_space : NULL;
 }
+FRL_API const char *frl_vec_env_name(const frl_vec_env *v)
+{
+    return v ? frl_vec_env_builtin_name(v) : NULL;
+}
 FRL_API void *frl_vec_env_actions(frl_vec_env *v) { return v ? (void *)v->b.actions : NULL; }
 FRL_API const float *frl_vec_env_observations(const frl_vec_env *v) { return v ? v->b.obs : NULL; }
 FRL_API const uint8_t *frl_vec_env_frames(const frl_vec_env *v)

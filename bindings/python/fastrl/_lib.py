@@ -299,6 +299,7 @@ _PROTOTYPES = {
     "frl_vec_env_num_envs": (i32, [vp]),
     "frl_vec_env_observation_space": (vp, [vp]),
     "frl_vec_env_action_space": (vp, [vp]),
+    "frl_vec_env_name": (cp, [vp]),
     "frl_vec_env_reset": (c_status, [vp, u64]),
     "frl_vec_env_step": (c_status, [vp]),
     "frl_vec_env_actions": (vp, [vp]),

@@ -154,7 +154,8 @@ class Trainer(NoCopy):
         self = cls.__new__(cls)
         self._venv_errors = None
         self._host = False
-        self.env_name = None
+        name = L.vec_env_name(L.trainer_vec_env(ptr))  # the saved run's built-in
+        self.env_name = name.decode() if name else None
         self._setup(Handle(ptr.value, L.trainer_destroy, "trainer", deps=[rt.handle]), rt)
         return self
 

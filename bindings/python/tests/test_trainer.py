@@ -138,6 +138,7 @@ def test_ctrl_c_in_process_saves_and_raises(tmp_path):
     assert t.metrics.update == 2 and path.exists()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
     u = fastrl.Trainer.load(path)
+    assert u.env_name == "CartPole-v1" and u.vec_env.name == "CartPole-v1"  # the file's env
     t.train(4 * 2048)
     u.train(4 * 2048)
     o = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
