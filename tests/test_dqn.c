@@ -617,6 +617,18 @@ static void never_reset(void *data, uint64_t count, void *user)
     ((int64_t *)data)[3] = 0;
 }
 
+static void nan_recent_return(void *data, uint64_t count, void *user)
+{
+    (void)user;
+    ((float *)data)[count - 1] = NAN;
+}
+
+static void negative_recent_length(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((int32_t *)data)[0] = -3;
+}
+
 /* dqn.adam is m then v: the last second moment made negative. */
 static void negative_second_moment(void *data, uint64_t count, void *user)
 {
@@ -629,7 +641,8 @@ static void negative_second_moment(void *data, uint64_t count, void *user)
  * negative action, 2 a NaN reward, 3 a NaN observation; 4 trainer.counters' update
  * count at 2^61; 5 a NaN reward scale in trainer.reward_norm; 6 env.totals saying the
  * envs were never reset, though the counters say the run had started; 7 a negative
- * second moment in dqn.adam. */
+ * second moment in dqn.adam; 8 a NaN in the episode window's returns, 9 a negative
+ * length in its lengths. */
 static void rewrite(const char *src, const char *dst, const frl_replay *r, int damage)
 {
     record_damage d = {r, damage};
@@ -641,14 +654,19 @@ static void rewrite(const char *src, const char *dst, const frl_replay *r, int d
         rewrite_section(src, dst, "trainer.reward_norm", nan_reward_scale, NULL);
     else if (damage == 6)
         rewrite_section(src, dst, "env.totals", never_reset, NULL);
-    else
+    else if (damage == 7)
         rewrite_section(src, dst, "dqn.adam", negative_second_moment, NULL);
+    else if (damage == 8)
+        rewrite_section(src, dst, "trainer.recent_return", nan_recent_return, NULL);
+    else
+        rewrite_section(src, dst, "trainer.recent_length", negative_recent_length, NULL);
 }
 
 /* A checkpoint whose replay holds an action outside the space or a non-finite reward or
  * observation, or whose counters or reward normaliser no run could have, or whose envs
  * were never reset in a run that had started (the first step failed with
- * FRL_ERR_STATE), or whose Adam state no optimiser could reach, with every checksum
+ * FRL_ERR_STATE), or whose Adam state no optimiser could reach, or whose episode window
+ * no run could have filled (it feeds train.target_return's check), with every checksum
  * right, loads as FRL_ERR_FORMAT saying what. (The DQN learner indexes its Q
  * outputs by the stored actions, and multiplies the update count by T * B: before the
  * checks, forged files made it write out of bounds and overflow; found by
@@ -667,8 +685,10 @@ START_TEST(forged_checkpoint_contents)
                                        "trainer.counters are out of range",
                                        "trainer.reward_norm is not",
                                        "envs were never reset",
-                                       "dqn.adam holds a value out of range"};
-    for (int damage = 0; damage < 8; damage++) {
+                                       "dqn.adam holds a value out of range",
+                                       "trainer.recent_return holds a non-finite value",
+                                       "trainer.recent_length holds a negative length"};
+    for (int damage = 0; damage < 10; damage++) {
         rewrite(path, bad, t->store.replay, damage);
         frl_trainer *back = (frl_trainer *)1;
         ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);

@@ -203,6 +203,12 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     if (k[0] > most || k[1] > most / per || k[2] > most || k[3] > most || k[4] > most ||
         k[5] < 0 || k[5] > INT32_MAX)
         return frl_fail(err, FRL_ERR_FORMAT, "trainer.counters are out of range");
+    /* The episode window feeds the target check and the metrics' means. */
+    if (frl_find_nonfinite(rr->data, FRL_RECENT_EPISODES) >= 0)
+        return frl_fail(err, FRL_ERR_FORMAT, "trainer.recent_return holds a non-finite value");
+    for (int32_t i = 0; i < FRL_RECENT_EPISODES; i++)
+        if (((const int32_t *)rl->data)[i] < 0)
+            return frl_fail(err, FRL_ERR_FORMAT, "trainer.recent_length holds a negative length");
     const double *r = rn->data;
     if (!(r[0] >= 0 && r[0] <= 1e300) || !isfinite(r[1]) || !(r[2] >= 0 && r[2] <= 1e300) ||
         !(r[3] > 0 && r[3] <= FLT_MAX))
