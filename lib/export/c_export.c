@@ -1,5 +1,6 @@
 /* The C export's files (c_export.h): NAME.h, which declares what NAME.c defines
  * (c_source.c), and the optional latency probe NAME_probe.c. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -169,6 +170,10 @@ static frl_status stage(staged *s, const char *prefix, const char *suffix, const
                         suffix, PATH_ROOM - 49);
     if (b->failed)
         return frl_fail(err, FRL_ERR_NOMEM, "frl_policy_export: out of memory writing %s", path);
+    char target[PATH_MAX]; /* a file behind a symbolic link is replaced, the link kept */
+    const char *t = frl_file_target(path, target);
+    if (t != path && strlen(t) < PATH_ROOM - 48)
+        memmove(path, t, strlen(t) + 1);
     frl_status st = frl_file_stage(path, b->data, b->len, "frl_policy_export", s->tmp[s->n],
                                    PATH_ROOM, err);
     s->n += st == FRL_OK;

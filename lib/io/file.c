@@ -1,9 +1,12 @@
 /* POSIX file helpers: loops over partial transfers and EINTR, and atomic replacement. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -133,10 +136,20 @@ frl_status frl_file_commit(const char *tmp, const char *path, const char *who, c
     return sync_dir(path, dir, who, err);
 }
 
+const char *frl_file_target(const char *path, char *buf)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+        return path;
+    return realpath(path, buf) ? buf : path;
+}
+
 /* The temporary name fits in strlen(path) + 48. */
 frl_status frl_file_replace(const frl_allocator *a, const char *path, const void *file,
                             size_t size, const char *who, char *err)
 {
+    char target[PATH_MAX];
+    path = frl_file_target(path, target);
     size_t len = strlen(path) + 48;
     char *tmp = frl_alloc(a, len, 1);
     if (!tmp)

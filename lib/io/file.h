@@ -17,9 +17,14 @@ int frl_read_all(int fd, void *data, size_t size);
 /* fsync, retried on EINTR. 0 or errno. */
 int frl_fsync(int fd);
 
+/* path, or, where path is a symbolic link, the file it points to (resolved into buf, of
+ * PATH_MAX bytes): a save through a link replaces the link's target and keeps the link,
+ * as writing through it in place would. A dangling link is path itself (it is replaced). */
+const char *frl_file_target(const char *path, char *buf);
+
 /* Replace path with size bytes of data atomically: written to a temporary file beside
- * it, flushed, renamed over path, and the directory synced, so a crash leaves the old
- * file or the new one, never a mix. Errors (FRL_ERR_IO naming the call and the path,
+ * it (beside a symbolic link's target: frl_file_target), flushed, renamed over it, and
+ * the directory synced, so a crash leaves the old file or the new one, never a mix. Errors (FRL_ERR_IO naming the call and the path,
  * FRL_ERR_NOMEM) start with who; the temporary file is removed on failure. */
 frl_status frl_file_replace(const frl_allocator *a, const char *path, const void *data,
                             size_t size, const char *who, char *err);

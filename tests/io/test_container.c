@@ -514,6 +514,28 @@ START_TEST(stray_temporary_files_are_harmless)
 }
 END_TEST
 
+/* A checkpoint path that is a symbolic link (runs/latest -> runs/42/ckpt, say): a save
+ * replaces the file it points to, atomically beside it, and the link stays a link. */
+START_TEST(saving_through_a_symbolic_link_keeps_it)
+{
+    make_dir();
+    char real[600], err[FRL_ERRMSG_SIZE];
+    snprintf(real, sizeof real, "%s/real", dir);
+    ck_assert_int_eq(frl_container_write(real, NULL, NULL, 0, err), FRL_OK);
+    ck_assert_int_eq(symlink("real", path), 0);
+    size_t size;
+    free(small_file(&size)); /* written through path, the link */
+    struct stat st;
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert_msg(S_ISLNK(st.st_mode), "the link was replaced by a file");
+    frl_container *c = NULL;
+    ck_assert_int_eq(frl_container_read(&c, real, NULL, err), FRL_OK);
+    ck_assert_int_eq(frl_container_count(c), 3); /* the target holds the new file */
+    frl_container_free(c);
+    remove_dir();
+}
+END_TEST
+
 /* ---- allocation failure ------------------------------------------------------------ */
 
 static long calls, fail_at, live;
@@ -607,6 +629,7 @@ int main(void)
     tcase_add_test(tc, missing_file_and_directory);
     tcase_add_test(tc, malformed_sections);
     tcase_add_test(tc, stray_temporary_files_are_harmless);
+    tcase_add_test(tc, saving_through_a_symbolic_link_keeps_it);
     tcase_add_test(tc, allocation_failure);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
