@@ -436,7 +436,8 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     }
     char mode[16] = ""; /* the trainer's: a resumed run's mode is the checkpoint's */
     frl_config_get_text(t->cfg, "sampler.mode", mode, sizeof mode);
-    progress p = {o->steps, 0, strcmp(mode, "async") == 0, o->quiet, NULL, t, o->max_seconds, 0, -1};
+    progress p = {o->steps, 0, strcmp(mode, "async") == 0, o->quiet, NULL, t, o->max_seconds,
+                  0, -1};
     evaluator ev = {.t = t, .every = o->eval_every, .episodes = o->eval_episodes,
                     .target = o->eval_target};
     if (o->eval_every && (st = open_evaluator(&ev, rt, o, t)) != FRL_OK) {

@@ -24,8 +24,9 @@ const char *frl_file_target(const char *path, char *buf);
 
 /* Replace path with size bytes of data atomically: written to a temporary file beside
  * it (beside a symbolic link's target: frl_file_target), flushed, renamed over it, and
- * the directory synced, so a crash leaves the old file or the new one, never a mix. Errors (FRL_ERR_IO naming the call and the path,
- * FRL_ERR_NOMEM) start with who; the temporary file is removed on failure. */
+ * the directory synced, so a crash leaves the old file or the new one, never a mix.
+ * Errors (FRL_ERR_IO naming the call and the path, FRL_ERR_NOMEM) start with who; the
+ * temporary file is removed on failure. */
 frl_status frl_file_replace(const frl_allocator *a, const char *path, const void *data,
                             size_t size, const char *who, char *err);
 
