@@ -397,9 +397,11 @@ static void emit_forward(frl_cgen *g)
         emit_dueling(g, x, onehot);
     } else {
         emit_mlp(g, &p->actor, "actor", x, onehot, "out");
-        frl_bytes_printf(g->out, "    if (value) {\n");
+        /* The critic at the body's own indentation (a one-hot product's loop inside an
+         * `if` block read as misleading indentation to gcc's -Wall). */
+        frl_bytes_printf(g->out, "    if (!value)\n        return;\n");
         emit_mlp(g, &p->critic, "critic", x, onehot, "v");
-        frl_bytes_printf(g->out, "        *value = v[0];\n    }\n");
+        frl_bytes_printf(g->out, "    *value = v[0];\n");
     }
     frl_bytes_printf(g->out, "    (void)a;\n    (void)b;\n    (void)v;\n    (void)o;\n}\n");
 }

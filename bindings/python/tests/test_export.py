@@ -338,10 +338,13 @@ def test_onnx_matches_the_library(case, tmp_path):
 
 @needs_ort
 def test_discrete_observations(tmp_path):
-    """An index observation: a one-hot row in ONNX, a weight column in C."""
+    """An index observation: a one-hot row in ONNX, a weight column in C (with no hidden
+    layer, the critic's column sits right after the actor's: -Werror's misleading
+    indentation check once failed there)."""
     gym = pytest.importorskip("gymnasium")
     obs = np.arange(7, dtype=np.float32).reshape(7, 1)
-    kinds = [{"shared": False}, {"shared": True}, {"core": "gru", "hidden": []}]
+    kinds = [{"shared": False}, {"shared": True}, {"core": "gru", "hidden": []},
+             {"hidden": []}]
     for i, kind in enumerate(kinds):
         p = fastrl.Policy(gym.spaces.Discrete(7), gym.spaces.Discrete(3), hidden=[16],
                           **kind) if "hidden" not in kind else \
