@@ -341,6 +341,109 @@ START_TEST(sequences_span_blocks)
 }
 END_TEST
 
+/* Episodes of 4 steps (env 0 terminates them, env 1 truncates) in blocks of T = 4: with
+ * its autoreset row an episode takes 5 rows, so blocks begin at every phase of it. The
+ * learner's pass over a block, zeroing the state where frl_r2d2_starts says, must end in
+ * the state acting stored for the next block: acting zeroed it before the row after an
+ * autoreset row (the new episode's first observation), not before the autoreset row,
+ * whose observation is the ended episode's last (the learner once did, so a truncated
+ * episode's bootstrap Q and the next episode's first steps were learned from states
+ * acting never had). */
+typedef struct short_env {
+    int32_t id, t;
+} short_env;
+
+static int short_reset(void *user, uint64_t seed, float *obs)
+{
+    (void)seed;
+    short_env *e = user;
+    e->t = 0;
+    obs[0] = 0.5f * (float)e->id;
+    obs[1] = 0.0f;
+    return 0;
+}
+
+static int short_step(void *user, const void *action, float *obs, float *reward,
+                      uint8_t *terminated, uint8_t *truncated)
+{
+    short_env *e = user;
+    e->t++;
+    obs[0] = 0.5f * (float)e->id + 0.25f * (float)*(const int32_t *)action;
+    obs[1] = (float)sin(1.3 * e->t);
+    *reward = 0.0f;
+    *terminated = e->id == 0 && e->t == 4;
+    *truncated = e->id == 1 && e->t == 4;
+    return 0;
+}
+
+START_TEST(learner_resets_where_acting_did)
+{
+    enum { N = 2, T = 4 };
+    frl_runtime *rt = frl_test_runtime(1);
+    int64_t w = 2;
+    frl_space *os, *as;
+    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &w, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = short_reset;
+    cb.step = short_step;
+    short_env envs[N] = {{0, 0}, {1, 0}};
+    void *users[N] = {&envs[0], &envs[1]};
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, N, os, as, NULL), FRL_OK);
+    frl_config *cfg = frl_test_settings("train.algo=r2d2 train.seq_length=8 train.seq_overlap=4 "
+                                        "train.burn_in=0 train.buffer_size=64 "
+                                        "train.batch_size=1 train.learning_starts=1000000 "
+                                        "policy.core=gru policy.core_size=8 policy.hidden=8");
+    frl_trainer *t;
+    ck_assert_msg(frl_trainer_create_vec(&t, rt, v, cfg) == FRL_OK, "%s", frl_last_error());
+    frl_config_destroy(cfg);
+    ck_assert_int_eq(frl_trainer_train(t, 11 * T * N), FRL_OK); /* no update: acting's weights */
+    const frl_replay *r = t->store.replay;
+    frl_policy *p = t->policy;
+    int32_t sw = p->state_w;
+    enum { ROWS = 2 * T + 1 };
+    float obs[ROWS * 2], reward[2 * T], state0[64], state[64];
+    int32_t action[2 * T];
+    uint8_t flags[3 * ROWS], starts[ROWS];
+    frl_replay_span s = {1, obs, action, reward, flags, flags + ROWS, flags + 2 * ROWS, state0};
+    float *ws = malloc(sizeof(float) * frl_policy_rnn_seq_floats(p, T, 1, 0));
+    int carried = 0, zeroed = 0;
+    for (int64_t back = 0; back + 1 < r->blocks; back++)
+        for (int b = 0; b < N; b++) {
+            int64_t last = (r->next + 2 * r->blocks - 1 - back) % r->blocks;
+            frl_replay_gather_span(r, last, b, 2, 0, &s);
+            frl_r2d2_starts(s.reset, ROWS, 1, starts);
+            frl_rpass f;
+            frl_policy_rnn_seq_layout(p, T, 1, 0, ws, &f);
+            frl_policy_rnn_seq_forward(p, p->params, obs, state0, starts, &f, FRL_HEAD_ACTOR);
+            frl_policy_rnn_seq_final_state(p, &f, state);
+            if (starts[T])
+                memset(state, 0, sizeof(float) * (size_t)sw);
+            const float *stored = (const float *)r->array[FRL_REPLAY_STATES] +
+                                  ((size_t)last * N + (size_t)b) * (size_t)sw;
+            double norm = 0;
+            for (int j = 0; j < sw; j++) {
+                ck_assert_msg(fabsf(state[j] - stored[j]) < 1e-5, "block %lld env %d state[%d]: "
+                              "learner %.7f, acting %.7f", (long long)last, b, j, state[j],
+                              stored[j]);
+                norm += fabsf(stored[j]);
+            }
+            carried += norm > 0;
+            zeroed += norm == 0;
+        }
+    ck_assert_int_gt(carried, 0); /* blocks that begin mid-episode and at an episode's start */
+    ck_assert_int_gt(zeroed, 0);
+    free(ws);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- resume ---- */
 
 static const char resume_settings[] =
@@ -524,6 +627,7 @@ int main(void)
     tcase_add_test(units, sum_tree_finds);
     tcase_add_loop_test(units, recurrent_q_gradient, 0, 2);
     tcase_add_test(units, acting_matches_sequence);
+    tcase_add_test(units, learner_resets_where_acting_did);
     tcase_add_test(units, actor_epsilons);
     tcase_add_test(units, sequences_span_blocks);
     tcase_add_test(resume, resume_is_identical);

@@ -69,6 +69,7 @@ typedef struct r2d2 {
     float *state_k;         /* [batch x state_w]: the online state after burn-in */
     float *ws_target, *ws_burn, *ws_train;
     float *y;               /* [L x batch] targets (NaN: no loss at that step) */
+    uint8_t *starts;        /* [R x batch] where the passes zero the state (frl_r2d2_starts) */
     double *env_eps;        /* [B] the actors' epsilons, row by env */
     double counters[3];     /* updates, credit, max priority: as saved */
 } r2d2;
@@ -206,8 +207,10 @@ static frl_status alloc_batch(r2d2 *d, const frl_allocator *al)
     d->weight = frl_alloc(al, sizeof(double) * cols, 64);
     d->prio = frl_alloc(al, f4(cols), 64);
     d->y = frl_alloc(al, f4(L * cols), 64);
+    d->starts = frl_alloc(al, R * cols, 64);
     if (!d->span.obs || !d->span.action || !d->span.reward || !d->span.terminated ||
-        !d->span.state0 || !d->state_k || !d->index || !d->weight || !d->prio || !d->y)
+        !d->span.state0 || !d->state_k || !d->index || !d->weight || !d->prio || !d->y ||
+        !d->starts)
         return FRL_ERR_NOMEM;
     d->span.truncated = d->span.terminated + R * cols;
     d->span.reset = d->span.truncated + R * cols;
@@ -287,7 +290,7 @@ static void r2d2_destroy(frl_learner *l)
     void *owned[] = {d->target, d->grads, d->adam.m, d->ws_target, d->ws_burn, d->ws_train,
                      d->env_eps, d->span.obs, d->span.action, d->span.reward,
                      d->span.terminated, d->span.state0, d->state_k, d->index, d->weight,
-                     d->prio, d->y};
+                     d->prio, d->y, d->starts};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         frl_free(al, owned[i]);
     if (d->tree.node)
@@ -407,9 +410,15 @@ static void burn_in(r2d2 *d)
     }
     frl_rpass f;
     frl_policy_rnn_seq_layout(d->p, d->K, d->s.batch, 0, d->ws_burn, &f);
-    frl_policy_rnn_seq_forward(d->p, d->p->params, d->span.obs, d->span.state0, d->span.reset,
-                               &f, FRL_HEAD_ACTOR);
+    frl_policy_rnn_seq_forward(d->p, d->p->params, d->span.obs, d->span.state0, d->starts, &f,
+                               FRL_HEAD_ACTOR);
     frl_policy_rnn_seq_final_state(d->p, &f, d->state_k);
+}
+
+void frl_r2d2_starts(const uint8_t *reset, int32_t rows, int32_t cols, uint8_t *starts)
+{
+    memset(starts, 0, (size_t)cols);
+    memcpy(starts + cols, reset, (size_t)(rows - 1) * (size_t)cols);
 }
 
 /* Targets of every trained step, NaN where a step is an autoreset row. */
@@ -478,10 +487,11 @@ static void update(r2d2 *d, frl_rng *rng, upd_stats *st, frl_learn_stats *out)
     size_t cols = (size_t)d->s.batch, W = (size_t)d->p->obs_w;
     frl_rpass ft, fo;
     frl_policy_rnn_seq_layout(d->p, d->R, d->s.batch, 0, d->ws_target, &ft);
-    frl_policy_rnn_seq_forward(d->p, d->target, d->span.obs, d->span.state0, d->span.reset, &ft,
+    frl_r2d2_starts(d->span.reset, d->R, d->s.batch, d->starts);
+    frl_policy_rnn_seq_forward(d->p, d->target, d->span.obs, d->span.state0, d->starts, &ft,
                                FRL_HEAD_ACTOR);
     burn_in(d);
-    const uint8_t *starts = d->span.reset + (size_t)d->K * cols;
+    const uint8_t *starts = d->starts + (size_t)d->K * cols;
     frl_policy_rnn_seq_layout(d->p, d->R - d->K, d->s.batch, 1, d->ws_train, &fo);
     frl_policy_rnn_seq_forward(d->p, d->p->params, d->span.obs + (size_t)d->K * cols * W,
                                d->state_k, starts, &fo, FRL_HEAD_ACTOR);
