@@ -222,6 +222,63 @@ START_TEST(epsilon_schedule)
 }
 END_TEST
 
+/* What SB3 and CleanRL users read these settings as: gradient_steps=-1 learns one
+ * minibatch per env step collected (train_freq x num_envs), loss=mse is CleanRL's
+ * mse_loss (e^2: with one transition a minibatch the loss is the TD error squared), and
+ * replay_fill reaches 1 once the replay is full (autoreset rows included). */
+typedef struct sb3_log {
+    int n;
+    double epochs[64], loss[64], td[64], fill;
+} sb3_log;
+
+static int record_sb3(void *user, const frl_metrics *m)
+{
+    sb3_log *l = user;
+    if (l->n < 64) {
+        l->epochs[l->n] = m->epochs_done;
+        l->loss[l->n] = m->value_loss;
+        l->td[l->n++] = m->td_error;
+    }
+    l->fill = m->replay_fill;
+    return 0;
+}
+
+START_TEST(settings_read_as_sb3_and_cleanrl)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1",
+                                    "train.algo=dqn train.num_envs=4 train.train_freq=8 "
+                                    "train.gradient_steps=-1 train.learning_starts=64 "
+                                    "train.batch_size=4 train.buffer_size=256 train.log_every=0",
+                                    &t), FRL_OK);
+    sb3_log log = {0};
+    frl_trainer_set_callback(t, record_sb3, &log);
+    ck_assert_int_eq(frl_trainer_train(t, 32 * 40), FRL_OK);
+    ck_assert_int_eq(log.n, 40);
+    ck_assert_double_eq(log.epochs[log.n - 1], 32); /* 8 steps x 4 envs, not 8 */
+    ck_assert_double_eq(log.fill, 1.0);
+    frl_trainer_destroy(t);
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1",
+                                    "train.algo=dqn train.loss=mse train.batch_size=1 "
+                                    "train.gradient_steps=1 train.learning_starts=16 "
+                                    "train.log_every=0", &t), FRL_OK);
+    log.n = 0;
+    frl_trainer_set_callback(t, record_sb3, &log);
+    ck_assert_int_eq(frl_trainer_train(t, 400), FRL_OK);
+    int checked = 0;
+    for (int i = 0; i < log.n; i++)
+        if (log.epochs[i] > 0) {
+            ck_assert_msg(fabs(log.loss[i] - log.td[i] * log.td[i]) <= 1e-6 * log.loss[i] + 1e-12,
+                          "mse loss %.9g, TD error %.9g", log.loss[i], log.td[i]);
+            checked += log.td[i] > 0;
+        }
+    ck_assert_int_gt(checked, 5);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- the Q-policy through the policy API ---- */
 
 /* Greedy acting takes the argmax, epsilon 1 acts uniformly, values are max Q; a saved
@@ -748,6 +805,7 @@ int main(void)
     tcase_add_test(tc, refuses_bad_settings);
     tcase_add_test(tc, nan_reward_is_an_error);
     tcase_add_test(tc, epsilon_schedule);
+    tcase_add_test(tc, settings_read_as_sb3_and_cleanrl);
     tcase_add_test(tc, q_policy_acts);
     tcase_add_test(tc, dueling_gradient);
     tcase_add_test(tc, uniform_init);

@@ -217,6 +217,10 @@ static frl_status dqn_create(frl_learner *l, const frl_learner_ctx *c, char *err
     if ((st = alloc_arrays(d, &c->rt->alloc, err)) != FRL_OK)
         return st;
     set_epsilon(d, epsilon_at(&d->s, 0, 1));
+    if (d->s.n_step > d->T) /* a sum stops at its rollout's end: say so once */
+        frl_log(c->rt, FRL_LOG_WARNING, "train.n_step %d is longer than a rollout "
+                "(train.train_freq %d): a return stops at its rollout's end, so none sums more "
+                "than %d rewards", (int)d->s.n_step, (int)d->T, (int)d->T);
     int32_t q = frl_learner_add_net(l, "policy", FRL_NET_Q, -1, d->p->params,
                                     (int64_t)d->p->num_params);
     frl_learner_add_net(l, "q_target", FRL_NET_TARGET, q, d->target, (int64_t)d->p->num_params);
@@ -283,8 +287,9 @@ static void loss_grad(dqn *d, int32_t first, int32_t rows, frl_pass *f, double *
         size_t at = (size_t)i * (size_t)n + (size_t)act[i];
         double e = (double)f->out[at] - d->y[first + i], ae = fabs(e);
         double w = mb->weight[first + i];
-        double l = d->s.huber && ae > 1.0 ? ae - 0.5 : 0.5 * e * e;
-        double g = d->s.huber && ae > 1.0 ? (e > 0 ? 1.0 : -1.0) : e;
+        /* SB3's smooth L1 (delta 1), or CleanRL's mse_loss: e^2, gradient 2e */
+        double l = d->s.huber ? (ae > 1.0 ? ae - 0.5 : 0.5 * e * e) : e * e;
+        double g = d->s.huber ? (ae > 1.0 ? (e > 0 ? 1.0 : -1.0) : e) : 2.0 * e;
         loss += w * l;
         f->d_out[at] = (float)(w * g / mb->rows);
         q += f->out[at];
@@ -403,7 +408,8 @@ static void update_target(dqn *d, int64_t rollout_index)
 
 static int32_t steps_this_call(const dqn *d)
 {
-    return d->s.gradient_steps >= 0 ? d->s.gradient_steps : d->T;
+    /* -1: SB3's, one per env step the rollout collected (T steps of B envs) */
+    return d->s.gradient_steps >= 0 ? d->s.gradient_steps : d->T * d->B;
 }
 
 static void report(const dqn *d, const step_stats *sum, int32_t steps, frl_learn_stats *out)
@@ -416,7 +422,9 @@ static void report(const dqn *d, const step_stats *sum, int32_t steps, frl_learn
     out->sample_age = sum->age * inv;
     out->learning_rate = d->s.lr;
     out->epochs_done = steps;
-    out->replay_fill = (double)d->replay->size / (double)d->replay->capacity;
+    /* The share of the replay's rows written (R2D2's too): 1 when full, where held
+     * transitions stay short of the capacity by the autoreset rows among them. */
+    out->replay_fill = (double)d->replay->filled / (double)d->replay->blocks;
 }
 
 static frl_status dqn_learn(frl_learner *l, const frl_batch *b, frl_learn_stats *out, char *err)

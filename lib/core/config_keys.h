@@ -239,8 +239,8 @@
     X(TRAIN_GAE_LAMBDA, "train.gae_lambda", FLOAT, "0.95", 0, 1, "GAE's lambda")             \
     X(TRAIN_GAMMA, "train.gamma", FLOAT, "0.99", 0, 1, "discount factor")                    \
     X(TRAIN_GRADIENT_STEPS, "train.gradient_steps", INT, "1", -1, 1048576,                   \
-      "DQN: minibatch updates after each train.train_freq steps (-1: as many as the steps " \
-      "per env collected, train.train_freq)")                                                \
+      "DQN: minibatch updates after each train.train_freq steps (-1: as many as the env "  \
+      "steps collected, train.train_freq x train.num_envs, as SB3)")                         \
     X(TRAIN_LEARNING_STARTS, "train.learning_starts", INT, "100", 0, 9007199254740992.0,     \
       "DQN: env steps of uniform random actions before the first update; R2D2: env steps "\
       "before the first update (the actors keep their epsilons)")                    \
@@ -248,7 +248,7 @@
       "write a metrics.csv row and TensorBoard scalars at most once per this many env "      \
       "steps (0: after every update; DQN's short rollouts default to 1000)")                 \
     X(TRAIN_LOSS, "train.loss", CHOICE, "huber", 0, 0,                                       \
-      "DQN: the TD loss, Huber (smooth L1, delta 1) or squared error")                       \
+      "DQN: the TD loss, Huber (smooth L1, delta 1) or squared error (e^2, CleanRL's)")      \
     X(TRAIN_LR, "train.lr", FLOAT, "2.5e-4", 0, 10, "Adam learning rate (initial)")          \
     X(TRAIN_MAX_GRAD_NORM, "train.max_grad_norm", FLOAT, "0.5", 0, 1e9,                      \
       "clip the global gradient norm to this (0: no clipping)")                              \
@@ -260,7 +260,8 @@
       "normalise advantages per minibatch")                                                  \
     X(TRAIN_NUM_ENVS, "train.num_envs", INT, "8", 1, 1048576, "environments stepped together") \
     X(TRAIN_PER_ALPHA, "train.per_alpha", FLOAT, "0.6", 0, 1,                                \
-      "prioritised replay: sampling probability proportional to priority^alpha")             \
+      "prioritised replay (DQN with train.prioritized; R2D2, which sets 0.9): sampling "     \
+      "probability proportional to priority^alpha")                                          \
     X(TRAIN_PER_BETA, "train.per_beta", FLOAT, "0.4", 0, 1,                                  \
       "prioritised replay: importance-sampling exponent at the start, annealed linearly to " \
       "1 over the step budget")                                                              \
