@@ -459,6 +459,48 @@ START_TEST(async_save_and_resume)
 }
 END_TEST
 
+/* A save from the metrics callback: a sync trainer is between rollouts then (it saves);
+ * an async one's env groups are still stepping, so it is refused, nothing written. */
+typedef struct saver {
+    frl_trainer *t;
+    const char *path;
+    frl_status st;
+} saver;
+
+static int save_in_callback(void *user, const frl_metrics *m)
+{
+    saver *s = user;
+    (void)m;
+    s->st = frl_trainer_save(s->t, s->path);
+    return 0;
+}
+
+START_TEST(save_from_the_callback)
+{
+    frl_runtime *rt = runtime(2);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_async_cb_save_%d.frl", (int)getpid());
+    const char *const modes[] = {small, "train.num_envs=8 train.rollout=16 policy.hidden=16"};
+    for (int i = 0; i < 2; i++) {
+        unlink(path);
+        frl_config *cfg = frl_test_settings(modes[i]);
+        frl_trainer *t;
+        ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+        saver s = {t, path, FRL_OK};
+        frl_trainer_set_callback(t, save_in_callback, &s);
+        ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 3), FRL_OK);
+        ck_assert_int_eq(s.st, i == 0 ? FRL_ERR_STATE : FRL_OK);
+        ck_assert_int_eq(access(path, F_OK) == 0, i == 1);
+        frl_trainer_set_callback(t, NULL, NULL);
+        ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK); /* after train returned */
+        frl_trainer_destroy(t);
+        frl_config_destroy(cfg);
+    }
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* Minibatches of several shards: idle sampler threads help the learner (the pool's side
  * jobs), which TSan watches here; the run still learns CartPole a little. */
 START_TEST(async_helpers_share_the_learner)
@@ -669,6 +711,7 @@ int main(void)
     TCase *tc = tcase_create("async");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, async_trains_and_reports_lag);
+    tcase_add_test(tc, save_from_the_callback);
     tcase_add_test(tc, async_max_lag_drops_and_counts);
     tcase_add_test(tc, async_batch_callbacks_never_overlap);
     tcase_add_test(tc, async_callback_failure_reaches_caller);

@@ -126,6 +126,12 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
                         "nothing is saved, so the last checkpoint stays as it was");
     if (t->sampler->ops->no_save)
         st = frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s", t->sampler->ops->no_save);
+    /* From the metrics callback: the sync sampler is between rollouts then, the async
+     * one's env groups are still stepping (a save would snapshot a moving run). */
+    else if (atomic_load(&t->running) && t->sampler->ops->overlaps_learning)
+        st = frl_fail(t->err, FRL_ERR_STATE, "an async trainer's env groups are stepping while "
+                      "frl_trainer_train runs: save after it returns (the metrics callback may "
+                      "call frl_trainer_request_stop)");
     if (st == FRL_OK)
         st = write_checkpoint(t, path);
     if (st != FRL_OK)
