@@ -115,6 +115,14 @@ frl_status frl_file_stage(const char *path, const void *data, size_t size, const
                           char *tmp, size_t tmp_size, char *err)
 {
     static atomic_uint serial; /* two threads saving to one path use different tmp files */
+    /* The rename would replace whatever is there: a device node (/dev/full, as root), a
+     * FIFO or a directory is the caller's mistake, refused before anything is written
+     * (so a C export's later file cannot fail after an earlier one was renamed). */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return frl_fail(err, FRL_ERR_IO, "%s: %s is %s, not a regular file: nothing written",
+                        who, path,
+                        S_ISDIR(st.st_mode) ? "a directory" : "a device or special file");
     if ((size_t)snprintf(tmp, tmp_size, "%s.tmp.%ld.%u", path, (long)getpid(),
                          atomic_fetch_add(&serial, 1)) >= tmp_size)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "%s: the path %s is too long", who, path);

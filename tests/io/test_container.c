@@ -536,6 +536,29 @@ START_TEST(saving_through_a_symbolic_link_keeps_it)
 }
 END_TEST
 
+/* A path that holds a FIFO or a directory (a device node alike, which as root a rename
+ * would replace) is refused before anything is written, and stays what it was. */
+START_TEST(special_files_are_not_replaced)
+{
+    make_dir();
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    ck_assert_int_eq(frl_container_write(path, NULL, NULL, 0, err), FRL_ERR_IO);
+    ck_assert_msg(strstr(err, "not a regular file"), "%s", err);
+    struct stat st;
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert(S_ISFIFO(st.st_mode));
+    unlink(path);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    ck_assert_int_eq(frl_container_write(path, NULL, NULL, 0, err), FRL_ERR_IO);
+    ck_assert_msg(strstr(err, "a directory"), "%s", err);
+    int tmp;
+    dir_extra(&tmp);
+    ck_assert_int_eq(tmp, 0); /* no temporary file left either */
+    remove_dir();
+}
+END_TEST
+
 /* ---- allocation failure ------------------------------------------------------------ */
 
 static long calls, fail_at, live;
@@ -630,6 +653,7 @@ int main(void)
     tcase_add_test(tc, malformed_sections);
     tcase_add_test(tc, stray_temporary_files_are_harmless);
     tcase_add_test(tc, saving_through_a_symbolic_link_keeps_it);
+    tcase_add_test(tc, special_files_are_not_replaced);
     tcase_add_test(tc, allocation_failure);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
