@@ -298,4 +298,4 @@ def test_load_overrides_and_resume_exactly(tmp_path):
     assert m.episodes >= 100 and m.mean_return >= 5.0 and m.env_steps < 10 * 2048
     with pytest.raises(fastrl.Error) as ei:
         fastrl.Trainer.load(tmp_path / "a.frl", num_envs=4)  # changes array sizes
-    assert ei.value.status == Status.ERR_FORMAT
+    assert ei.value.status == Status.ERR_INVALID_ARGUMENT and "train.num_envs 16" in str(ei.value)
