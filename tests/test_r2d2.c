@@ -248,11 +248,10 @@ START_TEST(actor_epsilons)
 }
 END_TEST
 
-/* A host env whose observation is (its index, its step count), which never ends: a
- * sequence gathered across blocks must read consecutive steps of one env, the first
- * block's stored state, and the bootstrap observation after the last step. */
+/* A host env whose observation is (its index, its step count); its episodes end after
+ * len steps (terminated, or truncated with `truncates`), or never with len 0. */
 typedef struct counter_env {
-    int32_t id, t;
+    int32_t id, t, len, truncates;
 } counter_env;
 
 static int counter_reset(void *user, uint64_t seed, float *obs)
@@ -274,30 +273,43 @@ static int counter_step(void *user, const void *action, float *obs, float *rewar
     obs[0] = (float)e->id;
     obs[1] = (float)e->t;
     *reward = 0.0f;
-    *terminated = *truncated = 0;
+    int end = e->len && e->t == e->len;
+    *terminated = end && !e->truncates;
+    *truncated = end && e->truncates;
     return 0;
 }
+
+/* n counter envs on rt, observations of 2 floats, 2 actions; the spaces into os, as. */
+static frl_vec_env *counter_venv(frl_runtime *rt, counter_env *envs, int n, frl_space **os,
+                                 frl_space **as)
+{
+    int64_t w = 2;
+    ck_assert_int_eq(frl_space_create_box(os, NULL, 1, &w, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(as, NULL, 2), FRL_OK);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = counter_reset;
+    cb.step = counter_step;
+    void *users[8];
+    ck_assert_int_le(n, 8);
+    for (int i = 0; i < n; i++)
+        users[i] = &envs[i];
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, n, *os, *as, NULL), FRL_OK);
+    return v;
+}
+
+/* Envs that never end: a sequence gathered across blocks must read consecutive steps of
+ * one env, the first block's stored state, and the bootstrap observation after the last
+ * step. */
 
 START_TEST(sequences_span_blocks)
 {
     enum { N = 3, T = 5, NB = 3 };
     frl_runtime *rt = frl_test_runtime(1);
-    int64_t w = 2;
     frl_space *os, *as;
-    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &w, NULL, NULL), FRL_OK);
-    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
-    frl_env_callbacks cb;
-    frl_env_callbacks_init(&cb);
-    cb.reset = counter_reset;
-    cb.step = counter_step;
-    counter_env envs[N];
-    void *users[N];
-    for (int i = 0; i < N; i++) {
-        envs[i].id = i;
-        users[i] = &envs[i];
-    }
-    frl_vec_env *v;
-    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, N, os, as, NULL), FRL_OK);
+    counter_env envs[N] = {{0, 0, 0, 0}, {1, 0, 0, 0}, {2, 0, 0, 0}};
+    frl_vec_env *v = counter_venv(rt, envs, N, &os, &as);
     /* 8 blocks of 5 x 3 steps; sequences of 3 blocks (15 steps, overlap 10) */
     frl_config *cfg = frl_test_settings("train.algo=r2d2 train.seq_length=15 "
                                         "train.seq_overlap=10 train.burn_in=5 "
@@ -349,49 +361,13 @@ END_TEST
  * whose observation is the ended episode's last (the learner once did, so a truncated
  * episode's bootstrap Q and the next episode's first steps were learned from states
  * acting never had). */
-typedef struct short_env {
-    int32_t id, t;
-} short_env;
-
-static int short_reset(void *user, uint64_t seed, float *obs)
-{
-    (void)seed;
-    short_env *e = user;
-    e->t = 0;
-    obs[0] = 0.5f * (float)e->id;
-    obs[1] = 0.0f;
-    return 0;
-}
-
-static int short_step(void *user, const void *action, float *obs, float *reward,
-                      uint8_t *terminated, uint8_t *truncated)
-{
-    short_env *e = user;
-    e->t++;
-    obs[0] = 0.5f * (float)e->id + 0.25f * (float)*(const int32_t *)action;
-    obs[1] = (float)sin(1.3 * e->t);
-    *reward = 0.0f;
-    *terminated = e->id == 0 && e->t == 4;
-    *truncated = e->id == 1 && e->t == 4;
-    return 0;
-}
-
 START_TEST(learner_resets_where_acting_did)
 {
     enum { N = 2, T = 4 };
     frl_runtime *rt = frl_test_runtime(1);
-    int64_t w = 2;
     frl_space *os, *as;
-    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &w, NULL, NULL), FRL_OK);
-    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
-    frl_env_callbacks cb;
-    frl_env_callbacks_init(&cb);
-    cb.reset = short_reset;
-    cb.step = short_step;
-    short_env envs[N] = {{0, 0}, {1, 0}};
-    void *users[N] = {&envs[0], &envs[1]};
-    frl_vec_env *v;
-    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, N, os, as, NULL), FRL_OK);
+    counter_env envs[N] = {{0, 0, 4, 0}, {1, 0, 4, 1}}; /* terminates, truncates */
+    frl_vec_env *v = counter_venv(rt, envs, N, &os, &as);
     frl_config *cfg = frl_test_settings("train.algo=r2d2 train.seq_length=8 train.seq_overlap=4 "
                                         "train.burn_in=0 train.buffer_size=64 "
                                         "train.batch_size=1 train.learning_starts=1000000 "

@@ -383,13 +383,23 @@ static frl_status check_space(const frl_container *c, const char *name, const fr
     return st;
 }
 
+/* The run's B, as its counters hold it; -1 (err says why) when they are missing or hold
+ * no env count. */
+static int64_t saved_num_envs(const frl_container *c, char *err)
+{
+    const frl_section *k = frl_container_find(c, "trainer.counters", FRL_DTYPE_I64, COUNTERS, err);
+    int64_t B = k ? ((const int64_t *)k->data)[6] : -1;
+    if (k && B < 1)
+        frl_fail(err, FRL_ERR_FORMAT, "trainer.counters hold %lld envs", (long long)B);
+    return B < 1 ? -1 : B;
+}
+
 /* B, the spaces and the host's state_size: what the saved arrays were made for. */
 static frl_status check_sizes(const frl_vec_env *v, const frl_container *c, char *err)
 {
-    const frl_section *k = frl_container_find(c, "trainer.counters", FRL_DTYPE_I64, COUNTERS, err);
-    if (!k)
+    int64_t B = saved_num_envs(c, err);
+    if (B < 0)
         return FRL_ERR_FORMAT;
-    int64_t B = ((const int64_t *)k->data)[6];
     if (B != v->n)
         return frl_fail(err, FRL_ERR_SIZE, "the run was saved with %lld envs, venv has %d",
                         (long long)B, (int)v->n);
@@ -454,10 +464,9 @@ static frl_status groups_to_make(const frl_container *c, const frl_config *cfg,
 static frl_status check_saved_num_envs(const frl_container *c, const frl_config *cfg,
                                        char *err)
 {
-    const frl_section *k = frl_container_find(c, "trainer.counters", FRL_DTYPE_I64, COUNTERS, err);
-    if (!k)
+    int64_t saved = saved_num_envs(c, err);
+    if (saved < 0)
         return FRL_ERR_FORMAT;
-    int64_t saved = ((const int64_t *)k->data)[6];
     int64_t asked = frl_cfg_int(cfg, FRL_KEY_TRAIN_NUM_ENVS);
     if (saved == asked || frl_cfg_choice(cfg, FRL_KEY_DIST_MODE) != FRL_DIST_MODE_NONE)
         return FRL_OK;
