@@ -141,6 +141,77 @@ START_TEST(nonfinite_obs_detected)
 }
 END_TEST
 
+/* A host env whose callbacks call back into their own vec env: each nested call must be
+ * refused (it would step envs in the middle of a step) and the outer call unharmed. */
+typedef struct reentrant {
+    counter c;
+    frl_vec_env *self;
+    atomic_int refused, accepted;
+} reentrant;
+
+static void try_nested(reentrant *r)
+{
+    if (!r->self)
+        return;
+    frl_status a = frl_vec_env_step(r->self);
+    frl_status b = frl_vec_env_reset(r->self, 9);
+    atomic_fetch_add(a == FRL_ERR_STATE ? &r->refused : &r->accepted, 1);
+    atomic_fetch_add(b == FRL_ERR_STATE ? &r->refused : &r->accepted, 1);
+}
+
+static int reentrant_reset(void *user, uint64_t seed, float *obs)
+{
+    try_nested(user);
+    return counter_reset(&((reentrant *)user)->c, seed, obs);
+}
+
+static int reentrant_step(void *user, const void *action, float *obs, float *reward,
+                          uint8_t *terminated, uint8_t *truncated)
+{
+    try_nested(user);
+    return counter_step(&((reentrant *)user)->c, action, obs, reward, terminated, truncated);
+}
+
+START_TEST(nested_calls_from_callbacks_refused)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    reentrant r[4];
+    memset(r, 0, sizeof r);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = reentrant_reset;
+    cb.step = reentrant_step;
+    void *users[4] = {&r[0], &r[1], &r[2], &r[3]};
+    frl_space *obs, *act;
+    make_spaces(&obs, &act);
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, 4, obs, act, NULL),
+                     FRL_OK);
+    for (int i = 0; i < 4; i++)
+        r[i].self = v;
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    int32_t *a = frl_vec_env_actions(v);
+    for (int i = 0; i < 4; i++)
+        a[i] = 1;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    for (int i = 0; i < 4; i++) { /* one reset and one step each, as without the nesting */
+        ck_assert_int_eq(atomic_load(&r[i].c.resets), 1);
+        ck_assert_int_eq(atomic_load(&r[i].c.steps), 1);
+        ck_assert_float_eq(frl_vec_env_observations(v)[2 * i], 1.0f);
+        ck_assert_int_eq(atomic_load(&r[i].refused), 4);
+        ck_assert_int_eq(atomic_load(&r[i].accepted), 0);
+        r[i].self = NULL; /* the calls outside a callback work again */
+    }
+    ck_assert_ptr_nonnull(strstr(frl_vec_env_last_error(v), "own callbacks"));
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    ck_assert_int_eq(atomic_load(&r[3].c.steps), 2);
+    frl_vec_env_destroy(v);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A batch world: every agent's position; reset_mask and seeds per agent. */
 typedef struct world {
     float pos[16];
@@ -235,6 +306,7 @@ int main(void)
     tcase_add_test(tc, host_seeds_independent_of_threads);
     tcase_add_test(tc, nonfinite_obs_detected);
     tcase_add_test(tc, batch_world_autoreset);
+    tcase_add_test(tc, nested_calls_from_callbacks_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

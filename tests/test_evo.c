@@ -557,6 +557,62 @@ START_TEST(run_callback)
 }
 END_TEST
 
+/* A fitness callback that calls back into its own optimiser: every call that would move
+ * the generation is refused, and the loop runs as if it had not been tried. */
+typedef struct nested_evo {
+    frl_evo *e;
+    float *params;
+    int refused;
+} nested_evo;
+
+static int call_back_in(void *user, const float *params, int32_t members, int64_t n,
+                        double *fitness)
+{
+    nested_evo *x = user;
+    double f[64];
+    x->refused += frl_evo_ask(x->e, x->params, members * n) == FRL_ERR_STATE;
+    quadratic(params, members, n, f);
+    x->refused += frl_evo_tell(x->e, f, members) == FRL_ERR_STATE;
+    x->refused += frl_evo_run(x->e, call_back_in, x, 1) == FRL_ERR_STATE;
+    x->refused += frl_evo_load(x->e, "no_such_file.frl") == FRL_ERR_STATE;
+    quadratic(params, members, n, fitness);
+    return 0;
+}
+
+static int only_fitness(void *user, const float *params, int32_t members, int64_t n,
+                        double *fitness)
+{
+    (void)user;
+    quadratic(params, members, n, fitness);
+    return 0;
+}
+
+START_TEST(run_refuses_nested_calls)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_evo *e = make_evo(rt, es_settings), *plain = make_evo(rt, es_settings);
+    ck_assert_int_le(frl_evo_population(e), 64);
+    nested_evo x = {e, malloc(sizeof(float) * (size_t)(frl_evo_population(e) *
+                                                       frl_evo_num_parameters(e))), 0};
+    ck_assert_int_eq(frl_evo_run(e, call_back_in, &x, 3), FRL_OK);
+    ck_assert_int_eq(x.refused, 12);
+    ck_assert_ptr_nonnull(strstr(frl_evo_last_error(e), "fitness callback"));
+    ck_assert_int_eq(frl_evo_run(plain, only_fitness, NULL, 3), FRL_OK);
+    ck_assert_int_eq(frl_evo_generation(e), frl_evo_generation(plain));
+    float *a = malloc(sizeof(float) * (size_t)frl_evo_num_parameters(e));
+    float *b = malloc(sizeof(float) * (size_t)frl_evo_num_parameters(e));
+    ck_assert_int_eq(frl_evo_best(e, a, frl_evo_num_parameters(e), NULL), FRL_OK);
+    ck_assert_int_eq(frl_evo_best(plain, b, frl_evo_num_parameters(e), NULL), FRL_OK);
+    ck_assert_mem_eq(a, b, sizeof(float) * (size_t)frl_evo_num_parameters(e));
+    free(a);
+    free(b);
+    free(x.params);
+    frl_evo_destroy(e);
+    frl_evo_destroy(plain);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- the trainer ---- */
 
 static frl_trainer *evo_trainer(frl_runtime *rt, const char *settings)
@@ -678,6 +734,7 @@ static Suite *suite(void)
     tcase_add_test(c, ga_genomes_rebuild);
     tcase_add_test(c, save_load);
     tcase_add_test(c, run_callback);
+    tcase_add_test(c, run_refuses_nested_calls);
     tcase_add_test(c, es_learns_cartpole);
     tcase_add_test(c, ga_learns_cartpole);
     tcase_add_test(c, trainer_resumes_exactly);

@@ -479,8 +479,17 @@ static frl_status check_state_values(const frl_vec_env *v, const double *state, 
     return FRL_OK;
 }
 
-frl_status frl_vec_env_set_state_at(frl_vec_env *v, int32_t i, const double *state,
-                                    int32_t size, char *err)
+frl_status frl_vec_env_enter(frl_vec_env *v, const char *who)
+{
+    if (!atomic_exchange_explicit(&v->busy, 1, memory_order_acquire))
+        return FRL_OK;
+    return frl_fail(v->err, FRL_ERR_STATE, "%s: the vec env is already being reset or stepped "
+                    "(a call from one of its own callbacks, or from a second thread at once); "
+                    "nothing was done", who);
+}
+
+static frl_status set_state_locked(frl_vec_env *v, int32_t i, const double *state,
+                                   int32_t size, char *err)
 {
     frl_status st = check_state_size(v, size, err);
     if (st == FRL_OK)
@@ -505,4 +514,15 @@ frl_status frl_vec_env_set_state_at(frl_vec_env *v, int32_t i, const double *sta
     v->b.ep_return[i] = 0.0;
     v->has_reset = 1;
     return FRL_OK;
+}
+
+frl_status frl_vec_env_set_state_at(frl_vec_env *v, int32_t i, const double *state,
+                                    int32_t size, char *err)
+{
+    frl_status st = frl_vec_env_enter(v, "set_state");
+    if (st != FRL_OK)
+        return frl_fail_msg(err, st, v->err);
+    st = set_state_locked(v, i, state, size, err);
+    frl_vec_env_leave(v);
+    return st;
 }

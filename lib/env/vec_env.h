@@ -51,6 +51,9 @@ struct frl_vec_env {
     int fault_code;
     const char *(*fault)(void *user);
     atomic_llong faults;        /* such steps so far, all envs */
+    /* Set while a reset, step or set_state runs: a call on v from one of its own
+     * callbacks (or from a second thread) would step envs mid-step, so it is refused. */
+    atomic_int busy;
     int32_t chunk;              /* envs per pool task */
     int32_t num_chunks;
     int64_t *chunk_episodes;    /* episodes ended in each chunk this step */
@@ -62,6 +65,14 @@ struct frl_vec_env {
     int64_t total_episodes;
     char err[FRL_ERRMSG_SIZE];
 };
+
+/* Claim v for a call that runs its envs (FRL_ERR_STATE naming `who` if a reset, step or
+ * set_state is already running on it); frl_vec_env_leave gives it back. */
+frl_status frl_vec_env_enter(frl_vec_env *v, const char *who);
+static inline void frl_vec_env_leave(frl_vec_env *v)
+{
+    atomic_store_explicit(&v->busy, 0, memory_order_release);
+}
 
 /* The built-in id v was made from by name (a built-in's or a MuJoCo task's), or NULL for
  * host envs: what a checkpoint names so the run can be made again. */

@@ -385,10 +385,8 @@ FRL_API frl_status frl_vec_env_reset(frl_vec_env *v, uint64_t seed)
     return frl_vec_env_reset_from(v, seed, 0);
 }
 
-frl_status frl_vec_env_reset_from(frl_vec_env *v, uint64_t seed, int64_t first)
+static frl_status reset_locked(frl_vec_env *v, uint64_t seed, int64_t first)
 {
-    if (!v)
-        return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_reset: venv is NULL");
     for (int32_t i = 0; i < v->n; i++) {
         v->b.rngs[i] = frl_rng_stream(seed, (uint64_t)(first + i));
         v->b.needs_reset[i] = 1;
@@ -401,10 +399,20 @@ frl_status frl_vec_env_reset_from(frl_vec_env *v, uint64_t seed, int64_t first)
     return st;
 }
 
-FRL_API frl_status frl_vec_env_step(frl_vec_env *v)
+frl_status frl_vec_env_reset_from(frl_vec_env *v, uint64_t seed, int64_t first)
 {
     if (!v)
-        return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_step: venv is NULL");
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_reset: venv is NULL");
+    frl_status st = frl_vec_env_enter(v, "frl_vec_env_reset");
+    if (st != FRL_OK)
+        return st;
+    st = reset_locked(v, seed, first);
+    frl_vec_env_leave(v);
+    return st;
+}
+
+static frl_status step_locked(frl_vec_env *v)
+{
     if (!v->has_reset)
         return frl_fail(v->err, FRL_ERR_STATE,
                         "frl_vec_env_step: call frl_vec_env_reset before the first step");
@@ -416,6 +424,18 @@ FRL_API frl_status frl_vec_env_step(frl_vec_env *v)
     }
     st = step_kind(v);
     v->total_steps += v->n;
+    return st;
+}
+
+FRL_API frl_status frl_vec_env_step(frl_vec_env *v)
+{
+    if (!v)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_step: venv is NULL");
+    frl_status st = frl_vec_env_enter(v, "frl_vec_env_step");
+    if (st != FRL_OK)
+        return st;
+    st = step_locked(v);
+    frl_vec_env_leave(v);
     return st;
 }
 

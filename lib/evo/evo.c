@@ -152,13 +152,27 @@ static frl_status check_count(frl_evo *e, int64_t count, int64_t want, const cha
                     (long long)count, (long long)want);
 }
 
+/* From inside frl_evo_run's fitness callback, a call that moves the generation would
+ * leave the loop telling fitnesses for members that are no longer the ones asked. */
+static frl_status check_not_in_fitness(frl_evo *e, const char *who)
+{
+    if (!e->in_fitness)
+        return FRL_OK;
+    return frl_fail(e->err, FRL_ERR_STATE, "%s: called from frl_evo_run's fitness callback on "
+                    "the same optimiser (generation %lld); nothing was done", who,
+                    (long long)e->generation);
+}
+
 FRL_API frl_status frl_evo_ask(frl_evo *e, float *params, int64_t count)
 {
     static const char who[] = "frl_evo_ask";
     if (!e || !params)
         return frl_fail(e ? e->err : NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
                         !e ? "evo" : "params");
-    frl_status st = check_count(e, count, (int64_t)e->P * e->n, who, "count (floats)");
+    frl_status st = check_not_in_fitness(e, who);
+    if (st != FRL_OK)
+        return st;
+    st = check_count(e, count, (int64_t)e->P * e->n, who, "count (floats)");
     if (st != FRL_OK)
         return frl_fail_msg(NULL, st, e->err);
     if (is_es(e))
@@ -186,7 +200,10 @@ FRL_API frl_status frl_evo_tell(frl_evo *e, const double *fitness, int32_t count
     if (!e || !fitness)
         return frl_fail(e ? e->err : NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
                         !e ? "evo" : "fitness");
-    frl_status st = check_count(e, count, e->P, who, "count");
+    frl_status st = check_not_in_fitness(e, who);
+    if (st != FRL_OK)
+        return st;
+    st = check_count(e, count, e->P, who, "count");
     if (st != FRL_OK)
         return frl_fail_msg(NULL, st, e->err);
     if (!e->asked)
@@ -270,6 +287,8 @@ FRL_API frl_status frl_evo_run(frl_evo *e, frl_fitness_fn fitness, void *user,
     static const char who[] = "frl_evo_run";
     if (!e || !fitness)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who, !e ? "evo" : "fitness");
+    if (e->in_fitness)
+        return check_not_in_fitness(e, who);
     if (generations < 0)
         return frl_fail(e->err, FRL_ERR_RANGE, "%s: generations %lld < 0", who,
                         (long long)generations);
@@ -282,7 +301,9 @@ FRL_API frl_status frl_evo_run(frl_evo *e, frl_fitness_fn fitness, void *user,
         st = frl_evo_ask(e, params, (int64_t)floats);
         for (int32_t i = 0; i < e->P; i++)
             f[i] = NAN; /* a member the callback skips is a non-finite fitness, refused */
+        e->in_fitness = 1;
         int rc = st == FRL_OK ? fitness(user, params, e->P, e->n, f) : 0;
+        e->in_fitness = 0;
         if (rc != 0)
             st = frl_fail(e->err, FRL_ERR_CALLBACK, "%s: the fitness callback returned %d at "
                           "generation %lld", who, rc, (long long)e->generation);
@@ -367,6 +388,8 @@ FRL_API frl_status frl_evo_load(frl_evo *e, const char *path)
 {
     if (!e || !path)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_evo_load: %s is NULL", !e ? "evo" : "path");
+    if (e->in_fitness)
+        return check_not_in_fitness(e, "frl_evo_load");
     frl_container *c = NULL;
     char why[FRL_ERRMSG_SIZE];
     frl_status st = frl_container_read(&c, path, &e->rt->alloc, why);

@@ -52,6 +52,8 @@ struct frl_evo {
     uint64_t seed;
     int64_t generation;       /* told so far */
     int32_t asked;            /* this generation's members were handed out */
+    int32_t in_fitness;       /* frl_evo_run's fitness callback is running: the calls that
+                                 change the generation are refused from inside it */
     float *theta;             /* ES: the centre; GA: the base every genome starts from */
     frl_evo_rank *rank;       /* [P]: sorting scratch */
     double last_fitness[2];   /* of the last generation told: mean and best */
