@@ -506,7 +506,9 @@ FRL_API frl_status frl_vec_env_reset(frl_vec_env *venv, uint64_t seed);
  * callbacks fail, every other env is still stepped (results in the arrays), the call
  * returns the error of the lowest failing env, and each failed env reports reward 0,
  * no flags, and is reset on the next step. If a batch callback fails, no bookkeeping
- * is done for that step. After a failed reset, step fails until a reset succeeds. */
+ * is done for that step. After a failed reset, step fails until a reset succeeds.
+ * A reset or step called while one runs on the same vec env (from one of its own
+ * callbacks) fails with FRL_ERR_STATE and does nothing. */
 FRL_API frl_status frl_vec_env_step(frl_vec_env *venv);
 
 /* int32_t[num_envs] (discrete) or float[num_envs * width] (box), written by the caller. */
@@ -610,7 +612,8 @@ typedef enum frl_mujoco_type {
  * pointers. *ptr holds rows x cols elements of *type (frl_mujoco_type), row-major;
  * rows is the model's count (nq, nbody, ...); an empty array gives rows or
  * cols 0 and *ptr NULL. The pointer lives as long as the model or data: an env's, as
- * long as its vec env. A data array is the env's to change only inside its reset
+ * long as its vec env; except the arrays each step lays out again in mjData's arena
+ * (the solver's "efc_force", "efc_J", ..., sized by "nefc"), valid during one call. A data array is the env's to change only inside its reset
  * callback, a model array never (a randomising env's model is its own copy, changed
  * at each reset). Unknown name: FRL_ERR_UNKNOWN_NAME; no plugin: FRL_ERR_UNSUPPORTED.
  * May be called from the callbacks. ptr, rows, cols and type may each be NULL. */
@@ -934,7 +937,9 @@ FRL_API frl_status frl_evo_rebuild(const frl_evo *evo, const uint64_t *seeds, in
                                    float *params, int64_t count);
 /* The built-in loop: for each of generations generations, ask, call fitness on the
  * whole population, tell. fitness returns 0, or anything else to stop (the call then
- * returns FRL_ERR_CALLBACK). */
+ * returns FRL_ERR_CALLBACK). From inside fitness, frl_evo_ask, _tell, _run and _load
+ * on the same optimiser fail with FRL_ERR_STATE (they would change the generation
+ * being evaluated). */
 typedef int (*frl_fitness_fn)(void *user, const float *params, int32_t members,
                               int64_t num_params, double *fitness);
 FRL_API frl_status frl_evo_run(frl_evo *evo, frl_fitness_fn fitness, void *user,

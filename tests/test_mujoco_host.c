@@ -33,6 +33,15 @@ static const char slider_xml[] =
     "</body></worldbody><actuator><motor joint=\"x\" ctrlrange=\"-1 1\" ctrllimited=\"true\" "
     "gear=\"5\"/></actuator></mujoco>";
 
+/* The same box sunk 1 mm into the floor, so that every state has contacts. */
+static const char resting_xml[] =
+    "<mujoco><option timestep=\"0.01\"/><worldbody>"
+    "<geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>"
+    "<body name=\"cart\" pos=\"0 0 0.099\"><joint name=\"x\" type=\"slide\" axis=\"1 0 0\" "
+    "damping=\"0.5\"/><geom name=\"box\" type=\"box\" size=\"0.1 0.1 0.1\" mass=\"2\"/>"
+    "</body></worldbody><actuator><motor joint=\"x\" ctrlrange=\"-1 1\" ctrllimited=\"true\" "
+    "gear=\"5\"/></actuator></mujoco>";
+
 enum { MAX_ENVS = 8 };
 
 typedef struct host {
@@ -428,6 +437,13 @@ static int observe_lookups(void *user, int32_t env, const void *model, const voi
     expect_array(l, m, d, "time", &d->time, 1, 1, FRL_MUJOCO_FLOAT64);
     expect_array(l, m, d, "ncon", &d->ncon, 1, 1, FRL_MUJOCO_INT32);
     expect_array(l, m, d, "energy", d->energy, 2, 1, FRL_MUJOCO_FLOAT64);
+    /* The arena's arrays of this step: the constraint solver's (the box is sunk into
+     * the floor, so there are contacts), sized by mjData's counts. */
+    expect_array(l, m, d, "efc_force", d->nefc ? d->efc_force : NULL, d->nefc, 1,
+                 FRL_MUJOCO_FLOAT64);
+    expect_array(l, m, d, "efc_KBIP", d->nefc ? d->efc_KBIP : NULL, d->nefc, 4,
+                 FRL_MUJOCO_FLOAT64);
+    lookup_expect(l, d->nefc > 0, "contacts with the floor");
     /* No mocap bodies: an empty array. */
     expect_array(l, m, d, "mocap_pos", NULL, 0, 3, FRL_MUJOCO_FLOAT64);
     int32_t id = -5;
@@ -472,12 +488,13 @@ START_TEST(test_arrays_by_name)
     cb.observe = observe_lookups;
     cb.reward = reward_lookups;
     frl_vec_env *v = NULL;
-    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &l, 2, 3, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, resting_xml, &cb, &l, 2, 3, NULL),
+                     FRL_OK);
     ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
     push(v, 0.5f, 3);
     ck_assert_msg(l.wrong == 0, "%d of %d lookups wrong, first: %s", l.wrong, l.checked,
                   l.first);
-    ck_assert_int_eq(l.checked, 4 * 3 * 21); /* reset and 3 steps, 3 envs, 21 checks */
+    ck_assert_int_eq(l.checked, 4 * 3 * 24); /* reset and 3 steps, 3 envs, 24 checks */
     /* Bad arguments outside the callbacks. */
     ck_assert_int_eq(frl_mujoco_array(NULL, NULL, "qpos", NULL, NULL, NULL, NULL), FRL_ERR_NULL);
     ck_assert_int_eq(frl_mujoco_array(&l, NULL, NULL, NULL, NULL, NULL, NULL), FRL_ERR_NULL);

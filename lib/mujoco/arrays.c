@@ -45,6 +45,31 @@ static int model_array(const mjModel *m, const char *name, frl_mujoco_found *out
     return -1;
 }
 
+/* The arrays MuJoCo lays out in d's arena at every step (contacts, the constraint
+ * solver's efc_*, islands): sized by counts of the data (nefc, ncon) or of the model, and
+ * moved by each step, so a host looks them up in every callback call. */
+static int arena_array(const mjModel *m, const mjData *d, const char *name,
+                       frl_mujoco_found *out)
+{
+#undef MJ_M
+#undef MJ_D
+#define MJ_M(n) m->n
+#define MJ_D(n) d->n
+#define X(type, field, nr, nc)                                                              \
+    if (strcmp(name, #field) == 0)                                                          \
+        return found((void *)d->field, (int64_t)(nr), (int64_t)(nc),                        \
+                     ELEMENT_TYPE(d->field[0]), out);
+#define XNV X
+    MJDATA_ARENA_POINTERS
+#undef XNV
+#undef X
+#undef MJ_D
+#undef MJ_M
+#define MJ_M(n) n
+#define MJ_D(n) n
+    return -1;
+}
+
 /* mjData's own arrays (sized by the model), then its fixed-size vectors (energy: 2 x 1,
  * solver_niter) and its scalars (time, ncon, nefc: 1 x 1 arrays). */
 static int data_array(const mjModel *m, const mjData *d, const char *name,
@@ -69,7 +94,7 @@ static int data_array(const mjModel *m, const mjData *d, const char *name,
     MJDATA_SCALAR
 #undef X
 #undef XNV
-    return -1;
+    return arena_array(m, d, name, out);
 }
 
 int mjt_array(const void *model, const void *data, const char *name, frl_mujoco_found *out)

@@ -43,11 +43,19 @@ def _array(where, readonly, owner):
     return np.asarray(_ArrayMemory(address, shape, typestr, readonly, owner))
 
 
+# mjData's arrays that each step lays out again in its arena (mjxmacro.h's
+# MJDATA_ARENA_POINTERS of the pinned MuJoCo: the solver's, the islands'): they move, so
+# they are looked up at every access instead of once.
+_ARENA_PREFIXES = ("efc_", "iefc_", "efm_", "island_", "map_", "tree_island", "dof_island",
+                   "iacc", "ifrc_", "tendon_efcadr")
+
+
 class _Arrays(NoCopy):
     """MuJoCo's arrays of one struct by attribute name. Each access builds a fresh numpy
     view (a microsecond or two) that holds the vec env, so a view kept after the call
     never dangles; once the vec env is gone, reading the object raises ERR_STATE. Where
-    each array lies is looked up once."""
+    each array lies is looked up once, except the arena's (``efc_force``, ...), which
+    every step moves."""
 
     __slots__ = ("_model", "_data", "_owner", "_found", "_readonly")
 
@@ -64,7 +72,9 @@ class _Arrays(NoCopy):
         owner = self._owner()  # first: it raises once the vec env (and its structs) is gone
         where = self._found.get(name)
         if where is None:
-            where = self._found[name] = _where(self._model, self._data, name)
+            where = _where(self._model, self._data, name)
+            if self._data is None or not name.startswith(_ARENA_PREFIXES):
+                self._found[name] = where
         return _array(where, self._readonly, owner)
 
     def __setattr__(self, name, value):

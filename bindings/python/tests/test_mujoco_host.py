@@ -118,6 +118,35 @@ def test_arrays_by_name():
     assert s["model_writable"] is False and s["data_writable"] is True
 
 
+FALLING = (
+    '<mujoco><option timestep="0.01"/><worldbody>'
+    '<geom type="plane" size="5 5 0.1"/>'
+    '<body pos="0 0 0.3"><joint name="z" type="slide" axis="0 0 1"/>'
+    '<geom type="box" size="0.1 0.1 0.1" mass="1"/></body></worldbody>'
+    '<actuator><motor joint="z" ctrlrange="-1 1" ctrllimited="true"/></actuator></mujoco>')
+
+
+def test_arena_arrays_follow_each_step():
+    # The solver's arrays are laid out again at every step, sized by nefc: a box that
+    # falls onto the floor has none while it falls and some once it lands.
+    _plugin_or_skip()
+    sizes = []
+
+    def look(env, data, obs):
+        sizes.append((data.efc_force.shape, int(data.nefc[0])))
+        obs[:] = 0
+
+    def no_reward(env, data, action):
+        return 0.0, False
+
+    with closing(fastrl.VecEnv.from_mujoco(FALLING, look, no_reward, 2, 1)) as venv:
+        venv.reset(seed=0)
+        for _ in range(40):
+            venv.step(np.zeros((1, 1), np.float32))
+    assert all(shape == (n,) for shape, n in sizes), sizes
+    assert sizes[0][1] == 0 and sizes[-1][1] > 0, sizes
+
+
 def test_lookup_errors_reach_the_caller():
     _plugin_or_skip()
 
