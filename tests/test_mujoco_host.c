@@ -49,6 +49,8 @@ typedef struct host {
     double mass[MAX_ENVS], damping[MAX_ENVS], friction[MAX_ENVS];
     int max_index;
     int fail_observe;      /* observe returns this when nonzero */
+    int fail_reward;       /* reward returns this when nonzero */
+    int fail_reset;        /* reset returns this when nonzero */
     int nan_reward;
     int set_qpos;          /* reset callback puts qpos[0] = seed-derived value */
 } host;
@@ -75,6 +77,8 @@ static int reward(void *user, int32_t env, const void *model, const void *data,
     const mjModel *m = model;
     const mjData *d = data;
     (void)action;
+    if (h->fail_reward)
+        return h->fail_reward;
     *r = h->nan_reward ? NAN : (float)d->qpos[0];
     *terminated = 0;
     if (env < MAX_ENVS) { /* what this env's model holds this episode */
@@ -91,6 +95,8 @@ static int reset(void *user, int32_t env, const void *model, void *data, uint64_
     mjData *d = data;
     (void)model;
     (void)env;
+    if (h->fail_reset)
+        return h->fail_reset;
     if (h->set_qpos)
         d->qpos[0] = (double)(seed % 1000) / 1000.0;
     return 0;
@@ -367,6 +373,12 @@ START_TEST(test_bad_arguments)
 }
 END_TEST
 
+static void expect_error(frl_vec_env *v, const char *text)
+{
+    ck_assert_msg(strstr(frl_vec_env_last_error(v), text), "'%s' lacks '%s'",
+                  frl_vec_env_last_error(v), text);
+}
+
 START_TEST(test_failing_callbacks)
 {
     host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -377,9 +389,17 @@ START_TEST(test_failing_callbacks)
     float *act = frl_vec_env_actions(v);
     act[0] = act[1] = 0.1f;
     ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_CALLBACK);
-    ck_assert_msg(strstr(frl_vec_env_last_error(v), "env 0") &&
-                      strstr(frl_vec_env_last_error(v), "7"), "%s", frl_vec_env_last_error(v));
+    expect_error(v, "env 0 step 1: MuJoCo model: the host's observe callback returned 7");
     h.fail_observe = 0;
+    h.fail_reward = 5;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK); /* the failed envs reset */
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_CALLBACK);
+    expect_error(v, "env 0 step 3: MuJoCo model: the host's reward callback returned 5");
+    h.fail_reward = 0;
+    h.fail_reset = 4;
+    ck_assert_int_eq(frl_vec_env_reset(v, 2), FRL_ERR_CALLBACK);
+    expect_error(v, "MuJoCo model: the host's reset callback returned 4");
+    h.fail_reset = 0;
     ck_assert_int_eq(frl_vec_env_reset(v, 2), FRL_OK);
     h.nan_reward = 1;
     ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_NONFINITE);

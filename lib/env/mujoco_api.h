@@ -79,7 +79,9 @@ typedef struct frl_mujoco_plugin {
     frl_env_callbacks callbacks;
     /* The observation of the env's current state (after set_state). */
     int (*observe)(void *env, float *obs);
-    /* What the last step that returned FRL_MUJOCO_FAULT met (MuJoCo's warning text). */
+    /* What the env's last call met when it returned FRL_MUJOCO_FAULT (MuJoCo's warning
+     * text) or failed (MuJoCo's error, or which host callback returned what); "" after
+     * a call that succeeded. */
     const char *(*fault)(void *env);
     /* The benchmarks' floor, MuJoCo's own loop: ctrl = action and the frame skip's
      * mj_step calls, nothing else (no observation, reward, checks or fault handling). */

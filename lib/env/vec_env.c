@@ -479,6 +479,16 @@ static frl_status check_state_values(const frl_vec_env *v, const double *state, 
     return FRL_OK;
 }
 
+void frl_vec_env_callback_failed(const frl_vec_env *v, int32_t i, const char *what, int rc,
+                                 char *err)
+{
+    const char *why = v->fault ? v->fault(v->users[i]) : NULL;
+    if (why && why[0])
+        snprintf(err, FRL_ERRMSG_SIZE, "%s", why);
+    else
+        snprintf(err, FRL_ERRMSG_SIZE, "%s callback returned %d", what, rc);
+}
+
 frl_status frl_vec_env_enter(frl_vec_env *v, const char *who)
 {
     if (!atomic_exchange_explicit(&v->busy, 1, memory_order_acquire))
@@ -505,9 +515,11 @@ static frl_status set_state_locked(frl_vec_env *v, int32_t i, const double *stat
         int rc = v->cb.set_state(v->users[i], state);
         if (rc == 0 && v->observe)
             rc = v->observe(v->users[i], v->b.obs + (size_t)i * (size_t)v->obs_w);
-        if (rc != 0)
-            return frl_fail(err, FRL_ERR_CALLBACK, "env %d: set_state callback returned %d",
-                            (int)i, rc);
+        if (rc != 0) {
+            char msg[FRL_ERRMSG_SIZE];
+            frl_vec_env_callback_failed(v, i, "set_state", rc, msg);
+            return frl_fail(err, FRL_ERR_CALLBACK, "env %d: %.200s", (int)i, msg);
+        }
     }
     v->b.elapsed[i] = (int32_t)state[v->state_dim];
     v->b.needs_reset[i] = 0;

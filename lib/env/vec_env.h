@@ -46,7 +46,8 @@ struct frl_vec_env {
     void (*release)(void *owner);
     void *owner;
     /* A step that returns fault_code (nonzero) went wrong inside a simulator the library
-     * runs: fault(user) says what; the episode ends there (vec_step.c). */
+     * runs: fault(user) says what; the episode ends there (vec_step.c). After any other
+     * failure of such an env, fault(user) says what failed, or is "". */
     const char *task;           /* a built-in MuJoCo task's id (static), else NULL */
     int fault_code;
     const char *(*fault)(void *user);
@@ -65,6 +66,11 @@ struct frl_vec_env {
     int64_t total_episodes;
     char err[FRL_ERRMSG_SIZE];
 };
+
+/* The message of env i's failed callback `what` that returned rc: what the simulator the
+ * library runs says went wrong when it says so, else the callback and its value. */
+void frl_vec_env_callback_failed(const frl_vec_env *v, int32_t i, const char *what, int rc,
+                                 char *err);
 
 /* Claim v for a call that runs its envs (FRL_ERR_STATE naming `who` if a reset, step or
  * set_state is already running on it); frl_vec_env_leave gives it back. */

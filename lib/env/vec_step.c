@@ -67,8 +67,10 @@ static void mark_failed(frl_vec_env *v, int32_t i)
 static frl_status host_fail(frl_vec_env *v, int32_t i, char *err, const char *what, int rc)
 {
     mark_failed(v, i);
-    snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: %s callback returned %d", (int)i,
-             (long long)v->step_calls, what, rc);
+    char msg[FRL_ERRMSG_SIZE];
+    frl_vec_env_callback_failed(v, i, what, rc, msg);
+    snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: %.200s", (int)i,
+             (long long)v->step_calls, msg);
     return FRL_ERR_CALLBACK;
 }
 

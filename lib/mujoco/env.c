@@ -61,11 +61,21 @@ void mjt_env_close(void *user)
 
 /* ---- what a task or a host makes of the data ---- */
 
+/* A host callback's nonzero return, named in e->fault for the vec env's message. */
+static int host_failed(mjt_env *e, const char *callback, int rc)
+{
+    if (rc != 0)
+        snprintf(e->fault, sizeof e->fault, "%.40s: the host's %s callback returned %d",
+                 e->model->name, callback, rc);
+    return rc;
+}
+
 static int observe(mjt_env *e, float *obs)
 {
     const mjt_model *md = e->model;
     if (!md->task)
-        return md->host.cb.observe(md->host.user, e->index, e->m, e->d, obs);
+        return host_failed(e, "observe",
+                           md->host.cb.observe(md->host.user, e->index, e->m, e->d, obs));
     md->task->observe(&e->ctx, e->d, obs);
     return 0;
 }
@@ -75,9 +85,16 @@ static int reward(mjt_env *e, const float *action, const double *before, float *
 {
     const mjt_model *md = e->model;
     if (!md->task)
-        return md->host.cb.reward(md->host.user, e->index, e->m, e->d, action, r, terminated);
+        return host_failed(e, "reward", md->host.cb.reward(md->host.user, e->index, e->m,
+                                                           e->d, action, r, terminated));
     *r = (float)md->task->reward(&e->ctx, e->d, action, before, terminated);
     return 0;
+}
+
+/* MuJoCo's error in `what` (its message in why), named in e->fault. */
+static void mujoco_failed(mjt_env *e, const char *what, const char *why)
+{
+    snprintf(e->fault, sizeof e->fault, "%.40s: %s: %.180s", e->model->name, what, why);
 }
 
 /* ---- domain randomisation ---- */
@@ -148,7 +165,8 @@ static void do_reset(void *arg)
         randomise(e, c->seed);
     mj_resetData(e->m, e->d);
     if (!md->task && md->host.cb.reset)
-        c->rc = md->host.cb.reset(md->host.user, e->index, e->m, e->d, c->seed);
+        c->rc = host_failed(e, "reset",
+                            md->host.cb.reset(md->host.user, e->index, e->m, e->d, c->seed));
     else if (md->task) {
         frl_rng rng = frl_rng_stream(c->seed, 0);
         md->task->reset(&e->ctx, e->d, &rng);
@@ -163,8 +181,11 @@ int mjt_env_reset(void *user, uint64_t seed, float *obs)
 {
     char why[256];
     env_call c = {.e = user, .seed = seed, .obs = obs};
-    if (mjt_guarded(do_reset, &c, why, sizeof why) != 0)
+    c.e->fault[0] = '\0';
+    if (mjt_guarded(do_reset, &c, why, sizeof why) != 0) {
+        mujoco_failed(c.e, "reset", why);
         return 1;
+    }
     return c.rc;
 }
 
@@ -246,15 +267,18 @@ int mjt_env_step(void *user, const void *action, float *obs, float *reward_out,
     env_call c = {.e = e, .action = action, .obs = obs, .reward = reward_out,
                   .terminated = terminated};
     *truncated = 0;
+    e->fault[0] = '\0';
     if (mjt_guarded(do_step, &c, why, sizeof why) != 0) {
         snprintf(e->fault, sizeof e->fault, "%.40s: %.200s", e->model->name, why);
         c.faulted = 1;
     }
     if (!c.faulted)
         return c.rc;
-    if (mjt_guarded(do_recover, &c, why, sizeof why) != 0 || c.rc != 0)
-        return c.rc ? c.rc : 2;
-    return FRL_MUJOCO_FAULT;
+    if (mjt_guarded(do_recover, &c, why, sizeof why) != 0) {
+        mujoco_failed(e, "resetting after a faulty step", why);
+        return 2;
+    }
+    return c.rc ? c.rc : FRL_MUJOCO_FAULT;
 }
 
 const char *mjt_env_fault(void *user)
@@ -283,12 +307,18 @@ int mjt_env_set_state(void *user, const double *state)
 {
     char why[256];
     env_call c = {.e = user, .state = state};
-    return mjt_guarded(do_set_state, &c, why, sizeof why) == 0 ? 0 : 3;
+    c.e->fault[0] = '\0';
+    if (mjt_guarded(do_set_state, &c, why, sizeof why) == 0)
+        return 0;
+    mujoco_failed(c.e, "set_state", why);
+    return 3;
 }
 
 int mjt_env_observe(void *user, float *obs)
 {
-    return observe(user, obs);
+    mjt_env *e = user;
+    e->fault[0] = '\0';
+    return observe(e, obs);
 }
 
 void mjt_env_bare_step(void *user, const float *action)

@@ -39,7 +39,7 @@ typedef struct mjt_env {
     mjData *d;
     mjt_ctx ctx;                 /* model->ctx over m */
     int32_t index;
-    char fault[256];             /* what the last faulty step met */
+    char fault[256];             /* what the last call that failed or faulted met */
 } mjt_env;
 
 /* Run fn(arg) with MuJoCo's errors caught (where the plugin's handlers are installed):
