@@ -584,7 +584,8 @@ static inline void frl_mujoco_callbacks_init(frl_mujoco_callbacks *cb)
  * actuator without ctrllimited). cfg keys: env.frame_skip, env.max_episode_steps (-1 or
  * 0: no time limit), env.randomize_mass, env.randomize_friction, env.randomize_damping.
  * A model MuJoCo cannot load or compile fails with FRL_ERR_INVALID_ARGUMENT carrying
- * MuJoCo's message; a model without actuators, FRL_ERR_INVALID_ARGUMENT; without the
+ * MuJoCo's message; a model without actuators, or with a limited actuator whose
+ * ctrlrange is not finite with low <= high, FRL_ERR_INVALID_ARGUMENT; without the
  * plugin, FRL_ERR_UNSUPPORTED saying why. */
 FRL_API frl_status frl_vec_env_create_mujoco(frl_vec_env **out, frl_runtime *rt,
                                              const char *mjcf, const frl_mujoco_callbacks *cb,

@@ -369,6 +369,15 @@ START_TEST(test_bad_arguments)
     ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
     ck_assert_int_eq(frl_config_set_float(cfg, "env.randomize_mass", 0.95), FRL_ERR_RANGE);
     frl_config_destroy(cfg);
+    /* A limited actuator's range that cannot bound an action space, named. */
+    static const char nan_range[] =
+        "<mujoco><worldbody><body><joint name=\"x\" type=\"slide\"/><geom size=\"0.1\"/>"
+        "</body></worldbody><actuator><motor name=\"push\" joint=\"x\" ctrlrange=\"nan 1\" "
+        "ctrllimited=\"true\"/></actuator></mujoco>";
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, nan_range, &cb, &h, 2, 1, NULL),
+                     FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(frl_last_error(), "actuator 0 ('push') has ctrlrange [nan, 1]"), "%s",
+                  frl_last_error());
     frl_runtime_destroy(rt);
 }
 END_TEST

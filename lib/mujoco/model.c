@@ -130,6 +130,22 @@ static int resolve_ids(mjt_model *md, char *why, size_t size)
     return 0;
 }
 
+/* A limited actuator's range is the action space's bounds: finite, low <= high. */
+static int range_usable(float low, float high)
+{
+    return isfinite(low) && isfinite(high) && low <= high;
+}
+
+static int bad_range(const mjt_model *md, int i, char *why, size_t size)
+{
+    const char *name = mj_id2name(md->m, mjOBJ_ACTUATOR, i);
+    snprintf(why, size, "%s: actuator %d%s%.40s%s has ctrlrange [%g, %g]; a limited "
+             "actuator needs finite bounds with low <= high (as float32)", md->name, i,
+             name ? " ('" : "", name ? name : "", name ? "')" : "",
+             md->m->actuator_ctrlrange[2 * i], md->m->actuator_ctrlrange[2 * i + 1]);
+    return -1;
+}
+
 /* Action bounds from the actuators' ctrlrange, as Gymnasium's MujocoEnv reads them;
  * unbounded for an actuator whose control is not limited. */
 static int action_bounds(mjt_model *md, char *why, size_t size)
@@ -149,6 +165,8 @@ static int action_bounds(mjt_model *md, char *why, size_t size)
         int limited = md->m->actuator_ctrllimited[i];
         md->action_low[i] = limited ? (float)md->m->actuator_ctrlrange[2 * i] : -INFINITY;
         md->action_high[i] = limited ? (float)md->m->actuator_ctrlrange[2 * i + 1] : INFINITY;
+        if (limited && !range_usable(md->action_low[i], md->action_high[i]))
+            return bad_range(md, i, why, size);
     }
     return 0;
 }
