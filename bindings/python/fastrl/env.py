@@ -722,6 +722,9 @@ class VecEnv(NoCopy, _VecEnvBase):
                 or not isinstance(observation_width, (int, np.integer))):
             raise TypeError("from_mujoco: observation_width must be an int")
         width = int(observation_width)
+        if not 1 <= width <= 65536:  # the library's range, said with the value given
+            raise Error(Status.ERR_RANGE, f"VecEnv.from_mujoco: observation_width {width} "
+                        "is outside [1, 65536]")
         rt, options = runtime_for(runtime, options, "VecEnv.from_mujoco")
         cfg = as_config(config, options, "VecEnv.from_mujoco")
         text = mjcf if isinstance(mjcf, str) and mjcf.lstrip().startswith("<") else \
@@ -748,7 +751,7 @@ class VecEnv(NoCopy, _VecEnvBase):
         ptr = ctypes.c_void_p()
         st = L.vec_env_create_mujoco(ctypes.byref(ptr), rt.handle.ptr,
                                      _lib.encode(text, "mjcf"), ctypes.byref(cb), None,
-                                     width if -2**31 <= width < 2**31 else -1, n, cfg._ptr)
+                                     width, n, cfg._ptr)
         if st:
             errors.raise_for(st, "VecEnv.from_mujoco")
         self = cls.__new__(cls)

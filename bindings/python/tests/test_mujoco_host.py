@@ -238,6 +238,8 @@ def test_bad_models_and_arguments():
         fastrl.VecEnv.from_mujoco("/nonexistent/arm.xml", observe, reward, 2, 1)
     with pytest.raises(fastrl.Error, match="observation_width"):
         fastrl.VecEnv.from_mujoco(SLIDER, observe, reward, 0, 1)
+    with pytest.raises(fastrl.Error, match="observation_width 1099511627776 is outside"):
+        fastrl.VecEnv.from_mujoco(SLIDER, observe, reward, 2**40, 1)
     with pytest.raises(fastrl.Error, match="reward must be a function"):
         fastrl.VecEnv.from_mujoco(SLIDER, observe, None, 2, 1)
 
