@@ -495,6 +495,18 @@ START_TEST(frame_stack_acting)
         ck_assert_msg(memcmp(out + 4 * r, again, 4 * sizeof(float)) == 0, "row %d", r);
     }
     ck_assert(memcmp(state, other, sizeof state) == 0);
+    /* no state: refused, saying the state is the frames (not a recurrent core's) */
+    frl_act_args a;
+    frl_act_args_init(&a);
+    frl_test_act_widths(&a, p);
+    int32_t acts[ROWS];
+    a.batch = 1;
+    a.observations = (const float *)(const void *)frames;
+    a.actions = acts;
+    a.state_width = frl_policy_state_size(p);
+    ck_assert_int_eq(frl_policy_act(p, &a), FRL_ERR_NULL);
+    ck_assert_msg(strstr(frl_policy_last_error(p), "earlier frames (policy.frame_stack)"), "%s",
+                  frl_policy_last_error(p));
     frl_policy_destroy(p);
 
     expect_refused(rt, "policy.frame_stack=4", 0, 0, 0, FRL_ERR_INVALID_ARGUMENT,

@@ -643,9 +643,10 @@ static frl_status check_act_state(frl_policy *p, const frl_act_args *a)
                         has ? "" : "; this caller was built before the state fields existed");
     if (p->state_w && !a->state)
         return frl_fail(p->err, FRL_ERR_NULL,
-                        "frl_policy_act: args->state is NULL, and this policy has a recurrent "
-                        "core (policy.core): pass [batch x %d] floats of state, zeros for new "
-                        "agents", (int)p->state_w);
+                        "frl_policy_act: args->state is NULL, and this policy keeps %s: pass "
+                        "[batch x %d] floats of state, zeros for new agents", p->stack > 1
+                        ? "each row's earlier frames (policy.frame_stack)"
+                        : "a recurrent core's state (policy.core)", (int)p->state_w);
     return FRL_OK;
 }
 
