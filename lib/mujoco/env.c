@@ -1,6 +1,7 @@
 /* The envs of the MuJoCo plugin: one mjData each (and one mjModel copy each when the
  * settings randomise the model per episode), behind the frl_env_callbacks the vec env
  * steps. Every call into MuJoCo that can raise an error runs guarded (model.c). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,8 +162,10 @@ static void do_reset(void *arg)
     env_call *c = arg;
     mjt_env *e = c->e;
     const mjt_model *md = e->model;
-    if (md->randomised)
+    if (md->randomised) {
+        e->episode_seed = c->seed;
         randomise(e, c->seed);
+    }
     mj_resetData(e->m, e->d);
     if (!md->task && md->host.cb.reset)
         c->rc = host_failed(e, "reset",
@@ -289,16 +292,44 @@ const char *mjt_env_fault(void *user)
 
 /* ---- state ---- */
 
+/* A randomising env's state ends with its episode's seed: the model it was stepping
+ * is made again from it (the factors themselves would be hundreds of values). */
 int mjt_env_get_state(void *user, double *state)
 {
     mjt_env *e = user;
     mj_getState(e->m, e->d, state, MJT_STATE_SPEC);
+    if (e->model->randomised) {
+        double *seed = state + mj_stateSize(e->m, MJT_STATE_SPEC);
+        seed[0] = (double)(e->episode_seed >> 32);
+        seed[1] = (double)(e->episode_seed & 0xffffffffu);
+    }
+    return 0;
+}
+
+/* The seed a randomising env's state holds: 0, or -1 (why in e->fault) when its halves
+ * are not integers in [0, 2^32). */
+static int saved_seed(mjt_env *e, const double *state, uint64_t *seed)
+{
+    int at = mj_stateSize(e->m, MJT_STATE_SPEC);
+    const double *half = state + at;
+    for (int k = 0; k < MJT_SEED_VALUES; k++)
+        if (!(half[k] >= 0 && half[k] < 4294967296.0 && half[k] == floor(half[k]))) {
+            snprintf(e->fault, sizeof e->fault, "%.40s: set_state: state[%d] = %g is not half "
+                     "of a randomisation seed (an integer in [0, 2^32))", e->model->name,
+                     at + k, half[k]);
+            return -1;
+        }
+    *seed = (uint64_t)half[0] << 32 | (uint64_t)half[1];
     return 0;
 }
 
 static void do_set_state(void *arg)
 {
     env_call *c = arg;
+    if (c->e->model->randomised) {
+        c->e->episode_seed = c->seed;
+        randomise(c->e, c->seed);
+    }
     mj_setState(c->e->m, c->e->d, c->state, MJT_STATE_SPEC);
     mj_forward(c->e->m, c->e->d);
 }
@@ -308,6 +339,8 @@ int mjt_env_set_state(void *user, const double *state)
     char why[256];
     env_call c = {.e = user, .state = state};
     c.e->fault[0] = '\0';
+    if (c.e->model->randomised && saved_seed(c.e, state, &c.seed) != 0)
+        return 3;
     if (mjt_guarded(do_set_state, &c, why, sizeof why) == 0)
         return 0;
     mujoco_failed(c.e, "set_state", why);

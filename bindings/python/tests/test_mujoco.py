@@ -2,9 +2,9 @@
 transition, with the same MuJoCo (the pinned pip package the plugin was built against).
 
 After each reset, and every 25 steps, both start from one state: fastrl's state
-(get_state: time, qpos, qvel, act, warm start; the elapsed count last) goes back into
-fastrl through set_state and into Gymnasium's MjData through mujoco.mj_setState with the
-same state signature, each followed by mj_forward (as Gymnasium's set_state does). Then
+(get_state: time, qpos, qvel, act, warm start, user inputs; the elapsed count last) goes
+back into fastrl through set_state and into Gymnasium's MjData through mujoco.mj_setState
+with the same state signature, each followed by mj_forward (as Gymnasium's set_state does). Then
 both step with the same float32 actions, and every transition is compared, the
 simulator states included. (Between restores both run on: quantities MuJoCo derives
 from positions, such as xpos, which Ant's forward reward reads before a step, are those
@@ -49,7 +49,9 @@ def mujoco():
 
 
 def _spec(mj):
-    return mj.mjtState.mjSTATE_FULLPHYSICS | mj.mjtState.mjSTATE_WARMSTART
+    t = mj.mjtState  # as lib/mujoco/plugin.h's MJT_STATE_SPEC
+    return (int(t.mjSTATE_FULLPHYSICS) | int(t.mjSTATE_WARMSTART)
+            | (int(t.mjSTATE_USER) & ~int(t.mjSTATE_CTRL)))
 
 
 def _gym_env(name):
