@@ -465,13 +465,40 @@ typedef struct saver {
     frl_trainer *t;
     const char *path;
     frl_status st;
+    frl_status policy_st; /* the policy's own save and an act, in either mode */
 } saver;
+
+/* The trainer's policy is the learner's, written only on the thread that calls back
+ * (async acting reads published copies), so saving it and acting with it are safe from
+ * the callback in both modes; TSan watches this test. */
+static frl_status use_policy(frl_trainer *t, const char *path)
+{
+    frl_policy *p = frl_trainer_policy(t);
+    char file[80];
+    snprintf(file, sizeof file, "%s.policy", path);
+    frl_status st = frl_policy_save(p, file);
+    unlink(file);
+    float obs[4] = {0.01f, 0.0f, -0.02f, 0.0f};
+    int32_t action = -1;
+    frl_act_args a;
+    frl_act_args_init(&a);
+    frl_test_act_widths(&a, p);
+    a.batch = 1;
+    a.observations = obs;
+    a.actions = &action;
+    a.deterministic = 1;
+    if (st == FRL_OK)
+        st = frl_policy_act(p, &a);
+    return st == FRL_OK && (action == 0 || action == 1) ? FRL_OK : FRL_ERR_INTERNAL;
+}
 
 static int save_in_callback(void *user, const frl_metrics *m)
 {
     saver *s = user;
     (void)m;
     s->st = frl_trainer_save(s->t, s->path);
+    frl_status st = use_policy(s->t, s->path);
+    s->policy_st = s->policy_st != FRL_OK ? s->policy_st : st;
     return 0;
 }
 
@@ -486,10 +513,11 @@ START_TEST(save_from_the_callback)
         frl_config *cfg = frl_test_settings(modes[i]);
         frl_trainer *t;
         ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
-        saver s = {t, path, FRL_OK};
+        saver s = {t, path, FRL_OK, FRL_OK};
         frl_trainer_set_callback(t, save_in_callback, &s);
         ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 3), FRL_OK);
         ck_assert_int_eq(s.st, i == 0 ? FRL_ERR_STATE : FRL_OK);
+        ck_assert_int_eq(s.policy_st, FRL_OK);
         ck_assert_int_eq(access(path, F_OK) == 0, i == 1);
         frl_trainer_set_callback(t, NULL, NULL);
         ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK); /* after train returned */
