@@ -154,6 +154,7 @@ static void try_nested(reentrant *r)
     if (!r->self)
         return;
     frl_status a = frl_vec_env_step(r->self);
+    a = a == FRL_ERR_STATE && strstr(frl_last_error(), "own callbacks") ? a : FRL_OK;
     frl_status b = frl_vec_env_reset(r->self, 9);
     atomic_fetch_add(a == FRL_ERR_STATE ? &r->refused : &r->accepted, 1);
     atomic_fetch_add(b == FRL_ERR_STATE ? &r->refused : &r->accepted, 1);
@@ -202,7 +203,6 @@ START_TEST(nested_calls_from_callbacks_refused)
         ck_assert_int_eq(atomic_load(&r[i].accepted), 0);
         r[i].self = NULL; /* the calls outside a callback work again */
     }
-    ck_assert_ptr_nonnull(strstr(frl_vec_env_last_error(v), "own callbacks"));
     ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
     ck_assert_int_eq(atomic_load(&r[3].c.steps), 2);
     frl_vec_env_destroy(v);

@@ -104,7 +104,7 @@ FRL_API frl_status frl_env_reset(frl_env *e, uint64_t seed, float *obs)
                         e ? "obs" : "env");
     frl_status st = frl_vec_env_reset(e->v, seed);
     if (st != FRL_OK)
-        return frl_fail_msg(e->err, st, e->v->err);
+        return frl_fail_msg(e->err, st, frl_last_error());
     e->failed = 0;
     copy_obs(e, obs);
     return FRL_OK;
@@ -139,7 +139,7 @@ FRL_API frl_status frl_env_step(frl_env *e, const void *action, float *obs, floa
     st = frl_vec_env_step(v);
     e->failed = st != FRL_OK && v->b.needs_reset[0]; /* not a refused action's */
     if (st != FRL_OK)
-        return frl_fail_msg(e->err, st, v->err);
+        return frl_fail_msg(e->err, st, frl_last_error());
     copy_obs(e, obs);
     *reward = v->b.rewards[0];
     *terminated = v->b.terminated[0];

@@ -493,7 +493,9 @@ frl_status frl_vec_env_enter(frl_vec_env *v, const char *who)
 {
     if (!atomic_exchange_explicit(&v->busy, 1, memory_order_acquire))
         return FRL_OK;
-    return frl_fail(v->err, FRL_ERR_STATE, "%s: the vec env is already being reset or stepped "
+    /* The thread's message only: the running call owns v->err, and the callbacks that
+     * call back in may run on several pool threads at once. */
+    return frl_fail(NULL, FRL_ERR_STATE, "%s: the vec env is already being reset or stepped "
                     "(a call from one of its own callbacks, or from a second thread at once); "
                     "nothing was done", who);
 }
@@ -533,7 +535,7 @@ frl_status frl_vec_env_set_state_at(frl_vec_env *v, int32_t i, const double *sta
 {
     frl_status st = frl_vec_env_enter(v, "set_state");
     if (st != FRL_OK)
-        return frl_fail_msg(err, st, v->err);
+        return frl_fail_msg(err, st, frl_last_error());
     st = set_state_locked(v, i, state, size, err);
     frl_vec_env_leave(v);
     return st;

@@ -891,7 +891,7 @@ static void run_sampling(async_sampler *a, const task *k, int32_t thread)
             a->g[k->group].phase = PH_STEP; /* reset by abandon_open at the end */
             a->g[k->group].restart = 1;
             a->sampler_failed = 1;
-            fail_locked(a->run, a->index, st, frl_vec_env_last_error(a->h->venvs[k->group]));
+            fail_locked(a->run, a->index, st, frl_last_error());
         }
     } else {
         a->busy_act += dt;
@@ -1194,7 +1194,7 @@ static frl_status reset_group(async_sampler *a, int32_t g, uint64_t restarts)
     uint64_t seed = h->seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL + restarts * 0xbf58476d1ce4e5b9ULL;
     frl_status st = frl_vec_env_reset(h->venvs[g], seed);
     if (st != FRL_OK)
-        return frl_fail_msg(h->err, st, frl_vec_env_last_error(h->venvs[g]));
+        return frl_fail_msg(h->err, st, frl_last_error());
     frl_rollout_zero_state(h->book, h->venvs[g], h->group_first[g]);
     a->g[g].restart = 0;
     return FRL_OK;

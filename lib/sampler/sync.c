@@ -195,7 +195,7 @@ static frl_status rollout_step(sync_sampler *s, int32_t step, double *clock)
         /* A failed step leaves observations that mean nothing (a host's NaN among
          * them): the next train starts from a reset, not from them, as async does. */
         h->book->pr.started = 0;
-        return frl_fail_msg(h->err, st, frl_vec_env_last_error(venv));
+        return frl_fail_msg(h->err, st, frl_last_error());
     }
     frl_rollout_store_step(h->book, h->ring, venv, 0, s->slot, step);
     h->book->pr.rollout_steps++;
@@ -257,7 +257,7 @@ static frl_status start(frl_sampler_host *h)
     uint64_t salt = (uint64_t)h->book->pr.updates * 0x9e3779b97f4a7c15ULL;
     frl_status st = frl_vec_env_reset_from(h->venvs[0], h->seed ^ salt, h->env_first);
     if (st != FRL_OK)
-        return frl_fail_msg(h->err, st, frl_vec_env_last_error(h->venvs[0]));
+        return frl_fail_msg(h->err, st, frl_last_error());
     frl_rollout_zero_state(h->book, h->venvs[0], 0);
     h->book->pr.started = 1;
     return FRL_OK;
