@@ -461,6 +461,7 @@ class Env(NoCopy, _EnvBase):
 
     def reset(self, *, seed=None, options=None):
         ptr = self._ptr
+        held = self._h  # through the call: a close() from a callback only lets go
         _check_options(options, "reset")
         if seed is not None:
             seed = _check_seed(seed)
@@ -477,6 +478,7 @@ class Env(NoCopy, _EnvBase):
 
     def step(self, action):
         ptr = self._ptr
+        held = self._h  # through the call: a close() from a callback only lets go
         if self._discrete:
             if isinstance(action, np.ndarray) and action.shape in ((), (1,)):
                 action = action.reshape(())[()]
@@ -526,8 +528,10 @@ class Env(NoCopy, _EnvBase):
         if s.ndim != 1:
             raise Error(Status.ERR_SIZE, f"state must be 1-D, not of shape {s.shape}")
         obs = np.empty(self._obs_shape, self._obs_dtype)
-        _lib.check(_lib.lib().env_set_state(self._ptr, s.ctypes.data, s.size,
-                                            obs.ctypes.data), "set_state")
+        ptr = self._ptr
+        held = self._h  # through the call: a close() from a callback only lets go
+        _lib.check(_lib.lib().env_set_state(ptr, s.ctypes.data, s.size, obs.ctypes.data),
+                   "set_state")
         return self._observation(obs)
 
     def render(self):
@@ -888,6 +892,7 @@ class VecEnv(NoCopy, _VecEnvBase):
         """Reset every env: env i draws from the stream (seed, i). ``seed`` is one int
         (or None: drawn from this VecEnv's own generator)."""
         ptr = self._ptr
+        held = self._h  # through the call: a close() from a callback only lets go
         self._check_writable("reset")
         _check_options(options, "reset")
         if seed is not None and not isinstance(seed, (int, np.integer)):

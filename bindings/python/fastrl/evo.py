@@ -102,6 +102,13 @@ class Evo(Closable):
             raise Error(Status.ERR_STATE, "the optimiser is closed")
         return self._h.ptr
 
+    def close(self):
+        """Let go of the optimiser; refused (``ERR_STATE``) from run's fitness_fn."""
+        if self._running:
+            raise Error(Status.ERR_STATE, "close: the optimiser is inside run(); call it "
+                        "after run returns")
+        self._h = None
+
     def _idle(self, what):
         """The pointer for a call that changes the optimiser: not inside run()."""
         ptr = self._ptr

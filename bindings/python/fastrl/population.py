@@ -207,6 +207,7 @@ class Population(Closable):
                                   lengths=lengths.ctypes.data,
                                   update_obs_norm=1 if update_obs_norm else 0)
             total = ctypes.c_int64()
+            held = (self._h, venv._h)  # through the call: a close() from an env lets go
             st = _lib.lib().population_evaluate(ptr, venv._ptr, ctypes.byref(args),
                                                 ctypes.byref(total))
             if st:

@@ -444,6 +444,7 @@ def evaluate(policy, env, episodes=100, *, deterministic=True, seed=0, num_envs=
         args = _lib.new_table(_lib.EvalArgs, episodes=int(episodes),
                               deterministic=1 if deterministic else 0, seed=seed,
                               returns=returns.ctypes.data, max_steps=int(max_steps))
+        held = (policy._h, venv._h)  # through the call: a close() from an env lets go
         st = _lib.lib().policy_evaluate(policy._ptr, venv._ptr, ctypes.byref(args), None)
         if st:
             venv._fail(st, "evaluate")  # a Python env's own exception, if it raised one

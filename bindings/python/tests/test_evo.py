@@ -289,6 +289,22 @@ def test_run_calls_back_and_matches_ask_tell():
     assert ei.value.status == Status.ERR_RANGE
 
 
+def test_close_inside_run_is_refused():
+    # The run holds the optimiser's pointer across the fitness call: a close() there
+    # would free it under the loop (the tell read freed memory).
+    a = es(runtime=fastrl.Runtime(threads=1, seed=2), population=8)
+
+    def closing(params, out):
+        a.close()
+
+    with pytest.raises(fastrl.Error) as ei:
+        a.run(closing, 2)
+    assert ei.value.status == Status.ERR_STATE and "inside run" in str(ei.value)
+    assert not a.closed and a.generation == 0
+    a.close()
+    assert a.closed
+
+
 def test_run_arrays_outlive_the_call():
     """params and fitness are numpy arrays of their own each generation: kept past the
     call (or held by a traceback, as a debugger's post-mortem holds them) they keep

@@ -390,3 +390,47 @@ def test_views_a_world_keeps_stay_valid():
     del err, frame_obs, obs
     collect()
     assert h() is None
+
+
+class _ClosesItsWrapper(gym.Env):
+    """Closes the fastrl object stepping it (held in ``owner``) at its third step."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, owner):
+        self.owner = owner
+        self.t = 0
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.t == 3 and self.owner:
+            self.owner.pop().close()
+        return np.full(4, 0.5, np.float32), 1.0, self.t >= 5, False, {}
+
+
+def test_close_from_inside_a_call_only_lets_go():
+    # A callback that closes the wrapper whose call is running (its only reference):
+    # the call finishes on the C object it holds, which is destroyed afterwards.
+    owner = []
+    env = fastrl.Env.from_python(_ClosesItsWrapper(owner), runtime=fastrl.Runtime(threads=1))
+    owner.append(env)
+    env.reset(seed=0)
+    env.step(0)
+    env.step(0)
+    obs, reward, *_ = env.step(0)  # closes env inside
+    assert obs.tolist() == [0.5] * 4 and reward == 1.0 and env.closed
+    del env
+    owner = []
+    venv = fastrl.VecEnv.from_python([lambda: _ClosesItsWrapper(owner)] * 4,
+                                     runtime=fastrl.Runtime(threads=1))
+    owner.append(venv)
+    policy = fastrl.Policy(venv.single_observation_space, venv.single_action_space,
+                           threads=1)
+    returns = fastrl.evaluate(policy, venv, episodes=8)
+    assert returns.tolist() == [5.0] * 8 and venv.closed
+
