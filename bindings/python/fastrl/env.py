@@ -946,18 +946,27 @@ class VecEnv(NoCopy, _VecEnvBase):
                 raise Error(Status.ERR_TYPE, f"step: discrete actions must be integers, "
                             f"not {a.dtype}")
             if a.dtype.itemsize >= 4 and a.dtype != _I32 and a.size:
-                # Values beyond int32 would wrap into range: catch them here.
-                bad = np.flatnonzero((a < 0) | (a >= self._n_actions))
-                if bad.size:
-                    i = int(bad[0])
-                    raise Error(Status.ERR_RANGE, f"step: env {i}: action {a[i]} is "
-                                f"outside [0, {self._n_actions})")
+                a = self._narrow_actions(a)
             np.copyto(self._actions, a, casting="unsafe")
         else:
             if a.dtype.kind not in "fiu":
                 raise Error(Status.ERR_TYPE, f"step: box actions must be numbers, not "
                             f"{a.dtype}")
             np.copyto(self._actions, a, casting="unsafe")
+
+    def _narrow_actions(self, a):
+        """Wide discrete actions as int32: a value beyond int32 would wrap into range, so
+        it is refused here, except in an env that autoresets on this step, whose action
+        the library ignores (it gets 0); the library checks the rest, as for int32."""
+        wide = (a < -(2**31)) | (a >= 2**31)
+        if not wide.any():
+            return a
+        resetting = (self._term != 0) | (self._trunc != 0)
+        if (wide & ~resetting).any():  # named as the library would: the lowest bad env
+            i = int(np.flatnonzero(((a < 0) | (a >= self._n_actions)) & ~resetting)[0])
+            raise Error(Status.ERR_RANGE, f"step: env {i}: action {a[i]} is outside "
+                        f"[0, {self._n_actions})")
+        return np.where(wide, 0, a)
 
     def render(self):
         return None

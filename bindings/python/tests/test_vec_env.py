@@ -172,6 +172,18 @@ def test_bad_actions_and_arguments():
         p.step(np.array([[0.0], [np.inf]], np.float32))
     assert ei.value.status == Status.ERR_NONFINITE and "env 1" in ei.value.message
     p.step(np.zeros((2, 1)))  # float64 is converted
+    # An env that autoresets on this step ignores its action, whatever the dtype (int64
+    # and lists were range-checked by the binding there; int32 never was).
+    for acts in (np.array([5, 2**40], np.int64), [7, -(2**40)]):
+        w = fastrl.make_vec("CartPole-v1", num_envs=2, max_episode_steps=2)
+        w.reset(seed=0)
+        w.step([0, 0])
+        w.step([0, 0])
+        w.step(acts)
+        assert w.reset_steps.tolist() == [True, True]
+        with pytest.raises(fastrl.Error) as ei:  # not resetting now: refused
+            w.step(acts)
+        assert ei.value.status == Status.ERR_RANGE and "env 0" in ei.value.message
 
 
 # ---------------------------------------------------------------- lifetime (ASan)
