@@ -4,6 +4,7 @@ clean Ctrl-C, checkpoints, and evaluation."""
 import ctypes
 import dataclasses
 import math
+import os
 import signal
 import weakref
 
@@ -284,6 +285,8 @@ class Trainer(NoCopy):
             raise Error(Status.ERR_RANGE, f"total_steps {total_steps} does not fit in int64")
         if callback is not None and not callable(callback):
             raise TypeError("callback must be callable")
+        if checkpoint is not None:  # checked now, not after hours of training
+            checkpoint = _checkpoint_path(checkpoint)
         L = _lib.lib()
         st_ = _TrainState()
 
@@ -396,6 +399,17 @@ def _add_note(exc, *notes):
     if hasattr(exc, "add_note"):
         for n in notes:
             exc.add_note(n)
+
+
+def _checkpoint_path(path):
+    """train's checkpoint path, refused before the run if no file can be written there:
+    not a path, a folder that does not exist, or a folder itself."""
+    path = os.fsdecode(_lib.fspath(path, "checkpoint"))
+    folder = os.path.dirname(path) or "."
+    if os.path.isdir(path) or not os.path.isdir(folder):
+        raise Error(Status.ERR_IO, f"train: checkpoint {path}: "
+                    + ("is a folder" if os.path.isdir(path) else f"no folder {folder}"))
+    return path
 
 
 def evaluate(policy, env, episodes=100, *, deterministic=True, seed=0, num_envs=None,

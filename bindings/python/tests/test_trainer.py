@@ -82,6 +82,18 @@ def test_python_env_trains(tmp_path):
     assert ei.value.status == Status.ERR_UNSUPPORTED
 
 
+def test_checkpoint_path_checked_before_training(tmp_path):
+    t = fastrl.Trainer("CartPole-v1", threads=1)
+    for bad, status in ((tmp_path / "no" / "dir" / "cp.frl", Status.ERR_IO),
+                        (tmp_path, Status.ERR_IO)):
+        with pytest.raises(fastrl.Error) as ei:
+            t.train(100_000, checkpoint=bad)
+        assert ei.value.status == status and str(bad) in str(ei.value)
+    with pytest.raises(TypeError):
+        t.train(100_000, checkpoint=3)
+    assert t.metrics.env_steps == 0  # nothing was trained
+
+
 def test_callback_stops_and_errors():
     t = fastrl.Trainer("CartPole-v1", seed=2)
     m = t.train(100_000, callback=lambda m: m.update < 3)  # False at update 3: stop
