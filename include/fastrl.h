@@ -785,8 +785,10 @@ FRL_API const char *frl_policy_last_error(const frl_policy *policy);
  *   the act function on the target.
  * Files are written atomically (as frl_policy_save; the C files all or none). Errors:
  * FRL_ERR_NULL (policy or path), FRL_ERR_INVALID_ARGUMENT for a name that is not a C
- * identifier, FRL_ERR_NONFINITE for non-finite parameters, FRL_ERR_IO naming the path,
- * FRL_ERR_NOMEM; nothing at the path changes then. Reads the parameters: not while a
+ * identifier, for export.weights=int8 or export.probe=true with export.format=onnx, or
+ * for a path longer than 4,032 bytes (either format), FRL_ERR_NONFINITE for non-finite
+ * parameters, FRL_ERR_IO naming the path, FRL_ERR_NOMEM; nothing at the path changes
+ * then. Reads the parameters: not while a
  * trainer updates this policy on another thread. */
 FRL_API frl_status frl_policy_export(frl_policy *policy, const char *path,
                                      const frl_config *options);

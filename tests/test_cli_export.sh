@@ -2,8 +2,9 @@
 # `fastrl export`: a trained CartPole policy as C99 source (float32 and int8) compiles
 # with -std=c99 -Wall -Wextra -Werror -pedantic and balances the pole for 500 steps in
 # a program that links nothing of fastrl (examples/exported_controller.c); the latency
-# probe builds and runs, for an LSTM policy too; the ONNX file is written; bad input
-# fails with a clear message.
+# probe builds and runs, for an LSTM policy too; the ONNX file is written (an LSTM's
+# with no unused constant); an export named fastrl includes beside the library's
+# header; bad input fails with a clear message, the same for both formats.
 # (bindings/python/tests/test_export.py compares both formats' numbers with the library.)
 #
 #   test_cli_export.sh FASTRL CC SRCDIR [plain|sanitized]
@@ -28,6 +29,26 @@ if [ "$mode" = sanitized ]; then
 fi
 run "$fastrl" train CartPole-v1 --steps $steps --seed 3 --out "$dir/run" --quiet
 [ "$rc" -eq 0 ] || { echo "cannot train CartPole-v1 (setup failed): $out"; exit 1; }
+
+# An export named fastrl: its header's guard is not the library's FASTRL_H, so a program
+# that includes both sees both (the second was once skipped whole). Checked before the
+# balance test below, which may skip the rest.
+mkdir "$dir/gen"
+run "$fastrl" export "$dir/run/checkpoint.frl" --c "$dir/gen/fastrl"
+[ "$rc" -eq 0 ] || fail "export --c .../fastrl: $out"
+cat > "$dir/both.c" <<'EOF'
+#include <fastrl.h>
+#include "gen/fastrl.h"
+int main(void)
+{
+    float obs[FASTRL_OBS_SIZE] = {0};
+    return frl_status_name(FRL_OK) == 0 || fastrl_act(obs) < 0;
+}
+EOF
+run $cc -std=c11 -Wall -Wextra -Werror -I"$src/include" -I"$dir" -c "$dir/both.c" \
+    -o "$dir/both.o"
+[ "$rc" -eq 0 ] || fail "a program including fastrl.h and an export named fastrl: $out"
+
 if [ "$mode" = plain ]; then
     run "$fastrl" eval "$dir/run/checkpoint.frl" --deterministic --episodes 10
     case $out in
@@ -87,6 +108,14 @@ run "$fastrl" export "$dir/truncated.frl" --onnx "$dir/p.onnx"
 [ "$rc" -ne 0 ] && has "FRL_ERR_FORMAT" || fail "a truncated checkpoint: $out"
 run "$fastrl" export "$dir/run/checkpoint.frl" --onnx "$dir/p.onnx" --int8
 [ "$rc" -eq 2 ] && has "go with --c" || fail "--int8 with --onnx: $out"
+# A path too long: the same error in both formats, naming it (ONNX once said FRL_ERR_IO).
+long="$dir/$(printf '%4100s' '' | tr ' ' d)"
+for fmt in "--onnx $long.onnx" "--c $long/p"; do
+    # shellcheck disable=SC2086 # an option and its value
+    run "$fastrl" export "$dir/run/checkpoint.frl" $fmt
+    [ "$rc" -eq 1 ] && has "FRL_ERR_INVALID_ARGUMENT" && has "bytes long" && has "$dir/ddd" ||
+        fail "${fmt%% *} to a path too long: exit status $rc: $(echo "$out" | cut -c1-200)"
+done
 run "$fastrl" export "$dir/run/checkpoint.frl"
 [ "$rc" -eq 2 ] && has "--onnx FILE or --c PREFIX" || fail "no output named: $out"
 
@@ -104,6 +133,8 @@ if [ "$rc" -eq 0 ]; then
     echo "$out"
     run "$fastrl" export "$dir/lstm/checkpoint.frl" --onnx "$dir/lstm.onnx"
     [ "$rc" -eq 0 ] || fail "export --onnx of an LSTM policy: $out"
+    # The GRU's constant 1 is no initializer of an LSTM's graph (it was, unused).
+    ! grep -aq "core.one" "$dir/lstm.onnx" || fail "the LSTM's ONNX model carries core.one"
 else
     fail "cannot train an LSTM policy: $out"
 fi

@@ -1,5 +1,6 @@
 /* frl_policy_export's refusals and failures, in C: NULL and empty arguments, a name
- * that is not a C identifier, non-finite parameters, an unwritable path, and every
+ * that is not a C identifier, non-finite parameters, an unwritable path, a path too
+ * long (the same error in both formats), the C options with ONNX, and every
  * allocation failing in turn, each an error with a message that leaves an existing file
  * untouched and leaks nothing; and both formats written identically twice. (Numbers:
  * bindings/python/tests/test_export.py; compiling and running the C export:
@@ -201,6 +202,76 @@ START_TEST(unwritable_path)
 }
 END_TEST
 
+/* A path too long to write is FRL_ERR_INVALID_ARGUMENT in both formats (the ONNX writer
+ * once said FRL_ERR_IO where the C writer said FRL_ERR_INVALID_ARGUMENT), named in the
+ * message, before anything is written. */
+START_TEST(too_long_a_path_is_refused_alike)
+{
+    make_dir();
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_policy *p = cartpole_policy(rt, "");
+    static char path[4200];
+    int n = snprintf(path, sizeof path, "%s/", dir);
+    memset(path + n, 'd', sizeof path - 1 - (size_t)n);
+    path[4040] = '\0'; /* past 4096 - 64 bytes: no room for a suffix and a temporary name */
+    const char *formats[] = {"export.format=onnx", "export.format=c"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(export_as(p, path, formats[i]), FRL_ERR_INVALID_ARGUMENT);
+        const char *msg = frl_policy_last_error(p);
+        ck_assert_msg(strstr(msg, "4040 bytes long") && strstr(msg, dir), "%s", msg);
+    }
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+    remove_dir();
+}
+END_TEST
+
+/* int8 weights and a probe are C options: with export.format=onnx they are refused,
+ * naming the key, rather than dropped; nothing is written. */
+START_TEST(c_options_with_onnx_are_refused)
+{
+    make_dir();
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_policy *p = cartpole_policy(rt, "");
+    const char *bad[][2] = {{"export.weights=int8", "export.weights=int8"},
+                            {"export.format=onnx export.probe=true", "export.probe=true"}};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(export_as(p, path_in("p.onnx"), bad[i][0]), FRL_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(frl_policy_last_error(p), bad[i][1]), "%s",
+                      frl_policy_last_error(p));
+        ck_assert(!exists(path_in("p.onnx")));
+    }
+    ck_assert_int_eq(export_as(p, path_in("p.onnx"), "export.weights=float32 "
+                                                       "export.probe=false"), FRL_OK);
+    ck_assert_int_eq(export_as(p, path_in("p"), "export.format=c export.weights=int8 "
+                                                  "export.probe=true"), FRL_OK);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+    remove_dir();
+}
+END_TEST
+
+/* The generated header's guard is its own: an export named fastrl does not take the
+ * library header's FASTRL_H (tests/test_cli_export.sh compiles a program with both). */
+START_TEST(header_guard_is_not_the_librarys)
+{
+    make_dir();
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_policy *p = cartpole_policy(rt, "");
+    ck_assert_int_eq(export_as(p, path_in("fastrl"), "export.format=c"), FRL_OK);
+    long size;
+    char *h = (char *)slurp(path_in("fastrl.h"), &size);
+    ck_assert_ptr_nonnull(h);
+    h[size] = '\0';
+    ck_assert_ptr_null(strstr(h, "FASTRL_H\n"));
+    ck_assert_ptr_nonnull(strstr(h, "#ifndef FASTRL_FASTRL_EXPORT_H\n"));
+    free(h);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+    remove_dir();
+}
+END_TEST
+
 /* Every allocation the export makes fails in turn: FRL_ERR_NOMEM, the file already at
  * the path unchanged, nothing leaked. */
 static void sweep_nomem(const char *options, const char *file, const char *target)
@@ -297,6 +368,9 @@ int main(void)
     tcase_add_test(tc, names_that_are_not_c_identifiers);
     tcase_add_test(tc, non_finite_parameters_are_refused);
     tcase_add_test(tc, unwritable_path);
+    tcase_add_test(tc, too_long_a_path_is_refused_alike);
+    tcase_add_test(tc, c_options_with_onnx_are_refused);
+    tcase_add_test(tc, header_guard_is_not_the_librarys);
     tcase_add_test(tc, allocation_failures);
     tcase_add_test(tc, written_the_same_twice);
     suite_add_tcase(s, tc);

@@ -10,13 +10,16 @@ typedef struct export_opts {
     int c, int8, probe;
 } export_opts;
 
+static const char usage_text[] =
+    "usage: fastrl export CHECKPOINT (--onnx FILE | --c PREFIX) [--int8] [--probe]\n";
+
 static int export_usage(const char *why)
 {
-    fprintf(stderr, "fastrl export: %s\nusage: fastrl export CHECKPOINT (--onnx FILE | --c PREFIX)"
-                    " [--int8] [--probe]\n", why);
+    fprintf(stderr, "fastrl export: %s\n%s", why, usage_text);
     return 2;
 }
 
+/* 0, 2 for a usage error (said why), or -1 for --help. */
 static int parse_export_args(int argc, char **argv, export_opts *o)
 {
     for (int i = 0; i < argc; i++) {
@@ -31,6 +34,8 @@ static int parse_export_args(int argc, char **argv, export_opts *o)
             o->int8 = 1;
         } else if (!strcmp(a, "--probe")) {
             o->probe = 1;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            return -1;
         } else if (a[0] != '-' && !o->path) {
             o->path = a;
         } else {
@@ -79,8 +84,10 @@ int cli_export(int argc, char **argv)
 {
     export_opts o = {0};
     int rc = parse_export_args(argc, argv, &o);
+    if (rc < 0)
+        fputs(usage_text, stdout);
     if (rc != 0)
-        return rc;
+        return rc < 0 ? 0 : rc;
     frl_runtime *rt;
     frl_config *cfg;
     frl_status st = frl_config_create(&cfg, NULL);

@@ -89,6 +89,9 @@ static void header_functions(frl_cgen *g, const char *up)
             frl_cgen_stateful(p) ? ", float *state" : "");
 }
 
+/* The include guard is NAME_FASTRL_EXPORT_H, not NAME_H: an export named fastrl would
+ * otherwise share FASTRL_H with the library's own header, and a program including both
+ * would silently lose the second. */
 static void emit_header(frl_cgen *g)
 {
     char up[64];
@@ -98,7 +101,8 @@ static void emit_header(frl_cgen *g)
         " * frl_policy_export. No dependency beyond <math.h>, no allocation, no state of its\n"
         " * own: the functions may run on any number of threads at once. doc/export.md in\n"
         " * fastrl explains the outputs and how to sample from them. */\n"
-        "#ifndef %s_H\n#define %s_H\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+        "#ifndef %s_FASTRL_EXPORT_H\n#define %s_FASTRL_EXPORT_H\n\n"
+        "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
         g->name, frl_version_string(), g->int8 ? "int8" : "float32", up, up);
     header_sizes(g, up);
     header_functions(g, up);

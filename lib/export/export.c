@@ -51,6 +51,38 @@ static frl_status c_name(frl_policy *p, const char *prefix, char *name, size_t s
     return FRL_OK;
 }
 
+/* export.weights=int8 and export.probe=true shape the C source alone; an ONNX model
+ * has float weights and no probe, so asking for either there is a mistake to report, not
+ * a request to drop without a word. */
+static frl_status check_onnx_options(frl_policy *p, const frl_config *opts)
+{
+    const char *key = frl_cfg_choice(opts, FRL_KEY_EXPORT_WEIGHTS) == FRL_EXPORT_WEIGHTS_INT8
+                          ? "export.weights=int8"
+                      : frl_cfg_bool(opts, FRL_KEY_EXPORT_PROBE) ? "export.probe=true"
+                                                                 : NULL;
+    if (key)
+        return frl_fail(p->err, FRL_ERR_INVALID_ARGUMENT,
+                        "frl_policy_export: %s applies to export.format=c only; an ONNX model "
+                        "has float32 weights and no probe (unset it, or export.format=c)", key);
+    return FRL_OK;
+}
+
+/* Both formats write path plus at most "_probe.c" and a temporary suffix (io/file.h);
+ * a longer path than this is refused alike by both, before anything is written, rather
+ * than failing as FRL_ERR_IO in one format and not the other. The path comes last in the
+ * message: cut short, it still says what is wrong. */
+enum { EXPORT_PATH_MAX = 4096 - 64 };
+
+static frl_status check_path_length(frl_policy *p, const char *path)
+{
+    size_t n = strlen(path);
+    if (n <= EXPORT_PATH_MAX)
+        return FRL_OK;
+    return frl_fail(p->err, FRL_ERR_INVALID_ARGUMENT,
+                    "frl_policy_export: the path is %zu bytes long, more than %d (room for the "
+                    "files' suffixes and temporary names): %s", n, (int)EXPORT_PATH_MAX, path);
+}
+
 static frl_status export_c(frl_policy *p, const char *prefix, const frl_config *opts)
 {
     char name[64];
@@ -69,7 +101,11 @@ FRL_API frl_status frl_policy_export(frl_policy *p, const char *path, const frl_
         return frl_fail(p->err, FRL_ERR_NULL, "frl_policy_export: path is %s",
                         path ? "empty" : "NULL");
     int c_format = frl_cfg_choice(options, FRL_KEY_EXPORT_FORMAT) == FRL_EXPORT_FORMAT_C;
-    frl_status st = check_kind(p);
+    frl_status st = check_path_length(p, path);
+    if (st == FRL_OK && !c_format)
+        st = check_onnx_options(p, options);
+    if (st == FRL_OK)
+        st = check_kind(p);
     if (st == FRL_OK)
         st = check_params(p);
     if (st != FRL_OK)

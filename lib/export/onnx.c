@@ -588,7 +588,11 @@ static void recurrent(graph *g, const char *x)
     const frl_policy *p = g->p;
     vname hs[2], parts[2];
     int64_t off = 0;
-    scalar(g, "core.one", 1.0f);
+    int gru = 0;
+    for (int32_t i = 0; i < p->towers; i++)
+        gru |= p->core[i].kind == FRL_RNN_GRU;
+    if (gru) /* the GRU's 1 - z; an LSTM's graph would leave it unused */
+        scalar(g, "core.one", 1.0f);
     for (int32_t i = 0; i < p->towers; i++) {
         hs[i] = fresh(g, "core");
         tower(g, i, x, off, &hs[i], &parts[i]);

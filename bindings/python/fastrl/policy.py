@@ -177,7 +177,13 @@ class Policy(Closable):
         ``format="onnx"``: an ONNX model at ``path``; ``format="c"``: C99 source
         ``path.h`` and ``path.c`` (the last part of ``path`` names the symbols), with
         ``weights="int8"`` for quantised weights and ``probe=True`` for
-        ``path_probe.c``, a latency probe. doc/export.md explains the outputs."""
+        ``path_probe.c``, a latency probe; both are C options, which the library refuses
+        (:class:`fastrl.Error`, ``ERR_INVALID_ARGUMENT``) with ``format="onnx"``.
+        doc/export.md explains the outputs."""
+        # bool(probe) would read "no" or "false" as True and write a probe never asked for.
+        if not isinstance(probe, (bool, np.bool_)):
+            raise TypeError(f"Policy.export: probe must be True or False, not "
+                            f"{type(probe).__name__} {probe!r}")
         cfg = as_config({"export.format": format, "export.weights": weights,
                          "export.probe": bool(probe)}, what="export options")
         _lib.check(_lib.lib().policy_export(self._ptr, _lib.fspath(path), cfg._ptr),

@@ -301,9 +301,17 @@ def session():
     return so
 
 
+def unused_initializers(model):
+    """Initializers no node reads (the checker allows them; an LSTM's graph once carried
+    the GRU's "core.one")."""
+    read = {i for n in model.graph.node for i in n.input}
+    return [t.name for t in model.graph.initializer if t.name not in read]
+
+
 def check_onnx(policy, path, obs, state):
     model = onnx.load(str(path))
     onnx.checker.check_model(model, full_check=True)
+    assert unused_initializers(model) == []
     ref = reference(model, obs, state)
     sess = ort.InferenceSession(str(path), session(), providers=["CPUExecutionProvider"])
     feed = {"observation": obs}
@@ -714,3 +722,32 @@ def test_export_refusals(tmp_path):
     with pytest.raises(fastrl.Error) as e:
         p.export(tmp_path / "p.onnx", "tflite")
     assert "onnx|c" in str(e.value)
+
+
+def test_onnx_has_no_unused_initializers(tmp_path):
+    """Every recurrent core's graph reads each of its initializers (not under needs_ort:
+    onnx alone reads the model, so the ThreadSanitizer build checks it too)."""
+    for case in ("cartpole_lstm_shared_no_encoder", "cartpole_gru_two_towers"):
+        trained(case)[0].policy.export(tmp_path / "r.onnx")
+        assert unused_initializers(onnx.load(str(tmp_path / "r.onnx"))) == [], case
+
+
+def test_export_options_are_checked(tmp_path):
+    """probe is a bool (bool("no") is True: a probe nobody asked for); int8 weights and a
+    probe are C options, refused with an ONNX export as the C API refuses them, and
+    nothing is written."""
+    p = trained("cartpole_separate_tanh")[0].policy
+    for bad in ("no", "false", 0, 1, None):
+        with pytest.raises(TypeError, match="probe must be True or False"):
+            p.export(tmp_path / "q", "c", probe=bad)
+    assert not (tmp_path / "q.c").exists() and not (tmp_path / "q_probe.c").exists()
+    for opts, key in (({"weights": "int8"}, "export.weights=int8"),
+                      ({"probe": True}, "export.probe=true")):
+        with pytest.raises(fastrl.Error) as e:
+            p.export(tmp_path / "o.onnx", **opts)
+        assert e.value.status == fastrl.Status.ERR_INVALID_ARGUMENT
+        assert key in str(e.value) and "export.format=c" in str(e.value)
+    assert not (tmp_path / "o.onnx").exists()
+    p.export(tmp_path / "o.onnx", weights="float32", probe=False)
+    p.export(tmp_path / "q", "c", probe=np.bool_(True))
+    assert (tmp_path / "q_probe.c").exists()
