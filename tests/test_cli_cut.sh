@@ -1,9 +1,10 @@
 #!/bin/sh
 # `fastrl cut`: a short elastic run on Pendulum, then its Pareto front, a cut for a
 # budget (saved, evaluated by `fastrl eval`, exported, and run by examples/robot_loop,
-# as a controller would), a cut by architecture, and the refusals: an unknown width, a
-# budget no sub-policy meets (naming the fastest), a checkpoint of a plain run, a
-# latency model of another batch.
+# as a controller would), a cut by architecture, and the refusals: an unknown width or a
+# malformed --arch, a budget no sub-policy meets (naming the fastest), a checkpoint of a
+# plain run, a cut policy, a latency model of another batch, malformed or repeated
+# probe times, --out with --list alone or where it cannot be written.
 #
 #   test_cli_cut.sh FASTRL ROBOT_LOOP
 set -u
@@ -61,6 +62,24 @@ run "$fastrl" cut "$ck" --fit-latency "$dir/bad.txt" --latency-us 1
 refused "a probe time of an unknown width" "bad.txt:2" "width 5"
 run "$fastrl" cut "$ck" --fit-latency "$dir/times.txt" --latency-us 1 --batch 4
 refused "a probe model at batch 4" "leave --batch at 1"
+# A line is "WIDTHS NS" and nothing more, and each architecture comes once: a third
+# field, a unit, or a repeated line (which once made 2 architectures pass for the 3 a
+# fit needs) is refused at its line.
+printf '4 310\n8 420 junk\n16,16 960\n' > "$dir/junk.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/junk.txt" --latency-us 1
+refused "a probe line with junk" "junk.txt:2" "nothing more"
+printf '4 310ns\n8 420\n16,16 960\n' > "$dir/unit.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/unit.txt" --latency-us 1
+refused "a probe time with a unit" "unit.txt:1"
+printf '4 310\n8 420\n8 420\n' > "$dir/twice.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/twice.txt" --latency-us 1
+refused "a repeated probe line" "twice.txt:3" "line 2"
+printf '4 310\n8 420\n16,16 960\n4 300\n' > "$dir/again.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/again.txt" --latency-us 1
+refused "an architecture timed twice" "again.txt:4" "line 1"
+printf '4, 310\n8 420\n16,16 960\n' > "$dir/comma.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/comma.txt" --latency-us 1
+refused "a probe line's trailing comma" "comma.txt:1"
 
 # Once-for-all's evolutionary search (what spaces of more than 4,096 architectures get).
 run "$fastrl" cut "$ck" --search evolution --latency-us 1000000 --episodes 2
@@ -73,6 +92,33 @@ run "$fastrl" cut "$ck" --arch 5,8 --episodes 2
 refused "unknown width" "width 5" "takes 4,8,16"
 run "$fastrl" cut "$ck" --arch 8,8,8 --episodes 2
 refused "too deep" "depth 3"
+# --arch's text is read whole before the checkpoint is: an empty element ("8," once cut
+# depth 1) or junk is a usage error.
+for bad in "8," "8,,8" ",8" "" "8,x" "+8"; do
+    run "$fastrl" cut "$ck" --arch "$bad" --episodes 2 --out "$dir/never.frl"
+    [ "$rc" -eq 2 ] && has "--arch: elastic architecture \"$bad\"" ||
+        fail "--arch '$bad': exit status $rc (want 2): $out"
+done
+[ ! -e "$dir/never.frl" ] || fail "a refused --arch wrote its --out"
+# --out with --list alone (no budget: nothing is cut) is refused, not ignored.
+run "$fastrl" cut "$ck" --list --episodes 2 --out "$dir/never.frl"
+[ "$rc" -eq 2 ] && has "cuts nothing" || fail "--list --out: exit status $rc: $out"
+[ ! -e "$dir/never.frl" ] || fail "--list --out wrote a file"
+# An --out that cannot be written is found before the work: the latency model, measured
+# and written first, is not there.
+run "$fastrl" cut "$ck" --latency-us 1000000 --episodes 2 --out "$dir/no/such/cut.frl" \
+    --latency-model "$dir/fresh.txt"
+refused "an unwritable --out" "--out $dir/no/such/cut.frl" "$dir/no/such does not exist"
+[ ! -e "$dir/fresh.txt" ] || fail "the unwritable --out was found after measuring"
+run "$fastrl" cut "$ck" --arch 4,8 --episodes 2 --out "$dir"
+refused "--out a directory" "is a directory"
+run "$fastrl" cut "$ck" --latency-us 1000000 --latency-model "$dir/no/model.txt"
+refused "an unwritable --latency-model" "--latency-model $dir/no/model.txt"
+# A cut policy (a plain policy file) cut again: said to be a policy file, not a run
+# trained without elastic.widths.
+run "$fastrl" cut "$dir/cut48.frl" --list --episodes 2
+refused "a cut policy cut again" "is a policy file" "not a trainer checkpoint"
+has "trained without elastic.widths" && fail "a cut policy: said to be a plain run: $out"
 run "$fastrl" cut "$ck" --latency-us 0.0001 --latency-model "$dir/model.txt"
 refused "budget none meets" "no sub-policy meets" "the fastest, widths"
 run "$fastrl" cut "$dir/plain/checkpoint.frl" --list

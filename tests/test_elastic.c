@@ -234,7 +234,16 @@ START_TEST(bad_architectures_and_policies_are_refused)
     ck_assert_int_eq(frl_elastic_arch_parse(&f.e, "8,8,8", &a, err), FRL_ERR_RANGE);
     ck_assert_msg(strstr(err, "depth 3"), "%s", err);
     ck_assert_int_eq(frl_elastic_arch_parse(&f.e, "8,x", &a, err), FRL_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(frl_elastic_arch_parse(&f.e, "", &a, err), FRL_ERR_RANGE);
+    /* An element left empty ("8," was once depth 1) or not plain digits is no width. */
+    const char *malformed[] = {"", "8,", ",8", "8,,8", "+8", " 8", "8 ", "0", "8,-4"};
+    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+        ck_assert_msg(frl_elastic_arch_parse(&f.e, malformed[i], &a, err) ==
+                          FRL_ERR_INVALID_ARGUMENT, "\"%s\" was read", malformed[i]);
+        ck_assert_msg(strstr(err, "write the kept widths"), "%s", err);
+        ck_assert_int_eq(frl_elastic_arch_scan(malformed[i], &a, err), FRL_ERR_INVALID_ARGUMENT);
+    }
+    ck_assert_int_eq(frl_elastic_arch_scan("16,4", &a, err), FRL_OK);
+    ck_assert_int_eq(a.depth, 2);
     ck_assert_int_eq(frl_elastic_arch_parse(&f.e, "16,4", &a, err), FRL_OK);
     ck_assert_int_eq(a.depth, 2);
     teardown_fixture(&f);
@@ -244,6 +253,9 @@ START_TEST(bad_architectures_and_policies_are_refused)
         {"policy.hidden=16,16 policy.core=gru elastic.widths=4", "recurrent core"},
         {"policy.hidden= elastic.widths=4", "no hidden layer"},
         {"policy.hidden=16,8 elastic.widths=12,32", "narrowest"},
+        /* The message names the layer no choice fits, not the narrowest's position. */
+        {"policy.hidden=32,8 elastic.widths=16", "hidden layer 1 (8 units)"},
+        {"policy.hidden=8,32 elastic.widths=16", "hidden layer 0 (8 units)"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         frl_runtime *rt = frl_test_runtime(1);

@@ -5,10 +5,13 @@
  * read from --latency-model) and by the mean return of evaluation episodes; --list
  * prints the Pareto front, --latency-us picks the best return whose predicted latency
  * meets the budget and checks it by measuring the cut policy. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "core/error.h"
@@ -45,12 +48,17 @@ typedef struct cut_run {
 
 enum { MAX_CANDIDATES = 4096 };
 
+static void cut_usage(FILE *f)
+{
+    fprintf(f, "usage: fastrl cut CHECKPOINT [--latency-us X] [--batch B] [--out FILE]\n"
+               "       [--list] [--arch W1,W2,...] [--episodes N] [--deterministic]\n"
+               "       [--latency-model FILE] [--fit-latency TIMES] [--seed S]\n"
+               "       [--search exhaustive|evolution]\n");
+}
+
 static int usage_fail(void)
 {
-    fprintf(stderr, "usage: fastrl cut CHECKPOINT [--latency-us X] [--batch B] [--out FILE]\n"
-                    "       [--list] [--arch W1,W2,...] [--episodes N] [--deterministic]\n"
-                    "       [--latency-model FILE] [--fit-latency TIMES] [--seed S]\n"
-                    "       [--search exhaustive|evolution]\n");
+    cut_usage(stderr);
     return 2;
 }
 
@@ -99,6 +107,18 @@ static int check_cut_args(cut_opts *o)
                         "--latency-us search them: give --arch alone\n");
         return usage_fail();
     }
+    frl_elastic_arch a;
+    char err[FRL_ERRMSG_SIZE];
+    if (o->arch && frl_elastic_arch_scan(o->arch, &a, err) != FRL_OK) {
+        fprintf(stderr, "fastrl cut: --arch: %s\n", err);
+        return 2;
+    }
+    if (o->out && o->list && o->budget_us < 0) {
+        fprintf(stderr, "fastrl cut: --list prints the front and cuts nothing, so --out "
+                        "would write nothing: add --latency-us X to save the cut for that "
+                        "budget, or give --arch W1,W2,... instead of --list\n");
+        return 2;
+    }
     if (o->probe_path && o->batch != 1) {
         fprintf(stderr, "fastrl cut: --fit-latency fits a model of single calls (the probe "
                         "acts on one row): leave --batch at 1\n");
@@ -119,6 +139,52 @@ static int check_cut_args(cut_opts *o)
     return 0;
 }
 
+/* The directory path would go in ("." for a bare name, "/" for "/x"); 1 if too long. */
+static int parent_dir(const char *path, char *dir, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= size)
+        return 1;
+    memcpy(dir, slash ? path : ".", n);
+    dir[n] = '\0';
+    return 0;
+}
+
+/* 0 when path can be written: it is no directory, and the directory it would go in
+ * exists and takes new files (a save renames a temporary file there). Else says why and
+ * returns 1, before any policy is loaded, measured or evaluated. */
+static int check_writable(const char *opt, const char *path)
+{
+    struct stat st;
+    char dir[4096];
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "fastrl cut: %s %s is a directory: name a file in it\n", opt, path);
+        return 1;
+    }
+    if (parent_dir(path, dir, sizeof dir)) {
+        fprintf(stderr, "fastrl cut: %s %s: the path is too long\n", opt, path);
+        return 1;
+    }
+    if (access(dir, W_OK | X_OK) == 0)
+        return 0;
+    int e = errno;
+    fprintf(stderr, "fastrl cut: %s %s cannot be written: its directory %s %s%s%s\n", opt,
+            path, dir, e == ENOENT ? "does not exist" : "is not writable (",
+            e == ENOENT ? "" : strerror(e), e == ENOENT ? "" : ")");
+    return 1;
+}
+
+/* The files the command will write, checked before the work that makes them. */
+static int check_outputs(const cut_opts *o)
+{
+    int model_written = o->model_path && (o->probe_path || access(o->model_path, F_OK) != 0);
+    if (o->out && check_writable("--out", o->out))
+        return 1;
+    return model_written ? check_writable("--latency-model", o->model_path) : 0;
+}
+
+/* 0, 2 for a usage error (said why), or -1 for --help. */
 static int parse_cut_args(int argc, char **argv, cut_opts *o)
 {
     for (int i = 0; i < argc; i++) {
@@ -132,6 +198,8 @@ static int parse_cut_args(int argc, char **argv, cut_opts *o)
             o->list = 1;
         } else if (!strcmp(a, "--deterministic")) {
             o->deterministic = 1;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            return -1;
         } else if (a[0] != '-' && !o->path) {
             o->path = a;
         } else {
@@ -172,7 +240,15 @@ static int load_run(cut_run *r, const char *path)
 {
     if (cli_checkpoint_env(path, r->env, sizeof r->env, &r->cfg) != 0)
         return 1;
-    if (!r->cfg || frl_cfg_list(r->cfg, FRL_KEY_ELASTIC_WIDTHS).n == 0) {
+    if (!r->cfg) { /* a policy file keeps policy.* alone: no elastic.widths, no heads */
+        fprintf(stderr, "fastrl cut: %s is a policy file (frl_policy_save's, Policy.save's or "
+                        "fastrl cut's), not a trainer checkpoint: it keeps neither the run's "
+                        "elastic.widths nor the heads of the smaller depths, so nothing can be "
+                        "cut from it (a cut policy is plain already); cut the elastic run's "
+                        "checkpoint.frl\n", path);
+        return 1;
+    }
+    if (frl_cfg_list(r->cfg, FRL_KEY_ELASTIC_WIDTHS).n == 0) {
         fprintf(stderr, "fastrl cut: %s is not an elastic run's checkpoint (it was trained "
                         "without elastic.widths, so it has no sub-policies to cut; train with "
                         "--set elastic.widths=8,16,32 for one)\n", path);
@@ -227,7 +303,71 @@ static int write_model(const cut_run *r, const char *path)
     return 0;
 }
 
-/* Lines "WIDTHS NS" (an architecture and its probe's ns per call on the target). */
+static int same_arch(const frl_elastic_arch *a, const frl_elastic_arch *b)
+{
+    if (a->depth != b->depth)
+        return 0;
+    for (int32_t i = 0; i < a->depth; i++)
+        if (a->width[i] != b->width[i])
+            return 0;
+    return 1;
+}
+
+enum { MAX_PROBES = 64 };
+
+/* The probe times read so far: architectures, us per call, and the line of each. */
+typedef struct probes {
+    frl_elastic_arch arch[MAX_PROBES];
+    double us[MAX_PROBES];
+    int32_t line[MAX_PROBES], n;
+} probes;
+
+/* One line "WIDTHS NS" into w and *ns: 0, or 1 when the line holds anything else (a
+ * third field, a unit after the number: a typo would otherwise fit a wrong model). */
+static int probe_fields(const char *line, char *w, double *ns)
+{
+    int end = -1;
+    if (sscanf(line, "%255s %lf %n", w, ns, &end) != 2 || end < 0)
+        return 1;
+    return line[end] != '\0' || !isfinite(*ns) || !(*ns > 0);
+}
+
+/* The entry of line line_no into pr: 0, or 1 after saying why it is refused. */
+static int probe_entry(cut_run *r, const char *path, int32_t line_no, const char *line,
+                       probes *pr)
+{
+    char w[256], err[FRL_ERRMSG_SIZE];
+    double ns;
+    frl_elastic_arch *a = &pr->arch[pr->n];
+    if (!strchr(line, '\n') && strlen(line) == 255) {
+        fprintf(stderr, "fastrl cut: %s:%d: a line of more than 254 characters\n", path,
+                (int)line_no);
+        return 1;
+    }
+    if (pr->n == MAX_PROBES || probe_fields(line, w, &ns)) {
+        fprintf(stderr, "fastrl cut: %s:%d: write \"WIDTHS NS\" and nothing more (at most %d "
+                        "lines), e.g. \"16,16 850\"\n", path, (int)line_no, MAX_PROBES);
+        return 1;
+    }
+    if (frl_elastic_arch_parse(&r->e, w, a, err) != FRL_OK) {
+        fprintf(stderr, "fastrl cut: %s:%d: %s\n", path, (int)line_no, err);
+        return 1;
+    }
+    for (int32_t i = 0; i < pr->n; i++)
+        if (same_arch(&pr->arch[i], a)) {
+            /* a repeat would count twice in the fit and towards its 3 architectures */
+            fprintf(stderr, "fastrl cut: %s:%d: widths %s were given on line %d already: "
+                            "give each architecture once\n", path, (int)line_no, w,
+                    (int)pr->line[i]);
+            return 1;
+        }
+    pr->us[pr->n] = ns * 1e-3;
+    pr->line[pr->n++] = line_no;
+    return 0;
+}
+
+/* Lines "WIDTHS NS" (an architecture and its probe's ns per call on the target); '#'
+ * starts a comment line. */
 static int fit_probes(cut_run *r, const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -235,29 +375,18 @@ static int fit_probes(cut_run *r, const char *path)
         fprintf(stderr, "fastrl cut: cannot read %s\n", path);
         return 1;
     }
-    frl_elastic_arch archs[64];
-    double us[64];
-    int32_t n = 0, line_no = 0;
-    char line[256], w[200], err[FRL_ERRMSG_SIZE];
+    probes pr = {.n = 0};
+    int32_t line_no = 0;
+    char line[256], err[FRL_ERRMSG_SIZE];
     int rc = 0;
     while (rc == 0 && fgets(line, sizeof line, f)) {
-        double ns;
         line_no++;
-        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
-            continue;
-        if (n == 64 || sscanf(line, "%199s %lf", w, &ns) != 2 || !(ns > 0)) {
-            fprintf(stderr, "fastrl cut: %s:%d: write \"WIDTHS NS\" (at most 64 lines), e.g. "
-                            "\"16,16 850\"\n", path, (int)line_no);
-            rc = 1;
-        } else if (frl_elastic_arch_parse(&r->e, w, &archs[n], err) != FRL_OK) {
-            fprintf(stderr, "fastrl cut: %s:%d: %s\n", path, (int)line_no, err);
-            rc = 1;
-        } else {
-            us[n++] = ns * 1e-3;
-        }
+        if (line[0] != '#' && line[strspn(line, " \t\r\n")] != '\0')
+            rc = probe_entry(r, path, line_no, line, &pr);
     }
     fclose(f);
-    if (rc == 0 && frl_latency_fit_probes(&r->model, &r->e, archs, us, n, err) != FRL_OK) {
+    if (rc == 0 &&
+        frl_latency_fit_probes(&r->model, &r->e, pr.arch, pr.us, pr.n, err) != FRL_OK) {
         fprintf(stderr, "fastrl cut: %s: %s\n", path, err);
         rc = 1;
     }
@@ -359,16 +488,6 @@ static int score_exhaustive(cut_run *r, const cut_opts *o, double limit_us)
 /* ---- evolutionary search (once-for-all's, for spaces too large to evaluate) ---- */
 
 enum { POPULATION = 32, GENERATIONS = 10, PARENTS = 8, TRIES = 1000 };
-
-static int same_arch(const frl_elastic_arch *a, const frl_elastic_arch *b)
-{
-    if (a->depth != b->depth)
-        return 0;
-    for (int32_t i = 0; i < a->depth; i++)
-        if (a->width[i] != b->width[i])
-            return 0;
-    return 1;
-}
 
 static int32_t pick(frl_rng *g, int32_t n)
 {
@@ -623,8 +742,12 @@ int cli_cut(int argc, char **argv)
 {
     cut_opts o = {.budget_us = -1, .batch = 1, .episodes = 20, .seed = 12345};
     int rc = parse_cut_args(argc, argv, &o);
+    if (rc < 0)
+        cut_usage(stdout);
     if (rc != 0)
-        return rc;
+        return rc < 0 ? 0 : rc;
+    if (check_outputs(&o) != 0)
+        return 1;
     cut_run r = {0};
     frl_status st = frl_runtime_create(&r.rt, NULL, NULL, NULL);
     if (st != FRL_OK)

@@ -53,14 +53,15 @@ static frl_status read_choices(frl_elastic *e, const frl_config *cfg, char *err)
     for (int32_t i = 0; i < w.n; i++)
         if (e->n_choices == 0 || v[i] != e->choices[e->n_choices - 1])
             e->choices[e->n_choices++] = v[i];
-    int32_t narrowest = e->hidden[0];
-    for (int32_t i = 1; i < e->depth; i++)
-        narrowest = e->hidden[i] < narrowest ? e->hidden[i] : narrowest;
-    if (e->choices[0] > narrowest)
-        return frl_fail(err, FRL_ERR_RANGE,
-                        "elastic.widths: the narrowest choice, %d, is wider than the narrowest "
-                        "hidden layer (%d units): no layer could shrink", (int)e->choices[0],
-                        (int)narrowest);
+    /* Each layer takes the choices below its width: one narrower than the narrowest
+     * choice could take none, so the choice set was meant for wider layers. */
+    for (int32_t i = 0; i < e->depth; i++)
+        if (e->choices[0] > e->hidden[i])
+            return frl_fail(err, FRL_ERR_RANGE,
+                            "elastic.widths: the narrowest choice, %d, is wider than hidden "
+                            "layer %d (%d units), so no choice fits that layer: give a width "
+                            "of at most %d units, or widen the layer (policy.hidden)",
+                            (int)e->choices[0], (int)i, (int)e->hidden[i], (int)e->hidden[i]);
     return FRL_OK;
 }
 
@@ -173,23 +174,30 @@ void frl_elastic_arch_text(const frl_elastic_arch *a, char *buf, size_t size)
         at += (size_t)snprintf(buf + at, size - at, "%s%d", i ? "," : "", (int)a->width[i]);
 }
 
-frl_status frl_elastic_arch_parse(const frl_elastic *e, const char *text, frl_elastic_arch *a,
-                                  char *err)
+frl_status frl_elastic_arch_scan(const char *text, frl_elastic_arch *a, char *err)
 {
     memset(a, 0, sizeof *a);
-    const char *s = text;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || (*end && *end != ',') || a->depth >= FRL_MLP_MAX_LAYERS - 1 ||
+    for (const char *s = text;; s++) {
+        /* Each element is digits: "", "8," and "8,,8" name no width where one is due. */
+        char *end = NULL;
+        long v = *s >= '0' && *s <= '9' ? strtol(s, &end, 10) : 0;
+        if (!end || (*end && *end != ',') || a->depth >= FRL_MLP_MAX_LAYERS - 1 ||
             v < 1 || v > 1 << 20)
             return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
                             "elastic architecture \"%s\": write the kept widths, one per "
                             "kept hidden layer, e.g. \"32,16\"", text);
         a->width[a->depth++] = (int32_t)v;
-        s = *end ? end + 1 : end;
+        if (!*end)
+            return FRL_OK;
+        s = end; /* the comma; the next element follows it */
     }
-    return frl_elastic_check(e, a, err);
+}
+
+frl_status frl_elastic_arch_parse(const frl_elastic *e, const char *text, frl_elastic_arch *a,
+                                  char *err)
+{
+    frl_status st = frl_elastic_arch_scan(text, a, err);
+    return st != FRL_OK ? st : frl_elastic_check(e, a, err);
 }
 
 int64_t frl_elastic_count_depth(const frl_elastic *e, int32_t d)

@@ -41,7 +41,8 @@ typedef struct frl_elastic {
 
 /* The elastic shape of policy p with the width choices of elastic.widths (cfg). Fails
  * with a message in err for a policy that cannot be elastic (a shared trunk, a core,
- * an encoder, a Q-head, no hidden layer) or a choice wider than every layer. */
+ * an encoder, a Q-head, no hidden layer) or a narrowest choice wider than a hidden
+ * layer (no choice would fit that layer; err names it). */
 frl_status frl_elastic_init(frl_elastic *e, const frl_policy *p, const frl_config *cfg,
                             char *err);
 
@@ -57,8 +58,12 @@ void frl_elastic_init_heads(const frl_elastic *e, float *heads, uint64_t seed, d
 /* The full architecture, and a check of a given one (err names what is wrong). */
 void frl_elastic_full(const frl_elastic *e, frl_elastic_arch *a);
 frl_status frl_elastic_check(const frl_elastic *e, const frl_elastic_arch *a, char *err);
-/* "d:w0,w1,..." text of an architecture, and parsing it ("w0,w1" means depth = count). */
+/* "w0,w1,..." text of an architecture, and parsing it ("w0,w1" means depth = count):
+ * scan reads the text alone (FRL_ERR_INVALID_ARGUMENT unless it is positive whole
+ * numbers joined by single commas, so a command can refuse it before loading a
+ * policy), parse then checks it against e (frl_elastic_check). */
 void frl_elastic_arch_text(const frl_elastic_arch *a, char *buf, size_t size);
+frl_status frl_elastic_arch_scan(const char *text, frl_elastic_arch *a, char *err);
 frl_status frl_elastic_arch_parse(const frl_elastic *e, const char *text, frl_elastic_arch *a,
                                   char *err);
 
