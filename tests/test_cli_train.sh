@@ -120,6 +120,17 @@ run "$fastrl" train CartPole-v1 --steps 2048 --out "$dir/log" --overwrite
 [ "$rc" -eq 0 ] && [ "$(echo "$out" | grep -c '100%')" -eq 1 ] ||
     fail "a one-update run in a log: want one 100% line: $out"
 
+# --out's missing parents are made, as mkdir -p would (runs/x once failed without runs/);
+# a file in the way is named.
+run "$fastrl" train CartPole-v1 --steps 2048 --out "$dir/runs/deep/x" --quiet
+[ "$rc" -eq 0 ] && [ -s "$dir/runs/deep/x/checkpoint.frl" ] ||
+    fail "--out under missing directories: exit status $rc: $out"
+: > "$dir/plainfile"
+run "$fastrl" train CartPole-v1 --steps 2048 --out "$dir/plainfile/x" --quiet
+refused "--out under a file" "cannot create $dir/plainfile/x" "Not a directory"
+run "$fastrl" train --help
+[ "$rc" -eq 0 ] && has "usage: fastrl train ENV" || fail "train --help: exit status $rc: $out"
+
 # A resume that asks for another env count or network is refused in the settings' terms.
 run "$fastrl" train --resume "$dir/run" --steps 8192 --quiet --set train.num_envs=3
 refused "--resume with train.num_envs=3" "FRL_ERR_INVALID_ARGUMENT" "train.num_envs"

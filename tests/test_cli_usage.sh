@@ -1,8 +1,9 @@
 #!/bin/sh
-# The commands' usage: `fastrl config` and `bench` answer --help (exit status 0) and
-# print their usage for anything else (2); bench's numeric options are read whole and a
-# bad --set names its key; `fastrl --help` lists the options each command's own usage
-# does. Nothing here trains or benchmarks: every case is refused or help.
+# The commands' usage: `fastrl config`, `bench`, `train`, `export` and `cut` answer
+# --help (exit status 0, on stdout) and print their usage for a usage error (2); bench's
+# numeric options are read whole and a bad --set names its key; `fastrl --help` lists
+# the options each command's own usage does. Nothing here trains or benchmarks: every
+# case is refused or help.
 #
 #   test_cli_usage.sh FASTRL
 set -u
@@ -29,6 +30,18 @@ run "$fastrl" config --help
 status 0 "config --help" "usage: fastrl config --list"
 run "$fastrl" config --list
 status 0 "config --list" "runtime.seed"
+
+# --help is an answer, not a mistake: the usage on stdout (nothing on stderr), exit 0,
+# for every command that takes options (export and cut once said "unknown option", 2).
+for cmd in train export cut; do
+    help=$("$fastrl" "$cmd" --help 2>"$dir/stderr")
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "$cmd --help: exit status $rc (want 0)"
+    case $help in "usage: fastrl $cmd "*) ;; *) fail "$cmd --help: stdout: $help" ;; esac
+    [ ! -s "$dir/stderr" ] || fail "$cmd --help: stderr: $(cat "$dir/stderr")"
+done
+run "$fastrl" export
+status 2 "export with nothing" "usage: fastrl export"
 
 run "$fastrl" bench env --help
 status 0 "bench env --help" "usage: fastrl bench env"

@@ -225,7 +225,8 @@ static int check_train_args(train_opts *o)
     return 0;
 }
 
-/* Every option is checked here, before anything is created or written. */
+/* Every option is checked here, before anything is created or written: 0, 2 for a usage
+ * error (said why), or -1 for --help. */
 static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cfg)
 {
     for (int i = 0; i < argc; i++) {
@@ -241,6 +242,8 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
             o->verbose = 1;
         } else if (!strcmp(a, "--overwrite")) {
             o->overwrite = 1;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            return -1;
         } else if (a[0] != '-' && !o->env) {
             o->env = a;
         } else {
@@ -251,12 +254,41 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
     return check_train_args(o);
 }
 
+/* 0 when path is a directory now (made here, or there already), else an errno. */
+static int make_one(const char *path)
+{
+    struct stat st;
+    if (mkdir(path, 0777) == 0)
+        return 0;
+    if (errno != EEXIST)
+        return errno;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+/* dir and the directories above it that do not exist yet, as mkdir -p: --out runs/x
+ * needs no runs/ made first. */
 static int make_dir(const char *dir)
 {
-    if (mkdir(dir, 0777) == 0 || errno == EEXIST)
-        return 0;
-    fprintf(stderr, "fastrl train: cannot create %s: %s\n", dir, strerror(errno));
-    return 1;
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n >= sizeof path) {
+        fprintf(stderr, "fastrl train: cannot create %s: the path is too long\n", dir);
+        return 1;
+    }
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        path[i] = '\0'; /* each prefix ending before a '/', then the whole */
+        int e = make_one(path);
+        if (e) {
+            fprintf(stderr, "fastrl train: cannot create %s: %s: %s\n", dir, path,
+                    strerror(e));
+            return 1;
+        }
+        path[i] = dir[i];
+    }
+    return 0;
 }
 
 /* The environment of the run saved at path into env ("" for a host env's run); 0 when
@@ -475,6 +507,14 @@ static void log_warning(void *user, frl_log_level level, const char *message)
             names[level <= FRL_LOG_DEBUG ? level : FRL_LOG_DEBUG], message);
 }
 
+static void train_usage(void)
+{
+    printf("usage: fastrl train ENV [--steps N] [--seed S] [--threads T] [--set key=value ...]\n"
+           "       [--out DIR [--overwrite]] [--resume DIR] [--quiet] [--verbose]\n"
+           "       [--max-seconds S] [--eval-every N [--eval-episodes K] [--eval-target R]]\n"
+           "(fastrl --help says what each does; fastrl config --list lists the settings)\n");
+}
+
 int cli_train(int argc, char **argv)
 {
     train_opts o = {.steps = 500000, .eval_episodes = 20, .eval_target = NAN};
@@ -482,6 +522,11 @@ int cli_train(int argc, char **argv)
     if (frl_config_create(&cfg, NULL) != FRL_OK)
         return cli_fail("config", FRL_ERR_NOMEM);
     int rc = parse_train_args(argc, argv, &o, cfg);
+    if (rc < 0) {
+        train_usage();
+        frl_config_destroy(cfg);
+        return 0;
+    }
     is_tty = isatty(2);
     frl_runtime *rt = NULL;
     if (rc == 0) {
