@@ -72,6 +72,27 @@ def test_onnx_policy_plays_gymnasium():
 
 
 @pytest.mark.slow
+def test_onnx_policy_plays_any_saved_policy(tmp_path):
+    """Not only CartPole: a Gaussian (Pendulum) policy and a recurrent one play the env
+    --env names; a model that does not fit the env is refused before playing."""
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (py_venv.sh "
+                        "installs it)")
+    import fastrl
+    for name, env, opts in (("gauss.frl", "Pendulum-v1", {}),
+                            ("gru.frl", "CartPole-v1", {"policy.core": "gru"})):
+        t = fastrl.Trainer(env, dict(opts, **{"train.num_envs": 4, "runtime.seed": 2}))
+        t.train(512)
+        t.policy.save(tmp_path / name)
+        out = run("onnx_policy.py", tmp_path / name, "--env", env, "--episodes", 2,
+                  "--sample")
+        assert "onnxruntime, sampled: mean return" in out, out
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, "onnx_policy.py"),
+                        str(tmp_path / "gauss.frl"), "--env", "CartPole-v1"],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=PKG_ROOT))
+    assert r.returncode == 1 and "reads 3 observation values, CartPole-v1 gives 4" in r.stderr
+
+
+@pytest.mark.slow
 def test_evo_ask_tell_solves_cartpole(tmp_path):
     out = run("evo_ask_tell.py", "--out", tmp_path / "es.frl")
     assert "members of 114 acting parameters (the policy has 211)" in out
