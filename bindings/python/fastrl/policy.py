@@ -237,9 +237,10 @@ class Policy(Closable):
             return np.ascontiguousarray(r).view(np.uint8)
         return (r != 0).view(np.uint8)
 
-    def _act(self, observations, deterministic, counter, stream_offset, info,
-             state=None, reset=None, outputs=False):
-        ptr = self._ptr
+    def _observation_rows(self, observations):
+        """``(obs, single)``: observations as the library reads them (a mixed space's
+        dict joined into rows, images as uint8 and nothing else), and whether they were
+        one observation."""
         if self._mixed and not isinstance(observations, np.ndarray):
             # a dict of image and vector becomes the library's rows (uint8 arrays of
             # whole rows, as the vec env and ring hold them, are taken as they are)
@@ -253,7 +254,12 @@ class Policy(Closable):
         # Box of shape (1,)
         shape = np.shape(observations)
         single = shape == self._obs_shape or (shape == () and self._obs_shape == (1,))
-        obs = np.ascontiguousarray(observations, dtype=self._obs_dtype)
+        return np.ascontiguousarray(observations, dtype=self._obs_dtype), single
+
+    def _act(self, observations, deterministic, counter, stream_offset, info,
+             state=None, reset=None, outputs=False):
+        ptr = self._ptr
+        obs, single = self._observation_rows(observations)
         if single:
             obs = obs.reshape((1,) + self._obs_shape)
         elif obs.ndim < 1 or obs.shape[1:] != self._obs_shape:

@@ -116,8 +116,7 @@ class Population(Closable):
         ptr = self._ptr
         pol = self._policy
         obs_shape = pol._obs_shape
-        obs = np.ascontiguousarray(observations, dtype=np.float32)
-        single = obs.shape == obs_shape
+        obs, single = pol._observation_rows(observations)  # as Policy.act reads them
         if single:
             obs = obs.reshape((1,) + obs_shape)
         elif obs.ndim < 1 or obs.shape[1:] != obs_shape:

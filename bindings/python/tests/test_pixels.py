@@ -77,6 +77,21 @@ def test_policy_reads_images_through_its_encoder(tmp_path):
 
 
 @pytest.mark.slow
+def test_population_acts_on_images_as_the_policy_does():
+    # Population.act read uint8 frames as float32 (a quarter of the bytes as pixels).
+    rt = fastrl.Runtime(threads=1)
+    v = fastrl.make_vec("PixelGrid-v0", num_envs=32, runtime=rt)
+    p = fastrl.Policy(v.single_observation_space, v.single_action_space, runtime=rt,
+                      encoder="simple")
+    pop = fastrl.Population(p, 2)  # every member starts as the policy
+    obs, _ = v.reset(seed=0)
+    for _ in range(3):
+        obs, *_ = v.step(v.action_space.sample())
+    assert np.array_equal(pop.act(obs, 1, deterministic=True), p.act(obs, deterministic=True))
+    with pytest.raises(TypeError):
+        pop.act(obs.astype(np.float32), 0)
+
+
 def test_pixel_grid_trains():
     # to 0.8 only: the C suite (test_pixels) takes the same run to 0.95 greedy
     t = fastrl.Trainer("PixelGrid-v0", target_return=0.8, seed=1)
