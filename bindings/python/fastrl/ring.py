@@ -31,6 +31,9 @@ class Ring(NoCopy):
         rt, _ = runtime_for(runtime, {}, "Ring")
         c_obs = spaces.observation_space_to_c(observation_space)
         c_act, start = spaces.to_c(action_space, "action space")
+        if start:  # the ring stores the library's actions, 0-based (as Policy refuses it)
+            raise Error(Status.ERR_UNSUPPORTED, f"Ring: a Discrete action space must start "
+                        f"at 0, not {start}")
         L = _lib.lib()
         ptr = ctypes.c_void_p()
         for name, v in (("slots", slots), ("steps", steps), ("envs", envs)):

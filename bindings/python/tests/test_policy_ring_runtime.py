@@ -199,7 +199,9 @@ def test_ring_arrays_and_slots(rt):
                        (lambda: r.array("rewards", 2), Status.ERR_RANGE),
                        (lambda: r.array("nope"), Status.ERR_UNKNOWN_NAME),
                        (lambda: r.slot_state(5), Status.ERR_RANGE),
-                       (lambda: fastrl.Ring(0, 8, 4, OBS, ACT), Status.ERR_RANGE)):
+                       (lambda: fastrl.Ring(0, 8, 4, OBS, ACT), Status.ERR_RANGE),
+                       (lambda: fastrl.Ring(1, 8, 4, OBS, gym.spaces.Discrete(3, start=1)),
+                        Status.ERR_UNSUPPORTED)):
         with pytest.raises(fastrl.Error) as ei:
             fn()
         assert ei.value.status == status, ei.value
