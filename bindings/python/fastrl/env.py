@@ -896,7 +896,7 @@ class VecEnv(NoCopy, _VecEnvBase):
         self._check_writable("reset")
         _check_options(options, "reset")
         if seed is not None and not isinstance(seed, (int, np.integer)):
-            if isinstance(seed, collections.abc.Sequence):
+            if isinstance(seed, (collections.abc.Sequence, np.ndarray)):
                 raise Error(Status.ERR_UNSUPPORTED,
                             "reset: a list of seeds is not supported; pass one int (env "
                             "i then draws from the library's stream (seed, i))")

@@ -20,8 +20,9 @@ def stream_position(owner, counter, stream_offset):
         counter = owner._counter
         owner._counter += 1
     for name, v in (("counter", counter), ("stream_offset", stream_offset)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not \
-                0 <= int(v) < 2**64:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"act: {name} must be an int, not {type(v).__name__}")
+        if not 0 <= int(v) < 2**64:
             raise Error(Status.ERR_RANGE, f"act: {name} must be an int in [0, 2^64)")
     return counter
 
@@ -246,6 +247,10 @@ class Policy(Closable):
             # whole rows, as the vec env and ring hold them, are taken as they are)
             observations = spaces.join_rows(observations, self.observation_space,
                                             "act")[0]
+        kind = np.asarray(observations).dtype.kind
+        if kind not in "biuf":  # complex would lose its imaginary part without a word
+            raise TypeError(f"act: observations must be numbers, not "
+                            f"{np.asarray(observations).dtype}")
         if self._obs_dtype == np.uint8 and np.asarray(observations).dtype != np.uint8:
             raise TypeError(f"act: this policy reads images: pass uint8 pixels, not "
                             f"{np.asarray(observations).dtype}")

@@ -152,6 +152,10 @@ def test_policy_errors(rt, tmp_path):
     with pytest.raises(fastrl.Error) as ei:
         p.act(np.array([[0, 0, 0, 0], [0, np.inf, 0, 0]], np.float32))
     assert "1" in ei.value.message  # names the row
+    for bad in (lambda: p.act(np.zeros(4, complex)),  # the imaginary part would go
+                lambda: p.act(np.zeros(4), counter=1.0)):
+        with pytest.raises(TypeError):
+            bad()
     junk = tmp_path / "junk.frl"
     junk.write_bytes(b"definitely not a checkpoint" * 10)
     with pytest.raises(fastrl.Error) as ei:

@@ -156,9 +156,10 @@ def test_bad_actions_and_arguments():
         v.step(np.array([0, 0, 0, 7], np.int32))
     assert "env 3" in ei.value.message  # the library names the env
     v.step([0, 1, 1, 0])  # lists work
-    with pytest.raises(fastrl.Error) as ei:
-        v.reset(seed=[1, 2, 3, 4])
-    assert ei.value.status == Status.ERR_UNSUPPORTED
+    for seeds in ([1, 2, 3, 4], np.arange(4)):  # one seed; env i draws (seed, i)
+        with pytest.raises(fastrl.Error) as ei:
+            v.reset(seed=seeds)
+        assert ei.value.status == Status.ERR_UNSUPPORTED
     with pytest.raises(fastrl.Error):
         v.reset(options={"a": 1})
     with pytest.raises(fastrl.Error) as ei:
