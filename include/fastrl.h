@@ -614,8 +614,9 @@ typedef enum frl_mujoco_type {
  * rows is the model's count (nq, nbody, ...); an empty array gives rows or
  * cols 0 and *ptr NULL. The pointer lives as long as the model or data: an env's, as
  * long as its vec env; except the arrays each step lays out again in mjData's arena
- * (the solver's "efc_force", "efc_J", ..., sized by "nefc"), valid during one call. A data array is the env's to change only inside its reset
- * callback, a model array never (a randomising env's model is its own copy, changed
+ * (the solver's "efc_force", "efc_J", ..., sized by "nefc"), valid during one call.
+ * A data array is the env's to change only inside its reset callback, a model array
+ * never (a randomising env's model is its own copy, changed
  * at each reset). Unknown name: FRL_ERR_UNKNOWN_NAME; no plugin: FRL_ERR_UNSUPPORTED.
  * May be called from the callbacks. ptr, rows, cols and type may each be NULL. */
 FRL_API frl_status frl_mujoco_array(const void *model, const void *data, const char *name,
