@@ -54,32 +54,30 @@ run "$fastrl" cut "$ck" --fit-latency "$dir/times.txt" --latency-us 0.8 --episod
 ok "fitted from probe times"
 has "measured_us: n/a" || fail "fitted: measured here: $out"
 grep -q "kernels probe" "$dir/target.txt" || fail "fitted: the model file does not say probe"
-printf '4 310\n8 420\n' > "$dir/few.txt"
-run "$fastrl" cut "$ck" --fit-latency "$dir/few.txt" --latency-us 1
-refused "two probe times" "at least 3 architectures"
-printf '4 310\n5 420\n16,16 960\n' > "$dir/bad.txt"
-run "$fastrl" cut "$ck" --fit-latency "$dir/bad.txt" --latency-us 1
-refused "a probe time of an unknown width" "bad.txt:2" "width 5"
+# bad_probes FILE CONTENT NAME WANT...: a fit from probe times FILE holds is refused,
+# its output holding each WANT.
+bad_probes() {
+    file=$1 content=$2
+    shift 2
+    printf '%b' "$content" > "$dir/$file"
+    run "$fastrl" cut "$ck" --fit-latency "$dir/$file" --latency-us 1
+    refused "$@"
+}
+bad_probes few.txt '4 310\n8 420\n' "two probe times" "at least 3 architectures"
+bad_probes bad.txt '4 310\n5 420\n16,16 960\n' "a probe time of an unknown width" \
+    "bad.txt:2" "width 5"
 run "$fastrl" cut "$ck" --fit-latency "$dir/times.txt" --latency-us 1 --batch 4
 refused "a probe model at batch 4" "leave --batch at 1"
 # A line is "WIDTHS NS" and nothing more, and each architecture comes once: a third
 # field, a unit, or a repeated line (which once made 2 architectures pass for the 3 a
 # fit needs) is refused at its line.
-printf '4 310\n8 420 junk\n16,16 960\n' > "$dir/junk.txt"
-run "$fastrl" cut "$ck" --fit-latency "$dir/junk.txt" --latency-us 1
-refused "a probe line with junk" "junk.txt:2" "nothing more"
-printf '4 310ns\n8 420\n16,16 960\n' > "$dir/unit.txt"
-run "$fastrl" cut "$ck" --fit-latency "$dir/unit.txt" --latency-us 1
-refused "a probe time with a unit" "unit.txt:1"
-printf '4 310\n8 420\n8 420\n' > "$dir/twice.txt"
-run "$fastrl" cut "$ck" --fit-latency "$dir/twice.txt" --latency-us 1
-refused "a repeated probe line" "twice.txt:3" "line 2"
-printf '4 310\n8 420\n16,16 960\n4 300\n' > "$dir/again.txt"
-run "$fastrl" cut "$ck" --fit-latency "$dir/again.txt" --latency-us 1
-refused "an architecture timed twice" "again.txt:4" "line 1"
-printf '4, 310\n8 420\n16,16 960\n' > "$dir/comma.txt"
-run "$fastrl" cut "$ck" --fit-latency "$dir/comma.txt" --latency-us 1
-refused "a probe line's trailing comma" "comma.txt:1"
+bad_probes junk.txt '4 310\n8 420 junk\n16,16 960\n' "a probe line with junk" "junk.txt:2" \
+    "nothing more"
+bad_probes unit.txt '4 310ns\n8 420\n16,16 960\n' "a probe time with a unit" "unit.txt:1"
+bad_probes twice.txt '4 310\n8 420\n8 420\n' "a repeated probe line" "twice.txt:3" "line 2"
+bad_probes again.txt '4 310\n8 420\n16,16 960\n4 300\n' "an architecture timed twice" \
+    "again.txt:4" "line 1"
+bad_probes comma.txt '4, 310\n8 420\n16,16 960\n' "a probe line's trailing comma" "comma.txt:1"
 
 # Once-for-all's evolutionary search (what spaces of more than 4,096 architectures get).
 run "$fastrl" cut "$ck" --search evolution --latency-us 1000000 --episodes 2
