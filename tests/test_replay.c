@@ -128,15 +128,23 @@ static frl_replay_shape shape_of(int64_t capacity, int prioritized, double alpha
                               .alpha = alpha, .batch_rows = 256};
 }
 
-/* The naive n-step target of row (t, b) of a block: the same walk over copied x'. */
-static void naive_target(const naive *blk, int t, int b, int n_step, double gamma, double *ret,
-                         double *disc, const float **x2, int *term)
+/* The naive n-step target of row (t, b) of block k of nb: the same walk over copied x',
+ * going on at step 0 of block k + 1 (mod nb) unless k is the newest block. */
+static void naive_target(naive (*blk)[T * B], int nb, int newest, int k, int t, int b,
+                         int n_step, double gamma, double *ret, double *disc,
+                         const float **x2, int *term)
 {
     double g = 1;
     *ret = 0;
     *term = 0;
-    for (int j = 0; j < n_step && t + j < T; j++) {
-        const naive *n = &blk[(t + j) * B + b];
+    for (int j = 0; j < n_step; j++, t++) {
+        if (t == T) {
+            if (k == newest)
+                break;
+            k = (k + 1) % nb;
+            t = 0;
+        }
+        const naive *n = &blk[k][t * B + b];
         *ret += g * n->r;
         g *= gamma;
         *x2 = n->x2;
@@ -149,7 +157,8 @@ static void naive_target(const naive *blk, int t, int b, int n_step, double gamm
 }
 
 /* 13 slots into a replay of 4 blocks (it wraps three times), then every sampled row
- * against the naive copy of the block it came from, for n = 1 and n = 3. */
+ * against the naive copy of the blocks it came from, for n = 1, 3 and 2T + 1 (sums
+ * that go on into the next one or two blocks, and stop at the newest's end). */
 START_TEST(obs_once_matches_naive)
 {
     frl_runtime *rt = frl_test_runtime(1);
@@ -165,22 +174,25 @@ START_TEST(obs_once_matches_naive)
     for (int slot = 0; slot < 13; slot++) {
         fill_slot(&s, ring, blocks[slot % 4]);
         ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
-        int seen[4 * T * B] = {0};
-        for (int n_step = 1; n_step <= 3; n_step += 2)
+        int seen[4 * T * B] = {0}, crossed = 0;
+        for (int n_step = 1; n_step <= 2 * T + 1; n_step += n_step == 1 ? 2 : 2 * T - 2)
             for (int rep = 0; rep < 4; rep++) {
                 frl_replay_draw d = {.rows = 256, .n_step = n_step, .gamma = 0.9};
                 ck_assert_int_eq(frl_replay_sample(r, &draws, &d, &r->batch, err), FRL_OK);
                 for (int o = 0; o < 256; o++) {
                     int64_t i = r->batch.index[o];
                     ck_assert_int_lt(i, r->filled * T * B);
-                    const naive *blk = blocks[i / (T * B)];
+                    int k = (int)(i / (T * B));
+                    const naive *blk = blocks[k];
                     int t = (int)(i % (T * B)) / B, b = (int)(i % B);
                     ck_assert_int_eq(blk[t * B + b].reset, 0);
                     seen[i] = 1;
                     double ret, disc;
                     const float *x2 = NULL;
                     int term;
-                    naive_target(blk, t, b, n_step, 0.9, &ret, &disc, &x2, &term);
+                    naive_target(blocks, 4, slot % 4, k, t, b, n_step, 0.9, &ret, &disc, &x2,
+                                 &term);
+                    crossed += !term && disc < pow(0.9, T - t) - 1e-6;
                     ck_assert_mem_eq(r->batch.obs + o * W, blk[t * B + b].x, sizeof(float) * W);
                     ck_assert_int_eq(((int32_t *)r->batch.action)[o], blk[t * B + b].a);
                     ck_assert_float_eq_tol(r->batch.reward[o], ret, 1e-5);
@@ -191,6 +203,8 @@ START_TEST(obs_once_matches_naive)
                     ck_assert_float_eq(r->batch.weight[o], 1.0f);
                 }
             }
+        if (slot > 0) /* sums went past their block's end: the walk across was checked */
+            ck_assert_int_gt(crossed, 0);
         /* Every transition is drawn, and the count is the rows that are not resets. */
         int64_t live = 0;
         for (int64_t i = 0; i < r->filled * T * B; i++) {
@@ -813,12 +827,23 @@ END_TEST
 
 /* ---- frame stacks ---- */
 
+enum { STACK_K = 3, STACK_SW = (STACK_K - 1) * W };
+
+/* Block k's ring data as rl/frame_stack.c reads a slot. */
+static frl_frame_source stack_source(int k, float (*obs)[T * B * W], float (*boot)[B * W],
+                                     uint8_t (*reset)[T * B], float (*s0)[B * STACK_SW])
+{
+    return (frl_frame_source){.k = STACK_K, .fw = W, .T = T, .B = B, .obs = obs[k],
+                              .boot = boot[k], .reset = reset[k], .state0 = s0[k]};
+}
+
 /* A replay of stacks of K frames gives every row's x and x' as rl/frame_stack.c builds
- * them from the ring slot it was filled from (episode starts, the frames before the
- * block from its state0, the bootstrap frame), for n = 1 and n = 3. */
+ * them from the ring slots it was filled from (episode starts, the frames before the
+ * block from its state0, the bootstrap frame), for n = 1, 3 and T + 2 (x' in the next
+ * block, or the newest block's bootstrap frame). */
 START_TEST(stacks_match_the_ring)
 {
-    enum { K = 3, SW = (K - 1) * W };
+    enum { K = STACK_K, SW = STACK_SW };
     frl_runtime *rt = frl_test_runtime(1);
     frl_ring *ring = make_ring(rt, T, B, W);
     ck_assert_int_eq(frl_ring_alloc_state(ring, SW), FRL_OK);
@@ -850,29 +875,34 @@ START_TEST(stacks_match_the_ring)
         memcpy(trunc[k], frl_ring_at(ring, 0, FRL_RING_TRUNCATED), sizeof trunc[k]);
         memcpy(s0[k], ring->slot[0].state0, sizeof s0[k]);
         ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
-        for (int n_step = 1; n_step <= 3; n_step += 2) {
+        for (int n_step = 1; n_step <= T + 2; n_step += n_step == 1 ? 2 : T - 1) {
             frl_replay_draw d = {.rows = 256, .n_step = n_step, .gamma = 0.9};
             ck_assert_int_eq(frl_replay_sample(r, &draws, &d, &r->batch, err), FRL_OK);
             for (int o = 0; o < 256; o++) {
                 int64_t i = r->batch.index[o];
                 int kk = (int)(i / (T * B)), t = (int)(i % (T * B)) / B, b = (int)(i % B);
-                frl_frame_source src = {.k = K, .fw = W, .T = T, .B = B, .obs = obs[kk],
-                                        .boot = boot[kk], .reset = reset[kk],
-                                        .state0 = s0[kk]};
                 float want[K * W];
+                frl_frame_source src = stack_source(kk, obs, boot, reset, s0);
                 frl_frame_stack_row(&src, t, b, want);
                 ck_assert_mem_eq(r->batch.obs + o * K * W, want, sizeof want);
                 if (r->batch.terminated[o])
                     continue;
-                /* x' ends at the step after the n-step walk: n steps, the block's end,
-                 * or the step that ended the episode (truncated: the final frame) */
-                int t2 = t;
-                for (int j = 0; j < n_step && t + j < T; j++) {
-                    t2 = t + j + 1;
-                    int row = (t + j) * B + b;
-                    if (term[kk][row] || trunc[kk][row])
+                /* x' is at the step after the n-step walk: n steps on (in the next
+                 * block past this one's end, unless it is the newest), or the step
+                 * that ended the episode (truncated: the final frame) */
+                int t2 = t, k2 = kk;
+                for (int j = 0; j < n_step; j++) {
+                    if (t2 == T && k2 == k)
+                        break;
+                    if (t2 == T) {
+                        k2 = (k2 + 1) % 3;
+                        t2 = 0;
+                    }
+                    int row = t2++ * B + b;
+                    if (term[k2][row] || trunc[k2][row])
                         break;
                 }
+                src = stack_source(k2, obs, boot, reset, s0);
                 frl_frame_stack_row(&src, t2, b, want);
                 ck_assert_mem_eq(r->batch.next_obs + o * K * W, want, sizeof want);
             }

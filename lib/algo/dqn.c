@@ -217,10 +217,6 @@ static frl_status dqn_create(frl_learner *l, const frl_learner_ctx *c, char *err
     if ((st = alloc_arrays(d, &c->rt->alloc, err)) != FRL_OK)
         return st;
     set_epsilon(d, epsilon_at(&d->s, 0, 1));
-    if (d->s.n_step > d->T) /* a sum stops at its rollout's end: say so once */
-        frl_log(c->rt, FRL_LOG_WARNING, "train.n_step %d is longer than a rollout "
-                "(train.train_freq %d): a return stops at its rollout's end, so none sums more "
-                "than %d rewards", (int)d->s.n_step, (int)d->T, (int)d->T);
     int32_t q = frl_learner_add_net(l, "policy", FRL_NET_Q, -1, d->p->params,
                                     (int64_t)d->p->num_params);
     frl_learner_add_net(l, "q_target", FRL_NET_TARGET, q, d->target, (int64_t)d->p->num_params);

@@ -599,9 +599,6 @@ static inline void copy_floats(float *restrict dst, const unsigned char *restric
     }
 }
 
-/* Row i's n-step target into batch row o, from its record rec at step t: rewards
- * summed down the env's records until the episode ends, n steps pass or the bootstrap
- * record is reached. x' is the observation of the record after the last step taken. */
 /* The stack of frames ending at step t of the column whose step 0 is record col (as
  * rl/frame_stack.c builds it from a ring slot): steps t - k + 1 .. t, oldest first,
  * zeros for the steps before the episode of step t began (step u begins one when row
@@ -627,39 +624,61 @@ static void stack_row(const frl_replay *r, size_t col, size_t t, float *out)
     }
 }
 
+/* The same env's column in the block after column col's, where the env's stream goes on
+ * (a trainer adds its rollouts in order); none (0) after the newest block, whose next
+ * block is unwritten or the oldest. */
+static int next_column(const frl_replay *r, size_t col, size_t *next)
+{
+    size_t per = ((size_t)r->shape.steps + 1) * (size_t)r->shape.envs, k = col / per;
+    if ((int64_t)k == (r->next + r->blocks - 1) % r->blocks)
+        return 0;
+    *next = (k + 1) % (size_t)r->blocks * per + (col - k * per);
+    return 1;
+}
+
+/* Row i's n-step target into batch row o, from its record rec at step t: rewards summed
+ * down the env's records until the episode ends or n steps pass. A sum reaching its
+ * block's end goes on at step 0 of the env's column in the next block (whose observation
+ * is the bootstrap record's), and stops at the newest block's end. x' is the observation
+ * of the record after the last step taken. */
 static void gather(const frl_replay *r, const frl_replay_draw *d, int64_t i, size_t rec,
                    size_t t, frl_replay_batch *out, int32_t o)
 {
-    size_t W = (size_t)r->obs_w, R = r->rec_bytes, A = (size_t)r->act_w;
-    size_t steps = (size_t)r->shape.steps - t;
-    const unsigned char *x = record_at(r, r->array[FRL_REPLAY_ROWS], rec), *last = x;
+    size_t W = (size_t)r->obs_w, A = (size_t)r->act_w, T = (size_t)r->shape.steps;
+    const unsigned char *rows = r->array[FRL_REPLAY_ROWS], *x = record_at(r, rows, rec);
     int stacked = r->shape.stack > 1;
-    size_t KW = (size_t)row_floats(&r->shape);
+    size_t KW = (size_t)row_floats(&r->shape), col = rec - t, R = r->rec_bytes;
     if (stacked)
-        stack_row(r, rec - t, t, out->obs + (size_t)o * KW);
+        stack_row(r, col, t, out->obs + (size_t)o * KW);
     else
         copy_floats(out->obs + (size_t)o * W, x, W);
     copy_floats((float *)out->action + (size_t)o * A, x + r->off_action, A);
-    steps = steps < (size_t)d->n_step ? steps : (size_t)d->n_step;
     double ret = 0, g = 1;
     uint8_t done = 0;
-    for (size_t j = 0; j < steps; j++) {
-        last = x + j * R;
+    const unsigned char *step = x, *end = x + (T - t) * R; /* end: the bootstrap record */
+    for (int32_t j = 0; j < d->n_step; j++) {
+        if (step == end) {
+            if (!next_column(r, col, &col))
+                break;
+            step = record_at(r, rows, col);
+            end = step + T * R;
+        }
         float rw;
-        memcpy(&rw, last + r->off_reward, 4);
+        memcpy(&rw, step + r->off_reward, 4);
         ret += g * rw;
         g *= d->gamma;
-        const uint8_t *f = last + r->off_flags;
+        const uint8_t *f = step + r->off_flags;
+        step += R;
         if (f[0] | f[1]) {
             done = f[0];
             break;
         }
     }
+    /* step: the record after the last step taken */
     if (stacked)
-        stack_row(r, rec - t, t + (size_t)((last - x) / (ptrdiff_t)R) + 1,
-                  out->next_obs + (size_t)o * KW);
+        stack_row(r, col, T - (size_t)(end - step) / R, out->next_obs + (size_t)o * KW);
     else
-        copy_floats(out->next_obs + (size_t)o * W, last + R, W);
+        copy_floats(out->next_obs + (size_t)o * W, step, W);
     out->reward[o] = (float)ret;
     out->discount[o] = done ? 0.0f : (float)g;
     out->terminated[o] = done;
