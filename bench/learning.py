@@ -43,11 +43,14 @@ The R2D2 tasks (--tasks r2d2; doc/r2d2.md), 1M steps each, 7 in 10:
     r2d2-nv-async     the same with two Ape-X actors on the async sampler, measured by
                       100 greedy episodes of the saved policy (>= 475)
     r2d2-probe        MemoryProbe-v0 (D = 20, K = 4), one actor (sync), evaluated as the
-                      probes above
+                      probes above, but stopped by greedy evaluations during training
+                      (200 episodes every 5,000 steps reaching 0.99), not by the training
+                      mean
     r2d2-probe-stored, r2d2-probe-zero
                       the ablation, measured, on sequences of 20 steps (shorter than an
                       episode): stored state and burn-in 5 against zero state and no
-                      burn-in (--tasks r2d2-probe-stored,r2d2-probe-zero --seeds 5)
+                      burn-in (--tasks r2d2-probe-stored,r2d2-probe-zero --seeds 5),
+                      stopped as r2d2-probe
 The MuJoCo tasks (--tasks mujoco; a build with the MuJoCo plugin):
     InvertedPendulum-v5   950     300,000
     Reacher-v5             -6     500,000
@@ -90,9 +93,12 @@ from runner import fastrl_train_problem, fmt_num, median_worst, resolve, run  # 
 # train_target: the train.target_return that stops a run (None: the target, or for the
 # probes PROBE_TRAIN_TARGET; False: none, the whole budget runs); timeout: seconds a run
 # may take (None: --timeout); max_seconds: `fastrl train --max-seconds`, a cap on wall time
-# that stops a run (saved, unsolved unless it got there) rather than failing it.
+# that stops a run (saved, unsolved unless it got there) rather than failing it;
+# greedy_stop: the run stops on greedy evaluations during training (EVAL_STOP) instead of
+# on the training episodes' mean.
 Task = collections.namedtuple("Task", "env target budget settings program eval_episodes share "
-                              "train_target timeout max_seconds", defaults=(None, None, None))
+                              "train_target timeout max_seconds greedy_stop",
+                              defaults=(None, None, None, False))
 PROBE = "env.memory_delay=20 env.memory_cues=4"
 # R2D2 on CartPole-sized tasks (doc/r2d2.md): sequences of 40 steps (overlap 20,
 # burn-in 10), 16 replayed steps per env step, Adam's epsilon 1e-5 (SEED's 1e-3 suits
@@ -130,14 +136,15 @@ TASKS = {
     # SEED's layout: two actors (env groups) on the async sampler, central inference.
     "r2d2-nv-async": Task("CartPoleNoVel-v1", 475.0, 1000000,
                           R2D2 + " sampler.mode=async sampler.groups=2", "fastrl", 100, 0.0),
-    "r2d2-probe": Task("MemoryProbe-v0", 0.95, 1000000, R2D2 + " " + PROBE, "fastrl", 1000, 0.7),
+    "r2d2-probe": Task("MemoryProbe-v0", 0.95, 1000000, R2D2 + " " + PROBE, "fastrl", 1000, 0.7,
+                       greedy_stop=True),
     # The ablation on 20-step sequences: stored state and burn-in against sequences
     # from zero state without burn-in (Kapturowski et al.'s "zero start state").
     "r2d2-probe-stored": Task("MemoryProbe-v0", 0.95, 1000000, R2D2_SHORT + " " + PROBE,
-                              "fastrl", 1000, 0.0),
+                              "fastrl", 1000, 0.0, greedy_stop=True),
     "r2d2-probe-zero": Task("MemoryProbe-v0", 0.95, 1000000,
                             R2D2_SHORT + " " + PROBE + " train.stored_state=false train.burn_in=0",
-                            "fastrl", 1000, 0.0),
+                            "fastrl", 1000, 0.0, greedy_stop=True),
     "PixelGrid-v0": Task("PixelGrid-v0", 0.95, 200000, "", "fastrl", 0, 0.9),
     "PixelGoal-v0": Task("PixelGoal-v0", 0.95, 200000, "", "fastrl", 0, 0.9),
     # The first-person tasks from 84 x 84 grayscale, each seed capped at 15 minutes:
@@ -177,6 +184,12 @@ GROUPS = {
             "es-MountainCarContinuous"],
 }
 PROBE_TRAIN_TARGET = 0.99  # the probes stop training once the sampled policy is this good
+# R2D2's probes stop once 200 greedy episodes, every 5,000 steps, answer 99% right: their
+# Q-learning oscillates after learning (one seed's training mean went 1.0, 0.76, 0.99
+# over 25K steps), so a training mean of 0.99 could stop at a policy that greedily got
+# one cue of four wrong (3 of 10 seeds did, 2026-12-02).
+EVAL_STOP = ["--eval-every", "5000", "--eval-episodes", "200",
+             "--eval-target", str(PROBE_TRAIN_TARGET)]
 EVAL_RE = re.compile(r"^mean_return:\s*([-+0-9.eEnaif]+)\s*$", re.M)
 
 
@@ -189,7 +202,9 @@ def command(a, task, seed, out_dir):
             else t.target
     cmd = [prog, "train", t.env] if t.program == "fastrl" else [prog, t.env, "--stack", "4"]
     cmd += ["--seed", str(seed), "--steps", str(t.budget)]
-    if target is not False:
+    if t.greedy_stop:
+        cmd += EVAL_STOP
+    elif target is not False:
         cmd += ["--set", f"train.target_return={target:g}"]
     if t.program == "fastrl":
         cmd += ["--quiet", "--out", out_dir]

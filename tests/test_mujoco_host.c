@@ -42,6 +42,18 @@ static const char resting_xml[] =
     "</body></worldbody><actuator><motor joint=\"x\" ctrlrange=\"-1 1\" ctrllimited=\"true\" "
     "gear=\"5\"/></actuator></mujoco>";
 
+/* The box and a target it is rewarded for staying near: a mocap body that a host's reset
+ * places, a scale in userdata and a push in xfrc_applied, none of them qpos or qvel. */
+static const char target_xml[] =
+    "<mujoco><option timestep=\"0.01\"/><size nuserdata=\"1\"/><worldbody>"
+    "<geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>"
+    "<body name=\"target\" mocap=\"true\" pos=\"0 0 0.5\"><geom type=\"sphere\" "
+    "size=\"0.05\" contype=\"0\" conaffinity=\"0\"/></body>"
+    "<body name=\"cart\" pos=\"0 0 0.2\"><joint name=\"x\" type=\"slide\" axis=\"1 0 0\" "
+    "damping=\"0.5\"/><geom name=\"box\" type=\"box\" size=\"0.1 0.1 0.1\" mass=\"2\"/>"
+    "</body></worldbody><actuator><motor joint=\"x\" ctrlrange=\"-1 1\" ctrllimited=\"true\" "
+    "gear=\"5\"/></actuator></mujoco>";
+
 enum { MAX_ENVS = 8 };
 
 typedef struct host {
@@ -53,6 +65,7 @@ typedef struct host {
     int fail_reset;        /* reset returns this when nonzero */
     int nan_reward;
     int set_qpos;          /* reset callback puts qpos[0] = seed-derived value */
+    int target;            /* target_xml: reset places the target, reward reads it */
 } host;
 
 static int observe(void *user, int32_t env, const void *model, const void *data, float *obs)
@@ -81,6 +94,10 @@ static int reward(void *user, int32_t env, const void *model, const void *data,
         return h->fail_reward;
     *r = h->nan_reward ? NAN : (float)d->qpos[0];
     *terminated = 0;
+    if (h->target) {
+        *r = (float)(-fabs(d->qpos[0] - d->mocap_pos[0]) * d->userdata[0]);
+        return 0;
+    }
     if (env < MAX_ENVS) { /* what this env's model holds this episode */
         h->mass[env] = m->body_mass[1];
         h->damping[env] = m->dof_damping[0];
@@ -99,6 +116,11 @@ static int reset(void *user, int32_t env, const void *model, void *data, uint64_
         return h->fail_reset;
     if (h->set_qpos)
         d->qpos[0] = (double)(seed % 1000) / 1000.0;
+    if (h->target) {
+        d->mocap_pos[0] = (double)(seed >> 8 & 1023) / 512.0 - 1.0;
+        d->userdata[0] = 1.0 + (double)(seed >> 20 & 3);
+        d->xfrc_applied[6 * 2] = ((double)(seed >> 24 & 7) - 3.5) * 0.4; /* the cart, x */
+    }
     return 0;
 }
 
@@ -117,7 +139,8 @@ static frl_vec_env *make(frl_runtime *rt, host *h, int n, const char *settings)
     frl_mujoco_callbacks cb = callbacks(1);
     frl_config *cfg = frl_test_settings(settings ? settings : "");
     frl_vec_env *v = NULL;
-    frl_status st = frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, h, 2, n, cfg);
+    frl_status st = frl_vec_env_create_mujoco(&v, rt, h->target ? target_xml : slider_xml, &cb,
+                                              h, 2, n, cfg);
     ck_assert_msg(st == FRL_OK, "%s", frl_last_error());
     frl_config_destroy(cfg);
     return v;
@@ -537,9 +560,9 @@ END_TEST
 
 /* settings: the env's own, beside the time limit (a randomising model's state holds its
  * episode's seed, so the resumed episodes run on the same masses and damping). */
-static void check_checkpoint(const char *settings)
+static void check_checkpoint(const char *settings, int target)
 {
-    host h = {.lock = PTHREAD_MUTEX_INITIALIZER, .set_qpos = 1};
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER, .set_qpos = 1, .target = target};
     frl_runtime *rt = frl_test_runtime(2);
     char path[] = "/tmp/frl_test_mujoco_host_XXXXXX";
     int fd = mkstemp(path);
@@ -561,8 +584,9 @@ static void check_checkpoint(const char *settings)
     v = make(rt, &h, 4, env_settings);
     ck_assert_msg(frl_trainer_load_vec(&t, rt, path, v, NULL) == FRL_OK, "%s", frl_last_error());
     ck_assert_int_eq(frl_trainer_train(t, 768), FRL_OK);
-    ck_assert_msg(frl_trainer_metrics(t)->mean_return == want.mean_return, "%s: %.9g, not %.9g",
-                  settings, frl_trainer_metrics(t)->mean_return, want.mean_return);
+    ck_assert_msg(frl_trainer_metrics(t)->mean_return == want.mean_return,
+                  "%s%s: %.9g, not %.9g", settings, target ? " (target)" : "",
+                  frl_trainer_metrics(t)->mean_return, want.mean_return);
     ck_assert(frl_trainer_metrics(t)->policy_loss == want.policy_loss);
     frl_trainer_destroy(t);
     frl_vec_env_destroy(v);
@@ -573,8 +597,11 @@ static void check_checkpoint(const char *settings)
 
 START_TEST(test_checkpoint)
 {
-    check_checkpoint("");
-    check_checkpoint("env.randomize_mass=0.5 env.randomize_damping=0.5");
+    check_checkpoint("", 0);
+    check_checkpoint("env.randomize_mass=0.5 env.randomize_damping=0.5", 0);
+    /* what a host's reset set besides qpos (a mocap target, userdata, an applied force)
+     * is state too: a resumed episode keeps its target */
+    check_checkpoint("", 1);
 }
 END_TEST
 
