@@ -6,12 +6,16 @@ is closed, and every numpy view of the object's memory holds one through the vie
 ``base``. So ``close()`` only lets go; the memory stays valid while any view lives.
 
 A handle also holds what must outlive the C object (``deps``: its runtime, the vec env
-a trainer borrows; ``keep``: ctypes callbacks the C object calls, the Python envs behind
-them). They are released only after the destroy function has run, which gives the
-order the C API requires (objects before their runtime, a trainer before the vec env
-it borrows) whatever order Python collects the wrappers in. At interpreter exit the
-remaining handles are destroyed newest first (``weakref.finalize``'s atexit order),
-which is the same order.
+a trainer borrows; ``keep``: the ctypes callbacks the C object calls). They are released
+only after the destroy function has run, which gives the order the C API requires
+(objects before their runtime, a trainer before the vec env it borrows) whatever order
+Python collects the wrappers in. At interpreter exit the remaining handles are destroyed
+newest first (``weakref.finalize``'s atexit order), which is the same order.
+
+Nothing a handle holds may lead back to it through a numpy view: numpy arrays are not
+tracked by the garbage collector, so such a cycle is never collected and the C object
+leaks. The callbacks of host envs therefore reach the Python envs behind them weakly
+(env._Host).
 """
 
 import weakref
@@ -21,7 +25,7 @@ import numpy as np
 from . import _lib
 
 
-def _destroy(destroy, ptr, deps, keep):
+def _destroy(destroy, ptr, deps):
     if destroy is not None:
         destroy(ptr)
 
@@ -45,12 +49,22 @@ _SAVE_HINT = "; save() it and load() the file where it is needed"
 class Handle(NoCopy):
     """One C object (``ptr``) and its destroy function (None for a borrowed one)."""
 
-    __slots__ = ("ptr", "kind", "_fin", "__weakref__")
+    __slots__ = ("ptr", "kind", "_fin", "_keep", "__weakref__")
 
     def __init__(self, ptr, destroy, kind, deps=(), keep=()):
         self.ptr = ptr
         self.kind = kind
-        self._fin = weakref.finalize(self, _destroy, destroy, ptr, tuple(deps), list(keep))
+        # deps go in the finalizer's arguments: the registry holds them until destroy
+        # has run, which orders the C objects. keep is held by the handle itself: what
+        # the callbacks hold may lead back to the handle (a logger that holds its
+        # Runtime), and from the registry, a root, such a cycle is never collected: the
+        # C object would leak. Held here, it is an ordinary cycle, and the callbacks are
+        # still whole when destroy runs (which may call them): a dying handle's weakref
+        # callbacks (the finalizer) run before its slots are cleared, and a collection
+        # runs them before it clears any object of the garbage
+        # (test_policy_ring_runtime.py, test_kept_callbacks_outlive_destroy).
+        self._keep = list(keep)
+        self._fin = weakref.finalize(self, _destroy, destroy, ptr, tuple(deps))
 
     @property
     def alive(self):
@@ -58,9 +72,7 @@ class Handle(NoCopy):
 
     def keep(self, obj):
         """Keep obj alive until after this object is destroyed."""
-        info = self._fin.peek()  # (self, func, args, kwargs) while alive
-        if info is not None:
-            info[2][3].append(obj)
+        self._keep.append(obj)
 
     def __repr__(self):
         state = "alive" if self._fin.alive else "destroyed"

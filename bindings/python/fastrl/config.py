@@ -42,6 +42,14 @@ def _num(x):
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
 
 
+def _big(v):
+    """An int for a message: in full, or its first digits and exponent when long."""
+    digits = str(abs(v))
+    if len(digits) <= 24:
+        return str(v)
+    return f"{'-' if v < 0 else ''}{digits[0]}.{digits[1:7]}e+{len(digits) - 1}"
+
+
 _infos = None
 
 
@@ -80,10 +88,12 @@ def describe(key):
 
 
 def _unknown(key):
-    # The library's own message lists the keys of the namespace.
+    # The library's own message names the key and lists the keys of the namespace (as
+    # a prefix it would say the key twice).
     st = _lib.lib().config_describe(_lib.encode(key, "config key"),
                                     ctypes.byref(_key_info_probe()))
-    raise _lib.error(st or Status.ERR_UNKNOWN_NAME, f"unknown config key {key!r}")
+    message = _lib.last_error() if st else ""  # 0: a key it knows, given as bytes
+    raise Error(st or Status.ERR_UNKNOWN_NAME, message or f"unknown config key {key!r}")
 
 
 def _key_info_probe():
@@ -218,7 +228,8 @@ class Config(collections.abc.MutableMapping):
         elif isinstance(value, (int, np.integer)):
             v = int(value)
             if not -(2**63) <= v < 2**63:
-                raise Error(Status.ERR_RANGE, f"config key {key!r}: {v} does not fit in int64")
+                Config._set_wide_int(ptr, key, v)
+                return
             _lib.check(L.config_set_int(ptr, k, v))
         elif isinstance(value, (float, np.floating)):
             _lib.check(L.config_set_float(ptr, k, float(value)))  # NaN: the library says
@@ -235,6 +246,27 @@ class Config(collections.abc.MutableMapping):
         else:
             raise TypeError(f"config key {key!r}: cannot set a {type(value).__name__} "
                             "(use int, float, bool, str, a list of ints, or None to unset)")
+
+    @staticmethod
+    def _set_wide_int(ptr, key, v):
+        """An int beyond int64, which the library's int setter cannot take: a float key
+        gets it as a double (the library checks its range), anything else is refused
+        here with the key's own type and range."""
+        info = describe(key.decode("utf-8", "replace") if isinstance(key, bytes) else key)
+        if info.type == "float":
+            try:
+                x = float(v)
+            except OverflowError:
+                raise Error(Status.ERR_RANGE, f"config key {key!r}: {_big(v)} does not fit "
+                            f"in a double (a float key, in [{_num(info.min)}, "
+                            f"{_num(info.max)}])") from None
+            _lib.check(_lib.lib().config_set_float(ptr, _lib.encode(key, "config key"), x))
+        elif info.type == "int":
+            raise Error(Status.ERR_RANGE, f"config key {key!r}: {_big(v)} does not fit in "
+                        f"int64 (an int key, in [{_num(info.min)}, {_num(info.max)}])")
+        else:  # as the library says it of a small int
+            raise Error(Status.ERR_TYPE, f"config key {key!r} is of type "
+                        f"{info.type.replace('_', ' ')}, not int")
 
     def __delitem__(self, key):
         _lib.check(_lib.lib().config_unset(self._ptr, _lib.encode(key, "config key")))

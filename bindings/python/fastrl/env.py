@@ -16,6 +16,7 @@ step releases the GIL (C extensions, numba). See doc/python.md.
 
 import collections.abc
 import ctypes
+import threading
 import weakref
 
 import numpy as np
@@ -126,8 +127,64 @@ def _env_config(config, options, what, render_mode=None):
 # ---------------------------------------------------------------- host callbacks
 
 
+class _Host:
+    """The Python side of a C object whose callbacks call Python: ``target``, what they
+    call (the envs, the world, the MuJoCo functions), and the library call running them.
+
+    The callbacks reach this object through a weak reference, so the C object's handle,
+    which keeps the callbacks, does not keep the target: a world keeps the views it is
+    given, each view owns the handle, and numpy arrays are not tracked by the garbage
+    collector, so a cycle through a view (handle, callbacks, world, view) would never be
+    collected and the C object would leak. The target is kept by those that can make
+    the library call back: the wrapper (until close), a trainer on the vec env, and the
+    call in progress (its frame holds this object). Whatever else still holds the handle
+    (a view, a trainer's borrowed objects) only reads memory.
+
+    The library runs one call at a time on an object and refuses a second one (from a
+    callback, or from another thread) with FRL_ERR_STATE. That call is admitted here,
+    before the library sees it, so that the exceptions the callbacks raise belong to it
+    (a :class:`_HostErrors` of its own, whatever thread the callbacks run on): a refused
+    call neither takes them nor leaves any of its own behind.
+    """
+
+    __slots__ = ("target", "kind", "_lock", "_call", "__weakref__")
+
+    def __init__(self, target, kind="vec env"):
+        self.target = target
+        self.kind = kind
+        self._lock = threading.Lock()
+        self._call = None
+
+    def enter(self, what):
+        """Admit a library call that may run the callbacks; returns its _HostErrors.
+        :meth:`leave` must follow."""
+        if not self._lock.acquire(blocking=False):
+            raise Error(Status.ERR_STATE, f"{what}: the {self.kind} is already being reset "
+                        "or stepped (a call from one of its own callbacks, or from a second "
+                        "thread at once); nothing was done")
+        call = self._call = _HostErrors()
+        return call
+
+    def leave(self):
+        self._call = None
+        self._lock.release()
+
+    def call(self, what, fn, *args):
+        """``fn(*args)`` as the admitted call: (its status, its _HostErrors)."""
+        call = self.enter(what)
+        try:
+            return fn(*args), call
+        finally:
+            self.leave()
+
+    def record(self, index, exc):
+        call = self._call
+        if call is not None:  # None: no call of ours runs it, so no one to raise it to
+            call.record(index, exc)
+
+
 class _HostErrors:
-    """Exceptions raised by Python callbacks, kept until the library call returns."""
+    """The exceptions raised by Python callbacks during one library call."""
 
     __slots__ = ("errors",)
 
@@ -137,11 +194,12 @@ class _HostErrors:
     def record(self, index, exc):
         self.errors.setdefault(index, exc)
 
-    def clear(self):
-        self.errors.clear()
+    def first(self):
+        """The exception of the lowest env (the one the library's message names)."""
+        return self.errors[min(self.errors)] if self.errors else None
 
     def raise_for(self, status, what, message=None):
-        """Raise the failure of a library call: a callback's own exception (the one of
+        """Raise the failure of the library call: a callback's own exception (the one of
         the lowest env, as the library's message names), or the library's Error.
         ``message``: the call's message, when other calls were made since."""
         if message is None:
@@ -312,24 +370,32 @@ def _spaces_of(env, observation_space, action_space):
     return obs, act
 
 
-def _make_env_callbacks(envs, obs_writer, reader, errors, infos=None):
-    """A per-env callback table; user pointer = env index."""
+def _make_env_callbacks(host_ref, obs_writer, reader, infos=None):
+    """A per-env callback table over the list of envs ``host_ref().target``; user
+    pointer = env index. A callback with no host returns 1: only a call of the host's
+    (which holds it) runs them."""
     def reset(user, seed, obs):
         i = user or 0
+        host = host_ref()
+        if host is None:
+            return 1
         try:
-            o, info = _reset_result(envs[i].reset(seed=seed))
+            o, info = _reset_result(host.target[i].reset(seed=seed))
             obs_writer.write(o, obs)
             if infos is not None:
                 infos[i] = info
             return 0
         except BaseException as e:  # noqa: B902 - every exception goes to the caller
-            errors.record(i, e)
+            host.record(i, e)
             return 1
 
     def step(user, action, obs, reward, terminated, truncated):
         i = user or 0
+        host = host_ref()
+        if host is None:
+            return 1
         try:
-            o, r, te, tr, info = _step_result(envs[i].step(reader.at(action)))
+            o, r, te, tr, info = _step_result(host.target[i].step(reader.at(action)))
             obs_writer.write(o, obs)
             ctypes.c_float.from_address(reward).value = float(r)
             ctypes.c_uint8.from_address(terminated).value = 1 if te else 0
@@ -338,7 +404,7 @@ def _make_env_callbacks(envs, obs_writer, reader, errors, infos=None):
                 infos[i] = info
             return 0
         except BaseException as e:  # noqa: B902
-            errors.record(i, e)
+            host.record(i, e)
             return 1
 
     cb = _lib.new_table(_lib.EnvCallbacks)
@@ -374,7 +440,7 @@ class Env(NoCopy, _EnvBase):
         _lib.check(L.env_create(ctypes.byref(ptr), rt.handle.ptr, _lib.encode(name, "id"),
                                 cfg._ptr), "make")
         self._setup(Handle(ptr.value, L.env_destroy, "env", deps=[rt.handle]), rt, name)
-        self._errors = None
+        self._host = None
         self._python_env = None
 
     @classmethod
@@ -399,18 +465,20 @@ class Env(NoCopy, _EnvBase):
         c_act, start = spaces.to_c(act_space, "action space")
         reader = _ActionReader(act_space, start)
         writer = _obs_writer(obs_space)
-        errors = _HostErrors()
+        host = _Host([env], "env")
         infos = [{}]
-        cb = _make_env_callbacks([env], writer, reader, errors, infos)
+        cb = _make_env_callbacks(weakref.ref(host), writer, reader, infos)
         L = _lib.lib()
         ptr = ctypes.c_void_p()
-        _lib.check(L.env_create_callbacks(ctypes.byref(ptr), rt.handle.ptr, ctypes.byref(cb),
-                                          None, c_obs.ptr, c_act.ptr, cfg._ptr),
-                   "Env.from_python")
+        st, call = host.call("Env.from_python", L.env_create_callbacks, ctypes.byref(ptr),
+                             rt.handle.ptr, ctypes.byref(cb), None, c_obs.ptr, c_act.ptr,
+                             cfg._ptr)
+        if st:
+            call.raise_for(st, "Env.from_python")
         self = cls.__new__(cls)
-        self._setup(Handle(ptr.value, L.env_destroy, "env", deps=[rt.handle],
-                           keep=[cb, env]), rt, type(env).__name__)
-        self._errors = errors
+        self._setup(Handle(ptr.value, L.env_destroy, "env", deps=[rt.handle], keep=[cb]),
+                    rt, type(env).__name__)
+        self._host = host
         self._infos = infos
         self._python_env = env
         return self
@@ -448,9 +516,17 @@ class Env(NoCopy, _EnvBase):
             raise Error(Status.ERR_STATE, f"{self.name}: the env is closed")
         return h.ptr
 
-    def _fail(self, st, what):
-        if self._errors is not None:
-            self._errors.raise_for(st, what)
+    def _call(self, what, fn, *args):
+        """``fn(*args)``, a library call that may run the Python env's callbacks: (its
+        status, the exceptions they raised)."""
+        host = self._host
+        if host is None:
+            return fn(*args), None
+        return host.call(what, fn, *args)
+
+    def _fail(self, st, what, call=None):
+        if call is not None:
+            call.raise_for(st, what)
         raise _lib.error(st, what)
 
     def _observation(self, obs):
@@ -468,9 +544,9 @@ class Env(NoCopy, _EnvBase):
         super().reset(seed=seed)
         c_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
         obs = np.empty(self._obs_shape, self._obs_dtype)
-        st = _lib.lib().env_reset(ptr, c_seed, obs.ctypes.data)
+        st, call = self._call("reset", _lib.lib().env_reset, ptr, c_seed, obs.ctypes.data)
         if st:
-            self._fail(st, "reset")
+            self._fail(st, "reset", call)
         info = {}
         if self._python_env is not None:
             info = self._infos[0]
@@ -501,9 +577,10 @@ class Env(NoCopy, _EnvBase):
             self._act_arr[...] = a
         obs = np.empty(self._obs_shape, self._obs_dtype)
         r, te, tr = self._ptrs
-        st = _lib.lib().env_step(ptr, self._act_ptr, obs.ctypes.data, r, te, tr)
+        st, call = self._call("step", _lib.lib().env_step, ptr, self._act_ptr, obs.ctypes.data,
+                              r, te, tr)
         if st:
-            self._fail(st, "step")
+            self._fail(st, "step", call)
         info = {}
         if self._python_env is not None:
             info = self._infos[0]
@@ -546,6 +623,7 @@ class Env(NoCopy, _EnvBase):
         if getattr(self, "_h", None) is None:
             return
         self._h = None
+        self._host = None  # a call in progress holds it, for its callbacks
         env, self._python_env = self._python_env, None
         if env is not None and hasattr(env, "close"):
             env.close()
@@ -621,25 +699,28 @@ class VecEnv(NoCopy, _VecEnvBase):
         c_act, start = spaces.to_c(act_space, "action space")
         reader = _ActionReader(act_space, start)
         writer = _obs_writer(obs_space)
-        errors = _HostErrors()
+        host = _Host(envs)
         L = _lib.lib()
         ptr = ctypes.c_void_p()
         n = len(envs)
+        what = "VecEnv.from_python"
         if per_env:
-            cb = _make_env_callbacks(envs, writer, reader, errors)
+            cb = _make_env_callbacks(weakref.ref(host), writer, reader)
             users = (ctypes.c_void_p * n)(*range(n))
-            _lib.check(L.vec_env_create_callbacks(ctypes.byref(ptr), rt.handle.ptr,
-                                                  ctypes.byref(cb), users, n, c_obs.ptr,
-                                                  c_act.ptr, cfg._ptr), "VecEnv.from_python")
+            st, call = host.call(what, L.vec_env_create_callbacks, ctypes.byref(ptr),
+                                 rt.handle.ptr, ctypes.byref(cb), users, n, c_obs.ptr,
+                                 c_act.ptr, cfg._ptr)
         else:
-            cb = _batch_callbacks_for_envs(envs, writer, reader, errors)
-            _lib.check(L.vec_env_create_batch(ctypes.byref(ptr), rt.handle.ptr,
-                                              ctypes.byref(cb), None, n, c_obs.ptr, c_act.ptr,
-                                              cfg._ptr), "VecEnv.from_python")
+            cb = _batch_callbacks_for_envs(weakref.ref(host), n, writer, reader)
+            st, call = host.call(what, L.vec_env_create_batch, ctypes.byref(ptr),
+                                 rt.handle.ptr, ctypes.byref(cb), None, n, c_obs.ptr,
+                                 c_act.ptr, cfg._ptr)
+        if st:
+            call.raise_for(st, what)
         self = cls.__new__(cls)
         self._setup(Handle(ptr.value, L.vec_env_destroy, "vec_env", deps=[rt.handle],
-                           keep=[cb, envs]), rt, type(envs[0]).__name__, copy)
-        self._errors = errors
+                           keep=[cb]), rt, type(envs[0]).__name__, copy)
+        self._host = host
         self._python_envs = envs
         return self
 
@@ -673,21 +754,23 @@ class VecEnv(NoCopy, _VecEnvBase):
         obs_shape, _, obs_dtype = spaces.observation_layout(observation_space)
         d = spaces.describe(action_space)
         act_shape = () if d[0] == "discrete" else d[1]
-        errors = _HostErrors()
+        host = _Host(world)
         holder = [None]
-        cb = _batch_callbacks_for_world(world, n, obs_shape, obs_dtype, act_shape,
-                                        d[0] == "discrete", errors, holder,
+        cb = _batch_callbacks_for_world(weakref.ref(host), n, obs_shape, obs_dtype,
+                                        act_shape, d[0] == "discrete", holder,
                                         observation_space)
         L = _lib.lib()
         ptr = ctypes.c_void_p()
-        _lib.check(L.vec_env_create_batch(ctypes.byref(ptr), rt.handle.ptr, ctypes.byref(cb),
-                                          None, n, c_obs.ptr, c_act.ptr, cfg._ptr),
-                   "VecEnv.from_batch")
+        st, call = host.call("VecEnv.from_batch", L.vec_env_create_batch, ctypes.byref(ptr),
+                             rt.handle.ptr, ctypes.byref(cb), None, n, c_obs.ptr, c_act.ptr,
+                             cfg._ptr)
+        if st:
+            call.raise_for(st, "VecEnv.from_batch")
         self = cls.__new__(cls)
         self._setup(Handle(ptr.value, L.vec_env_destroy, "vec_env", deps=[rt.handle],
-                           keep=[cb, world]), rt, type(world).__name__, copy)
+                           keep=[cb]), rt, type(world).__name__, copy)
         holder[0] = weakref.ref(self._h)
-        self._errors = errors
+        self._host = host
         self._python_world = world
         return self
 
@@ -733,7 +816,7 @@ class VecEnv(NoCopy, _VecEnvBase):
         cfg = as_config(config, options, "VecEnv.from_mujoco")
         text = mjcf if isinstance(mjcf, str) and mjcf.lstrip().startswith("<") else \
             _lib.fspath(mjcf, "mjcf")
-        errors = _HostErrors()
+        host = _Host((observe, reward, reset))
         holder = [None]
         action_width = [0]
 
@@ -748,33 +831,30 @@ class VecEnv(NoCopy, _VecEnvBase):
                             "callbacks, or keep copies (data.qpos.copy())")
             return h
 
-        cb, keep = _mujoco.callbacks(observe, reward, reset, width, action_width, errors,
-                                     owner, randomize_bodies, randomize_geoms,
-                                     randomize_joints)
+        cb, keep = _mujoco.callbacks(host, width, action_width, owner, randomize_bodies,
+                                     randomize_geoms, randomize_joints)
         L = _lib.lib()
         ptr = ctypes.c_void_p()
-        st = L.vec_env_create_mujoco(ctypes.byref(ptr), rt.handle.ptr,
-                                     _lib.encode(text, "mjcf"), ctypes.byref(cb), None,
-                                     width, n, cfg._ptr)
+        st, call = host.call("VecEnv.from_mujoco", L.vec_env_create_mujoco,
+                             ctypes.byref(ptr), rt.handle.ptr, _lib.encode(text, "mjcf"),
+                             ctypes.byref(cb), None, width, n, cfg._ptr)
         if st:
-            errors.raise_for(st, "VecEnv.from_mujoco")
+            call.raise_for(st, "VecEnv.from_mujoco")
         self = cls.__new__(cls)
         self._setup(Handle(ptr.value, L.vec_env_destroy, "vec_env", deps=[rt.handle],
                            keep=[cb, keep]), rt, "MuJoCo model", copy)
         holder[0] = weakref.ref(self._h)
         action_width[0] = int(np.prod(self.single_action_space.shape))
-        self._errors = errors
+        self._host = host
         return self
 
     @classmethod
-    def _borrowed(cls, ptr, owner, runtime, name, errors=None):
+    def _borrowed(cls, ptr, owner, runtime, name):
         """The vec env inside a trainer: readable, not steppable."""
         self = cls.__new__(cls)
         self._setup(Handle(ptr, None, "vec_env (borrowed)", deps=[owner]), runtime, name,
                     False)
         self._read_only = True
-        if errors is not None:
-            self._errors = errors
         return self
 
     def _setup(self, handle, runtime, name, copy):
@@ -782,7 +862,7 @@ class VecEnv(NoCopy, _VecEnvBase):
         p = handle.ptr
         self._h = handle
         self._runtime = runtime
-        self._errors = None
+        self._host = None
         self._python_envs = None
         self._python_world = None
         self._read_only = False
@@ -878,9 +958,17 @@ class VecEnv(NoCopy, _VecEnvBase):
         return self._runtime
 
     # -- gymnasium API
-    def _fail(self, st, what):
-        if self._errors is not None:
-            self._errors.raise_for(st, what)
+    def _call(self, what, fn, *args):
+        """``fn(*args)``, a library call that may run the Python callbacks (reset, step,
+        evaluate): (its status, the exceptions they raised during it, or None)."""
+        host = self._host
+        if host is None:
+            return fn(*args), None
+        return host.call(what, fn, *args)
+
+    def _fail(self, st, what, call=None):
+        if call is not None:
+            call.raise_for(st, what)
         raise _lib.error(st, what)
 
     def _check_writable(self, what):
@@ -909,9 +997,9 @@ class VecEnv(NoCopy, _VecEnvBase):
             c_seed = seed
         else:
             c_seed = int(self.np_random.integers(0, 2**63))
-        st = _lib.lib().vec_env_reset(ptr, c_seed)
+        st, call = self._call("reset", _lib.lib().vec_env_reset, ptr, c_seed)
         if st:
-            self._fail(st, "reset")
+            self._fail(st, "reset", call)
         if self.copy:
             return _copy_obs(self._obs), {}
         return self._obs, {}
@@ -928,9 +1016,13 @@ class VecEnv(NoCopy, _VecEnvBase):
                 self._actions[...] = a
             else:
                 self._write_actions(a)
-        st = self._step_fn(self._ptr_cache)
+        host = self._host
+        if host is None:  # a built-in: nothing calls back
+            st, call = self._step_fn(self._ptr_cache), None
+        else:
+            st, call = host.call("step", self._step_fn, self._ptr_cache)
         if st:
-            self._fail(st, "step")
+            self._fail(st, "step", call)
         if self.copy:
             return (_copy_obs(self._obs), self._rew.copy(), self._term.copy(),
                     self._trunc.copy(), {})
@@ -978,6 +1070,7 @@ class VecEnv(NoCopy, _VecEnvBase):
             self.closed = True
             return
         self._h = None
+        self._host = None  # a call in progress holds it, for its callbacks
         self._obs = self._rew = self._term = self._trunc = self._actions = None
         self.closed = True
         envs, self._python_envs = self._python_envs, None
@@ -1018,9 +1111,9 @@ def _u64_view(address, n):
     return np.frombuffer((ctypes.c_uint64 * n).from_address(address), np.uint64)
 
 
-def _batch_callbacks_for_envs(envs, writer, reader, errors):
-    """One batch callback table stepping a list of Python envs on the calling thread."""
-    n = len(envs)
+def _batch_callbacks_for_envs(host_ref, n, writer, reader):
+    """One batch callback table stepping the ``n`` Python envs ``host_ref().target`` on
+    the calling thread."""
     cache = {}
 
     def arrays(obs, rewards=None, terminated=None, truncated=None, actions=None):
@@ -1049,7 +1142,11 @@ def _batch_callbacks_for_envs(envs, writer, reader, errors):
     def reset(user, num, seeds, obs):
         i = 0
         o = s = None
+        host = host_ref()
+        if host is None:  # only a call of the host's (which holds it) runs the callbacks
+            return 1
         try:
+            envs = host.target
             o = arrays(obs)[0]
             s = _u64_view(seeds, n)
             for i in range(n):
@@ -1059,13 +1156,17 @@ def _batch_callbacks_for_envs(envs, writer, reader, errors):
         except BaseException as e:  # noqa: B902
             o = s = None
             cache.clear()
-            errors.record(i, e)
+            host.record(i, e)
             return 1
 
     def step(user, num, actions, reset_mask, seeds, obs, rewards, terminated, truncated):
         i = 0
         o = r = te = tr = a = mask = s = None
+        host = host_ref()
+        if host is None:
+            return 1
         try:
+            envs = host.target
             o, r, te, tr, a = arrays(obs, rewards, terminated, truncated, actions)
             mask = np.frombuffer((ctypes.c_uint8 * n).from_address(reset_mask), np.uint8)
             s = _u64_view(seeds, n)
@@ -1085,7 +1186,7 @@ def _batch_callbacks_for_envs(envs, writer, reader, errors):
         except BaseException as e:  # noqa: B902
             o = r = te = tr = a = mask = s = None
             cache.clear()
-            errors.record(i, e)
+            host.record(i, e)
             return 1
 
     cb = _lib.new_table(_lib.BatchEnvCallbacks)
@@ -1094,12 +1195,14 @@ def _batch_callbacks_for_envs(envs, writer, reader, errors):
     return cb
 
 
-def _batch_callbacks_for_world(world, n, obs_shape, obs_dtype, act_shape, discrete, errors,
+def _batch_callbacks_for_world(host_ref, n, obs_shape, obs_dtype, act_shape, discrete,
                                holder, obs_space):
-    """Batch callbacks handing a world numpy views of the library's arrays. The views
-    are made per call and own a reference to the vec env's handle (``holder[0]``, a
-    weakref set once the vec env exists), so a view the world keeps, or one held by an
-    exception's traceback, stays valid however long it lives."""
+    """Batch callbacks handing the world ``host_ref().target`` numpy views of the
+    library's arrays. The views are made per call and own a reference to the vec env's
+    handle (``holder[0]``, a weakref set once the vec env exists), so a view the world
+    keeps, or one held by an exception's traceback, stays valid however long it lives;
+    and the handle reaches the world only weakly (see _Host), so such a world does not
+    keep the vec env forever."""
     obs_shape = (n,) + tuple(obs_shape)
     act_shape = (n,) + tuple(act_shape)
 
@@ -1107,18 +1210,24 @@ def _batch_callbacks_for_world(world, n, obs_shape, obs_dtype, act_shape, discre
         return holder[0]() if holder[0] is not None else None
 
     def reset(user, num, seeds, obs):
+        host = host_ref()
+        if host is None:  # only a call of the host's (which holds it) runs the callbacks
+            return 1
         try:
-            h = owner()
+            h, world = owner(), host.target
             world.reset(view(seeds, (n,), np.uint64, h),
                         _present(view(obs, obs_shape, obs_dtype, h, readonly=False), obs_space))
             return 0
         except BaseException as e:  # noqa: B902
-            errors.record(0, e)
+            host.record(0, e)
             return 1
 
     def step(user, num, actions, reset_mask, seeds, obs, rewards, terminated, truncated):
+        host = host_ref()
+        if host is None:
+            return 1
         try:
-            h = owner()
+            h, world = owner(), host.target
             world.step(view(actions, act_shape, np.int32 if discrete else np.float32, h),
                        view(reset_mask, (n,), np.uint8, h),
                        view(seeds, (n,), np.uint64, h),
@@ -1128,7 +1237,7 @@ def _batch_callbacks_for_world(world, n, obs_shape, obs_dtype, act_shape, discre
                        view(truncated, (n,), np.uint8, h, readonly=False))
             return 0
         except BaseException as e:  # noqa: B902
-            errors.record(0, e)
+            host.record(0, e)
             return 1
 
     cb = _lib.new_table(_lib.BatchEnvCallbacks)

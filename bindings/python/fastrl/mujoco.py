@@ -10,6 +10,7 @@ library (``frl_mujoco_array``), in the MuJoCo that the library's plugin runs.
 """
 
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -154,11 +155,14 @@ def _name_list(names, what):
     return (ctypes.c_char_p * (len(encoded) + 1))(*encoded, None)
 
 
-def callbacks(observe, reward, reset, obs_width, action_width, errors, owner,
-              randomize_bodies=None, randomize_geoms=None, randomize_joints=None):
-    """The frl_mujoco_callbacks table over the Python functions, and what it needs kept
-    alive. The user pointer is unused; each call says its env. action_width: a
-    one-item list, filled once the model is compiled (no reward is asked before)."""
+def callbacks(host, obs_width, action_width, owner, randomize_bodies=None,
+              randomize_geoms=None, randomize_joints=None):
+    """The frl_mujoco_callbacks table over the Python functions ``host.target``
+    (observe, reward, reset: an env._Host, reached weakly as env._Host says), and what
+    it needs kept alive. The user pointer is unused; each call says its env.
+    action_width: a one-item list, filled once the model is compiled (no reward is asked
+    before)."""
+    observe, reward, reset = host.target
     for fn, what in ((observe, "observe"), (reward, "reward")):
         if not callable(fn):
             raise Error(Status.ERR_NULL, f"from_mujoco: {what} must be a function, not "
@@ -167,36 +171,48 @@ def callbacks(observe, reward, reset, obs_width, action_width, errors, owner,
         raise Error(Status.ERR_INVALID_ARGUMENT, "from_mujoco: reset must be a function or "
                     "None")
     views = _Views(owner)
+    host_ref = weakref.ref(host)
 
+    # A callback with no host returns 1: only a call of the host's (which holds it)
+    # runs them.
     def c_observe(user, env, model, data, obs):
+        host = host_ref()
+        if host is None:
+            return 1
         try:
             out = _float_view(obs, obs_width, owner(), False)
-            got = observe(env, views.of(env, model, data), out)
+            got = host.target[0](env, views.of(env, model, data), out)
             if got is not None:
                 out[...] = got
             return 0
         except BaseException as e:  # noqa: B902 - every exception goes to the caller
-            errors.record(env, e)
+            host.record(env, e)
             return 1
 
     def c_reward(user, env, model, data, action, out_reward, terminated):
+        host = host_ref()
+        if host is None:
+            return 1
         try:
             a = _float_view(action, action_width[0], owner(), True)
-            got = reward(env, views.of(env, model, data), a)
+            got = host.target[1](env, views.of(env, model, data), a)
             r, te = got if isinstance(got, tuple) else (got, False)
             ctypes.c_float.from_address(out_reward).value = float(r)
             ctypes.c_uint8.from_address(terminated).value = 1 if te else 0
             return 0
         except BaseException as e:  # noqa: B902
-            errors.record(env, e)
+            host.record(env, e)
             return 1
 
     def c_reset(user, env, model, data, seed):
+        host = host_ref()
+        if host is None:
+            return 1
         try:
-            reset(env, views.of(env, model, data), int(seed))
+            host.target[2](env, views.of(env, model, data), int(seed))
             return 0
         except BaseException as e:  # noqa: B902
-            errors.record(env, e)
+            host.record(env, e)
             return 1
 
     cb = _lib.new_table(_lib.MujocoCallbacks)
@@ -211,4 +227,4 @@ def callbacks(observe, reward, reset, obs_width, action_width, errors, owner,
                             lists):
         if names is not None:
             setattr(cb, field, ctypes.cast(names, ctypes.POINTER(ctypes.c_char_p)))
-    return cb, [observe, reward, reset, views, lists]
+    return cb, [views, lists]

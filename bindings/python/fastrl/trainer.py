@@ -123,7 +123,7 @@ class Trainer(NoCopy):
             _lib.check(L.trainer_create_vec(ctypes.byref(ptr), rt.handle.ptr, venv._ptr,
                                             cfg._ptr), "Trainer")
             deps = [rt.handle, venv._h]
-            self._venv_errors = venv._errors
+            self._venv_host = venv._host  # its callbacks' target, kept while we may train
             self._host = venv._python_envs is not None or venv._python_world is not None
             self.env_name = venv.name
             h = Handle(ptr.value, L.trainer_destroy, "trainer", deps=deps)
@@ -137,7 +137,7 @@ class Trainer(NoCopy):
                                         _lib.encode(name, "environment id"), cfg._ptr),
                        "Trainer")
             h = Handle(ptr.value, L.trainer_destroy, "trainer", deps=[rt.handle])
-            self._venv_errors = None
+            self._venv_host = None
             self._host = False
             self.env_name = name
         self._setup(h, rt)
@@ -153,7 +153,7 @@ class Trainer(NoCopy):
         _lib.check(L.trainer_load(ctypes.byref(ptr), rt.handle.ptr, _lib.fspath(path),
                                   cfg._ptr if cfg.set_keys() else None), "Trainer.load")
         self = cls.__new__(cls)
-        self._venv_errors = None
+        self._venv_host = None
         self._host = False
         name = L.vec_env_name(L.trainer_vec_env(ptr))  # the saved run's built-in
         self.env_name = name.decode() if name else None
@@ -317,22 +317,24 @@ class Trainer(NoCopy):
             old = signal.signal(signal.SIGINT, on_sigint)
         L.trainer_set_callback(ptr, fn, None)
         self._training = True
+        host = self._venv_host
+        call = None
         try:
-            if self._venv_errors is not None:
-                self._venv_errors.clear()
+            if host is not None:  # the env's exceptions during this call are its own
+                call = host.enter("train")
             status = L.trainer_train(ptr, int(total_steps))
             message = _lib.last_error()
         finally:
+            if call is not None:
+                host.leave()
             self._training = False
             L.trainer_set_callback(ptr, _lib.METRICS_FN(), None)
             if old is not None:
                 signal.signal(signal.SIGINT, old)
-        env_exc = None
-        if self._venv_errors is not None and self._venv_errors.errors:
-            env_exc = self._venv_errors
+        env_exc = call if call is not None and call.errors else None
         interrupted = (st_.sigint or st_.interrupt is not None or
-                       (env_exc is not None and isinstance(
-                           env_exc.errors[min(env_exc.errors)], KeyboardInterrupt)))
+                       (env_exc is not None and isinstance(env_exc.first(),
+                                                           KeyboardInterrupt)))
         notes = []
         if checkpoint is not None and (status in (Status.OK, Status.ERR_INTERRUPTED)
                                        or interrupted):
@@ -349,7 +351,7 @@ class Trainer(NoCopy):
             raise st_.exc
         if env_exc is not None:
             for n in notes:
-                _add_note(env_exc.errors[min(env_exc.errors)], n)
+                _add_note(env_exc.first(), n)
             env_exc.raise_for(status, "train", message)
         if interrupted:
             e = st_.interrupt or KeyboardInterrupt()
@@ -459,9 +461,10 @@ def evaluate(policy, env, episodes=100, *, deterministic=True, seed=0, num_envs=
                               deterministic=1 if deterministic else 0, seed=seed,
                               returns=returns.ctypes.data, max_steps=int(max_steps))
         held = (policy._h, venv._h)  # through the call: a close() from an env lets go
-        st = _lib.lib().policy_evaluate(policy._ptr, venv._ptr, ctypes.byref(args), None)
+        st, call = venv._call("evaluate", _lib.lib().policy_evaluate, policy._ptr, venv._ptr,
+                              ctypes.byref(args), None)
         if st:
-            venv._fail(st, "evaluate")  # a Python env's own exception, if it raised one
+            venv._fail(st, "evaluate", call)  # a Python env's own exception, if it raised
         return returns
     finally:
         if own:

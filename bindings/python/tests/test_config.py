@@ -101,11 +101,39 @@ def test_bad_values_raise_and_change_nothing(key, value, status):
     assert c.to_dict() == before
 
 
+@pytest.mark.parametrize("key, value, status, says", [
+    ("train.lr", 10**400, Status.ERR_RANGE,
+     "1.000000e+400 does not fit in a double (a float key, in [0, 10])"),
+    ("train.lr", -10**400, Status.ERR_RANGE, "-1.000000e+400 does not fit in a double"),
+    ("train.lr", 2**70, Status.ERR_RANGE, "1.1805916207174113e+21 is outside [0, 10]"),
+    ("train.num_envs", 2**64, Status.ERR_RANGE, "18446744073709551616 does not fit in int64 "
+     "(an int key, in [1, 1048576])"),
+    ("policy.activation", 2**64, Status.ERR_TYPE, "is of type choice, not int"),
+    ("policy.hidden", 2**64, Status.ERR_TYPE, "is of type int list, not int"),
+    ("train.nope", 2**64, Status.ERR_UNKNOWN_NAME, "unknown config key 'train.nope'"),
+], ids=["float-huge", "float-huge-negative", "float-out-of-range", "int", "choice",
+        "int-list", "unknown"])
+def test_ints_beyond_int64_are_named_by_the_keys_type(key, value, status, says):
+    """An int too large for the library's int setter: a float key takes it as a double
+    (the library checks its range); otherwise the message gives the key's own type."""
+    c = fastrl.Config()
+    with pytest.raises(fastrl.Error) as ei:
+        c[key] = value
+    assert ei.value.status == status and says in ei.value.message, ei.value
+    assert "int64" not in ei.value.message or key == "train.num_envs"
+    assert str(value) not in ei.value.message or abs(value) < 10**24  # long: abbreviated
+    assert c.to_dict() == {}  # nothing changed
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Config(lr=10**400)
+    assert "double" in ei.value.message and "int64" not in ei.value.message
+
+
 def test_unknown_key_message_lists_the_namespace():
     c = fastrl.Config()
     with pytest.raises(fastrl.Error) as ei:
         c["train.learning_rate"]
     assert ei.value.status == Status.ERR_UNKNOWN_NAME and "train.lr" in ei.value.message
+    assert ei.value.message.count("unknown config key") == 1  # said once, by the library
     with pytest.raises(fastrl.Error):
         del c["nope.x"]
     with pytest.raises(TypeError):

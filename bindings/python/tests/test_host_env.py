@@ -392,6 +392,131 @@ def test_views_a_world_keeps_stay_valid():
     assert h() is None
 
 
+class _Keeper(World):
+    """A world that keeps the views it is given (self.obs = obs), reads them when it
+    goes, and optionally holds the VecEnv stepping it (``venv``: a cycle)."""
+
+    alive_at_del = []
+
+    def reset(self, seeds, obs):
+        self.obs = obs
+        super().reset(seeds, obs)
+
+    def step(self, actions, reset_mask, seeds, obs, rewards, terminated, truncated):
+        self.kept = (obs, rewards, actions, seeds)
+        super().step(actions, reset_mask, seeds, obs, rewards, terminated, truncated)
+
+    def __del__(self):
+        from conftest import touch
+        _Keeper.alive_at_del.append(fastrl._owner_of(self.obs).alive)
+        touch(self.obs)  # under ASan: a use-after-free would abort here
+
+
+@pytest.mark.parametrize("how", ["close", "drop", "cycle", "trainer"])
+def test_a_world_keeping_its_views_is_freed(how):
+    """The callbacks reach the world weakly, so the views it keeps (each owns the vec
+    env's handle; numpy arrays are not tracked by the garbage collector, so a cycle
+    through one is never collected) do not keep the C object forever: it is destroyed
+    once the world and its views go, after the world's __del__ (which still reads
+    them). A trainer keeps the world it steps while it lives."""
+    import weakref
+    from conftest import collect
+    _Keeper.alive_at_del.clear()
+    k = _Keeper()
+    v = fastrl.VecEnv.from_batch(k, 8, fastrl.spaces.Box(-9, 9, (2,)),
+                                 fastrl.spaces.Discrete(2), runtime=fastrl.Runtime(threads=1))
+    h, w = weakref.ref(v._h), weakref.ref(k)
+    if how == "trainer":
+        t = fastrl.Trainer(v, rollout=8, minibatches=1, epochs=1)
+        del v, k
+        collect()
+        assert w() is not None  # the trainer's
+        t.train(64)
+        assert w().calls > 0
+        del t
+    else:
+        v.reset(seed=0)
+        v.step(np.ones(8, np.int32))
+        if how == "close":
+            v.close()
+        if how == "cycle":
+            k.venv = v
+        del v, k
+    collect()
+    assert w() is None and h() is None  # the C vec env was destroyed
+    assert _Keeper.alive_at_del == [True]  # and not before the world went
+
+
+def test_python_envs_holding_their_wrapper_are_freed():
+    """Python envs that hold the fastrl object stepping them (a cycle through the
+    callbacks) are collected with it: the C object does not leak."""
+    import weakref
+    from conftest import collect
+    for make in (lambda o: fastrl.Env.from_python(_ClosesItsWrapper(o)),
+                 lambda o: fastrl.VecEnv.from_python([_ClosesItsWrapper(o)] * 2),
+                 lambda o: fastrl.VecEnv.from_python([_ClosesItsWrapper(o)] * 2,
+                                                     per_env=True)):
+        owner = []
+        e = make(owner)
+        owner.append(e)
+        e.reset(seed=0)
+        h = weakref.ref(e._h)
+        del e, owner
+        collect()
+        assert h() is None
+
+
+def test_exceptions_belong_to_the_call_that_raised_them():
+    """Per-env callbacks share one vec env, but an exception goes to the library call
+    it was raised in: a call refused because another runs (from a callback of that
+    call, or from a second thread) raises FRL_ERR_STATE, neither taking the running
+    call's exception nor leaving one behind."""
+    class E(Walker):
+        def __init__(self, i, box):
+            super().__init__()
+            self.i, self.box = i, box
+
+        def step(self, action):
+            if self.box.get("armed"):
+                if self.i == 0:
+                    raise ValueError("env 0 broke")
+                self.box["nested"] = self.box["call"]()
+            return super().step(action)
+
+    def attempt(venv):
+        try:
+            venv.step([1, 1])
+        except BaseException as e:  # noqa: B902
+            return e
+
+    def from_thread(venv):  # the same attempt on another thread, while the call runs
+        out = []
+        t = threading.Thread(target=lambda: out.append(attempt(venv)))
+        t.start()
+        t.join()
+        return out[0]
+
+    # threads=1: env 0's step runs (and fails) before env 1's
+    for call in (attempt, from_thread):
+        box = {}
+        v = fastrl.VecEnv.from_python([E(0, box), E(1, box)], per_env=True,
+                                      runtime=fastrl.Runtime(threads=1))
+        box["call"] = lambda: call(v)
+        v.reset(seed=0)
+        v.step([1, 1])
+        box["armed"] = True
+        with pytest.raises(ValueError, match="env 0 broke") as ei:
+            v.step([1, 1])
+        assert any("env 0 during step" in n for n in ei.value.__notes__)
+        nested = box["nested"]
+        assert isinstance(nested, fastrl.Error) and nested.status == Status.ERR_STATE, \
+            repr(nested)
+        assert "already being reset or stepped" in nested.message
+        box["armed"] = False
+        v.step([1, 1])  # nothing left behind
+        v.close()
+
+
 class _ClosesItsWrapper(gym.Env):
     """Closes the fastrl object stepping it (held in ``owner``) at its third step."""
 
@@ -425,12 +550,14 @@ def test_close_from_inside_a_call_only_lets_go():
     obs, reward, *_ = env.step(0)  # closes env inside
     assert obs.tolist() == [0.5] * 4 and reward == 1.0 and env.closed
     del env
-    owner = []
-    venv = fastrl.VecEnv.from_python([lambda: _ClosesItsWrapper(owner)] * 4,
-                                     runtime=fastrl.Runtime(threads=1))
-    owner.append(venv)
-    policy = fastrl.Policy(venv.single_observation_space, venv.single_action_space,
-                           threads=1)
-    returns = fastrl.evaluate(policy, venv, episodes=8)
-    assert returns.tolist() == [5.0] * 8 and venv.closed
+    for per_env in (False, True):  # per env: the other envs' callbacks run after it
+        owner = []
+        venv = fastrl.VecEnv.from_python([lambda: _ClosesItsWrapper(owner)] * 4,
+                                         per_env=per_env,
+                                         runtime=fastrl.Runtime(threads=1 + per_env))
+        owner.append(venv)
+        policy = fastrl.Policy(venv.single_observation_space, venv.single_action_space,
+                               threads=1)
+        returns = fastrl.evaluate(policy, venv, episodes=8)
+        assert returns.tolist() == [5.0] * 8 and venv.closed
 

@@ -301,6 +301,33 @@ def test_data_kept_past_its_env_refuses():
         assert ei.value.status == fastrl.Status.ERR_STATE and "gone" in ei.value.message
 
 
+def test_functions_keeping_views_do_not_keep_the_env():
+    """Functions that keep the views they are given (each owns the vec env) do not keep
+    the vec env forever: the library's callbacks reach them weakly, so the vec env is
+    destroyed once it, the functions and their views are dropped."""
+    _plugin_or_skip()
+    import weakref
+
+    class Task:
+        def observe(self, env, data, obs):
+            self.obs, self.qpos = obs, data.qpos
+            observe(env, data, obs)
+
+        def reward(self, env, data, action):
+            self.action = action
+            return reward(env, data, action)
+
+    task = Task()
+    venv = fastrl.VecEnv.from_mujoco(SLIDER, task.observe, task.reward, 2, 2, threads=1)
+    venv.reset(seed=0)
+    venv.step(np.zeros((2, 1), np.float32))
+    h, t = weakref.ref(venv._h), weakref.ref(task)
+    assert fastrl._owner_of(task.obs) is h() and fastrl._owner_of(task.action) is h()
+    del venv, task
+    gc.collect()
+    assert t() is None and h() is None
+
+
 def _final_position(venv, act):
     obs, _ = venv.reset(seed=2)
     for _ in range(50):

@@ -77,6 +77,57 @@ def test_runtime_errors_and_default():
     assert r2.closed
 
 
+def test_a_logger_holding_its_runtime_is_freed():
+    """A logger that holds the Runtime it logs for (a cycle through the callback the
+    runtime keeps) is collected with it: the runtime, and its threads, do not leak."""
+    class Logger:
+        def __call__(self, level, message):
+            pass
+
+    log = Logger()
+    r = fastrl.Runtime(threads=2, logger=log)
+    log.runtime = r
+    h = weakref.ref(r.handle)
+    del r, log
+    collect()
+    assert h() is None
+
+
+def test_kept_callbacks_outlive_destroy():
+    """What a handle keeps (the ctypes callbacks a C object calls, and what they use)
+    is whole when its destroy function runs, which may call them: when the handle goes
+    by its count, and when it goes in a cycle that the garbage collector clears."""
+    import ctypes
+    from fastrl._handle import Handle
+    FN = ctypes.CFUNCTYPE(ctypes.c_int)
+    seen = []
+
+    class Target:
+        value = None
+
+    def callback(target):  # a closure, whose cell a collection would empty
+        return FN(lambda: seen.append(target.value) or 0)
+
+    for cycle in (False, True):
+        target = Target()
+        target.value = 42
+        cb = callback(target)
+        address = ctypes.cast(cb, ctypes.c_void_p).value
+
+        def destroy(ptr, address=address):  # as C would: through the raw pointer
+            FN(address)()
+        h = Handle(1, destroy, "test", keep=[cb, target])
+        if cycle:
+            target.handle = h
+        ref = weakref.ref(h)
+        del h, cb, target
+        if cycle:
+            assert ref() is not None  # only the collector finds it
+        collect()
+        assert ref() is None
+    assert seen == [42, 42]
+
+
 # ---------------------------------------------------------------- Policy
 
 
