@@ -845,9 +845,10 @@ static inline void frl_population_act_args_init(frl_population_act_args *args)
  * group runs through the networks with that member's weights (no weights are copied),
  * spread over the runtime's threads. Row i's action is bit-identical to that of
  * frl_policy_act on a policy holding member members[i]'s parameters with the same
- * stream. A member index out of range is FRL_ERR_RANGE naming the row, a non-finite
- * observation FRL_ERR_NONFINITE; nothing is written then. Never allocates. Not
- * thread-safe on one population. */
+ * stream. A member index out of range is FRL_ERR_RANGE naming the row, an observation
+ * frl_policy_act refuses is refused as there; nothing is written then. A member whose
+ * network gives a non-finite output is FRL_ERR_NONFINITE naming it, and the actions are
+ * then undefined. Never allocates. Not thread-safe on one population. */
 FRL_API frl_status frl_population_act(frl_population *population,
                                       const frl_population_act_args *args);
 
@@ -865,8 +866,12 @@ typedef struct frl_population_eval_args {
     /* Out, optional: [members] mean episode length per member. */
     double *lengths;
     /* Optional: merge every observation acted on into the policy's normaliser's running
-     * statistics (policy.obs_norm), as OpenAI-ES gathers them from its rollouts. */
+     * statistics (policy.obs_norm), as OpenAI-ES gathers them from its rollouts; once the
+     * call succeeds the policy acts with them (a failed call leaves them as they were). */
     int32_t update_obs_norm;
+    /* Give up with FRL_ERR_RANGE after this many env steps in all without finishing
+     * (default 10,000,000; 0 = no limit), as frl_eval_args.max_steps. */
+    int64_t max_steps;
 } frl_population_eval_args;
 
 static inline void frl_population_eval_args_init(frl_population_eval_args *args)
@@ -876,14 +881,15 @@ static inline void frl_population_eval_args_init(frl_population_eval_args *args)
         args->struct_size = sizeof *args;
         args->episodes = 1;
         args->deterministic = 1;
+        args->max_steps = 10000000;
     }
 }
 
 /* Run episodes of every member on venv (its envs shared by all members): each env takes
  * the next pending (member, episode) when its episode ends, and only the envs whose
  * episodes are running go through inference (frl_population_act on the compacted rows).
- * Spaces as frl_policy_evaluate. Allocates per call; runs on venv's runtime. *env_steps
- * (may be NULL): the episodes' steps in all. */
+ * Spaces as frl_policy_evaluate. Allocates per call from the population's runtime, whose
+ * threads act. *env_steps (may be NULL): the episodes' steps in all. */
 FRL_API frl_status frl_population_evaluate(frl_population *population, frl_vec_env *venv,
                                            const frl_population_eval_args *args,
                                            int64_t *env_steps);
@@ -904,8 +910,9 @@ FRL_API const char *frl_population_last_error(const frl_population *population);
 typedef struct frl_evo frl_evo;
 
 /* An optimiser of num_params parameters starting at initial (num_params floats):
- * ES's centre, or the base of every GA genome. Memory: ES keeps es.noise_floats + 4 n
- * floats, GA 2 P n floats plus the genomes (frl_evo_memory_size). */
+ * ES's centre, or the base of every GA genome. Memory: ES keeps es.noise_floats + 3 n
+ * floats and n doubles, GA (P + T + 2) n floats (T = ga.truncation) plus the genomes
+ * (frl_evo_memory_size). */
 FRL_API frl_status frl_evo_create(frl_evo **out, frl_runtime *rt, const frl_config *cfg,
                                   int64_t num_params, const float *initial);
 FRL_API void frl_evo_destroy(frl_evo *evo);
@@ -949,9 +956,11 @@ typedef int (*frl_fitness_fn)(void *user, const float *params, int32_t members,
 FRL_API frl_status frl_evo_run(frl_evo *evo, frl_fitness_fn fitness, void *user,
                                int64_t generations);
 /* Save the optimiser's whole state (atomic, checksummed, as frl_policy_save), and load it
- * into an optimiser created with the same settings and num_params (FRL_ERR_SIZE or
- * FRL_ERR_INVALID_ARGUMENT naming what differs; FRL_ERR_FORMAT for a corrupted file;
- * the optimiser is unchanged on failure). A GA is saved as its genomes' seed lists. */
+ * into an optimiser created with the same algorithm, P, num_params, seed, es.noise_floats,
+ * ga.sigma and ga.init_sigma (FRL_ERR_SIZE or FRL_ERR_INVALID_ARGUMENT naming what
+ * differs; the other es.* and ga.* settings may differ and act from the next generation;
+ * FRL_ERR_FORMAT for a corrupted file or values no optimiser holds; the optimiser is
+ * unchanged on failure). A GA is saved as its genomes' seed lists. */
 FRL_API frl_status frl_evo_save(const frl_evo *evo, const char *path);
 FRL_API frl_status frl_evo_load(frl_evo *evo, const char *path);
 FRL_API const char *frl_evo_last_error(const frl_evo *evo);
@@ -1142,7 +1151,9 @@ FRL_API frl_status frl_trainer_train(frl_trainer *trainer, int64_t total_steps);
 FRL_API frl_status frl_trainer_train_many(frl_trainer *const *trainers, int32_t count,
                                           int64_t total_steps);
 /* Ask train to return FRL_ERR_INTERRUPTED at the end of the current update (a rollout
- * and its learning step, milliseconds), so the run stays resumable exactly.
+ * and its learning step, milliseconds; with train.algo=es or ga, at the next env step of
+ * a generation's evaluation, which runs again when training continues), so the run stays
+ * resumable exactly.
  * Async-signal-safe: only sets a flag, so it may be called from a signal handler or
  * another thread. */
 FRL_API void frl_trainer_request_stop(frl_trainer *trainer);

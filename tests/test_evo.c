@@ -5,12 +5,14 @@
  * the trainer (learning CartPole, resuming exactly). */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fastrl.h"
 #include "rl/policy.h"
+#include "rl/population.h"
 #include "test_util.h"
 #include "trainer_checks.h"
 
@@ -721,6 +723,317 @@ START_TEST(forged_es_state_refused)
 }
 END_TEST
 
+/* An image policy's members act on any bytes, as the policy does: white frames (0xFF
+ * bytes, a NaN read as floats) are pixels, not a non-finite observation. */
+START_TEST(act_on_images)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_policy *p = make_policy(rt, "PixelGrid-v0", "policy.encoder=simple");
+    frl_population *pop;
+    ck_assert_int_eq(frl_population_create(&pop, p, 3), FRL_OK);
+    int64_t ow = frl_space_width(frl_policy_observation_space(p));
+    enum { ROWS = 6 };
+    unsigned char *obs = malloc((size_t)(ROWS * ow));
+    memset(obs, 0xff, (size_t)(ROWS * ow));
+    int32_t members[ROWS] = {0, 1, 2, 0, 1, 2}, acts[ROWS], want[ROWS];
+    frl_population_act_args a;
+    frl_population_act_args_init(&a);
+    a.batch = ROWS;
+    a.observations = (const float *)(void *)obs;
+    a.members = members;
+    a.actions = acts;
+    a.observation_width = ow;
+    a.action_width = 1;
+    a.deterministic = 1;
+    ck_assert_msg(frl_population_act(pop, &a) == FRL_OK, "%s", frl_last_error());
+    frl_act_args pa;
+    frl_act_args_init(&pa);
+    pa.batch = ROWS;
+    pa.observations = (const float *)(void *)obs;
+    pa.actions = want;
+    pa.observation_width = ow;
+    pa.action_width = 1;
+    pa.deterministic = 1;
+    ck_assert_msg(frl_policy_act(p, &pa) == FRL_OK, "%s", frl_last_error());
+    for (int i = 0; i < ROWS; i++) /* every member starts as the policy's weights */
+        ck_assert_int_eq(acts[i], want[i]);
+    free(obs);
+    frl_population_destroy(pop);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A host env whose episodes never end. */
+static int endless_step(void *user, const void *action, float *obs, float *reward,
+                        uint8_t *term, uint8_t *trunc)
+{
+    counter_env *c = user;
+    (void)action;
+    c->t++;
+    obs[0] = (float)(c->t % 7) / 7.0f;
+    *reward = 1.0f;
+    *term = *trunc = 0;
+    return 0;
+}
+
+static frl_vec_env *endless_vec(frl_runtime *rt, int32_t n, counter_env *envs)
+{
+    frl_vec_env *v = counter_vec(rt, n, envs);
+    frl_vec_env_destroy(v);
+    frl_space *os, *as;
+    int64_t shape[1] = {1};
+    float lo[1] = {0}, hi[1] = {1};
+    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, shape, lo, hi), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = ce_reset;
+    cb.step = endless_step;
+    void *users[16];
+    for (int32_t i = 0; i < n; i++)
+        users[i] = &envs[i];
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, n, os, as, NULL), FRL_OK);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    return v;
+}
+
+/* Episodes that never end: FRL_ERR_RANGE after args->max_steps (not a hang), and the
+ * normaliser's statistics as they were; a successful evaluation's statistics act. */
+START_TEST(evaluate_gives_up)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    counter_env envs[4];
+    frl_vec_env *v = endless_vec(rt, 4, envs);
+    frl_config *cfg = frl_test_settings("policy.hidden=8 policy.obs_norm=true");
+    frl_policy *p;
+    ck_assert_int_eq(frl_policy_create(&p, rt, cfg, frl_vec_env_observation_space(v),
+                                       frl_vec_env_action_space(v)), FRL_OK);
+    frl_population *pop;
+    ck_assert_int_eq(frl_population_create(&pop, p, 4), FRL_OK);
+    frl_population_eval_args a;
+    frl_population_eval_args_init(&a);
+    ck_assert_int_eq(a.max_steps, 10000000);
+    a.max_steps = 5000;
+    a.update_obs_norm = 1;
+    double count = p->norm.count, mean = p->norm.mean[0];
+    float use = p->norm.use_mean[0];
+    int64_t steps = -1;
+    ck_assert_int_eq(frl_population_evaluate(pop, v, &a, &steps), FRL_ERR_RANGE);
+    ck_assert_msg(strstr(frl_last_error(), "max_steps"), "%s", frl_last_error());
+    ck_assert_int_eq(steps, 0);
+    ck_assert(p->norm.count == count && p->norm.mean[0] == mean && p->norm.use_mean[0] == use);
+    a.max_steps = -1;
+    ck_assert_int_eq(frl_population_evaluate(pop, v, &a, NULL), FRL_ERR_RANGE);
+    /* Cut episodes finish: the statistics of their observations act from now on. */
+    a.max_steps = 0;
+    a.max_episode_steps = 20;
+    ck_assert_msg(frl_population_evaluate(pop, v, &a, &steps) == FRL_OK, "%s",
+                  frl_last_error());
+    ck_assert_int_eq(steps, 4 * 20);
+    ck_assert(p->norm.count > count && p->norm.use_mean[0] != use);
+    ck_assert(p->norm.use_mean[0] == (float)p->norm.mean[0]);
+    frl_population_destroy(pop);
+    frl_policy_destroy(p);
+    frl_config_destroy(cfg);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+static void *stop_later(void *arg)
+{
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    frl_trainer_request_stop(arg);
+    return NULL;
+}
+
+/* A stop request reaches a generation that never ends (the trainer checks between
+ * updates, and a generation is one update). */
+START_TEST(stop_inside_a_generation)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    counter_env envs[4];
+    frl_vec_env *v = endless_vec(rt, 4, envs);
+    frl_config *cfg = frl_test_settings("train.algo=es es.population=4 policy.hidden=8");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, stop_later, t), 0);
+    ck_assert_int_eq(frl_trainer_train(t, 1000), FRL_ERR_INTERRUPTED);
+    ck_assert_msg(strstr(frl_trainer_last_error(t), "generation 0"), "%s",
+                  frl_trainer_last_error(t));
+    pthread_join(th, NULL);
+    ck_assert_int_eq(frl_trainer_metrics(t)->env_steps, 0);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A file loads only where its genomes and noise offsets mean what they did: another
+ * es.noise_floats, ga.sigma or ga.init_sigma is refused naming the key; a step size or a
+ * selection setting may change (it acts from the next generation). */
+static void check_loads(const char *path, const char *settings, frl_status want,
+                        const char *key)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_evo *e = make_evo(rt, settings);
+    ck_assert_int_eq(frl_evo_load(e, path), want);
+    if (key)
+        ck_assert_msg(strstr(frl_evo_last_error(e), key), "%s", frl_evo_last_error(e));
+    ck_assert_int_eq(frl_evo_generation(e), want == FRL_OK ? 2 : 0);
+    frl_evo_destroy(e);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(load_needs_the_same_meaning)
+{
+    char es_path[] = "/tmp/test_evo_meaning_es.frl", ga_path[] = "/tmp/test_evo_meaning_ga.frl";
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_evo *e = make_evo(rt, es_settings), *g = make_evo(rt, ga_settings);
+    optimise(e, 2);
+    optimise(g, 2);
+    ck_assert_int_eq(frl_evo_save(e, es_path), FRL_OK);
+    ck_assert_int_eq(frl_evo_save(g, ga_path), FRL_OK);
+    frl_evo_destroy(e);
+    frl_evo_destroy(g);
+    frl_runtime_destroy(rt);
+    char s[256];
+    snprintf(s, sizeof s, "%s es.noise_floats=50000", es_settings);
+    check_loads(es_path, s, FRL_ERR_INVALID_ARGUMENT, "es.noise_floats");
+    snprintf(s, sizeof s, "%s es.lr=0.5 es.sigma=0.2", es_settings);
+    check_loads(es_path, s, FRL_OK, NULL);
+    snprintf(s, sizeof s, "%s ga.sigma=0.2", ga_settings);
+    check_loads(ga_path, s, FRL_ERR_INVALID_ARGUMENT, "ga.sigma");
+    snprintf(s, sizeof s, "%s ga.init_sigma=0.5", ga_settings);
+    check_loads(ga_path, s, FRL_ERR_INVALID_ARGUMENT, "ga.init_sigma");
+    snprintf(s, sizeof s, "%s ga.elites=1 ga.truncation=12", ga_settings);
+    check_loads(ga_path, s, FRL_OK, NULL);
+    remove(es_path);
+    remove(ga_path);
+}
+END_TEST
+
+static void first_to_nan(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((float *)data)[0] = NAN;
+}
+
+static void first_count(void *data, uint64_t count, void *user)
+{
+    (void)count;
+    ((int32_t *)data)[0] = *(const int32_t *)user;
+}
+
+/* Sections with their checksums right but values no optimiser holds: FRL_ERR_FORMAT,
+ * the optimiser unchanged. */
+static void check_forged(const char *path, const char *section, section_edit edit,
+                         void *user)
+{
+    char bad[] = "/tmp/test_evo_forged_XXXXXX";
+    int fd = mkstemp(bad);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    rewrite_section(path, bad, section, edit, user);
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_evo *e = make_evo(rt, ga_settings);
+    ck_assert_int_eq(frl_evo_load(e, bad), FRL_ERR_FORMAT);
+    ck_assert_int_eq(frl_evo_generation(e), 0);
+    frl_evo_destroy(e);
+    frl_runtime_destroy(rt);
+    remove(bad);
+}
+
+START_TEST(forged_ga_state_refused)
+{
+    char path[] = "/tmp/test_evo_forge_ga.frl";
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_evo *g = make_evo(rt, ga_settings);
+    optimise(g, 2);
+    ck_assert_int_eq(frl_evo_save(g, path), FRL_OK);
+    frl_evo_destroy(g);
+    frl_runtime_destroy(rt);
+    int32_t negative = -1, largest = INT32_MAX;
+    check_forged(path, "evo.theta", first_to_nan, NULL);
+    check_forged(path, "ga.kept", first_to_nan, NULL);
+    check_forged(path, "ga.fitness_count", first_count, &negative);
+    check_forged(path, "ga.fitness_count", first_count, &largest);
+    remove(path);
+}
+END_TEST
+
+/* frl_evo_memory_size refuses what create refuses, and covers what create allocates. */
+typedef struct tally {
+    size_t live;
+} tally;
+
+/* Each block is preceded by a header that keeps its size and the header's own size. */
+static void *tally_alloc(void *user, size_t size, size_t alignment)
+{
+    size_t pad = alignment > 64 ? alignment : 64;
+    char *p = NULL;
+    if (posix_memalign((void **)&p, pad, size + pad))
+        return NULL;
+    size_t head[2] = {size, pad};
+    memcpy(p + pad - sizeof head, head, sizeof head);
+    ((tally *)user)->live += size;
+    return p + pad;
+}
+
+static void tally_free(void *user, void *p)
+{
+    size_t head[2];
+    memcpy(head, (char *)p - sizeof head, sizeof head);
+    ((tally *)user)->live -= head[0];
+    free((char *)p - head[1]);
+}
+
+START_TEST(memory_size_as_create)
+{
+    static const char *refused[] = {"train.algo=ga ga.population=4 ga.truncation=5",
+                                    "train.algo=ga ga.elites=8 ga.truncation=6",
+                                    "train.algo=es es.population=7"};
+    size_t bytes = 1;
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        frl_config *cfg = frl_test_settings(refused[i]);
+        ck_assert_int_eq(frl_evo_memory_size(cfg, 100, &bytes), FRL_ERR_RANGE);
+        ck_assert_uint_eq(bytes, 0);
+        frl_config_destroy(cfg);
+    }
+    frl_config *cfg = frl_test_settings(ga_settings);
+    ck_assert_int_eq(frl_evo_memory_size(cfg, (int64_t)1 << 62, &bytes), FRL_ERR_RANGE);
+    frl_config_destroy(cfg);
+    static const char *sizes[] = {ga_settings, es_settings};
+    for (size_t i = 0; i < 2; i++) {
+        tally t = {0};
+        frl_allocator al;
+        frl_allocator_init(&al);
+        al.alloc = tally_alloc;
+        al.free = tally_free;
+        al.user = &t;
+        frl_runtime *rt;
+        ck_assert_int_eq(frl_runtime_create(&rt, NULL, &al, NULL), FRL_OK);
+        size_t before = t.live;
+        cfg = frl_test_settings(sizes[i]);
+        ck_assert_int_eq(frl_evo_memory_size(cfg, N, &bytes), FRL_OK);
+        float init[N] = {0};
+        frl_evo *e;
+        ck_assert_int_eq(frl_evo_create(&e, rt, cfg, N, init), FRL_OK);
+        size_t took = t.live - before;
+        ck_assert_msg(bytes == took, "%s: memory_size %zu, create took %zu", sizes[i], bytes,
+                      took);
+        frl_evo_destroy(e);
+        frl_config_destroy(cfg);
+        frl_runtime_destroy(rt);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("evo");
@@ -739,6 +1052,12 @@ static Suite *suite(void)
     tcase_add_test(c, ga_learns_cartpole);
     tcase_add_test(c, trainer_resumes_exactly);
     tcase_add_test(c, forged_es_state_refused);
+    tcase_add_test(c, act_on_images);
+    tcase_add_test(c, evaluate_gives_up);
+    tcase_add_test(c, stop_inside_a_generation);
+    tcase_add_test(c, load_needs_the_same_meaning);
+    tcase_add_test(c, forged_ga_state_refused);
+    tcase_add_test(c, memory_size_as_create);
     suite_add_tcase(s, c);
     return s;
 }

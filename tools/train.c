@@ -52,6 +52,29 @@ static void on_sigint(int sig)
         frl_trainer_request_stop(g_trainer);
 }
 
+static volatile sig_atomic_t g_alarm;
+
+/* --max-seconds inside a long update (an ES or GA generation, a first rollout of slow
+ * envs): the stop request then acts at the trainer's next check, not only between
+ * updates, where on_metrics checks the time. */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    g_alarm = 1;
+    if (g_trainer)
+        frl_trainer_request_stop(g_trainer);
+}
+
+/* The alarm for what is left of --max-seconds (whole seconds, at least one). */
+static void arm_alarm(double max_seconds)
+{
+    double left = ceil(max_seconds - (cli_now() - cli_start));
+    if (max_seconds <= 0 || left > 1e9)
+        return;
+    signal(SIGALRM, on_alarm);
+    alarm(left >= 1 ? (unsigned)left : 1);
+}
+
 static int is_tty;
 
 /* Periodic greedy evaluation on an env of its own (--eval-every): run between updates
@@ -482,9 +505,13 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
         print_ring_memory(t);
     g_trainer = t;
     signal(SIGINT, on_sigint);
+    arm_alarm(o->max_seconds);
     st = frl_trainer_train(t, o->steps);
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     g_trainer = NULL;
+    p.timed_out |= g_alarm;
     st = training_result(&ev, st);
     if (st == FRL_ERR_INTERRUPTED && p.timed_out) {
         fprintf(stderr, "time limit: stopped after %g s (--max-seconds)\n", o->max_seconds);

@@ -18,11 +18,12 @@ static const uint64_t NOISE_SALT = 0x6e6f6973655f7462ULL, OFFSET_SALT = 0x6f6666
 
 size_t frl_es_bytes(const frl_config *cfg, int64_t n)
 {
+    /* the noise table; Adam's m and v and the gradient [n]; per member half an offset,
+     * a weight and an order entry (theta and the ranks are evo.c's) */
     int64_t P = frl_cfg_int(cfg, FRL_KEY_ES_POPULATION);
     return sizeof(float) * (size_t)frl_cfg_int(cfg, FRL_KEY_ES_NOISE_FLOATS) +
-           (sizeof(float) * 3 + sizeof(double)) * (size_t)n +
-           (sizeof(int64_t) / 2 + sizeof(double) + sizeof(int32_t) + sizeof(frl_evo_rank)) *
-               (size_t)P;
+           (sizeof(float) * 2 + sizeof(double)) * (size_t)n +
+           (sizeof(int64_t) / 2 + sizeof(double) + sizeof(int32_t)) * (size_t)P;
 }
 
 static int fill_noise(void *user, int32_t task, int32_t thread)
@@ -42,11 +43,7 @@ frl_status frl_es_init(frl_evo *e, const frl_config *cfg)
     s->sigma = frl_cfg_float(cfg, FRL_KEY_ES_SIGMA);
     s->lr = frl_cfg_float(cfg, FRL_KEY_ES_LR);
     s->weight_decay = frl_cfg_float(cfg, FRL_KEY_ES_WEIGHT_DECAY);
-    s->noise_n = frl_cfg_int(cfg, FRL_KEY_ES_NOISE_FLOATS);
-    if (s->noise_n < e->n)
-        return frl_fail(e->err, FRL_ERR_RANGE, "es.noise_floats %lld is smaller than the %lld "
-                        "parameters: a perturbation is a slice of the table", (long long)s->noise_n,
-                        (long long)e->n);
+    s->noise_n = frl_cfg_int(cfg, FRL_KEY_ES_NOISE_FLOATS); /* >= n: evo.c checked */
     s->noise = frl_alloc(al, sizeof(float) * (size_t)s->noise_n, 64);
     s->m = frl_alloc(al, sizeof(float) * (size_t)e->n, 64);
     s->v = frl_alloc(al, sizeof(float) * (size_t)e->n, 64);
@@ -162,9 +159,12 @@ void frl_es_tell(frl_evo *e, const double *fitness)
 
 void frl_es_sections(const frl_evo *e, frl_section *sec, int32_t *n)
 {
-    frl_section_add(sec, n, "es.m", FRL_DTYPE_F32, (uint64_t)e->n, e->es.m);
-    frl_section_add(sec, n, "es.v", FRL_DTYPE_F32, (uint64_t)e->n, e->es.v);
+    frl_section_add_finite(sec, n, "es.m", FRL_DTYPE_F32, (uint64_t)e->n, e->es.m);
+    frl_section_add_finite(sec, n, "es.v", FRL_DTYPE_F32, (uint64_t)e->n, e->es.v);
     frl_section_add(sec, n, "es.adam_t", FRL_DTYPE_I64, 1, &e->es.adam_t);
+    /* the table the saved noise offsets index (es.sigma, es.lr and es.weight_decay may
+     * change on a resume: they act from the next generation) */
+    frl_section_add(sec, n, "es.noise_floats", FRL_DTYPE_I64, 1, &e->es.noise_n);
 }
 
 frl_status frl_es_restore(frl_evo *e, const frl_container *c, const float *theta, char *err)
@@ -172,8 +172,17 @@ frl_status frl_es_restore(frl_evo *e, const frl_container *c, const float *theta
     const frl_section *m = frl_container_find(c, "es.m", FRL_DTYPE_F32, e->n, err);
     const frl_section *v = m ? frl_container_find(c, "es.v", FRL_DTYPE_F32, e->n, err) : NULL;
     const frl_section *t = v ? frl_container_find(c, "es.adam_t", FRL_DTYPE_I64, 1, err) : NULL;
-    if (!t)
+    const frl_section *nf =
+        t ? frl_container_find(c, "es.noise_floats", FRL_DTYPE_I64, 1, err) : NULL;
+    if (!nf)
         return FRL_ERR_FORMAT;
+    int64_t noise;
+    memcpy(&noise, nf->data, sizeof noise);
+    if (noise != e->es.noise_n)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the run was saved with "
+                        "es.noise_floats=%lld and this optimiser has %lld (its members are "
+                        "slices of that table: set es.noise_floats as saved)", (long long)noise,
+                        (long long)e->es.noise_n);
     int64_t steps;
     memcpy(&steps, t->data, sizeof steps);
     /* As nn's frl_adam_moments_valid (ES keeps an Adam of its own, and evo/ does not

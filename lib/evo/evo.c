@@ -28,18 +28,44 @@ static int32_t population_of(const frl_config *cfg)
                                          : FRL_KEY_GA_POPULATION);
 }
 
+/* What create refuses in the settings and the size, before anything is allocated. */
+static frl_status check_shape(const frl_config *cfg, int64_t num_params, const char *who)
+{
+    frl_status st = check_algo(cfg, who);
+    if (st != FRL_OK)
+        return st;
+    if (num_params < 1 || num_params > ((int64_t)1 << 40))
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: num_params %lld is outside [1, 2^40]", who,
+                        (long long)num_params);
+    int32_t P = population_of(cfg);
+    int es = frl_cfg_choice(cfg, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_ES;
+    if (es && P % 2)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: es.population %d must be even (antithetic "
+                        "pairs)", who, (int)P);
+    int64_t noise = frl_cfg_int(cfg, FRL_KEY_ES_NOISE_FLOATS);
+    if (es && noise < num_params)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: es.noise_floats %lld is smaller than the "
+                        "%lld parameters: a perturbation is a slice of the table", who,
+                        (long long)noise, (long long)num_params);
+    int64_t T = frl_cfg_int(cfg, FRL_KEY_GA_TRUNCATION), E = frl_cfg_int(cfg, FRL_KEY_GA_ELITES);
+    if (!es && (T > P || E > T))
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: need ga.elites (%lld) <= ga.truncation "
+                        "(%lld) <= ga.population (%d)", who, (long long)E, (long long)T, (int)P);
+    if ((double)P * (double)num_params * 4.0 >= (double)(SIZE_MAX / 4))
+        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: %d members of %lld parameters do not fit in "
+                        "memory", who, (int)P, (long long)num_params);
+    return FRL_OK;
+}
+
 FRL_API frl_status frl_evo_memory_size(const frl_config *cfg, int64_t num_params, size_t *bytes)
 {
     static const char who[] = "frl_evo_memory_size";
     if (!bytes)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: bytes is NULL", who);
     *bytes = 0;
-    frl_status st = check_algo(cfg, who);
+    frl_status st = check_shape(cfg, num_params, who);
     if (st != FRL_OK)
         return st;
-    if (num_params < 1)
-        return frl_fail(NULL, FRL_ERR_RANGE, "%s: num_params %lld must be >= 1", who,
-                        (long long)num_params);
     size_t own = sizeof(float) * (size_t)num_params + sizeof(frl_evo) +
                  sizeof(frl_evo_rank) * (size_t)population_of(cfg);
     *bytes = own + (frl_cfg_choice(cfg, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_ES
@@ -69,22 +95,13 @@ static frl_status check_create(frl_evo **out, frl_runtime *rt, const frl_config 
     if (!out || !rt || !initial)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
                         !out ? "out" : !rt ? "runtime" : "initial");
-    frl_status st = check_algo(cfg, who);
+    frl_status st = check_shape(cfg, num_params, who);
     if (st != FRL_OK)
         return st;
-    if (num_params < 1 || num_params > ((int64_t)1 << 40))
-        return frl_fail(NULL, FRL_ERR_RANGE, "%s: num_params %lld is outside [1, 2^40]", who,
-                        (long long)num_params);
-    if (frl_find_nonfinite(initial, num_params) >= 0)
+    int64_t bad = frl_find_nonfinite(initial, num_params);
+    if (bad >= 0)
         return frl_fail(NULL, FRL_ERR_NONFINITE, "%s: initial[%lld] is not finite", who,
-                        (long long)frl_find_nonfinite(initial, num_params));
-    int32_t P = population_of(cfg);
-    if (frl_cfg_choice(cfg, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_ES && P % 2)
-        return frl_fail(NULL, FRL_ERR_RANGE, "%s: es.population %d must be even (antithetic "
-                        "pairs)", who, (int)P);
-    if ((double)P * (double)num_params * 4.0 >= (double)(SIZE_MAX / 4))
-        return frl_fail(NULL, FRL_ERR_NOMEM, "%s: %d members of %lld parameters do not fit in "
-                        "memory", who, (int)P, (long long)num_params);
+                        (long long)bad);
     return FRL_OK;
 }
 
@@ -285,8 +302,10 @@ FRL_API frl_status frl_evo_run(frl_evo *e, frl_fitness_fn fitness, void *user,
                                int64_t generations)
 {
     static const char who[] = "frl_evo_run";
-    if (!e || !fitness)
-        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who, !e ? "evo" : "fitness");
+    if (!e)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: evo is NULL", who);
+    if (!fitness)
+        return frl_fail(e->err, FRL_ERR_NULL, "%s: fitness is NULL", who);
     if (e->in_fitness)
         return check_not_in_fitness(e, who);
     if (generations < 0)
@@ -328,7 +347,7 @@ void frl_evo_sections(const frl_evo *e, frl_section *s, int32_t *n, int64_t *met
     meta[3] = e->generation;
     meta[4] = (int64_t)e->seed;
     frl_section_add(s, n, "evo.meta", FRL_DTYPE_I64, 5, meta);
-    frl_section_add(s, n, "evo.theta", FRL_DTYPE_F32, (uint64_t)e->n, e->theta);
+    frl_section_add_finite(s, n, "evo.theta", FRL_DTYPE_F32, (uint64_t)e->n, e->theta);
     frl_section_add(s, n, "evo.fitness", FRL_DTYPE_F64, 2, e->last_fitness);
     if (is_es(e))
         frl_es_sections(e, s, n);
@@ -354,6 +373,8 @@ frl_status frl_evo_restore(frl_evo *e, const frl_container *c, char *err)
         theta ? frl_container_find(c, "evo.fitness", FRL_DTYPE_F64, 2, err) : NULL;
     if (!fit)
         return FRL_ERR_FORMAT;
+    if (frl_find_nonfinite(theta->data, e->n) >= 0)
+        return frl_fail(err, FRL_ERR_FORMAT, "evo.theta holds a value that is not finite");
     if (m[3] < 0 || (uint64_t)m[4] != e->seed)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the saved optimiser's seed %llu differs "
                         "from this one's %llu (the runtime's seed plus train.seed_offset), or "

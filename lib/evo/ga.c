@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "env/values.h"
 #include "evo/evo.h"
 
 static const uint64_t GENOME_SALT = 0x67656e6f6d652121ULL, PARENT_SALT = 0x706172656e747321ULL;
@@ -26,14 +27,21 @@ static const frl_allocator *al_of(const frl_evo *e)
     return &e->rt->alloc;
 }
 
+/* Seeds a genome has room for at first (the arrays double as genomes outgrow them). */
+enum { FIRST_CAP = 16 };
+
+/* cur, cache and best; per member two genomes of FIRST_CAP seeds, two lengths, the fitness
+ * sum and count, order and score (and evo.c's rank); per parent a genome and a length. */
 size_t frl_ga_bytes(const frl_config *cfg, int64_t n)
 {
     size_t P = (size_t)frl_cfg_int(cfg, FRL_KEY_GA_POPULATION);
     size_t T = (size_t)frl_cfg_int(cfg, FRL_KEY_GA_TRUNCATION);
     T = T < P ? T : P;
+    size_t genome = sizeof(uint64_t) * FIRST_CAP;
     return sizeof(float) * (P + T + 1) * (size_t)n +
-           P * (2 * 8 * 8 + 2 * sizeof(int32_t) + sizeof(double) * 2 + sizeof(int32_t) * 2 +
-                sizeof(frl_evo_rank)) + T * (8 * 8 + sizeof(int32_t));
+           P * (2 * genome + 2 * sizeof(int32_t) + sizeof(double) + sizeof(int32_t) +
+                sizeof(int32_t) + sizeof(double)) +
+           T * (genome + sizeof(int32_t));
 }
 
 /* Room for genomes of cap seeds (the arrays are copied over; lengths are kept). */
@@ -112,10 +120,7 @@ frl_status frl_ga_init(frl_evo *e, const frl_config *cfg)
     g->sigma = frl_cfg_float(cfg, FRL_KEY_GA_SIGMA);
     g->init_sigma = frl_cfg_float(cfg, FRL_KEY_GA_INIT_SIGMA);
     g->truncation = (int32_t)frl_cfg_int(cfg, FRL_KEY_GA_TRUNCATION);
-    g->elites = (int32_t)frl_cfg_int(cfg, FRL_KEY_GA_ELITES);
-    if (g->truncation > e->P || g->elites > g->truncation)
-        return frl_fail(e->err, FRL_ERR_RANGE, "GA: need ga.elites (%d) <= ga.truncation (%d) "
-                        "<= ga.population (%d)", (int)g->elites, (int)g->truncation, (int)e->P);
+    g->elites = (int32_t)frl_cfg_int(cfg, FRL_KEY_GA_ELITES); /* <= truncation <= P: evo.c */
     g->best_fitness = NAN;
     g->cur = frl_alloc(al_of(e), sizeof(float) * P * n, 64);
     g->cache = frl_alloc(al_of(e), sizeof(float) * (size_t)g->truncation * n, 64);
@@ -133,7 +138,7 @@ frl_status frl_ga_init(frl_evo *e, const frl_config *cfg)
                         "parents of %lld parameters (%.1f MB)", (int)P, (int)g->truncation,
                         (long long)n, (double)(P + (size_t)g->truncation) * (double)n * 4e-6);
     memset(g->len, 0, sizeof(int32_t) * P);
-    frl_status st = grow(e, 16);
+    frl_status st = grow(e, FIRST_CAP);
     if (st != FRL_OK)
         return st;
     for (int32_t i = 0; i < e->P; i++) {
@@ -292,10 +297,44 @@ void frl_ga_sections(const frl_evo *e, frl_section *s, int32_t *n)
     }
     frl_section_add(s, n, "ga.length", FRL_DTYPE_I32, (uint64_t)e->P, g->len);
     frl_section_add(s, n, "ga.seeds", FRL_DTYPE_U64, total, packed);
-    frl_section_add(s, n, "ga.fitness_sum", FRL_DTYPE_F64, (uint64_t)e->P, g->acc_sum);
+    frl_section_add_finite(s, n, "ga.fitness_sum", FRL_DTYPE_F64, (uint64_t)e->P, g->acc_sum);
     frl_section_add(s, n, "ga.fitness_count", FRL_DTYPE_I32, (uint64_t)e->P, g->acc_count);
-    frl_section_add(s, n, "ga.kept", FRL_DTYPE_F32, (uint64_t)e->n, g->best);
+    frl_section_add_finite(s, n, "ga.kept", FRL_DTYPE_F32, (uint64_t)e->n, g->best);
     frl_section_add(s, n, "ga.kept_fitness", FRL_DTYPE_F64, 1, &g->best_fitness);
+    /* what the seeds mean: a genome is its start and mutations at these scales
+     * (ga.truncation and ga.elites may change on a resume: they act from the next tell) */
+    frl_section_add(s, n, "ga.sigma", FRL_DTYPE_F64, 1, &g->sigma);
+    frl_section_add(s, n, "ga.init_sigma", FRL_DTYPE_F64, 1, &g->init_sigma);
+}
+
+/* A saved scale against this optimiser's: the genomes would rebuild to other members. */
+static frl_status check_scale(const frl_container *c, const char *key, double have, char *err)
+{
+    const frl_section *s = frl_container_find(c, key, FRL_DTYPE_F64, 1, err);
+    if (!s)
+        return FRL_ERR_FORMAT;
+    double saved;
+    memcpy(&saved, s->data, sizeof saved);
+    if (saved == have)
+        return FRL_OK;
+    return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the run was saved with %s=%g and this "
+                    "optimiser has %g (its genomes' mutations are at that scale: set %s as "
+                    "saved)", key, saved, have, key);
+}
+
+/* Fitness sums finite and counts in [0, 2^31 - 2] (a tell adds one to each), the kept
+ * member finite and its fitness finite or NaN (none kept yet). */
+static frl_status check_scores(const frl_evo *e, const double *sum, const int32_t *cnt,
+                               const float *kept, double kept_fitness, char *err)
+{
+    for (int32_t i = 0; i < e->P; i++)
+        if (!isfinite(sum[i]) || cnt[i] < 0 || cnt[i] > INT32_MAX - 1)
+            return frl_fail(err, FRL_ERR_FORMAT, "GA checkpoint: member %d's fitness sum %g "
+                            "or count %d is out of range", (int)i, sum[i], (int)cnt[i]);
+    if (frl_find_nonfinite(kept, e->n) >= 0 || isinf(kept_fitness))
+        return frl_fail(err, FRL_ERR_FORMAT, "GA checkpoint: the kept member or its fitness "
+                        "is not finite");
+    return FRL_OK;
 }
 
 /* The lengths must be 1.. and add up to the seeds' count. */
@@ -415,6 +454,15 @@ frl_status frl_ga_restore(frl_evo *e, const frl_container *c, const float *theta
         kept ? frl_container_find(c, "ga.kept_fitness", FRL_DTYPE_F64, 1, err) : NULL;
     if (!kf)
         return FRL_ERR_FORMAT;
+    double kept_fitness;
+    memcpy(&kept_fitness, kf->data, sizeof kept_fitness);
+    frl_status st = check_scale(c, "ga.sigma", g->sigma, err);
+    if (st == FRL_OK)
+        st = check_scale(c, "ga.init_sigma", g->init_sigma, err);
+    if (st == FRL_OK)
+        st = check_scores(e, sum->data, cnt->data, kept->data, kept_fitness, err);
+    if (st != FRL_OK)
+        return st;
     const int32_t *l = len->data;
     int32_t longest = 0;
     for (int32_t i = 0; i < e->P; i++)
@@ -434,7 +482,7 @@ frl_status frl_ga_restore(frl_evo *e, const frl_container *c, const float *theta
     memcpy(g->acc_sum, sum->data, sizeof(double) * (size_t)e->P);
     memcpy(g->acc_count, cnt->data, sizeof(int32_t) * (size_t)e->P);
     memcpy(g->best, kept->data, sizeof(float) * (size_t)e->n);
-    memcpy(&g->best_fitness, kf->data, sizeof(double));
+    g->best_fitness = kept_fitness;
     rebuild_all(e);
     return FRL_OK;
 }

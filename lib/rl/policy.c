@@ -596,36 +596,35 @@ static frl_status check_act_widths(frl_policy *p, const frl_act_args *a)
     return FRL_OK;
 }
 
-/* Box rows must be finite; a discrete row must hold an index of the space. */
-static frl_status check_act_obs(frl_policy *p, const frl_act_args *a)
+/* Box rows must be finite; a discrete row must hold an index of the space; an image's
+ * bytes are all pixels, and only a mixed row's vector part must be finite. */
+frl_status frl_policy_check_observations(const frl_policy *p, const float *obs, int64_t batch,
+                                         const char *who, char *err)
 {
-    if (frl_space_is_image(p->obs_space)) { /* any byte is a pixel; a mixed vector is not */
-        int64_t bad = frl_find_nonfinite_cols(a->observations, a->batch, p->obs_w, p->vec_at,
-                                              p->vec_w);
+    if (frl_space_is_image(p->obs_space)) {
+        int64_t bad = frl_find_nonfinite_cols(obs, batch, p->obs_w, p->vec_at, p->vec_w);
         if (bad < 0)
             return FRL_OK;
-        return frl_fail(p->err, FRL_ERR_NONFINITE,
-                        "frl_policy_act: the vector part of row %lld's mixed observation, "
-                        "element %lld, is not finite", (long long)(bad / p->obs_w),
-                        (long long)(bad % p->obs_w - p->vec_at));
+        return frl_fail(err, FRL_ERR_NONFINITE, "%s: the vector part of row %lld's mixed "
+                        "observation, element %lld, is not finite", who,
+                        (long long)(bad / p->obs_w), (long long)(bad % p->obs_w - p->vec_at));
     }
-    int64_t count = (int64_t)a->batch * p->obs_w;
+    int64_t count = batch * p->obs_w;
     if (p->obs_n) {
-        int64_t bad = frl_find_bad_index(a->observations, count, p->obs_n);
+        int64_t bad = frl_find_bad_index(obs, count, p->obs_n);
         if (bad < 0)
             return FRL_OK;
         char val[32];
-        frl_describe_value(a->observations[bad], val, sizeof val);
-        return frl_fail(p->err, FRL_ERR_RANGE,
-                        "frl_policy_act: observation of row %lld is %s, not an index of the "
-                        "policy's discrete(%d) observation space (an integer in [0, %d))",
-                        (long long)bad, val, (int)p->obs_n, (int)p->obs_n);
+        frl_describe_value(obs[bad], val, sizeof val);
+        return frl_fail(err, FRL_ERR_RANGE, "%s: observation of row %lld is %s, not an index "
+                        "of the policy's discrete(%d) observation space (an integer in [0, %d))",
+                        who, (long long)bad, val, (int)p->obs_n, (int)p->obs_n);
     }
-    int64_t bad = frl_find_nonfinite(a->observations, count);
+    int64_t bad = frl_find_nonfinite(obs, count);
     if (bad >= 0)
-        return frl_fail(p->err, FRL_ERR_NONFINITE,
-                        "frl_policy_act: observation of row %lld, element %lld is not finite",
-                        (long long)(bad / p->obs_w), (long long)(bad % p->obs_w));
+        return frl_fail(err, FRL_ERR_NONFINITE, "%s: observation of row %lld, element %lld is "
+                        "not finite", who, (long long)(bad / p->obs_w),
+                        (long long)(bad % p->obs_w));
     return FRL_OK;
 }
 
@@ -668,7 +667,8 @@ static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
                         (int)a->batch);
     frl_status st = check_act_state(p, a);
     if (st == FRL_OK)
-        st = check_act_obs(p, a);
+        st = frl_policy_check_observations(p, a->observations, a->batch, "frl_policy_act",
+                                           p->err);
     if (st != FRL_OK)
         return st;
     if (a->workspace && ((uintptr_t)a->workspace % FRL_CACHE_LINE != 0 ||

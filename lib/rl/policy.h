@@ -193,6 +193,10 @@ double frl_policy_head_act(const frl_policy *p, const float *params, const float
                            uint64_t stream, uint64_t counter, void *action_row);
 
 /* The same action without its log-probability (acting that keeps none: populations). */
+/* Observations [batch x obs_w] the policy can act on (as frl_policy_act checks them):
+ * FRL_ERR_NONFINITE or FRL_ERR_RANGE naming the row, the message begun with who. */
+frl_status frl_policy_check_observations(const frl_policy *p, const float *obs, int64_t batch,
+                                         const char *who, char *err);
 void frl_policy_head_sample(const frl_policy *p, const float *params, const float *out,
                             int deterministic, uint64_t stream, uint64_t counter,
                             void *action_row);

@@ -191,15 +191,7 @@ static frl_status check_act(frl_population *pop, const frl_population_act_args *
         if (a->members[i] < 0 || a->members[i] >= pop->members)
             return frl_fail(pop->err, FRL_ERR_RANGE, "%s: row %d names member %d, outside "
                             "[0, %d)", who_act, (int)i, (int)a->members[i], (int)pop->members);
-    int64_t count = (int64_t)a->batch * p->obs_w;
-    int64_t bad = p->obs_n ? frl_find_bad_index(a->observations, count, p->obs_n)
-                           : frl_find_nonfinite(a->observations, count);
-    if (bad >= 0)
-        return frl_fail(pop->err, p->obs_n ? FRL_ERR_RANGE : FRL_ERR_NONFINITE,
-                        "%s: observation of row %lld, element %lld is %s", who_act,
-                        (long long)(bad / p->obs_w), (long long)(bad % p->obs_w),
-                        p->obs_n ? "not an index of the discrete space" : "not finite");
-    return FRL_OK;
+    return frl_policy_check_observations(p, a->observations, a->batch, who_act, pop->err);
 }
 
 /* One block of rows [first, first + rows): what each thread's piece needs. */

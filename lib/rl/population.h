@@ -4,6 +4,8 @@
 #ifndef FRL_RL_POPULATION_H
 #define FRL_RL_POPULATION_H
 
+#include <stdatomic.h>
+
 #include "rl/policy.h"
 
 /* Rows grouped per call of the sort (a larger batch is acted in blocks of this many). */
@@ -41,5 +43,12 @@ int64_t frl_population_prefix(const frl_policy *p);
  * with nothing done on a CPU runtime. */
 frl_status frl_population_device_begin(frl_population *pop);
 void frl_population_device_end(frl_population *pop);
+
+/* frl_population_evaluate_groups, stopping with FRL_ERR_INTERRUPTED at the next env step
+ * once *stop is set (a trainer's stop request; NULL: none). Whatever the outcome but
+ * success, the normaliser's statistics are left as they were. */
+frl_status frl_population_evaluate_stoppable(frl_population *pop, frl_vec_env *const *venvs,
+                                             int32_t count, const frl_population_eval_args *args,
+                                             int64_t *env_steps, atomic_int *stop);
 
 #endif

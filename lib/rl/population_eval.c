@@ -52,6 +52,7 @@ typedef struct eval_group {
 
 typedef struct pop_run {
     frl_population *pop;
+    atomic_int *stop; /* a trainer's stop request, or NULL */
     int32_t groups;
     eval_group g[MAX_GROUPS];
     frl_population_eval_args a;
@@ -63,6 +64,9 @@ typedef struct pop_run {
     void *block;
     int64_t env_steps;
     int64_t stalled;      /* acts in a row with no env running an episode */
+    /* update_obs_norm: the normaliser's running statistics as they were, put back when
+     * the evaluation fails (its count, then mean and m2 [width] each) */
+    double *norm_before;
 } pop_run;
 
 static size_t action_bytes(const frl_policy *p)
@@ -91,11 +95,12 @@ static frl_status read_args(pop_run *r, const frl_population_eval_args *args)
     if (st != FRL_OK)
         return frl_fail_msg(r->pop->err, st, frl_last_error());
     if (r->a.episodes < 1 || (r->a.deterministic != 0 && r->a.deterministic != 1) ||
-        r->a.max_episode_steps < 0)
+        r->a.max_episode_steps < 0 || r->a.max_steps < 0)
         return frl_fail(r->pop->err, FRL_ERR_RANGE, "%s: args->episodes %d (>= 1), "
-                        "deterministic %d (0 or 1) or max_episode_steps %lld (>= 0) is out "
-                        "of range", who, (int)r->a.episodes, (int)r->a.deterministic,
-                        (long long)r->a.max_episode_steps);
+                        "deterministic %d (0 or 1), max_episode_steps %lld or max_steps %lld "
+                        "(>= 0) is out of range", who, (int)r->a.episodes,
+                        (int)r->a.deterministic, (long long)r->a.max_episode_steps,
+                        (long long)r->a.max_steps);
     for (int32_t g = 0; g < r->groups; g++)
         if ((st = check_spaces(r, r->g[g].v)) != FRL_OK)
             return st;
@@ -124,6 +129,12 @@ static void carve_group(eval_group *g, const frl_policy *p, unsigned char **at)
     *at += (group_bytes(p, n) + 63) / 64 * 64;
 }
 
+/* Doubles that keep the normaliser's running statistics (update_obs_norm), or 0. */
+static size_t norm_doubles(const pop_run *r)
+{
+    return r->a.update_obs_norm ? 1 + 2 * (size_t)r->pop->policy->norm.width : 0;
+}
+
 static frl_status alloc_run(pop_run *r)
 {
     const frl_policy *p = r->pop->policy;
@@ -131,6 +142,7 @@ static frl_status alloc_run(pop_run *r)
     size_t bytes = (sizeof(double) * 2 * P + sizeof(int64_t) * P + 63) / 64 * 64;
     for (int32_t g = 0; g < r->groups; g++)
         bytes += (group_bytes(p, (size_t)r->g[g].n) + 63) / 64 * 64;
+    bytes += sizeof(double) * norm_doubles(r);
     r->block = frl_alloc(&r->pop->rt->alloc, bytes, 64);
     if (!r->block)
         return frl_fail(r->pop->err, FRL_ERR_NOMEM, "%s: out of memory for %d members",
@@ -143,6 +155,7 @@ static frl_status alloc_run(pop_run *r)
                         (sizeof(double) * 2 * P + sizeof(int64_t) * P + 63) / 64 * 64;
     for (int32_t g = 0; g < r->groups; g++)
         carve_group(&r->g[g], p, &at);
+    r->norm_before = norm_doubles(r) ? (double *)(void *)at : NULL;
     r->jobs = (int64_t)P * r->a.episodes;
     r->jobs_left = r->jobs;
     return FRL_OK;
@@ -268,6 +281,40 @@ static void collect(pop_run *r, eval_group *g)
     g->step++;
 }
 
+/* The normaliser's running statistics kept (update_obs_norm), or put back. */
+static void norm_keep(pop_run *r, int restore)
+{
+    frl_obsnorm *n = &r->pop->policy->norm;
+    size_t w = (size_t)n->width;
+    double *k = r->norm_before;
+    if (!k)
+        return;
+    if (!restore) {
+        k[0] = n->count;
+        memcpy(k + 1, n->mean, sizeof(double) * w);
+        memcpy(k + 1 + w, n->m2, sizeof(double) * w);
+        return;
+    }
+    n->count = k[0];
+    memcpy(n->mean, k + 1, sizeof(double) * w);
+    memcpy(n->m2, k + 1 + w, sizeof(double) * w);
+}
+
+/* After each step: the step budget (args->max_steps), and a stop request. */
+static frl_status check_going(pop_run *r)
+{
+    if (r->a.max_steps && r->env_steps >= r->a.max_steps && r->jobs_left > 0)
+        return frl_fail(r->pop->err, FRL_ERR_RANGE, "%s: %lld env steps taken (args->max_steps)"
+                        " and %lld of %lld episodes still running or to run: episodes that "
+                        "never end? (give the env a time limit, env.max_episode_steps, or set "
+                        "args->max_episode_steps)", who, (long long)r->env_steps,
+                        (long long)r->jobs_left, (long long)r->jobs);
+    if (r->stop && atomic_load(r->stop))
+        return frl_fail(r->pop->err, FRL_ERR_INTERRUPTED, "%s: stopped by request after %lld "
+                        "env steps", who, (long long)r->env_steps);
+    return FRL_OK;
+}
+
 /* Envs whose cut episodes never end would hold the last jobs back for ever. */
 enum { MAX_STALLED = 1000000 };
 
@@ -300,6 +347,8 @@ static frl_status run_sequential(pop_run *r)
         if ((g->st = step_group(r, g)) != FRL_OK)
             return group_failed(r, g, "stepping");
         collect(r, g);
+        if ((st = check_going(r)) != FRL_OK)
+            return st;
     }
     return FRL_OK;
 }
@@ -330,7 +379,8 @@ static frl_status run_half(pop_run *r, eval_group *stepping, eval_group *acting)
     if (acting->st != FRL_OK)
         return group_failed(r, acting, "acting");
     collect(r, stepping);
-    return check_stalled(r, acting);
+    frl_status st = check_stalled(r, acting);
+    return st == FRL_OK ? check_going(r) : st;
 }
 
 static frl_status run_pipelined(pop_run *r)
@@ -393,10 +443,24 @@ static frl_status check_venvs(frl_population *pop, frl_vec_env *const *venvs, in
     return FRL_OK;
 }
 
-FRL_API frl_status frl_population_evaluate_groups(frl_population *pop,
-                                                  frl_vec_env *const *venvs, int32_t count,
-                                                  const frl_population_eval_args *args,
-                                                  int64_t *env_steps)
+/* A successful evaluation's statistics act from the next call on (OpenAI-ES gathers them
+ * from a generation's rollouts for the next one); a failed one's are dropped. */
+static void finish_norm(pop_run *r, frl_status st)
+{
+    frl_policy *p = r->pop->policy;
+    if (!r->norm_before)
+        return;
+    if (st != FRL_OK) {
+        norm_keep(r, 1);
+        return;
+    }
+    frl_obsnorm_freeze(&p->norm);
+    p->dev_norm_stale = 1;
+}
+
+frl_status frl_population_evaluate_stoppable(frl_population *pop, frl_vec_env *const *venvs,
+                                             int32_t count, const frl_population_eval_args *args,
+                                             int64_t *env_steps, atomic_int *stop)
 {
     if (env_steps)
         *env_steps = 0;
@@ -405,24 +469,34 @@ FRL_API frl_status frl_population_evaluate_groups(frl_population *pop,
     frl_status st = check_venvs(pop, venvs, count);
     if (st != FRL_OK)
         return frl_fail_msg(NULL, st, pop->err);
-    pop_run r = {.pop = pop, .groups = count};
+    pop_run r = {.pop = pop, .groups = count, .stop = stop};
     for (int32_t g = 0; g < count; g++)
         r.g[g] = (eval_group){.v = venvs[g], .n = frl_vec_env_num_envs(venvs[g])};
     st = read_args(&r, args);
-    if (st == FRL_OK)
-        st = alloc_run(&r);
+    if (st == FRL_OK && (st = alloc_run(&r)) == FRL_OK)
+        norm_keep(&r, 0);
     /* On a CUDA runtime the members go to the device once, and inference runs there. */
     if (st == FRL_OK)
         st = frl_population_device_begin(pop);
     if (st == FRL_OK)
         st = run_jobs(&r);
     frl_population_device_end(pop);
+    if (r.block)
+        finish_norm(&r, st);
     if (st == FRL_OK)
         report(&r, env_steps);
     frl_free(&pop->rt->alloc, r.block);
     if (st != FRL_OK)
         frl_fail_msg(NULL, st, pop->err);
     return st;
+}
+
+FRL_API frl_status frl_population_evaluate_groups(frl_population *pop,
+                                                  frl_vec_env *const *venvs, int32_t count,
+                                                  const frl_population_eval_args *args,
+                                                  int64_t *env_steps)
+{
+    return frl_population_evaluate_stoppable(pop, venvs, count, args, env_steps, NULL);
 }
 
 FRL_API frl_status frl_population_evaluate(frl_population *pop, frl_vec_env *venv,

@@ -10,7 +10,12 @@
 
 typedef struct pop_sampler {
     frl_sampler base;
+    int64_t total_steps; /* the train call's budget */
 } pop_sampler;
+
+/* A generation's evaluation gives up past this many env steps, or the train call's whole
+ * budget where that is more: envs whose episodes never end must not hang training. */
+static const int64_t MIN_EVAL_STEPS = 10000000;
 
 /* One vec env, or two where sampler.groups is set to 2 or more: then one steps while the
  * other's actions are computed (frl_population_evaluate_groups). Not by default: with
@@ -64,8 +69,9 @@ static void record(frl_sampler_host *h, const frl_population *pop, int32_t episo
     }
 }
 
-static frl_status evaluate(frl_sampler_host *h)
+static frl_status evaluate(pop_sampler *s)
 {
+    frl_sampler_host *h = s->base.h;
     frl_population *pop = h->population;
     int32_t es = frl_cfg_choice(h->cfg, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_ES;
     frl_population_eval_args a;
@@ -76,10 +82,17 @@ static frl_status evaluate(frl_sampler_host *h)
     a.seed = frl_rng_next(&r);
     a.returns = pop->fitness;
     a.steps = pop->steps;
+    /* the statistics of this generation's rollouts act from the next one on */
     a.update_obs_norm = h->policy->obs_norm;
+    a.max_steps = s->total_steps > MIN_EVAL_STEPS ? s->total_steps : MIN_EVAL_STEPS;
     int64_t steps = 0;
     double t0 = frl_now();
-    frl_status st = frl_population_evaluate_groups(pop, h->venvs, h->groups, &a, &steps);
+    frl_status st = frl_population_evaluate_stoppable(pop, h->venvs, h->groups, &a, &steps,
+                                                      h->stop);
+    if (st == FRL_ERR_INTERRUPTED)
+        return frl_fail(h->err, st, "training stopped by request at %lld steps, during "
+                        "generation %lld's evaluation (it runs again when training continues)",
+                        (long long)h->book->pr.env_steps, (long long)h->book->pr.updates);
     if (st != FRL_OK)
         return frl_fail_msg(h->err, st, pop->err);
     h->metrics->time_env = frl_now() - t0;
@@ -87,25 +100,22 @@ static frl_status evaluate(frl_sampler_host *h)
     h->book->pr.env_steps += steps;
     h->book->pr.rollout_steps++;
     record(h, pop, a.episodes);
-    if (h->policy->obs_norm) {
-        /* the statistics of this generation's rollouts act from the next one on */
-        frl_obsnorm_freeze(&h->policy->norm);
-        h->policy->dev_norm_stale = 1;
-    }
     return FRL_OK;
 }
 
 static frl_status generation(void *arg)
 {
-    frl_sampler_host *h = arg;
-    frl_status st = evaluate(h);
-    return st == FRL_OK ? h->learn(h->owner, -1, 0) : st;
+    pop_sampler *s = arg;
+    frl_status st = evaluate(s);
+    return st == FRL_OK ? s->base.h->learn(s->base.h->owner, -1, 0) : st;
 }
 
 static frl_status pop_train(frl_sampler *base, int64_t total_steps)
 {
+    pop_sampler *s = (pop_sampler *)base;
     base->h->book->pr.started = 1;
-    return frl_sampler_loop(base->h, total_steps, generation, base->h);
+    s->total_steps = total_steps;
+    return frl_sampler_loop(base->h, total_steps, generation, s);
 }
 
 const frl_sampler_ops frl_sampler_population = {

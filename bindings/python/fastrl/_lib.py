@@ -189,7 +189,7 @@ class PopulationEvalArgs(ctypes.Structure):
     """frl_population_eval_args (0.3): one call of frl_population_evaluate."""
     _fields_ = [("struct_size", c_size), ("episodes", i32), ("deterministic", i32),
                 ("seed", u64), ("max_episode_steps", i64), ("returns", vp), ("steps", vp),
-                ("lengths", vp), ("update_obs_norm", i32)]
+                ("lengths", vp), ("update_obs_norm", i32), ("max_steps", i64)]
 
 
 def new_table(cls, **defaults):

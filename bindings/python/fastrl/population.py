@@ -160,7 +160,7 @@ class Population(Closable):
 
     def evaluate(self, env, episodes=1, *, deterministic=True, seed=0,
                  max_episode_steps=0, update_obs_norm=False, num_envs=None, runtime=None,
-                 **options):
+                 max_steps=10_000_000, **options):
         """Run ``episodes`` episodes of every member on ``env`` (a :class:`VecEnv`,
         Python envs included, or a built-in id: a vec env of ``num_envs``, default
         ``min(members * episodes, 64)``, made with ``options``), by the library's
@@ -174,11 +174,14 @@ class Population(Closable):
         The vec env is reset from ``seed`` first (None: drawn from the VecEnv's
         generator). ``max_episode_steps`` (0: the env's own limit) cuts episodes
         shorter. ``update_obs_norm`` merges every observation acted on into the
-        policy's normaliser (``policy.obs_norm``), as OpenAI-ES does."""
+        policy's normaliser (``policy.obs_norm``), as OpenAI-ES does, and the policy acts
+        with them once the call succeeds. More than ``max_steps`` env steps in all (0: no
+        limit) without finishing is ``Error`` ``ERR_RANGE``: episodes that never end."""
         from .env import VecEnv, _check_seed
         ptr = self._ptr
         episodes = _int(episodes, "evaluate: episodes", 1, 2**31)
         max_episode_steps = _int(max_episode_steps, "evaluate: max_episode_steps", 0, 2**63)
+        max_steps = _int(max_steps, "evaluate: max_steps", 0, 2**63)
         if seed is not None:
             seed = _check_seed(seed)
         own = not isinstance(env, VecEnv)
@@ -204,13 +207,14 @@ class Population(Closable):
                                   max_episode_steps=max_episode_steps,
                                   returns=returns.ctypes.data, steps=steps.ctypes.data,
                                   lengths=lengths.ctypes.data,
-                                  update_obs_norm=1 if update_obs_norm else 0)
+                                  update_obs_norm=1 if update_obs_norm else 0,
+                                  max_steps=max_steps)
             total = ctypes.c_int64()
             held = (self._h, venv._h)  # through the call: a close() from an env lets go
-            st = _lib.lib().population_evaluate(ptr, venv._ptr, ctypes.byref(args),
-                                                ctypes.byref(total))
+            st, call = venv._call("evaluate", _lib.lib().population_evaluate, ptr, venv._ptr,
+                                  ctypes.byref(args), ctypes.byref(total))
             if st:
-                venv._fail(st, "evaluate")  # a Python env's own exception, if it raised
+                venv._fail(st, "evaluate", call)  # a Python env's own exception, if any
             return PopulationEvaluation(returns, steps, lengths, int(total.value))
         finally:
             if own:
