@@ -135,6 +135,7 @@ static void hc_layout_metrics_counts(void)
     HC_FIELD(frl_population_eval_args, steps);
     HC_FIELD(frl_population_eval_args, lengths);
     HC_FIELD(frl_population_eval_args, update_obs_norm);
+    HC_FIELD(frl_population_eval_args, max_steps);
     HC_STRUCT(frl_metrics);
     HC_FIELD(frl_metrics, struct_size);
     HC_FIELD(frl_metrics, update);
@@ -255,10 +256,12 @@ static int hc_init_args(void)
     HC_INIT_PAIR(frl_population_eval_args, pe, pe0);
     pe0.episodes = 1;
     pe0.deterministic = 1;
+    pe0.max_steps = 10000000;
     printf("frl_act_args_init struct_size %zu deterministic %d\n", a.struct_size,
            (int)a.deterministic);
-    printf("frl_population_eval_args_init struct_size %zu episodes %d deterministic %d\n",
-           pe.struct_size, (int)pe.episodes, (int)pe.deterministic);
+    printf("frl_population_eval_args_init struct_size %zu episodes %d deterministic %d "
+           "max_steps %lld\n", pe.struct_size, (int)pe.episodes, (int)pe.deterministic,
+           (long long)pe.max_steps);
     printf("frl_eval_args_init struct_size %zu episodes %d deterministic %d seed %llu "
            "max_steps %lld\n",
            e.struct_size, (int)e.episodes, (int)e.deterministic, (unsigned long long)e.seed,
