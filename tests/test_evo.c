@@ -260,7 +260,11 @@ static int ce_step(void *user, const void *action, float *obs, float *reward, ui
     return 0;
 }
 
-static frl_vec_env *counter_vec(frl_runtime *rt, int32_t n, counter_env *envs)
+typedef int (*host_step_fn)(void *user, const void *action, float *obs, float *reward,
+                            uint8_t *term, uint8_t *trunc);
+
+/* n host envs of a box [0, 1] observation and two actions, stepped by step. */
+static frl_vec_env *host_vec(frl_runtime *rt, int32_t n, counter_env *envs, host_step_fn step)
 {
     frl_space *os, *as;
     int64_t shape[1] = {1};
@@ -270,7 +274,7 @@ static frl_vec_env *counter_vec(frl_runtime *rt, int32_t n, counter_env *envs)
     frl_env_callbacks cb;
     frl_env_callbacks_init(&cb);
     cb.reset = ce_reset;
-    cb.step = ce_step;
+    cb.step = step;
     void *users[16];
     for (int32_t i = 0; i < n; i++)
         users[i] = &envs[i];
@@ -297,7 +301,7 @@ START_TEST(evaluate_routes_members)
 {
     frl_runtime *rt = frl_test_runtime(2);
     counter_env envs[3];
-    frl_vec_env *v = counter_vec(rt, 3, envs);
+    frl_vec_env *v = host_vec(rt, 3, envs, ce_step);
     frl_policy *p;
     frl_config *cfg = frl_test_settings("policy.hidden=8");
     ck_assert_int_eq(frl_policy_create(&p, rt, cfg, frl_vec_env_observation_space(v),
@@ -331,7 +335,7 @@ START_TEST(evaluate_routes_members)
     /* Two groups, pipelined: the same per-member results; envs with nothing left to run
      * are not stepped (the vec envs count every step they take). */
     counter_env more[2];
-    frl_vec_env *w = counter_vec(rt, 2, more);
+    frl_vec_env *w = host_vec(rt, 2, more, ce_step);
     frl_vec_env *both[2] = {v, w};
     a.max_episode_steps = 0;
     int64_t before = frl_vec_env_total_steps(v) + frl_vec_env_total_steps(w);
@@ -777,35 +781,13 @@ static int endless_step(void *user, const void *action, float *obs, float *rewar
     return 0;
 }
 
-static frl_vec_env *endless_vec(frl_runtime *rt, int32_t n, counter_env *envs)
-{
-    frl_vec_env *v = counter_vec(rt, n, envs);
-    frl_vec_env_destroy(v);
-    frl_space *os, *as;
-    int64_t shape[1] = {1};
-    float lo[1] = {0}, hi[1] = {1};
-    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, shape, lo, hi), FRL_OK);
-    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
-    frl_env_callbacks cb;
-    frl_env_callbacks_init(&cb);
-    cb.reset = ce_reset;
-    cb.step = endless_step;
-    void *users[16];
-    for (int32_t i = 0; i < n; i++)
-        users[i] = &envs[i];
-    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, n, os, as, NULL), FRL_OK);
-    frl_space_destroy(os);
-    frl_space_destroy(as);
-    return v;
-}
-
 /* Episodes that never end: FRL_ERR_RANGE after args->max_steps (not a hang), and the
  * normaliser's statistics as they were; a successful evaluation's statistics act. */
 START_TEST(evaluate_gives_up)
 {
     frl_runtime *rt = frl_test_runtime(2);
     counter_env envs[4];
-    frl_vec_env *v = endless_vec(rt, 4, envs);
+    frl_vec_env *v = host_vec(rt, 4, envs, endless_step);
     frl_config *cfg = frl_test_settings("policy.hidden=8 policy.obs_norm=true");
     frl_policy *p;
     ck_assert_int_eq(frl_policy_create(&p, rt, cfg, frl_vec_env_observation_space(v),
@@ -856,7 +838,7 @@ START_TEST(stop_inside_a_generation)
 {
     frl_runtime *rt = frl_test_runtime(2);
     counter_env envs[4];
-    frl_vec_env *v = endless_vec(rt, 4, envs);
+    frl_vec_env *v = host_vec(rt, 4, envs, endless_step);
     frl_config *cfg = frl_test_settings("train.algo=es es.population=4 policy.hidden=8");
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);

@@ -416,7 +416,27 @@ def _make_env_callbacks(host_ref, obs_writer, reader, infos=None):
 # ---------------------------------------------------------------- Env
 
 
-class Env(NoCopy, _EnvBase):
+class _HostCalls:
+    """Library calls of a wrapper whose C object may run Python callbacks (``_host``,
+    None for a built-in env)."""
+
+    __slots__ = ()
+
+    def _call(self, what, fn, *args):
+        """``fn(*args)``, a library call that may run the Python callbacks (reset, step,
+        evaluate): (its status, the exceptions they raised during it, or None)."""
+        host = self._host
+        if host is None:
+            return fn(*args), None
+        return host.call(what, fn, *args)
+
+    def _fail(self, st, what, call=None):
+        if call is not None:
+            call.raise_for(st, what)
+        raise _lib.error(st, what)
+
+
+class Env(NoCopy, _HostCalls, _EnvBase):
     """One environment, gymnasium.Env-compatible.
 
     ``fastrl.make("CartPole-v1")`` for a built-in (its time limit is the library's:
@@ -515,19 +535,6 @@ class Env(NoCopy, _EnvBase):
         if h is None:
             raise Error(Status.ERR_STATE, f"{self.name}: the env is closed")
         return h.ptr
-
-    def _call(self, what, fn, *args):
-        """``fn(*args)``, a library call that may run the Python env's callbacks: (its
-        status, the exceptions they raised)."""
-        host = self._host
-        if host is None:
-            return fn(*args), None
-        return host.call(what, fn, *args)
-
-    def _fail(self, st, what, call=None):
-        if call is not None:
-            call.raise_for(st, what)
-        raise _lib.error(st, what)
 
     def _observation(self, obs):
         """A Discrete observation is stored as a float32 index: handed back as an int,
@@ -635,7 +642,7 @@ class Env(NoCopy, _EnvBase):
 # ---------------------------------------------------------------- VecEnv
 
 
-class VecEnv(NoCopy, _VecEnvBase):
+class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
     """N environments stepped together by the library, gymnasium.vector-compatible
     with next-step autoreset.
 
@@ -958,19 +965,6 @@ class VecEnv(NoCopy, _VecEnvBase):
         return self._runtime
 
     # -- gymnasium API
-    def _call(self, what, fn, *args):
-        """``fn(*args)``, a library call that may run the Python callbacks (reset, step,
-        evaluate): (its status, the exceptions they raised during it, or None)."""
-        host = self._host
-        if host is None:
-            return fn(*args), None
-        return host.call(what, fn, *args)
-
-    def _fail(self, st, what, call=None):
-        if call is not None:
-            call.raise_for(st, what)
-        raise _lib.error(st, what)
-
     def _check_writable(self, what):
         if self._read_only:
             raise Error(Status.ERR_STATE, f"{what}: this is a trainer's vec env; only the "
