@@ -6,6 +6,7 @@
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -816,6 +817,13 @@ START_TEST(evaluate_gives_up)
     ck_assert_int_eq(steps, 4 * 20);
     ck_assert(p->norm.count > count && p->norm.use_mean[0] != use);
     ck_assert(p->norm.use_mean[0] == (float)p->norm.mean[0]);
+    /* A caller built against the table before max_steps: what lies past its struct_size
+     * is not read (5 steps would fail), and the default applies. */
+    a.struct_size = offsetof(frl_population_eval_args, max_steps);
+    a.max_steps = 5;
+    ck_assert_msg(frl_population_evaluate(pop, v, &a, &steps) == FRL_OK, "%s",
+                  frl_last_error());
+    ck_assert_int_eq(steps, 4 * 20);
     frl_population_destroy(pop);
     frl_policy_destroy(p);
     frl_config_destroy(cfg);
