@@ -776,10 +776,12 @@ FRL_API const char *frl_policy_last_error(const frl_policy *policy);
  * use without the library (doc/export.md). options (NULL: the defaults) are read for
  * the export.* keys:
  * - export.format=onnx (default): an ONNX model at path (opset 17) with input
- *   "observation" [batch x obs width] and outputs "logits", or "mean" and "log_std",
- *   or "q", then "value" [batch] and "action" (the greedy action: int64 [batch], or
- *   the mean); a recurrent policy adds the input "state" and the output "state_out".
- *   Sampling stays with the host.
+ *   "observation" (float [batch x obs width]; uint8 [batch, H, W, C] for a conv
+ *   encoder; a mixed space adds "vector", float [batch x V]) and outputs "logits", or "mean" and "log_std", or "q", then "value"
+ *   [batch] and "action" (the greedy action: int64 [batch], or the mean); a recurrent
+ *   policy adds the input "state" and the output "state_out" (floats), a frame stack of
+ *   k the same as uint8 [batch, k-1, H, W, C], its earlier frames. Sampling stays with
+ *   the host.
  * - export.format=c: C99 source, path.h and path.c (path's last part, a C identifier,
  *   names every symbol), needing only <math.h>; export.weights=int8 quantises the
  *   weights per output channel; export.probe=true adds path_probe.c, a main() timing
@@ -787,7 +789,8 @@ FRL_API const char *frl_policy_last_error(const frl_policy *policy);
  * Files are written atomically (as frl_policy_save; the C files all or none). Errors:
  * FRL_ERR_NULL (policy or path), FRL_ERR_INVALID_ARGUMENT for a name that is not a C
  * identifier, for export.weights=int8 or export.probe=true with export.format=onnx, or
- * for a path longer than 4,032 bytes (either format), FRL_ERR_NONFINITE for non-finite
+ * for a path longer than 4,032 bytes (either format), FRL_ERR_UNSUPPORTED for a
+ * recurrent Q-policy (an R2D2 run's), FRL_ERR_NONFINITE for non-finite
  * parameters, FRL_ERR_IO naming the path, FRL_ERR_NOMEM; nothing at the path changes
  * then. Reads the parameters: not while a
  * trainer updates this policy on another thread. */

@@ -46,6 +46,20 @@ ok "by architecture"
 has "widths: 4,8" || fail "by architecture: $out"
 run "$fastrl" cut "$ck" --arch 4,8 --episodes 2 --out "$ck"
 [ "$rc" -eq 2 ] && has "checkpoint itself" || fail "--out over its own checkpoint: $out"
+# The latency model is never written over the checkpoint, --out or the probe times.
+cp "$ck" "$dir/kept.frl"
+printf '# widths ns\n4 310\n8 420\n16,16 960\n' > "$dir/times.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/times.txt" --latency-us 0.8 --episodes 2 \
+    --latency-model "$ck"
+refused "--latency-model over the checkpoint" "which the model would replace"
+cmp -s "$ck" "$dir/kept.frl" || fail "the refused --latency-model changed the checkpoint"
+run "$fastrl" cut "$ck" --fit-latency "$dir/times.txt" --latency-us 0.8 --episodes 2 \
+    --latency-model "$dir/times.txt"
+refused "--latency-model over the probe times" "which the model would replace"
+run "$fastrl" cut "$ck" --latency-us 1000000 --episodes 2 --latency-model "$dir/same.frl" \
+    --out "$dir/same.frl"
+refused "--latency-model as --out" "which the model would replace"
+[ ! -e "$dir/same.frl" ] || fail "the refused --latency-model/--out pair wrote a file"
 
 # Another target's probe times (ns a call) fit a batch-1 model; nothing is measured here.
 printf '# widths ns\n4 310\n8 420\n16,16 960\n' > "$dir/times.txt"

@@ -103,6 +103,13 @@ cp "$dir/run/checkpoint.frl" "$dir/kept.frl"
 run "$fastrl" export "$dir/run/checkpoint.frl" --onnx "$dir/run/../run/checkpoint.frl"
 [ "$rc" -eq 2 ] && has "would overwrite" || fail "an output over its own checkpoint: $out"
 cmp -s "$dir/run/checkpoint.frl" "$dir/kept.frl" || fail "the refused export changed the checkpoint"
+# --c PREFIX writes PREFIX.c, PREFIX.h (and PREFIX_probe.c): a checkpoint named so is kept.
+for name in pol.h pol.c pol_probe.c; do
+    cp "$dir/kept.frl" "$dir/$name"
+    run "$fastrl" export "$dir/$name" --c "$dir/pol" --probe
+    [ "$rc" -eq 2 ] && has "over the checkpoint itself" || fail "--c over $name: $out"
+    cmp -s "$dir/$name" "$dir/kept.frl" || fail "the refused --c export changed $name"
+done
 head -c 100 "$dir/run/checkpoint.frl" > "$dir/truncated.frl"
 run "$fastrl" export "$dir/truncated.frl" --onnx "$dir/p.onnx"
 [ "$rc" -ne 0 ] && has "FRL_ERR_FORMAT" || fail "a truncated checkpoint: $out"

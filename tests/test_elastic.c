@@ -614,6 +614,11 @@ START_TEST(latency_model_text_round_trips)
     ck_assert_msg(strstr(err, "line 3"), "%s", err);
     ck_assert_int_eq(frl_latency_from_text(&back, "fastrl-latency-model 1\nbatch 4\n", err),
                      FRL_ERR_FORMAT);
+    /* every depth up to the deepest named needs its intercept (else it counts as free) */
+    ck_assert_int_eq(frl_latency_from_text(&back, "fastrl-latency-model 1\nbatch 1\n"
+                                                  "intercept_us 2 1.0\nlayer 5 5 0 1.0\n",
+                                           err), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "depth 1"), "%s", err);
     /* a model of other shapes cannot predict this policy */
     ck_assert_int_eq(frl_latency_from_text(&back, "fastrl-latency-model 1\nbatch 1\n"
                                                   "layer 5 5 0 1.0\n", err), FRL_OK);

@@ -99,6 +99,14 @@ static int parse_value(const char *a, const char *v, cut_opts *o)
     return rc;
 }
 
+/* 1 when the latency model would be written over a file the command reads or writes. */
+static int model_overwrites_input(const cut_opts *o)
+{
+    const char *m = o->model_path;
+    return m && ((o->path && cli_same_file(m, o->path)) || (o->out && cli_same_file(m, o->out)) ||
+                 (o->probe_path && cli_same_file(m, o->probe_path)));
+}
+
 /* The options agree: one thing to cut, and --fit-latency at batch 1. */
 static int check_cut_args(cut_opts *o)
 {
@@ -127,6 +135,12 @@ static int check_cut_args(cut_opts *o)
     if (o->out && o->path && cli_same_file(o->path, o->out)) {
         fprintf(stderr, "fastrl cut: --out names the checkpoint itself, which the cut "
                         "policy would replace: give another file\n");
+        return 2;
+    }
+    if (model_overwrites_input(o)) {
+        fprintf(stderr, "fastrl cut: --latency-model names the checkpoint, --out or the "
+                        "--fit-latency file, which the model would replace: give another "
+                        "file\n");
         return 2;
     }
     if (o->probe_path)
@@ -274,8 +288,14 @@ static int read_model(cut_run *r, const char *path, int32_t batch, int32_t deter
         return -1; /* not there yet: measured and written */
     char text[1 << 16];
     size_t n = fread(text, 1, sizeof text - 1, f);
+    int longer = n == sizeof text - 1 && fgetc(f) != EOF;
     fclose(f);
     text[n] = '\0';
+    if (longer) {
+        fprintf(stderr, "fastrl cut: %s is longer than any latency model (64 KiB): not "
+                        "one this command wrote\n", path);
+        return 1;
+    }
     char err[FRL_ERRMSG_SIZE];
     if (frl_latency_from_text(&r->model, text, err) != FRL_OK) {
         fprintf(stderr, "fastrl cut: %s: %s\n", path, err);
@@ -546,14 +566,14 @@ static int score_evolution(cut_run *r, const cut_opts *o, double limit_us)
     for (int32_t gen = 0; gen <= GENERATIONS && rc == 0; gen++) {
         for (int32_t k = gen ? PARENTS : 0; k < POPULATION && rc == 0; k++) {
             frl_elastic_arch a;
-            int32_t t = 0;
-            do {
+            int fits = 0;
+            for (int32_t t = 0; t < TRIES && !fits; t++) {
                 int kind = gen == 0 ? 0 : 1 + (k % 2);
                 breed(&r->e, &g, kind, &pop[pick(&g, PARENTS)].arch,
                       &pop[pick(&g, PARENTS)].arch, &a);
-            } while (++t < TRIES && limit_us >= 0 &&
-                     frl_latency_predict(&r->model, &r->e, &a) > limit_us);
-            if (t == TRIES)
+                fits = limit_us < 0 || frl_latency_predict(&r->model, &r->e, &a) <= limit_us;
+            }
+            if (!fits)
                 return 0; /* nothing more within the limit: what was found stands */
             candidate *c = evaluated(r, o, &a, &rc);
             if (c)

@@ -19,6 +19,19 @@ static int export_usage(const char *why)
     return 2;
 }
 
+/* 1 when one of the files --c PREFIX writes is the checkpoint being read. */
+static int c_output_is_input(const export_opts *o)
+{
+    static const char *const ends[] = {".c", ".h", "_probe.c"};
+    char name[4096];
+    for (int i = 0; i < (o->probe ? 3 : 2); i++) {
+        int n = snprintf(name, sizeof name, "%s%s", o->out, ends[i]);
+        if (n > 0 && (size_t)n < sizeof name && cli_same_file(o->path, name))
+            return 1;
+    }
+    return 0;
+}
+
 /* 0, 2 for a usage error (said why), or -1 for --help. */
 static int parse_export_args(int argc, char **argv, export_opts *o)
 {
@@ -50,6 +63,9 @@ static int parse_export_args(int argc, char **argv, export_opts *o)
         return export_usage("--int8 and --probe go with --c PREFIX");
     if (!o->c && cli_same_file(o->path, o->out))
         return export_usage("--onnx names the checkpoint itself, which it would overwrite");
+    if (o->c && c_output_is_input(o))
+        return export_usage("--c PREFIX would write over the checkpoint itself (PREFIX.c, "
+                            "PREFIX.h or PREFIX_probe.c is that file)");
     return 0;
 }
 

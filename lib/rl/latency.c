@@ -473,6 +473,20 @@ static int parse_line(frl_latency_model *m, const char *line)
     return 0;
 }
 
+/* Every depth up to the deepest named needs its own intercept line: a missing one would
+ * predict that depth's sub-policies as if calling them cost nothing but their layers. */
+static frl_status check_intercepts(const frl_latency_model *m, const char *text, char *err)
+{
+    for (int32_t d = 1; d <= m->depth; d++) {
+        char key[32];
+        snprintf(key, sizeof key, "\nintercept_us %d ", (int)d);
+        if (!strstr(text, key))
+            return frl_fail(err, FRL_ERR_FORMAT, "latency model: no intercept_us line for "
+                            "depth %d (depths 1 to %d need one each)", (int)d, (int)m->depth);
+    }
+    return FRL_OK;
+}
+
 frl_status frl_latency_from_text(frl_latency_model *m, const char *text, char *err)
 {
     memset(m, 0, sizeof *m);
@@ -496,5 +510,5 @@ frl_status frl_latency_from_text(frl_latency_model *m, const char *text, char *e
     }
     if (m->batch < 1 || m->n == 0)
         return frl_fail(err, FRL_ERR_FORMAT, "latency model: no batch or no layers");
-    return FRL_OK;
+    return check_intercepts(m, text, err);
 }
