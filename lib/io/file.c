@@ -61,15 +61,21 @@ static frl_status io_fail(char *err, const char *who, const char *call, const ch
     return frl_fail(err, FRL_ERR_IO, "%s: %s %s: %s", who, call, path, strerror(e));
 }
 
-/* Write the image to tmp and make it durable; on failure tmp is removed. */
-static frl_status write_tmp(const char *tmp, const void *file, size_t size, const char *who,
-                            char *err)
+/* Write the image to tmp and make it durable; on failure tmp is removed. mode >= 0 is
+ * the permission bits of the file tmp will replace: the new file keeps them (a private
+ * checkpoint stays private), and tmp is private until it has them. */
+static frl_status write_tmp(const char *tmp, const void *file, size_t size, int mode,
+                            const char *who, char *err)
 {
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode >= 0 ? 0600 : 0666);
     if (fd < 0)
         return io_fail(err, who, "open", tmp, errno);
-    const char *call = "write";
-    int e = frl_write_all(fd, file, size);
+    const char *call = "fchmod";
+    int e = mode >= 0 && fchmod(fd, (mode_t)mode) != 0 ? errno : 0;
+    if (!e) {
+        call = "write";
+        e = frl_write_all(fd, file, size);
+    }
     if (!e) {
         call = "fsync";
         e = frl_fsync(fd);
@@ -119,14 +125,15 @@ frl_status frl_file_stage(const char *path, const void *data, size_t size, const
      * FIFO or a directory is the caller's mistake, refused before anything is written
      * (so a C export's later file cannot fail after an earlier one was renamed). */
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    int exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode))
         return frl_fail(err, FRL_ERR_IO, "%s: %s is %s, not a regular file: nothing written",
                         who, path,
                         S_ISDIR(st.st_mode) ? "a directory" : "a device or special file");
     if ((size_t)snprintf(tmp, tmp_size, "%s.tmp.%ld.%u", path, (long)getpid(),
                          atomic_fetch_add(&serial, 1)) >= tmp_size)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "%s: the path %s is too long", who, path);
-    return write_tmp(tmp, data, size, who, err);
+    return write_tmp(tmp, data, size, exists ? (int)(st.st_mode & 07777) : -1, who, err);
 }
 
 frl_status frl_file_commit(const char *tmp, const char *path, const char *who, char *err)

@@ -536,6 +536,32 @@ START_TEST(saving_through_a_symbolic_link_keeps_it)
 }
 END_TEST
 
+/* Replacing a file keeps its permission bits: a checkpoint made private (0600) stays
+ * private after the next save, and one made group-readable stays so; a new file gets
+ * the umask's usual bits. */
+START_TEST(saving_keeps_the_permissions)
+{
+    make_dir();
+    char err[FRL_ERRMSG_SIZE];
+    mode_t old = umask(022);
+    ck_assert_int_eq(frl_container_write(path, NULL, NULL, 0, err), FRL_OK);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0644);
+    const mode_t modes[] = {0600, 0640, 0604};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(chmod(path, modes[i]), 0);
+        size_t size;
+        free(small_file(&size));
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_msg((st.st_mode & 0777) == modes[i], "mode %o became %o after a save",
+                      (unsigned)modes[i], (unsigned)(st.st_mode & 0777));
+    }
+    umask(old);
+    remove_dir();
+}
+END_TEST
+
 /* A path that holds a FIFO or a directory (a device node alike, which as root a rename
  * would replace) is refused before anything is written, and stays what it was. */
 START_TEST(special_files_are_not_replaced)
@@ -653,6 +679,7 @@ int main(void)
     tcase_add_test(tc, malformed_sections);
     tcase_add_test(tc, stray_temporary_files_are_harmless);
     tcase_add_test(tc, saving_through_a_symbolic_link_keeps_it);
+    tcase_add_test(tc, saving_keeps_the_permissions);
     tcase_add_test(tc, special_files_are_not_replaced);
     tcase_add_test(tc, allocation_failure);
     suite_add_tcase(s, tc);
