@@ -133,6 +133,20 @@ refused "a cut policy cut again" "is a policy file" "not a trainer checkpoint"
 has "trained without elastic.widths" && fail "a cut policy: said to be a plain run: $out"
 run "$fastrl" cut "$ck" --latency-us 0.0001 --latency-model "$dir/model.txt"
 refused "budget none meets" "no sub-policy meets" "the fastest, widths"
+# A budget that little more than the fastest sub-policy meets: both searches find one
+# (the evolution's random draws may all miss it; then it tries the fastest). The model
+# fitted from probe times makes the choice measurement-free.
+run "$fastrl" cut "$ck" --latency-us 0.0001 --latency-model "$dir/target.txt" --episodes 2 \
+    --deterministic
+fastest=$(printf '%s\n' "$out" | sed -n 's/.*is predicted at \([0-9.]*\) us.*/\1/p')
+[ -n "$fastest" ] || fail "no fastest sub-policy named: $out"
+budget=$(awk "BEGIN { print $fastest + 0.0005 }")
+for search in exhaustive evolution; do
+    run "$fastrl" cut "$ck" --search $search --latency-us "$budget" --episodes 2 \
+        --latency-model "$dir/target.txt" --deterministic
+    ok "$search search at the fastest's budget"
+    has "widths:" || fail "$search at the fastest's budget: $out"
+done
 run "$fastrl" cut "$dir/plain/checkpoint.frl" --list
 refused "plain checkpoint" "not an elastic run's checkpoint"
 run "$fastrl" cut "$ck" --list --batch 8 --latency-model "$dir/model.txt"

@@ -551,6 +551,7 @@ static candidate *evaluated(cut_run *r, const cut_opts *o, const frl_elastic_arc
 }
 
 static int by_return(const void *a, const void *b);
+static double fastest_arch(cut_run *r, frl_elastic_arch *best);
 
 /* A population of POPULATION architectures within the limit, GENERATIONS times: the
  * PARENTS best kept, the rest half mutations and half crossovers of them. Every
@@ -573,6 +574,8 @@ static int score_evolution(cut_run *r, const cut_opts *o, double limit_us)
                       &pop[pick(&g, PARENTS)].arch, &a);
                 fits = limit_us < 0 || frl_latency_predict(&r->model, &r->e, &a) <= limit_us;
             }
+            if (!fits && r->n == 0) /* rare fits the draws missed: the fastest may fit */
+                fits = fastest_arch(r, &a) <= limit_us;
             if (!fits)
                 return 0; /* nothing more within the limit: what was found stands */
             candidate *c = evaluated(r, o, &a, &rc);
@@ -667,9 +670,10 @@ static void report(cut_run *r, const cut_opts *o, const candidate *c, double mea
 
 /* The fastest architecture, for the error of a budget none meets: the narrowest of
  * some depth (each layer's time grows with its widths). */
-static void no_fit(cut_run *r, const cut_opts *o)
+/* The sub-policy predicted fastest (the narrowest widths at each depth) and its time. */
+static double fastest_arch(cut_run *r, frl_elastic_arch *best)
 {
-    frl_elastic_arch best, a;
+    frl_elastic_arch a;
     double best_us = 1e300;
     for (int32_t d = 1; d <= r->e.depth; d++) {
         frl_elastic_full(&r->e, &a);
@@ -682,9 +686,16 @@ static void no_fit(cut_run *r, const cut_opts *o)
         double us = frl_latency_predict(&r->model, &r->e, &a);
         if (us < best_us) {
             best_us = us;
-            best = a;
+            *best = a;
         }
     }
+    return best_us;
+}
+
+static void no_fit(cut_run *r, const cut_opts *o)
+{
+    frl_elastic_arch best;
+    double best_us = fastest_arch(r, &best);
     char w[96];
     frl_elastic_arch_text(&best, w, sizeof w);
     fprintf(stderr, "fastrl cut: no sub-policy meets %.3f us at batch %d: the fastest, widths "
