@@ -718,6 +718,31 @@ START_TEST(async_target_is_in_the_final_metrics)
 }
 END_TEST
 
+static int stop_at_five(void *user, const frl_metrics *m)
+{
+    (void)user;
+    return m->update >= 5;
+}
+
+/* train(INT64_MAX) means "until the target or a stop": the rollout budget is rounded
+ * up without overflowing (it wrapped negative, and train returned FRL_OK at once). */
+START_TEST(async_train_without_end)
+{
+    frl_runtime *rt = runtime(2);
+    frl_config *cfg = frl_test_settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    frl_trainer_set_callback(t, stop_at_five, NULL);
+    ck_assert_int_eq(frl_trainer_train(t, INT64_MAX), FRL_ERR_CALLBACK);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 5);
+    ck_assert_int_eq(frl_trainer_train(t, INT64_MAX - 100), FRL_ERR_CALLBACK);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 6);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* One thread: the caller samples and learns in turn, and still finishes. */
 START_TEST(async_one_thread)
 {
@@ -749,6 +774,7 @@ int main(void)
     tcase_add_test(tc, async_bad_input);
     tcase_add_test(tc, async_save_and_resume);
     tcase_add_test(tc, async_one_thread);
+    tcase_add_test(tc, async_train_without_end);
     tcase_add_test(tc, async_target_is_in_the_final_metrics);
     tcase_add_test(tc, async_helpers_share_the_learner);
     tcase_add_test(tc, train_many_trains_each_its_own_policy);

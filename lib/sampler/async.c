@@ -1258,8 +1258,10 @@ static frl_status begin(async_sampler *a, frl_run *r, int32_t index, int64_t tot
     st = start_groups(a);
     if (st != FRL_OK)
         return st;
+    /* Whole rollouts, rounded up; total + per - 1 would overflow near INT64_MAX
+     * ("train until the target or a stop"). */
     int64_t per = (int64_t)h->T * h->B;
-    a->budget = (total_steps + per - 1) / per;
+    a->budget = total_steps / per + (total_steps % per != 0);
     a->num_updates = a->budget;
     a->done = 0;
     a->sampler_failed = 0;
