@@ -718,6 +718,81 @@ START_TEST(async_target_is_in_the_final_metrics)
 }
 END_TEST
 
+/* Stops train after `seconds` unless disarmed: a test whose run would never end fails. */
+typedef struct watchdog {
+    frl_trainer *t;
+    int seconds;
+    atomic_int disarmed;
+    pthread_t thread;
+} watchdog;
+
+static void *watch(void *arg)
+{
+    watchdog *w = arg;
+    for (int i = 0; i < w->seconds * 100 && !atomic_load(&w->disarmed); i++)
+        usleep(10000);
+    if (!atomic_load(&w->disarmed))
+        frl_trainer_request_stop(w->t);
+    return NULL;
+}
+
+static void watchdog_start(watchdog *w, frl_trainer *t, int seconds)
+{
+    w->t = t;
+    w->seconds = seconds;
+    atomic_init(&w->disarmed, 0);
+    ck_assert_int_eq(pthread_create(&w->thread, NULL, watch, w), 0);
+}
+
+static void watchdog_stop(watchdog *w)
+{
+    atomic_store(&w->disarmed, 1);
+    pthread_join(w->thread, NULL);
+}
+
+static int record_lag(void *user, const frl_metrics *m)
+{
+    double *worst = user;
+    *worst = m->policy_lag_max > *worst ? m->policy_lag_max : *worst;
+    return 0;
+}
+
+/* A loaded trainer acts on the loaded weights from its first step: the acting buffers
+ * were filled at create, and acting on them lagged by every saved update (with
+ * sampler.max_lag set, every rollout was dropped and train never ended). */
+START_TEST(async_load_acts_on_loaded_weights)
+{
+    frl_runtime *rt = runtime(2);
+    char path[] = "/tmp/frl_async_lag_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.num_envs=8 "
+                                        "train.rollout=16 policy.hidden=16 sampler.max_lag=3");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 30), FRL_OK);
+    ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s", frl_last_error());
+    frl_trainer_destroy(t);
+    ck_assert_msg(frl_trainer_load(&t, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    double worst = 0;
+    frl_trainer_set_callback(t, record_lag, &worst);
+    watchdog w;
+    watchdog_start(&w, t, 30);
+    frl_status st = frl_trainer_train(t, 8 * 16 * 40);
+    watchdog_stop(&w);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    ck_assert_msg(st == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert_int_eq(m->update, 40);
+    ck_assert_int_eq(m->slots_dropped, 0);
+    ck_assert_msg(worst <= 3, "a rollout after the load lagged %g versions", worst);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static int stop_at_five(void *user, const frl_metrics *m)
 {
     (void)user;
@@ -774,6 +849,7 @@ int main(void)
     tcase_add_test(tc, async_bad_input);
     tcase_add_test(tc, async_save_and_resume);
     tcase_add_test(tc, async_one_thread);
+    tcase_add_test(tc, async_load_acts_on_loaded_weights);
     tcase_add_test(tc, async_train_without_end);
     tcase_add_test(tc, async_target_is_in_the_final_metrics);
     tcase_add_test(tc, async_helpers_share_the_learner);

@@ -1248,12 +1248,27 @@ static frl_status check_ring_free(const async_sampler *a)
     return FRL_OK;
 }
 
+/* Acting starts from the policy's present weights. frl_trainer_load restores them after
+ * create copied the fresh ones into the acting buffers, and nothing else published
+ * since: acting lagged by every saved update, and with sampler.max_lag every rollout
+ * was dropped. No reader holds a buffer between calls, so publishing does not wait;
+ * the device model loads the new buffer from the host before its next batch. */
+static void refresh_acting_weights(async_sampler *a)
+{
+    const frl_policy *p = a->h->policy;
+    if (a->w.version[a->w.current] == p->version)
+        return;
+    frl_weights_publish(&a->w, p, NULL, NULL, a->h->err); /* no stage hook: cannot fail */
+    a->dev_version = ~(uint64_t)0;
+}
+
 static frl_status begin(async_sampler *a, frl_run *r, int32_t index, int64_t total_steps)
 {
     frl_sampler_host *h = a->h;
     frl_status st = check_ring_free(a);
     if (st != FRL_OK)
         return st;
+    refresh_acting_weights(a);
     number_rollouts(a);
     st = start_groups(a);
     if (st != FRL_OK)
