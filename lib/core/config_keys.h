@@ -185,7 +185,8 @@
       "behind the learner, and count it (0: never drop)")                                    \
     X(SAMPLER_MODE, "sampler.mode", CHOICE, "sync", 0, 0,                                    \
       "sync: step, act and learn in turn; async: environments, inference and the learner "   \
-      "run at the same time (APPO: V-trace corrects for the policy lag)")                    \
+      "run at the same time (APPO: decoupled PPO corrects for the policy lag, "              \
+      "train.decoupled)")                                                                    \
     X(SAMPLER_SLOTS, "sampler.slots", INT, "2", 2, 64,                                       \
       "async: rollouts in the ring (more lets sampling run further ahead of the learner, "   \
       "with more lag)")                                                                      \
