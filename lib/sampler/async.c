@@ -99,6 +99,11 @@ typedef struct async_sampler {
     int64_t budget;        /* rollouts this train call may open */
     int64_t num_updates;   /* for learning-rate annealing */
     int32_t ready;         /* committed, not yet taken by the learner */
+    /* Rollouts the learner took and failed to learn (its error ended that call). They
+     * count toward the budget as dropped ones do: the budget's rollouts are numbered
+     * from the run's start, and one never learned must not leave a later call waiting
+     * for it. */
+    int64_t lost;
     /* The update in progress (learning != 0): its rollout, when it began, and how long
      * updates take (a running mean), to tell whether the sampler is ahead of it. */
     int32_t learning;
@@ -1004,7 +1009,8 @@ static int run_finished(frl_run *r)
             fail_locked(r, i, FRL_ERR_INTERRUPTED, msg);
             return 1;
         }
-        if (!a->done && (h->book->pr.updates + h->book->pr.slots_dropped >= a->budget ||
+        int64_t finished = h->book->pr.updates + h->book->pr.slots_dropped + a->lost;
+        if (!a->done && (finished >= a->budget ||
                          h->target_reached(h->owner)))
             a->done = 1;
         all_done &= a->done;
@@ -1071,12 +1077,14 @@ static int take_learn(async_sampler *a, task *k)
     return 1;
 }
 
-/* The update ended (under the lock): its length into the running mean. */
-static void learn_done(async_sampler *a)
+/* The update ended (under the lock): its length into the running mean; lost: the
+ * rollout was neither learned nor dropped. */
+static void learn_done(async_sampler *a, int lost)
 {
     double len = frl_now() - a->learn_start;
     a->learn_len = a->learn_len > 0 ? 0.5 * (a->learn_len + len) : len;
     a->learning = 0;
+    a->lost += lost;
 }
 
 /* Whether a's inference may wait while its learner's shards are pending: the sampler
@@ -1157,11 +1165,13 @@ static int worker(void *user, int32_t task_index, int32_t thread)
         }
         pthread_mutex_unlock(&r->lock);
         if (k.kind == TASK_LEARN) {
+            /* Only this thread counts updates: read without the lock. */
+            int64_t updates = a->h->book->pr.updates;
             atomic_fetch_add_explicit(&r->updating, 1, memory_order_relaxed);
             frl_status st = learn_next(a);
             atomic_fetch_sub_explicit(&r->updating, 1, memory_order_relaxed);
             pthread_mutex_lock(&r->lock);
-            learn_done(a);
+            learn_done(a, st != FRL_OK && a->h->book->pr.updates == updates);
             if (st != FRL_OK)
                 fail_locked(r, a->index, st, a->h->err);
             continue;

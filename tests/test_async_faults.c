@@ -1,0 +1,114 @@
+/* The asynchronous sampler under faults injected at link time (-Wl,--wrap, on the
+ * static library): a learner that fails an update.
+ *
+ * Build: see tests/meson.build (async_faults). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/ppo.h"
+#include "core/error.h"
+#include "test_util.h"
+
+/* ---- the wrappers ----------------------------------------------------------------- */
+
+frl_status __real_frl_ppo_values(frl_ppo *l, int32_t slot, char *err);
+frl_status __wrap_frl_ppo_values(frl_ppo *l, int32_t slot, char *err);
+
+static atomic_int values_to_failure; /* the n-th value pass from now fails; 0: none */
+
+frl_status __wrap_frl_ppo_values(frl_ppo *l, int32_t slot, char *err)
+{
+    if (atomic_load(&values_to_failure) > 0 && atomic_fetch_sub(&values_to_failure, 1) == 1)
+        return frl_fail(err, FRL_ERR_INTERNAL, "injected learner failure");
+    return __real_frl_ppo_values(l, slot, err);
+}
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+static frl_runtime *runtime(int threads)
+{
+    frl_config *cfg = frl_test_settings("runtime.seed=3");
+    frl_runtime *rt;
+    ck_assert_int_eq(frl_config_set_int(cfg, "runtime.threads", threads), FRL_OK);
+    ck_assert_int_eq(frl_runtime_create(&rt, cfg, NULL, NULL), FRL_OK);
+    frl_config_destroy(cfg);
+    return rt;
+}
+
+static frl_trainer *small_trainer(frl_runtime *rt)
+{
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.num_envs=8 "
+                                        "train.rollout=16 policy.hidden=16");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    frl_config_destroy(cfg);
+    return t;
+}
+
+/* Stops train after `seconds` unless disarmed: a run that would never end fails. */
+typedef struct watchdog {
+    frl_trainer *t;
+    int seconds;
+    atomic_int disarmed;
+    pthread_t thread;
+} watchdog;
+
+static void *watch(void *arg)
+{
+    watchdog *w = arg;
+    for (int i = 0; i < w->seconds * 100 && !atomic_load(&w->disarmed); i++)
+        usleep(10000);
+    if (!atomic_load(&w->disarmed))
+        frl_trainer_request_stop(w->t);
+    return NULL;
+}
+
+static frl_status train_watched(frl_trainer *t, int64_t total, int seconds)
+{
+    watchdog w = {.t = t, .seconds = seconds};
+    atomic_init(&w.disarmed, 0);
+    ck_assert_int_eq(pthread_create(&w.thread, NULL, watch, &w), 0);
+    frl_status st = frl_trainer_train(t, total);
+    atomic_store(&w.disarmed, 1);
+    pthread_join(w.thread, NULL);
+    return st;
+}
+
+/* ---- tests ------------------------------------------------------------------------ */
+
+/* A failed update ends the call with its error; the rollout it took counts toward the
+ * budget (its steps were taken, as a dropped one's), so the next call ends at its own
+ * budget instead of waiting for a rollout that no longer exists. */
+START_TEST(failed_update_counts_its_rollout)
+{
+    frl_runtime *rt = runtime(2);
+    frl_trainer *t = small_trainer(rt);
+    int64_t per = 8 * 16;
+    atomic_store(&values_to_failure, 10);
+    frl_status st = frl_trainer_train(t, per * 20);
+    atomic_store(&values_to_failure, 0);
+    ck_assert_int_eq(st, FRL_ERR_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t), "injected learner failure"));
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 9);
+    st = train_watched(t, per * 20, 30);
+    ck_assert_msg(st == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 19);
+    /* and on to a larger total */
+    ck_assert_int_eq(train_watched(t, per * 25, 30), FRL_OK);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 24);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("async_faults");
+    TCase *tc = tcase_create("async_faults");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, failed_update_counts_its_rollout);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
