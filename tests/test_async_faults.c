@@ -1,5 +1,6 @@
 /* The asynchronous sampler under faults injected at link time (-Wl,--wrap, on the
- * static library): a learner that fails an update.
+ * static library): a learner that fails an update; and the action draws it makes
+ * (frl_policy_head_act's streams and counters), watched the same way.
  *
  * Build: see tests/meson.build (async_faults). */
 #include <pthread.h>
@@ -23,6 +24,31 @@ frl_status __wrap_frl_ppo_values(frl_ppo *l, int32_t slot, char *err)
     if (atomic_load(&values_to_failure) > 0 && atomic_fetch_sub(&values_to_failure, 1) == 1)
         return frl_fail(err, FRL_ERR_INTERNAL, "injected learner failure");
     return __real_frl_ppo_values(l, slot, err);
+}
+
+double __real_frl_policy_head_act(const frl_policy *p, const float *params, const float *out,
+                                  int deterministic, uint64_t stream, uint64_t counter,
+                                  void *action_row);
+double __wrap_frl_policy_head_act(const frl_policy *p, const float *params, const float *out,
+                                  int deterministic, uint64_t stream, uint64_t counter,
+                                  void *action_row);
+
+enum { STREAMS = 8, COUNTERS = 4096 };
+/* While `drawing` points at it: the (stream, counter) pairs drawn from. */
+static _Atomic(uint8_t (*)[COUNTERS]) drawing;
+static atomic_int beyond; /* draws outside the table */
+
+double __wrap_frl_policy_head_act(const frl_policy *p, const float *params, const float *out,
+                                  int deterministic, uint64_t stream, uint64_t counter,
+                                  void *action_row)
+{
+    uint8_t(*seen)[COUNTERS] = atomic_load(&drawing);
+    if (seen && stream < STREAMS && counter < COUNTERS)
+        seen[stream][counter] = 1;
+    else if (seen)
+        atomic_store(&beyond, 1);
+    return __real_frl_policy_head_act(p, params, out, deterministic, stream, counter,
+                                      action_row);
 }
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -103,12 +129,49 @@ START_TEST(failed_update_counts_its_rollout)
 }
 END_TEST
 
+/* A loaded trainer's envs draw their actions from counters the saved run never used:
+ * the sampling counter goes on from the checkpoint (it started again at 0, so the
+ * continued run repeated the saved run's first draws). */
+START_TEST(loaded_run_draws_afresh)
+{
+    frl_runtime *rt = runtime(2);
+    char path[] = "/tmp/frl_async_draws_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    static uint8_t before[STREAMS][COUNTERS], after[STREAMS][COUNTERS];
+    frl_trainer *t = small_trainer(rt);
+    atomic_store(&drawing, before);
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 6), FRL_OK);
+    atomic_store(&drawing, NULL);
+    ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s", frl_last_error());
+    frl_trainer_destroy(t);
+    ck_assert_msg(frl_trainer_load(&t, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    atomic_store(&drawing, after);
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 10), FRL_OK);
+    atomic_store(&drawing, NULL);
+    ck_assert_int_eq(atomic_load(&beyond), 0);
+    int drawn = 0;
+    for (int s = 0; s < STREAMS; s++)
+        for (int c = 0; c < COUNTERS; c++) {
+            ck_assert_msg(!(before[s][c] && after[s][c]), "env %d drew counter %d again after "
+                          "the load", s, c);
+            drawn += after[s][c];
+        }
+    ck_assert_int_ge(drawn, 8 * 16 * 4);
+    frl_trainer_destroy(t);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("async_faults");
     TCase *tc = tcase_create("async_faults");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, failed_update_counts_its_rollout);
+    tcase_add_test(tc, loaded_run_draws_afresh);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -650,6 +650,16 @@ static void act_rows(async_sampler *a, const task *k, int32_t thread, uint64_t *
     frl_weights_unpin(&a->w, &wv);
 }
 
+/* The group acted once more (under the lock). pr.rollout_steps, which checkpoints keep
+ * (the sync sampler's counter), holds the largest counter any group reached, so that a
+ * loaded trainer's groups draw on from there, not again from the saved run's draws. */
+static void count_act(async_sampler *a, group *g)
+{
+    frl_progress *pr = &a->h->book->pr;
+    g->acts++;
+    pr->rollout_steps = g->acts > pr->rollout_steps ? g->acts : pr->rollout_steps;
+}
+
 /* A piece is done (under the lock): the group steps when its last piece is. */
 static void act_rows_done(async_sampler *a, const task *k, uint64_t version)
 {
@@ -660,7 +670,7 @@ static void act_rows_done(async_sampler *a, const task *k, uint64_t version)
         return;
     uint64_t *ver = frl_ring_at(a->h->ring, g->slot, FRL_RING_POLICY_VERSION);
     ver[g->t] = g->act_version < ver[g->t] ? g->act_version : ver[g->t];
-    g->acts++;
+    count_act(a, g);
     g->phase = PH_STEP;
 }
 
@@ -775,7 +785,7 @@ static void act_done(async_sampler *a, const int32_t *picked, int32_t count, uin
         uint64_t *ver = frl_ring_at(a->h->ring, g->slot, FRL_RING_POLICY_VERSION);
         /* A step's version is the oldest that acted in it: lag is never understated. */
         ver[g->t] = version < ver[g->t] ? version : ver[g->t];
-        g->acts++;
+        count_act(a, g);
         g->phase = PH_STEP;
     }
 }
@@ -1226,15 +1236,18 @@ static frl_status start_groups(async_sampler *a)
 }
 
 /* A loaded trainer's first call: its rollouts go on from the saved run's count, since
- * budgets count rollouts from the run's start (a new run starts at 0). */
+ * budgets count rollouts from the run's start (a new run starts at 0), and its action
+ * draws from the saved sampling counter (see count_act). */
 static void number_rollouts(async_sampler *a)
 {
     if (a->numbered)
         return;
     a->numbered = 1;
     a->committed = a->h->book->pr.updates;
-    for (int32_t g = 0; g < a->h->groups; g++)
+    for (int32_t g = 0; g < a->h->groups; g++) {
         a->g[g].seq = a->committed;
+        a->g[g].acts = a->h->book->pr.rollout_steps;
+    }
 }
 
 /* Between calls the learner holds no slot and the groups hold only their open
