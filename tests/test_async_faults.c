@@ -1,8 +1,10 @@
 /* The asynchronous sampler under faults injected at link time (-Wl,--wrap, on the
  * static library): a learner that fails an update; and the action draws it makes
- * (frl_policy_head_act's streams and counters), watched the same way.
+ * (frl_policy_head_act's streams and counters), watched the same way; and a ring whose
+ * mutex cannot be initialised.
  *
  * Build: see tests/meson.build (async_faults). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -49,6 +51,16 @@ double __wrap_frl_policy_head_act(const frl_policy *p, const float *params, cons
         atomic_store(&beyond, 1);
     return __real_frl_policy_head_act(p, params, out, deterministic, stream, counter,
                                       action_row);
+}
+
+int __real_pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a);
+int __wrap_pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a);
+
+static atomic_int mutexes_fail; /* every pthread_mutex_init fails while set */
+
+int __wrap_pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
+{
+    return atomic_load(&mutexes_fail) ? EAGAIN : __real_pthread_mutex_init(m, a);
 }
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -165,6 +177,30 @@ START_TEST(loaded_run_draws_afresh)
 }
 END_TEST
 
+/* frl_ring_create reports a mutex it cannot initialise (it returned a ring whose lock
+ * was never initialised). */
+START_TEST(ring_without_a_mutex)
+{
+    frl_runtime *rt = runtime(1);
+    frl_space *obs, *act;
+    int64_t shape = 2;
+    ck_assert_int_eq(frl_space_create_box(&obs, NULL, 1, &shape, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&act, NULL, 2), FRL_OK);
+    frl_ring *r = (frl_ring *)1;
+    atomic_store(&mutexes_fail, 1);
+    frl_status st = frl_ring_create(&r, rt, 2, 4, 3, obs, act);
+    atomic_store(&mutexes_fail, 0);
+    ck_assert_int_eq(st, FRL_ERR_THREAD);
+    ck_assert_ptr_null(r);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "mutex"));
+    ck_assert_int_eq(frl_ring_create(&r, rt, 2, 4, 3, obs, act), FRL_OK);
+    frl_ring_destroy(r);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("async_faults");
@@ -172,6 +208,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, failed_update_counts_its_rollout);
     tcase_add_test(tc, loaded_run_draws_afresh);
+    tcase_add_test(tc, ring_without_a_mutex);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

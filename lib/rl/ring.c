@@ -116,7 +116,12 @@ FRL_API frl_status frl_ring_create(frl_ring **out, frl_runtime *rt, int32_t slot
                         (int)slots, slot_bytes(b), why);
     }
     carve_slots(r, b);
-    pthread_mutex_init(&r->lock, NULL);
+    if (pthread_mutex_init(&r->lock, NULL) != 0) {
+        frl_device_host_free(&rt->device, &rt->alloc, r->arena);
+        frl_free(&rt->alloc, r->slot);
+        frl_free(&rt->alloc, r);
+        return frl_fail(NULL, FRL_ERR_THREAD, "frl_ring_create: cannot initialise a mutex");
+    }
     *out = r;
     return FRL_OK;
 }
@@ -215,12 +220,13 @@ static frl_status transition(frl_ring *r, int32_t slot, frl_slot_state from, frl
         r->slot[slot].state = to;
         if (to == FRL_SLOT_READY)
             r->slot[slot].commit_seq = r->next_seq++;
+    } else {
+        /* under the lock: another thread's failure may be writing the message too */
+        st = frl_fail(r->err, FRL_ERR_STATE, "%s: slot %d is %s, not %s", who, (int)slot,
+                      state_names[now], state_names[from]);
     }
     pthread_mutex_unlock(&r->lock);
-    if (now != from)
-        return frl_fail(r->err, FRL_ERR_STATE, "%s: slot %d is %s, not %s", who, (int)slot,
-                        state_names[now], state_names[from]);
-    return FRL_OK;
+    return st;
 }
 
 FRL_API frl_status frl_ring_commit(frl_ring *r, int32_t slot)
@@ -259,15 +265,16 @@ static frl_status acquire(frl_ring *r, int32_t *slot, frl_slot_state from, frl_s
     if (!r || !slot)
         return frl_fail(r ? r->err : NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
                         r ? "slot" : "ring");
+    frl_status st = FRL_OK;
     pthread_mutex_lock(&r->lock);
     int32_t s = pick(r, from);
     if (s >= 0)
         r->slot[s].state = to;
+    else /* under the lock, as transition's */
+        st = frl_fail(r->err, FRL_ERR_STATE, "%s: no slot is %s", who, state_names[from]);
     pthread_mutex_unlock(&r->lock);
     *slot = s;
-    if (s < 0)
-        return frl_fail(r->err, FRL_ERR_STATE, "%s: no slot is %s", who, state_names[from]);
-    return FRL_OK;
+    return st;
 }
 
 int32_t frl_ring_try_acquire_write(frl_ring *r)
