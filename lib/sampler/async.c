@@ -25,7 +25,8 @@
  * with every rollout it takes, and (3) the learner publishing weights, which waits for
  * readers that hold the old buffer for one batch and wait on nothing (a device batch
  * holds it until its last SAMPLE piece, a task any thread but the publishing one can
- * take; with one thread the batch samples inside its ACT task). The group that is
+ * take, and takes even after a stop; with one thread the batch samples inside its ACT
+ * task). The group that is
  * furthest behind always owns an open slot, so some rollout always completes. The
  * sample_done unpin, under the scheduler lock, takes the weights' lock inside it; the
  * weights' lock is never held while the scheduler lock is taken. */
@@ -1145,6 +1146,20 @@ static int take_any(frl_run *r, int32_t thread, async_sampler **who, task *k)
     return 0;
 }
 
+/* After a stop, a SAMPLE piece nobody took. Its batch pins a buffer of acting weights
+ * until the last piece; left to end(), which runs once every thread has returned, the
+ * pin could block thread 0 for ever: a learner that published since the batch began
+ * publishes next into that very buffer, and waits for its readers. */
+static int take_leftover(frl_run *r, async_sampler **who, task *k)
+{
+    for (int32_t j = 0; j < r->count; j++)
+        if (take_sample(r->m[j], k)) {
+            *who = r->m[j];
+            return 1;
+        }
+    return 0;
+}
+
 /* Nothing to do now: help with the pool's side job (the learner's shards) or wait. */
 static void idle(frl_run *r, int32_t thread)
 {
@@ -1165,11 +1180,12 @@ static int worker(void *user, int32_t task_index, int32_t thread)
     frl_run *r = user;
     pthread_mutex_lock(&r->lock);
     for (;;) {
-        if (thread == 0 ? run_finished(r) : r->stop)
-            break;
         async_sampler *a;
         task k;
-        if (!take_any(r, thread, &a, &k)) {
+        if (thread == 0 ? run_finished(r) : r->stop) {
+            if (!take_leftover(r, &a, &k))
+                break;
+        } else if (!take_any(r, thread, &a, &k)) {
             idle(r, thread);
             continue;
         }
