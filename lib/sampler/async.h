@@ -5,7 +5,9 @@
  * are. Work in flight is not saved: rollouts being written (a train call stopped by
  * frl_trainer_request_stop leaves groups inside one) and committed rollouts the learner
  * has not taken (at most sampler.slots). A continued run starts new rollouts from the
- * saved env states with the saved weights, version and replay; the dropped steps were
+ * saved env states with the saved weights (republished to acting at its first call),
+ * version and replay, and draws actions on from the saved sampling counter
+ * (pr.rollout_steps, the largest counter any group reached); the dropped steps were
  * taken, and env_steps (steps taken) counts them, but they are never learned from. A
  * group stopped between acting and stepping has a recurrent state one step ahead of its
  * envs; it acts again on the same observation after the load. Async runs are not reproducible, so a
