@@ -1,12 +1,14 @@
 /* The raycasting envs (lib/env/ray): determinism across seeds and thread counts, state
  * get/set continuing exactly, frame skip and its max-pooling, each task's oracle well
  * above random, and bad settings and states refused. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/rng.h"
 #include "env/ray/env.h"
 #include "env/ray/world.h"
+#include "env/vec_env.h"
 #include "test_util.h"
 
 static const char *const tasks[] = {"RayRoom-v0", "RayMaze-v0", "RayCollect-v0"};
@@ -381,6 +383,68 @@ START_TEST(host_maps)
 }
 END_TEST
 
+/* A 31 x 31 map of wall around a w x h room at its top left (a sparse host map). */
+static void sparse_map(char *map, int w, int h)
+{
+    for (int y = 0; y < 31; y++) {
+        for (int x = 0; x < 31; x++)
+            *map++ = x >= 1 && x <= w && y >= 1 && y <= h ? '.' : '#';
+        *map++ = '\n';
+    }
+    *map = '\0';
+}
+
+/* The smallest distance from the agent to a live sprite of env i, and whether one is in
+ * the agent's own cell. */
+static double nearest_sprite(frl_vec_env *v, int32_t i, int *same_cell)
+{
+    double s[9 + RAY_MAX_SPRITES * 6 + 31 * 31 + 1], best = 1e9; /* and the elapsed count */
+    ck_assert_int_le(v->state_dim + 1, (int)(sizeof s / sizeof s[0]));
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, i, s, v->state_dim + 1, v->err), FRL_OK);
+    for (int k = 0; k < (int)s[8]; k++) {
+        const double *p = s + 9 + 6 * k;
+        double d = sqrt((p[0] - s[0]) * (p[0] - s[0]) + (p[1] - s[1]) * (p[1] - s[1]));
+        best = d < best ? d : best;
+        *same_cell |= floor(p[0]) == floor(s[0]) && floor(p[1]) == floor(s[1]);
+    }
+    return best;
+}
+
+/* On a map that is mostly wall the 64 random draws rarely find floor: the goal and the
+ * pickups still spread over the room, never on the agent (they were put on the first
+ * free cell, the agent's too, so 1 in 10 RayRoom episodes ended on their first step). */
+START_TEST(sparse_maps_spread_sprites)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings("env.width=16 env.height=16");
+    static char map[32 * 31 + 1];
+    static const char *const task[] = {"RayRoom-v0", "RayCollect-v0"};
+    for (int t = 0; t < 2; t++) {
+        frl_vec_env *v = NULL;
+        sparse_map(map, t == 0 ? 5 : 6, t == 0 ? 4 : 3);
+        ck_assert_int_eq(frl_vec_env_create_ray_map(&v, rt, task[t], map, 16, cfg), FRL_OK);
+        for (uint64_t seed = 1; seed <= 10; seed++) {
+            ck_assert_int_eq(frl_vec_env_reset(v, seed), FRL_OK);
+            for (int32_t i = 0; i < 16; i++) {
+                int same = 0;
+                double d = nearest_sprite(v, i, &same);
+                /* RayRoom's goal is the farthest cell when none is 3 away (>= 2 here) */
+                ck_assert_msg(!same && d >= (t == 0 ? 2.0 : 1.0), "%s seed %d env %d: %.2f",
+                              task[t], (int)seed, (int)i, d);
+            }
+        }
+        uint8_t first[16 * 16 * 16];
+        ck_assert_int_eq(frl_vec_env_reset(v, 3), FRL_OK);
+        memcpy(first, frl_vec_env_frames(v), sizeof first);
+        ck_assert_int_eq(frl_vec_env_reset(v, 3), FRL_OK);
+        ck_assert(memcmp(first, frl_vec_env_frames(v), sizeof first) == 0); /* deterministic */
+        frl_vec_env_destroy(v);
+    }
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("raycast");
@@ -394,6 +458,7 @@ int main(void)
     tcase_add_test(tc, settings_and_bad_input);
     tcase_add_test(tc, use_opens_doors);
     tcase_add_test(tc, host_maps);
+    tcase_add_test(tc, sparse_maps_spread_sprites);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

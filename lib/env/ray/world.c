@@ -93,33 +93,77 @@ void ray_world_move_sprites(ray_world *wd)
     }
 }
 
+/* How many free cells qualify, and in *picked the pick-th of them (row-major): when
+ * want_far is 0 those other than the agent's own at least min_dist from (ax, ay), when
+ * it is 1 those at distance far (the farthest of any free cell). */
+static int32_t count_cells(const ray_world *wd, float ax, float ay, float min_dist,
+                           int want_far, float far, int32_t pick, int32_t *picked)
+{
+    int32_t n = 0;
+    int32_t agent = (int32_t)floorf(ay) * wd->w + (int32_t)floorf(ax);
+    if (ax < 0 || ay < 0) /* place_agent's far-away point: there is no agent yet */
+        agent = -1;
+    for (int32_t i = 0; i < wd->w * wd->h; i++) {
+        if (wd->cells[i] != RAY_EMPTY)
+            continue;
+        float d = hypotf((float)(i % wd->w) + 0.5f - ax, (float)(i / wd->w) + 0.5f - ay);
+        int ok = want_far ? d == far : i != agent && d >= min_dist;
+        if (ok && n++ == pick)
+            *picked = i;
+    }
+    return n;
+}
+
+static float farthest(const ray_world *wd, float ax, float ay)
+{
+    float far = -1.0f;
+    for (int32_t i = 0; i < wd->w * wd->h; i++)
+        if (wd->cells[i] == RAY_EMPTY)
+            far = fmaxf(far, hypotf((float)(i % wd->w) + 0.5f - ax,
+                                    (float)(i / wd->w) + 0.5f - ay));
+    return far;
+}
+
+/* When the draws fail (a sparse host map is mostly wall, or few cells are far enough):
+ * a uniform choice among every free cell that qualifies, else among the farthest ones.
+ * Taking the farthest draw or the first free cell instead put goals and pickups on the
+ * agent. The maps' floor is never empty (map.c, maze.c), so some cell is found. */
+static void exhaustive_spot(const ray_world *wd, frl_rng *r, float ax, float ay,
+                            float min_dist, float *x, float *y)
+{
+    int32_t cell = -1;
+    int want_far = 0;
+    float far = 0.0f;
+    int32_t n = count_cells(wd, ax, ay, min_dist, 0, 0.0f, -1, &cell); /* -1: count only */
+    if (n == 0) {
+        want_far = 1;
+        far = farthest(wd, ax, ay);
+        n = count_cells(wd, ax, ay, min_dist, 1, far, -1, &cell);
+    }
+    if (n == 0)
+        return;
+    int32_t k = (int32_t)(frl_rng_uniform(r) * n);
+    count_cells(wd, ax, ay, min_dist, want_far, far, k < n ? k : n - 1, &cell);
+    *x = (float)(cell % wd->w) + 0.5f;
+    *y = (float)(cell / wd->w) + 0.5f;
+}
+
 void ray_world_random_spot(const ray_world *wd, frl_rng *r, float ax, float ay,
                            float min_dist, float *x, float *y)
 {
-    float best = -1.0f;
     for (int tries = 0; tries < 64; tries++) {
         int32_t cx = (int32_t)(frl_rng_uniform(r) * wd->w);
         int32_t cy = (int32_t)(frl_rng_uniform(r) * wd->h);
         if (ray_cell(wd, cx, cy) != RAY_EMPTY)
             continue;
         float px = (float)cx + 0.5f, py = (float)cy + 0.5f;
-        float d = hypotf(px - ax, py - ay);
-        if (d > best) {
-            best = d;
+        if (hypotf(px - ax, py - ay) >= min_dist) {
             *x = px;
             *y = py;
-        }
-        if (d >= min_dist)
             return;
+        }
     }
-    if (best < 0) { /* 64 draws found only walls: take the first free cell */
-        for (int32_t i = 0; i < wd->w * wd->h; i++)
-            if (wd->cells[i] == RAY_EMPTY) {
-                *x = (float)(i % wd->w) + 0.5f;
-                *y = (float)(i / wd->w) + 0.5f;
-                return;
-            }
-    }
+    exhaustive_spot(wd, r, ax, ay, min_dist, x, y);
 }
 
 float ray_world_bearing(const ray_world *wd, float x, float y)

@@ -61,8 +61,10 @@ void ray_world_move_sprites(ray_world *wd);
 /* Whether a disc of the agent's radius at (x, y) fits between the walls. */
 int ray_world_free(const ray_world *wd, float x, float y);
 
-/* A uniform free cell's centre, at least min_dist from (ax, ay) when one exists within
- * a bounded number of draws (then the farthest draw is taken). */
+/* A uniform free cell's centre at least min_dist from (ax, ay): 64 draws, then (a sparse
+ * map) a uniform choice among all such cells except the agent's own, else among the
+ * farthest free cells; every choice from r, so it is deterministic. A negative (ax, ay)
+ * means no agent. */
 void ray_world_random_spot(const ray_world *wd, frl_rng *r, float ax, float ay,
                            float min_dist, float *x, float *y);
 
