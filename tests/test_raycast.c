@@ -383,6 +383,50 @@ START_TEST(host_maps)
 }
 END_TEST
 
+/* Values the double state allows but the env could never hold: a distance that is
+ * infinite as a float (the next step's reward was NaN), positions that round up to the
+ * map's edge as floats (the maze oracle indexed past its array), RayCollect's balls
+ * dead or of another kind, a cell of another map. Each is refused with its reason. */
+START_TEST(impossible_states_refused)
+{
+    static const struct { int task; int32_t at; double value; const char *words; } bad[] = {
+        {0, 7, 1e300, "progress distance"},
+        {0, 7, -0.5, "progress distance"},
+        {1, 0, 30.99999999, "agent at"},
+        {1, 9 + 1, 30.99999999, "sprite 0 at"},
+        {1, 8, 0, "0 sprites"},
+        {2, 9 + 4, RAY_SPRITE_BAD, "sprite 0 has kind 2"},
+        {2, 9 + 5, 0, "alive 0"},
+        {2, 9 + 6 * 8 + 4, RAY_SPRITE_GOAL, "sprite 8 has kind 0"},
+        {2, 9 + 2, 2.0, "sprite 0 moves"},
+        {0, 9 + 6 * RAY_MAX_SPRITES + 11 * 3 + 5, 2, "row 4, column 6 holds 2"},
+    };
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings("env.width=16 env.height=16 env.maze_size=15");
+    static double s[2048], keep[2048];
+    uint8_t obs[16 * 16];
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        frl_env *e;
+        ck_assert_int_eq(frl_env_create(&e, rt, tasks[bad[k].task], cfg), FRL_OK);
+        int32_t n = frl_env_state_size(e);
+        ck_assert_int_le(n, 2048);
+        ck_assert_int_eq(frl_env_reset(e, 5, (float *)obs), FRL_OK);
+        ck_assert_int_eq(frl_env_get_state(e, keep, n), FRL_OK);
+        memcpy(s, keep, sizeof(double) * (size_t)n);
+        s[bad[k].at] = bad[k].value;
+        ck_assert_int_eq(frl_env_set_state(e, s, n, NULL), FRL_ERR_CALLBACK);
+        ck_assert_msg(strstr(frl_last_error(), bad[k].words) != NULL, "case %d: %s", (int)k,
+                      frl_last_error());
+        ck_assert_int_eq(frl_env_get_state(e, s, n), FRL_OK);
+        ck_assert(memcmp(s, keep, sizeof(double) * (size_t)n) == 0); /* nothing changed */
+        ck_assert_int_eq(frl_env_set_state(e, keep, n, NULL), FRL_OK);
+        frl_env_destroy(e);
+    }
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A 31 x 31 map of wall around a w x h room at its top left (a sparse host map). */
 static void sparse_map(char *map, int w, int h)
 {
@@ -459,6 +503,7 @@ int main(void)
     tcase_add_test(tc, use_opens_doors);
     tcase_add_test(tc, host_maps);
     tcase_add_test(tc, sparse_maps_spread_sprites);
+    tcase_add_test(tc, impossible_states_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

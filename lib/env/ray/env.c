@@ -3,6 +3,7 @@
  * convention, so a sprite that flickers between frames is not lost); the frames before
  * are stepped but never drawn, so frame skip 4 costs two renders a step. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -23,6 +24,7 @@ typedef struct ray_env {
     const ray_block *block;
     float *depth;  /* the renderer's per-column scratch */
     uint8_t *pool; /* the second-to-last frame of a step, for the max */
+    char why[200]; /* why the last set_state was refused, else "" */
 } ray_env;
 
 struct ray_block {
@@ -31,6 +33,7 @@ struct ray_block {
     int32_t frame_skip, map_w, map_h;
     const ray_world *layout; /* &host_map, or NULL: the task's own maps */
     ray_world host_map;
+    ray_world base; /* the map every reset builds, for a task with a fixed map */
     ray_view view;
     ray_textures tex;
     ray_env envs[];
@@ -131,25 +134,100 @@ static int whole_in(double v, double lo, double hi)
     return v >= lo && v <= hi && v == floor(v);
 }
 
+/* v in [0, n) also as the float the world keeps: 30.99999999 passes as a double but is
+ * 31.0f, and the maze oracle would index its distances past the map. */
 static int inside(double v, int32_t n)
 {
-    return v >= 0 && v < n; /* false for NaN */
+    return v >= 0 && v < n && (float)v < (float)n; /* false for NaN */
 }
 
-/* Everything a set_state takes is checked first, so a bad vector changes nothing. */
-static int state_valid(const double *s, int32_t w, int32_t h)
+/* The agent, the stream, the progress distance and the sprite count. The distance is
+ * RayRoom's to its goal (0 in the others), so never above the map's diagonal: a larger
+ * double would become an infinite float and the next step's reward NaN. */
+static int head_refused(const ray_env *e, const double *s, char *why, size_t size)
 {
-    int ok = inside(s[0], w) && inside(s[1], h) && fabs(s[2]) <= 4.0 &&
-             isfinite(s[7]) && whole_in(s[8], 0, RAY_MAX_SPRITES);
+    const ray_block *b = e->block;
+    double diag = hypot(b->map_w, b->map_h);
+    if (!inside(s[0], b->map_w) || !inside(s[1], b->map_h))
+        return snprintf(why, size, "the agent at (%.10g, %.10g) is off the %d x %d map", s[0], s[1],
+                        (int)b->map_w, (int)b->map_h);
+    if (!(fabs(s[2]) <= 4.0))
+        return snprintf(why, size, "the heading %g is outside [-4, 4]", s[2]);
     for (int i = 3; i < 7; i++)
-        ok = ok && whole_in(s[i], 0, 4294967295.0);
+        if (!whole_in(s[i], 0, 4294967295.0))
+            return snprintf(why, size, "state[%d] %g is no 32-bit half of the stream", i, s[i]);
+    if (!(s[7] >= 0 && s[7] <= diag))
+        return snprintf(why, size, "the progress distance %g is outside [0, %g], the map's "
+                        "diagonal", s[7], diag);
+    if (s[8] != b->task->sprites)
+        return snprintf(why, size, "%g sprites; %s has %d", s[8], b->task->name,
+                        (int)b->task->sprites);
+    return 0;
+}
+
+/* The task's own sprites are alive and keep their kinds (RayCollect scores any sprite
+ * that is not yellow as red, dead ones too); the unused slots are never read. Sprites
+ * move at most 0.04 cells a frame: 0.5 leaves room and keeps them out of the walls. */
+static int sprites_refused(const ray_env *e, const double *sp, char *why, size_t size)
+{
+    const ray_task *t = e->block->task;
+    for (int32_t i = 0; i < RAY_MAX_SPRITES; i++, sp += SPRITE_VALUES) {
+        int live = i < t->sprites;
+        if (!inside(sp[0], e->block->map_w) || !inside(sp[1], e->block->map_h))
+            return snprintf(why, size, "sprite %d at (%.10g, %.10g) is off the map", (int)i, sp[0],
+                            sp[1]);
+        if (!(fabs(sp[2]) <= 0.5 && fabs(sp[3]) <= 0.5))
+            return snprintf(why, size, "sprite %d moves (%g, %g) cells a frame; at most 0.5",
+                            (int)i, sp[2], sp[3]);
+        if (live ? sp[4] != t->kinds[i] || sp[5] != 1
+                 : !whole_in(sp[4], 0, RAY_SPRITE_KINDS - 1) || !whole_in(sp[5], 0, 1))
+            return snprintf(why, size, "sprite %d has kind %g, alive %g; %s's is %d, alive 1",
+                            (int)i, sp[4], sp[5], t->name, live ? (int)t->kinds[i] : 0);
+    }
+    return 0;
+}
+
+/* A fixed map's cells are the map every reset builds, with doors the agent opened now
+ * floor: a state from another map (a run saved on a host's map, restored on another or
+ * on the task's own room) is refused here. RayMaze's mazes are new every episode. */
+static int cells_refused(const ray_env *e, const double *c, char *why, size_t size)
+{
+    const ray_block *b = e->block;
+    for (int32_t i = 0; i < b->map_w * b->map_h; i++) {
+        if (!whole_in(c[i], 0, RAY_DOOR))
+            return snprintf(why, size, "cell %d is %g, no cell value (0 to %d)", (int)i, c[i],
+                            RAY_DOOR);
+        uint8_t want = b->base.cells[i];
+        if (b->task->map_free && c[i] != want && !(want == RAY_DOOR && c[i] == RAY_EMPTY))
+            return snprintf(why, size, "row %d, column %d holds %g where this env's map has "
+                            "%d: the state is from another map (a run on a host's map "
+                            "continues only on that map)", (int)(i / b->map_w) + 1,
+                            (int)(i % b->map_w) + 1, c[i], (int)want);
+    }
+    return 0;
+}
+
+/* Everything a set_state takes is checked first, so a bad vector changes nothing; the
+ * reason goes to e->why, where the vec env's message finds it (ray_fault). The checks
+ * above return 0, or snprintf's count of their reason (never 0). */
+static int state_refused(ray_env *e, const double *s)
+{
+    char *why = e->why;
+    size_t size = sizeof e->why;
+    int n = snprintf(why, size, "%s state: ", e->block->task->name);
+    why += n;
+    size -= (size_t)n;
     const double *sp = s + STATE_HEAD;
-    for (int32_t i = 0; i < RAY_MAX_SPRITES && ok; i++, sp += SPRITE_VALUES)
-        ok = inside(sp[0], w) && inside(sp[1], h) && fabs(sp[2]) < 1 && fabs(sp[3]) < 1 &&
-             whole_in(sp[4], 0, RAY_SPRITE_KINDS - 1) && whole_in(sp[5], 0, 1);
-    for (int32_t i = 0; i < w * h && ok; i++)
-        ok = whole_in(sp[i], 0, RAY_DOOR);
-    return ok;
+    if (head_refused(e, s, why, size) || sprites_refused(e, sp, why, size) ||
+        cells_refused(e, sp + RAY_MAX_SPRITES * SPRITE_VALUES, why, size))
+        return 1;
+    e->why[0] = '\0';
+    return 0;
+}
+
+static const char *ray_fault(void *user)
+{
+    return ((const ray_env *)user)->why;
 }
 
 static uint64_t get_u64(const double *s)
@@ -161,8 +239,8 @@ static int ray_set_state(void *user, const double *s)
 {
     ray_env *e = user;
     int32_t w = e->block->map_w, h = e->block->map_h;
-    if (!state_valid(s, w, h))
-        return -1; /* the vec env reports the callback's failure */
+    if (state_refused(e, s))
+        return -1; /* the vec env reports the callback's failure, with e->why */
     ray_world *wd = &e->sim.world;
     wd->w = w;
     wd->h = h;
@@ -250,6 +328,10 @@ static ray_block *make_block(frl_runtime *rt, const ray_task *task, const ray_vi
         b->map_w = map->w;
         b->map_h = map->h;
     }
+    if (task->map_free) {
+        ray_sim s = {.maze_size = maze, .layout = b->layout};
+        ray_task_map(task, &s, &b->base);
+    }
     b->view = *v;
     ray_textures_make(&b->tex);
     size_t depth = ((size_t)v->width * sizeof(float) + 63) & ~(size_t)63;
@@ -310,6 +392,7 @@ static frl_status create_with(frl_vec_env **out, frl_runtime *rt, const ray_task
     }
     (*out)->task = task->name;
     (*out)->observe = ray_observe;
+    (*out)->fault = ray_fault; /* fault_code stays 0: a step never fails */
     (*out)->release = release_block;
     (*out)->owner = b;
     return FRL_OK;

@@ -11,6 +11,11 @@
 
 enum { ROOM_SIDE = 11, COLLECT_SIDE = 14, COLLECT_GOOD = 6, COLLECT_BAD = 3 };
 static const float reach_goal = 0.5f, touch = 0.5f;
+/* The sprites each task's reset makes, by index (set_state refuses others). */
+static const int32_t goal_kinds[1] = {RAY_SPRITE_GOAL};
+static const int32_t collect_kinds[COLLECT_GOOD + COLLECT_BAD] = {
+    RAY_SPRITE_GOOD, RAY_SPRITE_GOOD, RAY_SPRITE_GOOD, RAY_SPRITE_GOOD, RAY_SPRITE_GOOD,
+    RAY_SPRITE_GOOD, RAY_SPRITE_BAD, RAY_SPRITE_BAD, RAY_SPRITE_BAD};
 
 /* A square room of side cells: each wall a different kind (north brick, east stone,
  * south wood, west tiles), so a policy can tell which way it faces. */
@@ -188,7 +193,7 @@ static void collect_reset(ray_sim *s)
     place_agent(s);
     wd->num_sprites = 0;
     for (int32_t i = 0; i < COLLECT_GOOD + COLLECT_BAD; i++) {
-        add_sprite(wd, i < COLLECT_GOOD ? RAY_SPRITE_GOOD : RAY_SPRITE_BAD, 0, 0, 0, 0);
+        add_sprite(wd, collect_kinds[i], 0, 0, 0, 0);
         respawn(s, &wd->sprites[i]);
     }
     s->prev_dist = 0;
@@ -226,10 +231,18 @@ static int32_t collect_oracle(const ray_sim *s)
 }
 
 static const ray_task tasks[RAY_TASKS] = {
-    {"RayRoom-v0", 200, 2, room_side, room_reset, room_frame, room_oracle},
-    {"RayMaze-v0", 500, 0, maze_side, maze_reset, maze_frame, maze_oracle},
-    {"RayCollect-v0", 300, 2 * (COLLECT_GOOD + COLLECT_BAD), collect_side, collect_reset, collect_frame, collect_oracle},
+    {"RayRoom-v0", 200, 2, room_side, room_reset, room_frame, room_oracle, 1, goal_kinds},
+    {"RayMaze-v0", 500, 0, maze_side, maze_reset, maze_frame, maze_oracle, 1, goal_kinds},
+    {"RayCollect-v0", 300, 2 * (COLLECT_GOOD + COLLECT_BAD), collect_side, collect_reset,
+     collect_frame, collect_oracle, COLLECT_GOOD + COLLECT_BAD, collect_kinds},
 };
+
+void ray_task_map(const ray_task *t, const ray_sim *s, ray_world *out)
+{
+    ray_sim scratch = {.layout = s->layout};
+    make_map(&scratch, t->map_side(s->maze_size));
+    *out = scratch.world;
+}
 
 const ray_task *ray_task_at(int32_t index)
 {

@@ -24,12 +24,18 @@ typedef struct ray_task {
     void (*reset)(ray_sim *s);       /* from s->rng */
     float (*frame)(ray_sim *s, int *done); /* one frame after the agent moved */
     int32_t (*oracle)(const ray_sim *s);
+    int32_t sprites;        /* every reset makes this many, all alive, */
+    const int32_t *kinds;   /* of these kinds (ray_sprite_kind), kept for the episode */
 } ray_task;
 
 enum { RAY_TASKS = 3 };
 
 const ray_task *ray_task_at(int32_t index); /* NULL past the last */
 const ray_task *ray_task_find(const char *name);
+
+/* The map every reset of a task with a fixed map (map_free > 0) builds into out: the
+ * host's (s->layout) or the task's own room. */
+void ray_task_map(const ray_task *t, const ray_sim *s, ray_world *out);
 
 /* The action that turns the agent towards (x, y) and walks there. */
 int32_t ray_steer(const ray_world *wd, float x, float y);
