@@ -480,7 +480,9 @@ FRL_API frl_status frl_vec_env_create_callbacks(frl_vec_env **out, frl_runtime *
  * The edge must be wall or door and the floor one connected region. A map that cannot
  * be built fails with FRL_ERR_PARSE (a bad character or row length), FRL_ERR_SIZE or
  * FRL_ERR_INVALID_ARGUMENT, naming the row and column; RayMaze-v0, which makes its own
- * mazes, with FRL_ERR_UNSUPPORTED. cfg: as frl_vec_env_create (env.width, ...). */
+ * mazes, with FRL_ERR_UNSUPPORTED. cfg: as frl_vec_env_create (env.width, ...). The
+ * result is a host env (frl_vec_env_name is NULL): a run on it continues only through
+ * frl_trainer_load_vec, on the same map. */
 FRL_API frl_status frl_vec_env_create_ray_map(frl_vec_env **out, frl_runtime *rt,
                                               const char *task, const char *map,
                                               int32_t num_envs, const frl_config *cfg);
@@ -496,7 +498,8 @@ FRL_API int32_t frl_vec_env_num_envs(const frl_vec_env *venv);
 FRL_API const frl_space *frl_vec_env_observation_space(const frl_vec_env *venv);
 FRL_API const frl_space *frl_vec_env_action_space(const frl_vec_env *venv);
 /* The built-in id venv was made from ("CartPole-v1", a MuJoCo task's; also a trainer's
- * own vec env, loaded ones included), or NULL for host envs. New in 0.3. */
+ * own vec env, loaded ones included), or NULL for host envs (a ray task on a host's map
+ * too). New in 0.3. */
 FRL_API const char *frl_vec_env_name(const frl_vec_env *venv);
 
 /* Reset every env; env i draws from the stream (seed, i). */

@@ -4,11 +4,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/config.h"
 #include "core/rng.h"
 #include "env/ray/env.h"
 #include "env/ray/world.h"
 #include "env/vec_env.h"
+#include "trainer/trainer_state.h"
 #include "test_util.h"
 
 static const char *const tasks[] = {"RayRoom-v0", "RayMaze-v0", "RayCollect-v0"};
@@ -489,6 +492,61 @@ START_TEST(sparse_maps_spread_sprites)
 }
 END_TEST
 
+/* A ray map one interior wall apart: the same size, so the same state size. */
+static void hall_map(char *map, int gap)
+{
+    static const char base[] = "11111111111\n4.........2\n4.3333333.2\n4.3.....3.2\n"
+                               "4.3.....3.2\n4.3.....3.2\n4.3.....3.2\n4.3.....3.2\n"
+                               "4.333.333.2\n4.........2\n33333333333\n";
+    memcpy(map, base, sizeof base);
+    map[8 * 12 + 5] = '3';
+    map[8 * 12 + gap] = '.'; /* the room's door in the south wall */
+}
+
+/* A run on a host's map names no built-in (its checkpoint would have made RayRoom-v0's own
+ * room again, and training went on there): frl_trainer_load refuses it and points to
+ * frl_trainer_load_vec, which continues it on the same map and refuses another. */
+START_TEST(map_run_resumes_only_on_its_map)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings("env.width=40 env.height=40 train.rollout=8 "
+                                        "train.epochs=1 train.minibatches=1");
+    char map[12 * 11 + 1], other[12 * 11 + 1], path[64];
+    hall_map(map, 5);
+    hall_map(other, 4);
+    snprintf(path, sizeof path, "/tmp/frl_raycast_map_%d", (int)getpid());
+    frl_vec_env *v, *same, *moved, *room;
+    ck_assert_int_eq(frl_vec_env_create_ray_map(&v, rt, "RayRoom-v0", map, 2, cfg), FRL_OK);
+    ck_assert_ptr_null(frl_vec_env_name(v));
+    frl_trainer *t, *u = NULL;
+    ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
+    ck_assert(frl_cfg_float(t->cfg, FRL_KEY_TRAIN_LR) == 2.5e-3); /* RayRoom-v0's settings */
+    ck_assert_int_eq(frl_trainer_train(t, 32), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    ck_assert_int_eq(frl_trainer_load(&u, rt, path, NULL), FRL_ERR_UNKNOWN_NAME);
+    ck_assert_msg(strstr(frl_last_error(), "frl_trainer_load_vec") != NULL, "%s",
+                  frl_last_error());
+    ck_assert_int_eq(frl_vec_env_create_ray_map(&moved, rt, "RayRoom-v0", other, 2, cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_load_vec(&u, rt, path, moved, NULL), FRL_ERR_CALLBACK);
+    ck_assert_msg(strstr(frl_last_error(), "another map") != NULL, "%s", frl_last_error());
+    ck_assert_int_eq(frl_vec_env_create(&room, rt, "RayRoom-v0", 2, cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_load_vec(&u, rt, path, room, NULL), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(frl_vec_env_create_ray_map(&same, rt, "RayRoom-v0", map, 2, cfg), FRL_OK);
+    ck_assert_msg(frl_trainer_load_vec(&u, rt, path, same, NULL) == FRL_OK, "%s",
+                  frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(u, 64), FRL_OK);
+    remove(path);
+    frl_trainer_destroy(u);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(same);
+    frl_vec_env_destroy(room);
+    frl_vec_env_destroy(moved);
+    frl_vec_env_destroy(v);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("raycast");
@@ -504,6 +562,7 @@ int main(void)
     tcase_add_test(tc, host_maps);
     tcase_add_test(tc, sparse_maps_spread_sprites);
     tcase_add_test(tc, impossible_states_refused);
+    tcase_add_test(tc, map_run_resumes_only_on_its_map);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -49,6 +49,10 @@ struct frl_vec_env {
      * runs: fault(user) says what; the episode ends there (vec_step.c). After any other
      * failure of such an env, fault(user) says what failed, or is "". */
     const char *task;           /* a built-in MuJoCo task's id (static), else NULL */
+    /* The built-in whose tuned settings a trainer on v starts from: task's, or a ray
+     * task's for a host's map, which names no task (a checkpoint would remake the task's
+     * own room), so only frl_trainer_load_vec continues its runs. */
+    const char *settings_of;
     int fault_code;
     const char *(*fault)(void *user);
     atomic_llong faults;        /* such steps so far, all envs */

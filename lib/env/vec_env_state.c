@@ -216,8 +216,9 @@ static frl_status write_host_states(frl_vec_env *v, const uint8_t *needs_reset,
             /* Some hosts already hold the saved states, the others do not: only a reset
              * makes the vec env consistent again. */
             v->has_reset = 0;
-            return frl_fail(err, FRL_ERR_CALLBACK, "env %d: set_state callback returned %d",
-                            (int)i, rc);
+            char msg[FRL_ERRMSG_SIZE]; /* a library env's own reason (a ray env's map) */
+            frl_vec_env_callback_failed(v, i, "set_state", rc, msg);
+            return frl_fail(err, FRL_ERR_CALLBACK, "env %d: %.200s", (int)i, msg);
         }
     }
     return FRL_OK;

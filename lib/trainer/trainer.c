@@ -381,8 +381,10 @@ static frl_status create_vecs(frl_trainer **out, frl_runtime *rt, frl_vec_env *c
     const frl_vec_env *v0 = venvs[0];
     const char *name = count == 1 && frl_vec_env_builtin_name(v0) ? frl_vec_env_builtin_name(v0)
                                                                   : "";
+    /* A ray task on a host's map takes the task's settings but saves no name. */
+    const char *tuned = count == 1 && v0->settings_of ? v0->settings_of : name;
     frl_config *resolved;
-    if ((st = resolve_settings(rt, name, cfg, &resolved)) != FRL_OK)
+    if ((st = resolve_settings(rt, tuned, cfg, &resolved)) != FRL_OK)
         return st;
     int64_t n = 0;
     for (int32_t g = 0; g < count; g++)

@@ -390,7 +390,8 @@ static frl_status create_with(frl_vec_env **out, frl_runtime *rt, const ray_task
         frl_free(&rt->alloc, b);
         return st;
     }
-    (*out)->task = task->name;
+    (*out)->task = map ? NULL : task->name; /* a host's map is no built-in: vec_env.h */
+    (*out)->settings_of = task->name;
     (*out)->observe = ray_observe;
     (*out)->fault = ray_fault; /* fault_code stays 0: a step never fails */
     (*out)->release = release_block;
