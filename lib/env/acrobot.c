@@ -210,6 +210,15 @@ static void acrobot_observe(const void *sim, float *obs)
     acrobot_observe_sim(sim, obs);
 }
 
+/* A restored sim (frl_vec_env_restore): what set_state would take. */
+static int acrobot_check_sim(const void *sim, const void *configured, char *why, size_t size)
+{
+    static const char *const names[] = {"theta1", "theta2", "dtheta1", "dtheta2"};
+    return frl_sim_state_check(&frl_env_acrobot, sim, configured, names,
+                               "angles in [-pi, pi], |dtheta1| <= 4 pi, |dtheta2| <= 9 pi",
+                               why, size);
+}
+
 const frl_env_class frl_env_acrobot = {
     .name = "Acrobot-v1",
     .obs_dim = AC_OBS_DIM,
@@ -227,4 +236,5 @@ const frl_env_class frl_env_acrobot = {
     .get_state = acrobot_get_state,
     .set_state = acrobot_set_state,
     .observe = acrobot_observe,
+    .check_sim = acrobot_check_sim,
 };

@@ -180,6 +180,14 @@ static void novel_observe(const void *sim, float *obs)
     novel_observe_sim(sim, obs);
 }
 
+/* A restored sim (frl_vec_env_restore): what set_state would take. */
+static int cartpole_check_sim(const void *sim, const void *configured, char *why, size_t size)
+{
+    static const char *const names[] = {"x", "x_dot", "theta", "theta_dot"};
+    return frl_sim_state_check(&frl_env_cartpole, sim, configured, names,
+                               "the finite values", why, size);
+}
+
 const frl_env_class frl_env_cartpole = {
     .name = "CartPole-v1",
     .obs_dim = CP_OBS_DIM,
@@ -197,6 +205,7 @@ const frl_env_class frl_env_cartpole = {
     .get_state = cartpole_get_state,
     .set_state = cartpole_set_state,
     .observe = cartpole_observe,
+    .check_sim = cartpole_check_sim,
 };
 
 /* The state is the full simulator state, so a checkpoint restores the hidden
@@ -218,4 +227,5 @@ const frl_env_class frl_env_cartpole_novel = {
     .get_state = cartpole_get_state,
     .set_state = cartpole_set_state,
     .observe = novel_observe,
+    .check_sim = cartpole_check_sim,
 };

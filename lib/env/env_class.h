@@ -7,8 +7,11 @@
 #ifndef FRL_ENV_ENV_CLASS_H
 #define FRL_ENV_ENV_CLASS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "core/rng.h"
 
@@ -82,7 +85,35 @@ typedef struct frl_env_class {
      * obs_high must then hold the widest obs_dim's values. */
     void (*configure)(const struct frl_config *cfg, unsigned char *sims, int32_t n,
                       frl_env_shape *shape);
+    /* Required. Whether sim, raw bytes a checkpoint restores, is one this class can be
+     * in under the vec env's settings, which configured holds (a sim of the same vec
+     * env: configure's fields are current): 0, or nonzero with the bad field and value
+     * in why. A checkpoint is only CRC-checked, and a forged count or index in a sim
+     * divided by zero or overflowed the observation. */
+    int (*check_sim)(const void *sim, const void *configured, char *why, size_t size);
 } frl_env_class;
+
+/* A check_sim for a class whose sim is its state: every value finite (the first that
+ * is not named from names), then set_state on a scratch copy of configured must accept
+ * it (its ranges; rule says what they are). */
+static inline int frl_sim_state_check(const frl_env_class *c, const void *sim,
+                                      const void *configured, const char *const *names,
+                                      const char *rule, char *why, size_t size)
+{
+    double state[FRL_SIM_MAX_STATE];
+    unsigned char scratch[FRL_SIM_MAX_BYTES];
+    c->get_state(sim, state);
+    for (int32_t i = 0; i < c->state_dim; i++)
+        if (!isfinite(state[i])) {
+            snprintf(why, size, "%s is %g", names[i], state[i]);
+            return 1;
+        }
+    memcpy(scratch, configured, sizeof scratch);
+    if (c->set_state(scratch, state) == 0)
+        return 0;
+    snprintf(why, size, "the state is outside %s", rule);
+    return 1;
+}
 
 /* The built-ins, each defined in its own file and listed by the registry
  * (env/registry.h). */

@@ -121,6 +121,24 @@ static void memory_configure(const frl_config *cfg, unsigned char *sims, int32_t
     }
 }
 
+/* A restored sim (frl_vec_env_restore): K and D as the vec env's settings give them (a
+ * forged K of 0 divided by zero at the next reset, a large one wrote past the
+ * observation), the cue and the step count within them. */
+static int memory_check_sim(const void *sim, const void *configured, char *why, size_t size)
+{
+    const memory_sim *s = sim, *c = configured;
+    if (s->cues != c->cues || s->delay != c->delay)
+        snprintf(why, size, "cues %d, delay %d; the settings give %d, %d", (int)s->cues,
+                 (int)s->delay, (int)c->cues, (int)c->delay);
+    else if (s->cue < 0 || s->cue >= s->cues)
+        snprintf(why, size, "cue %d is outside [0, %d)", (int)s->cue, (int)s->cues);
+    else if (s->t < 0 || s->t > s->delay + 2)
+        snprintf(why, size, "t %d is outside [0, %d]", (int)s->t, (int)s->delay + 2);
+    else
+        return 0;
+    return 1;
+}
+
 /* obs_dim and action_n are those of the default K; configure gives the real ones.
  * No time limit: every episode ends at D + 2 steps. */
 const frl_env_class frl_env_memory_probe = {
@@ -141,4 +159,5 @@ const frl_env_class frl_env_memory_probe = {
     .set_state = memory_set_state,
     .observe = memory_observe,
     .configure = memory_configure,
+    .check_sim = memory_check_sim,
 };

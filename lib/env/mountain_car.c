@@ -105,6 +105,14 @@ static void mountain_car_observe(const void *sim, float *obs)
     mountain_car_observe_sim(sim, obs);
 }
 
+/* A restored sim (frl_vec_env_restore): what set_state would take. */
+static int mountain_car_check_sim(const void *sim, const void *configured, char *why, size_t size)
+{
+    static const char *const names[] = {"position", "velocity"};
+    return frl_sim_state_check(&frl_env_mountain_car, sim, configured, names,
+                               "the finite values", why, size);
+}
+
 const frl_env_class frl_env_mountain_car = {
     .name = "MountainCar-v0",
     .obs_dim = MC_OBS_DIM,
@@ -122,4 +130,5 @@ const frl_env_class frl_env_mountain_car = {
     .get_state = mountain_car_get_state,
     .set_state = mountain_car_set_state,
     .observe = mountain_car_observe,
+    .check_sim = mountain_car_check_sim,
 };

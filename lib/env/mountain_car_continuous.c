@@ -171,6 +171,14 @@ static void mcc_observe(const void *sim, float *obs)
     mcc_observe_sim(sim, obs);
 }
 
+/* A restored sim (frl_vec_env_restore): what set_state would take. */
+static int mcc_check_sim(const void *sim, const void *configured, char *why, size_t size)
+{
+    static const char *const names[] = {"position", "velocity", "is_f32"};
+    return frl_sim_state_check(&frl_env_mountain_car_continuous, sim, configured, names,
+                               "is_f32 0 or 1, and float32 values when it is 1", why, size);
+}
+
 const frl_env_class frl_env_mountain_car_continuous = {
     .name = "MountainCarContinuous-v0",
     .obs_dim = MCC_OBS_DIM,
@@ -188,4 +196,5 @@ const frl_env_class frl_env_mountain_car_continuous = {
     .get_state = mcc_get_state,
     .set_state = mcc_set_state,
     .observe = mcc_observe,
+    .check_sim = mcc_check_sim,
 };

@@ -132,6 +132,14 @@ static void pendulum_observe(const void *sim, float *obs)
     pendulum_observe_sim(sim, obs);
 }
 
+/* A restored sim (frl_vec_env_restore): what set_state would take. */
+static int pendulum_check_sim(const void *sim, const void *configured, char *why, size_t size)
+{
+    static const char *const names[] = {"theta", "theta_dot"};
+    return frl_sim_state_check(&frl_env_pendulum, sim, configured, names,
+                               "the finite values", why, size);
+}
+
 const frl_env_class frl_env_pendulum = {
     .name = "Pendulum-v1",
     .obs_dim = PD_OBS_DIM,
@@ -149,4 +157,5 @@ const frl_env_class frl_env_pendulum = {
     .get_state = pendulum_get_state,
     .set_state = pendulum_set_state,
     .observe = pendulum_observe,
+    .check_sim = pendulum_check_sim,
 };

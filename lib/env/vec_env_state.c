@@ -224,6 +224,22 @@ static frl_status write_host_states(frl_vec_env *v, const uint8_t *needs_reset,
     return FRL_OK;
 }
 
+/* A built-in's saved sims, each checked by its class against v's own (configure's
+ * settings) before any is copied: a file is only CRC-checked, and a forged count or
+ * index in a sim divided by zero or wrote past an array at the next step. */
+static frl_status check_sims(const frl_vec_env *v, const char *section, const uint8_t *saved,
+                             char *err)
+{
+    char why[160];
+    for (int32_t i = 0; i < v->n; i++) {
+        size_t at = (size_t)i * FRL_SIM_MAX_BYTES;
+        if (v->cls->check_sim(saved + at, v->b.sims + at, why, sizeof why) != 0)
+            return frl_fail(err, FRL_ERR_FORMAT, "%s: env %d holds no %s simulator: %s",
+                            section, (int)i, v->cls->name, why);
+    }
+    return FRL_OK;
+}
+
 frl_status frl_vec_env_restore(frl_vec_env *v, const frl_container *c, char *err)
 {
     return frl_vec_env_restore_group(v, 0, c, err);
@@ -239,6 +255,10 @@ frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_co
     if (st != FRL_OK)
         return st;
     const int64_t *totals = found[k]->data;
+    int32_t sims = index_of(a, k, "sims");
+    if (v->kind == VEC_BUILTIN &&
+        (st = check_sims(v, a[sims].name, found[sims]->data, err)) != FRL_OK)
+        return st;
     if (v->kind == VEC_CALLBACKS && totals[3]) {
         const frl_section *nr = found[index_of(a, k, "needs_reset")];
         st = write_host_states(v, nr->data, found[k + 1]->data, err);

@@ -1,0 +1,128 @@
+/* A checkpoint's built-in simulators are raw structs that a file only guards with CRCs:
+ * every class checks a restored sim (its settings, counts and indices, finite values)
+ * and a forged one is refused with FRL_ERR_FORMAT naming the env and the field, before
+ * anything is written (a MemoryProbe-v0 sim with 0 cues divided by zero at the next
+ * reset, one with 100,000 wrote past the observation). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "env/registry.h"
+#include "env/vec_env_state.h"
+#include "test_util.h"
+
+enum { N = 2, FORGED = 1 };
+
+/* One field of env FORGED's sim, a double or an int32, at a byte offset. */
+typedef struct forgery {
+    const char *env;
+    size_t offset;
+    int is_int;
+    double value;
+    const char *words; /* in the message after "env.sims: env 1 holds no ENV simulator" */
+} forgery;
+
+static frl_vec_env *started(frl_runtime *rt, const char *env, uint64_t seed)
+{
+    frl_vec_env *v = NULL;
+    ck_assert_msg(frl_vec_env_create(&v, rt, env, N, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_vec_env_reset(v, seed), FRL_OK);
+    memset(frl_vec_env_actions(v), 0, v->action_bytes * N); /* action 0, or torque 0 */
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    return v;
+}
+
+/* v's sections written to path with env.sims replaced by sims. */
+static void save_with_sims(const frl_vec_env *v, const uint8_t *sims, const char *path)
+{
+    frl_section sec[FRL_VEC_ENV_SECTIONS];
+    int32_t n = 0;
+    frl_vec_env_snap snap;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_vec_env_snapshot(v, &snap, sec, &n, err), FRL_OK);
+    for (int32_t i = 0; i < n; i++)
+        if (strcmp(sec[i].name, "env.sims") == 0)
+            sec[i].data = sims;
+    ck_assert_int_eq(frl_container_write(path, NULL, sec, n, err), FRL_OK);
+    frl_vec_env_snap_free(&snap);
+}
+
+/* Restore path into a fresh vec env of env: the status, and whether its sims stayed. */
+static frl_status restore(frl_runtime *rt, const char *env, const char *path, char *err)
+{
+    frl_vec_env *w = started(rt, env, 9);
+    static uint8_t before[N * FRL_SIM_MAX_BYTES];
+    memcpy(before, w->b.sims, sizeof before);
+    frl_container *c = NULL;
+    ck_assert_int_eq(frl_container_read(&c, path, NULL, err), FRL_OK);
+    frl_status st = frl_vec_env_restore(w, c, err);
+    if (st != FRL_OK)
+        ck_assert_msg(memcmp(before, w->b.sims, sizeof before) == 0, "%s: sims changed", env);
+    frl_container_free(c);
+    frl_vec_env_destroy(w);
+    return st;
+}
+
+START_TEST(forged_sims_refused)
+{
+    static const forgery cases[] = {
+        {"CartPole-v1", 0, 0, NAN, "x is nan"},
+        {"CartPoleNoVel-v1", 16, 0, INFINITY, "theta is inf"},
+        {"Acrobot-v1", 0, 0, 4.0, "angles in [-pi, pi]"},
+        {"Acrobot-v1", 24, 0, 30.0, "|dtheta2| <= 9 pi"},
+        {"MountainCar-v0", 8, 0, NAN, "velocity is nan"},
+        {"MountainCarContinuous-v0", 16, 1, 7, "is_f32 0 or 1"},
+        {"MountainCarContinuous-v0", 0, 0, -INFINITY, "position is -inf"},
+        {"Pendulum-v1", 8, 0, -INFINITY, "theta_dot is -inf"},
+        {"MemoryProbe-v0", 0, 1, 0, "cues 0, delay"},
+        {"MemoryProbe-v0", 0, 1, 100000, "cues 100000, delay"},
+        {"MemoryProbe-v0", 4, 1, 999, "the settings give 4,"},
+        {"MemoryProbe-v0", 8, 1, -1, "cue -1 is outside [0, 4)"},
+        {"MemoryProbe-v0", 12, 1, 1000, "t 1000 is outside"},
+    };
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], err[FRL_ERRMSG_SIZE], want[96];
+    snprintf(path, sizeof path, "/tmp/frl_sim_restore_%d", (int)getpid());
+    static uint8_t sims[N * FRL_SIM_MAX_BYTES];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const forgery *f = &cases[k];
+        frl_vec_env *v = started(rt, f->env, 4);
+        memcpy(sims, v->b.sims, sizeof sims);
+        uint8_t *at = sims + FORGED * FRL_SIM_MAX_BYTES + f->offset;
+        int32_t i = (int32_t)f->value;
+        if (f->is_int)
+            memcpy(at, &i, sizeof i);
+        else
+            memcpy(at, &f->value, sizeof f->value);
+        save_with_sims(v, sims, path);
+        ck_assert_int_eq(restore(rt, f->env, path, err), FRL_ERR_FORMAT);
+        snprintf(want, sizeof want, "env.sims: env 1 holds no %s simulator: ", f->env);
+        ck_assert_msg(strstr(err, want) && strstr(err, f->words), "case %d: %s", (int)k, err);
+        save_with_sims(v, v->b.sims, path); /* the same file unforged loads */
+        ck_assert_msg(restore(rt, f->env, path, err) == FRL_OK, "%s: %s", f->env, err);
+        frl_vec_env_destroy(v);
+    }
+    remove(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Every built-in class has the check (a new class without one would restore raw). */
+START_TEST(every_class_checks)
+{
+    for (int32_t i = 0; frl_env_class_at(i); i++)
+        ck_assert_msg(frl_env_class_at(i)->check_sim != NULL, "%s", frl_env_class_at(i)->name);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sim_restore");
+    TCase *tc = tcase_create("sim_restore");
+    tcase_add_test(tc, forged_sims_refused);
+    tcase_add_test(tc, every_class_checks);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
