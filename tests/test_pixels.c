@@ -199,6 +199,30 @@ static void check_obs(const uint8_t *obs, int t, int channels)
                               "t %d pixel (%d, %d) channel %d", t, y, x, c);
 }
 
+/* set_state takes cells, never the agent on the goal: from there every step paid the
+ * goal again (an ended episode made live). */
+START_TEST(pixel_grid_state_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    static const char *const names[] = {"PixelGrid-v0", "PixelGoal-v0"};
+    for (int k = 0; k < 2; k++) {
+        frl_env *e;
+        ck_assert_int_eq(frl_env_create(&e, rt, names[k], NULL), FRL_OK);
+        static float obs[1300];
+        ck_assert_int_eq(frl_env_reset(e, 3, obs), FRL_OK);
+        double s[5] = {1, 2, 3, 4, 0};
+        ck_assert_int_eq(frl_env_set_state(e, s, 5, NULL), FRL_OK);
+        s[2] = 1;
+        s[3] = 2;
+        ck_assert_int_eq(frl_env_set_state(e, s, 5, NULL), FRL_ERR_CALLBACK);
+        s[3] = 5; /* off the grid */
+        ck_assert_int_eq(frl_env_set_state(e, s, 5, NULL), FRL_ERR_CALLBACK);
+        frl_env_destroy(e);
+    }
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(host_frames_with_stride)
 {
     frl_runtime *rt = frl_test_runtime(1);
@@ -635,6 +659,7 @@ int main(void)
     TCase *learn = tcase("learning");
     tcase_add_test(env, image_space);
     tcase_add_test(env, pixel_grid_env);
+    tcase_add_test(env, pixel_grid_state_refused);
     tcase_add_test(env, host_frames_with_stride);
     tcase_add_test(env, host_frame_errors);
     tcase_add_test(enc, encoder_errors);

@@ -110,11 +110,15 @@ static int pg_get_state(void *user, double *state)
     return 0;
 }
 
+/* Cells only, and the agent off the goal: on it the episode is over (a set_state
+ * starts an episode there, which would pay the goal again at every step). */
 static int pg_set_state(void *user, const double *state)
 {
     for (int i = 0; i < PG_STATE; i++)
         if (!(state[i] >= 0 && state[i] < PG_CELLS && state[i] == (int32_t)state[i]))
             return -1; /* not a cell: the vec env reports the callback's failure */
+    if (state[0] == state[2] && state[1] == state[3])
+        return -1;
     pg_env *e = user;
     e->ax = (int32_t)state[0];
     e->ay = (int32_t)state[1];
