@@ -18,7 +18,9 @@
 typedef struct walker {
     double x, v;
     int fail_get, fail_set; /* make get_state / set_state return -7 */
-    int sets;               /* set_state calls */
+    int fail_step;          /* make step return -7 */
+    int sets, resets;       /* set_state and reset calls */
+    int stale, stale_steps; /* steps taken while stale: set by a test, cleared by reset */
 } walker;
 
 static uint64_t mix(uint64_t z)
@@ -37,6 +39,8 @@ static void observe(const walker *w, float *obs)
 static int walker_reset(void *user, uint64_t seed, float *obs)
 {
     walker *w = user;
+    w->resets++;
+    w->stale = 0;
     w->x = (double)(mix(seed) >> 11) / 9007199254740992.0 * 2.0 - 1.0;
     w->v = 0;
     observe(w, obs);
@@ -47,6 +51,9 @@ static int walker_step(void *user, const void *action, float *obs, float *reward
                        uint8_t *terminated, uint8_t *truncated)
 {
     walker *w = user;
+    if (w->fail_step)
+        return -7;
+    w->stale_steps += w->stale;
     w->v = 0.9 * w->v + (*(const int32_t *)action ? 0.03 : -0.03);
     w->x += w->v;
     *reward = (float)(1.0 - fabs(w->x));
@@ -300,7 +307,7 @@ START_TEST(host_state_resume_continues_exactly)
     rt = runtime(1);
     walker wb[WALKERS];
     for (int i = 0; i < WALKERS; i++)
-        wb[i] = (walker){123.0 + i, -4.0, 0, 0, 0};
+        wb[i] = (walker){.x = 123.0 + i, .v = -4.0};
     frl_vec_env *vb = walkers(rt, wb, WALKERS, 1);
     t = (frl_trainer *)1;
     ck_assert_int_eq(frl_trainer_load_vec(&t, rt, path, vb, NULL), FRL_OK);
@@ -425,6 +432,47 @@ static void refused(frl_runtime *rt, const char *path, frl_vec_env *v, const frl
                   "message: %s (want '%s' and '%s')", m, a, b ? b : "");
 }
 
+/* An async run saved after a step failed resets every env when loaded: the failed
+ * group's observations may be the bad ones, and the file cannot say which group failed.
+ * In the process that saw the failure, only that group resets. */
+START_TEST(async_save_after_a_failed_step_resets_on_load)
+{
+    char path[160];
+    temp_path(path, sizeof path, "failed_step");
+    frl_runtime *rt = runtime(2);
+    walker w[WALKERS] = {{0}};
+    frl_vec_env *v = walkers(rt, w, WALKERS, 1);
+    frl_trainer *t = trainer_on(rt, v, "sampler.mode=async sampler.groups=2 train.rollout=8 "
+                                       "train.minibatches=2 policy.hidden=8");
+    ck_assert_int_eq(frl_trainer_train(t, WALKERS * 8 * 3), FRL_OK);
+    w[0].fail_step = 1;
+    ck_assert_int_eq(frl_trainer_train(t, WALKERS * 8 * 6), FRL_ERR_CALLBACK);
+    w[0].fail_step = 0;
+    ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s", frl_last_error());
+    int before[WALKERS];
+    for (int i = 0; i < WALKERS; i++)
+        before[i] = w[i].resets;
+    /* this process: the failed group (walkers 0-2) resets, the other steps on */
+    ck_assert_int_eq(frl_trainer_train(t, frl_trainer_metrics(t)->env_steps + WALKERS * 8),
+                     FRL_OK);
+    ck_assert_int_gt(w[0].resets, before[0]);
+    frl_trainer_destroy(t);
+    /* a loaded run: every env resets before it steps (stepping on from the restored
+     * state would act on what the failed step may have left) */
+    ck_assert_msg(frl_trainer_load_vec(&t, rt, path, v, NULL) == FRL_OK, "%s", frl_last_error());
+    for (int i = 0; i < WALKERS; i++)
+        w[i].stale = 1;
+    ck_assert_int_eq(frl_trainer_train(t, frl_trainer_metrics(t)->env_steps + WALKERS * 8),
+                     FRL_OK);
+    for (int i = 0; i < WALKERS; i++)
+        ck_assert_msg(w[i].stale_steps == 0, "walker %d stepped on after the load", i);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(load_vec_checks_the_vec_env_first)
 {
     char path[160];
@@ -433,7 +481,7 @@ START_TEST(load_vec_checks_the_vec_env_first)
     frl_runtime *rt = runtime(2);
     walker w[16];
     for (int i = 0; i < 16; i++)
-        w[i] = (walker){50.0, 1.0, 0, 0, 0};
+        w[i] = (walker){.x = 50.0, .v = 1.0};
     frl_vec_env *v;
 
     v = walkers(rt, w, WALKERS, 1);
@@ -552,6 +600,7 @@ int main(void)
     tcase_add_test(tc, host_state_resume_continues_exactly);
     tcase_add_test(tc, save_refusals_say_why);
     tcase_add_test(tc, load_vec_checks_the_vec_env_first);
+    tcase_add_test(tc, async_save_after_a_failed_step_resets_on_load);
     tcase_add_test(tc, load_vec_of_a_builtin);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

@@ -114,6 +114,7 @@ typedef struct async_sampler {
     int32_t stepping;      /* STEP tasks running */
     int32_t sampler_failed; /* a STEP or ACT failed: its rollouts are abandoned at the end */
     int32_t numbered;      /* rollouts numbered on from the trainer's (a loaded run's) */
+    int32_t begun;         /* start_groups ran in this process */
     frl_weights w;
     int32_t threads, chunk;
     act_scratch *scratch;
@@ -1237,17 +1238,21 @@ static frl_status reset_group(async_sampler *a, int32_t g, uint64_t restarts)
 }
 
 /* The first call resets every group; later calls reset the groups whose step failed
- * (their observations may be the bad ones). */
+ * (their observations may be the bad ones). A run saved after a failure says it has not
+ * started (end), since its file cannot say which group failed: loaded, it resets all. */
 static frl_status start_groups(async_sampler *a)
 {
     frl_sampler_host *h = a->h;
+    int all = !a->begun && !h->book->pr.started;
+    uint64_t restarts = a->begun || a->committed > 0 ? (uint64_t)a->committed + 1 : 0;
     for (int32_t g = 0; g < h->groups; g++)
-        if (!h->book->pr.started || a->g[g].restart) {
-            frl_status st = reset_group(a, g, h->book->pr.started ? (uint64_t)a->committed + 1 : 0);
+        if (all || a->g[g].restart) {
+            frl_status st = reset_group(a, g, restarts);
             if (st != FRL_OK)
                 return st;
         }
     h->book->pr.started = 1;
+    a->begun = 1;
     return FRL_OK;
 }
 
@@ -1336,8 +1341,10 @@ static void end(async_sampler *a, const frl_run *r)
         a->db.left = k.rows;
         sample_done(a, &k);
     }
-    if (a->sampler_failed)
+    if (a->sampler_failed) {
         abandon_open(a);
+        a->h->book->pr.started = 0; /* a save now: its loader resets every group */
+    }
     a->run = NULL;
     /* Sampling went on after the last update, and the run may have ended on episodes
      * that finished since: the progress fields are made those the run ended on. */
