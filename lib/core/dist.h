@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/space.h"
 
 typedef struct frl_dist {
     const struct frl_mpi_plugin *mpi;
@@ -21,12 +22,34 @@ typedef struct frl_dist {
     int faulted;                /* an exchange failed (dist.on_fault=return): the job is over */
 } frl_dist;
 
+/* What a rank trains beyond its settings, which every rank must share: ranks on other
+ * envs or spaces would exchange records of other sizes or, worse, of the same size and
+ * another meaning. */
+typedef struct frl_dist_run {
+    const char *arithmetic;       /* what decides the bits beyond the settings: the
+                                   * network kernels' table ("the avx2 kernels") */
+    const char *env;              /* the env's name; "" for a host's vec env */
+    const frl_space *obs, *act;   /* the policy's spaces */
+    int64_t num_params;           /* the policy's parameter count */
+} frl_dist_run;
+
+/* The first message between the ranks. Its layout never changes (ranks of any two
+ * versions exchange it whole), so that mixed versions are named as such rather than
+ * failing on a record of another size: a tag, the library version and the size of the
+ * record that follows. */
+typedef struct frl_dist_header {
+    char magic[8];                /* FRL_DIST_MAGIC */
+    char version[48];             /* frl_version_string() */
+    uint64_t record_bytes;
+} frl_dist_header;
+#define FRL_DIST_MAGIC "frldist"
+
 /* *out = NULL under dist.mode=none; else the plugin's communicator of dist.comm, with
- * the ranks' settings, library versions and arithmetic (a text naming what decides the
- * bits beyond the settings: the network kernels' table) checked equal.
+ * the ranks' library versions, settings and run (above) checked equal: a difference
+ * fails on every rank, naming the first rank that differs from rank 0 and what differs.
  * FRL_ERR_UNSUPPORTED with the reason when the plugin cannot be loaded. */
 frl_status frl_dist_open(frl_dist **out, const frl_allocator *al, const frl_config *cfg,
-                         const char *arithmetic, const char *who, char *err);
+                         const frl_dist_run *run, const char *who, char *err);
 void frl_dist_close(frl_dist *d, const frl_allocator *al);
 
 /* Every rank's bytes of send into recv ([size][bytes], rank order); phase names what

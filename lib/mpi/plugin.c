@@ -28,6 +28,7 @@ struct frl_mpi_comm {
     char fault[512];
     int tag;               /* each allgather its own tag, so late messages cannot mix */
     MPI_Request *req;      /* [2 x size] */
+    MPI_Status *status;    /* [2 x size]: req's, for the sizes that arrived */
 };
 
 static int initialised_here;
@@ -179,10 +180,12 @@ static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi
     c->req = calloc(2 * (size_t)n, sizeof *c->req);
     c->notice_req = calloc(2 * (size_t)n, sizeof *c->notice_req);
     c->notice_in = calloc((size_t)n, 1);
+    c->status = calloc(2 * (size_t)n, sizeof *c->status);
     for (int32_t i = 0; c->notice_req && i < 2 * n; i++)
         c->notice_req[i] = MPI_REQUEST_NULL;
-    if (!c->req || !c->notice_req || !c->notice_in) {
+    if (!c->req || !c->notice_req || !c->notice_in || !c->status) {
         free(c->req);
+        free(c->status);
         free(c->notice_req);
         free(c->notice_in);
         MPI_Comm_free(&c->comm);
@@ -260,14 +263,22 @@ static int fault(frl_mpi_comm *c, char *why, size_t size)
     return 1;
 }
 
-/* Poll the requests until all complete, the timeout passes or MPI reports an error:
- * yielding at first (a rank a few microseconds behind), then sleeping 50 us a poll, so
- * ranks that oversubscribe the cores leave them to the ones still computing. */
-static int wait_all(frl_mpi_comm *c, MPI_Request *req, int n, const char *phase)
+/* Poll the requests until all complete (WAIT_DONE), the timeout passes (WAIT_TIMEOUT)
+ * or MPI reports an error (WAIT_ERROR; WAIT_IN_STATUS: in status, one per request, when
+ * given): yielding at first (a rank a few microseconds behind), then sleeping 50 us a
+ * poll, so ranks that oversubscribe the cores leave them to the ones still computing.
+ * c->fault says why when it is not WAIT_DONE. */
+enum { WAIT_DONE, WAIT_ERROR, WAIT_IN_STATUS, WAIT_TIMEOUT };
+
+static int wait_all(frl_mpi_comm *c, MPI_Request *req, int n, MPI_Status *status,
+                    const char *phase)
 {
     double t0 = now_s();
+    for (int i = 0; status && i < n; i++)
+        status[i].MPI_ERROR = MPI_SUCCESS; /* set by MPI only on MPI_ERR_IN_STATUS */
     for (long polls = 0;; polls++) {
-        int done = 0, rc = MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
+        int done = 0;
+        int rc = MPI_Testall(n, req, &done, status ? status : MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) {
             char ranks[256], text[MPI_MAX_ERROR_STRING];
             int len = 0;
@@ -275,10 +286,10 @@ static int wait_all(frl_mpi_comm *c, MPI_Request *req, int n, const char *phase)
             missing_ranks(c, req, ranks, sizeof ranks);
             snprintf(c->fault, sizeof c->fault, "rank %d of %d: MPI error during %.120s (%.100s); "
                      "no answer from rank %.100s", (int)c->rank, (int)c->size, phase, text, ranks);
-            return 1;
+            return rc == MPI_ERR_IN_STATUS && status ? WAIT_IN_STATUS : WAIT_ERROR;
         }
         if (done)
-            return 0;
+            return WAIT_DONE;
         if (polls < 2000) {
             sched_yield();
             continue;
@@ -289,11 +300,41 @@ static int wait_all(frl_mpi_comm *c, MPI_Request *req, int n, const char *phase)
             snprintf(c->fault, sizeof c->fault, "rank %d of %d: no answer from rank %.100s within "
                      "%.3g s (dist.timeout) during %.160s", (int)c->rank, (int)c->size, ranks,
                      c->timeout, phase);
-            return 1;
+            return WAIT_TIMEOUT;
         }
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
+}
+
+/* A peer's message of another size than this rank's (a rank on another run or library:
+ * the ranks' records would be misread): into c->fault, naming the first such peer. A
+ * longer one was cut (MPI_ERR_TRUNCATE), a shorter one arrived whole. */
+static int sizes_differ(frl_mpi_comm *c, size_t bytes, const char *phase)
+{
+    for (int32_t p = 0; p < c->size; p++) {
+        const MPI_Status *st = &c->status[p];
+        int cls = MPI_SUCCESS, count = 0;
+        if (p == c->rank)
+            continue;
+        if (st->MPI_ERROR != MPI_SUCCESS)
+            MPI_Error_class(st->MPI_ERROR, &cls);
+        if (cls == MPI_ERR_TRUNCATE) {
+            snprintf(c->fault, sizeof c->fault, "rank %d of %d: rank %d sent more than the %zu "
+                     "bytes this rank expected during %.160s: the ranks do not run the same "
+                     "library and run", (int)c->rank, (int)c->size, (int)p, bytes, phase);
+            return 1;
+        }
+        if (st->MPI_ERROR != MPI_SUCCESS || MPI_Get_count(st, MPI_BYTE, &count) != MPI_SUCCESS)
+            continue;
+        if ((size_t)count != bytes) {
+            snprintf(c->fault, sizeof c->fault, "rank %d of %d: rank %d sent %d bytes where this "
+                     "rank expected %zu during %.160s: the ranks do not run the same library "
+                     "and run", (int)c->rank, (int)c->size, (int)p, count, bytes, phase);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static int mpi_exchange(frl_mpi_comm *c, const void *send, size_t send_stride, size_t bytes,
@@ -324,9 +365,11 @@ static int mpi_exchange(frl_mpi_comm *c, const void *send, size_t send_stride, s
             return fault(c, why, why_size);
         }
     }
-    if (wait_all(c, c->req, 2 * c->size, phase))
+    int waited = wait_all(c, c->req, 2 * c->size, c->status, phase);
+    /* A message of another size is said as such (MPI would say "truncated" or nothing). */
+    if ((waited == WAIT_DONE || waited == WAIT_IN_STATUS) && sizes_differ(c, bytes, phase))
         return fault(c, why, why_size);
-    return 0;
+    return waited == WAIT_DONE ? 0 : fault(c, why, why_size);
 }
 
 /* ---- preemption notices ---- */
@@ -378,7 +421,7 @@ static int notices_close(frl_mpi_comm *c, const char *phase, char *why, size_t w
 {
     if (refused(c, why, why_size))
         return 1;
-    if (wait_all(c, c->notice_req, 2 * c->size, phase))
+    if (wait_all(c, c->notice_req, 2 * c->size, NULL, phase) != WAIT_DONE)
         return fault(c, why, why_size);
     return 0;
 }
@@ -395,6 +438,7 @@ static void mpi_close(frl_mpi_comm *c)
         MPI_Comm_free(&c->notice_comm);
     }
     free(c->req);
+    free(c->status);
     free(c->notice_req);
     free(c->notice_in);
     free(c);

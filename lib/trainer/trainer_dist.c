@@ -34,8 +34,10 @@ frl_status frl_trainer_dist_open(frl_trainer *t, const char *who)
     frl_status st = check_supported(t, who);
     char arithmetic[64];
     snprintf(arithmetic, sizeof arithmetic, "the %s kernels", t->policy->k->name);
+    const frl_dist_run run = {arithmetic, t->env_name, t->policy->obs_space,
+                              t->policy->act_space, (int64_t)t->policy->num_params};
     if (st == FRL_OK)
-        st = frl_dist_open(&t->dist, &t->rt->alloc, t->cfg, arithmetic, who, t->err);
+        st = frl_dist_open(&t->dist, &t->rt->alloc, t->cfg, &run, who, t->err);
     if (st != FRL_OK)
         return frl_fail_msg(NULL, st, t->err);
     int64_t G = frl_cfg_int(t->cfg, FRL_KEY_DIST_GROUP_ENVS);

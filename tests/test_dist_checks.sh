@@ -1,0 +1,45 @@
+#!/bin/sh
+# What dist.mode=ddppo checks between ranks that differ, under mpirun with 2 ranks (as
+# tests/test_dist.sh sets OpenMPI up; SKIP, saying why, without MPI):
+# - ranks on different envs are refused at start, on every rank, naming both envs;
+# - blocks of different sizes are refused naming the sizes (not accepted short, nor
+#   "MPI_ERR_IN_STATUS"); a rank of another library version is named by its version.
+#
+#   test_dist_checks.sh FASTRL DIST_PROBE MPI_PLUGIN PLUGIN_BUILT
+set -u
+fastrl=$1 probe=$2 plugin=$3
+if [ "$4" != 1 ]; then
+    echo "SKIP: the MPI plugin is not in this build (meson: 'mpi plugin')"
+    exit 77
+fi
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "SKIP: mpirun not found (scripts/setup.sh installs openmpi-bin)"
+    exit 77
+fi
+dir=$(mktemp -d "${TMPDIR:-/tmp}/test_dist_checks.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/cli_helpers.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+# ---- ranks on different envs ----
+dd="--steps 4096 --quiet --set dist.mode=ddppo --set train.num_envs=4"
+run mpirun -np 1 "$fastrl" train CartPole-v1 $dd : -np 1 "$fastrl" train Acrobot-v1 $dd
+refused "different envs" "rank 1 trains on Acrobot-v1, rank 0 on CartPole-v1"
+[ "$(printf '%s\n' "$out" | grep -c 'rank 1 trains on Acrobot-v1')" -ge 2 ] ||
+    fail "different envs: not said on both ranks: $out"
+
+# ---- the probes ----
+probe() { # MODE: $out gets the job's output (the job ends with MPI_Abort)
+    out=$(FRL_MPI_PLUGIN="$plugin" timeout 60 mpirun -np 2 "$probe" "$1" 2>&1)
+}
+probe sizes
+has "PROBE rank 0: status -14: rank 0 of 2: rank 1 sent 8 bytes where this rank expected 16" ||
+    fail "sizes, rank 0: $out"
+has "PROBE rank 1: status -14: rank 1 of 2: rank 0 sent more than the 8 bytes this rank" ||
+    fail "sizes, rank 1: $out"
+probe version
+has "PROBE rank 0: status -16: frl_trainer_create: rank 1 runs libfastrl 0.0.1, rank 0" ||
+    fail "version: $out"
+echo "$failures failures"
+[ "$failures" -eq 0 ]
