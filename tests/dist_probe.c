@@ -7,7 +7,11 @@
  *                           static library, so the plugin is not beside it)
  * MODE:
  *   sizes       the ranks exchange blocks of different sizes: each names the other's size
- *   version     rank 1 speaks for another library version: rank 0 names it */
+ *   version     rank 1 speaks for another library version: rank 0 names it
+ *   late        rank 1 comes to the trainer's creation after dist.timeout (on_fault=return):
+ *               rank 0's failed creation leaves no memory that rank 1's late arrival
+ *               writes into (blocks of every small size, allocated after it, stay intact)
+ *   late_abort  the same with dist.on_fault=abort: rank 0 ends the job with MPI_Abort */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -83,6 +87,46 @@ static void version(void)
     printf("PROBE rank 0: status %d: %s\n", (int)st, t ? "accepted" : frl_last_error());
 }
 
+enum { BLOCKS = 80, STEP = 16, FILL = 0xAB };
+
+/* Rank 0, after its creation failed: blocks of every size class up to 1280 bytes (one
+ * takes the freed chunk of any size), then rank 1's creation, then the blocks checked. */
+static void late_rank0(void)
+{
+    unsigned char *blk[BLOCKS];
+    for (int i = 0; i < BLOCKS; i++) {
+        blk[i] = malloc((size_t)(i + 1) * STEP);
+        memset(blk[i], FILL, (size_t)(i + 1) * STEP);
+    }
+    int token = 0;
+    MPI_Recv(&token, 1, MPI_INT, 1, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    int changed = 0;
+    for (int i = 0; i < BLOCKS; i++)
+        for (size_t k = 0; k < (size_t)(i + 1) * STEP; k++)
+            if (blk[i][k] != FILL) {
+                changed++;
+                break;
+            }
+    printf("PROBE rank 0: %d blocks changed after rank 1's late creation\n", changed);
+}
+
+static void late(const char *on_fault)
+{
+    if (rank == 1)
+        sleep(3);
+    frl_status st;
+    frl_trainer *t = trainer("1", on_fault, &st);
+    printf("PROBE rank %d: creation status %d: %s\n", rank, (int)st,
+           t ? "ok" : frl_last_error());
+    fflush(stdout);
+    if (rank == 0) {
+        late_rank0();
+    } else {
+        int token = 1;
+        MPI_Send(&token, 1, MPI_INT, 0, 77, MPI_COMM_WORLD);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int provided = 0;
@@ -94,6 +138,10 @@ int main(int argc, char **argv)
         sizes();
     else if (!strcmp(mode, "version"))
         version();
+    else if (!strcmp(mode, "late"))
+        late("return");
+    else if (!strcmp(mode, "late_abort"))
+        late("abort");
     else
         printf("PROBE: unknown mode '%s'\n", mode);
     printf("PROBE rank %d: done\n", rank);

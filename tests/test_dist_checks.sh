@@ -3,7 +3,9 @@
 # tests/test_dist.sh sets OpenMPI up; SKIP, saying why, without MPI):
 # - ranks on different envs are refused at start, on every rank, naming both envs;
 # - blocks of different sizes are refused naming the sizes (not accepted short, nor
-#   "MPI_ERR_IN_STATUS"); a rank of another library version is named by its version.
+#   "MPI_ERR_IN_STATUS"); a rank of another library version is named by its version;
+# - a rank late to the trainer's creation: the failed creation leaves no memory for the
+#   late rank's duplication to write into, and dist.on_fault=abort ends the job.
 #
 #   test_dist_checks.sh FASTRL DIST_PROBE MPI_PLUGIN PLUGIN_BUILT
 set -u
@@ -41,5 +43,12 @@ has "PROBE rank 1: status -14: rank 1 of 2: rank 0 sent more than the 8 bytes th
 probe version
 has "PROBE rank 0: status -16: frl_trainer_create: rank 1 runs libfastrl 0.0.1, rank 0" ||
     fail "version: $out"
+probe late
+has "PROBE rank 0: creation status -13: frl_trainer_create: MPI: not every rank" ||
+    fail "late: rank 0's creation: $out"
+has "PROBE rank 0: 0 blocks changed after rank 1's late creation" || fail "late: $out"
+probe late_abort
+has "MPI_Abort ends the job (dist.on_fault=abort)" || fail "late_abort: no abort: $out"
+has "PROBE rank 0: creation status" && fail "late_abort: rank 0's creation returned: $out"
 echo "$failures failures"
 [ "$failures" -eq 0 ]

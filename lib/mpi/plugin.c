@@ -111,30 +111,47 @@ static int ensure_init(int64_t fcomm, char *why, size_t size)
     return 0;
 }
 
+enum { DUP_OK, DUP_FAILED, DUP_PENDING };
+
+/* The job cannot go on because a rank never came to the duplication: say why, and with
+ * dist.on_fault=abort end the job, as every other fault does. */
+static void dup_timed_out(MPI_Comm host, double timeout_s, int abort_on_fault, char *why,
+                          size_t size)
+{
+    any_fault = 1; /* MPI_Finalize would wait for the missing ranks */
+    say(why, size, "not every rank of dist.comm reached the trainer's creation within %.3g s "
+        "(dist.timeout): a rank failed before it, or is not running", timeout_s);
+    if (abort_on_fault) {
+        fprintf(stderr, "fastrl: %s; MPI_Abort ends the job (dist.on_fault=abort)\n", why);
+        fflush(stderr);
+        MPI_Abort(host, 70);
+    }
+}
+
 /* A duplicate of host, with a timeout: duplicating is collective, and a rank that never
  * gets there (its trainer failed before, or it died) must not hang the others. After a
- * timeout the request is left pending (it cannot be cancelled); the job must end. */
-static int dup_within(MPI_Comm host, MPI_Comm *out, double timeout_s, char *why, size_t size)
+ * timeout (DUP_PENDING) the request is left pending: it cannot be cancelled, and a late
+ * rank may still complete it, writing *out; the job must end. */
+static int dup_within(MPI_Comm host, MPI_Comm *out, double timeout_s, int abort_on_fault,
+                      char *why, size_t size)
 {
     MPI_Request req;
     if (MPI_Comm_idup(host, out, &req) != MPI_SUCCESS) {
         say(why, size, "MPI_Comm_idup of dist.comm failed");
-        return 1;
+        return DUP_FAILED;
     }
     double t0 = now_s();
     for (long polls = 0;; polls++) {
         int done = 0;
         if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
             say(why, size, "duplicating dist.comm failed");
-            return 1;
+            return DUP_FAILED;
         }
         if (done)
-            return 0;
+            return DUP_OK;
         if (now_s() - t0 > timeout_s) {
-            any_fault = 1; /* MPI_Finalize would wait for the missing ranks */
-            say(why, size, "not every rank of dist.comm reached the trainer's creation within "
-                "%.3g s (dist.timeout): a rank failed before it, or is not running", timeout_s);
-            return 1;
+            dup_timed_out(host, timeout_s, abort_on_fault, why, size);
+            return DUP_PENDING;
         }
         struct timespec ts = {0, polls < 2000 ? 0 : 50000};
         if (polls < 2000)
@@ -142,6 +159,23 @@ static int dup_within(MPI_Comm host, MPI_Comm *out, double timeout_s, char *why,
         else
             nanosleep(&ts, NULL);
     }
+}
+
+/* The two duplicates into c. When one is left pending its request still writes into c:
+ * c is then never freed (a few hundred bytes, once, in a job that must end), else a
+ * late rank's duplication would write into freed memory. */
+static int dup_both(MPI_Comm host, frl_mpi_comm *c, double timeout_s, int abort_on_fault,
+                    char *why, size_t size)
+{
+    int r = dup_within(host, &c->comm, timeout_s, abort_on_fault, why, size);
+    if (r == DUP_OK)
+        r = dup_within(host, &c->notice_comm, timeout_s, abort_on_fault, why, size);
+    if (r == DUP_FAILED) {
+        if (c->comm != MPI_COMM_NULL)
+            MPI_Comm_free(&c->comm);
+        free(c);
+    }
+    return r != DUP_OK;
 }
 
 static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi_comm **out,
@@ -161,13 +195,8 @@ static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi
         return 1;
     }
     c->comm = c->notice_comm = MPI_COMM_NULL;
-    if (dup_within(host, &c->comm, timeout_s, why, why_size) ||
-        dup_within(host, &c->notice_comm, timeout_s, why, why_size)) {
-        if (c->comm != MPI_COMM_NULL)
-            MPI_Comm_free(&c->comm);
-        free(c);
+    if (dup_both(host, c, timeout_s, abort_on_fault, why, why_size))
         return 1;
-    }
     MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(c->notice_comm, MPI_ERRORS_RETURN);
     int r = 0, n = 1;
