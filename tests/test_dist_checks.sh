@@ -2,6 +2,8 @@
 # What dist.mode=ddppo checks between ranks that differ, under mpirun with 2 ranks (as
 # tests/test_dist.sh sets OpenMPI up; SKIP, saying why, without MPI):
 # - ranks on different envs are refused at start, on every rank, naming both envs;
+# - ranks resumed from different checkpoints are refused after loading, on every rank,
+#   naming the rank whose checkpoint differs;
 # - blocks of different sizes are refused naming the sizes (not accepted short, nor
 #   "MPI_ERR_IN_STATUS"); a rank of another library version is named by its version;
 # - a rank late to the trainer's creation: the failed creation leaves no memory for the
@@ -30,6 +32,23 @@ run mpirun -np 1 "$fastrl" train CartPole-v1 $dd : -np 1 "$fastrl" train Acrobot
 refused "different envs" "rank 1 trains on Acrobot-v1, rank 0 on CartPole-v1"
 [ "$(printf '%s\n' "$out" | grep -c 'rank 1 trains on Acrobot-v1')" -ge 2 ] ||
     fail "different envs: not said on both ranks: $out"
+
+# ---- ranks resumed from different checkpoints ----
+run mpirun -np 2 "$fastrl" train CartPole-v1 $dd --seed 1 --out "$dir/a"
+ok "the run both resume"
+cp -r "$dir/a" "$dir/b"
+run mpirun -np 1 "$fastrl" train --resume "$dir/b" --steps 8192 --quiet
+ok "b trained on"
+more="--steps 16384 --quiet --set train.num_envs=4"
+run mpirun -np 1 "$fastrl" train --resume "$dir/a" $more : \
+    -np 1 "$fastrl" train --resume "$dir/b" $more
+refused "different checkpoints" "rank 1 resumed from another checkpoint than rank 0"
+[ "$(printf '%s\n' "$out" | grep -c 'rank 1 resumed from another')" -ge 2 ] ||
+    fail "different checkpoints: not said on both ranks: $out"
+cp -r "$dir/a" "$dir/c"
+run mpirun -np 1 "$fastrl" train --resume "$dir/a" $more : \
+    -np 1 "$fastrl" train --resume "$dir/c" $more
+ok "copies of one checkpoint"
 
 # ---- the probes ----
 probe() { # MODE: $out gets the job's output (the job ends with MPI_Abort)

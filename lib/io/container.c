@@ -98,6 +98,11 @@ static size_t dtype_size(uint32_t dtype)
     }
 }
 
+size_t frl_dtype_size(frl_dtype dtype)
+{
+    return dtype_size((uint32_t)dtype);
+}
+
 static const char *dtype_name(uint32_t dtype)
 {
     static const char *const names[] = {"?", "u8", "i32", "i64", "u64", "f32", "f64", "text"};

@@ -52,6 +52,9 @@ typedef struct frl_section {
     int finite;       /* F32/F64 whose reader refuses NaN and infinity: so does the writer */
 } frl_section;
 
+/* Bytes of one element of dtype; 0 if unknown. */
+size_t frl_dtype_size(frl_dtype dtype);
+
 /* Append a section to s[*n] and count it (the name is copied, the data is not). */
 void frl_section_add(frl_section *s, int32_t *n, const char *name, frl_dtype dtype,
                      uint64_t count, const void *data);

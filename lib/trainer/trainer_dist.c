@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "core/dist.h"
+#include "io/container.h"
+#include "io/crc32c.h"
 #include "trainer/trainer_dist.h"
 
 /* episodes, window episodes, window return and length sums, the rollout's steps,
@@ -307,6 +309,93 @@ frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot)
     t->dist_update_bytes = t->dist->bytes - t->dist_mark;
     t->dist_mark = t->dist->bytes;
     return FRL_OK;
+}
+
+/* ---- resuming: every rank from the same checkpoint ---- */
+
+/* A resumed rank's state, as CRC32Cs of what it restored: the parameters, the optimiser
+ * (its sections and step count), the observation normaliser, and the counters every rank
+ * shares (not the episodes, which rank 0 alone keeps). */
+enum { DIGESTS = 4, LEARNER_SECTIONS = 32 };
+static const char *const digest_part[DIGESTS] = {"parameters", "optimiser state",
+                                                 "observation normaliser", "counters"};
+
+static uint32_t optimiser_digest(const frl_trainer *t)
+{
+    frl_section s[LEARNER_SECTIONS];
+    int32_t n = 0;
+    int64_t steps = 0;
+    t->learner.ops->save(&t->learner, s, &n, &steps);
+    uint32_t crc = frl_crc32c(0, &steps, sizeof steps);
+    for (int32_t i = 0; i < n; i++)
+        crc = frl_crc32c(crc, s[i].data, (size_t)s[i].count * frl_dtype_size(s[i].dtype));
+    return crc;
+}
+
+static void resume_digest(const frl_trainer *t, uint32_t d[DIGESTS])
+{
+    const frl_policy *p = t->policy;
+    const frl_rollout_book *b = &t->book;
+    d[0] = frl_crc32c(0, p->params, sizeof(float) * p->num_params);
+    d[1] = optimiser_digest(t);
+    d[2] = 0;
+    if (p->obs_norm) {
+        size_t w = (size_t)p->norm.width;
+        d[2] = frl_crc32c(0, &p->norm.count, sizeof p->norm.count);
+        d[2] = frl_crc32c(d[2], p->norm.mean, sizeof(double) * w);
+        d[2] = frl_crc32c(d[2], p->norm.m2, sizeof(double) * w);
+    }
+    const int64_t k[3] = {b->pr.env_steps, b->pr.updates, b->pr.rollout_steps};
+    const double rn[3] = {b->rn_count, b->rn_mean, b->rn_m2};
+    d[3] = frl_crc32c(0, k, sizeof k);
+    d[3] = frl_crc32c(d[3], rn, sizeof rn);
+    d[3] = frl_crc32c(d[3], &b->rn_scale, sizeof b->rn_scale);
+    d[3] = frl_crc32c(d[3], &t->seed, sizeof t->seed);
+}
+
+/* The ranks whose digest differs from rank 0's, as "1, 3" (and the first's part). */
+static int32_t differing_ranks(const frl_dist *d, const uint32_t *all, char *list, size_t size,
+                               int *part)
+{
+    int32_t count = 0;
+    size_t used = 0;
+    list[0] = '\0';
+    for (int32_t r = 1; r < d->size; r++) {
+        const uint32_t *x = all + (size_t)r * DIGESTS;
+        int q = 0;
+        while (q < DIGESTS && x[q] == all[q])
+            q++;
+        if (q == DIGESTS)
+            continue;
+        if (count++ == 0)
+            *part = q;
+        if (used + 16 < size)
+            used += (size_t)snprintf(list + used, size - used, "%s%d", used ? ", " : "", (int)r);
+    }
+    return count;
+}
+
+frl_status frl_trainer_dist_check_resume(frl_trainer *t, char *err)
+{
+    frl_dist *d = t->dist;
+    uint32_t *all = frl_alloc(&t->rt->alloc, sizeof(uint32_t) * DIGESTS * ((size_t)d->size + 1),
+                              64);
+    if (!all)
+        return frl_fail(err, FRL_ERR_NOMEM, "out of memory");
+    uint32_t *mine = all + (size_t)d->size * DIGESTS;
+    resume_digest(t, mine);
+    frl_status st = frl_dist_allgather(d, mine, sizeof(uint32_t) * DIGESTS, all,
+                                       "the checkpoint check after loading", err);
+    char list[96];
+    int part = 0;
+    int32_t n = st == FRL_OK ? differing_ranks(d, all, list, sizeof list, &part) : 0;
+    if (n > 0)
+        st = frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "rank%s %s resumed from another checkpoint "
+                      "than rank 0 (%s %s differ%s): every rank must load the same file",
+                      n > 1 ? "s" : "", list, n > 1 ? "the first's" : "its", digest_part[part],
+                      part == 0 || part == 3 ? "" : "s");
+    frl_free(&t->rt->alloc, all);
+    return st;
 }
 
 int frl_trainer_dist_writes(const frl_trainer *t)

@@ -27,6 +27,10 @@ frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot);
 /* The traffic of a train call's updates (an INFO line, rank 0: each rank's bytes sent
  * and received per update, and the exchanges). */
 void frl_trainer_dist_report(frl_trainer *t, int64_t updates);
+/* After a checkpoint's restore under dist.mode: every rank's parameters, optimiser,
+ * normaliser and counters against rank 0's (an all-gather of their CRC32Cs), so ranks
+ * resumed from different files fail on every rank, naming the ranks that differ. */
+frl_status frl_trainer_dist_check_resume(frl_trainer *t, char *err);
 /* Whether this process writes outputs and checkpoints (rank 0, or no dist.mode). */
 int frl_trainer_dist_writes(const frl_trainer *t);
 

@@ -505,8 +505,12 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     }
     if ((st = frl_trainer_build(out, rt, venv, groups, !j->venv, cfg, env, j->who)) != FRL_OK)
         return fail_unprefixed(err, st, j->who);
-    /* The vec env comes last: a host's set_state is called only once the rest loaded. */
-    if ((st = restore(*out, c, err)) != FRL_OK) {
+    /* The vec env comes last: a host's set_state is called only once the rest loaded.
+     * Under dist.mode every rank must have loaded the same file (each reads its own). */
+    st = restore(*out, c, err);
+    if (st == FRL_OK && (*out)->dist)
+        st = frl_trainer_dist_check_resume(*out, err);
+    if (st != FRL_OK) {
         frl_trainer_destroy(*out);
         *out = NULL;
         return st;
