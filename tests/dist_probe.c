@@ -11,7 +11,8 @@
  *   late        rank 1 comes to the trainer's creation after dist.timeout (on_fault=return):
  *               rank 0's failed creation leaves no memory that rank 1's late arrival
  *               writes into (blocks of every small size, allocated after it, stay intact)
- *   late_abort  the same with dist.on_fault=abort: rank 0 ends the job with MPI_Abort */
+ *   late_abort  the same with dist.on_fault=abort: rank 0 ends the job with MPI_Abort
+ *   save_fault  rank 1 trains alone until the timeout (on_fault=return): its save fails */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -127,6 +128,28 @@ static void late(const char *on_fault)
     }
 }
 
+/* Rank 1 trains while rank 0 waits for its word: rank 1's exchange times out. */
+static void save_fault(void)
+{
+    frl_status st;
+    frl_trainer *t = trainer("1", "return", &st);
+    if (!t) {
+        printf("PROBE rank %d: no trainer: %s\n", rank, frl_last_error());
+        return;
+    }
+    int token = 0;
+    if (rank == 0) {
+        MPI_Recv(&token, 1, MPI_INT, 1, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        return;
+    }
+    st = frl_trainer_train(t, 1 << 20);
+    printf("PROBE rank 1: train status %d\n", (int)st);
+    st = frl_trainer_save(t, "/nonexistent-dir/never.frl");
+    printf("PROBE rank 1: save status %d (%s); the trainer's message: %s\n", (int)st,
+           frl_status_name(st), frl_trainer_last_error(t));
+    MPI_Send(&token, 1, MPI_INT, 0, 78, MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     int provided = 0;
@@ -142,6 +165,8 @@ int main(int argc, char **argv)
         late("return");
     else if (!strcmp(mode, "late_abort"))
         late("abort");
+    else if (!strcmp(mode, "save_fault"))
+        save_fault();
     else
         printf("PROBE: unknown mode '%s'\n", mode);
     printf("PROBE rank %d: done\n", rank);

@@ -7,7 +7,9 @@
 # - blocks of different sizes are refused naming the sizes (not accepted short, nor
 #   "MPI_ERR_IN_STATUS"); a rank of another library version is named by its version;
 # - a rank late to the trainer's creation: the failed creation leaves no memory for the
-#   late rank's duplication to write into, and dist.on_fault=abort ends the job.
+#   late rank's duplication to write into, and dist.on_fault=abort ends the job;
+# - after a fault a rank that writes no checkpoint still refuses frl_trainer_save, with
+#   the message in the trainer's buffer.
 #
 #   test_dist_checks.sh FASTRL DIST_PROBE MPI_PLUGIN PLUGIN_BUILT
 set -u
@@ -69,5 +71,9 @@ has "PROBE rank 0: 0 blocks changed after rank 1's late creation" || fail "late:
 probe late_abort
 has "MPI_Abort ends the job (dist.on_fault=abort)" || fail "late_abort: no abort: $out"
 has "PROBE rank 0: creation status" && fail "late_abort: rank 0's creation returned: $out"
+probe save_fault
+has "PROBE rank 1: save status -10 (FRL_ERR_STATE); the trainer's message: an exchange" ||
+    fail "save after a fault on rank 1: $out"
+
 echo "$failures failures"
 [ "$failures" -eq 0 ]

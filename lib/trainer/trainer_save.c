@@ -118,13 +118,15 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_save: %s is NULL", ct ? "path" : "trainer");
     frl_trainer *t = (frl_trainer *)ct; /* for its error buffer only */
     frl_status st = FRL_OK;
-    if (!frl_trainer_dist_writes(t))
-        return FRL_OK; /* dist.mode: rank 0 writes the checkpoint; all hold its contents */
+    /* A fault first: every rank's policy is part-way through an update, so every rank
+     * says so (a rank that writes nothing would otherwise report a save). */
     if (t->dist && t->dist->faulted)
-        return frl_fail(NULL, FRL_ERR_STATE, "frl_trainer_save: an exchange between the ranks "
-                        "failed during an update, which left the policy part-way through it: "
-                        "nothing is saved, so the last checkpoint stays as it was");
-    if (t->sampler->ops->no_save)
+        st = frl_fail(t->err, FRL_ERR_STATE, "an exchange between the ranks failed during an "
+                      "update, which left the policy part-way through it: nothing is saved, "
+                      "so the last checkpoint stays as it was");
+    else if (!frl_trainer_dist_writes(t))
+        return FRL_OK; /* dist.mode: rank 0 writes the checkpoint; all hold its contents */
+    else if (t->sampler->ops->no_save)
         st = frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s", t->sampler->ops->no_save);
     /* From the metrics callback: the sync sampler is between rollouts then, the async
      * one's env groups are still stepping (a save would snapshot a moving run). */
