@@ -12,7 +12,7 @@
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const frl_mpi_plugin *plugin;
-static char load_why[FRL_ERRMSG_SIZE - 120];
+static char load_why[FRL_ERRMSG_SIZE]; /* cut in messages after the reason (plugin_load.c) */
 static char description[FRL_ERRMSG_SIZE];
 
 static void load(void)
@@ -29,7 +29,7 @@ static void load(void)
         snprintf(description, sizeof description, "%.200s (%s)", plugin->version(),
                  FRL_MPI_PLUGIN_FILE);
     else
-        snprintf(description, sizeof description, "not available: %s", load_why);
+        snprintf(description, sizeof description, "not available: %.230s", load_why);
 }
 
 const char *frl_dist_describe(void)

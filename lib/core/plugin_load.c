@@ -35,13 +35,43 @@ static void say(char *why, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The loader's reason without the path that dlerror repeats before it ("PATH: cannot
+ * open ..."): the path is said once, after the reason, so that a long install path
+ * cannot push the reason out of a message cut to size. */
+static const char *loader_reason(const char *path)
+{
+    const char *e = dlerror();
+    size_t n = strlen(path);
+    if (!e)
+        return "no reason given";
+    return strncmp(e, path, n) == 0 && e[n] == ':' && e[n + 1] == ' ' ? e + n + 2 : e;
+}
+
+/* The last characters of path: "..." and its tail when it is longer than TAIL. */
+enum { TAIL = 60 };
+static const char *tail_of(const char *path, const char **dots)
+{
+    size_t n = strlen(path);
+    *dots = n > TAIL ? "..." : "";
+    return n > TAIL ? path + n - TAIL : path;
+}
+
+/* "FILE cannot be loaded: REASON (WHERE)", the reason before the path (above). */
+static void say_unloadable(char *why, size_t size, const char *path, const char *where)
+{
+    const char *slash = strrchr(path, '/'), *dots;
+    const char *reason = loader_reason(path), *tail = tail_of(path, &dots);
+    say(why, size, "%.64s cannot be loaded: %.160s (%s%s%s)", slash ? slash + 1 : path,
+        reason, where, dots, tail);
+}
+
 /* dlopen path; a file that exists but does not load is reported with the loader's
  * reason (a missing dependency, the wrong architecture). */
 static void *try_path(const char *path, char *why, size_t size)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h && access(path, F_OK) == 0)
-        say(why, size, "%.120s cannot be loaded: %.100s", path, dlerror());
+        say_unloadable(why, size, path, "at ");
     return h;
 }
 
@@ -51,8 +81,10 @@ void *frl_plugin_open(const char *file, const char *env_var, const char *hint, c
     const char *env = getenv(env_var);
     if (env && env[0]) {
         void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        char where[64];
+        snprintf(where, sizeof where, "%s=", env_var);
         if (!h)
-            say(why, size, "%s=%.100s cannot be loaded: %.100s", env_var, env, dlerror());
+            say_unloadable(why, size, env, where);
         return h;
     }
     char dir[2048], path[2200];
