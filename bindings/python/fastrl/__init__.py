@@ -19,6 +19,8 @@ doc/python.md has the API, the library lookup order, the lifetime rules of the n
 views, threads and the GIL, callbacks and errors.
 """
 
+from __future__ import annotations
+
 from . import spaces
 from ._handle import owner_of as _owner_of  # noqa: F401 (for tests and debugging)
 from ._lib import Error, LibraryNotFoundError, Status, library_path
@@ -44,24 +46,24 @@ __all__ = [
 ]
 
 
-def library_version():
+def library_version() -> str:
     """The loaded library's version ("0.3.0")."""
     from ._lib import lib
     return lib().version_string().decode()
 
 
-def build_info():
+def build_info() -> str:
     """The loaded library's build description (version, ABI, compiler, kernels)."""
     from ._lib import lib
     return lib().build_info().decode()
 
 
-def cpu_features():
+def cpu_features() -> list[str]:
     from ._lib import lib
     return lib().cpu_features().decode().split()
 
 
-def mujoco_version():
+def mujoco_version() -> str | None:
     """The MuJoCo the library's MuJoCo plugin runs ("4.0.0"), or None without the plugin.
 
     With it, the MuJoCo tasks ("Hopper-v5", ...; doc/environments.md) are made like any

@@ -1,27 +1,37 @@
 """Registration of the built-ins with gymnasium, as ``fastrl/<id>``."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from . import _lib
 
-_registered = []
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from ._typing import IntLike
+    from .env import Env, VecEnv
+
+_registered: list[str] = []
 
 
-def _entry(name):
-    def make_env(**kwargs):
+def _entry(name: str) -> Callable[..., Env]:
+    def make_env(**kwargs: Any) -> Env:
         from .env import Env
         return Env(name, **kwargs)
     make_env.__name__ = f"make_{name.replace('-', '_')}"
     return make_env
 
 
-def _vector_entry(name):
-    def make_vec_env(num_envs=1, **kwargs):
+def _vector_entry(name: str) -> Callable[..., VecEnv]:
+    def make_vec_env(num_envs: IntLike = 1, **kwargs: Any) -> VecEnv:
         from .env import VecEnv
         return VecEnv(name, num_envs, **kwargs)
     make_vec_env.__name__ = f"make_vec_{name.replace('-', '_')}"
     return make_vec_env
 
 
-def register_envs():
+def register_envs() -> list[str]:
     """Register every built-in with gymnasium as ``fastrl/<id>`` (done by ``import
     fastrl`` when gymnasium and the library are there). Returns the ids registered."""
     import gymnasium
@@ -37,7 +47,7 @@ def register_envs():
     return out
 
 
-def register_if_possible():
+def register_if_possible() -> list[str]:
     try:
         import gymnasium  # noqa: F401
     except ImportError:

@@ -18,14 +18,26 @@ leaks. The callbacks of host envs therefore reach the Python envs behind them we
 (env._Host).
 """
 
+from __future__ import annotations
+
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _lib
 
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, NoReturn, SupportsIndex, TypeVar
 
-def _destroy(destroy, ptr, deps):
+    import numpy.typing as npt
+
+    _Closable = TypeVar("_Closable", bound="Closable")
+    # a C object's destroy function: a ctypes function of the library
+    _Destroy = Callable[[Any], object]
+
+
+def _destroy(destroy: _Destroy | None, ptr: int | None, deps: tuple[object, ...]) -> None:
     if destroy is not None:
         destroy(ptr)
 
@@ -38,7 +50,7 @@ class NoCopy:
     __slots__ = ()
     _copy_hint = ""
 
-    def __reduce_ex__(self, protocol):
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
         raise TypeError(f"fastrl.{type(self).__name__} cannot be pickled or copied: it "
                         f"wraps memory of the library in this process{self._copy_hint}")
 
@@ -51,7 +63,8 @@ class Handle(NoCopy):
 
     __slots__ = ("ptr", "kind", "_fin", "_keep", "__weakref__")
 
-    def __init__(self, ptr, destroy, kind, deps=(), keep=()):
+    def __init__(self, ptr: int | None, destroy: _Destroy | None, kind: str,
+                 deps: Iterable[object] = (), keep: Iterable[object] = ()) -> None:
         self.ptr = ptr
         self.kind = kind
         # deps go in the finalizer's arguments: the registry holds them until destroy
@@ -67,14 +80,14 @@ class Handle(NoCopy):
         self._fin = weakref.finalize(self, _destroy, destroy, ptr, tuple(deps))
 
     @property
-    def alive(self):
+    def alive(self) -> bool:
         return self._fin.alive
 
-    def keep(self, obj):
+    def keep(self, obj: object) -> None:
         """Keep obj alive until after this object is destroyed."""
         self._keep.append(obj)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "alive" if self._fin.alive else "destroyed"
         return f"<fastrl handle {self.kind} 0x{self.ptr or 0:x} {state}>"
 
@@ -83,17 +96,19 @@ class Closable(NoCopy):
     """``close()``, ``closed`` and the with-statement of a wrapper whose handle is ``_h``:
     closing lets go of the handle (views of its memory keep it alive)."""
 
-    def close(self):
+    _h: Handle | None
+
+    def close(self) -> None:
         self._h = None
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._h is None
 
-    def __enter__(self):
+    def __enter__(self: _Closable) -> _Closable:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -102,17 +117,19 @@ class _ArrayMemory:
 
     __slots__ = ("__array_interface__", "owner")
 
-    def __init__(self, address, shape, typestr, readonly, owner):
+    def __init__(self, address: int, shape: tuple[int, ...], typestr: str, readonly: bool,
+                 owner: Handle | None) -> None:
         self.__array_interface__ = {"data": (address, readonly), "shape": shape,
                                     "typestr": typestr, "version": 3}
         self.owner = owner
 
 
-_TYPESTR = {np.dtype(t): np.dtype(t).str for t in
+_TYPESTR: dict[np.dtype[Any], str] = {np.dtype(t): np.dtype(t).str for t in
             (np.float32, np.float64, np.int32, np.int64, np.uint8, np.uint64, np.bool_)}
 
 
-def view(address, shape, dtype, owner, readonly=True):
+def view(address: int | None, shape: Iterable[Any], dtype: npt.DTypeLike,
+         owner: Handle | None, readonly: bool = True) -> npt.NDArray[Any]:
     """A numpy array over library memory at address, keeping owner alive."""
     if not address:
         raise _lib.Error(_lib.Status.ERR_INTERNAL, "libfastrl returned a NULL array")
@@ -121,7 +138,7 @@ def view(address, shape, dtype, owner, readonly=True):
                                    readonly, owner))
 
 
-def owner_of(array):
+def owner_of(array: object) -> Handle | None:
     """The Handle a view keeps alive, or None (for tests and debugging)."""
     base = array
     while base is not None:

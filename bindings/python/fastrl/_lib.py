@@ -14,12 +14,22 @@ Every library call goes through ctypes' ``CDLL``, which releases the GIL for the
 duration of the call; callbacks into Python take it back (see doc/python.md).
 """
 
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import enum
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    from ._typing import PathArg
+
+    _Table = TypeVar("_Table", bound=ctypes.Structure)
 
 __all__ = ["Error", "LibraryNotFoundError", "Status", "lib", "library_path"]
 
@@ -61,25 +71,25 @@ class Error(Exception):
     of the failing call) or the binding's own for errors it finds first.
     """
 
-    def __init__(self, status, message):
+    def __init__(self, status: int, message: str) -> None:
         try:
             status = Status(status)
         except ValueError:
             pass
-        self.status = status
+        self.status: Status | int = status  # an int the library does not name stays one
         self.message = message
         super().__init__(status, message)
 
     @property
-    def name(self):
+    def name(self) -> str:
         if isinstance(self.status, Status):
             return "FRL_" + self.status.name
         return "FRL_ERR_UNKNOWN_STATUS"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.name}: {self.message}"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Error], tuple[int, str]]:
         return (type(self), (int(self.status), self.message))
 
 
@@ -192,7 +202,7 @@ class PopulationEvalArgs(ctypes.Structure):
                 ("lengths", vp), ("update_obs_norm", i32), ("max_steps", i64)]
 
 
-def new_table(cls, **defaults):
+def new_table(cls: type[_Table], **defaults: Any) -> _Table:
     """A versioned table (a struct that starts with struct_size) filled as the header's
     static inline frl_X_init fills it: zeros, struct_size = this binding's sizeof (the
     layout the binding was written against), then the given defaults."""
@@ -203,7 +213,7 @@ def new_table(cls, **defaults):
     return t
 
 
-METRICS_FIELDS = [
+METRICS_FIELDS: list[tuple[str, Any]] = [
     ("struct_size", c_size), ("update", i64), ("env_steps", i64), ("episodes", i64),
     ("mean_return", dbl), ("mean_length", dbl), ("seconds", dbl),
     ("steps_per_second", dbl), ("policy_loss", dbl), ("value_loss", dbl),
@@ -388,7 +398,7 @@ _PROTOTYPES = {
 class _Lib:
     """The loaded library: one attribute per C function, plus ``path``."""
 
-    def __init__(self, cdll, path):
+    def __init__(self, cdll: ctypes.CDLL, path: str) -> None:
         self.path = path
         self._cdll = cdll
         missing = []
@@ -412,19 +422,23 @@ class _Lib:
                 f"{path} has ABI {abi >> 16}.{abi & 0xFFFF}; this binding needs "
                 f"{ABI_MAJOR}.{ABI_MINOR} or a later {ABI_MAJOR}.x")
 
+    if TYPE_CHECKING:
+        # The C functions are set as attributes from _PROTOTYPES, by name.
+        def __getattr__(self, name: str) -> Any: ...
+
 
 _lock = threading.Lock()
-_loaded = None
+_loaded: _Lib | None = None
 
 
-def _candidates_in(folder):
+def _candidates_in(folder: str) -> list[str]:
     return [os.path.join(folder, n) for n in (SONAME, "libfastrl.so")]
 
 
-def _load():
-    tried = []
+def _load() -> _Lib:
+    tried: list[str] = []
 
-    def attempt(path):
+    def attempt(path: str) -> _Lib | None:
         try:
             return _Lib(ctypes.CDLL(path), path)
         except LibraryNotFoundError as e:
@@ -478,7 +492,7 @@ def _load():
         f"{SONAME}.")
 
 
-def _loaded_path(lib):
+def _loaded_path(lib: _Lib) -> str | None:
     """The file the dynamic loader picked for a library opened by soname."""
     try:
         with open("/proc/self/maps") as f:
@@ -490,7 +504,7 @@ def _loaded_path(lib):
     return None
 
 
-def lib():
+def lib() -> _Lib:
     """The loaded library (loaded on first use)."""
     global _loaded
     if _loaded is None:
@@ -500,16 +514,16 @@ def lib():
     return _loaded
 
 
-def library_path():
+def library_path() -> str:
     """The path of the libfastrl the binding loaded (loading it if needed)."""
     return lib().path
 
 
-def last_error():
+def last_error() -> str:
     return (lib().last_error() or b"").decode("utf-8", "replace")
 
 
-def error(status, prefix=None):
+def error(status: int, prefix: str | None = None) -> Error:
     """The Error of a failed call, with the calling thread's last message."""
     msg = last_error()
     if prefix:
@@ -517,12 +531,12 @@ def error(status, prefix=None):
     return Error(status, msg)
 
 
-def check(status, prefix=None):
+def check(status: int, prefix: str | None = None) -> None:
     if status:
         raise error(status, prefix)
 
 
-def encode(text, what):
+def encode(text: object, what: str) -> bytes:
     if isinstance(text, bytes):
         return text
     if isinstance(text, os.PathLike):
@@ -534,7 +548,7 @@ def encode(text, what):
     return text.encode("utf-8")
 
 
-def fspath(path, what="path"):
+def fspath(path: PathArg, what: str = "path") -> bytes:
     try:
         p = os.fsencode(os.fspath(path))
     except TypeError:
@@ -545,9 +559,9 @@ def fspath(path, what="path"):
     return p
 
 
-def is_main_thread():
+def is_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def python_is_finalizing():
+def python_is_finalizing() -> bool:
     return sys.is_finalizing()

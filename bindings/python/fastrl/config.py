@@ -1,14 +1,27 @@
 """Config: the library's typed settings as a dict-like object."""
 
+from __future__ import annotations
+
 import collections.abc
 import ctypes
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _lib
 from ._handle import Handle
 from ._lib import Error, Status
+
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Iterator, Mapping, MutableMapping, NoReturn
+
+    from ._typing import ConfigSource, ConfigValue
+
+    # Keys are str; a value's type depends on its key, so reads are Any.
+    _MappingBase = MutableMapping[str, Any]
+else:
+    _MappingBase = collections.abc.MutableMapping
 
 __all__ = ["Config", "KeyInfo", "config_keys", "describe", "resolve_key", "as_config",
            "algo_namespace"]
@@ -25,10 +38,10 @@ class KeyInfo:
     default: str       # the default as text ("none" for keys unset by default)
     min: float         # int and float keys (and each int_list item): valid range
     max: float
-    choices: tuple     # choice keys: the valid values
+    choices: tuple[str, ...]  # choice keys: the valid values
     help: str
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.type == "choice":
             rng = "|".join(self.choices)
         elif self.type == "bool":
@@ -38,11 +51,11 @@ class KeyInfo:
         return f"{self.name} ({self.type}, default {self.default}, {rng}): {self.help}"
 
 
-def _num(x):
+def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
 
 
-def _big(v):
+def _big(v: int) -> str:
     """An int for a message: in full, or its first digits and exponent when long."""
     digits = str(abs(v))
     if len(digits) <= 24:
@@ -50,10 +63,10 @@ def _big(v):
     return f"{'-' if v < 0 else ''}{digits[0]}.{digits[1:7]}e+{len(digits) - 1}"
 
 
-_infos = None
+_infos: dict[str, KeyInfo] | None = None
 
 
-def _all_infos():
+def _all_infos() -> dict[str, KeyInfo]:
     global _infos
     if _infos is None:
         L = _lib.lib()
@@ -74,12 +87,12 @@ def _all_infos():
     return _infos
 
 
-def config_keys():
+def config_keys() -> list[KeyInfo]:
     """Every key the library knows, in its table's order, as :class:`KeyInfo`."""
     return list(_all_infos().values())
 
 
-def describe(key):
+def describe(key: str) -> KeyInfo:
     """The :class:`KeyInfo` of a key (full name, e.g. ``"train.lr"``)."""
     info = _all_infos().get(key)
     if info is None:
@@ -87,7 +100,7 @@ def describe(key):
     return info
 
 
-def _unknown(key):
+def _unknown(key: str | bytes) -> NoReturn:
     # The library's own message names the key and lists the keys of the namespace (as
     # a prefix it would say the key twice).
     st = _lib.lib().config_describe(_lib.encode(key, "config key"),
@@ -96,7 +109,7 @@ def _unknown(key):
     raise Error(st or Status.ERR_UNKNOWN_NAME, message or f"unknown config key {key!r}")
 
 
-def _key_info_probe():
+def _key_info_probe() -> _lib.ConfigKeyInfo:
     ki = _lib.ConfigKeyInfo()
     ki.struct_size = ctypes.sizeof(ki)
     return ki
@@ -111,7 +124,7 @@ def _key_info_probe():
 _QUALIFIED_FIRST = ("es", "ga", "elastic")
 
 
-def resolve_key(name, prefer=None):
+def resolve_key(name: str, prefer: str | None = None) -> str:
     """A full key for an option name: ``"lr"`` -> ``"train.lr"``.
 
     A name with a dot must be a key. A name without one is the last part of a key: the
@@ -143,7 +156,7 @@ def resolve_key(name, prefer=None):
                 f"option {name!r} is ambiguous: write one of {', '.join(hits)}")
 
 
-class Config(collections.abc.MutableMapping):
+class Config(_MappingBase):
     """The library's settings: a mapping over every known key.
 
     ``cfg["train.lr"]`` reads a key's value (its default when not set; ``None`` for
@@ -155,11 +168,12 @@ class Config(collections.abc.MutableMapping):
     train.num_envs=8")`` build one; keyword names may drop the namespace.
     """
 
-    def __init__(self, values=None, /, **options):
+    def __init__(self, values: ConfigSource | Iterable[tuple[str, Any]] = None, /,
+                 **options: Any) -> None:
         ptr = ctypes.c_void_p()
         _lib.check(_lib.lib().config_create(ctypes.byref(ptr), None), "Config")
         self._h = Handle(ptr.value, _lib.lib().config_destroy, "config")
-        merged = {}
+        merged: dict[str, Any] = {}
         if isinstance(values, (str, bytes)):
             self.parse(values)
         elif isinstance(values, Config):
@@ -174,25 +188,25 @@ class Config(collections.abc.MutableMapping):
 
     # -- plumbing
     @property
-    def _ptr(self):
+    def _ptr(self) -> int | None:
         return self._h.ptr
 
-    def _replace(self, handle):
+    def _replace(self, handle: Handle) -> None:
         self._h = handle
 
-    def _clone_handle(self):
+    def _clone_handle(self) -> Handle:
         ptr = ctypes.c_void_p()
         _lib.check(_lib.lib().config_clone(ctypes.byref(ptr), self._ptr), "Config.copy")
         return Handle(ptr.value, _lib.lib().config_destroy, "config")
 
     # -- mapping
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         info = describe(key)
         L = _lib.lib()
         k = key.encode()
         t = info.type
         if t == "int":
-            out = ctypes.c_int64()
+            out: Any = ctypes.c_int64()  # Any: a c_int64, c_double or c_int by the key
             _lib.check(L.config_get_int(self._ptr, k, ctypes.byref(out)))
             return out.value
         if t == "float":
@@ -206,7 +220,7 @@ class Config(collections.abc.MutableMapping):
             _lib.check(L.config_get_bool(self._ptr, k, ctypes.byref(out)))
             return bool(out.value)
         if t == "int_list":
-            buf = (ctypes.c_int64 * 8)()
+            buf: Any = (ctypes.c_int64 * 8)()  # Any: the text keys' buffer differs
             n = ctypes.c_int32()
             _lib.check(L.config_get_int_list(self._ptr, k, buf, 8, ctypes.byref(n)))
             return tuple(buf[: n.value])
@@ -214,11 +228,11 @@ class Config(collections.abc.MutableMapping):
         _lib.check(L.config_get_text(self._ptr, k, buf, 256))
         return buf.value.decode()
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: str, value: ConfigValue) -> None:
         self._set(self._ptr, key, value)
 
     @staticmethod
-    def _set(ptr, key, value):
+    def _set(ptr: int | None, key: str | bytes, value: object) -> None:
         L = _lib.lib()
         k = _lib.encode(key, "config key")
         if value is None:
@@ -248,7 +262,7 @@ class Config(collections.abc.MutableMapping):
                             "(use int, float, bool, str, a list of ints, or None to unset)")
 
     @staticmethod
-    def _set_wide_int(ptr, key, v):
+    def _set_wide_int(ptr: int | None, key: str | bytes, v: int) -> None:
         """An int beyond int64, which the library's int setter cannot take: a float key
         gets it as a double (the library checks its range), anything else is refused
         here with the key's own type and range."""
@@ -268,19 +282,23 @@ class Config(collections.abc.MutableMapping):
             raise Error(Status.ERR_TYPE, f"config key {key!r} is of type "
                         f"{info.type.replace('_', ' ')}, not int")
 
-    def __delitem__(self, key):
+    def __delitem__(self, key: str) -> None:
         _lib.check(_lib.lib().config_unset(self._ptr, _lib.encode(key, "config key")))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(_all_infos())
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(_all_infos())
 
-    def __contains__(self, key):
+    def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key in _all_infos()
 
-    def update(self, other=(), /, **options):
+    # MutableMapping.update also takes an object with only keys() and __getitem__; this
+    # one reads a mapping through items()
+    def update(self,  # type: ignore[override]
+               other: Mapping[str, Any] | Iterable[tuple[str, Any]] = (), /,
+               **options: Any) -> None:
         """Set several keys, all or nothing: on an error nothing changes."""
         items = list(other.items() if hasattr(other, "items") else other)
         prefer = algo_namespace(self, {**dict(items), **options}) if options else None
@@ -291,57 +309,59 @@ class Config(collections.abc.MutableMapping):
         self._replace(scratch)
 
     # -- the rest
-    def parse(self, text):
+    def parse(self, text: str | bytes) -> Config:
         """Apply ``"key=value key=value"`` (all or nothing)."""
         _lib.check(_lib.lib().config_parse(self._ptr, _lib.encode(text, "config text")))
         return self
 
-    def is_set(self, key):
+    def is_set(self, key: str) -> bool:
         describe(key)
         return bool(_lib.lib().config_is_set(self._ptr, key.encode()))
 
-    def set_keys(self):
+    def set_keys(self) -> list[str]:
         """The keys with a value set, in table order."""
         L = _lib.lib()
         return [k for k in _all_infos() if L.config_is_set(self._ptr, k.encode())]
 
-    def to_dict(self, all=False):
+    def to_dict(self, all: bool = False) -> dict[str, Any]:
         """The set keys (or every key, with ``all=True``) and their values."""
         return {k: self[k] for k in (_all_infos() if all else self.set_keys())}
 
-    def copy(self):
+    def copy(self) -> Config:
         c = Config.__new__(Config)
         c._h = self._clone_handle()
         return c
 
     __copy__ = copy
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> Config:
         return self.copy()
 
-    def __reduce__(self):  # pickled as its set keys, rebuilt in the other process
+    # pickled as its set keys, rebuilt in the other process
+    def __reduce__(self) -> tuple[type[Config], tuple[dict[str, Any]]]:
         return (Config, (self.to_dict(),))
 
-    def describe(self, key):
+    def describe(self, key: str) -> KeyInfo:
         return describe(key)
 
     @staticmethod
-    def help():
+    def help() -> str:
         """Every key with its type, default, range and help, one per line."""
         return "\n".join(str(i) for i in config_keys())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Config({self.to_dict()!r})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, Config):
             return self.to_dict() == other.to_dict()
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable, so unhashable (as dict)
 
 
-def as_config(config, options=None, what="config"):
+def as_config(config: object, options: Mapping[str, Any] | None = None,
+              what: str = "config") -> Config:
     """A Config from None, a Config (copied), a mapping or "k=v" text, plus options."""
     if config is None:
         cfg = Config()
@@ -358,7 +378,7 @@ def as_config(config, options=None, what="config"):
     return cfg
 
 
-def algo_namespace(cfg, options=None):
+def algo_namespace(cfg: Config, options: Mapping[str, Any] | None = None) -> str | None:
     """"es" or "ga" when the options (``algo=``/``train.algo=``) or else cfg choose that
     algorithm (short option names then resolve inside its namespace first), or None."""
     algo = None

@@ -14,10 +14,13 @@ its pool threads; the GIL makes those calls take turns, so it pays only for envs
 step releases the GIL (C extensions, numba). See doc/python.md.
 """
 
+from __future__ import annotations
+
 import collections.abc
 import ctypes
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,52 +30,76 @@ from ._lib import Error, Status
 from .config import as_config
 from .runtime import runtime_for
 
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Literal, Mapping, NoReturn, Sequence, TypeVar
+
+    import numpy.typing as npt
+    from typing_extensions import TypeAlias
+
+    from ._typing import (BatchWorld, ConfigSource, EnvObservation, IntLike,
+                          MujocoObserve, MujocoReset, MujocoReward, Observations, PathArg,
+                          PythonEnv, PythonEnvOrMaker, Space)
+    from .config import Config
+    from .runtime import Runtime
+
+    _Self = TypeVar("_Self")
+    _Env = TypeVar("_Env", bound="Env")
+    _VecEnv = TypeVar("_VecEnv", bound="VecEnv")
+    # a library call, as ctypes gives it: returns a status
+    _CFunction = Callable[..., int]
+
 try:
     import gymnasium as _gym
     from gymnasium.utils import seeding as _seeding
-    _EnvBase = _gym.Env
-    _VecEnvBase = _gym.vector.VectorEnv
+    _EnvBase: TypeAlias = _gym.Env
+    _VecEnvBase: TypeAlias = _gym.vector.VectorEnv
     try:
         from gymnasium.vector import AutoresetMode as _AutoresetMode
-        _VEC_METADATA = {"autoreset_mode": _AutoresetMode.NEXT_STEP}
+        _VEC_METADATA: dict[str, Any] = {"autoreset_mode": _AutoresetMode.NEXT_STEP}
     except ImportError:  # gymnasium 1.0: next-step is the only mode
         _VEC_METADATA = {}
 except ImportError:
-    _gym = None
-    _seeding = None
+    # Type checkers take the branch above: the classes are gymnasium's Env and VectorEnv
+    # where gymnasium is installed (and Any where it is not).
+    _gym = None  # type: ignore[assignment]
+    _seeding = None  # type: ignore[assignment]
     _VEC_METADATA = {}
 
     class _Base:  # the parts of gymnasium's Env and VectorEnv the binding relies on
-        spec = None
-        _np_random = None
+        spec: Any = None
+        _np_random: np.random.Generator | None = None
 
         @property
-        def np_random(self):
+        def np_random(self) -> np.random.Generator:
             if self._np_random is None:
                 self._np_random = np.random.default_rng()
             return self._np_random
 
-        def reset(self, *, seed=None, options=None):
+        def reset(self, *, seed: int | None = None,
+                  options: dict[str, Any] | None = None) -> None:
             if seed is not None:
                 self._np_random = np.random.default_rng(seed)
 
         @property
-        def unwrapped(self):
+        def unwrapped(self: _Self) -> _Self:
             return self
 
-        def __enter__(self):
+        def __enter__(self: _Self) -> _Self:
             return self
 
-        def __exit__(self, *args):
+        def __exit__(self, *args: object) -> Literal[False]:
             self.close()
             return False
 
-    class _EnvBase(_Base):
-        metadata = {"render_modes": []}
-        render_mode = None
+        if TYPE_CHECKING:
+            def close(self) -> None: ...  # the subclasses' own
 
-    class _VecEnvBase(_Base):
-        metadata = {}
+    class _EnvBase(_Base):  # type: ignore[no-redef]
+        metadata: dict[str, Any] = {"render_modes": []}
+        render_mode: str | None = None
+
+    class _VecEnvBase(_Base):  # type: ignore[no-redef]
+        metadata: dict[str, Any] = {}
         closed = False
 
 __all__ = ["Env", "VecEnv", "env_ids", "make", "make_vec"]
@@ -82,10 +109,10 @@ _F32 = np.dtype(np.float32)
 _U64_LIMIT = 2**64
 
 
-def env_ids():
+def env_ids() -> list[str]:
     """The ids of the built-in environments ("CartPole-v1", ...)."""
     L = _lib.lib()
-    out = []
+    out: list[str] = []
     i = 0
     while True:
         name = L.env_name_at(i)
@@ -95,13 +122,13 @@ def env_ids():
         i += 1
 
 
-def _builtin_name(id):
+def _builtin_name(id: str) -> str:
     if not isinstance(id, str):
         raise TypeError(f"environment id must be a str, not {type(id).__name__}")
     return id[len("fastrl/"):] if id.startswith("fastrl/") else id
 
 
-def _check_seed(seed, what="seed"):
+def _check_seed(seed: object, what: str = "seed") -> int:
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"{what} must be an int or None, not {type(seed).__name__}")
     seed = int(seed)
@@ -110,14 +137,15 @@ def _check_seed(seed, what="seed"):
     return seed
 
 
-def _check_options(options, what):
+def _check_options(options: Mapping[str, Any] | None, what: str) -> None:
     if options:
         raise Error(Status.ERR_UNSUPPORTED,
                     f"{what}: options {dict(options)!r} are not supported (fastrl's "
                     "environments take no reset options)")
 
 
-def _env_config(config, options, what, render_mode=None):
+def _env_config(config: ConfigSource, options: Mapping[str, Any], what: str,
+                render_mode: str | None = None) -> Config:
     if render_mode is not None:
         raise Error(Status.ERR_UNSUPPORTED, f"{what}: render_mode={render_mode!r}: "
                     "fastrl environments do not render")
@@ -149,13 +177,13 @@ class _Host:
 
     __slots__ = ("target", "kind", "_lock", "_call", "__weakref__")
 
-    def __init__(self, target, kind="vec env"):
+    def __init__(self, target: Any, kind: str = "vec env") -> None:
         self.target = target
         self.kind = kind
         self._lock = threading.Lock()
-        self._call = None
+        self._call: _HostErrors | None = None
 
-    def enter(self, what):
+    def enter(self, what: str) -> _HostErrors:
         """Admit a library call that may run the callbacks; returns its _HostErrors.
         :meth:`leave` must follow."""
         if not self._lock.acquire(blocking=False):
@@ -165,11 +193,11 @@ class _Host:
         call = self._call = _HostErrors()
         return call
 
-    def leave(self):
+    def leave(self) -> None:
         self._call = None
         self._lock.release()
 
-    def call(self, what, fn, *args):
+    def call(self, what: str, fn: _CFunction, *args: Any) -> tuple[int, _HostErrors]:
         """``fn(*args)`` as the admitted call: (its status, its _HostErrors)."""
         call = self.enter(what)
         try:
@@ -177,7 +205,7 @@ class _Host:
         finally:
             self.leave()
 
-    def record(self, index, exc):
+    def record(self, index: int, exc: BaseException) -> None:
         call = self._call
         if call is not None:  # None: no call of ours runs it, so no one to raise it to
             call.record(index, exc)
@@ -188,17 +216,17 @@ class _HostErrors:
 
     __slots__ = ("errors",)
 
-    def __init__(self):
-        self.errors = {}
+    def __init__(self) -> None:
+        self.errors: dict[int, BaseException] = {}
 
-    def record(self, index, exc):
+    def record(self, index: int, exc: BaseException) -> None:
         self.errors.setdefault(index, exc)
 
-    def first(self):
+    def first(self) -> BaseException | None:
         """The exception of the lowest env (the one the library's message names)."""
         return self.errors[min(self.errors)] if self.errors else None
 
-    def raise_for(self, status, what, message=None):
+    def raise_for(self, status: int, what: str, message: str | None = None) -> NoReturn:
         """Raise the failure of the library call: a callback's own exception (the one of
         the lowest env, as the library's message names), or the library's Error.
         ``message``: the call's message, when other calls were made since."""
@@ -219,21 +247,21 @@ class _HostErrors:
         raise Error(status, f"{what}: {message}" if message else what)
 
 
-def _status_name(status):
+def _status_name(status: int) -> str:
     try:
         return "FRL_" + Status(status).name
     except ValueError:
         return str(status)
 
 
-def _reset_result(result):
+def _reset_result(result: object) -> tuple[Any, Any]:
     """obs from what env.reset returned: (obs, info) as gymnasium, or obs alone."""
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
         return result
     return result, {}
 
 
-def _step_result(result):
+def _step_result(result: object) -> tuple[Any, Any, Any, Any, Any]:
     if not isinstance(result, tuple) or len(result) not in (4, 5):
         raise Error(Status.ERR_INVALID_ARGUMENT,
                     f"step returned {type(result).__name__}; expected (obs, reward, "
@@ -252,13 +280,14 @@ class _ObsWriter:
 
     __slots__ = ("shape", "width", "start", "dtype")
 
-    def __init__(self, shape, start=0, dtype=_F32):
+    def __init__(self, shape: Iterable[int], start: int = 0,
+                 dtype: npt.DTypeLike = _F32) -> None:
         self.shape = tuple(shape)
         self.width = int(np.prod(self.shape, dtype=np.int64))
         self.start = start
-        self.dtype = np.dtype(dtype)
+        self.dtype: np.dtype[Any] = np.dtype(dtype)
 
-    def _pixels(self, obs):
+    def _pixels(self, obs: object) -> npt.NDArray[np.uint8]:
         a = np.asarray(obs)
         if a.dtype != np.uint8 and (a.size and (a.min() < 0 or a.max() > 255 or
                                                 not np.all(a == np.floor(a)))):
@@ -266,7 +295,7 @@ class _ObsWriter:
                         "integers 0..255 (pass uint8 pixels)")
         return a.astype(np.uint8, copy=False)
 
-    def array(self, obs):
+    def array(self, obs: object) -> npt.NDArray[Any]:
         if self.dtype == np.uint8:
             a = self._pixels(obs)
         elif self.start:  # in float64, so a large start loses nothing before the shift
@@ -280,7 +309,7 @@ class _ObsWriter:
                         f"observation space has shape {self.shape}")
         return a
 
-    def write(self, obs, address):
+    def write(self, obs: object, address: int) -> None:
         a = np.ascontiguousarray(self.array(obs))
         ctypes.memmove(address, a.ctypes.data, self.width * self.dtype.itemsize)
 
@@ -291,12 +320,12 @@ class _MixedObsWriter(_ObsWriter):
 
     __slots__ = ("space",)
 
-    def __init__(self, space):
+    def __init__(self, space: Space) -> None:
         shape, _, dtype = spaces.observation_layout(space)
         super().__init__(shape, 0, dtype)
         self.space = space
 
-    def array(self, obs):
+    def array(self, obs: object) -> npt.NDArray[np.uint8]:
         row, single = spaces.join_rows(obs, self.space, "observation")
         if not single:
             raise Error(Status.ERR_SIZE, "observation: one env's image and vector, not a "
@@ -304,18 +333,18 @@ class _MixedObsWriter(_ObsWriter):
         return row
 
 
-def _obs_writer(space):
+def _obs_writer(space: Space) -> _ObsWriter:
     if spaces.is_mixed(space):
         return _MixedObsWriter(space)
     return _ObsWriter(*spaces.observation_layout(space))
 
 
-def _present(rows, space):
+def _present(rows: npt.NDArray[Any], space: Space) -> Observations:
     """A mixed space's rows as the dict of views the user sees; any other as it is."""
     return spaces.split_rows(rows, space) if spaces.is_mixed(space) else rows
 
 
-def _copy_obs(obs):
+def _copy_obs(obs: Observations) -> Observations:
     return {k: v.copy() for k, v in obs.items()} if isinstance(obs, dict) else obs.copy()
 
 
@@ -324,7 +353,7 @@ class _ActionReader:
 
     __slots__ = ("discrete", "start", "shape", "width", "dtype")
 
-    def __init__(self, space, start):
+    def __init__(self, space: Space, start: int) -> None:
         self.discrete = spaces.describe(space)[0] == "discrete"
         self.start = start
         self.shape = tuple(getattr(space, "shape", ()) or ())
@@ -332,23 +361,24 @@ class _ActionReader:
         dt = getattr(space, "dtype", None)
         self.dtype = np.dtype(dt) if dt is not None else (_I32 if self.discrete else _F32)
 
-    def at(self, address):
+    def at(self, address: int) -> int | npt.NDArray[Any]:
         if self.discrete:
             return ctypes.c_int32.from_address(address).value + self.start
         a = np.frombuffer((ctypes.c_float * self.width).from_address(address), np.float32)
         return a.astype(self.dtype).reshape(self.shape)
 
-    def row(self, actions, i):
+    def row(self, actions: npt.NDArray[Any], i: int) -> int | npt.NDArray[Any]:
         if self.discrete:
             return int(actions[i]) + self.start
         return actions[i].astype(self.dtype)  # a copy: the row changes next step
 
 
-def _resolve_envs(envs):
+def _resolve_envs(envs: Sequence[PythonEnvOrMaker]) -> list[PythonEnv]:
     if not isinstance(envs, collections.abc.Sequence) or isinstance(envs, (str, bytes)):
         raise TypeError("envs must be a list of environments or of functions that make "
                         "one")
-    out = []
+    out: list[PythonEnv] = []
+    e: Any  # an env, or what makes one
     for e in envs:
         if isinstance(e, type) or (callable(e) and not hasattr(e, "step")):
             e = e()  # a class or function that makes the env (gymnasium's env_fns)
@@ -360,7 +390,8 @@ def _resolve_envs(envs):
     return out
 
 
-def _spaces_of(env, observation_space, action_space):
+def _spaces_of(env: object, observation_space: Space | None,
+               action_space: Space | None) -> tuple[Space, Space]:
     obs = observation_space if observation_space is not None else getattr(
         env, "observation_space", None)
     act = action_space if action_space is not None else getattr(env, "action_space", None)
@@ -370,11 +401,13 @@ def _spaces_of(env, observation_space, action_space):
     return obs, act
 
 
-def _make_env_callbacks(host_ref, obs_writer, reader, infos=None):
+def _make_env_callbacks(host_ref: weakref.ref[_Host], obs_writer: _ObsWriter,
+                        reader: _ActionReader,
+                        infos: list[dict[str, Any]] | None = None) -> _lib.EnvCallbacks:
     """A per-env callback table over the list of envs ``host_ref().target``; user
     pointer = env index. A callback with no host returns 1: only a call of the host's
     (which holds it) runs them."""
-    def reset(user, seed, obs):
+    def reset(user: int | None, seed: int, obs: int) -> int:
         i = user or 0
         host = host_ref()
         if host is None:
@@ -389,7 +422,8 @@ def _make_env_callbacks(host_ref, obs_writer, reader, infos=None):
             host.record(i, e)
             return 1
 
-    def step(user, action, obs, reward, terminated, truncated):
+    def step(user: int | None, action: int, obs: int, reward: int, terminated: int,
+             truncated: int) -> int:
         i = user or 0
         host = host_ref()
         if host is None:
@@ -421,8 +455,10 @@ class _HostCalls:
     None for a built-in env)."""
 
     __slots__ = ()
+    _host: _Host | None
 
-    def _call(self, what, fn, *args):
+    def _call(self, what: str, fn: _CFunction,
+              *args: Any) -> tuple[int, _HostErrors | None]:
         """``fn(*args)``, a library call that may run the Python callbacks (reset, step,
         evaluate): (its status, the exceptions they raised during it, or None)."""
         host = self._host
@@ -430,7 +466,7 @@ class _HostCalls:
             return fn(*args), None
         return host.call(what, fn, *args)
 
-    def _fail(self, st, what, call=None):
+    def _fail(self, st: int, what: str, call: _HostErrors | None = None) -> NoReturn:
         if call is not None:
             call.raise_for(st, what)
         raise _lib.error(st, what)
@@ -448,10 +484,19 @@ class Env(NoCopy, _HostCalls, _EnvBase):
     :class:`fastrl.Error` (FRL_ERR_STATE) until reset.
     """
 
-    metadata = {"render_modes": []}
-    render_mode = None
+    metadata: dict[str, Any] = {"render_modes": []}
+    render_mode: str | None = None
+    # Any: gymnasium's or the stand-in spaces (see fastrl._typing.Space)
+    observation_space: Space
+    action_space: Space
+    _h: Handle | None
+    _host: _Host | None
+    _python_env: PythonEnv | None
+    _infos: list[dict[str, Any]]
 
-    def __init__(self, id, *, runtime=None, config=None, render_mode=None, **options):
+    def __init__(self, id: str, *, runtime: Runtime | None = None,
+                 config: ConfigSource = None, render_mode: str | None = None,
+                 **options: Any) -> None:
         name = _builtin_name(id)
         rt, options = runtime_for(runtime, options, "make")
         cfg = _env_config(config, options, "make", render_mode)
@@ -464,8 +509,9 @@ class Env(NoCopy, _HostCalls, _EnvBase):
         self._python_env = None
 
     @classmethod
-    def from_python(cls, env, *, runtime=None, config=None, observation_space=None,
-                    action_space=None, **options):
+    def from_python(cls: type[_Env], env: PythonEnv, *, runtime: Runtime | None = None,
+                    config: ConfigSource = None, observation_space: Space | None = None,
+                    action_space: Space | None = None, **options: Any) -> _Env:
         """Run a Python env through the library's callback table.
 
         ``env`` is a gymnasium.Env or any object with ``reset(seed=...)`` and
@@ -486,7 +532,7 @@ class Env(NoCopy, _HostCalls, _EnvBase):
         reader = _ActionReader(act_space, start)
         writer = _obs_writer(obs_space)
         host = _Host([env], "env")
-        infos = [{}]
+        infos: list[dict[str, Any]] = [{}]
         cb = _make_env_callbacks(weakref.ref(host), writer, reader, infos)
         L = _lib.lib()
         ptr = ctypes.c_void_p()
@@ -503,7 +549,7 @@ class Env(NoCopy, _HostCalls, _EnvBase):
         self._python_env = env
         return self
 
-    def _setup(self, handle, runtime, name):
+    def _setup(self, handle: Handle, runtime: Runtime, name: str) -> None:
         L = _lib.lib()
         self._h = handle
         self._runtime = runtime
@@ -530,19 +576,20 @@ class Env(NoCopy, _HostCalls, _EnvBase):
                       ctypes.addressof(self._trunc))
 
     @property
-    def _ptr(self):
+    def _ptr(self) -> int | None:
         h = self._h
         if h is None:
             raise Error(Status.ERR_STATE, f"{self.name}: the env is closed")
         return h.ptr
 
-    def _observation(self, obs):
+    def _observation(self, obs: npt.NDArray[Any]) -> EnvObservation:
         """A Discrete observation is stored as a float32 index: handed back as an int,
         the value gymnasium's Discrete spaces hold; a mixed one is a dict of the image and
         the vector (views of obs)."""
         return int(obs) if self._obs_index else _present(obs, self.observation_space)
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: IntLike | None = None,
+              options: dict[str, Any] | None = None) -> tuple[EnvObservation, dict[str, Any]]:
         ptr = self._ptr
         held = self._h  # through the call: a close() from a callback only lets go
         _check_options(options, "reset")
@@ -554,14 +601,16 @@ class Env(NoCopy, _HostCalls, _EnvBase):
         st, call = self._call("reset", _lib.lib().env_reset, ptr, c_seed, obs.ctypes.data)
         if st:
             self._fail(st, "reset", call)
-        info = {}
+        info: dict[str, Any] = {}
         if self._python_env is not None:
             info = self._infos[0]
         return self._observation(obs), info
 
-    def step(self, action):
+    def step(self, action: npt.ArrayLike
+             ) -> tuple[EnvObservation, float, bool, bool, dict[str, Any]]:
         ptr = self._ptr
         held = self._h  # through the call: a close() from a callback only lets go
+        a: int | npt.NDArray[Any]
         if self._discrete:
             if isinstance(action, np.ndarray) and action.shape in ((), (1,)):
                 action = action.reshape(())[()]
@@ -588,7 +637,7 @@ class Env(NoCopy, _HostCalls, _EnvBase):
                               r, te, tr)
         if st:
             self._fail(st, "step", call)
-        info = {}
+        info: dict[str, Any] = {}
         if self._python_env is not None:
             info = self._infos[0]
         return (self._observation(obs), float(self._rew.value), bool(self._term.value),
@@ -596,17 +645,17 @@ class Env(NoCopy, _HostCalls, _EnvBase):
 
     # -- state
     @property
-    def state_size(self):
+    def state_size(self) -> int:
         """float64 values in the full state (simulator values, then elapsed steps)."""
         return _lib.lib().env_state_size(self._ptr)
 
-    def get_state(self):
+    def get_state(self) -> npt.NDArray[np.float64]:
         n = self.state_size
         out = np.empty(n, np.float64)
         _lib.check(_lib.lib().env_get_state(self._ptr, out.ctypes.data, n), "get_state")
         return out
 
-    def set_state(self, state):
+    def set_state(self, state: npt.ArrayLike) -> EnvObservation:
         """Restore a state from get_state; returns the observation of that state."""
         s = np.ascontiguousarray(state, dtype=np.float64)
         if s.ndim != 1:
@@ -618,14 +667,14 @@ class Env(NoCopy, _HostCalls, _EnvBase):
                    "set_state")
         return self._observation(obs)
 
-    def render(self):
+    def render(self) -> None:
         return None
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._h is None
 
-    def close(self):
+    def close(self) -> None:
         """Destroy the env (a Python env behind it is closed too)."""
         if getattr(self, "_h", None) is None:
             return
@@ -635,7 +684,7 @@ class Env(NoCopy, _HostCalls, _EnvBase):
         if env is not None and hasattr(env, "close"):
             env.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<fastrl.Env {self.name}{' closed' if self.closed else ''}>"
 
 
@@ -661,10 +710,21 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
     :attr:`reset_steps`.
     """
 
-    metadata = dict(_VEC_METADATA)
+    metadata: dict[str, Any] = dict(_VEC_METADATA)
+    num_envs: int
+    # Any: gymnasium's or the stand-in spaces (see fastrl._typing.Space)
+    single_observation_space: Space
+    single_action_space: Space
+    observation_space: Space
+    action_space: Space
+    _h: Handle | None
+    _host: _Host | None
+    _python_envs: list[PythonEnv] | None
+    _python_world: BatchWorld | None
 
-    def __init__(self, id, num_envs=1, *, runtime=None, config=None, copy=False,
-                 render_mode=None, **options):
+    def __init__(self, id: str, num_envs: IntLike = 1, *, runtime: Runtime | None = None,
+                 config: ConfigSource = None, copy: bool = False,
+                 render_mode: str | None = None, **options: Any) -> None:
         name = _builtin_name(id)
         n = _check_num_envs(num_envs)
         rt, options = runtime_for(runtime, options, "make_vec")
@@ -677,8 +737,11 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
                     rt, name, copy)
 
     @classmethod
-    def from_python(cls, envs, *, runtime=None, config=None, per_env=False, copy=False,
-                    observation_space=None, action_space=None, **options):
+    def from_python(cls: type[_VecEnv], envs: Sequence[PythonEnvOrMaker], *,
+                    runtime: Runtime | None = None, config: ConfigSource = None,
+                    per_env: bool = False, copy: bool = False,
+                    observation_space: Space | None = None, action_space: Space | None = None,
+                    **options: Any) -> _VecEnv:
         """Step Python envs through the library (``envs``: environments, or functions
         that make one, as gymnasium's ``env_fns``).
 
@@ -711,6 +774,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         ptr = ctypes.c_void_p()
         n = len(envs)
         what = "VecEnv.from_python"
+        cb: _lib.EnvCallbacks | _lib.BatchEnvCallbacks
         if per_env:
             cb = _make_env_callbacks(weakref.ref(host), writer, reader)
             users = (ctypes.c_void_p * n)(*range(n))
@@ -732,8 +796,10 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         return self
 
     @classmethod
-    def from_batch(cls, world, num_envs, observation_space, action_space, *, runtime=None,
-                   config=None, copy=False, **options):
+    def from_batch(cls: type[_VecEnv], world: BatchWorld, num_envs: IntLike,
+                   observation_space: Space, action_space: Space, *,
+                   runtime: Runtime | None = None, config: ConfigSource = None,
+                   copy: bool = False, **options: Any) -> _VecEnv:
         """A Python world that steps all ``num_envs`` agents in one call (the library's
         batch callbacks), on the calling thread, with numpy views of the library's
         arrays (no copies):
@@ -762,7 +828,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         d = spaces.describe(action_space)
         act_shape = () if d[0] == "discrete" else d[1]
         host = _Host(world)
-        holder = [None]
+        holder: list[weakref.ref[Handle] | None] = [None]
         cb = _batch_callbacks_for_world(weakref.ref(host), n, obs_shape, obs_dtype,
                                         act_shape, d[0] == "discrete", holder,
                                         observation_space)
@@ -776,16 +842,20 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         self = cls.__new__(cls)
         self._setup(Handle(ptr.value, L.vec_env_destroy, "vec_env", deps=[rt.handle],
                            keep=[cb]), rt, type(world).__name__, copy)
-        holder[0] = weakref.ref(self._h)
+        holder[0] = weakref.ref(self._h)  # type: ignore[arg-type]  # _setup has just set it
         self._host = host
         self._python_world = world
         return self
 
     @classmethod
-    def from_mujoco(cls, mjcf, observe, reward, observation_width, num_envs=1, *,
-                    reset=None, randomize_bodies=None, randomize_geoms=None,
-                    randomize_joints=None, runtime=None, config=None, copy=False,
-                    **options):
+    def from_mujoco(cls: type[_VecEnv], mjcf: PathArg, observe: MujocoObserve,
+                    reward: MujocoReward, observation_width: IntLike, num_envs: IntLike = 1,
+                    *, reset: MujocoReset | None = None,
+                    randomize_bodies: Iterable[str | bytes] | None = None,
+                    randomize_geoms: Iterable[str | bytes] | None = None,
+                    randomize_joints: Iterable[str | bytes] | None = None,
+                    runtime: Runtime | None = None, config: ConfigSource = None,
+                    copy: bool = False, **options: Any) -> _VecEnv:
         """``num_envs`` envs of a MuJoCo model of your own (``mjcf``: the XML when it
         starts with ``<``, else a path), stepped by the library on its threads:
         ``ctrl`` = the action, ``env.frame_skip`` ``mj_step`` calls, then your
@@ -824,10 +894,10 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         text = mjcf if isinstance(mjcf, str) and mjcf.lstrip().startswith("<") else \
             _lib.fspath(mjcf, "mjcf")
         host = _Host((observe, reward, reset))
-        holder = [None]
+        holder: list[weakref.ref[Handle] | None] = [None]
         action_width = [0]
 
-        def owner():
+        def owner() -> Handle | None:
             ref = holder[0]
             if ref is None:  # the library calls back only once the vec env exists
                 return None
@@ -850,13 +920,14 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         self = cls.__new__(cls)
         self._setup(Handle(ptr.value, L.vec_env_destroy, "vec_env", deps=[rt.handle],
                            keep=[cb, keep]), rt, "MuJoCo model", copy)
-        holder[0] = weakref.ref(self._h)
+        holder[0] = weakref.ref(self._h)  # type: ignore[arg-type]  # _setup has just set it
         action_width[0] = int(np.prod(self.single_action_space.shape))
         self._host = host
         return self
 
     @classmethod
-    def _borrowed(cls, ptr, owner, runtime, name):
+    def _borrowed(cls: type[_VecEnv], ptr: int | None, owner: object, runtime: Runtime,
+                  name: str) -> _VecEnv:
         """The vec env inside a trainer: readable, not steppable."""
         self = cls.__new__(cls)
         self._setup(Handle(ptr, None, "vec_env (borrowed)", deps=[owner]), runtime, name,
@@ -864,7 +935,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         self._read_only = True
         return self
 
-    def _setup(self, handle, runtime, name, copy):
+    def _setup(self, handle: Handle, runtime: Runtime, name: str, copy: bool) -> None:
         L = _lib.lib()
         p = handle.ptr
         self._h = handle
@@ -899,78 +970,80 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
 
     # -- accessors
     @property
-    def _ptr(self):
+    def _ptr(self) -> int | None:
         if self._h is None:
             raise Error(Status.ERR_STATE, f"{self.name}: the vec env is closed")
         return self._ptr_cache
 
-    def _array(self, fn, shape, dtype):
+    def _array(self, fn: Callable[[int | None], int | None], shape: tuple[int, ...],
+               dtype: npt.DTypeLike) -> npt.NDArray[Any]:
         h = self._h
         if h is None:
             raise Error(Status.ERR_STATE, f"{self.name}: the vec env is closed")
         return view(fn(h.ptr), shape, dtype, h)
 
     @property
-    def actions(self):
+    def actions(self) -> npt.NDArray[Any]:
         """The library's action array (writable view): write actions here and call
         ``step(env.actions)`` to step without a copy."""
         self._ptr
         return self._actions
 
     @property
-    def observations(self):
+    def observations(self) -> Observations:
         self._ptr
         return self._obs
 
     @property
-    def rewards(self):
+    def rewards(self) -> npt.NDArray[np.float32]:
         self._ptr
         return self._rew
 
     @property
-    def terminations(self):
+    def terminations(self) -> npt.NDArray[np.bool_]:
         self._ptr
         return self._term
 
     @property
-    def truncations(self):
+    def truncations(self) -> npt.NDArray[np.bool_]:
         self._ptr
         return self._trunc
 
     @property
-    def reset_steps(self):
+    def reset_steps(self) -> npt.NDArray[np.bool_]:
         """bool[N]: the last reset/step reset env i (an autoreset step, not a transition)."""
         return self._array(_lib.lib().vec_env_reset_steps, (self.num_envs,), np.bool_)
 
     @property
-    def episode_returns(self):
+    def episode_returns(self) -> npt.NDArray[np.float32]:
         """float32[N]: where an episode ended this step, its return (stale elsewhere)."""
         return self._array(_lib.lib().vec_env_episode_returns, (self.num_envs,), np.float32)
 
     @property
-    def episode_lengths(self):
+    def episode_lengths(self) -> npt.NDArray[np.int32]:
         """int32[N]: where an episode ended this step, its length (stale elsewhere)."""
         return self._array(_lib.lib().vec_env_episode_lengths, (self.num_envs,), np.int32)
 
     @property
-    def total_steps(self):
+    def total_steps(self) -> int:
         return _lib.lib().vec_env_total_steps(self._ptr)
 
     @property
-    def total_episodes(self):
+    def total_episodes(self) -> int:
         return _lib.lib().vec_env_total_episodes(self._ptr)
 
     @property
-    def runtime(self):
+    def runtime(self) -> Runtime:
         return self._runtime
 
     # -- gymnasium API
-    def _check_writable(self, what):
+    def _check_writable(self, what: str) -> None:
         if self._read_only:
             raise Error(Status.ERR_STATE, f"{what}: this is a trainer's vec env; only the "
                         "trainer may reset or step it (read its arrays between updates)")
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: IntLike | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Observations, dict[str, Any]]:
         """Reset every env: env i draws from the stream (seed, i). ``seed`` is one int
         (or None: drawn from this VecEnv's own generator)."""
         ptr = self._ptr
@@ -998,7 +1071,9 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
             return _copy_obs(self._obs), {}
         return self._obs, {}
 
-    def step(self, actions):
+    def step(self, actions: npt.ArrayLike) -> tuple[
+            Observations, npt.NDArray[np.float32], npt.NDArray[np.bool_],
+            npt.NDArray[np.bool_], dict[str, Any]]:
         h = self._h
         if h is None or self._read_only:
             self._ptr
@@ -1022,7 +1097,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
                     self._trunc.copy(), {})
         return self._obs, self._rew, self._term, self._trunc, {}
 
-    def _write_actions(self, actions):
+    def _write_actions(self, actions: npt.ArrayLike) -> None:
         a = np.asarray(actions)
         if a.shape != self._act_shape:
             raise Error(Status.ERR_SIZE, f"step: actions of shape {a.shape}; expected "
@@ -1040,7 +1115,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
                             f"{a.dtype}")
             np.copyto(self._actions, a, casting="unsafe")
 
-    def _narrow_actions(self, a):
+    def _narrow_actions(self, a: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """Wide discrete actions as int32: a value beyond int32 would wrap into range, so
         it is refused here, except in an env that autoresets on this step, whose action
         the library ignores (it gets 0); the library checks the rest, as for int32."""
@@ -1054,10 +1129,10 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
                         f"[0, {self._n_actions})")
         return np.where(wide, 0, a)
 
-    def render(self):
+    def render(self) -> None:
         return None
 
-    def close(self, **kwargs):
+    def close(self, **kwargs: Any) -> None:
         """Let go of the library's vec env: it is destroyed once no view of its arrays
         is left. Python envs behind it are closed now."""
         if getattr(self, "_h", None) is None:
@@ -1065,7 +1140,8 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
             return
         self._h = None
         self._host = None  # a call in progress holds it, for its callbacks
-        self._obs = self._rew = self._term = self._trunc = self._actions = None
+        # closed: the accessors check _h before they read these
+        self._obs = self._rew = self._term = self._trunc = self._actions = None  # type: ignore
         self.closed = True
         envs, self._python_envs = self._python_envs, None
         world, self._python_world = self._python_world, None
@@ -1080,19 +1156,19 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
             raise first
 
     # gymnasium's VectorEnv (1.x) has no with-statement; every other fastrl object does
-    def __enter__(self):
+    def __enter__(self: _VecEnv) -> _VecEnv:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = " closed" if getattr(self, "_h", None) is None else ""
         return f"<fastrl.VecEnv {getattr(self, 'name', '?')} num_envs={self.num_envs}{state}>"
 
 
-def _check_num_envs(n):
+def _check_num_envs(n: object) -> int:
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"num_envs must be an int, not {type(n).__name__}")
     n = int(n)
@@ -1101,21 +1177,25 @@ def _check_num_envs(n):
     return n
 
 
-def _u64_view(address, n):
+def _u64_view(address: int, n: int) -> npt.NDArray[np.uint64]:
     return np.frombuffer((ctypes.c_uint64 * n).from_address(address), np.uint64)
 
 
-def _batch_callbacks_for_envs(host_ref, n, writer, reader):
+def _batch_callbacks_for_envs(host_ref: weakref.ref[_Host], n: int, writer: _ObsWriter,
+                              reader: _ActionReader) -> _lib.BatchEnvCallbacks:
     """One batch callback table stepping the ``n`` Python envs ``host_ref().target`` on
     the calling thread."""
-    cache = {}
+    cache: dict[tuple[int | None, ...], tuple[Any, ...]] = {}
 
-    def arrays(obs, rewards=None, terminated=None, truncated=None, actions=None):
+    # the addresses after obs: all of them (a step) or none (a reset), hence Any
+    def arrays(obs: int, rewards: Any = None, terminated: Any = None, truncated: Any = None,
+               actions: Any = None) -> tuple[Any, ...]:
         key = (obs, rewards, terminated, truncated, actions)
         got = cache.get(key)
         if got is None:
             o = np.frombuffer((ctypes.c_char * (n * writer.width * writer.dtype.itemsize))
                               .from_address(obs), writer.dtype).reshape(n, writer.width)
+            a: npt.NDArray[Any] | None  # int32 or float32
             r = te = tr = a = None
             if rewards:
                 r = np.frombuffer((ctypes.c_float * n).from_address(rewards), np.float32)
@@ -1133,7 +1213,7 @@ def _batch_callbacks_for_envs(host_ref, n, writer, reader):
     # On an exception, the arrays over library memory are dropped from this frame and
     # the cache before the exception (whose traceback holds the frame) is kept: it may
     # outlive the vec env. The Python envs only ever see ints and copies.
-    def reset(user, num, seeds, obs):
+    def reset(user: int | None, num: int, seeds: int, obs: int) -> int:
         i = 0
         o = s = None
         host = host_ref()
@@ -1153,7 +1233,8 @@ def _batch_callbacks_for_envs(host_ref, n, writer, reader):
             host.record(i, e)
             return 1
 
-    def step(user, num, actions, reset_mask, seeds, obs, rewards, terminated, truncated):
+    def step(user: int | None, num: int, actions: int, reset_mask: int, seeds: int, obs: int,
+             rewards: int, terminated: int, truncated: int) -> int:
         i = 0
         o = r = te = tr = a = mask = s = None
         host = host_ref()
@@ -1189,8 +1270,11 @@ def _batch_callbacks_for_envs(host_ref, n, writer, reader):
     return cb
 
 
-def _batch_callbacks_for_world(host_ref, n, obs_shape, obs_dtype, act_shape, discrete,
-                               holder, obs_space):
+def _batch_callbacks_for_world(host_ref: weakref.ref[_Host], n: int,
+                               obs_shape: tuple[int, ...], obs_dtype: np.dtype[Any],
+                               act_shape: tuple[int, ...], discrete: bool,
+                               holder: list[weakref.ref[Handle] | None],
+                               obs_space: Space) -> _lib.BatchEnvCallbacks:
     """Batch callbacks handing the world ``host_ref().target`` numpy views of the
     library's arrays. The views are made per call and own a reference to the vec env's
     handle (``holder[0]``, a weakref set once the vec env exists), so a view the world
@@ -1200,10 +1284,10 @@ def _batch_callbacks_for_world(host_ref, n, obs_shape, obs_dtype, act_shape, dis
     obs_shape = (n,) + tuple(obs_shape)
     act_shape = (n,) + tuple(act_shape)
 
-    def owner():
+    def owner() -> Handle | None:
         return holder[0]() if holder[0] is not None else None
 
-    def reset(user, num, seeds, obs):
+    def reset(user: int | None, num: int, seeds: int, obs: int) -> int:
         host = host_ref()
         if host is None:  # only a call of the host's (which holds it) runs the callbacks
             return 1
@@ -1216,7 +1300,8 @@ def _batch_callbacks_for_world(host_ref, n, obs_shape, obs_dtype, act_shape, dis
             host.record(0, e)
             return 1
 
-    def step(user, num, actions, reset_mask, seeds, obs, rewards, terminated, truncated):
+    def step(user: int | None, num: int, actions: int, reset_mask: int, seeds: int, obs: int,
+             rewards: int, terminated: int, truncated: int) -> int:
         host = host_ref()
         if host is None:
             return 1
@@ -1243,7 +1328,7 @@ def _batch_callbacks_for_world(host_ref, n, obs_shape, obs_dtype, act_shape, dis
 # ---------------------------------------------------------------- entry points
 
 
-def make(id, **options):
+def make(id: str, **options: Any) -> Env:
     """A built-in environment, as ``gymnasium.make``: ``fastrl.make("CartPole-v1",
     max_episode_steps=200)``. Options are config keys (``env.max_episode_steps``, or
     its last part), ``runtime=`` (a :class:`fastrl.Runtime`; runtime.* options make a
@@ -1251,7 +1336,7 @@ def make(id, **options):
     return Env(id, **options)
 
 
-def make_vec(id, num_envs=1, **options):
+def make_vec(id: str, num_envs: IntLike = 1, **options: Any) -> VecEnv:
     """``num_envs`` copies of a built-in, stepped by the library's threads:
     ``fastrl.make_vec("CartPole-v1", num_envs=4096, threads=2)``. ``copy=True``
     returns copies instead of views."""

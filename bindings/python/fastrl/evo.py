@@ -1,7 +1,10 @@
 """Evo: the library's ask/tell optimisers over parameter vectors, OpenAI-ES and Deep GA
 (frl_evo; doc/python.md, "Populations and ask/tell")."""
 
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,10 +14,21 @@ from ._lib import Error, Status
 from .config import algo_namespace, as_config, resolve_key
 from .runtime import runtime_for
 
+if TYPE_CHECKING:
+    from typing import Any, Mapping, TypeVar
+
+    import numpy.typing as npt
+
+    from ._typing import ConfigSource, FitnessFunction, IntLike, PathArg
+    from .config import Config
+    from .runtime import Runtime
+
+    _Evo = TypeVar("_Evo", bound="Evo")
+
 __all__ = ["Evo"]
 
 
-def _int(value, what, lo, hi):
+def _int(value: object, what: str, lo: int, hi: int) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{what} must be an int, not {type(value).__name__}")
     value = int(value)
@@ -23,7 +37,8 @@ def _int(value, what, lo, hi):
     return value
 
 
-def _evo_config(config, options, what):
+def _evo_config(config: ConfigSource, options: Mapping[str, Any],
+                what: str) -> tuple[Config, dict[str, Any]]:
     """(config, options with full key names) for an optimiser: short option names
     resolve inside the chosen algorithm's namespace first, so ``population=64`` is
     ``es.population`` with ``algo="es"`` and ``ga.population`` with ``algo="ga"`` (and
@@ -33,7 +48,7 @@ def _evo_config(config, options, what):
     return cfg, {resolve_key(k, prefer): v for k, v in options.items()}
 
 
-def _initial(initial):
+def _initial(initial: npt.ArrayLike) -> npt.NDArray[np.float32]:
     x = np.asarray(initial)
     if x.dtype.kind not in "biuf" or x.dtype == np.bool_:
         raise TypeError(f"Evo: initial must be an array of numbers, not {x.dtype}")
@@ -66,7 +81,8 @@ class Evo(Closable):
 
     _copy_hint = _SAVE_HINT
 
-    def __init__(self, initial, config=None, *, runtime=None, **options):
+    def __init__(self, initial: npt.ArrayLike, config: ConfigSource = None, *,
+                 runtime: Runtime | None = None, **options: Any) -> None:
         cfg, options = _evo_config(config, options, "Evo config")
         rt, options = runtime_for(runtime, options, "Evo")
         if options:
@@ -78,13 +94,14 @@ class Evo(Closable):
                                 x.ctypes.data), "Evo")
         self._h = Handle(ptr.value, L.evo_destroy, "evo", deps=[rt.handle])
         self._runtime = rt
-        self.algo = cfg["train.algo"]
+        self.algo: str = cfg["train.algo"]
         self.population = int(L.evo_population(ptr.value))
         self.num_parameters = int(L.evo_num_parameters(ptr.value))
         self._running = False
 
     @staticmethod
-    def memory_size(num_parameters, config=None, **options):
+    def memory_size(num_parameters: IntLike, config: ConfigSource = None,
+                    **options: Any) -> int:
         """Bytes an optimiser of these settings and ``num_parameters`` takes (before any
         GA genome grows)."""
         cfg, options = _evo_config(config, options, "Evo.memory_size config")
@@ -97,19 +114,19 @@ class Evo(Closable):
         return out.value
 
     @property
-    def _ptr(self):
+    def _ptr(self) -> int | None:
         if self._h is None:
             raise Error(Status.ERR_STATE, "the optimiser is closed")
         return self._h.ptr
 
-    def close(self):
+    def close(self) -> None:
         """Let go of the optimiser; refused (``ERR_STATE``) from run's fitness_fn."""
         if self._running:
             raise Error(Status.ERR_STATE, "close: the optimiser is inside run(); call it "
                         "after run returns")
         self._h = None
 
-    def _idle(self, what):
+    def _idle(self, what: str) -> int | None:
         """The pointer for a call that changes the optimiser: not inside run()."""
         ptr = self._ptr
         if self._running:
@@ -118,15 +135,15 @@ class Evo(Closable):
         return ptr
 
     @property
-    def runtime(self):
+    def runtime(self) -> Runtime:
         return self._runtime
 
     @property
-    def generation(self):
+    def generation(self) -> int:
         """Generations told so far."""
         return int(_lib.lib().evo_generation(self._ptr))
 
-    def ask(self, out=None):
+    def ask(self, out: npt.NDArray[np.float32] | None = None) -> npt.NDArray[np.float32]:
         """This generation's members, float32 ``[population, num_parameters]`` (row i
         is member i). Asking again before :meth:`tell` gives the same members.
 
@@ -153,7 +170,7 @@ class Evo(Closable):
         _lib.check(_lib.lib().evo_ask(ptr, out.ctypes.data, out.size), "ask")
         return out
 
-    def tell(self, fitness):
+    def tell(self, fitness: npt.ArrayLike) -> None:
         """The fitness of each member asked for (``population`` numbers, higher is
         better). A non-finite fitness raises ``Error`` (``ERR_NONFINITE``, naming the
         member) and a wrong length ``ERR_SIZE``; the optimiser is then unchanged. Tell
@@ -165,7 +182,7 @@ class Evo(Closable):
                         f"({self.population},)")
         _lib.check(_lib.lib().evo_tell(ptr, f.ctypes.data, f.size), "tell")
 
-    def best(self):
+    def best(self) -> tuple[npt.NDArray[np.float32], float]:
         """``(params, fitness)``: the parameters to keep (float32 ``[num_parameters]``)
         and their fitness. ES: the centre and the last generation's mean fitness; GA:
         the member with the best mean fitness over every generation it was evaluated
@@ -178,7 +195,7 @@ class Evo(Closable):
                                        ctypes.byref(fit)), "best")
         return params, fit.value
 
-    def genome(self, member):
+    def genome(self, member: IntLike) -> npt.NDArray[np.uint64]:
         """GA: the seeds of ``member``'s genome as asked (uint64: the first makes its
         starting point, each further one a mutation); :meth:`rebuild` turns them back
         into the member's parameters. ES raises ``ERR_UNSUPPORTED``."""
@@ -192,7 +209,7 @@ class Evo(Closable):
                                 ctypes.byref(length)), "genome")
         return seeds[: length.value]
 
-    def rebuild(self, seeds):
+    def rebuild(self, seeds: npt.ArrayLike) -> npt.NDArray[np.float32]:
         """GA: the parameters of a genome rebuilt from its seeds alone (float32
         ``[num_parameters]``), bit-identical to the member that had it."""
         ptr = self._ptr
@@ -212,12 +229,12 @@ class Evo(Closable):
                                           params.size), "rebuild")
         return params
 
-    def save(self, path):
+    def save(self, path: PathArg) -> None:
         """Write the optimiser's whole state (atomic, checksummed; a GA as its genomes'
         seeds)."""
         _lib.check(_lib.lib().evo_save(self._ptr, _lib.fspath(path)), "Evo.save")
 
-    def load(self, path):
+    def load(self: _Evo, path: PathArg) -> _Evo:
         """Restore a state written by :meth:`save` into this optimiser, which must have
         the same settings, ``num_parameters`` and seed (the runtime's seed plus
         ``train.seed_offset``): ``ERR_SIZE`` or ``ERR_INVALID_ARGUMENT`` naming what
@@ -227,7 +244,8 @@ class Evo(Closable):
                    "Evo.load")
         return self
 
-    def run(self, fitness_fn, generations):
+    def run(self, fitness_fn: FitnessFunction,
+            generations: IntLike) -> tuple[npt.NDArray[np.float32], float]:
         """``generations`` times ask, call ``fitness_fn(params, fitness)``, tell (the
         loop of ``frl_evo_run``, run here). Returns :meth:`best`.
 
@@ -251,7 +269,7 @@ class Evo(Closable):
                 break
         return self.best()
 
-    def _run_generation(self, ptr, fitness_fn):
+    def _run_generation(self, ptr: int | None, fitness_fn: FitnessFunction) -> bool:
         """One ask, fitness_fn, tell; False when fitness_fn stopped the run."""
         L = _lib.lib()
         x = np.empty((self.population, self.num_parameters), np.float32)
@@ -279,7 +297,7 @@ class Evo(Closable):
         _lib.check(L.evo_tell(ptr, f.ctypes.data, f.size), "run")
         return True
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._h is None:
             return "<fastrl.Evo closed>"
         return (f"<fastrl.Evo {self.algo} population={self.population} "

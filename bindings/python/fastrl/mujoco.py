@@ -9,8 +9,11 @@ binding needs no ``mujoco`` Python package: the arrays are found by name through
 library (``frl_mujoco_array``), in the MuJoCo that the library's plugin runs.
 """
 
+from __future__ import annotations
+
 import ctypes
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,13 +21,26 @@ from . import _lib
 from ._handle import _TYPESTR, NoCopy, _ArrayMemory
 from ._lib import Error, Status
 
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, NoReturn
+
+    import numpy.typing as npt
+
+    from ._handle import Handle
+    from .env import _Host
+
+    # where an array lies: (address, shape, numpy typestr)
+    _Where = tuple[int | None, tuple[int, ...], str]
+    # the vec env's handle: raises once the vec env is gone (None before it exists)
+    _Owner = Callable[[], "Handle | None"]
+
 # frl_mujoco_type -> numpy typestr
 _TYPES = {1: _TYPESTR[np.dtype(np.float64)], 2: _TYPESTR[np.dtype(np.float32)],
           3: _TYPESTR[np.dtype(np.int32)], 4: _TYPESTR[np.dtype(np.uint8)],
           5: _TYPESTR[np.dtype(np.int64)]}
 
 
-def _where(model, data, name):
+def _where(model: int, data: int | None, name: str) -> _Where:
     """(address, shape, typestr) of MuJoCo's array ``name`` (data None: the model's)."""
     L = _lib.lib()
     ptr, rows, cols, kind = ctypes.c_void_p(), ctypes.c_int64(), ctypes.c_int64(), \
@@ -37,7 +53,7 @@ def _where(model, data, name):
     return ptr.value, shape, _TYPES[kind.value]
 
 
-def _array(where, readonly, owner):
+def _array(where: _Where, readonly: bool, owner: Handle | None) -> npt.NDArray[Any]:
     address, shape, typestr = where
     if not address:  # an empty array (no mocap bodies, no sensors, ...)
         return np.empty(shape, dtype=np.dtype(typestr))
@@ -59,15 +75,21 @@ class _Arrays(NoCopy):
     every step moves."""
 
     __slots__ = ("_model", "_data", "_owner", "_found", "_readonly")
+    # set through object.__setattr__ (this class's own __setattr__ refuses)
+    _model: int
+    _data: int | None
+    _owner: _Owner
+    _found: dict[str, _Where]
+    _readonly: bool
 
-    def __init__(self, model, data, owner, readonly):
+    def __init__(self, model: int, data: int | None, owner: _Owner, readonly: bool) -> None:
         object.__setattr__(self, "_model", model)
         object.__setattr__(self, "_data", data)
         object.__setattr__(self, "_owner", owner)
         object.__setattr__(self, "_found", {})
         object.__setattr__(self, "_readonly", readonly)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> npt.NDArray[Any]:
         if name.startswith("__"):
             raise AttributeError(name)
         owner = self._owner()  # first: it raises once the vec env (and its structs) is gone
@@ -78,7 +100,7 @@ class _Arrays(NoCopy):
                 self._found[name] = where
         return _array(where, self._readonly, owner)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError(f"MuJoCo's arrays are written in place: {name}[:] = ..., "
                              f"not {name} = ...")
 
@@ -90,12 +112,13 @@ class MujocoModel(_Arrays):
     Python bindings shape them; and :meth:`id`."""
 
     __slots__ = ("_ids",)
+    _ids: dict[tuple[str, str], int]
 
-    def __init__(self, model, owner):
+    def __init__(self, model: int, owner: _Owner) -> None:
         super().__init__(model, None, owner, True)
         object.__setattr__(self, "_ids", {})
 
-    def id(self, kind, name):
+    def id(self, kind: str, name: str) -> int:
         """The index of the object ``name`` of ``kind`` ("body", "joint", "geom",
         "site", "actuator", "sensor", ...), to index the arrays (``data.xpos[i]``)."""
         key = (kind, name)
@@ -117,8 +140,9 @@ class MujocoData(_Arrays):
     writable (write only in ``reset``), and ``model``."""
 
     __slots__ = ("model",)
+    model: MujocoModel
 
-    def __init__(self, model, data, owner):
+    def __init__(self, model: int, data: int, owner: _Owner) -> None:
         super().__init__(model, data, owner, False)
         object.__setattr__(self, "model", MujocoModel(model, owner))
 
@@ -129,23 +153,25 @@ class _Views:
 
     __slots__ = ("owner", "by_env")
 
-    def __init__(self, owner):
+    def __init__(self, owner: _Owner) -> None:
         self.owner = owner  # () -> the vec env's Handle (or None before it exists)
-        self.by_env = {}
+        self.by_env: dict[int, MujocoData] = {}
 
-    def of(self, env, model, data):
+    def of(self, env: int, model: int, data: int) -> MujocoData:
         d = self.by_env.get(env)
         if d is None or d._data != data or d._model != model:
             d = self.by_env[env] = MujocoData(model, data, self.owner)
         return d
 
 
-def _float_view(address, n, owner, readonly):
+def _float_view(address: int, n: int, owner: Handle | None,
+                readonly: bool) -> npt.NDArray[np.float32]:
     return np.asarray(_ArrayMemory(address, (n,), _TYPESTR[np.dtype(np.float32)], readonly,
                                    owner))
 
 
-def _name_list(names, what):
+def _name_list(names: Iterable[str | bytes] | None,
+               what: str) -> ctypes.Array[ctypes.c_char_p] | None:
     """A NULL-terminated char ** of names (None: NULL, every object)."""
     if names is None:
         return None
@@ -155,8 +181,11 @@ def _name_list(names, what):
     return (ctypes.c_char_p * (len(encoded) + 1))(*encoded, None)
 
 
-def callbacks(host, obs_width, action_width, owner, randomize_bodies=None,
-              randomize_geoms=None, randomize_joints=None):
+def callbacks(host: _Host, obs_width: int, action_width: list[int], owner: _Owner,
+              randomize_bodies: Iterable[str | bytes] | None = None,
+              randomize_geoms: Iterable[str | bytes] | None = None,
+              randomize_joints: Iterable[str | bytes] | None = None
+              ) -> tuple[_lib.MujocoCallbacks, list[Any]]:
     """The frl_mujoco_callbacks table over the Python functions ``host.target``
     (observe, reward, reset: an env._Host, reached weakly as env._Host says), and what
     it needs kept alive. The user pointer is unused; each call says its env.
@@ -175,7 +204,7 @@ def callbacks(host, obs_width, action_width, owner, randomize_bodies=None,
 
     # A callback with no host returns 1: only a call of the host's (which holds it)
     # runs them.
-    def c_observe(user, env, model, data, obs):
+    def c_observe(user: int | None, env: int, model: int, data: int, obs: int) -> int:
         host = host_ref()
         if host is None:
             return 1
@@ -189,7 +218,8 @@ def callbacks(host, obs_width, action_width, owner, randomize_bodies=None,
             host.record(env, e)
             return 1
 
-    def c_reward(user, env, model, data, action, out_reward, terminated):
+    def c_reward(user: int | None, env: int, model: int, data: int, action: int,
+                 out_reward: int, terminated: int) -> int:
         host = host_ref()
         if host is None:
             return 1
@@ -204,7 +234,7 @@ def callbacks(host, obs_width, action_width, owner, randomize_bodies=None,
             host.record(env, e)
             return 1
 
-    def c_reset(user, env, model, data, seed):
+    def c_reset(user: int | None, env: int, model: int, data: int, seed: int) -> int:
         host = host_ref()
         if host is None:
             return 1

@@ -1,6 +1,9 @@
 """Policy: act on numpy batches, save, load."""
 
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -10,10 +13,22 @@ from ._lib import Error, Status
 from .config import as_config
 from .runtime import runtime_for
 
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar
+
+    import numpy.typing as npt
+
+    from ._typing import Actions, ConfigSource, IntLike, ObservationsIn, PathArg, Space
+    from .population import Population
+    from .runtime import Runtime
+
+    _Policy = TypeVar("_Policy", bound="Policy")
+
 __all__ = ["Policy"]
 
 
-def stream_position(owner, counter, stream_offset):
+def stream_position(owner: Policy | Population, counter: IntLike | None,
+                    stream_offset: IntLike) -> IntLike:
     """The random stream's counter for an act call: the caller's, else owner's next (each
     call without one advances it); both it and stream_offset must fit in 64 bits."""
     if counter is None:
@@ -44,8 +59,9 @@ class Policy(Closable):
 
     _copy_hint = _SAVE_HINT
 
-    def __init__(self, observation_space, action_space, config=None, *, runtime=None,
-                 **options):
+    def __init__(self, observation_space: Space, action_space: Space,
+                 config: ConfigSource = None, *, runtime: Runtime | None = None,
+                 **options: Any) -> None:
         rt, options = runtime_for(runtime, options, "Policy")
         cfg = as_config(config, options, "Policy config")
         c_obs = spaces.observation_space_to_c(observation_space)
@@ -61,7 +77,8 @@ class Policy(Closable):
         self._setup(Handle(ptr.value, L.policy_destroy, "policy", deps=[rt.handle]), rt)
 
     @classmethod
-    def load(cls, path, *, runtime=None):
+    def load(cls: type[_Policy], path: PathArg, *,
+             runtime: Runtime | None = None) -> _Policy:
         """A policy from a policy file or a trainer checkpoint."""
         rt, _ = runtime_for(runtime, {}, "Policy.load")
         L = _lib.lib()
@@ -73,17 +90,18 @@ class Policy(Closable):
         return self
 
     @classmethod
-    def _borrowed(cls, ptr, owner, runtime, busy):
+    def _borrowed(cls: type[_Policy], ptr: int | None, owner: object, runtime: Runtime,
+                  busy: Callable[[], bool]) -> _Policy:
         self = cls.__new__(cls)
         self._setup(Handle(ptr, None, "policy (borrowed)", deps=[owner]), runtime)
         self._busy = busy
         return self
 
-    def _setup(self, handle, runtime):
+    def _setup(self, handle: Handle, runtime: Runtime) -> None:
         L = _lib.lib()
         self._h = handle
         self._runtime = runtime
-        self._busy = None
+        self._busy: Callable[[], bool] | None = None
         self._counter = 0
         p = handle.ptr
         self.observation_space = spaces.from_c(L.policy_observation_space(p))
@@ -96,12 +114,12 @@ class Policy(Closable):
         self._state_size = int(L.policy_state_size(p))
         self._num_outputs = int(L.policy_output_size(p))
 
-    def _check_open(self):
+    def _check_open(self) -> None:
         if self._h is None:
             raise Error(Status.ERR_STATE, "the policy is closed")
 
     @property
-    def _ptr(self):
+    def _ptr(self) -> int | None:
         if self._h is None:
             raise Error(Status.ERR_STATE, "the policy is closed")
         if self._busy is not None and self._busy():
@@ -110,23 +128,23 @@ class Policy(Closable):
         return self._h.ptr
 
     @property
-    def num_parameters(self):
+    def num_parameters(self) -> int:
         return _lib.lib().policy_num_parameters(self._ptr)
 
     @property
-    def version(self):
+    def version(self) -> int:
         """Learner updates that changed the weights."""
         return _lib.lib().policy_version(self._ptr)
 
     @property
-    def state_size(self):
+    def state_size(self) -> int:
         """Floats of recurrent state per agent (row): 0 for a policy without a core,
         ``policy.core_size`` for a GRU, twice that for an LSTM (h then c), per core
         (``policy.shared=false`` has two: the actor's, then the critic's)."""
         self._check_open()
         return self._state_size
 
-    def initial_state(self, batch):
+    def initial_state(self, batch: IntLike) -> npt.NDArray[np.float32]:
         """A zeroed float32 state array ``[batch, state_size]`` for :meth:`act`'s
         ``state``: a row of zeros is a fresh agent. ``(batch, 0)`` for a policy without
         a core."""
@@ -137,8 +155,10 @@ class Policy(Closable):
                              f"{batch!r}")
         return np.zeros((int(batch), self._state_size), np.float32)
 
-    def act(self, observations, deterministic=False, *, counter=None, stream_offset=0,
-            state=None, reset=None):
+    def act(self, observations: ObservationsIn, deterministic: bool = False, *,
+            counter: IntLike | None = None, stream_offset: IntLike = 0,
+            state: npt.NDArray[np.float32] | None = None,
+            reset: npt.ArrayLike | None = None) -> Actions:
         """Actions for a batch of observations (int32 for discrete, float32 for a box;
         box actions are not clipped). Sampling draws row i from the stream
         (policy seed, stream_offset + i) at position ``counter``; without ``counter``
@@ -157,14 +177,21 @@ class Policy(Closable):
         return self._act(observations, deterministic, counter, stream_offset, False,
                          state, reset)[0]
 
-    def act_with_info(self, observations, deterministic=False, *, counter=None,
-                      stream_offset=0, state=None, reset=None):
+    def act_with_info(self, observations: ObservationsIn, deterministic: bool = False, *,
+                      counter: IntLike | None = None, stream_offset: IntLike = 0,
+                      state: npt.NDArray[np.float32] | None = None,
+                      reset: npt.ArrayLike | None = None
+                      ) -> tuple[Actions, npt.NDArray[np.float32] | float,
+                                 npt.NDArray[np.float32] | float]:
         """(actions, log_probs, values) for a batch, as :meth:`act` (``state`` and
         ``reset`` included)."""
         return self._act(observations, deterministic, counter, stream_offset, True,
                          state, reset)[:3]
 
-    def forward(self, observations, *, state=None, reset=None):
+    def forward(self, observations: ObservationsIn, *,
+                state: npt.NDArray[np.float32] | None = None,
+                reset: npt.ArrayLike | None = None
+                ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32] | float]:
         """(outputs, values) for a batch: the head's raw outputs, float32
         ``[batch, n]`` (the categorical logits, the Gaussian means or the Q-values; what
         an exported policy's ``forward`` gives, doc/export.md) and the values
@@ -173,7 +200,8 @@ class Policy(Closable):
         r = self._act(observations, True, 0, 0, True, state, reset, outputs=True)
         return r[3], r[2]
 
-    def export(self, path, format="onnx", *, weights="float32", probe=False):
+    def export(self, path: PathArg, format: str = "onnx", *, weights: str = "float32",
+               probe: bool = False) -> None:
         """Write the acting path for use without the library (frl_policy_export).
         ``format="onnx"``: an ONNX model at ``path``; ``format="c"``: C99 source
         ``path.h`` and ``path.c`` (the last part of ``path`` names the symbols), with
@@ -190,7 +218,7 @@ class Policy(Closable):
         _lib.check(_lib.lib().policy_export(self._ptr, _lib.fspath(path), cfg._ptr),
                    "Policy.export")
 
-    def _state_arg(self, state, batch, single):
+    def _state_arg(self, state: object, batch: int, single: bool) -> int | None:
         """The address of the caller's state array (None for no state), checked."""
         size = self._state_size
         if state is None:
@@ -222,7 +250,8 @@ class Policy(Closable):
         return state.ctypes.data if size else None
 
     @staticmethod
-    def _reset_arg(reset, batch, single):
+    def _reset_arg(reset: npt.ArrayLike | None, batch: int,
+                   single: bool) -> npt.NDArray[np.uint8] | None:
         """reset as a C-contiguous uint8 [batch] array (a view of a bool or uint8 array
         where possible; a small copy otherwise, since it is only read), or None."""
         if reset is None:
@@ -238,7 +267,7 @@ class Policy(Closable):
             return np.ascontiguousarray(r).view(np.uint8)
         return (r != 0).view(np.uint8)
 
-    def _observation_rows(self, observations):
+    def _observation_rows(self, observations: Any) -> tuple[npt.NDArray[Any], bool]:
         """``(obs, single)``: observations as the library reads them (a mixed space's
         dict joined into rows, images as uint8 and nothing else), and whether they were
         one observation."""
@@ -261,8 +290,13 @@ class Policy(Closable):
         single = shape == self._obs_shape or (shape == () and self._obs_shape == (1,))
         return np.ascontiguousarray(observations, dtype=self._obs_dtype), single
 
-    def _act(self, observations, deterministic, counter, stream_offset, info,
-             state=None, reset=None, outputs=False):
+    # (actions, log_probs, values, outputs): the last three None unless asked for (info,
+    # outputs), as the public methods say
+    def _act(self, observations: ObservationsIn, deterministic: bool,
+             counter: IntLike | None, stream_offset: IntLike, info: bool,
+             state: npt.NDArray[np.float32] | None = None,
+             reset: npt.ArrayLike | None = None, outputs: bool = False
+             ) -> tuple[Any, Any, Any, Any]:
         ptr = self._ptr
         obs, single = self._observation_rows(observations)
         if single:
@@ -285,6 +319,10 @@ class Policy(Closable):
         args.action_width = int(np.prod(self._act_shape, dtype=np.int64))
         args.observations = obs.ctypes.data
         args.actions = actions.ctypes.data
+        # Any: arrays where info (outputs) asks for them, which the returns below follow
+        logp: Any
+        vals: Any
+        outs: Any
         logp = vals = None
         if info:
             logp = np.empty(batch, np.float32)
@@ -310,11 +348,11 @@ class Policy(Closable):
                     (outs[0] if outputs else None))
         return actions, logp, vals, outs
 
-    def save(self, path):
+    def save(self, path: PathArg) -> None:
         """Write the policy to path (atomic: a crash leaves the old file or the new)."""
         _lib.check(_lib.lib().policy_save(self._ptr, _lib.fspath(path)), "Policy.save")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._h is None:
             return "<fastrl.Policy closed>"
         return (f"<fastrl.Policy {self.observation_space} -> {self.action_space}, "

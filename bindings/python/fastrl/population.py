@@ -1,15 +1,27 @@
 """Population: P members of one policy's architecture, acting and evaluated in batches
 (frl_population; doc/python.md, "Populations and ask/tell")."""
 
+from __future__ import annotations
+
 import ctypes
 import typing
+from typing import TYPE_CHECKING
 
 import numpy as np
+# at run time too: get_type_hints(PopulationEvaluation) resolves its fields' types
+import numpy.typing as npt
 
 from . import _lib
 from ._handle import Closable, Handle, view
 from ._lib import Error, Status
 from .policy import Policy, stream_position
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._typing import Actions, IntLike, ObservationsIn
+    from .env import VecEnv
+    from .runtime import Runtime
 
 __all__ = ["Population", "PopulationEvaluation"]
 
@@ -17,13 +29,13 @@ __all__ = ["Population", "PopulationEvaluation"]
 class PopulationEvaluation(typing.NamedTuple):
     """What :meth:`Population.evaluate` measured, per member."""
 
-    returns: np.ndarray   # float64 [P]: mean return over the member's episodes
-    steps: np.ndarray     # int64 [P]: env steps the member took
-    lengths: np.ndarray   # float64 [P]: mean episode length
-    env_steps: int        # the episodes' steps in all (steps.sum())
+    returns: npt.NDArray[np.float64]  # [P]: mean return over the member's episodes
+    steps: npt.NDArray[np.int64]      # [P]: env steps the member took
+    lengths: npt.NDArray[np.float64]  # [P]: mean episode length
+    env_steps: int                    # the episodes' steps in all (steps.sum())
 
 
-def _int(value, what, lo, hi):
+def _int(value: object, what: str, lo: int, hi: int) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{what} must be an int, not {type(value).__name__}")
     value = int(value)
@@ -49,7 +61,7 @@ class Population(Closable):
     it, so it refuses to act while a trainer trains that policy.
     """
 
-    def __init__(self, policy, members):
+    def __init__(self, policy: Policy, members: IntLike) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"Population: policy must be a fastrl.Policy, not "
                             f"{type(policy).__name__}")
@@ -70,7 +82,7 @@ class Population(Closable):
                             np.float32, h, readonly=False)
 
     @property
-    def _ptr(self):
+    def _ptr(self) -> int | None:
         if self._h is None:
             raise Error(Status.ERR_STATE, "the population is closed")
         busy = self._policy._busy
@@ -80,12 +92,12 @@ class Population(Closable):
         return self._h.ptr
 
     @property
-    def policy(self):
+    def policy(self) -> Policy:
         """The policy whose architecture, normaliser and head the members use."""
         return self._policy
 
     @property
-    def parameters(self):
+    def parameters(self) -> npt.NDArray[np.float32]:
         """The members' parameters, a writable float32 view ``[members, member_size]``
         of the library's block (row i is member i). Writing it changes the members at
         once; it stays valid (and keeps the population alive) while it lives."""
@@ -93,7 +105,7 @@ class Population(Closable):
             raise Error(Status.ERR_STATE, "the population is closed")
         return self._params
 
-    def copy_to_policy(self, member, policy):
+    def copy_to_policy(self, member: IntLike, policy: Policy) -> None:
         """Write member's parameters into ``policy`` (of the same architecture), which
         then acts, evaluates, saves and exports as that member."""
         ptr = self._ptr
@@ -104,8 +116,9 @@ class Population(Closable):
         _lib.check(_lib.lib().population_copy_to_policy(ptr, member, policy._ptr),
                    "copy_to_policy")
 
-    def act(self, observations, members, deterministic=False, *, counter=None,
-            stream_offset=0):
+    def act(self, observations: ObservationsIn, members: npt.ArrayLike,
+            deterministic: bool = False, *, counter: IntLike | None = None,
+            stream_offset: IntLike = 0) -> Actions:
         """Actions for a batch of observations ``[B, *obs_shape]``, row i acted by
         member ``members[i]`` (an int array ``[B]``, or one int for every row): int32
         ``[B]`` for a discrete action space, float32 ``[B, *action_shape]`` for a box (not
@@ -141,8 +154,8 @@ class Population(Closable):
                         f"outside [0, {self.members})")
         mem = np.ascontiguousarray(mem, dtype=np.int32)
         counter = stream_position(self, counter, stream_offset)
-        actions = np.empty((batch,) + pol._act_shape,
-                           np.int32 if pol._discrete else np.float32)
+        actions: npt.NDArray[Any] = np.empty((batch,) + pol._act_shape,
+                                             np.int32 if pol._discrete else np.float32)
         args = _lib.new_table(_lib.PopulationActArgs)
         args.batch = batch
         args.observations = obs.ctypes.data
@@ -158,9 +171,11 @@ class Population(Closable):
             return int(actions[0]) if pol._discrete else actions[0]
         return actions
 
-    def evaluate(self, env, episodes=1, *, deterministic=True, seed=0,
-                 max_episode_steps=0, update_obs_norm=False, num_envs=None, runtime=None,
-                 max_steps=10_000_000, **options):
+    def evaluate(self, env: str | VecEnv, episodes: IntLike = 1, *,
+                 deterministic: bool = True, seed: IntLike | None = 0,
+                 max_episode_steps: IntLike = 0, update_obs_norm: bool = False,
+                 num_envs: IntLike | None = None, runtime: Runtime | None = None,
+                 max_steps: IntLike = 10_000_000, **options: Any) -> PopulationEvaluation:
         """Run ``episodes`` episodes of every member on ``env`` (a :class:`VecEnv`,
         Python envs included, or a built-in id: a vec env of ``num_envs``, default
         ``min(members * episodes, 64)``, made with ``options``), by the library's
@@ -187,13 +202,14 @@ class Population(Closable):
         own = not isinstance(env, VecEnv)
         if own:
             n = int(num_envs or min(self.members * episodes, 64))
-            venv = VecEnv(env, n, runtime=runtime if runtime is not None
-                          else self._policy._runtime, **options)
+            venv = VecEnv(env, n,  # type: ignore[arg-type]  # own: env is an id
+                          runtime=runtime if runtime is not None else self._policy._runtime,
+                          **options)
         else:
             if num_envs is not None or runtime is not None or options:
                 raise Error(Status.ERR_INVALID_ARGUMENT, "evaluate: num_envs, runtime and "
                             "options make a vec env of a built-in id; this one is given")
-            venv = env
+            venv = env  # type: ignore[assignment]  # not own: a VecEnv
             venv._check_writable("evaluate")
         try:
             if seed is None:
@@ -220,15 +236,15 @@ class Population(Closable):
             if own:
                 venv.close()
 
-    def close(self):
+    def close(self) -> None:
         """Let go of the population: destroyed once :attr:`parameters` views are gone."""
         super().close()
-        self._params = None
+        self._params = None  # type: ignore[assignment]  # read only while open
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.members
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._h is None:
             return "<fastrl.Population closed>"
         return (f"<fastrl.Population {self.members} members x {self.member_size} "

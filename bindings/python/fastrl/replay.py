@@ -1,23 +1,35 @@
 """The replay of an off-policy trainer (train.algo=dqn): its shape, fill and records as
 read-only numpy views over the library's memory (doc/api.md, Replay)."""
 
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _lib
 from ._handle import NoCopy, view
 
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
+
+    import numpy.typing as npt
+
+    from ._handle import Handle
+    from ._typing import ReplayInfo
+
 
 class ReplayInfoStruct(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("capacity", ctypes.c_int64),
-                ("blocks", ctypes.c_int64), ("filled", ctypes.c_int64),
-                ("next", ctypes.c_int64), ("transitions", ctypes.c_int64),
-                ("steps", ctypes.c_int32), ("envs", ctypes.c_int32),
-                ("observation_width", ctypes.c_int32), ("action_width", ctypes.c_int32),
-                ("state_width", ctypes.c_int32), ("prioritized", ctypes.c_int32),
-                ("record_bytes", ctypes.c_size_t), ("offset_action", ctypes.c_size_t),
-                ("offset_reward", ctypes.c_size_t), ("offset_flags", ctypes.c_size_t)]
+    _fields_: ClassVar[list[tuple[str, Any]]] = [
+        ("struct_size", ctypes.c_size_t), ("capacity", ctypes.c_int64),
+        ("blocks", ctypes.c_int64), ("filled", ctypes.c_int64),
+        ("next", ctypes.c_int64), ("transitions", ctypes.c_int64),
+        ("steps", ctypes.c_int32), ("envs", ctypes.c_int32),
+        ("observation_width", ctypes.c_int32), ("action_width", ctypes.c_int32),
+        ("state_width", ctypes.c_int32), ("prioritized", ctypes.c_int32),
+        ("record_bytes", ctypes.c_size_t), ("offset_action", ctypes.c_size_t),
+        ("offset_reward", ctypes.c_size_t), ("offset_flags", ctypes.c_size_t)]
 
 
 ARRAYS = {"rows": 0, "sum_tree": 1, "min_tree": 2, "states": 3}
@@ -27,26 +39,28 @@ class Replay(NoCopy):
     """A trainer's replay (``Trainer.replay``). Read it between ``train`` calls or from
     the metrics callback: the learner writes it during an update."""
 
-    def __init__(self, ptr, owner, discrete):
+    def __init__(self, ptr: int | None, owner: Handle | None, discrete: bool) -> None:
         self._ptr = ptr
         self._h = owner
         self._discrete = discrete
 
-    def info(self):
+    def info(self) -> ReplayInfo:
         """The shape and fill: capacity, blocks, filled, next, transitions, steps (T),
         envs (B), widths, prioritized and the record layout, as a dict."""
         s = ReplayInfoStruct()
         s.struct_size = ctypes.sizeof(s)
         _lib.check(_lib.lib().replay_get_info(self._ptr, ctypes.byref(s)), "Replay.info")
-        return {name: getattr(s, name) for name, _ in ReplayInfoStruct._fields_[1:]}
+        # ReplayInfo lists the struct's fields
+        return {name: getattr(s, name)  # type: ignore[return-value]
+                for name, _ in ReplayInfoStruct._fields_[1:]}
 
-    def _array(self, name):
+    def _array(self, name: str) -> tuple[int | None, int]:
         data, size = ctypes.c_void_p(), ctypes.c_size_t()
         _lib.check(_lib.lib().replay_array(self._ptr, ARRAYS[name], ctypes.byref(data),
                                            ctypes.byref(size)), f"Replay.{name}")
         return data.value, size.value
 
-    def records(self):
+    def records(self) -> npt.NDArray[np.void]:
         """The records as a structured array shaped [blocks, B, T + 1] with fields x
         (float32[W]), action (int32, or float32[A]), reward (float32) and terminated,
         truncated, reset (bool); record T of each env holds only the observation after
@@ -65,7 +79,7 @@ class Replay(NoCopy):
         raw = view(addr, (size,), np.uint8, self._h)
         return raw.view(dt).reshape(shape)
 
-    def priorities(self):
+    def priorities(self) -> npt.NDArray[np.float64] | None:
         """A prioritised replay's leaves, priority^alpha per row (index k*T*B + t*B + b),
         or None for a uniform replay."""
         i = self.info()

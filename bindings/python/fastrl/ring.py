@@ -1,6 +1,9 @@
 """Ring: the library's experience ring, its arrays as numpy views."""
 
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -8,6 +11,19 @@ from . import _lib, spaces
 from ._handle import Handle, NoCopy, view
 from ._lib import Error, Status
 from .runtime import runtime_for
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Literal, TypeVar, overload
+
+    import numpy.typing as npt
+
+    from ._typing import IntLike, Observations, Space
+    from .runtime import Runtime
+
+    _Ring = TypeVar("_Ring", bound="Ring")
+    # the arrays that are never a mixed observation's dict
+    _PlainArray = Literal["actions", "log_probs", "values", "rewards", "terminated",
+                          "truncated", "reset_steps", "policy_version"]
 
 __all__ = ["Ring", "RING_ARRAYS", "SLOT_STATES"]
 
@@ -26,8 +42,10 @@ class Ring(NoCopy):
     :data:`RING_ARRAYS`), valid while any view lives. ``Trainer.ring`` is the trainer's
     one-slot ring (read-only views: read it between updates)."""
 
-    def __init__(self, slots, steps, envs, observation_space, action_space, *,
-                 runtime=None):
+    _h: Handle | None
+
+    def __init__(self, slots: IntLike, steps: IntLike, envs: IntLike, observation_space: Space,
+                 action_space: Space, *, runtime: Runtime | None = None) -> None:
         rt, _ = runtime_for(runtime, {}, "Ring")
         c_obs = spaces.observation_space_to_c(observation_space)
         c_act, start = spaces.to_c(action_space, "action space")
@@ -44,7 +62,8 @@ class Ring(NoCopy):
                     observation_space, action_space, writable=True)
 
     @staticmethod
-    def memory_size(slots, steps, envs, observation_space, action_space):
+    def memory_size(slots: IntLike, steps: IntLike, envs: IntLike, observation_space: Space,
+                    action_space: Space) -> int:
         """Bytes a ring of these dimensions takes."""
         c_obs = spaces.observation_space_to_c(observation_space)
         c_act, _ = spaces.to_c(action_space, "action space")
@@ -56,13 +75,15 @@ class Ring(NoCopy):
         return out.value
 
     @classmethod
-    def _borrowed(cls, ptr, owner, observation_space, action_space):
+    def _borrowed(cls: type[_Ring], ptr: int | None, owner: object, observation_space: Space,
+                  action_space: Space) -> _Ring:
         self = cls.__new__(cls)
         self._setup(Handle(ptr, None, "ring (borrowed)", deps=[owner]), observation_space,
                     action_space, writable=False)
         return self
 
-    def _setup(self, handle, observation_space, action_space, writable):
+    def _setup(self, handle: Handle, observation_space: Space, action_space: Space,
+               writable: bool) -> None:
         L = _lib.lib()
         self._h = handle
         self._writable = writable
@@ -73,17 +94,17 @@ class Ring(NoCopy):
         # Discrete: (); an image's pixels are uint8
         self._obs_shape, _, self._obs_dtype = spaces.observation_layout(observation_space)
         self._act_shape = () if self._discrete else tuple(d[1])
-        self.slots = L.ring_slots(handle.ptr)
-        self.steps = L.ring_steps(handle.ptr)
-        self.envs = L.ring_envs(handle.ptr)
+        self.slots: int = L.ring_slots(handle.ptr)
+        self.steps: int = L.ring_steps(handle.ptr)
+        self.envs: int = L.ring_envs(handle.ptr)
 
     @property
-    def _ptr(self):
+    def _ptr(self) -> int | None:
         if self._h is None:
             raise Error(Status.ERR_STATE, "the ring is closed")
         return self._h.ptr
 
-    def _shape_dtype(self, name):
+    def _shape_dtype(self, name: str) -> tuple[tuple[int, ...], npt.DTypeLike]:
         T, B = self.steps, self.envs
         if name == "observations":
             return (T, B) + self._obs_shape, self._obs_dtype
@@ -98,7 +119,13 @@ class Ring(NoCopy):
             return (T,), np.uint64
         return (B,) + self._obs_shape, self._obs_dtype  # bootstrap_obs
 
-    def array(self, name, slot=0):
+    if TYPE_CHECKING:
+        @overload
+        def array(self, name: _PlainArray, slot: IntLike = 0) -> npt.NDArray[Any]: ...
+        @overload
+        def array(self, name: str, slot: IntLike = 0) -> Observations: ...
+
+    def array(self, name: str, slot: IntLike = 0) -> Observations:
         """A view of one array of one slot, shaped [T, B, ...] (policy_version: [T];
         bootstrap_obs: [B, ...]); flags are bool."""
         if name not in RING_ARRAYS:
@@ -120,18 +147,19 @@ class Ring(NoCopy):
             return spaces.split_rows(a, self.observation_space)  # {"image", "vector"} views
         return a
 
-    def arrays(self, slot=0):
+    def arrays(self, slot: IntLike = 0) -> dict[str, Observations]:
         """Every array of a slot, by name."""
         return {name: self.array(name, slot) for name in RING_ARRAYS}
 
-    def slot_state(self, slot):
+    def slot_state(self, slot: IntLike) -> str:
         """"free", "writing", "ready" or "reading"."""
         _int32(slot, "slot")
         if not 0 <= slot < self.slots:
             raise Error(Status.ERR_RANGE, f"slot {slot} is outside [0, {self.slots})")
         return SLOT_STATES[_lib.lib().ring_slot_state(self._ptr, slot)]
 
-    def _transition(self, fn, slot, what):
+    # Any: the slot taken (an int) when slot is None, else slot itself (an IntLike)
+    def _transition(self, fn: Callable[..., int], slot: IntLike | None, what: str) -> Any:
         if not self._writable:
             raise Error(Status.ERR_STATE, f"{what}: the trainer's ring is read-only here "
                         "(taking its slot would stop the trainer)")
@@ -143,28 +171,28 @@ class Ring(NoCopy):
         _lib.check(fn(self._ptr, slot), what)
         return slot
 
-    def acquire_write(self):
+    def acquire_write(self) -> int:
         """Take the lowest free slot for writing (Error FRL_ERR_STATE if none)."""
         return self._transition(_lib.lib().ring_acquire_write, None, "acquire_write")
 
-    def commit(self, slot):
+    def commit(self, slot: IntLike) -> IntLike:
         return self._transition(_lib.lib().ring_commit, slot, "commit")
 
-    def acquire_read(self):
+    def acquire_read(self) -> int:
         """Take the ready slot committed first (Error FRL_ERR_STATE if none)."""
         return self._transition(_lib.lib().ring_acquire_read, None, "acquire_read")
 
-    def release(self, slot):
+    def release(self, slot: IntLike) -> IntLike:
         return self._transition(_lib.lib().ring_release, slot, "release")
 
-    def close(self):
+    def close(self) -> None:
         self._h = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<fastrl.Ring slots={self.slots} steps={self.steps} envs={self.envs}>"
 
 
-def _int32(v, name):
+def _int32(v: object, name: str) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{name} must be an int, not {type(v).__name__}")
     if not -(2**31) <= int(v) < 2**31:

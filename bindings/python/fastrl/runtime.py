@@ -1,13 +1,23 @@
 """Runtime: the library's thread pool, seed and logger."""
 
+from __future__ import annotations
+
 import ctypes
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 from . import _lib
 from ._handle import Handle, NoCopy
 from ._lib import Error, Status
 from .config import as_config
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, TypeVar
+
+    from ._typing import ConfigSource, Logger
+
+    _Runtime = TypeVar("_Runtime", bound="Runtime")
 
 __all__ = ["Runtime", "default_runtime"]
 
@@ -28,7 +38,10 @@ class Runtime(NoCopy):
     lets go of this object's reference: the pool stops once they are gone too.
     """
 
-    def __init__(self, config=None, *, logger=None, log_level=2, **options):
+    _h: Handle | None
+
+    def __init__(self, config: ConfigSource = None, *, logger: Logger | None = None,
+                 log_level: int = 2, **options: Any) -> None:
         cfg = as_config(config, options, "Runtime config")
         foreign = [k for k in cfg.set_keys() if not k.startswith("runtime.")]
         if foreign:
@@ -36,7 +49,7 @@ class Runtime(NoCopy):
                         f"Runtime: only runtime.* keys apply to a runtime, not "
                         f"{', '.join(foreign)}")
         L = _lib.lib()
-        keep = []
+        keep: list[object] = []
         log_ptr = None
         if logger is not None:
             fn = _log_function(logger)
@@ -55,56 +68,56 @@ class Runtime(NoCopy):
         self._device_note = L.runtime_device_note(ptr.value).decode()
 
     @property
-    def handle(self):
+    def handle(self) -> Handle:
         if self._h is None:
             raise Error(Status.ERR_STATE, "this Runtime is closed")
         return self._h
 
     @property
-    def threads(self):
+    def threads(self) -> int:
         """Threads doing work, the calling thread included."""
         self.handle
         return self._threads
 
     @property
-    def seed(self):
+    def seed(self) -> int:
         self.handle
         return self._seed
 
     @property
-    def device(self):
+    def device(self) -> str:
         """Where networks run (runtime.device): "cpu" or "cuda:0 <name> (...)"."""
         self.handle
         return self._device
 
     @property
-    def device_note(self):
+    def device_note(self) -> str:
         """With runtime.device="auto", why the runtime stayed on the CPU ("" otherwise)."""
         self.handle
         return self._device_note
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._h is None
 
-    def close(self):
+    def close(self) -> None:
         self._h = None
 
-    def __enter__(self):
+    def __enter__(self: _Runtime) -> _Runtime:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._h is None:
             return "<fastrl.Runtime closed>"
         return f"<fastrl.Runtime threads={self._threads} seed={self._seed}>"
 
 
-def _log_function(logger):
+def _log_function(logger: object) -> Callable[[int | None, int, bytes | None], None]:
     if isinstance(logger, logging.Logger):
-        def fn(user, level, message):
+        def fn(user: int | None, level: int, message: bytes | None) -> None:
             try:
                 logger.log(_LEVELS.get(level, logging.DEBUG), "%s",
                            (message or b"").decode("utf-8", "replace"))
@@ -112,7 +125,7 @@ def _log_function(logger):
                 pass
         return fn
     if callable(logger):
-        def fn(user, level, message):
+        def fn(user: int | None, level: int, message: bytes | None) -> None:
             try:
                 logger(int(level), (message or b"").decode("utf-8", "replace"))
             except BaseException:
@@ -122,11 +135,11 @@ def _log_function(logger):
                     f"{type(logger).__name__}")
 
 
-_default = None
+_default: Runtime | None = None
 _default_lock = threading.Lock()
 
 
-def default_runtime():
+def default_runtime() -> Runtime:
     """The runtime used when none is given: one thread per core, seed 0. Created on
     first use and shared by every object made without a runtime."""
     global _default
@@ -137,12 +150,13 @@ def default_runtime():
     return _default
 
 
-def runtime_for(runtime, options, what):
+def runtime_for(runtime: Runtime | None, options: Mapping[str, Any],
+                what: str) -> tuple[Runtime, dict[str, Any]]:
     """(runtime, remaining options): the given runtime, or a new one when options
     name runtime.* keys, or the default runtime."""
     from .config import resolve_key
-    rt_opts = {}
-    rest = {}
+    rt_opts: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
     for k, v in options.items():
         try:
             key = resolve_key(k)

@@ -17,7 +17,10 @@ library rows (each row the image's bytes, then the vector's floats), and observa
 are passed as such dicts (:func:`split_rows`, :func:`join_rows`).
 """
 
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,10 +28,17 @@ from . import _lib
 from ._handle import Handle
 from ._lib import Error, Status
 
+if TYPE_CHECKING:
+    from typing import Any, KeysView, Mapping, Sequence
+
+    import numpy.typing as npt
+
+    from ._typing import Space
+
 try:  # optional
     import gymnasium as _gym
 except ImportError:  # pragma: no cover - exercised by the no-gymnasium test
-    _gym = None
+    _gym = None  # type: ignore[assignment]  # checked against None before each use
 
 __all__ = ["Box", "Dict", "Discrete", "from_c", "to_c", "batch_space", "observation_layout",
            "split_rows", "join_rows"]
@@ -40,17 +50,18 @@ MIXED_KEYS = ("image", "vector")
 class Discrete:
     """discrete(n): int32 values in [start, start + n) (stand-in for gymnasium's)."""
 
-    def __init__(self, n, start=0, dtype=np.int32, seed=None):
+    def __init__(self, n: int, start: int = 0, dtype: npt.DTypeLike = np.int32,
+                 seed: int | None = None) -> None:
         self.n = np.int64(n)
         self.start = np.int64(start)
-        self.dtype = np.dtype(dtype)
+        self.dtype: np.dtype[Any] = np.dtype(dtype)
         self.shape = ()
         self._rng = np.random.default_rng(seed)
 
-    def sample(self):
+    def sample(self) -> np.integer[Any]:
         return self.dtype.type(self.start + self._rng.integers(self.n))
 
-    def contains(self, x):
+    def contains(self, x: Any) -> bool | np.bool_:
         try:
             v = int(x)
         except (TypeError, ValueError):
@@ -59,18 +70,20 @@ class Discrete:
 
     __contains__ = contains
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Discrete) and (self.n, self.start) == (other.n, other.start)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Discrete({self.n})" if not self.start else f"Discrete({self.n}, start={self.start})"
 
 
 class Box:
     """A float32 box (stand-in for gymnasium's)."""
 
-    def __init__(self, low, high, shape=None, dtype=np.float32, seed=None):
-        self.dtype = np.dtype(dtype)
+    def __init__(self, low: npt.ArrayLike, high: npt.ArrayLike,
+                 shape: Sequence[int] | None = None, dtype: npt.DTypeLike = np.float32,
+                 seed: int | None = None) -> None:
+        self.dtype: np.dtype[Any] = np.dtype(dtype)
         if shape is None:
             shape = np.shape(low)
         self.shape = tuple(int(s) for s in shape)
@@ -78,23 +91,23 @@ class Box:
         self.high = np.broadcast_to(np.asarray(high, self.dtype), self.shape).copy()
         self._rng = np.random.default_rng(seed)
 
-    def sample(self):
+    def sample(self) -> npt.NDArray[Any]:
         lo = np.where(np.isfinite(self.low), self.low, -1.0)
         hi = np.where(np.isfinite(self.high), self.high, 1.0)
         return self._rng.uniform(lo, hi).astype(self.dtype)
 
-    def contains(self, x):
+    def contains(self, x: Any) -> bool:
         x = np.asarray(x)
         return (x.shape == self.shape and bool(np.all(x >= self.low))
                 and bool(np.all(x <= self.high)))
 
     __contains__ = contains
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (isinstance(other, Box) and self.shape == other.shape
                 and np.array_equal(self.low, other.low) and np.array_equal(self.high, other.high))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Box({self.low.min()}, {self.high.max()}, {self.shape}, {self.dtype})"
 
 
@@ -102,43 +115,44 @@ class Dict:
     """A mixed observation's space: ``spaces["image"]`` and ``spaces["vector"]`` (stand-in
     for gymnasium's Dict)."""
 
-    def __init__(self, spaces=None, seed=None):
+    def __init__(self, spaces: Mapping[str, Space] | None = None,
+                 seed: int | None = None) -> None:
         self.spaces = dict(spaces or {})
         self.shape = None
         self.dtype = None
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Space:
         return self.spaces[key]
 
-    def keys(self):
+    def keys(self) -> KeysView[str]:
         return self.spaces.keys()
 
-    def sample(self):
+    def sample(self) -> dict[str, Any]:
         return {k: s.sample() for k, s in self.spaces.items()}
 
-    def contains(self, x):
+    def contains(self, x: Any) -> bool:
         return (isinstance(x, dict) and x.keys() == self.spaces.keys()
                 and all(s.contains(x[k]) for k, s in self.spaces.items()))
 
     __contains__ = contains
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Dict) and self.spaces == other.spaces
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Dict({self.spaces!r})"
 
 
-def _mixed(image, vector):
+def _mixed(image: Space, vector: Space) -> Space:
     parts = {"image": image, "vector": vector}
     return _gym.spaces.Dict(parts) if _gym is not None else Dict(parts)
 
 
-def _f32_array(address, n):
+def _f32_array(address: int, n: int) -> npt.NDArray[np.float32]:
     return np.frombuffer((ctypes.c_float * n).from_address(address), np.float32).copy()
 
 
-def from_c(ptr):
+def from_c(ptr: int | None) -> Space:
     """A Python space equal to the C space at ptr (copied)."""
     L = _lib.lib()
     kind = L.space_get_kind(ptr)
@@ -166,7 +180,7 @@ def from_c(ptr):
     raise Error(Status.ERR_INTERNAL, f"libfastrl returned a space of unknown kind {kind}")
 
 
-def _describe_mixed(space):
+def _describe_mixed(space: Space) -> tuple[str, tuple[Any, ...], tuple[Any, ...]]:
     """("mixed", image's description, vector's) for a Dict of "image" (uint8, rank 3) and
     "vector" (a float box), or an Error saying what is wrong."""
     parts = space.spaces
@@ -183,7 +197,7 @@ def _describe_mixed(space):
     return ("mixed", im, vec)
 
 
-def describe(space):
+def describe(space: Space) -> tuple[Any, ...]:
     """("discrete", n, start), ("box", shape, low, high), ("image", shape) or ("mixed",
     image's, vector's) for a Python space, or an Error saying why the library cannot
     take it."""
@@ -215,7 +229,7 @@ def describe(space):
                 "gymnasium.wrappers.FlattenObservation)")
 
 
-def to_c(space, what="space"):
+def to_c(space: Space, what: str = "space") -> tuple[Handle, int]:
     """An owned C space (Handle) for a Python space, and the Discrete start (or 0)."""
     d = describe(space)
     L = _lib.lib()
@@ -240,7 +254,7 @@ def to_c(space, what="space"):
     return Handle(ptr.value, L.space_destroy, "space"), 0
 
 
-def observation_space_to_c(space, allow_start=False):
+def observation_space_to_c(space: Space, allow_start: bool = False) -> Handle:
     """An owned C observation space: a float32 box, or discrete(n), whose observations
     are one float32 index each. ``allow_start``: a ``Discrete(n, start=s)`` is taken (the
     caller subtracts s from every observation, as the env writers do); elsewhere the
@@ -253,7 +267,7 @@ def observation_space_to_c(space, allow_start=False):
     return to_c(space, "observation space")[0]
 
 
-def observation_layout(space):
+def observation_layout(space: Space) -> tuple[tuple[int, ...], int, np.dtype[Any]]:
     """(shape, start, dtype) of one observation as the library stores it: a box's shape,
     0 and float32; () and the Discrete start (one float32 holding the index); an image's
     (h, w, c), 0 and uint8; a mixed one's row of bytes, 0 and uint8."""
@@ -265,25 +279,25 @@ def observation_layout(space):
     return tuple(d[1]), 0, np.dtype(np.uint8 if d[0] == "image" else np.float32)
 
 
-def observation_dtype(c_space):
+def observation_dtype(c_space: int | None) -> np.dtype[Any]:
     """The numpy dtype of the library's observation arrays for the C space at c_space."""
     kind = _lib.lib().space_get_kind(c_space)
     return np.dtype(np.uint8 if kind in (IMAGE, MIXED) else np.float32)
 
 
-def is_mixed(space):
+def is_mixed(space: Space) -> bool:
     """True for a mixed observation's (Dict) space."""
     return isinstance(getattr(space, "spaces", None), dict)
 
 
-def _mixed_sizes(space):
+def _mixed_sizes(space: Space) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     """(image shape, vector shape, bytes a row) of a mixed space."""
     im = tuple(int(s) for s in space.spaces["image"].shape)
     vec = tuple(int(s) for s in space.spaces["vector"].shape)
     return im, vec, int(np.prod(im)) + 4 * int(np.prod(vec))
 
 
-def split_rows(rows, space):
+def split_rows(rows: npt.NDArray[Any], space: Space) -> dict[str, npt.NDArray[Any]]:
     """rows (uint8 [..., bytes a row], the library's layout) as {"image": [..., h, w, c]
     uint8, "vector": [..., *shape] float32}: views, no copy; writing them writes rows."""
     im, vec, row = _mixed_sizes(space)
@@ -293,7 +307,8 @@ def split_rows(rows, space):
             "vector": rows[..., n:].view(np.float32).reshape(lead + vec)}
 
 
-def join_rows(obs, space, what="observations"):
+def join_rows(obs: object, space: Space,
+              what: str = "observations") -> tuple[npt.NDArray[np.uint8], bool]:
     """A dict of "image" (uint8) and "vector" arrays ([batch, ...] or one observation) as
     the library's rows: a new C-contiguous uint8 array [batch, bytes a row] (or [bytes a
     row] for one), and whether it was one."""
@@ -318,7 +333,7 @@ def join_rows(obs, space, what="observations"):
     return out, single
 
 
-def batch_space(space, n):
+def batch_space(space: Space, n: int) -> Space:
     if _gym is not None:
         return _gym.vector.utils.batch_space(space, n)
     if isinstance(space, Dict):

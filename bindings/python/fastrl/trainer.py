@@ -1,12 +1,15 @@
 """Trainer: PPO on a built-in or a Python environment, with metrics callbacks,
 clean Ctrl-C, checkpoints, and evaluation."""
 
+from __future__ import annotations
+
 import ctypes
 import dataclasses
 import math
 import os
 import signal
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +22,18 @@ from .policy import Policy
 from .replay import Replay
 from .ring import Ring
 from .runtime import runtime_for
+
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import Any, Callable, TypeVar
+
+    import numpy.typing as npt
+
+    from ._typing import ConfigSource, IntLike, PathArg
+    from .env import _Host
+    from .runtime import Runtime
+
+    _Trainer = TypeVar("_Trainer", bound="Trainer")
 
 __all__ = ["Metrics", "Trainer", "evaluate"]
 
@@ -63,21 +78,21 @@ class Metrics:
     priority_spread: float = 0.0
 
     @classmethod
-    def _at(cls, address):
+    def _at(cls, address: int) -> Metrics:
         s = _lib.MetricsStruct.from_address(address)
         size = s.struct_size
-        values = {}
+        values: dict[str, Any] = {}
         for name, _ in _lib.METRICS_FIELDS[1:]:
             f = getattr(_lib.MetricsStruct, name)
             if f.offset + f.size <= size:  # fields an older library lacks keep defaults
                 values[name] = getattr(s, name)
         return cls(**values)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def _unlock(venv_ref):
+def _unlock(venv_ref: weakref.ref[VecEnv]) -> None:
     v = venv_ref()
     if v is not None:
         v._read_only = False
@@ -99,8 +114,12 @@ class Trainer(NoCopy):
     """
 
     _copy_hint = _SAVE_HINT
+    _h: Handle | None
+    _venv_host: _Host | None
+    env_name: str | None  # None for a loaded run that names no built-in
 
-    def __init__(self, env, config=None, *, runtime=None, **options):
+    def __init__(self, env: str | VecEnv, config: ConfigSource = None, *,
+                 runtime: Runtime | None = None, **options: Any) -> None:
         L = _lib.lib()
         ptr = ctypes.c_void_p()
         deps = []
@@ -143,7 +162,8 @@ class Trainer(NoCopy):
         self._setup(h, rt)
 
     @classmethod
-    def load(cls, path, config=None, *, runtime=None, **options):
+    def load(cls: type[_Trainer], path: PathArg, config: ConfigSource = None, *,
+             runtime: Runtime | None = None, **options: Any) -> _Trainer:
         """Continue a run saved by :meth:`save` (built-in envs). Keys set by ``config``
         or ``options`` override the saved settings."""
         rt, options = runtime_for(runtime, options, "Trainer.load")
@@ -160,21 +180,21 @@ class Trainer(NoCopy):
         self._setup(Handle(ptr.value, L.trainer_destroy, "trainer", deps=[rt.handle]), rt)
         return self
 
-    def _setup(self, handle, runtime):
+    def _setup(self, handle: Handle, runtime: Runtime) -> None:
         self._h = handle
         self._runtime = runtime
         self._training = False
-        self._policy = None
-        self._ring = None
-        self._vec_env = None
+        self._policy: Policy | None = None
+        self._ring: Ring | None = None
+        self._vec_env: VecEnv | None = None
 
     @property
-    def _ptr(self):
+    def _ptr(self) -> int | None:
         if self._h is None:
             raise Error(Status.ERR_STATE, "the trainer is closed")
         return self._h.ptr
 
-    def _idle(self, what):
+    def _idle(self, what: str) -> int | None:
         if self._training:
             raise Error(Status.ERR_STATE, f"{what}: not while train runs (use the callback's "
                         "metrics, or call it after train returns)")
@@ -182,24 +202,24 @@ class Trainer(NoCopy):
 
     # -- borrowed objects
     @property
-    def runtime(self):
+    def runtime(self) -> Runtime:
         return self._runtime
 
     @property
-    def policy(self):
+    def policy(self) -> Policy:
         """The trainer's policy (act on it, save it, between train calls)."""
         if self._policy is None:
             p = _lib.lib().trainer_policy(self._ptr)
             me = weakref.ref(self)  # no cycle: the trainer goes when its last user does
 
-            def busy():
+            def busy() -> bool:
                 t = me()
                 return t is not None and t._training
             self._policy = Policy._borrowed(p, self._h, self._runtime, busy)
         return self._policy
 
     @property
-    def vec_env(self):
+    def vec_env(self) -> VecEnv:
         """The trainer's vec env: read its arrays and totals; only the trainer steps it."""
         if self._vec_env is None:
             p = _lib.lib().trainer_vec_env(self._ptr)
@@ -208,7 +228,7 @@ class Trainer(NoCopy):
         return self._vec_env
 
     @property
-    def ring(self):
+    def ring(self) -> Ring:
         """The trainer's one-slot ring: the last rollout, as read-only numpy views shaped
         [T, B, ...] (read between train calls)."""
         if self._ring is None:
@@ -219,7 +239,7 @@ class Trainer(NoCopy):
         return self._ring
 
     @property
-    def replay(self):
+    def replay(self) -> Replay | None:
         """The replay of an off-policy trainer (train.algo=dqn) as a :class:`Replay`, or
         None for on-policy learners."""
         p = _lib.lib().trainer_replay(self._ptr)
@@ -228,30 +248,30 @@ class Trainer(NoCopy):
         return Replay(p, self._h, self.vec_env._n_actions > 0)
 
     @property
-    def metrics(self):
+    def metrics(self) -> Metrics:
         """The metrics of the last update (zeros before the first)."""
         return Metrics._at(_lib.lib().trainer_metrics(self._ptr))
 
     # -- control
-    def request_stop(self):
+    def request_stop(self) -> None:
         """Make train return at the end of the current update (any thread)."""
         _lib.lib().trainer_request_stop(self._ptr)
 
-    def set_output(self, directory):
+    def set_output(self, directory: PathArg) -> None:
         """Write metrics.csv, a TensorBoard event file and settings.txt into directory
         (which must exist) from the next update on."""
         _lib.check(_lib.lib().trainer_set_output(self._idle("set_output"),
                                                  _lib.fspath(directory, "directory")),
                    "set_output")
 
-    def save(self, path):
+    def save(self, path: PathArg) -> None:
         """Write a resumable checkpoint (built-in envs, sync or async; an async
         trainer's rollouts in flight are not saved. For a Python env, save the policy:
         ``trainer.policy.save(path)``)."""
         _lib.check(_lib.lib().trainer_save(self._idle("save"), _lib.fspath(path)),
                    "Trainer.save")
 
-    def _checkpoint(self, path):
+    def _checkpoint(self, path: str) -> None:
         """A trainer checkpoint where the library can write one; else the policy (a
         Python env's simulator has no file format)."""
         if self._host:
@@ -264,7 +284,8 @@ class Trainer(NoCopy):
                 raise
             self.policy.save(path)
 
-    def train(self, total_steps, callback=None, *, checkpoint=None, handle_sigint=True):
+    def train(self, total_steps: IntLike, callback: Callable[[Metrics], object] | None = None,
+              *, checkpoint: PathArg | None = None, handle_sigint: bool = True) -> Metrics:
         """Train until the run has ``total_steps`` env steps (counted from its start),
         the target return, a stop, or Ctrl-C. Returns the last update's
         :class:`Metrics`.
@@ -290,7 +311,7 @@ class Trainer(NoCopy):
         L = _lib.lib()
         st_ = _TrainState()
 
-        def on_metrics(user, address):
+        def on_metrics(user: int | None, address: int) -> int:
             try:
                 if callback is not None:
                     if callback(Metrics._at(address)) is False:
@@ -309,7 +330,7 @@ class Trainer(NoCopy):
         old = None
         if (handle_sigint and _lib.is_main_thread()
                 and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-            def on_sigint(signum, frame):
+            def on_sigint(signum: int, frame: FrameType | None) -> None:
                 if st_.sigint:
                     raise KeyboardInterrupt
                 st_.sigint = True
@@ -326,7 +347,7 @@ class Trainer(NoCopy):
             message = _lib.last_error()
         finally:
             if call is not None:
-                host.leave()
+                host.leave()  # type: ignore[union-attr]  # call is set only with a host
             self._training = False
             L.trainer_set_callback(ptr, _lib.METRICS_FN(), None)
             if old is not None:
@@ -354,16 +375,16 @@ class Trainer(NoCopy):
                 _add_note(env_exc.first(), n)
             env_exc.raise_for(status, "train", message)
         if interrupted:
-            e = st_.interrupt or KeyboardInterrupt()
+            stop = st_.interrupt or KeyboardInterrupt()
             m = self.metrics
-            _add_note(e, f"fastrl: training stopped by Ctrl-C after update {m.update} "
+            _add_note(stop, f"fastrl: training stopped by Ctrl-C after update {m.update} "
                       f"({m.env_steps} env steps)", *notes)
-            raise e
+            raise stop
         if status not in (Status.OK, Status.ERR_INTERRUPTED):
             raise Error(status, f"train: {message}" if message else "train")
         return self.metrics
 
-    def close(self):
+    def close(self) -> None:
         """Let go of the trainer: destroyed once its policy, ring and vec env views are
         gone too."""
         if self._training:
@@ -372,16 +393,16 @@ class Trainer(NoCopy):
         self._policy = self._ring = self._vec_env = None
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._h is None
 
-    def __enter__(self):
+    def __enter__(self: _Trainer) -> _Trainer:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._h is None:
             return "<fastrl.Trainer closed>"
         return f"<fastrl.Trainer {self.env_name} update={self.metrics.update}>"
@@ -390,20 +411,20 @@ class Trainer(NoCopy):
 class _TrainState:
     __slots__ = ("stopped", "interrupt", "exc", "sigint")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.stopped = False
-        self.interrupt = None
-        self.exc = None
+        self.interrupt: KeyboardInterrupt | None = None
+        self.exc: BaseException | None = None
         self.sigint = False
 
 
-def _add_note(exc, *notes):
+def _add_note(exc: object, *notes: str) -> None:
     if hasattr(exc, "add_note"):
         for n in notes:
             exc.add_note(n)
 
 
-def _checkpoint_path(path):
+def _checkpoint_path(path: PathArg) -> str:
     """train's checkpoint path, refused before the run if no file can be written there:
     not a path, a folder that does not exist, or a folder itself."""
     path = os.fsdecode(_lib.fspath(path, "checkpoint"))
@@ -414,8 +435,10 @@ def _checkpoint_path(path):
     return path
 
 
-def evaluate(policy, env, episodes=100, *, deterministic=True, seed=0, num_envs=None,
-             runtime=None, max_steps=10_000_000, **options):
+def evaluate(policy: Policy | Trainer, env: str | VecEnv, episodes: IntLike = 100, *,
+             deterministic: bool = True, seed: IntLike | None = 0,
+             num_envs: IntLike | None = None, runtime: Runtime | None = None,
+             max_steps: IntLike = 10_000_000, **options: Any) -> npt.NDArray[np.float64]:
     """The returns of ``episodes`` episodes of ``policy`` on ``env`` (a built-in id, or
     a :class:`VecEnv` to reset and step, Python envs included), as a float64 array.
 
@@ -448,10 +471,10 @@ def evaluate(policy, env, episodes=100, *, deterministic=True, seed=0, num_envs=
     own = not isinstance(env, VecEnv)
     if own:
         n = int(num_envs or min(int(episodes), 64))
-        venv = VecEnv(env, n, runtime=runtime if runtime is not None else policy._runtime,
-                      **options)
+        venv = VecEnv(env, n,  # type: ignore[arg-type]  # own: env is an id
+                      runtime=runtime if runtime is not None else policy._runtime, **options)
     else:
-        venv = env
+        venv = env  # type: ignore[assignment]  # not own: a VecEnv
         venv._check_writable("evaluate")
     try:
         if seed is None:

@@ -25,14 +25,16 @@ root=$(cd "$here/../../.." && pwd)
 # the plugin is built against (scripts/test.sh passes its folder as -Dmujoco_dir) and
 # mujoco the Python side of the same library, under Gymnasium's MuJoCo envs, which also
 # import imageio (and it pillow); glfw, PyOpenGL, websockets and mujoco-studio come with
-# mujoco (test_mujoco.py).
+# mujoco (test_mujoco.py). mypy checks the binding's annotations (test_typing.py); it
+# brings mypy_extensions, pathspec, librt and ast-serialize (and typing_extensions).
 py_pins="pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 Pygments==2.21.0
   gymnasium==1.4.0 cloudpickle==3.1.2 Farama-Notifications==0.0.6
   typing_extensions==4.16.0 numpy==2.4.6 wheel==0.45.1
   onnx==1.23.2 ml_dtypes==0.6.0 onnxruntime==1.32.0 flatbuffers==25.12.19
   protobuf==7.36.2 packaging==26.3
   mujoco==4.0.0 mujoco-core==4.0.0 mujoco-studio==4.0.0 glfw==2.11.0 PyOpenGL==3.1.10
-  websockets==17.4 imageio==2.38.1 pillow==13.0.0"
+  websockets==17.4 imageio==2.38.1 pillow==13.0.0
+  mypy==2.4.1 mypy_extensions==1.2.0 pathspec==1.1.1 librt==0.17.0 ast-serialize==0.13.1"
 py_marker="$venv/.frl-pins-python"
 
 # TensorBoard's pins and marker, exactly as tests/io/tfevents_venv.sh writes them.
