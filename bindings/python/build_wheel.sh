@@ -39,6 +39,7 @@ mkdir -p "$stage/pkg" "$out"
 cp "$here/pyproject.toml" "$here/setup.py" "$here/README.md" "$stage/pkg/"
 mkdir "$stage/pkg/fastrl"
 cp "$here"/fastrl/*.py "$stage/pkg/fastrl/"
+cp "$here/fastrl/py.typed" "$stage/pkg/fastrl/" # type information (PEP 561)
 cp -L "$lib" "$stage/pkg/fastrl/libfastrl.so.0"
 # The debug info is for abidw; the wheel needs only the code.
 if command -v strip >/dev/null 2>&1; then

@@ -2,17 +2,39 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+import warnings
 from typing import TYPE_CHECKING
 
 from . import _lib
 
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any, Callable
 
     from ._typing import IntLike
     from .env import Env, VecEnv
 
 _registered: list[str] = []
+
+
+@functools.lru_cache(maxsize=None)  # one answer, one warning
+def usable_gymnasium() -> ModuleType | None:
+    """gymnasium when it is installed and new enough (1.2.2: the first Discrete that takes
+    a dtype, which the library's int32 actions need), else None: the binding then uses its
+    own space classes and registers nothing, with a warning for an old gymnasium."""
+    try:
+        import gymnasium
+    except ImportError:
+        return None
+    if "dtype" not in inspect.signature(gymnasium.spaces.Discrete.__init__).parameters:
+        warnings.warn(f"fastrl: gymnasium {gymnasium.__version__} is older than 1.2.2 (its "
+                      "Discrete takes no dtype): fastrl uses its own spaces and registers no "
+                      "envs; install gymnasium>=1.2.2 (Python 3.10 or later) to use them "
+                      "with gymnasium", RuntimeWarning, stacklevel=2)
+        return None
+    return gymnasium
 
 
 def _entry(name: str) -> Callable[..., Env]:
@@ -48,9 +70,7 @@ def register_envs() -> list[str]:
 
 
 def register_if_possible() -> list[str]:
-    try:
-        import gymnasium  # noqa: F401
-    except ImportError:
+    if usable_gymnasium() is None:
         return []
     try:
         _lib.lib()

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _lib, spaces
+from ._gym import usable_gymnasium
 from ._handle import Handle, NoCopy, view
 from ._lib import Error, Status
 from .config import as_config
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     _CFunction = Callable[..., int]
 
 try:
+    if usable_gymnasium() is None:
+        raise ImportError("gymnasium is not installed or older than 1.2.2")
     import gymnasium as _gym
     from gymnasium.utils import seeding as _seeding
     _EnvBase: TypeAlias = _gym.Env

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _lib
+from ._gym import usable_gymnasium
 from ._handle import Handle
 from ._lib import Error, Status
 
@@ -35,10 +36,8 @@ if TYPE_CHECKING:
 
     from ._typing import Space
 
-try:  # optional
-    import gymnasium as _gym
-except ImportError:  # pragma: no cover - exercised by the no-gymnasium test
-    _gym = None  # type: ignore[assignment]  # checked against None before each use
+# optional, and only from 1.2.2 (None: the stand-ins below); checked before each use
+_gym = usable_gymnasium()
 
 __all__ = ["Box", "Dict", "Discrete", "from_c", "to_c", "batch_space", "observation_layout",
            "split_rows", "join_rows"]

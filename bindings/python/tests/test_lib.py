@@ -158,6 +158,28 @@ def test_works_without_gymnasium():
                                          "256"]
 
 
+
+@pytest.mark.threadless
+def test_old_gymnasium_is_left_alone(tmp_path):
+    """A gymnasium older than 1.2.2 (its Discrete takes no dtype) is treated as absent,
+    with one warning saying so, instead of failing on the first discrete space."""
+    pkg = tmp_path / "gymnasium"
+    (pkg / "spaces").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("__version__ = '1.1.1'\nfrom . import spaces\n")
+    (pkg / "spaces" / "__init__.py").write_text(
+        "class Discrete:\n    def __init__(self, n, seed=None, start=0):\n        pass\n")
+    code = (
+        f"import sys, warnings; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "warnings.simplefilter('always')\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    import fastrl\n"
+        "    e = fastrl.make('CartPole-v1'); e.reset(seed=1)\n"
+        "print(type(e.action_space).__module__, e.action_space)\n"
+        "print(sum('older than 1.2.2' in str(x.message) for x in w))\n")
+    r = run_python(code, {})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["fastrl.spaces Discrete(2)", "1"]
+
 def header_struct(text, name):
     """[(field, size in bytes)] of `typedef struct name {...}` in the header."""
     body = re.search(rf"typedef struct {name} \{{(.*?)\}} {name};", text, re.S).group(1)

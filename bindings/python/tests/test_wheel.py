@@ -28,6 +28,7 @@ def test_wheel_bundles_the_library_and_works_installed(tmp_path):
     assert os.path.basename(whl).startswith(f"fastrl-{fastrl.__version__}-py3-none-linux_")
     names = zipfile.ZipFile(whl).namelist()
     assert "fastrl/libfastrl.so.0" in names and "fastrl/env.py" in names
+    assert "fastrl/py.typed" in names  # type checkers read the annotations (PEP 561)
     assert not subprocess.run(["git", "-C", PKG_ROOT, "status", "--porcelain",
                                "--ignored", "."], capture_output=True,
                               text=True).stdout.count("libfastrl.so")  # tree untouched
