@@ -6,7 +6,8 @@
   and lib/fastrl.map's nodes, and every public function has a `###` entry there;
 - the CLI's commands: `fastrl --help`, the dispatch in tools/fastrl.c, that file's
   opening comment and README's command list name the same commands;
-- doc/api.md's config key table lists `fastrl config --list`'s keys in its order.
+- doc/api.md's config key table lists `fastrl config --list`'s keys in its order, each
+  with its help text.
 
 usage: check_docs.py SOURCE_ROOT FASTRL_BINARY"""
 import os
@@ -113,6 +114,33 @@ def check_cli(root, binary, problems):
     return helped
 
 
+def key_help(listing):
+    """{key: help} from `fastrl config --list` (a key's line, then its indented help)."""
+    helps, key = {}, None
+    for line in listing.splitlines():
+        if line and not line[0].isspace():
+            key = line.split()[0]
+            helps[key] = ""
+        elif key:
+            helps[key] = (helps[key] + " " + line.strip()).strip()
+    return helps
+
+
+def check_key_help(listing, table, problems):
+    """Each key row's help column is the key's help text (markdown's \\| and \\* aside):
+    the table is what users read, the text what frl_config_describe answers."""
+    helps = key_help(listing)
+    for row in re.findall(r"^\| `[a-z_0-9]+\.[a-z_0-9]+` \|.*$", table, flags=re.M):
+        cells = [c.strip() for c in row.replace("\\|", "\0").strip().strip("|").split("|")]
+        key = cells[0].strip("`")
+        if key not in helps or len(cells) != 6:
+            continue
+        doc = cells[4].replace("\0", "|").replace("\\*", "*")
+        if doc != helps[key]:
+            problems.append(f"doc/api.md's help for {key} is not `fastrl config --list`'s: "
+                            f"{doc[:60]!r}... against {helps[key][:60]!r}...")
+
+
 def check_config_keys(root, binary, problems):
     """doc/api.md's key table names every key of `fastrl config --list`, in its order,
     and its count sentence agrees."""
@@ -126,6 +154,7 @@ def check_config_keys(root, binary, problems):
         moved = [k for k, r in zip(keys, rows) if k != r][:3]
         problems.append(f"doc/api.md's key table differs from `fastrl config --list` "
                         f"({len(keys)} keys): missing {missing}, first out of order {moved}")
+    check_key_help(out, table, problems)
     count = re.search(r"\d+\.\d+\.\d+ has (\d+)\s+keys", api_md)
     if not count or int(count.group(1)) != len(keys):
         problems.append(f"doc/api.md says {count and count.group(1)} keys; `fastrl config "

@@ -204,7 +204,8 @@
       "decay the learning rate linearly to 0 over the step budget")                          \
     X(TRAIN_APEX_ALPHA, "train.apex_alpha", FLOAT, "7", 0, 100,                              \
       "R2D2: actor i of N acts with epsilon apex_epsilon^(1 + apex_alpha i / (N - 1)) "      \
-      "(Ape-X; one actor: i = (N - 1) / 2 of a range of N = 2, doc/r2d2.md)")              \
+      "(Ape-X; one actor: i = (N - 1) / 2 of a range of N = 2, so 0.4^4.5 with the "        \
+      "defaults; doc/r2d2.md)")                                                              \
     X(TRAIN_APEX_EPSILON, "train.apex_epsilon", FLOAT, "0.4", 0, 1,                          \
       "R2D2: the base of the actors' epsilons (train.apex_alpha)")                           \
     X(TRAIN_BATCH_SIZE, "train.batch_size", INT, "32", 1, 1048576,                           \
@@ -217,7 +218,7 @@
       "doc/dqn.md gives the memory it takes)")                             \
     X(TRAIN_BURN_IN, "train.burn_in", INT, "40", 0, 1048576,                                 \
       "R2D2: steps at the start of each replayed sequence that only bring the recurrent "   \
-      "state up to date (no loss, no gradient)")                                             \
+      "state up to date (no loss, no gradient); must be below train.seq_length")             \
     X(TRAIN_CLIP, "train.clip", FLOAT, "0.2", 0, 10, "PPO's ratio clipping range")           \
     X(TRAIN_CLIP_VALUE, "train.clip_value", BOOL, "true", 0, 1,                              \
       "clip value updates to the same range around the old values")                          \
@@ -247,7 +248,7 @@
       "before the first update (the actors keep their epsilons)")                    \
     X(TRAIN_LOG_EVERY, "train.log_every", INT, "0", 0, 9007199254740992.0,                  \
       "write a metrics.csv row and TensorBoard scalars at most once per this many env "      \
-      "steps (0: after every update; DQN's short rollouts default to 1000)")                 \
+      "steps (0: after every update; DQN's and R2D2's short rollouts default to 1000)")      \
     X(TRAIN_LOSS, "train.loss", CHOICE, "huber", 0, 0,                                       \
       "DQN: the TD loss, Huber (smooth L1, delta 1) or squared error (e^2, CleanRL's)")      \
     X(TRAIN_LR, "train.lr", FLOAT, "2.5e-4", 0, 10, "Adam learning rate (initial)")          \
