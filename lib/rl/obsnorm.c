@@ -48,13 +48,32 @@ void frl_obsnorm_merge(frl_obsnorm *n, double rows, const double *mean, const do
     n->count = tot;
 }
 
+/* 1/std as the frozen copy holds it; below one observation the variance is taken as 1. */
+static float frozen_inv_std(double count, double m2)
+{
+    double var = count > 1 ? m2 / count : 1.0;
+    return (float)(1.0 / sqrt(var + 1e-8));
+}
+
 void frl_obsnorm_freeze(frl_obsnorm *n)
 {
     for (int32_t i = 0; i < n->width; i++) {
-        double var = n->count > 1 ? n->m2[i] / n->count : 1.0;
         n->use_mean[i] = (float)n->mean[i];
-        n->use_inv_std[i] = (float)(1.0 / sqrt(var + 1e-8));
+        n->use_inv_std[i] = frozen_inv_std(n->count, n->m2[i]);
     }
+}
+
+int32_t frl_obsnorm_unfreezable(double count, const double *mean, const double *m2,
+                                int32_t width)
+{
+    for (int32_t i = 0; i < width; i++) {
+        /* A float mean of inf, or a 1/std of 0 or inf, makes apply give NaN. Doubles
+         * from FLT_MAX up to half a float step above it still round to FLT_MAX. */
+        float inv = frozen_inv_std(count, m2[i]);
+        if (!(fabs(mean[i]) < 0x1.ffffffp127) || !isfinite(inv) || !(inv > 0))
+            return i;
+    }
+    return -1;
 }
 
 void frl_obsnorm_apply(const frl_obsnorm *n, const float *x, int32_t rows, float *out,

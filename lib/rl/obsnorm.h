@@ -31,6 +31,12 @@ void frl_obsnorm_update(frl_obsnorm *n, const float *x, int64_t rows);
 void frl_obsnorm_merge(frl_obsnorm *n, double rows, const double *mean, const double *m2);
 /* Copy the running statistics into the frozen copy. */
 void frl_obsnorm_freeze(frl_obsnorm *n);
+/* The first of width values whose frozen copy would be unusable (a mean beyond float's
+ * range, a 1/std that is 0 or not finite), or -1: statistics read from a file are
+ * checked with it before they are frozen. Running statistics of finite float rows never
+ * fail it. */
+int32_t frl_obsnorm_unfreezable(double count, const double *mean, const double *m2,
+                                int32_t width);
 /* out = clip((x - mean) / std) for the values of rows observation rows, into rows of
  * out_stride floats (each row's width values first). */
 void frl_obsnorm_apply(const frl_obsnorm *n, const float *x, int32_t rows, float *out,

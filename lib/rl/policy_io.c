@@ -1,4 +1,5 @@
 /* Saving and loading policies through the checkpoint container. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,10 +38,46 @@ static void encode_space(const frl_space *s, double *v)
     }
 }
 
+/* A Gaussian head's log-stds. Training does not clamp them, so the bound is set by where
+ * acting stays finite, not by any task: within +-80, exp(log_std) is a normal float
+ * (e^-80 > FLT_MIN) and times any normal draw (|z| < 8.6) stays far below FLT_MAX, while
+ * from about 86 on the draws overflow to inf. A std of e^80 or e^-80 is no task's action
+ * scale, so only a forged file or a long-diverged run is refused. */
+#define LOG_STD_MAX 80.0
+
+/* The first finite log-std outside the bound, or -1 (NaN and inf are the non-finite
+ * checks' to report). */
+static int32_t bad_log_std(const frl_policy *p, const float *params)
+{
+    for (int32_t i = 0; !p->discrete && i < p->out_w; i++) {
+        float v = params[p->log_std_off + (size_t)i];
+        if (isfinite(v) && fabsf(v) > LOG_STD_MAX)
+            return i;
+    }
+    return -1;
+}
+
+static frl_status check_log_std(const frl_policy *p, const float *params, char *err)
+{
+    int32_t i = bad_log_std(p, params);
+    if (i < 0)
+        return FRL_OK;
+    return frl_fail(err, FRL_ERR_FORMAT, "policy.params: log_std[%d] is %g, outside [-%g, %g]",
+                    (int)i, (double)params[p->log_std_off + (size_t)i], LOG_STD_MAX,
+                    LOG_STD_MAX);
+}
+
 frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_section *s,
                                 int32_t *n, char *err)
 {
     memset(b, 0, sizeof *b);
+    /* Loading refuses these, so a drifted run must not replace a good file with one. */
+    int32_t bad = bad_log_std(p, p->params);
+    if (bad >= 0)
+        return frl_fail(err, FRL_ERR_RANGE, "the policy's log_std[%d] is %g, outside [-%g, %g]: "
+                        "loading would refuse the file, so nothing is written", (int)bad,
+                        (double)p->params[p->log_std_off + (size_t)bad], LOG_STD_MAX,
+                        LOG_STD_MAX);
     b->alloc = &p->rt->alloc;
     size_t w = (size_t)p->obs_w, no = space_values(p->obs_space), na = space_values(p->act_space);
     b->obs_space = frl_alloc(b->alloc, sizeof(double) * (no + na + 1 + 2 * w), 64);
@@ -93,6 +130,23 @@ FRL_API frl_status frl_policy_save(const frl_policy *p, const char *path)
 }
 
 /* ---- loading ---- */
+
+/* A box's n lows then n highs, as doubles: each an infinity (an unbounded side) or a
+ * value that is a finite float, low <= high, and no side empty (a low of +inf or a high
+ * of -inf), so the float bounds the space keeps are the saved ones. */
+static frl_status check_box_bounds(const char *name, const double *lh, int64_t n, char *err)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double lo = lh[i], hi = lh[n + i];
+        int fits = (isinf(lo) || fabs(lo) <= FLT_MAX) && (isinf(hi) || fabs(hi) <= FLT_MAX);
+        if (!fits || !(lo <= hi) || lo == INFINITY || hi == -INFINITY)
+            return frl_fail(err, FRL_ERR_FORMAT, "section %s: element %lld of the box has "
+                            "low %g and high %g (need finite floats or infinities, low <= "
+                            "high, and neither low +inf nor high -inf)", name, (long long)i,
+                            lo, hi);
+    }
+    return FRL_OK;
+}
 
 static frl_status decode_image(const char *name, const double *v, uint64_t count, int64_t n,
                                const frl_allocator *al, frl_space **out, char *err)
@@ -169,12 +223,15 @@ static frl_status decode_values(const char *name, const double *v, uint64_t coun
     if (product != (double)n)
         return frl_fail(err, FRL_ERR_FORMAT, "section %s: a box space of %lld elements with "
                         "a shape of %.0f", name, (long long)n, product);
+    frl_status st = check_box_bounds(name, v + 3 + rank, n, err);
+    if (st != FRL_OK)
+        return st;
     float *lh = frl_alloc(al, sizeof(float) * 2 * (size_t)n, 64);
     if (!lh)
         return frl_fail(err, FRL_ERR_NOMEM, "out of memory decoding a space");
     for (int64_t i = 0; i < 2 * n; i++)
         lh[i] = (float)v[3 + rank + i];
-    frl_status st = frl_space_create_box(out, al, rank, shape, lh, lh + n);
+    st = frl_space_create_box(out, al, rank, shape, lh, lh + n);
     frl_free(al, lh);
     if (st != FRL_OK)
         return frl_fail_msg(err, FRL_ERR_FORMAT, frl_last_error());
@@ -208,15 +265,24 @@ static void loaded_free(loaded *l)
 }
 
 /* The normaliser's count, means and sums of squared deviations as saved: a count and
- * sums that are finite and not negative, finite means. */
-static int obsnorm_valid(const double *v, int32_t w)
+ * sums that are finite and not negative, finite means, and a frozen float copy that
+ * acting can use (apply gives NaN with a mean of inf or a 1/std of 0). */
+static frl_status check_obsnorm(const double *v, int32_t w, char *err)
 {
     if (!isfinite(v[0]) || v[0] < 0)
-        return 0;
+        return frl_fail(err, FRL_ERR_FORMAT, "policy.obsnorm holds a count out of range (not "
+                        "finite, or negative)");
     for (int32_t i = 0; i < w; i++)
         if (!isfinite(v[1 + i]) || !isfinite(v[1 + w + i]) || v[1 + w + i] < 0)
-            return 0;
-    return 1;
+            return frl_fail(err, FRL_ERR_FORMAT, "policy.obsnorm holds a mean or sum of "
+                            "squares out of range (not finite, or negative) at element %d",
+                            (int)i);
+    int32_t bad = frl_obsnorm_unfreezable(v[0], v + 1, v + 1 + w, w);
+    if (bad >= 0)
+        return frl_fail(err, FRL_ERR_FORMAT, "policy.obsnorm element %d: its mean %g or "
+                        "variance does not fit a float (the mean must be within FLT_MAX, "
+                        "1/std finite and above 0)", (int)bad, v[1 + bad]);
+    return FRL_OK;
 }
 
 frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char *err)
@@ -231,9 +297,11 @@ frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char 
     if (frl_find_nonfinite(par->data, (int64_t)p->num_params) >= 0)
         return frl_fail(err, FRL_ERR_FORMAT, "policy.params holds a non-finite value");
     const double *nv = nrm->data;
-    if (!obsnorm_valid(nv, p->obs_w))
-        return frl_fail(err, FRL_ERR_FORMAT, "policy.obsnorm holds a count, mean or sum of "
-                        "squares out of range (not finite, or negative)");
+    frl_status st = check_log_std(p, par->data, err);
+    if (st == FRL_OK)
+        st = check_obsnorm(nv, p->obs_w, err);
+    if (st != FRL_OK)
+        return st;
     memcpy(p->params, par->data, sizeof(float) * p->num_params);
     p->norm.count = nv[0];
     memcpy(p->norm.mean, nv + 1, sizeof(double) * (size_t)p->obs_w);

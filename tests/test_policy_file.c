@@ -1,0 +1,160 @@
+/* Policy files whose checksums are right but whose values no policy can act on: a
+ * normaliser that freezes to an infinite mean or a zero 1/std, a log-std whose draws
+ * overflow, box bounds that become infinities or an empty interval as floats. Each is
+ * refused at load with FRL_ERR_FORMAT naming the section (before, they loaded and acted
+ * NaN or inf with FRL_OK); the file as saved still loads. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rl/policy.h"
+#include "test_util.h"
+#include "trainer_checks.h"
+
+typedef struct fix {
+    frl_runtime *rt;
+    frl_policy *p;
+    char path[64], bad[72];
+} fix;
+
+/* A policy on a box(3) observation with box(2) actions in [-1, 1] (discrete(3) with
+ * discrete), saved to f->path. */
+static void make(fix *f, int discrete, const char *settings)
+{
+    f->rt = frl_test_runtime(1);
+    int64_t shape = 3, ashape = 2;
+    float lo[2] = {-1, -1}, hi[2] = {1, 1};
+    frl_space *os, *as;
+    ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &shape, NULL, NULL), FRL_OK);
+    if (discrete)
+        ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 3), FRL_OK);
+    else
+        ck_assert_int_eq(frl_space_create_box(&as, NULL, 1, &ashape, lo, hi), FRL_OK);
+    frl_config *cfg = frl_test_settings(settings);
+    ck_assert_int_eq(frl_policy_create(&f->p, f->rt, cfg, os, as), FRL_OK);
+    frl_config_destroy(cfg);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    forged_paths("frl_policy_file", f->path, f->bad);
+    ck_assert_int_eq(frl_policy_save(f->p, f->path), FRL_OK);
+}
+
+static void unmake(fix *f)
+{
+    frl_policy_destroy(f->p);
+    unlink(f->path);
+    unlink(f->bad);
+    frl_runtime_destroy(f->rt);
+}
+
+/* Loading path fails with FRL_ERR_FORMAT, saying words; nothing is made. */
+static void expect_format(fix *f, const char *path, const char *words)
+{
+    frl_policy *q = (frl_policy *)1;
+    frl_status st = frl_policy_load(&q, f->rt, path);
+    ck_assert_msg(st == FRL_ERR_FORMAT, "status %d (%s), want FRL_ERR_FORMAT", (int)st,
+                  frl_last_error());
+    ck_assert_ptr_null(q);
+    ck_assert_msg(strstr(frl_last_error(), words), "'%s' does not say '%s'", frl_last_error(),
+                  words);
+}
+
+static void expect_loads(fix *f, const char *path)
+{
+    frl_policy *q = NULL;
+    ck_assert_msg(frl_policy_load(&q, f->rt, path) == FRL_OK, "%s", frl_last_error());
+    frl_policy_destroy(q);
+}
+
+/* policy.obsnorm is [count, mean[w], m2[w]]; user is {count, mean[0], m2[0]}. */
+static void set_norm(void *data, uint64_t count, void *user)
+{
+    double *v = data;
+    const double *want = user;
+    v[0] = want[0];
+    v[1] = want[1];
+    v[1 + (count - 1) / 2] = want[2];
+}
+
+START_TEST(normaliser_that_cannot_freeze)
+{
+    fix f;
+    make(&f, 0, "policy.obs_norm=true");
+    /* A float mean of inf; a variance of 1e299 (1/std 0 as a float); a count of 1.5 and
+     * sums of 0 (1/std 1e4: still usable, so it loads). */
+    double huge_mean[3] = {10, 1e39, 10}, huge_var[3] = {10, 0, 1e300}, small[3] = {1.5, 0, 0};
+    rewrite_section(f.path, f.bad, "policy.obsnorm", set_norm, huge_mean);
+    expect_format(&f, f.bad, "policy.obsnorm element 0");
+    rewrite_section(f.path, f.bad, "policy.obsnorm", set_norm, huge_var);
+    expect_format(&f, f.bad, "policy.obsnorm element 0");
+    rewrite_section(f.path, f.bad, "policy.obsnorm", set_norm, small);
+    expect_loads(&f, f.bad);
+    expect_loads(&f, f.path);
+    unmake(&f);
+}
+END_TEST
+
+/* The last out_w values of policy.params are the log-stds; user is the first's value. */
+static void set_log_std(void *data, uint64_t count, void *user)
+{
+    ((float *)data)[count - 2] = *(const float *)user;
+}
+
+START_TEST(log_std_out_of_bounds)
+{
+    fix f;
+    make(&f, 0, "");
+    float far = 100, edge = 80, below = -81;
+    rewrite_section(f.path, f.bad, "policy.params", set_log_std, &far);
+    expect_format(&f, f.bad, "log_std[0] is 100");
+    rewrite_section(f.path, f.bad, "policy.params", set_log_std, &below);
+    expect_format(&f, f.bad, "log_std[0] is -81");
+    rewrite_section(f.path, f.bad, "policy.params", set_log_std, &edge);
+    expect_loads(&f, f.bad);
+    /* Nor written: the earlier file stays as it was. */
+    f.p->params[f.p->log_std_off + 1] = 90;
+    ck_assert_int_eq(frl_policy_save(f.p, f.path), FRL_ERR_RANGE);
+    ck_assert_ptr_nonnull(strstr(frl_policy_last_error(f.p), "log_std[1] is 90"));
+    expect_loads(&f, f.path);
+    unmake(&f);
+}
+END_TEST
+
+/* policy.act_space of box(2): [kind, n, rank, shape, low0, low1, high0, high1]. */
+static void set_bounds(void *data, uint64_t count, void *user)
+{
+    (void)count;
+    const double *b = user;
+    ((double *)data)[4] = b[0];
+    ((double *)data)[6] = b[1];
+}
+
+START_TEST(bounds_that_are_not_floats)
+{
+    fix f;
+    make(&f, 0, "");
+    double beyond[2] = {-1e39, 1e39}, both_inf[2] = {INFINITY, INFINITY},
+           both_big[2] = {1e39, 1e39}, empty[2] = {-INFINITY, -INFINITY}, crossed[2] = {1, 0},
+           unbounded[2] = {-INFINITY, INFINITY};
+    const double *refused[] = {beyond, both_inf, both_big, empty, crossed};
+    for (int i = 0; i < 5; i++) {
+        rewrite_section(f.path, f.bad, "policy.act_space", set_bounds, (void *)refused[i]);
+        expect_format(&f, f.bad, "policy.act_space: element 0 of the box");
+    }
+    rewrite_section(f.path, f.bad, "policy.act_space", set_bounds, unbounded);
+    expect_loads(&f, f.bad);
+    unmake(&f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("policy_file");
+    TCase *tc = tcase_create("policy_file");
+    tcase_add_test(tc, normaliser_that_cannot_freeze);
+    tcase_add_test(tc, log_std_out_of_bounds);
+    tcase_add_test(tc, bounds_that_are_not_floats);
+    suite_add_tcase(s, tc);
+    return frl_test_run(s);
+}
