@@ -599,6 +599,37 @@ START_TEST(resume_is_identical)
 }
 END_TEST
 
+/* The policy in a checkpoint acts with the schedule's epsilon, loaded as a policy
+ * (fastrl eval) or as a run (from dqn.epsilon, as before): not policy.epsilon. */
+START_TEST(checkpoint_keeps_the_schedules_epsilon)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72];
+    forged_paths("frl_dqn_eps", path, bad);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.algo=dqn train.num_envs=2 "
+                                    "train.learning_starts=64 train.buffer_size=1000 "
+                                    "train.exploration_final_eps=0.3", &t), FRL_OK);
+    ck_assert_msg(frl_trainer_train(t, 400) == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    double want = atomic_load(&t->policy->epsilon), got;
+    ck_assert_double_eq(want, 0.3);
+    frl_policy *p;
+    ck_assert_msg(frl_policy_load(&p, rt, path) == FRL_OK, "%s", frl_last_error());
+    got = atomic_load(&p->epsilon);
+    ck_assert_double_eq(got, want);
+    frl_policy_destroy(p);
+    frl_trainer *back;
+    ck_assert_msg(frl_trainer_load(&back, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    got = atomic_load(&back->policy->epsilon);
+    ck_assert_double_eq(got, want);
+    frl_trainer_destroy(back);
+    frl_trainer_destroy(t);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A checkpoint with a replay, cut short or with a byte flipped inside the replay's
  * sections, loads as FRL_ERR_FORMAT, and the file is left as it was. */
 START_TEST(damaged_replay_file)
@@ -812,6 +843,7 @@ int main(void)
     tcase_add_test(tc, replay_public_view);
     tcase_add_test(tc, threads_learn_the_same_bits);
     tcase_add_test(tc, resume_is_identical);
+    tcase_add_test(tc, checkpoint_keeps_the_schedules_epsilon);
     tcase_add_test(tc, damaged_replay_file);
     tcase_add_test(tc, forged_checkpoint_contents);
     tcase_add_test(tc, forged_ppo_adam_refused);

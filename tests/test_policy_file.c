@@ -1,8 +1,9 @@
 /* Policy files whose checksums are right but whose values no policy can act on: a
  * normaliser that freezes to an infinite mean or a zero 1/std, a log-std whose draws
- * overflow, box bounds that become infinities or an empty interval as floats. Each is
- * refused at load with FRL_ERR_FORMAT naming the section (before, they loaded and acted
- * NaN or inf with FRL_OK); the file as saved still loads. */
+ * overflow, box bounds that become infinities or an empty interval as floats, an
+ * epsilon outside [0, 1]. Each is refused at load with FRL_ERR_FORMAT naming the section
+ * (before, the first three loaded and acted NaN or inf with FRL_OK); the file as saved
+ * still loads, and a saved Q-policy acts with the epsilon it had. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -148,6 +149,49 @@ START_TEST(bounds_that_are_not_floats)
 }
 END_TEST
 
+static void set_double(void *data, uint64_t count, void *user)
+{
+    (void)count;
+    *(double *)data = *(const double *)user;
+}
+
+/* A Q-policy's epsilon is the one it acted with when saved (DQN's schedule moves it away
+ * from policy.epsilon), so the loaded policy draws the same actions. */
+START_TEST(q_policy_keeps_its_epsilon)
+{
+    fix f;
+    make(&f, 1, "policy.head=q policy.epsilon=0.05");
+    atomic_store(&f.p->epsilon, 0.625);
+    ck_assert_int_eq(frl_policy_save(f.p, f.path), FRL_OK);
+    frl_policy *q;
+    ck_assert_msg(frl_policy_load(&q, f.rt, f.path) == FRL_OK, "%s", frl_last_error());
+    double eps = atomic_load(&q->epsilon);
+    ck_assert_double_eq(eps, 0.625);
+    enum { N = 64 };
+    float obs[N * 3];
+    int32_t act[2][N];
+    for (int i = 0; i < N * 3; i++)
+        obs[i] = sinf((float)i);
+    for (int k = 0; k < 2; k++) {
+        frl_act_args a;
+        frl_act_args_init(&a);
+        frl_test_act_widths(&a, f.p);
+        a.batch = N;
+        a.observations = obs;
+        a.actions = act[k];
+        ck_assert_int_eq(frl_policy_act(k ? q : f.p, &a), FRL_OK);
+    }
+    ck_assert_mem_eq(act[0], act[1], sizeof act[0]);
+    frl_policy_destroy(q);
+    double over = 2, nan = NAN;
+    rewrite_section(f.path, f.bad, "policy.epsilon", set_double, &over);
+    expect_format(&f, f.bad, "policy.epsilon is 2");
+    rewrite_section(f.path, f.bad, "policy.epsilon", set_double, &nan);
+    expect_format(&f, f.bad, "policy.epsilon is nan");
+    unmake(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy_file");
@@ -155,6 +199,7 @@ int main(void)
     tcase_add_test(tc, normaliser_that_cannot_freeze);
     tcase_add_test(tc, log_std_out_of_bounds);
     tcase_add_test(tc, bounds_that_are_not_floats);
+    tcase_add_test(tc, q_policy_keeps_its_epsilon);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -95,6 +95,7 @@ frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_sec
     memcpy(b->norm + 1 + w, p->norm.m2, sizeof(double) * w);
     b->ids[0] = p->seed;
     b->ids[1] = p->version;
+    b->epsilon = atomic_load(&((frl_policy *)p)->epsilon);
     frl_section_add(s, n, "policy.settings", FRL_DTYPE_TEXT, strlen(b->settings), b->settings);
     frl_section_add(s, n, "policy.obs_space", FRL_DTYPE_F64, no, b->obs_space);
     frl_section_add(s, n, "policy.act_space", FRL_DTYPE_F64, na, b->act_space);
@@ -103,6 +104,7 @@ frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_sec
     frl_section_add_finite(s, n, "policy.params", FRL_DTYPE_F32, p->num_params, p->params);
     frl_section_add_finite(s, n, "policy.obsnorm", FRL_DTYPE_F64, 1 + 2 * w, b->norm);
     frl_section_add(s, n, "policy.ids", FRL_DTYPE_U64, 2, b->ids);
+    frl_section_add(s, n, "policy.epsilon", FRL_DTYPE_F64, 1, &b->epsilon);
     return FRL_OK;
 }
 
@@ -314,6 +316,35 @@ frl_status frl_policy_restore_state(frl_policy *p, const frl_container *c, char 
     return FRL_OK;
 }
 
+static int has_section(const frl_container *c, const char *name)
+{
+    for (int32_t i = 0; i < frl_container_count(c); i++)
+        if (strcmp(frl_container_at(c, i)->name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* The saved acting epsilon, if the file has one; older files act with policy.epsilon,
+ * as the settings already made it. A trainer's resume leaves it to the learner (DQN
+ * restores its schedule's from dqn.epsilon). */
+static frl_status restore_epsilon(frl_policy *p, const frl_container *c, char *err)
+{
+    const frl_section *e = frl_container_find(c, "policy.epsilon", FRL_DTYPE_F64, 1, err);
+    if (!e)
+        return has_section(c, "policy.epsilon") ? FRL_ERR_FORMAT : FRL_OK;
+    double eps = *(const double *)e->data;
+    if (!(eps >= 0 && eps <= 1))
+        return frl_fail(err, FRL_ERR_FORMAT, "policy.epsilon is %g, outside [0, 1]", eps);
+    atomic_store(&p->epsilon, eps);
+    return FRL_OK;
+}
+
+static frl_status restore_loaded(frl_policy *p, const frl_container *c, char *err)
+{
+    frl_status st = frl_policy_restore_state(p, c, err);
+    return st == FRL_OK ? restore_epsilon(p, c, err) : st;
+}
+
 frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
                                      const frl_container *c, char *err)
 {
@@ -338,7 +369,7 @@ frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
             frl_fail_msg(err, st == FRL_ERR_NOMEM ? st : FRL_ERR_FORMAT, frl_last_error());
         st = st == FRL_OK || st == FRL_ERR_NOMEM ? st : FRL_ERR_FORMAT;
     }
-    if (st == FRL_OK && (st = frl_policy_restore_state(*out, c, err)) != FRL_OK) {
+    if (st == FRL_OK && (st = restore_loaded(*out, c, err)) != FRL_OK) {
         frl_policy_destroy(*out);
         *out = NULL;
     }

@@ -9,10 +9,11 @@
 
 /* The sections of a policy. The blob holds the encoded copies the sections point to;
  * free it after writing. */
-enum { FRL_POLICY_SECTIONS = 7 };
+enum { FRL_POLICY_SECTIONS = 8 };
 typedef struct frl_policy_blob {
     char settings[FRL_SETTINGS_MAX];
     double *obs_space, *act_space, *norm;
+    double epsilon; /* the acting epsilon now (DQN's schedule moves it off policy.epsilon) */
     uint64_t ids[2];
     const frl_allocator *alloc;
 } frl_policy_blob;
@@ -25,7 +26,8 @@ void frl_policy_blob_free(frl_policy_blob *b);
 frl_status frl_policy_space_decode(const frl_section *sec, const frl_allocator *al,
                                    frl_space **out, char *err);
 
-/* Rebuild a policy from the sections of a file. */
+/* Rebuild a policy from the sections of a file, its acting epsilon the saved one
+ * (policy.epsilon's value in files written before that section existed). */
 frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
                                      const frl_container *c, char *err);
 

@@ -13,7 +13,9 @@
 #include "trainer/trainer.h"
 #include "trainer/trainer_output.h"
 
-enum { MAX_SECTIONS = 40 + FRL_REPLAY_SECTIONS, COUNTERS = 7 };
+/* Room for every section of a one-group checkpoint (43 at most: GA's 11 learner
+ * sections with a recurrent policy), and a few to spare. */
+enum { MAX_SECTIONS = 33 + FRL_REPLAY_SECTIONS + FRL_POLICY_SECTIONS, COUNTERS = 7 };
 
 typedef struct save_buf {
     char settings[FRL_SETTINGS_MAX];
