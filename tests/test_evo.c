@@ -697,6 +697,37 @@ START_TEST(trainer_resumes_exactly)
 }
 END_TEST
 
+/* A run that reached train.target_return, saved and loaded, returns FRL_OK at once: the
+ * kept fitness comes back with the learner's state (it was read from the metrics, which
+ * start empty after a load, so the run trained another generation). */
+static void check_target_kept(const char *settings, const char *path)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_trainer *a = evo_trainer(rt, settings);
+    ck_assert_int_eq(frl_trainer_train(a, 1000000), FRL_OK);
+    int64_t steps = frl_trainer_metrics(a)->env_steps;
+    ck_assert_int_lt(steps, 1000000); /* stopped by the target */
+    ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
+    frl_trainer *b;
+    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(b, 1000000), FRL_OK);
+    ck_assert_int_eq(frl_trainer_metrics(b)->env_steps, steps);
+    remove(path);
+    frl_trainer_destroy(a);
+    frl_trainer_destroy(b);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(target_reached_survives_a_load)
+{
+    /* Every CartPole episode returns at least 8: the first generation reaches 5. */
+    check_target_kept("train.algo=es es.population=16 train.num_envs=8 "
+                      "train.target_return=5", "test_evo_target_es.frl");
+    check_target_kept("train.algo=ga ga.population=16 ga.truncation=4 ga.elites=2 "
+                      "train.num_envs=8 train.target_return=5", "test_evo_target_ga.frl");
+}
+END_TEST
+
 static void negative_second_moment(void *data, uint64_t count, void *user)
 {
     (void)count, (void)user;
@@ -1041,6 +1072,7 @@ static Suite *suite(void)
     tcase_add_test(c, es_learns_cartpole);
     tcase_add_test(c, ga_learns_cartpole);
     tcase_add_test(c, trainer_resumes_exactly);
+    tcase_add_test(c, target_reached_survives_a_load);
     tcase_add_test(c, forged_es_state_refused);
     tcase_add_test(c, act_on_images);
     tcase_add_test(c, evaluate_gives_up);

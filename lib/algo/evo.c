@@ -79,6 +79,13 @@ static frl_status evo_create(frl_learner *l, const frl_learner_ctx *c, char *err
     return ask_next(v, err);
 }
 
+/* ES keeps its centre, whose fitness is the generation's mean; GA its best member. */
+static double evo_kept_fitness(const frl_learner *l)
+{
+    const evo_learner *v = l->impl;
+    return v->evo->algo == FRL_TRAIN_ALGO_ES ? v->evo->last_fitness[0] : v->evo->ga.best_fitness;
+}
+
 static frl_status evo_learn(frl_learner *l, const frl_batch *b, frl_learn_stats *out, char *err)
 {
     (void)b;
@@ -90,8 +97,7 @@ static frl_status evo_learn(frl_learner *l, const frl_batch *b, frl_learn_stats 
         return st;
     out->population_mean = v->evo->last_fitness[0];
     out->population_best = v->evo->last_fitness[1];
-    out->kept_fitness = v->evo->algo == FRL_TRAIN_ALGO_ES ? v->evo->last_fitness[0]
-                                                         : v->evo->ga.best_fitness;
+    out->kept_fitness = evo_kept_fitness(l);
     out->epochs_done = 1;
     return FRL_OK;
 }
@@ -121,6 +127,7 @@ static frl_status evo_load(frl_learner *l, const frl_container *c, int64_t steps
         .name = NAME, .settings = EVO_SETTINGS, .rollout = evo_rollout,                     \
         .storage = evo_storage, .create = evo_create, .destroy = evo_destroy,              \
         .learn = evo_learn, .save = evo_save, .load = evo_load,                             \
+        .kept_fitness = evo_kept_fitness,                                                   \
     }
 
 const frl_learner_ops frl_algo_es = EVO_LEARNER("es");

@@ -134,6 +134,10 @@ typedef struct frl_learner_ops {
      * load restores them from a container written by save. */
     void (*save)(const frl_learner *l, frl_section *s, int32_t *n, int64_t *steps);
     frl_status (*load)(frl_learner *l, const frl_container *c, int64_t steps, char *err);
+    /* Neuroevolution: the fitness of the parameters kept in the policy, from state that
+     * checkpoints keep (NaN before the first generation), for train.target_return's
+     * check after a load as well; NULL for the others. */
+    double (*kept_fitness)(const frl_learner *l);
 } frl_learner_ops;
 
 struct frl_learner {

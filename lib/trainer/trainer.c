@@ -564,10 +564,12 @@ int frl_trainer_target_reached(const frl_trainer *t)
 {
     double ret, len;
     /* Neuroevolution: the kept policy's fitness (a GA's population, mutants included,
-     * stays below its best member; ES's centre is what it keeps). */
-    if (t->store.population)
-        return frl_cfg_is_set(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN) && t->metrics.update > 0 &&
-               t->metrics.kept_fitness >= frl_cfg_float(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN);
+     * stays below its best member; ES's centre is what it keeps), from the learner's
+     * state, which a load restores (the metrics start empty); NaN before a generation. */
+    if (t->store.population && t->learner.ops->kept_fitness)
+        return frl_cfg_is_set(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN) &&
+               t->learner.ops->kept_fitness(&t->learner) >=
+                   frl_cfg_float(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN);
     if (t->dist)
         return frl_cfg_is_set(t->cfg, FRL_KEY_TRAIN_TARGET_RETURN) &&
                t->dist_window >= FRL_RECENT_EPISODES &&
