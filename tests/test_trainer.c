@@ -266,6 +266,38 @@ START_TEST(resumed_metrics_have_one_row_an_update)
 }
 END_TEST
 
+/* A created trainer that trained before frl_trainer_set_output replaces the file: it
+ * continues no run there (it used to append to another run's rows, cut at its own
+ * update count). */
+START_TEST(created_trainer_replaces_metrics)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "/tmp/frl_test_replaced_%d", (int)getpid());
+    mkdir(dir, 0777);
+    frl_runtime *rt = runtime(1, "");
+    frl_config *cfg = frl_test_settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 2560), FRL_OK); /* another run's 10 rows */
+    frl_trainer_destroy(t);
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 1280), FRL_OK); /* 5 updates, no output */
+    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 2560), FRL_OK);
+    frl_trainer_destroy(t);
+    long u[16];
+    ck_assert_int_eq(metrics_updates(dir, u, 16), 5);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(u[i], 6 + i);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
     frl_runtime *rt = runtime(1, "");
@@ -514,6 +546,7 @@ int main(void)
     tcase_add_test(tc, stop_from_thread_and_callback);
     tcase_add_test(tc, outputs_are_written);
     tcase_add_test(tc, resumed_metrics_have_one_row_an_update);
+    tcase_add_test(tc, created_trainer_replaces_metrics);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, resume_refuses_a_changed_shape);
     tcase_add_test(tc, recovers_after_a_failed_rollout);

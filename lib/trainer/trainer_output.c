@@ -110,11 +110,12 @@ static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_
     char path[4096];
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     frl_status st = write_settings(t, dir);
-    /* A resumed run (updates done) appends to the metrics of the run it continues. */
-    const char *mode = t->book.pr.updates > 0 ? "a" : "w";
-    if (st == FRL_OK && t->book.pr.updates > 0)
+    /* A resumed run (loaded, updates done) appends to the metrics of the run it
+     * continues; a created one's rows are its own, whatever it has done already. */
+    int append = t->resumed && t->book.pr.updates > 0;
+    if (st == FRL_OK && append)
         st = trim_metrics(t, path);
-    if (st == FRL_OK && !(*csv = fopen(path, mode)))
+    if (st == FRL_OK && !(*csv = fopen(path, append ? "a" : "w")))
         st = frl_fail(t->err, FRL_ERR_IO, "cannot create %s: %s", path, strerror(errno));
     if (st == FRL_OK && ftell(*csv) == 0 && fputs(csv_header, *csv) < 0)
         st = frl_fail(t->err, FRL_ERR_IO, "cannot write %s", path);

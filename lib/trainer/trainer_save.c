@@ -520,6 +520,7 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
         return st;
     }
     (*out)->steps_at_start = (*out)->book.pr.env_steps;
+    (*out)->resumed = 1;
     frl_trainer_refresh_progress(*out);
     return FRL_OK;
 }

@@ -44,6 +44,9 @@ struct frl_trainer {
     uint64_t seed;
     frl_rollout_book book;      /* progress, episodes, reward normalisation */
     int64_t steps_at_start;     /* env_steps when created or loaded (for the rate) */
+    /* Made by frl_trainer_load or _load_vec: its metrics.csv continues the saved run's.
+     * A created trainer's replaces the file, updates done or not. */
+    int32_t resumed;
     frl_metrics metrics;
     frl_metrics_fn cb;
     void *cb_user;
