@@ -142,7 +142,8 @@
       "(Sample Factory's convnet_simple, 8x8/4, 4x4/2, 3x3/2); ReLU after each layer")        \
     X(POLICY_EPSILON, "policy.epsilon", FLOAT, "0.05", 0, 1,                                 \
       "Q-policies (policy.head=q or dueling_q): the chance of a uniform random action when " \
-      "acting without deterministic (DQN's training sets it by its schedule)")               \
+      "acting without deterministic (DQN's training sets it by its schedule; "               \
+      "frl_policy_load restores the saved one)")                                             \
     X(POLICY_FRAME_STACK, "policy.frame_stack", INT, "1", 1, 16,                             \
       "image observations: the encoder reads the last this many frames of each env, "        \
       "stacked as channels (zeros before an episode's first); each frame is stored once, "   \
