@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "test_util.h"
+#include "test_watchdog.h"
 
 static frl_runtime *runtime(int threads)
 {
@@ -718,38 +719,6 @@ START_TEST(async_target_is_in_the_final_metrics)
 }
 END_TEST
 
-/* Stops train after `seconds` unless disarmed: a test whose run would never end fails. */
-typedef struct watchdog {
-    frl_trainer *t;
-    int seconds;
-    atomic_int disarmed;
-    pthread_t thread;
-} watchdog;
-
-static void *watch(void *arg)
-{
-    watchdog *w = arg;
-    for (int i = 0; i < w->seconds * 100 && !atomic_load(&w->disarmed); i++)
-        usleep(10000);
-    if (!atomic_load(&w->disarmed))
-        frl_trainer_request_stop(w->t);
-    return NULL;
-}
-
-static void watchdog_start(watchdog *w, frl_trainer *t, int seconds)
-{
-    w->t = t;
-    w->seconds = seconds;
-    atomic_init(&w->disarmed, 0);
-    ck_assert_int_eq(pthread_create(&w->thread, NULL, watch, w), 0);
-}
-
-static void watchdog_stop(watchdog *w)
-{
-    atomic_store(&w->disarmed, 1);
-    pthread_join(w->thread, NULL);
-}
-
 static int record_lag(void *user, const frl_metrics *m)
 {
     double *worst = user;
@@ -777,10 +746,10 @@ START_TEST(async_load_acts_on_loaded_weights)
     ck_assert_msg(frl_trainer_load(&t, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
     double worst = 0;
     frl_trainer_set_callback(t, record_lag, &worst);
-    watchdog w;
-    watchdog_start(&w, t, 30);
+    frl_test_watchdog w;
+    frl_test_watchdog_start(&w, t, 30);
     frl_status st = frl_trainer_train(t, 8 * 16 * 40);
-    watchdog_stop(&w);
+    frl_test_watchdog_stop(&w);
     const frl_metrics *m = frl_trainer_metrics(t);
     ck_assert_msg(st == FRL_OK, "%s", frl_trainer_last_error(t));
     ck_assert_int_eq(m->update, 40);

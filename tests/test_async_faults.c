@@ -13,6 +13,7 @@
 #include "algo/ppo.h"
 #include "core/error.h"
 #include "test_util.h"
+#include "test_watchdog.h"
 
 /* ---- the wrappers ----------------------------------------------------------------- */
 
@@ -85,35 +86,6 @@ static frl_trainer *small_trainer(frl_runtime *rt)
     return t;
 }
 
-/* Stops train after `seconds` unless disarmed: a run that would never end fails. */
-typedef struct watchdog {
-    frl_trainer *t;
-    int seconds;
-    atomic_int disarmed;
-    pthread_t thread;
-} watchdog;
-
-static void *watch(void *arg)
-{
-    watchdog *w = arg;
-    for (int i = 0; i < w->seconds * 100 && !atomic_load(&w->disarmed); i++)
-        usleep(10000);
-    if (!atomic_load(&w->disarmed))
-        frl_trainer_request_stop(w->t);
-    return NULL;
-}
-
-static frl_status train_watched(frl_trainer *t, int64_t total, int seconds)
-{
-    watchdog w = {.t = t, .seconds = seconds};
-    atomic_init(&w.disarmed, 0);
-    ck_assert_int_eq(pthread_create(&w.thread, NULL, watch, &w), 0);
-    frl_status st = frl_trainer_train(t, total);
-    atomic_store(&w.disarmed, 1);
-    pthread_join(w.thread, NULL);
-    return st;
-}
-
 /* ---- tests ------------------------------------------------------------------------ */
 
 /* A failed update ends the call with its error; the rollout it took counts toward the
@@ -130,11 +102,11 @@ START_TEST(failed_update_counts_its_rollout)
     ck_assert_int_eq(st, FRL_ERR_INTERNAL);
     ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t), "injected learner failure"));
     ck_assert_int_eq(frl_trainer_metrics(t)->update, 9);
-    st = train_watched(t, per * 20, 30);
+    st = frl_test_train_watched(t, per * 20, 30);
     ck_assert_msg(st == FRL_OK, "%s", frl_trainer_last_error(t));
     ck_assert_int_eq(frl_trainer_metrics(t)->update, 19);
     /* and on to a larger total */
-    ck_assert_int_eq(train_watched(t, per * 25, 30), FRL_OK);
+    ck_assert_int_eq(frl_test_train_watched(t, per * 25, 30), FRL_OK);
     ck_assert_int_eq(frl_trainer_metrics(t)->update, 24);
     frl_trainer_destroy(t);
     frl_runtime_destroy(rt);
