@@ -780,11 +780,11 @@ FRL_API const char *frl_policy_last_error(const frl_policy *policy);
  * the export.* keys:
  * - export.format=onnx (default): an ONNX model at path (opset 17) with input
  *   "observation" (float [batch x obs width]; uint8 [batch, H, W, C] for a conv
- *   encoder; a mixed space adds "vector", float [batch x V]) and outputs "logits", or "mean" and "log_std", or "q", then "value"
- *   [batch] and "action" (the greedy action: int64 [batch], or the mean); a recurrent
- *   policy adds the input "state" and the output "state_out" (floats), a frame stack of
- *   k the same as uint8 [batch, k-1, H, W, C], its earlier frames. Sampling stays with
- *   the host.
+ *   encoder; a mixed space adds "vector", float [batch x V]) and outputs "logits", or
+ *   "mean" and "log_std", or "q", then "value" [batch] and "action" (the greedy
+ *   action: int64 [batch], or the mean); a recurrent policy adds the input "state" and
+ *   the output "state_out" (floats), a frame stack of k the same as uint8
+ *   [batch, k-1, H, W, C], its earlier frames. Sampling stays with the host.
  * - export.format=c: C99 source, path.h and path.c (path's last part, a C identifier,
  *   names every symbol), needing only <math.h>; export.weights=int8 quantises the
  *   weights per output channel; export.probe=true adds path_probe.c, a main() timing
