@@ -442,7 +442,7 @@ int frl_latency_to_text(const frl_latency_model *m, char *buf, size_t size)
 }
 
 /* One line of the text; returns 1 if it was understood. */
-static int parse_line(frl_latency_model *m, const char *line)
+static int parse_line(frl_latency_model *m, const char *line, uint32_t *seen)
 {
     frl_latency_layer l;
     int b, v;
@@ -463,6 +463,7 @@ static int parse_line(frl_latency_model *m, const char *line)
         v < FRL_MLP_MAX_LAYERS && us >= 0) {
         m->intercept_us[v] = us;
         m->depth = v > m->depth ? v : m->depth;
+        *seen |= 1u << v;
         return 1;
     }
     if (sscanf(line, "layer %d %d %d %lf", &l.in, &l.out, &l.act, &l.us) == 4 &&
@@ -475,12 +476,10 @@ static int parse_line(frl_latency_model *m, const char *line)
 
 /* Every depth up to the deepest named needs its own intercept line: a missing one would
  * predict that depth's sub-policies as if calling them cost nothing but their layers. */
-static frl_status check_intercepts(const frl_latency_model *m, const char *text, char *err)
+static frl_status check_intercepts(const frl_latency_model *m, uint32_t seen, char *err)
 {
     for (int32_t d = 1; d <= m->depth; d++) {
-        char key[32];
-        snprintf(key, sizeof key, "\nintercept_us %d ", (int)d);
-        if (!strstr(text, key))
+        if (!(seen & (1u << d)))
             return frl_fail(err, FRL_ERR_FORMAT, "latency model: no intercept_us line for "
                             "depth %d (depths 1 to %d need one each)", (int)d, (int)m->depth);
     }
@@ -490,6 +489,7 @@ static frl_status check_intercepts(const frl_latency_model *m, const char *text,
 frl_status frl_latency_from_text(frl_latency_model *m, const char *text, char *err)
 {
     memset(m, 0, sizeof *m);
+    uint32_t seen = 0; /* bit d: depth d's intercept line was read */
     int32_t line_no = 1;
     if (strncmp(text, "fastrl-latency-model ", 21) != 0)
         return frl_fail(err, FRL_ERR_FORMAT, "latency model: not a fastrl latency model (its "
@@ -503,12 +503,12 @@ frl_status frl_latency_from_text(frl_latency_model *m, const char *text, char *e
                             (int)line_no);
         memcpy(line, s, len);
         line[len] = '\0';
-        if (len > 0 && !parse_line(m, line))
+        if (len > 0 && !parse_line(m, line, &seen))
             return frl_fail(err, FRL_ERR_FORMAT, "latency model: line %d is not understood: "
                             "%.60s", (int)line_no, line);
         s = end ? end + 1 : s + len;
     }
     if (m->batch < 1 || m->n == 0)
         return frl_fail(err, FRL_ERR_FORMAT, "latency model: no batch or no layers");
-    return check_intercepts(m, text, err);
+    return check_intercepts(m, seen, err);
 }
