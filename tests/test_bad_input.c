@@ -598,12 +598,20 @@ START_TEST(space_bad_input)
     high[5] = NAN;
     EXPECT_ERR(frl_space_create_box(&s, NULL, 2, shape, low, high), FRL_ERR_RANGE, "element 5");
     EXPECT_ERR(frl_space_create_box(&s, NULL, 2, shape, NULL, high), FRL_ERR_RANGE, "element 5");
-    high[5] = -INFINITY; /* low NULL = -inf, so -inf <= -inf is allowed */
-    EXPECT_OK(frl_space_create_box(&s, NULL, 2, shape, NULL, high));
-    frl_space_destroy(s);
-    low[0] = INFINITY; /* +inf > 1 */
+    /* A high of -inf (even above a low of -inf) or a low of +inf (even below a high of
+     * +inf) leaves no value in the box: a policy file could not hold it. */
+    high[5] = -INFINITY;
+    EXPECT_ERR(frl_space_create_box(&s, NULL, 2, shape, NULL, high), FRL_ERR_RANGE, "element 5");
     high[5] = 1.0f;
+    low[0] = INFINITY;
+    high[0] = INFINITY;
     EXPECT_ERR(frl_space_create_box(&s, NULL, 2, shape, low, high), FRL_ERR_RANGE, "element 0");
+    high[0] = 1.0f; /* +inf > 1 */
+    EXPECT_ERR(frl_space_create_box(&s, NULL, 2, shape, low, high), FRL_ERR_RANGE, "element 0");
+    low[0] = -INFINITY;
+    high[0] = INFINITY; /* the unbounded element is fine */
+    EXPECT_OK(frl_space_create_box(&s, NULL, 2, shape, low, high));
+    frl_space_destroy(s);
 }
 END_TEST
 

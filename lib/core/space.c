@@ -64,10 +64,12 @@ static frl_status check_bounds(int64_t n, const float *low, const float *high)
 {
     for (int64_t i = 0; i < n; i++) {
         float lo = low ? low[i] : -INFINITY, hi = high ? high[i] : INFINITY;
-        if (isnan(lo) || isnan(hi) || lo > hi)
+        /* low = +inf or high = -inf leaves no value in the box; policy files refuse such
+         * bounds, so a space that had them would save a file that never loads. */
+        if (isnan(lo) || isnan(hi) || lo > hi || lo == INFINITY || hi == -INFINITY)
             return frl_fail(NULL, FRL_ERR_RANGE,
                             "frl_space_create_box: element %lld has low %g, high %g (need low "
-                            "<= high, no NaN)",
+                            "<= high, no NaN, low < +inf, high > -inf)",
                             (long long)i, (double)lo, (double)hi);
     }
     return FRL_OK;
