@@ -279,6 +279,32 @@ START_TEST(settings_read_as_sb3_and_cleanrl)
 }
 END_TEST
 
+/* A replay holding only autoreset rows has nothing to learn from, which is no error:
+ * here a replay of one 1 x 1 block, overwritten every step, holds only the reset row
+ * after each episode's end (as a run resumed without its replay, rollouts of one step,
+ * does after a save that followed an episode's end). Such rollouts learn nothing, the
+ * others one minibatch. */
+START_TEST(replay_of_reset_rows_learns_nothing)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1",
+                                    "train.algo=dqn train.buffer_size=1 train.train_freq=1 "
+                                    "train.learning_starts=0 train.batch_size=4 "
+                                    "train.log_every=0", &t), FRL_OK);
+    sb3_log log = {0};
+    frl_trainer_set_callback(t, record_sb3, &log);
+    ck_assert_msg(frl_trainer_train(t, 60) == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert_int_ge(frl_trainer_metrics(t)->episodes, 1);
+    int idle = 0;
+    for (int i = 0; i < log.n; i++)
+        idle += log.epochs[i] == 0;
+    ck_assert_int_eq(idle, (int)frl_trainer_metrics(t)->episodes);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- the Q-policy through the policy API ---- */
 
 /* Greedy acting takes the argmax, epsilon 1 acts uniformly, values are max Q; a saved
@@ -837,6 +863,7 @@ int main(void)
     tcase_add_test(tc, nan_reward_is_an_error);
     tcase_add_test(tc, epsilon_schedule);
     tcase_add_test(tc, settings_read_as_sb3_and_cleanrl);
+    tcase_add_test(tc, replay_of_reset_rows_learns_nothing);
     tcase_add_test(tc, q_policy_acts);
     tcase_add_test(tc, dueling_gradient);
     tcase_add_test(tc, uniform_init);

@@ -435,7 +435,10 @@ static frl_status dqn_learn(frl_learner *l, const frl_batch *b, frl_learn_stats 
     int64_t total = b->num_updates * per;
     update_target(d, b->update_index);
     step_stats sum = {0};
-    int32_t steps = done > d->s.learning_starts ? steps_this_call(d) : 0;
+    /* A replay can hold only autoreset rows (a resumed run without its replay whose
+     * first rollouts of one step follow an episode's end; a replay of one T x B block):
+     * nothing to learn from yet, which is not an error. */
+    int32_t steps = done > d->s.learning_starts && d->replay->size > 0 ? steps_this_call(d) : 0;
     double progress = total > 0 ? fmin(1.0, (double)done / (double)total) : 1.0;
     double beta = d->s.per_beta + (1.0 - d->s.per_beta) * progress;
     /* A stream per rollout: a resumed run draws what the uninterrupted one did. */
