@@ -625,6 +625,45 @@ START_TEST(resume_is_identical)
 }
 END_TEST
 
+/* A run continued with settings that make another replay than the saved one (another
+ * train.buffer_size or rollout length, or priorities the file lacks) is refused as
+ * such, naming the setting and train.save_replay=false, with which it continues. */
+START_TEST(resume_with_another_replay_shape)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], unused[72];
+    forged_paths("frl_dqn_shape", path, unused);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.algo=dqn train.buffer_size=1000 "
+                                    "train.learning_starts=100", &t), FRL_OK);
+    ck_assert_msg(frl_trainer_train(t, 400) == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    static const char *const change[][2] = {
+        {"train.buffer_size=2000", "train.buffer_size"},
+        {"train.train_freq=8", "rollout length"},
+        {"train.prioritized=true", "train.prioritized"},
+    };
+    for (int i = 0; i < 3; i++) {
+        frl_config *cfg = frl_test_settings(change[i][0]);
+        frl_trainer *back = (frl_trainer *)1;
+        ck_assert_int_eq(frl_trainer_load(&back, rt, path, cfg), FRL_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_null(back);
+        ck_assert_msg(strstr(frl_last_error(), change[i][1]) &&
+                          strstr(frl_last_error(), "train.save_replay=false"),
+                      "%s: %s", change[i][0], frl_last_error());
+        frl_config_destroy(cfg);
+    }
+    frl_config *cfg = frl_test_settings("train.buffer_size=2000 train.save_replay=false");
+    ck_assert_msg(frl_trainer_load(&t, rt, path, cfg) == FRL_OK, "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_train(t, 800) == FRL_OK, "%s", frl_trainer_last_error(t));
+    frl_config_destroy(cfg);
+    frl_trainer_destroy(t);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* The policy in a checkpoint acts with the schedule's epsilon, loaded as a policy
  * (fastrl eval) or as a run (from dqn.epsilon, as before): not policy.epsilon. */
 START_TEST(checkpoint_keeps_the_schedules_epsilon)
@@ -870,6 +909,7 @@ int main(void)
     tcase_add_test(tc, replay_public_view);
     tcase_add_test(tc, threads_learn_the_same_bits);
     tcase_add_test(tc, resume_is_identical);
+    tcase_add_test(tc, resume_with_another_replay_shape);
     tcase_add_test(tc, checkpoint_keeps_the_schedules_epsilon);
     tcase_add_test(tc, damaged_replay_file);
     tcase_add_test(tc, forged_checkpoint_contents);

@@ -1116,8 +1116,40 @@ static frl_status check_records(const frl_replay *r, const unsigned char *recs, 
     return FRL_OK;
 }
 
+/* A saved replay of another shape than this one, or without the priorities this one
+ * keeps: the file is sound, the settings the run continues with (train.buffer_size, the
+ * rollout's length, train.prioritized) are not those it was saved with. Said as such,
+ * with the way on, rather than as a section of another size than expected. */
+static frl_status check_saved_shape(const frl_replay *r, const frl_container *c, char *err)
+{
+    const frl_section *cur = frl_container_find(c, "replay.cursor", FRL_DTYPE_I64, 3, err);
+    const frl_section *rs = cur ? frl_container_find(c, "replay.rows", FRL_DTYPE_U8, -1, err)
+                                : NULL;
+    if (!rs)
+        return FRL_ERR_FORMAT;
+    int64_t rows = ((const int64_t *)cur->data)[0];
+    if (rows != r->capacity || rs->count != (uint64_t)r->bytes[FRL_REPLAY_ROWS])
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "replay: saved with %lld rows (%llu "
+                        "bytes), the settings make %lld (%llu bytes, T %d x B %d): keep "
+                        "train.buffer_size and the rollout length as saved, or set "
+                        "train.save_replay=false", (long long)rows,
+                        (unsigned long long)rs->count, (long long)r->capacity,
+                        (unsigned long long)r->bytes[FRL_REPLAY_ROWS], (int)r->shape.steps,
+                        (int)r->shape.envs);
+    char ignored[FRL_ERRMSG_SIZE];
+    if (r->shape.prioritized &&
+        !frl_container_find(c, "replay.priorities", FRL_DTYPE_F64, -1, ignored))
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "replay: saved without priorities, "
+                        "and the settings ask for them: keep train.prioritized as saved, or "
+                        "set train.save_replay=false");
+    return FRL_OK;
+}
+
 frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
 {
+    frl_status st = check_saved_shape(r, c, err);
+    if (st != FRL_OK)
+        return st;
     const frl_section *rs = frl_container_find(c, "replay.rows", FRL_DTYPE_U8,
                                                (int64_t)r->bytes[FRL_REPLAY_ROWS], err);
     const frl_section *st0 = rs && r->shape.state_w
@@ -1132,7 +1164,7 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
     if (!mp)
         return FRL_ERR_FORMAT;
     const int64_t *k = cur->data;
-    frl_status st = check_cursor(r, k, *(const double *)mp->data, err);
+    st = check_cursor(r, k, *(const double *)mp->data, err);
     if (st != FRL_OK)
         return st;
     if (r->shape.state_w) {
