@@ -221,6 +221,59 @@ START_TEST(obs_once_matches_naive)
 }
 END_TEST
 
+/* A stream that broke between two blocks (the run went on after a failed env step,
+ * which resets the envs: the next block starts a fresh episode, not from the bootstrap
+ * observation) ends an n-step sum at the block's end, bootstrapping from that
+ * observation, as at the newest block's end; an unbroken one goes on across. */
+START_TEST(broken_stream_not_crossed)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    frl_replay_shape sh = shape_of(3 * T * B, 0, 0);
+    frl_replay *r;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
+    streams s = {.rng = frl_rng_stream(11, 0), .p_end = 0};
+    naive blk[3][T * B];
+    for (int k = 0; k < 3; k++) {
+        if (k == 1) /* the restart: fresh first observations */
+            for (int b = 0; b < B; b++)
+                for (int w = 0; w < W; w++)
+                    s.obs[b][w] = (float)frl_rng_uniform_range(&s.rng, 20, 30);
+        fill_slot(&s, ring, blk[k]);
+        ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+    }
+    frl_rng draws = frl_rng_stream(12, 0);
+    const double gamma = 0.9;
+    int seen[2] = {0, 0};
+    for (int rep = 0; rep < 20; rep++) {
+        frl_replay_draw d = {.rows = 256, .n_step = T + 2, .gamma = gamma};
+        ck_assert_int_eq(frl_replay_sample(r, &draws, &d, &r->batch, err), FRL_OK);
+        for (int o = 0; o < 256; o++) {
+            int64_t i = r->batch.index[o];
+            int k = (int)(i / (T * B)), t = (int)(i % (T * B)) / B, b = (int)(i % B);
+            if (k == 2)
+                continue;
+            double ret, disc;
+            const float *x2 = NULL;
+            int term;
+            /* block 0 as the newest of one block (the walk stops at its end); block 1
+             * going on into block 2 */
+            naive_target(blk, 3, k == 0 ? 0 : 2, k, t, b, T + 2, gamma, &ret, &disc, &x2,
+                         &term);
+            ck_assert_float_eq_tol(r->batch.reward[o], ret, 1e-5);
+            ck_assert_float_eq_tol(r->batch.discount[o], disc, 1e-6);
+            ck_assert_mem_eq(r->batch.next_obs + o * W, x2, sizeof(float) * W);
+            seen[k] = 1;
+        }
+    }
+    ck_assert(seen[0] && seen[1]);
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- priorities ---- */
 
 /* A prioritised replay of 3 blocks (45 rows, not a power of two) without reset rows. */
@@ -920,6 +973,7 @@ int main(void)
     TCase *tc = tcase_create("replay");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, obs_once_matches_naive);
+    tcase_add_test(tc, broken_stream_not_crossed);
     tcase_add_test(tc, sum_tree_frequencies);
     tcase_add_test(tc, importance_weights);
     tcase_add_test(tc, prioritized_walk_levels);

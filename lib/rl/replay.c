@@ -626,13 +626,21 @@ static void stack_row(const frl_replay *r, size_t col, size_t t, float *out)
 
 /* The same env's column in the block after column col's, where the env's stream goes on
  * (a trainer adds its rollouts in order); none (0) after the newest block, whose next
- * block is unwritten or the oldest. */
+ * block is unwritten or the oldest, nor where the stream broke between the two blocks:
+ * a run that goes on after a failed env step resets its envs, so the next column starts
+ * from a fresh episode, not from this column's bootstrap observation. Unbroken, both
+ * are copies of the same observation, bit for bit; an n-step sum that went on across a
+ * break would add another episode's rewards. */
 static int next_column(const frl_replay *r, size_t col, size_t *next)
 {
-    size_t per = ((size_t)r->shape.steps + 1) * (size_t)r->shape.envs, k = col / per;
+    size_t T1 = (size_t)r->shape.steps + 1, per = T1 * (size_t)r->shape.envs, k = col / per;
     if ((int64_t)k == (r->next + r->blocks - 1) % r->blocks)
         return 0;
-    *next = (k + 1) % (size_t)r->blocks * per + (col - k * per);
+    size_t n = (k + 1) % (size_t)r->blocks * per + (col - k * per);
+    const unsigned char *rows = r->array[FRL_REPLAY_ROWS];
+    if (memcmp(record_at(r, rows, col + T1 - 1), record_at(r, rows, n), 4 * (size_t)r->obs_w))
+        return 0;
+    *next = n;
     return 1;
 }
 
