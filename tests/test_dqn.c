@@ -143,6 +143,10 @@ START_TEST(refuses_bad_settings)
     frl_runtime *rt = frl_test_runtime(1);
     expect_refused(rt, "Pendulum-v1", "train.algo=dqn", FRL_ERR_UNSUPPORTED,
                    "needs a discrete action space");
+    /* The way on for a box is another algorithm, not only another head (which
+     * train.algo=dqn then refuses). */
+    expect_refused(rt, "Pendulum-v1", "train.algo=dqn", FRL_ERR_UNSUPPORTED,
+                   "train.algo=ppo");
     expect_refused(rt, "CartPole-v1", "train.algo=dqn policy.head=actor_critic",
                    FRL_ERR_INVALID_ARGUMENT, "policy.head=q or dueling_q");
     expect_refused(rt, "CartPole-v1", "train.algo=ppo policy.head=q", FRL_ERR_INVALID_ARGUMENT,

@@ -1052,8 +1052,9 @@ static frl_status check_head(const frl_policy *p, const char *who)
     if (!p->discrete)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED,
                         "%s: policy.head=%s needs a discrete action space, and the actions are "
-                        "a box of %d values (use policy.head=actor_critic)", who, name,
-                        (int)p->out_w);
+                        "a box of %d values (a box learns with policy.head=actor_critic and "
+                        "train.algo=ppo, impala or a2c; dqn and r2d2 need discrete actions)",
+                        who, name, (int)p->out_w);
     /* With a core the heads read the core's output: the trunk a dueling head needs. */
     if (p->head == FRL_POLICY_HEAD_DUELING_Q &&
         frl_cfg_choice(p->cfg, FRL_KEY_POLICY_CORE) == FRL_POLICY_CORE_NONE &&
