@@ -274,6 +274,48 @@ START_TEST(broken_stream_not_crossed)
 }
 END_TEST
 
+/* The same break seen by a sequence (R2D2's frl_replay_gather_span): the block before
+ * it ends its episode as an autoreset row would, so the recurrent state restarts at the
+ * fresh episode and n-step sums stop at the old one's last observation; an unbroken
+ * join keeps its records' flags. */
+START_TEST(broken_stream_ends_sequences)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    frl_replay_shape sh = shape_of(3 * T * B, 0, 0);
+    frl_replay *r;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
+    streams s = {.rng = frl_rng_stream(13, 0), .p_end = 0};
+    naive blk[T * B];
+    for (int k = 0; k < 3; k++) {
+        if (k == 1)
+            for (int b = 0; b < B; b++)
+                s.obs[b][0] += 100.0f;
+        fill_slot(&s, ring, blk);
+        ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+    }
+    enum { ROWS = 3 * T + 1 };
+    float obs[ROWS * W], reward[3 * T];
+    int32_t action[3 * T];
+    uint8_t flags[3 * ROWS];
+    frl_replay_span sp = {1, obs, action, reward, flags, flags + ROWS, flags + 2 * ROWS, NULL};
+    for (int b = 0; b < B; b++) {
+        frl_replay_gather_span(r, 2, b, 3, 0, &sp);
+        for (int i = 0; i < 3 * T; i++) {
+            int broken_end = i == T - 1, before = i == T - 2;
+            ck_assert_msg(sp.reset[i] == broken_end, "env %d row %d reset %d", b, i, sp.reset[i]);
+            ck_assert_msg(sp.truncated[i] == before, "env %d row %d truncated %d", b, i,
+                          sp.truncated[i]);
+            ck_assert_int_eq(sp.terminated[i], 0);
+        }
+    }
+    frl_replay_destroy(r);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- priorities ---- */
 
 /* A prioritised replay of 3 blocks (45 rows, not a power of two) without reset rows. */
@@ -974,6 +1016,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, obs_once_matches_naive);
     tcase_add_test(tc, broken_stream_not_crossed);
+    tcase_add_test(tc, broken_stream_ends_sequences);
     tcase_add_test(tc, sum_tree_frequencies);
     tcase_add_test(tc, importance_weights);
     tcase_add_test(tc, prioritized_walk_levels);

@@ -919,6 +919,25 @@ static void gather_block_column(const frl_replay *r, int64_t k, int32_t b, size_
     }
 }
 
+/* Where env b's stream broke between span blocks i and i + 1 (see next_column: a run
+ * that went on after a failed step reset its envs), the sequence ends its episode at the
+ * join as an autoreset row would: the block's last row becomes a reset row (no target;
+ * the recurrent state restarts after it) and the row before it truncated, so n-step sums
+ * bootstrap from the last row's observation, the old episode's, instead of summing the
+ * fresh episode's rewards. */
+static void mark_break(const frl_replay *r, int64_t k, int32_t b, size_t row_end, int32_t o,
+                       const frl_replay_span *out)
+{
+    size_t T1 = (size_t)r->shape.steps + 1, cols = (size_t)out->cols, next;
+    size_t col = ((size_t)k * (size_t)r->shape.envs + (size_t)b) * T1;
+    if (next_column(r, col, &next))
+        return;
+    size_t j = (row_end - 1) * cols + (size_t)o;
+    out->reset[j] = 1;
+    if (row_end >= 2 && !out->terminated[j - cols])
+        out->truncated[j - cols] = 1;
+}
+
 void frl_replay_gather_span(const frl_replay *r, int64_t last, int32_t b, int32_t n, int32_t o,
                             const frl_replay_span *out)
 {
@@ -927,6 +946,8 @@ void frl_replay_gather_span(const frl_replay *r, int64_t last, int32_t b, int32_
     int64_t first = ((last - n + 1) % r->blocks + r->blocks) % r->blocks;
     for (int32_t i = 0; i < n; i++)
         gather_block_column(r, (first + i) % r->blocks, b, (size_t)i * T, o, out);
+    for (int32_t i = 0; i + 1 < n; i++)
+        mark_break(r, (first + i) % r->blocks, b, (size_t)(i + 1) * T, o, out);
     /* the last block's bootstrap record */
     size_t end = (size_t)n * T, row = end * cols + (size_t)o, prev = row - cols;
     size_t boot_rec = ((size_t)last * (size_t)r->shape.envs + (size_t)b) * (T + 1) + T;
