@@ -809,6 +809,24 @@ START_TEST(save_and_load)
     ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
     ck_assert_msg(strstr(err, "replay.priorities"), "%s", err);
     frl_container_free(c);
+    /* Finite but beyond any float priority: the sums would overflow to inf. */
+    int live = 0;
+    while (((const double *)sec[pi].data)[live] == 0)
+        live++;
+    memcpy(pr, sec[pi].data, 8 * (size_t)a->capacity);
+    pr[live] = 1e308;
+    c = round_trip(rt, bad, n);
+    ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "replay.priorities"), "%s", err);
+    frl_container_free(c);
+    memcpy(bad, sec, sizeof bad);
+    ck_assert_str_eq(sec[pi - 1].name, "replay.max_priority");
+    double huge = 1e300;
+    bad[pi - 1].data = &huge;
+    c = round_trip(rt, bad, n);
+    ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "replay.max_priority"), "%s", err);
+    frl_container_free(c);
     int64_t cur[3] = {a->capacity, 4, 9};
     memcpy(bad, sec, sizeof bad);
     bad[ci].data = cur;

@@ -1,6 +1,7 @@
 /* The replay: blocks of ring slots as env-major records with observations stored once,
  * and the sum and min trees of prioritised sampling, in one arena (see replay.h for the
  * layout). */
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -1080,8 +1081,11 @@ static frl_status check_cursor(const frl_replay *r, const int64_t *c, double max
         return frl_fail(err, FRL_ERR_FORMAT, "replay.cursor: %lld blocks filled, next %lld: "
                         "inconsistent with %lld blocks", (long long)c[1], (long long)c[2],
                         (long long)r->blocks);
-    if (!(maxp > 0) || !isfinite(maxp))
-        return frl_fail(err, FRL_ERR_FORMAT, "replay.max_priority is %g", maxp);
+    /* Priorities come in as floats, so no run saves one above FLT_MAX; a forged 1e308
+     * would make the sum tree's total infinite and the draws degenerate. */
+    if (!(maxp > 0) || !(maxp <= FLT_MAX))
+        return frl_fail(err, FRL_ERR_FORMAT, "replay.max_priority is %g (need (0, %g])", maxp,
+                        (double)FLT_MAX);
     return FRL_OK;
 }
 
@@ -1102,7 +1106,7 @@ static frl_status find_priorities(const frl_replay *r, const frl_container *c,
     int64_t rows = filled * r->block_rows;
     for (int64_t i = 0; i < r->capacity; i++) {
         int live = i < rows && !is_reset(r, recs, i);
-        if (!isfinite(p[i]) || p[i] < 0 || (p[i] > 0) != live)
+        if (!(p[i] >= 0 && p[i] <= FLT_MAX) || (p[i] > 0) != live) /* p^alpha <= max(p, 1) */
             return frl_fail(err, FRL_ERR_FORMAT, "replay.priorities: row %lld is %g (%s)",
                             (long long)i, p[i], live ? "a transition" : "not a transition");
     }
