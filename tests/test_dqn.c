@@ -22,6 +22,7 @@ typedef struct probe {
     int pos;
     int nan_at;     /* > 0: the nan_at-th step's reward is NaN */
     int steps;
+    float scale;    /* != 0: rewards times this */
 } probe;
 
 static int probe_reset(void *user, uint64_t seed, float *obs)
@@ -41,6 +42,8 @@ static int probe_step(void *user, const void *action, float *obs, float *reward,
     *reward = p->pos == 0 ? r0[a] : r1[a];
     if (++p->steps == p->nan_at)
         *reward = NAN;
+    if (p->scale != 0)
+        *reward *= p->scale;
     *terminated = (uint8_t)(p->pos == 1);
     *truncated = 0;
     p->pos = 1;
@@ -175,6 +178,28 @@ START_TEST(nan_reward_is_an_error)
     frl_status st = frl_trainer_train(t, 4000);
     ck_assert_int_eq(st, FRL_ERR_NONFINITE);
     ck_assert_msg(strstr(frl_trainer_last_error(t), "reward"), "%s", frl_trainer_last_error(t));
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Rewards finite as floats whose two-step return is not (1e38 + 0.99 * 3e38): the TD
+ * errors and so the priorities become infinite. The run ends as diverged, naming the TD
+ * error, not with the replay's "priority ... is inf". */
+START_TEST(infinite_td_error_is_divergence)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    probe envs[PROBE_ENVS];
+    frl_vec_env *v;
+    frl_trainer *t = probe_trainer(rt, envs, &v,
+                                   "train.prioritized=true train.n_step=2 train.gamma=0.99");
+    for (int i = 0; i < PROBE_ENVS; i++)
+        envs[i].scale = 1e38f;
+    frl_status st = frl_trainer_train(t, 4000);
+    ck_assert_int_eq(st, FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(frl_trainer_last_error(t), "training diverged: a TD error"), "%s",
+                  frl_trainer_last_error(t));
     frl_trainer_destroy(t);
     frl_vec_env_destroy(v);
     frl_runtime_destroy(rt);
@@ -904,6 +929,7 @@ int main(void)
     tcase_add_loop_test(tc, probe_values, 0, 5);
     tcase_add_test(tc, refuses_bad_settings);
     tcase_add_test(tc, nan_reward_is_an_error);
+    tcase_add_test(tc, infinite_td_error_is_divergence);
     tcase_add_test(tc, epsilon_schedule);
     tcase_add_test(tc, settings_read_as_sb3_and_cleanrl);
     tcase_add_test(tc, replay_of_reset_rows_learns_nothing);

@@ -20,6 +20,7 @@
 
 #include "algo/learner.h"
 #include "algo/param_passes.h"
+#include "env/values.h"
 #include "nn/optim.h"
 #include "rl/heads.h"
 
@@ -349,6 +350,17 @@ static double sample_age(const frl_replay *r, const int64_t *index, int32_t rows
     return sum / rows;
 }
 
+/* A non-finite TD error means the Q-network diverged: say so, as the trainer does for
+ * a non-finite parameter, rather than the replay's "priority ... is nan". */
+static frl_status update_priorities(dqn *d, const frl_replay_batch *mb, char *err)
+{
+    if (frl_find_nonfinite(d->priority, mb->rows) >= 0)
+        return frl_fail(err, FRL_ERR_NONFINITE, "training diverged: a TD error became "
+                        "non-finite (rewards too large for floats, or lower train.lr or set "
+                        "train.max_grad_norm); the replay's priorities are unchanged");
+    return frl_replay_update(d->replay, mb->index, d->priority, mb->rows, err);
+}
+
 static frl_status grad_step(dqn *d, double beta, frl_rng *rng, step_stats *st,
                             frl_learn_stats *out, char *err)
 {
@@ -371,7 +383,7 @@ static frl_status grad_step(dqn *d, double beta, frl_rng *rng, step_stats *st,
                     frl_clip_scale(st->grad_norm, d->s.max_grad_norm));
     d->p->version++;
     if (d->s.prioritized)
-        s = frl_replay_update(d->replay, mb->index, d->priority, mb->rows, err);
+        s = update_priorities(d, mb, err);
     double t3 = now_s();
     out->time_replay += t1 - t0 + (d->s.prioritized ? t3 - t2 : 0);
     out->time_backward += t2 - t1;
