@@ -54,6 +54,10 @@ for bad in "--envs 0" "--envs abc" "--threads -1" "--seconds 0" "--seconds abc";
 done
 run "$fastrl" bench train CartPole-v1 --set nokey=1
 status 2 "bench train --set nokey=1" "nokey"
+# A count is read exactly: 1.0000000000000001 is no whole number, though a double rounds
+# it to 1 (render then went on to fail on CartPole's vector observations).
+run "$fastrl" render CartPole-v1 --out "$dir/x.png" --steps 1.0000000000000001
+status 2 "render --steps 1.0000000000000001" "--steps: '1.0000000000000001' is not a whole"
 run "$fastrl" bench train CartPole-v1 --steps abc
 status 2 "bench train --steps abc" "--steps: 'abc'"
 

@@ -82,6 +82,45 @@ START_TEST(text_values)
 }
 END_TEST
 
+/* key=text reads back as want, through the int getter. */
+static void assert_int_text(const char *key, const char *text, int64_t want)
+{
+    int64_t v = 0;
+    ck_assert_msg(frl_config_set(cfg, key, text) == FRL_OK, "%s=%s: %s", key, text,
+                  frl_last_error());
+    ck_assert_int_eq(frl_config_get_int(cfg, key, &v), FRL_OK);
+    ck_assert_msg(v == want, "%s=%s read %lld", key, text, (long long)v);
+}
+
+/* An int key written as a real is read exactly, not rounded through a double first
+ * (which accepted 4503599627370497.5 as ...498, 9007199254740993.0 as 2^53 and 1e-400
+ * as 0). */
+START_TEST(int_text_read_exactly)
+{
+    assert_int_text("runtime.seed", "2048.000", 2048);
+    assert_int_text("runtime.seed", "1.5e3", 1500);
+    assert_int_text("runtime.seed", ".5e1", 5);
+    assert_int_text("runtime.seed", "1000e-3", 1);
+    assert_int_text("runtime.seed", "0x10", 16);
+    assert_int_text("runtime.seed", "9007199254740992.0", (int64_t)1 << 53);
+    assert_int_text("dist.comm", "-1.0e0", -1);
+    ck_assert_int_eq(frl_config_unset(cfg, "runtime.seed"), FRL_OK);
+    ck_assert_int_eq(frl_config_set(cfg, "runtime.seed", "9007199254740993.0"), FRL_ERR_RANGE);
+    ck_assert_msg(strstr(frl_last_error(), "9007199254740993 is outside"), "%s",
+                  frl_last_error());
+    ck_assert_int_eq(frl_config_set(cfg, "runtime.seed", "4503599627370497.5"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_set(cfg, "runtime.seed", "1e-400"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_set(cfg, "runtime.seed", "1e"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_set(cfg, "runtime.seed", "1e 3"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_set(cfg, "policy.hidden", "64.0000000000000001"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_is_set(cfg, "runtime.seed"), 0);
+    ck_assert_int_eq(frl_config_is_set(cfg, "policy.hidden"), 0);
+    /* 1e400 is finite as written, too large for a double: out of range, not "infinite" */
+    ck_assert_int_eq(frl_config_set(cfg, "train.lr", "1e400"), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_config_set(cfg, "train.lr", "inf"), FRL_ERR_NONFINITE);
+}
+END_TEST
+
 START_TEST(parse_all_or_nothing)
 {
     int64_t v = 0;
@@ -142,6 +181,7 @@ int main(void)
     tcase_add_test(tc, defaults_and_typed_set);
     tcase_add_test(tc, range_type_and_unknown_errors);
     tcase_add_test(tc, text_values);
+    tcase_add_test(tc, int_text_read_exactly);
     tcase_add_test(tc, parse_all_or_nothing);
     tcase_add_test(tc, iterate_and_describe);
     tcase_add_test(tc, clone_is_independent);

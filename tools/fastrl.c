@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "openblas_core.h"
+#include "core/config.h"
 #include "core/dist.h"
 #include "env/mujoco_env.h"
 
@@ -49,22 +50,12 @@ static int whole_real(const char *text, double *out)
     return 1;
 }
 
-/* The whole of text as an int64: digits read exactly (a double would round past 2^53),
- * else a real that is a whole number (1e6). */
+/* The whole of text as an int64, as the config reads an int key: digits, or a real that
+ * is exactly a whole number (1e6), read exactly (a double would round 2^53 + 1, and make
+ * a whole number of 4503599627370497.5). */
 static int whole_int(const char *text, int64_t *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (end != text && !*end && !isspace((unsigned char)text[0])) {
-        *out = v;
-        return errno != ERANGE;
-    }
-    double d;
-    if (!whole_real(text, &d) || d != floor(d) || !(fabs(d) < 0x1p63))
-        return 0;
-    *out = (int64_t)d;
-    return 1;
+    return frl_parse_int_text(text, out) == 0;
 }
 
 int cli_parse_int(const char *cmd, const char *opt, const char *text, int64_t lo, int64_t hi,

@@ -304,22 +304,99 @@ static int64_t choice_index(const char *choices, const char *text)
     return -1;
 }
 
-/* Integers may be written as "4096" or as an exact "1e6". */
-static int parse_int(const char *text, int64_t *out, double *as_double)
+/* m * 10^e, when it is a whole number that fits in a uint64, into *out; else -1. */
+static int scale_exactly(uint64_t m, long e, uint64_t *out)
 {
+    for (; e < 0 && m != 0; e++) {
+        if (m % 10 != 0)
+            return -1; /* a fraction is left: 1.5, 4503599627370497.5 */
+        m /= 10;
+    }
+    for (; e > 0 && m != 0; e--) {
+        if (m > UINT64_MAX / 10)
+            return -1;
+        m *= 10;
+    }
+    *out = m;
+    return 0;
+}
+
+/* An exponent ("e-3") at *p, if any, added to *e and read past. */
+static int read_exponent(const char **p, long *e)
+{
+    if (**p != 'e' && **p != 'E')
+        return 0;
+    /* strtol would skip white space after the 'e': only a sign or a digit may follow */
+    const char *x = *p + 1 + ((*p)[1] == '-' || (*p)[1] == '+');
+    if (!isdigit((unsigned char)*x))
+        return -1;
     char *end;
     errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (*text && *end == '\0' && errno == 0) {
+    long x10 = strtol(*p + 1, &end, 10);
+    if (errno || x10 > 1000 || x10 < -1000)
+        return -1; /* no whole number in int64's range but 0, which needs no exponent */
+    *e += x10;
+    *p = end;
+    return 0;
+}
+
+/* The decimal real text ("1e6", "2048.0", "-1.5e3") as the whole number it is, read
+ * digit by digit: strtod would round first, turning 4503599627370497.5 into a whole
+ * number and 9007199254740993.0 into another one, and 1e-400 into 0. -1 when text is
+ * not exactly a whole number in int64's range. */
+static int exact_decimal(const char *text, int64_t *out)
+{
+    const char *p = text + (*text == '-' || *text == '+');
+    uint64_t m = 0;
+    long e = 0, zeros = 0; /* zeros: not yet multiplied in, so trailing ones cannot overflow */
+    int digits = 0, dot = 0;
+    for (; isdigit((unsigned char)*p) || (*p == '.' && !dot); p++) {
+        if (*p == '.') {
+            dot = 1;
+            continue;
+        }
+        digits++;
+        e -= dot;
+        if (*p == '0') {
+            zeros++;
+        } else if (scale_exactly(m, zeros + 1, &m) != 0 || m > UINT64_MAX - 9) {
+            return -1;
+        } else {
+            m += (uint64_t)(*p - '0');
+            zeros = 0;
+        }
+    }
+    uint64_t v;
+    if (!digits || read_exponent(&p, &e) != 0 || *p || scale_exactly(m, e + zeros, &v) != 0)
+        return -1;
+    int neg = *text == '-';
+    if (v > (uint64_t)INT64_MAX + (uint64_t)neg)
+        return -1;
+    *out = neg ? -(int64_t)(v - 1) - 1 : (int64_t)v; /* v may be 2^63 */
+    return 0;
+}
+
+int frl_parse_int_text(const char *text, int64_t *out)
+{
+    if (!*text || isspace((unsigned char)text[0]))
+        return -1;
+    char *end;
+    errno = 0;
+    const char *digits = text + (*text == '-' || *text == '+');
+    int hex = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
+    long long v = strtoll(text, &end, hex ? 16 : 10);
+    if (*end == '\0' && errno == 0) {
         *out = v;
-        *as_double = (double)v;
         return 0;
     }
-    double d = strtod(text, &end);
-    if (!*text || *end != '\0' || d != floor(d) || fabs(d) > 9.2e18)
+    return hex ? -1 : exact_decimal(text, out);
+}
+
+static int parse_int(const char *text, int64_t *out, double *as_double)
+{
+    if (frl_parse_int_text(text, out) != 0)
         return -1;
-    *out = (int64_t)d;
-    *as_double = d;
+    *as_double = (double)*out;
     return 0;
 }
 
@@ -368,7 +445,12 @@ static frl_status parse_list(char *err, const frl_key_def *d, const char *text, 
 static frl_status parse_number(char *err, const frl_key_def *d, const char *text, frl_value *out)
 {
     char *end;
+    errno = 0;
     double dv = strtod(text, &end);
+    /* "1e400" is a finite number, too large for a double: out of every key's range */
+    if (*text && *end == '\0' && isinf(dv) && errno == ERANGE)
+        return frl_fail(err, FRL_ERR_RANGE, "config key '%s': %s is outside [%.17g, %.17g]",
+                        d->name, text, d->min, d->max);
     if (!isfinite(dv) && *end == '\0')
         return frl_fail(err, FRL_ERR_NONFINITE, "config key '%s': value must be finite", d->name);
     int64_t iv = 0;

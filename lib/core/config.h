@@ -33,6 +33,12 @@ typedef union frl_value {
     frl_int_list list; /* INT_LIST */
 } frl_value;
 
+/* text as an int64, exactly: decimal digits with an optional sign, hex digits after
+ * "0x", or a decimal real that is exactly a whole number ("1e6", "2048.0"), read digit
+ * by digit rather than rounded through a double. No white space. 0, or -1 when text is
+ * none of these or lies outside int64. The config's int keys and the CLI's options. */
+int frl_parse_int_text(const char *text, int64_t *out);
+
 /* Index of key in frl_key_defs, or -1. */
 int32_t frl_key_find(const char *key);
 
