@@ -58,6 +58,13 @@ status 2 "bench train --set nokey=1" "nokey"
 # it to 1 (render then went on to fail on CartPole's vector observations).
 run "$fastrl" render CartPole-v1 --out "$dir/x.png" --steps 1.0000000000000001
 status 2 "render --steps 1.0000000000000001" "--steps: '1.0000000000000001' is not a whole"
+# Learners whose arithmetic bench train does not count are refused before training (the
+# report read a PPO learner out of an ES, GA or R2D2 learner's memory: valgrind's
+# invalid read, and "minibatch rows: 0").
+for algo in es ga r2d2; do
+    run "$fastrl" bench train CartPole-v1 --steps 1 --threads 1 --set "train.algo=$algo"
+    status 2 "bench train train.algo=$algo" "train.algo=$algo has no FLOP floor"
+done
 run "$fastrl" bench train CartPole-v1 --steps abc
 status 2 "bench train --steps abc" "--steps: 'abc'"
 

@@ -245,6 +245,21 @@ static int report_dqn(frl_trainer *t, double seconds, const stage_sums *s)
     return 0;
 }
 
+/* The learners whose arithmetic a report counts: PPO's (report reads its minibatch
+ * rows) and DQN's (report_dqn). Any other is refused before it trains: report read a
+ * PPO learner out of its memory (an ES or GA population's, R2D2's). */
+static int measurable(const frl_trainer *t)
+{
+    static const char *const names[] = {"ppo", "impala", "a2c", "dqn"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(t->learner.ops->name, names[i]))
+            return 1;
+    fprintf(stderr, "fastrl bench train: train.algo=%s has no FLOP floor here (ppo, impala, "
+                    "a2c and dqn have one); fastrl train reports its env steps per second\n",
+            t->learner.ops->name);
+    return 0;
+}
+
 int cli_bench_train(int argc, char **argv)
 {
     frl_config *cfg;
@@ -265,6 +280,12 @@ int cli_bench_train(int argc, char **argv)
     if (st == FRL_OK)
         st = frl_trainer_create(&t, rt, o.env, cfg);
     stage_sums sums = {0};
+    if (st == FRL_OK && !measurable(t)) {
+        frl_trainer_destroy(t);
+        frl_runtime_destroy(rt);
+        frl_config_destroy(cfg);
+        return 2;
+    }
     if (st == FRL_OK) {
         frl_trainer_set_callback(t, add_stages, &sums);
         st = frl_trainer_train(t, o.steps);
