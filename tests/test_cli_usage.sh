@@ -30,6 +30,11 @@ run "$fastrl" config --help
 status 0 "config --help" "usage: fastrl config --list"
 run "$fastrl" config --list
 status 0 "config --list" "runtime.seed"
+# Ranges are exact: %g printed 1.04858e+06 and 9.0072e+15, below the real bounds.
+for want in "train.num_envs .* range \[1, 1048576\]" "runtime.seed .* range \[0, 9007199254740992\]" \
+    "env.randomize_mass .* range \[0, 0.9\]" "policy.hidden .* items in \[1, 4096\]"; do
+    echo "$out" | grep -q "^$want" || fail "config --list: no line matching '$want'"
+done
 
 # --help is an answer, not a mistake: the usage on stdout (nothing on stderr), exit 0,
 # for every command that takes options (export and cut once said "unknown option", 2).

@@ -218,6 +218,17 @@ static int cmd_info(void)
     return 0;
 }
 
+/* x in the fewest digits that read back as x: 1048576 and 2147483647, where %g wrote
+ * 1.04858e+06 and 2.14748e+09, bounds below the real ones. */
+static void format_exact(char *buf, size_t size, double x)
+{
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, size, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x)
+            return;
+    }
+}
+
 static int cmd_config_list(void)
 {
     static const char *const types[] = {"?", "int", "float", "bool", "choice", "list"};
@@ -227,8 +238,13 @@ static int cmd_config_list(void)
         if (frl_config_describe(k, &info) != FRL_OK)
             return cli_fail(k, FRL_ERR_INTERNAL);
         printf("%-24s %-6s default %-6s", info.name, types[info.type], info.default_text);
+        char lo[32], hi[32];
+        format_exact(lo, sizeof lo, info.min);
+        format_exact(hi, sizeof hi, info.max);
         if (info.type == FRL_CONFIG_INT || info.type == FRL_CONFIG_FLOAT)
-            printf(" range [%g, %g]", info.min, info.max);
+            printf(" range [%s, %s]", lo, hi);
+        if (info.type == FRL_CONFIG_INT_LIST)
+            printf(" items in [%s, %s]", lo, hi);
         if (info.type == FRL_CONFIG_CHOICE)
             printf(" choices %s", info.choices);
         printf("\n    %s\n", info.help);
