@@ -79,6 +79,9 @@ START_TEST(text_values)
      * past the type names' table before; the policy fuzzer found it) */
     ck_assert_int_eq(frl_config_set(cfg, "policy.hidden", "64,x"), FRL_ERR_PARSE);
     ck_assert_msg(strstr(frl_last_error(), "a list of integers"), "%s", frl_last_error());
+    /* white space around an item is refused, as doc/api.md says (it once said skipped) */
+    ck_assert_int_eq(frl_config_set(cfg, "policy.hidden", "64, 64"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_set(cfg, "policy.hidden", "64 ,64"), FRL_ERR_PARSE);
 }
 END_TEST
 
