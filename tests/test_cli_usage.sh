@@ -70,6 +70,9 @@ for algo in es ga r2d2; do
     run "$fastrl" bench train CartPole-v1 --steps 1 --threads 1 --set "train.algo=$algo"
     status 2 "bench train train.algo=$algo" "train.algo=$algo has no FLOP floor"
 done
+# A second environment is refused (it replaced the first, and the bench ran on it).
+run "$fastrl" bench train CartPole-v1 Pendulum-v1 --steps 1 --threads 1
+status 2 "bench train with two envs" "one environment, not both CartPole-v1 and Pendulum-v1"
 run "$fastrl" bench train CartPole-v1 --steps abc
 status 2 "bench train --steps abc" "--steps: 'abc'"
 

@@ -136,12 +136,18 @@ static int parse_option(const char *a, const char *v, train_bench *o, frl_config
 /* 0, 2 for a usage error (said why), or -1 for --help. */
 static int parse(int argc, char **argv, train_bench *o, frl_config *cfg)
 {
-    o->env = "CartPole-v1";
+    o->env = NULL;
     o->steps = 1000000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h"))
             return -1;
+        if (a[0] != '-' && o->env) {
+            /* a second name replaced the first without a word */
+            fprintf(stderr, "fastrl bench train: one environment, not both %s and %s\n",
+                    o->env, a);
+            return 2;
+        }
         if (a[0] != '-') {
             o->env = a;
             continue;
@@ -151,6 +157,8 @@ static int parse(int argc, char **argv, train_bench *o, frl_config *cfg)
             return rc;
         i++;
     }
+    if (!o->env)
+        o->env = "CartPole-v1";
     return 0;
 }
 
