@@ -50,6 +50,13 @@ START_TEST(range_type_and_unknown_errors)
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "did you mean train.lr?"));
     ck_assert_int_eq(frl_config_set(cfg, "train.ent", "1"), FRL_ERR_UNKNOWN_NAME);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "did you mean train.ent_coef?"));
+    /* A leaf that several keys end with names them all (it named es.lr alone for "lr"). */
+    ck_assert_int_eq(frl_config_set(cfg, "lr", "1"), FRL_ERR_UNKNOWN_NAME);
+    ck_assert_msg(strstr(frl_last_error(), "did you mean es.lr or train.lr?"), "%s",
+                  frl_last_error());
+    ck_assert_int_eq(frl_config_set(cfg, "train.sigma", "1"), FRL_ERR_UNKNOWN_NAME);
+    ck_assert_msg(strstr(frl_last_error(), "did you mean es.sigma or ga.sigma?"), "%s",
+                  frl_last_error());
     ck_assert_int_eq(frl_config_set(cfg, "train.zzz", "1"), FRL_ERR_UNKNOWN_NAME);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "valid keys: train."));
     ck_assert_int_eq(frl_config_set(cfg, "runtime.threads", "two"), FRL_ERR_PARSE);

@@ -62,17 +62,26 @@ static void list_similar_keys(const char *key, char *buf, size_t size)
     }
 }
 
-/* The key whose last component is key's ("threads" -> "runtime.threads"), or NULL. */
-static const char *same_leaf(const char *key)
+/* The keys whose last component is key's ("threads" -> "runtime.threads"; "lr" -> "es.lr
+ * or train.lr": all of them, since the first alone sent a PPO user to ES's) into buf;
+ * 0 if there are none. */
+static int same_leaf(const char *key, char *buf, size_t size)
 {
-    const char *leaf = strrchr(key, '.');
+    const char *leaf = strrchr(key, '.'), *hits[FRL_KEY_COUNT];
     leaf = leaf ? leaf + 1 : key;
+    int n = 0;
     for (int32_t i = 0; i < FRL_KEY_COUNT; i++) {
         const char *dot = strrchr(frl_key_defs[i].name, '.');
         if (dot && strcmp(dot + 1, leaf) == 0)
-            return frl_key_defs[i].name;
+            hits[n++] = frl_key_defs[i].name;
     }
-    return NULL;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, size - used, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ",
+                 hits[i]);
+    }
+    return n;
 }
 
 /* a's characters appear in b in order ("lr" in "learning_rate"). */
@@ -109,9 +118,8 @@ static const char *abbreviation_of(const char *key)
 
 static frl_status unknown_key(char *err, const char *key)
 {
-    const char *guess = same_leaf(key);
-    if (!guess)
-        guess = abbreviation_of(key);
+    char guesses[160];
+    const char *guess = same_leaf(key, guesses, sizeof guesses) ? guesses : abbreviation_of(key);
     if (guess)
         return frl_fail(err, FRL_ERR_UNKNOWN_NAME, "unknown config key '%s' (did you mean %s?)",
                         key, guess);
