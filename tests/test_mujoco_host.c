@@ -558,6 +558,96 @@ START_TEST(test_arrays_by_name)
 }
 END_TEST
 
+/* ---- a blow-up MuJoCo answers by resetting the data ---- */
+
+/* An unlimited motor on a slider. */
+static const char free_motor_xml[] =
+    "<mujoco><option timestep=\"0.01\"/><worldbody><body name=\"cart\" pos=\"0 0 0.2\">"
+    "<joint name=\"x\" type=\"slide\" axis=\"1 0 0\"/><geom type=\"box\" "
+    "size=\"0.1 0.1 0.1\" mass=\"2\"/></body></worldbody><actuator><motor joint=\"x\"/>"
+    "</actuator></mujoco>";
+
+typedef struct log_capture {
+    pthread_mutex_t lock;
+    char text[1024];
+    int warnings;
+} log_capture;
+
+static void capture(void *user, frl_log_level level, const char *message)
+{
+    log_capture *c = user;
+    pthread_mutex_lock(&c->lock);
+    if (level == FRL_LOG_WARNING) {
+        c->warnings++;
+        snprintf(c->text, sizeof c->text, "%s", message);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* A control beyond MuJoCo's 1e10 (a warning in the reset's mj_forward) and a velocity
+ * the first step's checks find bad (MuJoCo resets the data, clearing every warning
+ * count, then counts that one). */
+static int blowup_reset(void *user, int32_t env, const void *model, void *data, uint64_t seed)
+{
+    mjData *d = data;
+    (void)user, (void)env, (void)model, (void)seed;
+    d->ctrl[0] = 1e11;
+    d->qvel[0] = 1e20;
+    return 0;
+}
+
+static int blowup_observe(void *user, int32_t env, const void *model, const void *data,
+                          float *obs)
+{
+    const mjData *d = data;
+    (void)user, (void)env, (void)model;
+    obs[0] = (float)d->qpos[0];
+    obs[1] = (float)d->qvel[0];
+    return 0;
+}
+
+static int blowup_reward(void *user, int32_t env, const void *model, const void *data,
+                         const float *action, float *r, uint8_t *terminated)
+{
+    (void)user, (void)env, (void)model, (void)data, (void)action;
+    *r = 1.0f;
+    *terminated = 0;
+    return 0;
+}
+
+/* The step that blew up is a fault (truncated, reward 0, logged) even when the warning
+ * counts MuJoCo's reset left add up to the ones before the step. */
+START_TEST(test_blowup_after_warning)
+{
+    log_capture cap = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_logger lg;
+    frl_logger_init(&lg);
+    lg.log = capture;
+    lg.user = &cap;
+    lg.max_level = FRL_LOG_WARNING;
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_runtime_create(&rt, NULL, NULL, &lg), FRL_OK);
+    frl_mujoco_callbacks cb;
+    frl_mujoco_callbacks_init(&cb);
+    cb.observe = blowup_observe;
+    cb.reward = blowup_reward;
+    cb.reset = blowup_reset;
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, free_motor_xml, &cb, NULL, 2, 1, NULL),
+                     FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    ((float *)frl_vec_env_actions(v))[0] = 0.5f;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_truncated(v)[0], 1);
+    ck_assert(frl_vec_env_rewards(v)[0] == 0.0f);
+    ck_assert_int_eq(cap.warnings, 1);
+    ck_assert_msg(strstr(cap.text, "env 0 step 1") && strstr(cap.text, "QVEL"), "log: %s",
+                  cap.text);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* settings: the env's own, beside the time limit (a randomising model's state holds its
  * episode's seed, so the resumed episodes run on the same masses and damping). */
 static void check_checkpoint(const char *settings, int target)
@@ -618,6 +708,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_models_mujoco_refuses);
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_failing_callbacks);
+    tcase_add_test(tc, test_blowup_after_warning);
     tcase_add_test(tc, test_checkpoint);
     tcase_add_test(tc, test_arrays_by_name);
     suite_add_tcase(s, tc);

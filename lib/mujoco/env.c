@@ -192,17 +192,20 @@ int mjt_env_reset(void *user, uint64_t seed, float *obs)
     return c.rc;
 }
 
-/* Warnings MuJoCo has counted on d so far. */
-static int warning_total(const mjData *d)
+/* 1 when any of MuJoCo's warning counts on d differs from `before` (a copy of
+ * d->warning). Counts are compared one by one, not summed: when a step's checks find a
+ * bad qpos, qvel or qacc, MuJoCo resets the data, which zeroes every count, and then
+ * counts that one warning, so a total can come out unchanged (a warning the reset's
+ * mj_forward raised, say, traded for the blow-up) while the state was thrown away. */
+static int warnings_changed(const mjData *d, const mjWarningStat *before)
 {
-    int n = 0;
     for (int i = 0; i < mjNWARNING; i++)
-        n += d->warning[i].number;
-    return n;
+        if (d->warning[i].number != before[i].number)
+            return 1;
+    return 0;
 }
 
-/* The first warning whose count rose since `before` (a copy of d->warning), as text;
- * 0 when none did. */
+/* The first warning whose count rose since `before`, as text; 0 when none did. */
 static int describe_warning(const mjData *d, const mjWarningStat *before, char *out,
                             size_t size)
 {
@@ -228,7 +231,6 @@ static void do_step(void *arg)
     double before[2] = {0, 0};
     mjWarningStat warnings[mjNWARNING];
     memcpy(warnings, d->warning, sizeof warnings);
-    int counted = warning_total(d);
     if (md->task && md->task->track)
         md->task->track(&e->ctx, d, before);
     for (int i = 0; i < e->m->nu; i++)
@@ -237,10 +239,13 @@ static void do_step(void *arg)
         mj_step(e->m, d);
     if (!md->task || md->task->post_constraint) /* a host may read cfrc_ext */
         mj_rnePostConstraint(e->m, d);
-    if (warning_total(d) != counted || !mjt_state_finite(e->m, d)) {
+    if (warnings_changed(d, warnings) || !mjt_state_finite(e->m, d)) {
         char what[160];
         if (!describe_warning(d, warnings, what, sizeof what))
-            snprintf(what, sizeof what, "the simulation state is not finite");
+            snprintf(what, sizeof what, "%s",
+                     mjt_state_finite(e->m, d)
+                         ? "MuJoCo reset the simulation (its warning counts were cleared)"
+                         : "the simulation state is not finite");
         snprintf(e->fault, sizeof e->fault, "%.40s: %.160s", md->name, what);
         c->faulted = 1;
         return;
