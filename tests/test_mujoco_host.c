@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "env/vec_env.h"
@@ -558,6 +560,69 @@ START_TEST(test_arrays_by_name)
 }
 END_TEST
 
+/* ---- an env that cannot be made ---- */
+
+/* The process's address space in bytes (/proc/self/statm), or 0. */
+static size_t address_space(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (f && fscanf(f, "%lu", &pages) != 1)
+        pages = 0;
+    if (f)
+        fclose(f);
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Each env's mjData takes a 1 GiB arena; with the address space capped 1.5 GiB above
+ * what the process has, env 0 fits and env 1 does not. Run in a child (the cap stays
+ * with it), which writes the create's message to fd. */
+static void create_capped(int fd)
+{
+    static const char big_xml[] =
+        "<mujoco><size memory=\"1G\"/><worldbody><body><joint name=\"x\" type=\"slide\"/>"
+        "<geom size=\"0.1\"/></body></worldbody><actuator><motor joint=\"x\"/></actuator>"
+        "</mujoco>";
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_mujoco_callbacks cb = callbacks(0);
+    frl_vec_env *v = NULL;
+    rlim_t limit = address_space() + (3u << 29);
+    struct rlimit cap = {.rlim_cur = limit, .rlim_max = limit};
+    frl_status st = setrlimit(RLIMIT_AS, &cap) == 0
+                        ? frl_vec_env_create_mujoco(&v, rt, big_xml, &cb, &h, 2, 4, NULL)
+                        : FRL_OK;
+    const char *msg = st == FRL_OK ? "created" : frl_last_error();
+    ssize_t written = write(fd, msg, strlen(msg));
+    _exit(written < 0);
+}
+
+/* The create's message names the env whose data could not be made (it said "env -1"). */
+START_TEST(test_env_create_fails)
+{
+    if (FRL_TEST_SANITIZED) { /* a sanitizer reserves terabytes of address space */
+        printf("test_env_create_fails: skipped under a sanitizer\n");
+        return;
+    }
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        create_capped(fds[1]);
+    }
+    close(fds[1]);
+    char msg[FRL_ERRMSG_SIZE] = "";
+    ssize_t n = read(fds[0], msg, sizeof msg - 1);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    msg[n > 0 ? n : 0] = '\0';
+    ck_assert_msg(strstr(msg, "MuJoCo model env 1: ") && strstr(msg, "memory"), "%s", msg);
+}
+END_TEST
+
 /* ---- a blow-up MuJoCo answers by resetting the data ---- */
 
 /* An unlimited motor on a slider. */
@@ -709,6 +774,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_failing_callbacks);
     tcase_add_test(tc, test_blowup_after_warning);
+    tcase_add_test(tc, test_env_create_fails);
     tcase_add_test(tc, test_checkpoint);
     tcase_add_test(tc, test_arrays_by_name);
     suite_add_tcase(s, tc);

@@ -111,8 +111,8 @@ static frl_status make_envs(const frl_mujoco_plugin *p, void *model, void **user
     for (int32_t i = 0; i < n; i++) {
         users[i] = p->env_create(model, i, why, sizeof why);
         if (!users[i]) {
-            while (i-- > 0)
-                p->callbacks.close(users[i]);
+            for (int32_t k = 0; k < i; k++)
+                p->callbacks.close(users[k]);
             return frl_fail(NULL, FRL_ERR_NOMEM, "%s: %s env %d: %s", who, name, (int)i, why);
         }
     }
