@@ -560,6 +560,53 @@ START_TEST(test_arrays_by_name)
 }
 END_TEST
 
+/* ---- what a host reads after a reset or set_state ---- */
+
+/* The cart's contact force, up (cfrc_ext's last value of body 1), and qpos. */
+static int observe_contact(void *user, int32_t env, const void *model, const void *data,
+                           float *obs)
+{
+    const mjData *d = data;
+    (void)user, (void)env, (void)model;
+    obs[0] = (float)d->qpos[0];
+    obs[1] = (float)d->cfrc_ext[6 + 5];
+    return 0;
+}
+
+/* The box resting on the floor pushes on it from the first observation on, and one
+ * state observes the same whatever the env did before it (mj_forward alone leaves
+ * cfrc_ext zero after a reset and stale after set_state). */
+START_TEST(test_contact_forces_observed)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_mujoco_callbacks cb = callbacks(0);
+    cb.observe = observe_contact;
+    frl_vec_env *a = NULL, *b = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&a, rt, resting_xml, &cb, &h, 2, 1, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&b, rt, resting_xml, &cb, &h, 2, 1, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(a, 1), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(b, 1), FRL_OK);
+    ck_assert_msg(frl_vec_env_observations(a)[1] > 1.0f, "reset: contact force %g",
+                  frl_vec_env_observations(a)[1]);
+    push(a, 1.0f, 5);
+    double s[64];
+    char err[FRL_ERRMSG_SIZE];
+    int32_t n = a->state_dim + 1;
+    ck_assert_int_eq(frl_vec_env_get_state_at(a, 0, s, n, err), FRL_OK);
+    push(a, -1.0f, 3);
+    ck_assert_int_eq(frl_vec_env_set_state_at(a, 0, s, n, err), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_set_state_at(b, 0, s, n, err), FRL_OK);
+    ck_assert_msg(frl_vec_env_observations(a)[1] == frl_vec_env_observations(b)[1],
+                  "one state, contact forces %g and %g", frl_vec_env_observations(a)[1],
+                  frl_vec_env_observations(b)[1]);
+    ck_assert(frl_vec_env_observations(b)[1] > 1.0f);
+    frl_vec_env_destroy(a);
+    frl_vec_env_destroy(b);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- an env that cannot be made ---- */
 
 /* The process's address space in bytes (/proc/self/statm), or 0. */
@@ -775,6 +822,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_failing_callbacks);
     tcase_add_test(tc, test_blowup_after_warning);
     tcase_add_test(tc, test_env_create_fails);
+    tcase_add_test(tc, test_contact_forces_observed);
     tcase_add_test(tc, test_checkpoint);
     tcase_add_test(tc, test_arrays_by_name);
     suite_add_tcase(s, tc);

@@ -143,6 +143,19 @@ static void randomise(mjt_env *e, uint64_t seed)
 
 /* ---- reset and step, guarded ---- */
 
+/* mj_forward, and for a host's model mj_rnePostConstraint as after a step: mj_forward
+ * leaves cfrc_ext, cfrc_int and cacc as they were (zero after mj_resetData, the last
+ * step's after set_state), so a host's observe would read a resting robot's contact
+ * forces as none at reset, and after set_state whatever the env did before. The
+ * built-in tasks keep Gymnasium's behaviour (its reset and set_state call mj_forward
+ * alone). */
+static void forward(mjt_env *e)
+{
+    mj_forward(e->m, e->d);
+    if (!e->model->task)
+        mj_rnePostConstraint(e->m, e->d);
+}
+
 typedef struct env_call {
     mjt_env *e;
     uint64_t seed;
@@ -155,7 +168,7 @@ typedef struct env_call {
     int faulted;
 } env_call;
 
-/* mj_resetData, the task's noise or the host's reset, mj_forward (Gymnasium's reset and
+/* mj_resetData, the task's noise or the host's reset, forward (Gymnasium's reset and
  * set_state). The stream is the seed's own: the vec env gives every env its seed. */
 static void do_reset(void *arg)
 {
@@ -175,7 +188,7 @@ static void do_reset(void *arg)
         md->task->reset(&e->ctx, e->d, &rng);
     }
     if (c->rc == 0) {
-        mj_forward(e->m, e->d);
+        forward(e);
         c->rc = observe(e, c->obs);
     }
 }
@@ -261,7 +274,7 @@ static void do_recover(void *arg)
 {
     env_call *c = arg;
     mj_resetData(c->e->m, c->e->d);
-    mj_forward(c->e->m, c->e->d);
+    forward(c->e);
     c->rc = observe(c->e, c->obs);
     *c->reward = 0.0f;
     *c->terminated = 0;
@@ -336,7 +349,7 @@ static void do_set_state(void *arg)
         randomise(c->e, c->seed);
     }
     mj_setState(c->e->m, c->e->d, c->state, MJT_STATE_SPEC);
-    mj_forward(c->e->m, c->e->d);
+    forward(c->e);
 }
 
 int mjt_env_set_state(void *user, const double *state)
