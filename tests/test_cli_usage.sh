@@ -84,5 +84,13 @@ for opt in --deterministic --seed --search --latency-model --fit-latency; do
         fail "--help: cut lacks $opt: $out"
 done
 
+# A FRL_MUJOCO_PLUGIN that loads but is no plugin is named as the file it is (the
+# message named libfastrl-mujoco.so.0, which was not the file opened).
+# (glibc's libc.so.6; where the loader has none, there is nothing to check.)
+run env FRL_MUJOCO_PLUGIN=libc.so.6 "$fastrl" info
+has "libc.so.6 cannot be loaded" ||
+    status 0 "info with FRL_MUJOCO_PLUGIN=libc.so.6" \
+        "libc.so.6 (FRL_MUJOCO_PLUGIN) has no frl_mujoco_plugin_get"
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all cases passed"
