@@ -452,6 +452,62 @@ START_TEST(too_many_states_are_refused)
 }
 END_TEST
 
+/* An allocator that refuses any one request over CAP bytes, and keeps the largest. */
+enum { CAP = 256 << 20 };
+
+static void *capped_alloc(void *user, size_t size, size_t align)
+{
+    size_t *largest = user;
+    *largest = size > *largest ? size : *largest;
+    void *p = NULL;
+    if (size > CAP || posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size))
+        return NULL;
+    return p;
+}
+
+static void capped_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* A one-hot row of 20,000 states into 64 units is 1.3M weights a layer: the orthogonal
+ * init's work is that many doubles (10 MB), not the widest layer squared (3.2 GB, which
+ * failed such a policy with "out of memory for initialisation", and encoders' features
+ * of 256 x 256 images with it), for MLP, shared-trunk and recurrent policies. */
+START_TEST(wide_inputs_initialise_in_little_memory)
+{
+    static const char *const settings[] = {"", "policy.shared=true", "policy.core=gru",
+                                           "policy.core=lstm policy.shared=false"};
+    size_t largest = 0;
+    frl_allocator a;
+    frl_allocator_init(&a);
+    a.alloc = capped_alloc;
+    a.free = capped_free;
+    a.user = &largest;
+    frl_runtime *rt = NULL;
+    frl_config *one = frl_test_settings("runtime.threads=1"); /* largest: one thread */
+    ck_assert_int_eq(frl_runtime_create(&rt, one, &a, NULL), FRL_OK);
+    frl_config_destroy(one);
+    frl_space *os, *as;
+    ck_assert_int_eq(frl_space_create_discrete(&os, NULL, 20000), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, ACTIONS), FRL_OK);
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        frl_config *cfg = frl_test_settings(settings[i]);
+        frl_policy *p = NULL;
+        ck_assert_msg(frl_policy_create(&p, rt, cfg, os, as) == FRL_OK, "%s: %s", settings[i],
+                      frl_last_error());
+        ck_assert_int_gt(frl_policy_num_parameters(p), 20000 * 64);
+        frl_policy_destroy(p);
+        frl_config_destroy(cfg);
+    }
+    ck_assert_uint_le(largest, (size_t)CAP);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* The ring stores one float per discrete observation, as for a box of one value. */
 START_TEST(ring_holds_one_float_per_observation)
 {
@@ -587,6 +643,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, actions_do_not_depend_on_chunks);
     tcase_add_test(tc, obs_norm_is_refused);
     tcase_add_test(tc, too_many_states_are_refused);
+    tcase_add_test(tc, wide_inputs_initialise_in_little_memory);
     tcase_add_test(tc, ring_holds_one_float_per_observation);
     tcase_add_test(tc, save_load_round_trip);
     tcase_add_test(tc, device_runtime_refuses_clearly);

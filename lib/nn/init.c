@@ -56,6 +56,16 @@ void frl_mlp_init_uniform(const frl_mlp *m, float *params, frl_rng *r)
     }
 }
 
+size_t frl_mlp_init_work(const frl_mlp *m)
+{
+    size_t most = 1;
+    for (int32_t l = 0; l < m->layers; l++) {
+        size_t w = (size_t)m->width[l] * (size_t)m->width[l + 1];
+        most = w > most ? w : most;
+    }
+    return most;
+}
+
 void frl_mlp_init_params(const frl_mlp *m, float *params, double hidden_gain, double out_gain,
                          frl_rng *r, double *work)
 {

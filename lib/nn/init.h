@@ -11,8 +11,15 @@
 void frl_init_orthogonal(float *wt, int32_t in, int32_t out, double gain, frl_rng *r,
                          double *work);
 
+/* Doubles of work frl_mlp_init_params needs for m: its largest layer's in x out (at
+ * least 1). Not the widest layer squared: a wide input (a one-hot row of 10^5 states,
+ * an encoder's 50,176 features) times a 64-unit layer needs megabytes, its square tens
+ * of gigabytes, which failed policies that fit in memory many times over. */
+size_t frl_mlp_init_work(const frl_mlp *m);
+
 /* Orthogonal init of every layer of m: hidden layers with hidden_gain, the last one
- * with out_gain (a trunk uses hidden_gain throughout). */
+ * with out_gain (a trunk uses hidden_gain throughout). work: frl_mlp_init_work
+ * doubles. */
 void frl_mlp_init_params(const frl_mlp *m, float *params, double hidden_gain, double out_gain,
                          frl_rng *r, double *work);
 

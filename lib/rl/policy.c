@@ -992,11 +992,11 @@ static frl_status alloc_arrays(frl_policy *p, const char *who)
  * the policy's output and 1 for the value's, so the first policy is near uniform. */
 static frl_status init_params(frl_policy *p, const char *who)
 {
-    frl_net_shape s = shape_of(p);
-    int32_t mw = frl_net_widest(&s);
-    size_t floats = p->towers ? frl_policy_rnn_init_work(p) : (size_t)mw * (size_t)mw;
-    size_t enc = frl_cnn_init_work(&p->cnn);
-    floats = enc > floats ? enc : floats;
+    size_t floats = p->towers ? frl_policy_rnn_init_work(p) : frl_mlp_init_work(&p->actor);
+    size_t more[] = {frl_mlp_init_work(&p->critic), p->shared ? frl_mlp_init_work(&p->trunk) : 0,
+                     frl_cnn_init_work(&p->cnn)};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+        floats = more[i] > floats ? more[i] : floats;
     double *work = frl_alloc(&p->rt->alloc, sizeof(double) * floats, 64);
     if (!work)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory for initialisation", who);

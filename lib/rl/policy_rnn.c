@@ -67,11 +67,19 @@ int32_t frl_policy_rnn_widest(const frl_policy *p)
     return w;
 }
 
+/* The largest layer's (nn/init.h: the widest layer squared was gigabytes for a wide
+ * input, a one-hot row of many states). */
 size_t frl_policy_rnn_init_work(const frl_policy *p)
 {
-    size_t w = (size_t)frl_policy_rnn_widest(p), n = w * w;
-    size_t c = frl_rnn_init_work(&p->core[0]);
-    return n > c ? n : c;
+    size_t n = frl_mlp_init_work(&p->actor), c = frl_mlp_init_work(&p->critic);
+    n = c > n ? c : n;
+    for (int32_t i = 0; i < p->towers; i++) {
+        size_t e = p->enc[i].layers ? frl_mlp_init_work(&p->enc[i]) : 0;
+        c = frl_rnn_init_work(&p->core[i]);
+        n = e > n ? e : n;
+        n = c > n ? c : n;
+    }
+    return n;
 }
 
 /* The encoders and heads as an MLP policy's (orthogonal, sqrt 2 hidden, 0.01 for the
