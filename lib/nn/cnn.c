@@ -1,4 +1,5 @@
 /* Convolution stacks over uint8 images (cnn.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,26 @@ static int add_layer(frl_cnn *n, const frl_cnn_spec *spec, int32_t l, int32_t ou
     return -1;
 }
 
+/* The layer's patch matrix and output of one image must each fit an int32: the block
+ * size, the positions of a pass and the features a row are int32 (a 4096 x 4096 image
+ * with 1024 channels after the first layer wrapped the block to 0 images, and a pass
+ * then never ended). */
+static int too_large(const frl_cnn *n, const frl_cnn_spec *spec, int32_t l, char *why,
+                     size_t size)
+{
+    const frl_conv2d *cv = &n->conv[l];
+    size_t patches = frl_conv2d_work_floats(cv, 1), out = frl_conv2d_out_size(cv);
+    if (patches <= INT32_MAX && out <= INT32_MAX)
+        return 0;
+    snprintf(why, size,
+             "layer %d of the %s encoder (%d channels) makes %zu floats of patches and %zu "
+             "of output per %dx%dx%d image, more than 2^31 - 1 (use a smaller image or "
+             "fewer channels, policy.conv_channels)",
+             (int)l + 1, spec->name, (int)cv->out_c, patches, out, (int)n->in_h,
+             (int)n->in_w, (int)n->in_c);
+    return -1;
+}
+
 int frl_cnn_init(frl_cnn *n, const frl_cnn_spec *spec, const int32_t *channels,
                  int32_t num_channels, int32_t h, int32_t w, int32_t c, int32_t frames,
                  size_t param_base, char *why, size_t size)
@@ -49,6 +70,8 @@ int frl_cnn_init(frl_cnn *n, const frl_cnn_spec *spec, const int32_t *channels,
         if (add_layer(n, spec, l, out_c, h, w, c, base, why, size) != 0)
             return -1;
         const frl_conv2d *cv = &n->conv[l];
+        if (too_large(n, spec, l, why, size) != 0)
+            return -1;
         base += cv->num_params;
         h = cv->out_h;
         w = cv->out_w;

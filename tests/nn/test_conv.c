@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/cnn.h"
 #include "nn/conv.h"
 #include "test_util.h"
 
@@ -343,12 +344,30 @@ START_TEST(impossible_shapes)
 }
 END_TEST
 
+/* An encoder whose patch matrix or output for one image passes 2^31 - 1 floats is
+ * refused: the block of images per pass, an int32, wrapped to 0 for the second layer
+ * of a 4096 x 4096 image with 1024 channels after the first, and a pass never ended. */
+START_TEST(encoder_beyond_int32_refused)
+{
+    frl_cnn n;
+    char why[512] = "";
+    const int32_t wide[] = {1024, 1, 1}, fits[] = {32, 64, 64};
+    ck_assert_int_eq(frl_cnn_init(&n, &frl_cnn_nature, wide, 3, 4096, 4096, 1, 1, 0, why,
+                                  sizeof why), -1);
+    ck_assert_msg(strstr(why, "layer 2 of the nature encoder") && strstr(why, "2^31"), "%s", why);
+    ck_assert_int_eq(frl_cnn_init(&n, &frl_cnn_nature, fits, 3, 4096, 4096, 1, 1, 0, why,
+                                  sizeof why), 0);
+    ck_assert_int_ge(n.block, 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("conv");
     TCase *tc = tcase_create("conv");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, impossible_shapes);
+    tcase_add_test(tc, encoder_beyond_int32_refused);
     tcase_add_test(tc, forward_every_table);
     tcase_add_test(tc, gradients_every_table);
     tcase_add_test(tc, chunked_backward_every_table);
