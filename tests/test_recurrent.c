@@ -278,6 +278,23 @@ START_TEST(bad_state_arguments)
     ck_assert_ptr_nonnull(strstr(frl_policy_last_error(f.p), "built before the state fields"));
     a.struct_size = sizeof a;
     ck_assert_int_eq(frl_policy_act(f.p, &a), FRL_OK);
+    /* A state that is not finite is refused, naming the row and element, with nothing
+     * written (it gave NaN values and an argmax over NaN logits); a reset row is not
+     * read, so anything may be there. */
+    uint8_t reset[B] = {0};
+    state[4 * (B - 1) + 2] = NAN;
+    o.a[0] = -7.0f;
+    ck_assert_int_eq(frl_policy_act(f.p, &a), FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(frl_policy_last_error(f.p), "state of row 3, element 2"), "%s",
+                  frl_policy_last_error(f.p));
+    ck_assert(o.a[0] == -7.0f && isnan(state[4 * (B - 1) + 2]));
+    state[4 * (B - 1) + 2] = -INFINITY;
+    ck_assert_int_eq(frl_policy_act(f.p, &a), FRL_ERR_NONFINITE);
+    reset[B - 1] = 1;
+    a.reset = reset;
+    ck_assert_int_eq(frl_policy_act(f.p, &a), FRL_OK);
+    ck_assert(isfinite(state[4 * (B - 1) + 2]));
+    a.reset = NULL;
     unmake(&f);
     /* An MLP takes the same calls with width 0, with or without an array. */
     make(&f, "", 1);

@@ -628,6 +628,25 @@ frl_status frl_policy_check_observations(const frl_policy *p, const float *obs, 
     return FRL_OK;
 }
 
+/* A core's state rows that are not reset must be finite: act writes only finite ones
+ * (and zeros for new agents), and a NaN there gave NaN values and log-probabilities,
+ * and argmax or samples over NaN logits, with FRL_OK. A frame stack's state holds
+ * bytes, any bit pattern, and is not checked. */
+static frl_status check_core_state(frl_policy *p, const frl_act_args *a)
+{
+    for (int32_t i = 0; i < a->batch; i++) {
+        if (a->reset && a->reset[i])
+            continue;
+        int64_t bad = frl_find_nonfinite(a->state + (size_t)i * (size_t)p->state_w, p->state_w);
+        if (bad >= 0)
+            return frl_fail(p->err, FRL_ERR_NONFINITE,
+                            "frl_policy_act: args->state of row %d, element %lld is not "
+                            "finite (a row holds what act wrote there, or zeros for a new "
+                            "agent; reset[i] zeroes it)", (int)i, (long long)bad);
+    }
+    return FRL_OK;
+}
+
 /* The state arrays (callers built before 0.3 pass none, which suits a policy without a
  * core). */
 static frl_status check_act_state(frl_policy *p, const frl_act_args *a)
@@ -646,7 +665,7 @@ static frl_status check_act_state(frl_policy *p, const frl_act_args *a)
                         "[batch x %d] floats of state, zeros for new agents", p->stack > 1
                         ? "each row's earlier frames (policy.frame_stack)"
                         : "a recurrent core's state (policy.core)", (int)p->state_w);
-    return FRL_OK;
+    return p->towers ? check_core_state(p, a) : FRL_OK;
 }
 
 static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
