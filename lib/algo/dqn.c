@@ -20,7 +20,6 @@
 
 #include "algo/learner.h"
 #include "algo/param_passes.h"
-#include "env/values.h"
 #include "nn/optim.h"
 #include "rl/heads.h"
 
@@ -354,7 +353,10 @@ static double sample_age(const frl_replay *r, const int64_t *index, int32_t rows
  * a non-finite parameter, rather than the replay's "priority ... is nan". */
 static frl_status update_priorities(dqn *d, const frl_replay_batch *mb, char *err)
 {
-    if (frl_find_nonfinite(d->priority, mb->rows) >= 0)
+    int finite = 1;
+    for (int32_t i = 0; i < mb->rows; i++)
+        finite &= isfinite(d->priority[i]) != 0;
+    if (!finite)
         return frl_fail(err, FRL_ERR_NONFINITE, "training diverged: a TD error became "
                         "non-finite (rewards too large for floats, or lower train.lr or set "
                         "train.max_grad_norm); the replay's priorities are unchanged");
