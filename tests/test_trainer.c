@@ -309,6 +309,21 @@ START_TEST(bad_input)
     frl_config *cfg = frl_test_settings("train.num_envs=3 train.rollout=5 train.minibatches=4");
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "train.minibatches"));
+    /* IMPALA's loss takes neither GAE nor decoupling: refused, not ignored. */
+    const char *impala_bad[2] = {"train.algo=impala train.advantage=gae",
+                                 "train.algo=impala train.decoupled=true"};
+    for (int i = 0; i < 2; i++) {
+        frl_config_destroy(cfg);
+        cfg = frl_test_settings(impala_bad[i]);
+        ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg),
+                         FRL_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(frl_last_error(), i ? "train.decoupled" : "train.advantage=gae"),
+                      "%s", frl_last_error());
+    }
+    frl_config_destroy(cfg);
+    cfg = frl_test_settings("train.algo=impala train.advantage=vtrace train.decoupled=false");
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    frl_trainer_destroy(t);
     ck_assert_int_eq(frl_trainer_load(&t, rt, "/nonexistent.frl", NULL), FRL_ERR_IO);
     ck_assert_int_eq(frl_trainer_train(NULL, 10), FRL_ERR_NULL);
     frl_trainer_request_stop(NULL);

@@ -133,8 +133,27 @@ frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
     return st;
 }
 
+/* IMPALA's loss is defined on V-trace's advantages and is never decoupled: a setting
+ * asking otherwise would be ignored, so it is refused instead. */
+static frl_status impala_conflicts(const frl_config *c, char *err)
+{
+    if (frl_cfg_choice(c, FRL_KEY_TRAIN_ALGO) != FRL_TRAIN_ALGO_IMPALA)
+        return FRL_OK;
+    if (frl_cfg_is_set(c, FRL_KEY_TRAIN_ADVANTAGE) &&
+        frl_cfg_choice(c, FRL_KEY_TRAIN_ADVANTAGE) != FRL_TRAIN_ADVANTAGE_VTRACE)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "train.algo=impala learns from "
+                        "V-trace's advantages; train.advantage=gae is for train.algo=ppo or a2c");
+    if (frl_cfg_is_set(c, FRL_KEY_TRAIN_DECOUPLED) && frl_cfg_bool(c, FRL_KEY_TRAIN_DECOUPLED))
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "train.algo=impala has its own loss; "
+                        "train.decoupled=true is decoupled PPO's (train.algo=ppo)");
+    return FRL_OK;
+}
+
 static frl_status ppo_create(frl_learner *l, const frl_learner_ctx *c, char *err)
 {
+    frl_status st = impala_conflicts(c->cfg, err);
+    if (st != FRL_OK)
+        return st;
     frl_ppo_settings s;
     read_ppo_settings(c->cfg, &s);
     return frl_ppo_learner_create(l, c, &s, err);
