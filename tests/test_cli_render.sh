@@ -63,6 +63,10 @@ for bad in "--steps abc" "--steps 4296967296" "--steps -1" "--seed x"; do
     run "$fastrl" render RayRoom-v0 --out "$dir/x.png" $bad
     [ "$rc" -eq 2 ] && has "${bad%% *}: '" || fail "$bad: exit status $rc (want 2): $out"
 done
+run "$fastrl" render RayRoom-v0 --out "$dir/x.png" --policy trained
+[ "$rc" -eq 2 ] && has "oracle and random" || fail "--policy trained: $rc: $out"
+run "$fastrl" render RayRoom-v0 --out "$dir/x.png" --frames 3
+[ "$rc" -eq 2 ] && has "unknown option --frames" || fail "--frames: $rc: $out"
 run "$fastrl" render RayRoom-v0 --out "$dir/x.png" --set env.width=8
 [ "$rc" -ne 0 ] && has "env.width" || fail "a frame too small: $out"
 

@@ -44,12 +44,19 @@ static int parse_option(const char *a, const char *v, render_opts *o, frl_config
         o->steps = (int32_t)n;
         return rc;
     }
-    if (!strcmp(a, "--policy") && (!strcmp(v, "oracle") || !strcmp(v, "random"))) {
+    if (!strcmp(a, "--policy")) {
+        if (strcmp(v, "oracle") != 0 && strcmp(v, "random") != 0) {
+            fprintf(stderr, "fastrl render: --policy %s: the choices are oracle and "
+                            "random\n", v);
+            return 2;
+        }
         o->policy = v;
         return 0;
     }
-    if (strcmp(a, "--set") != 0)
+    if (strcmp(a, "--set") != 0) {
+        fprintf(stderr, "fastrl render: unknown option %s\n", a);
         return usage_fail();
+    }
     frl_status st = frl_config_parse(cfg, v);
     return st == FRL_OK ? 0 : cli_bad_option(a, st);
 }
