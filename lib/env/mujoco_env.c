@@ -330,6 +330,8 @@ frl_status frl_mujoco_floor_open(frl_mujoco_floor **out, const char *name, int32
     const frl_mujoco_plugin *p = get_plugin();
     char why[FRL_ERRMSG_SIZE - 80] = "";
     *out = NULL;
+    if (n < 1)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: a floor of %d envs (need >= 1)", name, (int)n);
     if (!p)
         return frl_fail(NULL, FRL_ERR_UNSUPPORTED, "%s needs the MuJoCo plugin, which is %s",
                         name, description);
