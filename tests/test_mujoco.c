@@ -20,6 +20,7 @@
 #include "env/mujoco_env.h"
 #include "env/vec_env.h"
 #include "fastrl.h"
+#include "test_log_capture.h"
 #include "test_util.h"
 
 #define EXIT_SKIP 77
@@ -218,23 +219,6 @@ START_TEST(test_bad_input)
 END_TEST
 
 /* ---- a simulation that blows up ---- */
-
-typedef struct log_capture {
-    pthread_mutex_t lock;
-    char text[1024];
-    int warnings;
-} log_capture;
-
-static void capture(void *user, frl_log_level level, const char *message)
-{
-    log_capture *c = user;
-    pthread_mutex_lock(&c->lock);
-    if (level == FRL_LOG_WARNING) {
-        c->warnings++;
-        snprintf(c->text, sizeof c->text, "%s", message);
-    }
-    pthread_mutex_unlock(&c->lock);
-}
 
 START_TEST(test_unstable_simulation)
 {

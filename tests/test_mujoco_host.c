@@ -19,6 +19,7 @@
 
 #include "env/vec_env.h"
 #include "fastrl.h"
+#include "test_log_capture.h"
 #include "test_util.h"
 
 #define EXIT_SKIP 77
@@ -678,23 +679,6 @@ static const char free_motor_xml[] =
     "<joint name=\"x\" type=\"slide\" axis=\"1 0 0\"/><geom type=\"box\" "
     "size=\"0.1 0.1 0.1\" mass=\"2\"/></body></worldbody><actuator><motor joint=\"x\"/>"
     "</actuator></mujoco>";
-
-typedef struct log_capture {
-    pthread_mutex_t lock;
-    char text[1024];
-    int warnings;
-} log_capture;
-
-static void capture(void *user, frl_log_level level, const char *message)
-{
-    log_capture *c = user;
-    pthread_mutex_lock(&c->lock);
-    if (level == FRL_LOG_WARNING) {
-        c->warnings++;
-        snprintf(c->text, sizeof c->text, "%s", message);
-    }
-    pthread_mutex_unlock(&c->lock);
-}
 
 /* A control beyond MuJoCo's 1e10 (a warning in the reset's mj_forward) and a velocity
  * the first step's checks find bad (MuJoCo resets the data, clearing every warning

@@ -225,24 +225,34 @@ END_TEST
  * which resets the envs: the next block starts a fresh episode, not from the bootstrap
  * observation) ends an n-step sum at the block's end, bootstrapping from that
  * observation, as at the newest block's end; an unbroken one goes on across. */
-START_TEST(broken_stream_not_crossed)
+/* Three blocks of episodes that never end, the stream broken between blocks 0 and 1
+ * (fresh first observations, as after a restart) and whole between 1 and 2. */
+static frl_replay *broken_replay(frl_runtime *rt, frl_ring *ring, uint64_t seed,
+                                 naive (*blk)[T * B])
 {
-    frl_runtime *rt = frl_test_runtime(1);
-    frl_ring *ring = make_ring(rt, T, B, W);
     frl_replay_shape sh = shape_of(3 * T * B, 0, 0);
     frl_replay *r;
     char err[FRL_ERRMSG_SIZE];
     ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
-    streams s = {.rng = frl_rng_stream(11, 0), .p_end = 0};
-    naive blk[3][T * B];
+    streams s = {.rng = frl_rng_stream(seed, 0), .p_end = 0};
     for (int k = 0; k < 3; k++) {
-        if (k == 1) /* the restart: fresh first observations */
+        if (k == 1)
             for (int b = 0; b < B; b++)
                 for (int w = 0; w < W; w++)
                     s.obs[b][w] = (float)frl_rng_uniform_range(&s.rng, 20, 30);
         fill_slot(&s, ring, blk[k]);
         ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
     }
+    return r;
+}
+
+START_TEST(broken_stream_not_crossed)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    char err[FRL_ERRMSG_SIZE];
+    naive blk[3][T * B];
+    frl_replay *r = broken_replay(rt, ring, 11, blk);
     frl_rng draws = frl_rng_stream(12, 0);
     const double gamma = 0.9;
     int seen[2] = {0, 0};
@@ -282,19 +292,8 @@ START_TEST(broken_stream_ends_sequences)
 {
     frl_runtime *rt = frl_test_runtime(1);
     frl_ring *ring = make_ring(rt, T, B, W);
-    frl_replay_shape sh = shape_of(3 * T * B, 0, 0);
-    frl_replay *r;
-    char err[FRL_ERRMSG_SIZE];
-    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
-    streams s = {.rng = frl_rng_stream(13, 0), .p_end = 0};
-    naive blk[T * B];
-    for (int k = 0; k < 3; k++) {
-        if (k == 1)
-            for (int b = 0; b < B; b++)
-                s.obs[b][0] += 100.0f;
-        fill_slot(&s, ring, blk);
-        ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
-    }
+    naive blk[3][T * B];
+    frl_replay *r = broken_replay(rt, ring, 13, blk);
     enum { ROWS = 3 * T + 1 };
     float obs[ROWS * W], reward[3 * T];
     int32_t action[3 * T];
