@@ -60,6 +60,9 @@ START_TEST(missing_plugin)
     /* A library that is not the plugin. */
     ck_assert_int_eq(make("cuda", "libm.so.6", &rt), FRL_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "has no frl_cuda_plugin_get"));
+    /* named as the file that was opened, not as the plugin it is not */
+    ck_assert_msg(strstr(frl_last_error(), "libm.so.6 (FRL_CUDA_PLUGIN) has no") != NULL, "%s",
+                  frl_last_error());
 }
 END_TEST
 

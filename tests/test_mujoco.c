@@ -78,7 +78,7 @@ START_TEST(test_task_lists_agree)
     void *h = frl_plugin_open(FRL_MUJOCO_PLUGIN_FILE, "FRL_MUJOCO_PLUGIN", "", why, sizeof why);
     ck_assert_msg(h != NULL, "%s", why);
     const frl_mujoco_plugin *p = frl_plugin_table(h, FRL_MUJOCO_PLUGIN_FILE,
-                                                  FRL_MUJOCO_PLUGIN_SYMBOL,
+                                                  "FRL_MUJOCO_PLUGIN", FRL_MUJOCO_PLUGIN_SYMBOL,
                                                   FRL_MUJOCO_PLUGIN_ABI, why, sizeof why);
     ck_assert_msg(p != NULL, "%s", why);
     int n = 0;
@@ -223,13 +223,8 @@ END_TEST
 START_TEST(test_unstable_simulation)
 {
     log_capture cap = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    frl_logger lg;
-    frl_logger_init(&lg);
-    lg.log = capture;
-    lg.user = &cap;
-    lg.max_level = FRL_LOG_WARNING;
-    frl_runtime *rt = NULL;
-    ck_assert_int_eq(frl_runtime_create(&rt, NULL, NULL, &lg), FRL_OK);
+    frl_runtime *rt = capturing_runtime(&cap);
+    ck_assert_ptr_nonnull(rt);
     frl_vec_env *v = NULL;
     ck_assert_int_eq(frl_vec_env_create(&v, rt, "Hopper-v5", 2, NULL), FRL_OK);
     ck_assert_int_eq(frl_vec_env_reset(v, 3), FRL_OK);

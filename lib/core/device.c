@@ -18,8 +18,9 @@ static int open_cuda(frl_device *d, int tf32, char *why, size_t size)
                               why, size);
     if (!h)
         return 1;
-    const frl_cuda_plugin *p = frl_plugin_table(h, FRL_CUDA_PLUGIN_FILE, FRL_CUDA_PLUGIN_SYMBOL,
-                                                FRL_CUDA_PLUGIN_ABI, why, size);
+    const frl_cuda_plugin *p = frl_plugin_table(h, FRL_CUDA_PLUGIN_FILE, "FRL_CUDA_PLUGIN",
+                                                FRL_CUDA_PLUGIN_SYMBOL, FRL_CUDA_PLUGIN_ABI,
+                                                why, size);
     int32_t count = 0;
     if (!p || p->probe(&count, why, size) != 0) {
         dlclose(h);

@@ -21,8 +21,9 @@ static void load(void)
                               "build with MPI installed (-Dmpi=enabled; scripts/setup.sh "
                               "installs OpenMPI)", load_why, sizeof load_why);
     if (h)
-        plugin = frl_plugin_table(h, FRL_MPI_PLUGIN_FILE, FRL_MPI_PLUGIN_SYMBOL,
-                                  FRL_MPI_PLUGIN_ABI, load_why, sizeof load_why);
+        plugin = frl_plugin_table(h, FRL_MPI_PLUGIN_FILE, "FRL_MPI_PLUGIN",
+                                  FRL_MPI_PLUGIN_SYMBOL, FRL_MPI_PLUGIN_ABI, load_why,
+                                  sizeof load_why);
     if (h && !plugin)
         dlclose(h);
     if (plugin)

@@ -104,9 +104,22 @@ void *frl_plugin_open(const char *file, const char *env_var, const char *hint, c
     return h;
 }
 
-const void *frl_plugin_table(void *handle, const char *file, const char *symbol,
-                             uint32_t abi, char *why, size_t size)
+/* The file frl_plugin_open opened, as messages name it: env_var's path when that is
+ * set (it need not be the plugin's name at all), else the plugin's file name. */
+static void opened_name(const char *file, const char *env_var, char *buf, size_t size)
 {
+    const char *chosen = getenv(env_var);
+    if (chosen && chosen[0])
+        snprintf(buf, size, "%.100s (%s)", chosen, env_var);
+    else
+        snprintf(buf, size, "%s", file);
+}
+
+const void *frl_plugin_table(void *handle, const char *file, const char *env_var,
+                             const char *symbol, uint32_t abi, char *why, size_t size)
+{
+    char name[160];
+    opened_name(file, env_var, name, sizeof name);
     const void *(*get)(void);
     void *sym = dlsym(handle, symbol);
     memcpy(&get, &sym, sizeof get); /* object to function pointer, as POSIX allows */
@@ -115,9 +128,9 @@ const void *frl_plugin_table(void *handle, const char *file, const char *symbol,
     if (table)
         memcpy(&has, table, sizeof has);
     if (!table)
-        say(why, size, "%s has no %s", file, symbol);
+        say(why, size, "%s has no %s", name, symbol);
     else if (has != abi)
         say(why, size, "%s speaks plugin ABI %u, this libfastrl %u (a plugin from another "
-            "build)", file, has, abi);
+            "build)", name, has, abi);
     return table && has == abi ? table : NULL;
 }

@@ -17,8 +17,9 @@ void *frl_plugin_open(const char *file, const char *env_var, const char *hint, c
 
 /* The table returned by the plugin's symbol (a function of no arguments), whose first
  * member is its uint32_t ABI number; NULL with a sentence in why when the symbol is
- * missing or the number is not abi (a plugin from another build). */
-const void *frl_plugin_table(void *handle, const char *file, const char *symbol,
-                             uint32_t abi, char *why, size_t size);
+ * missing or the number is not abi (a plugin from another build). The sentence names
+ * the file frl_plugin_open(file, env_var, ...) opened: env_var's path when it is set. */
+const void *frl_plugin_table(void *handle, const char *file, const char *env_var,
+                             const char *symbol, uint32_t abi, char *why, size_t size);
 
 #endif

@@ -28,20 +28,13 @@ static char description[FRL_ERRMSG_SIZE];
 
 static void load(void)
 {
-    /* A table that is missing or from another build is named by the file that was
-     * opened: FRL_MUJOCO_PLUGIN's when it is set, which need not be the plugin's name. */
-    const char *chosen = getenv("FRL_MUJOCO_PLUGIN");
-    char file[160];
-    if (chosen && chosen[0])
-        snprintf(file, sizeof file, "%.100s (FRL_MUJOCO_PLUGIN)", chosen);
-    else
-        snprintf(file, sizeof file, "%s", FRL_MUJOCO_PLUGIN_FILE);
     void *h = frl_plugin_open(FRL_MUJOCO_PLUGIN_FILE, "FRL_MUJOCO_PLUGIN",
                               "build with -Dmujoco=enabled (scripts/test.sh does)", load_why,
                               sizeof load_why);
     if (h)
-        plugin = frl_plugin_table(h, file, FRL_MUJOCO_PLUGIN_SYMBOL, FRL_MUJOCO_PLUGIN_ABI,
-                                  load_why, sizeof load_why);
+        plugin = frl_plugin_table(h, FRL_MUJOCO_PLUGIN_FILE, "FRL_MUJOCO_PLUGIN",
+                                  FRL_MUJOCO_PLUGIN_SYMBOL, FRL_MUJOCO_PLUGIN_ABI, load_why,
+                                  sizeof load_why);
     if (h && !plugin)
         dlclose(h);
     if (plugin) {
