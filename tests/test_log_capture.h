@@ -25,4 +25,17 @@ static void capture(void *user, frl_log_level level, const char *message)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* A one-thread-default runtime whose warnings go to *cap (the logger table is copied by
+ * frl_runtime_create); NULL if it cannot be made. */
+static frl_runtime *capturing_runtime(log_capture *cap)
+{
+    frl_logger lg;
+    frl_logger_init(&lg);
+    lg.log = capture;
+    lg.user = cap;
+    lg.max_level = FRL_LOG_WARNING;
+    frl_runtime *rt = NULL;
+    return frl_runtime_create(&rt, NULL, NULL, &lg) == FRL_OK ? rt : NULL;
+}
+
 #endif

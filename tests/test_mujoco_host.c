@@ -716,13 +716,8 @@ static int blowup_reward(void *user, int32_t env, const void *model, const void 
 START_TEST(test_blowup_after_warning)
 {
     log_capture cap = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    frl_logger lg;
-    frl_logger_init(&lg);
-    lg.log = capture;
-    lg.user = &cap;
-    lg.max_level = FRL_LOG_WARNING;
-    frl_runtime *rt = NULL;
-    ck_assert_int_eq(frl_runtime_create(&rt, NULL, NULL, &lg), FRL_OK);
+    frl_runtime *rt = capturing_runtime(&cap);
+    ck_assert_ptr_nonnull(rt);
     frl_mujoco_callbacks cb;
     frl_mujoco_callbacks_init(&cb);
     cb.observe = blowup_observe;
