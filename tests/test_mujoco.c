@@ -145,6 +145,69 @@ START_TEST(test_state_round_trip)
 }
 END_TEST
 
+/* action k of step t: the same in every run, inside [-0.4, 0.4] (within every task's
+ * action range) */
+static void step_action(float *act, int t)
+{
+    for (int k = 0; k < 8; k++)
+        act[k] = 0.4f * sinf(0.7f * (float)t + 1.3f * (float)k);
+}
+
+/* steps [from, to) of env e with step_action, their observations and rewards in
+ * obs[t * ow] and r[t], up to the episode's end; returns the step after the last */
+static int steps_of(frl_env *e, int from, int to, int64_t ow, float *obs, float *r)
+{
+    float act[8];
+    uint8_t term = 0, trunc = 0;
+    int t = from;
+    for (; t < to && !term && !trunc; t++) {
+        step_action(act, t);
+        ck_assert_int_eq(frl_env_step(e, act, obs + t * ow, &r[t], &term, &trunc), FRL_OK);
+    }
+    return t;
+}
+
+/* A run handed on through get_state and set_state to another env continues exactly as
+ * the uninterrupted run does, observations and rewards bit for bit, so a checkpoint
+ * resumes a run (Ant's forward reward reads where the torso was before the step, a
+ * position the state carries: environments.md). */
+START_TEST(test_state_continues_run)
+{
+    enum { STEPS = 30, HANDOFF = 4, OW = 110 };
+    const char *name = tasks[_i];
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_env *e = NULL, *f = NULL;
+    ck_assert_int_eq(frl_env_create(&e, rt, name, NULL), FRL_OK);
+    ck_assert_int_eq(frl_env_create(&f, rt, name, NULL), FRL_OK);
+    int32_t n = frl_env_state_size(e);
+    int64_t ow = frl_space_width(frl_env_observation_space(e));
+    ck_assert_int_le(ow, OW);
+    static float want[STEPS * OW], got[STEPS * OW];
+    float rw[STEPS], rg[STEPS], o[OW];
+    double *s = malloc(sizeof(double) * (size_t)n);
+    ck_assert_int_eq(frl_env_reset(e, 9, o), FRL_OK);
+    int end = steps_of(e, 0, STEPS, ow, want, rw);
+    ck_assert_msg(end > HANDOFF + 1, "%s: the episode ended at step %d", name, end);
+    ck_assert_int_eq(frl_env_reset(e, 9, o), FRL_OK);
+    steps_of(e, 0, HANDOFF, ow, got, rg);
+    ck_assert_int_eq(frl_env_get_state(e, s, n), FRL_OK);
+    ck_assert_int_eq(frl_env_reset(f, 77, o), FRL_OK);
+    steps_of(f, 0, 3, ow, got, rg); /* f's own past must not matter */
+    ck_assert_int_eq(frl_env_set_state(f, s, n, o), FRL_OK);
+    ck_assert_int_eq(steps_of(f, HANDOFF, STEPS, ow, got, rg), end);
+    for (int t = HANDOFF; t < end; t++) {
+        ck_assert_msg(rg[t] == rw[t], "%s step %d: reward %.9g, uninterrupted %.9g", name, t,
+                      (double)rg[t], (double)rw[t]);
+        ck_assert_msg(memcmp(got + t * ow, want + t * ow, sizeof(float) * (size_t)ow) == 0,
+                      "%s step %d: observations differ", name, t);
+    }
+    free(s);
+    frl_env_destroy(e);
+    frl_env_destroy(f);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A randomising env's state carries its episode's model: another env of the same
  * settings, reset from another seed, steps on from it exactly as the first one does. */
 START_TEST(test_randomised_state_moves)
@@ -380,6 +443,7 @@ static Suite *mujoco_suite(void)
     tcase_add_test(tc, test_task_lists_agree);
     tcase_add_loop_test(tc, test_reproducible, 0, NTASKS);
     tcase_add_loop_test(tc, test_state_round_trip, 0, NTASKS);
+    tcase_add_loop_test(tc, test_state_continues_run, 0, NTASKS);
     tcase_add_loop_test(tc, test_randomised_state_moves, 0, NTASKS);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_unstable_simulation);

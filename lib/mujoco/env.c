@@ -156,6 +156,25 @@ static void forward(mjt_env *e)
         mj_rnePostConstraint(e->m, e->d);
 }
 
+/* The positions the next step's reward measures its progress from, read where the
+ * data is now (after a reset, a step or a set_state that carries none). */
+static void track(mjt_env *e)
+{
+    if (e->model->task && e->model->task->track)
+        e->model->task->track(&e->ctx, e->d, e->before);
+}
+
+/* Where the state's carried values and, after them, a randomising env's seed lie. */
+static int carried_at(const mjt_env *e)
+{
+    return mj_stateSize(e->m, MJT_STATE_SPEC);
+}
+
+static int carried_count(const mjt_env *e)
+{
+    return e->model->task ? e->model->task->carried : 0;
+}
+
 typedef struct env_call {
     mjt_env *e;
     uint64_t seed;
@@ -189,6 +208,7 @@ static void do_reset(void *arg)
     }
     if (c->rc == 0) {
         forward(e);
+        track(e);
         c->rc = observe(e, c->obs);
     }
 }
@@ -241,11 +261,8 @@ static void do_step(void *arg)
     mjt_env *e = c->e;
     const mjt_model *md = e->model;
     mjData *d = e->d;
-    double before[2] = {0, 0};
     mjWarningStat warnings[mjNWARNING];
     memcpy(warnings, d->warning, sizeof warnings);
-    if (md->task && md->task->track)
-        md->task->track(&e->ctx, d, before);
     for (int i = 0; i < e->m->nu; i++)
         d->ctrl[i] = c->action[i];
     for (int32_t k = 0; k < md->frame_skip; k++)
@@ -265,7 +282,8 @@ static void do_step(void *arg)
     }
     c->rc = observe(e, c->obs);
     if (c->rc == 0)
-        c->rc = reward(e, c->action, before, c->reward, c->terminated);
+        c->rc = reward(e, c->action, e->before, c->reward, c->terminated);
+    track(e);
 }
 
 /* After a fault: the model's initial state (mj_resetData also rewinds MuJoCo's arena,
@@ -275,6 +293,7 @@ static void do_recover(void *arg)
     env_call *c = arg;
     mj_resetData(c->e->m, c->e->d);
     forward(c->e);
+    track(c->e);
     c->rc = observe(c->e, c->obs);
     *c->reward = 0.0f;
     *c->terminated = 0;
@@ -310,14 +329,17 @@ const char *mjt_env_fault(void *user)
 
 /* ---- state ---- */
 
-/* A randomising env's state ends with its episode's seed: the model it was stepping
- * is made again from it (the factors themselves would be hundreds of values). */
+/* MuJoCo's state, the task's carried values, and for a randomising env its episode's
+ * seed: the model it was stepping is made again from it (the factors themselves would be
+ * hundreds of values). */
 int mjt_env_get_state(void *user, double *state)
 {
     mjt_env *e = user;
     mj_getState(e->m, e->d, state, MJT_STATE_SPEC);
+    for (int k = 0; k < carried_count(e); k++)
+        state[carried_at(e) + k] = e->before[k];
     if (e->model->randomised) {
-        double *seed = state + mj_stateSize(e->m, MJT_STATE_SPEC);
+        double *seed = state + carried_at(e) + carried_count(e);
         seed[0] = (double)(e->episode_seed >> 32);
         seed[1] = (double)(e->episode_seed & 0xffffffffu);
     }
@@ -328,7 +350,7 @@ int mjt_env_get_state(void *user, double *state)
  * are not integers in [0, 2^32). */
 static int saved_seed(mjt_env *e, const double *state, uint64_t *seed)
 {
-    int at = mj_stateSize(e->m, MJT_STATE_SPEC);
+    int at = carried_at(e) + carried_count(e);
     const double *half = state + at;
     for (int k = 0; k < MJT_SEED_VALUES; k++)
         if (!(half[k] >= 0 && half[k] < 4294967296.0 && half[k] == floor(half[k]))) {
@@ -350,6 +372,9 @@ static void do_set_state(void *arg)
     }
     mj_setState(c->e->m, c->e->d, c->state, MJT_STATE_SPEC);
     forward(c->e);
+    track(c->e);
+    for (int k = 0; k < carried_count(c->e); k++)
+        c->e->before[k] = c->state[carried_at(c->e) + k];
 }
 
 int mjt_env_set_state(void *user, const double *state)

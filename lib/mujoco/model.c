@@ -202,8 +202,9 @@ static void describe(const mjt_model *md, frl_mujoco_info *info)
     info->action_dim = md->m->nu;
     info->action_low = md->action_low;
     info->action_high = md->action_high;
-    info->state_size =
-        mj_stateSize(md->m, MJT_STATE_SPEC) + (md->randomised ? MJT_SEED_VALUES : 0);
+    info->state_size = mj_stateSize(md->m, MJT_STATE_SPEC) +
+                       (md->task ? md->task->carried : 0) +
+                       (md->randomised ? MJT_SEED_VALUES : 0);
     info->max_episode_steps = md->task ? md->task->max_episode_steps : 0;
     info->dt = md->ctx.dt;
 }

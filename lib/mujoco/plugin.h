@@ -13,9 +13,9 @@
 /* The state get/set covers: time, qpos, qvel, act, history and plastic buffers, plugin
  * state and the solver's warm start, and what a host's reset may set that the next
  * steps read (applied forces, mocap bodies, active equalities, userdata); ctrl is
- * overwritten by each step's action. A randomising model's state adds the episode's
- * randomisation seed, as two 32-bit halves (MJT_SEED_VALUES), before the vec env's
- * elapsed count. */
+ * overwritten by each step's action. Then the task's carried values (mjt_task.carried),
+ * and for a randomising model the episode's randomisation seed as two 32-bit halves
+ * (MJT_SEED_VALUES), before the vec env's elapsed count. */
 #define MJT_STATE_SPEC (mjSTATE_FULLPHYSICS | mjSTATE_WARMSTART | (mjSTATE_USER & ~mjSTATE_CTRL))
 #define MJT_SEED_VALUES 2
 
@@ -45,6 +45,7 @@ typedef struct mjt_env {
     mjt_ctx ctx;                 /* model->ctx over m */
     int32_t index;
     uint64_t episode_seed;       /* what randomised this episode's model, when it is */
+    double before[MJT_MAX_BEFORE]; /* the task's track values for the next step */
     char fault[256];             /* what the last call that failed or faulted met */
 } mjt_env;
 

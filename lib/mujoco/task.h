@@ -24,7 +24,7 @@ typedef struct frl_text_file {
 } frl_text_file;
 extern const frl_text_file frl_mujoco_assets[];
 
-enum { MJT_MAX_IDS = 2 };
+enum { MJT_MAX_IDS = 2, MJT_MAX_BEFORE = 2 };
 
 /* What a task's functions see: the model, the ids of the bodies or sites it reads,
  * and seconds per env step. */
@@ -49,8 +49,14 @@ typedef struct mjt_task {
     int post_constraint;
     /* After mj_resetData: qpos and qvel of a new episode (mj_forward follows). */
     void (*reset)(const mjt_ctx *c, mjData *d, frl_rng *rng);
-    /* Positions the reward needs from before the step (NULL: none). */
+    /* Positions the next step's reward needs from before it (NULL: none), read where
+     * a reset, a step or set_state leaves the data (at most MJT_MAX_BEFORE). */
     void (*track)(const mjt_ctx *c, const mjData *d, double *before);
+    /* How many of track's values the state carries: 0 where track reads the state's own
+     * values (the walkers' qpos[0]); Ant's torso xpos after a step is MuJoCo's
+     * kinematics of the last substep's start, which no saved quantity gives back, so
+     * without it a resumed run's first reward would differ. */
+    int32_t carried;
     void (*observe)(const mjt_ctx *c, const mjData *d, float *obs);
     /* Reward of the step that took the state from `before` to d, and termination. */
     double (*reward)(const mjt_ctx *c, const mjData *d, const float *action,

@@ -213,6 +213,7 @@ const mjt_task mjt_ant = {
     .post_constraint = 1,
     .reset = ant_reset,
     .track = ant_track,
+    .carried = 2,
     .observe = ant_observe,
     .reward = ant_reward,
 };

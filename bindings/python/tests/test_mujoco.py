@@ -3,13 +3,15 @@ transition, with the same MuJoCo (the pinned pip package the plugin was built ag
 
 After each reset, and every 25 steps, both start from one state: fastrl's state
 (get_state: time, qpos, qvel, act, warm start, user inputs; the elapsed count last) goes
-back into fastrl through set_state and into Gymnasium's MjData through mujoco.mj_setState
-with the same state signature, each followed by mj_forward (as Gymnasium's set_state does). Then
+into Gymnasium's MjData through mujoco.mj_setState with the same state signature and
+mj_forward (as Gymnasium's set_state does), and back into fastrl through set_state. Then
 both step with the same float32 actions, and every transition is compared, the
 simulator states included. (Between restores both run on: quantities MuJoCo derives
 from positions, such as xpos, which Ant's forward reward reads before a step, are those
-of the previous step's last substep on both sides, and of the state itself after a
-set_state.) Observations are compared after rounding Gymnasium's float64 to float32, rewards
+of the previous step's last substep on both sides. fastrl's Ant state carries that
+torso position, so that a resumed run continues exactly; Gymnasium's set_state takes
+it from the state's own positions instead, so at a restore the test writes Gymnasium's
+into the state it gives back to fastrl.) Observations are compared after rounding Gymnasium's float64 to float32, rewards
 after rounding to float32 (fastrl's reward type); terminations must agree.
 
 Tolerances: both sides run the same libmujoco on the same data in the same order, so the
@@ -60,8 +62,9 @@ def _gym_env(name):
 
 
 def _sync(mj, genv, state):
-    """Put fastrl's state (elapsed count dropped) into Gymnasium's env."""
-    mj.mj_setState(genv.model, genv.data, np.ascontiguousarray(state[:-1]), _spec(mj))
+    """Put fastrl's state (MuJoCo's part of it) into Gymnasium's env."""
+    n = mj.mj_stateSize(genv.model, _spec(mj))
+    mj.mj_setState(genv.model, genv.data, np.ascontiguousarray(state[:n]), _spec(mj))
     mj.mj_forward(genv.model, genv.data)
 
 
@@ -69,6 +72,17 @@ def _close(a, b):
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return np.abs(a - b), TOL * np.maximum(1.0, np.abs(b))
+
+
+def _as_gym_restores(mj, genv, state):
+    """fastrl's state with its carried values (Ant's torso x, y before the next step,
+    after MuJoCo's own state) set to what Gymnasium's set_state leaves: the torso's
+    position computed from the state."""
+    n = mj.mj_stateSize(genv.model, _spec(mj))
+    if len(state) - 1 > n:
+        state = state.copy()
+        state[n:n + 2] = genv.data.body("torso").xpos[:2]
+    return state
 
 
 def _gym_state(mj, genv):
@@ -93,8 +107,8 @@ def test_matches_gymnasium(mujoco, name):
         if restart or t % 25 == 0:
             # Both sides from one state through set_state (each runs mj_forward).
             state = env.get_state()
-            obs = env.set_state(state)
             _sync(mujoco, genv, state)
+            obs = env.set_state(_as_gym_restores(mujoco, genv, state))
             d, tol = _close(obs, genv._get_obs().astype(np.float32))
             assert np.all(d <= tol), f"{name} step {t}: observations of one state differ"
         action = rng.uniform(genv.action_space.low, genv.action_space.high).astype(np.float32)
@@ -110,7 +124,8 @@ def test_matches_gymnasium(mujoco, name):
         assert bool(term) == bool(gterm), f"{name} step {t}: terminated {term} vs {gterm}"
         assert not gtrunc
         # The simulator states stay equal: the same MuJoCo on the same data.
-        d = np.abs(env.get_state()[:-1] - _gym_state(mujoco, genv))
+        gstate = _gym_state(mujoco, genv)
+        d = np.abs(env.get_state()[:len(gstate)] - gstate)
         assert d.max() == 0.0, f"{name} step {t}: states differ by {d.max()}"
         worst["state"] = max(worst["state"], float(d.max()))
         restart = bool(term or trunc)
