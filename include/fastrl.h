@@ -582,10 +582,11 @@ static inline void frl_mujoco_callbacks_init(frl_mujoco_callbacks *cb)
 }
 
 /* num_envs envs of the MJCF model mjcf: the XML itself when it starts with '<' (after
- * white space), else a file path. Observations: a box of observation_width unbounded
- * floats (1..65536); actions: a box of the actuators' ctrlrange (unbounded for an
- * actuator without ctrllimited). cfg keys: env.frame_skip, env.max_episode_steps (-1 or
- * 0: no time limit), env.randomize_mass, env.randomize_friction, env.randomize_damping.
+ * a UTF-8 byte order mark and white space), else a file path. Observations: a box of
+ * observation_width unbounded floats (1..65536); actions: a box of the actuators'
+ * ctrlrange (unbounded for an actuator without ctrllimited). cfg keys: env.frame_skip,
+ * env.max_episode_steps (-1 or 0: no time limit), env.randomize_mass,
+ * env.randomize_friction, env.randomize_damping.
  * A model MuJoCo cannot load or compile fails with FRL_ERR_INVALID_ARGUMENT carrying
  * MuJoCo's message; a model without actuators, or with a limited actuator whose
  * ctrlrange is not finite with low <= high, FRL_ERR_INVALID_ARGUMENT; without the

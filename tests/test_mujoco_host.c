@@ -361,6 +361,12 @@ START_TEST(test_models_mujoco_refuses)
                      FRL_OK);
     ck_assert(isinf(frl_space_low(frl_vec_env_action_space(v))[0]));
     frl_vec_env_destroy(v);
+    /* Text read from a file with a UTF-8 byte order mark is still the XML, not a path. */
+    char bom_xml[2048];
+    snprintf(bom_xml, sizeof bom_xml, "\xEF\xBB\xBF\n%s", slider_xml);
+    ck_assert_msg(frl_vec_env_create_mujoco(&v, rt, bom_xml, &cb, &h, 2, 1, NULL) == FRL_OK,
+                  "%s", frl_last_error());
+    frl_vec_env_destroy(v);
     frl_runtime_destroy(rt);
 }
 END_TEST

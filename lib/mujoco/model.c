@@ -102,10 +102,13 @@ static mjModel *compile_text(const char *name, const char *text, size_t bytes, c
 }
 
 /* A host's MJCF: the XML itself, or a file MuJoCo reads (and whose folder it searches
- * for included files and meshes). */
+ * for included files and meshes). Text read from a file by the host may begin with
+ * UTF-8's byte order mark, which MuJoCo's XML parser skips. */
 static mjModel *compile_mjcf(const char *mjcf, char *why, size_t size)
 {
     const char *p = mjcf;
+    if (strncmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p += 3;
     while (isspace((unsigned char)*p))
         p++;
     if (*p == '<')
