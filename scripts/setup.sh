@@ -8,6 +8,7 @@ FRL_DEB_PACKAGES=(
   gcc g++ clang pkgconf meson ninja-build python3 python3-venv
   libzstd-dev libopenblas-serial-dev check abigail-tools binutils
   openmpi-bin libopenmpi-dev
+  locales  # localedef and glibc's locale sources: test_locale makes a decimal-comma locale
 )
 
 frl_missing_packages() {

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "core/alloc.h"
+#include "core/c_numeric.h"
 #include "core/config.h"
 
 struct frl_config {
@@ -454,7 +455,7 @@ static frl_status parse_number(char *err, const frl_key_def *d, const char *text
 {
     char *end;
     errno = 0;
-    double dv = strtod(text, &end);
+    double dv = frl_strtod_c(text, &end); /* "0.5" in any host locale */
     /* "1e400" is a finite number, too large for a double: out of every key's range */
     if (*text && *end == '\0' && isinf(dv) && errno == ERANGE)
         return frl_fail(err, FRL_ERR_RANGE, "config key '%s': %s is outside [%.17g, %.17g]",
@@ -686,7 +687,7 @@ FRL_API frl_status frl_config_get_text(const frl_config *cfg, const char *key, c
     int n = 0;
     switch (d->type) {
     case FRL_CONFIG_INT: n = snprintf(buf, size, "%lld", (long long)v.i); break;
-    case FRL_CONFIG_FLOAT: n = snprintf(buf, size, "%.17g", v.f); break;
+    case FRL_CONFIG_FLOAT: n = frl_snprintf_c(buf, size, "%.17g", v.f); break;
     case FRL_CONFIG_BOOL: n = snprintf(buf, size, "%s", v.i ? "true" : "false"); break;
     case FRL_CONFIG_CHOICE: n = copy_choice(d->choices, v.i, buf, size); break;
     case FRL_CONFIG_INT_LIST: n = format_list(&v.list, buf, size); break;

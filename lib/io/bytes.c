@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/c_numeric.h"
 #include "io/bytes.h"
 
 void frl_bytes_init(frl_bytes *b, const frl_allocator *alloc)
@@ -60,7 +61,7 @@ void frl_bytes_printf(frl_bytes *b, const char *fmt, ...)
     char small[256];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    int n = frl_vsnprintf_c(small, sizeof small, fmt, ap);
     va_end(ap);
     if (n < 0) {
         b->failed = 1;
@@ -74,7 +75,7 @@ void frl_bytes_printf(frl_bytes *b, const char *fmt, ...)
     if (frl_bytes_reserve(b, (size_t)n + 1) != 0)
         return;
     va_start(ap, fmt);
-    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+    frl_vsnprintf_c((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
     b->len += (size_t)n;
 }

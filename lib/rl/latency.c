@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/c_numeric.h"
 #include "rl/latency.h"
 
 /* Timed samples last at least this long, so the clock's resolution does not matter. */
@@ -429,6 +430,7 @@ frl_status frl_latency_fit_probes(frl_latency_model *m, const frl_elastic *e,
 
 int frl_latency_to_text(const frl_latency_model *m, char *buf, size_t size)
 {
+    locale_t previous = frl_c_numeric_begin(); /* "0.5", whatever the host's locale */
     size_t at = (size_t)snprintf(buf, size, "fastrl-latency-model 1\nbatch %d\n"
                                  "deterministic %d\nkernels %s\n", (int)m->batch,
                                  (int)m->deterministic, m->kernels);
@@ -438,6 +440,7 @@ int frl_latency_to_text(const frl_latency_model *m, char *buf, size_t size)
     for (int32_t i = 0; i < m->n && at < size; i++)
         at += (size_t)snprintf(buf + at, size - at, "layer %d %d %d %.6f\n", (int)m->layer[i].in,
                                (int)m->layer[i].out, (int)m->layer[i].act, m->layer[i].us);
+    frl_c_numeric_end(previous);
     return at < size ? 0 : -1;
 }
 
@@ -486,7 +489,18 @@ static frl_status check_intercepts(const frl_latency_model *m, uint32_t seen, ch
     return FRL_OK;
 }
 
+static frl_status parse_lines(frl_latency_model *m, const char *text, char *err);
+
+/* Read in the C locale, as frl_latency_to_text wrote it. */
 frl_status frl_latency_from_text(frl_latency_model *m, const char *text, char *err)
+{
+    locale_t previous = frl_c_numeric_begin();
+    frl_status st = parse_lines(m, text, err);
+    frl_c_numeric_end(previous);
+    return st;
+}
+
+static frl_status parse_lines(frl_latency_model *m, const char *text, char *err)
 {
     memset(m, 0, sizeof *m);
     uint32_t seen = 0; /* bit d: depth d's intercept line was read */

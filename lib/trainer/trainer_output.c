@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/c_numeric.h"
 #include "trainer/trainer_dist.h"
 #include "trainer/trainer_output.h"
 
@@ -162,8 +163,10 @@ void frl_trainer_close_outputs(frl_trainer *t)
     t->tb = NULL;
 }
 
+/* In the C locale: a decimal comma would split the CSV's fields. */
 static void write_csv_row(FILE *f, const frl_metrics *m)
 {
+    locale_t previous = frl_c_numeric_begin();
     fprintf(f, "%lld,%lld,%lld,%.9g,%.9g,%.6f,%.1f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d,"
             "%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.0f,%lld,%.9g,%.9g,%.6g,%.6g,%.6g,%.6f,%.6g\n",
             (long long)m->update, (long long)m->env_steps, (long long)m->episodes,
@@ -174,6 +177,7 @@ static void write_csv_row(FILE *f, const frl_metrics *m)
             m->policy_lag_mean, m->policy_lag_max, (long long)m->slots_dropped, m->q_mean,
             m->td_error, m->epsilon, m->replay_fill, m->sample_age, m->time_replay,
             m->priority_spread);
+    frl_c_numeric_end(previous);
 }
 
 static frl_status write_scalars(frl_trainer *t, const frl_metrics *m, double wall)
