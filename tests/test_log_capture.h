@@ -14,7 +14,7 @@ typedef struct log_capture {
     int warnings;
 } log_capture;
 
-static void capture(void *user, frl_log_level level, const char *message)
+static inline void capture(void *user, frl_log_level level, const char *message)
 {
     log_capture *c = user;
     pthread_mutex_lock(&c->lock);
@@ -27,7 +27,7 @@ static void capture(void *user, frl_log_level level, const char *message)
 
 /* A one-thread-default runtime whose warnings go to *cap (the logger table is copied by
  * frl_runtime_create); NULL if it cannot be made. */
-static frl_runtime *capturing_runtime(log_capture *cap)
+static inline frl_runtime *capturing_runtime(log_capture *cap)
 {
     frl_logger lg;
     frl_logger_init(&lg);
