@@ -59,6 +59,11 @@ for bad in "--envs 0" "--envs abc" "--threads -1" "--seconds 0" "--seconds abc";
 done
 run "$fastrl" bench train CartPole-v1 --set nokey=1
 status 2 "bench train --set nokey=1" "nokey"
+# An integer past int64 is out of the key's range, said with the range (it was "cannot
+# parse ... as an integer").
+run "$fastrl" bench train CartPole-v1 --set train.num_envs=99999999999999999999999
+status 2 "bench train --set train.num_envs=1e23" \
+    "train.num_envs': 99999999999999999999999 is outside [1, 1048576]"
 # A count is read exactly: 1.0000000000000001 is no whole number, though a double rounds
 # it to 1 (render then went on to fail on CartPole's vector observations).
 run "$fastrl" render CartPole-v1 --out "$dir/x.png" --steps 1.0000000000000001

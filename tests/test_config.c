@@ -131,6 +131,36 @@ START_TEST(int_text_read_exactly)
 }
 END_TEST
 
+/* An integer too large for int64 is out of the key's range, said with the range, not
+ * "cannot parse" (FRL_ERR_PARSE before); in a list too, and in hex. Nothing is set. */
+static void assert_int_overflow(const char *key, const char *text, const char *range)
+{
+    ck_assert_int_eq(frl_config_set(cfg, key, text), FRL_ERR_RANGE);
+    ck_assert_msg(strstr(frl_last_error(), range), "%s=%s: %s", key, text, frl_last_error());
+    ck_assert_int_eq(frl_config_is_set(cfg, key), 0);
+}
+
+START_TEST(int_overflow_is_range)
+{
+    assert_int_overflow("train.num_envs", "99999999999999999999999", "outside [1, 1048576]");
+    assert_int_overflow("train.num_envs", "-99999999999999999999999", "outside [1, 1048576]");
+    assert_int_overflow("train.num_envs", "9223372036854775808", "outside [1, 1048576]");
+    assert_int_overflow("train.num_envs", "1.5e30", "outside [1, 1048576]");
+    assert_int_overflow("train.num_envs", "0x10000000000000000", "outside [1, 1048576]");
+    assert_int_overflow("policy.hidden", "64,99999999999999999999999", "outside [1, 4096]");
+    ck_assert_int_eq(frl_config_parse(cfg, "train.num_envs=99999999999999999999999"),
+                     FRL_ERR_RANGE);
+    /* still exact otherwise: int64's ends are numbers in range of runtime.seed's type,
+     * and non-integers are parse errors */
+    assert_int_overflow("runtime.seed", "9223372036854775807", "outside [0, 9007199254740992]");
+    ck_assert_int_eq(frl_config_set(cfg, "dist.comm", "-9223372036854775808"), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_config_set(cfg, "train.num_envs", "1e99x"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_set(cfg, "policy.hidden", "inf"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_set(cfg, "train.num_envs", "1e3.5"), FRL_ERR_PARSE);
+    ck_assert_int_eq(frl_config_set(cfg, "train.num_envs", "4.5"), FRL_ERR_PARSE);
+}
+END_TEST
+
 START_TEST(parse_all_or_nothing)
 {
     int64_t v = 0;
@@ -192,6 +222,7 @@ int main(void)
     tcase_add_test(tc, range_type_and_unknown_errors);
     tcase_add_test(tc, text_values);
     tcase_add_test(tc, int_text_read_exactly);
+    tcase_add_test(tc, int_overflow_is_range);
     tcase_add_test(tc, parse_all_or_nothing);
     tcase_add_test(tc, iterate_and_describe);
     tcase_add_test(tc, clone_is_independent);

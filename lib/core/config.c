@@ -385,6 +385,18 @@ static int exact_decimal(const char *text, int64_t *out)
     return 0;
 }
 
+/* 1 when text is a decimal number (strtod reads all of it, and it holds no letter but an
+ * exponent's e) past int64 in magnitude: out of every int key's range, which is what it
+ * is said to be, rather than "not an integer"; -1 otherwise. */
+static int beyond_int64(const char *text)
+{
+    if (strspn(text, "0123456789+-.eE") != strlen(text))
+        return -1; /* "inf", "nan" and hex floats are not integers at all */
+    char *end;
+    double v = frl_strtod_c(text, &end); /* ERANGE's HUGE_VAL (1e400) is past it too */
+    return end != text && *end == '\0' && fabs(v) >= 0x1p63 ? 1 : -1;
+}
+
 int frl_parse_int_text(const char *text, int64_t *out)
 {
     if (!*text || isspace((unsigned char)text[0]))
@@ -398,15 +410,24 @@ int frl_parse_int_text(const char *text, int64_t *out)
         *out = v;
         return 0;
     }
-    return hex ? -1 : exact_decimal(text, out);
+    if (hex)
+        return *end == '\0' && errno == ERANGE ? 1 : -1;
+    return exact_decimal(text, out) == 0 ? 0 : beyond_int64(text);
 }
 
+/* As frl_parse_int_text: 0, -1 (not an integer) or 1 (beyond int64). */
 static int parse_int(const char *text, int64_t *out, double *as_double)
 {
-    if (frl_parse_int_text(text, out) != 0)
-        return -1;
-    *as_double = (double)*out;
-    return 0;
+    int r = frl_parse_int_text(text, out);
+    if (r == 0)
+        *as_double = (double)*out;
+    return r;
+}
+
+static frl_status range_error(char *err, const frl_key_def *d, const char *text)
+{
+    return frl_fail(err, FRL_ERR_RANGE, "config key '%s': %s is outside [%.17g, %.17g]",
+                    d->name, text, d->min, d->max);
 }
 
 static frl_status parse_error(char *err, const frl_key_def *d, const char *text)
@@ -436,7 +457,10 @@ static frl_status parse_list(char *err, const frl_key_def *d, const char *text, 
             return parse_error(err, d, text);
         int64_t iv;
         double dv;
-        if (parse_int(item, &iv, &dv) != 0)
+        int r = parse_int(item, &iv, &dv);
+        if (r > 0)
+            return range_error(err, d, item);
+        if (r != 0)
             return parse_error(err, d, text);
         if (iv < (int64_t)d->min || iv > (int64_t)d->max)
             return frl_fail(err, FRL_ERR_RANGE, "config key '%s': %lld is outside [%.17g, %.17g]",
@@ -458,12 +482,14 @@ static frl_status parse_number(char *err, const frl_key_def *d, const char *text
     double dv = frl_strtod_c(text, &end); /* "0.5" in any host locale */
     /* "1e400" is a finite number, too large for a double: out of every key's range */
     if (*text && *end == '\0' && isinf(dv) && errno == ERANGE)
-        return frl_fail(err, FRL_ERR_RANGE, "config key '%s': %s is outside [%.17g, %.17g]",
-                        d->name, text, d->min, d->max);
+        return range_error(err, d, text);
     if (!isfinite(dv) && *end == '\0')
         return frl_fail(err, FRL_ERR_NONFINITE, "config key '%s': value must be finite", d->name);
     int64_t iv = 0;
-    int bad = d->type == FRL_CONFIG_INT ? parse_int(text, &iv, &dv) != 0 : !*text || *end;
+    int bad = d->type == FRL_CONFIG_INT ? parse_int(text, &iv, &dv) : !*text || *end;
+    /* an int key's 99999999999999999999999 is a number, too large: said as the range */
+    if (bad > 0 && d->type == FRL_CONFIG_INT)
+        return range_error(err, d, text);
     if (bad)
         return parse_error(err, d, text);
     return number_value(err, d, dv, iv, out);

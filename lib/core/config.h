@@ -35,8 +35,9 @@ typedef union frl_value {
 
 /* text as an int64, exactly: decimal digits with an optional sign, hex digits after
  * "0x", or a decimal real that is exactly a whole number ("1e6", "2048.0"), read digit
- * by digit rather than rounded through a double. No white space. 0, or -1 when text is
- * none of these or lies outside int64. The config's int keys and the CLI's options. */
+ * by digit rather than rounded through a double. No white space. 0; -1 when text is none
+ * of these; 1 when it is a decimal or hex number beyond int64 (out of every int key's
+ * range, and said so: FRL_ERR_RANGE). The config's int keys and the CLI's options. */
 int frl_parse_int_text(const char *text, int64_t *out);
 
 /* Index of key in frl_key_defs, or -1. */
