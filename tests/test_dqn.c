@@ -693,6 +693,25 @@ START_TEST(resume_with_another_replay_shape)
 }
 END_TEST
 
+/* A run resumed with another train.per_alpha: the replay's leaves, saved as p^0.6,
+ * are made again as p^0.9 of the same priorities, also from a file from before
+ * replay.alpha (by its saved settings); before, the p^0.6 leaves stayed and were drawn
+ * beside new p^0.9 ones. A file saved under alpha 0 is refused. */
+START_TEST(resume_with_another_alpha)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72], out[72];
+    forged_paths("frl_dqn_alpha", path, bad);
+    snprintf(out, sizeof out, "%s.out", path);
+    frl_trainer *t = trained_straight(rt, 1500);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    check_alpha_remade(rt, path, "replay.priorities", "replay.alpha", 0.6, 0.9, out, bad);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* The policy in a checkpoint acts with the schedule's epsilon, loaded as a policy
  * (fastrl eval) or as a run (from dqn.epsilon, as before): not policy.epsilon. */
 START_TEST(checkpoint_keeps_the_schedules_epsilon)
@@ -940,6 +959,7 @@ int main(void)
     tcase_add_test(tc, threads_learn_the_same_bits);
     tcase_add_test(tc, resume_is_identical);
     tcase_add_test(tc, resume_with_another_replay_shape);
+    tcase_add_test(tc, resume_with_another_alpha);
     tcase_add_test(tc, checkpoint_keeps_the_schedules_epsilon);
     tcase_add_test(tc, damaged_replay_file);
     tcase_add_test(tc, forged_checkpoint_contents);

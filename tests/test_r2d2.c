@@ -488,6 +488,27 @@ START_TEST(resume_is_identical)
 }
 END_TEST
 
+/* A run resumed with another train.per_alpha: the sequences' priorities, saved as
+ * p^0.9, are made again as p^0.5 of the same priorities, also from a file from before
+ * r2d2.alpha (by its saved settings); before, the p^0.9 ones stayed beside new p^0.5
+ * ones. A file saved under alpha 0 is refused. */
+START_TEST(resume_with_another_alpha)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72], out[72];
+    forged_paths("frl_r2d2_alpha", path, bad);
+    snprintf(out, sizeof out, "%s.out", path);
+    frl_trainer *a;
+    ck_assert_int_eq(create_builtin(rt, "CartPoleNoVel-v1", resume_settings, &a), FRL_OK);
+    ck_assert_msg(frl_trainer_train(a, 600) == FRL_OK, "%s", frl_trainer_last_error(a));
+    ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
+    frl_trainer_destroy(a);
+    check_alpha_remade(rt, path, "r2d2.priorities", "r2d2.alpha", 0.9, 0.5, out, bad);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static void huge_r2d2_updates(void *data, uint64_t count, void *user)
 {
     (void)count, (void)user;
@@ -608,6 +629,7 @@ int main(void)
     tcase_add_test(units, sequences_span_blocks);
     tcase_add_test(resume, resume_is_identical);
     tcase_add_test(resume, forged_counters_refused);
+    tcase_add_test(resume, resume_with_another_alpha);
     tcase_add_test(resume, async_resume);
     tcase_add_test(learning, learns_memory_probe);
     TCase *all[] = {units, resume, learning};

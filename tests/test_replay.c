@@ -754,6 +754,105 @@ static frl_container *round_trip(frl_runtime *rt, const frl_section *s, int32_t 
     return c;
 }
 
+/* A prioritised replay of alpha filled with the same slots as every other, each
+ * transition then given priority 1e-3 * 3.7^(i % 23) (a float), so that replays of two
+ * alphas hold the same raw priorities. */
+static frl_replay *filled_replay(frl_runtime *rt, frl_ring *ring, double alpha)
+{
+    frl_replay_shape sh = shape_of(4 * T * B, 1, alpha);
+    frl_replay *r;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_create(&r, rt, &sh, err), FRL_OK);
+    streams s = {.rng = frl_rng_stream(6, 0), .p_end = 0.2};
+    naive blk[T * B];
+    for (int k = 0; k < 6; k++) {
+        fill_slot(&s, ring, blk);
+        ck_assert_int_eq(frl_replay_add_slot(r, ring, 0, err), FRL_OK);
+    }
+    int64_t idx[4 * T * B];
+    float p[4 * T * B];
+    int32_t n = 0;
+    for (int64_t i = 0; i < r->capacity; i++) {
+        if (((const double *)r->array[FRL_REPLAY_SUM_TREE])[i] > 0) {
+            idx[n] = i;
+            p[n++] = (float)(1e-3 * pow(3.7, (double)(i % 23)));
+        }
+    }
+    ck_assert_int_gt(n, 0);
+    ck_assert_msg(frl_replay_update(r, idx, p, n, err) == FRL_OK, "%s", err);
+    return r;
+}
+
+/* `from` saved, loaded into a replay of another alpha (its settings' train.per_alpha
+ * changed on resume): the leaves are those `want` (the same priorities under the new
+ * alpha all along) holds, bit for bit, not the old exponent's (they were before:
+ * p^0.6 leaves sampled as p^0.9 ones). */
+static void assert_loads_as(frl_runtime *rt, frl_replay *from, frl_replay *want,
+                            const char *drop, double saved_alpha)
+{
+    frl_section sec[FRL_REPLAY_SECTIONS];
+    int32_t n = 0, m = 0;
+    frl_replay_save(from, sec, &n);
+    for (int32_t i = 0; i < n; i++) /* a file from before a section was written */
+        if (strcmp(sec[i].name, drop) != 0)
+            sec[m++] = sec[i];
+    frl_container *c = round_trip(rt, sec, m);
+    frl_replay *b;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_replay_create(&b, rt, &want->shape, err), FRL_OK);
+    ck_assert_msg(frl_replay_load(b, c, saved_alpha, err) == FRL_OK, "%s", err);
+    frl_container_free(c);
+    for (int i = 0; i < FRL_REPLAY_ARRAY_COUNT; i++)
+        ck_assert_msg(!want->bytes[i] || memcmp(want->array[i], b->array[i],
+                                                want->bytes[i]) == 0, "array %d differs", i);
+    ck_assert(frl_replay_priority_total(b) == frl_replay_priority_total(want));
+    ck_assert(b->max_priority == want->max_priority);
+    frl_replay_destroy(b);
+}
+
+START_TEST(alpha_changed_on_load)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_ring *ring = make_ring(rt, T, B, W);
+    frl_replay *a6 = filled_replay(rt, ring, 0.6), *a9 = filled_replay(rt, ring, 0.9);
+    ck_assert(frl_replay_priority_total(a6) != frl_replay_priority_total(a9));
+    assert_loads_as(rt, a6, a9, "", NAN);
+    assert_loads_as(rt, a9, a6, "", NAN);
+    assert_loads_as(rt, a6, a6, "", NAN);
+    /* A file from before replay.alpha: the caller names the alpha it was saved with. */
+    assert_loads_as(rt, a6, a9, "replay.alpha", 0.6);
+    /* Saved with alpha 0 every leaf is 1: no priority to remake, said with the way on,
+     * and the replay is left as it was. */
+    frl_replay *a0 = filled_replay(rt, ring, 0.0);
+    frl_section sec[FRL_REPLAY_SECTIONS];
+    int32_t n = 0;
+    frl_replay_save(a0, sec, &n);
+    frl_container *c = round_trip(rt, sec, n);
+    char err[FRL_ERRMSG_SIZE];
+    int64_t filled = a9->filled;
+    double total = frl_replay_priority_total(a9);
+    ck_assert_int_eq(frl_replay_load(a9, c, NAN, err), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "train.per_alpha=0") && strstr(err, "0.9") &&
+                  strstr(err, "train.save_replay=false"), "%s", err);
+    ck_assert_int_eq(a9->filled, filled);
+    ck_assert(frl_replay_priority_total(a9) == total);
+    frl_container_free(c);
+    /* A recorded alpha outside [0, 1] is a broken file. */
+    double bad = 1.5;
+    ck_assert_str_eq(sec[1].name, "replay.alpha");
+    sec[1].data = &bad;
+    c = round_trip(rt, sec, n);
+    ck_assert_int_eq(frl_replay_load(a9, c, NAN, err), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "replay.alpha"), "%s", err);
+    frl_container_free(c);
+    frl_replay_destroy(a0);
+    frl_replay_destroy(a6);
+    frl_replay_destroy(a9);
+    frl_ring_destroy(ring);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* Saved and loaded, a replay draws the same minibatches; broken sections are refused
  * with a message and leave the replay as it was. */
 START_TEST(save_and_load)
@@ -782,7 +881,7 @@ START_TEST(save_and_load)
     int32_t n = 0;
     frl_replay_save(a, sec, &n);
     frl_container *c = round_trip(rt, sec, n);
-    ck_assert_msg(frl_replay_load(b, c, err) == FRL_OK, "%s", err);
+    ck_assert_msg(frl_replay_load(b, c, NAN, err) == FRL_OK, "%s", err);
     frl_container_free(c);
     ck_assert_int_eq(b->size, a->size);
     ck_assert_int_eq(b->next, a->next);
@@ -805,7 +904,7 @@ START_TEST(save_and_load)
     memcpy(bad, sec, sizeof bad);
     bad[pi].data = pr;
     c = round_trip(rt, bad, n);
-    ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
+    ck_assert_int_eq(frl_replay_load(b, c, NAN, err), FRL_ERR_FORMAT);
     ck_assert_msg(strstr(err, "replay.priorities"), "%s", err);
     frl_container_free(c);
     /* Finite but beyond any float priority: the sums would overflow to inf. */
@@ -815,7 +914,7 @@ START_TEST(save_and_load)
     memcpy(pr, sec[pi].data, 8 * (size_t)a->capacity);
     pr[live] = 1e308;
     c = round_trip(rt, bad, n);
-    ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
+    ck_assert_int_eq(frl_replay_load(b, c, NAN, err), FRL_ERR_FORMAT);
     ck_assert_msg(strstr(err, "replay.priorities"), "%s", err);
     frl_container_free(c);
     memcpy(bad, sec, sizeof bad);
@@ -823,18 +922,18 @@ START_TEST(save_and_load)
     double huge = 1e300;
     bad[pi - 1].data = &huge;
     c = round_trip(rt, bad, n);
-    ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
+    ck_assert_int_eq(frl_replay_load(b, c, NAN, err), FRL_ERR_FORMAT);
     ck_assert_msg(strstr(err, "replay.max_priority"), "%s", err);
     frl_container_free(c);
     int64_t cur[3] = {a->capacity, 4, 9};
     memcpy(bad, sec, sizeof bad);
     bad[ci].data = cur;
     c = round_trip(rt, bad, n);
-    ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
+    ck_assert_int_eq(frl_replay_load(b, c, NAN, err), FRL_ERR_FORMAT);
     ck_assert_msg(strstr(err, "replay.cursor"), "%s", err);
     frl_container_free(c);
     c = round_trip(rt, sec + 1, n - 1);
-    ck_assert_int_eq(frl_replay_load(b, c, err), FRL_ERR_FORMAT);
+    ck_assert_int_eq(frl_replay_load(b, c, NAN, err), FRL_ERR_FORMAT);
     ck_assert_msg(strstr(err, "replay.rows"), "%s", err);
     frl_container_free(c);
     free(pr);
@@ -918,7 +1017,7 @@ START_TEST(sequences_match_naive)
     int32_t n = 0;
     frl_replay_save(r, sec, &n);
     frl_container *c = round_trip(rt, sec, n);
-    ck_assert_msg(frl_replay_load(back, c, err) == FRL_OK, "%s", err);
+    ck_assert_msg(frl_replay_load(back, c, NAN, err) == FRL_OK, "%s", err);
     frl_container_free(c);
     for (int i = 0; i < FRL_REPLAY_ARRAY_COUNT; i++)
         ck_assert_msg(!r->bytes[i] || memcmp(r->array[i], back->array[i], r->bytes[i]) == 0,
@@ -1043,6 +1142,7 @@ int main(void)
     tcase_add_test(tc, memory_formula);
     tcase_add_test(tc, alloc_failure_and_none_after);
     tcase_add_test(tc, save_and_load);
+    tcase_add_test(tc, alpha_changed_on_load);
     tcase_add_test(tc, sequences_match_naive);
     tcase_add_test(tc, stacks_match_the_ring);
     suite_add_tcase(s, tc);

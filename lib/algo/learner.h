@@ -145,6 +145,9 @@ struct frl_learner {
     frl_runtime *rt;
     frl_learner_nets nets;
     void *impl;             /* the algorithm's own state */
+    /* While a checkpoint loads: the train.per_alpha its saved settings name (NaN: none),
+     * the exponent of priorities saved before files recorded theirs. */
+    double saved_alpha;
 };
 
 /* The table of train.algo's choice in cfg (lib/algo/learner.c). */

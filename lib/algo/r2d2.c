@@ -21,6 +21,7 @@
  * pass; targets and the loss on the steps after burn-in that are transitions (an
  * autoreset row is not); Adam; new priorities; the target copied every target_period
  * updates. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -586,10 +587,13 @@ static void r2d2_save(const frl_learner *l, frl_section *s, int32_t *n, int64_t 
     d->counters[1] = d->credit;
     d->counters[2] = d->max_priority;
     frl_section_add(s, n, "r2d2.counters", FRL_DTYPE_F64, 3, d->counters);
-    /* the priorities go with the replay's contents (train.save_replay) */
-    if (d->save_priorities)
+    /* the priorities go with the replay's contents (train.save_replay), with the
+     * exponent they were raised to, so a run resumed under another remakes them */
+    if (d->save_priorities) {
         frl_section_add(s, n, "r2d2.priorities", FRL_DTYPE_F64, (uint64_t)d->tree.n,
                         d->tree.node + d->tree.cap);
+        frl_section_add(s, n, "r2d2.alpha", FRL_DTYPE_F64, 1, &d->s.alpha);
+    }
 }
 
 static int all_finite_f32(const float *v, int64_t n)
@@ -600,22 +604,60 @@ static int all_finite_f32(const float *v, int64_t n)
     return ok;
 }
 
-static frl_status load_priorities(r2d2 *d, const frl_container *c, char *err)
+/* The alpha the file's priorities were raised to: r2d2.alpha, or for a file from before
+ * it the saved settings' (NaN: this run's). Another one than this run's must be > 0 for
+ * the priorities to be had back, as the replay's own (rl/replay.h). */
+static frl_status saved_alpha(const r2d2 *d, const frl_container *c, double fallback,
+                              double *out, char *err)
 {
-    frl_sum_tree_clear(&d->tree);
-    if (!d->save_priorities)
+    char ignored[FRL_ERRMSG_SIZE];
+    const frl_section *s = frl_container_find(c, "r2d2.alpha", FRL_DTYPE_F64, 1, ignored);
+    double a = s ? *(const double *)s->data : isnan(fallback) ? d->s.alpha : fallback;
+    *out = a;
+    if (a == d->s.alpha)
+        return FRL_OK;
+    if (!(a >= 0 && a <= 1))
+        return frl_fail(err, FRL_ERR_FORMAT, "r2d2.alpha is %g (need [0, 1])", a);
+    if (a == 0)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "r2d2: priorities saved with "
+                        "train.per_alpha=0, which keeps none, and the settings ask for %g: "
+                        "keep train.per_alpha=0 as saved, or set train.save_replay=false",
+                        d->s.alpha);
+    return FRL_OK;
+}
+
+/* Sequence i's saved p^from as p^alpha (this run's), by the power an update takes; -1
+ * where no float priority gives it. */
+static double priority_again(const r2d2 *d, double v, double from)
+{
+    if (from == d->s.alpha || !(v > 0))
+        return v;
+    float p = frl_priority_of_leaf(v, from);
+    return p > 0 && p <= FLT_MAX ? pow(p, d->s.alpha) : -1.0;
+}
+
+static frl_status load_priorities(r2d2 *d, const frl_container *c, double fallback, char *err)
+{
+    if (!d->save_priorities) {
+        frl_sum_tree_clear(&d->tree);
         return FRL_OK; /* the replay refills, and its sequences are indexed as they come */
+    }
+    double from;
     const frl_section *pr = frl_container_find(c, "r2d2.priorities", FRL_DTYPE_F64, d->tree.n,
                                                err);
     if (!pr)
         return FRL_ERR_FORMAT;
+    frl_status st = saved_alpha(d, c, fallback, &from, err);
+    if (st != FRL_OK)
+        return st;
     const double *v = pr->data;
     for (int64_t i = 0; i < d->tree.n; i++)
-        if (!(v[i] >= 0 && isfinite(v[i])))
+        if (!(v[i] >= 0 && isfinite(v[i]) && priority_again(d, v[i], from) >= 0))
             return frl_fail(err, FRL_ERR_FORMAT, "r2d2.priorities: sequence %lld has priority "
                             "%g (must be finite and >= 0)", (long long)i, v[i]);
+    frl_sum_tree_clear(&d->tree);
     for (int64_t i = 0; i < d->tree.n; i++)
-        frl_sum_tree_set(&d->tree, i, v[i]);
+        frl_sum_tree_set(&d->tree, i, priority_again(d, v[i], from));
     return FRL_OK;
 }
 
@@ -638,7 +680,7 @@ static frl_status r2d2_load(frl_learner *l, const frl_container *c, int64_t step
         !(cv[1] >= 0 && cv[1] < 1) || !(cv[2] > 0 && isfinite(cv[2])))
         return frl_fail(err, FRL_ERR_FORMAT, "r2d2.target, r2d2.adam or r2d2.counters holds a "
                         "value out of range");
-    frl_status st = load_priorities(d, c, err);
+    frl_status st = load_priorities(d, c, l->saved_alpha, err);
     if (st != FRL_OK)
         return st;
     memcpy(d->target, t->data, f4((size_t)np));

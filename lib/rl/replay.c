@@ -11,6 +11,7 @@
 
 #include "rl/replay.h"
 #include "core/pow_pos.h"
+#include "rl/sum_tree.h"
 
 /* ---- sizes ---- */
 
@@ -1050,6 +1051,10 @@ void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n)
     if (r->shape.state_w)
         frl_section_add(s, n, "replay.states", FRL_DTYPE_F32, r->bytes[FRL_REPLAY_STATES] / 4,
                         r->array[FRL_REPLAY_STATES]);
+    /* The exponent the leaves were made with: a run resumed under another one makes
+     * them again rather than sampling p^old leaves beside p^new ones. */
+    if (r->shape.prioritized)
+        frl_section_add(s, n, "replay.alpha", FRL_DTYPE_F64, 1, &r->shape.alpha);
     /* The cursor is copied into the handle so the section can point at it while the
      * file is written. */
     r->cursor[0] = r->capacity;
@@ -1178,9 +1183,67 @@ static frl_status check_saved_shape(const frl_replay *r, const frl_container *c,
     return FRL_OK;
 }
 
-frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
+/* The alpha a prioritised file's leaves were made with: its replay.alpha, or for a file
+ * from before that section the caller's saved_alpha (NaN: this replay's own). One that
+ * differs from this replay's must be > 0, for its leaves to give back the priorities. */
+static frl_status find_saved_alpha(const frl_replay *r, const frl_container *c,
+                                   double saved_alpha, double *out, char *err)
+{
+    char ignored[FRL_ERRMSG_SIZE];
+    const frl_section *s = frl_container_find(c, "replay.alpha", FRL_DTYPE_F64, 1, ignored);
+    double a = s ? *(const double *)s->data : isnan(saved_alpha) ? r->shape.alpha : saved_alpha;
+    *out = a;
+    if (!r->shape.prioritized || a == r->shape.alpha)
+        return FRL_OK;
+    if (!(a >= 0 && a <= 1))
+        return frl_fail(err, FRL_ERR_FORMAT, "replay.alpha is %g (need [0, 1])", a);
+    if (a == 0)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "replay: saved with train.per_alpha=0, "
+                        "whose leaves keep no priority, and the settings ask for %g: keep "
+                        "train.per_alpha=0 as saved, or set train.save_replay=false",
+                        r->shape.alpha);
+    return FRL_OK;
+}
+
+/* Leaf i of p, made under alpha `from`, as this replay's alpha makes it: from the float
+ * priority it came from, by the same power an update takes (frl_pow_pos), so a resumed
+ * run holds what it would have had the new alpha been set all along. */
+static double leaf_again(const frl_replay *r, const double *p, int64_t i, double from)
+{
+    if (from == r->shape.alpha || !(p[i] > 0))
+        return p[i];
+    float q = frl_priority_of_leaf(p[i], from);
+    return q > 0 && q <= FLT_MAX ? frl_pow_pos((double)q, r->shape.alpha) : -1.0;
+}
+
+/* Every leaf made again must still be a transition's (> 0, a float's power): a forged
+ * leaf of 1e30 saved under alpha 0.1 is 1e300 under 1, and the sums would overflow. */
+static frl_status check_leaves_again(const frl_replay *r, const double *p, double from,
+                                     char *err)
+{
+    for (int64_t i = 0; p && from != r->shape.alpha && i < r->capacity; i++) {
+        double v = leaf_again(r, p, i, from);
+        if ((p[i] > 0) != (v > 0) || !(v <= FLT_MAX))
+            return frl_fail(err, FRL_ERR_FORMAT, "replay.priorities: row %lld is %g, no "
+                            "priority^%g", (long long)i, p[i], from);
+    }
+    return FRL_OK;
+}
+
+/* The checks of a file before anything is read from it: its shape, and the alpha its
+ * leaves were made with (*alpha). */
+static frl_status check_saved(const frl_replay *r, const frl_container *c, double saved_alpha,
+                              double *alpha, char *err)
 {
     frl_status st = check_saved_shape(r, c, err);
+    return st != FRL_OK ? st : find_saved_alpha(r, c, saved_alpha, alpha, err);
+}
+
+frl_status frl_replay_load(frl_replay *r, const frl_container *c, double saved_alpha,
+                           char *err)
+{
+    double from;
+    frl_status st = check_saved(r, c, saved_alpha, &from, err);
     if (st != FRL_OK)
         return st;
     const frl_section *rs = frl_container_find(c, "replay.rows", FRL_DTYPE_U8,
@@ -1211,6 +1274,8 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
         return st;
     const double *prio;
     st = find_priorities(r, c, rs->data, k[1], &prio, err);
+    if (st == FRL_OK)
+        st = check_leaves_again(r, prio, from, err);
     if (st != FRL_OK)
         return st;
     /* Every check passed: only now is anything written. */
@@ -1225,8 +1290,9 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err)
     for (int64_t b = 0; b < r->filled; b++)
         index_block_counts(r, b);
     if (prio) {
-        memcpy((double *)r->array[FRL_REPLAY_SUM_TREE], prio,
-               8 * (size_t)r->capacity);
+        double *leaf = r->array[FRL_REPLAY_SUM_TREE];
+        for (int64_t i = 0; i < r->capacity; i++)
+            leaf[i] = leaf_again(r, prio, i, from);
         build_trees(r);
     }
     return FRL_OK;

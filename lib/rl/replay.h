@@ -192,9 +192,16 @@ frl_status frl_replay_update(frl_replay *r, const int64_t *index, const float *p
                              int32_t n, char *err);
 
 /* The contents as checkpoint sections "replay.*" (pointing into the replay), and back:
- * load checks every section's type and size against this replay's shape. */
-enum { FRL_REPLAY_SECTIONS = 5 }; /* at most this many */
+ * load checks every section's type and size against this replay's shape. A prioritised
+ * replay records its alpha ("replay.alpha"); a file saved under another one has its
+ * leaves made again, p^a_saved into p^a (the raw priorities are recovered exactly, see
+ * frl_priority_of_leaf), and one saved under alpha 0, whose leaves keep no priority, is
+ * refused (FRL_ERR_INVALID_ARGUMENT, both values and the way on named). A file from
+ * before replay.alpha was made under saved_alpha (the trainer passes its saved
+ * settings' train.per_alpha; NaN: this replay's own). */
+enum { FRL_REPLAY_SECTIONS = 6 }; /* at most this many */
 void frl_replay_save(frl_replay *r, frl_section *s, int32_t *n);
-frl_status frl_replay_load(frl_replay *r, const frl_container *c, char *err);
+frl_status frl_replay_load(frl_replay *r, const frl_container *c, double saved_alpha,
+                           char *err);
 
 #endif

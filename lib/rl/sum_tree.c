@@ -1,3 +1,4 @@
+#include <math.h>
 #include <string.h>
 
 #include "rl/sum_tree.h"
@@ -50,4 +51,9 @@ int64_t frl_sum_tree_find(const frl_sum_tree *t, double u)
         }
     }
     return k - t->cap;
+}
+
+float frl_priority_of_leaf(double leaf, double alpha)
+{
+    return leaf > 0 ? (float)pow(leaf, 1.0 / alpha) : 0.0f;
 }

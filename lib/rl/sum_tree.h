@@ -39,4 +39,12 @@ int64_t frl_sum_tree_find(const frl_sum_tree *t, double u);
 /* Every leaf zero. */
 void frl_sum_tree_clear(frl_sum_tree *t);
 
+/* The priority p a leaf p^alpha was made from (0 for a leaf of 0), so a checkpoint's
+ * leaves can be made again under another exponent (train.per_alpha changed on resume):
+ * the replay's and R2D2's. alpha must be > 0 (p^0 = 1 keeps nothing of p). Priorities
+ * enter as floats, and the root, read to about 1e-16/alpha relative, is rounded back to
+ * one: the very p wherever that error is below a float's half spacing (3e-8), that is
+ * for every alpha above about 1e-8. */
+float frl_priority_of_leaf(double leaf, double alpha);
+
 #endif

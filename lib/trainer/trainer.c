@@ -98,6 +98,7 @@ static frl_status build_learner(frl_trainer *t)
 {
     frl_storage_need need = {.kind = FRL_STORAGE_ROLLOUT};
     t->learner.rt = t->rt;
+    t->learner.saved_alpha = NAN; /* a load sets it */
     t->learner.ops->storage(t->cfg, &need);
     frl_status st = alloc_storage(t, &need);
     frl_learner_ctx c = {t->rt, t->cfg, t->policy, &t->store, t->groups, t->group_first, t->dist};

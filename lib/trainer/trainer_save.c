@@ -246,9 +246,11 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     return restore_policy_state(t, c, err);
 }
 
-/* Settings from the file, with the caller's keys on top. */
+/* Settings from the file, with the caller's keys on top; *alpha: the saved
+ * train.per_alpha, which priorities saved before files recorded their exponent were
+ * raised to. */
 static frl_status load_settings(frl_runtime *rt, const frl_container *c, const frl_config *over,
-                                frl_config **out, char *env, char *err)
+                                frl_config **out, char *env, double *alpha, char *err)
 {
     char text[FRL_SETTINGS_MAX];
     frl_status st = text_of(c, "trainer.env", env, FRL_ENV_NAME_MAX, err);
@@ -263,6 +265,7 @@ static frl_status load_settings(frl_runtime *rt, const frl_container *c, const f
         frl_config_destroy(*out);
         return FRL_ERR_FORMAT;
     }
+    *alpha = frl_cfg_float(*out, FRL_KEY_TRAIN_PER_ALPHA);
     frl_config_overlay(*out, over);
     return FRL_OK;
 }
@@ -289,7 +292,7 @@ static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
     if (st == FRL_OK)
         st = restore_counters(t, c, err);
     if (st == FRL_OK && keeps_replay(t))
-        st = frl_replay_load(t->store.replay, c, err);
+        st = frl_replay_load(t->store.replay, c, t->learner.saved_alpha, err);
     if (st == FRL_OK)
         st = frl_policy_restore_state(t->policy, c, err);
     for (int32_t g = 0; g < t->groups && st == FRL_OK && !t->dist; g++) {
@@ -491,7 +494,8 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
 {
     char env[FRL_ENV_NAME_MAX];
     frl_config *cfg;
-    frl_status st = load_settings(rt, c, j->over, &cfg, env, err);
+    double alpha;
+    frl_status st = load_settings(rt, c, j->over, &cfg, env, &alpha, err);
     if (st != FRL_OK)
         return st;
     frl_vec_env *venv[FRL_MAX_GROUPS] = {j->venv};
@@ -511,6 +515,7 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
         return fail_unprefixed(err, st, j->who);
     /* The vec env comes last: a host's set_state is called only once the rest loaded.
      * Under dist.mode every rank must have loaded the same file (each reads its own). */
+    (*out)->learner.saved_alpha = alpha;
     st = restore(*out, c, err);
     if (st == FRL_OK && (*out)->dist)
         st = frl_trainer_dist_check_resume(*out, err);
