@@ -537,15 +537,20 @@ def check(status: int, prefix: str | None = None) -> None:
 
 
 def encode(text: object, what: str) -> bytes:
+    """text as the C string the library reads: a str (UTF-8), bytes or os.PathLike. A
+    NUL inside would end the C string there, so the library would silently read only
+    the part before it: refused for bytes and paths as for str."""
     if isinstance(text, bytes):
-        return text
-    if isinstance(text, os.PathLike):
-        return os.fsencode(text)
-    if not isinstance(text, str):
+        data = text
+    elif isinstance(text, os.PathLike):
+        data = os.fsencode(text)
+    elif isinstance(text, str):
+        data = text.encode("utf-8")
+    else:
         raise TypeError(f"{what} must be a str, not {type(text).__name__}")
-    if "\0" in text:
+    if b"\0" in data:
         raise Error(Status.ERR_INVALID_ARGUMENT, f"{what} contains a NUL character")
-    return text.encode("utf-8")
+    return data
 
 
 def fspath(path: PathArg, what: str = "path") -> bytes:

@@ -161,3 +161,22 @@ def test_short_option_names():
     assert ei.value.status == Status.ERR_UNKNOWN_NAME and "config_keys" in ei.value.message
     with pytest.raises(TypeError):
         fastrl.Config(42)
+
+
+@pytest.mark.parametrize("call", [
+    lambda c: c.__setitem__("train.algo", b"dqn\0ppo"),
+    lambda c: c.__setitem__(b"train.lr\0junk", 0.5),
+    lambda c: c.parse(b"train.lr=0.25\0 train.gamma=2"),
+    lambda c: c.__delitem__(b"train.lr\0junk"),
+    lambda c: fastrl.make(b"CartPole-v1\0x".decode()),
+])
+def test_bytes_with_a_nul_are_refused_as_str_is(call):
+    """A NUL ends the C string: bytes holding one used to reach the library cut short
+    (b"dqn\\0ppo" set train.algo to dqn, a key b"train.lr\\0junk" set train.lr), while
+    the same str was refused. Both are refused now, and nothing changes."""
+    c = fastrl.Config({"train.lr": 1e-3})
+    with pytest.raises(fastrl.Error) as ei:
+        call(c)
+    assert ei.value.status == Status.ERR_INVALID_ARGUMENT
+    assert "NUL" in ei.value.message
+    assert c.to_dict() == {"train.lr": 1e-3}
