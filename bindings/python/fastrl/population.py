@@ -201,7 +201,8 @@ class Population(Closable):
             seed = _check_seed(seed)
         own = not isinstance(env, VecEnv)
         if own:
-            n = int(num_envs or min(self.members * episodes, 64))
+            # 0 is refused by VecEnv (ERR_RANGE), not taken as "the default"
+            n = num_envs if num_envs is not None else min(self.members * episodes, 64)
             venv = VecEnv(env, n,  # type: ignore[arg-type]  # own: env is an id
                           runtime=runtime if runtime is not None else self._policy._runtime,
                           **options)

@@ -470,10 +470,19 @@ def evaluate(policy: Policy | Trainer, env: str | VecEnv, episodes: IntLike = 10
         seed = _check_seed(seed)
     own = not isinstance(env, VecEnv)
     if own:
-        n = int(num_envs or min(int(episodes), 64))
+        # 0 is refused by VecEnv (ERR_RANGE), not taken as "the default"
+        n = num_envs if num_envs is not None else min(int(episodes), 64)
         venv = VecEnv(env, n,  # type: ignore[arg-type]  # own: env is an id
                       runtime=runtime if runtime is not None else policy._runtime, **options)
     else:
+        # they would make a vec env; this one is made already, and ignoring them would
+        # hide a mistake (a misspelt keyword, a limit that does not apply)
+        if num_envs is not None or runtime is not None or options:
+            given = [k for k, v in (("num_envs", num_envs), ("runtime", runtime))
+                     if v is not None] + list(options)
+            raise Error(Status.ERR_INVALID_ARGUMENT, f"evaluate: {', '.join(given)} make "
+                        "the vec env of a built-in id; this one is given, so they would be "
+                        "ignored")
         venv = env  # type: ignore[assignment]  # not own: a VecEnv
         venv._check_writable("evaluate")
     try:

@@ -178,3 +178,31 @@ def test_eval_args_layout_matches_the_header():
     offsets = {f: getattr(_lib.EvalArgs, f).offset for f, _ in _lib.EvalArgs._fields_}
     assert offsets == {"struct_size": 0, "episodes": 8, "deterministic": 12, "seed": 16,
                        "returns": 24, "lengths": 32, "max_steps": 40}
+
+
+def test_options_for_a_built_in_are_refused_with_a_vec_env():
+    """num_envs, runtime and options make the vec env of a built-in id; with a VecEnv
+    given they used to be dropped without a word, so a limit such as
+    max_episode_steps=3 (which an id honours) or a misspelt keyword did nothing."""
+    venv = fastrl.make_vec("CartPole-v1", num_envs=2)
+    policy = fastrl.Policy(venv.single_observation_space, venv.single_action_space)
+    assert (fastrl.evaluate(policy, "CartPole-v1", episodes=2, max_episode_steps=3)
+            == 3).all()
+    for kwargs in ({"max_episode_steps": 3}, {"detrministic": False}, {"num_envs": 2},
+                   {"runtime": venv.runtime}):
+        with pytest.raises(fastrl.Error) as ei:
+            fastrl.evaluate(policy, venv, episodes=2, **kwargs)
+        assert ei.value.status == Status.ERR_INVALID_ARGUMENT
+        assert next(iter(kwargs)) in ei.value.message
+    assert fastrl.evaluate(policy, venv, episodes=2).shape == (2,)  # the VecEnv alone
+
+
+def test_zero_num_envs_is_refused_not_the_default():
+    venv = fastrl.make_vec("CartPole-v1", num_envs=1)
+    policy = fastrl.Policy(venv.single_observation_space, venv.single_action_space)
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.evaluate(policy, "CartPole-v1", episodes=2, num_envs=0)
+    assert ei.value.status == Status.ERR_RANGE
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Population(policy, 2).evaluate("CartPole-v1", num_envs=0)
+    assert ei.value.status == Status.ERR_RANGE
