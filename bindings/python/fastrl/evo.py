@@ -255,8 +255,8 @@ class Evo(Closable):
         left out makes tell fail with ``ERR_NONFINITE``). Both are new numpy arrays each
         generation, so keeping them, or a traceback that holds them, is safe.
         ``fitness_fn`` may instead return the fitnesses (anything of ``population``
-        numbers), or ``False`` to stop early (run then returns normally, the last
-        generation untold). An exception it raises stops the run and is re-raised here,
+        numbers), or ``False`` (numpy's too) to stop early (run then returns normally,
+        the last generation untold). An exception it raises stops the run and is re-raised here,
         the same object with its traceback, and a note naming the generation.
         ``generation``, ``best`` and ``save`` may be called from ``fitness_fn``;
         ``ask``, ``tell``, ``load`` and ``run`` raise ``ERR_STATE`` there."""
@@ -286,7 +286,7 @@ class Evo(Closable):
             raise
         finally:
             self._running = False
-        if r is False:
+        if r is False or (isinstance(r, np.bool_) and not r):  # numpy's False stops too
             return False
         if r is not None:
             r = np.asarray(r, dtype=np.float64)

@@ -291,8 +291,9 @@ class Trainer(NoCopy):
         :class:`Metrics`.
 
         ``callback(metrics)`` runs after each update on this thread; returning False
-        stops the run (train returns normally). An exception it raises, or one raised
-        by a Python env, stops the run and is re-raised here with its traceback.
+        (numpy's False too) stops the run (train returns normally). An exception it
+        raises, or one raised by a Python env, stops the run and is re-raised here with
+        its traceback.
         ``checkpoint``: a path written when train returns (a trainer checkpoint; a
         policy file for Python envs, which the library cannot save). With
         ``handle_sigint`` (and the default SIGINT handler, on the main thread), Ctrl-C
@@ -314,7 +315,7 @@ class Trainer(NoCopy):
         def on_metrics(user: int | None, address: int) -> int:
             try:
                 if callback is not None:
-                    if callback(Metrics._at(address)) is False:
+                    if _is_false(callback(Metrics._at(address))):
                         st_.stopped = True
                         L.trainer_request_stop(ptr)
                 return 0
@@ -416,6 +417,12 @@ class _TrainState:
         self.interrupt: KeyboardInterrupt | None = None
         self.exc: BaseException | None = None
         self.sigint = False
+
+
+def _is_false(value: object) -> bool:
+    """False, numpy's False included: a callback's "stop", however it was computed
+    (``np.mean(returns) < 475`` is a numpy bool). Anything else, None too, goes on."""
+    return value is False or (isinstance(value, np.bool_) and not value)
 
 
 def _add_note(exc: object, *notes: str) -> None:

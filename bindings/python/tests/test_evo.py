@@ -289,6 +289,20 @@ def test_run_calls_back_and_matches_ask_tell():
     assert ei.value.status == Status.ERR_RANGE
 
 
+def test_run_stops_on_numpy_false():
+    """fitness_fn's stop computed with numpy (np.False_, not False) used to be taken
+    as the fitnesses: a ValueError about shape () instead of stopping."""
+    a = es(runtime=fastrl.Runtime(threads=1, seed=2), population=8)
+    a.run(lambda x, f: quadratic(x), 2)
+
+    def fitness(x, f):
+        f[:] = quadratic(x)
+        keep_going = np.float64(a.generation) < 3  # numpy's bool
+        return None if keep_going else keep_going  # np.False_ at the fourth generation
+    a.run(fitness, 10)
+    assert a.generation == 3
+
+
 def test_close_inside_run_is_refused():
     # The run holds the optimiser's pointer across the fitness call: a close() there
     # would free it under the loop (the tell read freed memory).
