@@ -158,32 +158,39 @@ class Ring(NoCopy):
             raise Error(Status.ERR_RANGE, f"slot {slot} is outside [0, {self.slots})")
         return SLOT_STATES[_lib.lib().ring_slot_state(self._ptr, slot)]
 
-    # Any: the slot taken (an int) when slot is None, else slot itself (an IntLike)
-    def _transition(self, fn: Callable[..., int], slot: IntLike | None, what: str) -> Any:
+    def _check_writable(self, what: str) -> None:
         if not self._writable:
             raise Error(Status.ERR_STATE, f"{what}: the trainer's ring is read-only here "
                         "(taking its slot would stop the trainer)")
-        if slot is None:
-            out = ctypes.c_int32()
-            _lib.check(fn(self._ptr, ctypes.byref(out)), what)
-            return out.value
+
+    def _acquire(self, fn: Callable[..., int], what: str) -> int:
+        """The slot fn takes (acquire_write, acquire_read)."""
+        self._check_writable(what)
+        out = ctypes.c_int32()
+        _lib.check(fn(self._ptr, ctypes.byref(out)), what)
+        return out.value
+
+    def _hand_over(self, fn: Callable[..., int], slot: IntLike, what: str) -> IntLike:
+        """fn(slot) (commit, release); returns slot. A slot that is not an int, None
+        included, is a TypeError: it never reaches fn, whose argument is an int32."""
+        self._check_writable(what)
         _int32(slot, "slot")
         _lib.check(fn(self._ptr, slot), what)
         return slot
 
     def acquire_write(self) -> int:
         """Take the lowest free slot for writing (Error FRL_ERR_STATE if none)."""
-        return self._transition(_lib.lib().ring_acquire_write, None, "acquire_write")
+        return self._acquire(_lib.lib().ring_acquire_write, "acquire_write")
 
     def commit(self, slot: IntLike) -> IntLike:
-        return self._transition(_lib.lib().ring_commit, slot, "commit")
+        return self._hand_over(_lib.lib().ring_commit, slot, "commit")
 
     def acquire_read(self) -> int:
         """Take the ready slot committed first (Error FRL_ERR_STATE if none)."""
-        return self._transition(_lib.lib().ring_acquire_read, None, "acquire_read")
+        return self._acquire(_lib.lib().ring_acquire_read, "acquire_read")
 
     def release(self, slot: IntLike) -> IntLike:
-        return self._transition(_lib.lib().ring_release, slot, "release")
+        return self._hand_over(_lib.lib().ring_release, slot, "release")
 
     def close(self) -> None:
         self._h = None

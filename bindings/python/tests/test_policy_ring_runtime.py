@@ -265,6 +265,20 @@ def test_ring_arrays_and_slots(rt):
         r.acquire_write()  # none free
 
 
+def test_ring_commit_and_release_of_a_non_int_slot_is_a_type_error(rt):
+    """commit(None) and release(None) took the acquire path (a None slot meant 'take
+    one'), handing a pointer to the C function's int32 argument: ctypes.ArgumentError,
+    which is no TypeError, instead of the binding's own check."""
+    r = fastrl.Ring(2, 8, 4, OBS, ACT, runtime=rt)
+    s = r.acquire_write()
+    for call in (r.commit, r.release):
+        for bad in (None, 0.0, "0", True):
+            with pytest.raises(TypeError, match="slot must be an int"):
+                call(bad)
+    assert r.slot_state(s) == "writing"  # nothing changed
+    assert r.commit(np.int64(s)) == s and r.slot_state(s) == "ready"
+
+
 def test_ring_views_outlive_the_ring(rt):
     r = fastrl.Ring(1, 16, 8, OBS, gym.spaces.Box(-1, 1, (3,), np.float32), runtime=rt)
     obs = r.array("observations")
