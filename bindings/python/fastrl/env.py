@@ -178,11 +178,14 @@ class _Host:
     call neither takes them nor leaves any of its own behind.
     """
 
-    __slots__ = ("target", "kind", "_lock", "_call", "__weakref__")
+    __slots__ = ("target", "kind", "source", "_lock", "_call", "__weakref__")
 
-    def __init__(self, target: Any, kind: str = "vec env") -> None:
+    def __init__(self, target: Any, kind: str = "vec env", source: str | None = None) -> None:
         self.target = target
         self.kind = kind
+        # what raised, for the note: None for per-env callbacks ("env i"); a batch world
+        # steps every env in one call, so its exception is no env's
+        self.source = source
         self._lock = threading.Lock()
         self._call: _HostErrors | None = None
 
@@ -193,7 +196,7 @@ class _Host:
             raise Error(Status.ERR_STATE, f"{what}: the {self.kind} is already being reset "
                         "or stepped (a call from one of its own callbacks, or from a second "
                         "thread at once); nothing was done")
-        call = self._call = _HostErrors()
+        call = self._call = _HostErrors(self.source)
         return call
 
     def leave(self) -> None:
@@ -217,10 +220,11 @@ class _Host:
 class _HostErrors:
     """The exceptions raised by Python callbacks during one library call."""
 
-    __slots__ = ("errors",)
+    __slots__ = ("errors", "source")
 
-    def __init__(self) -> None:
+    def __init__(self, source: str | None = None) -> None:
         self.errors: dict[int, BaseException] = {}
+        self.source = source  # see _Host.source
 
     def record(self, index: int, exc: BaseException) -> None:
         self.errors.setdefault(index, exc)
@@ -240,8 +244,9 @@ class _HostErrors:
             exc = self.errors[index]
             others = len(self.errors) - 1
             self.errors.clear()
-            note = (f"fastrl: raised by the Python callback of env {index} during {what}; "
-                    f"the library reported {_status_name(status)}: {message}")
+            by = self.source or f"the Python callback of env {index}"
+            note = (f"fastrl: raised by {by} during {what}; the library reported "
+                    f"{_status_name(status)}: {message}")
             if others:
                 note += f" ({others} other env(s) failed too)"
             if hasattr(exc, "add_note"):
@@ -830,7 +835,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         obs_shape, _, obs_dtype = spaces.observation_layout(observation_space)
         d = spaces.describe(action_space)
         act_shape = () if d[0] == "discrete" else d[1]
-        host = _Host(world)
+        host = _Host(world, source=f"the batch world ({type(world).__name__})")
         holder: list[weakref.ref[Handle] | None] = [None]
         cb = _batch_callbacks_for_world(weakref.ref(host), n, obs_shape, obs_dtype,
                                         act_shape, d[0] == "discrete", holder,

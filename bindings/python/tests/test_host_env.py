@@ -341,6 +341,28 @@ def test_from_batch_world():
     assert ei.value.status == Status.ERR_RANGE
 
 
+def test_a_world_exception_is_not_noted_as_env_0s():
+    """A batch world steps every agent in one call, so its exception is no env's; the
+    note used to say "raised by the Python callback of env 0" (the world's callbacks
+    report index 0). It names the world now, in step, reset and train."""
+    bad = fastrl.VecEnv.from_batch(World(fail=True), 3, fastrl.spaces.Box(-9, 9, (2,)),
+                                   fastrl.spaces.Discrete(2))
+    bad.reset(seed=0)
+    bad.step([0, 1, 0])
+    with pytest.raises(RuntimeError, match="world broke") as ei:
+        bad.step([0, 1, 0])
+    notes = " ".join(ei.value.__notes__)
+    assert "raised by the batch world (World) during step" in notes, notes
+    assert "env 0" not in notes
+    t = fastrl.Trainer(fastrl.VecEnv.from_batch(World(fail=True), 2,
+                                                fastrl.spaces.Box(-9, 9, (2,)),
+                                                fastrl.spaces.Discrete(2)),
+                       rollout=8, minibatches=1, epochs=1)
+    with pytest.raises(RuntimeError, match="world broke") as ei:
+        t.train(64)
+    assert any("batch world (World) during train" in n for n in ei.value.__notes__)
+
+
 def test_views_a_world_keeps_stay_valid():
     """A world that keeps the views it was given (against the contract's advice) or an
     exception that holds them never reads freed memory: the views own the vec env."""
