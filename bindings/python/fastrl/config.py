@@ -299,7 +299,12 @@ class Config(_MappingBase):
     def update(self,  # type: ignore[override]
                other: Mapping[str, Any] | Iterable[tuple[str, Any]] = (), /,
                **options: Any) -> None:
-        """Set several keys, all or nothing: on an error nothing changes."""
+        """Set several keys, all or nothing: on an error nothing changes. From another
+        Config, its set keys (as ``Config(other)`` copies them): its items() are every
+        key, defaults included, and setting those would mark every key set, so the
+        settings a trainer's built-in env brings under yours would all be overridden."""
+        if isinstance(other, Config):
+            other = other.to_dict()
         items = list(other.items() if hasattr(other, "items") else other)
         prefer = algo_namespace(self, {**dict(items), **options}) if options else None
         items += [(resolve_key(k, prefer), v) for k, v in options.items()]

@@ -180,3 +180,23 @@ def test_bytes_with_a_nul_are_refused_as_str_is(call):
     assert ei.value.status == Status.ERR_INVALID_ARGUMENT
     assert "NUL" in ei.value.message
     assert c.to_dict() == {"train.lr": 1e-3}
+
+
+def test_update_from_a_config_takes_its_set_keys():
+    """update(other_config) read other's items(), which are every key with its default,
+    so all 114 keys became set: equal settings compared unequal, and a Trainer on a
+    built-in lost the env's own settings (CartPole's 16 envs became the default 8)."""
+    base = fastrl.Config(lr=1e-3)
+    cfg = fastrl.Config(gamma=0.9)
+    cfg.update(base)
+    assert set(cfg.set_keys()) == {"train.lr", "train.gamma"}
+    assert cfg["train.lr"] == 1e-3 and cfg["train.gamma"] == 0.9
+    same = fastrl.Config()
+    same.update(base)
+    assert same == base
+    t_base = fastrl.Trainer("CartPole-v1", config=base, threads=1)
+    t_same = fastrl.Trainer("CartPole-v1", config=same, threads=1)
+    assert t_same.vec_env.num_envs == t_base.vec_env.num_envs
+    # an unset key of other does not unset one here; a failure changes nothing
+    cfg.update(fastrl.Config())
+    assert set(cfg.set_keys()) == {"train.lr", "train.gamma"}
