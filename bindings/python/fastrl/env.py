@@ -1086,24 +1086,36 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         if h is None or self._read_only:
             self._ptr
             self._check_writable("step")
-        if actions is not self._actions:
-            a = actions
-            if (type(a) is np.ndarray and a.dtype is self._actions.dtype
-                    and a.shape == self._act_shape):
-                self._actions[...] = a
-            else:
-                self._write_actions(a)
         host = self._host
         if host is None:  # a built-in: nothing calls back
+            if actions is not self._actions:
+                self._set_actions(actions)
             st, call = self._step_fn(self._ptr_cache), None
         else:
-            st, call = host.call("step", self._step_fn, self._ptr_cache)
+            # Admitted before the actions are written: a step refused because one runs
+            # (called from an env's callback) must not write the running step's action
+            # array, which its envs still read.
+            call = host.enter("step")
+            try:
+                if actions is not self._actions:
+                    self._set_actions(actions)
+                st = self._step_fn(self._ptr_cache)
+            finally:
+                host.leave()
         if st:
             self._fail(st, "step", call)
         if self.copy:
             return (_copy_obs(self._obs), self._rew.copy(), self._term.copy(),
                     self._trunc.copy(), {})
         return self._obs, self._rew, self._term, self._trunc, {}
+
+    def _set_actions(self, a: npt.ArrayLike) -> None:
+        """actions into the library's action array (one copy; checked)."""
+        if (type(a) is np.ndarray and a.dtype is self._actions.dtype
+                and a.shape == self._act_shape):
+            self._actions[...] = a
+        else:
+            self._write_actions(a)
 
     def _write_actions(self, actions: npt.ArrayLike) -> None:
         a = np.asarray(actions)

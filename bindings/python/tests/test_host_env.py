@@ -341,6 +341,47 @@ def test_from_batch_world():
     assert ei.value.status == Status.ERR_RANGE
 
 
+@pytest.mark.parametrize("per_env", [False, True])
+def test_a_refused_step_from_a_callback_leaves_the_running_steps_actions(per_env):
+    """VecEnv.step wrote its actions into the library's action array before asking to
+    run, so a step called from an env's own step (refused: one runs) overwrote the
+    actions of the running step, and the envs stepped after it got them (here 4, 4
+    instead of 2, 3), while the error said that nothing was done."""
+    box = {}
+
+    class Reentrant(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+        action_space = gym.spaces.Discrete(5)
+
+        def __init__(self, i):
+            self.i, self.got = i, []
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            self.got.append(action)
+            if self.i == 0:
+                with pytest.raises(fastrl.Error) as ei:
+                    box["venv"].step(np.full(3, 4, np.int32))
+                box["status"] = ei.value.status
+                with pytest.raises(fastrl.Error):  # a bad one is refused the same way
+                    box["venv"].step(np.full(2, 4, np.int32))
+            return np.zeros(1, np.float32), 0.0, False, False, {}
+
+    envs = [Reentrant(i) for i in range(3)]
+    venv = box["venv"] = fastrl.VecEnv.from_python(envs, per_env=per_env,
+                                                   runtime=fastrl.Runtime(threads=1))
+    venv.reset(seed=0)
+    venv.step(np.array([1, 2, 3], np.int32))
+    assert box["status"] == Status.ERR_STATE
+    assert [e.got for e in envs] == [[1], [2], [3]]
+    assert venv.actions.tolist() == [1, 2, 3]
+    venv.actions[:] = [0, 4, 0]  # the zero-copy path is admitted the same way
+    venv.step(venv.actions)
+    assert [e.got[-1] for e in envs] == [0, 4, 0]
+
+
 def test_a_world_exception_is_not_noted_as_env_0s():
     """A batch world steps every agent in one call, so its exception is no env's; the
     note used to say "raised by the Python callback of env 0" (the world's callbacks
