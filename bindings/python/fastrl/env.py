@@ -17,6 +17,7 @@ step releases the GIL (C extensions, numba). See doc/python.md.
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import ctypes
 import threading
 import weakref
@@ -32,7 +33,8 @@ from .config import as_config
 from .runtime import runtime_for
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable, Literal, Mapping, NoReturn, Sequence, TypeVar
+    from typing import (Any, Callable, Iterable, Iterator, Literal, Mapping, NoReturn,
+                        Sequence, TypeVar)
 
     import numpy.typing as npt
     from typing_extensions import TypeAlias
@@ -465,14 +467,20 @@ class _HostCalls:
     __slots__ = ()
     _host: _Host | None
 
-    def _call(self, what: str, fn: _CFunction,
-              *args: Any) -> tuple[int, _HostErrors | None]:
-        """``fn(*args)``, a library call that may run the Python callbacks (reset, step,
-        evaluate): (its status, the exceptions they raised during it, or None)."""
+    @contextlib.contextmanager
+    def _admitted(self, what: str) -> Iterator[_HostErrors | None]:
+        """The body as the admitted call of ``what`` (its _HostErrors, or None for a
+        built-in): whatever the call changes (a generator reseeded, an action written)
+        is changed inside, so a call refused because one runs changes nothing."""
         host = self._host
         if host is None:
-            return fn(*args), None
-        return host.call(what, fn, *args)
+            yield None
+            return
+        call = host.enter(what)
+        try:
+            yield call
+        finally:
+            host.leave()
 
     def _fail(self, st: int, what: str, call: _HostErrors | None = None) -> NoReturn:
         if call is not None:
@@ -603,10 +611,11 @@ class Env(NoCopy, _HostCalls, _EnvBase):
         _check_options(options, "reset")
         if seed is not None:
             seed = _check_seed(seed)
-        super().reset(seed=seed)
-        c_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
         obs = np.empty(self._obs_shape, self._obs_dtype)
-        st, call = self._call("reset", _lib.lib().env_reset, ptr, c_seed, obs.ctypes.data)
+        with self._admitted("reset") as call:
+            super().reset(seed=seed)
+            c_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
+            st = _lib.lib().env_reset(ptr, c_seed, obs.ctypes.data)
         if st:
             self._fail(st, "reset", call)
         info: dict[str, Any] = {}
@@ -628,7 +637,6 @@ class Env(NoCopy, _HostCalls, _EnvBase):
             a = int(action)
             if not -(2**31) <= a < 2**31:
                 raise Error(Status.ERR_RANGE, f"action {a} is outside [0, {self._n})")
-            self._act.value = a
         else:
             a = np.asarray(action)
             if a.dtype.kind not in "fiu":  # as VecEnv.step: no complex, str or object
@@ -638,11 +646,14 @@ class Env(NoCopy, _HostCalls, _EnvBase):
             if a.shape != self._act_arr.shape:
                 raise Error(Status.ERR_SIZE, f"action of shape {a.shape}; the action space "
                             f"has shape {self._act_arr.shape}")
-            self._act_arr[...] = a
         obs = np.empty(self._obs_shape, self._obs_dtype)
         r, te, tr = self._ptrs
-        st, call = self._call("step", _lib.lib().env_step, ptr, self._act_ptr, obs.ctypes.data,
-                              r, te, tr)
+        with self._admitted("step") as call:
+            if self._discrete:
+                self._act.value = a
+            else:
+                self._act_arr[...] = a
+            st = _lib.lib().env_step(ptr, self._act_ptr, obs.ctypes.data, r, te, tr)
         if st:
             self._fail(st, "step", call)
         info: dict[str, Any] = {}
@@ -1065,14 +1076,16 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
                             "i then draws from the library's stream (seed, i))")
         if seed is not None:
             seed = _check_seed(seed)
-            if _seeding is not None:
-                self._np_random, self._np_random_seed = _seeding.np_random(seed)
+        with self._admitted("reset") as call:
+            if seed is not None:
+                if _seeding is not None:
+                    self._np_random, self._np_random_seed = _seeding.np_random(seed)
+                else:
+                    self._np_random = np.random.default_rng(seed)
+                c_seed = seed
             else:
-                self._np_random = np.random.default_rng(seed)
-            c_seed = seed
-        else:
-            c_seed = int(self.np_random.integers(0, 2**63))
-        st, call = self._call("reset", _lib.lib().vec_env_reset, ptr, c_seed)
+                c_seed = int(self.np_random.integers(0, 2**63))
+            st = _lib.lib().vec_env_reset(ptr, c_seed)
         if st:
             self._fail(st, "reset", call)
         if self.copy:

@@ -213,23 +213,24 @@ class Population(Closable):
             venv = env  # type: ignore[assignment]  # not own: a VecEnv
             venv._check_writable("evaluate")
         try:
-            if seed is None:
-                seed = int(venv.np_random.integers(0, 2**63))
             P = self.members
             returns = np.empty(P, np.float64)
             steps = np.empty(P, np.int64)
             lengths = np.empty(P, np.float64)
-            args = _lib.new_table(_lib.PopulationEvalArgs, episodes=episodes,
-                                  deterministic=1 if deterministic else 0, seed=seed,
-                                  max_episode_steps=max_episode_steps,
-                                  returns=returns.ctypes.data, steps=steps.ctypes.data,
-                                  lengths=lengths.ctypes.data,
-                                  update_obs_norm=1 if update_obs_norm else 0,
-                                  max_steps=max_steps)
             total = ctypes.c_int64()
             held = (self._h, venv._h)  # through the call: a close() from an env lets go
-            st, call = venv._call("evaluate", _lib.lib().population_evaluate, ptr, venv._ptr,
-                                  ctypes.byref(args), ctypes.byref(total))
+            with venv._admitted("evaluate") as call:  # refused: the generator is not drawn
+                if seed is None:
+                    seed = int(venv.np_random.integers(0, 2**63))
+                args = _lib.new_table(_lib.PopulationEvalArgs, episodes=episodes,
+                                      deterministic=1 if deterministic else 0, seed=seed,
+                                      max_episode_steps=max_episode_steps,
+                                      returns=returns.ctypes.data, steps=steps.ctypes.data,
+                                      lengths=lengths.ctypes.data,
+                                      update_obs_norm=1 if update_obs_norm else 0,
+                                      max_steps=max_steps)
+                st = _lib.lib().population_evaluate(ptr, venv._ptr, ctypes.byref(args),
+                                                    ctypes.byref(total))
             if st:
                 venv._fail(st, "evaluate", call)  # a Python env's own exception, if any
             return PopulationEvaluation(returns, steps, lengths, int(total.value))

@@ -493,15 +493,15 @@ def evaluate(policy: Policy | Trainer, env: str | VecEnv, episodes: IntLike = 10
         venv = env  # type: ignore[assignment]  # not own: a VecEnv
         venv._check_writable("evaluate")
     try:
-        if seed is None:
-            seed = int(venv.np_random.integers(0, 2**63))
         returns = np.empty(int(episodes), np.float64)
-        args = _lib.new_table(_lib.EvalArgs, episodes=int(episodes),
-                              deterministic=1 if deterministic else 0, seed=seed,
-                              returns=returns.ctypes.data, max_steps=int(max_steps))
         held = (policy._h, venv._h)  # through the call: a close() from an env lets go
-        st, call = venv._call("evaluate", _lib.lib().policy_evaluate, policy._ptr, venv._ptr,
-                              ctypes.byref(args), None)
+        with venv._admitted("evaluate") as call:  # refused: the generator is not drawn
+            if seed is None:
+                seed = int(venv.np_random.integers(0, 2**63))
+            args = _lib.new_table(_lib.EvalArgs, episodes=int(episodes),
+                                  deterministic=1 if deterministic else 0, seed=seed,
+                                  returns=returns.ctypes.data, max_steps=int(max_steps))
+            st = _lib.lib().policy_evaluate(policy._ptr, venv._ptr, ctypes.byref(args), None)
         if st:
             venv._fail(st, "evaluate", call)  # a Python env's own exception, if it raised
         return returns

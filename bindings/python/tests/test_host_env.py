@@ -382,6 +382,51 @@ def test_a_refused_step_from_a_callback_leaves_the_running_steps_actions(per_env
     assert [e.got[-1] for e in envs] == [0, 4, 0]
 
 
+def test_refused_calls_from_a_callback_leave_the_generators_and_actions():
+    """reset, step and evaluate reseeded (seed=s) or drew from (seed=None) the env's
+    generator, and Env.step wrote its action, before asking to run: a call refused
+    from the env's own callback (ERR_STATE, "nothing was done") still changed them."""
+    box = {}
+
+    class Reentrant(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+        action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            target = box["target"]
+            before = target.np_random.bit_generator.state
+            calls = [lambda: target.reset(seed=5), lambda: target.reset()]
+            if isinstance(target, fastrl.VecEnv):
+                calls.append(lambda: fastrl.evaluate(box["policy"], target, 1, seed=None))
+                calls.append(lambda: box["population"].evaluate(target, seed=None))
+            else:
+                calls.append(lambda: target.step(np.array([0.75], np.float32)))
+            for call in calls:
+                with pytest.raises(fastrl.Error) as ei:
+                    call()
+                assert ei.value.status == Status.ERR_STATE
+            box["unchanged"] = target.np_random.bit_generator.state == before
+            box["action"] = float(np.asarray(action).reshape(-1)[0])
+            return np.zeros(1, np.float32), 0.0, False, False, {}
+
+    env = box["target"] = fastrl.Env.from_python(Reentrant())
+    env.reset(seed=1)
+    env.step(np.array([0.25], np.float32))
+    assert box["unchanged"] and box["action"] == 0.25
+    assert env._act_arr.tolist() == [0.25]
+
+    venv = box["target"] = fastrl.VecEnv.from_python([Reentrant(), Reentrant()],
+                                                     runtime=fastrl.Runtime(threads=1))
+    box["policy"] = fastrl.Policy(venv.single_observation_space, venv.single_action_space)
+    box["population"] = fastrl.Population(box["policy"], 2)
+    venv.reset(seed=1)
+    venv.step(np.full((2, 1), 0.5, np.float32))
+    assert box["unchanged"] and box["action"] == 0.5
+
+
 def test_a_world_exception_is_not_noted_as_env_0s():
     """A batch world steps every agent in one call, so its exception is no env's; the
     note used to say "raised by the Python callback of env 0" (the world's callbacks
