@@ -8,7 +8,8 @@ can learn on them.
 
 Threads: ctypes releases the GIL for every library call and the callbacks take it
 back. A single :class:`Env` and a batch :class:`VecEnv` (the default for Python envs)
-call Python only on the thread that called ``reset``/``step``/``train``. A VecEnv made
+call Python only on the thread that called ``reset``/``step``/``train`` (except an
+asynchronous trainer's ``train``, whose sampler thread steps them). A VecEnv made
 with ``per_env=True`` lets the library call each env's Python ``reset``/``step`` from
 its pool threads; the GIL makes those calls take turns, so it pays only for envs whose
 step releases the GIL (C extensions, numba). See doc/python.md.
