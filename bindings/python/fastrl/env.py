@@ -650,7 +650,7 @@ class Env(NoCopy, _HostCalls, _EnvBase):
         obs = np.empty(self._obs_shape, self._obs_dtype)
         r, te, tr = self._ptrs
         with self._admitted("step") as call:
-            if self._discrete:
+            if isinstance(a, int):  # discrete
                 self._act.value = a
             else:
                 self._act_arr[...] = a
