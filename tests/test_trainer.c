@@ -550,6 +550,33 @@ START_TEST(divergence_is_reported)
 }
 END_TEST
 
+static int stop_at_two(void *user, const frl_metrics *m)
+{
+    *(double *)user = m->epsilon;
+    return m->update >= 2;
+}
+
+/* train(INT64_MAX) means "until the target or a stop": the sync sampler's update count
+ * (the learners' schedules) is rounded up without overflowing. It wrapped negative, and
+ * DQN's epsilon fell from 1 to its final 0.05 after the first update. */
+START_TEST(sync_train_without_end)
+{
+    frl_runtime *rt = runtime(1, "");
+    frl_config *cfg = frl_test_settings("train.algo=dqn train.num_envs=4 policy.hidden=16 "
+                                        "train.learning_starts=0");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    double eps = 0;
+    frl_trainer_set_callback(t, stop_at_two, &eps);
+    ck_assert_int_eq(frl_trainer_train(t, INT64_MAX), FRL_ERR_CALLBACK);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 2);
+    ck_assert_msg(eps > 0.99, "epsilon %g after one update of an endless run", eps);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trainer");
@@ -567,6 +594,7 @@ int main(void)
     tcase_add_test(tc, recovers_after_a_failed_rollout);
     tcase_add_test(tc, a_refused_observation_is_not_learned_from);
     tcase_add_test(tc, divergence_is_reported);
+    tcase_add_test(tc, sync_train_without_end);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

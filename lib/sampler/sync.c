@@ -1,5 +1,6 @@
 /* The synchronous sampler (sampler.mode=sync): one vec env; each update acts and steps
  * T times into a ring slot, then the learner takes the slot on the same thread. */
+#include <stdint.h>
 #include <string.h>
 
 #include "core/device.h"
@@ -279,7 +280,12 @@ static frl_status sync_train(frl_sampler *base, int64_t total_steps)
 {
     frl_sampler_host *h = base->h;
     int64_t per = (int64_t)h->T * h->B * h->ranks;
-    sync_update u = {(sync_sampler *)base, (total_steps + per - 1) / per};
+    /* Whole rollouts, rounded up, without total + per - 1 (it wrapped negative near
+     * INT64_MAX, "train until the target or a stop", and DQN's epsilon fell to its
+     * final value after one update); at most INT64_MAX / per, since learners multiply
+     * it by per again. */
+    int64_t updates = total_steps / per + (total_steps % per != 0);
+    sync_update u = {(sync_sampler *)base, updates < INT64_MAX / per ? updates : INT64_MAX / per};
     frl_status st = start(h);
     if (st == FRL_OK)
         return frl_sampler_loop(h, total_steps, rollout_and_learn, &u);
