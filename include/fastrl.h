@@ -1146,7 +1146,9 @@ FRL_API frl_status frl_trainer_set_output(frl_trainer *trainer, const char *dir)
  * run continues to the same total), until the mean return reaches train.target_return
  * when that key is set, or until a stop. Returns FRL_OK at the budget or the target,
  * FRL_ERR_INTERRUPTED after frl_trainer_request_stop (the run may be continued or
- * saved), FRL_ERR_CALLBACK if the callback stopped it. */
+ * saved), FRL_ERR_CALLBACK if the callback stopped it. FRL_ERR_NONFINITE when an update
+ * diverged (a parameter became NaN or infinite): later calls return it at once, stepping
+ * nothing (load the last checkpoint). */
 FRL_API frl_status frl_trainer_train(frl_trainer *trainer, int64_t total_steps);
 /* Train count (1..64) async trainers (sampler.mode=async) on one runtime at once, each
  * with its own environments, policy and learner, sharing the runtime's threads (several
@@ -1154,7 +1156,8 @@ FRL_API frl_status frl_trainer_train(frl_trainer *trainer, int64_t total_steps);
  * its own train.seed_offset). Each trains to total_steps or its target; the call returns when
  * all have, on the first error (the thread's last error names trainers[i]; that
  * trainer's last error has the message), or with FRL_ERR_INTERRUPTED after a stop
- * request to any of them. Metrics callbacks run on the calling thread. */
+ * request to any of them; FRL_ERR_NONFINITE before anything steps if one has diverged.
+ * Metrics callbacks run on the calling thread. */
 FRL_API frl_status frl_trainer_train_many(frl_trainer *const *trainers, int32_t count,
                                           int64_t total_steps);
 /* Ask train to return FRL_ERR_INTERRUPTED at the end of the current update (a rollout

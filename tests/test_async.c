@@ -44,6 +44,7 @@ typedef struct world {
     atomic_int overlapped;  /* a call started while another ran */
     atomic_long calls;
     long fail_at, nan_at;   /* call number that fails / returns NaN (0: never) */
+    int huge;               /* rewards of 3e38: the returns overflow, an update diverges */
     int delay_us;
     pthread_t caller;
     atomic_int off_caller;  /* calls made on a thread other than train's */
@@ -87,7 +88,7 @@ static int world_step(void *user, int32_t n, const void *actions, const uint8_t 
             w->pos[i] += a[i] ? 0.1f : -0.1f;
         }
         term[i] = w->pos[i] >= 1.0f || w->pos[i] <= -1.0f;
-        rewards[i] = w->pos[i] >= 1.0f ? 1.0f : 0.0f;
+        rewards[i] = w->huge ? 3e38f : w->pos[i] >= 1.0f ? 1.0f : 0.0f;
         trunc[i] = 0;
         obs[i] = w->pos[i];
     }
@@ -676,6 +677,41 @@ START_TEST(train_many_failure_names_the_trainer)
 }
 END_TEST
 
+/* A trainer whose update diverged (FRL_ERR_NONFINITE) is refused by the next call, alone
+ * or with others, before anything steps: it used to act on NaN and report the
+ * divergence again, and its partners trained on meanwhile. */
+START_TEST(train_many_refuses_a_diverged_trainer)
+{
+    frl_runtime *rt = runtime(2);
+    world w[1];
+    memset(w, 0, sizeof w);
+    w[0].huge = 1;
+    frl_vec_env *v[1];
+    frl_trainer *t[2];
+    frl_config *cfg = frl_test_settings(small);
+    ck_assert_int_eq(frl_trainer_create(&t[0], rt, "CartPole-v1", cfg), FRL_OK);
+    frl_config_destroy(cfg);
+    t[1] = world_trainer(rt, w, v, 1, "train.gamma=0.99");
+    ck_assert_int_eq(frl_trainer_train_many(t, 2, 16 * 8 * 20), FRL_ERR_NONFINITE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "trainers[1]: "));
+    int64_t updates = frl_trainer_metrics(t[0])->update;
+    int64_t steps = frl_trainer_metrics(t[1])->env_steps;
+    ck_assert_int_eq(frl_trainer_train_many(t, 2, 16 * 8 * 40), FRL_ERR_NONFINITE);
+    ck_assert_int_eq(frl_trainer_metrics(t[0])->update, updates);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "trainers[1]: "));
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "has diverged"));
+    ck_assert_int_eq(frl_trainer_train(t[1], 16 * 8 * 40), FRL_ERR_NONFINITE);
+    ck_assert_int_eq(frl_trainer_metrics(t[1])->env_steps, steps);
+    check_ring(t[1]);
+    /* The healthy one trains on alone. */
+    ck_assert_int_eq(frl_trainer_train(t[0], 16 * 8 * 40), FRL_OK);
+    frl_trainer_destroy(t[0]);
+    frl_trainer_destroy(t[1]);
+    frl_vec_env_destroy(v[0]);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A stop request to any member stops them all, and all go on afterwards. */
 START_TEST(train_many_stop)
 {
@@ -824,6 +860,7 @@ int main(void)
     tcase_add_test(tc, async_helpers_share_the_learner);
     tcase_add_test(tc, train_many_trains_each_its_own_policy);
     tcase_add_test(tc, train_many_failure_names_the_trainer);
+    tcase_add_test(tc, train_many_refuses_a_diverged_trainer);
     tcase_add_test(tc, train_many_stop);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

@@ -537,6 +537,13 @@ START_TEST(divergence_is_reported)
     /* It stops at the first bad update (4 envs x 16 steps), not at the end of the budget. */
     ck_assert_int_eq(frl_trainer_metrics(t)->env_steps, 64);
     ck_assert_int_eq(frl_trainer_metrics(t)->update, 1);
+    /* Called again, it refuses at once: it stepped the envs on NaN actions and reported
+     * "diverged at update 2", as if anew. */
+    ck_assert_int_eq(frl_trainer_train(t, 640), FRL_ERR_NONFINITE);
+    ck_assert_int_eq(frl_trainer_metrics(t)->env_steps, 64);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 1);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "has diverged"));
+    ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t), "has diverged"));
     /* Saving it is refused (loading would refuse the file), and the earlier file stays
      * (frl_trainer_save writes the policy through the same code; this batch world's
      * trainer cannot be saved at all). */

@@ -594,6 +594,19 @@ frl_status frl_trainer_after_update(frl_trainer *t)
     return FRL_OK;
 }
 
+/* A policy whose update diverged acts on NaN: another call would step the envs with
+ * garbage actions and report the divergence again at a later update, as if new. Read
+ * while the trainer is claimed (an async learner writes the parameters). */
+static frl_status check_not_diverged(frl_trainer *t, const char *who)
+{
+    int64_t i = frl_find_nonfinite(t->policy->params, (int64_t)t->policy->num_params);
+    if (i < 0)
+        return FRL_OK;
+    return frl_fail(t->err, FRL_ERR_NONFINITE, "%s: the policy has diverged (parameter %lld "
+                    "is not finite): it cannot train on; continue from the last checkpoint",
+                    who, (long long)i);
+}
+
 FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
 {
     if (!t)
@@ -603,8 +616,13 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
                         (long long)total_steps);
     if (atomic_exchange(&t->running, 1))
         return frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_train: already running");
+    frl_status st = check_not_diverged(t, "frl_trainer_train");
+    if (st != FRL_OK) {
+        atomic_store(&t->running, 0);
+        return st;
+    }
     int64_t updates0 = t->book.pr.updates;
-    frl_status st = t->sampler->ops->train(t->sampler, total_steps);
+    st = t->sampler->ops->train(t->sampler, total_steps);
     atomic_store(&t->running, 0);
     if (t->dist) {
         frl_trainer_dist_report(t, t->book.pr.updates - updates0);
@@ -672,6 +690,12 @@ static frl_status claim(frl_trainer *const *tr, int32_t count, const char *who)
     return FRL_OK;
 }
 
+static void release(frl_trainer *const *tr, int32_t count)
+{
+    for (int32_t i = 0; i < count; i++)
+        atomic_store(&tr[i]->running, 0);
+}
+
 FRL_API frl_status frl_trainer_train_many(frl_trainer *const *trainers, int32_t count,
                                           int64_t total_steps)
 {
@@ -681,13 +705,19 @@ FRL_API frl_status frl_trainer_train_many(frl_trainer *const *trainers, int32_t 
         st = claim(trainers, count, who);
     if (st != FRL_OK)
         return st;
+    for (int32_t i = 0; i < count && st == FRL_OK; i++)
+        if ((st = check_not_diverged(trainers[i], who)) != FRL_OK)
+            frl_fail(NULL, st, "trainers[%d]: %s", (int)i, trainers[i]->err);
+    if (st != FRL_OK) {
+        release(trainers, count);
+        return st;
+    }
     frl_sampler *m[FRL_MAX_GROUPS];
     for (int32_t i = 0; i < count; i++)
         m[i] = trainers[i]->sampler;
     int32_t failed;
     st = trainers[0]->sampler->ops->train_many(m, count, total_steps, &failed);
-    for (int32_t i = 0; i < count; i++)
-        atomic_store(&trainers[i]->running, 0);
+    release(trainers, count);
     if (st != FRL_OK && failed >= 0)
         frl_fail(NULL, st, "trainers[%d]: %s", (int)failed, trainers[failed]->err);
     else if (st != FRL_OK)
