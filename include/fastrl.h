@@ -1171,7 +1171,9 @@ FRL_API void frl_trainer_request_stop(frl_trainer *trainer);
  * random streams, environment states, counters. Atomic as frl_policy_save. Host
  * per-env callbacks are saved through get_state (state_size > 0); a batch world,
  * callbacks without state give FRL_ERR_UNSUPPORTED, saying why. An async trainer saves
- * every env group; its rollouts in flight are not saved (doc/api.md, Checkpoints). */
+ * every env group; its rollouts in flight are not saved (doc/api.md, Checkpoints).
+ * While frl_trainer_train runs, only a sync trainer's metrics callback may save; any
+ * other caller gets FRL_ERR_STATE and nothing is written. */
 FRL_API frl_status frl_trainer_save(const frl_trainer *trainer, const char *path);
 /* Continue a saved run on the built-in env it was saved from. cfg may be NULL; keys it
  * sets override the saved settings (e.g. runtime-only ones). */

@@ -4,6 +4,7 @@
  * for hosts without state, batch worlds and async trainers, and the checks
  * frl_trainer_load_vec makes before it touches the vec env. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,7 +22,43 @@ typedef struct walker {
     int fail_step;          /* make step return -7 */
     int sets, resets;       /* set_state and reset calls */
     int stale, stale_steps; /* steps taken while stale: set by a test, cleared by reset */
+    struct saver *saver;    /* the next step waits while another thread saves */
 } walker;
+
+/* A save from another thread, made while the training thread is inside a step. */
+typedef struct saver {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stage;              /* 1: a step waits; 2: the save returned */
+    frl_trainer *t;
+    const char *path;
+    frl_status st;
+} saver;
+
+static void saver_wait(saver *s, int stage)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->stage < stage)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void saver_move(saver *s, int stage)
+{
+    pthread_mutex_lock(&s->lock);
+    s->stage = stage;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void *saver_thread(void *arg)
+{
+    saver *s = arg;
+    saver_wait(s, 1);
+    s->st = frl_trainer_save(s->t, s->path);
+    saver_move(s, 2);
+    return NULL;
+}
 
 static uint64_t mix(uint64_t z)
 {
@@ -53,6 +90,11 @@ static int walker_step(void *user, const void *action, float *obs, float *reward
     walker *w = user;
     if (w->fail_step)
         return -7;
+    if (w->saver) {
+        saver_move(w->saver, 1);
+        saver_wait(w->saver, 2);
+        w->saver = NULL;
+    }
     w->stale_steps += w->stale;
     w->v = 0.9 * w->v + (*(const int32_t *)action ? 0.03 : -0.03);
     w->x += w->v;
@@ -591,6 +633,49 @@ START_TEST(load_vec_of_a_builtin)
 }
 END_TEST
 
+static int save_from_callback(void *user, const frl_metrics *m)
+{
+    saver *s = user;
+    (void)m;
+    s->st = frl_trainer_save(s->t, s->path);
+    return 0;
+}
+
+/* A sync trainer saved from another thread while it steps would write the counters and
+ * env states of a rollout no update learned from, which no uninterrupted run passes
+ * through: refused (it wrote such a file). Its metrics callback still may save. */
+START_TEST(save_from_another_thread_mid_rollout_is_refused)
+{
+    char path[160];
+    temp_path(path, sizeof path, "mid_rollout");
+    unlink(path);
+    frl_runtime *rt = runtime(1);
+    walker w[WALKERS];
+    memset(w, 0, sizeof w);
+    frl_vec_env *v = walkers(rt, w, WALKERS, 1);
+    frl_trainer *t = trainer_on(rt, v, small);
+    ck_assert_int_eq(frl_trainer_train(t, WALKERS * 32), FRL_OK);
+    saver s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, t, path, FRL_OK};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, saver_thread, &s), 0);
+    w[2].saver = &s;
+    ck_assert_int_eq(frl_trainer_train(t, WALKERS * 32 * 2), FRL_OK);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(s.st, FRL_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t), "mid-update"));
+    ck_assert_int_ne(access(path, F_OK), 0);
+    s.st = FRL_ERR_INTERNAL;
+    frl_trainer_set_callback(t, save_from_callback, &s);
+    ck_assert_int_eq(frl_trainer_train(t, WALKERS * 32 * 3), FRL_OK);
+    ck_assert_msg(s.st == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert_int_eq(access(path, F_OK), 0);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+    unlink(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trainer_host");
@@ -602,6 +687,7 @@ int main(void)
     tcase_add_test(tc, load_vec_checks_the_vec_env_first);
     tcase_add_test(tc, async_save_after_a_failed_step_resets_on_load);
     tcase_add_test(tc, load_vec_of_a_builtin);
+    tcase_add_test(tc, save_from_another_thread_mid_rollout_is_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -281,6 +281,7 @@ static frl_status build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *
     atomic_init(&t->stop, 0);
     atomic_init(&t->dist_stop, 0);
     atomic_init(&t->running, 0);
+    atomic_init(&t->in_callback, 0);
     t->metrics.struct_size = sizeof t->metrics;
     st = build_parts(t, who);
     if (st != FRL_OK) {
@@ -587,7 +588,9 @@ frl_status frl_trainer_after_update(frl_trainer *t)
     if (st != FRL_OK)
         return st;
     if (t->cb) {
+        atomic_store(&t->in_callback, 1);
         int rc = t->cb(t->cb_user, &t->metrics);
+        atomic_store(&t->in_callback, 0);
         if (rc != 0)
             return frl_fail(t->err, FRL_ERR_CALLBACK, "the metrics callback returned %d", rc);
     }

@@ -136,6 +136,11 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
         st = frl_fail(t->err, FRL_ERR_STATE, "an async trainer's env groups are stepping while "
                       "frl_trainer_train runs: save after it returns (the metrics callback may "
                       "call frl_trainer_request_stop)");
+    /* Any other moment of a train call (another thread, an env callback) is mid-rollout:
+     * the file would hold counters and env states of steps no update learned from. */
+    else if (atomic_load(&t->running) && !atomic_load(&t->in_callback))
+        st = frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_train is running and mid-update: "
+                      "save after it returns, or from its metrics callback");
     if (st == FRL_OK)
         st = write_checkpoint(t, path);
     if (st != FRL_OK)
