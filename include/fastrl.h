@@ -1140,7 +1140,8 @@ FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
 FRL_API void frl_trainer_destroy(frl_trainer *trainer);
 FRL_API void frl_trainer_set_callback(frl_trainer *trainer, frl_metrics_fn fn, void *user);
 /* Write metrics.csv, a TensorBoard event file and settings.txt into dir (which must
- * exist) from the next update on. */
+ * exist) from the next update on. Between train calls or from the metrics callback
+ * (FRL_ERR_STATE while train runs otherwise). */
 FRL_API frl_status frl_trainer_set_output(frl_trainer *trainer, const char *dir);
 /* Train until env_steps reaches total_steps (counted from the run's start, so a resumed
  * run continues to the same total), until the mean return reaches train.target_return

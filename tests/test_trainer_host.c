@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test_util.h"
@@ -33,6 +34,7 @@ typedef struct saver {
     frl_trainer *t;
     const char *path;
     frl_status st;
+    frl_status (*call)(frl_trainer *t, const char *path); /* NULL: frl_trainer_save */
 } saver;
 
 static void saver_wait(saver *s, int stage)
@@ -55,7 +57,7 @@ static void *saver_thread(void *arg)
 {
     saver *s = arg;
     saver_wait(s, 1);
-    s->st = frl_trainer_save(s->t, s->path);
+    s->st = s->call ? s->call(s->t, s->path) : frl_trainer_save(s->t, s->path);
     saver_move(s, 2);
     return NULL;
 }
@@ -655,7 +657,7 @@ START_TEST(save_from_another_thread_mid_rollout_is_refused)
     frl_vec_env *v = walkers(rt, w, WALKERS, 1);
     frl_trainer *t = trainer_on(rt, v, small);
     ck_assert_int_eq(frl_trainer_train(t, WALKERS * 32), FRL_OK);
-    saver s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, t, path, FRL_OK};
+    saver s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, t, path, FRL_OK, NULL};
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, saver_thread, &s), 0);
     w[2].saver = &s;
@@ -669,10 +671,28 @@ START_TEST(save_from_another_thread_mid_rollout_is_refused)
     ck_assert_int_eq(frl_trainer_train(t, WALKERS * 32 * 3), FRL_OK);
     ck_assert_msg(s.st == FRL_OK, "%s", frl_trainer_last_error(t));
     ck_assert_int_eq(access(path, F_OK), 0);
+    /* frl_trainer_set_output likewise: another thread would close the files train is
+     * writing. */
+    char dir[176];
+    snprintf(dir, sizeof dir, "%s.out", path);
+    mkdir(dir, 0777);
+    saver o = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, t, dir, FRL_OK,
+               frl_trainer_set_output};
+    frl_trainer_set_callback(t, NULL, NULL);
+    ck_assert_int_eq(pthread_create(&th, NULL, saver_thread, &o), 0);
+    w[2].saver = &o;
+    ck_assert_int_eq(frl_trainer_train(t, WALKERS * 32 * 4), FRL_OK);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(o.st, FRL_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t), "writes the outputs"));
+    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
     frl_trainer_destroy(t);
     frl_vec_env_destroy(v);
     frl_runtime_destroy(rt);
     unlink(path);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 

@@ -131,6 +131,12 @@ FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
         return frl_fail(t ? t->err : NULL, FRL_ERR_NULL, "frl_trainer_set_output: %s is NULL",
                         t ? "dir" : "trainer");
     frl_status st = check_dir(t, dir);
+    /* Train writes the files after each update, on its thread: only its callback runs
+     * between those writes (another thread would close a file being written). */
+    if (st == FRL_OK && atomic_load(&t->running) && !atomic_load(&t->in_callback))
+        st = frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_set_output: frl_trainer_train is "
+                      "running and writes the outputs: call it between train calls, or from "
+                      "the metrics callback");
     if (st != FRL_OK)
         return frl_fail_msg(NULL, st, t->err);
     if (!frl_trainer_dist_writes(t)) {
