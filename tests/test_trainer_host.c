@@ -459,6 +459,7 @@ START_TEST(save_refusals_say_why)
     frl_trainer_destroy(t);
     frl_vec_env_destroy(v);
     frl_runtime_destroy(rt);
+    unlink(path);
 }
 END_TEST
 
