@@ -557,6 +557,63 @@ START_TEST(divergence_is_reported)
 }
 END_TEST
 
+/* A world whose step fails once, on call 40; with `ends`, every episode ends on call 39
+ * just before. Rewards differ by agent, and no other episode ends. */
+typedef struct ending {
+    int calls, ends;
+} ending;
+
+static int ending_step(void *user, int32_t n, const void *actions, const uint8_t *mask,
+                       const uint64_t *seeds, float *obs, float *rew, uint8_t *term,
+                       uint8_t *trunc)
+{
+    ending *e = user;
+    (void)actions;
+    (void)mask;
+    (void)seeds;
+    if (++e->calls == 40)
+        return -5;
+    for (int32_t i = 0; i < n; i++) {
+        obs[i] = 0.1f * (float)i;
+        rew[i] = 1.0f + (float)i;
+        term[i] = e->ends && e->calls == 39;
+        trunc[i] = 0;
+    }
+    return 0;
+}
+
+/* The rewards (normalised) of the rollout after a restart: a world whose episodes ended
+ * before the failed step, and one whose episodes were cut by it. */
+static void rewards_after_restart(int ends, float *out)
+{
+    ending e = {0, ends};
+    host_trainer h;
+    host_trainer_create(&h, 1, ending_step, &e, "train.rollout=16 train.reward_norm=true");
+    ck_assert_int_eq(frl_trainer_train(h.t, 4000), FRL_ERR_CALLBACK);
+    ck_assert_int_eq(frl_trainer_train(h.t, frl_trainer_metrics(h.t)->env_steps + 64), FRL_OK);
+    void *r;
+    size_t bytes;
+    ck_assert_int_eq(frl_ring_array(frl_trainer_ring(h.t), 0, FRL_RING_REWARDS, &r, &bytes),
+                     FRL_OK);
+    ck_assert_uint_eq(bytes, sizeof(float) * 16 * 4);
+    memcpy(out, r, bytes);
+    host_trainer_destroy(&h);
+}
+
+/* After a failed step the envs restart from a reset, so the reward normaliser's running
+ * discounted returns restart too: the run goes on as if the cut episodes had ended. The
+ * returns of the cut episodes were carried into the new ones. */
+START_TEST(a_restart_forgets_the_cut_returns)
+{
+    float cut[64], ended[64];
+    rewards_after_restart(0, cut);
+    rewards_after_restart(1, ended);
+    for (int i = 0; i < 64; i++)
+        ck_assert_msg(cut[i] == ended[i], "reward %d after the restart: %g, want %g", i,
+                      (double)cut[i], (double)ended[i]);
+}
+END_TEST
+
 static int stop_at_two(void *user, const frl_metrics *m)
 {
     *(double *)user = m->epsilon;
@@ -602,6 +659,7 @@ int main(void)
     tcase_add_test(tc, a_refused_observation_is_not_learned_from);
     tcase_add_test(tc, divergence_is_reported);
     tcase_add_test(tc, sync_train_without_end);
+    tcase_add_test(tc, a_restart_forgets_the_cut_returns);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

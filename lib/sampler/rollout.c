@@ -59,6 +59,9 @@ void frl_rollout_zero_state(frl_rollout_book *k, const frl_vec_env *v, int32_t f
 {
     size_t sw = (size_t)k->state_w;
     memset(k->state + (size_t)first * sw, 0, sizeof(float) * sw * (size_t)v->n);
+    /* The reset began new episodes: the cut ones' discounted returns must not run on
+     * into them (the reward normaliser would count returns no episode had). */
+    memset(k->disc_return + first, 0, sizeof(double) * (size_t)v->n);
 }
 
 void frl_rollout_env_action(const frl_policy *p, frl_vec_env *v, int32_t local, const void *sampled)

@@ -48,7 +48,8 @@ void frl_rollout_book_free(frl_rollout_book *k, const frl_allocator *al);
  * the rollout's first. */
 void frl_rollout_begin_state(frl_rollout_book *k, frl_ring *ring, int32_t slot,
                              const frl_vec_env *v, int32_t first);
-/* Fresh agents for the envs of v (after a reset of v). */
+/* Fresh agents for the envs of v (after a reset of v): zero recurrent states and zero
+ * discounted returns (reward normalisation). */
 void frl_rollout_zero_state(frl_rollout_book *k, const frl_vec_env *v, int32_t first);
 /* Write the results of the step just taken by vec env v (columns [first, + its envs) of
  * the ring) into row block step of slot; reward normalisation and episodes included. */
