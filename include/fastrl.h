@@ -1089,7 +1089,7 @@ typedef struct frl_metrics {
     double mean_return;        /* mean return of the last 100 episodes (NaN if none) */
     double mean_length;        /* their mean length (NaN if none) */
     double seconds;            /* wall time since the trainer was created (or loaded) */
-    double steps_per_second;   /* env steps per second over the whole run */
+    double steps_per_second;   /* env steps per second since created (or loaded) */
     double policy_loss, value_loss, entropy, approx_kl, clip_fraction;
     double explained_variance, grad_norm, learning_rate;
     int32_t epochs_done;       /* fewer than train.epochs when target-KL stopped early */
@@ -1198,7 +1198,8 @@ FRL_API frl_ring *frl_trainer_ring(frl_trainer *trainer);
 /* The replay of an off-policy trainer (train.algo=dqn); NULL for on-policy learners. */
 FRL_API frl_replay *frl_trainer_replay(frl_trainer *trainer);
 FRL_API frl_vec_env *frl_trainer_vec_env(frl_trainer *trainer);
-/* Metrics of the last update (zeros before the first). */
+/* Metrics of the last update (zeros before the first; after a load, the checkpoint's
+ * progress fields and zeros elsewhere). */
 FRL_API const frl_metrics *frl_trainer_metrics(const frl_trainer *trainer);
 FRL_API const char *frl_trainer_last_error(const frl_trainer *trainer);
 
