@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -461,6 +462,49 @@ START_TEST(async_save_and_resume)
 }
 END_TEST
 
+/* Whether the settings t runs with (its settings.txt) hold the line `line`. */
+static int settings_have(frl_trainer *t, const char *line)
+{
+    char dir[] = "/tmp/frl_async_out_XXXXXX", path[64], text[256], cmd[80];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+    snprintf(path, sizeof path, "%s/settings.txt", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    int found = 0;
+    while (fgets(text, sizeof text, f))
+        found |= strncmp(text, line, strlen(line)) == 0 && text[strlen(line)] == '\n';
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    return found;
+}
+
+/* Async PPO is decoupled unless train.decoupled says otherwise; a checkpoint sets every
+ * key, and its train.decoupled=false (the key's default) made the loaded run plain PPO. */
+START_TEST(async_resume_stays_decoupled)
+{
+    frl_runtime *rt = runtime(2);
+    char path[] = "/tmp/frl_async_ckpt_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    frl_config *cfg = frl_test_settings(small);
+    frl_trainer *t, *b;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert(settings_have(t, "train.decoupled=true"));
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 2), FRL_OK);
+    ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert(settings_have(b, "train.decoupled=true"));
+    frl_trainer_destroy(b);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A save from the metrics callback: a sync trainer is between rollouts then (it saves);
  * an async one's env groups are still stepping, so it is refused, nothing written. */
 typedef struct saver {
@@ -853,6 +897,7 @@ int main(void)
     tcase_add_test(tc, async_pieces_random_stops);
     tcase_add_test(tc, async_bad_input);
     tcase_add_test(tc, async_save_and_resume);
+    tcase_add_test(tc, async_resume_stays_decoupled);
     tcase_add_test(tc, async_one_thread);
     tcase_add_test(tc, async_load_acts_on_loaded_weights);
     tcase_add_test(tc, async_train_without_end);

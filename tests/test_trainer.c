@@ -614,6 +614,36 @@ START_TEST(a_restart_forgets_the_cut_returns)
 }
 END_TEST
 
+/* Every learner's run continues from its checkpoint. A saved file sets every key, and
+ * IMPALA's saved train.advantage=gae (the key's default; IMPALA reads V-trace's
+ * advantages whatever it says) made frl_trainer_load refuse the file. */
+START_TEST(every_learner_resumes)
+{
+    static const char *const algos[] = {"ppo", "impala", "a2c", "dqn"};
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_test_algos_%d.frl", (int)getpid());
+    frl_runtime *rt = runtime(1, "");
+    for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "train.algo=%s train.num_envs=4 train.rollout=8 "
+                                    "policy.hidden=8", algos[i]);
+        frl_config *cfg = frl_test_settings(text);
+        frl_trainer *t;
+        ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+        ck_assert_int_eq(frl_trainer_train(t, 4 * 8 * 2), FRL_OK);
+        ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s: %s", algos[i], frl_last_error());
+        frl_trainer_destroy(t);
+        ck_assert_msg(frl_trainer_load(&t, rt, path, NULL) == FRL_OK, "%s: %s", algos[i],
+                      frl_last_error());
+        ck_assert_int_eq(frl_trainer_train(t, 4 * 8 * 4), FRL_OK);
+        frl_trainer_destroy(t);
+        frl_config_destroy(cfg);
+    }
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static int stop_at_two(void *user, const frl_metrics *m)
 {
     *(double *)user = m->epsilon;
@@ -660,6 +690,7 @@ int main(void)
     tcase_add_test(tc, divergence_is_reported);
     tcase_add_test(tc, sync_train_without_end);
     tcase_add_test(tc, a_restart_forgets_the_cut_returns);
+    tcase_add_test(tc, every_learner_resumes);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -240,9 +240,11 @@ const frl_learner_ops frl_algo_ppo = {.name = "ppo", PPO_LEARNER_FUNCTIONS};
 
 /* IMPALA's loss has no trust region: several epochs over one batch drive it off (0/10
  * CartPole seeds with PPO's 4, bench/README.md), so it takes one pass per batch, as the
- * paper's learner does, and a smaller entropy bonus (9/10 seeds). */
+ * paper's learner does, and a smaller entropy bonus (9/10 seeds). Its advantages are
+ * V-trace's, said in its settings: a checkpoint's settings set every key, and a saved
+ * train.advantage=gae (the key's default) made impala_conflicts refuse the load. */
 const frl_learner_ops frl_algo_impala = {
     .name = "impala",
-    .settings = "train.epochs=1 train.ent_coef=0.001",
+    .settings = "train.epochs=1 train.ent_coef=0.001 train.advantage=vtrace",
     PPO_LEARNER_FUNCTIONS,
 };

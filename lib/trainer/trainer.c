@@ -9,6 +9,19 @@
 #include "trainer/trainer_dist.h"
 #include "trainer/trainer_output.h"
 
+/* PPO's train.decoupled defaults to on with the async sampler (ppo_learner.c), to off
+ * with sync. A checkpoint's settings set every key, so the value the run takes is
+ * written here: loaded, it read the key's own default (off) as set, and an async run
+ * went on learning as plain PPO. */
+static frl_status pin_decoupled(frl_config *c)
+{
+    if (frl_cfg_is_set(c, FRL_KEY_TRAIN_DECOUPLED) ||
+        frl_cfg_choice(c, FRL_KEY_TRAIN_ALGO) != FRL_TRAIN_ALGO_PPO)
+        return FRL_OK;
+    return frl_config_set_bool(c, "train.decoupled",
+                               frl_cfg_choice(c, FRL_KEY_SAMPLER_MODE) == FRL_SAMPLER_MODE_ASYNC);
+}
+
 /* The caller's settings over the learner's own (its table's) over the environment's
  * defaults over the library's. */
 static frl_status resolve_settings(frl_runtime *rt, const char *env_name, const frl_config *cfg,
@@ -31,6 +44,11 @@ static frl_status resolve_settings(frl_runtime *rt, const char *env_name, const 
         return frl_fail(NULL, FRL_ERR_INTERNAL, "settings of the algorithm: %s", frl_last_error());
     }
     frl_config_overlay(*out, cfg);
+    if (pin_decoupled(*out) != FRL_OK) {
+        frl_config_destroy(*out);
+        *out = NULL;
+        return frl_fail(NULL, FRL_ERR_INTERNAL, "train.decoupled: %s", frl_last_error());
+    }
     return FRL_OK;
 }
 
