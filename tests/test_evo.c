@@ -689,6 +689,57 @@ static void check_resume(const char *settings, const char *path)
     frl_runtime_destroy(rt);
 }
 
+/* An allocator that fails every request while *closed is set. */
+static void *gated_alloc(void *user, size_t size, size_t alignment)
+{
+    if (*(const int *)user)
+        return NULL;
+    void *p = NULL;
+    size_t a = alignment < sizeof(void *) ? sizeof(void *) : alignment;
+    return posix_memalign(&p, a, (size + a - 1) / a * a) == 0 ? p : NULL;
+}
+
+static void gated_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* ES and GA trainers allocate nothing in train, as the other trainers do (api.md): each
+ * generation's evaluation runs in a block the sampler reserves at create (it took a
+ * block per generation, so with the allocator failing, train failed). */
+static void check_train_allocates_nothing(const char *settings)
+{
+    int closed = 0;
+    frl_allocator al;
+    frl_allocator_init(&al);
+    al.alloc = gated_alloc;
+    al.free = gated_free;
+    al.user = &closed;
+    frl_config *rc = frl_test_settings("runtime.threads=2");
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_runtime_create(&rt, rc, &al, NULL), FRL_OK);
+    frl_config_destroy(rc);
+    frl_trainer *t = evo_trainer(rt, settings);
+    closed = 1;
+    ck_assert_msg(frl_trainer_train(t, 20000) == FRL_OK, "%s: %s", settings,
+                  frl_trainer_last_error(t));
+    ck_assert_int_ge(frl_trainer_metrics(t)->update, 2);
+    closed = 0;
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(train_allocates_nothing)
+{
+    check_train_allocates_nothing("train.algo=es es.population=16 train.num_envs=8");
+    check_train_allocates_nothing("train.algo=ga ga.population=16 ga.truncation=4 "
+                                  "ga.elites=2 train.num_envs=8");
+    check_train_allocates_nothing("train.algo=es es.population=16 train.num_envs=8 "
+                                  "sampler.groups=2");
+}
+END_TEST
+
 START_TEST(trainer_resumes_exactly)
 {
     check_resume("train.algo=es es.population=16 train.num_envs=8", "test_evo_tr_es.frl");
@@ -1072,6 +1123,7 @@ static Suite *suite(void)
     tcase_add_test(c, es_learns_cartpole);
     tcase_add_test(c, ga_learns_cartpole);
     tcase_add_test(c, trainer_resumes_exactly);
+    tcase_add_test(c, train_allocates_nothing);
     tcase_add_test(c, target_reached_survives_a_load);
     tcase_add_test(c, forged_es_state_refused);
     tcase_add_test(c, act_on_images);

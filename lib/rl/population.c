@@ -43,6 +43,7 @@ FRL_API void frl_population_destroy(frl_population *pop)
         frl_free(al, pop->ws[i]);
     frl_free(al, pop->ws);
     frl_free(al, pop->dev_out);
+    frl_free(al, pop->eval_block);
     frl_free(al, pop->obs);
     frl_free(al, pop->order);
     frl_free(al, pop->count);

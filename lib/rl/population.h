@@ -31,6 +31,11 @@ struct frl_population {
      * [FRL_POP_BLOCK x out_w]. */
     int32_t on_device;
     float *dev_out;
+    /* An evaluation's arrays, kept between evaluations and grown when one needs more, so
+     * that a trainer's generations allocate nothing once the sampler has reserved them
+     * (frl_population_reserve_eval). */
+    void *eval_block;
+    size_t eval_bytes;
     char err[FRL_ERRMSG_SIZE];
 };
 
@@ -43,6 +48,11 @@ int64_t frl_population_prefix(const frl_policy *p);
  * with nothing done on a CPU runtime. */
 frl_status frl_population_device_begin(frl_population *pop);
 void frl_population_device_end(frl_population *pop);
+
+/* The arrays of an evaluation over venvs[0..count) (update_obs_norm as its args will
+ * say) taken now, so that evaluations of that shape allocate nothing. */
+frl_status frl_population_reserve_eval(frl_population *pop, frl_vec_env *const *venvs,
+                                       int32_t count, int update_obs_norm);
 
 /* frl_population_evaluate_groups, stopping with FRL_ERR_INTERRUPTED at the next env step
  * once *stop is set (a trainer's stop request; NULL: none). Whatever the outcome but

@@ -135,18 +135,49 @@ static size_t norm_doubles(const pop_run *r)
     return r->a.update_obs_norm ? 1 + 2 * (size_t)r->pop->policy->norm.width : 0;
 }
 
-static frl_status alloc_run(pop_run *r)
+static size_t run_bytes(const pop_run *r)
 {
     const frl_policy *p = r->pop->policy;
     size_t P = (size_t)r->pop->members;
     size_t bytes = (sizeof(double) * 2 * P + sizeof(int64_t) * P + 63) / 64 * 64;
     for (int32_t g = 0; g < r->groups; g++)
         bytes += (group_bytes(p, (size_t)r->g[g].n) + 63) / 64 * 64;
-    bytes += sizeof(double) * norm_doubles(r);
-    r->block = frl_alloc(&r->pop->rt->alloc, bytes, 64);
-    if (!r->block)
-        return frl_fail(r->pop->err, FRL_ERR_NOMEM, "%s: out of memory for %d members",
-                        who, (int)P);
+    return bytes + sizeof(double) * norm_doubles(r);
+}
+
+/* The population's kept block, grown to at least bytes. */
+static frl_status take_block(frl_population *pop, size_t bytes)
+{
+    if (bytes <= pop->eval_bytes)
+        return FRL_OK;
+    void *b = frl_alloc(&pop->rt->alloc, bytes, 64);
+    if (!b)
+        return frl_fail(pop->err, FRL_ERR_NOMEM, "%s: out of memory for %d members", who,
+                        (int)pop->members);
+    frl_free(&pop->rt->alloc, pop->eval_block);
+    pop->eval_block = b;
+    pop->eval_bytes = bytes;
+    return FRL_OK;
+}
+
+frl_status frl_population_reserve_eval(frl_population *pop, frl_vec_env *const *venvs,
+                                       int32_t count, int update_obs_norm)
+{
+    pop_run r = {.pop = pop, .groups = count};
+    for (int32_t g = 0; g < count; g++)
+        r.g[g] = (eval_group){.v = venvs[g], .n = frl_vec_env_num_envs(venvs[g])};
+    r.a.update_obs_norm = update_obs_norm;
+    return take_block(pop, run_bytes(&r));
+}
+
+static frl_status alloc_run(pop_run *r)
+{
+    size_t P = (size_t)r->pop->members;
+    size_t bytes = run_bytes(r);
+    frl_status st = take_block(r->pop, bytes);
+    if (st != FRL_OK)
+        return st;
+    r->block = r->pop->eval_block;
     memset(r->block, 0, bytes);
     r->ret_sum = r->block;
     r->len_sum = r->ret_sum + P;
@@ -154,7 +185,7 @@ static frl_status alloc_run(pop_run *r)
     unsigned char *at = (unsigned char *)r->block +
                         (sizeof(double) * 2 * P + sizeof(int64_t) * P + 63) / 64 * 64;
     for (int32_t g = 0; g < r->groups; g++)
-        carve_group(&r->g[g], p, &at);
+        carve_group(&r->g[g], r->pop->policy, &at);
     r->norm_before = norm_doubles(r) ? (double *)(void *)at : NULL;
     r->jobs = (int64_t)P * r->a.episodes;
     r->jobs_left = r->jobs;
@@ -485,7 +516,6 @@ frl_status frl_population_evaluate_stoppable(frl_population *pop, frl_vec_env *c
         finish_norm(&r, st);
     if (st == FRL_OK)
         report(&r, env_steps);
-    frl_free(&pop->rt->alloc, r.block);
     if (st != FRL_OK)
         frl_fail_msg(NULL, st, pop->err);
     return st;

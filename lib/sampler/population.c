@@ -46,7 +46,10 @@ static frl_status pop_create(frl_sampler **out, frl_sampler_host *h)
         return frl_fail(h->err, FRL_ERR_NOMEM, "population sampler: out of memory");
     s->base.ops = &frl_sampler_population;
     s->base.h = h;
-    return FRL_OK;
+    /* every generation's evaluation then runs in this block: train allocates nothing */
+    frl_status st = frl_population_reserve_eval(h->population, h->venvs, h->groups,
+                                                h->policy->obs_norm);
+    return st == FRL_OK ? st : frl_fail_msg(h->err, st, h->population->err);
 }
 
 static void pop_destroy(frl_sampler *s)
