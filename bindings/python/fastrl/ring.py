@@ -40,7 +40,8 @@ class Ring(NoCopy):
     """Slots of [T steps x B envs] rollout arrays (row ``t * B + b``), shaped here as
     ``[T, B, ...]``. ``array(name, slot)`` is a numpy view of the slot's array (names:
     :data:`RING_ARRAYS`), valid while any view lives. ``Trainer.ring`` is the trainer's
-    one-slot ring (read-only views: read it between updates)."""
+    ring (one slot in sync mode, more with ``sampler.mode=async``; read-only
+    views: read it between updates)."""
 
     _h: Handle | None
 

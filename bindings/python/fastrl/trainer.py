@@ -229,8 +229,8 @@ class Trainer(NoCopy):
 
     @property
     def ring(self) -> Ring:
-        """The trainer's one-slot ring: the last rollout, as read-only numpy views shaped
-        [T, B, ...] (read between train calls)."""
+        """The trainer's ring (one slot in sync mode; with ``sampler.mode=async`` more):
+        rollouts as read-only numpy views shaped [T, B, ...] (read between train calls)."""
         if self._ring is None:
             p = _lib.lib().trainer_ring(self._ptr)
             v = self.vec_env
