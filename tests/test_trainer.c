@@ -231,6 +231,37 @@ static int metrics_updates(const char *dir, long *updates, int max)
     return n;
 }
 
+/* A new output directory gets its first row at the next update, whatever
+ * train.log_every says (it waited log_every steps after the last row written in the
+ * old directory). */
+START_TEST(new_output_dir_gets_a_row)
+{
+    char a[128], b[128], cmd[300];
+    long upd[4];
+    snprintf(a, sizeof a, "/tmp/frl_test_outa_%d", (int)getpid());
+    snprintf(b, sizeof b, "/tmp/frl_test_outb_%d", (int)getpid());
+    mkdir(a, 0777);
+    mkdir(b, 0777);
+    frl_runtime *rt = runtime(1, "");
+    frl_config *cfg = frl_test_settings(small);
+    ck_assert_int_eq(frl_config_parse(cfg, "train.log_every=1000000"), FRL_OK);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, a), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 256), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, b), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 512), FRL_OK);
+    frl_trainer_destroy(t);
+    ck_assert_int_eq(metrics_updates(a, upd, 4), 1);
+    ck_assert_int_eq(metrics_updates(b, upd, 4), 1);
+    ck_assert_int_eq(upd[0], 2);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", a, b);
+    ck_assert_int_eq(system(cmd), 0);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A run resumed from a checkpoint older than its metrics file (rows written after the
  * save, as before a kill) continues the file with one row an update, in order. */
 START_TEST(resumed_metrics_have_one_row_an_update)
@@ -681,6 +712,7 @@ int main(void)
     tcase_add_test(tc, resume_continues_exactly);
     tcase_add_test(tc, stop_from_thread_and_callback);
     tcase_add_test(tc, outputs_are_written);
+    tcase_add_test(tc, new_output_dir_gets_a_row);
     tcase_add_test(tc, resumed_metrics_have_one_row_an_update);
     tcase_add_test(tc, created_trainer_replaces_metrics);
     tcase_add_test(tc, bad_input);

@@ -157,6 +157,7 @@ FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
     frl_trainer_close_outputs(t);
     t->csv = csv;
     t->tb = tb;
+    t->logged_steps = 0; /* a new directory's first row comes at the next update */
     return FRL_OK;
 }
 
