@@ -326,6 +326,27 @@ static int forward_mapped(frl_cuda_model *m, int32_t path, int32_t rows, const f
 
 /* ---- STREAMS ---- */
 
+/* The second stream, its workspace and the events between the streams, released. */
+static void streams_release(frl_cuda_model *m)
+{
+    const frl_dev_ops *o = m->net.ops;
+    if (m->fork)
+        o->event_destroy(m->net.d, m->fork);
+    if (m->d2) {
+        if (m->join)
+            o->event_destroy(m->d2, m->join);
+        o->release(m->d2, m->ws2);
+        o->close(m->d2);
+    }
+    m->d2 = NULL;
+    m->ws2 = NULL;
+    m->fork = m->join = NULL;
+}
+
+/* 0 when STREAMS can run (set up now if need be). A half-made setup is undone, so that
+ * m->d2 means all of it is there: a later call must not find the stream without its
+ * workspace or events and launch into them. The failure the ops kept is cleared here,
+ * as nothing ran: the call falls back to LAUNCH. */
 static int streams_ready(frl_cuda_model *m)
 {
     if (m->d2)
@@ -342,6 +363,7 @@ static int streams_ready(frl_cuda_model *m)
         m->join = o->event_create(m->d2);
         if (m->ws2 && m->fork && m->join)
             return 0;
+        streams_release(m);
         o->sync(m->net.d, why, sizeof why);
     }
     m->streams_failed = 1;
@@ -633,12 +655,5 @@ void frl_cuda_model_forward_release(frl_cuda_model *m)
     o->release_pinned(m->net.d, m->stage_in);
     o->release_pinned(m->net.d, m->stage_out);
     o->release_pinned(m->net.d, m->stage_value);
-    if (m->fork)
-        o->event_destroy(m->net.d, m->fork);
-    if (m->d2) {
-        if (m->join)
-            o->event_destroy(m->d2, m->join);
-        o->release(m->d2, m->ws2);
-        o->close(m->d2);
-    }
+    streams_release(m);
 }
