@@ -329,6 +329,46 @@ START_TEST(plugin_refuses_mismatched_calls)
 }
 END_TEST
 
+/* STREAMS without its events (FAKE_CUDA_NO_EVENTS): every forward falls back to LAUNCH
+ * with the same outputs, the second one too. The half-made second stream used to stay
+ * open, so the next forward took STREAMS into a missing event and workspace (a crash on
+ * the host ops, an illegal address on a GPU). */
+START_TEST(streams_setup_failure_falls_back)
+{
+    frl_runtime *dev = runtime_on("cuda", 1);
+    const frl_cuda_plugin *pl = dev->device.plugin;
+    frl_env *e;
+    ck_assert_int_eq(frl_env_create(&e, dev, "CartPole-v1", NULL), FRL_OK);
+    frl_config *cfg = frl_test_settings("policy.hidden=8");
+    frl_policy *p;
+    ck_assert_int_eq(frl_policy_create(&p, dev, cfg, frl_env_observation_space(e),
+                                       frl_env_action_space(e)), FRL_OK);
+    ck_assert_int_eq(frl_policy_device_refresh(p, NULL), FRL_OK);
+    enum { ROWS = 6 };
+    float *obs = random_obs(ROWS * 4, 11), want[ROWS * 2], got[ROWS * 2], v[ROWS], w[ROWS];
+    char err[256];
+    void *m = p->dev->model;
+    ck_assert_int_eq(pl->model_path(m, FRL_CUDA_PATH_LAUNCH, err, sizeof err), 0);
+    ck_assert_int_eq(pl->model_forward(m, ROWS, obs, want, w, err, sizeof err), 0);
+    ck_assert_int_eq(pl->model_path(m, FRL_CUDA_PATH_STREAMS, err, sizeof err), 0);
+    setenv("FAKE_CUDA_NO_EVENTS", "1", 1);
+    for (int i = 0; i < 2; i++) {
+        memset(got, 0, sizeof got);
+        ck_assert_msg(pl->model_forward(m, ROWS, obs, got, v, err, sizeof err) == 0,
+                      "forward %d: %s", i, err);
+        ck_assert_int_eq(pl->model_last_path(m), FRL_CUDA_PATH_LAUNCH);
+        ck_assert_int_eq(memcmp(got, want, sizeof got), 0);
+        ck_assert_int_eq(memcmp(v, w, sizeof v), 0);
+    }
+    unsetenv("FAKE_CUDA_NO_EVENTS");
+    free(obs);
+    frl_policy_destroy(p);
+    frl_config_destroy(cfg);
+    frl_env_destroy(e);
+    frl_runtime_destroy(dev);
+}
+END_TEST
+
 /* Recurrent policies step on the device (the plugin's model_step), their state going
  * up and coming back each step: GRU and LSTM cores, one tower or two, with and without
  * encoder layers, the normaliser, a pixel encoder, and the Q-heads R2D2 acts with. */
@@ -646,12 +686,15 @@ START_TEST(device_failures_are_reported)
     int64_t per_update = (int64_t)t->T * t->B;
     ck_assert_int_eq(frl_trainer_train(t, per_update), FRL_OK);
     size_t np = t->policy->num_params;
-    float *before = malloc(sizeof(float) * np);
+    const frl_ppo *l = t->learner.impl;
+    float *before = malloc(sizeof(float) * np), *adam_before = malloc(sizeof(float) * np);
     /* T forwards, then the update: begin, 2 epochs, end, Adam read-back. */
     int stride = quick() ? t->T / 2 : t->T / 4;
     for (int n = 1; n <= t->T + 5; n += n < 2 || n >= t->T - 1 ? 1 : stride) {
         memcpy(before, t->policy->params, sizeof(float) * np);
+        memcpy(adam_before, l->adam.m, sizeof(float) * np);
         uint64_t version = frl_policy_version(t->policy);
+        int64_t adam_t = l->adam.t;
         char v[16];
         snprintf(v, sizeof v, "%d", n);
         setenv("FAKE_CUDA_FAIL_SYNC", v, 1);
@@ -661,11 +704,16 @@ START_TEST(device_failures_are_reported)
         ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t), "injected device failure"));
         ck_assert_uint_eq(frl_policy_version(t->policy), version);
         ck_assert_int_eq(memcmp(before, t->policy->params, sizeof(float) * np), 0);
+        /* ...and Adam's state with its step count, which a save writes with it */
+        ck_assert_int_eq(memcmp(adam_before, l->adam.m, sizeof(float) * np), 0);
+        ck_assert_msg(l->adam.t == adam_t, "sync %d: Adam's step %lld, was %lld", n,
+                      (long long)l->adam.t, (long long)adam_t);
         /* A failed rollout is given back and a failed update drops its rollout (its steps
          * stay counted); either way the next call runs one whole update. */
         ck_assert_msg(frl_trainer_train(t, t->book.pr.env_steps + per_update) == FRL_OK,
                       "after sync %d: %s", n, frl_trainer_last_error(t));
         ck_assert_uint_eq(frl_policy_version(t->policy), version + 1);
+        ck_assert_int_eq(l->adam.t, adam_t + 2 * (int64_t)l->s.minibatches);
     }
     /* acting through the public API */
     float obs[4] = {0.01f, 0.02f, 0.03f, 0.04f};
@@ -681,6 +729,7 @@ START_TEST(device_failures_are_reported)
     unsetenv("FAKE_CUDA_FAIL_SYNC");
     ck_assert_int_eq(frl_policy_act(t->policy, &a), FRL_OK);
     free(before);
+    free(adam_before);
     destroy_trainer(t);
 }
 END_TEST
@@ -906,6 +955,7 @@ int main(void)
     tcase_add_test(tc, recurrent_act_matches_cpu);
     tcase_add_test(tc, recurrent_failure_keeps_state);
     tcase_add_test(tc, plugin_refuses_mismatched_calls);
+    tcase_add_test(tc, streams_setup_failure_falls_back);
     tcase_add_test(tc, recurrent_trainers_on_device);
     tcase_add_test(tc, population_matches_cpu);
     tcase_add_test(tc, async_stage_failure);

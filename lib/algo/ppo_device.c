@@ -118,6 +118,7 @@ frl_status frl_ppo_device_update(frl_ppo *l, int32_t slot, int64_t update_index,
     rollout_of(l, slot, &r);
     /* The shard gradient buffers, idle on a device: room for parameters and moments. */
     float *stage = l->grads;
+    int64_t adam_t = l->adam.t; /* the epochs count their steps as they go */
     if ((l->dev_adam_stale &&
          pl->learner_adam(l->dev, l->adam.m, l->adam.v, 1, why, sizeof why) != 0) ||
         pl->learner_begin(l->dev, &r, why, sizeof why) != 0 ||
@@ -131,6 +132,7 @@ frl_status frl_ppo_device_update(frl_ppo *l, int32_t slot, int64_t update_index,
          * update (read back through a staging buffer), and the next update uploads it. */
         p->dev_version = ~(uint64_t)0;
         l->dev_adam_stale = 1;
+        l->adam.t = adam_t; /* the step count of the moments kept, which a save pairs */
         return frl_fail(err, FRL_ERR_DEVICE, "learning on %s: %s", l->rt->device.name, why);
     }
     out->learning_rate = lr;
