@@ -914,6 +914,54 @@ START_TEST(async_stage_failure)
 }
 END_TEST
 
+/* Page-locked memory is asked for from any thread (plugin_api.h's alloc_pinned): the
+ * runtime's one context serves them all. With none to give (FAKE_CUDA_NO_PINNED), every
+ * caller must get its own refusal's reason, however the calls interleave; the context's
+ * pending failure used to be shared, so one caller took another's reason and the other
+ * got none. */
+typedef struct pin_race {
+    const frl_cuda_plugin *pl;
+    void *ctx;
+    int bad;
+} pin_race;
+
+static void *refused_pins(void *arg)
+{
+    pin_race *r = arg;
+    char err[256];
+    for (int i = 0; i < 20000; i++) {
+        err[0] = '\0';
+        void *mem = r->pl->alloc_pinned(r->ctx, 64, err, sizeof err);
+        if (mem)
+            r->pl->free_pinned(r->ctx, mem);
+        if (mem || !strstr(err, "FAKE_CUDA_NO_PINNED"))
+            r->bad++;
+    }
+    return NULL;
+}
+
+START_TEST(pinned_refusals_from_threads)
+{
+    frl_runtime *rt = runtime_on("cuda", 1);
+    enum { THREADS = 4 };
+    pin_race r[THREADS];
+    pthread_t th[THREADS];
+    setenv("FAKE_CUDA_NO_PINNED", "1", 1);
+    for (int i = 0; i < THREADS; i++) {
+        r[i] = (pin_race){rt->device.plugin, rt->device.ctx, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, refused_pins, &r[i]), 0);
+    }
+    int bad = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        bad += r[i].bad;
+    }
+    unsetenv("FAKE_CUDA_NO_PINNED");
+    ck_assert_msg(bad == 0, "%d refusals without their reason", bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* On a CUDA runtime the ring and the inference buffers are page-locked; when the system
  * has no locked memory to give, creating them fails with the reason, and nothing leaks
  * (the sanitizer builds check). */
@@ -968,6 +1016,7 @@ int main(void)
     tcase_add_test(tc, async_device_acts_as_cpu);
     tcase_add_test(tc, async_device_failure);
     tcase_add_test(tc, no_pinned_memory);
+    tcase_add_test(tc, pinned_refusals_from_threads);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -1,6 +1,7 @@
 /* The plugin's side of the ABI (lib/core/plugin_api.h) over one device-ops table, chosen at build
  * time: FRL_DEV_OPS=frl_dev_ops_cuda in libfastrl-cuda.so.0, frl_dev_ops_host
  * (tests/cuda/ops_host.c) in the test build that runs everything on the host. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +18,13 @@ extern const frl_dev_ops FRL_DEV_OPS;
 static const frl_dev_ops *const ops = &FRL_DEV_OPS;
 
 /* A context: the device and its settings, and one stream of its own for pinned memory.
- * Each model opens its own stream on the same device (one per role). */
+ * Each model opens its own stream on the same device (one per role). Page-locked memory
+ * is asked for from any thread, and the ops keep a refusal's reason in d until the next
+ * sync: lock holds d for one caller's allocation and its reason. */
 typedef struct context {
     frl_dev *d;
     int32_t device, tf32;
+    pthread_mutex_t lock;
 } context;
 
 static int ctx_open(void **out, int32_t device, int32_t tf32, char *err, size_t err_size)
@@ -34,6 +38,7 @@ static int ctx_open(void **out, int32_t device, int32_t tf32, char *err, size_t 
         free(c);
         return 1;
     }
+    pthread_mutex_init(&c->lock, NULL);
     c->device = device;
     c->tf32 = tf32;
     *out = c;
@@ -43,24 +48,35 @@ static int ctx_open(void **out, int32_t device, int32_t tf32, char *err, size_t 
 static void ctx_close(void *p)
 {
     context *c = p;
-    if (c)
-        ops->close(c->d);
+    if (!c)
+        return;
+    ops->close(c->d);
+    pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
 static void *pinned(void *p, size_t bytes, char *err, size_t err_size)
 {
-    frl_dev *d = ((context *)p)->d;
-    void *mem = ops->alloc_pinned(d, bytes);
+    context *c = p;
+    pthread_mutex_lock(&c->lock);
+    void *mem = ops->alloc_pinned(c->d, bytes);
     /* The ops keep the driver's reason as the context's pending failure. */
-    if (!mem && ops->sync(d, err, err_size) == 0)
+    if (!mem && ops->sync(c->d, err, err_size) == 0)
         snprintf(err, err_size, "no page-locked host memory for %zu bytes", bytes);
+    pthread_mutex_unlock(&c->lock);
     return mem;
 }
 
 static void unpin(void *p, void *mem)
 {
-    ops->release_pinned(((context *)p)->d, mem);
+    context *c = p;
+    char ignored[8];
+    pthread_mutex_lock(&c->lock);
+    ops->release_pinned(c->d, mem);
+    /* A failure to free has no caller to tell; kept, a later refusal would carry it. */
+    if (ops->check(c->d, ignored, sizeof ignored))
+        ops->sync(c->d, ignored, sizeof ignored);
+    pthread_mutex_unlock(&c->lock);
 }
 
 static void model_destroy(void *p)
