@@ -1,6 +1,8 @@
 /* A stand-in for libfastrl-cuda.so.0, so the device selection (lib/core/device.c) is
  * tested on machines without a GPU: FAKE_CUDA=ok|nodevice|badabi chooses what it
- * reports, FAKE_CUDA_CAPS its capabilities. */
+ * reports, FAKE_CUDA_CAPS its capabilities. Its models fail to be made, as on a device
+ * without the memory for them; with FAKE_CUDA_MODELS=1 they are made (and run nothing)
+ * and its learners fail so instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,12 +43,32 @@ static void close_ctx(void *ctx)
     (void)ctx;
 }
 
-/* No networks: creating one fails as a device out of memory would. */
+/* No networks: creating one fails as a device out of memory would, unless
+ * FAKE_CUDA_MODELS=1 asks for models that hold nothing. */
 static int model_create(void *ctx, const struct frl_net_desc *d, void **model, char *err,
                         size_t err_size)
 {
-    (void)ctx, (void)d, (void)model;
+    (void)ctx, (void)d;
+    static int dummy;
+    const char *models = getenv("FAKE_CUDA_MODELS");
+    if (models && models[0] == '1') {
+        *model = &dummy;
+        return 0;
+    }
     snprintf(err, err_size, "the fake plugin runs no networks");
+    return 1;
+}
+
+static void model_destroy(void *model)
+{
+    (void)model;
+}
+
+static int learner_create(void *model, const struct frl_dm_learn_desc *d, void **learner,
+                          char *err, size_t err_size)
+{
+    (void)model, (void)d, (void)learner;
+    snprintf(err, err_size, "the fake plugin has no memory for a learner");
     return 1;
 }
 
@@ -58,6 +80,8 @@ static frl_cuda_plugin plugin = {
     .open = open_ctx,
     .close = close_ctx,
     .model_create = model_create,
+    .model_destroy = model_destroy,
+    .learner_create = learner_create,
 };
 
 __attribute__((visibility("default"))) const frl_cuda_plugin *frl_cuda_plugin_get(void);

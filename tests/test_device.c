@@ -93,6 +93,49 @@ START_TEST(fake_device)
 }
 END_TEST
 
+/* A trainer of train.num_envs envs on runtime rt: its creation's status, and with
+ * FRL_OK one update trained (on the CPU: the fake plugin runs nothing). */
+static frl_status trainer_of(frl_runtime *rt, int32_t envs)
+{
+    frl_config *cfg;
+    ck_assert_int_eq(frl_config_create(&cfg, NULL), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "train.num_envs", envs), FRL_OK);
+    ck_assert_int_eq(frl_config_set_int(cfg, "train.rollout", 8), FRL_OK);
+    frl_trainer *t = NULL;
+    frl_status st = frl_trainer_create(&t, rt, "CartPole-v1", cfg);
+    frl_config_destroy(cfg);
+    if (st == FRL_OK)
+        ck_assert_msg(frl_trainer_train(t, 8 * envs) == FRL_OK, "%s", frl_trainer_last_error(t));
+    frl_trainer_destroy(t);
+    return st;
+}
+
+/* auto means the fastest place that works: networks, or a learner, that the device has
+ * no memory for stay on the CPU there, as cuda refuses them with the plugin's reason.
+ * (16 envs on one thread: auto's rule would take the device.) */
+START_TEST(auto_keeps_what_the_device_cannot_hold)
+{
+    frl_runtime *rt;
+    setenv("FAKE_CUDA", "ok", 1);
+    setenv("FAKE_CUDA_CAPS", "3", 1);
+    ck_assert_int_eq(make("auto", fake_plugin, &rt), FRL_OK);
+    ck_assert_ptr_nonnull(strstr(frl_runtime_device(rt), "cuda:0"));
+    ck_assert_msg(trainer_of(rt, 16) == FRL_OK, "no model: %s", frl_last_error());
+    setenv("FAKE_CUDA_MODELS", "1", 1);
+    ck_assert_msg(trainer_of(rt, 16) == FRL_OK, "no learner: %s", frl_last_error());
+    frl_runtime_destroy(rt);
+    ck_assert_int_eq(make("cuda", fake_plugin, &rt), FRL_OK);
+    ck_assert_int_eq(trainer_of(rt, 16), FRL_ERR_DEVICE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "no memory for a learner"));
+    unsetenv("FAKE_CUDA_MODELS");
+    ck_assert_int_eq(trainer_of(rt, 16), FRL_ERR_DEVICE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "runs no networks"));
+    frl_runtime_destroy(rt);
+    unsetenv("FAKE_CUDA_CAPS");
+    unsetenv("FAKE_CUDA");
+}
+END_TEST
+
 START_TEST(fake_failures)
 {
     frl_runtime *rt;
@@ -176,6 +219,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, missing_plugin);
     tcase_add_test(tc, fake_device);
     tcase_add_test(tc, fake_failures);
+    tcase_add_test(tc, auto_keeps_what_the_device_cannot_hold);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -94,6 +94,21 @@ static frl_status dist_placement(const frl_learner_ctx *c, char *err)
     return FRL_OK;
 }
 
+/* The learner on the policy's device. One the device cannot hold (no memory for its
+ * rollout and minibatch buffers) fails on runtime.device=cuda; on auto the networks
+ * leave the device and the CPU learns, as for the policy itself (rl/policy.c). */
+static frl_status device_learner(frl_ppo *p, const frl_learner_ctx *c, char *err)
+{
+    frl_status st = frl_ppo_device_create(p, err);
+    if (st == FRL_OK || !c->rt->device.automatic)
+        return st;
+    frl_log(c->rt, FRL_LOG_INFO, "runtime.device=auto: on the CPU, since %s", frl_last_error());
+    frl_policy_leave_device(c->policy);
+    if (err)
+        err[0] = '\0';
+    return FRL_OK;
+}
+
 frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
                                   const frl_ppo_settings *settings, char *err)
 {
@@ -124,7 +139,7 @@ frl_status frl_ppo_learner_create(frl_learner *l, const frl_learner_ctx *c,
     if (st == FRL_OK)
         st = frl_ppo_init(p, c->rt, c->policy, c->store->ring, s, err);
     if (st == FRL_OK)
-        st = frl_ppo_device_create(p, err);
+        st = device_learner(p, c, err);
     if (st == FRL_OK && is_elastic(c->cfg))
         st = frl_elastic_learner_create(&p->elastic, p, c->cfg, err);
     /* One network: the policy's actor and critic share its flat vector. */

@@ -868,8 +868,9 @@ static int device_refuses(const frl_policy *p, char *why, size_t size)
 }
 
 /* The policy's own model and the page-locked outputs of its forwards; nothing on the
- * CPU. Networks the device cannot hold fail on runtime.device=cuda and stay on the CPU
- * on auto, which means the fastest place that works. */
+ * CPU. Networks the device cannot hold (a space it does not take yet, or a model it has
+ * no memory for) fail on runtime.device=cuda and stay on the CPU on auto, which means
+ * the fastest place that works. */
 static frl_status open_device(frl_policy *p, const char *who)
 {
     if (p->rt->device.kind != FRL_DEVICE_CUDA)
@@ -886,6 +887,11 @@ static frl_status open_device(frl_policy *p, const char *who)
                         "runtime.device=cpu (or auto)", who, why, p->rt->device.name);
     }
     frl_status st = frl_policy_device_model(p, frl_policy_device_rows(p), &p->dev, who);
+    if (st != FRL_OK && p->rt->device.automatic) {
+        frl_log(p->rt, FRL_LOG_INFO, "runtime.device=auto: on the CPU, since %s",
+                frl_last_error());
+        return FRL_OK;
+    }
     if (st != FRL_OK)
         return st;
     size_t floats = (size_t)DEVICE_ROWS * (size_t)(p->out_w + 1);
