@@ -85,7 +85,7 @@ typedef enum frl_status {
     FRL_ERR_VERSION = -16,         /* a file, or a table's struct_size, is of an incompatible version */
     FRL_ERR_INTERNAL = -17,        /* a bug in libfastrl: please report it */
     FRL_ERR_INTERRUPTED = -18,     /* stopped by request before finishing */
-    FRL_ERR_DEVICE = -19           /* the GPU or its driver failed (runtime.device=cuda) */
+    FRL_ERR_DEVICE = -19           /* the GPU or its driver failed (networks on the device) */
 } frl_status;
 
 /* Static text naming the status ("FRL_ERR_NULL"); "FRL_ERR_UNKNOWN_STATUS" for others. */

@@ -88,11 +88,11 @@ void frl_dev_learner_destroy(frl_dev_learner *l)
     free(l);
 }
 
-static int check_desc(const frl_dev_learner *l, const frl_dm_learn_desc *s, char *err,
-                      size_t err_size)
+/* The rows T x B are computed in int64 here, before l->N holds them in int32. */
+static int check_desc(const frl_dm_learn_desc *s, char *err, size_t err_size)
 {
     if (s->T < 1 || s->B < 1 || s->M < 1 || (int64_t)s->T * s->B > INT32_MAX ||
-        l->N % s->M != 0) {
+        (int64_t)s->T * s->B % s->M != 0) {
         snprintf(err, err_size, "device learner: a rollout of %d x %d rows does not split into "
                  "minibatches of %d", (int)s->T, (int)s->B, (int)s->M);
         return 1;
@@ -108,13 +108,13 @@ int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
         snprintf(err, err_size, "device learner: out of host memory");
         return 1;
     }
-    l->net = net;
-    l->s = *s;
-    l->N = s->T * s->B;
-    if (check_desc(l, s, err, err_size)) {
+    if (check_desc(s, err, err_size)) {
         free(l);
         return 1;
     }
+    l->net = net;
+    l->s = *s;
+    l->N = s->T * s->B;
     l->minibatches = l->N / s->M;
     l->frames = net->desc.cnn.layers && net->desc.cnn.frames > 1 ? net->desc.cnn.frames : 1;
     l->fw = (size_t)net->desc.obs_w / (size_t)l->frames;
