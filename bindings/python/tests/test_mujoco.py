@@ -11,8 +11,9 @@ from positions, such as xpos, which Ant's forward reward reads before a step, ar
 of the previous step's last substep on both sides. fastrl's Ant state carries that
 torso position, so that a resumed run continues exactly; Gymnasium's set_state takes
 it from the state's own positions instead, so at a restore the test writes Gymnasium's
-into the state it gives back to fastrl.) Observations are compared after rounding Gymnasium's float64 to float32, rewards
-after rounding to float32 (fastrl's reward type); terminations must agree.
+into the state it gives back to fastrl.) Observations are compared after rounding
+Gymnasium's float64 to float32, rewards after rounding to float32 (fastrl's reward
+type); terminations must agree.
 
 Tolerances: both sides run the same libmujoco on the same data in the same order, so the
 physics is bit-identical; the observation and reward formulas are recomputed in C. They
