@@ -19,7 +19,7 @@ void frl_c_numeric_end(locale_t previous);
 
 /* strtod and vsnprintf in the C locale. */
 double frl_strtod_c(const char *text, char **end);
-int frl_vsnprintf_c(char *buf, size_t size, const char *fmt, va_list ap);
+int frl_vsnprintf_c(char *buf, size_t size, const char *fmt, va_list ap) FRL_PRINTF(3, 0);
 int frl_snprintf_c(char *buf, size_t size, const char *fmt, ...) FRL_PRINTF(3, 4);
 
 #endif
