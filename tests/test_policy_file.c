@@ -3,7 +3,8 @@
  * overflow, box bounds that become infinities or an empty interval as floats, an
  * epsilon outside [0, 1]. Each is refused at load with FRL_ERR_FORMAT naming the section
  * (before, the first three loaded and acted NaN or inf with FRL_OK); the file as saved
- * still loads, and a saved Q-policy acts with the epsilon it had. */
+ * still loads, and a saved Q-policy acts with the epsilon it had. Also a trainer
+ * checkpoint from an older version: an IMPALA run saved with train.advantage=gae. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -192,6 +193,44 @@ START_TEST(q_policy_keeps_its_epsilon)
 }
 END_TEST
 
+/* An IMPALA run saved before IMPALA refused train.advantage=gae holds that key's default
+ * (a checkpoint's settings set every key), which its learner never read: it loads and
+ * trains on (it was refused, so no such run could be resumed). */
+START_TEST(impala_checkpoint_from_before_loads)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72], text[4096];
+    forged_paths("frl_impala_old", path, bad);
+    frl_config *cfg = frl_test_settings("train.algo=impala train.num_envs=4 train.rollout=8 "
+                                        "policy.hidden=8");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 64), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    char err[FRL_ERRMSG_SIZE];
+    frl_container *c = NULL;
+    ck_assert_int_eq(frl_container_read(&c, path, NULL, err), FRL_OK);
+    const frl_section *st = frl_container_find(c, "trainer.settings", FRL_DTYPE_TEXT, -1, err);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_uint_lt(st->count, sizeof text);
+    memcpy(text, st->data, st->count);
+    text[st->count] = '\0';
+    frl_container_free(c);
+    char *at = strstr(text, "train.advantage=vtrace");
+    ck_assert_ptr_nonnull(at);
+    memcpy(at, "train.advantage=gae   ", 22); /* as such files hold it */
+    rewrite_text(path, bad, "trainer.settings", text);
+    ck_assert_msg(frl_trainer_load(&t, rt, bad, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
+    frl_trainer_destroy(t);
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy_file");
@@ -200,6 +239,7 @@ int main(void)
     tcase_add_test(tc, log_std_out_of_bounds);
     tcase_add_test(tc, bounds_that_are_not_floats);
     tcase_add_test(tc, q_policy_keeps_its_epsilon);
+    tcase_add_test(tc, impala_checkpoint_from_before_loads);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -63,6 +63,30 @@ static inline void forged_paths(const char *stem, char path[64], char bad[72])
     snprintf(bad, 72, "%s.bad", path);
 }
 
+/* The checkpoint at src written to dst with text section `name` holding `text`. */
+static inline void rewrite_text(const char *src, const char *dst, const char *name,
+                                const char *text)
+{
+    char err[FRL_ERRMSG_SIZE];
+    frl_container *c = NULL;
+    ck_assert_msg(frl_container_read(&c, src, NULL, err) == FRL_OK, "%s", err);
+    frl_section s[64];
+    int32_t n = frl_container_count(c), found = 0;
+    ck_assert_int_le(n, 64);
+    for (int32_t i = 0; i < n; i++) {
+        s[i] = *frl_container_at(c, i);
+        if (strcmp(s[i].name, name) == 0) {
+            ck_assert(s[i].dtype == FRL_DTYPE_TEXT);
+            s[i].data = text;
+            s[i].count = strlen(text);
+            found = 1;
+        }
+    }
+    ck_assert_msg(found, "no section %s", name);
+    ck_assert_msg(frl_container_write(dst, NULL, s, n, err) == FRL_OK, "%s", err);
+    frl_container_free(c);
+}
+
 /* Changes a section's data (count values of its dtype) in place. */
 typedef void (*section_edit)(void *data, uint64_t count, void *user);
 

@@ -251,6 +251,18 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     return restore_policy_state(t, c, err);
 }
 
+/* An IMPALA run saved before IMPALA refused train.advantage=gae and train.decoupled=true
+ * holds them (a checkpoint's settings set every key: gae and false were the defaults),
+ * but its learner never read them: it learned from V-trace, not decoupled. They are
+ * read as what the run did, so such a checkpoint loads and continues the same run. */
+static void impala_as_it_ran(frl_config *saved)
+{
+    if (frl_cfg_choice(saved, FRL_KEY_TRAIN_ALGO) != FRL_TRAIN_ALGO_IMPALA)
+        return;
+    (void)frl_config_set(saved, "train.advantage", "vtrace");
+    (void)frl_config_set(saved, "train.decoupled", "false");
+}
+
 /* Settings from the file, with the caller's keys on top; *alpha: the saved
  * train.per_alpha, which priorities saved before files recorded their exponent were
  * raised to. */
@@ -271,6 +283,7 @@ static frl_status load_settings(frl_runtime *rt, const frl_container *c, const f
         return FRL_ERR_FORMAT;
     }
     *alpha = frl_cfg_float(*out, FRL_KEY_TRAIN_PER_ALPHA);
+    impala_as_it_ran(*out);
     frl_config_overlay(*out, over);
     return FRL_OK;
 }
