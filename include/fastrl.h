@@ -526,7 +526,8 @@ FRL_API const uint8_t *frl_vec_env_terminated(const frl_vec_env *venv); /* [N] *
 FRL_API const uint8_t *frl_vec_env_truncated(const frl_vec_env *venv);  /* [N] */
 FRL_API const uint8_t *frl_vec_env_reset_steps(const frl_vec_env *venv);/* [N] */
 /* Where terminated[i] | truncated[i]: the return and length of the episode that just
- * ended (the length counts steps, not the reset). Other entries are stale. */
+ * ended (the length counts steps, not the reset, up to 2^31 - 1). Other entries are
+ * stale. */
 FRL_API const float *frl_vec_env_episode_returns(const frl_vec_env *venv);
 FRL_API const int32_t *frl_vec_env_episode_lengths(const frl_vec_env *venv);
 /* Totals since create: env steps of every frl_vec_env_step call whose actions passed

@@ -233,6 +233,37 @@ START_TEST(state_round_trip)
 }
 END_TEST
 
+/* An elapsed count of 2^31 - 1, the largest set_state takes (or one that long episodes
+ * without a time limit reach), saturates at the next step instead of wrapping
+ * negative: the time limit still truncates, and the count stays 2^31 - 1. */
+START_TEST(elapsed_count_saturates)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    for (int limited = 0; limited < 2; limited++) {
+        frl_config *cfg = frl_test_settings(limited ? "env.max_episode_steps=500"
+                                                    : "env.max_episode_steps=0");
+        frl_env *e;
+        ck_assert_int_eq(frl_env_create(&e, rt, "CartPole-v1", cfg), FRL_OK);
+        float obs[4], r;
+        uint8_t term, trunc;
+        double st[5];
+        ck_assert_int_eq(frl_env_reset(e, 3, obs), FRL_OK);
+        ck_assert_int_eq(frl_env_get_state(e, st, 5), FRL_OK);
+        st[4] = 2147483647.0;
+        ck_assert_int_eq(frl_env_set_state(e, st, 5, obs), FRL_OK);
+        int32_t action = 0;
+        ck_assert_int_eq(frl_env_step(e, &action, obs, &r, &term, &trunc), FRL_OK);
+        ck_assert_int_eq(term, 0);
+        ck_assert_int_eq(trunc, limited); /* past the limit: truncated */
+        ck_assert_int_eq(frl_env_get_state(e, st, 5), FRL_OK);
+        ck_assert_msg(st[4] == 2147483647.0, "elapsed %g after the step", st[4]);
+        frl_env_destroy(e);
+        frl_config_destroy(cfg);
+    }
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static int builtin_count(void)
 {
     int n = 0;
@@ -251,6 +282,7 @@ int main(void)
     tcase_add_test(tc, reset_streams_match_single_env);
     tcase_add_test(tc, time_limit_from_config);
     tcase_add_test(tc, state_round_trip);
+    tcase_add_test(tc, elapsed_count_saturates);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -34,11 +34,14 @@ static FRL_ALWAYS_INLINE void frl_record_reset(const frl_builtin_batch *b, int32
 }
 
 /* Bookkeeping for env i after a step: the time limit, which sets truncated
- * independently of terminated as Gymnasium's TimeLimit does, and episode statistics. */
+ * independently of terminated as Gymnasium's TimeLimit does, and episode statistics.
+ * The count saturates at 2^31 - 1 (set_state takes that count, and an episode without
+ * a time limit may run that long): the increment would overflow, undefined, and a
+ * count wrapped negative would never reach the limit again. */
 static FRL_ALWAYS_INLINE uint8_t frl_record_step(const frl_builtin_batch *b, int32_t i, float reward,
                                              uint8_t term, uint8_t trunc)
 {
-    int32_t elapsed = b->elapsed[i] + 1;
+    int32_t elapsed = b->elapsed[i] + (int32_t)(b->elapsed[i] < INT32_MAX);
     trunc |= (uint8_t)(b->max_episode_steps > 0 && elapsed >= b->max_episode_steps);
     double ret = b->ep_return[i] + (double)reward;
     b->elapsed[i] = elapsed;
