@@ -212,6 +212,57 @@ START_TEST(nested_calls_from_callbacks_refused)
 }
 END_TEST
 
+/* A single host env whose step callback calls frl_env_step on its own env: the nested
+ * call is refused, and must not have written its action over the one the running step
+ * handed to the callback. */
+typedef struct nested_single {
+    counter c;
+    frl_env *self;
+    int32_t seen_before, seen_after;
+    frl_status nested;
+} nested_single;
+
+static int nested_single_step(void *user, const void *action, float *obs, float *reward,
+                              uint8_t *terminated, uint8_t *truncated)
+{
+    nested_single *n = user;
+    n->seen_before = *(const int32_t *)action;
+    int32_t other = 0;
+    float o[2], r;
+    uint8_t t, u;
+    n->nested = frl_env_step(n->self, &other, o, &r, &t, &u);
+    n->seen_after = *(const int32_t *)action;
+    return counter_step(&n->c, action, obs, reward, terminated, truncated);
+}
+
+START_TEST(nested_single_env_step_leaves_action)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    nested_single n;
+    memset(&n, 0, sizeof n);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = counter_reset;
+    cb.step = nested_single_step;
+    frl_space *obs, *act;
+    make_spaces(&obs, &act);
+    ck_assert_int_eq(frl_env_create_callbacks(&n.self, rt, &cb, &n, obs, act, NULL), FRL_OK);
+    float o[2], r;
+    uint8_t t, u;
+    ck_assert_int_eq(frl_env_reset(n.self, 1, o), FRL_OK);
+    int32_t one = 1;
+    ck_assert_int_eq(frl_env_step(n.self, &one, o, &r, &t, &u), FRL_OK);
+    ck_assert_int_eq(n.nested, FRL_ERR_STATE);
+    ck_assert_int_eq(n.seen_before, 1);
+    ck_assert_int_eq(n.seen_after, 1);
+    ck_assert(o[0] == 1.0f); /* the outer step moved by its own action */
+    frl_env_destroy(n.self);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A batch world: every agent's position; reset_mask and seeds per agent. */
 typedef struct world {
     float pos[16];
@@ -307,6 +358,7 @@ int main(void)
     tcase_add_test(tc, nonfinite_obs_detected);
     tcase_add_test(tc, batch_world_autoreset);
     tcase_add_test(tc, nested_calls_from_callbacks_refused);
+    tcase_add_test(tc, nested_single_env_step_leaves_action);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

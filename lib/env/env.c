@@ -7,6 +7,7 @@
 #include "env/registry.h"
 #include "env/vec_env.h"
 #include "env/vec_env_named.h"
+#include "env/vec_step.h"
 
 struct frl_env {
     frl_vec_env *v;
@@ -135,8 +136,7 @@ FRL_API frl_status frl_env_step(frl_env *e, const void *action, float *obs, floa
     if (st != FRL_OK)
         return st;
     frl_vec_env *v = e->v;
-    memcpy((void *)v->b.actions, action, v->action_bytes);
-    st = frl_vec_env_step(v);
+    st = frl_vec_env_step_with(v, action, "frl_env_step");
     e->failed = st != FRL_OK && v->b.needs_reset[0]; /* not a refused action's */
     if (st != FRL_OK)
         return frl_fail_msg(e->err, st, frl_last_error());

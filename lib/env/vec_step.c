@@ -9,17 +9,26 @@
 
 /* ---- action validation: all actions are checked before any env is stepped ---- */
 
+/* Whether env i's action is used this step: not an autoreset's, nor an idle env's
+ * (frl_vec_env_step_active), whose action is ignored and so not validated. */
+static int action_used(const frl_builtin_batch *b, int32_t i)
+{
+    return !b->needs_reset[i] && (!b->active || b->active[i]);
+}
+
 static frl_status validate_discrete(frl_vec_env *v)
 {
     const int32_t *a = v->b.actions;
     const uint8_t *skip = v->b.needs_reset;
     uint32_t n = (uint32_t)v->action_n, bad = 0;
+    /* Branch-free over every env that is not autoresetting (it vectorises); idle envs
+     * are looked past only when one is flagged. */
     for (int32_t i = 0; i < v->n; i++)
         bad |= (uint32_t)(skip[i] == 0) & (uint32_t)((uint32_t)a[i] >= n);
     if (!bad)
         return FRL_OK;
     for (int32_t i = 0; i < v->n; i++)
-        if (!skip[i] && (uint32_t)a[i] >= n)
+        if (action_used(&v->b, i) && (uint32_t)a[i] >= n)
             return frl_fail(v->err, FRL_ERR_RANGE,
                             "env %d step %lld: action %d is outside the discrete range [0, %d)",
                             (int)i, (long long)v->step_calls, (int)a[i], (int)n);
@@ -33,12 +42,12 @@ static frl_status validate_box(frl_vec_env *v)
     int64_t bad = frl_find_nonfinite(a, (int64_t)v->n * w);
     while (bad >= 0) {
         int64_t env = bad / w;
-        if (!v->b.needs_reset[env])
+        if (action_used(&v->b, (int32_t)env))
             return frl_fail(v->err, FRL_ERR_NONFINITE,
                             "env %lld step %lld: action[%lld] is %s", (long long)env,
                             (long long)v->step_calls, (long long)(bad % w),
                             a[bad] != a[bad] ? "NaN" : "infinite");
-        /* An autoreset env's action is ignored: look past it. */
+        /* An autoreset or idle env's action is ignored: look past it. */
         int64_t next = (env + 1) * w;
         int64_t rest = frl_find_nonfinite(a + next, (int64_t)v->n * w - next);
         bad = rest < 0 ? -1 : next + rest;
@@ -413,6 +422,17 @@ frl_status frl_vec_env_reset_from(frl_vec_env *v, uint64_t seed, int64_t first)
     return st;
 }
 
+/* The envs a step runs: all, or the active ones (the idle are not counted). */
+static int64_t stepped_envs(const frl_vec_env *v)
+{
+    if (!v->b.active)
+        return v->n;
+    int64_t k = 0;
+    for (int32_t i = 0; i < v->n; i++)
+        k += v->b.active[i] != 0;
+    return k;
+}
+
 static frl_status step_locked(frl_vec_env *v)
 {
     if (!v->has_reset)
@@ -425,7 +445,21 @@ static frl_status step_locked(frl_vec_env *v)
         return st;
     }
     st = step_kind(v);
-    v->total_steps += v->n;
+    v->total_steps += stepped_envs(v);
+    return st;
+}
+
+/* v claimed, the step run with `active` (NULL: every env), v given back. The flags are
+ * set only once v is claimed: a refused nested call must not change a running step's. */
+static frl_status step_claimed(frl_vec_env *v, const uint8_t *active, const char *who)
+{
+    frl_status st = frl_vec_env_enter(v, who);
+    if (st != FRL_OK)
+        return st;
+    v->b.active = active;
+    st = step_locked(v);
+    v->b.active = NULL;
+    frl_vec_env_leave(v);
     return st;
 }
 
@@ -433,24 +467,23 @@ FRL_API frl_status frl_vec_env_step(frl_vec_env *v)
 {
     if (!v)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_step: venv is NULL");
-    frl_status st = frl_vec_env_enter(v, "frl_vec_env_step");
-    if (st != FRL_OK)
-        return st;
-    st = step_locked(v);
-    frl_vec_env_leave(v);
-    return st;
+    return step_claimed(v, NULL, "frl_vec_env_step");
 }
 
 frl_status frl_vec_env_step_active(frl_vec_env *v, const uint8_t *active)
 {
     if (!v || v->kind == VEC_BATCH || !active)
         return frl_vec_env_step(v); /* a host's batch world steps every agent */
-    int64_t idle = 0;
-    for (int32_t i = 0; i < v->n; i++)
-        idle += active[i] == 0;
-    v->b.active = active;
-    frl_status st = frl_vec_env_step(v);
-    v->b.active = NULL;
-    v->total_steps -= idle;
+    return step_claimed(v, active, "frl_vec_env_step");
+}
+
+frl_status frl_vec_env_step_with(frl_vec_env *v, const void *actions, const char *who)
+{
+    frl_status st = frl_vec_env_enter(v, who);
+    if (st != FRL_OK)
+        return st;
+    memcpy((void *)v->b.actions, actions, v->action_bytes * (size_t)v->n);
+    st = step_locked(v);
+    frl_vec_env_leave(v);
     return st;
 }
