@@ -273,6 +273,10 @@ START_TEST(host_frame_errors)
     expect_bad_frame(rt, &h, FRL_ERR_SIZE, "less than a row");
     h.give_stride = -(FW * FC - 4);
     expect_bad_frame(rt, &h, FRL_ERR_SIZE, "row_stride");
+    h.give_stride = INT64_MIN; /* spans no buffer; checked without negating it */
+    expect_bad_frame(rt, &h, FRL_ERR_SIZE, "more than a buffer");
+    h.give_stride = INT64_MAX;
+    expect_bad_frame(rt, &h, FRL_ERR_SIZE, "more than a buffer");
     h.give_height = FH + 1;
     expect_bad_frame(rt, &h, FRL_ERR_SIZE, "needs 4 x 8");
     h.null_pixels = 1;

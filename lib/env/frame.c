@@ -1,8 +1,32 @@
 /* Host frames: a render target's pixels into an image observation (frame.h). */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "env/frame.h"
+
+/* Rows of `row` bytes that do not overlap, h of them within one addressable buffer (the
+ * copy steps h - 1 strides from pixels). Compared without negating the stride:
+ * -INT64_MIN is undefined. */
+static frl_status check_stride(const frl_frame *f, int64_t row, int64_t h, char *why,
+                               size_t size)
+{
+    int64_t most = PTRDIFF_MAX / h;
+    if (f->row_stride < -most || f->row_stride > most) {
+        snprintf(why, size, "frame.row_stride is %lld bytes, more than a buffer of %lld rows "
+                 "can span", (long long)f->row_stride, (long long)h);
+        return FRL_ERR_SIZE;
+    }
+    if (f->row_stride > -row && f->row_stride < row) {
+        snprintf(why, size,
+                 "frame.row_stride is %lld bytes, less than a row of %d pixels x %d bytes "
+                 "= %lld (rows would overlap)",
+                 (long long)f->row_stride, (int)f->width, (int)f->channels, (long long)row);
+        return FRL_ERR_SIZE;
+    }
+    return FRL_OK;
+}
 
 /* What is wrong with frame as a picture of image, or FRL_OK. */
 static frl_status check_frame(const frl_space *image, const frl_frame *f, char *why,
@@ -21,16 +45,7 @@ static frl_status check_frame(const frl_space *image, const frl_frame *f, char *
                  (long long)c, (long long)h, (long long)w, (long long)c);
         return FRL_ERR_SIZE;
     }
-    int64_t row = w * (int64_t)f->channels;
-    int64_t stride = f->row_stride < 0 ? -f->row_stride : f->row_stride;
-    if (stride < row) {
-        snprintf(why, size,
-                 "frame.row_stride is %lld bytes, less than a row of %d pixels x %d bytes "
-                 "= %lld (rows would overlap)",
-                 (long long)f->row_stride, (int)f->width, (int)f->channels, (long long)row);
-        return FRL_ERR_SIZE;
-    }
-    return FRL_OK;
+    return check_stride(f, w * (int64_t)f->channels, h, why, size);
 }
 
 /* One row: whole pixels when the frame holds just the channels wanted, else the first
