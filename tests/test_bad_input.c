@@ -780,6 +780,15 @@ START_TEST(env_state_errors)
     EXPECT_ERR(frl_env_set_state(e, st, size, obs), FRL_ERR_RANGE, "state[4]");
     st[4] = 1.5;
     EXPECT_ERR(frl_env_set_state(e, st, size, obs), FRL_ERR_RANGE, "state[4]");
+    /* A finite state whose observation is not (1e39 overflows float32): FRL_ERR_RANGE
+     * naming the observation element, the simulator left as it was. */
+    memcpy(st, good, sizeof(double) * 5);
+    st[1] = 1e39;
+    float kept[4];
+    memcpy(kept, obs, sizeof kept);
+    EXPECT_ERR(frl_env_set_state(e, st, size, obs), FRL_ERR_RANGE, "observation[1]",
+               "CartPole-v1");
+    ck_assert_mem_eq(kept, obs, sizeof kept);
 
     /* None of the failed calls changed the env. */
     EXPECT_OK(frl_env_get_state(e, check, size));

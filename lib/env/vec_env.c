@@ -500,6 +500,42 @@ frl_status frl_vec_env_enter(frl_vec_env *v, const char *who)
                     "nothing was done", who);
 }
 
+/* A built-in's state must also have a finite observation: a finite double beyond
+ * float32's range (x_dot = 1e39) was taken, and its observation held infinity. A
+ * refused state leaves the simulator as it was. */
+static frl_status set_builtin_state(frl_vec_env *v, int32_t i, const double *state,
+                                    char *err)
+{
+    unsigned char *sim = v->b.sims + (size_t)i * FRL_SIM_MAX_BYTES;
+    unsigned char kept[FRL_SIM_MAX_BYTES];
+    float obs[FRL_OBS_MAX_DIM];
+    memcpy(kept, sim, sizeof kept);
+    if (v->cls->set_state(sim, state) != 0)
+        return frl_fail(err, FRL_ERR_RANGE, "state is not a valid %s state", v->cls->name);
+    v->cls->observe(sim, obs);
+    int64_t k = frl_find_nonfinite(obs, v->obs_w);
+    if (k >= 0) {
+        memcpy(sim, kept, sizeof kept);
+        return frl_fail(err, FRL_ERR_RANGE, "state is not a valid %s state: its "
+                        "observation[%lld] would be %s (beyond float32)", v->cls->name,
+                        (long long)k, obs[k] != obs[k] ? "NaN" : "infinite");
+    }
+    memcpy(v->b.obs + (size_t)i * (size_t)v->obs_w, obs, sizeof(float) * (size_t)v->obs_w);
+    return FRL_OK;
+}
+
+static frl_status set_host_state(frl_vec_env *v, int32_t i, const double *state, char *err)
+{
+    int rc = v->cb.set_state(v->users[i], state);
+    if (rc == 0 && v->observe)
+        rc = v->observe(v->users[i], v->b.obs + (size_t)i * (size_t)v->obs_w);
+    if (rc == 0)
+        return FRL_OK;
+    char msg[FRL_ERRMSG_SIZE];
+    frl_vec_env_callback_failed(v, i, "set_state", rc, msg);
+    return frl_fail(err, FRL_ERR_CALLBACK, "env %d: %.200s", (int)i, msg);
+}
+
 static frl_status set_state_locked(frl_vec_env *v, int32_t i, const double *state,
                                    int32_t size, char *err)
 {
@@ -508,21 +544,12 @@ static frl_status set_state_locked(frl_vec_env *v, int32_t i, const double *stat
         st = check_state_values(v, state, err);
     if (st != FRL_OK)
         return st;
-    if (v->kind == VEC_BUILTIN) {
-        void *sim = v->b.sims + (size_t)i * FRL_SIM_MAX_BYTES;
-        if (v->cls->set_state(sim, state) != 0)
-            return frl_fail(err, FRL_ERR_RANGE, "state is not a valid %s state", v->cls->name);
-        v->cls->observe(sim, v->b.obs + (size_t)i * (size_t)v->obs_w);
-    } else {
-        int rc = v->cb.set_state(v->users[i], state);
-        if (rc == 0 && v->observe)
-            rc = v->observe(v->users[i], v->b.obs + (size_t)i * (size_t)v->obs_w);
-        if (rc != 0) {
-            char msg[FRL_ERRMSG_SIZE];
-            frl_vec_env_callback_failed(v, i, "set_state", rc, msg);
-            return frl_fail(err, FRL_ERR_CALLBACK, "env %d: %.200s", (int)i, msg);
-        }
-    }
+    if (v->kind == VEC_BUILTIN)
+        st = set_builtin_state(v, i, state, err);
+    else
+        st = set_host_state(v, i, state, err);
+    if (st != FRL_OK)
+        return st;
     v->b.elapsed[i] = (int32_t)state[v->state_dim];
     v->b.needs_reset[i] = 0;
     v->b.ep_return[i] = 0.0;
