@@ -34,8 +34,9 @@ static frl_vec_env *started(frl_runtime *rt, const char *env, uint64_t seed)
     return v;
 }
 
-/* v's sections written to path with env.sims replaced by sims. */
-static void save_with_sims(const frl_vec_env *v, const uint8_t *sims, const char *path)
+/* v's sections written to path with section `name` replaced by data. */
+static void save_with(const frl_vec_env *v, const char *name, const void *data,
+                      const char *path)
 {
     frl_section sec[FRL_VEC_ENV_SECTIONS];
     int32_t n = 0;
@@ -43,10 +44,15 @@ static void save_with_sims(const frl_vec_env *v, const uint8_t *sims, const char
     char err[FRL_ERRMSG_SIZE];
     ck_assert_int_eq(frl_vec_env_snapshot(v, &snap, sec, &n, err), FRL_OK);
     for (int32_t i = 0; i < n; i++)
-        if (strcmp(sec[i].name, "env.sims") == 0)
-            sec[i].data = sims;
+        if (strcmp(sec[i].name, name) == 0)
+            sec[i].data = data;
     ck_assert_int_eq(frl_container_write(path, NULL, sec, n, err), FRL_OK);
     frl_vec_env_snap_free(&snap);
+}
+
+static void save_with_sims(const frl_vec_env *v, const uint8_t *sims, const char *path)
+{
+    save_with(v, "env.sims", sims, path);
 }
 
 /* Restore path into a fresh vec env of env: the status, and whether its sims stayed. */
@@ -69,6 +75,8 @@ START_TEST(forged_sims_refused)
 {
     static const forgery cases[] = {
         {"CartPole-v1", 0, 0, NAN, "x is nan"},
+        {"CartPole-v1", 8, 0, 1e39, "observation[1] would not be finite"},
+        {"MountainCar-v0", 0, 0, -1e300, "observation[0] would not be finite"},
         {"CartPoleNoVel-v1", 16, 0, INFINITY, "theta is inf"},
         {"Acrobot-v1", 0, 0, 4.0, "angles in [-pi, pi]"},
         {"Acrobot-v1", 24, 0, 30.0, "|dtheta2| <= 9 pi"},
@@ -109,6 +117,27 @@ START_TEST(forged_sims_refused)
 }
 END_TEST
 
+/* A forged negative elapsed count is refused too (it put off the time limit by as many
+ * steps, and episode lengths came out negative). */
+START_TEST(forged_elapsed_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], err[FRL_ERRMSG_SIZE];
+    snprintf(path, sizeof path, "/tmp/frl_sim_restore_e%d", (int)getpid());
+    frl_vec_env *v = started(rt, "CartPole-v1", 4);
+    int32_t elapsed[N] = {3, INT32_MIN};
+    save_with(v, "env.elapsed", elapsed, path);
+    ck_assert_int_eq(restore(rt, "CartPole-v1", path, err), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "env.elapsed: env 1 has -2147483648 elapsed steps"), "%s", err);
+    elapsed[1] = INT32_MAX; /* the most a run holds */
+    save_with(v, "env.elapsed", elapsed, path);
+    ck_assert_msg(restore(rt, "CartPole-v1", path, err) == FRL_OK, "%s", err);
+    frl_vec_env_destroy(v);
+    remove(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* Every built-in class has the check (a new class without one would restore raw). */
 START_TEST(every_class_checks)
 {
@@ -123,6 +152,7 @@ int main(void)
     TCase *tc = tcase_create("sim_restore");
     tcase_add_test(tc, forged_sims_refused);
     tcase_add_test(tc, every_class_checks);
+    tcase_add_test(tc, forged_elapsed_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "env/values.h"
 
 enum {
     FRL_SIM_MAX_BYTES = 64,   /* largest sim struct of any built-in */
@@ -95,7 +96,7 @@ typedef struct frl_env_class {
 
 /* A check_sim for a class whose sim is its state: every value finite (the first that
  * is not named from names), then set_state on a scratch copy of configured must accept
- * it (its ranges; rule says what they are). */
+ * it (its ranges; rule says what they are), and its observation must be finite. */
 static inline int frl_sim_state_check(const frl_env_class *c, const void *sim,
                                       const void *configured, const char *const *names,
                                       const char *rule, char *why, size_t size)
@@ -109,9 +110,17 @@ static inline int frl_sim_state_check(const frl_env_class *c, const void *sim,
             return 1;
         }
     memcpy(scratch, configured, sizeof scratch);
-    if (c->set_state(scratch, state) == 0)
+    if (c->set_state(scratch, state) != 0) {
+        snprintf(why, size, "the state is outside %s", rule);
+        return 1;
+    }
+    /* Finite doubles beyond float32's range give an infinite observation. */
+    float obs[FRL_OBS_MAX_DIM];
+    c->observe(scratch, obs);
+    int64_t k = frl_find_nonfinite(obs, c->obs_dim);
+    if (k < 0)
         return 0;
-    snprintf(why, size, "the state is outside %s", rule);
+    snprintf(why, size, "its observation[%d] would not be finite (beyond float32)", (int)k);
     return 1;
 }
 

@@ -240,6 +240,18 @@ static frl_status check_sims(const frl_vec_env *v, const char *section, const ui
     return FRL_OK;
 }
 
+/* Elapsed counts a run can hold: a negative one (only a forged file has it) would put
+ * off the time limit by as many steps and report negative episode lengths. */
+static frl_status check_elapsed(const frl_vec_env *v, const char *section,
+                                const int32_t *elapsed, char *err)
+{
+    for (int32_t i = 0; i < v->n; i++)
+        if (elapsed[i] < 0)
+            return frl_fail(err, FRL_ERR_FORMAT, "%s: env %d has %d elapsed steps (negative)",
+                            section, (int)i, (int)elapsed[i]);
+    return FRL_OK;
+}
+
 frl_status frl_vec_env_restore(frl_vec_env *v, const frl_container *c, char *err)
 {
     return frl_vec_env_restore_group(v, 0, c, err);
@@ -255,9 +267,11 @@ frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_co
     if (st != FRL_OK)
         return st;
     const int64_t *totals = found[k]->data;
-    int32_t sims = index_of(a, k, "sims");
+    int32_t sims = index_of(a, k, "sims"), elapsed = index_of(a, k, "elapsed");
     if (v->kind == VEC_BUILTIN &&
         (st = check_sims(v, a[sims].name, found[sims]->data, err)) != FRL_OK)
+        return st;
+    if ((st = check_elapsed(v, a[elapsed].name, found[elapsed]->data, err)) != FRL_OK)
         return st;
     if (v->kind == VEC_CALLBACKS && totals[3]) {
         const frl_section *nr = found[index_of(a, k, "needs_reset")];
