@@ -1059,6 +1059,21 @@ static int batch_step_ok(void *user, int32_t n, const void *actions, const uint8
                          uint8_t *trunc);
 static void batch_close(void *user);
 
+/* State functions that are never called: creation is refused before any callback. */
+static int no_get_state(void *user, double *state)
+{
+    (void)user;
+    (void)state;
+    return 1;
+}
+
+static int no_set_state(void *user, const double *state)
+{
+    (void)user;
+    (void)state;
+    return 1;
+}
+
 START_TEST(callback_tables_bad)
 {
     frl_runtime *rt = make_rt(2);
@@ -1118,6 +1133,13 @@ START_TEST(callback_tables_bad)
     cb.state_size = -1;
     EXPECT_ERR(frl_vec_env_create_callbacks(&v, rt, &cb, users, NHOST, os, as, NULL),
                FRL_ERR_INVALID_ARGUMENT, "state_size");
+    /* 2^31 - 1 values and the elapsed count after them: no int32 size holds both. */
+    cb.state_size = INT32_MAX;
+    cb.get_state = no_get_state;
+    cb.set_state = no_set_state;
+    EXPECT_ERR(frl_vec_env_create_callbacks(&v, rt, &cb, users, NHOST, os, as, NULL),
+               FRL_ERR_INVALID_ARGUMENT, "state_size", "2147483647");
+    ck_assert_ptr_null(v);
 
     /* NULL users, NULL spaces, bad num_envs, a discrete observation space. */
     host_callbacks(&cb);

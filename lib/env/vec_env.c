@@ -238,7 +238,12 @@ static frl_status copy_callbacks(frl_env_callbacks *dst, const frl_env_callbacks
     if (!dst->reset || !dst->step)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: callbacks.%s is NULL", who,
                         dst->reset ? "step" : "reset");
-    if (dst->state_size < 0 || (dst->state_size > 0 && (!dst->get_state || !dst->set_state)))
+    /* The elapsed count follows the state: state_size + 1 values, an int32 size. */
+    if (dst->state_size < 0 || dst->state_size == INT32_MAX)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
+                        "%s: state_size %d is outside [0, 2^31 - 2] (the state and its elapsed "
+                        "count are state_size + 1 values)", who, (int)dst->state_size);
+    if (dst->state_size > 0 && (!dst->get_state || !dst->set_state))
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT,
                         "%s: state_size %d needs both get_state and set_state", who,
                         (int)dst->state_size);
