@@ -1,5 +1,6 @@
 /* frl_runtime: the thread pool's fork-join, nesting, errors, logging and parking. */
 #include <check.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +195,72 @@ START_TEST(idle_workers_park)
 }
 END_TEST
 
+/* Failing calls on several threads at once each leave a whole message in the runtime's
+ * buffer: inline jobs from two host threads (not serialised) and a nested job failing on
+ * every worker. The buffer used to be written unguarded, a data race (torn text here,
+ * a report under TSan). */
+static int fail_with(void *user, int32_t task, int32_t thread)
+{
+    (void)task;
+    (void)thread;
+    return *(const int *)user;
+}
+
+typedef struct failer {
+    frl_runtime *rt;
+    int value;
+    int calls;
+} failer;
+
+static void *fail_many(void *arg)
+{
+    failer *f = arg;
+    for (int i = 0; i < f->calls; i++)
+        if (frl_runtime_parallel_for(f->rt, 1, fail_with, &f->value) != FRL_ERR_CALLBACK)
+            return arg;
+    return NULL;
+}
+
+static int nested_fail(void *user, int32_t task, int32_t thread)
+{
+    (void)thread;
+    static const int values[2] = {1, 1234567890};
+    failer *f = user;
+    for (int i = 0; i < 50; i++)
+        frl_runtime_parallel_for(f->rt, 2, fail_with, (void *)&values[task % 2]);
+    return 0;
+}
+
+static void assert_whole_message(const char *msg)
+{
+    ck_assert_msg(strcmp(msg, "frl_runtime_parallel_for: task 0 returned 1") == 0 ||
+                      strcmp(msg, "frl_runtime_parallel_for: task 0 returned 1234567890") == 0,
+                  "torn message: \"%s\"", msg);
+}
+
+START_TEST(concurrent_failures_keep_whole_message)
+{
+    const int calls = FRL_TEST_SHORT ? 2000 : 20000;
+    frl_runtime *rt = make_runtime(1, 0);
+    failer f[2] = {{rt, 1, calls}, {rt, 1234567890, calls}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, fail_many, &f[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        void *bad = &f[i];
+        ck_assert_int_eq(pthread_join(th[i], &bad), 0);
+        ck_assert_ptr_null(bad);
+    }
+    assert_whole_message(frl_runtime_last_error(rt));
+    frl_runtime_destroy(rt);
+
+    failer n = {make_runtime(4, 50), 0, 0};
+    ck_assert_int_eq(frl_runtime_parallel_for(n.rt, 8, nested_fail, &n), FRL_OK);
+    assert_whole_message(frl_runtime_last_error(n.rt));
+    frl_runtime_destroy(n.rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime");
@@ -204,6 +271,7 @@ int main(void)
     tcase_add_test(tc, nested_call_runs_inline);
     tcase_add_test(tc, logger_and_defaults);
     tcase_add_test(tc, idle_workers_park);
+    tcase_add_test(tc, concurrent_failures_keep_whole_message);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

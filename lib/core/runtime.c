@@ -52,6 +52,23 @@ static frl_status start_pool(frl_runtime *rt, const frl_config *cfg)
     return st == FRL_OK ? st : frl_fail_msg(NULL, st, msg);
 }
 
+static int init_locks(frl_runtime *rt)
+{
+    if (pthread_mutex_init(&rt->log_lock, NULL) != 0)
+        return -1;
+    if (pthread_mutex_init(&rt->err_lock, NULL) != 0) {
+        pthread_mutex_destroy(&rt->log_lock);
+        return -1;
+    }
+    return 0;
+}
+
+static void destroy_locks(frl_runtime *rt)
+{
+    pthread_mutex_destroy(&rt->err_lock);
+    pthread_mutex_destroy(&rt->log_lock);
+}
+
 FRL_API frl_status frl_runtime_create(frl_runtime **out, const frl_config *cfg,
                                       const frl_allocator *alloc, const frl_logger *logger)
 {
@@ -71,7 +88,7 @@ FRL_API frl_status frl_runtime_create(frl_runtime **out, const frl_config *cfg,
     int64_t threads = frl_cfg_int(cfg, FRL_KEY_RUNTIME_THREADS);
     rt->threads = threads == 0 ? online_cores() : (int32_t)threads;
     rt->seed = (uint64_t)frl_cfg_int(cfg, FRL_KEY_RUNTIME_SEED);
-    if (pthread_mutex_init(&rt->log_lock, NULL) != 0) {
+    if (init_locks(rt) != 0) {
         frl_free(&a, rt);
         return frl_fail(NULL, FRL_ERR_THREAD, "frl_runtime_create: cannot initialise a mutex");
     }
@@ -80,7 +97,7 @@ FRL_API frl_status frl_runtime_create(frl_runtime **out, const frl_config *cfg,
     if (st == FRL_OK && (st = start_pool(rt, cfg)) != FRL_OK)
         frl_device_close(&rt->device);
     if (st != FRL_OK) {
-        pthread_mutex_destroy(&rt->log_lock);
+        destroy_locks(rt);
         frl_free(&a, rt);
         return st;
     }
@@ -98,7 +115,7 @@ FRL_API void frl_runtime_destroy(frl_runtime *rt)
         return;
     frl_pool_destroy(rt->pool);
     frl_device_close(&rt->device);
-    pthread_mutex_destroy(&rt->log_lock);
+    destroy_locks(rt);
     frl_allocator a = rt->alloc;
     frl_free(&a, rt);
 }
@@ -123,20 +140,40 @@ FRL_API uint64_t frl_runtime_seed(const frl_runtime *rt)
     return rt ? rt->seed : 0;
 }
 
+/* Record a failure of frl_runtime_parallel_for on this thread and, under err_lock, in
+ * rt->err: the calls it may fail in run concurrently, and two unguarded writes of one
+ * buffer are a data race whose text can come out torn. */
+static frl_status runtime_fail(frl_runtime *rt, frl_status status, const char *fmt, ...)
+    FRL_PRINTF(3, 4);
+
+static frl_status runtime_fail(frl_runtime *rt, frl_status status, const char *fmt, ...)
+{
+    char msg[FRL_ERRMSG_SIZE];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&rt->err_lock);
+    frl_fail_msg(rt->err, status, msg);
+    pthread_mutex_unlock(&rt->err_lock);
+    return status;
+}
+
 FRL_API frl_status frl_runtime_parallel_for(frl_runtime *rt, int32_t num_tasks,
                                             frl_task_fn fn, void *user)
 {
-    if (!rt || !fn)
-        return frl_fail(rt ? rt->err : NULL, FRL_ERR_NULL, "frl_runtime_parallel_for: %s is NULL",
-                        rt ? "fn" : "rt");
+    if (!rt)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_runtime_parallel_for: rt is NULL");
+    if (!fn)
+        return runtime_fail(rt, FRL_ERR_NULL, "frl_runtime_parallel_for: fn is NULL");
     if (num_tasks < 0)
-        return frl_fail(rt->err, FRL_ERR_RANGE,
-                        "frl_runtime_parallel_for: num_tasks %d is negative", (int)num_tasks);
+        return runtime_fail(rt, FRL_ERR_RANGE,
+                            "frl_runtime_parallel_for: num_tasks %d is negative", (int)num_tasks);
     int32_t failed = -1;
     int r = frl_pool_run(rt->pool, num_tasks, fn, user, &failed);
     if (r != 0)
-        return frl_fail(rt->err, FRL_ERR_CALLBACK,
-                        "frl_runtime_parallel_for: task %d returned %d", (int)failed, r);
+        return runtime_fail(rt, FRL_ERR_CALLBACK,
+                            "frl_runtime_parallel_for: task %d returned %d", (int)failed, r);
     return FRL_OK;
 }
 

@@ -17,6 +17,9 @@ struct frl_runtime {
     int32_t threads;
     uint64_t seed;
     frl_device device;
+    /* Guards err: frl_runtime_parallel_for may fail on several threads at once (calls
+     * that run inline are not serialised, nested calls fail on workers). */
+    pthread_mutex_t err_lock;
     char err[FRL_ERRMSG_SIZE];
 };
 
