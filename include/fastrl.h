@@ -292,8 +292,9 @@ typedef enum frl_space_kind {
 /* alloc may be NULL. n in [1, 2^31). */
 FRL_API frl_status frl_space_create_discrete(frl_space **out, const frl_allocator *alloc,
                                              int64_t n);
-/* shape: rank values >= 1, rank in [1, 8]; low and high: product(shape) values each,
- * copied; NULL means unbounded (-inf / +inf). low <= high and no NaN, or FRL_ERR_RANGE. */
+/* shape: rank values >= 1, rank in [1, 8], their product <= 2^31 - 1; low and high: that
+ * many values each, copied; NULL means unbounded (-inf / +inf). low <= high and no NaN,
+ * or FRL_ERR_RANGE. */
 FRL_API frl_status frl_space_create_box(frl_space **out, const frl_allocator *alloc,
                                         int32_t rank, const int64_t *shape, const float *low,
                                         const float *high);
@@ -303,7 +304,8 @@ FRL_API frl_status frl_space_create_box(frl_space **out, const frl_allocator *al
 FRL_API frl_status frl_space_create_image(frl_space **out, const frl_allocator *alloc,
                                           int32_t height, int32_t width, int32_t channels);
 /* Since 0.3. image: an image space; vector: a box (any rank, read flat; its bounds are
- * kept). Both are copied. Either of the wrong kind is FRL_ERR_INVALID_ARGUMENT. */
+ * kept). Both are copied. Either of the wrong kind is FRL_ERR_INVALID_ARGUMENT; a row
+ * (image bytes + 4 * vector floats) over 2^31 - 1 bytes, FRL_ERR_RANGE. */
 FRL_API frl_status frl_space_create_mixed(frl_space **out, const frl_allocator *alloc,
                                           const frl_space *image, const frl_space *vector);
 /* Since 0.3. A mixed space's parts: 0 the image, 1 the box (owned by the space, valid as

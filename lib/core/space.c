@@ -47,11 +47,12 @@ static frl_status check_shape(int32_t rank, const int64_t *shape, int64_t *count
     if (rank < 1 || rank > FRL_SPACE_MAX_RANK)
         return frl_fail(NULL, FRL_ERR_RANGE, "frl_space_create_box: rank %d is outside [1, %d]",
                         (int)rank, FRL_SPACE_MAX_RANK);
+    /* The vec env, policy and ring hold a row's width in an int32: 2^31 would wrap. */
     int64_t n = 1;
     for (int32_t i = 0; i < rank; i++) {
-        if (shape[i] < 1 || shape[i] > ((int64_t)1 << 31) / n)
+        if (shape[i] < 1 || shape[i] > INT32_MAX / n)
             return frl_fail(NULL, FRL_ERR_RANGE,
-                            "frl_space_create_box: shape[%d] = %lld is not in [1, 2^31 / "
+                            "frl_space_create_box: shape[%d] = %lld is not in [1, (2^31 - 1) / "
                             "product of the others]",
                             (int)i, (long long)shape[i]);
         n *= shape[i];
@@ -62,6 +63,8 @@ static frl_status check_shape(int32_t rank, const int64_t *shape, int64_t *count
 
 static frl_status check_bounds(int64_t n, const float *low, const float *high)
 {
+    if (!low && !high) /* unbounded: nothing to read (n may be up to 2^31 - 1) */
+        return FRL_OK;
     for (int64_t i = 0; i < n; i++) {
         float lo = low ? low[i] : -INFINITY, hi = high ? high[i] : INFINITY;
         /* low = +inf or high = -inf leaves no value in the box; policy files refuse such
@@ -175,6 +178,12 @@ static frl_status check_parts(const frl_space *image, const frl_space *vector)
     if (vector->kind != FRL_SPACE_BOX)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: the second part must be a box "
                         "space (frl_space_create_box) of float32 values", who);
+    /* A row's bytes, like a box's floats, must fit the int32 widths of the vec env,
+     * policy and ring (both parts can be valid alone and too large together). */
+    if (vector->n > (INT32_MAX - image->n) / 4)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: a row of %lld image bytes and %lld floats "
+                        "is over 2^31 - 1 bytes", who, (long long)image->n,
+                        (long long)vector->n);
     return FRL_OK;
 }
 
