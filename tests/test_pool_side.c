@@ -19,6 +19,7 @@ typedef struct shared {
     atomic_int done;
     atomic_int wakes;
     int fail_task;
+    int fail_value; /* what fail_task returns; 5 unless a test sets it */
 } shared;
 
 static int count_task(void *user, int32_t task, int32_t thread)
@@ -33,7 +34,7 @@ static int count_task(void *user, int32_t task, int32_t thread)
         x += i * 1e-9;
     if (x < 0) /* never: keeps the loop */
         return 9;
-    return task == s->fail_task ? 5 : 0;
+    return task == s->fail_task ? s->fail_value : 0;
 }
 
 static void wake(void *user)
@@ -55,7 +56,7 @@ static int long_task(void *user, int32_t task, int32_t thread)
     for (int r = 0; r < ROUNDS; r++) {
         int32_t failed = -1;
         int got = frl_pool_run(s->pool, TASKS, count_task, s, &failed);
-        if (s->fail_task >= 0 && (got != 5 || failed != s->fail_task))
+        if (s->fail_task >= 0 && (got != s->fail_value || failed != s->fail_task))
             rc = 1;
         if (s->fail_task < 0 && got != 0)
             rc = 1;
@@ -83,6 +84,7 @@ START_TEST(side_job_tasks_run_once_and_are_shared)
     static shared s;
     memset(&s, 0, sizeof s);
     s.fail_task = -1;
+    s.fail_value = 5;
     run_long(&s, 1);
     for (int t = 0; t < TASKS; t++)
         ck_assert_int_eq(atomic_load(&s.runs[t]), ROUNDS);
@@ -96,6 +98,22 @@ START_TEST(side_job_failure_is_reported)
     static shared s;
     memset(&s, 0, sizeof s);
     s.fail_task = 17;
+    s.fail_value = 5;
+    run_long(&s, 1);
+    for (int t = 0; t < TASKS; t++)
+        ck_assert_int_eq(atomic_load(&s.runs[t]), ROUNDS);
+}
+END_TEST
+
+/* A negative result (the library's own tasks return frl_status codes) is a failure like
+ * any other: the side job reported it as "not published", and the nested call then ran
+ * every task a second time inline. */
+START_TEST(side_job_negative_failure_runs_tasks_once)
+{
+    static shared s;
+    memset(&s, 0, sizeof s);
+    s.fail_task = 17;
+    s.fail_value = -9;
     run_long(&s, 1);
     for (int t = 0; t < TASKS; t++)
         ck_assert_int_eq(atomic_load(&s.runs[t]), ROUNDS);
@@ -107,6 +125,7 @@ START_TEST(no_wake_function_runs_inline)
     static shared s;
     memset(&s, 0, sizeof s);
     s.fail_task = -1;
+    s.fail_value = 5;
     run_long(&s, 0);
     for (int t = 0; t < TASKS; t++)
         ck_assert_int_eq(atomic_load(&s.runs[t]), ROUNDS);
@@ -122,6 +141,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, side_job_tasks_run_once_and_are_shared);
     tcase_add_test(tc, side_job_failure_is_reported);
+    tcase_add_test(tc, side_job_negative_failure_runs_tasks_once);
     tcase_add_test(tc, no_wake_function_runs_inline);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

@@ -227,15 +227,17 @@ void frl_pool_set_side_wake(frl_pool *p, void (*wake)(void *user), void *user)
     pthread_mutex_unlock(&p->side_lock);
 }
 
-/* A nested call published as the side job; -1 if it cannot be (none wanted, or one is
- * published already), and the caller runs it inline. */
+/* A nested call published as the side job: returns 1 with its result in *result, or 0
+ * if it cannot be (none wanted, or one is published already) and the caller runs it
+ * inline. Not a sentinel in the result: tasks may return any non-zero value, negative
+ * frl_status codes included, and a "not run" read from one ran every task twice. */
 static int run_side(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user, int32_t thread,
-                    int32_t *failed_task)
+                    int32_t *failed_task, int *result)
 {
     pthread_mutex_lock(&p->side_lock);
     if (!p->side_wake || p->side_active || num_tasks <= 1) {
         pthread_mutex_unlock(&p->side_lock);
-        return -1;
+        return 0;
     }
     p->side_fn = fn;
     p->side_user = user;
@@ -254,11 +256,11 @@ static int run_side(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user, 
     while (p->side_running > 0)
         pthread_cond_wait(&p->side_done, &p->side_lock);
     p->side_active = 0;
-    int r = p->side_result;
-    if (r != 0)
+    *result = p->side_result;
+    if (*result != 0)
         *failed_task = p->side_failed;
     pthread_mutex_unlock(&p->side_lock);
-    return r;
+    return 1;
 }
 
 int frl_pool_run(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user,
@@ -268,8 +270,10 @@ int frl_pool_run(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user,
     failed_task = failed_task ? failed_task : &dummy;
     *failed_task = -1;
     if (tls_current_pool == p) {
-        int r = run_side(p, num_tasks, fn, user, tls_thread_index, failed_task);
-        return r >= 0 ? r : run_inline(num_tasks, fn, user, tls_thread_index, failed_task);
+        int r = 0;
+        if (run_side(p, num_tasks, fn, user, tls_thread_index, failed_task, &r))
+            return r;
+        return run_inline(num_tasks, fn, user, tls_thread_index, failed_task);
     }
     if (p->started == 0 || num_tasks <= 1)
         return run_inline(num_tasks, fn, user, 0, failed_task);
