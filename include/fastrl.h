@@ -256,15 +256,16 @@ FRL_API uint64_t frl_runtime_seed(const frl_runtime *rt);
 typedef int (*frl_task_fn)(void *user, int32_t task_index, int32_t thread_index);
 
 /* Run fn for every task index in [0, num_tasks) on the runtime's threads, the calling
- * thread included, and return when all are done. Tasks may run in any order; all run
- * even if one fails; the first failure is returned as FRL_ERR_CALLBACK. May be called
- * from several threads at once: jobs that need the workers are serialised, jobs that
- * run on the caller alone (one thread, or num_tasks <= 1) are not. A call from inside
- * a task of the same runtime runs inline on that thread. thread_index is unique among
- * the threads running tasks of one job (a nested job's tasks get the index of the thread
- * running them). Nesting across runtimes must not loop back: a task of runtime A may
- * call runtime B, but B's tasks must not then call A (A's job holds its pool while B's
- * workers wait for it: a deadlock). */
+ * thread included, and return when all are done. Tasks may run in any order; all run even
+ * if one fails; the first failure is returned as FRL_ERR_CALLBACK. May be called from
+ * several threads at once: jobs that need the workers are serialised, jobs that run on the
+ * caller alone (one thread, or num_tasks <= 1) are not. A call from inside a task of the
+ * same runtime runs inline on that thread (unless that task's job had num_tasks <= 1 and so
+ * ran inline itself: then the call uses the workers). thread_index is unique among the
+ * threads running tasks of one job (a nested job's tasks get the index of the thread
+ * running them). Nesting across runtimes must not loop back: a task of runtime A may call
+ * runtime B, but B's tasks must not then call A (A's job holds its pool while B's workers
+ * wait for it: a deadlock). */
 FRL_API frl_status frl_runtime_parallel_for(frl_runtime *rt, int32_t num_tasks,
                                             frl_task_fn fn, void *user);
 FRL_API const char *frl_runtime_last_error(const frl_runtime *rt);
