@@ -38,13 +38,22 @@ done
 
 # --help is an answer, not a mistake: the usage on stdout (nothing on stderr), exit 0,
 # for every command that takes options (export and cut once said "unknown option", 2).
-for cmd in train export cut; do
+for cmd in train export cut eval render; do
     help=$("$fastrl" "$cmd" --help 2>"$dir/stderr")
     rc=$?
     [ "$rc" -eq 0 ] || fail "$cmd --help: exit status $rc (want 0)"
     case $help in "usage: fastrl $cmd "*) ;; *) fail "$cmd --help: stdout: $help" ;; esac
     [ ! -s "$dir/stderr" ] || fail "$cmd --help: stderr: $(cat "$dir/stderr")"
 done
+# envs and info take no options: --help gives the program's usage instead of running.
+for cmd in envs info; do
+    help=$("$fastrl" "$cmd" --help 2>"$dir/stderr")
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "$cmd --help: exit status $rc (want 0)"
+    case $help in "usage: fastrl <command>"*) ;; *) fail "$cmd --help: stdout: $help" ;; esac
+done
+help=$("$fastrl" bench train --help 2>"$dir/stderr")
+[ ! -s "$dir/stderr" ] || fail "bench train --help: stderr: $(cat "$dir/stderr")"
 run "$fastrl" export
 status 2 "export with nothing" "usage: fastrl export"
 

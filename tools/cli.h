@@ -26,6 +26,9 @@ int cli_parse_real(const char *cmd, const char *opt, const char *text, double lo
  * output that would overwrite the command's own input. */
 int cli_same_file(const char *a, const char *b);
 
+/* 1 when the arguments hold --help or -h: the command's usage goes to stdout, exit 0. */
+int cli_asks_help(int argc, char **argv);
+
 double cli_now(void);
 
 /* When main started: `seconds` in train's last line counts from here. */

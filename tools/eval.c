@@ -88,8 +88,20 @@ static int parse_eval_value(const char *a, const char *v, eval_opts *o)
     return rc;
 }
 
+static void eval_usage(FILE *f)
+{
+    fprintf(f, "usage: fastrl eval CHECKPOINT [--episodes N] [--deterministic] "
+               "[--env ENV] [--seed S] [--max-steps M]\n");
+}
+
+/* 0 to go on, -1 after --help (the usage on stdout), else the exit status of a usage
+ * error. */
 static int parse_eval_args(int argc, char **argv, eval_opts *o)
 {
+    if (cli_asks_help(argc, argv)) {
+        eval_usage(stdout);
+        return -1;
+    }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int rc = i + 1 < argc ? parse_eval_value(a, argv[i + 1], o) : -1;
@@ -107,8 +119,7 @@ static int parse_eval_args(int argc, char **argv, eval_opts *o)
         }
     }
     if (!o->path) {
-        fprintf(stderr, "usage: fastrl eval CHECKPOINT [--episodes N] [--deterministic] "
-                        "[--env ENV] [--seed S] [--max-steps M]\n");
+        eval_usage(stderr);
         return 2;
     }
     return 0;
@@ -232,7 +243,7 @@ int cli_eval(int argc, char **argv)
     eval_opts o = {NULL, NULL, 100, 0, 16, 12345, -1};
     int rc = parse_eval_args(argc, argv, &o);
     if (rc != 0)
-        return rc;
+        return rc < 0 ? 0 : rc;
     frl_runtime *rt;
     frl_status st = frl_runtime_create(&rt, NULL, NULL, NULL);
     if (st != FRL_OK)

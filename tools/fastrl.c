@@ -25,6 +25,14 @@ int cli_fail(const char *what, frl_status st)
     return 1;
 }
 
+int cli_asks_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return 1;
+    return 0;
+}
+
 int cli_bad_option(const char *what, frl_status st)
 {
     cli_fail(what, st);
@@ -323,8 +331,13 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "bench") && argc > 2 && !strcmp(argv[2], "train"))
+    if (!strcmp(cmd, "bench") && argc > 2 && !strcmp(argv[2], "train") &&
+        !cli_asks_help(argc - 3, argv + 3))
         frl_openblas_check_core(argv); /* its floor is sgemm's rate */
+    if ((!strcmp(cmd, "envs") || !strcmp(cmd, "info")) && cli_asks_help(argc - 2, argv + 2)) {
+        usage(stdout); /* they take no options: the program's usage says what they do */
+        return 0;
+    }
     if (!strcmp(cmd, "envs"))
         return cmd_envs();
     if (!strcmp(cmd, "info"))

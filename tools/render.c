@@ -18,10 +18,15 @@ typedef struct render_opts {
     int32_t steps;
 } render_opts;
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: fastrl render ENV --out FILE.png [--seed S] [--steps K] "
+               "[--policy oracle|random] [--set key=value ...]\n");
+}
+
 static int usage_fail(void)
 {
-    fprintf(stderr, "usage: fastrl render ENV --out FILE.png [--seed S] [--steps K] "
-                    "[--policy oracle|random] [--set key=value ...]\n");
+    usage(stderr);
     return 2;
 }
 
@@ -128,6 +133,10 @@ static int run(frl_vec_env *v, const render_opts *o)
 int cli_render(int argc, char **argv)
 {
     render_opts o = {NULL, NULL, NULL, 0, 0};
+    if (cli_asks_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
     frl_config *cfg;
     if (frl_config_create(&cfg, NULL) != FRL_OK || frl_config_set_int(cfg, "runtime.threads", 1))
         return cli_fail("config", FRL_ERR_NOMEM);

@@ -18,6 +18,10 @@
 # add a test that rewrites a checkpoint the same way (tests/trainer_checks.h).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+case ${1:-60} in
+    -h | --help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *[!0-9]* | '') echo "libfuzzer: SECONDS must be a whole number, not '$1'" >&2; exit 2 ;;
+esac
 seconds=${1:-60}
 dir=${2:-build-libfuzzer}
 shift $(($# < 2 ? $# : 2))
