@@ -557,25 +557,6 @@ END_TEST
 
 /* ---- spaces ----------------------------------------------------------------------- */
 
-/* Refuses blocks over 1 GiB: a check that should refuse a size before allocating must
- * not depend on the machine's memory (nor touch 16 GiB when it is missing). */
-static void *small_alloc(void *user, size_t size, size_t alignment)
-{
-    (void)user;
-    void *p = NULL;
-    if (size > ((size_t)1 << 30) ||
-        posix_memalign(&p, alignment < sizeof(void *) ? sizeof(void *) : alignment,
-                       size ? size : 1) != 0)
-        return NULL;
-    return p;
-}
-
-static void small_free(void *user, void *ptr)
-{
-    (void)user;
-    free(ptr);
-}
-
 START_TEST(space_bad_input)
 {
     frl_space *s = JUNK;
@@ -607,10 +588,8 @@ START_TEST(space_bad_input)
     /* 2^31 elements: one more than the int32 row widths of vec envs, policies and rings
      * hold (it was accepted, and wrapped to INT32_MIN there). 2^31 - 1 passes the check,
      * so the refusing allocator gives FRL_ERR_NOMEM. */
-    frl_allocator small;
-    frl_allocator_init(&small);
-    small.alloc = small_alloc;
-    small.free = small_free;
+    size_t gib = (size_t)1 << 30; /* refused above: no 16 GiB is touched */
+    frl_allocator small = frl_test_capped_allocator(&gib);
     int64_t two31[2] = {(int64_t)1 << 16, (int64_t)1 << 15};
     EXPECT_ERR(frl_space_create_box(&s, &small, 2, two31, NULL, NULL), FRL_ERR_RANGE,
                "shape[1]", "2^31 - 1");

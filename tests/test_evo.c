@@ -182,29 +182,10 @@ END_TEST
 
 /* ---- populations and optimisers that do not fit in memory ---- */
 
-/* An allocator that refuses blocks over 64 MB, as a machine without the memory would. */
-static void *small_alloc(void *user, size_t size, size_t alignment)
-{
-    (void)user;
-    if (size > ((size_t)64 << 20))
-        return NULL;
-    void *p = NULL;
-    size_t a = alignment < sizeof(void *) ? sizeof(void *) : alignment;
-    return posix_memalign(&p, a, (size + a - 1) / a * a) == 0 ? p : NULL;
-}
-
-static void small_free(void *user, void *p)
-{
-    (void)user;
-    free(p);
-}
-
 START_TEST(too_large_for_memory)
 {
-    frl_allocator al;
-    frl_allocator_init(&al);
-    al.alloc = small_alloc;
-    al.free = small_free;
+    size_t cap = (size_t)64 << 20; /* as a machine without the memory would */
+    frl_allocator al = frl_test_capped_allocator(&cap);
     frl_runtime *rt;
     ck_assert_int_eq(frl_runtime_create(&rt, NULL, &al, NULL), FRL_OK);
     frl_policy *p = make_policy(rt, "CartPole-v1", "policy.hidden=64,64");
@@ -689,43 +670,23 @@ static void check_resume(const char *settings, const char *path)
     frl_runtime_destroy(rt);
 }
 
-/* An allocator that fails every request while *closed is set. */
-static void *gated_alloc(void *user, size_t size, size_t alignment)
-{
-    if (*(const int *)user)
-        return NULL;
-    void *p = NULL;
-    size_t a = alignment < sizeof(void *) ? sizeof(void *) : alignment;
-    return posix_memalign(&p, a, (size + a - 1) / a * a) == 0 ? p : NULL;
-}
-
-static void gated_free(void *user, void *p)
-{
-    (void)user;
-    free(p);
-}
-
 /* ES and GA trainers allocate nothing in train, as the other trainers do (api.md): each
  * generation's evaluation runs in a block the sampler reserves at create (it took a
  * block per generation, so with the allocator failing, train failed). */
 static void check_train_allocates_nothing(const char *settings)
 {
-    int closed = 0;
-    frl_allocator al;
-    frl_allocator_init(&al);
-    al.alloc = gated_alloc;
-    al.free = gated_free;
-    al.user = &closed;
+    size_t cap = SIZE_MAX;
+    frl_allocator al = frl_test_capped_allocator(&cap);
     frl_config *rc = frl_test_settings("runtime.threads=2");
     frl_runtime *rt = NULL;
     ck_assert_int_eq(frl_runtime_create(&rt, rc, &al, NULL), FRL_OK);
     frl_config_destroy(rc);
     frl_trainer *t = evo_trainer(rt, settings);
-    closed = 1;
+    cap = 0; /* every allocation fails from here */
     ck_assert_msg(frl_trainer_train(t, 20000) == FRL_OK, "%s: %s", settings,
                   frl_trainer_last_error(t));
     ck_assert_int_ge(frl_trainer_metrics(t)->update, 2);
-    closed = 0;
+    cap = SIZE_MAX;
     frl_trainer_destroy(t);
     frl_runtime_destroy(rt);
 }

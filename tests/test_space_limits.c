@@ -11,25 +11,6 @@
 #include "core/space.h"
 #include "test_util.h"
 
-/* Refuses blocks over 1 GiB, so a size that passes the checks fails as FRL_ERR_NOMEM
- * instead of taking the machine's memory. */
-static void *small_alloc(void *user, size_t size, size_t alignment)
-{
-    (void)user;
-    void *p = NULL;
-    if (size > ((size_t)1 << 30) ||
-        posix_memalign(&p, alignment < sizeof(void *) ? sizeof(void *) : alignment,
-                       size ? size : 1) != 0)
-        return NULL;
-    return p;
-}
-
-static void small_free(void *user, void *ptr)
-{
-    (void)user;
-    free(ptr);
-}
-
 /* An unbounded box of n floats, shape {n}, as frl_space_create_box would make it. */
 static frl_space fake_box(int64_t n)
 {
@@ -45,10 +26,8 @@ static frl_space fake_box(int64_t n)
 
 START_TEST(mixed_row_over_int32_refused)
 {
-    frl_allocator small;
-    frl_allocator_init(&small);
-    small.alloc = small_alloc;
-    small.free = small_free;
+    size_t gib = (size_t)1 << 30; /* a size past the checks fails as FRL_ERR_NOMEM */
+    frl_allocator small = frl_test_capped_allocator(&gib);
     frl_space *image = NULL, *mixed = (frl_space *)&small;
     ck_assert_int_eq(frl_space_create_image(&image, NULL, 4096, 4096, 1), FRL_OK);
     /* 2^24 image bytes + 4 * floats: the most that fits, and one float more. */

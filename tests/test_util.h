@@ -18,6 +18,35 @@
 #define FRL_TEST_SHORT 0
 #endif
 
+/* An allocator that refuses blocks over *cap bytes (a cap of 0 refuses every block), so
+ * a check that must refuse a size before allocating does not depend on the machine's
+ * memory, and a call that must allocate nothing can be shown to. *cap may change while
+ * the allocator is in use (the caller's own thread only). */
+static inline void *frl_test_capped_alloc(void *user, size_t size, size_t alignment)
+{
+    void *p = NULL;
+    size_t a = alignment < sizeof(void *) ? sizeof(void *) : alignment;
+    if (size > *(const size_t *)user || posix_memalign(&p, a, size ? size : 1) != 0)
+        return NULL;
+    return p;
+}
+
+static inline void frl_test_capped_free(void *user, void *ptr)
+{
+    (void)user;
+    free(ptr);
+}
+
+static inline frl_allocator frl_test_capped_allocator(size_t *cap)
+{
+    frl_allocator al;
+    frl_allocator_init(&al);
+    al.alloc = frl_test_capped_alloc;
+    al.free = frl_test_capped_free;
+    al.user = cap;
+    return al;
+}
+
 /* Run a suite; the exit status of main(): non-zero if any check failed. */
 static inline int frl_test_run(Suite *s)
 {
