@@ -604,28 +604,6 @@ static int all_finite_f32(const float *v, int64_t n)
     return ok;
 }
 
-/* The alpha the file's priorities were raised to: r2d2.alpha, or for a file from before
- * it the saved settings' (NaN: this run's). Another one than this run's must be > 0 for
- * the priorities to be had back, as the replay's own (rl/replay.h). */
-static frl_status saved_alpha(const r2d2 *d, const frl_container *c, double fallback,
-                              double *out, char *err)
-{
-    char ignored[FRL_ERRMSG_SIZE];
-    const frl_section *s = frl_container_find(c, "r2d2.alpha", FRL_DTYPE_F64, 1, ignored);
-    double a = s ? *(const double *)s->data : isnan(fallback) ? d->s.alpha : fallback;
-    *out = a;
-    if (a == d->s.alpha)
-        return FRL_OK;
-    if (!(a >= 0 && a <= 1))
-        return frl_fail(err, FRL_ERR_FORMAT, "r2d2.alpha is %g (need [0, 1])", a);
-    if (a == 0)
-        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "r2d2: priorities saved with "
-                        "train.per_alpha=0, which keeps none, and the settings ask for %g: "
-                        "keep train.per_alpha=0 as saved, or set train.save_replay=false",
-                        d->s.alpha);
-    return FRL_OK;
-}
-
 /* Sequence i's saved p^from as p^alpha (this run's), by the power an update takes; -1
  * where no float priority gives it. */
 static double priority_again(const r2d2 *d, double v, double from)
@@ -647,7 +625,7 @@ static frl_status load_priorities(r2d2 *d, const frl_container *c, double fallba
                                                err);
     if (!pr)
         return FRL_ERR_FORMAT;
-    frl_status st = saved_alpha(d, c, fallback, &from, err);
+    frl_status st = frl_saved_alpha(c, "r2d2.alpha", fallback, d->s.alpha, &from, err);
     if (st != FRL_OK)
         return st;
     const double *v = pr->data;

@@ -449,13 +449,17 @@ static frl_status step_locked(frl_vec_env *v)
     return st;
 }
 
-/* v claimed, the step run with `active` (NULL: every env), v given back. The flags are
- * set only once v is claimed: a refused nested call must not change a running step's. */
-static frl_status step_claimed(frl_vec_env *v, const uint8_t *active, const char *who)
+/* v claimed, `actions` copied in (NULL: the host wrote them), the step run with
+ * `active` (NULL: every env), v given back. Actions and flags are written only once v is
+ * claimed: a refused nested call must not change a running step's. */
+static frl_status step_claimed(frl_vec_env *v, const void *actions, const uint8_t *active,
+                               const char *who)
 {
     frl_status st = frl_vec_env_enter(v, who);
     if (st != FRL_OK)
         return st;
+    if (actions)
+        memcpy((void *)v->b.actions, actions, v->action_bytes * (size_t)v->n);
     v->b.active = active;
     st = step_locked(v);
     v->b.active = NULL;
@@ -467,23 +471,17 @@ FRL_API frl_status frl_vec_env_step(frl_vec_env *v)
 {
     if (!v)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_step: venv is NULL");
-    return step_claimed(v, NULL, "frl_vec_env_step");
+    return step_claimed(v, NULL, NULL, "frl_vec_env_step");
 }
 
 frl_status frl_vec_env_step_active(frl_vec_env *v, const uint8_t *active)
 {
     if (!v || v->kind == VEC_BATCH || !active)
         return frl_vec_env_step(v); /* a host's batch world steps every agent */
-    return step_claimed(v, active, "frl_vec_env_step");
+    return step_claimed(v, NULL, active, "frl_vec_env_step");
 }
 
 frl_status frl_vec_env_step_with(frl_vec_env *v, const void *actions, const char *who)
 {
-    frl_status st = frl_vec_env_enter(v, who);
-    if (st != FRL_OK)
-        return st;
-    memcpy((void *)v->b.actions, actions, v->action_bytes * (size_t)v->n);
-    st = step_locked(v);
-    frl_vec_env_leave(v);
-    return st;
+    return step_claimed(v, actions, NULL, who);
 }

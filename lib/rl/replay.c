@@ -1183,28 +1183,6 @@ static frl_status check_saved_shape(const frl_replay *r, const frl_container *c,
     return FRL_OK;
 }
 
-/* The alpha a prioritised file's leaves were made with: its replay.alpha, or for a file
- * from before that section the caller's saved_alpha (NaN: this replay's own). One that
- * differs from this replay's must be > 0, for its leaves to give back the priorities. */
-static frl_status find_saved_alpha(const frl_replay *r, const frl_container *c,
-                                   double saved_alpha, double *out, char *err)
-{
-    char ignored[FRL_ERRMSG_SIZE];
-    const frl_section *s = frl_container_find(c, "replay.alpha", FRL_DTYPE_F64, 1, ignored);
-    double a = s ? *(const double *)s->data : isnan(saved_alpha) ? r->shape.alpha : saved_alpha;
-    *out = a;
-    if (!r->shape.prioritized || a == r->shape.alpha)
-        return FRL_OK;
-    if (!(a >= 0 && a <= 1))
-        return frl_fail(err, FRL_ERR_FORMAT, "replay.alpha is %g (need [0, 1])", a);
-    if (a == 0)
-        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "replay: saved with train.per_alpha=0, "
-                        "whose leaves keep no priority, and the settings ask for %g: keep "
-                        "train.per_alpha=0 as saved, or set train.save_replay=false",
-                        r->shape.alpha);
-    return FRL_OK;
-}
-
 /* Leaf i of p, made under alpha `from`, as this replay's alpha makes it: from the float
  * priority it came from, by the same power an update takes (frl_pow_pos), so a resumed
  * run holds what it would have had the new alpha been set all along. */
@@ -1236,7 +1214,11 @@ static frl_status check_saved(const frl_replay *r, const frl_container *c, doubl
                               double *alpha, char *err)
 {
     frl_status st = check_saved_shape(r, c, err);
-    return st != FRL_OK ? st : find_saved_alpha(r, c, saved_alpha, alpha, err);
+    if (st != FRL_OK || !r->shape.prioritized) {
+        *alpha = r->shape.alpha; /* no leaves to make again */
+        return st;
+    }
+    return frl_saved_alpha(c, "replay.alpha", saved_alpha, r->shape.alpha, alpha, err);
 }
 
 frl_status frl_replay_load(frl_replay *r, const frl_container *c, double saved_alpha,

@@ -1,6 +1,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "rl/sum_tree.h"
 
 int frl_sum_tree_init(frl_sum_tree *t, const frl_allocator *al, int64_t n)
@@ -56,4 +57,23 @@ int64_t frl_sum_tree_find(const frl_sum_tree *t, double u)
 float frl_priority_of_leaf(double leaf, double alpha)
 {
     return leaf > 0 ? (float)pow(leaf, 1.0 / alpha) : 0.0f;
+}
+
+frl_status frl_saved_alpha(const frl_container *c, const char *section, double fallback,
+                           double now, double *out, char *err)
+{
+    char ignored[FRL_ERRMSG_SIZE];
+    const frl_section *s = frl_container_find(c, section, FRL_DTYPE_F64, 1, ignored);
+    double a = s ? *(const double *)s->data : isnan(fallback) ? now : fallback;
+    *out = a;
+    if (a == now)
+        return FRL_OK;
+    if (!(a >= 0 && a <= 1))
+        return frl_fail(err, FRL_ERR_FORMAT, "%s is %g (need [0, 1])", section, a);
+    if (a == 0)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "%s: saved with train.per_alpha=0, "
+                        "whose leaves keep no priority, and the settings ask for %g: keep "
+                        "train.per_alpha=0 as saved, or set train.save_replay=false",
+                        section, now);
+    return FRL_OK;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/alloc.h"
+#include "io/container.h"
 
 typedef struct frl_sum_tree {
     int64_t n, cap;
@@ -46,5 +47,13 @@ void frl_sum_tree_clear(frl_sum_tree *t);
  * one: the very p wherever that error is below a float's half spacing (3e-8), that is
  * for every alpha above about 1e-8. */
 float frl_priority_of_leaf(double leaf, double alpha);
+
+/* The exponent the leaves of a checkpoint were made with: its F64 scalar `section`
+ * ("replay.alpha", "r2d2.alpha"), or for a file from before that section `fallback` (the
+ * saved settings' train.per_alpha; NaN: `now`, this run's). Leaves to be made again
+ * under another exponent need one in [0, 1] (else FRL_ERR_FORMAT) and not 0, which keeps
+ * no priority (FRL_ERR_INVALID_ARGUMENT, naming the way on). */
+frl_status frl_saved_alpha(const frl_container *c, const char *section, double fallback,
+                           double now, double *out, char *err);
 
 #endif
