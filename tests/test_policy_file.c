@@ -4,7 +4,8 @@
  * epsilon outside [0, 1]. Each is refused at load with FRL_ERR_FORMAT naming the section
  * (before, the first three loaded and acted NaN or inf with FRL_OK); the file as saved
  * still loads, and a saved Q-policy acts with the epsilon it had. Also a trainer
- * checkpoint from an older version: an IMPALA run saved with train.advantage=gae. */
+ * checkpoint from an older version: an IMPALA run saved with train.advantage=gae; and
+ * the refusal when an override of train.algo meets a saved key of the old algorithm. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -231,6 +232,39 @@ START_TEST(impala_checkpoint_from_before_loads)
 }
 END_TEST
 
+/* A PPO checkpoint loaded with train.algo=impala keeps PPO's saved train.advantage=gae,
+ * which IMPALA refuses: the refusal says the value is the saved run's, not the caller's,
+ * and the load goes through once the caller overrides it too. */
+START_TEST(algo_override_names_the_saved_run)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72];
+    forged_paths("frl_algo_switch", path, bad);
+    frl_config *cfg = frl_test_settings("train.num_envs=4 train.rollout=8 policy.hidden=8");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 64), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_config *over = frl_test_settings("train.algo=impala");
+    t = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_load(&t, rt, path, over), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(frl_last_error(), "overrides the saved train.algo=ppo") &&
+                      strstr(frl_last_error(), "train.advantage=gae"),
+                  "%s", frl_last_error());
+    ck_assert_int_eq(frl_config_set(over, "train.advantage", "vtrace"), FRL_OK);
+    ck_assert_msg(frl_trainer_load(&t, rt, path, over) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_config_destroy(over);
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy_file");
@@ -240,6 +274,7 @@ int main(void)
     tcase_add_test(tc, bounds_that_are_not_floats);
     tcase_add_test(tc, q_policy_keeps_its_epsilon);
     tcase_add_test(tc, impala_checkpoint_from_before_loads);
+    tcase_add_test(tc, algo_override_names_the_saved_run);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

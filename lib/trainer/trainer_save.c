@@ -263,11 +263,17 @@ static void impala_as_it_ran(frl_config *saved)
     (void)frl_config_set(saved, "train.decoupled", "false");
 }
 
-/* Settings from the file, with the caller's keys on top; *alpha: the saved
+/* What the saved settings said before the caller's keys went on top. alpha: the saved
  * train.per_alpha, which priorities saved before files recorded their exponent were
- * raised to. */
+ * raised to; algo: the saved train.algo, named when an override of it fails. */
+typedef struct saved_run {
+    double alpha;
+    char algo[32];
+} saved_run;
+
+/* Settings from the file, with the caller's keys on top. */
 static frl_status load_settings(frl_runtime *rt, const frl_container *c, const frl_config *over,
-                                frl_config **out, char *env, double *alpha, char *err)
+                                frl_config **out, char *env, saved_run *saved, char *err)
 {
     char text[FRL_SETTINGS_MAX];
     frl_status st = text_of(c, "trainer.env", env, FRL_ENV_NAME_MAX, err);
@@ -282,7 +288,8 @@ static frl_status load_settings(frl_runtime *rt, const frl_container *c, const f
         frl_config_destroy(*out);
         return FRL_ERR_FORMAT;
     }
-    *alpha = frl_cfg_float(*out, FRL_KEY_TRAIN_PER_ALPHA);
+    saved->alpha = frl_cfg_float(*out, FRL_KEY_TRAIN_PER_ALPHA);
+    frl_cfg_choice_text(*out, FRL_KEY_TRAIN_ALGO, saved->algo, sizeof saved->algo);
     impala_as_it_ran(*out);
     frl_config_overlay(*out, over);
     return FRL_OK;
@@ -507,13 +514,28 @@ typedef struct load_job {
     const frl_config *over;     /* the caller's keys */
 } load_job;
 
+/* A build refused after the caller changed train.algo most often objects to a saved key
+ * the old algorithm used (PPO's train.advantage=gae under IMPALA): the message says
+ * that the value is the saved run's, which the caller did not write. */
+static frl_status fail_build(char *err, frl_status st, const load_job *j, const char *algo,
+                             const saved_run *saved)
+{
+    (void)fail_unprefixed(err, st, j->who);
+    if (!j->over || !frl_cfg_is_set(j->over, FRL_KEY_TRAIN_ALGO) || !strcmp(algo, saved->algo))
+        return st;
+    char why[FRL_ERRMSG_SIZE];
+    snprintf(why, sizeof why, "%s", err);
+    return frl_fail(err, st, "train.algo=%s overrides the saved train.algo=%s, whose other "
+                    "saved settings stay unless overridden too: %s", algo, saved->algo, why);
+}
+
 static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_container *c,
                             const load_job *j, char *err)
 {
     char env[FRL_ENV_NAME_MAX];
     frl_config *cfg;
-    double alpha;
-    frl_status st = load_settings(rt, c, j->over, &cfg, env, &alpha, err);
+    saved_run saved;
+    frl_status st = load_settings(rt, c, j->over, &cfg, env, &saved, err);
     if (st != FRL_OK)
         return st;
     frl_vec_env *venv[FRL_MAX_GROUPS] = {j->venv};
@@ -529,11 +551,13 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
         frl_config_destroy(cfg);
         return st;
     }
+    char algo[32]; /* the build takes cfg, failing or not */
+    frl_cfg_choice_text(cfg, FRL_KEY_TRAIN_ALGO, algo, sizeof algo);
     if ((st = frl_trainer_build(out, rt, venv, groups, !j->venv, cfg, env, j->who)) != FRL_OK)
-        return fail_unprefixed(err, st, j->who);
+        return fail_build(err, st, j, algo, &saved);
     /* The vec env comes last: a host's set_state is called only once the rest loaded.
      * Under dist.mode every rank must have loaded the same file (each reads its own). */
-    (*out)->learner.saved_alpha = alpha;
+    (*out)->learner.saved_alpha = saved.alpha;
     st = restore(*out, c, err);
     if (st == FRL_OK && (*out)->dist)
         st = frl_trainer_dist_check_resume(*out, err);
