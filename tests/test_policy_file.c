@@ -5,7 +5,8 @@
  * (before, the first three loaded and acted NaN or inf with FRL_OK); the file as saved
  * still loads, and a saved Q-policy acts with the epsilon it had. Also a trainer
  * checkpoint from an older version: an IMPALA run saved with train.advantage=gae; and
- * the refusal when an override of train.algo meets a saved key of the old algorithm. */
+ * the refusal when an override of train.algo meets a saved key of the old algorithm, and
+ * a saved observation the space cannot hold. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -265,6 +266,52 @@ START_TEST(algo_override_names_the_saved_run)
 }
 END_TEST
 
+static void nan_at_env1(void *data, uint64_t count, void *user)
+{
+    ck_assert_uint_ge(count, 8);
+    ((float *)data)[4 + 2] = NAN; /* CartPole: env 1's pole angle */
+}
+
+static void not_started(void *data, uint64_t count, void *user)
+{
+    ck_assert_uint_ge(count, 6);
+    ((int64_t *)data)[5] = 0; /* as a save after a failed callback leaves it */
+}
+
+/* A checkpoint whose saved observation holds NaN (checksums right) is refused at load,
+ * naming the section, env and element; before, it loaded and the next act refused it.
+ * The same NaN in a run whose envs reset when it goes on (trainer.counters' "started"
+ * 0, as a save after a failed callback writes it) loads: the reset replaces it. */
+START_TEST(saved_observations_checked)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72], reset[80];
+    forged_paths("frl_saved_obs", path, bad);
+    snprintf(reset, sizeof reset, "%s.reset", bad);
+    frl_config *cfg = frl_test_settings("train.num_envs=4 train.rollout=8 policy.hidden=8");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 64), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    rewrite_section(path, bad, "env.obs", nan_at_env1, NULL);
+    t = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_load(&t, rt, bad, NULL), FRL_ERR_FORMAT);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(frl_last_error(), "env.obs: env 1 holds NaN at obs[2]"), "%s",
+                  frl_last_error());
+    rewrite_section(bad, reset, "trainer.counters", not_started, NULL);
+    ck_assert_msg(frl_trainer_load(&t, rt, reset, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
+    frl_trainer_destroy(t);
+    unlink(path);
+    unlink(bad);
+    unlink(reset);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy_file");
@@ -275,6 +322,7 @@ int main(void)
     tcase_add_test(tc, q_policy_keeps_its_epsilon);
     tcase_add_test(tc, impala_checkpoint_from_before_loads);
     tcase_add_test(tc, algo_override_names_the_saved_run);
+    tcase_add_test(tc, saved_observations_checked);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "env/values.h"
 #include "env/vec_env_state.h"
 
 /* One array of the vec env as it is saved. */
@@ -252,13 +253,44 @@ static frl_status check_elapsed(const frl_vec_env *v, const char *section,
     return FRL_OK;
 }
 
+/* Index in its row of the first saved observation value the space cannot hold, or -1:
+ * what a step refuses from an env is refused from a file too (before, a forged NaN
+ * loaded and the policy refused it at the next act). Pixels are any bytes; a mixed
+ * observation's vector part and a box must be finite; a discrete observation is an
+ * index in [0, n). */
+static int64_t bad_obs_in_row(const frl_vec_env *v, const float *row)
+{
+    if (frl_space_is_image(v->obs_space))
+        return frl_find_nonfinite_cols(row, 1, v->obs_w, frl_space_vector_at(v->obs_space),
+                                       frl_space_vector_floats(v->obs_space));
+    return v->obs_n ? frl_find_bad_index(row, v->obs_w, v->obs_n)
+                    : frl_find_nonfinite(row, v->obs_w);
+}
+
+/* Rows awaiting a reset are checked too: the policy acts on every row. */
+static frl_status check_obs(const frl_vec_env *v, const char *section, const float *obs,
+                            char *err)
+{
+    for (int32_t i = 0; i < v->n; i++) {
+        const float *row = obs + (size_t)i * (size_t)v->obs_w;
+        int64_t k = bad_obs_in_row(v, row);
+        if (k < 0)
+            continue;
+        char val[32];
+        frl_describe_value(row[k], val, sizeof val);
+        return frl_fail(err, FRL_ERR_FORMAT, "%s: env %d holds %s at obs[%lld], which its "
+                        "observation space cannot hold", section, (int)i, val, (long long)k);
+    }
+    return FRL_OK;
+}
+
 frl_status frl_vec_env_restore(frl_vec_env *v, const frl_container *c, char *err)
 {
-    return frl_vec_env_restore_group(v, 0, c, err);
+    return frl_vec_env_restore_group(v, 0, c, 1, err);
 }
 
 frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_container *c,
-                                     char *err)
+                                     int steps_on, char *err)
 {
     env_array a[MAX_ARRAYS];
     const frl_section *found[MAX_ARRAYS + 2];
@@ -273,9 +305,12 @@ frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_co
         return st;
     if ((st = check_elapsed(v, a[elapsed].name, found[elapsed]->data, err)) != FRL_OK)
         return st;
+    int32_t obs = index_of(a, k, "obs");
+    if (steps_on && (st = check_obs(v, a[obs].name, found[obs]->data, err)) != FRL_OK)
+        return st;
+    const uint8_t *needs_reset = found[index_of(a, k, "needs_reset")]->data;
     if (v->kind == VEC_CALLBACKS && totals[3]) {
-        const frl_section *nr = found[index_of(a, k, "needs_reset")];
-        st = write_host_states(v, nr->data, found[k + 1]->data, err);
+        st = write_host_states(v, needs_reset, found[k + 1]->data, err);
         if (st != FRL_OK)
             return st;
     }

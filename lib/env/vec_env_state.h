@@ -41,10 +41,14 @@ int64_t frl_vec_env_saved_state_size(const frl_container *c);
 /* Restore into a vec env of the same kind and size (a built-in of the same name, or
  * per-env callbacks of the same state_size: the caller checks). Every section is
  * checked before anything changes (FRL_ERR_FORMAT if one is missing or has another
- * size). Host envs then get their states through set_state; if one fails
- * (FRL_ERR_CALLBACK), v must be reset before it is stepped again. */
+ * size, or, when steps_on says the run goes on from the saved observations rather than
+ * resetting its envs, if an observation row holds one its space cannot: NaN or
+ * infinity in a box or a mixed observation's vector part, a discrete value that is no
+ * index). Host envs then get their states through set_state; if one fails
+ * (FRL_ERR_CALLBACK), v must be reset before it is stepped again. frl_vec_env_restore
+ * is group 0 with steps_on. */
 frl_status frl_vec_env_restore(frl_vec_env *v, const frl_container *c, char *err);
 frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_container *c,
-                                     char *err);
+                                     int steps_on, char *err);
 
 #endif

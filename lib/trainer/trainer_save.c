@@ -321,7 +321,8 @@ static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
     if (st == FRL_OK)
         st = frl_policy_restore_state(t->policy, c, err);
     for (int32_t g = 0; g < t->groups && st == FRL_OK && !t->dist; g++) {
-        st = frl_vec_env_restore_group(t->venvs[g], g, c, err);
+        /* A run that had not started, or failed in a callback, resets its envs first. */
+        st = frl_vec_env_restore_group(t->venvs[g], g, c, t->book.pr.started != 0, err);
         /* A run that had started steps on without resetting its envs: they must have
          * been reset before the save. */
         if (st == FRL_OK && t->book.pr.started && !t->venvs[g]->has_reset)
