@@ -146,3 +146,14 @@ def owner_of(array: object) -> Handle | None:
             return base.owner
         base = getattr(base, "base", None)
     return None
+
+
+def checked_int(value: object, what: str, lo: int, hi: int) -> int:
+    """value as an int in [lo, hi): a bool or a non-integer is TypeError (True would
+    pass as 1), one outside the range Error ERR_RANGE, as the library says it."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    value = int(value)
+    if not lo <= value < hi:
+        raise _lib.Error(_lib.Status.ERR_RANGE, f"{what} {value} is outside [{lo}, {hi})")
+    return value

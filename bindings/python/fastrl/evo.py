@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _lib
-from ._handle import _SAVE_HINT, Closable, Handle
+from ._handle import _SAVE_HINT, Closable, Handle, checked_int
 from ._lib import Error, Status
 from .config import algo_namespace, as_config, resolve_key
 from .runtime import runtime_for
@@ -26,15 +26,6 @@ if TYPE_CHECKING:
     _Evo = TypeVar("_Evo", bound="Evo")
 
 __all__ = ["Evo"]
-
-
-def _int(value: object, what: str, lo: int, hi: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    value = int(value)
-    if not lo <= value < hi:
-        raise Error(Status.ERR_RANGE, f"{what} {value} is outside [{lo}, {hi})")
-    return value
 
 
 def _evo_config(config: ConfigSource, options: Mapping[str, Any],
@@ -107,7 +98,7 @@ class Evo(Closable):
         cfg, options = _evo_config(config, options, "Evo.memory_size config")
         if options:
             cfg.update(options)
-        n = _int(num_parameters, "memory_size: num_parameters", -(2**63), 2**63)
+        n = checked_int(num_parameters, "memory_size: num_parameters", -(2**63), 2**63)
         out = ctypes.c_size_t()
         _lib.check(_lib.lib().evo_memory_size(cfg._ptr, n, ctypes.byref(out)),
                    "Evo.memory_size")
@@ -200,7 +191,7 @@ class Evo(Closable):
         starting point, each further one a mutation); :meth:`rebuild` turns them back
         into the member's parameters. ES raises ``ERR_UNSUPPORTED``."""
         ptr = self._ptr
-        member = _int(member, "genome: member", -(2**31), 2**31)
+        member = checked_int(member, "genome: member", -(2**31), 2**31)
         L = _lib.lib()
         length = ctypes.c_int32()
         _lib.check(L.evo_genome(ptr, member, None, 0, ctypes.byref(length)), "genome")
@@ -263,7 +254,7 @@ class Evo(Closable):
         ptr = self._idle("run")
         if not callable(fitness_fn):
             raise TypeError("run: fitness_fn must be callable")
-        generations = _int(generations, "run: generations", 0, 2**63)
+        generations = checked_int(generations, "run: generations", 0, 2**63)
         for _ in range(generations):
             if not self._run_generation(ptr, fitness_fn):
                 break

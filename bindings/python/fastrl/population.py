@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _lib
-from ._handle import Closable, Handle, view
+from ._handle import Closable, Handle, checked_int, view
 from ._lib import Error, Status
 from .policy import Policy, stream_position
 
@@ -33,15 +33,6 @@ class PopulationEvaluation(typing.NamedTuple):
     steps: npt.NDArray[np.int64]      # [P]: env steps the member took
     lengths: npt.NDArray[np.float64]  # [P]: mean episode length
     env_steps: int                    # the episodes' steps in all (steps.sum())
-
-
-def _int(value: object, what: str, lo: int, hi: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    value = int(value)
-    if not lo <= value < hi:
-        raise Error(Status.ERR_RANGE, f"{what} {value} is outside [{lo}, {hi})")
-    return value
 
 
 class Population(Closable):
@@ -65,7 +56,7 @@ class Population(Closable):
         if not isinstance(policy, Policy):
             raise TypeError(f"Population: policy must be a fastrl.Policy, not "
                             f"{type(policy).__name__}")
-        members = _int(members, "Population: members", 1, 2**31)
+        members = checked_int(members, "Population: members", 1, 2**31)
         L = _lib.lib()
         ptr = ctypes.c_void_p()
         _lib.check(L.population_create(ctypes.byref(ptr), policy._ptr, members),
@@ -112,7 +103,7 @@ class Population(Closable):
         if not isinstance(policy, Policy):
             raise TypeError(f"copy_to_policy: policy must be a fastrl.Policy, not "
                             f"{type(policy).__name__}")
-        member = _int(member, "copy_to_policy: member", -(2**31), 2**31)
+        member = checked_int(member, "copy_to_policy: member", -(2**31), 2**31)
         _lib.check(_lib.lib().population_copy_to_policy(ptr, member, policy._ptr),
                    "copy_to_policy")
 
@@ -194,9 +185,10 @@ class Population(Closable):
         limit) without finishing is ``Error`` ``ERR_RANGE``: episodes that never end."""
         from .env import VecEnv, _check_seed
         ptr = self._ptr
-        episodes = _int(episodes, "evaluate: episodes", 1, 2**31)
-        max_episode_steps = _int(max_episode_steps, "evaluate: max_episode_steps", 0, 2**63)
-        max_steps = _int(max_steps, "evaluate: max_steps", 0, 2**63)
+        episodes = checked_int(episodes, "evaluate: episodes", 1, 2**31)
+        max_episode_steps = checked_int(max_episode_steps, "evaluate: max_episode_steps", 0,
+                                        2**63)
+        max_steps = checked_int(max_steps, "evaluate: max_steps", 0, 2**63)
         if seed is not None:
             seed = _check_seed(seed)
         own = not isinstance(env, VecEnv)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _lib
-from ._handle import _SAVE_HINT, Handle, NoCopy
+from ._handle import _SAVE_HINT, Handle, NoCopy, checked_int
 from ._lib import Error, Status
 from .config import as_config
 from .env import VecEnv, _builtin_name
@@ -465,14 +465,8 @@ def evaluate(policy: Policy | Trainer, env: str | VecEnv, episodes: IntLike = 10
         # Checked here: a handle of another kind would reach the library as a policy.
         raise TypeError(f"evaluate: policy must be a fastrl.Policy (or a Trainer), not "
                         f"{type(policy).__name__}")
-    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or \
-            not 1 <= episodes < 2**31:
-        raise Error(Status.ERR_RANGE, f"evaluate: episodes must be an int in [1, 2^31), "
-                    f"not {episodes!r}")
-    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or \
-            not 0 <= max_steps < 2**63:
-        raise Error(Status.ERR_RANGE, f"evaluate: max_steps must be an int in [0, 2^63) "
-                    f"(0: no limit), not {max_steps!r}")
+    episodes = checked_int(episodes, "evaluate: episodes", 1, 2**31)
+    max_steps = checked_int(max_steps, "evaluate: max_steps (0: no limit)", 0, 2**63)
     if seed is not None:
         seed = _check_seed(seed)
     own = not isinstance(env, VecEnv)

@@ -152,14 +152,20 @@ def test_max_steps():
 
 def test_bad_arguments():
     p = policy_for(fastrl.make_vec("CartPole-v1", num_envs=1))
-    for episodes in (0, -1, True, 1.5, 2**31):
+    for episodes in (0, -1, 2**31, np.int64(0)):
         with pytest.raises(fastrl.Error) as ei:
             fastrl.evaluate(p, "CartPole-v1", episodes)
         assert ei.value.status == Status.ERR_RANGE
-    for max_steps in (-1, 2**63, False):
+    for episodes in (True, np.True_, 1.5, "3", None):  # as Population.evaluate's
+        with pytest.raises(TypeError, match="episodes must be an int"):
+            fastrl.evaluate(p, "CartPole-v1", episodes)
+    for max_steps in (-1, 2**63):
         with pytest.raises(fastrl.Error) as ei:
             fastrl.evaluate(p, "CartPole-v1", 1, max_steps=max_steps)
         assert ei.value.status == Status.ERR_RANGE
+    with pytest.raises(TypeError, match="max_steps"):
+        fastrl.evaluate(p, "CartPole-v1", 1, max_steps=False)
+    assert fastrl.evaluate(p, "CartPole-v1", np.int32(2)).shape == (2,)
     with pytest.raises(fastrl.Error):
         fastrl.evaluate(p, "CartPole-v1", 1, seed=-1)
     with pytest.raises(TypeError):
