@@ -990,6 +990,59 @@ START_TEST(no_pinned_memory)
 }
 END_TEST
 
+/* Counts the INFO lines that say the async sampler acts on the CPU. */
+static void count_sampler_fallbacks(void *user, frl_log_level level, const char *message)
+{
+    if (level == FRL_LOG_INFO && strstr(message, "acting on the CPU, since async sampler"))
+        __atomic_fetch_add((int *)user, 1, __ATOMIC_RELAXED);
+}
+
+/* runtime.device=auto, async, 16 envs on one thread (auto's rule takes the device): the
+ * n-th device allocation fails (FAKE_CUDA_FAIL_ALLOC) for every n that creation
+ * reaches. Each creation succeeds: the policy's model, the learner and the sampler's own
+ * model each stay on the CPU when the device has no memory for them. Where the
+ * sampler's model was the one refused, it acts on the CPU beside the device learner and
+ * trains. The sampler's model failed creation with FRL_ERR_DEVICE before. */
+START_TEST(auto_async_without_device_memory)
+{
+    int fallbacks = 0, trained = 0;
+    frl_config *rc = frl_test_settings("runtime.seed=7 runtime.device=auto runtime.threads=1");
+    frl_logger lg;
+    frl_logger_init(&lg);
+    lg.log = count_sampler_fallbacks;
+    lg.user = &fallbacks;
+    lg.max_level = FRL_LOG_INFO;
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_runtime_create(&rt, rc, NULL, &lg), FRL_OK);
+    frl_config *cfg = frl_test_settings("train.num_envs=16 train.rollout=8 sampler.mode=async "
+                                        "policy.hidden=16,16");
+    enum { TRIES = 60 }; /* creation takes about 45 allocations here */
+    for (int n = 1; n <= TRIES; n++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", n);
+        setenv("FAKE_CUDA_FAIL_ALLOC", v, 1);
+        int before = __atomic_load_n(&fallbacks, __ATOMIC_RELAXED);
+        frl_trainer *t = NULL;
+        frl_status st = frl_trainer_create(&t, rt, "CartPole-v1", cfg);
+        ck_assert_msg(st == FRL_OK, "allocation %d refused: %s", n, frl_last_error());
+        if (__atomic_load_n(&fallbacks, __ATOMIC_RELAXED) > before) {
+            ck_assert_ptr_nonnull(t->policy->dev); /* the learner stayed on the device */
+            ck_assert_msg(frl_trainer_train(t, 2 * 8 * 16) == FRL_OK, "allocation %d: %s", n,
+                          frl_trainer_last_error(t));
+            trained++;
+        }
+        frl_trainer_destroy(t);
+    }
+    unsetenv("FAKE_CUDA_FAIL_ALLOC");
+    printf("auto, async: %d of %d refused allocations fell on the sampler's model\n", trained,
+           TRIES);
+    ck_assert_int_ge(trained, 1);
+    frl_config_destroy(cfg);
+    frl_config_destroy(rc);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cuda_host");
@@ -1016,6 +1069,7 @@ int main(void)
     tcase_add_test(tc, async_device_acts_as_cpu);
     tcase_add_test(tc, async_device_failure);
     tcase_add_test(tc, no_pinned_memory);
+    tcase_add_test(tc, auto_async_without_device_memory);
     tcase_add_test(tc, pinned_refusals_from_threads);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

@@ -220,6 +220,25 @@ static void close_device(async_sampler *a)
     frl_device_host_free(&h->rt->device, &h->rt->alloc, a->dev_state);
     frl_free(&h->rt->alloc, a->dev_reset);
     frl_dev_model_destroy(a->dev);
+    a->dev_obs = a->dev_out = a->dev_state = NULL;
+    a->dev_reset = NULL;
+    a->dev = NULL;
+}
+
+/* The sampler's own device model, or under runtime.device=auto, when the device has no
+ * memory for it, acting on the CPU (the learner still runs on the device, and its
+ * updates come back to the host's parameters, which the CPU acts on), as the policy and
+ * the learner fall back (rl/policy.c, algo/ppo_learner.c). cuda fails with the reason. */
+static frl_status open_device_or_cpu(async_sampler *a)
+{
+    frl_sampler_host *h = a->h;
+    frl_status st = open_device(a);
+    if (st != FRL_ERR_DEVICE || !h->rt->device.automatic)
+        return st;
+    frl_log(h->rt, FRL_LOG_INFO, "runtime.device=auto: acting on the CPU, since %s", h->err);
+    close_device(a);
+    h->err[0] = '\0';
+    return FRL_OK;
 }
 
 /* sampler.groups, or, left at its default, no more groups than envs (one env: one
@@ -263,7 +282,7 @@ static frl_status async_create(frl_sampler **out, frl_sampler_host *h)
     if (st == FRL_OK)
         st = frl_weights_init(&a->w, al, h->policy, h->err);
     if (st == FRL_OK && h->policy->dev)
-        st = open_device(a);
+        st = open_device_or_cpu(a);
     return st;
 }
 

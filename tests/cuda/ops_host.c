@@ -62,12 +62,31 @@ static void close_dev(frl_dev *d)
     free(d);
 }
 
+static atomic_int allocs_to_failure;
+
+/* Set by FAKE_CUDA_FAIL_ALLOC=n (read when it changes): nonzero when this device
+ * allocation is the n-th since, which fails as on a device out of memory. */
+static int injected_alloc_failure(void)
+{
+    static _Atomic(const char *) seen;
+    const char *v = getenv("FAKE_CUDA_FAIL_ALLOC");
+    if (v != atomic_exchange(&seen, v))
+        atomic_store(&allocs_to_failure, v ? atoi(v) : 0);
+    return atomic_load(&allocs_to_failure) > 0 && atomic_fetch_sub(&allocs_to_failure, 1) == 1;
+}
+
 /* 64-byte aligned, like the library's own buffers (the kernels do not need it). */
+static void *aligned_block(size_t bytes)
+{
+    void *p = NULL;
+    return posix_memalign(&p, 64, bytes ? bytes : 1) == 0 ? p : NULL;
+}
+
+/* Device memory. NULL means out of memory to the callers, as from the CUDA ops. */
 static void *alloc_mem(frl_dev *d, size_t bytes)
 {
     (void)d;
-    void *p = NULL;
-    return posix_memalign(&p, 64, bytes ? bytes : 1) == 0 ? p : NULL;
+    return injected_alloc_failure() ? NULL : aligned_block(bytes);
 }
 
 static void release_mem(frl_dev *d, void *p)
@@ -84,7 +103,7 @@ static void *alloc_pinned(frl_dev *d, size_t bytes)
                  "(FAKE_CUDA_NO_PINNED)", bytes);
         return NULL;
     }
-    return alloc_mem(d, bytes);
+    return aligned_block(bytes);
 }
 
 static void move_bytes(frl_dev *d, void *dst, const void *src, size_t bytes)

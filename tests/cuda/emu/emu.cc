@@ -429,6 +429,22 @@ bool injected_sync_failure()
     return left > 0 && --left == 0;
 }
 
+// FAKE_CUDA_FAIL_ALLOC=n: the n-th cudaMalloc from when the value was set fails as on a
+// device out of memory.
+bool injected_alloc_failure()
+{
+    static std::mutex m;
+    static const char *seen;
+    static int left;
+    std::lock_guard<std::mutex> g(m);
+    const char *v = std::getenv("FAKE_CUDA_FAIL_ALLOC");
+    if (v != seen) {
+        seen = v;
+        left = v ? std::atoi(v) : 0;
+    }
+    return left > 0 && --left == 0;
+}
+
 // ---- blocks as fibers ----
 
 // A fiber's saved context. On x86-64 a switch saves the callee-saved registers and the
@@ -1035,6 +1051,10 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 {
     if (capture_forbids("cudaMalloc"))
         return fail(cudaErrorStreamCaptureUnsupported);
+    if (p && injected_alloc_failure()) {
+        *p = nullptr;
+        return fail(cudaErrorMemoryAllocation);
+    }
     return allocate(p, bytes, DEVICE);
 }
 
