@@ -627,6 +627,64 @@ START_TEST(latency_model_text_round_trips)
 }
 END_TEST
 
+/* A corrupted, truncated or doubled model file is refused at its line rather than read
+ * as another model: whatever follows a field, times not finite or beyond any call's, a
+ * number out of range, a key given twice, a last line with no newline. */
+START_TEST(latency_model_text_refuses_corruption)
+{
+    const char *head = "fastrl-latency-model 1\nbatch 4\ndeterministic 0\nkernels avx2\n"
+                       "machine Some CPU @ 2.00GHz\nintercept_us 1 0.5\n";
+    char text[512], err[FRL_ERRMSG_SIZE];
+    frl_latency_model m;
+    snprintf(text, sizeof text, "%slayer 3 8 1 0.25\nlayer 8 1 0 0.125\n", head);
+    ck_assert_msg(frl_latency_from_text(&m, text, err) == FRL_OK, "%s", err);
+    ck_assert_str_eq(m.machine, "Some CPU @ 2.00GHz");
+    ck_assert_int_eq(m.n, 2);
+    const char *bad[][2] = {
+        {"layer 3 8 1 inf\n", "line 7"},
+        {"layer 3 8 1 nan\n", "line 7"},
+        {"layer 3 8 1 1e300\n", "line 7"},
+        {"layer 3 8 1 -0.5\n", "line 7"},
+        {"layer 3 8 1 0.25 junk\n", "line 7"},
+        {"layer 3 8 1 0.25x\n", "line 7"},
+        {"layer 3 8 9 0.25\n", "line 7"},          /* no such activation */
+        {"layer 99999999999 8 1 0.25\n", "line 7"}, /* overflows an int */
+        {"layer 3 8 1 0.25\nlayer 3 8 1 0.5\n", "line 8"},
+        {"intercept_us 1 0.7\nlayer 3 8 1 0.25\n", "line 7"},
+        {"intercept_us 2 inf\nlayer 3 8 1 0.25\n", "line 7"},
+        {"batch 4\nlayer 3 8 1 0.25\n", "line 7"},
+        {"kernels avx512\nlayer 3 8 1 0.25\n", "line 7"},
+        {"layer 3 8 1 0.25", "does not end"},        /* truncated: "0.25" may be "0.2512" */
+        {"layer 3 8 1 0.25\nlayer 8 1 0 0.1", "does not end"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "%s%s", head, bad[i][0]);
+        ck_assert_msg(frl_latency_from_text(&m, text, err) == FRL_ERR_FORMAT, "read: %s",
+                      bad[i][0]);
+        ck_assert_msg(strstr(err, bad[i][1]), "%s: %s", bad[i][0], err);
+    }
+    const char *bad_head[] = {
+        "fastrl-latency-model 1\nbatch 99999999999\nintercept_us 1 1\nlayer 3 8 1 1\n",
+        "fastrl-latency-model 1\nbatch 2097152\nintercept_us 1 1\nlayer 3 8 1 1\n",
+        "fastrl-latency-model 1\nbatch 4 8\nintercept_us 1 1\nlayer 3 8 1 1\n",
+        "fastrl-latency-model 1\nbatch 4\ndeterministic 2\nintercept_us 1 1\nlayer 3 8 1 1\n",
+        "fastrl-latency-model 1\nbatch 4\nkernels avx2 avx512\nintercept_us 1 1\n"
+        "layer 3 8 1 1\n",
+        "fastrl-latency-model 1\nbatch 4\nkernels a-name-longer-than-fifteen\n"
+        "intercept_us 1 1\nlayer 3 8 1 1\n",
+        "fastrl-latency-model 12\nbatch 4\nintercept_us 1 1\nlayer 3 8 1 1\n",
+    };
+    for (size_t i = 0; i < sizeof bad_head / sizeof bad_head[0]; i++)
+        ck_assert_msg(frl_latency_from_text(&m, bad_head[i], err) == FRL_ERR_FORMAT, "read: %s",
+                      bad_head[i]);
+    /* Windows line ends and a model of no machine line (written before it) still read. */
+    ck_assert_int_eq(frl_latency_from_text(&m, "fastrl-latency-model 1\r\nbatch 4\r\n"
+                                               "intercept_us 1 1\r\nlayer 3 8 1 1\r\n", err),
+                     FRL_OK);
+    ck_assert_str_eq(m.machine, "");
+}
+END_TEST
+
 /* Probe times made by a known cost (0.2 us a call, 0.05 a layer, 1 ns a multiply-add)
  * give back that cost for every architecture; a cost with no per-layer part is fitted
  * without a negative one. */
@@ -653,10 +711,36 @@ START_TEST(latency_model_from_probe_times)
     for (int32_t i = 0; i < 5; i++)
         ck_assert_msg(fabs(frl_latency_predict(&m, &f.e, &a[i]) - us[i]) < 1e-9, "%s: %g vs %g",
                       shapes[i], frl_latency_predict(&m, &f.e, &a[i]), us[i]);
+    /* A depth the policy has not is no prediction, not a write past the layers. */
+    frl_elastic_arch odd = a[2];
+    odd.depth = 40;
+    ck_assert(frl_latency_predict(&m, &f.e, &odd) < 0);
+    odd.depth = -3;
+    ck_assert(frl_latency_predict(&m, &f.e, &odd) < 0);
     ck_assert_int_eq(frl_latency_fit_probes(&m, &f.e, a, flat, 5, err), FRL_OK);
     for (int32_t i = 0; i < 5; i++)
         ck_assert(fabs(frl_latency_predict(&m, &f.e, &a[i]) - flat[i]) < 1e-9);
     ck_assert_int_eq(frl_latency_fit_probes(&m, &f.e, a, us, 2, err), FRL_ERR_INVALID_ARGUMENT);
+    /* Three of one depth cannot tell a layer's cost from a call's: fitted anyway, the
+     * layers' term went, and every two-layer sub-policy was predicted 0.05 us fast. */
+    const char *one_depth[] = {"4", "8", "16"};
+    frl_elastic_arch d1[3];
+    double us1[3];
+    for (int32_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(frl_elastic_arch_parse(&f.e, one_depth[i], &d1[i], err), FRL_OK);
+        us1[i] = 0.2 + 0.05 * 2 + 1e-3 * 4.0 * d1[i].width[0];
+    }
+    ck_assert_int_eq(frl_latency_fit_probes(&m, &f.e, d1, us1, 3, err), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "another depth"), "%s", err);
+    /* Times that are not times, and architectures the policy has not. */
+    double bad_us[5] = {us[0], us[1], NAN, us[3], us[4]};
+    ck_assert_int_eq(frl_latency_fit_probes(&m, &f.e, a, bad_us, 5, err), FRL_ERR_RANGE);
+    bad_us[2] = -1;
+    ck_assert_int_eq(frl_latency_fit_probes(&m, &f.e, a, bad_us, 5, err), FRL_ERR_RANGE);
+    frl_elastic_arch deep[5];
+    memcpy(deep, a, sizeof deep);
+    deep[2].depth = 7;
+    ck_assert_int_eq(frl_latency_fit_probes(&m, &f.e, deep, us, 5, err), FRL_ERR_RANGE);
     teardown_fixture(&f);
 }
 END_TEST
@@ -676,6 +760,7 @@ int main(void)
     tcase_add_test(tc, async_elastic_run_distils);
     tcase_add_test(tc, latency_model_predicts_acting);
     tcase_add_test(tc, latency_model_text_round_trips);
+    tcase_add_test(tc, latency_model_text_refuses_corruption);
     tcase_add_test(tc, latency_model_from_probe_times);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

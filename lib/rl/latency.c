@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 #include "core/alloc.h"
 #include "core/c_numeric.h"
@@ -12,6 +15,9 @@
 
 /* Timed samples last at least this long, so the clock's resolution does not matter. */
 static const double SAMPLE_S = 2e-6;
+
+/* No time a model holds is longer: a call of more than 1,000 s is no model's. */
+static const double MAX_US = 1e9;
 
 static double now_s(void)
 {
@@ -54,6 +60,41 @@ static double time_median(timed_fn fn, void *user, int32_t reps, double *samples
         samples[r] = (now_s() - t0) / calls;
     }
     return median(samples, reps);
+}
+
+/* ---- the machine ---- */
+
+void frl_latency_machine(char *buf, size_t size)
+{
+    snprintf(buf, size, "unknown");
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    unsigned int r[12];
+    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000004u)
+        return;
+    for (unsigned int i = 0; i < 3; i++)
+        __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
+    char name[49];
+    memcpy(name, r, 48);
+    name[48] = '\0';
+    /* The brand string pads with spaces, at either end on some CPUs: trimmed, and runs
+     * of them made one, so the name is one field of a text line. */
+    size_t at = 0;
+    int space = 0;
+    for (const char *c = name; *c; c++) {
+        if ((unsigned char)*c <= ' ') {
+            space = at > 0;
+            continue;
+        }
+        if (space && at + 1 < size)
+            buf[at++] = ' ';
+        space = 0;
+        if (at + 1 < size)
+            buf[at++] = *c;
+    }
+    buf[at] = '\0';
+    if (at == 0)
+        snprintf(buf, size, "unknown");
+#endif
 }
 
 /* ---- one act call ---- */
@@ -176,10 +217,11 @@ static int32_t find_layer(const frl_latency_model *m, const frl_latency_layer *l
 double frl_latency_predict(const frl_latency_model *m, const frl_elastic *e,
                            const frl_elastic_arch *a)
 {
+    /* Checked first: actor_layers writes depth + 1 layers into ls. */
+    if (a->depth < 1 || a->depth > m->depth || a->depth > e->depth)
+        return -1;
     frl_latency_layer ls[FRL_MLP_MAX_LAYERS + 1];
     int32_t n = actor_layers(e, a, ls);
-    if (a->depth < 1 || a->depth > m->depth)
-        return -1;
     double us = m->intercept_us[a->depth];
     for (int32_t i = 0; i < n; i++) {
         int32_t at = find_layer(m, &ls[i]);
@@ -296,6 +338,7 @@ frl_status frl_latency_fit(frl_latency_model *m, const frl_elastic *e, const frl
                         1 << 20);
     m->batch = batch;
     snprintf(m->kernels, sizeof m->kernels, "%s", p->k->name);
+    frl_latency_machine(m->machine, sizeof m->machine);
     frl_status st = measure_layers(m, e, p, err);
     /* Each depth's intercept: the median residual of its narrowest, a middle and its
      * widest architecture (the enumeration runs depth by depth). */
@@ -390,6 +433,30 @@ static int fit_nonnegative(double (*f)[3], const double *y, int32_t n, double be
     return best_err < INFINITY;
 }
 
+/* 1 when the n rows of features span all three: each column scaled to at most 1, the
+ * Gram matrix's determinant over the product of its diagonal (Hadamard's ratio, 1 for
+ * orthogonal columns, 0 for dependent ones) is clear of rounding. Probes of one depth
+ * only leave the layers' term to chance: the fit drops it, and deeper sub-policies are
+ * predicted faster than they run, on a target where nothing measures them. */
+static int features_independent(double (*f)[3], int32_t n)
+{
+    double scale[3] = {0, 0, 0}, g[3][3] = {{0}};
+    for (int32_t i = 0; i < n; i++)
+        for (int c = 0; c < 3; c++)
+            scale[c] = fmax(scale[c], fabs(f[i][c]));
+    for (int c = 0; c < 3; c++)
+        if (!(scale[c] > 0))
+            return 0;
+    for (int32_t i = 0; i < n; i++)
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++)
+                g[r][c] += f[i][r] / scale[r] * (f[i][c] / scale[c]);
+    double det = g[0][0] * (g[1][1] * g[2][2] - g[1][2] * g[2][1]) -
+                 g[0][1] * (g[1][0] * g[2][2] - g[1][2] * g[2][0]) +
+                 g[0][2] * (g[1][0] * g[2][1] - g[1][1] * g[2][0]);
+    return det > 1e-9 * g[0][0] * g[1][1] * g[2][2];
+}
+
 /* The features of an architecture's actor: 1, its layers, its multiply-adds. */
 static void features(const frl_elastic *e, const frl_elastic_arch *a, double f[3])
 {
@@ -407,15 +474,27 @@ frl_status frl_latency_fit_probes(frl_latency_model *m, const frl_elastic *e,
                                   char *err)
 {
     memset(m, 0, sizeof *m);
+    for (int32_t i = 0; i < n; i++) {
+        frl_status st = frl_elastic_check(e, &archs[i], err);
+        if (st != FRL_OK)
+            return st;
+        if (!isfinite(us[i]) || !(us[i] > 0) || us[i] > MAX_US)
+            return frl_fail(err, FRL_ERR_RANGE, "latency probes: time %d is %g us, not a "
+                            "time (above 0, at most 1e9 us)", (int)i, us[i]);
+    }
     double (*f)[3] = n > 0 ? malloc(sizeof(double[3]) * (size_t)n) : NULL, x[3] = {0, 0, 0};
     for (int32_t i = 0; f && i < n; i++)
         features(e, &archs[i], f[i]);
-    int fitted = n >= 3 && f && fit_nonnegative(f, us, n, x);
+    int spans = n >= 3 && f && features_independent(f, n);
+    int fitted = spans && fit_nonnegative(f, us, n, x);
     free(f);
     if (!fitted)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
                         "latency probes: %d times do not fit a model: give at least 3 "
-                        "architectures of different depths and sizes", (int)n);
+                        "architectures of different depths and sizes%s", (int)n,
+                        n >= 3 && !spans ? " (these do not tell a layer's cost from a "
+                        "call's and the multiply-adds': add one of another depth, or of "
+                        "another size at a depth given twice)" : "");
     m->batch = 1;
     m->deterministic = 1;
     snprintf(m->kernels, sizeof m->kernels, "probe");
@@ -434,6 +513,8 @@ int frl_latency_to_text(const frl_latency_model *m, char *buf, size_t size)
     size_t at = (size_t)snprintf(buf, size, "fastrl-latency-model 1\nbatch %d\n"
                                  "deterministic %d\nkernels %s\n", (int)m->batch,
                                  (int)m->deterministic, m->kernels);
+    if (m->machine[0] && at < size)
+        at += (size_t)snprintf(buf + at, size - at, "machine %s\n", m->machine);
     for (int32_t d = 1; d <= m->depth && at < size; d++)
         at += (size_t)snprintf(buf + at, size - at, "intercept_us %d %.6f\n", (int)d,
                                m->intercept_us[d]);
@@ -444,36 +525,141 @@ int frl_latency_to_text(const frl_latency_model *m, char *buf, size_t size)
     return at < size ? 0 : -1;
 }
 
-/* One line of the text; returns 1 if it was understood. */
-static int parse_line(frl_latency_model *m, const char *line, uint32_t *seen)
+/* Fields of a line: each after blanks, the line then at its end (a carriage return
+ * allowed). Anything after the last field, a number out of range or not finite, is a
+ * corrupted or truncated file ("batch 25" for "batch 256" is caught by the newline
+ * every line must end in, see parse_lines). */
+static const char *skip_blanks(const char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return s;
+}
+
+static int read_int(const char **s, long lo, long hi, int32_t *out)
+{
+    const char *at = skip_blanks(*s);
+    int digit = (at[0] >= '0' && at[0] <= '9') ||
+                (at[0] == '-' && at[1] >= '0' && at[1] <= '9');
+    if (at == *s || !digit)
+        return 0;
+    char *end;
+    long v = strtol(at, &end, 10); /* saturates on overflow: then out of range */
+    if (v < lo || v > hi)
+        return 0;
+    *out = (int32_t)v;
+    *s = end;
+    return 1;
+}
+
+/* A time read (a model's, a probe's): finite, 0 to MAX_US. */
+static int read_us(const char **s, double *out)
+{
+    const char *at = skip_blanks(*s);
+    if (at == *s)
+        return 0;
+    char *end;
+    double v = strtod(at, &end);
+    if (end == at || !isfinite(v) || !(v >= 0) || v > MAX_US)
+        return 0;
+    *out = v;
+    *s = end;
+    return 1;
+}
+
+static int at_end(const char *s)
+{
+    s = skip_blanks(s);
+    return *s == '\0' || (*s == '\r' && s[1] == '\0');
+}
+
+/* The line's rest after keyword kw (and a blank), or NULL for a line of another key. */
+static const char *after_key(const char *line, const char *kw)
+{
+    size_t n = strlen(kw);
+    return strncmp(line, kw, n) == 0 && (line[n] == ' ' || line[n] == '\t') ? line + n : NULL;
+}
+
+/* A word of up to size - 1 characters, the line ending after it. */
+static int read_word(const char *s, char *out, size_t size)
+{
+    s = skip_blanks(s);
+    size_t n = strcspn(s, " \t\r");
+    if (n == 0 || n >= size || !at_end(s + n))
+        return 0;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* The rest of the line, blanks and a carriage return trimmed (a CPU's name has spaces). */
+static int read_rest(const char *s, char *out, size_t size)
+{
+    s = skip_blanks(s);
+    size_t n = strcspn(s, "\r");
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    if (n == 0 || n >= size)
+        return 0;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* Bits of the keys read once: a key given twice (two models run together) is refused. */
+enum { SEEN_VERSION = 1, SEEN_BATCH = 2, SEEN_DET = 4, SEEN_KERNELS = 8, SEEN_MACHINE = 16 };
+
+static int once(uint32_t *seen, uint32_t bit)
+{
+    if (*seen & bit)
+        return 0;
+    *seen |= bit;
+    return 1;
+}
+
+static int parse_intercept(frl_latency_model *m, const char *s, uint32_t *depths)
+{
+    int32_t d;
+    double us;
+    if (!read_int(&s, 1, FRL_MLP_MAX_LAYERS - 1, &d) || !read_us(&s, &us) || !at_end(s) ||
+        (*depths & (1u << d)))
+        return 0;
+    m->intercept_us[d] = us;
+    m->depth = d > m->depth ? d : m->depth;
+    *depths |= 1u << d;
+    return 1;
+}
+
+static int parse_layer(frl_latency_model *m, const char *s)
 {
     frl_latency_layer l;
-    int b, v;
-    if (sscanf(line, "fastrl-latency-model %d", &v) == 1)
-        return v == 1;
-    if (sscanf(line, "batch %d", &b) == 1 && b >= 1) {
-        m->batch = b;
-        return 1;
-    }
-    if (sscanf(line, "deterministic %d", &v) == 1 && (v == 0 || v == 1)) {
-        m->deterministic = v;
-        return 1;
-    }
-    if (sscanf(line, "kernels %15s", m->kernels) == 1)
-        return 1;
-    double us;
-    if (sscanf(line, "intercept_us %d %lf", &v, &us) == 2 && v >= 1 &&
-        v < FRL_MLP_MAX_LAYERS && us >= 0) {
-        m->intercept_us[v] = us;
-        m->depth = v > m->depth ? v : m->depth;
-        *seen |= 1u << v;
-        return 1;
-    }
-    if (sscanf(line, "layer %d %d %d %lf", &l.in, &l.out, &l.act, &l.us) == 4 &&
-        m->n < FRL_LATENCY_MAX_LAYERS && l.in > 0 && l.out > 0 && l.us >= 0) {
-        m->layer[m->n++] = l;
-        return 1;
-    }
+    if (!read_int(&s, 1, 1 << 24, &l.in) || !read_int(&s, 1, 1 << 24, &l.out) ||
+        !read_int(&s, FRL_NN_LINEAR, FRL_NN_ELU, &l.act) || !read_us(&s, &l.us) ||
+        !at_end(s) || m->n == FRL_LATENCY_MAX_LAYERS || find_layer(m, &l) >= 0)
+        return 0;
+    m->layer[m->n++] = l;
+    return 1;
+}
+
+/* One line of the text; returns 1 if it was understood. */
+static int parse_line(frl_latency_model *m, const char *line, uint32_t *seen, uint32_t *depths)
+{
+    const char *s;
+    int32_t v;
+    if ((s = after_key(line, "fastrl-latency-model")))
+        return read_int(&s, 1, 1, &v) && at_end(s) && once(seen, SEEN_VERSION);
+    if ((s = after_key(line, "batch")))
+        return read_int(&s, 1, 1 << 20, &m->batch) && at_end(s) && once(seen, SEEN_BATCH);
+    if ((s = after_key(line, "deterministic")))
+        return read_int(&s, 0, 1, &m->deterministic) && at_end(s) && once(seen, SEEN_DET);
+    if ((s = after_key(line, "kernels")))
+        return read_word(s, m->kernels, sizeof m->kernels) && once(seen, SEEN_KERNELS);
+    if ((s = after_key(line, "machine")))
+        return read_rest(s, m->machine, sizeof m->machine) && once(seen, SEEN_MACHINE);
+    if ((s = after_key(line, "intercept_us")))
+        return parse_intercept(m, s, depths);
+    if ((s = after_key(line, "layer")))
+        return parse_layer(m, s);
     return 0;
 }
 
@@ -503,7 +689,7 @@ frl_status frl_latency_from_text(frl_latency_model *m, const char *text, char *e
 static frl_status parse_lines(frl_latency_model *m, const char *text, char *err)
 {
     memset(m, 0, sizeof *m);
-    uint32_t seen = 0; /* bit d: depth d's intercept line was read */
+    uint32_t seen = 0, depths = 0; /* bit d of depths: depth d's intercept line was read */
     int32_t line_no = 1;
     if (strncmp(text, "fastrl-latency-model ", 21) != 0)
         return frl_fail(err, FRL_ERR_FORMAT, "latency model: not a fastrl latency model (its "
@@ -517,12 +703,16 @@ static frl_status parse_lines(frl_latency_model *m, const char *text, char *err)
                             (int)line_no);
         memcpy(line, s, len);
         line[len] = '\0';
-        if (len > 0 && !parse_line(m, line, &seen))
-            return frl_fail(err, FRL_ERR_FORMAT, "latency model: line %d is not understood: "
-                            "%.60s", (int)line_no, line);
+        if (!end) /* frl_latency_to_text ends every line: the file was cut short */
+            return frl_fail(err, FRL_ERR_FORMAT, "latency model: line %d does not end (no "
+                            "newline): the file is truncated", (int)line_no);
+        if (len > 0 && !parse_line(m, line, &seen, &depths))
+            return frl_fail(err, FRL_ERR_FORMAT, "latency model: line %d is not understood "
+                            "(a number out of range or not finite, something after the last "
+                            "field, or a key or layer given twice): %.60s", (int)line_no, line);
         s = end ? end + 1 : s + len;
     }
     if (m->batch < 1 || m->n == 0)
         return frl_fail(err, FRL_ERR_FORMAT, "latency model: no batch or no layers");
-    return check_intercepts(m, seen, err);
+    return check_intercepts(m, depths, err);
 }

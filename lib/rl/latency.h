@@ -26,11 +26,16 @@ typedef struct frl_latency_model {
     int32_t batch;
     int32_t deterministic;    /* 1: acting takes the mode, 0: it samples */
     char kernels[16];         /* the kernel table it was measured with */
+    char machine[64];         /* the CPU it was measured on ("" for a probe fit) */
     double intercept_us[FRL_MLP_MAX_LAYERS]; /* [depth]: 1..the policy's depth */
     int32_t depth;            /* intercepts known: depths 1..depth */
     int32_t n;
     frl_latency_layer layer[FRL_LATENCY_MAX_LAYERS];
 } frl_latency_model;
+
+/* This machine's CPU, as a model records it ("unknown" where the CPU does not say):
+ * times measured on one CPU do not hold on another, even with the same kernels. */
+void frl_latency_machine(char *buf, size_t size);
 
 /* Median microseconds of one frl_policy_act call on batch rows (the mode with
  * deterministic, else sampled actions): the lower of two medians of reps timed samples;
@@ -61,7 +66,11 @@ double frl_latency_predict(const frl_latency_model *m, const frl_elastic *e,
                            const frl_elastic_arch *a);
 
 /* The model as text ("key value" lines, "intercept_us depth us" per depth, "layer in
- * out act us" per shape) and back. */
+ * out act us" per shape) and back. Reading refuses (FRL_ERR_FORMAT, naming the line) a
+ * text that does not end in a newline (truncated), a line with anything after its
+ * fields, a number out of range (a time not finite, negative or over 1e9 us) and a key,
+ * depth or layer shape given twice. The "machine" line is optional (models written
+ * before it had none). */
 int frl_latency_to_text(const frl_latency_model *m, char *buf, size_t size);
 frl_status frl_latency_from_text(frl_latency_model *m, const char *text, char *err);
 
