@@ -3,8 +3,9 @@
 # budget (saved, evaluated by `fastrl eval`, exported, and run by examples/robot_loop,
 # as a controller would), a cut by architecture, and the refusals: an unknown width or a
 # malformed --arch, a budget no sub-policy meets (naming the fastest), a checkpoint of a
-# plain run, a cut policy, a latency model of another batch, malformed or repeated
-# probe times, --out with --list alone or where it cannot be written.
+# plain run, a cut policy, a latency model of another batch, of another machine or
+# truncated, malformed or repeated probe times, --out with --list alone or where it
+# cannot be written.
 #
 #   test_cli_cut.sh FASTRL ROBOT_LOOP
 set -u
@@ -151,6 +152,20 @@ run "$fastrl" cut "$dir/plain/checkpoint.frl" --list
 refused "plain checkpoint" "not an elastic run's checkpoint"
 run "$fastrl" cut "$ck" --list --batch 8 --latency-model "$dir/model.txt"
 refused "model of another batch" "measured at batch 1, not 8"
+# A model measured on another machine (another CPU, or other kernels) is refused: its
+# times do not hold here, and it was once used without a word.
+grep -q "^machine " "$dir/model.txt" || fail "the latency model does not name its machine"
+sed 's/^machine .*/machine Some Other CPU @ 1.00GHz/' "$dir/model.txt" > "$dir/other.txt"
+run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/other.txt"
+refused "model of another CPU" "on Some Other CPU @ 1.00GHz" "do not hold here"
+sed 's/^kernels .*/kernels otherkern/' "$dir/model.txt" > "$dir/other.txt"
+run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/other.txt"
+refused "model of other kernels" "with the kernels otherkern" "do not hold here"
+# A model file cut short (its last line unfinished) is refused, not read as another.
+awk 'NR > 1 { print last } { last = $0 }
+     END { printf "%s", substr(last, 1, length(last) - 2) }' "$dir/model.txt" > "$dir/short.txt"
+run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/short.txt"
+refused "truncated model" "truncated"
 run "$fastrl" cut "$ck"
 refused "nothing asked" "say what to cut"
 # A budget is read whole (not "say what to cut" for -5, nor 0 for junk); --arch cuts one

@@ -281,6 +281,27 @@ static int load_run(cut_run *r, const char *path)
 
 /* ---- the latency model ---- */
 
+/* 1 when the model was measured with other kernels or on another CPU (said): its times
+ * do not hold here, and a budget would be met or missed by chance. */
+static int model_elsewhere(const cut_run *r, const char *path)
+{
+    char here[sizeof r->model.machine];
+    frl_latency_machine(here, sizeof here);
+    const char *there = r->model.machine;
+    int other_kernels = strcmp(r->model.kernels, r->p->k->name) != 0;
+    if (!other_kernels && (!there[0] || !strcmp(there, here)))
+        return 0;
+    fprintf(stderr, "fastrl cut: %s was measured %s %s%s%s, and this machine runs %s on %s: "
+                    "its times do not hold here (remove it to measure again, or give "
+                    "another file)\n", path, other_kernels ? "with the kernels" : "on",
+            other_kernels ? (r->model.kernels[0] ? r->model.kernels : "(none named)") : there,
+            other_kernels && there[0] ? " on " : "", other_kernels ? there : "",
+            r->p->k->name, here);
+    return 1;
+}
+
+static int foreign_model(const cut_run *r);
+
 static int read_model(cut_run *r, const char *path, int32_t batch, int32_t deterministic)
 {
     FILE *f = fopen(path, "rb");
@@ -301,6 +322,8 @@ static int read_model(cut_run *r, const char *path, int32_t batch, int32_t deter
         fprintf(stderr, "fastrl cut: %s: %s\n", path, err);
         return 1;
     }
+    if (!foreign_model(r) && model_elsewhere(r, path))
+        return 1;
     if (r->model.batch != batch || r->model.deterministic != deterministic) {
         fprintf(stderr, "fastrl cut: %s was measured at batch %d%s, not %d%s (give another "
                         "file or remove it to measure again)\n", path, (int)r->model.batch,
