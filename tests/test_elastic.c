@@ -446,6 +446,45 @@ START_TEST(resumed_elastic_run_continues_exactly)
 }
 END_TEST
 
+/* A checkpoint whose head block is not finite (a diverged run's, or a corrupted one
+ * rewritten with a valid checksum) is refused on resuming, as policy.params is, rather
+ * than resumed into sub-policies that act NaN. */
+START_TEST(nonfinite_heads_are_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t = train_pendulum(rt, "elastic.full_fraction=0", 2048);
+    char path[64], path2[64], err[FRL_ERRMSG_SIZE];
+    snprintf(path, sizeof path, "/tmp/frl_elastic_n%d.frl", (int)getpid());
+    snprintf(path2, sizeof path2, "/tmp/frl_elastic_m%d.frl", (int)getpid());
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_container *c;
+    ck_assert_int_eq(frl_container_read(&c, path, NULL, err), FRL_OK);
+    int32_t n = frl_container_count(c);
+    frl_section *s = calloc((size_t)n, sizeof *s);
+    float *bad = NULL;
+    for (int32_t i = 0; i < n; i++) {
+        s[i] = *frl_container_at(c, i);
+        if (!strcmp(s[i].name, "elastic.heads")) {
+            bad = malloc(sizeof(float) * s[i].count);
+            memcpy(bad, s[i].data, sizeof(float) * s[i].count);
+            bad[s[i].count / 2] = NAN;
+            s[i].data = bad;
+        }
+    }
+    ck_assert(bad != NULL);
+    ck_assert_int_eq(frl_container_write(path2, NULL, s, n, err), FRL_OK);
+    frl_container_free(c);
+    ck_assert_int_eq(frl_trainer_load(&t, rt, path2, NULL), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(frl_last_error(), "elastic.heads"), "%s", frl_last_error());
+    free(bad);
+    free(s);
+    unlink(path);
+    unlink(path2);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* APPO: the async sampler's learner thread runs the distillation too, and a run that
  * stops mid-way still leaves a checkpoint whose sub-policies cut. */
 START_TEST(async_elastic_run_distils)
@@ -758,6 +797,7 @@ int main(void)
     tcase_add_test(tc, distillation_brings_sub_policies_to_the_full_one);
     tcase_add_test(tc, resumed_elastic_run_continues_exactly);
     tcase_add_test(tc, async_elastic_run_distils);
+    tcase_add_test(tc, nonfinite_heads_are_refused);
     tcase_add_test(tc, latency_model_predicts_acting);
     tcase_add_test(tc, latency_model_text_round_trips);
     tcase_add_test(tc, latency_model_text_refuses_corruption);

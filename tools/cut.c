@@ -245,6 +245,12 @@ static int read_heads(cut_run *r, const char *path)
         if (r->heads)
             memcpy(r->heads, s->data, sizeof(float) * r->e.num_heads);
         rc = r->heads ? 0 : cli_fail("cut", FRL_ERR_NOMEM);
+        for (size_t i = 0; rc == 0 && i < r->e.num_heads; i++)
+            if (!isfinite(r->heads[i])) { /* a diverged run's: no sub-policy to cut */
+                fprintf(stderr, "fastrl cut: %s: elastic.heads holds a non-finite value\n",
+                        path);
+                rc = 1;
+            }
     }
     frl_container_free(c);
     return rc;

@@ -418,7 +418,7 @@ void frl_elastic_learner_save(frl_elastic_learner *l, frl_section *s, int32_t *n
     size_t np = l->ppo->p->num_params, nh = l->e.num_heads;
     l->saved[0] = l->stage;
     l->saved[1] = l->adam_full.t;
-    frl_section_add(s, n, "elastic.heads", FRL_DTYPE_F32, nh, l->heads);
+    frl_section_add_finite(s, n, "elastic.heads", FRL_DTYPE_F32, nh, l->heads);
     frl_section_add_finite(s, n, "elastic.adam", FRL_DTYPE_F32, 2 * np, l->adam_full.m);
     frl_section_add_finite(s, n, "elastic.adam_heads", FRL_DTYPE_F32, 2 * nh, l->adam_heads.m);
     frl_section_add(s, n, "elastic.state", FRL_DTYPE_I64, 2, l->saved);
@@ -440,6 +440,12 @@ frl_status frl_elastic_learner_load(frl_elastic_learner *l, const frl_container 
     if (v[0] < STAGE_FULL || v[0] > STAGE_WIDTH || v[1] < 0)
         return frl_fail(err, FRL_ERR_FORMAT, "elastic.state: stage %lld, step %lld out of range",
                         (long long)v[0], (long long)v[1]);
+    /* The heads are parameters like policy.params, which loading refuses non-finite:
+     * a NaN head cut into a sub-policy would act NaN at that depth. */
+    for (int64_t i = 0; i < nh; i++)
+        if (!isfinite(((const float *)h->data)[i]))
+            return frl_fail(err, FRL_ERR_FORMAT, "elastic.heads holds a non-finite value "
+                            "(at %lld)", (long long)i);
     if (!frl_adam_moments_valid(a->data, (const float *)a->data + np, (size_t)np) ||
         !frl_adam_moments_valid(ah->data, (const float *)ah->data + nh, (size_t)nh))
         return frl_fail(err, FRL_ERR_FORMAT, "elastic.adam or elastic.adam_heads holds a moment "
