@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "io/container.h"
 #include "core/rng.h"
+#include "core/cpu.h"
 #include "rl/latency.h"
 
 typedef struct cut_opts {
@@ -292,7 +293,7 @@ static int load_run(cut_run *r, const char *path)
 static int model_elsewhere(const cut_run *r, const char *path)
 {
     char here[sizeof r->model.machine];
-    frl_latency_machine(here, sizeof here);
+    frl_cpu_name(here, sizeof here);
     const char *there = r->model.machine;
     int other_kernels = strcmp(r->model.kernels, r->p->k->name) != 0;
     if (!other_kernels && (!there[0] || !strcmp(there, here)))

@@ -4,6 +4,8 @@
 #ifndef FRL_CORE_CPU_H
 #define FRL_CORE_CPU_H
 
+#include <stddef.h>
+
 /* x86 vector levels, each including the ones below; FRL_CPU_BASE elsewhere. The
  * probe (__builtin_cpu_supports) also checks that the OS saves the wider registers. */
 typedef enum frl_cpu_level {
@@ -14,5 +16,10 @@ typedef enum frl_cpu_level {
 } frl_cpu_level;
 
 frl_cpu_level frl_cpu_level_get(void);
+
+/* This CPU's brand string, trimmed, its runs of spaces made one ("unknown" where the
+ * CPU does not say), into buf of size bytes: latency models record it, since times
+ * measured on one CPU do not hold on another, even with the same kernels. */
+void frl_cpu_name(char *buf, size_t size);
 
 #endif

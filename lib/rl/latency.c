@@ -5,11 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#include <cpuid.h>
-#endif
 
 #include "core/alloc.h"
+#include "core/cpu.h"
 #include "core/c_numeric.h"
 #include "rl/latency.h"
 
@@ -62,40 +60,6 @@ static double time_median(timed_fn fn, void *user, int32_t reps, double *samples
     return median(samples, reps);
 }
 
-/* ---- the machine ---- */
-
-void frl_latency_machine(char *buf, size_t size)
-{
-    snprintf(buf, size, "unknown");
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-    unsigned int r[12];
-    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000004u)
-        return;
-    for (unsigned int i = 0; i < 3; i++)
-        __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
-    char name[49];
-    memcpy(name, r, 48);
-    name[48] = '\0';
-    /* The brand string pads with spaces, at either end on some CPUs: trimmed, and runs
-     * of them made one, so the name is one field of a text line. */
-    size_t at = 0;
-    int space = 0;
-    for (const char *c = name; *c; c++) {
-        if ((unsigned char)*c <= ' ') {
-            space = at > 0;
-            continue;
-        }
-        if (space && at + 1 < size)
-            buf[at++] = ' ';
-        space = 0;
-        if (at + 1 < size)
-            buf[at++] = *c;
-    }
-    buf[at] = '\0';
-    if (at == 0)
-        snprintf(buf, size, "unknown");
-#endif
-}
 
 /* ---- one act call ---- */
 
@@ -338,7 +302,7 @@ frl_status frl_latency_fit(frl_latency_model *m, const frl_elastic *e, const frl
                         1 << 20);
     m->batch = batch;
     snprintf(m->kernels, sizeof m->kernels, "%s", p->k->name);
-    frl_latency_machine(m->machine, sizeof m->machine);
+    frl_cpu_name(m->machine, sizeof m->machine);
     frl_status st = measure_layers(m, e, p, err);
     /* Each depth's intercept: the median residual of its narrowest, a middle and its
      * widest architecture (the enumeration runs depth by depth). */

@@ -33,10 +33,6 @@ typedef struct frl_latency_model {
     frl_latency_layer layer[FRL_LATENCY_MAX_LAYERS];
 } frl_latency_model;
 
-/* This machine's CPU, as a model records it ("unknown" where the CPU does not say):
- * times measured on one CPU do not hold on another, even with the same kernels. */
-void frl_latency_machine(char *buf, size_t size);
-
 /* Median microseconds of one frl_policy_act call on batch rows (the mode with
  * deterministic, else sampled actions): the lower of two medians of reps timed samples;
  * a negative value on failure (err says why). */
