@@ -517,7 +517,8 @@ FRL_API frl_status frl_vec_env_reset(frl_vec_env *venv, uint64_t seed);
  * no flags, and is reset on the next step. If a batch callback fails, no bookkeeping
  * is done for that step. After a failed reset, step fails until a reset succeeds.
  * A reset or step called while one runs on the same vec env (from one of its own
- * callbacks) fails with FRL_ERR_STATE and does nothing. */
+ * callbacks), or on a vec env a trainer holds (frl_trainer_vec_env, or one given to a
+ * trainer until it is destroyed), fails with FRL_ERR_STATE and does nothing. */
 FRL_API frl_status frl_vec_env_step(frl_vec_env *venv);
 
 /* int32_t[num_envs] (discrete) or float[num_envs * width] (box), written by the caller. */
@@ -1133,7 +1134,9 @@ typedef int (*frl_metrics_fn)(void *user, const frl_metrics *metrics);
 FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt,
                                       const char *env_name, const frl_config *cfg);
 /* A trainer on a host vec env (borrowed: it must outlive the trainer). B is its size:
- * train.num_envs, if cfg sets it, must be the same (FRL_ERR_INVALID_ARGUMENT). */
+ * train.num_envs, if cfg sets it, must be the same (FRL_ERR_INVALID_ARGUMENT). The
+ * trainer holds venv until it is destroyed: a second trainer on it is refused
+ * (FRL_ERR_INVALID_ARGUMENT), and its public reset and step fail with FRL_ERR_STATE. */
 FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt,
                                           frl_vec_env *venv, const frl_config *cfg);
 /* A trainer on count (1..64) host vec envs with the same spaces, each one group of the

@@ -702,6 +702,65 @@ START_TEST(sync_train_without_end)
 }
 END_TEST
 
+/* Steps of the trainer's envs from its metrics callback: refused (a metrics callback). */
+static int step_from_callback(void *user, const frl_metrics *m)
+{
+    frl_trainer *t = user;
+    (void)m;
+    frl_vec_env *v = frl_trainer_vec_env(t);
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_STATE);
+    ck_assert_msg(strstr(frl_last_error(), "is a trainer's"), "%s", frl_last_error());
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_ERR_STATE);
+    return 0;
+}
+
+/* A trainer's vec env is stepped by the trainer alone: a step or reset from its metrics
+ * callback, an evaluation, a population's evaluation or a second trainer on it is
+ * refused, and nothing changes (the run matches one without those calls). Once the
+ * trainer is gone a host's vec env is free again. Before, each of them went through and
+ * the trainer went on with envs out of step with its run. */
+START_TEST(a_trainers_vec_env_is_its_own)
+{
+    frl_runtime *rt = runtime(1, "");
+    frl_config *cfg = frl_test_settings(small);
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "CartPole-v1", 8, NULL), FRL_OK);
+    frl_trainer *t, *second = (frl_trainer *)1, *plain;
+    ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_create_vec(&second, rt, v, cfg), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(second);
+    ck_assert_msg(strstr(frl_last_error(), "already another trainer's"), "%s",
+                  frl_last_error());
+    frl_trainer_set_callback(t, step_from_callback, t);
+    ck_assert_int_eq(frl_trainer_train(t, 512), FRL_OK);
+    float with[128], without[128];
+    fingerprint(t, with);
+    frl_eval_args ea;
+    frl_eval_args_init(&ea);
+    ea.episodes = 2;
+    ck_assert_int_eq(frl_policy_evaluate(frl_trainer_policy(t), v, &ea, NULL), FRL_ERR_STATE);
+    frl_population *pop;
+    ck_assert_int_eq(frl_population_create(&pop, frl_trainer_policy(t), 2), FRL_OK);
+    frl_population_eval_args pa;
+    frl_population_eval_args_init(&pa);
+    ck_assert_int_eq(frl_population_evaluate(pop, v, &pa, NULL), FRL_ERR_STATE);
+    frl_population_destroy(pop);
+    ck_assert_int_eq(frl_trainer_create(&plain, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(plain, 512), FRL_OK);
+    fingerprint(plain, without);
+    ck_assert_int_eq(memcmp(with, without, sizeof with), 0);
+    frl_trainer_destroy(plain);
+    frl_trainer_destroy(t);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trainer");
@@ -723,6 +782,7 @@ int main(void)
     tcase_add_test(tc, sync_train_without_end);
     tcase_add_test(tc, a_restart_forgets_the_cut_returns);
     tcase_add_test(tc, every_learner_resumes);
+    tcase_add_test(tc, a_trainers_vec_env_is_its_own);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

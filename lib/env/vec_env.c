@@ -505,6 +505,23 @@ frl_status frl_vec_env_enter(frl_vec_env *v, const char *who)
                     "nothing was done", who);
 }
 
+frl_status frl_vec_env_hold(frl_vec_env *v, const char *who, const char *what)
+{
+    if (!atomic_exchange_explicit(&v->held, 1, memory_order_acq_rel))
+        return FRL_OK;
+    return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: %s is already another trainer's "
+                    "vec env (two trainers would step the same envs)", who, what);
+}
+
+frl_status frl_vec_env_check_free(const frl_vec_env *v, const char *who)
+{
+    if (!atomic_load_explicit(&v->held, memory_order_acquire))
+        return FRL_OK;
+    return frl_fail(NULL, FRL_ERR_STATE, "%s: the vec env is a trainer's (frl_trainer_vec_env): "
+                    "only the trainer resets and steps it, or its run would no longer match "
+                    "its envs; nothing was done", who);
+}
+
 /* A built-in's state must also have a finite observation: a finite double beyond
  * float32's range (x_dot = 1e39) was taken, and its observation held infinity. A
  * refused state leaves the simulator as it was. */

@@ -59,6 +59,11 @@ struct frl_vec_env {
     /* Set while a reset, step or set_state runs: a call on v from one of its own
      * callbacks (or from a second thread) would step envs mid-step, so it is refused. */
     atomic_int busy;
+    /* Set while a trainer runs on v (frl_trainer_create_vec and the rest): its samplers
+     * step v through frl_vec_env_step_held and frl_vec_env_reset_from, and the public
+     * reset, step and evaluations are refused, since a step of its envs from elsewhere
+     * (a metrics callback, a second trainer) would put the run out of step with them. */
+    atomic_int held;
     int32_t chunk;              /* envs per pool task */
     int32_t num_chunks;
     int64_t *chunk_episodes;    /* episodes ended in each chunk this step */
@@ -83,6 +88,18 @@ static inline void frl_vec_env_leave(frl_vec_env *v)
 {
     atomic_store_explicit(&v->busy, 0, memory_order_release);
 }
+
+/* A trainer takes v (0; FRL_ERR_INVALID_ARGUMENT naming `who` and `what` if another
+ * trainer has it) and gives it back. */
+frl_status frl_vec_env_hold(frl_vec_env *v, const char *who, const char *what);
+static inline void frl_vec_env_release(frl_vec_env *v)
+{
+    atomic_store_explicit(&v->held, 0, memory_order_release);
+}
+
+/* FRL_ERR_STATE naming `who` when a trainer holds v: the public calls that run or
+ * read out its envs. */
+frl_status frl_vec_env_check_free(const frl_vec_env *v, const char *who);
 
 /* The built-in id v was made from by name (a built-in's or a MuJoCo task's), or NULL for
  * host envs: what a checkpoint names so the run can be made again. */

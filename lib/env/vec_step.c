@@ -393,6 +393,8 @@ static frl_status step_kind(frl_vec_env *v)
 
 FRL_API frl_status frl_vec_env_reset(frl_vec_env *v, uint64_t seed)
 {
+    if (v && frl_vec_env_check_free(v, "frl_vec_env_reset") != FRL_OK)
+        return FRL_ERR_STATE;
     return frl_vec_env_reset_from(v, seed, 0);
 }
 
@@ -471,13 +473,22 @@ FRL_API frl_status frl_vec_env_step(frl_vec_env *v)
 {
     if (!v)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_step: venv is NULL");
+    if (frl_vec_env_check_free(v, "frl_vec_env_step") != FRL_OK)
+        return FRL_ERR_STATE;
+    return step_claimed(v, NULL, NULL, "frl_vec_env_step");
+}
+
+frl_status frl_vec_env_step_held(frl_vec_env *v)
+{
     return step_claimed(v, NULL, NULL, "frl_vec_env_step");
 }
 
 frl_status frl_vec_env_step_active(frl_vec_env *v, const uint8_t *active)
 {
-    if (!v || v->kind == VEC_BATCH || !active)
-        return frl_vec_env_step(v); /* a host's batch world steps every agent */
+    if (!v)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_vec_env_step: venv is NULL");
+    if (v->kind == VEC_BATCH || !active)
+        active = NULL; /* a host's batch world steps every agent */
     return step_claimed(v, NULL, active, "frl_vec_env_step");
 }
 

@@ -1,4 +1,6 @@
-/* Stepping a vec env (vec_step.c): the internal call beside the public reset and step. */
+/* Stepping a vec env (vec_step.c): the internal calls beside the public reset and step.
+ * Unlike those, the calls here run a vec env a trainer holds (frl_vec_env_hold): the
+ * trainer's samplers and population evaluations use them. */
 #ifndef FRL_ENV_VEC_STEP_H
 #define FRL_ENV_VEC_STEP_H
 
@@ -9,6 +11,9 @@
  * and not counted in the totals. A host's batch world steps all its agents. active
  * NULL: every env. */
 frl_status frl_vec_env_step_active(frl_vec_env *v, const uint8_t *active);
+
+/* frl_vec_env_step of every env, for a vec env a trainer holds. */
+frl_status frl_vec_env_step_held(frl_vec_env *v);
 
 /* frl_vec_env_step with the n envs' actions (action_bytes each) first copied in from
  * actions, once v is claimed: a call refused because a step runs on v (from one of its

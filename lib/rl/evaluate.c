@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/space.h"
 #include "core/table.h"
+#include "env/vec_env.h"
 #include "rl/policy.h"
 
 static const char who[] = "frl_policy_evaluate";
@@ -204,6 +205,8 @@ FRL_API frl_status frl_policy_evaluate(frl_policy *policy, frl_vec_env *venv,
         return frl_fail(NULL, FRL_ERR_NULL, "%s: policy is NULL", who);
     if (!venv)
         return frl_fail(policy->err, FRL_ERR_NULL, "%s: venv is NULL", who);
+    if (frl_vec_env_check_free(venv, who) != FRL_OK)
+        return frl_fail_msg(policy->err, FRL_ERR_STATE, frl_last_error());
     eval_run r = {.p = policy, .v = venv, .n = frl_vec_env_num_envs(venv)};
     frl_status st = read_args(&r, args);
     if (st == FRL_OK)

@@ -432,7 +432,8 @@ static frl_status run_jobs(pop_run *r)
 {
     for (int32_t g = 0; g < r->groups; g++) {
         /* each group's envs from their own seed */
-        frl_status st = frl_vec_env_reset(r->g[g].v, r->a.seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL);
+        frl_status st = frl_vec_env_reset_from(
+            r->g[g].v, r->a.seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL, 0);
         if (st != FRL_OK)
             return frl_fail(r->pop->err, st, "%s: reset of group %d: %s", who, (int)g,
                             frl_last_error());
@@ -521,11 +522,19 @@ frl_status frl_population_evaluate_stoppable(frl_population *pop, frl_vec_env *c
     return st;
 }
 
+/* The public calls take vec envs no trainer holds; the ES and GA trainers' own
+ * evaluations (sampler/population.c) go straight to frl_population_evaluate_stoppable. */
 FRL_API frl_status frl_population_evaluate_groups(frl_population *pop,
                                                   frl_vec_env *const *venvs, int32_t count,
                                                   const frl_population_eval_args *args,
                                                   int64_t *env_steps)
 {
+    for (int32_t g = 0; pop && venvs && g < count && g < MAX_GROUPS; g++)
+        if (venvs[g] && frl_vec_env_check_free(venvs[g], who) != FRL_OK) {
+            if (env_steps)
+                *env_steps = 0;
+            return frl_fail_msg(pop->err, FRL_ERR_STATE, frl_last_error());
+        }
     return frl_population_evaluate_stoppable(pop, venvs, count, args, env_steps, NULL);
 }
 

@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "core/device.h"
+#include "env/vec_step.h"
 #include "rl/policy_rnn.h"
 #include "rl/weights.h"
 #include "sampler/async.h"
@@ -909,7 +910,7 @@ static void run_sampling(async_sampler *a, const task *k, int32_t thread)
     int32_t rows = 0;
     char err[FRL_ERRMSG_SIZE] = "";
     if (k->kind == TASK_STEP)
-        st = frl_vec_env_step(a->h->venvs[k->group]);
+        st = frl_vec_env_step_held(a->h->venvs[k->group]);
     else if (k->kind == TASK_ACT_ROWS)
         act_rows(a, k, thread, &version);
     else if (k->kind == TASK_SAMPLE)
@@ -1248,7 +1249,7 @@ static frl_status reset_group(async_sampler *a, int32_t g, uint64_t restarts)
 {
     frl_sampler_host *h = a->h;
     uint64_t seed = h->seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL + restarts * 0xbf58476d1ce4e5b9ULL;
-    frl_status st = frl_vec_env_reset(h->venvs[g], seed);
+    frl_status st = frl_vec_env_reset_from(h->venvs[g], seed, 0);
     if (st != FRL_OK)
         return frl_fail_msg(h->err, st, frl_last_error());
     frl_rollout_zero_state(h->book, h->venvs[g], h->group_first[g]);

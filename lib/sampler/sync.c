@@ -191,7 +191,7 @@ static frl_status rollout_step(sync_sampler *s, int32_t step, double *clock)
     if (frl_pool_run(h->rt->pool, tasks, act_task, &j, &failed) != 0)
         return frl_fail(h->err, FRL_ERR_INTERNAL, "acting failed in task %d", (int)failed);
     double t1 = frl_now();
-    frl_status st = frl_vec_env_step(venv);
+    frl_status st = frl_vec_env_step_held(venv);
     if (st != FRL_OK) {
         /* A failed step leaves observations that mean nothing (a host's NaN among
          * them): the next train starts from a reset, not from them, as async does. */

@@ -252,6 +252,20 @@ static void set_groups(frl_trainer *t, frl_vec_env *const *venvs, int32_t groups
     (void)frl_cfg_set_int(t->cfg, FRL_KEY_TRAIN_NUM_ENVS, t->B);
 }
 
+/* Every group's vec env taken for this trainer alone (t->held counts those taken, which
+ * destroy gives back). */
+static frl_status hold_groups(frl_trainer *t, const char *who)
+{
+    for (; t->held < t->groups; t->held++) {
+        char what[32];
+        snprintf(what, sizeof what, "venvs[%d]", (int)t->held);
+        frl_status st = frl_vec_env_hold(t->venvs[t->held], who, t->groups > 1 ? what : "venv");
+        if (st != FRL_OK)
+            return st;
+    }
+    return FRL_OK;
+}
+
 static frl_status check_mode(const frl_config *c, const frl_learner_ops *l, int32_t groups,
                              const char *who)
 {
@@ -301,7 +315,9 @@ static frl_status build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *
     atomic_init(&t->running, 0);
     atomic_init(&t->in_callback, 0);
     t->metrics.struct_size = sizeof t->metrics;
-    st = build_parts(t, who);
+    st = hold_groups(t, who);
+    if (st == FRL_OK)
+        st = build_parts(t, who);
     if (st != FRL_OK) {
         frl_trainer_destroy(t);
         return st;
@@ -467,6 +483,8 @@ FRL_API void frl_trainer_destroy(frl_trainer *t)
     frl_population_destroy(t->store.population);
     frl_ring_destroy(t->ring);
     frl_policy_destroy(t->policy);
+    for (int32_t g = 0; g < t->held; g++)
+        frl_vec_env_release(t->venvs[g]);
     if (t->own_venv)
         destroy_groups(t->venvs, t->groups);
     frl_rollout_book_free(&t->book, &t->rt->alloc);
@@ -656,21 +674,6 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
     return st;
 }
 
-/* The trainers step at once, each its own vec envs from its own threads: one vec env
- * in two of them would be stepped from two threads at the same time. */
-static frl_status check_disjoint_envs(frl_trainer *const *tr, int32_t count, const char *who)
-{
-    for (int32_t i = 0; i < count; i++)
-        for (int32_t j = 0; j < i; j++)
-            for (int32_t a = 0; a < tr[i]->groups; a++)
-                for (int32_t b = 0; b < tr[j]->groups; b++)
-                    if (tr[i]->venvs[a] == tr[j]->venvs[b])
-                        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: trainers[%d] and "
-                                        "trainers[%d] train on the same vec env (they step "
-                                        "at once: give each its own)", who, (int)j, (int)i);
-    return FRL_OK;
-}
-
 static frl_status check_many(frl_trainer *const *tr, int32_t count, int64_t total_steps,
                              const char *who)
 {
@@ -696,7 +699,8 @@ static frl_status check_many(frl_trainer *const *tr, int32_t count, int64_t tota
                 return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: trainers[%d] and "
                                 "trainers[%d] are the same trainer", who, (int)j, (int)i);
     }
-    return check_disjoint_envs(tr, count, who);
+    /* No vec env is in two of them: each trainer holds its own (frl_vec_env_hold). */
+    return FRL_OK;
 }
 
 /* Mark the trainers running; none is marked if one already was. */

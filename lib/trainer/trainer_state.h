@@ -22,6 +22,7 @@ struct frl_trainer {
     char env_name[FRL_ENV_NAME_MAX]; /* "" for a host vec env */
     frl_vec_env *venv;          /* venvs[0] */
     int32_t own_venv;           /* destroy the vec envs with the trainer */
+    int32_t held;               /* venvs[0..held) are held (frl_vec_env_hold) by this one */
     /* The env groups: group g is venvs[g], columns [group_first[g], + its envs) of the
      * ring. One group in sync mode; sampler.groups (or the host's vec envs) in async. */
     int32_t groups;
