@@ -509,6 +509,64 @@ START_TEST(resume_with_another_alpha)
 }
 END_TEST
 
+/* Whether sequence k*B + b of n blocks lies in written blocks without crossing the
+ * write position of a replay with `filled` of `blocks` blocks, next block `next`. */
+static int sequence_whole(int64_t k, int64_t filled, int64_t next, int64_t blocks, int64_t n)
+{
+    if (filled < blocks)
+        return k >= n - 1 && k < filled;
+    return (k - next + blocks) % blocks >= n - 1;
+}
+
+/* A run continued with longer sequences of the same period (train.seq_length=24
+ * train.seq_overlap=16 over 16 and 8: 3 blocks a sequence instead of 2) keeps its replay,
+ * but a sequence the saved tree held as whole may now reach back across the write
+ * position (the newest block before the oldest) or into unwritten blocks: the load
+ * gives those priority 0, and sequences whole only now the largest priority seen. The
+ * saved tree once came back as it was, and the run learned across the seam. */
+START_TEST(resume_with_longer_sequences)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72], out[72];
+    forged_paths("frl_r2d2_longer", path, bad);
+    snprintf(out, sizeof out, "%s.out", path);
+    char text[1024];
+    snprintf(text, sizeof text, "%s train.buffer_size=512", resume_settings);
+    static const int64_t steps[] = {320, 1600}; /* 10 of 16 blocks written; wrapped */
+    for (int i = 0; i < 2; i++) {
+        frl_trainer *a;
+        ck_assert_int_eq(create_builtin(rt, "CartPoleNoVel-v1", text, &a), FRL_OK);
+        ck_assert_msg(frl_trainer_train(a, steps[i]) == FRL_OK, "%s", frl_trainer_last_error(a));
+        ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
+        frl_trainer_destroy(a);
+        frl_config *over = frl_test_settings("train.seq_length=24 train.seq_overlap=16");
+        ck_assert_msg(frl_trainer_load(&a, rt, path, over) == FRL_OK, "%s", frl_last_error());
+        frl_config_destroy(over);
+        ck_assert_int_eq(frl_trainer_save(a, out), FRL_OK);
+        const frl_replay *r = a->store.replay;
+        int64_t n, B = r->shape.envs, whole = 0;
+        double *v = read_f64(out, "r2d2.priorities", &n);
+        ck_assert_int_eq(n, r->blocks * B);
+        for (int64_t q = 0; q < n; q++) {
+            int w = sequence_whole(q / B, r->filled, r->next, r->blocks, 3);
+            ck_assert_msg((v[q] > 0) == w, "after %lld steps, sequence %lld (block %lld; "
+                          "%lld filled, next %lld) has priority^alpha %g", (long long)steps[i],
+                          (long long)q, (long long)(q / B), (long long)r->filled,
+                          (long long)r->next, v[q]);
+            whole += w;
+        }
+        ck_assert_int_gt(whole, 0);
+        free(v);
+        ck_assert_msg(frl_trainer_train(a, steps[i] + 320) == FRL_OK, "%s",
+                      frl_trainer_last_error(a));
+        frl_trainer_destroy(a);
+    }
+    unlink(path);
+    unlink(out);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static void huge_r2d2_updates(void *data, uint64_t count, void *user)
 {
     (void)count, (void)user;
@@ -630,6 +688,7 @@ int main(void)
     tcase_add_test(resume, resume_is_identical);
     tcase_add_test(resume, forged_counters_refused);
     tcase_add_test(resume, resume_with_another_alpha);
+    tcase_add_test(resume, resume_with_longer_sequences);
     tcase_add_test(resume, async_resume);
     tcase_add_test(learning, learns_memory_probe);
     TCase *all[] = {units, resume, learning};
