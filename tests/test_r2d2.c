@@ -573,8 +573,27 @@ static void huge_r2d2_updates(void *data, uint64_t count, void *user)
     ((double *)data)[0] = 1e300;
 }
 
+/* The largest priority seen, finite but beyond any float priority. */
+static void huge_r2d2_max_priority(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((double *)data)[2] = 1e300;
+}
+
+/* Every live sequence's leaf at 1e300: finite, but two of them sum to infinity. */
+static void huge_r2d2_leaves(void *data, uint64_t count, void *user)
+{
+    (void)user;
+    double *v = data;
+    for (uint64_t i = 0; i < count; i++)
+        v[i] = v[i] > 0 ? 1e300 : 0.0;
+}
+
 /* r2d2.counters' update count is a double in the file: one no run reaches (here 1e300,
- * which overflowed its conversion to int64; found by libFuzzer) is FRL_ERR_FORMAT. */
+ * which overflowed its conversion to int64; found by libFuzzer) is FRL_ERR_FORMAT. So
+ * are a largest priority and leaves above any float priority's (priorities are floats):
+ * they were taken, and the tree's total overflowed to infinity, every draw's weight
+ * became NaN and the next update reported a divergence instead of the file. */
 START_TEST(forged_counters_refused)
 {
     frl_runtime *rt = frl_test_runtime(1);
@@ -585,11 +604,19 @@ START_TEST(forged_counters_refused)
     ck_assert_msg(frl_trainer_train(a, 600) == FRL_OK, "%s", frl_trainer_last_error(a));
     ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
     frl_trainer_destroy(a);
-    rewrite_section(path, bad, "r2d2.counters", huge_r2d2_updates, NULL);
-    frl_trainer *b = (frl_trainer *)1;
-    ck_assert_int_eq(frl_trainer_load(&b, rt, bad, NULL), FRL_ERR_FORMAT);
-    ck_assert_ptr_null(b);
-    ck_assert_msg(strstr(frl_last_error(), "r2d2.counters"), "%s", frl_last_error());
+    static const struct { const char *section; section_edit edit; } forged[] = {
+        {"r2d2.counters", huge_r2d2_updates},
+        {"r2d2.counters", huge_r2d2_max_priority},
+        {"r2d2.priorities", huge_r2d2_leaves},
+    };
+    frl_trainer *b;
+    for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
+        rewrite_section(path, bad, forged[i].section, forged[i].edit, NULL);
+        b = (frl_trainer *)1;
+        ck_assert_int_eq(frl_trainer_load(&b, rt, bad, NULL), FRL_ERR_FORMAT);
+        ck_assert_ptr_null(b);
+        ck_assert_msg(strstr(frl_last_error(), forged[i].section), "%s", frl_last_error());
+    }
     ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
     frl_trainer_destroy(b);
     unlink(path);

@@ -661,11 +661,16 @@ static frl_status load_priorities(r2d2 *d, const frl_container *c, double fallba
     frl_status st = frl_saved_alpha(c, "r2d2.alpha", fallback, d->s.alpha, &from, err);
     if (st != FRL_OK)
         return st;
+    /* p^alpha <= max(p, 1) of a float p: a larger leaf is no run's, and two of them
+     * would sum to infinity (NaN weights for every draw) */
     const double *v = pr->data;
-    for (int64_t i = 0; i < d->tree.n; i++)
-        if (!(v[i] >= 0 && isfinite(v[i]) && priority_again(d, v[i], from) >= 0))
-            return frl_fail(err, FRL_ERR_FORMAT, "r2d2.priorities: sequence %lld has priority "
-                            "%g (must be finite and >= 0)", (long long)i, v[i]);
+    for (int64_t i = 0; i < d->tree.n; i++) {
+        double again = v[i] >= 0 && v[i] <= FLT_MAX ? priority_again(d, v[i], from) : -1.0;
+        if (!(again >= 0 && again <= FLT_MAX))
+            return frl_fail(err, FRL_ERR_FORMAT, "r2d2.priorities: sequence %lld has "
+                            "priority^alpha %g (must be in [0, %g])", (long long)i, v[i],
+                            (double)FLT_MAX);
+    }
     /* The sequences whole in this run's length: a run continued with another
      * train.seq_length of the same period has other ones than the file (longer ones
      * would reach across the write position or into unwritten blocks); for the run's
@@ -695,7 +700,7 @@ static frl_status r2d2_load(frl_learner *l, const frl_container *c, int64_t step
     const float *mv = a->data;
     if (!all_finite_f32(t->data, np) || !frl_adam_moments_valid(mv, mv + np, (size_t)np) ||
         !(cv[0] >= 0 && cv[0] <= 9007199254740992.0) ||
-        !(cv[1] >= 0 && cv[1] < 1) || !(cv[2] > 0 && isfinite(cv[2])))
+        !(cv[1] >= 0 && cv[1] < 1) || !(cv[2] > 0 && cv[2] <= FLT_MAX))
         return frl_fail(err, FRL_ERR_FORMAT, "r2d2.target, r2d2.adam or r2d2.counters holds a "
                         "value out of range");
     frl_status st = load_priorities(d, c, l->saved_alpha, cv[2], err);
