@@ -38,6 +38,16 @@ START_TEST(refuses_bad_settings)
     }
     expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.buffer_size=500",
                    FRL_ERR_INVALID_ARGUMENT, "raise buffer_size");
+    /* 1e6 x 40 steps x 64 envs / (1 x 1) = 2.56e9 updates a rollout overflowed their
+     * int32 count, and the run silently made none */
+    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.buffer_size=10240 "
+                   "train.num_envs=64 train.batch_size=1 train.burn_in=79 "
+                   "train.replay_ratio=1e6", FRL_ERR_INVALID_ARGUMENT, "updates a rollout");
+    /* a minibatch of 2048 x (2^20 + 1) rows: its passes count rows in an int32 */
+    expect_refused(rt, "CartPole-v1", "train.algo=r2d2 train.seq_length=1048576 "
+                   "train.seq_overlap=0 train.burn_in=0 train.batch_size=2048 "
+                   "train.num_envs=1 train.buffer_size=2097152 policy.core_size=2 "
+                   "policy.hidden=2", FRL_ERR_INVALID_ARGUMENT, "rows in a minibatch");
     expect_refused(rt, "CartPole-v1", "train.algo=dqn policy.head=q policy.core=gru",
                    FRL_ERR_UNSUPPORTED, "train.algo=r2d2");
     frl_runtime_destroy(rt);

@@ -135,6 +135,29 @@ static frl_status check_sequences(const r2d2_settings *s, char *err)
     return FRL_OK;
 }
 
+/* Counts an int32 holds: the minibatch's rows (the sequence passes count rows in one)
+ * and the updates one rollout owes (the carried fraction included). */
+static frl_status check_counts(const r2d2_settings *s, int64_t B, char *err)
+{
+    int64_t rows = ((int64_t)s->length + 1) * s->batch;
+    if (rows > INT32_MAX)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
+                        "train.algo=r2d2: train.batch_size=%d sequences of train.seq_length=%d "
+                        "(+ 1) steps make %lld rows in a minibatch, above 2^31 - 1",
+                        (int)s->batch, (int)s->length, (long long)rows);
+    int64_t T = s->length - s->overlap;
+    double per = s->replay_ratio * (double)T * (double)B /
+                 ((double)s->batch * (double)(s->length - s->burn_in));
+    if (per + 1.0 > INT32_MAX)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
+                        "train.algo=r2d2: train.replay_ratio=%g asks for %.3g updates a rollout "
+                        "(ratio x %lld steps x %lld envs / (train.batch_size=%d x %d steps "
+                        "after burn-in)), above 2^31 - 1: lower it", s->replay_ratio, per,
+                        (long long)T, (long long)B, (int)s->batch,
+                        (int)(s->length - s->burn_in));
+    return FRL_OK;
+}
+
 static frl_status check_context(const frl_learner_ctx *c, const r2d2_settings *s, char *err)
 {
     const frl_policy *p = c->policy;
@@ -156,6 +179,9 @@ static frl_status check_context(const frl_learner_ctx *c, const r2d2_settings *s
     const frl_replay *r = c->store->replay;
     if (!r)
         return frl_fail(err, FRL_ERR_INTERNAL, "train.algo=r2d2: the trainer gave no replay");
+    st = check_counts(s, r->shape.envs, err);
+    if (st != FRL_OK)
+        return st;
     int32_t nb = s->length / (s->length - s->overlap);
     if (r->blocks < 2 * (int64_t)nb)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
