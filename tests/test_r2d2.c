@@ -430,6 +430,36 @@ START_TEST(learner_resets_where_acting_did)
 }
 END_TEST
 
+/* The metrics' q_mean is the mean Q of the drawn actions on the scale of the returns,
+ * as documented (and comparable with DQN's): the network learns h(Q) under
+ * train.value_rescale, so the mean is of h^-1 of its outputs. A network whose output is
+ * h(50) everywhere (weights 0, the Q-head's biases h(50); lr 0 keeps it) reports 50; it
+ * reported h(50) = 6.2. */
+START_TEST(q_mean_on_return_scale)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPoleNoVel-v1",
+                                    "train.algo=r2d2 train.num_envs=4 train.seq_length=16 "
+                                    "train.seq_overlap=8 train.burn_in=4 train.buffer_size=4096 "
+                                    "train.batch_size=8 train.learning_starts=200 train.lr=0 "
+                                    "train.replay_ratio=4 policy.head=q policy.core_size=8 "
+                                    "policy.hidden=8", &t),
+                     FRL_OK);
+    frl_policy *p = t->policy;
+    memset(p->params, 0, sizeof(float) * p->num_params);
+    for (int32_t a = 0; a < p->out_w; a++)
+        p->params[p->actor.off_b[p->actor.layers - 1] + (size_t)a] =
+            (float)frl_r2d2_rescale(50.0);
+    ck_assert_msg(frl_trainer_train(t, 600) == FRL_OK, "%s", frl_trainer_last_error(t));
+    const frl_metrics *m = frl_trainer_metrics(t);
+    ck_assert_int_gt(m->epochs_done, 0);
+    ck_assert_msg(fabs(m->q_mean - 50.0) < 1e-3, "q_mean %g", m->q_mean);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- resume ---- */
 
 static const char resume_settings[] =
@@ -722,6 +752,7 @@ int main(void)
     tcase_add_test(units, learner_resets_where_acting_did);
     tcase_add_test(units, actor_epsilons);
     tcase_add_test(units, sequences_span_blocks);
+    tcase_add_test(units, q_mean_on_return_scale);
     tcase_add_test(resume, resume_is_identical);
     tcase_add_test(resume, forged_counters_refused);
     tcase_add_test(resume, resume_with_another_alpha);

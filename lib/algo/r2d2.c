@@ -482,7 +482,8 @@ static void loss_grad(r2d2 *d, frl_rpass *f, float *prio, upd_stats *st)
             double e = (double)f->out[at] - d->y[j], ae = fabs(e);
             st->loss += 0.5 * d->weight[c] * e * e * inv;
             f->d_out[at] = (float)(d->weight[c] * e * inv);
-            st->q += f->out[at] * inv;
+            /* Q on the returns' scale (the metric's, as DQN's), not the learned h(Q) */
+            st->q += (d->s.value_rescale ? frl_r2d2_unrescale(f->out[at]) : f->out[at]) * inv;
             st->td += ae * inv;
             emax = ae > emax ? ae : emax;
             esum += ae;
