@@ -29,7 +29,12 @@ START_TEST(refuses_bad_settings)
         {"CartPole-v1", "train.seq_overlap=80", FRL_ERR_INVALID_ARGUMENT,
          "must be below train.seq_length"},
         {"CartPole-v1", "train.seq_overlap=50", FRL_ERR_INVALID_ARGUMENT,
-         "must divide train.seq_length=80"},
+         "must divide train.seq_length=80 (try seq_overlap=40)"},
+        /* the suggestion divides an odd length too (it was length / 2: 40, period 41) */
+        {"CartPole-v1", "train.seq_length=81 train.seq_overlap=50 train.burn_in=10",
+         FRL_ERR_INVALID_ARGUMENT, "(try seq_overlap=54)"},
+        {"CartPole-v1", "train.seq_length=7 train.seq_overlap=2 train.burn_in=1",
+         FRL_ERR_INVALID_ARGUMENT, "(try seq_overlap=6)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[160];

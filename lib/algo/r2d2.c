@@ -115,6 +115,16 @@ static void r2d2_storage(const frl_config *cfg, frl_storage_need *need)
 
 /* ---- what R2D2 cannot learn with ---- */
 
+/* An overlap whose period divides the length, for the message: the longest period
+ * below the length (length / its smallest factor; half for an even length). */
+static int32_t overlap_that_divides(int32_t length)
+{
+    int32_t f = 2;
+    while (f < length && length % f != 0)
+        f++;
+    return length - length / f;
+}
+
 static frl_status check_sequences(const r2d2_settings *s, char *err)
 {
     if (s->overlap >= s->length)
@@ -126,7 +136,7 @@ static frl_status check_sequences(const r2d2_settings *s, char *err)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
                         "train.algo=r2d2: sequences start every seq_length - seq_overlap = %d "
                         "steps, which must divide train.seq_length=%d (try seq_overlap=%d)",
-                        (int)period, (int)s->length, (int)(s->length / 2));
+                        (int)period, (int)s->length, (int)overlap_that_divides(s->length));
     if (s->burn_in >= s->length)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT,
                         "train.algo=r2d2: train.burn_in=%d leaves no step of a sequence of "
