@@ -612,6 +612,35 @@ START_TEST(resume_with_longer_sequences)
 }
 END_TEST
 
+/* A run continued with another train.buffer_size (or rollout length) over its saved
+ * replay is refused as doc/api.md says, FRL_ERR_INVALID_ARGUMENT naming the sizes and
+ * the way on, as DQN's is: R2D2's priorities, loaded before the replay, once said only
+ * that r2d2.priorities had the wrong size (FRL_ERR_FORMAT), as if the file were bad. */
+START_TEST(resume_with_another_buffer)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72];
+    forged_paths("frl_r2d2_buffer", path, bad);
+    frl_trainer *a;
+    ck_assert_int_eq(create_builtin(rt, "CartPoleNoVel-v1", resume_settings, &a), FRL_OK);
+    ck_assert_msg(frl_trainer_train(a, 600) == FRL_OK, "%s", frl_trainer_last_error(a));
+    ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
+    frl_trainer_destroy(a);
+    frl_config *over = frl_test_settings("train.buffer_size=8192");
+    a = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_load(&a, rt, path, over), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(a);
+    ck_assert_msg(strstr(frl_last_error(), "train.save_replay=false"), "%s", frl_last_error());
+    frl_config_destroy(over);
+    over = frl_test_settings("train.buffer_size=8192 train.save_replay=false");
+    ck_assert_msg(frl_trainer_load(&a, rt, path, over) == FRL_OK, "%s", frl_last_error());
+    frl_trainer_destroy(a);
+    frl_config_destroy(over);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static void huge_r2d2_updates(void *data, uint64_t count, void *user)
 {
     (void)count, (void)user;
@@ -762,6 +791,7 @@ int main(void)
     tcase_add_test(resume, forged_counters_refused);
     tcase_add_test(resume, resume_with_another_alpha);
     tcase_add_test(resume, resume_with_longer_sequences);
+    tcase_add_test(resume, resume_with_another_buffer);
     tcase_add_test(resume, async_resume);
     tcase_add_test(learning, learns_memory_probe);
     TCase *all[] = {units, resume, learning};

@@ -651,32 +651,14 @@ static double priority_again(const r2d2 *d, double v, double from)
     return p > 0 && p <= FLT_MAX ? pow(p, d->s.alpha) : -1.0;
 }
 
-/* Whether the sequence ending at block k lies in written blocks without crossing the
- * write position, for a replay cursor of `filled` blocks and next block `next`. */
-static int sequence_whole(const r2d2 *d, int64_t k, int64_t filled, int64_t next)
+/* Whether the sequence ending at block k lies in written blocks of the (loaded)
+ * replay without crossing its write position. */
+static int sequence_whole(const r2d2 *d, int64_t k)
 {
     int64_t blocks = d->replay->blocks;
-    if (filled < blocks)
-        return k >= d->nb - 1 && k < filled;
-    return (k - next + blocks) % blocks >= d->nb - 1;
-}
-
-/* The replay's saved cursor (its load, after this one, checks it against the file's
- * blocks; here only the range the indexing needs). */
-static frl_status saved_cursor(const r2d2 *d, const frl_container *c, int64_t *filled,
-                               int64_t *next, char *err)
-{
-    const frl_section *s = frl_container_find(c, "replay.cursor", FRL_DTYPE_I64, 3, err);
-    if (!s)
-        return FRL_ERR_FORMAT;
-    const int64_t *v = s->data;
-    *filled = v[1];
-    *next = v[2];
-    if (*filled < 0 || *filled > d->replay->blocks || *next < 0 || *next >= d->replay->blocks)
-        return frl_fail(err, FRL_ERR_FORMAT, "replay.cursor: %lld blocks filled, next %lld: "
-                        "inconsistent with %lld blocks", (long long)*filled, (long long)*next,
-                        (long long)d->replay->blocks);
-    return FRL_OK;
+    if (d->replay->filled < blocks)
+        return k >= d->nb - 1 && k < d->replay->filled;
+    return (k - d->replay->next + blocks) % blocks >= d->nb - 1;
 }
 
 static frl_status load_priorities(r2d2 *d, const frl_container *c, double fallback,
@@ -687,14 +669,10 @@ static frl_status load_priorities(r2d2 *d, const frl_container *c, double fallba
         return FRL_OK; /* the replay refills, and its sequences are indexed as they come */
     }
     double from;
-    int64_t filled, next;
     const frl_section *pr = frl_container_find(c, "r2d2.priorities", FRL_DTYPE_F64, d->tree.n,
                                                err);
     if (!pr)
         return FRL_ERR_FORMAT;
-    frl_status cs = saved_cursor(d, c, &filled, &next, err);
-    if (cs != FRL_OK)
-        return cs;
     frl_status st = frl_saved_alpha(c, "r2d2.alpha", fallback, d->s.alpha, &from, err);
     if (st != FRL_OK)
         return st;
@@ -716,7 +694,7 @@ static frl_status load_priorities(r2d2 *d, const frl_container *c, double fallba
     frl_sum_tree_clear(&d->tree);
     for (int64_t i = 0; i < d->tree.n; i++) {
         double leaf = v[i] > 0 ? priority_again(d, v[i], from) : fresh;
-        frl_sum_tree_set(&d->tree, i, sequence_whole(d, i / d->B, filled, next) ? leaf : 0.0);
+        frl_sum_tree_set(&d->tree, i, sequence_whole(d, i / d->B) ? leaf : 0.0);
     }
     return FRL_OK;
 }

@@ -314,10 +314,13 @@ static frl_status check_network(const frl_trainer *t, const frl_container *c, ch
 static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
 {
     frl_status st = check_network(t, c, err);
-    if (st == FRL_OK)
-        st = restore_counters(t, c, err);
+    /* The replay before the learner: a replay of another shape is the settings' (said as
+     * such, not as a learner section of another size), and R2D2 indexes its sequences by
+     * the loaded blocks. */
     if (st == FRL_OK && keeps_replay(t))
         st = frl_replay_load(t->store.replay, c, t->learner.saved_alpha, err);
+    if (st == FRL_OK)
+        st = restore_counters(t, c, err);
     if (st == FRL_OK)
         st = frl_policy_restore_state(t->policy, c, err);
     for (int32_t g = 0; g < t->groups && st == FRL_OK && !t->dist; g++) {
