@@ -1205,7 +1205,7 @@ FRL_API frl_status frl_trainer_load_vec(frl_trainer **out, frl_runtime *rt, cons
 /* Borrowed handles, valid for the trainer's life. */
 FRL_API frl_policy *frl_trainer_policy(frl_trainer *trainer);
 FRL_API frl_ring *frl_trainer_ring(frl_trainer *trainer);
-/* The replay of an off-policy trainer (train.algo=dqn); NULL for on-policy learners. */
+/* The replay of an off-policy trainer (train.algo=dqn or r2d2); NULL for other learners. */
 FRL_API frl_replay *frl_trainer_replay(frl_trainer *trainer);
 FRL_API frl_vec_env *frl_trainer_vec_env(frl_trainer *trainer);
 /* Metrics of the last update (zeros before the first; after a load, the checkpoint's
