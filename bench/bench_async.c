@@ -26,9 +26,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "trainer/trainer.h"
 
-enum { MAX_LIST = 8 };
+enum { MAX_LIST = 8, MAX_GROUPS = MAX_LIST * 8, MAX_REPS = 31 };
+
+static const char usage[] =
+    "usage: bench_async [--threads 2] [--obs 32] [--actions 4] [--hidden 64,64]\n"
+    "                   [--agents 256,1024,4096] [--groups 2,4] [--rollout 32]\n"
+    "                   [--rollouts 40] [--cost-ns N|auto] [--reps 3 (1..31)]\n";
 
 typedef struct opts {
     int threads, obs, actions, rollout, rollouts, reps;
@@ -156,8 +162,8 @@ static double run_once(const opts *o, int agents, int groups, double cost_ns, bu
              groups ? "async" : "sync", o->rollout, o->hidden);
     frl_config_parse(cfg, text);
     int k = groups ? groups : 1;
-    world w[MAX_LIST * 8];
-    frl_vec_env *v[MAX_LIST * 8];
+    world w[MAX_GROUPS];
+    frl_vec_env *v[MAX_GROUPS];
     for (int g = 0; g < k; g++) {
         w[g] = (world){o->obs, o->actions, cost_ns, 0x1234u + (uint64_t)g};
         v[g] = make_world(rt, &w[g], agents / k + (g < agents % k), o);
@@ -214,51 +220,41 @@ static double calibrate(const opts *o, int agents)
     return 1e9 * b.inference / sps * o->threads;
 }
 
-static int parse_list(const char *s, int *out)
-{
-    int n = 0;
-    while (*s && n < MAX_LIST) {
-        out[n++] = atoi(s);
-        const char *c = strchr(s, ',');
-        if (!c)
-            break;
-        s = c + 1;
-    }
-    return n;
-}
-
 static void parse(int argc, char **argv, opts *o)
 {
     *o = (opts){.threads = 2, .obs = 32, .actions = 4, .rollout = 32, .rollouts = 40, .reps = 3,
-                .cost_ns = -1};
+                .cost_ns = -1, .agents = {256, 1024, 4096}, .n_agents = 3, .groups = {2, 4},
+                .n_groups = 2};
     snprintf(o->hidden, sizeof o->hidden, "64,64");
-    o->n_agents = parse_list("256,1024,4096", o->agents);
-    o->n_groups = parse_list("2,4", o->groups);
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *k = argv[i], *v = argv[i + 1];
-        if (!strcmp(k, "--threads")) o->threads = atoi(v);
-        else if (!strcmp(k, "--obs")) o->obs = atoi(v);
-        else if (!strcmp(k, "--actions")) o->actions = atoi(v);
-        else if (!strcmp(k, "--rollout")) o->rollout = atoi(v);
-        else if (!strcmp(k, "--rollouts")) o->rollouts = atoi(v);
-        else if (!strcmp(k, "--reps")) o->reps = atoi(v);
-        else if (!strcmp(k, "--cost-ns")) o->cost_ns = atof(v);
+    bench_args_init(argc, argv, "bench_async", usage);
+    for (int i = 1; i < argc; i += 2) {
+        const char *k = argv[i], *v = bench_value(argc, argv, i);
+        if (!strcmp(k, "--threads")) o->threads = (int)bench_int(k, v, 1, 1024);
+        else if (!strcmp(k, "--obs")) o->obs = (int)bench_int(k, v, 1, 1 << 16);
+        else if (!strcmp(k, "--actions")) o->actions = (int)bench_int(k, v, 2, 1 << 16);
+        else if (!strcmp(k, "--rollout")) o->rollout = (int)bench_int(k, v, 1, 1 << 16);
+        else if (!strcmp(k, "--rollouts")) o->rollouts = (int)bench_int(k, v, 1, 1 << 20);
+        else if (!strcmp(k, "--reps")) o->reps = (int)bench_int(k, v, 1, MAX_REPS);
+        else if (!strcmp(k, "--cost-ns"))
+            o->cost_ns = strcmp(v, "auto") ? bench_real(k, v, 0, 0) : -1;
         else if (!strcmp(k, "--hidden")) snprintf(o->hidden, sizeof o->hidden, "%s", v);
-        else if (!strcmp(k, "--agents")) o->n_agents = parse_list(v, o->agents);
-        else if (!strcmp(k, "--groups")) o->n_groups = parse_list(v, o->groups);
-        else {
-            fprintf(stderr, "bench_async: unknown option %s (see the comment at the top)\n", k);
-            exit(2);
-        }
+        else if (!strcmp(k, "--agents"))
+            o->n_agents = bench_list(k, v, o->agents, MAX_LIST, 1, 1 << 20);
+        else if (!strcmp(k, "--groups"))
+            /* a world of agents / groups each (w[] and v[] in run_once hold MAX_GROUPS) */
+            o->n_groups = bench_list(k, v, o->groups, MAX_LIST, 1, MAX_GROUPS);
+        else bench_unknown(k);
     }
+    for (int ai = 0; ai < o->n_agents; ai++)
+        for (int gi = 0; gi < o->n_groups; gi++)
+            if (o->groups[gi] > o->agents[ai])
+                bench_refuse("--groups: more worlds than --agents leaves an empty world");
 }
 
 int main(int argc, char **argv)
 {
     opts o;
     parse(argc, argv, &o);
-    if (o.reps > 31)
-        o.reps = 31;
     printf("bench_async: %d threads, obs %d, %d actions, policy %s, rollout %d, %d rollouts "
            "timed, median of %d reps\n", o.threads, o.obs, o.actions, o.hidden, o.rollout,
            o.rollouts, o.reps);
@@ -268,7 +264,7 @@ int main(int argc, char **argv)
         int agents = o.agents[ai];
         double cost = o.cost_ns >= 0 ? o.cost_ns : calibrate(&o, agents);
         for (int gi = 0; gi < o.n_groups; gi++) {
-            double s[32], a[32];
+            double s[MAX_REPS], a[MAX_REPS];
             busy bs = {0}, ba = {0}, b;
             for (int r = 0; r < o.reps; r++) {
                 s[r] = run_once(&o, agents, 0, cost, &b);

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "../tools/openblas_core.h"
+#include "bench_args.h"
 #include "core/alloc.h"
 #include "nn/conv.h"
 
@@ -156,14 +157,20 @@ static void bench_layer(const layer *l, int32_t batch)
     release(r.work), release(r.patches);
 }
 
+enum { MAX_BATCHES = 8 };
+
 int main(int argc, char **argv)
 {
-    frl_openblas_check_core(argv);
-    int32_t batches[8] = {1, 32, 256};
-    int nb = 3;
-    if (argc > 1)
-        for (nb = 0; nb + 1 < argc && nb < 8; nb++)
-            batches[nb] = atoi(argv[nb + 1]);
+    bench_args_init(argc, argv, "bench_conv",
+                    "usage: bench_conv [BATCH ...]  (default 1 32 256; at most 8, each 1..4096)\n");
+    int32_t batches[MAX_BATCHES] = {1, 32, 256};
+    int nb = argc > 1 ? 0 : 3;
+    for (int i = 1; i < argc; i++) {
+        if (nb == MAX_BATCHES)
+            bench_refuse("at most 8 batches");
+        batches[nb++] = (int32_t)bench_int("BATCH", argv[i], 1, 4096);
+    }
+    frl_openblas_check_core(argv); /* after the usage: --help runs nothing */
     printf("bench_conv: kernel table %s, OpenBLAS%s(core %s), one thread\n",
            frl_kernels_get()->name, OPENBLAS_VERSION, frl_openblas_core());
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)

@@ -21,8 +21,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "fastrl.h"
+#include "bench_args.h"
 #include "bench_time.h"
+#include "fastrl.h"
 
 enum { N = 4610 };
 
@@ -155,15 +156,16 @@ static void bench_es(frl_runtime *rt, const float *initial)
 int main(int argc, char **argv)
 {
     int threads = 1, generations = 1000;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    bench_args_init(argc, argv, "bench_evo",
+                    "usage: bench_evo [--threads 1] [--generations 1000]\n");
+    for (int i = 1; i < argc; i += 2) {
+        const char *v = bench_value(argc, argv, i);
         if (strcmp(argv[i], "--threads") == 0)
-            threads = atoi(argv[i + 1]);
+            threads = (int)bench_int(argv[i], v, 1, 1024);
         else if (strcmp(argv[i], "--generations") == 0)
-            generations = atoi(argv[i + 1]);
-    }
-    if (threads < 1 || generations < 1) {
-        fprintf(stderr, "usage: bench_evo [--threads T] [--generations G]\n");
-        return 2;
+            generations = (int)bench_int(argv[i], v, 1, 1 << 24);
+        else
+            bench_unknown(argv[i]);
     }
     frl_config *cfg;
     frl_runtime *rt = NULL;

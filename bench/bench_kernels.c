@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "../tools/openblas_core.h"
+#include "bench_args.h"
 #include "nn/kernels.h"
 
 #ifndef OPENBLAS_VERSION /* a cblas.h other than OpenBLAS's */
@@ -159,20 +160,17 @@ int main(int argc, char **argv)
 {
     static const int32_t shapes[][2] = {{4, 64}, {64, 64}, {64, 2}, {64, 1},
                                         {3, 64}, {6, 64}, {64, 3}, {3, 4}, {6, 4}};
-    frl_openblas_check_core(argv);
+    bench_args_init(argc, argv, "bench_kernels",
+                    "usage: bench_kernels [M ...]  (default 64 256 2048; at most 32, each "
+                    "1..1000000)\n");
     int32_t ms[32] = {64, 256, 2048};
-    int nm = 3;
-    if (argc > 1) {
-        nm = 0;
-        for (int i = 1; i < argc && nm < 32; i++) {
-            const long v = strtol(argv[i], NULL, 10);
-            if (v < 1 || v > 1000000) {
-                fprintf(stderr, "usage: bench_kernels [M ...] (1 <= M <= 1000000)\n");
-                return 2;
-            }
-            ms[nm++] = (int32_t)v;
-        }
+    int nm = argc > 1 ? 0 : 3;
+    for (int i = 1; i < argc; i++) {
+        if (nm == 32)
+            bench_refuse("at most 32 batches");
+        ms[nm++] = (int32_t)bench_int("M", argv[i], 1, 1000000);
     }
+    frl_openblas_check_core(argv); /* after the usage: --help runs nothing */
     const frl_kernels *tabs[MAX_TABLES];
     int ntabs = 0;
     const frl_kernels *const *all = frl_kernels_all();

@@ -19,14 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rl/latency.h"
+#include "bench_args.h"
 #include "bench_time.h"
+#include "rl/latency.h"
 
 enum { MAX_ROUNDS = 31, MAX_ARCHS = 256, MAX_BATCHES = 8 };
 
 typedef struct opts {
     const char *hidden, *widths;
-    int32_t batches[MAX_BATCHES], nbatches, rounds, deterministic;
+    int batches[MAX_BATCHES];
+    int32_t nbatches, rounds, deterministic;
 } opts;
 
 typedef struct setup {
@@ -40,48 +42,34 @@ typedef struct setup {
     int64_t count;
 } setup;
 
-static int usage(void)
-{
-    fprintf(stderr, "usage: bench_latency [--hidden 64,64] [--widths 8,16,32] "
-                    "[--batches 1,256,1024] [--rounds 7 (odd, 3..%d)] [--deterministic]\n",
-            MAX_ROUNDS);
-    return 2;
-}
-
-static int parse_batches(opts *o, const char *s)
-{
-    o->nbatches = 0;
-    for (char *end; *s && o->nbatches < MAX_BATCHES; s = *end == ',' ? end + 1 : end) {
-        long b = strtol(s, &end, 10);
-        if (end == s || b < 1 || b > 1 << 20 || (*end != ',' && *end))
-            return 0;
-        o->batches[o->nbatches++] = (int32_t)b;
-    }
-    return o->nbatches > 0 && !*s;
-}
-
-static int parse(opts *o, int argc, char **argv)
+static void parse(opts *o, int argc, char **argv)
 {
     *o = (opts){"64,64", "8,16,32", {1, 256, 1024}, 3, 7, 0};
+    bench_args_init(argc, argv, "bench_latency",
+                    "usage: bench_latency [--hidden 64,64] [--widths 8,16,32] "
+                    "[--batches 1,256,1024]\n"
+                    "                     [--rounds 7 (odd, 3..31)] [--deterministic]\n");
     for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--deterministic"))
+        const char *k = argv[i];
+        if (!strcmp(k, "--deterministic")) {
             o->deterministic = 1;
-        else if (!v)
-            return 0;
-        else if (!strcmp(argv[i], "--hidden"))
-            o->hidden = argv[++i];
-        else if (!strcmp(argv[i], "--widths"))
-            o->widths = argv[++i];
-        else if (!strcmp(argv[i], "--batches") && parse_batches(o, v))
-            i++;
-        else if (!strcmp(argv[i], "--rounds") && (o->rounds = atoi(v)) >= 3 &&
-                 o->rounds <= MAX_ROUNDS && o->rounds % 2)
-            i++;
-        else
-            return 0;
+            continue;
+        }
+        const char *v = bench_value(argc, argv, i++);
+        if (!strcmp(k, "--hidden")) {
+            o->hidden = v;
+        } else if (!strcmp(k, "--widths")) {
+            o->widths = v;
+        } else if (!strcmp(k, "--batches")) {
+            o->nbatches = bench_list(k, v, o->batches, MAX_BATCHES, 1, 1 << 20);
+        } else if (!strcmp(k, "--rounds")) {
+            o->rounds = (int32_t)bench_int(k, v, 3, MAX_ROUNDS);
+            if (o->rounds % 2 == 0) /* the median is then one round's, as reported */
+                bench_refuse("--rounds: an odd number");
+        } else {
+            bench_unknown(k);
+        }
     }
-    return 1;
 }
 
 /* The config, runtime, spaces and policy, through the public API (its message on
@@ -210,8 +198,7 @@ static void report(const setup *s, const opts *o, int32_t batch, rounds *r)
 int main(int argc, char **argv)
 {
     opts o;
-    if (!parse(&o, argc, argv))
-        return usage();
+    parse(&o, argc, argv);
     setup s = {0};
     char err[FRL_ERRMSG_SIZE] = "";
     rounds *r = malloc(sizeof *r);

@@ -39,8 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rl/population.h"
+#include "bench_args.h"
 #include "bench_time.h"
+#include "rl/population.h"
 
 enum { MAX_REPS = 101, MAX_THREADS = 256, WS_ROWS = 256, MAX_VARIANTS = 6, LANES = 16 };
 
@@ -82,28 +83,25 @@ static float uniform_pm1(uint64_t *s)
     return (float)((double)(next_u64(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
 }
 
-static int parse(opts *o, int argc, char **argv)
+static void parse(opts *o, int argc, char **argv)
 {
     *o = (opts){1, 256, 15, 10.0};
+    bench_args_init(argc, argv, "bench_population",
+                    "usage: bench_population [--threads 1] [--members 256] [--reps 15] "
+                    "[--sample-ms 10]\n");
     for (int i = 1; i < argc; i += 2) {
-        if (i + 1 >= argc)
-            return fprintf(stderr, "bench_population: %s needs a value\n", argv[i]), -1;
-        double v = atof(argv[i + 1]);
-        if (!strcmp(argv[i], "--threads"))
-            o->threads = (int)v;
-        else if (!strcmp(argv[i], "--members"))
-            o->members = (int)v;
-        else if (!strcmp(argv[i], "--reps"))
-            o->reps = (int)v;
-        else if (!strcmp(argv[i], "--sample-ms"))
-            o->sample_ms = v;
+        const char *k = argv[i], *v = bench_value(argc, argv, i);
+        if (!strcmp(k, "--threads"))
+            o->threads = (int)bench_int(k, v, 1, MAX_THREADS);
+        else if (!strcmp(k, "--members"))
+            o->members = (int)bench_int(k, v, 1, 65536);
+        else if (!strcmp(k, "--reps"))
+            o->reps = (int)bench_int(k, v, 1, MAX_REPS);
+        else if (!strcmp(k, "--sample-ms"))
+            o->sample_ms = bench_real(k, v, 0, 1);
         else
-            return fprintf(stderr, "bench_population: unknown option %s\n", argv[i]), -1;
+            bench_unknown(k);
     }
-    if (o->threads < 1 || o->threads > MAX_THREADS || o->members < 1 ||
-        o->members > 65536 || o->reps < 1 || o->reps > MAX_REPS || !(o->sample_ms > 0))
-        return fprintf(stderr, "bench_population: a value is out of range\n"), -1;
-    return 0;
 }
 
 /* ---- the variants: each returns 0 on success ---- */
@@ -488,8 +486,7 @@ static void print_machine(void)
 int main(int argc, char **argv)
 {
     opts o;
-    if (parse(&o, argc, argv))
-        return 2;
+    parse(&o, argc, argv);
     frl_config *cfg;
     frl_runtime *rt;
     if (frl_config_create(&cfg, NULL) || frl_config_set_int(cfg, "runtime.threads", o.threads) ||

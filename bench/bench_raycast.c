@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
 #include "bench_time.h"
 #include "core/rng.h"
 #include "env/ray/env.h"
@@ -198,15 +199,21 @@ static void returns_table(const opts *o)
 int main(int argc, char **argv)
 {
     opts o = {2.0, 1000, 1, ""};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--seconds"))
-            o.seconds = atof(argv[i + 1]);
-        else if (!strcmp(argv[i], "--episodes"))
-            o.episodes = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads"))
-            o.threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--set"))
-            o.set = argv[i + 1];
+    bench_args_init(argc, argv, "bench_raycast",
+                    "usage: bench_raycast [--seconds 2] [--episodes 1000] [--threads 1] "
+                    "[--set \"k=v ...\"]\n");
+    for (int i = 1; i < argc; i += 2) {
+        const char *k = argv[i], *v = bench_value(argc, argv, i);
+        if (!strcmp(k, "--seconds")) /* 0 timed no step: 0 / 0 steps a second */
+            o.seconds = bench_real(k, v, 0, 1);
+        else if (!strcmp(k, "--episodes"))
+            o.episodes = (int32_t)bench_int(k, v, 1, INT32_MAX - ENVS);
+        else if (!strcmp(k, "--threads"))
+            o.threads = (int32_t)bench_int(k, v, 1, 1024);
+        else if (!strcmp(k, "--set"))
+            o.set = v;
+        else
+            bench_unknown(k);
     }
     speed_table(&o);
     returns_table(&o);

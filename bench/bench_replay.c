@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "core/alloc.h"
 #include "rl/replay.h"
 
@@ -43,35 +44,35 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int parse(opts *o, int argc, char **argv)
+static void parse(opts *o, int argc, char **argv)
 {
     *o = (opts){1000000, 100000, 4, 256, 4000, 5, 80, 32};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        long long v = atoll(argv[i + 1]);
-        if (!strcmp(argv[i], "--capacity"))
-            o->capacity = v;
-        else if (!strcmp(argv[i], "--obs"))
-            o->obs = (int)v;
-        else if (!strcmp(argv[i], "--batch"))
-            o->batch = (int)v;
-        else if (!strcmp(argv[i], "--batches"))
-            o->batches = (int)v;
-        else if (!strcmp(argv[i], "--reps"))
-            o->reps = (int)v;
-        else if (!strcmp(argv[i], "--sequences"))
-            o->sequences = v;
-        else if (!strcmp(argv[i], "--seq-len"))
-            o->seq_len = (int)v;
-        else if (!strcmp(argv[i], "--seq-batch"))
-            o->seq_batch = (int)v;
+    bench_args_init(argc, argv, "bench_replay",
+                    "usage: bench_replay [--capacity 1000000] [--obs 4] [--batch 256 (..4096)] "
+                    "[--batches 4000]\n"
+                    "                    [--reps 5 (..31)] [--sequences 100000 (16..)] "
+                    "[--seq-len 80] [--seq-batch 32]\n");
+    for (int i = 1; i < argc; i += 2) {
+        const char *k = argv[i], *v = bench_value(argc, argv, i);
+        if (!strcmp(k, "--capacity"))
+            o->capacity = bench_int(k, v, 1, INT64_C(1) << 40);
+        else if (!strcmp(k, "--obs"))
+            o->obs = (int)bench_int(k, v, 1, 1 << 20);
+        else if (!strcmp(k, "--batch"))
+            o->batch = (int)bench_int(k, v, 1, 4096);
+        else if (!strcmp(k, "--batches"))
+            o->batches = (int)bench_int(k, v, 1, INT32_MAX);
+        else if (!strcmp(k, "--reps"))
+            o->reps = (int)bench_int(k, v, 1, MAX_REPS);
+        else if (!strcmp(k, "--sequences"))
+            o->sequences = bench_int(k, v, SEQ_B, INT64_C(1) << 40);
+        else if (!strcmp(k, "--seq-len"))
+            o->seq_len = (int)bench_int(k, v, 1, 1 << 20);
+        else if (!strcmp(k, "--seq-batch"))
+            o->seq_batch = (int)bench_int(k, v, 1, 1 << 20);
         else
-            return fprintf(stderr, "bench_replay: unknown option %s\n", argv[i]), -1;
+            bench_unknown(k);
     }
-    if (o->capacity < 1 || o->obs < 1 || o->batch < 1 || o->batch > 4096 || o->batches < 1 ||
-        o->reps < 1 || o->reps > MAX_REPS || o->sequences < SEQ_B || o->seq_len < 1 ||
-        o->seq_batch < 1)
-        return fprintf(stderr, "bench_replay: a value is out of range\n"), -1;
-    return 0;
 }
 
 /* One slot of CartPole-like rows: episodes end with chance 1/200 per step. */
@@ -245,8 +246,7 @@ static int run_sequences(frl_runtime *rt, const opts *o)
 int main(int argc, char **argv)
 {
     opts o;
-    if (parse(&o, argc, argv))
-        return 2;
+    parse(&o, argc, argv);
     frl_runtime *rt;
     frl_config *cfg;
     if (frl_config_create(&cfg, NULL) || frl_config_set_int(cfg, "runtime.threads", 1) ||

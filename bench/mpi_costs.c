@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
 #include "core/dist_api.h"
 
 const frl_mpi_plugin *frl_mpi_plugin_get(void);
@@ -94,14 +95,19 @@ static double allreduce_us(size_t bytes, int reps, double *t)
 int main(int argc, char **argv)
 {
     int provided, rank, size, reps = 200, first = 1;
+    /* The command line before MPI starts: --help and a usage error need no ranks. */
+    bench_args_init(argc, argv, "bench_mpi_costs",
+                    "usage: mpirun -np N (N >= 2) bench_mpi_costs [--reps 200] BYTES...\n");
+    if (argc > 1 && !strcmp(argv[1], "--reps")) {
+        reps = (int)bench_int(argv[1], bench_value(argc, argv, 1), 1, 1 << 20);
+        first = 3;
+    }
+    for (int i = first; i < argc; i++)
+        bench_int("BYTES", argv[i], 1, 1 << 30);
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc > 2 && !strcmp(argv[1], "--reps")) {
-        reps = atoi(argv[2]);
-        first = 3;
-    }
-    if (size < 2 || reps < 1) {
+    if (size < 2) {
         if (rank == 0)
             fprintf(stderr, "usage: mpirun -np N (N >= 2) bench_mpi_costs [--reps R] BYTES...\n");
         MPI_Finalize();
@@ -120,7 +126,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("ranks %d\npingpong_us %.3f\n", size, pp);
     for (int i = first; i < argc; i++) {
-        size_t bytes = (size_t)strtoull(argv[i], NULL, 10);
+        size_t bytes = (size_t)bench_int("BYTES", argv[i], 1, 1 << 30);
         double ag = exchange_us(pl, c, bytes, size, 0, reps, t);
         double sl = exchange_us(pl, c, bytes, size, 1, reps, t);
         double ar = allreduce_us(bytes, reps, t);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "fastrl.h"
 #include "trainer/env_defaults.h"
 
@@ -73,26 +74,39 @@ static int stacked_step(void *user, const void *action, float *obs, float *rewar
 
 /* ---- setup ---- */
 
-static int parse(int argc, char **argv, options *o, frl_config *cfg)
+static const char usage[] = "usage: train_stacked ENV [--stack K (1..64, default 4)] "
+                            "[--seed S] [--steps N] [--set key=value ...]\n";
+
+/* A key the config refuses: its message, then the usage (exit 2). */
+static void config_or_refuse(frl_status st)
 {
+    if (st != FRL_OK)
+        bench_refuse(frl_last_error());
+}
+
+static void parse(int argc, char **argv, options *o, frl_config *cfg)
+{
+    bench_args_init(argc, argv, "train_stacked", usage);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (a[0] != '-' && !o->env)
+        const char *a = argv[i];
+        if (a[0] != '-' && !o->env) {
             o->env = a;
-        else if (!v)
-            return -1;
-        else if (!strcmp(a, "--stack"))
-            o->stack = atoi(argv[++i]);
+            continue;
+        }
+        const char *v = bench_value(argc, argv, i++);
+        if (!strcmp(a, "--stack"))
+            o->stack = (int32_t)bench_int(a, v, 1, 64);
         else if (!strcmp(a, "--steps"))
-            o->steps = (int64_t)strtod(argv[++i], NULL);
-        else if (!strcmp(a, "--seed") && frl_config_set(cfg, "runtime.seed", argv[++i]) == FRL_OK)
-            continue;
-        else if (!strcmp(a, "--set") && frl_config_parse(cfg, argv[++i]) == FRL_OK)
-            continue;
+            o->steps = bench_int(a, v, 1, INT64_C(1) << 50);
+        else if (!strcmp(a, "--seed"))
+            config_or_refuse(frl_config_set(cfg, "runtime.seed", v));
+        else if (!strcmp(a, "--set"))
+            config_or_refuse(frl_config_parse(cfg, v));
         else
-            return -1;
+            bench_unknown(a);
     }
-    return o->env && o->stack >= 1 && o->stack <= 64 && o->steps > 0 ? 0 : -1;
+    if (!o->env)
+        bench_refuse("no ENV");
 }
 
 /* The env's defaults under the caller's keys, as the built-in trainer resolves them. */
@@ -240,10 +254,8 @@ int main(int argc, char **argv)
     if (frl_config_create(&given, NULL) != FRL_OK)
         return 1;
     int rc = 2;
-    if (parse(argc, argv, &o, given))
-        fprintf(stderr, "usage: train_stacked ENV [--stack K (1..64, default 4)] [--seed S] "
-                        "[--steps N] [--set key=value ...]\n");
-    else if (!(cfg = settings(o.env, given)))
+    parse(argc, argv, &o, given);
+    if (!(cfg = settings(o.env, given)))
         fprintf(stderr, "train_stacked: settings of %s: %s\n", o.env, frl_last_error());
     else
         rc = run(&o, cfg, start);

@@ -176,6 +176,7 @@ static int parse_core(const char *s, int32_t *core)
 static int parse_pair(opts *o, const char *a, const char *v)
 {
     int bad = 0;
+    char *end;
     if (!strcmp(a, "--plugin"))
         o->plugin = v;
     else if (!strcmp(a, "--device"))
@@ -192,8 +193,8 @@ static int parse_pair(opts *o, const char *a, const char *v)
         bad = (o->nb = parse_list(v, o->batches, MAX_BATCHES)) < 1;
     else if (!strcmp(a, "--reps"))
         bad = (o->reps = parse_int(v, &bad)) < 1 || bad;
-    else if (!strcmp(a, "--budget"))
-        bad = !((o->budget = strtod(v, NULL)) > 0);
+    else if (!strcmp(a, "--budget")) /* read whole: "2x" was 2 */
+        bad = !((o->budget = strtod(v, &end)) > 0) || *end || !isfinite(o->budget);
     else if (!strcmp(a, "--tf32"))
         bad = (o->tf32 = parse_int(v, &bad)) > 1 || bad;
     else if (!strcmp(a, "--paths"))

@@ -17,8 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "rl/population.h"
+#include "../bench_args.h"
 #include "../bench_time.h"
+#include "rl/population.h"
 
 static frl_runtime *runtime_on(const char *device, int threads)
 {
@@ -131,17 +132,18 @@ int main(int argc, char **argv)
 {
     int32_t P = 256;
     int threads = 16, reps = 200;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--members") == 0)
-            P = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--threads") == 0)
-            threads = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--reps") == 0)
-            reps = atoi(argv[i + 1]);
-    }
-    if (P < 1 || threads < 1 || reps < 1) {
-        fprintf(stderr, "usage: bench_gpu_population [--members P] [--threads T] [--reps N]\n");
-        return 2;
+    bench_args_init(argc, argv, "bench_gpu_population",
+                    "usage: bench_gpu_population [--members 256] [--threads 16] [--reps 200]\n");
+    for (int i = 1; i < argc; i += 2) {
+        const char *k = argv[i], *v = bench_value(argc, argv, i);
+        if (strcmp(k, "--members") == 0) /* P x 16 rows stay an int32_t */
+            P = (int32_t)bench_int(k, v, 1, 1 << 20);
+        else if (strcmp(k, "--threads") == 0)
+            threads = (int)bench_int(k, v, 1, 1024);
+        else if (strcmp(k, "--reps") == 0)
+            reps = (int)bench_int(k, v, 1, 1 << 20);
+        else
+            bench_unknown(k);
     }
     printf("bench_gpu_population: %d members of a 64x64 tanh MLP, CartPole-v1's spaces, %d "
            "threads on the CPU, median of %d calls\n", (int)P, threads, reps);
