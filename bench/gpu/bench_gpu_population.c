@@ -108,6 +108,7 @@ static void run_side(const char *device, int threads, int32_t P, int reps)
     setup s = {0};
     if (!rt || make(rt, P, &s)) {
         printf("pop_act device=%s: SKIP (%s)\n", device, frl_last_error());
+        frl_policy_destroy(s.policy); /* made before a population that failed */
         frl_runtime_destroy(rt);
         return;
     }
@@ -118,8 +119,12 @@ static void run_side(const char *device, int threads, int32_t P, int reps)
         for (int i = 0; i < 2; i++) {
             int32_t rows = P * per[i];
             double us = time_act(s.pop, rows, P, reps);
-            printf("pop_act device=%s R=%d members=%d rows=%d us=%.2f rows_per_s=%.0f\n",
-                   frl_runtime_device(rt), (int)per[i], (int)P, (int)rows, us, rows / us * 1e6);
+            if (us < 0) /* no figure: it printed us=-1.00 and negative rows a second */
+                printf("pop_act device=%s R=%d: FAILED\n", frl_runtime_device(rt), (int)per[i]);
+            else
+                printf("pop_act device=%s R=%d members=%d rows=%d us=%.2f rows_per_s=%.0f\n",
+                       frl_runtime_device(rt), (int)per[i], (int)P, (int)rows, us,
+                       rows / us * 1e6);
         }
     }
     frl_population_device_end(s.pop);
