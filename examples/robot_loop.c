@@ -166,15 +166,25 @@ int main(int argc, char **argv)
     const char *path = NULL, *core = NULL;
     double hz = 1000;
     int iterations = 2000;
+    char *end = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--hz") && i + 1 < argc)
-            hz = atof(argv[++i]);
+            hz = strtod(argv[++i], &end);
         else if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
-            iterations = atoi(argv[++i]);
+            iterations = (int)strtol(argv[++i], &end, 10);
         else if (!strcmp(argv[i], "--core") && i + 1 < argc)
             core = argv[++i];
         else
             path = argv[i];
+        if (end && *end)
+            break;
+    }
+    /* A rate of 0 (or "abc") made the period infinite: its nanoseconds as a long are
+     * undefined, and the loop ran without a deadline. */
+    if ((end && *end) || !(hz > 0 && hz <= 1e6) || iterations < 1) {
+        fprintf(stderr, "usage: robot_loop [CHECKPOINT] [--hz RATE (0 < RATE <= 1e6)] "
+                        "[--iterations N (N >= 1)] [--core gru|lstm]\n");
+        return 2;
     }
     frl_config *cfg;
     frl_runtime *rt;
@@ -189,7 +199,7 @@ int main(int argc, char **argv)
         return 1;
     loop l;
     memset(&l, 0, sizeof l);
-    l.iterations = iterations > 0 ? iterations : 1;
+    l.iterations = iterations;
     l.period = 1.0 / hz;
     l.lat = calloc((size_t)l.iterations, sizeof(double));
     static unsigned char ws[1 << 16] __attribute__((aligned(64)));
