@@ -60,13 +60,21 @@ static int episode(unsigned long long *seed)
 
 int main(int argc, char **argv)
 {
-    int episodes = argc > 1 ? atoi(argv[1]) : 10, e, bad = 0;
+    char *end = NULL;
+    long episodes = argc > 1 ? strtol(argv[1], &end, 10) : 10;
+    int e, bad = 0;
     unsigned long long seed = 12345;
+    /* Read whole and at least 1: "0" or "abc" ran no episode and exited 0, as if every
+     * one had balanced. */
+    if (argc > 2 || (end && (end == argv[1] || *end)) || episodes < 1 || episodes > 1000000) {
+        fprintf(stderr, "usage: %s [EPISODES (1..1000000, default 10)]\n", argv[0]);
+        return 2;
+    }
     for (e = 0; e < episodes; e++) {
         int len = episode(&seed);
         printf("episode %d: %d steps\n", e, len);
         bad += len < 500;
     }
-    printf("%d of %d episodes balanced for 500 steps\n", episodes - bad, episodes);
+    printf("%ld of %ld episodes balanced for 500 steps\n", episodes - bad, episodes);
     return bad ? 1 : 0;
 }

@@ -73,6 +73,11 @@ for weights in float32 int8; do
     [ "$rc" -eq 0 ] || [ "$mode" = sanitized ] ||
         fail "the $weights export does not balance CartPole: $out"
     echo "$weights: $(echo "$out" | tail -n 1)"
+    # No episode is no pass (0 ran nothing and exited 0).
+    for bad in 0 abc; do
+        run "$dir/balance_$weights" $bad
+        [ "$rc" -eq 2 ] && has "usage:" || fail "controller with $bad episodes: status $rc: $out"
+    done
     run $cc $cflags -I"$dir" "$prefix"_probe.c "$prefix.c" -lm -o "$dir/probe_$weights"
     [ "$rc" -eq 0 ] || { fail "the $weights probe does not compile cleanly: $out"; continue; }
     run "$dir/probe_$weights"
