@@ -161,8 +161,15 @@ static void teardown(run *r)
 
 int main(int argc, char **argv)
 {
-    int generations = argc > 2 && strcmp(argv[1], "--generations") == 0 ? atoi(argv[2])
-                                                                         : DEFAULT_GENERATIONS;
+    int generations = DEFAULT_GENERATIONS;
+    char *end = NULL;
+    if (argc == 3 && strcmp(argv[1], "--generations") == 0)
+        generations = (int)strtol(argv[2], &end, 10);
+    /* Read whole: "abc" was 0 generations, then "not better than the start". */
+    if ((argc != 1 && !end) || (end && *end) || generations < 1) {
+        fprintf(stderr, "usage: evolve_host_env [--generations G (G >= 1)]\n");
+        return 2;
+    }
     run r;
     memset(&r, 0, sizeof r);
     double before = 0, after = 0;

@@ -146,8 +146,14 @@ static int evaluate(frl_policy *p, frl_vec_env *v, arm *a, double *ret, double *
 int main(int argc, char **argv)
 {
     long long steps = 300000;
+    char *end = NULL;
     if (argc == 3 && strcmp(argv[1], "--steps") == 0)
-        steps = atoll(argv[2]);
+        steps = strtoll(argv[2], &end, 10);
+    /* Read whole: "abc" was 0 steps, "too few to check", and exit 0. */
+    if ((argc != 1 && !end) || (end && *end) || steps < 1) {
+        fprintf(stderr, "usage: mujoco_arm [--steps N (N >= 1)]\n");
+        return 2;
+    }
     if (!frl_mujoco_version()) {
         printf("mujoco_arm: SKIP: no MuJoCo plugin (%s)\n", frl_last_error());
         return 77;

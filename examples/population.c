@@ -29,8 +29,14 @@ int main(int argc, char **argv)
 {
     static const char *const lr[MEMBERS] = {"1e-4", "5e-4", "2.5e-3", "1e-2"};
     long long steps = 150000;
+    char *end = NULL;
     if (argc == 3 && strcmp(argv[1], "--steps") == 0)
-        steps = atoll(argv[2]);
+        steps = strtoll(argv[2], &end, 10);
+    /* Read whole: "abc" was 0 steps, "too few to check", and exit 0. */
+    if ((argc != 1 && !end) || (end && *end) || steps < 1) {
+        fprintf(stderr, "usage: population [--steps N (N >= 1)]\n");
+        return 2;
+    }
     frl_config *cfg;
     frl_runtime *rt;
     if (frl_config_create(&cfg, NULL) != FRL_OK ||

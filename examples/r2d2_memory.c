@@ -48,8 +48,14 @@ static int greedy_share(frl_policy *p, frl_vec_env *venv, int episodes, double *
 int main(int argc, char **argv)
 {
     long long steps = 60000;
+    char *end = NULL;
     if (argc == 3 && strcmp(argv[1], "--steps") == 0)
-        steps = atoll(argv[2]);
+        steps = strtoll(argv[2], &end, 10);
+    /* Read whole: "abc" was 0 steps, "too few to check", and exit 0. */
+    if ((argc != 1 && !end) || (end && *end) || steps < 1) {
+        fprintf(stderr, "usage: r2d2_memory [--steps N (N >= 1)]\n");
+        return 2;
+    }
     char path[] = "r2d2_memory_checkpoint.frl";
     frl_config *cfg;
     frl_runtime *rt;
