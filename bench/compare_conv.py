@@ -12,6 +12,7 @@ least 20 ms. Prints fastrl / PyTorch per layer and batch.
 """
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -66,7 +67,7 @@ def torch_rates(torch, layer, batch):
 
 def fastrl_rates(build, batches):
     out = subprocess.run([f"{build}/bench/bench_conv", *map(str, batches)], check=True,
-                         capture_output=True, text=True).stdout
+                         stdout=subprocess.PIPE, text=True).stdout
     rates = {}
     for line in out.splitlines()[1:]:
         m = re.match(r"(\w+)\s+(\d+)x(\d+)\s*x(\d+)\s+(\d+)\s+\d+x\d+/\d+\s+batch\s+(\d+)\s+"
@@ -79,15 +80,37 @@ def fastrl_rates(build, batches):
     return out.splitlines()[0], rates
 
 
+def batch_list(text):
+    """--batches: 1 to 8 whole numbers in [1, 4096], as bench_conv takes them."""
+    try:
+        batches = [int(b) for b in text.split(",")]
+    except ValueError:
+        batches = []
+    if not 1 <= len(batches) <= 8 or not all(1 <= b <= 4096 for b in batches):
+        raise argparse.ArgumentTypeError(f"{text!r} is not 1 to 8 batches in [1, 4096]")
+    return batches
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
-    ap.add_argument("--batches", default="1,32,256")
+    ap.add_argument("--batches", default=[1, 32, 256], type=batch_list,
+                    help="comma-separated (default 1,32,256)")
     args = ap.parse_args()
-    import torch
+    # Said before bench_conv runs, not as a traceback after it.
+    try:
+        import torch
+    except ImportError as e:
+        print(f"compare_conv.py needs PyTorch ({e}): run it with the Python of a venv "
+              "that has bench/requirements-train.txt", file=sys.stderr)
+        return 2
+    bench = f"{args.build}/bench/bench_conv"
+    if not os.access(bench, os.X_OK):
+        print(f"{bench} is missing: build it first (ninja -C {args.build})", file=sys.stderr)
+        return 2
 
     torch.set_num_threads(1)
-    batches = [int(b) for b in args.batches.split(",")]
+    batches = args.batches
     head, ours = fastrl_rates(args.build, batches)
     print(head + f"; torch {torch.__version__}, 1 thread")
     print("GF/s; (x%): of the same-run GEMM floor")
