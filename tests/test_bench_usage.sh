@@ -50,8 +50,7 @@ for prog in "$@"; do
         *) args="--reps 1" ;;
     esac
     # shellcheck disable=SC2086 # an option and its value
-    "$prog" $args --help >"$dir/out" 2>&1
-    [ $? -eq 0 ] || fail "$name $args --help: $(cat "$dir/out")"
+    "$prog" $args --help >"$dir/out" 2>&1 || fail "$name $args --help: $(cat "$dir/out")"
 
     case $name in
         bench_conv | bench_kernels)
