@@ -61,7 +61,7 @@ static inline long long bench_int(const char *opt, const char *text, long long l
     errno = 0;
     long long v = strtoll(text, &end, 10);
     int ok = end != text && !*end && !errno;
-    if (!ok) {
+    if (!ok && !strpbrk(text, "xXpP")) { /* decimal only: strtod reads 0x10 as 16 */
         double d = strtod(text, &end);
         ok = end != text && !*end && d >= -9e15 && d <= 9e15 && d == (double)(long long)d;
         v = ok ? (long long)d : 0;

@@ -58,6 +58,7 @@ for prog in "$@"; do
             refused "$prog" "$name" "'0' is not a whole number" 0
             refused "$prog" "$name" "'-3' is not a whole number" 64 -3
             refused "$prog" "$name" "'2.5' is not a whole number" 2.5
+            refused "$prog" "$name" "'0x10' is not a whole number" 0x10
             ;;
         bench_async)
             refused "$prog" "$name" "--threads: '0'" --threads 0
