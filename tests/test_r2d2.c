@@ -758,8 +758,13 @@ START_TEST(learns_memory_probe)
     frl_eval_args_init(&ea);
     ea.episodes = 200;
     double right = 0;
-    ck_assert_int_eq(frl_policy_evaluate(frl_trainer_policy(t), t->venvs[0], &ea, &right),
-                     FRL_OK);
+    /* on envs of its own: the trainer's are the trainer's alone */
+    frl_config *ec = frl_test_settings("env.memory_delay=4 env.memory_cues=2");
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "MemoryProbe-v0", 8, ec), FRL_OK);
+    ck_assert_int_eq(frl_policy_evaluate(frl_trainer_policy(t), v, &ea, &right), FRL_OK);
+    frl_vec_env_destroy(v);
+    frl_config_destroy(ec);
     if (FRL_TEST_SHORT) {
         /* 3 to 10 times slower: the calls run, the plain builds check the learning */
         printf("learns_memory_probe: short build (a sanitizer or a second build), 3K steps, "
