@@ -62,17 +62,24 @@ static void close_dev(frl_dev *d)
     free(d);
 }
 
-static atomic_int allocs_to_failure;
+/* A fault knob counting down: FAKE_CUDA_FAIL_SYNC=n or FAKE_CUDA_FAIL_ALLOC=n, read
+ * again whenever the variable changes, makes the n-th call from then on fail. */
+typedef struct countdown {
+    const char *name;
+    _Atomic(const char *) seen;
+    atomic_int left;
+} countdown;
 
-/* Set by FAKE_CUDA_FAIL_ALLOC=n (read when it changes): nonzero when this device
- * allocation is the n-th since, which fails as on a device out of memory. */
-static int injected_alloc_failure(void)
+static countdown fail_alloc = {.name = "FAKE_CUDA_FAIL_ALLOC"};
+static countdown fail_sync = {.name = "FAKE_CUDA_FAIL_SYNC"};
+
+/* Nonzero when this call is the n-th since the knob was set. */
+static int counted_out(countdown *k)
 {
-    static _Atomic(const char *) seen;
-    const char *v = getenv("FAKE_CUDA_FAIL_ALLOC");
-    if (v != atomic_exchange(&seen, v))
-        atomic_store(&allocs_to_failure, v ? atoi(v) : 0);
-    return atomic_load(&allocs_to_failure) > 0 && atomic_fetch_sub(&allocs_to_failure, 1) == 1;
+    const char *v = getenv(k->name);
+    if (v != atomic_exchange(&k->seen, v))
+        atomic_store(&k->left, v ? atoi(v) : 0);
+    return atomic_load(&k->left) > 0 && atomic_fetch_sub(&k->left, 1) == 1;
 }
 
 /* 64-byte aligned, like the library's own buffers (the kernels do not need it). */
@@ -86,7 +93,7 @@ static void *aligned_block(size_t bytes)
 static void *alloc_mem(frl_dev *d, size_t bytes)
 {
     (void)d;
-    return injected_alloc_failure() ? NULL : aligned_block(bytes);
+    return counted_out(&fail_alloc) ? NULL : aligned_block(bytes); /* out of memory */
 }
 
 static void release_mem(frl_dev *d, void *p)
@@ -120,21 +127,9 @@ static void zero_bytes(frl_dev *d, void *dst, size_t bytes)
         memset(dst, 0, bytes);
 }
 
-static atomic_int syncs_to_failure;
-
-/* Set by FAKE_CUDA_FAIL_SYNC=n (read when it changes): nonzero when this sync fails. */
-static int injected_failure(void)
-{
-    static _Atomic(const char *) seen;
-    const char *v = getenv("FAKE_CUDA_FAIL_SYNC");
-    if (v != atomic_exchange(&seen, v))
-        atomic_store(&syncs_to_failure, v ? atoi(v) : 0);
-    return atomic_load(&syncs_to_failure) > 0 && atomic_fetch_sub(&syncs_to_failure, 1) == 1;
-}
-
 static int sync_dev(frl_dev *d, char *err, size_t err_size)
 {
-    if (injected_failure()) {
+    if (counted_out(&fail_sync)) {
         snprintf(err, err_size, "injected device failure (FAKE_CUDA_FAIL_SYNC)");
         d->err[0] = '\0';
         return 1;

@@ -414,35 +414,38 @@ bool knob_on(const char *name)
     return v && v[0] == '1';
 }
 
-// FAKE_CUDA_FAIL_SYNC=n: the n-th synchronisation from when the value was set fails.
-bool injected_sync_failure()
+// A fault knob counting down: FAKE_CUDA_FAIL_SYNC=n (synchronisations) or
+// FAKE_CUDA_FAIL_ALLOC=n (cudaMalloc), read again whenever the variable changes, makes the
+// n-th call from then on fail.
+struct countdown {
+    explicit countdown(const char *knob) : name(knob) {}
+    const char *name;
+    std::mutex m;
+    const char *seen = nullptr;
+    int left = 0;
+};
+
+bool counted_out(countdown &k)
 {
-    static std::mutex m;
-    static const char *seen;
-    static int left;
-    std::lock_guard<std::mutex> g(m);
-    const char *v = std::getenv("FAKE_CUDA_FAIL_SYNC");
-    if (v != seen) {
-        seen = v;
-        left = v ? std::atoi(v) : 0;
+    std::lock_guard<std::mutex> g(k.m);
+    const char *v = std::getenv(k.name);
+    if (v != k.seen) {
+        k.seen = v;
+        k.left = v ? std::atoi(v) : 0;
     }
-    return left > 0 && --left == 0;
+    return k.left > 0 && --k.left == 0;
 }
 
-// FAKE_CUDA_FAIL_ALLOC=n: the n-th cudaMalloc from when the value was set fails as on a
-// device out of memory.
+bool injected_sync_failure()
+{
+    static countdown k("FAKE_CUDA_FAIL_SYNC");
+    return counted_out(k);
+}
+
 bool injected_alloc_failure()
 {
-    static std::mutex m;
-    static const char *seen;
-    static int left;
-    std::lock_guard<std::mutex> g(m);
-    const char *v = std::getenv("FAKE_CUDA_FAIL_ALLOC");
-    if (v != seen) {
-        seen = v;
-        left = v ? std::atoi(v) : 0;
-    }
-    return left > 0 && --left == 0;
+    static countdown k("FAKE_CUDA_FAIL_ALLOC");
+    return counted_out(k);
 }
 
 // ---- blocks as fibers ----
