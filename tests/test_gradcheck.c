@@ -5,7 +5,8 @@
  * library's float32 PPO gradient over a random minibatch is compared with central
  * differences of an independent float64 implementation of the same loss: the MLP
  * layers, the heads' log-probabilities and entropies, the clipped surrogate, the
- * clipped value loss and the entropy bonus. The heads are also checked alone.
+ * clipped value loss and the entropy bonus; and decoupled PPO's loss, the plain value loss
+ * and raw advantages. The heads are also checked alone.
  *
  * Recurrent policies (GRU and LSTM cores; one shared tower or an actor's and a critic's;
  * with and without an encoder MLP) are checked the same way over a minibatch of whole
@@ -396,11 +397,18 @@ static double ppo_loss_d(const frl_ppo *l, const double *p, ref *R, const int32_
         double ent, v = R->v[i];
         double lp = logp_d(pol, p, R->out + (size_t)i * (size_t)pol->out_w, acts + (size_t)i * ab,
                            &ent);
-        double ratio = exp(lp - old_lp[i]), A = (l->adv[i] - mean) / (sd + 1e-8);
+        double A = l->s.norm_adv ? (l->adv[i] - mean) / (sd + 1e-8) : l->adv[i];
+        double old = old_lp[i];
+        if (l->s.decoupled) { /* Hilton et al.: clip around pi_0, weight min(rho_bar, pi_0/mu) */
+            old = (double)(float)(old_lp[i] + l->log_ratio[i]);
+            A *= fmin(l->s.rho_bar, exp((double)l->log_ratio[i]));
+        }
+        double ratio = exp(lp - old);
         double rc = ratio < 1 - c ? 1 - c : (ratio > 1 + c ? 1 + c : ratio);
         pg += l->s.impala ? -A * lp : fmax(-A * ratio, -A * rc);
         double d = v - old_v[i], vc = old_v[i] + (d < -c ? -c : (d > c ? c : d));
-        vl += 0.5 * fmax((v - l->ret[i]) * (v - l->ret[i]), (vc - l->ret[i]) * (vc - l->ret[i]));
+        double l1 = (v - l->ret[i]) * (v - l->ret[i]), l2 = (vc - l->ret[i]) * (vc - l->ret[i]);
+        vl += 0.5 * (l->s.clip_value ? fmax(l1, l2) : l1);
         en += ent;
     }
     return pg / cnt - l->s.ent_coef * en / cnt + l->s.vf_coef * vl / cnt;
@@ -601,6 +609,10 @@ static void setup(fixture *f, const char *settings, int discrete, int obs_w, int
                           .gamma = 0.99, .lambda = 0.95, .adam_eps = 1e-5, .clip_value = 1,
                           .norm_adv = 1, .rho_bar = 1, .c_bar = 1};
     s.impala = frl_cfg_choice(cfg, FRL_KEY_TRAIN_ALGO) == FRL_TRAIN_ALGO_IMPALA;
+    s.clip_value = frl_cfg_bool(cfg, FRL_KEY_TRAIN_CLIP_VALUE);
+    s.norm_adv = frl_cfg_bool(cfg, FRL_KEY_TRAIN_NORM_ADV);
+    s.decoupled = frl_cfg_bool(cfg, FRL_KEY_TRAIN_DECOUPLED);
+    s.rho_bar = frl_cfg_float(cfg, FRL_KEY_TRAIN_VTRACE_RHO);
     /* The recurrent cases run frl_ppo_values, which gives V-trace its log-ratios; the
      * MLP ones keep GAE over random values. */
     s.vtrace = s.impala && f->p->towers > 0;
@@ -732,6 +744,17 @@ static void check_sensitive(fixture *f, const char *settings, double *p, ref *R,
     R->skip = 0;
 }
 
+/* Decoupled PPO: the log-ratios of the learner's policy at the update's start to the
+ * one that acted, as the values pass would leave them (set_log_ratio), on both sides of
+ * train.vtrace_rho. */
+static void lagged_policy(fixture *f, frl_rng *r)
+{
+    for (int32_t i = 0; i < f->l.N; i++) {
+        f->l.log_ratio[i] = (float)frl_rng_uniform_range(r, -0.7, 0.7);
+        f->l.dec_w[i] = fmin(f->l.s.rho_bar, exp((double)f->l.log_ratio[i]));
+    }
+}
+
 static void check_case(const char *settings, int discrete, int obs_w, int32_t T, int32_t B)
 {
     fixture f;
@@ -745,6 +768,8 @@ static void check_case(const char *settings, int discrete, int obs_w, int32_t T,
     } else if (f.p->stack > 1) {
         prepare_stack(&f, &r);
     }
+    if (f.l.s.decoupled && !f.p->towers)
+        lagged_policy(&f, &r);
     frl_ppo_bootstrap(&f.l, 0);
     frl_ppo_advantages(&f.l, 0);
     f.l.slot = 0;
@@ -813,6 +838,27 @@ END_TEST
 START_TEST(impala_gradient_separate_relu_gaussian)
 {
     check_case("policy.hidden=7,5 policy.activation=relu train.algo=impala", 0, 3, 5, 40);
+}
+END_TEST
+
+/* The other loss settings: decoupled PPO (the clip around pi_0, advantages weighted by
+ * min(rho, pi_0/mu) after the normalisation), the plain value loss, raw advantages. */
+START_TEST(ppo_gradient_decoupled_categorical)
+{
+    check_case("policy.hidden=8,6 train.decoupled=true train.vtrace_rho=1.2", 1, 4, 5, 40);
+}
+END_TEST
+
+START_TEST(ppo_gradient_decoupled_gaussian_plain_values)
+{
+    check_case("policy.hidden=7 policy.shared=true train.decoupled=true train.clip_value=false",
+               0, 3, 5, 40);
+}
+END_TEST
+
+START_TEST(ppo_gradient_raw_advantages_categorical)
+{
+    check_case("policy.hidden=6,5 train.norm_adv=false train.clip_value=false", 1, 3, 5, 40);
 }
 END_TEST
 
@@ -1054,6 +1100,9 @@ int main(void)
     tcase_add_test(tc, ppo_gradient_separate_elu_gaussian);
     tcase_add_test(tc, ppo_gradient_shared_tanh_gaussian_obs_norm);
     tcase_add_test(tc, ppo_gradient_linear_policy);
+    tcase_add_test(tc, ppo_gradient_decoupled_categorical);
+    tcase_add_test(tc, ppo_gradient_decoupled_gaussian_plain_values);
+    tcase_add_test(tc, ppo_gradient_raw_advantages_categorical);
     tcase_add_test(tc, impala_gradient_separate_relu_gaussian);
     tcase_add_test(tc, ppo_gradient_gru_shared_categorical);
     tcase_add_test(tc, ppo_gradient_lstm_separate_gaussian_bptt);

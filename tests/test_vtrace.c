@@ -9,6 +9,7 @@
 
 #include "core/rng.h"
 #include "algo/vtrace.h"
+#include "nn/dev_math.h"
 #include "test_util.h"
 
 enum { T = 40, STRIDE = 3 }; /* a column of a [T x 3] slot: stride 3 */
@@ -160,6 +161,57 @@ START_TEST(on_policy_is_gae)
 }
 END_TEST
 
+/* GAE's column (frl_dm_gae_column, the PPO learner's) against the direct sums
+ * A_s = sum over the episode's steps t >= s of (gamma lambda)^(t-s) delta_t, each
+ * delta_t bootstrapping from the next state, a truncation's final observation (the
+ * autoreset row's value), the rollout's bootstrap value, or 0 after a termination. */
+START_TEST(gae_matches_direct_sums)
+{
+    const frl_dm_adv_params ps[] = {{0.99, 0.95, 1, 1, 0, 0}, {0.9, 1.0, 1, 1, 0, 0},
+                                    {0.97, 0.0, 1, 1, 0, 0}};
+    frl_rng g = frl_rng_stream(14, 0);
+    int resets = 0;
+    for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++)
+        for (int rep = 0; rep < 20; rep++) {
+            column c;
+            random_column(&c, &g, 0.0);
+            float ret[T * STRIDE], adv[T * STRIDE];
+            uint8_t valid[T * STRIDE];
+            for (int i = 0; i < T * STRIDE; i++) {
+                ret[i] = adv[i] = NAN;
+                valid[i] = 7;
+            }
+            frl_dm_gae_column(T, STRIDE, 0, c.r, c.v, c.term, c.trunc, c.reset, c.boot, &ps[pi],
+                              adv, ret, valid);
+            for (int s = 0; s < T; s++) {
+                int i = s * STRIDE;
+                if (c.reset[i]) {
+                    ck_assert(valid[i] == 0 && adv[i] == 0 && ret[i] == 0);
+                    resets++;
+                    continue;
+                }
+                double want = 0, w = 1;
+                for (int t = s; t < T; t++, w *= ps[pi].gamma * ps[pi].lambda) {
+                    int ended;
+                    double nv = next_value(&c, t, &ended);
+                    want += w * (c.r[t * STRIDE] + ps[pi].gamma * nv - c.v[t * STRIDE]);
+                    if (ended)
+                        break;
+                }
+                ck_assert_int_eq(valid[i], 1);
+                ck_assert_msg(fabs(adv[i] - want) <= 1e-5 * (1 + fabs(want)),
+                              "params %zu rep %d t %d: GAE %.7g, direct sum %.7g", pi, rep, s,
+                              (double)adv[i], want);
+                ck_assert(fabs(ret[i] - (want + c.v[i])) <= 1e-5 * (1 + fabs(want + c.v[i])));
+            }
+            for (int i = 0; i < T * STRIDE; i++)
+                if (i % STRIDE)
+                    ck_assert(isnan(adv[i]) && isnan(ret[i]) && valid[i] == 7);
+        }
+    ck_assert_int_gt(resets, 50);
+}
+END_TEST
+
 /* Ratios far beyond the bars (log-ratio +-80: exp overflows float) stay finite and are
  * truncated to the bars. */
 START_TEST(extreme_ratios_are_truncated)
@@ -189,6 +241,7 @@ int main(void)
     tcase_add_test(tc, matches_direct_sums);
     tcase_add_test(tc, on_policy_is_gae);
     tcase_add_test(tc, extreme_ratios_are_truncated);
+    tcase_add_test(tc, gae_matches_direct_sums);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }
