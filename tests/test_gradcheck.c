@@ -897,6 +897,54 @@ START_TEST(ppo_gradient_frame_stack)
 }
 END_TEST
 
+/* A rollout cut after S of its T steps (dist.preempt) learns as an S-step rollout of the
+ * same steps: the bootstrap observation's stack is built on step S - 1's frames and
+ * flags, not on the unwritten rows after it. */
+START_TEST(preempted_frame_stack_bootstraps_from_its_last_step)
+{
+    const char *settings = "policy.encoder=simple policy.conv_channels=2,2,2 policy.hidden=5 "
+                           "policy.frame_stack=3";
+    enum { FULL = 6, CUT = 3, ENVS = 4 };
+    fixture a, b;
+    setup(&a, settings, 1, 1, FULL, ENVS);
+    setup(&b, settings, 1, 1, CUT, ENVS);
+    frl_rng r = frl_rng_stream(43, 0);
+    randomise(&a, &r);
+    memcpy(b.p->params, a.p->params, sizeof(float) * a.p->num_params);
+    fill_slot(&a, &r);
+    prepare_stack(&a, &r);
+    /* env 2 autoresets on the cut's last step, and rows after the cut are stale */
+    uint8_t *reset = frl_ring_at(a.ring, 0, FRL_RING_RESET_STEPS);
+    reset[(CUT - 1) * ENVS + 2] = 1;
+    reset[(CUT - 1) * ENVS + 3] = 0;
+    reset[CUT * ENVS + 3] = 1;
+    for (int k = 0; k < FRL_RING_ARRAY_COUNT; k++) {
+        if (k == FRL_RING_POLICY_VERSION || k == FRL_RING_BOOTSTRAP_OBS)
+            continue;
+        size_t row = a.ring->slot[0].bytes[k] / FULL;
+        memcpy(frl_ring_at(b.ring, 0, k), frl_ring_at(a.ring, 0, k), row * CUT);
+    }
+    memcpy(frl_ring_at(b.ring, 0, FRL_RING_BOOTSTRAP_OBS),
+           frl_ring_at(a.ring, 0, FRL_RING_BOOTSTRAP_OBS),
+           a.ring->slot[0].bytes[FRL_RING_BOOTSTRAP_OBS]);
+    frl_ppo_set_state0(&b.l, a.frames0);
+    a.l.steps_used = CUT;
+    frl_ppo_bootstrap(&a.l, 0);
+    frl_ppo_advantages(&a.l, 0);
+    frl_ppo_bootstrap(&b.l, 0);
+    frl_ppo_advantages(&b.l, 0);
+    for (int32_t e = 0; e < ENVS; e++)
+        ck_assert_msg(a.l.vboot[e] == b.l.vboot[e], "env %d: bootstrap value %.7g, the %d-step "
+                      "rollout's %.7g", (int)e, (double)a.l.vboot[e], CUT, (double)b.l.vboot[e]);
+    for (int32_t i = 0; i < CUT * ENVS; i++)
+        ck_assert(a.l.adv[i] == b.l.adv[i] && a.l.valid[i] == b.l.valid[i]);
+    for (int32_t i = CUT * ENVS; i < FULL * ENVS; i++)
+        ck_assert(!a.l.valid[i]);
+    teardown(&a);
+    teardown(&b);
+}
+END_TEST
+
 /* ---- recurrent policies: 8 steps of 4 columns ---- */
 
 /* One tower for both heads, the whole rollout back-propagated. */
@@ -1093,6 +1141,7 @@ int main(void)
     tcase_add_test(tc, ppo_gradient_conv_encoder_lstm_shared_no_mlp);
     tcase_add_test(tc, ppo_gradient_nature_encoder_shared_gaussian);
     tcase_add_test(tc, ppo_gradient_frame_stack);
+    tcase_add_test(tc, preempted_frame_stack_bootstraps_from_its_last_step);
     tcase_add_test(tc, ppo_gradient_mixed_obs_separate);
     tcase_add_test(tc, ppo_gradient_mixed_obs_gru);
     tcase_add_test(tc, ppo_gradient_mixed_obs_norm_shared);

@@ -216,10 +216,19 @@ static void set_log_ratio(frl_ppo *l, const float *out, int32_t i)
         l->dec_w[i] = frl_dm_truncated_ratio(lr, l->s.rho_bar);
 }
 
-/* Where the slot's frames are, for a frame-stacking policy's rows (rl/frame_stack.h). */
+/* The steps the slot's rollout collected: T, or fewer when a preempted rollout
+ * (dist.preempt) stopped early; the rows after them hold no transitions. */
+static int32_t steps_in(const frl_ppo *l)
+{
+    return l->steps_used > 0 && l->steps_used < l->T ? l->steps_used : l->T;
+}
+
+/* Where the slot's frames are, for a frame-stacking policy's rows (rl/frame_stack.h). The
+ * bootstrap frame follows the last step collected, so a cut rollout's stacks for it are
+ * built on that step's frames and flags, not on the unwritten rows after it. */
 static frl_frame_source frames_of(const frl_ppo *l, int32_t slot)
 {
-    frl_frame_source s = {l->p->stack, (size_t)l->p->obs_w, l->T, l->B,
+    frl_frame_source s = {l->p->stack, (size_t)l->p->obs_w, steps_in(l), l->B,
                           frl_ring_at(l->ring, slot, FRL_RING_OBSERVATIONS),
                           frl_ring_at(l->ring, slot, FRL_RING_BOOTSTRAP_OBS),
                           frl_ring_at(l->ring, slot, FRL_RING_RESET_STEPS), l->state0};
@@ -299,7 +308,7 @@ void frl_ppo_bootstrap(frl_ppo *l, int32_t slot)
     l->slot = slot;
     for (int32_t first = 0; first < l->B; first += l->shard_rows) {
         int32_t rows = l->B - first < l->shard_rows ? l->B - first : l->shard_rows;
-        values_of(l, obs, first, rows, l->vboot, 0, 0, l->T);
+        values_of(l, obs, first, rows, l->vboot, 0, 0, steps_in(l));
     }
 }
 
@@ -318,7 +327,7 @@ void frl_ppo_advantages(frl_ppo *l, int32_t slot)
     /* The device learner's columns (lib/nn/dev_math.h): one arithmetic for both. A
      * preempted rollout (dist.preempt) ends early: its columns bootstrap from where it
      * stopped, and the rows after are no transitions. */
-    int32_t T = l->steps_used > 0 && l->steps_used < l->T ? l->steps_used : l->T;
+    int32_t T = steps_in(l);
     for (int32_t b = 0; b < l->B; b++) {
         if (l->s.vtrace)
             frl_dm_vtrace_column(T, l->B, b, r, v, l->log_ratio, term, trunc, reset,

@@ -72,7 +72,8 @@ typedef struct frl_ppo {
     /* dist.mode=ddppo (settings.dist): minibatches by env groups (algo/ppo_groups.h) */
     int32_t grouped;
     frl_ppo_groups groups;
-    int32_t steps_used;       /* the slot's collected steps (0: T): later rows are invalid */
+    int32_t steps_used;       /* the slot's collected steps (0: T): later rows are invalid;
+                               * set before frl_ppo_values (a frame stack's bootstrap) */
 } frl_ppo;
 
 frl_status frl_ppo_init(frl_ppo *l, frl_runtime *rt, frl_policy *p, frl_ring *ring,

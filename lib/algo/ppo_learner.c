@@ -191,12 +191,12 @@ void frl_ppo_learner_destroy(frl_learner *l)
 static frl_status learn_on_cpu(frl_ppo *p, const frl_batch *b, frl_ppo_stats *s, char *err)
 {
     double t0 = now_s();
+    p->steps_used = b->steps; /* before the bootstrap values: a frame stack's last step */
     frl_status st = frl_ppo_values(p, b->slot, err);
     if (st != FRL_OK)
         return st;
     frl_ppo_bootstrap(p, b->slot);
     double t_values = now_s() - t0;
-    p->steps_used = b->steps;
     frl_ppo_advantages(p, b->slot);
     st = frl_ppo_update(p, b->slot, b->update_index, b->num_updates, b->seed, s, err);
     s->time_values = t_values;
