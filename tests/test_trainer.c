@@ -351,6 +351,21 @@ START_TEST(bad_input)
         ck_assert_msg(strstr(frl_last_error(), i ? "train.decoupled" : "train.advantage=gae"),
                       "%s", frl_last_error());
     }
+    /* A2C's loss takes GAE's advantages undecoupled, on either sampler: likewise. */
+    const char *a2c_bad[2] = {"train.algo=a2c train.advantage=vtrace",
+                              "train.algo=a2c train.decoupled=true sampler.mode=async"};
+    for (int i = 0; i < 2; i++) {
+        frl_config_destroy(cfg);
+        cfg = frl_test_settings(a2c_bad[i]);
+        ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg),
+                         FRL_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(frl_last_error(), i ? "train.decoupled" : "train.advantage=vtrace"),
+                      "%s", frl_last_error());
+    }
+    frl_config_destroy(cfg);
+    cfg = frl_test_settings("train.algo=a2c train.advantage=gae train.decoupled=false");
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    frl_trainer_destroy(t);
     frl_config_destroy(cfg);
     cfg = frl_test_settings("train.algo=impala train.advantage=vtrace train.decoupled=false");
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);

@@ -17,6 +17,20 @@ static void a2c_storage(const frl_config *cfg, frl_storage_need *need)
     need->kind = FRL_STORAGE_ROLLOUT;
 }
 
+/* A2C's advantages are GAE's and its loss is not decoupled PPO's: a setting asking
+ * otherwise would be ignored, so it is refused instead (as IMPALA refuses GAE). */
+static frl_status a2c_conflicts(const frl_config *c, char *err)
+{
+    if (frl_cfg_is_set(c, FRL_KEY_TRAIN_ADVANTAGE) &&
+        frl_cfg_choice(c, FRL_KEY_TRAIN_ADVANTAGE) != FRL_TRAIN_ADVANTAGE_GAE)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "train.algo=a2c learns from GAE's "
+                        "advantages; train.advantage=vtrace is for train.algo=ppo or impala");
+    if (frl_cfg_is_set(c, FRL_KEY_TRAIN_DECOUPLED) && frl_cfg_bool(c, FRL_KEY_TRAIN_DECOUPLED))
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "train.algo=a2c has its own loss; "
+                        "train.decoupled=true is decoupled PPO's (train.algo=ppo)");
+    return FRL_OK;
+}
+
 /* The settings from the resolved config (a2c.settings under the caller's), and what
  * makes the update A2C's whatever the keys say: one epoch of one minibatch (the ratio
  * is then 1 and PPO's clip never acts), IMPALA's -A log pi, GAE's advantages (A2C is
@@ -24,6 +38,9 @@ static void a2c_storage(const frl_config *cfg, frl_storage_need *need)
 static frl_status a2c_create(frl_learner *l, const frl_learner_ctx *c, char *err)
 {
     const frl_config *cfg = c->cfg;
+    frl_status st = a2c_conflicts(cfg, err);
+    if (st != FRL_OK)
+        return st;
     frl_ppo_settings s = {0};
     s.epochs = 1;
     s.minibatches = 1;
