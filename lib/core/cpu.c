@@ -52,7 +52,7 @@ void frl_cpu_name(char *buf, size_t size)
     snprintf(buf, size, "unknown");
 #if FRL_CPU_X86
     unsigned int r[12];
-    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000004u)
+    if ((unsigned int)__get_cpuid_max(0x80000000u, NULL) < 0x80000004u) /* int in clang */
         return;
     for (unsigned int i = 0; i < 3; i++)
         __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
