@@ -518,6 +518,37 @@ START_TEST(recovers_after_a_failed_rollout)
 }
 END_TEST
 
+/* The trainer's ring slot held by the host, in each state, is refused by name before
+ * anything is reset or stepped (it failed as "frl_ring_acquire_write: no slot is
+ * free", after resetting the envs); given back, training goes on. */
+START_TEST(a_slot_the_host_holds_is_refused)
+{
+    static const char *const held[3] = {"acquired for writing", "committed",
+                                        "acquired for reading"};
+    flaky w = {0};
+    host_trainer h;
+    host_trainer_create(&h, 1, flaky_step, &w, "train.rollout=16");
+    frl_ring *ring = frl_trainer_ring(h.t);
+    int32_t slot;
+    ck_assert_int_eq(frl_ring_acquire_write(ring, &slot), FRL_OK);
+    for (int i = 0; i < 3; i++) {
+        if (i == 1)
+            ck_assert_int_eq(frl_ring_commit(ring, slot), FRL_OK);
+        if (i == 2)
+            ck_assert_int_eq(frl_ring_acquire_read(ring, &slot), FRL_OK);
+        ck_assert_int_eq(frl_trainer_train(h.t, 64), FRL_ERR_STATE);
+        ck_assert_msg(strstr(frl_last_error(), held[i]), "%s", frl_last_error());
+        ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(h.t), "frl_trainer_ring"));
+        ck_assert_int_eq(w.calls, 0);
+    }
+    ck_assert_int_eq(frl_ring_release(ring, slot), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(h.t, 64), FRL_OK);
+    ck_assert_int_eq(w.calls, 16);
+    ck_assert_int_eq(frl_ring_slot_state(ring, 0), FRL_SLOT_FREE);
+    host_trainer_destroy(&h);
+}
+END_TEST
+
 /* One NaN observation at the 40th call, then healthy steps. */
 static int nan_once_step(void *user, int32_t n, const void *actions, const uint8_t *mask,
                          const uint64_t *seeds, float *obs, float *rew, uint8_t *term,
@@ -792,6 +823,7 @@ int main(void)
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, resume_refuses_a_changed_shape);
     tcase_add_test(tc, recovers_after_a_failed_rollout);
+    tcase_add_test(tc, a_slot_the_host_holds_is_refused);
     tcase_add_test(tc, a_refused_observation_is_not_learned_from);
     tcase_add_test(tc, divergence_is_reported);
     tcase_add_test(tc, sync_train_without_end);

@@ -276,6 +276,24 @@ static frl_status rollout_and_learn(void *arg)
     return st == FRL_OK ? learn(u->s->base.h, u->num_updates) : st;
 }
 
+/* Between calls the ring's one slot is free (a failed rollout or update gives it back),
+ * so a slot in any other state was taken through frl_trainer_ring. Refused before the
+ * envs are reset, and by name: acquire_write said only "no slot is free". */
+static frl_status check_ring_free(const frl_sampler_host *h)
+{
+    static const char *const how[] = {"", "acquired for writing", "committed",
+                                      "acquired for reading"};
+    for (int32_t s = 0; s < frl_ring_slots(h->ring); s++) {
+        frl_slot_state st = frl_ring_slot_state(h->ring, s);
+        if (st != FRL_SLOT_FREE)
+            return frl_fail(h->err, FRL_ERR_STATE, "sync sampler: ring slot %d is held outside "
+                            "the trainer (%s through frl_trainer_ring): give it back "
+                            "(frl_ring_release, once acquired for reading) before training",
+                            (int)s, how[st]);
+    }
+    return FRL_OK;
+}
+
 static frl_status sync_train(frl_sampler *base, int64_t total_steps)
 {
     frl_sampler_host *h = base->h;
@@ -286,7 +304,9 @@ static frl_status sync_train(frl_sampler *base, int64_t total_steps)
      * it by per again. */
     int64_t updates = total_steps / per + (total_steps % per != 0);
     sync_update u = {(sync_sampler *)base, updates < INT64_MAX / per ? updates : INT64_MAX / per};
-    frl_status st = start(h);
+    frl_status st = check_ring_free(h);
+    if (st == FRL_OK)
+        st = start(h);
     if (st == FRL_OK)
         return frl_sampler_loop(h, total_steps, rollout_and_learn, &u);
     atomic_store(h->stop, 0); /* as the loop does when it ends */
