@@ -357,6 +357,16 @@ START_TEST(async_bad_input)
     ck_assert_int_eq(frl_trainer_train(t, 128), FRL_ERR_STATE);
     ck_assert_int_eq(frl_ring_release(ring, slot), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
+    /* A slot the host committed is refused too: the learner took it as the oldest
+     * rollout, and one of the trainer's stayed ready for good. */
+    ck_assert_int_eq(frl_ring_acquire_write(ring, &slot), FRL_OK);
+    ck_assert_int_eq(frl_ring_commit(ring, slot), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 256), FRL_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "committed through frl_trainer_ring"));
+    ck_assert_int_eq(frl_ring_acquire_read(ring, &slot), FRL_OK);
+    ck_assert_int_eq(frl_ring_release(ring, slot), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 256), FRL_OK);
+    check_ring(t);
     frl_trainer_destroy(t);
     frl_config_destroy(cfg);
 

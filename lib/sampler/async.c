@@ -1291,23 +1291,40 @@ static void number_rollouts(async_sampler *a)
     }
 }
 
+/* Whether slot s in state st is one the sampler left so between calls: an open
+ * rollout's (being written), or one of the last `ready` committed and not yet learned
+ * (their records are intact: a record is reused only for a rollout `slots` later,
+ * which could not get a slot while they hold theirs). */
+static int slot_is_ours(const async_sampler *a, int32_t s, frl_slot_state st)
+{
+    for (int32_t i = 0; i < a->slots; i++) {
+        const rollout *r = &a->open[i];
+        if (r->slot != s || r->seq < 0)
+            continue;
+        if (st == FRL_SLOT_WRITING && r->seq >= a->committed)
+            return 1;
+        if (st == FRL_SLOT_READY && r->seq < a->committed && r->seq >= a->committed - a->ready)
+            return 1;
+    }
+    return 0;
+}
+
 /* Between calls the learner holds no slot and the groups hold only their open
- * rollouts' slots; a slot held otherwise was taken through frl_trainer_ring, and the
- * run would wait for it forever. */
+ * rollouts' slots and the ready ones; a slot held otherwise was taken through
+ * frl_trainer_ring: the run would wait for it forever, or (one committed) learn from
+ * it as if it were a rollout and leave one of its own ready for good. */
 static frl_status check_ring_free(const async_sampler *a)
 {
+    static const char *const how[] = {"", "acquired for writing", "committed",
+                                      "acquired for reading"};
     const frl_ring *ring = a->h->ring;
     for (int32_t s = 0; s < frl_ring_slots(ring); s++) {
         frl_slot_state st = frl_ring_slot_state(ring, s);
-        int ours = 0;
-        for (int32_t i = 0; i < a->slots && st == FRL_SLOT_WRITING; i++)
-            ours |= a->open[i].seq >= a->committed && a->open[i].slot == s;
-        if ((st == FRL_SLOT_WRITING && !ours) || st == FRL_SLOT_READING)
+        if (st != FRL_SLOT_FREE && !slot_is_ours(a, s, st))
             return frl_fail(a->h->err, FRL_ERR_STATE, "async sampler: ring slot %d is held "
-                            "outside the trainer (%s through frl_trainer_ring): release it "
-                            "before training", (int)s,
-                            st == FRL_SLOT_READING ? "acquired for reading" : "acquired for "
-                            "writing");
+                            "outside the trainer (%s through frl_trainer_ring): give it back "
+                            "(frl_ring_release, once acquired for reading) before training",
+                            (int)s, how[st]);
     }
     return FRL_OK;
 }
