@@ -195,6 +195,19 @@ START_TEST(q_policy_keeps_its_epsilon)
 }
 END_TEST
 
+/* A CartPole run of 64 steps (4 envs x 8, 8 hidden units, plus `extra`) saved to path. */
+static void save_small_run(frl_runtime *rt, const char *extra, const char *path)
+{
+    frl_config *cfg = frl_test_settings("train.num_envs=4 train.rollout=8 policy.hidden=8");
+    ck_assert_int_eq(frl_config_parse(cfg, extra), FRL_OK);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 64), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+}
+
 /* An IMPALA run saved before IMPALA refused train.advantage=gae holds that key's default
  * (a checkpoint's settings set every key), which its learner never read: it loads and
  * trains on (it was refused, so no such run could be resumed). */
@@ -203,14 +216,8 @@ START_TEST(impala_checkpoint_from_before_loads)
     frl_runtime *rt = frl_test_runtime(1);
     char path[64], bad[72], text[4096];
     forged_paths("frl_impala_old", path, bad);
-    frl_config *cfg = frl_test_settings("train.algo=impala train.num_envs=4 train.rollout=8 "
-                                        "policy.hidden=8");
+    save_small_run(rt, "train.algo=impala", path);
     frl_trainer *t;
-    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
-    ck_assert_int_eq(frl_trainer_train(t, 64), FRL_OK);
-    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
-    frl_trainer_destroy(t);
-    frl_config_destroy(cfg);
     char err[FRL_ERRMSG_SIZE];
     frl_container *c = NULL;
     ck_assert_int_eq(frl_container_read(&c, path, NULL, err), FRL_OK);
@@ -241,13 +248,8 @@ START_TEST(algo_override_names_the_saved_run)
     frl_runtime *rt = frl_test_runtime(1);
     char path[64], bad[72];
     forged_paths("frl_algo_switch", path, bad);
-    frl_config *cfg = frl_test_settings("train.num_envs=4 train.rollout=8 policy.hidden=8");
+    save_small_run(rt, "", path);
     frl_trainer *t;
-    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
-    ck_assert_int_eq(frl_trainer_train(t, 64), FRL_OK);
-    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
-    frl_trainer_destroy(t);
-    frl_config_destroy(cfg);
     frl_config *over = frl_test_settings("train.algo=impala");
     t = (frl_trainer *)1;
     ck_assert_int_eq(frl_trainer_load(&t, rt, path, over), FRL_ERR_INVALID_ARGUMENT);
@@ -288,13 +290,8 @@ START_TEST(saved_observations_checked)
     char path[64], bad[72], reset[80];
     forged_paths("frl_saved_obs", path, bad);
     snprintf(reset, sizeof reset, "%s.reset", bad);
-    frl_config *cfg = frl_test_settings("train.num_envs=4 train.rollout=8 policy.hidden=8");
+    save_small_run(rt, "", path);
     frl_trainer *t;
-    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
-    ck_assert_int_eq(frl_trainer_train(t, 64), FRL_OK);
-    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
-    frl_trainer_destroy(t);
-    frl_config_destroy(cfg);
     rewrite_section(path, bad, "env.obs", nan_at_env1, NULL);
     t = (frl_trainer *)1;
     ck_assert_int_eq(frl_trainer_load(&t, rt, bad, NULL), FRL_ERR_FORMAT);
