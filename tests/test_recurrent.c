@@ -457,6 +457,42 @@ static int64_t train_nv(int threads, int64_t steps, float *params, const char *s
     return n;
 }
 
+/* A2C's recurrent update truncates its gradients at train.bptt as PPO's does: A2C once
+ * left the key unread, so bptt 2 trained the same bits as the whole rollout. bptt 8 (the
+ * rollout) must equal 0, and 2 must differ from both. */
+static int64_t train_a2c_gru(const char *bptt, float *params, int64_t cap)
+{
+    char settings[256];
+    snprintf(settings, sizeof settings, "train.algo=a2c policy.core=gru policy.core_size=8 "
+             "policy.hidden=8 train.rollout=8 train.bptt=%s", bptt);
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings(settings);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPoleNoVel-v1", cfg), FRL_OK);
+    ck_assert_msg(frl_trainer_train(t, 8 * 8 * 4) == FRL_OK, "%s", frl_trainer_last_error(t));
+    frl_policy *p = frl_trainer_policy(t);
+    int64_t n = frl_policy_num_parameters(p);
+    ck_assert_int_le(n, cap);
+    memcpy(params, p->params, sizeof(float) * (size_t)n);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+    return n;
+}
+
+START_TEST(a2c_truncates_at_bptt)
+{
+    static float whole[1 << 12], at_rollout[1 << 12], at_2[1 << 12];
+    int64_t n = train_a2c_gru("0", whole, 1 << 12);
+    train_a2c_gru("8", at_rollout, 1 << 12);
+    train_a2c_gru("2", at_2, 1 << 12);
+    ck_assert_msg(memcmp(whole, at_rollout, sizeof(float) * (size_t)n) == 0,
+                  "bptt = the rollout differs from 0");
+    ck_assert_msg(memcmp(whole, at_2, sizeof(float) * (size_t)n) != 0,
+                  "a2c trained the same bits with train.bptt=2 as with the whole rollout");
+}
+END_TEST
+
 START_TEST(same_bits_any_thread_count_and_after_resume)
 {
     static float a[1 << 14], b[1 << 14], c[1 << 14];
@@ -556,6 +592,7 @@ int main(void)
     tcase_add_test(tc, policy_file_records_its_core);
     tcase_add_test(tc, unknown_key_in_a_file_is_named);
     tcase_add_test(tc, same_bits_any_thread_count_and_after_resume);
+    tcase_add_test(tc, a2c_truncates_at_bptt);
     tcase_add_test(tc, gru_learns_the_probe_sync);
     tcase_add_test(tc, lstm_learns_the_probe_async);
     tcase_add_test(tc, mlp_stays_at_chance);

@@ -53,6 +53,7 @@ static frl_status a2c_create(frl_learner *l, const frl_learner_ctx *c, char *err
     s.adam_eps = frl_cfg_float(cfg, FRL_KEY_TRAIN_ADAM_EPS);
     s.norm_adv = frl_cfg_bool(cfg, FRL_KEY_TRAIN_NORM_ADV);
     s.anneal_lr = frl_cfg_bool(cfg, FRL_KEY_TRAIN_ANNEAL_LR);
+    s.bptt = (int32_t)frl_cfg_int(cfg, FRL_KEY_TRAIN_BPTT);
     s.impala = 1;
     return frl_ppo_learner_create(l, c, &s, err);
 }

@@ -198,8 +198,10 @@
     X(TRAIN_ALGO, "train.algo", CHOICE, "ppo", 0, 0,                                         \
       "the learner: PPO's clipped surrogate, IMPALA's V-trace actor-critic "                 \
       "(-A log pi; implies train.advantage=vtrace), A2C (SB3's settings: 5 steps x 8 envs, " \
-      "one gradient step per rollout), DQN (Q-learning from a replay; SB3's defaults, "      \
-      "doc/dqn.md), R2D2 (recurrent Q-learning from prioritised sequences, doc/r2d2.md), "    \
+      "one gradient step per rollout, so train.epochs, train.minibatches, train.clip, "      \
+      "train.clip_value and train.target_kl do not apply), DQN (Q-learning from a replay; "  \
+      "SB3's defaults, doc/dqn.md), R2D2 (recurrent Q-learning from prioritised sequences, " \
+      "doc/r2d2.md), "                                                                       \
       "or neuroevolution: OpenAI-ES (es.*) or Deep GA (ga.*), doc/neuroevolution.md")      \
     X(TRAIN_ANNEAL_LR, "train.anneal_lr", BOOL, "true", 0, 1,                                \
       "decay the learning rate linearly to 0 over the step budget")                          \
