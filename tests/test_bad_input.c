@@ -377,6 +377,8 @@ START_TEST(config_bad_values)
     EXPECT_ERR(frl_config_set_int(cfg, "runtime.spin_us", -5), FRL_ERR_RANGE,
                "runtime.spin_us");
     EXPECT_ERR(frl_config_set_int(cfg, "runtime.seed", -1), FRL_ERR_RANGE, "runtime.seed");
+    /* A clip of 0 would zero every normalised observation: out of range. */
+    EXPECT_ERR(frl_config_set(cfg, "policy.obs_clip", "0"), FRL_ERR_RANGE, "policy.obs_clip");
     EXPECT_ERR(frl_config_parse(cfg, "runtime.seed=3 runtime.threads=-1"), FRL_ERR_RANGE,
                "runtime.threads");
 

@@ -160,8 +160,9 @@
       "for the policy's outputs, 1 for values and Q-values; zero biases) or uniform "        \
       "(PyTorch's nn.Linear default, +-1/sqrt(fan_in) for weights and biases; DQN's, as "    \
       "SB3 and CleanRL start)")                                                              \
-    X(POLICY_OBS_CLIP, "policy.obs_clip", FLOAT, "10", 0, 1e9,                               \
-      "normalised observations are clipped to [-clip, clip] (obs_norm only)")                \
+    X(POLICY_OBS_CLIP, "policy.obs_clip", FLOAT, "10", 0.001, 1e9,                           \
+      "normalised observations are clipped to [-clip, clip] (obs_norm only; 0 would zero "   \
+      "them all, so it is out of range)")                                                    \
     X(POLICY_OBS_NORM, "policy.obs_norm", BOOL, "false", 0, 1,                               \
       "normalise box observations by running mean and variance (saved with the policy)")     \
     X(POLICY_SHARED, "policy.shared", BOOL, "false", 0, 1,                                   \
