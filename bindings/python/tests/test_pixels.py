@@ -92,8 +92,10 @@ def test_population_acts_on_images_as_the_policy_does():
         pop.act(obs.astype(np.float32), 0)
 
 
+@pytest.mark.slow
 def test_pixel_grid_trains():
-    # to 0.8 only: the C suite (test_pixels) takes the same run to 0.95 greedy
+    # to 0.8 only: the C suite (test_pixels) takes the same run to 0.95 greedy; slow
+    # under the sanitizers (375 s of TSan's suite), whose C suites run test_pixels
     t = fastrl.Trainer("PixelGrid-v0", target_return=0.8, seed=1)
     m = t.train(200_000)
     assert m.mean_return >= 0.8 and m.env_steps < 200_000
