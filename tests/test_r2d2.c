@@ -264,9 +264,11 @@ START_TEST(actor_epsilons)
 END_TEST
 
 /* A host env whose observation is (its index, its step count); its episodes end after
- * len steps (terminated, or truncated with `truncates`), or never with len 0. */
+ * len steps (terminated, or truncated with `truncates`), or never with len 0. Every
+ * step's reward is `reward`. */
 typedef struct counter_env {
     int32_t id, t, len, truncates;
+    float reward;
 } counter_env;
 
 static int counter_reset(void *user, uint64_t seed, float *obs)
@@ -287,7 +289,7 @@ static int counter_step(void *user, const void *action, float *obs, float *rewar
     e->t++;
     obs[0] = (float)e->id;
     obs[1] = (float)e->t;
-    *reward = 0.0f;
+    *reward = e->reward;
     int end = e->len && e->t == e->len;
     *terminated = end && !e->truncates;
     *truncated = end && e->truncates;
@@ -323,7 +325,7 @@ START_TEST(sequences_span_blocks)
     enum { N = 3, T = 5, NB = 3 };
     frl_runtime *rt = frl_test_runtime(1);
     frl_space *os, *as;
-    counter_env envs[N] = {{0, 0, 0, 0}, {1, 0, 0, 0}, {2, 0, 0, 0}};
+    counter_env envs[N] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 0, 0, 0}};
     frl_vec_env *v = counter_venv(rt, envs, N, &os, &as);
     /* 8 blocks of 5 x 3 steps; sequences of 3 blocks (15 steps, overlap 10) */
     frl_config *cfg = frl_test_settings("train.algo=r2d2 train.seq_length=15 "
@@ -381,7 +383,7 @@ START_TEST(learner_resets_where_acting_did)
     enum { N = 2, T = 4 };
     frl_runtime *rt = frl_test_runtime(1);
     frl_space *os, *as;
-    counter_env envs[N] = {{0, 0, 4, 0}, {1, 0, 4, 1}}; /* terminates, truncates */
+    counter_env envs[N] = {{0, 0, 4, 0, 0}, {1, 0, 4, 1, 0}}; /* terminates, truncates */
     frl_vec_env *v = counter_venv(rt, envs, N, &os, &as);
     frl_config *cfg = frl_test_settings("train.algo=r2d2 train.seq_length=8 train.seq_overlap=4 "
                                         "train.burn_in=0 train.buffer_size=64 "
@@ -427,6 +429,42 @@ START_TEST(learner_resets_where_acting_did)
     ck_assert_int_gt(carried, 0); /* blocks that begin mid-episode and at an episode's start */
     ck_assert_int_gt(zeroed, 0);
     free(ws);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Rewards finite as floats whose two-step return is not (3e38 + 0.99 x 3e38): every
+ * target is infinite. The run ends as diverged before the update touches the weights
+ * or the priorities; the learner once took such targets for autoreset rows (it marked
+ * those with NaN) or wrote infinite priorities into its sum tree. */
+START_TEST(infinite_target_is_divergence)
+{
+    enum { N = 2 };
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_space *os, *as;
+    counter_env envs[N] = {{0, 0, 0, 0, 3e38f}, {1, 0, 0, 0, 3e38f}};
+    frl_vec_env *v = counter_venv(rt, envs, N, &os, &as);
+    frl_config *cfg = frl_test_settings("train.algo=r2d2 train.seq_length=8 train.seq_overlap=4 "
+                                        "train.burn_in=2 train.buffer_size=256 train.n_step=2 "
+                                        "train.batch_size=4 train.learning_starts=32 "
+                                        "train.value_rescale=false policy.core=gru "
+                                        "policy.core_size=8 policy.hidden=8");
+    frl_trainer *t;
+    ck_assert_msg(frl_trainer_create_vec(&t, rt, v, cfg) == FRL_OK, "%s", frl_last_error());
+    frl_config_destroy(cfg);
+    frl_policy *p = t->policy;
+    float *before = malloc(sizeof(float) * p->num_params);
+    memcpy(before, p->params, sizeof(float) * p->num_params);
+    ck_assert_int_eq(frl_trainer_train(t, 400), FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(frl_trainer_last_error(t), "training diverged: a target"), "%s",
+                  frl_trainer_last_error(t));
+    ck_assert_msg(memcmp(before, p->params, sizeof(float) * p->num_params) == 0,
+                  "the diverged update changed the weights");
+    free(before);
     frl_trainer_destroy(t);
     frl_vec_env_destroy(v);
     frl_space_destroy(os);
@@ -792,6 +830,7 @@ int main(void)
     tcase_add_test(units, actor_epsilons);
     tcase_add_test(units, sequences_span_blocks);
     tcase_add_test(units, q_mean_on_return_scale);
+    tcase_add_test(units, infinite_target_is_divergence);
     tcase_add_test(resume, resume_is_identical);
     tcase_add_test(resume, forged_counters_refused);
     tcase_add_test(resume, resume_with_another_alpha);

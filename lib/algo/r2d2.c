@@ -458,15 +458,19 @@ void frl_r2d2_starts(const uint8_t *reset, int32_t rows, int32_t cols, uint8_t *
     memcpy(starts + cols, reset, (size_t)(rows - 1) * (size_t)cols);
 }
 
-/* Targets of every trained step, NaN where a step is an autoreset row. */
-static void targets(r2d2 *d, const float *qo, const float *qt)
+/* Targets of every trained step (0 at autoreset rows, which train nothing). Whether
+ * all are finite: a NaN or infinite one is a diverged run, not a row to skip. */
+static int targets(r2d2 *d, const float *qo, const float *qt)
 {
     size_t cols = (size_t)d->s.batch;
+    int finite = 1;
     for (int32_t t = d->K; t < d->L; t++)
         for (int32_t c = 0; c < d->s.batch; c++) {
             size_t j = (size_t)t * cols + (size_t)c;
-            d->y[j] = d->span.reset[j] ? NAN : nstep_target(d, c, t, qo, qt);
+            d->y[j] = d->span.reset[j] ? 0.0f : nstep_target(d, c, t, qo, qt);
+            finite &= isfinite(d->y[j]) != 0;
         }
+    return finite;
 }
 
 /* The loss's gradient into f->d_out (zero but at each step's action), the new
@@ -479,14 +483,14 @@ static void loss_grad(r2d2 *d, frl_rpass *f, float *prio, upd_stats *st)
     memset(f->d_value, 0, f4(rows));
     int64_t count = 0;
     for (size_t j = (size_t)d->K * cols; j < (size_t)d->L * cols; j++)
-        count += !isnan(d->y[j]);
+        count += !d->span.reset[j];
     double inv = count ? 1.0 / (double)count : 0.0, pmin = INFINITY, pmax = 0;
     for (int32_t c = 0; c < d->s.batch; c++) {
         double emax = 0, esum = 0;
         int32_t n = 0;
         for (int32_t t = d->K; t < d->L; t++) {
             size_t j = (size_t)t * cols + (size_t)c, o = j - (size_t)d->K * cols;
-            if (isnan(d->y[j]))
+            if (d->span.reset[j])
                 continue;
             size_t at = o * A + (size_t)d->span.action[j];
             double e = (double)f->out[at] - d->y[j], ae = fabs(e);
@@ -517,7 +521,19 @@ static void set_priorities(r2d2 *d, const float *prio)
     }
 }
 
-static void update(r2d2 *d, frl_rng *rng, upd_stats *st, frl_learn_stats *out)
+/* Whether every new priority is finite: an infinite or NaN TD error (Q itself
+ * diverged) would poison the sum tree. */
+static int priorities_finite(const r2d2 *d, const float *prio)
+{
+    int finite = 1;
+    for (int32_t c = 0; c < d->s.batch; c++)
+        finite &= isfinite(prio[c]) != 0;
+    return finite;
+}
+
+/* One update; a non-finite target or TD error fails it before the weights, the Adam
+ * state or the priorities change (the trainer then reports the run diverged). */
+static frl_status update(r2d2 *d, frl_rng *rng, upd_stats *st, frl_learn_stats *out, char *err)
 {
     double t0 = now_s();
     draw_sequences(d, rng);
@@ -533,8 +549,15 @@ static void update(r2d2 *d, frl_rng *rng, upd_stats *st, frl_learn_stats *out)
     frl_policy_rnn_seq_layout(d->p, d->R - d->K, d->s.batch, 1, d->ws_train, &fo);
     frl_policy_rnn_seq_forward(d->p, d->p->params, d->span.obs + (size_t)d->K * cols * W,
                                d->state_k, starts, &fo, FRL_HEAD_ACTOR);
-    targets(d, fo.out, ft.out);
+    if (!targets(d, fo.out, ft.out))
+        return frl_fail(err, FRL_ERR_NONFINITE, "training diverged: a target became "
+                        "non-finite (rewards too large for floats, or lower train.lr or set "
+                        "train.max_grad_norm); the weights and priorities are unchanged");
     loss_grad(d, &fo, d->prio, st);
+    if (!priorities_finite(d, d->prio))
+        return frl_fail(err, FRL_ERR_NONFINITE, "training diverged: a TD error became "
+                        "non-finite (lower train.lr or set train.max_grad_norm); the weights "
+                        "and priorities are unchanged");
     /* the whole trained part: bptt >= its length */
     frl_policy_rnn_seq_backward(d->p, d->p->params, d->grads, starts, d->R - d->K, &fo);
     double t2 = now_s();
@@ -551,6 +574,7 @@ static void update(r2d2 *d, frl_rng *rng, upd_stats *st, frl_learn_stats *out)
     out->time_replay += t1 - t0;
     out->time_backward += t2 - t1;
     out->time_optimizer += t3 - t2;
+    return FRL_OK;
 }
 
 /* ---- the learn call ---- */
@@ -600,7 +624,9 @@ static frl_status r2d2_learn(frl_learner *l, const frl_batch *b, frl_learn_stats
     upd_stats sum = {0};
     for (int32_t i = 0; i < n; i++) {
         upd_stats one = {0};
-        update(d, &rng, &one, out);
+        st = update(d, &rng, &one, out, err);
+        if (st != FRL_OK)
+            return st;
         sum.loss += one.loss;
         sum.q += one.q;
         sum.td += one.td;
