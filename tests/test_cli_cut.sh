@@ -5,7 +5,7 @@
 # malformed --arch, a budget no sub-policy meets (naming the fastest), a checkpoint of a
 # plain run, a cut policy, a latency model of another batch, of another machine or
 # truncated, malformed or repeated probe times, --out with --list alone or where it
-# cannot be written.
+# cannot be written, a latency model of another run with --arch.
 #
 #   test_cli_cut.sh FASTRL ROBOT_LOOP
 set -u
@@ -184,6 +184,16 @@ for two in "--list --arch 4,8" "--latency-us 20 --arch 4,8"; do
 done
 run "$fastrl" cut "$dir/missing.frl" --list
 refused "missing file" "missing.frl"
+# A latency model of another elastic run (hidden 16,16) lacks this run's width-32 layers:
+# --arch refuses it as --list does (it once printed predicted_us: -1.000).
+run "$fastrl" train Pendulum-v1 --steps 1024 --seed 3 --quiet --out "$dir/el32" \
+    --set train.num_envs=4 --set train.rollout=256 --set policy.hidden=32,32 \
+    --set elastic.widths=8,32
+ok "second elastic run"
+run "$fastrl" cut "$dir/el32/checkpoint.frl" --arch 32,32 --episodes 2 \
+    --latency-model "$dir/model.txt"
+refused "--arch with another run's model" "lacks a layer"
+has "predicted_us" && fail "--arch with another run's model: printed a cut: $out"
 
 [ "$failures" -eq 0 ] || exit 1
 echo "test_cli_cut: all passed"

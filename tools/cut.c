@@ -769,9 +769,7 @@ static int cut_arch(cut_run *r, const cut_opts *o)
         fprintf(stderr, "fastrl cut: %s\n", err);
         return 1;
     }
-    c.predicted_us = frl_latency_predict(&r->model, &r->e, &c.arch);
-    c.params = actor_params(&r->e, &c.arch);
-    if (evaluate_arch(r, o, &c) != 0)
+    if (describe(r, &c) != 0 || evaluate_arch(r, o, &c) != 0)
         return 1;
     report(r, o, &c, foreign_model(r) ? 0 : measure(r, &c.arch, o));
     return o->out ? save_cut(r, o, &c.arch) : 0;
