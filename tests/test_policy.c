@@ -1,6 +1,7 @@
 /* frl_policy and frl_ring through the public API: acting, streams, workspaces, bad
  * input, saving and loading; ring slot states and sizes. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -299,6 +300,51 @@ START_TEST(ring_slots_and_sizes)
 }
 END_TEST
 
+/* Failures on one ring from two threads: frl_ring_array's (which may run at any time)
+ * and a transition's. Each thread's frl_last_error() names its own failure, and the
+ * ring's shared message is one of the two whole; under TSan the shared buffer's writes
+ * are checked for races (frl_ring_array once wrote it without the ring's mutex). */
+typedef struct ring_failer {
+    frl_ring *ring;
+    int array_side, wrong;
+} ring_failer;
+
+static void *fail_on_ring(void *user)
+{
+    ring_failer *f = user;
+    void *data;
+    size_t sz;
+    for (int i = 0; i < 500; i++) {
+        frl_status st = f->array_side ? frl_ring_array(f->ring, 9, FRL_RING_ACTIONS, &data, &sz)
+                                      : frl_ring_commit(f->ring, 0);
+        const char *want = f->array_side ? "slot 9 is outside" : "is free, not being written";
+        f->wrong += st != (f->array_side ? FRL_ERR_RANGE : FRL_ERR_STATE) ||
+                    !strstr(frl_last_error(), want);
+    }
+    return NULL;
+}
+
+START_TEST(ring_failures_from_two_threads)
+{
+    fix f;
+    make(&f, 0, "");
+    frl_ring *r;
+    ck_assert_int_eq(frl_ring_create(&r, f.rt, 2, 4, 7, f.os, f.as), FRL_OK);
+    ring_failer a = {r, 1, 0}, b = {r, 0, 0};
+    pthread_t ta, tb;
+    ck_assert_int_eq(pthread_create(&ta, NULL, fail_on_ring, &a), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, fail_on_ring, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ck_assert_int_eq(a.wrong + b.wrong, 0);
+    const char *m = frl_ring_last_error(r);
+    ck_assert_msg(strstr(m, "slot 9 is outside [0, 2)") || strstr(m, "slot 0 is free, not being written"),
+                  "%s", m);
+    frl_ring_destroy(r);
+    unmake(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy");
@@ -309,6 +355,7 @@ int main(void)
     tcase_add_test(tc, create_rejects_bad_input);
     tcase_add_loop_test(tc, save_and_load_round_trip, 0, 2);
     tcase_add_test(tc, ring_slots_and_sizes);
+    tcase_add_test(tc, ring_failures_from_two_threads);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

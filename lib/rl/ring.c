@@ -167,26 +167,39 @@ FRL_API int32_t frl_ring_envs(const frl_ring *r)
     return r ? r->envs : 0;
 }
 
+/* The failure this thread just set (frl_last_error()) into the ring's message, under
+ * the ring's mutex: frl_ring_array fails from any thread, and the transitions'
+ * failures write the same buffer. */
+static frl_status keep_failure(frl_ring *r, frl_status st)
+{
+    pthread_mutex_lock(&r->lock);
+    snprintf(r->err, sizeof r->err, "%s", frl_last_error());
+    pthread_mutex_unlock(&r->lock);
+    return st;
+}
+
 static frl_status check_slot(frl_ring *r, int32_t slot, const char *who)
 {
     if (slot < 0 || slot >= r->slots)
-        return frl_fail(r->err, FRL_ERR_RANGE, "%s: slot %d is outside [0, %d)", who, (int)slot,
-                        (int)r->slots);
+        return keep_failure(r, frl_fail(NULL, FRL_ERR_RANGE, "%s: slot %d is outside [0, %d)",
+                                        who, (int)slot, (int)r->slots));
     return FRL_OK;
 }
 
 FRL_API frl_status frl_ring_array(frl_ring *r, int32_t slot, frl_ring_array_id id, void **data,
                                   size_t *bytes)
 {
-    if (!r || !data || !bytes)
-        return frl_fail(r ? r->err : NULL, FRL_ERR_NULL, "frl_ring_array: %s is NULL",
-                        !r ? "ring" : !data ? "data" : "bytes");
+    if (!r)
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_ring_array: ring is NULL");
+    if (!data || !bytes)
+        return keep_failure(r, frl_fail(NULL, FRL_ERR_NULL, "frl_ring_array: %s is NULL",
+                                        !data ? "data" : "bytes"));
     frl_status st = check_slot(r, slot, "frl_ring_array");
     if (st != FRL_OK)
         return st;
     if ((int)id < 0 || id >= FRL_RING_ARRAY_COUNT)
-        return frl_fail(r->err, FRL_ERR_UNKNOWN_NAME, "frl_ring_array: unknown array id %d",
-                        (int)id);
+        return keep_failure(r, frl_fail(NULL, FRL_ERR_UNKNOWN_NAME,
+                                        "frl_ring_array: unknown array id %d", (int)id));
     *data = r->slot[slot].array[id];
     *bytes = r->slot[slot].bytes[id];
     return FRL_OK;
@@ -262,9 +275,10 @@ static int32_t pick(const frl_ring *r, frl_slot_state want)
 static frl_status acquire(frl_ring *r, int32_t *slot, frl_slot_state from, frl_slot_state to,
                           const char *who)
 {
-    if (!r || !slot)
-        return frl_fail(r ? r->err : NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
-                        r ? "slot" : "ring");
+    if (!r)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: ring is NULL", who);
+    if (!slot)
+        return keep_failure(r, frl_fail(NULL, FRL_ERR_NULL, "%s: slot is NULL", who));
     frl_status st = FRL_OK;
     pthread_mutex_lock(&r->lock);
     int32_t s = pick(r, from);
