@@ -294,6 +294,23 @@ class Config(_MappingBase):
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key in _all_infos()
 
+    # MutableMapping's popitem takes the first key of iteration, which is every key, set
+    # or not, and deleting (unsetting) it leaves it there: clear() looped for ever.
+    def popitem(self) -> tuple[str, Any]:
+        """Unset the first key that is set and return it with the value it had;
+        KeyError when none is set."""
+        keys = self.set_keys()
+        if not keys:
+            raise KeyError("popitem(): no key is set")
+        value = self[keys[0]]
+        del self[keys[0]]
+        return keys[0], value
+
+    def clear(self) -> None:
+        """Unset every key: each reads as its default again."""
+        for k in self.set_keys():
+            del self[k]
+
     # MutableMapping.update also takes an object with only keys() and __getitem__; this
     # one reads a mapping through items()
     def update(self,  # type: ignore[override]

@@ -200,3 +200,18 @@ def test_update_from_a_config_takes_its_set_keys():
     # an unset key of other does not unset one here; a failure changes nothing
     cfg.update(fastrl.Config())
     assert set(cfg.set_keys()) == {"train.lr", "train.gamma"}
+
+
+def test_clear_and_popitem_unset_the_set_keys():
+    """MutableMapping's clear() popped the first key of iteration until a KeyError, but
+    every key is always there (unsetting one leaves its default): clear() never
+    returned, and popitem() gave ('env.frame_skip', 0) each time, unsetting nothing."""
+    c = fastrl.Config(lr=1e-3, num_envs=4)
+    assert c.popitem() == ("train.lr", 1e-3)
+    assert c.set_keys() == ["train.num_envs"] and c["train.lr"] == 2.5e-4
+    c["policy.hidden"] = [8]
+    c.clear()
+    assert c.set_keys() == [] and c == fastrl.Config()
+    with pytest.raises(KeyError):
+        c.popitem()
+    c.clear()  # nothing set: nothing to do
