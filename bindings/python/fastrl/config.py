@@ -250,6 +250,7 @@ class Config(_MappingBase):
         elif isinstance(value, (str, bytes)):
             _lib.check(L.config_set(ptr, k, _lib.encode(value, f"value of {key!r}")))
         elif isinstance(value, (list, tuple, np.ndarray)):
+            Config._check_list_key(key)
             items = []
             for x in value:
                 if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
@@ -260,6 +261,17 @@ class Config(_MappingBase):
         else:
             raise TypeError(f"config key {key!r}: cannot set a {type(value).__name__} "
                             "(use int, float, bool, str, a list of ints, or None to unset)")
+
+    @staticmethod
+    def _check_list_key(key: str | bytes) -> None:
+        """A sequence is a value for an int-list key only: joined as "8" it would set a
+        scalar key too (num_envs=(8,) set 8), hiding the mistake. An unknown key is left
+        to the library, which names it."""
+        info = _all_infos().get(key.decode("utf-8", "replace") if isinstance(key, bytes)
+                                else key)
+        if info is not None and info.type != "int_list":
+            raise Error(Status.ERR_TYPE, f"config key {info.name!r} is of type "
+                        f"{info.type}, not int list")
 
     @staticmethod
     def _set_wide_int(ptr: int | None, key: str | bytes, v: int) -> None:

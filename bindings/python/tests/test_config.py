@@ -90,6 +90,11 @@ def test_constructors_short_names_and_text():
     ("policy.hidden", [64, 1.5], Status.ERR_TYPE),
     ("train.nope", 1, Status.ERR_UNKNOWN_NAME),
     ("train.anneal_lr", "maybe", Status.ERR_PARSE),
+    # a sequence is an int list's value only: joined as text, (8,) set num_envs to 8
+    ("train.num_envs", (8,), Status.ERR_TYPE),
+    ("train.lr", [1], Status.ERR_TYPE),
+    ("train.anneal_lr", [0], Status.ERR_TYPE),
+    ("policy.activation", np.array([], np.int64), Status.ERR_TYPE),
 ])
 def test_bad_values_raise_and_change_nothing(key, value, status):
     c = fastrl.Config(lr=1e-3)
