@@ -165,7 +165,12 @@ def runtime_for(runtime: Runtime | None, options: Mapping[str, Any],
             # resolves it (a short es.*/ga.* name by the algorithm chosen) or says why not.
             rest[k] = v
             continue
-        (rt_opts if key.startswith("runtime.") else rest)[key] = v
+        if key.startswith("runtime."):
+            rt_opts[key] = v
+        else:
+            # As given: resolved here, without the algorithm, "lr" became train.lr even
+            # where algo="es" makes it es.lr (the config that takes it knows the algorithm).
+            rest[k] = v
     if rt_opts:
         if runtime is not None:
             raise Error(Status.ERR_INVALID_ARGUMENT,

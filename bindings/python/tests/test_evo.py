@@ -572,6 +572,17 @@ def test_population_of_a_trainers_policy_waits_for_train():
     pop.act(np.zeros((1, 4), np.float32), 1)  # the population keeps the trainer's policy
 
 
+def test_trainer_short_names_resolve_by_algorithm(tmp_path):
+    # The doc's example: "lr" is es.lr where algo="es". The options went through the
+    # runtime's sorting first, which resolved "lr" without the algorithm: train.lr was
+    # set to 0.05 and ES ran with its default es.lr.
+    t = fastrl.Trainer("CartPole-v1", algo="es", population=16, lr=0.05, threads=1)
+    t.set_output(tmp_path)
+    settings = (tmp_path / "settings.txt").read_text().splitlines()
+    assert "es.lr=0.050000000000000003" in settings
+    assert "train.lr=0.050000000000000003" not in settings
+
+
 def test_trainer_es_metrics_and_short_names():
     # train.algo=es in a Trainer: the population sampler and the three metrics frl_metrics
     # gained in 0.3; short names resolve inside es.* since the algorithm is ES.
