@@ -156,6 +156,23 @@ def resolve_key(name: str, prefer: str | None = None) -> str:
                 f"option {name!r} is ambiguous: write one of {', '.join(hits)}")
 
 
+def resolve_options(options: Mapping[str, Any], prefer: str | None = None,
+                    what: str = "options") -> dict[str, Any]:
+    """Options by full key (:func:`resolve_key`). Two names of one key (``lr=`` and
+    ``**{"train.lr": ...}``) are an error: a dict keeps one of the two values, and the
+    other would be dropped without a word."""
+    out: dict[str, Any] = {}
+    given: dict[str, str] = {}
+    for k, v in options.items():
+        key = resolve_key(k, prefer)
+        if key in given:
+            raise Error(Status.ERR_INVALID_ARGUMENT, f"{what}: {given[key]!r} and {k!r} "
+                        f"both set {key}: give it once")
+        out[key] = v
+        given[key] = k
+    return out
+
+
 class Config(_MappingBase):
     """The library's settings: a mapping over every known key.
 
@@ -181,8 +198,7 @@ class Config(_MappingBase):
         elif values is not None:
             merged.update(values)
         prefer = algo_namespace(self, {**merged, **options})
-        for k, v in options.items():
-            merged[resolve_key(k, prefer)] = v
+        merged.update(resolve_options(options, prefer, "Config"))
         if merged:
             self.update(merged)
 
@@ -336,7 +352,7 @@ class Config(_MappingBase):
             other = other.to_dict()
         items = list(other.items() if hasattr(other, "items") else other)
         prefer = algo_namespace(self, {**dict(items), **options}) if options else None
-        items += [(resolve_key(k, prefer), v) for k, v in options.items()]
+        items += resolve_options(options, prefer, "Config.update").items()
         scratch = self._clone_handle()
         for k, v in items:
             self._set(scratch.ptr, k, v)
@@ -408,7 +424,7 @@ def as_config(config: object, options: Mapping[str, Any] | None = None,
                         f"not {type(config).__name__}")
     if options:
         prefer = algo_namespace(cfg, options)
-        cfg.update({resolve_key(k, prefer): v for k, v in options.items()})
+        cfg.update(resolve_options(options, prefer, what))
     return cfg
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from . import _lib
 from ._handle import _SAVE_HINT, Closable, Handle, checked_int
 from ._lib import Error, Status
-from .config import algo_namespace, as_config, resolve_key
+from .config import algo_namespace, as_config, resolve_options
 from .runtime import runtime_for
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def _evo_config(config: ConfigSource, options: Mapping[str, Any],
     ``lr`` is ``es.lr`` for ES; elsewhere it is ``train.lr``)."""
     cfg = as_config(config, None, what)
     prefer = algo_namespace(cfg, options)
-    return cfg, {resolve_key(k, prefer): v for k, v in options.items()}
+    return cfg, resolve_options(options, prefer, what)
 
 
 def _initial(initial: npt.ArrayLike) -> npt.NDArray[np.float32]:

@@ -154,8 +154,8 @@ def runtime_for(runtime: Runtime | None, options: Mapping[str, Any],
                 what: str) -> tuple[Runtime, dict[str, Any]]:
     """(runtime, remaining options): the given runtime, or a new one when options
     name runtime.* keys, or the default runtime."""
-    from .config import resolve_key
-    rt_opts: dict[str, Any] = {}
+    from .config import resolve_key, resolve_options
+    rt_given: dict[str, Any] = {}
     rest: dict[str, Any] = {}
     for k, v in options.items():
         try:
@@ -166,11 +166,12 @@ def runtime_for(runtime: Runtime | None, options: Mapping[str, Any],
             rest[k] = v
             continue
         if key.startswith("runtime."):
-            rt_opts[key] = v
+            rt_given[k] = v
         else:
             # As given: resolved here, without the algorithm, "lr" became train.lr even
             # where algo="es" makes it es.lr (the config that takes it knows the algorithm).
             rest[k] = v
+    rt_opts = resolve_options(rt_given, None, what)  # seed= and runtime.seed=: refused
     if rt_opts:
         if runtime is not None:
             raise Error(Status.ERR_INVALID_ARGUMENT,

@@ -220,3 +220,28 @@ def test_clear_and_popitem_unset_the_set_keys():
     with pytest.raises(KeyError):
         c.popitem()
     c.clear()  # nothing set: nothing to do
+
+
+@pytest.mark.parametrize("make", [
+    lambda o: fastrl.Config(**o),
+    lambda o: fastrl.Config().update(**o),
+    lambda o: fastrl.config.as_config(None, o),
+    lambda o: fastrl.Runtime(**o),
+    lambda o: fastrl.Trainer("CartPole-v1", threads=1, **o),
+], ids=["Config", "update", "as_config", "Runtime", "Trainer"])
+@pytest.mark.parametrize("options", [
+    {"lr": 1e-3, "train.lr": 5e-4},
+    {"seed": 1, "runtime.seed": 2},
+], ids=["train.lr", "runtime.seed"])
+def test_two_names_of_one_key_are_refused(make, options):
+    """lr= and **{"train.lr": ...} resolved into one dict entry: one value was dropped
+    without a word, which one by the order the keywords came in."""
+    with pytest.raises(fastrl.Error) as ei:
+        make(options)
+    assert ei.value.status == Status.ERR_INVALID_ARGUMENT, ei.value
+    key = "train.lr" if "lr" in options else "runtime.seed"
+    assert f"both set {key}" in ei.value.message
+    if key == "train.lr":  # where algo="es" makes "lr" es.lr, es.lr is its other name
+        with pytest.raises(fastrl.Error) as ei:
+            fastrl.Evo(np.zeros(2, np.float32), algo="es", lr=0.1, **{"es.lr": 0.2})
+        assert "both set es.lr" in ei.value.message
