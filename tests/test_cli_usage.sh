@@ -52,6 +52,11 @@ for cmd in envs info; do
     [ "$rc" -eq 0 ] || fail "$cmd --help: exit status $rc (want 0)"
     case $help in "usage: fastrl <command>"*) ;; *) fail "$cmd --help: stdout: $help" ;; esac
 done
+# ... and anything else after them is refused (2), not ignored by a run that exits 0.
+for cmd in envs info; do
+    run "$fastrl" "$cmd" --json
+    status 2 "$cmd --json" "fastrl $cmd: takes no arguments, not '--json'"
+done
 help=$("$fastrl" bench train --help 2>"$dir/stderr")
 [ ! -s "$dir/stderr" ] || fail "bench train --help: stderr: $(cat "$dir/stderr")"
 run "$fastrl" export

@@ -338,6 +338,11 @@ int main(int argc, char **argv)
         usage(stdout); /* they take no options: the program's usage says what they do */
         return 0;
     }
+    if ((!strcmp(cmd, "envs") || !strcmp(cmd, "info")) && argc > 2) {
+        /* run as if it were not there, a mistyped option went unsaid, with status 0 */
+        fprintf(stderr, "fastrl %s: takes no arguments, not '%s'\n", cmd, argv[2]);
+        return 2;
+    }
     if (!strcmp(cmd, "envs"))
         return cmd_envs();
     if (!strcmp(cmd, "info"))
