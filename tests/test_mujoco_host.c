@@ -449,6 +449,29 @@ START_TEST(test_failing_callbacks)
 }
 END_TEST
 
+/* A callback that fails with the code the plugin's step uses for a simulation fault
+ * (FRL_MUJOCO_FAULT, 9) is still the host's error: it was taken for a blow-up, the step
+ * succeeded and the episode ended truncated, with only a log line. */
+START_TEST(test_callback_fails_with_fault_code)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_vec_env *v = make(rt, &h, 1, NULL);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    h.fail_observe = 9;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_CALLBACK);
+    expect_error(v, "the host's observe callback returned 9");
+    h.fail_observe = 0;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK); /* the failed env resets */
+    h.fail_reward = 9;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_CALLBACK);
+    expect_error(v, "the host's reward callback returned 9");
+    ck_assert_int_eq(atomic_load(&v->faults), 0);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A host model's run saves and continues exactly on a vec env the host makes again. */
 /* What frl_mujoco_array and frl_mujoco_name_id gave inside the callbacks: the
  * number of lookups that disagreed with MuJoCo's own structs, and how many ran. */
@@ -805,6 +828,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_models_mujoco_refuses);
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_failing_callbacks);
+    tcase_add_test(tc, test_callback_fails_with_fault_code);
     tcase_add_test(tc, test_blowup_after_warning);
     tcase_add_test(tc, test_env_create_fails);
     tcase_add_test(tc, test_contact_forces_observed);

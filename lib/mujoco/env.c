@@ -62,13 +62,16 @@ void mjt_env_close(void *user)
 
 /* ---- what a task or a host makes of the data ---- */
 
-/* A host callback's nonzero return, named in e->fault for the vec env's message. */
+/* A host callback's nonzero return, named in e->fault for the vec env's message, as
+ * MJT_HOST_FAILED: the host's own code may be any int, FRL_MUJOCO_FAULT included, which
+ * the vec env would take for a simulation fault and end the episode on quietly. */
 static int host_failed(mjt_env *e, const char *callback, int rc)
 {
-    if (rc != 0)
-        snprintf(e->fault, sizeof e->fault, "%.40s: the host's %s callback returned %d",
-                 e->model->name, callback, rc);
-    return rc;
+    if (rc == 0)
+        return 0;
+    snprintf(e->fault, sizeof e->fault, "%.40s: the host's %s callback returned %d",
+             e->model->name, callback, rc);
+    return MJT_HOST_FAILED;
 }
 
 static int observe(mjt_env *e, float *obs)

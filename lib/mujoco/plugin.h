@@ -19,6 +19,10 @@
 #define MJT_STATE_SPEC (mjSTATE_FULLPHYSICS | mjSTATE_WARMSTART | (mjSTATE_USER & ~mjSTATE_CTRL))
 #define MJT_SEED_VALUES 2
 
+/* What an env's call returns when a host callback failed (its own code is in the fault
+ * text); never FRL_MUJOCO_FAULT. */
+#define MJT_HOST_FAILED 4
+
 /* One compiled model, shared read-only by its envs: a built-in task's (task set) or a
  * host's (task NULL, host set). */
 typedef struct mjt_model {
