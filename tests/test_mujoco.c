@@ -281,6 +281,33 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* A finite state whose observation is not (Hopper's height 1e39, beyond float32) is
+ * refused as a built-in's is, and the env keeps its state and observation: it was taken,
+ * and the batch held infinity for the policy. */
+START_TEST(test_state_observed_nonfinite)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_env *e = NULL;
+    ck_assert_int_eq(frl_env_create(&e, rt, "Hopper-v5", NULL), FRL_OK);
+    int32_t n = frl_env_state_size(e);
+    double s[64], kept[64], now[64];
+    float obs[16], after[16];
+    ck_assert_int_eq(frl_env_reset(e, 1, obs), FRL_OK);
+    ck_assert_int_eq(frl_env_get_state(e, kept, n), FRL_OK);
+    memcpy(s, kept, sizeof(double) * (size_t)n);
+    s[1 + 1] = 1e39; /* after time: qpos[1], the torso's height, observed unclipped */
+    ck_assert_int_eq(frl_env_set_state(e, s, n, after), FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(frl_env_last_error(e), "infinity in obs[0]"), "%s",
+                  frl_env_last_error(e));
+    ck_assert_int_eq(frl_env_get_state(e, now, n), FRL_OK);
+    ck_assert(memcmp(now, kept, sizeof(double) * (size_t)n) == 0);
+    ck_assert_int_eq(frl_env_set_state(e, kept, n, after), FRL_OK);
+    ck_assert(memcmp(after, obs, sizeof obs[0] * 11) == 0);
+    frl_env_destroy(e);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- a simulation that blows up ---- */
 
 START_TEST(test_unstable_simulation)
@@ -446,6 +473,7 @@ static Suite *mujoco_suite(void)
     tcase_add_loop_test(tc, test_state_continues_run, 0, NTASKS);
     tcase_add_loop_test(tc, test_randomised_state_moves, 0, NTASKS);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_state_observed_nonfinite);
     tcase_add_test(tc, test_unstable_simulation);
     tcase_add_test(tc, test_allocation_failures);
     tcase_add_test(tc, test_checkpoint_resume);

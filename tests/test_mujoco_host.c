@@ -472,6 +472,62 @@ START_TEST(test_callback_fails_with_fault_code)
 }
 END_TEST
 
+static int nan_observe(void *user, int32_t env, const void *model, const void *data,
+                       float *obs)
+{
+    const mjData *d = data;
+    (void)user, (void)env, (void)model;
+    obs[0] = (float)d->qpos[0];
+    obs[1] = d->qpos[0] > 0.5 ? NAN : (float)d->qvel[0];
+    return 0;
+}
+
+/* set_state's observation is checked as a step's: a NaN the host's observe writes for
+ * the state is an error naming it (it was taken into the batch), and a refused state or
+ * a failing observe leaves the env with its own state and observation. */
+START_TEST(test_set_state_observation_checked)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_mujoco_callbacks cb = callbacks(0);
+    cb.observe = nan_observe;
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &h, 2, 1, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    push(v, 0.5f, 3);
+    double kept[64], s[64], now[64];
+    char err[FRL_ERRMSG_SIZE];
+    int32_t n = v->state_dim + 1;
+    float obs[2];
+    memcpy(obs, frl_vec_env_observations(v), sizeof obs);
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, kept, n, err), FRL_OK);
+    memcpy(s, kept, sizeof(double) * (size_t)n);
+    s[1] = 0.75; /* after time: qpos[0], which the observe turns into NaN */
+    ck_assert_int_eq(frl_vec_env_set_state_at(v, 0, s, n, err), FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(err, "NaN in obs[1]"), "%s", err);
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, now, n, err), FRL_OK);
+    ck_assert(memcmp(now, kept, sizeof(double) * (size_t)n) == 0);
+    ck_assert(memcmp(frl_vec_env_observations(v), obs, sizeof obs) == 0);
+    frl_vec_env_destroy(v);
+    /* an observe that fails: the same */
+    v = make(rt, &h, 1, NULL);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    push(v, 0.5f, 3);
+    memcpy(obs, frl_vec_env_observations(v), sizeof obs);
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, kept, n, err), FRL_OK);
+    s[1] = 0.25;
+    h.fail_observe = 6;
+    ck_assert_int_eq(frl_vec_env_set_state_at(v, 0, s, n, err), FRL_ERR_CALLBACK);
+    ck_assert_msg(strstr(err, "the host's observe callback returned 6"), "%s", err);
+    h.fail_observe = 0;
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, now, n, err), FRL_OK);
+    ck_assert(memcmp(now, kept, sizeof(double) * (size_t)n) == 0);
+    ck_assert(memcmp(frl_vec_env_observations(v), obs, sizeof obs) == 0);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A host model's run saves and continues exactly on a vec env the host makes again. */
 /* What frl_mujoco_array and frl_mujoco_name_id gave inside the callbacks: the
  * number of lookups that disagreed with MuJoCo's own structs, and how many ran. */
@@ -829,6 +885,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_failing_callbacks);
     tcase_add_test(tc, test_callback_fails_with_fault_code);
+    tcase_add_test(tc, test_set_state_observation_checked);
     tcase_add_test(tc, test_blowup_after_warning);
     tcase_add_test(tc, test_env_create_fails);
     tcase_add_test(tc, test_contact_forces_observed);

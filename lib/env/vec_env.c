@@ -546,16 +546,65 @@ static frl_status set_builtin_state(frl_vec_env *v, int32_t i, const double *sta
     return FRL_OK;
 }
 
-static frl_status set_host_state(frl_vec_env *v, int32_t i, const double *state, char *err)
+static frl_status host_set_failed(const frl_vec_env *v, int32_t i, int rc, char *err)
 {
-    int rc = v->cb.set_state(v->users[i], state);
-    if (rc == 0 && v->observe)
-        rc = v->observe(v->users[i], v->b.obs + (size_t)i * (size_t)v->obs_w);
-    if (rc == 0)
-        return FRL_OK;
     char msg[FRL_ERRMSG_SIZE];
     frl_vec_env_callback_failed(v, i, "set_state", rc, msg);
     return frl_fail(err, FRL_ERR_CALLBACK, "env %d: %.200s", (int)i, msg);
+}
+
+/* set_state, its observation written to row and checked: FRL_OK, or the failure (err
+ * written before anything undoes the callback's message). */
+static frl_status set_and_observe(frl_vec_env *v, int32_t i, const double *state, float *row,
+                                  char *err)
+{
+    int rc = v->cb.set_state(v->users[i], state);
+    if (rc == 0)
+        rc = v->observe(v->users[i], row);
+    if (rc != 0)
+        return host_set_failed(v, i, rc, err);
+    int64_t k = frl_find_nonfinite(row, v->obs_w);
+    if (k < 0)
+        return FRL_OK;
+    return frl_fail(err, FRL_ERR_NONFINITE, "env %d: set_state: the state's observation holds "
+                    "%s in obs[%lld]; the env keeps its own state", (int)i,
+                    row[k] != row[k] ? "NaN" : "infinity", (long long)k);
+}
+
+/* An env the library runs (v->observe: the MuJoCo envs) observes the state it takes, and
+ * that observation must be finite, as a built-in's must (a height of 1e39 was observed
+ * as infinity, a host's observe wrote NaN, and the batch held it for the policy). A
+ * refused state, or one whose set_state or observe failed, is undone: the env gets back
+ * its own state and observation. */
+static frl_status set_observed_state(frl_vec_env *v, int32_t i, const double *state,
+                                     char *err)
+{
+    float *row = v->b.obs + (size_t)i * (size_t)v->obs_w;
+    size_t state_bytes = sizeof(double) * (size_t)v->state_dim;
+    double *kept = frl_alloc(&v->rt->alloc, state_bytes + sizeof(float) * (size_t)v->obs_w, 16);
+    if (!kept)
+        return frl_fail(err, FRL_ERR_NOMEM, "env %d: out of memory to keep the env's state",
+                        (int)i);
+    float *kept_obs = (float *)((unsigned char *)kept + state_bytes);
+    memcpy(kept_obs, row, sizeof(float) * (size_t)v->obs_w);
+    int rc = v->cb.get_state(v->users[i], kept);
+    frl_status st = rc != 0 ? host_set_failed(v, i, rc, err)
+                            : set_and_observe(v, i, state, row, err);
+    if (st != FRL_OK && rc == 0) {
+        memcpy(row, kept_obs, sizeof(float) * (size_t)v->obs_w);
+        if (v->cb.set_state(v->users[i], kept) != 0)
+            v->b.needs_reset[i] = 1; /* its own state did not take either: reset it */
+    }
+    frl_free(&v->rt->alloc, kept);
+    return st;
+}
+
+static frl_status set_host_state(frl_vec_env *v, int32_t i, const double *state, char *err)
+{
+    if (v->observe)
+        return set_observed_state(v, i, state, err);
+    int rc = v->cb.set_state(v->users[i], state);
+    return rc == 0 ? FRL_OK : host_set_failed(v, i, rc, err);
 }
 
 static frl_status set_state_locked(frl_vec_env *v, int32_t i, const double *state,
