@@ -693,6 +693,45 @@ START_TEST(test_contact_forces_observed)
 }
 END_TEST
 
+static int observe_force(void *user, int32_t env, const void *model, const void *data,
+                         float *obs)
+{
+    const mjData *d = data;
+    (void)user, (void)env, (void)model;
+    obs[0] = (float)d->qpos[0];
+    obs[1] = (float)d->actuator_force[0];
+    return 0;
+}
+
+/* mj_forward after set_state computes the actuators' forces from ctrl, so ctrl is state:
+ * one state observed the last action of whichever env took it. */
+START_TEST(test_state_holds_ctrl)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_mujoco_callbacks cb = callbacks(0);
+    cb.observe = observe_force;
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &h, 2, 2, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    float *act = frl_vec_env_actions(v);
+    act[0] = 0.9f;
+    act[1] = -0.9f;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    double s[64];
+    char err[FRL_ERRMSG_SIZE];
+    int32_t n = v->state_dim + 1;
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, s, n, err), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_set_state_at(v, 0, s, n, err), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_set_state_at(v, 1, s, n, err), FRL_OK);
+    const float *obs = frl_vec_env_observations(v);
+    ck_assert_msg(obs[1] == 0.9f && obs[3] == 0.9f, "one state, actuator forces %g and %g",
+                  (double)obs[1], (double)obs[3]);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- an env that cannot be made ---- */
 
 /* The process's address space in bytes (/proc/self/statm), or 0. */
@@ -889,6 +928,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_blowup_after_warning);
     tcase_add_test(tc, test_env_create_fails);
     tcase_add_test(tc, test_contact_forces_observed);
+    tcase_add_test(tc, test_state_holds_ctrl);
     tcase_add_test(tc, test_checkpoint);
     tcase_add_test(tc, test_arrays_by_name);
     suite_add_tcase(s, tc);

@@ -11,12 +11,15 @@
 #include "mujoco/task.h"
 
 /* The state get/set covers: time, qpos, qvel, act, history and plastic buffers, plugin
- * state and the solver's warm start, and what a host's reset may set that the next
- * steps read (applied forces, mocap bodies, active equalities, userdata); ctrl is
- * overwritten by each step's action. Then the task's carried values (mjt_task.carried),
- * and for a randomising model the episode's randomisation seed as two 32-bit halves
- * (MJT_SEED_VALUES), before the vec env's elapsed count. */
-#define MJT_STATE_SPEC (mjSTATE_FULLPHYSICS | mjSTATE_WARMSTART | (mjSTATE_USER & ~mjSTATE_CTRL))
+ * state and the solver's warm start, and the user inputs: what a host's reset may set
+ * that the next steps read (applied forces, mocap bodies, active equalities, userdata)
+ * and ctrl, which each step overwrites but set_state's mj_forward turns into the
+ * actuator forces (and accelerations, constraint forces, sensors) the observation after
+ * it reads, which would otherwise be those of the env's own last action. Then the task's
+ * carried values (mjt_task.carried), and for a randomising model the episode's
+ * randomisation seed as two 32-bit halves (MJT_SEED_VALUES), before the vec env's
+ * elapsed count. */
+#define MJT_STATE_SPEC (mjSTATE_FULLPHYSICS | mjSTATE_WARMSTART | mjSTATE_USER)
 #define MJT_SEED_VALUES 2
 
 /* What an env's call returns when a host callback failed (its own code is in the fault

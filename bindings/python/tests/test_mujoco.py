@@ -53,8 +53,7 @@ def mujoco():
 
 def _spec(mj):
     t = mj.mjtState  # as lib/mujoco/plugin.h's MJT_STATE_SPEC
-    return (int(t.mjSTATE_FULLPHYSICS) | int(t.mjSTATE_WARMSTART)
-            | (int(t.mjSTATE_USER) & ~int(t.mjSTATE_CTRL)))
+    return int(t.mjSTATE_FULLPHYSICS) | int(t.mjSTATE_WARMSTART) | int(t.mjSTATE_USER)
 
 
 def _gym_env(name):
