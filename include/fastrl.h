@@ -569,7 +569,8 @@ typedef struct frl_mujoco_callbacks {
                   const float *action, float *reward, uint8_t *terminated);
     /* A new episode's initial state: called after mj_resetData to change data (qpos,
      * qvel, a target's position, ...), drawing from seed; mj_forward follows. Optional
-     * (NULL: the model's initial state). */
+     * (NULL: the model's initial state). A qpos or qvel left NaN or infinite fails the
+     * reset, naming the value. */
     int (*reset)(void *user, int32_t env, const void *model, void *data, uint64_t seed);
     /* What env.randomize_mass, env.randomize_friction and env.randomize_damping apply
      * to: NULL-terminated lists of the model's body, geom and joint names (a joint's

@@ -528,6 +528,41 @@ START_TEST(test_set_state_observation_checked)
 }
 END_TEST
 
+static int observe_qpos(void *user, int32_t env, const void *model, const void *data,
+                        float *obs)
+{
+    (void)user, (void)env, (void)model;
+    obs[0] = (float)((const mjData *)data)->qpos[0];
+    return 0;
+}
+
+static int nan_reset(void *user, int32_t env, const void *model, void *data, uint64_t seed)
+{
+    mjData *d = data;
+    (void)user, (void)env, (void)model, (void)seed;
+    d->qvel[0] = NAN;
+    return 0;
+}
+
+/* A reset callback that leaves qpos or qvel not finite is the host's error, named: the
+ * reset succeeded (the observe reads qpos only) and every first step was a simulation
+ * fault instead, the run going on with one-step episodes and log lines. */
+START_TEST(test_reset_leaves_nan)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_mujoco_callbacks cb = callbacks(0);
+    cb.observe = observe_qpos;
+    cb.reset = nan_reset;
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &h, 1, 1, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_ERR_CALLBACK);
+    expect_error(v, "the host's reset callback left qvel[0] = nan");
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A host model's run saves and continues exactly on a vec env the host makes again. */
 /* What frl_mujoco_array and frl_mujoco_name_id gave inside the callbacks: the
  * number of lookups that disagreed with MuJoCo's own structs, and how many ran. */
@@ -925,6 +960,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_failing_callbacks);
     tcase_add_test(tc, test_callback_fails_with_fault_code);
     tcase_add_test(tc, test_set_state_observation_checked);
+    tcase_add_test(tc, test_reset_leaves_nan);
     tcase_add_test(tc, test_blowup_after_warning);
     tcase_add_test(tc, test_env_create_fails);
     tcase_add_test(tc, test_contact_forces_observed);

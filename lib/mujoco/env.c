@@ -190,6 +190,24 @@ typedef struct env_call {
     int faulted;
 } env_call;
 
+/* A host's reset that left qpos or qvel not finite: its error, naming the first such
+ * value (else the reset succeeded and its first step was taken for a simulation fault,
+ * episode after episode). */
+static int host_reset_finite(mjt_env *e)
+{
+    const mjData *d = e->d;
+    int nq = e->m->nq, nv = e->m->nv;
+    for (int i = 0; i < nq + nv; i++) {
+        double x = i < nq ? d->qpos[i] : d->qvel[i - nq];
+        if (isfinite(x))
+            continue;
+        snprintf(e->fault, sizeof e->fault, "%.40s: the host's reset callback left %s[%d] = "
+                 "%g", e->model->name, i < nq ? "qpos" : "qvel", i < nq ? i : i - nq, x);
+        return MJT_HOST_FAILED;
+    }
+    return 0;
+}
+
 /* mj_resetData, the task's noise or the host's reset, forward (Gymnasium's reset and
  * set_state). The stream is the seed's own: the vec env gives every env its seed. */
 static void do_reset(void *arg)
@@ -202,10 +220,12 @@ static void do_reset(void *arg)
         randomise(e, c->seed);
     }
     mj_resetData(e->m, e->d);
-    if (!md->task && md->host.cb.reset)
+    if (!md->task && md->host.cb.reset) {
         c->rc = host_failed(e, "reset",
                             md->host.cb.reset(md->host.user, e->index, e->m, e->d, c->seed));
-    else if (md->task) {
+        if (c->rc == 0)
+            c->rc = host_reset_finite(e);
+    } else if (md->task) {
         frl_rng rng = frl_rng_stream(c->seed, 0);
         md->task->reset(&e->ctx, e->d, &rng);
     }
