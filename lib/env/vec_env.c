@@ -585,7 +585,7 @@ static frl_status set_observed_state(frl_vec_env *v, int32_t i, const double *st
     if (!kept)
         return frl_fail(err, FRL_ERR_NOMEM, "env %d: out of memory to keep the env's state",
                         (int)i);
-    float *kept_obs = (float *)((unsigned char *)kept + state_bytes);
+    float *kept_obs = (float *)(kept + v->state_dim);
     memcpy(kept_obs, row, sizeof(float) * (size_t)v->obs_w);
     int rc = v->cb.get_state(v->users[i], kept);
     frl_status st = rc != 0 ? host_set_failed(v, i, rc, err)
