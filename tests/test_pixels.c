@@ -616,6 +616,107 @@ START_TEST(frame_stack_trains)
 }
 END_TEST
 
+/* ---- checkpoints of pixel runs ---- */
+
+/* A host that shows a white frame (every byte 255) for 8 steps: each 4-byte word of its
+ * rows reads as a NaN float, which no pixel is. */
+enum { WH = 36, WW = 36, WC = 4 };
+
+typedef struct white_host {
+    int t;
+} white_host;
+
+static int white_reset(void *user, uint64_t seed, float *obs)
+{
+    (void)seed;
+    ((white_host *)user)->t = 0;
+    memset(obs, 255, WH * WW * WC);
+    return 0;
+}
+
+static int white_step(void *user, const void *action, float *obs, float *reward,
+                      uint8_t *terminated, uint8_t *truncated)
+{
+    white_host *h = user;
+    h->t++;
+    memset(obs, 255, WH * WW * WC);
+    *reward = *(const int32_t *)action == 1 ? 1.0f : 0.0f;
+    *terminated = h->t >= 8;
+    *truncated = 0;
+    return 0;
+}
+
+static int white_get(void *user, double *state)
+{
+    state[0] = ((white_host *)user)->t;
+    return 0;
+}
+
+static int white_set(void *user, const double *state)
+{
+    ((white_host *)user)->t = (int)state[0];
+    return 0;
+}
+
+static frl_vec_env *white_vec(frl_runtime *rt, white_host *hosts)
+{
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = white_reset;
+    cb.step = white_step;
+    cb.state_size = 1;
+    cb.get_state = white_get;
+    cb.set_state = white_set;
+    frl_space *os, *as;
+    ck_assert_int_eq(frl_space_create_image(&os, NULL, WH, WW, WC), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 2), FRL_OK);
+    void *users[2] = {&hosts[0], &hosts[1]};
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, 2, os, as, NULL), FRL_OK);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    return v;
+}
+
+/* A checkpoint of a pixel run resumes whatever its frames hold: the frame stack's
+ * earlier frames (trainer.policy_state), the replay's observations and its blocks'
+ * earlier frames are bytes, which loading checked as floats and refused ("holds a
+ * non-finite value") for a white frame. */
+START_TEST(white_frames_checkpoint_resumes)
+{
+    static const char *const settings[] = {
+        "policy.frame_stack=2",
+        "train.algo=dqn train.buffer_size=1024 train.learning_starts=32",
+        "train.algo=dqn train.buffer_size=1024 train.learning_starts=32 policy.frame_stack=2"};
+    char path[] = "/tmp/frl_pixels_ckpt_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    for (int i = 0; i < 3; i++) {
+        frl_runtime *rt = frl_test_runtime(1);
+        frl_config *cfg = frl_test_settings("policy.encoder=simple policy.conv_channels=4,4,4 "
+                                            "train.rollout=16");
+        ck_assert_int_eq(frl_config_parse(cfg, settings[i]), FRL_OK);
+        white_host hosts[2], again[2];
+        frl_vec_env *v = white_vec(rt, hosts), *w = white_vec(rt, again);
+        frl_trainer *t = NULL, *resumed = NULL;
+        ck_assert_int_eq(frl_trainer_create_vec(&t, rt, v, cfg), FRL_OK);
+        ck_assert_int_eq(frl_trainer_train(t, 256), FRL_OK);
+        ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+        ck_assert_msg(frl_trainer_load_vec(&resumed, rt, path, w, NULL) == FRL_OK, "%s: %s",
+                      settings[i], frl_last_error());
+        ck_assert_int_eq(frl_trainer_train(resumed, 320), FRL_OK);
+        frl_trainer_destroy(resumed);
+        frl_trainer_destroy(t);
+        frl_vec_env_destroy(w);
+        frl_vec_env_destroy(v);
+        frl_config_destroy(cfg);
+        frl_runtime_destroy(rt);
+    }
+    unlink(path);
+}
+END_TEST
+
 /* ---- learning from pixels ---- */
 
 /* PPO with the env's default settings (Sample Factory's encoder, 8-16-16 channels)
@@ -671,6 +772,7 @@ int main(void)
     tcase_add_test(enc, encoder_save_load);
     tcase_add_test(stack, frame_stack_acting);
     tcase_add_test(stack, frame_stack_trains);
+    tcase_add_test(stack, white_frames_checkpoint_resumes);
     tcase_add_test(learn, pixel_grid_learned);
     suite_add_tcase(s, env);
     suite_add_tcase(s, enc);

@@ -27,6 +27,9 @@ static frl_status check_shape(const frl_replay_shape *s, char *err)
                         "action width %d must be >= 1, batch rows %d and state width %d >= 0",
                         (int)s->steps, (int)s->envs, (int)s->obs_w, (int)s->act_w,
                         (int)s->batch_rows, (int)s->state_w);
+    if (s->pixel_words < 0 || s->pixel_words > s->obs_w)
+        return frl_fail(err, FRL_ERR_RANGE, "replay: %d pixel words of a %d-float observation",
+                        (int)s->pixel_words, (int)s->obs_w);
     if (s->discrete && s->act_w != 1)
         return frl_fail(err, FRL_ERR_RANGE, "replay: a discrete action is 1 wide, not %d",
                         (int)s->act_w);
@@ -1119,7 +1122,8 @@ static frl_status find_priorities(const frl_replay *r, const frl_container *c,
     return FRL_OK;
 }
 
-/* The filled blocks' records of a file: finite observations everywhere, and at each
+/* The filled blocks' records of a file: finite observations everywhere (but in an
+ * image's bytes, shape.pixel_words, which are pixels whatever they read as), and at each
  * transition (a record not flagged reset) an action of the space (an index below
  * shape.actions, or finite floats) and a finite reward. The learners index their
  * outputs by these actions, so a corrupted one would read and write out of bounds. */
@@ -1131,7 +1135,7 @@ static frl_status check_records(const frl_replay *r, const unsigned char *recs, 
         const unsigned char *x = record_at(r, recs, (size_t)i);
         const char *bad = NULL;
         float f[1];
-        for (int32_t j = 0; j < r->obs_w && !bad; j++) {
+        for (int32_t j = r->shape.pixel_words; j < r->obs_w && !bad; j++) {
             memcpy(f, x + 4 * (size_t)j, 4);
             bad = isfinite(f[0]) ? NULL : "an observation that is not finite";
         }
@@ -1245,7 +1249,7 @@ frl_status frl_replay_load(frl_replay *r, const frl_container *c, double saved_a
     st = check_cursor(r, k, *(const double *)mp->data, err);
     if (st != FRL_OK)
         return st;
-    if (r->shape.state_w) {
+    if (r->shape.state_w && r->shape.stack <= 1) { /* a stack's are frames: bytes */
         const float *v = st0->data;
         for (size_t j = 0; j < r->bytes[FRL_REPLAY_STATES] / 4; j++)
             if (!isfinite(v[j]))

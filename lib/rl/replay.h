@@ -65,6 +65,9 @@ typedef struct frl_replay_shape {
                              oldest first, zeros before its episode began, the frames
                              before a block from its state0 (state_w = (k - 1) obs_w);
                              still each frame stored once */
+    int32_t pixel_words;  /* the first floats of each observation that hold an image's
+                             bytes (an image row, or a mixed row's image part; 0: none):
+                             any bit pattern, so a loaded file's are not checked finite */
 } frl_replay_shape;
 
 /* A minibatch: arrays of at least `rows` rows, the caller's or the replay's own. */

@@ -89,6 +89,13 @@ static void fill_host(frl_trainer *t)
     frl_trainer_dist_host(t, &t->host);
 }
 
+/* The floats of an observation row that hold an image's bytes (its words), 0 without one. */
+static int32_t pixel_words(const frl_space *obs)
+{
+    const frl_space *image = frl_space_image_of(obs);
+    return image ? (int32_t)(image->n / 4) : 0;
+}
+
 /* The storage the learner declared: the ring always, a replay or a population beside. */
 static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
 {
@@ -103,7 +110,7 @@ static frl_status alloc_storage(frl_trainer *t, const frl_storage_need *need)
                               .prioritized = need->prioritized,
                               .alpha = need->alpha, .batch_rows = need->batch_rows,
                               .state_w = need->keep_state ? p->state_w : 0,
-                              .stack = p->stack};
+                              .stack = p->stack, .pixel_words = pixel_words(p->obs_space)};
         return frl_replay_create(&t->store.replay, t->rt, &s, t->err);
     }
     if (need->kind != FRL_STORAGE_POPULATION)

@@ -163,7 +163,9 @@ static frl_status text_of(const frl_container *c, const char *name, char *buf, s
     return FRL_OK;
 }
 
-/* The recurrent state of every env, checked finite (the policy would carry a NaN on). */
+/* The recurrent state of every env, checked finite (the policy would carry a NaN on). A
+ * frame stack's state is its earlier frames' bytes, any bit pattern (a white frame's
+ * words read as NaN), so it is taken as it is. */
 static frl_status restore_policy_state(frl_trainer *t, const frl_container *c, char *err)
 {
     frl_rollout_book *b = &t->book;
@@ -174,7 +176,7 @@ static frl_status restore_policy_state(frl_trainer *t, const frl_container *c, c
     if (!ps)
         return FRL_ERR_FORMAT;
     const float *v = ps->data;
-    for (int64_t i = 0; i < count; i++)
+    for (int64_t i = 0; t->policy->stack <= 1 && i < count; i++)
         if (!isfinite(v[i]))
             return frl_fail(err, FRL_ERR_FORMAT, "trainer.policy_state holds a non-finite value "
                             "(env %lld)", (long long)(i / b->state_w));
