@@ -7,8 +7,8 @@
  * moves away). The positions are in no vector anywhere, so a policy must find both
  * cells in the image: a test of the whole pixel path (image spaces, the convolutional
  * encoder, PPO) small enough for the test suite. A uniform random policy reaches the
- * goal in about a third of its episodes; a solved one in all of them. 40 x 40 is the
- * smallest square both encoders fit (each leaves 1 x 1 x channels).
+ * goal in about a third of its episodes; a solved one in all of them. Both encoders fit
+ * 40 x 40 (each leaves 1 x 1 x channels; the smallest square they fit is 36 x 36).
  *
  * PixelGoal-v0: the same world with a mixed observation space: the image shows the
  * agent alone, and the goal's cell is a vector of two floats after it (x / 4, y / 4).

@@ -1,5 +1,5 @@
-/* 2D convolutions over the kernel tables (the first part of pixel policies: nothing in
- * the policy uses them yet; see doc/architecture.md, "Not built yet").
+/* 2D convolutions over the kernel tables: the layers of a pixel policy's encoder
+ * (nn/cnn.h).
  *
  * Layout: activations are NHWC, [batch x h x w x c] row-major, so one image row of
  * channels is contiguous and a batch of images is a [batch * h * w x c] matrix, the
