@@ -35,6 +35,18 @@ refused "different envs" "rank 1 trains on Acrobot-v1, rank 0 on CartPole-v1"
 [ "$(printf '%s\n' "$out" | grep -c 'rank 1 trains on Acrobot-v1')" -ge 2 ] ||
     fail "different envs: not said on both ranks: $out"
 
+# ---- ranks given different budgets ----
+# Refused at the train call on both ranks, before any update: the rank with the smaller
+# budget once finished (saying so) while the other waited out dist.timeout, and until
+# then their learning rates annealed over different update counts.
+budget="--quiet --set dist.mode=ddppo --set train.num_envs=4 --set dist.timeout=30"
+run timeout 25 mpirun -np 1 "$fastrl" train CartPole-v1 --steps 4096 $budget : \
+    -np 1 "$fastrl" train CartPole-v1 --steps 8192 $budget
+refused "different budgets" "rank 1's is 8192 env steps, rank 0's 4096"
+[ "$(printf '%s\n' "$out" | grep -c "rank 1's is 8192")" -ge 2 ] ||
+    fail "different budgets: not said on both ranks: $out"
+! has "mean_return" || fail "different budgets: a rank trained: $out"
+
 # ---- ranks resumed from different checkpoints ----
 run mpirun -np 2 "$fastrl" train CartPole-v1 $dd --seed 1 --out "$dir/a"
 ok "the run both resume"

@@ -663,6 +663,8 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
     if (atomic_exchange(&t->running, 1))
         return frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_train: already running");
     frl_status st = check_not_diverged(t, "frl_trainer_train");
+    if (st == FRL_OK && t->dist)
+        st = frl_trainer_dist_check_budget(t, total_steps);
     if (st != FRL_OK) {
         atomic_store(&t->running, 0);
         return st;

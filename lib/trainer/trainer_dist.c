@@ -311,6 +311,34 @@ frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot)
     return FRL_OK;
 }
 
+/* ---- the train call's budget ---- */
+
+/* The ranks' budgets must agree: the update count, the learning rate's annealing over it
+ * and the last update follow from total_steps. A rank given another one annealed at
+ * another rate (the ranks' parameters drifting apart unseen), then finished on its own
+ * while the others waited out dist.timeout at an exchange it never came to. The
+ * exchange is left out of the traffic reported per update. */
+frl_status frl_trainer_dist_check_budget(frl_trainer *t, int64_t total_steps)
+{
+    frl_dist *d = t->dist;
+    int64_t *all = frl_alloc(&t->rt->alloc, sizeof(int64_t) * ((size_t)d->size + 1), 64);
+    if (!all)
+        return frl_fail(t->err, FRL_ERR_NOMEM, "frl_trainer_train: out of memory");
+    all[d->size] = total_steps;
+    frl_status st = frl_dist_allgather(d, &all[d->size], sizeof(int64_t), all,
+                                       "the train call's budget check", t->err);
+    for (int32_t r = 1; r < d->size && st == FRL_OK; r++)
+        if (all[r] != all[0])
+            st = frl_fail(t->err, FRL_ERR_INVALID_ARGUMENT, "frl_trainer_train: the ranks' "
+                          "total_steps differ: rank %d's is %lld env steps, rank 0's %lld "
+                          "(every rank must train to the same total)", (int)r,
+                          (long long)all[r], (long long)all[0]);
+    frl_free(&t->rt->alloc, all);
+    t->dist_bytes0 = t->dist_mark = d->bytes;
+    t->dist_exchanges0 = d->exchanges;
+    return st;
+}
+
 /* ---- resuming: every rank from the same checkpoint ---- */
 
 /* A resumed rank's state, as CRC32Cs of what it restored: the parameters, the optimiser

@@ -24,6 +24,9 @@ int32_t frl_trainer_ranks(const frl_trainer *t);
 /* After an update: the observation normaliser from every rank's groups, and the
  * episodes of every rank (t->dist_*). */
 frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot);
+/* At a train call under dist.mode: every rank's total_steps against rank 0's (an
+ * all-gather), refused on every rank when they differ. */
+frl_status frl_trainer_dist_check_budget(frl_trainer *t, int64_t total_steps);
 /* The traffic of a train call's updates (an INFO line, rank 0: each rank's bytes sent
  * and received per update, and the exchanges). */
 void frl_trainer_dist_report(frl_trainer *t, int64_t updates);
