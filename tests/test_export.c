@@ -2,15 +2,19 @@
  * that is not a C identifier, non-finite parameters, an unwritable path, a path too
  * long (the same error in both formats), the C options with ONNX, and every
  * allocation failing in turn, each an error with a message that leaves an existing file
- * untouched and leaks nothing; and both formats written identically twice. (Numbers:
+ * untouched and leaks nothing; a directory's fsync failing after the renames (fsync is
+ * wrapped at link time, tests/meson.build), which leaves the C files a pair; and both
+ * formats written identically twice. (Numbers:
  * bindings/python/tests/test_export.py; compiling and running the C export:
  * tests/test_cli_export.sh.) */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fastrl.h"
@@ -41,6 +45,22 @@ static void f_free(void *user, void *p)
     if (p)
         f->live--;
     free(p);
+}
+
+/* ---- fsync of a directory failing, when armed (-Wl,--wrap=fsync) ---- */
+
+int __real_fsync(int fd);
+int __wrap_fsync(int fd);
+static int dir_fsync_fails;
+
+int __wrap_fsync(int fd)
+{
+    struct stat st;
+    if (dir_fsync_fails && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        errno = EIO;
+        return -1;
+    }
+    return __real_fsync(fd);
 }
 
 /* ---- fixtures ---- */
@@ -322,6 +342,50 @@ START_TEST(allocation_failures)
 }
 END_TEST
 
+/* The file's bytes as a string (the test's own files are text). */
+static int holds(const char *path, const char *text)
+{
+    long size;
+    char *b = (char *)slurp(path, &size);
+    if (!b)
+        return 0;
+    b[size] = '\0';
+    int found = strstr(b, text) != NULL;
+    free(b);
+    return found;
+}
+
+/* The directory's fsync fails after the first rename: the C export reports it, and its
+ * files are still a pair, the new .c with the new .h (the .h's staged copy was once
+ * deleted after that error, leaving the new .c beside the old .h). */
+START_TEST(c_files_stay_a_pair_when_the_directory_sync_fails)
+{
+    make_dir();
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_policy *p = cartpole_policy(rt, "");
+    const char *names[2] = {"pair.c", "pair.h"};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(path_in(names[i]), "w");
+        fputs("the previous export", f);
+        fclose(f);
+    }
+    dir_fsync_fails = 1;
+    frl_status st = export_as(p, path_in("pair"), "export.format=c");
+    dir_fsync_fails = 0;
+    ck_assert_int_eq(st, FRL_ERR_IO);
+    ck_assert_msg(strstr(frl_policy_last_error(p), "fsync directory"), "%s",
+                  frl_policy_last_error(p));
+    ck_assert_msg(holds(path_in("pair.c"), "void pair_forward("), "pair.c is not the new one");
+    ck_assert_msg(holds(path_in("pair.h"), "void pair_forward("), "pair.h is not the new one");
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", dir);
+    ck_assert_msg(system(cmd) != 0, "a temporary file is left in %s", dir);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(written_the_same_twice)
 {
     static const char *options[] = {"export.format=onnx", "export.format=c",
@@ -372,6 +436,7 @@ int main(void)
     tcase_add_test(tc, c_options_with_onnx_are_refused);
     tcase_add_test(tc, header_guard_is_not_the_librarys);
     tcase_add_test(tc, allocation_failures);
+    tcase_add_test(tc, c_files_stay_a_pair_when_the_directory_sync_fails);
     tcase_add_test(tc, written_the_same_twice);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

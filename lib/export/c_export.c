@@ -184,6 +184,30 @@ static frl_status stage(staged *s, const char *prefix, const char *suffix, const
     return st;
 }
 
+/* The staged files renamed over their paths (those after a failed rename removed), then
+ * each one's directory synced; the first error is the one reported. The directories are
+ * synced after every rename: a sync's error once came between the .c's rename and the
+ * .h's, and the .h's staged copy was removed, leaving the new .c beside the old .h. */
+static frl_status commit_all(staged *s, char *err)
+{
+    frl_status st = FRL_OK;
+    int renamed = 0;
+    for (int i = 0; i < s->n; i++)
+        if (st != FRL_OK)
+            unlink(s->tmp[i]);
+        else if ((st = frl_file_rename(s->tmp[i], s->path[i], "frl_policy_export", err)) ==
+                 FRL_OK)
+            renamed++;
+    for (int i = 0; i < renamed; i++) {
+        char why[FRL_ERRMSG_SIZE];
+        frl_status sync = frl_file_sync_dir(s->path[i], "frl_policy_export", why);
+        if (sync != FRL_OK && st == FRL_OK)
+            st = frl_fail_msg(err, sync, why);
+    }
+    /* this thread's error is the one reported, not a later sync's */
+    return st == FRL_OK ? st : frl_fail_msg(NULL, st, err);
+}
+
 /* Every file staged, then all renamed: a failure before the renames changes nothing. */
 static frl_status write_files(const frl_allocator *a, const frl_bytes *files, int n,
                               const char *prefix, char *err)
@@ -196,11 +220,11 @@ static frl_status write_files(const frl_allocator *a, const frl_bytes *files, in
     frl_status st = FRL_OK;
     for (int i = 0; i < n && st == FRL_OK; i++)
         st = stage(s, prefix, suffix[i], &files[i], err);
-    for (int i = 0; i < s->n; i++)
-        if (st != FRL_OK)
+    if (st == FRL_OK)
+        st = commit_all(s, err);
+    else
+        for (int i = 0; i < s->n; i++)
             unlink(s->tmp[i]);
-        else
-            st = frl_file_commit(s->tmp[i], s->path[i], "frl_policy_export", err);
     frl_free(a, s);
     return st;
 }

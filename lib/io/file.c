@@ -136,7 +136,7 @@ frl_status frl_file_stage(const char *path, const void *data, size_t size, const
     return write_tmp(tmp, data, size, exists ? (int)(st.st_mode & 07777) : -1, who, err);
 }
 
-frl_status frl_file_commit(const char *tmp, const char *path, const char *who, char *err)
+frl_status frl_file_rename(const char *tmp, const char *path, const char *who, char *err)
 {
     if (rename(tmp, path) != 0) {
         frl_status st = frl_fail(err, FRL_ERR_IO, "%s: rename %s to %s: %s", who, tmp, path,
@@ -144,11 +144,22 @@ frl_status frl_file_commit(const char *tmp, const char *path, const char *who, c
         unlink(tmp);
         return st;
     }
+    return FRL_OK;
+}
+
+frl_status frl_file_sync_dir(const char *path, const char *who, char *err)
+{
     /* The directory's name fits in the temporary name's room. */
     char dir[4096];
     if (strlen(path) >= sizeof dir)
         return FRL_OK; /* no room to name it: the rename stands, unsynced */
     return sync_dir(path, dir, who, err);
+}
+
+frl_status frl_file_commit(const char *tmp, const char *path, const char *who, char *err)
+{
+    frl_status st = frl_file_rename(tmp, path, who, err);
+    return st == FRL_OK ? frl_file_sync_dir(path, who, err) : st;
 }
 
 const char *frl_file_target(const char *path, char *buf)

@@ -38,5 +38,10 @@ frl_status frl_file_replace(const frl_allocator *a, const char *path, const void
 frl_status frl_file_stage(const char *path, const void *data, size_t size, const char *who,
                           char *tmp, size_t tmp_size, char *err);
 frl_status frl_file_commit(const char *tmp, const char *path, const char *who, char *err);
+/* frl_file_commit's halves, for files that change together: rename every one, then sync
+ * their directories, so that a sync's error (the renames stand) cannot leave some of
+ * them unrenamed. A failed rename removes tmp. */
+frl_status frl_file_rename(const char *tmp, const char *path, const char *who, char *err);
+frl_status frl_file_sync_dir(const char *path, const char *who, char *err);
 
 #endif
