@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "fastrl.h"
+#include "export/c_source.h"
 #include "rl/policy.h"
 #include "test_util.h"
 
@@ -159,6 +160,14 @@ START_TEST(names_that_are_not_c_identifiers)
         ck_assert_int_eq(export_as(p, prefix, "export.format=c"), FRL_ERR_INVALID_ARGUMENT);
         ck_assert_ptr_nonnull(strstr(frl_policy_last_error(p), "not a C identifier"));
     }
+    /* math.h beside a build's sources would shadow <math.h>: refused by name */
+    static const char *headers[] = {"math", "stdio", "time", "stdint"};
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
+        ck_assert_int_eq(export_as(p, path_in(headers[i]), "export.format=c"),
+                         FRL_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_nonnull(strstr(frl_policy_last_error(p), "C standard header"));
+    }
+    ck_assert(!exists(path_in("math.h")) && !exists(path_in("math.c")));
     char longname[100];
     memset(longname, 'a', 64);
     longname[64] = '\0';
@@ -265,6 +274,29 @@ START_TEST(c_options_with_onnx_are_refused)
                                                        "export.probe=false"), FRL_OK);
     ck_assert_int_eq(export_as(p, path_in("p"), "export.format=c export.weights=int8 "
                                                   "export.probe=true"), FRL_OK);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+    remove_dir();
+}
+END_TEST
+
+/* NAME_STACK_BYTES covers act too: a discrete act holds out[NAME_OUT_SIZE] beside
+ * what forward puts on the stack (it once counted forward's buffers alone). */
+START_TEST(stack_bytes_count_act)
+{
+    make_dir();
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_policy *p = cartpole_policy(rt, "");
+    ck_assert_int_eq(export_as(p, path_in("stacked"), "export.format=c"), FRL_OK);
+    long size;
+    char *h = (char *)slurp(path_in("stacked.h"), &size);
+    ck_assert_ptr_nonnull(h);
+    h[size] = '\0';
+    const char *at = strstr(h, "#define STACKED_STACK_BYTES ");
+    ck_assert_ptr_nonnull(at);
+    size_t bytes = (size_t)strtoull(at + strlen("#define STACKED_STACK_BYTES "), NULL, 10);
+    ck_assert_uint_eq(bytes, sizeof(float) * (frl_cgen_stack_floats(p) + (size_t)p->out_w));
+    free(h);
     frl_policy_destroy(p);
     frl_runtime_destroy(rt);
     remove_dir();
@@ -435,6 +467,7 @@ int main(void)
     tcase_add_test(tc, too_long_a_path_is_refused_alike);
     tcase_add_test(tc, c_options_with_onnx_are_refused);
     tcase_add_test(tc, header_guard_is_not_the_librarys);
+    tcase_add_test(tc, stack_bytes_count_act);
     tcase_add_test(tc, allocation_failures);
     tcase_add_test(tc, c_files_stay_a_pair_when_the_directory_sync_fails);
     tcase_add_test(tc, written_the_same_twice);

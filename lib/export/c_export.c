@@ -57,9 +57,11 @@ static void header_sizes(frl_cgen *g, const char *up)
             " * Zeros start an episode; forward and act replace it in place (the oldest frame\n"
             " * out, obs's in). */\n#define %s_FRAMES %d\n#define %s_STATE_SIZE %d\n",
             (int)p->stack - 1, up, (int)p->stack, up, (int)p->state_w);
-    frl_bytes_printf(g->out, "/* Stack bytes forward uses at most (its work buffers). */\n"
+    /* act's own out[] array is counted: a discrete act holds it beside forward's */
+    size_t act_floats = frl_export_kind_of(p) == FRL_EXPORT_GAUSSIAN ? 0 : (size_t)p->out_w;
+    frl_bytes_printf(g->out, "/* Stack bytes forward or act uses at most (their buffers). */\n"
                              "#define %s_STACK_BYTES %zu\n\n", up,
-                     sizeof(float) * frl_cgen_stack_floats(p));
+                     sizeof(float) * (frl_cgen_stack_floats(p) + act_floats));
 }
 
 static void header_functions(frl_cgen *g, const char *up)

@@ -28,8 +28,23 @@ static frl_status check_kind(frl_policy *p)
     return FRL_OK;
 }
 
+/* Whether name.h is a C11 standard header: an export's header of that name, in a
+ * folder on the include path, shadows it (the generated code includes <math.h>). */
+static int standard_header(const char *name)
+{
+    static const char *const headers[] = {
+        "assert", "complex", "ctype", "errno", "fenv", "float", "inttypes", "iso646",
+        "limits", "locale", "math", "setjmp", "signal", "stdalign", "stdarg", "stdatomic",
+        "stdbool", "stddef", "stdint", "stdio", "stdlib", "stdnoreturn", "string", "tgmath",
+        "threads", "time", "uchar", "wchar", "wctype"};
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++)
+        if (!strcmp(name, headers[i]))
+            return 1;
+    return 0;
+}
+
 /* The symbol prefix of a C export: the last part of the path, which must be a C
- * identifier (it starts every name the files declare). */
+ * identifier (it starts every name the files declare) and not a standard header's. */
 static frl_status c_name(frl_policy *p, const char *prefix, char *name, size_t size)
 {
     const char *base = strrchr(prefix, '/');
@@ -47,6 +62,12 @@ static frl_status c_name(frl_policy *p, const char *prefix, char *name, size_t s
                         "is not a C identifier of at most %zu characters: letters, digits "
                         "and '_', not starting with a digit (it prefixes every symbol)",
                         base, prefix, size - 1);
+    if (standard_header(base))
+        return frl_fail(p->err, FRL_ERR_INVALID_ARGUMENT,
+                        "frl_policy_export: the C export's name '%s' would write %s.h, the "
+                        "name of a C standard header: a build that adds the export's folder "
+                        "to its include path would take it for <%s.h> (choose another name)",
+                        base, base, base);
     memcpy(name, base, n + 1);
     return FRL_OK;
 }
