@@ -29,6 +29,12 @@ START_TEST(image_space)
     ck_assert_ptr_null(s);
     ck_assert_int_eq(frl_space_create_image(&s, NULL, 8, 8, 65), FRL_ERR_RANGE);
     ck_assert_int_eq(frl_space_create_image(&s, NULL, 4097, 4097, 1), FRL_ERR_RANGE);
+    /* a side over 2^24, or a product past int64 (2^31 - 1 squared x 64): too large, and
+     * said so (not "height and width must be >= 1") */
+    ck_assert_int_eq(frl_space_create_image(&s, NULL, 1, (1 << 24) + 4, 1), FRL_ERR_RANGE);
+    ck_assert_msg(strstr(frl_last_error(), "over 2^24 bytes") != NULL, "%s", frl_last_error());
+    ck_assert_int_eq(frl_space_create_image(&s, NULL, INT32_MAX, INT32_MAX, 64), FRL_ERR_RANGE);
+    ck_assert_msg(strstr(frl_last_error(), "over 2^24 bytes") != NULL, "%s", frl_last_error());
     /* 5 x 5 x 3 = 75 bytes: rows would not be whole words */
     ck_assert_int_eq(frl_space_create_image(&s, NULL, 5, 5, 3), FRL_ERR_SIZE);
     ck_assert_msg(strstr(frl_last_error(), "multiple of 4") != NULL, "%s", frl_last_error());

@@ -124,16 +124,18 @@ FRL_API frl_status frl_space_create_box(frl_space **out, const frl_allocator *al
 static frl_status check_image(int32_t height, int32_t width, int32_t channels)
 {
     static const char who[] = "frl_space_create_image";
-    if (height < 1 || width < 1 || channels < 1 || channels > FRL_IMAGE_MAX_CHANNELS ||
-        height > FRL_IMAGE_MAX_BYTES || width > FRL_IMAGE_MAX_BYTES)
+    if (height < 1 || width < 1 || channels < 1 || channels > FRL_IMAGE_MAX_CHANNELS)
         return frl_fail(NULL, FRL_ERR_RANGE,
                         "%s: %d x %d x %d: height and width must be >= 1 and channels in "
                         "[1, %d]", who, (int)height, (int)width, (int)channels,
                         FRL_IMAGE_MAX_CHANNELS);
-    int64_t bytes = (int64_t)height * width * channels;
-    if (bytes > FRL_IMAGE_MAX_BYTES)
-        return frl_fail(NULL, FRL_ERR_RANGE, "%s: %d x %d x %d is %lld bytes, at most 2^24",
-                        who, (int)height, (int)width, (int)channels, (long long)bytes);
+    /* height x width fits in int64 (each side below 2^31), x 64 channels might not:
+     * past 2^24 pixels the image is too large whatever its channels */
+    int64_t pixels = (int64_t)height * width;
+    if (pixels > FRL_IMAGE_MAX_BYTES || pixels * channels > FRL_IMAGE_MAX_BYTES)
+        return frl_fail(NULL, FRL_ERR_RANGE, "%s: %d x %d x %d is over 2^24 bytes", who,
+                        (int)height, (int)width, (int)channels);
+    int64_t bytes = pixels * channels;
     if (bytes % 4 != 0)
         return frl_fail(NULL, FRL_ERR_SIZE,
                         "%s: %d x %d x %d is %lld bytes, not a multiple of 4 (rows of "
