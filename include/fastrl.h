@@ -440,7 +440,8 @@ FRL_API void frl_env_destroy(frl_env *env);
 FRL_API const char *frl_env_name_at(int32_t index);
 FRL_API const frl_space *frl_env_observation_space(const frl_env *env);
 FRL_API const frl_space *frl_env_action_space(const frl_env *env);
-/* Start an episode; obs receives frl_space_width(observation space) floats. */
+/* Start an episode; obs receives one observation: frl_space_width(observation space)
+ * floats for a box or discrete space, that many bytes for an image or mixed one. */
 FRL_API frl_status frl_env_reset(frl_env *env, uint64_t seed, float *obs);
 /* One step. After an episode has ended, step fails with FRL_ERR_STATE until reset.
  * An invalid action fails with FRL_ERR_RANGE / FRL_ERR_NONFINITE and changes nothing. */
