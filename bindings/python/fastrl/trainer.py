@@ -98,6 +98,15 @@ def _unlock(venv_ref: weakref.ref[VecEnv]) -> None:
         v._read_only = False
 
 
+def _names_runtime_key(name: str) -> bool:
+    """Whether an option names a runtime.* key (full or short: seed, device, tf32 ...)."""
+    from .config import resolve_key
+    try:
+        return resolve_key(name).startswith("runtime.")
+    except Error:
+        return False
+
+
 class Trainer(NoCopy):
     """A PPO trainer (``frl_trainer``).
 
@@ -126,8 +135,7 @@ class Trainer(NoCopy):
         if isinstance(env, VecEnv):
             venv = env
             venv._ptr
-            rt_keys = [k for k in options if k.startswith("runtime.")
-                       or k in ("threads", "seed", "spin_us")]
+            rt_keys = [k for k in options if _names_runtime_key(k)]
             if rt_keys:
                 raise Error(Status.ERR_INVALID_ARGUMENT,
                             f"Trainer: {', '.join(rt_keys)} would make a new runtime, but a "

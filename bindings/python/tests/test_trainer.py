@@ -321,3 +321,14 @@ def test_callback_returning_numpy_false_stops():
     assert m.update == 2
     m = t.train(2_000, callback=lambda m: np.True_)  # True and np.True_ go on
     assert m.env_steps >= 2_000
+
+
+def test_runtime_options_beside_a_vec_env_are_refused_by_name():
+    """A trainer shares its vec env's runtime: any runtime option, by its short name too
+    (device=, tf32= once fell through to a message about runtime=), is refused."""
+    v = fastrl.VecEnv("CartPole-v1", 4)
+    for opt in ({"device": "cpu"}, {"tf32": True}, {"seed": 3}, {"runtime.threads": 1}):
+        with pytest.raises(fastrl.Error) as ei:
+            fastrl.Trainer(v, **opt)
+        assert ei.value.status == Status.ERR_INVALID_ARGUMENT
+        assert "shares its vec env's runtime" in ei.value.message, ei.value.message
