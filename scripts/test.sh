@@ -4,10 +4,10 @@
 #   build/       gcc, release (what users get; also symbols, ABI, install, NaN checks),
 #                with the CUDA plugin required (nvcc from /usr/local/cuda): a broken
 #                plugin build fails here; without a GPU its test says why it cannot run
-#   build-clang/ clang, release, a second build (-Dsecond_build=true): every C test, with
-#                the sanitizer builds' short learning runs (learning targets and MPI's
-#                timed faults are build/'s), and the Python suite and the emulator's
-#                learner runs left to build/. No CUDA
+#   build-clang/ clang, release, a second build (-Dsecond_build=true): the C tests, with
+#                the sanitizer builds' short learning runs (learning targets are
+#                build/'s), and the Python suite, the CUDA emulator and the mpirun tests
+#                left to build/. No CUDA
 #                plugin: nvcc would compile ops_cuda.cu exactly as for build/ (with its
 #                own host compiler); clang compiles the plugin's C in the host plugin
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (leaks included)

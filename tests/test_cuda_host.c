@@ -647,7 +647,7 @@ END_TEST
 START_TEST(learns_cartpole)
 {
     frl_trainer *t = trainer_on("cuda", "CartPole-v1", "train.target_return=475");
-    frl_status st = frl_trainer_train(t, learning_budget(400000, 20000, "learns_cartpole"));
+    frl_status st = frl_trainer_train(t, learning_budget(400000, 8192, "learns_cartpole"));
     const frl_metrics *m = frl_trainer_metrics(t);
     printf("CartPole-v1 on the device learner: mean return %.1f after %lld steps\n",
            m->mean_return, (long long)m->env_steps);

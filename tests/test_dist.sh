@@ -10,10 +10,9 @@
 #   before is intact;
 # - a run saved by 2 ranks goes on with 4;
 # - ranks with different settings or kernel tables are refused at start, naming them.
-# Exit 77 (SKIP) with the reason when mpirun or the MPI plugin is missing. MODE short (a
-# second build, -Dsecond_build=true) runs the same bits and the refusals only: the faults,
-# the resume on 4 ranks, preemption and the time limit wait on timers and signals, not on
-# the compiler, and run in the whole build.
+# Exit 77 (SKIP) with the reason when mpirun or the MPI plugin is missing. MODE short (by
+# hand; meson runs the whole) runs the same bits and the refusals only: the faults, the
+# resume on 4 ranks, preemption and the time limit wait on timers and signals.
 #
 #   test_dist.sh FASTRL PLUGIN_BUILT [whole|short]
 set -u
@@ -96,7 +95,7 @@ has "recurrent policies (policy.core) do not train distributed yet" || fail "gru
 # The faults, the resume on 4 ranks, preemption and the time limit (not indented: one
 # block the short mode leaves out).
 if [ "$mode" = short ]; then
-    echo "a second build: the faults, resume, preemption and time limit are the whole build's"
+    echo "short mode: the faults, resume, preemption and time limit are left out"
 else
 
 # ---- faults ----
