@@ -42,11 +42,13 @@ static int launcher_rank(void)
 }
 
 static frl_trainer *volatile g_trainer;
+static volatile sig_atomic_t g_sigint;
 
 /* Ctrl-C asks the trainer to stop at the end of its update; a second one kills. */
 static void on_sigint(int sig)
 {
     (void)sig;
+    g_sigint = 1;
     signal(SIGINT, SIG_DFL);
     if (g_trainer)
         frl_trainer_request_stop(g_trainer);
@@ -515,6 +517,13 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     st = training_result(&ev, st);
     if (st == FRL_ERR_INTERRUPTED && p.timed_out) {
         fprintf(stderr, "time limit: stopped after %g s (--max-seconds)\n", o->max_seconds);
+        st = FRL_OK;
+    } else if (st == FRL_ERR_INTERRUPTED && o->max_seconds > 0 && !g_sigint) {
+        /* Neither this rank's Ctrl-C nor its clock: a distributed run's ranks exchange a
+         * stop, and another rank's --max-seconds (all ranks run one command line) came
+         * first; this rank started later or ran slower. */
+        fprintf(stderr, "time limit: stopped with the other ranks, one of which reached its "
+                        "--max-seconds first (this rank's: %g s)\n", o->max_seconds);
         st = FRL_OK;
     }
     int rc = finish(t, o, st, &p);
