@@ -964,6 +964,10 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         self._python_envs = None
         self._python_world = None
         self._read_only = False
+        # whether the flags arrays show which envs autoreset on the next step: not after
+        # a failed step (a failed batch leaves the flags its world wrote, a failed host
+        # env autoresets with both flags 0)
+        self._flags_tell_resets = True
         self.name = name
         self.copy = bool(copy)
         self.num_envs = n = L.vec_env_num_envs(p)
@@ -1089,6 +1093,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
             st = _lib.lib().vec_env_reset(ptr, c_seed)
         if st:
             self._fail(st, "reset", call)
+        self._flags_tell_resets = True
         if self.copy:
             return _copy_obs(self._obs), {}
         return self._obs, {}
@@ -1116,6 +1121,9 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
                 st = self._step_fn(self._ptr_cache)
             finally:
                 host.leave()
+        # after any failed step (a refused action's too: the status does not tell them
+        # apart) wide actions are all refused until a step or reset succeeds
+        self._flags_tell_resets = not st
         if st:
             self._fail(st, "step", call)
         if self.copy:
@@ -1152,11 +1160,16 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
     def _narrow_actions(self, a: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """Wide discrete actions as int32: a value beyond int32 would wrap into range, so
         it is refused here, except in an env that autoresets on this step, whose action
-        the library ignores (it gets 0); the library checks the rest, as for int32."""
+        the library ignores (it gets 0); the library checks the rest, as for int32. After
+        a failed step the flags do not tell which envs autoreset (a failed batch world
+        leaves the flags it wrote, and the library steps those envs): every wide action
+        is refused then, rather than one stepped as 0."""
         wide = (a < -(2**31)) | (a >= 2**31)
         if not wide.any():
             return a
         resetting = (self._term != 0) | (self._trunc != 0)
+        if not self._flags_tell_resets:
+            resetting = np.zeros_like(resetting)
         if (wide & ~resetting).any():  # named as the library would: the lowest bad env
             i = int(np.flatnonzero(((a < 0) | (a >= self._n_actions)) & ~resetting)[0])
             raise Error(Status.ERR_RANGE, f"step: env {i}: action {a[i]} is outside "

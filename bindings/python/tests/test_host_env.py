@@ -341,6 +341,40 @@ def test_from_batch_world():
     assert ei.value.status == Status.ERR_RANGE
 
 
+class EndsThenBreaks:
+    """Agent 0's episode ends on the first step, and the world then raises: the failed
+    step leaves terminated[0] = 1, yet the library steps agent 0 next (no autoreset)."""
+
+    def __init__(self):
+        self.actions = []
+
+    def reset(self, seeds, obs):
+        obs[:] = 0
+
+    def step(self, actions, reset_mask, seeds, obs, rewards, terminated, truncated):
+        self.actions.append(actions.tolist())
+        obs[:] = 0
+        terminated[:] = [1, 0]
+        if len(self.actions) == 1:
+            raise RuntimeError("world broke")
+
+
+def test_a_wide_action_after_a_failed_step_is_refused_not_stepped_as_0():
+    world = EndsThenBreaks()
+    v = fastrl.VecEnv.from_batch(world, 2, fastrl.spaces.Box(-1, 1, (2,)),
+                                 fastrl.spaces.Discrete(2))
+    v.reset(seed=0)
+    with pytest.raises(RuntimeError, match="world broke"):
+        v.step([0, 0])
+    assert v.terminations.tolist() == [True, False]  # what the world wrote
+    with pytest.raises(fastrl.Error) as ei:  # env 0 is stepped, not reset: refused
+        v.step(np.array([2**40, 1], np.int64))
+    assert ei.value.status == Status.ERR_RANGE and "env 0" in ei.value.message
+    assert len(world.actions) == 1  # the world was not stepped with action 0
+    v.step(np.array([1, 1], np.int64))
+    assert world.actions[-1] == [1, 1]
+
+
 @pytest.mark.parametrize("per_env", [False, True])
 def test_a_refused_step_from_a_callback_leaves_the_running_steps_actions(per_env):
     """VecEnv.step wrote its actions into the library's action array before asking to
