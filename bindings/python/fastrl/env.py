@@ -384,21 +384,39 @@ class _ActionReader:
         return actions[i].astype(self.dtype)  # a copy: the row changes next step
 
 
-def _resolve_envs(envs: Sequence[PythonEnvOrMaker]) -> list[PythonEnv]:
+def _close_made(made: list[Any]) -> None:
+    """Close the envs the binding made, for a failed call: its own exception is the one
+    raised, not one from a close."""
+    for e in made:
+        if hasattr(e, "close"):
+            with contextlib.suppress(Exception):
+                e.close()
+
+
+def _resolve_envs(envs: Sequence[PythonEnvOrMaker]) -> tuple[list[PythonEnv], list[Any]]:
+    """(the envs, those of them the binding made from a maker): only the binding holds
+    those, so it closes them when the call fails (the caller's own envs stay theirs)."""
     if not isinstance(envs, collections.abc.Sequence) or isinstance(envs, (str, bytes)):
         raise TypeError("envs must be a list of environments or of functions that make "
                         "one")
     out: list[PythonEnv] = []
+    made: list[Any] = []
     e: Any  # an env, or what makes one
-    for e in envs:
-        if isinstance(e, type) or (callable(e) and not hasattr(e, "step")):
-            e = e()  # a class or function that makes the env (gymnasium's env_fns)
-        if not (hasattr(e, "reset") and hasattr(e, "step")):
-            raise TypeError(f"{e!r} has no reset/step: not an environment")
-        out.append(e)
-    if not out:
-        raise Error(Status.ERR_RANGE, "envs is empty: at least one environment is needed")
-    return out
+    try:
+        for e in envs:
+            if isinstance(e, type) or (callable(e) and not hasattr(e, "step")):
+                e = e()  # a class or function that makes the env (gymnasium's env_fns)
+                made.append(e)
+            if not (hasattr(e, "reset") and hasattr(e, "step")):
+                raise TypeError(f"{e!r} has no reset/step: not an environment")
+            out.append(e)
+        if not out:
+            raise Error(Status.ERR_RANGE, "envs is empty: at least one environment is "
+                        "needed")
+    except BaseException:
+        _close_made(made)
+        raise
+    return out, made
 
 
 def _spaces_of(env: object, observation_space: Space | None,
@@ -763,7 +781,8 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
                     observation_space: Space | None = None, action_space: Space | None = None,
                     **options: Any) -> _VecEnv:
         """Step Python envs through the library (``envs``: environments, or functions
-        that make one, as gymnasium's ``env_fns``).
+        that make one, as gymnasium's ``env_fns``; if the call fails, the envs it made
+        are closed, and envs passed as they are stay the caller's).
 
         By default one batch callback steps every env on the calling thread. With
         ``per_env=True`` each env gets the library's per-env callbacks, run on the
@@ -781,7 +800,19 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         [0, n), a fraction or NaN fails the call with FRL_ERR_RANGE naming the env. The
         policy makes it a one-hot row inside its network.
         """
-        envs = _resolve_envs(envs)
+        resolved, made = _resolve_envs(envs)
+        try:
+            return cls._from_python_envs(resolved, runtime, config, per_env, copy,
+                                         observation_space, action_space, options)
+        except BaseException:
+            _close_made(made)
+            raise
+
+    @classmethod
+    def _from_python_envs(cls: type[_VecEnv], envs: list[PythonEnv],
+                          runtime: Runtime | None, config: ConfigSource, per_env: bool,
+                          copy: bool, observation_space: Space | None,
+                          action_space: Space | None, options: dict[str, Any]) -> _VecEnv:
         obs_space, act_space = _spaces_of(envs[0], observation_space, action_space)
         rt, options = runtime_for(runtime, options, "VecEnv.from_python")
         cfg = as_config(config, options, "VecEnv.from_python")

@@ -341,6 +341,29 @@ def test_from_batch_world():
     assert ei.value.status == Status.ERR_RANGE
 
 
+class Closable(Walker):
+    made = []
+
+    def __init__(self):
+        super().__init__()
+        Closable.made.append(self)
+
+
+def test_envs_made_for_a_failed_from_python_are_closed():
+    def broken_maker():
+        raise OSError("no display")
+
+    passed = Walker()
+    for envs, options in (([Closable, Closable], {"no_such_key": 1}),
+                          ([Closable, passed], {"runtime": 5}),
+                          ([Closable, broken_maker], {})):
+        Closable.made = []
+        with pytest.raises((fastrl.Error, TypeError, OSError)):
+            fastrl.VecEnv.from_python(envs, **options)
+        assert Closable.made and all(e.closed for e in Closable.made)
+        assert not passed.closed  # the caller's own env stays theirs
+
+
 class EndsThenBreaks:
     """Agent 0's episode ends on the first step, and the world then raises: the failed
     step leaves terminated[0] = 1, yet the library steps agent 0 next (no autoreset)."""
