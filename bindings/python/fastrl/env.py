@@ -790,9 +790,10 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         from the library's stream (reset seed, i) on every autoreset. An exception
         raised by an env stops the call; ``step``/``reset`` (or ``Trainer.train``)
         re-raises it with its traceback. With ``per_env=True`` the failed env is reset
-        on the next step; by default (one batch callback) no env is: the envs after the
-        failed one did not step, and the failed env is as the exception left it, so
-        call ``reset`` when its state matters (doc/python.md, "Exceptions").
+        on the next step; by default (one batch callback) it is not: the envs after the
+        failed one did not step, the failed env is as the exception left it, and only
+        the envs that were due to reset on the failed step are reset (again), so call
+        ``reset`` when their state matters (doc/python.md, "Exceptions").
 
         A ``Discrete(n)`` observation space (n <= 2^24) is stored as one float32 per
         env holding the index (``observations`` is then float32 ``[N]``; a
