@@ -155,6 +155,7 @@ class Trainer(NoCopy):
             self.env_name = venv.name
             h = Handle(ptr.value, L.trainer_destroy, "trainer", deps=deps)
             venv._read_only = True
+            venv._flags_tell_resets = False  # the trainer's steps may fail (see VecEnv)
             weakref.finalize(h, _unlock, weakref.ref(venv))
         else:
             name = _builtin_name(env)
@@ -498,6 +499,7 @@ def evaluate(policy: Policy | Trainer, env: str | VecEnv, episodes: IntLike = 10
         returns = np.empty(int(episodes), np.float64)
         held = (policy._h, venv._h)  # through the call: a close() from an env lets go
         with venv._admitted("evaluate") as call:  # refused: the generator is not drawn
+            venv._flags_tell_resets = False  # its steps may fail (see VecEnv._narrow_actions)
             if seed is None:
                 seed = int(venv.np_random.integers(0, 2**63))
             args = _lib.new_table(_lib.EvalArgs, episodes=int(episodes),

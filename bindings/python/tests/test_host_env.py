@@ -398,6 +398,22 @@ def test_a_wide_action_after_a_failed_step_is_refused_not_stepped_as_0():
     assert world.actions[-1] == [1, 1]
 
 
+def test_a_wide_action_after_a_failed_evaluate_is_refused_not_stepped_as_0():
+    world = EndsThenBreaks()
+    v = fastrl.VecEnv.from_batch(world, 2, fastrl.spaces.Box(-1, 1, (2,)),
+                                 fastrl.spaces.Discrete(2))
+    policy = fastrl.Policy(v.single_observation_space, v.single_action_space)
+    v.reset(seed=0)
+    with pytest.raises(RuntimeError, match="world broke"):
+        fastrl.evaluate(policy, v, 1)
+    assert v.terminations.tolist() == [True, False]
+    steps = len(world.actions)
+    with pytest.raises(fastrl.Error) as ei:
+        v.step(np.array([2**40, 1], np.int64))
+    assert ei.value.status == Status.ERR_RANGE and "env 0" in ei.value.message
+    assert len(world.actions) == steps
+
+
 @pytest.mark.parametrize("per_env", [False, True])
 def test_a_refused_step_from_a_callback_leaves_the_running_steps_actions(per_env):
     """VecEnv.step wrote its actions into the library's action array before asking to
