@@ -263,6 +263,74 @@ START_TEST(nested_single_env_step_leaves_action)
 }
 END_TEST
 
+/* A single host env with a state (its position) whose reset callback reads its own
+ * env's state: the call is refused, since mid-reset the library still holds the ended
+ * episode's elapsed count, and the state would pair the new episode's position with it. */
+typedef struct nested_state {
+    counter c;
+    frl_env *self;
+    frl_status got;
+    double state[2];
+} nested_state;
+
+static int nested_state_reset(void *user, uint64_t seed, float *obs)
+{
+    nested_state *n = user;
+    int rc = counter_reset(&n->c, seed, obs);
+    if (n->self)
+        n->got = frl_env_get_state(n->self, n->state, 2);
+    return rc;
+}
+
+static int nested_state_get(void *user, double *state)
+{
+    state[0] = ((nested_state *)user)->c.pos;
+    return 0;
+}
+
+static int nested_state_set(void *user, const double *state)
+{
+    ((nested_state *)user)->c.pos = (float)state[0];
+    return 0;
+}
+
+START_TEST(nested_get_state_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    nested_state n;
+    memset(&n, 0, sizeof n);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = nested_state_reset;
+    cb.step = counter_step;
+    cb.state_size = 1;
+    cb.get_state = nested_state_get;
+    cb.set_state = nested_state_set;
+    frl_space *obs, *act;
+    make_spaces(&obs, &act);
+    frl_env *e = NULL;
+    ck_assert_int_eq(frl_env_create_callbacks(&e, rt, &cb, &n.c, obs, act, NULL), FRL_OK);
+    float o[2], r;
+    uint8_t t, u;
+    int32_t one = 1;
+    ck_assert_int_eq(frl_env_reset(e, 1, o), FRL_OK);
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(frl_env_step(e, &one, o, &r, &t, &u), FRL_OK);
+    n.self = e;
+    n.got = FRL_OK;
+    ck_assert_int_eq(frl_env_reset(e, 2, o), FRL_OK);
+    ck_assert_int_eq(n.got, FRL_ERR_STATE);
+    n.self = NULL;
+    double s[2];
+    ck_assert_int_eq(frl_env_get_state(e, s, 2), FRL_OK); /* outside a callback: fine */
+    ck_assert(s[0] == 0.0 && s[1] == 0.0);
+    frl_env_destroy(e);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A batch world: every agent's position; reset_mask and seeds per agent. */
 typedef struct world {
     float pos[16];
@@ -359,6 +427,7 @@ int main(void)
     tcase_add_test(tc, batch_world_autoreset);
     tcase_add_test(tc, nested_calls_from_callbacks_refused);
     tcase_add_test(tc, nested_single_env_step_leaves_action);
+    tcase_add_test(tc, nested_get_state_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -451,8 +451,8 @@ frl_status frl_vec_env_check_host_state(const double *state, int32_t size, int32
     return FRL_OK;
 }
 
-frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, int32_t size,
-                                    char *err)
+static frl_status get_state_locked(frl_vec_env *v, int32_t i, double *state, int32_t size,
+                                   char *err)
 {
     frl_status st = check_state_size(v, size, err);
     if (st != FRL_OK)
@@ -469,6 +469,20 @@ frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, in
     }
     state[v->state_dim] = (double)v->b.elapsed[i];
     return FRL_OK;
+}
+
+/* Refused while a reset or step runs (from one of the env's own callbacks): mid-reset
+ * the elapsed count is still the ended episode's, and the state would pair it with the
+ * new episode's simulator. */
+frl_status frl_vec_env_get_state_at(frl_vec_env *v, int32_t i, double *state, int32_t size,
+                                    char *err)
+{
+    frl_status st = frl_vec_env_enter(v, "get_state");
+    if (st != FRL_OK)
+        return frl_fail_msg(err, st, frl_last_error());
+    st = get_state_locked(v, i, state, size, err);
+    frl_vec_env_leave(v);
+    return st;
 }
 
 static frl_status check_state_values(const frl_vec_env *v, const double *state, char *err)
