@@ -441,6 +441,31 @@ START_TEST(es_ask_tell)
 }
 END_TEST
 
+/* Tied fitnesses carry no information: members that tie share their centred rank, so
+ * a flat generation (every episode hit the time limit, or none scored) does not move
+ * the centre, and a pair whose two members tie adds nothing to the estimate. */
+START_TEST(es_ties_move_nothing)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_evo *e = make_evo(rt, es_settings);
+    float x[32 * N], before[N], after[N];
+    double f[32];
+    ck_assert_int_eq(frl_evo_best(e, before, N, NULL), FRL_OK);
+    for (int g = 0; g < 3; g++) {
+        ck_assert_int_eq(frl_evo_ask(e, x, 32 * N), FRL_OK);
+        for (int i = 0; i < 32; i++)
+            f[i] = 500.0;
+        ck_assert_int_eq(frl_evo_tell(e, f, 32), FRL_OK);
+    }
+    ck_assert_int_eq(frl_evo_best(e, after, N, NULL), FRL_OK);
+    for (int j = 0; j < N; j++)
+        ck_assert_msg(after[j] == before[j], "a flat generation moved theta[%d] to %g", j,
+                      (double)after[j]);
+    frl_evo_destroy(e);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(ga_genomes_rebuild)
 {
     frl_runtime *rt = frl_test_runtime(2);
@@ -1077,6 +1102,7 @@ static Suite *suite(void)
     tcase_add_test(c, too_large_for_memory);
     tcase_add_test(c, evaluate_routes_members);
     tcase_add_test(c, es_ask_tell);
+    tcase_add_test(c, es_ties_move_nothing);
     tcase_add_test(c, ga_genomes_rebuild);
     tcase_add_test(c, save_load);
     tcase_add_test(c, run_callback);

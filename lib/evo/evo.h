@@ -85,7 +85,8 @@ void frl_ga_rebuild(const frl_evo *e, const uint64_t *seeds, int32_t length, flo
 
 /* Members by fitness, best first (ties by index), into order; scratch has P entries. */
 void frl_evo_sort_desc(const double *fitness, int32_t P, frl_evo_rank *scratch, int32_t *order);
-/* Centred ranks of fitness[P] into weight (rank / (P - 1) - 0.5, ties by index). */
+/* Centred ranks of fitness[P] into weight (rank / (P - 1) - 0.5, tied members sharing
+ * their mean rank); order as frl_evo_sort_desc's. */
 void frl_evo_centred_ranks(const double *fitness, int32_t P, frl_evo_rank *scratch,
                            int32_t *order, double *weight);
 

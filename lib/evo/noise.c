@@ -42,7 +42,14 @@ void frl_evo_centred_ranks(const double *fitness, int32_t P, frl_evo_rank *scrat
                            int32_t *order, double *weight)
 {
     frl_evo_sort_desc(fitness, P, scratch, order);
-    /* order[0] is the best: rank P - 1 */
-    for (int32_t r = 0; r < P; r++)
-        weight[order[r]] = P > 1 ? (double)(P - 1 - r) / (double)(P - 1) - 0.5 : 0.0;
+    /* order[0] is the best: rank P - 1. Members that tie share the mean of their ranks:
+     * ranks by index would give a pair whose members tie (or a flat generation) a
+     * weight difference of 1 / (P - 1), which Adam turns into a full step along noise. */
+    for (int32_t lo = 0, hi; lo < P; lo = hi) {
+        for (hi = lo + 1; hi < P && scratch[hi].fitness == scratch[lo].fitness; hi++)
+            ;
+        double rank = (double)(P - 1) - 0.5 * (double)(lo + hi - 1);
+        for (int32_t r = lo; r < hi; r++)
+            weight[order[r]] = P > 1 ? rank / (double)(P - 1) - 0.5 : 0.0;
+    }
 }
