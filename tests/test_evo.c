@@ -689,6 +689,13 @@ static void check_resume(const char *settings, const char *path)
     frl_policy *pa = frl_trainer_policy(a), *pb = frl_trainer_policy(b);
     ck_assert_int_eq(frl_trainer_metrics(a)->env_steps, frl_trainer_metrics(b)->env_steps);
     ck_assert_int_eq(memcmp(pa->params, pb->params, sizeof(float) * pa->num_params), 0);
+    if (pa->obs_norm) {
+        ck_assert(pa->norm.count == pb->norm.count && pa->norm.count > 0);
+        size_t w = (size_t)pa->norm.width;
+        ck_assert_int_eq(memcmp(pa->norm.mean, pb->norm.mean, sizeof(double) * w), 0);
+        ck_assert_int_eq(memcmp(pa->norm.m2, pb->norm.m2, sizeof(double) * w), 0);
+        ck_assert_int_eq(memcmp(pa->norm.use_mean, pb->norm.use_mean, sizeof(float) * w), 0);
+    }
     remove(path);
     frl_trainer_destroy(a);
     frl_trainer_destroy(b);
@@ -729,6 +736,8 @@ END_TEST
 START_TEST(trainer_resumes_exactly)
 {
     check_resume("train.algo=es es.population=16 train.num_envs=8", "test_evo_tr_es.frl");
+    check_resume("train.algo=es es.population=16 train.num_envs=8 policy.obs_norm=true",
+                 "test_evo_tr_es_norm.frl");
     check_resume("train.algo=ga ga.population=16 ga.truncation=4 ga.elites=2 train.num_envs=8",
                  "test_evo_tr_ga.frl");
 }
