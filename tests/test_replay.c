@@ -917,14 +917,24 @@ START_TEST(save_and_load)
     ck_assert_int_eq(frl_replay_load(b, c, NAN, err), FRL_ERR_FORMAT);
     ck_assert_msg(strstr(err, "replay.priorities"), "%s", err);
     frl_container_free(c);
-    memcpy(bad, sec, sizeof bad);
-    ck_assert_str_eq(sec[pi - 1].name, "replay.max_priority");
-    double huge = 1e300;
-    bad[pi - 1].data = &huge;
+    /* Positive but below any float (a priority^alpha is at least the least float): the
+     * min tree's leaf would be 0 and every importance weight the floor's. */
+    pr[live] = 1e-300;
     c = round_trip(rt, bad, n);
     ck_assert_int_eq(frl_replay_load(b, c, NAN, err), FRL_ERR_FORMAT);
-    ck_assert_msg(strstr(err, "replay.max_priority"), "%s", err);
+    ck_assert_msg(strstr(err, "replay.priorities"), "%s", err);
     frl_container_free(c);
+    memcpy(bad, sec, sizeof bad);
+    ck_assert_str_eq(sec[pi - 1].name, "replay.max_priority");
+    /* Above any float priority, or below the 1 it starts at (new rows would get it). */
+    double maxp[2] = {1e300, 1e-300};
+    for (int j = 0; j < 2; j++) {
+        bad[pi - 1].data = &maxp[j];
+        c = round_trip(rt, bad, n);
+        ck_assert_int_eq(frl_replay_load(b, c, NAN, err), FRL_ERR_FORMAT);
+        ck_assert_msg(strstr(err, "replay.max_priority"), "%s", err);
+        frl_container_free(c);
+    }
     int64_t cur[3] = {a->capacity, 4, 9};
     memcpy(bad, sec, sizeof bad);
     bad[ci].data = cur;

@@ -1090,9 +1090,10 @@ static frl_status check_cursor(const frl_replay *r, const int64_t *c, double max
                         "inconsistent with %lld blocks", (long long)c[1], (long long)c[2],
                         (long long)r->blocks);
     /* Priorities come in as floats, so no run saves one above FLT_MAX; a forged 1e308
-     * would make the sum tree's total infinite and the draws degenerate. */
-    if (!(maxp > 0) || !(maxp <= FLT_MAX))
-        return frl_fail(err, FRL_ERR_FORMAT, "replay.max_priority is %g (need (0, %g])", maxp,
+     * would make the sum tree's total infinite and the draws degenerate. It starts at 1
+     * and only grows: a forged 1e-300 would give new rows leaves the min tree holds as 0. */
+    if (!(maxp >= 1) || !(maxp <= FLT_MAX))
+        return frl_fail(err, FRL_ERR_FORMAT, "replay.max_priority is %g (need [1, %g])", maxp,
                         (double)FLT_MAX);
     return FRL_OK;
 }
@@ -1114,7 +1115,10 @@ static frl_status find_priorities(const frl_replay *r, const frl_container *c,
     int64_t rows = filled * r->block_rows;
     for (int64_t i = 0; i < r->capacity; i++) {
         int live = i < rows && !is_reset(r, recs, i);
-        if (!(p[i] >= 0 && p[i] <= FLT_MAX) || (p[i] > 0) != live) /* p^alpha <= max(p, 1) */
+        /* p^alpha <= max(p, 1); a transition's is also a float > 0 (p >= the least float,
+         * alpha <= 1), as the min tree keeps it: a leaf that rounds to 0 there would make
+         * the least p^alpha 0 and every importance weight the floor's */
+        if (!(p[i] >= 0 && p[i] <= FLT_MAX) || ((float)p[i] > 0) != live)
             return frl_fail(err, FRL_ERR_FORMAT, "replay.priorities: row %lld is %g (%s)",
                             (long long)i, p[i], live ? "a transition" : "not a transition");
     }
