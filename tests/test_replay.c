@@ -935,6 +935,21 @@ START_TEST(save_and_load)
         ck_assert_msg(strstr(err, "replay.max_priority"), "%s", err);
         frl_container_free(c);
     }
+    /* A flag byte other than 0 or 1 (a terminated 2 would reach the batch as 2). */
+    memcpy(bad, sec, sizeof bad);
+    ck_assert_str_eq(sec[0].name, "replay.rows");
+    unsigned char *recs = malloc(a->bytes[FRL_REPLAY_ROWS]);
+    memcpy(recs, sec[0].data, a->bytes[FRL_REPLAY_ROWS]);
+    for (int f = 0; f < 3; f++) {
+        recs[a->off_flags + (size_t)f] += 2;
+        bad[0].data = recs;
+        c = round_trip(rt, bad, n);
+        ck_assert_int_eq(frl_replay_load(b, c, NAN, err), FRL_ERR_FORMAT);
+        ck_assert_msg(strstr(err, "replay.rows") && strstr(err, "flag"), "%s", err);
+        frl_container_free(c);
+        recs[a->off_flags + (size_t)f] -= 2;
+    }
+    free(recs);
     int64_t cur[3] = {a->capacity, 4, 9};
     memcpy(bad, sec, sizeof bad);
     bad[ci].data = cur;

@@ -1129,8 +1129,9 @@ static frl_status find_priorities(const frl_replay *r, const frl_container *c,
 /* The filled blocks' records of a file: finite observations everywhere (but in an
  * image's bytes, shape.pixel_words, which are pixels whatever they read as), and at each
  * transition (a record not flagged reset) an action of the space (an index below
- * shape.actions, or finite floats) and a finite reward. The learners index their
- * outputs by these actions, so a corrupted one would read and write out of bounds. */
+ * shape.actions, or finite floats) and a finite reward; flags 0 or 1 everywhere. The
+ * learners index their outputs by these actions, so a corrupted one would read and write
+ * out of bounds. */
 static frl_status check_records(const frl_replay *r, const unsigned char *recs, int64_t filled,
                                 char *err)
 {
@@ -1143,6 +1144,9 @@ static frl_status check_records(const frl_replay *r, const unsigned char *recs, 
             memcpy(f, x + 4 * (size_t)j, 4);
             bad = isfinite(f[0]) ? NULL : "an observation that is not finite";
         }
+        /* the flags are read as given (a terminated 2 would reach a batch as 2) */
+        for (int j = 0; j < 3 && !bad; j++)
+            bad = x[r->off_flags + (size_t)j] <= 1 ? NULL : "a flag that is not 0 or 1";
         if (!bad && !x[r->off_flags + 2]) {
             int32_t a;
             memcpy(&a, x + r->off_action, 4);
