@@ -301,8 +301,8 @@
       "stop an update's epochs once the approximate KL exceeds this (unset: never)")         \
     X(TRAIN_TARGET_UPDATE_INTERVAL, "train.target_update_interval", INT, "10000", 1,         \
       9007199254740992.0,                                                                    \
-      "DQN: vec-env steps between target-network updates (each moves it train.tau of the "   \
-      "way to the online network)")                                                          \
+      "DQN: env steps between target-network updates (SB3's: every interval / num_envs "    \
+      "vec-env steps; each moves it train.tau of the way to the online network)")            \
     X(TRAIN_TARGET_PERIOD, "train.target_period", INT, "2500", 1, 9007199254740992.0,        \
       "R2D2: learner updates between copies of the online network to the target network")   \
     X(TRAIN_TARGET_RETURN, "train.target_return", FLOAT, "none", -1e300, 1e300,              \
