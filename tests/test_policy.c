@@ -338,7 +338,8 @@ START_TEST(ring_failures_from_two_threads)
     pthread_join(tb, NULL);
     ck_assert_int_eq(a.wrong + b.wrong, 0);
     const char *m = frl_ring_last_error(r);
-    ck_assert_msg(strstr(m, "slot 9 is outside [0, 2)") || strstr(m, "slot 0 is free, not being written"),
+    ck_assert_msg(strstr(m, "slot 9 is outside [0, 2)") ||
+                      strstr(m, "slot 0 is free, not being written"),
                   "%s", m);
     frl_ring_destroy(r);
     unmake(&f);
