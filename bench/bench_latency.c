@@ -10,7 +10,7 @@
  * batch) and then times every sub-policy's act call (frl_latency_act_us, 101 samples).
  * Per batch and architecture: the medians over the rounds of the predicted and the
  * measured microseconds, the median of the rounds' errors (predicted - measured, in %
- * of measured: what test_elastic checks, within 15% or 1 us) and the worst round's.
+ * of measured, judged against 15% or 1 us; the test suite does not time it) and the worst round's.
  * Per batch: the worst median error, the architectures within the test's bound, the
  * worst single round (one fit against one later measurement, as `fastrl cut` does),
  * and the fit's median time. Printed, never asserted. */
