@@ -3,8 +3,9 @@
  * long (the same error in both formats), the C options with ONNX, and every
  * allocation failing in turn, each an error with a message that leaves an existing file
  * untouched and leaks nothing; a directory's fsync failing after the renames (fsync is
- * wrapped at link time, tests/meson.build), which leaves the C files a pair; and both
- * formats written identically twice. (Numbers:
+ * wrapped at link time, tests/meson.build), which leaves the C files a pair; the .h's
+ * rename failing after the .c's (rename wrapped too), which leaves a .c that refuses to
+ * compile beside the old header; and both formats written identically twice. (Numbers:
  * bindings/python/tests/test_export.py; compiling and running the C export:
  * tests/test_cli_export.sh.) */
 #define _POSIX_C_SOURCE 200809L
@@ -62,6 +63,22 @@ int __wrap_fsync(int fd)
         return -1;
     }
     return __real_fsync(fd);
+}
+
+/* ---- rename to a path ending in ".h" failing, when armed (-Wl,--wrap=rename) ---- */
+
+static int header_rename_fails;
+int __real_rename(const char *from, const char *to);
+int __wrap_rename(const char *from, const char *to);
+
+int __wrap_rename(const char *from, const char *to)
+{
+    size_t n = strlen(to);
+    if (header_rename_fails && n > 2 && strcmp(to + n - 2, ".h") == 0) {
+        errno = EIO;
+        return -1;
+    }
+    return __real_rename(from, to);
 }
 
 /* ---- fixtures ---- */
@@ -418,6 +435,42 @@ START_TEST(c_files_stay_a_pair_when_the_directory_sync_fails)
 }
 END_TEST
 
+/* Whether cc accepts dir/NAME.c beside dir/NAME.h; its messages go to dir/cc.log. */
+static int compiles(const char *name)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cc -std=c99 -fsyntax-only -I'%s' '%s/%s.c' > '%s/cc.log' 2>&1",
+             dir, dir, name, dir);
+    return system(cmd) == 0;
+}
+
+/* The .h's rename fails after the .c's: the error is reported, and the new .c beside the
+ * old .h (whose sizes are another policy's) does not compile, naming the cause, where it
+ * once compiled against the wrong sizes. Exported again, the pair compiles. */
+START_TEST(c_file_refuses_another_exports_header)
+{
+    make_dir();
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_policy *old = cartpole_policy(rt, "policy.hidden=8");
+    frl_policy *p = cartpole_policy(rt, "policy.hidden=16");
+    ck_assert_int_eq(export_as(old, path_in("pol"), "export.format=c"), FRL_OK);
+    ck_assert_msg(compiles("pol"), "the first export does not compile");
+    header_rename_fails = 1;
+    frl_status st = export_as(p, path_in("pol"), "export.format=c");
+    header_rename_fails = 0;
+    ck_assert_int_eq(st, FRL_ERR_IO);
+    ck_assert_msg(holds(path_in("pol.c"), "[16]"), "pol.c is not the new one");
+    ck_assert_msg(!compiles("pol"), "the new pol.c compiled beside the old pol.h");
+    ck_assert(holds(path_in("cc.log"), "pol.h is not the header exported with pol.c"));
+    ck_assert_int_eq(export_as(p, path_in("pol"), "export.format=c"), FRL_OK);
+    ck_assert_msg(compiles("pol"), "the repeated export does not compile");
+    frl_policy_destroy(old);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(written_the_same_twice)
 {
     static const char *options[] = {"export.format=onnx", "export.format=c",
@@ -470,6 +523,7 @@ int main(void)
     tcase_add_test(tc, stack_bytes_count_act);
     tcase_add_test(tc, allocation_failures);
     tcase_add_test(tc, c_files_stay_a_pair_when_the_directory_sync_fails);
+    tcase_add_test(tc, c_file_refuses_another_exports_header);
     tcase_add_test(tc, written_the_same_twice);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

@@ -9,6 +9,7 @@
 #include "export/c_export.h"
 #include "export/c_source.h"
 #include "export/kind.h"
+#include "io/crc32c.h"
 #include "io/file.h"
 
 static void upper(const char *s, char *out, size_t size)
@@ -94,7 +95,7 @@ static void header_functions(frl_cgen *g, const char *up)
 /* The include guard is NAME_FASTRL_EXPORT_H, not NAME_H: an export named fastrl would
  * otherwise share FASTRL_H with the library's own header, and a program including both
  * would silently lose the second. */
-static void emit_header(frl_cgen *g)
+static void emit_header(frl_cgen *g, uint32_t id)
 {
     char up[64];
     upper(g->name, up, sizeof up);
@@ -106,9 +107,25 @@ static void emit_header(frl_cgen *g)
         "#ifndef %s_FASTRL_EXPORT_H\n#define %s_FASTRL_EXPORT_H\n\n"
         "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
         g->name, frl_version_string(), g->int8 ? "int8" : "float32", up, up);
+    frl_bytes_printf(g->out, "/* Ties this header to the NAME.c written with it. */\n"
+                             "#define %s_EXPORT_ID 0x%08xUL\n", up, (unsigned)id);
     header_sizes(g, up);
     header_functions(g, up);
     frl_bytes_printf(g->out, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+}
+
+/* The files are renamed one after another, so a failure between two renames (a full
+ * disk, a file made read-only) leaves the new .c beside the old .h, whose sizes would
+ * then be wrong without a word. The .c refuses to compile beside any header but its own:
+ * its ID is the CRC-32C of the .c's code and weights, which the header repeats. */
+static void append_id_check(frl_cgen *g, uint32_t id)
+{
+    char up[64];
+    upper(g->name, up, sizeof up);
+    frl_bytes_printf(g->out,
+        "\n#if !defined(%s_EXPORT_ID) || %s_EXPORT_ID != 0x%08xUL\n"
+        "#error \"%s.h is not the header exported with %s.c: export the policy again\"\n"
+        "#endif\n", up, up, (unsigned)id, g->name, g->name);
 }
 
 static void probe_call(frl_cgen *g)
@@ -240,7 +257,9 @@ frl_status frl_export_c(const frl_policy *p, const char *prefix, const char *nam
     frl_cgen gc = {&files[0], p, name, int8}, gh = {&files[1], p, name, int8};
     frl_cgen gp = {&files[2], p, name, int8};
     frl_cgen_source(&gc);
-    emit_header(&gh);
+    uint32_t id = frl_crc32c(0, files[0].data, files[0].failed ? 0 : files[0].len);
+    append_id_check(&gc, id);
+    emit_header(&gh, id);
     if (probe)
         emit_probe(&gp);
     frl_status st = write_files(&p->rt->alloc, files, probe ? 3 : 2, prefix, err);
