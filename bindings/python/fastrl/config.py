@@ -109,6 +109,20 @@ def _unknown(key: str | bytes) -> NoReturn:
     raise Error(st or Status.ERR_UNKNOWN_NAME, message or f"unknown config key {key!r}")
 
 
+def _key_text(key: str | bytes) -> str:
+    """A key as the str the mapping is keyed by: setting and unsetting take bytes (the C
+    string the library reads), so reading takes them too, as their UTF-8 text."""
+    if isinstance(key, bytes):
+        _lib.encode(key, "config key")  # a NUL inside: ERR_INVALID_ARGUMENT, as on set
+        try:
+            return key.decode("utf-8")
+        except UnicodeDecodeError:
+            _unknown(key)
+    if not isinstance(key, str):
+        raise TypeError(f"config key must be a str, not {type(key).__name__}")
+    return key
+
+
 def _key_info_probe() -> _lib.ConfigKeyInfo:
     ki = _lib.ConfigKeyInfo()
     ki.struct_size = ctypes.sizeof(ki)
@@ -216,7 +230,8 @@ class Config(_MappingBase):
         return Handle(ptr.value, _lib.lib().config_destroy, "config")
 
     # -- mapping
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str | bytes) -> Any:
+        key = _key_text(key)
         info = describe(key)
         L = _lib.lib()
         k = key.encode()
@@ -320,6 +335,11 @@ class Config(_MappingBase):
         return len(_all_infos())
 
     def __contains__(self, key: object) -> bool:
+        if isinstance(key, bytes):
+            try:
+                key = _key_text(key)
+            except Error:
+                return False
         return isinstance(key, str) and key in _all_infos()
 
     # MutableMapping's popitem takes the first key of iteration, which is every key, set

@@ -187,6 +187,24 @@ def test_bytes_with_a_nul_are_refused_as_str_is(call):
     assert c.to_dict() == {"train.lr": 1e-3}
 
 
+def test_a_key_as_bytes_reads_what_it_set():
+    """Setting and unsetting took bytes keys, reading said the same key was unknown
+    (cfg[b"train.lr"] after cfg[b"train.lr"] = 0.5). Now every access takes them as
+    their UTF-8 text; bytes that are not UTF-8 are an unknown key, a NUL is refused."""
+    c = fastrl.Config()
+    c[b"train.lr"] = 0.5
+    assert c[b"train.lr"] == 0.5 and c.get(b"train.lr") == 0.5
+    assert b"train.lr" in c and b"\xff" not in c and b"nope" not in c
+    with pytest.raises(fastrl.Error) as ei:
+        c[b"\xff"]
+    assert ei.value.status == Status.ERR_UNKNOWN_NAME
+    with pytest.raises(fastrl.Error) as ei:
+        c[b"train.lr\0x"]
+    assert ei.value.status == Status.ERR_INVALID_ARGUMENT
+    with pytest.raises(TypeError):
+        c[3]
+
+
 def test_update_from_a_config_takes_its_set_keys():
     """update(other_config) read other's items(), which are every key with its default,
     so all 114 keys became set: equal settings compared unequal, and a Trainer on a
