@@ -148,6 +148,17 @@ START_TEST(int_overflow_is_range)
     assert_int_overflow("train.num_envs", "1.5e30", "outside [1, 1048576]");
     assert_int_overflow("train.num_envs", "0x10000000000000000", "outside [1, 1048576]");
     assert_int_overflow("policy.hidden", "64,99999999999999999999999", "outside [1, 4096]");
+    /* an item of 32 characters or more was "not a list of integers": it reads as the
+     * scalar keys read it (leading zeros; beyond int64 a range error) */
+    assert_int_overflow("policy.hidden", "64,999999999999999999999999999999999999",
+                        "outside [1, 4096]");
+    ck_assert_int_eq(frl_config_set(cfg, "policy.hidden",
+                                    "0000000000000000000000000000000000000064,32"), FRL_OK);
+    int64_t v[8];
+    int32_t n = 0;
+    ck_assert_int_eq(frl_config_get_int_list(cfg, "policy.hidden", v, 8, &n), FRL_OK);
+    ck_assert(n == 2 && v[0] == 64 && v[1] == 32);
+    frl_config_unset(cfg, "policy.hidden");
     ck_assert_int_eq(frl_config_parse(cfg, "train.num_envs=99999999999999999999999"),
                      FRL_ERR_RANGE);
     /* still exact otherwise: int64's ends are numbers in range of runtime.seed's type,

@@ -444,9 +444,14 @@ static frl_status parse_list(char *err, const frl_key_def *d, const char *text, 
 {
     frl_int_list l = {0, {0}};
     for (const char *p = text; *p;) {
-        char item[32];
+        /* room for what a scalar int key reads (leading zeros, a number beyond int64, which
+         * is a range error there too); longer is no integer anyone means */
+        char item[128];
         size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof item || l.n == FRL_LIST_MAX)
+        if (len >= sizeof item)
+            return frl_fail(err, FRL_ERR_PARSE, "config key '%s': an item of '%.40s...' is "
+                            "longer than %d characters", d->name, p, (int)sizeof item - 1);
+        if (len == 0 || l.n == FRL_LIST_MAX)
             return frl_fail(err, FRL_ERR_PARSE,
                             "config key '%s': '%s' is not a list of at most %d integers "
                             "separated by commas",
