@@ -164,10 +164,14 @@ class Evo(Closable):
     def tell(self, fitness: npt.ArrayLike) -> None:
         """The fitness of each member asked for (``population`` numbers, higher is
         better). A non-finite fitness raises ``Error`` (``ERR_NONFINITE``, naming the
-        member) and a wrong length ``ERR_SIZE``; the optimiser is then unchanged. Tell
-        before ask is ``ERR_STATE``."""
+        member), a wrong length ``ERR_SIZE`` and an array of bools or strings
+        ``TypeError``; the optimiser is then unchanged. Tell before ask is
+        ``ERR_STATE``."""
         ptr = self._idle("tell")
-        f = np.ascontiguousarray(fitness, dtype=np.float64)
+        raw = np.asarray(fitness)
+        if raw.dtype.kind not in "iuf":  # bools, strings, objects: not fitnesses
+            raise TypeError(f"tell: fitness must be an array of numbers, not {raw.dtype}")
+        f = np.ascontiguousarray(raw, dtype=np.float64)
         if f.ndim != 1 or f.size >= 2**31:
             raise Error(Status.ERR_SIZE, f"tell: fitness of shape {f.shape}; expected "
                         f"({self.population},)")

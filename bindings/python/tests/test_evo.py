@@ -148,6 +148,10 @@ def test_tell_errors_leave_the_optimiser_unchanged():
     with pytest.raises(fastrl.Error) as ei:
         e.tell(f.reshape(2, 4))
     assert ei.value.status == Status.ERR_SIZE
+    # a mask or labels are no fitnesses (a bool array was read as 0s and 1s)
+    for wrong in (f > f.mean(), np.array(["1"] * 8), np.array([None] * 8)):
+        with pytest.raises(TypeError):
+            e.tell(wrong)
     assert e.generation == 0
     assert np.array_equal(e.ask(), x)  # still the same generation
     e.tell(list(f))  # any sequence of numbers
