@@ -466,6 +466,50 @@ START_TEST(es_ties_move_nothing)
 }
 END_TEST
 
+/* Finite fitnesses near DBL_MAX: ES's mean fitness stays finite (it summed to inf), and
+ * a GA tell that would carry an elite's sum beyond a double is refused whole (the sum
+ * became inf, ranked above everything and made every later save fail). */
+static void tell_all(frl_evo *e, double value, frl_status want)
+{
+    int32_t P = frl_evo_population(e);
+    float *x = malloc(sizeof(float) * (size_t)P * N);
+    double *f = malloc(sizeof(double) * (size_t)P);
+    for (int32_t i = 0; i < P; i++)
+        f[i] = value;
+    ck_assert_int_eq(frl_evo_ask(e, x, (int64_t)P * N), FRL_OK);
+    ck_assert_int_eq(frl_evo_tell(e, f, P), want);
+    free(x);
+    free(f);
+}
+
+START_TEST(huge_fitnesses)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_evo_huge_%d.frl", (int)getpid());
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_evo *e = make_evo(rt, es_settings);
+    float best[N];
+    double fit;
+    tell_all(e, 1.5e308, FRL_OK);
+    ck_assert_int_eq(frl_evo_best(e, best, N, &fit), FRL_OK);
+    ck_assert_msg(fabs(fit / 1.5e308 - 1) < 1e-12, "ES's mean fitness %g", fit);
+    ck_assert_int_eq(frl_evo_save(e, path), FRL_OK);
+    frl_evo_destroy(e);
+    e = make_evo(rt, ga_settings);
+    tell_all(e, 1.5e308, FRL_OK);
+    tell_all(e, 1.5e308, FRL_ERR_RANGE);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "beyond a double's range"));
+    ck_assert_int_eq(frl_evo_generation(e), 1);
+    tell_all(e, -1e308, FRL_OK);
+    ck_assert_int_eq(frl_evo_best(e, best, N, &fit), FRL_OK);
+    ck_assert(isfinite(fit));
+    ck_assert_int_eq(frl_evo_save(e, path), FRL_OK);
+    remove(path);
+    frl_evo_destroy(e);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(ga_genomes_rebuild)
 {
     frl_runtime *rt = frl_test_runtime(2);
@@ -1112,6 +1156,7 @@ static Suite *suite(void)
     tcase_add_test(c, evaluate_routes_members);
     tcase_add_test(c, es_ask_tell);
     tcase_add_test(c, es_ties_move_nothing);
+    tcase_add_test(c, huge_fitnesses);
     tcase_add_test(c, ga_genomes_rebuild);
     tcase_add_test(c, save_load);
     tcase_add_test(c, run_callback);

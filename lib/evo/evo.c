@@ -208,6 +208,11 @@ static void fitness_stats(frl_evo *e, const double *f)
         best = f[i] > best ? f[i] : best;
     }
     e->last_fitness[0] = sum / e->P;
+    if (!isfinite(sum)) { /* finite fitnesses near DBL_MAX: their mean is finite */
+        e->last_fitness[0] = 0;
+        for (int32_t i = 0; i < e->P; i++)
+            e->last_fitness[0] += f[i] / e->P;
+    }
     e->last_fitness[1] = best;
 }
 

@@ -247,14 +247,32 @@ static void carry_scores(frl_evo *e)
     }
 }
 
+/* A member's fitnesses are summed over the generations it is evaluated in (elites again
+ * and again): a sum beyond DBL_MAX would rank it as infinite and could not be saved
+ * (checkpoints hold finite sums), so the tell that overflows one is refused whole. */
+static frl_status check_sums(frl_evo *e, const double *fitness)
+{
+    const frl_ga *g = &e->ga;
+    for (int32_t i = 0; i < e->P; i++)
+        if (!isfinite(g->acc_sum[i] + fitness[i]))
+            return frl_fail(e->err, FRL_ERR_RANGE, "frl_evo_tell: member %d's fitness sum "
+                            "(%g + %g over its evaluations) is beyond a double's range; the "
+                            "optimiser is unchanged (scale the fitnesses down)", (int)i,
+                            g->acc_sum[i], fitness[i]);
+    return FRL_OK;
+}
+
 frl_status frl_ga_tell(frl_evo *e, const double *fitness)
 {
     frl_ga *g = &e->ga;
+    frl_status st = check_sums(e, fitness);
+    if (st != FRL_OK)
+        return st;
     int32_t longest = 0;
     for (int32_t i = 0; i < e->P; i++)
         longest = g->len[i] > longest ? g->len[i] : longest;
     if (longest + 1 > g->cap) {
-        frl_status st = grow(e, g->cap * 2);
+        st = grow(e, g->cap * 2);
         if (st != FRL_OK)
             return st;
     }
