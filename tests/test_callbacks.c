@@ -263,6 +263,52 @@ START_TEST(nested_single_env_step_leaves_action)
 }
 END_TEST
 
+/* A reset callback that steps its own env: refused as a nested call, where it once read
+ * "call frl_env_reset first" (first reset) or "the episode has ended" (a later one). */
+typedef struct nested_reset {
+    counter c;
+    frl_env *self;
+    frl_status got;
+    char msg[256];
+} nested_reset;
+
+static int nested_reset_reset(void *user, uint64_t seed, float *obs)
+{
+    nested_reset *n = user;
+    int32_t a = 0;
+    float o[2], r;
+    uint8_t t, u;
+    n->got = frl_env_step(n->self, &a, o, &r, &t, &u);
+    snprintf(n->msg, sizeof n->msg, "%s", frl_last_error());
+    return counter_reset(&n->c, seed, obs);
+}
+
+START_TEST(step_from_reset_callback_is_named_nested)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    nested_reset n;
+    memset(&n, 0, sizeof n);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = nested_reset_reset;
+    cb.step = counter_step; /* n.c is first: n is a counter */
+    frl_space *obs, *act;
+    make_spaces(&obs, &act);
+    ck_assert_int_eq(frl_env_create_callbacks(&n.self, rt, &cb, &n, obs, act, NULL), FRL_OK);
+    float o[2];
+    for (int k = 0; k < 2; k++) { /* the first reset, then one of a started env */
+        n.got = FRL_OK;
+        ck_assert_int_eq(frl_env_reset(n.self, 1, o), FRL_OK);
+        ck_assert_int_eq(n.got, FRL_ERR_STATE);
+        ck_assert_msg(strstr(n.msg, "own callbacks"), "%s", n.msg);
+    }
+    frl_env_destroy(n.self);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A single host env with a state (its position) whose reset callback reads its own
  * env's state: the call is refused, since mid-reset the library still holds the ended
  * episode's elapsed count, and the state would pair the new episode's position with it. */
@@ -427,6 +473,7 @@ int main(void)
     tcase_add_test(tc, batch_world_autoreset);
     tcase_add_test(tc, nested_calls_from_callbacks_refused);
     tcase_add_test(tc, nested_single_env_step_leaves_action);
+    tcase_add_test(tc, step_from_reset_callback_is_named_nested);
     tcase_add_test(tc, nested_get_state_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

@@ -121,6 +121,11 @@ static frl_status check_step_args(frl_env *e, const void *action, const float *o
                         : !term ? "terminated" : !trunc ? "truncated" : NULL;
     if (missing)
         return frl_fail(e->err, FRL_ERR_NULL, "frl_env_step: %s is NULL", missing);
+    /* from the env's own reset callback the env reads as never reset, or as ended:
+     * the nesting is what is wrong */
+    frl_status st = frl_vec_env_check_idle(e->v, "frl_env_step");
+    if (st != FRL_OK)
+        return st;
     if (!e->v->has_reset)
         return frl_fail(e->err, FRL_ERR_STATE, "frl_env_step: call frl_env_reset first");
     if (e->v->b.needs_reset[0])

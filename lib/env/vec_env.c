@@ -508,15 +508,25 @@ void frl_vec_env_callback_failed(const frl_vec_env *v, int32_t i, const char *wh
         snprintf(err, FRL_ERRMSG_SIZE, "%s callback returned %d", what, rc);
 }
 
+/* The thread's message only: the running call owns v->err, and the callbacks that call
+ * back in may run on several pool threads at once. */
+static frl_status busy_error(const char *who)
+{
+    return frl_fail(NULL, FRL_ERR_STATE, "%s: the vec env is already being reset or stepped "
+                    "(a call from one of its own callbacks, or from a second thread at once); "
+                    "nothing was done", who);
+}
+
 frl_status frl_vec_env_enter(frl_vec_env *v, const char *who)
 {
     if (!atomic_exchange_explicit(&v->busy, 1, memory_order_acquire))
         return FRL_OK;
-    /* The thread's message only: the running call owns v->err, and the callbacks that
-     * call back in may run on several pool threads at once. */
-    return frl_fail(NULL, FRL_ERR_STATE, "%s: the vec env is already being reset or stepped "
-                    "(a call from one of its own callbacks, or from a second thread at once); "
-                    "nothing was done", who);
+    return busy_error(who);
+}
+
+frl_status frl_vec_env_check_idle(frl_vec_env *v, const char *who)
+{
+    return atomic_load_explicit(&v->busy, memory_order_acquire) ? busy_error(who) : FRL_OK;
 }
 
 frl_status frl_vec_env_hold(frl_vec_env *v, const char *who, const char *what)

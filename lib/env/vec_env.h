@@ -84,6 +84,9 @@ void frl_vec_env_callback_failed(const frl_vec_env *v, int32_t i, const char *wh
 /* Claim v for a call that runs its envs (FRL_ERR_STATE naming `who` if a reset, step or
  * set_state is already running on it); frl_vec_env_leave gives it back. */
 frl_status frl_vec_env_enter(frl_vec_env *v, const char *who);
+/* The same refusal without taking the env: for checks that must name a nested call
+ * before any other state (mid-reset, the env reads as never reset). */
+frl_status frl_vec_env_check_idle(frl_vec_env *v, const char *who);
 static inline void frl_vec_env_leave(frl_vec_env *v)
 {
     atomic_store_explicit(&v->busy, 0, memory_order_release);
