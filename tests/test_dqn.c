@@ -940,6 +940,37 @@ START_TEST(forged_ppo_adam_refused)
 }
 END_TEST
 
+/* A load_vec refused over a forged env.totals (the counters say the run had started, the
+ * totals that its envs were never reset) leaves the caller's vec env as it was: the
+ * check used to run after the saved arrays and has_reset were written into it, so the
+ * refused load left a vec env that no longer stepped (FRL_ERR_STATE). */
+START_TEST(refused_load_vec_leaves_the_vec_env)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72];
+    forged_paths("frl_ppo_reset", path, bad);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.num_envs=4 train.rollout=16", &t),
+                     FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    rewrite_section(path, bad, "env.totals", never_reset, NULL);
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "CartPole-v1", 4, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 7), FRL_OK);
+    frl_trainer *back = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_load_vec(&back, rt, bad, v, NULL), FRL_ERR_FORMAT);
+    ck_assert_ptr_null(back);
+    ck_assert_msg(strstr(frl_last_error(), "never reset"), "%s", frl_last_error());
+    ck_assert_msg(frl_vec_env_step(v) == FRL_OK, "%s", frl_last_error());
+    frl_vec_env_destroy(v);
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dqn");
@@ -964,6 +995,7 @@ int main(void)
     tcase_add_test(tc, damaged_replay_file);
     tcase_add_test(tc, forged_checkpoint_contents);
     tcase_add_test(tc, forged_ppo_adam_refused);
+    tcase_add_test(tc, refused_load_vec_leaves_the_vec_env);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -313,6 +313,25 @@ static frl_status check_network(const frl_trainer *t, const frl_container *c, ch
                     (unsigned long long)p->count, (unsigned long long)t->policy->num_params);
 }
 
+/* A run that had started steps on without resetting its envs, so they must have been
+ * reset before the save. Checked from the file before any group is restored: a refused
+ * load must leave a host's vec env (frl_trainer_load_vec) untouched. */
+static frl_status check_saved_reset(const frl_container *c, int32_t g, char *err)
+{
+    char name[FRL_SECTION_NAME_MAX];
+    if (g == 0)
+        snprintf(name, sizeof name, "env.totals");
+    else
+        snprintf(name, sizeof name, "env.g%d.totals", (int)g);
+    const frl_section *s = frl_container_find(c, name, FRL_DTYPE_I64, 4, err);
+    if (!s)
+        return FRL_ERR_FORMAT;
+    if (((const int64_t *)s->data)[3] != 0)
+        return FRL_OK;
+    return frl_fail(err, FRL_ERR_FORMAT, "trainer.counters say the run had started and env "
+                    "group %d's state that its envs were never reset", (int)g);
+}
+
 static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
 {
     frl_status st = check_network(t, c, err);
@@ -325,15 +344,11 @@ static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
         st = restore_counters(t, c, err);
     if (st == FRL_OK)
         st = frl_policy_restore_state(t->policy, c, err);
-    for (int32_t g = 0; g < t->groups && st == FRL_OK && !t->dist; g++) {
-        /* A run that had not started, or failed in a callback, resets its envs first. */
+    for (int32_t g = 0; g < t->groups && st == FRL_OK && !t->dist && t->book.pr.started; g++)
+        st = check_saved_reset(c, g, err);
+    /* A run that had not started, or failed in a callback, resets its envs first. */
+    for (int32_t g = 0; g < t->groups && st == FRL_OK && !t->dist; g++)
         st = frl_vec_env_restore_group(t->venvs[g], g, c, t->book.pr.started != 0, err);
-        /* A run that had started steps on without resetting its envs: they must have
-         * been reset before the save. */
-        if (st == FRL_OK && t->book.pr.started && !t->venvs[g]->has_reset)
-            st = frl_fail(err, FRL_ERR_FORMAT, "trainer.counters say the run had started and "
-                          "env group %d's state that its envs were never reset", (int)g);
-    }
     return st;
 }
 
