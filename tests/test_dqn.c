@@ -971,6 +971,42 @@ START_TEST(refused_load_vec_leaves_the_vec_env)
 }
 END_TEST
 
+static void nan_disc_return(void *data, uint64_t count, void *user)
+{
+    (void)user;
+    ((double *)data)[count - 1] = NAN;
+}
+
+/* A forged trainer.disc_return (reward normalisation's discounted return of each env)
+ * holding NaN is refused at load: it used to load, the first step made the
+ * normaliser's mean, variance and scale NaN for good, and the run then failed as
+ * "training diverged ... lower train.lr", blaming the settings for the file. */
+START_TEST(forged_disc_return_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72];
+    forged_paths("frl_ppo_disc", path, bad);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1",
+                                    "train.num_envs=4 train.rollout=16 train.reward_norm=true",
+                                    &t),
+                     FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    rewrite_section(path, bad, "trainer.disc_return", nan_disc_return, NULL);
+    frl_trainer *back = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);
+    ck_assert_ptr_null(back);
+    ck_assert_msg(strstr(frl_last_error(), "trainer.disc_return"), "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&back, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    frl_trainer_destroy(back);
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dqn");
@@ -996,6 +1032,7 @@ int main(void)
     tcase_add_test(tc, forged_checkpoint_contents);
     tcase_add_test(tc, forged_ppo_adam_refused);
     tcase_add_test(tc, refused_load_vec_leaves_the_vec_env);
+    tcase_add_test(tc, forged_disc_return_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

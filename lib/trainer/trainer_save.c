@@ -196,6 +196,19 @@ static frl_status restore_dist(frl_trainer *t)
     return FRL_OK;
 }
 
+/* Reward normalisation's discounted return of each env. A NaN or a square beyond
+ * double's range would turn the normaliser's statistics, and so every later reward,
+ * NaN; no run's discounted return comes near 1e100 (float rewards over < 2^53 steps). */
+static frl_status check_disc_return(const double *d, int64_t n, char *err)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabs(d[i]) <= 1e100))
+            return frl_fail(err, FRL_ERR_FORMAT, "trainer.disc_return holds %g for env %lld, "
+                            "not a discounted return (not finite, or beyond 1e100)", d[i],
+                            (long long)i);
+    return FRL_OK;
+}
+
 static frl_status restore_counters(frl_trainer *t, const frl_container *c, char *err)
 {
     const frl_section *cs = frl_container_find(c, "trainer.counters", FRL_DTYPE_I64, COUNTERS, err);
@@ -230,7 +243,9 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     if (!(r[0] >= 0 && r[0] <= 1e300) || !isfinite(r[1]) || !(r[2] >= 0 && r[2] <= 1e300) ||
         !(r[3] > 0 && r[3] <= FLT_MAX))
         return frl_fail(err, FRL_ERR_FORMAT, "trainer.reward_norm is not a normaliser's state");
-    frl_status st = t->learner.ops->load(&t->learner, c, k[4], err);
+    frl_status st = check_disc_return(dr->data, (int64_t)dr->count, err);
+    if (st == FRL_OK)
+        st = t->learner.ops->load(&t->learner, c, k[4], err);
     if (st != FRL_OK)
         return st;
     frl_rollout_book *b = &t->book;
