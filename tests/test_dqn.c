@@ -1007,6 +1007,39 @@ START_TEST(forged_disc_return_refused)
 }
 END_TEST
 
+static void nan_first_double(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((double *)data)[0] = NAN;
+}
+
+/* A forged env.ep_return (each env's return so far) holding NaN is refused at load:
+ * it used to load, the episode's NaN return went into the episode window, and the next
+ * checkpoint, which saves that window, could not be loaded. */
+START_TEST(forged_episode_return_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72];
+    forged_paths("frl_ppo_epret", path, bad);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.num_envs=4 train.rollout=16", &t),
+                     FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    rewrite_section(path, bad, "env.ep_return", nan_first_double, NULL);
+    frl_trainer *back = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);
+    ck_assert_ptr_null(back);
+    ck_assert_msg(strstr(frl_last_error(), "env.ep_return"), "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&back, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    frl_trainer_destroy(back);
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dqn");
@@ -1033,6 +1066,7 @@ int main(void)
     tcase_add_test(tc, forged_ppo_adam_refused);
     tcase_add_test(tc, refused_load_vec_leaves_the_vec_env);
     tcase_add_test(tc, forged_disc_return_refused);
+    tcase_add_test(tc, forged_episode_return_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -253,6 +253,28 @@ static frl_status check_elapsed(const frl_vec_env *v, const char *section,
     return FRL_OK;
 }
 
+/* The episode bookkeeping a run can hold: finite running returns and rewards (a step
+ * records no other). A forged NaN in a running return went into the trainer's episode
+ * window when the episode ended, and the next checkpoint, which saves that window,
+ * could not be loaded. (done_return is left: the step that ends an episode writes it,
+ * and its float copy of a finite return can be infinite.) */
+static frl_status check_returns(const frl_vec_env *v, const env_array *a, int32_t k,
+                                const frl_section *const *found, char *err)
+{
+    static const char *const names[] = {"ep_return", "rewards"};
+    for (int32_t j = 0; j < 2; j++) {
+        int32_t at = index_of(a, k, names[j]);
+        for (int32_t i = 0; i < v->n; i++) {
+            double x = a[at].type == FRL_DTYPE_F64 ? ((const double *)found[at]->data)[i]
+                                                   : ((const float *)found[at]->data)[i];
+            if (!isfinite(x))
+                return frl_fail(err, FRL_ERR_FORMAT, "%s: env %d holds %g, which no run "
+                                "does (not finite)", a[at].name, (int)i, x);
+        }
+    }
+    return FRL_OK;
+}
+
 /* Index in its row of the first saved observation value the space cannot hold, or -1:
  * what a step refuses from an env is refused from a file too (before, a forged NaN
  * loaded and the policy refused it at the next act). Pixels are any bytes; a mixed
@@ -303,7 +325,8 @@ frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_co
     if (v->kind == VEC_BUILTIN &&
         (st = check_sims(v, a[sims].name, found[sims]->data, err)) != FRL_OK)
         return st;
-    if ((st = check_elapsed(v, a[elapsed].name, found[elapsed]->data, err)) != FRL_OK)
+    if ((st = check_elapsed(v, a[elapsed].name, found[elapsed]->data, err)) != FRL_OK ||
+        (st = check_returns(v, a, k, found, err)) != FRL_OK)
         return st;
     int32_t obs = index_of(a, k, "obs");
     if (steps_on && (st = check_obs(v, a[obs].name, found[obs]->data, err)) != FRL_OK)
