@@ -3,6 +3,7 @@
  * continued with frl_trainer_load_vec exactly as an uninterrupted run), the refusals
  * for hosts without state, batch worlds and async trainers, and the checks
  * frl_trainer_load_vec makes before it touches the vec env. */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ typedef struct walker {
     double x, v;
     int fail_get, fail_set; /* make get_state / set_state return -7 */
     int fail_step;          /* make step return -7 */
+    int huge, huge_steps;   /* reward FLT_MAX a step and end the episode every 2 steps */
     int sets, resets;       /* set_state and reset calls */
     int stale, stale_steps; /* steps taken while stale: set by a test, cleared by reset */
     struct saver *saver;    /* the next step waits while another thread saves */
@@ -100,8 +102,8 @@ static int walker_step(void *user, const void *action, float *obs, float *reward
     w->stale_steps += w->stale;
     w->v = 0.9 * w->v + (*(const int32_t *)action ? 0.03 : -0.03);
     w->x += w->v;
-    *reward = (float)(1.0 - fabs(w->x));
-    *terminated = fabs(w->x) > 1.5;
+    *reward = w->huge ? FLT_MAX : (float)(1.0 - fabs(w->x));
+    *terminated = fabs(w->x) > 1.5 || (w->huge && ++w->huge_steps % 2 == 0);
     *truncated = 0;
     observe(w, obs);
     return 0;
@@ -636,6 +638,48 @@ START_TEST(load_vec_of_a_builtin)
 }
 END_TEST
 
+/* Finite rewards can still make an episode's return overflow a float (two steps of
+ * FLT_MAX here): the episode window then holds infinity, which frl_trainer_load refuses.
+ * The save used to write that file over the good one; it refuses it and keeps the old.
+ * (DQN with learning_starts beyond the run, so no update diverges on such rewards.) */
+START_TEST(save_refuses_a_window_that_would_not_load)
+{
+    char path[160];
+    temp_path(path, sizeof path, "window");
+    frl_runtime *rt = runtime(1);
+    walker w[WALKERS];
+    memset(w, 0, sizeof w);
+    frl_vec_env *v = walkers(rt, w, WALKERS, 1);
+    frl_trainer *t = trainer_on(rt, v, "train.algo=dqn train.learning_starts=100000 "
+                                       "train.train_freq=4 policy.hidden=16,16");
+    ck_assert_int_eq(frl_trainer_train(t, WALKERS * 8), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    struct stat before;
+    ck_assert_int_eq(stat(path, &before), 0);
+    for (int i = 0; i < WALKERS; i++)
+        w[i].huge = 1;
+    ck_assert_int_eq(frl_trainer_train(t, WALKERS * 16), FRL_OK);
+    ck_assert(isinf(frl_trainer_metrics(t)->mean_return));
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(frl_trainer_last_error(t), "trainer.recent_return"), "%s",
+                  frl_trainer_last_error(t));
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    /* The earlier file is still there, and loads. */
+    struct stat after;
+    ck_assert_int_eq(stat(path, &after), 0);
+    ck_assert(after.st_ino == before.st_ino);
+    for (int i = 0; i < WALKERS; i++)
+        w[i].huge = 0;
+    v = walkers(rt, w, WALKERS, 1);
+    ck_assert_msg(frl_trainer_load_vec(&t, rt, path, v, NULL) == FRL_OK, "%s", frl_last_error());
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+    unlink(path);
+}
+END_TEST
+
 static int save_from_callback(void *user, const frl_metrics *m)
 {
     saver *s = user;
@@ -709,6 +753,7 @@ int main(void)
     tcase_add_test(tc, async_save_after_a_failed_step_resets_on_load);
     tcase_add_test(tc, load_vec_of_a_builtin);
     tcase_add_test(tc, save_from_another_thread_mid_rollout_is_refused);
+    tcase_add_test(tc, save_refuses_a_window_that_would_not_load);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -52,7 +52,11 @@ static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, 
     const int64_t c[COUNTERS] = {k->pr.env_steps, k->pr.updates, k->pr.rollout_steps,
                                  k->pr.episodes, learner_steps, k->pr.started, t->B};
     memcpy(b->counters, c, sizeof c);
-    frl_section_add(s, n, "trainer.recent_return", FRL_DTYPE_F32, FRL_RECENT_EPISODES, k->recent_return);
+    /* Loading refuses a non-finite window, which finite rewards can still make (an
+     * episode's return beyond float's range): refused here too, so such a run does not
+     * replace its last good file with one that cannot be loaded. */
+    frl_section_add_finite(s, n, "trainer.recent_return", FRL_DTYPE_F32, FRL_RECENT_EPISODES,
+                           k->recent_return);
     frl_section_add(s, n, "trainer.recent_length", FRL_DTYPE_I32, FRL_RECENT_EPISODES, k->recent_length);
     frl_section_add(s, n, "trainer.reward_norm", FRL_DTYPE_F64, 4, b->rn);
     frl_section_add(s, n, "trainer.disc_return", FRL_DTYPE_F64, (uint64_t)t->B, k->disc_return);
