@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "rl/policy.h"
+#include "trainer/trainer.h"
 #include "test_util.h"
 #include "trainer_checks.h"
 
@@ -240,6 +241,35 @@ START_TEST(impala_checkpoint_from_before_loads)
 }
 END_TEST
 
+/* A checkpoint's settings never hold dist.comm (a communicator's handle is the process's):
+ * one forged into the file is dropped on load, not passed to the MPI plugin as a handle. */
+START_TEST(saved_dist_comm_is_dropped)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72], text[4096];
+    forged_paths("frl_dist_comm", path, bad);
+    save_small_run(rt, "", path);
+    char err[FRL_ERRMSG_SIZE];
+    frl_container *c = NULL;
+    ck_assert_int_eq(frl_container_read(&c, path, NULL, err), FRL_OK);
+    const frl_section *st = frl_container_find(c, "trainer.settings", FRL_DTYPE_TEXT, -1, err);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_uint_lt(st->count + 32, sizeof text);
+    ck_assert_ptr_null(memmem(st->data, st->count, "dist.comm", 9));
+    memcpy(text, st->data, st->count);
+    snprintf(text + st->count, sizeof text - st->count, "\ndist.comm=12345\n");
+    frl_container_free(c);
+    rewrite_text(path, bad, "trainer.settings", text);
+    frl_trainer *t;
+    ck_assert_msg(frl_trainer_load(&t, rt, bad, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_cfg_int(t->cfg, FRL_KEY_DIST_COMM), -1);
+    frl_trainer_destroy(t);
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A PPO checkpoint loaded with train.algo=impala keeps PPO's saved train.advantage=gae,
  * which IMPALA refuses: the refusal says the value is the saved run's, not the caller's,
  * and the load goes through once the caller overrides it too. */
@@ -318,6 +348,7 @@ int main(void)
     tcase_add_test(tc, bounds_that_are_not_floats);
     tcase_add_test(tc, q_policy_keeps_its_epsilon);
     tcase_add_test(tc, impala_checkpoint_from_before_loads);
+    tcase_add_test(tc, saved_dist_comm_is_dropped);
     tcase_add_test(tc, algo_override_names_the_saved_run);
     tcase_add_test(tc, saved_observations_checked);
     suite_add_tcase(s, tc);

@@ -309,6 +309,10 @@ static frl_status load_settings(frl_runtime *rt, const frl_container *c, const f
         frl_config_destroy(*out);
         return FRL_ERR_FORMAT;
     }
+    /* A communicator's handle belongs to the process that made it: a save leaves it out,
+     * and a file that holds one (forged) must not hand a number to the MPI plugin as a
+     * handle. The caller's override may still give one. */
+    frl_config_unset(*out, "dist.comm");
     saved->alpha = frl_cfg_float(*out, FRL_KEY_TRAIN_PER_ALPHA);
     frl_cfg_choice_text(*out, FRL_KEY_TRAIN_ALGO, saved->algo, sizeof saved->algo);
     impala_as_it_ran(*out);
