@@ -346,6 +346,55 @@ START_TEST(ring_failures_from_two_threads)
 }
 END_TEST
 
+/* Two threads fail frl_policy_act on one policy at once (acting with a workspace is
+ * allowed on several threads): each gets its own whole message in frl_last_error(),
+ * and the policy's shared message is one of the two whole. The checks once wrote the
+ * policy's buffer without a lock, a data race (torn text here, a report under TSan). */
+typedef struct act_failer {
+    frl_policy *p;
+    int nan_side, wrong;
+    char last[256];
+} act_failer;
+
+static void *fail_acting(void *user)
+{
+    act_failer *f = user;
+    float obs[8 * 4], act[8 * 2];
+    obs_batch(obs, 8);
+    if (f->nan_side)
+        obs[3 * 4 + 1] = NAN;
+    _Alignas(64) static unsigned char small_ws[64];
+    frl_act_args a = args_for(f->p, obs, act, NULL, NULL, 8);
+    if (!f->nan_side) {
+        a.workspace = small_ws; /* too small for one row */
+        a.workspace_size = sizeof small_ws;
+    }
+    frl_status want = f->nan_side ? FRL_ERR_NONFINITE : FRL_ERR_SIZE;
+    for (int i = 0; i < (FRL_TEST_TSAN ? 2000 : 20000); i++)
+        f->wrong += frl_policy_act(f->p, &a) != want;
+    snprintf(f->last, sizeof f->last, "%s", frl_last_error());
+    return NULL;
+}
+
+START_TEST(act_failures_from_two_threads)
+{
+    fix f;
+    make(&f, 0, "policy.hidden=8");
+    act_failer a = {f.p, 1, 0, ""}, b = {f.p, 0, 0, ""};
+    pthread_t ta, tb;
+    ck_assert_int_eq(pthread_create(&ta, NULL, fail_acting, &a), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, fail_acting, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ck_assert_int_eq(a.wrong + b.wrong, 0);
+    ck_assert_ptr_nonnull(strstr(a.last, "row 3, element 1 is not finite"));
+    ck_assert_ptr_nonnull(strstr(b.last, "workspace must be 64-byte aligned"));
+    const char *m = frl_policy_last_error(f.p);
+    ck_assert_msg(strcmp(m, a.last) == 0 || strcmp(m, b.last) == 0, "torn message: \"%s\"", m);
+    unmake(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy");
@@ -357,6 +406,7 @@ int main(void)
     tcase_add_loop_test(tc, save_and_load_round_trip, 0, 2);
     tcase_add_test(tc, ring_slots_and_sizes);
     tcase_add_test(tc, ring_failures_from_two_threads);
+    tcase_add_test(tc, act_failures_from_two_threads);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

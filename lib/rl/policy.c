@@ -585,7 +585,7 @@ static frl_status check_act_widths(frl_policy *p, const frl_act_args *a)
         return FRL_OK;
     int64_t want_obs = frl_space_width(p->obs_space), want_act = frl_space_width(p->act_space);
     if (a->observation_width != want_obs || a->action_width != want_act)
-        return frl_fail(p->err, FRL_ERR_SIZE,
+        return frl_fail(NULL, FRL_ERR_SIZE,
                         "frl_policy_act: the arrays are %lld observation and %lld action "
                         "values wide, the policy's spaces %lld and %lld (set "
                         "args->observation_width and args->action_width to the widths "
@@ -639,7 +639,7 @@ static frl_status check_core_state(frl_policy *p, const frl_act_args *a)
             continue;
         int64_t bad = frl_find_nonfinite(a->state + (size_t)i * (size_t)p->state_w, p->state_w);
         if (bad >= 0)
-            return frl_fail(p->err, FRL_ERR_NONFINITE,
+            return frl_fail(NULL, FRL_ERR_NONFINITE,
                             "frl_policy_act: args->state of row %d, element %lld is not "
                             "finite (a row holds what act wrote there, or zeros for a new "
                             "agent; reset[i] zeroes it)", (int)i, (long long)bad);
@@ -654,13 +654,13 @@ static frl_status check_act_state(frl_policy *p, const frl_act_args *a)
     int has = a->struct_size >= offsetof(frl_act_args, reset) + sizeof a->reset;
     int64_t width = has ? a->state_width : 0;
     if (width != p->state_w)
-        return frl_fail(p->err, FRL_ERR_SIZE,
+        return frl_fail(NULL, FRL_ERR_SIZE,
                         "frl_policy_act: args->state_width is %lld, the policy's state is %d "
                         "floats a row (frl_policy_state_size)%s", (long long)width,
                         (int)p->state_w,
                         has ? "" : "; this caller was built before the state fields existed");
     if (p->state_w && !a->state)
-        return frl_fail(p->err, FRL_ERR_NULL,
+        return frl_fail(NULL, FRL_ERR_NULL,
                         "frl_policy_act: args->state is NULL, and this policy keeps %s: pass "
                         "[batch x %d] floats of state, zeros for new agents", p->stack > 1
                         ? "each row's earlier frames (policy.frame_stack)"
@@ -668,31 +668,33 @@ static frl_status check_act_state(frl_policy *p, const frl_act_args *a)
     return p->towers ? check_core_state(p, a) : FRL_OK;
 }
 
+/* The checks write this thread's buffer only; frl_policy_act copies the message to the
+ * policy's under ws_lock (keep_act_failure). */
 static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
 {
     if (!a)
-        return frl_fail(p->err, FRL_ERR_NULL, "frl_policy_act: args is NULL");
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_policy_act: args is NULL");
     if (a->struct_size < offsetof(frl_act_args, workspace_size) + sizeof(size_t))
-        return frl_fail(p->err, FRL_ERR_VERSION,
+        return frl_fail(NULL, FRL_ERR_VERSION,
                         "frl_policy_act: args->struct_size %zu is too small (use "
                         "frl_act_args_init)", a->struct_size);
     if (!a->observations || !a->actions)
-        return frl_fail(p->err, FRL_ERR_NULL, "frl_policy_act: args->%s is NULL",
+        return frl_fail(NULL, FRL_ERR_NULL, "frl_policy_act: args->%s is NULL",
                         a->observations ? "actions" : "observations");
     if (check_act_widths(p, a) != FRL_OK)
         return FRL_ERR_SIZE;
     if (a->batch < 1)
-        return frl_fail(p->err, FRL_ERR_RANGE, "frl_policy_act: batch %d must be >= 1",
+        return frl_fail(NULL, FRL_ERR_RANGE, "frl_policy_act: batch %d must be >= 1",
                         (int)a->batch);
     frl_status st = check_act_state(p, a);
     if (st == FRL_OK)
         st = frl_policy_check_observations(p, a->observations, a->batch, "frl_policy_act",
-                                           p->err);
+                                           NULL);
     if (st != FRL_OK)
         return st;
     if (a->workspace && ((uintptr_t)a->workspace % FRL_CACHE_LINE != 0 ||
                          rows_that_fit(p, a->workspace_size) == 0))
-        return frl_fail(p->err, FRL_ERR_SIZE,
+        return frl_fail(NULL, FRL_ERR_SIZE,
                         "frl_policy_act: workspace must be 64-byte aligned and hold at least "
                         "%zu bytes (frl_policy_workspace_size(policy, 1)); it has %zu",
                         frl_policy_pass_floats(p, 1, 0) * sizeof(float), a->workspace_size);
@@ -777,13 +779,25 @@ static frl_status act_device(frl_policy *p, const frl_act_args *a)
     return st;
 }
 
+/* This thread's failure into the policy's message, under ws_lock: act may fail on
+ * several threads at once (each with its own workspace), and unguarded writes of the
+ * shared buffer were a data race whose text could come out torn. The device path
+ * writes the buffer under the same lock. */
+static frl_status keep_act_failure(frl_policy *p, frl_status st)
+{
+    pthread_mutex_lock(&p->ws_lock);
+    snprintf(p->err, sizeof p->err, "%s", frl_last_error());
+    pthread_mutex_unlock(&p->ws_lock);
+    return st;
+}
+
 FRL_API frl_status frl_policy_act(frl_policy *p, const frl_act_args *a)
 {
     if (!p)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_policy_act: policy is NULL");
     frl_status st = check_act_args(p, a);
     if (st != FRL_OK)
-        return st;
+        return keep_act_failure(p, st);
     if (p->dev) {
         /* One device model per policy: callers take turns, whatever workspace they bring. */
         pthread_mutex_lock(&p->ws_lock);
