@@ -290,7 +290,21 @@ static frl_status s_vec_batch(fixture *f, void **out)
                                     f->obs_space, f->act_space, NULL);
 }
 
+static frl_status s_space_mixed(fixture *f, void **out)
+{
+    frl_space *im = NULL;
+    ck_assert_int_eq(frl_space_create_image(&im, NULL, 4, 4, 4), FRL_OK);
+    frl_status st = frl_space_create_mixed((frl_space **)out, &f->alloc, im, f->obs_space);
+    frl_space_destroy(im);
+    return st;
+}
+static frl_status s_policy(fixture *f, void **out)
+{
+    return frl_policy_create((frl_policy **)out, f->rt, NULL, f->obs_space, f->act_space);
+}
+
 static void d_config(void *p) { frl_config_destroy(p); }
+static void d_policy(void *p) { frl_policy_destroy(p); }
 static void d_space(void *p) { frl_space_destroy(p); }
 static void d_runtime(void *p) { frl_runtime_destroy(p); }
 static void d_env(void *p) { frl_env_destroy(p); }
@@ -301,6 +315,8 @@ static const scenario scenarios[] = {
     {"frl_config_clone", 0, 0, s_config_clone, d_config},
     {"frl_space_create_discrete", 0, 0, s_space_discrete, d_space},
     {"frl_space_create_box", 0, 0, s_space_box, d_space},
+    {"frl_space_create_mixed", 0, 0, s_space_mixed, d_space},
+    {"frl_policy_create", 1, 0, s_policy, d_policy},
     {"frl_runtime_create (1 thread)", 0, 0, s_runtime_1, d_runtime},
     {"frl_runtime_create (3 threads)", 0, 0, s_runtime_3, d_runtime},
     {"frl_env_create (CartPole-v1)", 1, 0, s_env_cartpole, d_env},
