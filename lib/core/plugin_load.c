@@ -75,6 +75,23 @@ static void *try_path(const char *path, char *why, size_t size)
     return h;
 }
 
+/* dlopen(file) through the loader's path. A file the loader cannot find is refused
+ * with the file's own name first ("FILE: cannot open shared object file"); any other
+ * reason (a missing dependency such as libcudart, an undefined symbol) means it was
+ * found and does not load, which must not read as "not found, rebuild". An earlier
+ * reason in why (a file beside libfastrl that did not load) is kept. */
+static void *try_library_path(const char *file, char *why, size_t size)
+{
+    void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (h || why[0])
+        return h;
+    const char *e = dlerror();
+    size_t n = strlen(file);
+    if (e && !(strncmp(e, file, n) == 0 && strstr(e + n, "cannot open shared object file")))
+        say(why, size, "%.64s cannot be loaded: %.160s (on the library path)", file, e);
+    return h;
+}
+
 void *frl_plugin_open(const char *file, const char *env_var, const char *hint, char *why,
                       size_t size)
 {
@@ -97,7 +114,7 @@ void *frl_plugin_open(const char *file, const char *env_var, const char *hint, c
         snprintf(path, sizeof path, "%s/../lib/%s", dir, file);
         h = h ? h : try_path(path, why, size);
     }
-    h = h ? h : dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    h = h ? h : try_library_path(file, why, size);
     if (!h && !why[0])
         say(why, size, "%s was not found (beside libfastrl, in ../lib, or on the library "
             "path); %s or set %s", file, hint, env_var);
