@@ -1,5 +1,5 @@
 /* A stand-in for libfastrl-cuda.so.0, so the device selection (lib/core/device.c) is
- * tested on machines without a GPU: FAKE_CUDA=ok|nodevice|badabi chooses what it
+ * tested on machines without a GPU: FAKE_CUDA=ok|nodevice|badabi|notable chooses what it
  * reports, FAKE_CUDA_CAPS its capabilities. Its models fail to be made, as on a device
  * without the memory for them; with FAKE_CUDA_MODELS=1 they are made (and run nothing)
  * and its learners fail so instead. */
@@ -89,6 +89,8 @@ __attribute__((visibility("default"))) const frl_cuda_plugin *frl_cuda_plugin_ge
 const frl_cuda_plugin *frl_cuda_plugin_get(void)
 {
     const char *mode = getenv("FAKE_CUDA"), *caps = getenv("FAKE_CUDA_CAPS");
+    if (mode && strcmp(mode, "notable") == 0)
+        return NULL; /* the entry point exists but gives no table */
     plugin.abi = mode && strcmp(mode, "badabi") == 0 ? 99u : FRL_CUDA_PLUGIN_ABI;
     plugin.capabilities = caps ? (uint32_t)atoi(caps) : 0u;
     return &plugin;

@@ -148,6 +148,10 @@ START_TEST(fake_failures)
     setenv("FAKE_CUDA", "badabi", 1);
     ck_assert_int_eq(make("cuda", fake_plugin, &rt), FRL_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "plugin ABI 99"));
+    /* The entry point is there and returns NULL: not the same as a missing symbol. */
+    setenv("FAKE_CUDA", "notable", 1);
+    ck_assert_int_eq(make("cuda", fake_plugin, &rt), FRL_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(frl_last_error(), "returned no table"), "%s", frl_last_error());
     unsetenv("FAKE_CUDA");
 }
 END_TEST

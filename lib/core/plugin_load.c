@@ -144,8 +144,11 @@ const void *frl_plugin_table(void *handle, const char *file, const char *env_var
     uint32_t has = 0;
     if (table)
         memcpy(&has, table, sizeof has);
-    if (!table)
+    /* A missing entry point and one that gives no table are different faults. */
+    if (!sym)
         say(why, size, "%s has no %s", name, symbol);
+    else if (!table)
+        say(why, size, "%s: %s returned no table", name, symbol);
     else if (has != abi)
         say(why, size, "%s speaks plugin ABI %u, this libfastrl %u (a plugin from another "
             "build)", name, has, abi);
