@@ -1237,7 +1237,10 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
     p->rt = rt;
     p->seed = seed;
     p->expect_params = expect_params;
-    pthread_mutex_init(&p->ws_lock, NULL);
+    if (pthread_mutex_init(&p->ws_lock, NULL) != 0) {
+        frl_free(&rt->alloc, p);
+        return frl_fail(NULL, FRL_ERR_THREAD, "%s: cannot initialise a mutex", who);
+    }
     if ((st = setup(p, cfg, obs, act, who)) != FRL_OK ||
         (st = open_device(p, who)) != FRL_OK) {
         frl_policy_destroy(p);
