@@ -176,6 +176,66 @@ START_TEST(async_max_lag_drops_and_counts)
 }
 END_TEST
 
+/* The first update's callback holds the learner until the sampler has filled every
+ * slot: those rollouts were acted on by version 1 or older, so the third of them lags
+ * by 2 when its turn comes and max_lag=1 drops it (no timing: a wait for the ring). */
+static int fill_ring_once(void *user, const frl_metrics *m)
+{
+    frl_trainer *t = user;
+    if (m->update != 1)
+        return 0;
+    frl_ring *r = frl_trainer_ring(t);
+    for (int i = 0; i < 60000; i++) {
+        int free_slots = 0;
+        for (int32_t s = 0; s < frl_ring_slots(r); s++)
+            free_slots += frl_ring_slot_state(r, s) == FRL_SLOT_FREE;
+        if (free_slots == 0)
+            return 0;
+        usleep(1000);
+    }
+    return 1; /* the sampler never filled the ring */
+}
+
+/* A checkpoint keeps the rollouts dropped for lag: they count toward the budget, so the
+ * continued run ends where the uninterrupted one would (it learned the dropped ones
+ * again, as extra updates, and reported slots_dropped from 0). */
+START_TEST(async_resume_keeps_dropped_rollouts)
+{
+    frl_runtime *rt = runtime(2);
+    char path[] = "/tmp/frl_async_drop_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.num_envs=8 train.rollout=8 "
+                                        "policy.hidden=16 sampler.slots=6 sampler.max_lag=1");
+    frl_trainer *t, *b;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    frl_trainer_set_callback(t, fill_ring_once, t);
+    int64_t total = 8 * 8 * 20;
+    ck_assert_msg(frl_trainer_train(t, total) == FRL_OK, "%s", frl_trainer_last_error(t));
+    const frl_metrics *m = frl_trainer_metrics(t);
+    ck_assert_int_ge(m->slots_dropped, 1);
+    ck_assert_int_eq(m->update + m->slots_dropped, 20);
+    ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    const frl_metrics *mb = frl_trainer_metrics(b);
+    ck_assert_int_eq(mb->slots_dropped, m->slots_dropped);
+    ck_assert_msg(frl_trainer_train(b, total) == FRL_OK, "%s", frl_trainer_last_error(b));
+    ck_assert_int_eq(mb->update, m->update);
+    ck_assert_int_eq(mb->env_steps, m->env_steps);
+    /* and on: every further rollout is learned or dropped, counted from the file's */
+    ck_assert_msg(frl_trainer_train(b, total + 8 * 8 * 5) == FRL_OK, "%s",
+                  frl_trainer_last_error(b));
+    ck_assert_int_eq(mb->update + mb->slots_dropped, 25);
+    check_ring(b);
+    frl_trainer_destroy(b);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static frl_trainer *world_trainer(frl_runtime *rt, world *w, frl_vec_env **v, int groups,
                                   const char *extra)
 {
@@ -901,6 +961,7 @@ int main(void)
     tcase_add_test(tc, async_trains_and_reports_lag);
     tcase_add_test(tc, save_from_the_callback);
     tcase_add_test(tc, async_max_lag_drops_and_counts);
+    tcase_add_test(tc, async_resume_keeps_dropped_rollouts);
     tcase_add_test(tc, async_batch_callbacks_never_overlap);
     tcase_add_test(tc, async_callback_failure_reaches_caller);
     tcase_add_test(tc, async_callback_nan_reaches_caller);

@@ -1276,15 +1276,16 @@ static frl_status start_groups(async_sampler *a)
     return FRL_OK;
 }
 
-/* A loaded trainer's first call: its rollouts go on from the saved run's count, since
- * budgets count rollouts from the run's start (a new run starts at 0), and its action
+/* A loaded trainer's first call: its rollouts go on from the saved run's count (those
+ * learned and those dropped for lag), since budgets count rollouts from the run's start
+ * (a new run starts at 0), and its action
  * draws from the saved sampling counter (see count_act). */
 static void number_rollouts(async_sampler *a)
 {
     if (a->numbered)
         return;
     a->numbered = 1;
-    a->committed = a->h->book->pr.updates;
+    a->committed = a->h->book->pr.updates + a->h->book->pr.slots_dropped;
     for (int32_t g = 0; g < a->h->groups; g++) {
         a->g[g].seq = a->committed;
         a->g[g].acts = a->h->book->pr.rollout_steps;

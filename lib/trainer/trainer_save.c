@@ -65,6 +65,11 @@ static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, 
     if (k->state_w)
         frl_section_add(s, n, "trainer.policy_state", FRL_DTYPE_F32,
                         (uint64_t)t->B * (uint64_t)k->state_w, k->state);
+    /* Rollouts dropped for lag (async) count toward the budget beside the updates: a
+     * file without them continued for that many extra rollouts. Its own section, so
+     * older files (none: 0) still load. */
+    if (k->pr.slots_dropped)
+        frl_section_add(s, n, "trainer.slots_dropped", FRL_DTYPE_I64, 1, &k->pr.slots_dropped);
 }
 
 /* Each env group's state (one group unless the sampler is async); on failure the
@@ -213,6 +218,22 @@ static frl_status check_disc_return(const double *d, int64_t n, char *err)
     return FRL_OK;
 }
 
+/* The rollouts dropped for lag; absent (none, or an older file): 0. */
+static frl_status restore_dropped(frl_trainer *t, const frl_container *c, int64_t updates,
+                                  char *err)
+{
+    char ignored[FRL_ERRMSG_SIZE];
+    const frl_section *d = frl_container_find(c, "trainer.slots_dropped", FRL_DTYPE_I64, 1,
+                                              ignored);
+    int64_t n = d ? *(const int64_t *)d->data : 0;
+    const int64_t most = ((int64_t)1 << 53) / ((int64_t)t->T * t->B);
+    if (n < 0 || n > most - updates)
+        return frl_fail(err, FRL_ERR_FORMAT, "trainer.slots_dropped is out of range");
+    t->book.pr.slots_dropped = n;
+    t->metrics.slots_dropped = n;
+    return FRL_OK;
+}
+
 static frl_status restore_counters(frl_trainer *t, const frl_container *c, char *err)
 {
     const frl_section *cs = frl_container_find(c, "trainer.counters", FRL_DTYPE_I64, COUNTERS, err);
@@ -266,6 +287,8 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     b->rn_mean = r[1];
     b->rn_m2 = r[2];
     b->rn_scale = (float)r[3];
+    if ((st = restore_dropped(t, c, k[1], err)) != FRL_OK)
+        return st;
     if (dist)
         return restore_dist(t);
     memcpy(b->disc_return, dr->data, sizeof(double) * (size_t)t->B);
