@@ -5,6 +5,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,6 +233,40 @@ START_TEST(async_resume_keeps_dropped_rollouts)
     frl_trainer_destroy(t);
     frl_config_destroy(cfg);
     unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A stop requested from the callback of the budget's last update. */
+static int stop_at_update(void *user, const frl_metrics *m)
+{
+    const int64_t *at = user;
+    if (m->update == *at)
+        frl_trainer_request_stop((frl_trainer *)(uintptr_t)at[1]);
+    return 0;
+}
+
+/* A stop requested during the last update of the budget does not interrupt the call,
+ * as in sync mode (the flag is read only before an update would start, and none does):
+ * the call returns FRL_OK, and the request does not carry over. */
+START_TEST(async_stop_in_last_update_is_not_an_interruption)
+{
+    frl_runtime *rt = runtime(2);
+    const char *const modes[] = {small, "train.num_envs=8 train.rollout=16 policy.hidden=16"};
+    for (int i = 0; i < 2; i++) {
+        frl_config *cfg = frl_test_settings(modes[i]);
+        frl_trainer *t;
+        ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+        int64_t at[2] = {5, (int64_t)(uintptr_t)t};
+        frl_trainer_set_callback(t, stop_at_update, at);
+        frl_status st = frl_trainer_train(t, 8 * 16 * 5);
+        ck_assert_msg(st == FRL_OK, "%s: %s", modes[i], frl_trainer_last_error(t));
+        ck_assert_int_eq(frl_trainer_metrics(t)->update, 5);
+        ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 6), FRL_OK);
+        ck_assert_int_eq(frl_trainer_metrics(t)->update, 6);
+        frl_trainer_destroy(t);
+        frl_config_destroy(cfg);
+    }
     frl_runtime_destroy(rt);
 }
 END_TEST
@@ -962,6 +997,7 @@ int main(void)
     tcase_add_test(tc, save_from_the_callback);
     tcase_add_test(tc, async_max_lag_drops_and_counts);
     tcase_add_test(tc, async_resume_keeps_dropped_rollouts);
+    tcase_add_test(tc, async_stop_in_last_update_is_not_an_interruption);
     tcase_add_test(tc, async_batch_callbacks_never_overlap);
     tcase_add_test(tc, async_callback_failure_reaches_caller);
     tcase_add_test(tc, async_callback_nan_reaches_caller);

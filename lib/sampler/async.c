@@ -1023,9 +1023,11 @@ static frl_status learn_next(async_sampler *a)
     return h->after_update(h->owner);
 }
 
-/* The caller's thread, under the lock: is the run over? A stop request of any
- * trainer ends it; a trainer at its budget or target stops taking tasks, and the run
- * ends when all have. */
+/* The caller's thread, under the lock: is the run over? A stop request of a trainer
+ * still running ends it; a trainer at its budget or target stops taking tasks, and the
+ * run ends when all have. A trainer's budget or target is looked at before its stop
+ * flag: a request made during its last update starts no update anyway, and the call
+ * ends normally, as the sync loop's does (end() clears the flag). */
 static int run_finished(frl_run *r)
 {
     if (r->stop)
@@ -1034,17 +1036,17 @@ static int run_finished(frl_run *r)
     for (int32_t i = 0; i < r->count; i++) {
         async_sampler *a = r->m[i];
         frl_sampler_host *h = a->h;
-        if (atomic_exchange(h->stop, 0)) {
+        int64_t finished = h->book->pr.updates + h->book->pr.slots_dropped + a->lost;
+        if (!a->done && (finished >= a->budget ||
+                         h->target_reached(h->owner)))
+            a->done = 1;
+        if (!a->done && atomic_exchange(h->stop, 0)) {
             char msg[FRL_ERRMSG_SIZE];
             snprintf(msg, sizeof msg, "training stopped by request at %lld steps",
                      (long long)h->book->pr.env_steps);
             fail_locked(r, i, FRL_ERR_INTERRUPTED, msg);
             return 1;
         }
-        int64_t finished = h->book->pr.updates + h->book->pr.slots_dropped + a->lost;
-        if (!a->done && (finished >= a->budget ||
-                         h->target_reached(h->owner)))
-            a->done = 1;
         all_done &= a->done;
     }
     r->stop = all_done;
