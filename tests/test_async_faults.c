@@ -113,6 +113,37 @@ START_TEST(failed_update_counts_its_rollout)
 }
 END_TEST
 
+/* A checkpoint saved after a failed update keeps its rollout in the budget: the loaded
+ * run ends at the same update as the trainer that was never saved (it trained one
+ * rollout more, the lost one counted nowhere). */
+START_TEST(failed_update_survives_a_checkpoint)
+{
+    frl_runtime *rt = runtime(2);
+    char path[] = "/tmp/frl_async_lost_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    frl_trainer *t = small_trainer(rt), *b;
+    int64_t per = 8 * 16;
+    atomic_store(&values_to_failure, 4);
+    frl_status st = frl_trainer_train(t, per * 10);
+    atomic_store(&values_to_failure, 0);
+    ck_assert_int_eq(st, FRL_ERR_INTERNAL);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 3);
+    ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    st = frl_test_train_watched(b, per * 10, 30);
+    ck_assert_msg(st == FRL_OK, "%s", frl_trainer_last_error(b));
+    ck_assert_int_eq(frl_trainer_metrics(b)->update, 9);
+    ck_assert_int_eq(frl_test_train_watched(t, per * 10, 30), FRL_OK);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 9);
+    frl_trainer_destroy(b);
+    frl_trainer_destroy(t);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A loaded trainer's envs draw their actions from counters the saved run never used:
  * the sampling counter goes on from the checkpoint (it started again at 0, so the
  * continued run repeated the saved run's first draws). */
@@ -179,6 +210,7 @@ int main(void)
     TCase *tc = tcase_create("async_faults");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, failed_update_counts_its_rollout);
+    tcase_add_test(tc, failed_update_survives_a_checkpoint);
     tcase_add_test(tc, loaded_run_draws_afresh);
     tcase_add_test(tc, ring_without_a_mutex);
     suite_add_tcase(s, tc);

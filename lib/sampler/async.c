@@ -101,11 +101,6 @@ typedef struct async_sampler {
     int64_t budget;        /* rollouts this train call may open */
     int64_t num_updates;   /* for learning-rate annealing */
     int32_t ready;         /* committed, not yet taken by the learner */
-    /* Rollouts the learner took and failed to learn (its error ended that call). They
-     * count toward the budget as dropped ones do: the budget's rollouts are numbered
-     * from the run's start, and one never learned must not leave a later call waiting
-     * for it. */
-    int64_t lost;
     /* The update in progress (learning != 0): its rollout, when it began, and how long
      * updates take (a running mean), to tell whether the sampler is ahead of it. */
     int32_t learning;
@@ -1036,7 +1031,11 @@ static int run_finished(frl_run *r)
     for (int32_t i = 0; i < r->count; i++) {
         async_sampler *a = r->m[i];
         frl_sampler_host *h = a->h;
-        int64_t finished = h->book->pr.updates + h->book->pr.slots_dropped + a->lost;
+        /* Lost rollouts (pr.lost) count as dropped ones do: the budget's rollouts are
+         * numbered from the run's start, and one never learned must not leave a later
+         * call (or a loaded run) waiting for it. */
+        const frl_progress *pr = &h->book->pr;
+        int64_t finished = pr->updates + pr->slots_dropped + pr->lost;
         if (!a->done && (finished >= a->budget ||
                          h->target_reached(h->owner)))
             a->done = 1;
@@ -1118,7 +1117,7 @@ static void learn_done(async_sampler *a, int lost)
     double len = frl_now() - a->learn_start;
     a->learn_len = a->learn_len > 0 ? 0.5 * (a->learn_len + len) : len;
     a->learning = 0;
-    a->lost += lost;
+    a->h->book->pr.lost += lost;
 }
 
 /* Whether a's inference may wait while its learner's shards are pending: the sampler
@@ -1279,7 +1278,7 @@ static frl_status start_groups(async_sampler *a)
 }
 
 /* A loaded trainer's first call: its rollouts go on from the saved run's count (those
- * learned and those dropped for lag), since budgets count rollouts from the run's start
+ * learned, dropped for lag or lost to a failed update), since budgets count rollouts from the run's start
  * (a new run starts at 0), and its action
  * draws from the saved sampling counter (see count_act). */
 static void number_rollouts(async_sampler *a)
@@ -1287,7 +1286,8 @@ static void number_rollouts(async_sampler *a)
     if (a->numbered)
         return;
     a->numbered = 1;
-    a->committed = a->h->book->pr.updates + a->h->book->pr.slots_dropped;
+    const frl_progress *pr = &a->h->book->pr;
+    a->committed = pr->updates + pr->slots_dropped + pr->lost;
     for (int32_t g = 0; g < a->h->groups; g++) {
         a->g[g].seq = a->committed;
         a->g[g].acts = a->h->book->pr.rollout_steps;

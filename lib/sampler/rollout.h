@@ -15,6 +15,9 @@ enum { FRL_RECENT_EPISODES = 100 };
 typedef struct frl_progress {
     int64_t env_steps, updates, rollout_steps, episodes;
     int64_t slots_dropped;      /* rollouts dropped for exceeding sampler.max_lag */
+    /* async: rollouts an update took and failed to learn (its error ended that call);
+     * they count toward the budget as dropped ones do */
+    int64_t lost;
     int32_t started;            /* the envs were reset */
 } frl_progress;
 

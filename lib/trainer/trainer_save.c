@@ -20,6 +20,7 @@ enum { MAX_SECTIONS = 33 + FRL_REPLAY_SECTIONS + FRL_POLICY_SECTIONS, COUNTERS =
 typedef struct save_buf {
     char settings[FRL_SETTINGS_MAX];
     int64_t counters[COUNTERS];
+    int64_t unlearned[2];  /* rollouts dropped for lag, lost to a failed update */
     double rn[4];
     uint64_t seed;
 } save_buf;
@@ -65,11 +66,13 @@ static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, 
     if (k->state_w)
         frl_section_add(s, n, "trainer.policy_state", FRL_DTYPE_F32,
                         (uint64_t)t->B * (uint64_t)k->state_w, k->state);
-    /* Rollouts dropped for lag (async) count toward the budget beside the updates: a
-     * file without them continued for that many extra rollouts. Its own section, so
-     * older files (none: 0) still load. */
-    if (k->pr.slots_dropped)
-        frl_section_add(s, n, "trainer.slots_dropped", FRL_DTYPE_I64, 1, &k->pr.slots_dropped);
+    /* Rollouts dropped for lag or lost to a failed update (async) count toward the
+     * budget beside the updates: a file without them continued for that many extra
+     * rollouts. Its own section, so older files (none: 0) still load. */
+    b->unlearned[0] = k->pr.slots_dropped;
+    b->unlearned[1] = k->pr.lost;
+    if (b->unlearned[0] || b->unlearned[1])
+        frl_section_add(s, n, "trainer.unlearned", FRL_DTYPE_I64, 2, b->unlearned);
 }
 
 /* Each env group's state (one group unless the sampler is async); on failure the
@@ -218,19 +221,20 @@ static frl_status check_disc_return(const double *d, int64_t n, char *err)
     return FRL_OK;
 }
 
-/* The rollouts dropped for lag; absent (none, or an older file): 0. */
-static frl_status restore_dropped(frl_trainer *t, const frl_container *c, int64_t updates,
-                                  char *err)
+/* The rollouts dropped for lag and lost to failed updates; absent (none, or an older
+ * file): 0. */
+static frl_status restore_unlearned(frl_trainer *t, const frl_container *c, int64_t updates,
+                                    char *err)
 {
     char ignored[FRL_ERRMSG_SIZE];
-    const frl_section *d = frl_container_find(c, "trainer.slots_dropped", FRL_DTYPE_I64, 1,
-                                              ignored);
-    int64_t n = d ? *(const int64_t *)d->data : 0;
-    const int64_t most = ((int64_t)1 << 53) / ((int64_t)t->T * t->B);
-    if (n < 0 || n > most - updates)
-        return frl_fail(err, FRL_ERR_FORMAT, "trainer.slots_dropped is out of range");
-    t->book.pr.slots_dropped = n;
-    t->metrics.slots_dropped = n;
+    const frl_section *d = frl_container_find(c, "trainer.unlearned", FRL_DTYPE_I64, 2, ignored);
+    const int64_t zero[2] = {0, 0}, *u = d ? d->data : zero;
+    const int64_t most = ((int64_t)1 << 53) / ((int64_t)t->T * t->B) - updates;
+    if (u[0] < 0 || u[1] < 0 || u[0] > most || u[1] > most - u[0])
+        return frl_fail(err, FRL_ERR_FORMAT, "trainer.unlearned is out of range");
+    t->book.pr.slots_dropped = u[0];
+    t->book.pr.lost = u[1];
+    t->metrics.slots_dropped = u[0];
     return FRL_OK;
 }
 
@@ -287,7 +291,7 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     b->rn_mean = r[1];
     b->rn_m2 = r[2];
     b->rn_scale = (float)r[3];
-    if ((st = restore_dropped(t, c, k[1], err)) != FRL_OK)
+    if ((st = restore_unlearned(t, c, k[1], err)) != FRL_OK)
         return st;
     if (dist)
         return restore_dist(t);
