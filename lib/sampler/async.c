@@ -1018,35 +1018,40 @@ static frl_status learn_next(async_sampler *a)
     return h->after_update(h->owner);
 }
 
-/* The caller's thread, under the lock: is the run over? A stop request of a trainer
- * still running ends it; a trainer at its budget or target stops taking tasks, and the
- * run ends when all have. A trainer's budget or target is looked at before its stop
- * flag: a request made during its last update starts no update anyway, and the call
- * ends normally, as the sync loop's does (end() clears the flag). */
+/* Whether a trainer of the run is at its budget or target (then it stops taking
+ * tasks). Lost rollouts (pr.lost) count as dropped ones do: the budget's rollouts are
+ * numbered from the run's start, and one never learned must not leave a later call (or
+ * a loaded run) waiting for it. */
+static int member_done(async_sampler *a)
+{
+    const frl_sampler_host *h = a->h;
+    const frl_progress *pr = &h->book->pr;
+    if (!a->done && (pr->updates + pr->slots_dropped + pr->lost >= a->budget ||
+                     h->target_reached(h->owner)))
+        a->done = 1;
+    return a->done;
+}
+
+/* The caller's thread, under the lock: is the run over? It ends when every trainer is
+ * done, or at a stop request of any trainer. The budgets are looked at first: a
+ * request made during the last update starts no update anyway, so the call ends
+ * normally, as the sync loop's does (end() clears the flag). */
 static int run_finished(frl_run *r)
 {
     if (r->stop)
         return 1;
     int all_done = 1;
-    for (int32_t i = 0; i < r->count; i++) {
-        async_sampler *a = r->m[i];
-        frl_sampler_host *h = a->h;
-        /* Lost rollouts (pr.lost) count as dropped ones do: the budget's rollouts are
-         * numbered from the run's start, and one never learned must not leave a later
-         * call (or a loaded run) waiting for it. */
-        const frl_progress *pr = &h->book->pr;
-        int64_t finished = pr->updates + pr->slots_dropped + pr->lost;
-        if (!a->done && (finished >= a->budget ||
-                         h->target_reached(h->owner)))
-            a->done = 1;
-        if (!a->done && atomic_exchange(h->stop, 0)) {
+    for (int32_t i = 0; i < r->count; i++)
+        all_done &= member_done(r->m[i]);
+    for (int32_t i = 0; i < r->count && !all_done; i++) {
+        frl_sampler_host *h = r->m[i]->h;
+        if (atomic_exchange(h->stop, 0)) {
             char msg[FRL_ERRMSG_SIZE];
             snprintf(msg, sizeof msg, "training stopped by request at %lld steps",
                      (long long)h->book->pr.env_steps);
             fail_locked(r, i, FRL_ERR_INTERRUPTED, msg);
             return 1;
         }
-        all_done &= a->done;
     }
     r->stop = all_done;
     return all_done;
