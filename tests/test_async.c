@@ -50,11 +50,15 @@ typedef struct world {
     int delay_us;
     pthread_t caller;
     atomic_int off_caller;  /* calls made on a thread other than train's */
+    uint64_t reset_seed[8]; /* the first env's seed of each reset call */
+    int resets;
 } world;
 
 static int world_reset(void *user, int32_t n, const uint64_t *seeds, float *obs)
 {
     world *w = user;
+    if (w->resets < 8)
+        w->reset_seed[w->resets++] = seeds[0];
     for (int32_t i = 0; i < n; i++) {
         w->pos[i] = (float)(seeds[i] % 5) * 0.1f;
         obs[i] = w->pos[i];
@@ -342,6 +346,37 @@ END_TEST
 START_TEST(async_callback_nan_reaches_caller)
 {
     failure_then_continue(0, 45, FRL_ERR_NONFINITE, "NaN in obs[0]");
+}
+END_TEST
+
+/* A group whose step fails again before any rollout was committed since its last
+ * restart is reset from fresh streams again: the restarts' seeds never repeat (they
+ * were made from the committed count alone, so a group failing twice in a row was
+ * reset twice into the same episodes). */
+START_TEST(async_restarts_never_repeat_seeds)
+{
+    frl_runtime *rt = runtime(2);
+    world w[2];
+    memset(w, 0, sizeof w);
+    w[1].fail_at = 1; /* the group's very first step fails */
+    frl_vec_env *v[2];
+    frl_trainer *t = world_trainer(rt, w, v, 2, "");
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(frl_trainer_train(t, 16 * 8 * 20), FRL_ERR_CALLBACK);
+        ck_assert_int_eq(frl_trainer_metrics(t)->update, 0);
+        w[1].fail_at = atomic_load(&w[1].calls) + 1; /* and the next one too */
+    }
+    /* The first reset and two restarts of group 1, each from other streams. */
+    ck_assert_int_eq(w[1].resets, 3);
+    for (int a = 0; a < w[1].resets; a++)
+        for (int b = 0; b < a; b++)
+            ck_assert_msg(w[1].reset_seed[a] != w[1].reset_seed[b], "resets %d and %d of "
+                          "group 1 drew the same seed", b, a);
+    check_ring(t);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v[0]);
+    frl_vec_env_destroy(v[1]);
+    frl_runtime_destroy(rt);
 }
 END_TEST
 
@@ -1001,6 +1036,7 @@ int main(void)
     tcase_add_test(tc, async_batch_callbacks_never_overlap);
     tcase_add_test(tc, async_callback_failure_reaches_caller);
     tcase_add_test(tc, async_callback_nan_reaches_caller);
+    tcase_add_test(tc, async_restarts_never_repeat_seeds);
     tcase_add_test(tc, async_thousand_random_stops);
     tcase_add_test(tc, async_pieces_random_stops);
     tcase_add_test(tc, async_bad_input);

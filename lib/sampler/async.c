@@ -111,6 +111,9 @@ typedef struct async_sampler {
     int32_t sampler_failed; /* a STEP or ACT failed: its rollouts are abandoned at the end */
     int32_t numbered;      /* rollouts numbered on from the trainer's (a loaded run's) */
     int32_t begun;         /* start_groups ran in this process */
+    /* start_groups calls made while `committed` was resets_at (a failed group's reset
+     * streams are drawn from both) */
+    int64_t resets_at, resets_here;
     frl_weights w;
     int32_t threads, chunk;
     act_scratch *scratch;
@@ -1250,17 +1253,28 @@ static void wake_helpers(void *user)
 /* ---- train ---- */
 
 /* Group g's env i draws from the stream (seed + g * golden, i), distinct from every
- * other group's; a restart after a failure moves to fresh streams. */
+ * other group's; a restart after a failure moves to fresh streams: those of the
+ * committed count, and of the resets this sampler made at that count (a group that
+ * failed again before the next commit was reset into the same episodes). */
 static frl_status reset_group(async_sampler *a, int32_t g, uint64_t restarts)
 {
     frl_sampler_host *h = a->h;
     uint64_t seed = h->seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL + restarts * 0xbf58476d1ce4e5b9ULL;
+    if (a->resets_at == a->committed && restarts)
+        seed += (uint64_t)a->resets_here * 0x94d049bb133111ebULL;
     frl_status st = frl_vec_env_reset_from(h->venvs[g], seed, 0);
     if (st != FRL_OK)
         return frl_fail_msg(h->err, st, frl_last_error());
     frl_rollout_zero_state(h->book, h->venvs[g], h->group_first[g]);
     a->g[g].restart = 0;
     return FRL_OK;
+}
+
+/* One more start_groups at the present committed count (see reset_group). */
+static void count_resets(async_sampler *a)
+{
+    a->resets_here = a->resets_at == a->committed ? a->resets_here + 1 : 1;
+    a->resets_at = a->committed;
 }
 
 /* The first call resets every group; later calls reset the groups whose step failed
@@ -1277,6 +1291,7 @@ static frl_status start_groups(async_sampler *a)
             if (st != FRL_OK)
                 return st;
         }
+    count_resets(a);
     h->book->pr.started = 1;
     a->begun = 1;
     return FRL_OK;
