@@ -478,6 +478,61 @@ END_TEST
  * train.value_rescale, so the mean is of h^-1 of its outputs. A network whose output is
  * h(50) everywhere (weights 0, the Q-head's biases h(50); lr 0 keeps it) reports 50; it
  * reported h(50) = 6.2. */
+/* The n-step targets, on a constant Q (both networks output 10, lr 0, no rescaling):
+ * gamma 0.5, n = 3, rewards 1, sequences of 8 steps after a burn-in of 3. Episodes that
+ * never end: rows 3..7 sum min(3, 8 - t) rewards and bootstrap 10 at the sequence's end
+ * (targets 3, 3, 3, 4, 6; |TD| 6.2). Episodes of 3 steps make every block the same 4
+ * rows (3 steps, the autoreset row): rows 3 and 7 train nothing; truncated, rows 4..6
+ * bootstrap from row 7's final observation (3, 4, 6; 17/3); terminated, they do not
+ * (1.75, 1.5, 1; 25.75/3). Each sequence's priority mixes its largest and mean |TD|. */
+START_TEST(nstep_targets_at_boundaries)
+{
+    enum { N = 2 };
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_space *os, *as;
+    int len = _i ? 3 : 0, tr = _i == 1;
+    double want[3] = {6.2, 17.0 / 3.0, 25.75 / 3.0};
+    counter_env envs[N] = {{0, 0, len, tr, 1.0f}, {1, 0, len, tr, 1.0f}};
+    frl_vec_env *v = counter_venv(rt, envs, N, &os, &as);
+    frl_config *cfg = frl_test_settings("train.algo=r2d2 train.seq_length=8 train.seq_overlap=4 "
+                                        "train.burn_in=3 train.buffer_size=256 train.n_step=3 "
+                                        "train.gamma=0.5 train.batch_size=4 "
+                                        "train.learning_starts=32 train.lr=0 train.replay_ratio=5 "
+                                        "train.value_rescale=false policy.head=q policy.core=gru "
+                                        "policy.core_size=8 policy.hidden=8");
+    frl_trainer *t;
+    ck_assert_msg(frl_trainer_create_vec(&t, rt, v, cfg) == FRL_OK, "%s", frl_last_error());
+    frl_config_destroy(cfg);
+    frl_policy *p = t->policy;
+    float *nets[2] = {p->params, t->learner.nets.net[1].params};
+    for (int i = 0; i < 2; i++) {
+        memset(nets[i], 0, sizeof(float) * p->num_params);
+        for (int32_t a = 0; a < p->out_w; a++)
+            nets[i][p->actor.off_b[p->actor.layers - 1] + (size_t)a] = 10.0f;
+    }
+    ck_assert_int_eq(frl_trainer_train(t, 200), FRL_OK);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    ck_assert_int_gt(m->epochs_done, 0);
+    ck_assert_msg(fabs(m->td_error - want[_i]) < 1e-4, "td_error %g want %g", m->td_error,
+                  want[_i]);
+    /* every sequence's priority the same: eta max|TD| + (1 - eta) mean|TD| (+ 1e-6),
+     * eta 0.9; the largest seen, as the learner saves it (r2d2.counters) */
+    double maxes[3] = {7, 7, 9}, pr = 0.9 * maxes[_i] + 0.1 * want[_i] + 1e-6;
+    frl_section sec[8];
+    int32_t ns = 0;
+    int64_t adam_steps;
+    t->learner.ops->save(&t->learner, sec, &ns, &adam_steps);
+    ck_assert_str_eq(sec[2].name, "r2d2.counters");
+    const double *c = sec[2].data;
+    ck_assert_msg(fabs(c[2] - pr) < 1e-5, "largest priority %.7g, want %.7g", c[2], pr);
+    frl_trainer_destroy(t);
+    frl_vec_env_destroy(v);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(q_mean_on_return_scale)
 {
     frl_runtime *rt = frl_test_runtime(1);
@@ -830,6 +885,7 @@ int main(void)
     tcase_add_test(units, actor_epsilons);
     tcase_add_test(units, sequences_span_blocks);
     tcase_add_test(units, q_mean_on_return_scale);
+    tcase_add_loop_test(units, nstep_targets_at_boundaries, 0, 3);
     tcase_add_test(units, infinite_target_is_divergence);
     tcase_add_test(resume, resume_is_identical);
     tcase_add_test(resume, forged_counters_refused);
