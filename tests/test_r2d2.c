@@ -747,6 +747,14 @@ static void huge_r2d2_max_priority(void *data, uint64_t count, void *user)
     ((double *)data)[2] = 1e300;
 }
 
+/* A largest priority below 1, where every run starts it (the replay's loader refuses
+ * the same in replay.max_priority): new sequences would be drawn almost never. */
+static void tiny_r2d2_max_priority(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((double *)data)[2] = 1e-30;
+}
+
 /* Every live sequence's leaf at 1e300: finite, but two of them sum to infinity. */
 static void huge_r2d2_leaves(void *data, uint64_t count, void *user)
 {
@@ -774,6 +782,7 @@ START_TEST(forged_counters_refused)
     static const struct { const char *section; section_edit edit; } forged[] = {
         {"r2d2.counters", huge_r2d2_updates},
         {"r2d2.counters", huge_r2d2_max_priority},
+        {"r2d2.counters", tiny_r2d2_max_priority},
         {"r2d2.priorities", huge_r2d2_leaves},
     };
     frl_trainer *b;

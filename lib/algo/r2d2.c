@@ -741,7 +741,7 @@ static frl_status r2d2_load(frl_learner *l, const frl_container *c, int64_t step
     const float *mv = a->data;
     if (!all_finite_f32(t->data, np) || !frl_adam_moments_valid(mv, mv + np, (size_t)np) ||
         !(cv[0] >= 0 && cv[0] <= 9007199254740992.0) ||
-        !(cv[1] >= 0 && cv[1] < 1) || !(cv[2] > 0 && cv[2] <= FLT_MAX))
+        !(cv[1] >= 0 && cv[1] < 1) || !(cv[2] >= 1 && cv[2] <= FLT_MAX)) /* it starts at 1 */
         return frl_fail(err, FRL_ERR_FORMAT, "r2d2.target, r2d2.adam or r2d2.counters holds a "
                         "value out of range");
     frl_status st = load_priorities(d, c, l->saved_alpha, cv[2], err);
