@@ -721,6 +721,38 @@ START_TEST(every_learner_resumes)
 }
 END_TEST
 
+static int a2c_ratio_stats(void *user, const frl_metrics *m)
+{
+    double *worst = user;
+    worst[0] = m->clip_fraction > worst[0] ? m->clip_fraction : worst[0];
+    worst[1] = m->approx_kl > worst[1] ? m->approx_kl : worst[1];
+    return 0;
+}
+
+/* A2C's one pass learns from the policy that acted, so rho = 1: doc/api.md promises a
+ * clip_fraction and approx_kl of 0. The stored float log-probability against the
+ * learner's double one made rho - 1 a rounding error, and with train.clip = 0 every
+ * such row counted as clipped. */
+START_TEST(a2c_reports_no_clipping)
+{
+    static const char *const envs[] = {"CartPole-v1", "Pendulum-v1"};
+    frl_runtime *rt = runtime(1, "");
+    for (int i = 0; i < 2; i++) {
+        frl_config *cfg = frl_test_settings("train.algo=a2c policy.hidden=8");
+        frl_trainer *t;
+        ck_assert_int_eq(frl_trainer_create(&t, rt, envs[i], cfg), FRL_OK);
+        double worst[2] = {0, 0};
+        frl_trainer_set_callback(t, a2c_ratio_stats, worst);
+        ck_assert_int_eq(frl_trainer_train(t, 5 * 8 * 4), FRL_OK);
+        ck_assert_msg(worst[0] == 0 && worst[1] == 0, "%s: clip_fraction %g, approx_kl %g",
+                      envs[i], worst[0], worst[1]);
+        frl_trainer_destroy(t);
+        frl_config_destroy(cfg);
+    }
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static int stop_at_two(void *user, const frl_metrics *m)
 {
     *(double *)user = m->epsilon;
@@ -829,6 +861,7 @@ int main(void)
     tcase_add_test(tc, sync_train_without_end);
     tcase_add_test(tc, a_restart_forgets_the_cut_returns);
     tcase_add_test(tc, every_learner_resumes);
+    tcase_add_test(tc, a2c_reports_no_clipping);
     tcase_add_test(tc, a_trainers_vec_env_is_its_own);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

@@ -449,6 +449,17 @@ static double policy_loss(const frl_ppo *l, double lp, double ratio, double adv,
     return pg1 >= pg2 ? -adv * ratio : 0.0;
 }
 
+/* approx_kl and the clipped count of a row. They compare log pi rounded to float, as
+ * the rollout stored its log-probability: in double, the stored value's rounding alone
+ * made rho - 1 about 1e-8 where the policy had not changed, so with train.clip = 0 (A2C,
+ * whose one pass has rho = 1) every row counted as clipped. The loss keeps the double. */
+static void stat_ratio(double lp, float old_lp, double clip, double *st)
+{
+    double logratio = (double)(float)lp - old_lp, ratio = exp(logratio);
+    st[STAT_KL] += (ratio - 1) - logratio;
+    st[STAT_CLIP] += fabs(ratio - 1) > clip;
+}
+
 /* Loss terms and output gradients of row r; accumulates stats. */
 static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, int32_t r,
                      double *st)
@@ -487,8 +498,7 @@ static void row_grad(const frl_ppo *l, const frl_pass *f, const shard_buf *sb, i
     st[STAT_PG] += pg;
     st[STAT_V] += vloss;
     st[STAT_ENT] += ent;
-    st[STAT_KL] += (ratio - 1) - logratio;
-    st[STAT_CLIP] += fabs(ratio - 1) > l->s.clip;
+    stat_ratio(lp, sb->old_lp[r], l->s.clip, st);
 }
 
 /* The loss of a shard's rows (given the heads' outputs in f) into f->d_out, f->d_value

@@ -304,8 +304,11 @@ FRL_HD void frl_dm_row_grad(const frl_dm_loss *s, const frl_dm_row *r, int32_t n
     stats[0] = (float)pg;
     stats[1] = (float)vloss;
     stats[2] = (float)ent;
-    stats[3] = (float)((ratio - 1) - logratio);
-    stats[4] = fabs(ratio - 1) > s->clip ? 1.0f : 0.0f;
+    /* The stats compare log pi rounded as the rollout stored it (lib/algo/ppo.c's
+     * stat_ratio): the rounding alone is no change of policy. */
+    double s_lr = (double)(float)lp - r->old_lp, s_ratio = exp(s_lr);
+    stats[3] = (float)((s_ratio - 1) - s_lr);
+    stats[4] = fabs(s_ratio - 1) > s->clip ? 1.0f : 0.0f;
 }
 
 /* ---- Adam ---- */
