@@ -945,6 +945,40 @@ START_TEST(preempted_frame_stack_bootstraps_from_its_last_step)
 }
 END_TEST
 
+/* A preempted rollout's rows after its last step were never written: their actions can
+ * be anything (here an index far out of range, as an allocator that does not zero could
+ * leave). V-trace's and decoupled PPO's log-ratio pass read the logits at that index;
+ * it now skips those rows (ratio 1), and the rows collected keep their ratios. */
+START_TEST(preempted_rows_after_the_cut_are_not_read)
+{
+    const char *settings[] = {"policy.hidden=5 train.decoupled=true",
+                              "policy.hidden=5 policy.core=gru policy.core_size=4 "
+                              "train.decoupled=true"};
+    enum { FULL = 6, CUT = 3, ENVS = 4 };
+    for (int k = 0; k < 2; k++) {
+        fixture a;
+        setup(&a, settings[k], 1, 3, FULL, ENVS);
+        frl_rng r = frl_rng_stream(44, 0);
+        randomise(&a, &r);
+        fill_slot(&a, &r);
+        int32_t *act = frl_ring_at(a.ring, 0, FRL_RING_ACTIONS);
+        for (int32_t i = CUT * ENVS; i < FULL * ENVS; i++)
+            act[i] = 1 << 28;
+        a.l.steps_used = CUT;
+        memset(a.state0, 0, sizeof a.state0); /* the GRU's columns start from zeros */
+        frl_ppo_set_state0(&a.l, a.state0);
+        char err[FRL_ERRMSG_SIZE];
+        ck_assert_msg(frl_ppo_values(&a.l, 0, err) == FRL_OK, "%s", err);
+        for (int32_t i = 0; i < CUT * ENVS; i++)
+            ck_assert(isfinite(a.l.log_ratio[i]));
+        for (int32_t i = CUT * ENVS; i < FULL * ENVS; i++)
+            ck_assert_msg(a.l.log_ratio[i] == 0.0f, "row %d: %g", (int)i,
+                          (double)a.l.log_ratio[i]);
+        teardown(&a);
+    }
+}
+END_TEST
+
 /* ---- recurrent policies: 8 steps of 4 columns ---- */
 
 /* One tower for both heads, the whole rollout back-propagated. */
@@ -1142,6 +1176,7 @@ int main(void)
     tcase_add_test(tc, ppo_gradient_nature_encoder_shared_gaussian);
     tcase_add_test(tc, ppo_gradient_frame_stack);
     tcase_add_test(tc, preempted_frame_stack_bootstraps_from_its_last_step);
+    tcase_add_test(tc, preempted_rows_after_the_cut_are_not_read);
     tcase_add_test(tc, ppo_gradient_mixed_obs_separate);
     tcase_add_test(tc, ppo_gradient_mixed_obs_gru);
     tcase_add_test(tc, ppo_gradient_mixed_obs_norm_shared);

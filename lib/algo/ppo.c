@@ -193,6 +193,13 @@ void frl_ppo_free(frl_ppo *l)
 
 /* ---- advantages ---- */
 
+/* The steps the slot's rollout collected: T, or fewer when a preempted rollout
+ * (dist.preempt) stopped early; the rows after them hold no transitions. */
+static int32_t steps_in(const frl_ppo *l)
+{
+    return l->steps_used > 0 && l->steps_used < l->T ? l->steps_used : l->T;
+}
+
 /* log pi(a|x) - log mu(a|x) of the slot's row i, given the learner's head outputs. */
 static float row_log_ratio(const frl_ppo *l, const float *out, int32_t i)
 {
@@ -210,17 +217,13 @@ static float row_log_ratio(const frl_ppo *l, const float *out, int32_t i)
  * gather would otherwise recompute (exp and log in double, per row and epoch). */
 static void set_log_ratio(frl_ppo *l, const float *out, int32_t i)
 {
-    float lr = row_log_ratio(l, out, i);
+    /* A preempted rollout's rows after its last step hold no transition: their actions
+     * are whatever the slot held (never written, from an allocator that does not zero,
+     * a discrete index out of range); nothing reads their ratio, so it is 1. */
+    float lr = i < steps_in(l) * l->B ? row_log_ratio(l, out, i) : 0.0f;
     l->log_ratio[i] = lr;
     if (l->s.decoupled)
         l->dec_w[i] = frl_dm_truncated_ratio(lr, l->s.rho_bar);
-}
-
-/* The steps the slot's rollout collected: T, or fewer when a preempted rollout
- * (dist.preempt) stopped early; the rows after them hold no transitions. */
-static int32_t steps_in(const frl_ppo *l)
-{
-    return l->steps_used > 0 && l->steps_used < l->T ? l->steps_used : l->T;
 }
 
 /* Where the slot's frames are, for a frame-stacking policy's rows (rl/frame_stack.h). The
