@@ -270,6 +270,27 @@ START_TEST(saved_dist_comm_is_dropped)
 }
 END_TEST
 
+/* A Gaussian head's log-std beyond +-80 (acting's draws overflow past it, and no policy
+ * file holds it) ends the run as diverged at that update, rather than training on until
+ * a save fails or something overflows. */
+START_TEST(log_std_past_its_bound_is_divergence)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings("train.num_envs=2 train.rollout=8 policy.hidden=8 "
+                                        "train.minibatches=1 train.epochs=1");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "Pendulum-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 16), FRL_OK);
+    frl_policy *p = frl_trainer_policy(t);
+    p->params[p->log_std_off] = 80.5f; /* as if the last updates had pushed it there */
+    ck_assert_int_eq(frl_trainer_train(t, 32), FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(frl_last_error(), "log_std[0]"), "%s", frl_last_error());
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A PPO checkpoint loaded with train.algo=impala keeps PPO's saved train.advantage=gae,
  * which IMPALA refuses: the refusal says the value is the saved run's, not the caller's,
  * and the load goes through once the caller overrides it too. */
@@ -349,6 +370,7 @@ int main(void)
     tcase_add_test(tc, q_policy_keeps_its_epsilon);
     tcase_add_test(tc, impala_checkpoint_from_before_loads);
     tcase_add_test(tc, saved_dist_comm_is_dropped);
+    tcase_add_test(tc, log_std_past_its_bound_is_divergence);
     tcase_add_test(tc, algo_override_names_the_saved_run);
     tcase_add_test(tc, saved_observations_checked);
     suite_add_tcase(s, tc);

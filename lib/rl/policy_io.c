@@ -57,6 +57,11 @@ static int32_t bad_log_std(const frl_policy *p, const float *params)
     return -1;
 }
 
+int32_t frl_policy_bad_log_std(const frl_policy *p)
+{
+    return bad_log_std(p, p->params);
+}
+
 static frl_status check_log_std(const frl_policy *p, const float *params, char *err)
 {
     int32_t i = bad_log_std(p, params);

@@ -17,6 +17,9 @@ typedef struct frl_policy_blob {
     uint64_t ids[2];
     const frl_allocator *alloc;
 } frl_policy_blob;
+/* The first Gaussian log-std beyond what a policy file holds (+-80: beyond it acting
+ * overflows), or -1: the trainer calls a run that reaches it diverged. */
+int32_t frl_policy_bad_log_std(const frl_policy *p);
 frl_status frl_policy_blob_make(const frl_policy *p, frl_policy_blob *b, frl_section *s,
                                 int32_t *n, char *err);
 void frl_policy_blob_free(frl_policy_blob *b);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "env/vec_env_named.h"
+#include "rl/policy_io.h"
 #include "trainer/trainer.h"
 #include "trainer/trainer_dist.h"
 #include "trainer/trainer_output.h"
@@ -601,6 +602,13 @@ frl_status frl_trainer_learn_slot(frl_trainer *t, int32_t slot, int64_t num_upda
         st = frl_fail(t->err, FRL_ERR_NONFINITE,
                       "training diverged: a parameter became non-finite at update %lld (lower "
                       "train.lr or set train.max_grad_norm)", (long long)t->book.pr.updates);
+    int32_t k = st == FRL_OK ? frl_policy_bad_log_std(t->policy) : -1;
+    if (k >= 0) /* acting's draws would overflow from here, and no save could hold it */
+        st = frl_fail(t->err, FRL_ERR_NONFINITE, "training diverged: the Gaussian head's "
+                      "log_std[%d] reached %g at update %lld, beyond +-80 (lower train.lr or "
+                      "set train.max_grad_norm)", (int)k,
+                      (double)t->policy->params[t->policy->log_std_off + (size_t)k],
+                      (long long)t->book.pr.updates);
     return st;
 }
 
