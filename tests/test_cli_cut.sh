@@ -134,6 +134,20 @@ refused "a cut policy cut again" "is a policy file" "not a trainer checkpoint"
 has "trained without elastic.widths" && fail "a cut policy: said to be a plain run: $out"
 run "$fastrl" cut "$ck" --latency-us 0.0001 --latency-model "$dir/model.txt"
 refused "budget none meets" "no sub-policy meets" "the fastest, widths"
+# Measured times need not grow with the widths (at batch 1 a width-8 layer can time
+# faster than a width-4 one), so the fastest is not the narrowest of some depth: here
+# width-4 layers cost 5 us, width-8 ones 1 and width-16 ones 2, depth 1's call 10 us
+# and depth 2's none, and 8,8 (3 us) is the fastest; the error once named 4,4 at 15.
+{
+    grep -E '^(fastrl-latency-model|batch|deterministic|kernels|machine) ' "$dir/model.txt"
+    printf 'intercept_us 1 10.0\nintercept_us 2 0.0\n'
+    awk '$1 == "layer" { w = $3 == 1 ? $2 : $3
+                         print "layer", $2, $3, $4, w == 4 ? "5.0" : w == 8 ? "1.0" : "2.0" }' \
+        "$dir/model.txt"
+} > "$dir/bumpy.txt"
+run "$fastrl" cut "$ck" --latency-us 1 --episodes 2 --latency-model "$dir/bumpy.txt"
+refused "budget none meets, times not growing with widths" "no sub-policy meets" \
+    "the fastest, widths 8,8, is predicted at 3.000 us"
 # A budget that little more than the fastest sub-policy meets: both searches find one
 # (the evolution's random draws may all miss it; then it tries the fastest). The model
 # fitted from probe times makes the choice measurement-free.

@@ -716,6 +716,39 @@ START_TEST(latency_model_from_probe_times)
 }
 END_TEST
 
+/* The fastest architecture is the least prediction over every architecture, whatever
+ * the times: measured ones need not grow with the widths (it was taken to be the
+ * narrowest of some depth, and a budget's error named one 5x slower than another). */
+START_TEST(latency_model_finds_the_fastest)
+{
+    fixture f;
+    setup_fixture(&f, 3, 0, "policy.hidden=12,10,8 elastic.widths=2,4,6");
+    frl_latency_model m;
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_msg(frl_latency_fit_probes(&m, &f.e, (frl_elastic_arch[]){{1, {2}}, {2, {4, 4}},
+                                         {3, {12, 10, 8}}}, (double[]){1, 2, 9}, 3, err) ==
+                      FRL_OK, "%s", err);
+    for (int32_t round = 0; round < 20; round++) {
+        for (int32_t i = 0; i < m.n; i++) /* times of no order in the widths */
+            m.layer[i].us = fabs(sin(1.3 * (double)(i + 1) * (double)(round + 1)));
+        for (int32_t d = 1; d <= m.depth; d++)
+            m.intercept_us[d] = round % 2 ? 0.5 * (double)(3 - d) : 0;
+        double want = 1e300;
+        for (int64_t k = 0; k < frl_elastic_count(&f.e); k++) {
+            frl_elastic_arch a;
+            frl_elastic_nth(&f.e, k, &a);
+            want = fmin(want, frl_latency_predict(&m, &f.e, &a));
+        }
+        frl_elastic_arch best;
+        double got = frl_latency_fastest(&m, &f.e, &best);
+        ck_assert_int_eq(frl_elastic_check(&f.e, &best, err), FRL_OK);
+        ck_assert_msg(got == want, "round %d: %g, the least is %g", (int)round, got, want);
+        ck_assert(frl_latency_predict(&m, &f.e, &best) == got);
+    }
+    teardown_fixture(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("elastic");
@@ -734,6 +767,7 @@ int main(void)
     tcase_add_test(tc, latency_model_text_round_trips);
     tcase_add_test(tc, latency_model_text_refuses_corruption);
     tcase_add_test(tc, latency_model_from_probe_times);
+    tcase_add_test(tc, latency_model_finds_the_fastest);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -698,28 +698,11 @@ static void report(cut_run *r, const cut_opts *o, const candidate *c, double mea
            (int)o->episodes);
 }
 
-/* The fastest architecture, for the error of a budget none meets: the narrowest of
- * some depth (each layer's time grows with its widths). */
-/* The sub-policy predicted fastest (the narrowest widths at each depth) and its time. */
+/* The sub-policy predicted fastest and its time: for the error of a budget none meets,
+ * and for an evolution whose draws found none within the budget. */
 static double fastest_arch(cut_run *r, frl_elastic_arch *best)
 {
-    frl_elastic_arch a;
-    double best_us = 1e300;
-    for (int32_t d = 1; d <= r->e.depth; d++) {
-        frl_elastic_full(&r->e, &a);
-        a.depth = d;
-        for (int32_t i = 0; i < d; i++) {
-            int32_t c[FRL_ELASTIC_MAX_CHOICES + 1];
-            frl_elastic_layer_choices(&r->e, i, c);
-            a.width[i] = c[0];
-        }
-        double us = frl_latency_predict(&r->model, &r->e, &a);
-        if (us < best_us) {
-            best_us = us;
-            *best = a;
-        }
-    }
-    return best_us;
+    return frl_latency_fastest(&r->model, &r->e, best);
 }
 
 static void no_fit(cut_run *r, const cut_opts *o)

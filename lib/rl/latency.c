@@ -196,6 +196,77 @@ double frl_latency_predict(const frl_latency_model *m, const frl_elastic *e,
     return us;
 }
 
+/* A layer shape's time in the model; INFINITY when the model lacks it. */
+static double layer_time(const frl_latency_model *m, int32_t in, int32_t out, int32_t act)
+{
+    frl_latency_layer l = {in, out, act, 0};
+    int32_t at = find_layer(m, &l);
+    return at < 0 ? INFINITY : m->layer[at].us;
+}
+
+/* The widths of depth d predicted fastest, by a shortest path over each layer's width
+ * choices (a layer's time depends on its width and the one before it): cost[j] is the
+ * fastest way to layer l's choice j, from[l][j] the choice before it. */
+static void fastest_of_depth(const frl_latency_model *m, const frl_elastic *e, int32_t d,
+                             frl_elastic_arch *a)
+{
+    int32_t c[FRL_MLP_MAX_LAYERS][FRL_ELASTIC_MAX_CHOICES + 1], n[FRL_MLP_MAX_LAYERS];
+    int32_t from[FRL_MLP_MAX_LAYERS][FRL_ELASTIC_MAX_CHOICES + 1];
+    double cost[FRL_ELASTIC_MAX_CHOICES + 1], next[FRL_ELASTIC_MAX_CHOICES + 1];
+    for (int32_t l = 0; l < d; l++)
+        n[l] = frl_elastic_layer_choices(e, l, c[l]);
+    for (int32_t j = 0; j < n[0]; j++)
+        cost[j] = layer_time(m, e->in_w, c[0][j], (int32_t)e->act);
+    for (int32_t l = 1; l < d; l++) {
+        for (int32_t j = 0; j < n[l]; j++) {
+            next[j] = INFINITY;
+            from[l][j] = 0;
+            for (int32_t k = 0; k < n[l - 1]; k++) {
+                double t = cost[k] + layer_time(m, c[l - 1][k], c[l][j], (int32_t)e->act);
+                if (t < next[j]) {
+                    next[j] = t;
+                    from[l][j] = k;
+                }
+            }
+        }
+        memcpy(cost, next, sizeof(double) * (size_t)n[l]);
+    }
+    int32_t j = 0;
+    double best = INFINITY;
+    for (int32_t k = 0; k < n[d - 1]; k++) {
+        double t = cost[k] + layer_time(m, c[d - 1][k], e->out_w, (int32_t)FRL_NN_LINEAR);
+        if (t < best) {
+            best = t;
+            j = k;
+        }
+    }
+    a->depth = d;
+    for (int32_t l = d - 1; l >= 0; l--) {
+        a->width[l] = c[l][j];
+        j = l > 0 ? from[l][j] : 0;
+    }
+}
+
+double frl_latency_fastest(const frl_latency_model *m, const frl_elastic *e,
+                           frl_elastic_arch *best)
+{
+    frl_elastic_full(e, best);
+    best->depth = 1;
+    double best_us = -1;
+    for (int32_t d = 1; d <= e->depth && d <= m->depth; d++) {
+        frl_elastic_arch a;
+        frl_elastic_full(e, &a);
+        fastest_of_depth(m, e, d, &a);
+        /* predicted as every caller predicts, so a budget compares the same sum */
+        double us = frl_latency_predict(m, e, &a);
+        if (us >= 0 && (best_us < 0 || us < best_us)) {
+            best_us = us;
+            *best = a;
+        }
+    }
+    return best_us;
+}
+
 static frl_status add_layer(frl_latency_model *m, int32_t in, int32_t out, frl_nn_act act,
                             char *err)
 {

@@ -61,6 +61,12 @@ frl_status frl_latency_fit_probes(frl_latency_model *m, const frl_elastic *e,
 double frl_latency_predict(const frl_latency_model *m, const frl_elastic *e,
                            const frl_elastic_arch *a);
 
+/* The architecture predicted fastest (into best) and its predicted microseconds, over
+ * every depth and width: measured times need not grow with the widths, so it is not
+ * always the narrowest. Negative when the model predicts no architecture of e. */
+double frl_latency_fastest(const frl_latency_model *m, const frl_elastic *e,
+                           frl_elastic_arch *best);
+
 /* The model as text ("key value" lines, "intercept_us depth us" per depth, "layer in
  * out act us" per shape) and back. Reading refuses (FRL_ERR_FORMAT, naming the line) a
  * text that does not end in a newline (truncated), a line with anything after its
