@@ -88,7 +88,8 @@ static int parse_value(const char *a, const char *v, cut_opts *o)
     int rc = -1;
     if (!strcmp(a, "--latency-us"))
         rc = cli_parse_real("cut", a, v, 0, HUGE_VAL, &o->budget_us);
-    else if (!strcmp(a, "--batch") && (rc = cli_parse_int("cut", a, v, 1, INT32_MAX, &n)) == 0)
+    else if (!strcmp(a, "--batch") && /* a usage error, not one found after loading */
+             (rc = cli_parse_int("cut", a, v, 1, FRL_LATENCY_MAX_BATCH, &n)) == 0)
         o->batch = (int32_t)n;
     else if (!strcmp(a, "--episodes") &&
              (rc = cli_parse_int("cut", a, v, 1, INT32_MAX, &n)) == 0)

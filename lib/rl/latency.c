@@ -368,9 +368,9 @@ frl_status frl_latency_fit(frl_latency_model *m, const frl_elastic *e, const frl
 {
     memset(m, 0, sizeof *m);
     m->deterministic = deterministic != 0;
-    if (batch < 1 || batch > 1 << 20)
+    if (batch < 1 || batch > FRL_LATENCY_MAX_BATCH)
         return frl_fail(err, FRL_ERR_RANGE, "latency: batch %d is not in 1..%d", (int)batch,
-                        1 << 20);
+                        FRL_LATENCY_MAX_BATCH);
     m->batch = batch;
     snprintf(m->kernels, sizeof m->kernels, "%s", p->k->name);
     frl_cpu_name(m->machine, sizeof m->machine);
@@ -684,7 +684,7 @@ static int parse_line(frl_latency_model *m, const char *line, uint32_t *seen, ui
     if ((s = after_key(line, "fastrl-latency-model")))
         return read_int(&s, 1, 1, &v) && at_end(s) && once(seen, SEEN_VERSION);
     if ((s = after_key(line, "batch")))
-        return read_int(&s, 1, 1 << 20, &m->batch) && at_end(s) && once(seen, SEEN_BATCH);
+        return read_int(&s, 1, FRL_LATENCY_MAX_BATCH, &m->batch) && at_end(s) && once(seen, SEEN_BATCH);
     if ((s = after_key(line, "deterministic")))
         return read_int(&s, 0, 1, &m->deterministic) && at_end(s) && once(seen, SEEN_DET);
     if ((s = after_key(line, "kernels")))

@@ -16,6 +16,8 @@
 #include "rl/elastic.h"
 
 enum { FRL_LATENCY_MAX_LAYERS = 512 };
+/* The largest batch a model is measured at (and read with). */
+enum { FRL_LATENCY_MAX_BATCH = 1 << 20 };
 
 typedef struct frl_latency_layer {
     int32_t in, out, act;     /* act: frl_nn_act */
