@@ -100,6 +100,15 @@ ok "evolutionary search"
 has "widths:" || fail "evolutionary search: $out"
 run "$fastrl" cut "$ck" --search random --list
 refused "unknown search" "exhaustive or evolution"
+# An exhaustive search asked for over more than 4,096 architectures (here 8 + 64 + 512 +
+# 4,096) is refused, not silently run as the evolutionary one.
+run "$fastrl" train Pendulum-v1 --steps 1024 --seed 3 --quiet --out "$dir/deep" \
+    --set train.num_envs=4 --set train.rollout=256 --set policy.hidden=8,8,8,8 \
+    --set elastic.widths=1,2,3,4,5,6,7
+ok "deep elastic run"
+run "$fastrl" cut "$dir/deep/checkpoint.frl" --search exhaustive --list --episodes 1 \
+    --latency-model "$dir/deep_model.txt"
+refused "exhaustive search of 4,680 architectures" "--search exhaustive" "4680 architectures"
 
 run "$fastrl" cut "$ck" --arch 5,8 --episodes 2
 refused "unknown width" "width 5" "takes 4,8,16"

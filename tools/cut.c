@@ -25,7 +25,8 @@ typedef struct cut_opts {
     const char *probe_path;   /* --fit-latency: another target's probe times */
     double budget_us;         /* < 0: none */
     int32_t batch, episodes, list, deterministic;
-    int32_t evolution;        /* --search evolution (auto: beyond MAX_CANDIDATES) */
+    int32_t evolution;        /* --search: 1 evolution, 0 exhaustive, -1 auto (evolution
+                               * beyond MAX_CANDIDATES) */
     uint64_t seed;
 } cut_opts;
 
@@ -621,7 +622,7 @@ static int score_evolution(cut_run *r, const cut_opts *o, double limit_us)
 static int score_all(cut_run *r, const cut_opts *o, double limit_us)
 {
     int64_t count = frl_elastic_count(&r->e);
-    if (o->evolution || count > MAX_CANDIDATES)
+    if (o->evolution > 0 || count > MAX_CANDIDATES)
         return score_evolution(r, o, limit_us);
     return score_exhaustive(r, o, limit_us);
 }
@@ -759,9 +760,24 @@ static int cut_arch(cut_run *r, const cut_opts *o)
     return o->out ? save_cut(r, o, &c.arch) : 0;
 }
 
+/* An exhaustive search asked for where it cannot run is refused (said), before the
+ * latency model is measured: running the evolution instead would go without a word. */
+static int check_search(const cut_run *r, const cut_opts *o)
+{
+    int64_t count = frl_elastic_count(&r->e);
+    if (o->evolution != 0 || o->arch || count <= MAX_CANDIDATES)
+        return 0;
+    fprintf(stderr, "fastrl cut: --search exhaustive: %s has %lld architectures, more than "
+                    "the %d an exhaustive search evaluates: give --search evolution, or "
+                    "leave --search out\n", o->path, (long long)count, (int)MAX_CANDIDATES);
+    return 1;
+}
+
 static int run_cut(cut_run *r, const cut_opts *o)
 {
     int rc = load_run(r, o->path);
+    if (rc == 0)
+        rc = check_search(r, o);
     if (rc == 0)
         rc = latency_model(r, o);
     if (rc != 0)
@@ -783,7 +799,7 @@ static int run_cut(cut_run *r, const cut_opts *o)
 
 int cli_cut(int argc, char **argv)
 {
-    cut_opts o = {.budget_us = -1, .batch = 1, .episodes = 20, .seed = 12345};
+    cut_opts o = {.budget_us = -1, .batch = 1, .episodes = 20, .seed = 12345, .evolution = -1};
     int rc = parse_cut_args(argc, argv, &o);
     if (rc < 0)
         cut_usage(stdout);
