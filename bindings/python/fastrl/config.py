@@ -143,8 +143,9 @@ def resolve_key(name: str, prefer: str | None = None) -> str:
 
     A name with a dot must be a key. A name without one is the last part of a key: the
     one key of ``prefer``'s namespace (e.g. ``"es"``) with that last part, if any; else
-    the only key with it; else, when several share it, the only one outside the es.*
-    and ga.* namespaces (``lr`` is ``train.lr``, not ``es.lr``); else it is ambiguous."""
+    the only key with it; else, when several share it, the only one outside the es.*,
+    ga.* and elastic.* namespaces (``lr`` is ``train.lr``, not ``es.lr``; ``epochs`` is
+    ``train.epochs``, not ``elastic.epochs``); else it is ambiguous."""
     if not isinstance(name, str):
         raise TypeError(f"config key must be a str, not {type(name).__name__}")
     infos = _all_infos()
