@@ -171,6 +171,31 @@ for search in exhaustive evolution; do
     ok "$search search at the fastest's budget"
     has "widths:" || fail "$search at the fastest's budget: $out"
 done
+# Sub-policies of equal return (an untrained MountainCar policy: -200 each) are not
+# equally good: the faster dominates, so a budget every one meets takes the front's
+# last member. The cut once took the first enumerated (widths 4, 20 us here), which
+# the front it printed did not hold (8,8 at 3 us).
+run "$fastrl" train MountainCar-v0 --steps 1024 --seed 3 --quiet --out "$dir/mc" \
+    --set train.num_envs=4 --set train.rollout=128 --set policy.hidden=16,16 \
+    --set elastic.widths=4,8 --set elastic.full_fraction=0.25
+ok "MountainCar elastic run"
+run "$fastrl" cut "$dir/mc/checkpoint.frl" --arch 4 --episodes 1 --deterministic \
+    --latency-model "$dir/mc_model.txt"
+ok "MountainCar latency model"
+{
+    grep -E '^(fastrl-latency-model|batch|deterministic|kernels|machine) ' "$dir/mc_model.txt"
+    printf 'intercept_us 1 10.0\nintercept_us 2 0.0\n'
+    awk '$1 == "layer" { w = $4 == 0 ? $2 : $3
+                         print "layer", $2, $3, $4, w == 4 ? "5.0" : w == 8 ? "1.0" : "2.0" }' \
+        "$dir/mc_model.txt"
+} > "$dir/mc_bumpy.txt"
+run "$fastrl" cut "$dir/mc/checkpoint.frl" --list --latency-us 1000000 --episodes 2 \
+    --deterministic --latency-model "$dir/mc_bumpy.txt"
+ok "front and cut of equal returns"
+last=$(printf '%s\n' "$out" | awk '/^widths  / { front = 1; next } /^widths:/ { front = 0 }
+                                    front && NF == 4 { w = $1 } END { print w }')
+[ -n "$last" ] && has "widths: $last
+" || fail "the cut is not the front's best (last) member '$last': $out"
 run "$fastrl" cut "$dir/plain/checkpoint.frl" --list
 refused "plain checkpoint" "not an elastic run's checkpoint"
 run "$fastrl" cut "$ck" --list --batch 8 --latency-model "$dir/model.txt"

@@ -717,10 +717,32 @@ static void no_fit(cut_run *r, const cut_opts *o)
                     "%s, is predicted at %.3f us\n", o->budget_us, (int)o->batch, w, best_us);
 }
 
+/* A return as ranked: a NaN one (episodes that diverged) below every other, so the
+ * order stays total and qsort cannot put it first. */
+static double rank_return(const candidate *c)
+{
+    return isnan(c->ret) ? -HUGE_VAL : c->ret;
+}
+
+/* Best return first; among equal returns the faster, then the smaller (it dominates:
+ * the front holds it and not the others), then by widths, so the choice does not rest
+ * on qsort's order of equals. */
 static int by_return(const void *a, const void *b)
 {
     const candidate *x = a, *y = b;
-    return (x->ret < y->ret) - (x->ret > y->ret);
+    double rx = rank_return(x), ry = rank_return(y);
+    if (rx != ry)
+        return rx > ry ? -1 : 1;
+    if (x->predicted_us != y->predicted_us)
+        return x->predicted_us < y->predicted_us ? -1 : 1;
+    if (x->params != y->params)
+        return x->params < y->params ? -1 : 1;
+    if (x->arch.depth != y->arch.depth)
+        return x->arch.depth < y->arch.depth ? -1 : 1;
+    for (int32_t i = 0; i < x->arch.depth; i++)
+        if (x->arch.width[i] != y->arch.width[i])
+            return x->arch.width[i] < y->arch.width[i] ? -1 : 1;
+    return 0;
 }
 
 /* The best return predicted within the budget whose measured latency meets it too. */
