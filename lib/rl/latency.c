@@ -211,8 +211,8 @@ static void fastest_of_depth(const frl_latency_model *m, const frl_elastic *e, i
                              frl_elastic_arch *a)
 {
     int32_t c[FRL_MLP_MAX_LAYERS][FRL_ELASTIC_MAX_CHOICES + 1], n[FRL_MLP_MAX_LAYERS];
-    int32_t from[FRL_MLP_MAX_LAYERS][FRL_ELASTIC_MAX_CHOICES + 1];
-    double cost[FRL_ELASTIC_MAX_CHOICES + 1], next[FRL_ELASTIC_MAX_CHOICES + 1];
+    int32_t from[FRL_MLP_MAX_LAYERS][FRL_ELASTIC_MAX_CHOICES + 1] = {{0}};
+    double cost[FRL_ELASTIC_MAX_CHOICES + 1] = {0}, next[FRL_ELASTIC_MAX_CHOICES + 1] = {0};
     for (int32_t l = 0; l < d; l++)
         n[l] = frl_elastic_layer_choices(e, l, c[l]);
     for (int32_t j = 0; j < n[0]; j++)
