@@ -196,6 +196,18 @@ last=$(printf '%s\n' "$out" | awk '/^widths  / { front = 1; next } /^widths:/ { 
                                     front && NF == 4 { w = $1 } END { print w }')
 [ -n "$last" ] && has "widths: $last
 " || fail "the cut is not the front's best (last) member '$last': $out"
+# Architectures of equal predicted latency: only the best return among them is on the
+# front (the others are dominated). With every one predicted at 3 us, the front once
+# listed each that beat those enumerated before it.
+{
+    grep -E '^(fastrl-latency-model|batch|deterministic|kernels|machine) ' "$dir/model.txt"
+    printf 'intercept_us 1 1.0\nintercept_us 2 0.0\n'
+    awk '$1 == "layer" { print "layer", $2, $3, $4, "1.0" }' "$dir/model.txt"
+} > "$dir/flat.txt"
+run "$fastrl" cut "$ck" --list --episodes 4 --latency-model "$dir/flat.txt"
+ok "front of equal latencies"
+rows=$(printf '%s\n' "$out" | grep -c ' 3\.000 ')
+[ "$rows" -eq 1 ] || fail "a front of equal latencies lists $rows architectures: $out"
 run "$fastrl" cut "$dir/plain/checkpoint.frl" --list
 refused "plain checkpoint" "not an elastic run's checkpoint"
 run "$fastrl" cut "$ck" --list --batch 8 --latency-model "$dir/model.txt"

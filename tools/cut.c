@@ -627,10 +627,14 @@ static int score_all(cut_run *r, const cut_opts *o, double limit_us)
     return score_exhaustive(r, o, limit_us);
 }
 
+/* Fastest first; among equal latencies the best return first (by_return's order), so
+ * the front lists only it: the others are as fast and return less. */
 static int by_latency(const void *a, const void *b)
 {
     const candidate *x = a, *y = b;
-    return (x->predicted_us > y->predicted_us) - (x->predicted_us < y->predicted_us);
+    if (x->predicted_us != y->predicted_us)
+        return x->predicted_us < y->predicted_us ? -1 : 1;
+    return by_return(a, b);
 }
 
 static void print_row(const candidate *c, const char *extra)
