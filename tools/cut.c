@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "io/container.h"
+#include "io/file.h"
 #include "core/rng.h"
 #include "core/cpu.h"
 #include "rl/latency.h"
@@ -343,13 +344,18 @@ static int read_model(cut_run *r, const char *path, int32_t batch, int32_t deter
     return 0;
 }
 
+/* Atomically, as checkpoints are written: a failed or interrupted write leaves the model
+ * that was there (a truncated file once took its place, or the old one was emptied). */
 static int write_model(const cut_run *r, const char *path)
 {
-    char text[1 << 16];
-    FILE *f = fopen(path, "wb");
-    if (frl_latency_to_text(&r->model, text, sizeof text) != 0 || !f ||
-        fputs(text, f) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "fastrl cut: cannot write the latency model to %s\n", path);
+    char text[1 << 16], err[FRL_ERRMSG_SIZE];
+    if (frl_latency_to_text(&r->model, text, sizeof text) != 0) {
+        fprintf(stderr, "fastrl cut: the latency model is too long to write to %s\n", path);
+        return 1;
+    }
+    if (frl_file_replace(&r->p->rt->alloc, path, text, strlen(text), "fastrl cut: latency model",
+                         err) != FRL_OK) {
+        fprintf(stderr, "%s\n", err);
         return 1;
     }
     return 0;
@@ -683,10 +689,14 @@ static double measure(cut_run *r, const frl_elastic_arch *a, const cut_opts *o)
 {
     frl_policy *sub;
     char err[FRL_ERRMSG_SIZE];
-    if (frl_elastic_cut(&r->e, r->p, r->heads, a, &sub, err) != FRL_OK)
+    if (frl_elastic_cut(&r->e, r->p, r->heads, a, &sub, err) != FRL_OK) {
+        fprintf(stderr, "fastrl cut: cutting a sub-policy: %s\n", err);
         return -1;
+    }
     double us = frl_latency_act_us(sub, o->batch, o->deterministic, 201, err);
     frl_policy_destroy(sub);
+    if (us < 0)
+        fprintf(stderr, "fastrl cut: measuring a sub-policy: %s\n", err);
     return us;
 }
 
@@ -782,7 +792,10 @@ static int cut_arch(cut_run *r, const cut_opts *o)
     }
     if (describe(r, &c) != 0 || evaluate_arch(r, o, &c) != 0)
         return 1;
-    report(r, o, &c, foreign_model(r) ? 0 : measure(r, &c.arch, o));
+    double us = foreign_model(r) ? 0 : measure(r, &c.arch, o);
+    if (us < 0) /* said by measure; a -1 printed as a time would read as one */
+        return 1;
+    report(r, o, &c, us);
     return o->out ? save_cut(r, o, &c.arch) : 0;
 }
 
