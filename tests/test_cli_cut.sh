@@ -62,6 +62,17 @@ run "$fastrl" cut "$ck" --latency-us 1000000 --episodes 2 --latency-model "$dir/
 refused "--latency-model as --out" "which the model would replace"
 [ ! -e "$dir/same.frl" ] || fail "the refused --latency-model/--out pair wrote a file"
 
+# A model file with a NUL byte (a NUL ended its text early, so a file cut short read as
+# whole), and one that is a directory: refused, not measured again over it.
+head -c 200 "$dir/model.txt" > "$dir/nul.txt"
+printf '\000\000\000\000' >> "$dir/nul.txt"
+tail -c +201 "$dir/model.txt" >> "$dir/nul.txt"
+run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/nul.txt"
+[ "$rc" -eq 1 ] && has "a NUL byte" || fail "a latency model with a NUL byte: $out"
+mkdir "$dir/model_dir"
+run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/model_dir"
+[ "$rc" -eq 1 ] && [ -d "$dir/model_dir" ] || fail "a directory as the latency model: $out"
+
 # Another target's probe times (ns a call) fit a batch-1 model; nothing is measured here.
 printf '# widths ns\n4 310\n8 420\n16,16 960\n' > "$dir/times.txt"
 run "$fastrl" cut "$ck" --fit-latency "$dir/times.txt" --latency-us 0.8 --episodes 2 \

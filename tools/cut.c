@@ -315,16 +315,21 @@ static int foreign_model(const cut_run *r);
 static int read_model(cut_run *r, const char *path, int32_t batch, int32_t deterministic)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
+    if (!f && errno == ENOENT)
         return -1; /* not there yet: measured and written */
+    if (!f) { /* there but unreadable: measuring again would overwrite it */
+        fprintf(stderr, "fastrl cut: cannot read the latency model %s: %s\n", path,
+                strerror(errno));
+        return 1;
+    }
     char text[1 << 16];
     size_t n = fread(text, 1, sizeof text - 1, f);
     int longer = n == sizeof text - 1 && fgetc(f) != EOF;
     fclose(f);
     text[n] = '\0';
-    if (longer) {
-        fprintf(stderr, "fastrl cut: %s is longer than any latency model (64 KiB): not "
-                        "one this command wrote\n", path);
+    if (longer || memchr(text, '\0', n)) { /* a NUL would end the text early, unsaid */
+        fprintf(stderr, "fastrl cut: %s is %s: not a latency model this command wrote\n",
+                path, longer ? "longer than any latency model (64 KiB)" : "binary (a NUL byte)");
         return 1;
     }
     char err[FRL_ERRMSG_SIZE];
