@@ -354,6 +354,51 @@ START_TEST(evaluate_routes_members)
 }
 END_TEST
 
+/* Reward 2^(t-1) x the action at step t of 20: a return spells out its episode's
+ * actions. */
+static int binary_step(void *user, const void *action, float *obs, float *reward,
+                       uint8_t *term, uint8_t *trunc)
+{
+    counter_env *c = user;
+    c->t++;
+    obs[0] = 0.5f;
+    *reward = (float)*(const int32_t *)action * (float)(1 << (c->t - 1));
+    *term = c->t == 20;
+    *trunc = 0;
+    return 0;
+}
+
+/* Sampled evaluation over two groups: the first env of each draws from its own stream,
+ * so two equal members running side by side do not act alike step for step. */
+START_TEST(evaluate_groups_sample_apart)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    counter_env e0[1], e1[1];
+    frl_vec_env *both[2] = {host_vec(rt, 1, e0, binary_step), host_vec(rt, 1, e1, binary_step)};
+    frl_config *cfg = frl_test_settings("policy.hidden=8");
+    frl_policy *p;
+    ck_assert_int_eq(frl_policy_create(&p, rt, cfg, frl_vec_env_observation_space(both[0]),
+                                       frl_vec_env_action_space(both[0])), FRL_OK);
+    frl_config_destroy(cfg);
+    frl_population *pop;
+    ck_assert_int_eq(frl_population_create(&pop, p, 2), FRL_OK); /* two equal members */
+    double ret[2];
+    frl_population_eval_args a;
+    frl_population_eval_args_init(&a);
+    a.deterministic = 0;
+    a.returns = ret;
+    ck_assert_msg(frl_population_evaluate_groups(pop, both, 2, &a, NULL) == FRL_OK, "%s",
+                  frl_last_error());
+    /* member 0 ran in group 0's env, member 1 in group 1's */
+    ck_assert_msg(ret[0] != ret[1], "both groups sampled the actions %.0f", ret[0]);
+    frl_population_destroy(pop);
+    frl_policy_destroy(p);
+    frl_vec_env_destroy(both[0]);
+    frl_vec_env_destroy(both[1]);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- ask/tell ---- */
 
 enum { N = 20 };
@@ -1154,6 +1199,7 @@ static Suite *suite(void)
     tcase_add_test(c, act_bad_input);
     tcase_add_test(c, too_large_for_memory);
     tcase_add_test(c, evaluate_routes_members);
+    tcase_add_test(c, evaluate_groups_sample_apart);
     tcase_add_test(c, es_ask_tell);
     tcase_add_test(c, es_ties_move_nothing);
     tcase_add_test(c, huge_fitnesses);

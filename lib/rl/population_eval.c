@@ -46,6 +46,8 @@ typedef struct eval_group {
     unsigned char *act;   /* [n x action bytes]: their actions */
     uint8_t *active;      /* [n]: envs with an episode to run (the rest are not stepped) */
     int32_t k;            /* rows acted for this step */
+    uint64_t streams;     /* its row i samples from stream streams + i: the envs of the
+                           * groups before it, so two groups never share a stream */
     uint64_t step;
     frl_status st;        /* of the group's last act or step */
 } eval_group;
@@ -235,6 +237,7 @@ static frl_status act_group(pop_run *r, eval_group *g)
     act.members = g->members;
     act.actions = g->act;
     act.deterministic = r->a.deterministic;
+    act.stream_offset = g->streams;
     act.counter = g->step;
     act.observation_width = frl_space_width(r->pop->policy->obs_space);
     act.action_width = frl_space_width(r->pop->policy->act_space);
@@ -503,7 +506,8 @@ frl_status frl_population_evaluate_stoppable(frl_population *pop, frl_vec_env *c
         return frl_fail_msg(NULL, st, pop->err);
     pop_run r = {.pop = pop, .groups = count, .stop = stop};
     for (int32_t g = 0; g < count; g++)
-        r.g[g] = (eval_group){.v = venvs[g], .n = frl_vec_env_num_envs(venvs[g])};
+        r.g[g] = (eval_group){.v = venvs[g], .n = frl_vec_env_num_envs(venvs[g]),
+                              .streams = g ? (uint64_t)r.g[0].n : 0};
     st = read_args(&r, args);
     if (st == FRL_OK && (st = alloc_run(&r)) == FRL_OK)
         norm_keep(&r, 0);
