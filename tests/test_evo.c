@@ -399,6 +399,40 @@ START_TEST(evaluate_groups_sample_apart)
 }
 END_TEST
 
+/* Two groups, pipelined: a failure of the group acting on the pool's other thread is
+ * reported with its own message, not the calling thread's last one. Repeated, since
+ * which thread takes which half varies. */
+START_TEST(evaluate_groups_report_their_failure)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    counter_env e0[1], e1[1];
+    frl_vec_env *both[2] = {host_vec(rt, 1, e0, ce_step), host_vec(rt, 1, e1, ce_step)};
+    frl_config *cfg = frl_test_settings("policy.hidden=8");
+    frl_policy *p;
+    ck_assert_int_eq(frl_policy_create(&p, rt, cfg, frl_vec_env_observation_space(both[0]),
+                                       frl_vec_env_action_space(both[0])), FRL_OK);
+    frl_config_destroy(cfg);
+    frl_population *pop;
+    ck_assert_int_eq(frl_population_create(&pop, p, 2), FRL_OK);
+    /* member 1, group 1's first job, acts with a NaN weight */
+    frl_population_parameters(pop)[frl_population_member_size(pop)] = NAN;
+    frl_population_eval_args a;
+    frl_population_eval_args_init(&a);
+    for (int i = 0; i < 50; i++) {
+        ck_assert_int_eq(frl_population_evaluate_groups(pop, both, 2, &a, NULL),
+                         FRL_ERR_NONFINITE);
+        ck_assert_msg(strstr(frl_last_error(), "member 1's network"), "%s", frl_last_error());
+        ck_assert_msg(strstr(frl_population_last_error(pop), "member 1's network"), "%s",
+                      frl_population_last_error(pop));
+    }
+    frl_population_destroy(pop);
+    frl_policy_destroy(p);
+    frl_vec_env_destroy(both[0]);
+    frl_vec_env_destroy(both[1]);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---- ask/tell ---- */
 
 enum { N = 20 };
@@ -1200,6 +1234,7 @@ static Suite *suite(void)
     tcase_add_test(c, too_large_for_memory);
     tcase_add_test(c, evaluate_routes_members);
     tcase_add_test(c, evaluate_groups_sample_apart);
+    tcase_add_test(c, evaluate_groups_report_their_failure);
     tcase_add_test(c, es_ask_tell);
     tcase_add_test(c, es_ties_move_nothing);
     tcase_add_test(c, huge_fitnesses);

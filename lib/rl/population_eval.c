@@ -15,6 +15,7 @@
  * between the halves, so nothing is written by two threads. */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/table.h"
@@ -50,6 +51,9 @@ typedef struct eval_group {
                            * groups before it, so two groups never share a stream */
     uint64_t step;
     frl_status st;        /* of the group's last act or step */
+    /* its message, taken on the thread that ran it: the last error is per thread, and
+     * a pipelined half may run on a pool worker */
+    char msg[FRL_ERRMSG_SIZE];
 } eval_group;
 
 typedef struct pop_run {
@@ -363,22 +367,31 @@ static frl_status check_stalled(pop_run *r, const eval_group *g)
                     "time limit)", who, MAX_STALLED, (long long)r->jobs_left);
 }
 
+/* st, the outcome of g's act or step, kept with its message (on the thread it ran on). */
+static frl_status group_ran(eval_group *g, frl_status st)
+{
+    g->st = st;
+    if (st != FRL_OK)
+        snprintf(g->msg, sizeof g->msg, "%s", frl_last_error());
+    return st;
+}
+
 static frl_status group_failed(pop_run *r, const eval_group *g, const char *what)
 {
     return frl_fail(r->pop->err, g->st, "%s: %s of step %llu: %s", who, what,
-                    (unsigned long long)g->step, frl_last_error());
+                    (unsigned long long)g->step, g->msg);
 }
 
 static frl_status run_sequential(pop_run *r)
 {
     eval_group *g = &r->g[0];
     while (r->jobs_left > 0) {
-        if ((g->st = act_group(r, g)) != FRL_OK)
+        if (group_ran(g, act_group(r, g)) != FRL_OK)
             return group_failed(r, g, "acting");
         frl_status st = check_stalled(r, g);
         if (st != FRL_OK)
             return st;
-        if ((g->st = step_group(r, g)) != FRL_OK)
+        if (group_ran(g, step_group(r, g)) != FRL_OK)
             return group_failed(r, g, "stepping");
         collect(r, g);
         if ((st = check_going(r)) != FRL_OK)
@@ -398,9 +411,9 @@ static int half_task(void *user, int32_t task, int32_t thread)
     (void)thread;
     half *h = user;
     if (task == 0)
-        h->stepping->st = step_group(h->r, h->stepping);
+        group_ran(h->stepping, step_group(h->r, h->stepping));
     else
-        h->acting->st = act_group(h->r, h->acting);
+        group_ran(h->acting, act_group(h->r, h->acting));
     return 0;
 }
 
@@ -420,7 +433,7 @@ static frl_status run_half(pop_run *r, eval_group *stepping, eval_group *acting)
 static frl_status run_pipelined(pop_run *r)
 {
     eval_group *a = &r->g[0], *b = &r->g[1];
-    if ((a->st = act_group(r, a)) != FRL_OK)
+    if (group_ran(a, act_group(r, a)) != FRL_OK)
         return group_failed(r, a, "acting");
     frl_status st = FRL_OK;
     while (st == FRL_OK && r->jobs_left > 0) {
