@@ -905,8 +905,9 @@ static inline void frl_population_eval_args_init(frl_population_eval_args *args)
 /* Run episodes of every member on venv (its envs shared by all members): each env takes
  * the next pending (member, episode) when its episode ends, and only the envs whose
  * episodes are running go through inference (frl_population_act on the compacted rows).
- * Spaces as frl_policy_evaluate. Allocates per call from the population's runtime, whose
- * threads act. *env_steps (may be NULL): the episodes' steps in all. */
+ * Spaces as frl_policy_evaluate. Its arrays are a block the population keeps (a call
+ * allocates only when it needs a larger one); the runtime's threads act. *env_steps (may
+ * be NULL): the episodes' steps in all. */
 FRL_API frl_status frl_population_evaluate(frl_population *population, frl_vec_env *venv,
                                            const frl_population_eval_args *args,
                                            int64_t *env_steps);
