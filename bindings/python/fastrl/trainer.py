@@ -217,7 +217,8 @@ class Trainer(NoCopy):
     @property
     def policy(self) -> Policy:
         """The trainer's policy (act on it, save it, between train calls)."""
-        if self._policy is None:
+        # a closed wrapper is only that wrapper let go: the trainer gives a new one
+        if self._policy is None or self._policy.closed:
             p = _lib.lib().trainer_policy(self._ptr)
             me = weakref.ref(self)  # no cycle: the trainer goes when its last user does
 
@@ -230,7 +231,7 @@ class Trainer(NoCopy):
     @property
     def vec_env(self) -> VecEnv:
         """The trainer's vec env: read its arrays and totals; only the trainer steps it."""
-        if self._vec_env is None:
+        if self._vec_env is None or self._vec_env.closed:
             p = _lib.lib().trainer_vec_env(self._ptr)
             name = self.env_name or "(loaded)"
             self._vec_env = VecEnv._borrowed(p, self._h, self._runtime, name)
@@ -240,7 +241,7 @@ class Trainer(NoCopy):
     def ring(self) -> Ring:
         """The trainer's ring (one slot in sync mode; with ``sampler.mode=async`` more):
         rollouts as read-only numpy views shaped [T, B, ...] (read between train calls)."""
-        if self._ring is None:
+        if self._ring is None or self._ring._h is None:
             p = _lib.lib().trainer_ring(self._ptr)
             v = self.vec_env
             self._ring = Ring._borrowed(p, self._h, v.single_observation_space,

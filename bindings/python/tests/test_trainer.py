@@ -332,3 +332,18 @@ def test_runtime_options_beside_a_vec_env_are_refused_by_name():
             fastrl.Trainer(v, **opt)
         assert ei.value.status == Status.ERR_INVALID_ARGUMENT
         assert "shares its vec env's runtime" in ei.value.message, ei.value.message
+
+
+def test_closing_a_borrowed_object_does_not_break_the_trainer():
+    # close() on the trainer's policy, ring or vec env wrapper lets go of that wrapper
+    # only: the trainer's properties give working ones again (evaluate(trainer) too)
+    t = fastrl.Trainer("CartPole-v1", seed=3, num_envs=4, rollout=8, minibatches=1,
+                       threads=1)
+    t.train(32)
+    t.policy.close()
+    assert t.policy.act(np.zeros(4, np.float32)) in (0, 1)
+    assert len(fastrl.evaluate(t, "CartPole-v1", 2, num_envs=2)) == 2
+    t.ring.close()
+    assert t.ring.array("rewards").shape == (8, 4)
+    t.vec_env.close()
+    assert t.vec_env.observations.shape == (4, 4)
