@@ -196,7 +196,8 @@ class Population(Closable):
             # 0 is refused by VecEnv (ERR_RANGE), not taken as "the default"
             n = num_envs if num_envs is not None else min(self.members * episodes, 64)
             venv = VecEnv(env, n,  # type: ignore[arg-type]  # own: env is an id
-                          runtime=runtime if runtime is not None else self._policy._runtime,
+                          runtime=(runtime if runtime is not None
+                                   else self._policy._runtime._live()),
                           **options)
         else:
             if num_envs is not None or runtime is not None or options:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import threading
+import weakref
 from typing import TYPE_CHECKING
 
 from . import _lib
@@ -62,6 +63,7 @@ class Runtime(NoCopy):
         ptr = ctypes.c_void_p()
         _lib.check(L.runtime_create(ctypes.byref(ptr), cfg._ptr, None, log_ptr), "Runtime")
         self._h = Handle(ptr.value, L.runtime_destroy, "runtime", keep=keep)
+        self._weak_h = weakref.ref(self._h)  # for _live() after close()
         self._threads = L.runtime_threads(ptr.value)
         self._seed = L.runtime_seed(ptr.value)
         self._device = L.runtime_device(ptr.value).decode()
@@ -72,6 +74,21 @@ class Runtime(NoCopy):
         if self._h is None:
             raise Error(Status.ERR_STATE, "this Runtime is closed")
         return self._h
+
+    def _live(self: _Runtime) -> _Runtime:
+        """This runtime for a new object beside one made on it (a vec env's trainer, a
+        policy's evaluation): itself while open; after close(), which only let go of
+        this wrapper's reference, a new wrapper of the same C runtime while the objects
+        made on it keep it alive; ERR_STATE once it is gone."""
+        if self._h is not None:
+            return self
+        h = self._weak_h()
+        if h is None or not h.alive:
+            raise Error(Status.ERR_STATE, "this Runtime is closed")
+        rt = type(self).__new__(type(self))
+        rt.__dict__.update(self.__dict__)
+        rt._h = h
+        return rt
 
     @property
     def threads(self) -> int:

@@ -141,8 +141,8 @@ class Trainer(NoCopy):
                             f"Trainer: {', '.join(rt_keys)} would make a new runtime, but a "
                             "trainer shares its vec env's runtime: make the vec env with "
                             "runtime=fastrl.Runtime(seed=..., threads=...)")
-            rt, options = runtime_for(runtime if runtime is not None else venv.runtime,
-                                      options, "Trainer")
+            rt, options = runtime_for(runtime if runtime is not None
+                                      else venv.runtime._live(), options, "Trainer")
             cfg = as_config(config, options, "Trainer config")
             if venv._read_only:
                 raise Error(Status.ERR_STATE, "Trainer: this vec env already belongs to a "
@@ -484,7 +484,8 @@ def evaluate(policy: Policy | Trainer, env: str | VecEnv, episodes: IntLike = 10
         # 0 is refused by VecEnv (ERR_RANGE), not taken as "the default"
         n = num_envs if num_envs is not None else min(int(episodes), 64)
         venv = VecEnv(env, n,  # type: ignore[arg-type]  # own: env is an id
-                      runtime=runtime if runtime is not None else policy._runtime, **options)
+                      runtime=runtime if runtime is not None else policy._runtime._live(),
+                      **options)
     else:
         # they would make a vec env; this one is made already, and ignoring them would
         # hide a mistake (a misspelt keyword, a limit that does not apply)

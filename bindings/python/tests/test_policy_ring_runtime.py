@@ -296,3 +296,22 @@ def test_ring_views_outlive_the_ring(rt):
     del obs, acts
     collect()
     assert h() is None
+
+
+def test_objects_made_on_a_closed_runtime_wrapper_still_work():
+    # Runtime.close() only lets go of the wrapper's reference (doc/python.md, Runtime):
+    # objects made on it keep the C runtime, and every call on them still works,
+    # those that make a vec env or a trainer on that runtime included
+    with fastrl.Runtime(threads=1) as rt:
+        venv = fastrl.make_vec("CartPole-v1", 4, runtime=rt)
+        policy = fastrl.Policy(venv.single_observation_space, venv.single_action_space,
+                               runtime=rt)
+    assert rt.closed
+    assert len(fastrl.evaluate(policy, "CartPole-v1", 2, num_envs=2)) == 2
+    assert fastrl.Population(policy, 2).evaluate("CartPole-v1", num_envs=2).env_steps > 0
+    t = fastrl.Trainer(venv, rollout=8, minibatches=1)
+    assert t.runtime.threads == 1
+    t.train(32)
+    with pytest.raises(fastrl.Error) as ei:  # the wrapper itself stays closed
+        fastrl.Policy(OBS, ACT, runtime=rt)
+    assert ei.value.status == Status.ERR_STATE
