@@ -39,10 +39,16 @@ class Replay(NoCopy):
     """A trainer's replay (``Trainer.replay``). Read it between ``train`` calls or from
     the metrics callback: the learner writes it during an update."""
 
-    def __init__(self, ptr: int | None, owner: Handle | None, discrete: bool) -> None:
+    def __init__(self, ptr: int | None, owner: Handle | None, discrete: bool,
+                 obs_shape: tuple[int, ...] = (), obs_dtype: npt.DTypeLike = np.float32
+                 ) -> None:
         self._ptr = ptr
         self._h = owner
         self._discrete = discrete
+        # an observation as the ring holds it: pixels (an image's, a mixed row's bytes)
+        # are uint8 in the records too, which the library counts in 4-byte units
+        self._obs_shape = tuple(obs_shape)
+        self._pixels = np.dtype(obs_dtype) == np.uint8
 
     def info(self) -> ReplayInfo:
         """The shape and fill: capacity, blocks, filled, next, transitions, steps (T),
@@ -62,14 +68,16 @@ class Replay(NoCopy):
 
     def records(self) -> npt.NDArray[np.void]:
         """The records as a structured array shaped [blocks, B, T + 1] with fields x
-        (float32[W]), action (int32, or float32[A]), reward (float32) and terminated,
+        (float32[W]; for pixels, an image's or a mixed row's, uint8 shaped as the ring's
+        observations), action (int32, or float32[A]), reward (float32) and terminated,
         truncated, reset (bool); record T of each env holds only the observation after
         the block's last step. A row's next observation is the next record's x."""
         i = self.info()
         W, A = i["observation_width"], i["action_width"]
         action = np.dtype("<i4") if self._discrete else np.dtype(("<f4", (A,)))
+        x = np.dtype(("u1", self._obs_shape)) if self._pixels else np.dtype(("<f4", (W,)))
         dt = np.dtype({"names": ["x", "action", "reward", "terminated", "truncated", "reset"],
-                       "formats": [np.dtype(("<f4", (W,))), action, "<f4", "?", "?", "?"],
+                       "formats": [x, action, "<f4", "?", "?", "?"],
                        "offsets": [0, i["offset_action"], i["offset_reward"],
                                    i["offset_flags"], i["offset_flags"] + 1,
                                    i["offset_flags"] + 2],

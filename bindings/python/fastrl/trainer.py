@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import _lib
+from . import _lib, spaces
 from ._handle import _SAVE_HINT, Handle, NoCopy, checked_int
 from ._lib import Error, Status
 from .config import as_config
@@ -255,7 +255,9 @@ class Trainer(NoCopy):
         p = _lib.lib().trainer_replay(self._ptr)
         if not p:
             return None
-        return Replay(p, self._h, self.vec_env._n_actions > 0)
+        v = self.vec_env
+        shape, _, dtype = spaces.observation_layout(v.single_observation_space)
+        return Replay(p, self._h, v._n_actions > 0, shape, dtype)
 
     @property
     def metrics(self) -> Metrics:

@@ -63,3 +63,24 @@ def test_dqn_refuses_box_actions():
         fastrl.Trainer("Pendulum-v1", config={"train.algo": "dqn"})
     assert ei.value.status == Status.ERR_UNSUPPORTED
     assert "discrete action space" in str(ei.value)
+
+
+@pytest.mark.parametrize("env_id", ["PixelGrid-v0", "PixelGoal-v0"])
+def test_replay_records_of_pixels_hold_the_observations_as_the_ring_does(env_id):
+    # the records keep an image's bytes (a mixed row's bytes): x is those, as the ring's
+    # observations are, not the bytes read as floats
+    t = fastrl.Trainer(env_id, seed=1, threads=1,
+                       config={"train.algo": "dqn", "train.num_envs": 2,
+                               "train.train_freq": 8, "train.buffer_size": 64})
+    t.train(16)
+    rec = t.replay.records()
+    ring_obs = t.ring.array("observations")
+    rows = np.ascontiguousarray(rec[0]["x"][:, :8].swapaxes(0, 1))
+    if isinstance(ring_obs, dict):  # mixed: the ring splits the row bytes
+        assert rec.dtype["x"].base == np.uint8
+        im = ring_obs["image"]
+        n = int(np.prod(im.shape[2:]))
+        assert np.array_equal(rows[..., :n].reshape(im.shape), im)
+        assert np.array_equal(rows[..., n:].view(np.float32), ring_obs["vector"])
+    else:
+        assert rows.dtype == np.uint8 and np.array_equal(rows, ring_obs)
