@@ -215,8 +215,8 @@ class Policy(Closable):
                             f"{type(probe).__name__} {probe!r}")
         cfg = as_config({"export.format": format, "export.weights": weights,
                          "export.probe": bool(probe)}, what="export options")
-        _lib.check(_lib.lib().policy_export(self._ptr, _lib.fspath(path), cfg._ptr),
-                   "Policy.export")
+        p = _lib.fspath(path)  # first: its __fspath__ may close the policy
+        _lib.check(_lib.lib().policy_export(self._ptr, p, cfg._ptr), "Policy.export")
 
     def _state_arg(self, state: object, batch: int, single: bool) -> int | None:
         """The address of the caller's state array (None for no state), checked."""
@@ -298,6 +298,9 @@ class Policy(Closable):
              reset: npt.ArrayLike | None = None, outputs: bool = False
              ) -> tuple[Any, Any, Any, Any]:
         ptr = self._ptr
+        # held through the call: converting the arguments runs their Python code (an
+        # __array__), and a close() there must not destroy the policy under the call
+        held = self._h  # noqa: F841
         obs, single = self._observation_rows(observations)
         if single:
             obs = obs.reshape((1,) + self._obs_shape)
@@ -350,7 +353,8 @@ class Policy(Closable):
 
     def save(self, path: PathArg) -> None:
         """Write the policy to path (atomic: a crash leaves the old file or the new)."""
-        _lib.check(_lib.lib().policy_save(self._ptr, _lib.fspath(path)), "Policy.save")
+        p = _lib.fspath(path)  # first: its __fspath__ may close the policy
+        _lib.check(_lib.lib().policy_save(self._ptr, p), "Policy.save")
 
     def __repr__(self) -> str:
         if self._h is None:

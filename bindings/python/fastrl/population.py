@@ -118,6 +118,7 @@ class Population(Closable):
         with the same ``counter`` and row (sampling: stream ``stream_offset + i``);
         without ``counter`` each call takes the next position."""
         ptr = self._ptr
+        held = self._h  # noqa: F841  # through the call, as in Policy.act
         pol = self._policy
         obs_shape = pol._obs_shape
         obs, single = pol._observation_rows(observations)  # as Policy.act reads them

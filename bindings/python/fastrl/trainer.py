@@ -272,16 +272,15 @@ class Trainer(NoCopy):
     def set_output(self, directory: PathArg) -> None:
         """Write metrics.csv, a TensorBoard event file and settings.txt into directory
         (which must exist) from the next update on."""
-        _lib.check(_lib.lib().trainer_set_output(self._idle("set_output"),
-                                                 _lib.fspath(directory, "directory")),
-                   "set_output")
+        d = _lib.fspath(directory, "directory")  # first: its __fspath__ may close us
+        _lib.check(_lib.lib().trainer_set_output(self._idle("set_output"), d), "set_output")
 
     def save(self, path: PathArg) -> None:
         """Write a resumable checkpoint (built-in envs, sync or async; an async
         trainer's rollouts in flight are not saved. For a Python env, save the policy:
         ``trainer.policy.save(path)``)."""
-        _lib.check(_lib.lib().trainer_save(self._idle("save"), _lib.fspath(path)),
-                   "Trainer.save")
+        p = _lib.fspath(path)  # first: its __fspath__ may close the trainer
+        _lib.check(_lib.lib().trainer_save(self._idle("save"), p), "Trainer.save")
 
     def _checkpoint(self, path: str) -> None:
         """A trainer checkpoint where the library can write one; else the policy (a
@@ -312,7 +311,7 @@ class Trainer(NoCopy):
         stops at the end of the current update, writes the checkpoint and raises
         KeyboardInterrupt; a second Ctrl-C interrupts at once.
         """
-        ptr = self._idle("train")
+        self._idle("train")
         if isinstance(total_steps, bool) or not isinstance(total_steps, (int, np.integer)):
             raise TypeError(f"total_steps must be an int, not {type(total_steps).__name__}")
         if not -(2**63) <= int(total_steps) < 2**63:
@@ -321,6 +320,10 @@ class Trainer(NoCopy):
             raise TypeError("callback must be callable")
         if checkpoint is not None:  # checked now, not after hours of training
             checkpoint = _checkpoint_path(checkpoint)
+        # after the arguments (a checkpoint's __fspath__ may close the trainer), and held
+        # through the call
+        ptr = self._idle("train")
+        held = self._h  # noqa: F841
         L = _lib.lib()
         st_ = _TrainState()
 

@@ -315,3 +315,64 @@ def test_objects_made_on_a_closed_runtime_wrapper_still_work():
     with pytest.raises(fastrl.Error) as ei:  # the wrapper itself stays closed
         fastrl.Policy(OBS, ACT, runtime=rt)
     assert ei.value.status == Status.ERR_STATE
+
+
+def test_a_close_while_the_arguments_convert_waits_for_the_call(rt, tmp_path, monkeypatch):
+    # observations converted by their __array__ and paths by their __fspath__ run Python
+    # code: a close() there must not free the C object under the call that uses it (a
+    # use after free): act finishes first; save and train find the object closed
+    L = fastrl._lib.lib()
+    seen = []
+
+    def spy(name):
+        orig = getattr(L, name)
+
+        def call(ptr, *args):
+            h = live[0]()
+            seen.append(name)
+            # (freed: calling the library would corrupt the heap)
+            assert h is not None and h.alive, f"{name} on a destroyed object"
+            return orig(ptr, *args)
+        monkeypatch.setattr(L, name, call)
+
+    live = [None]
+    for name in ("policy_act", "policy_save", "population_act", "trainer_save",
+                 "trainer_train"):
+        spy(name)
+
+    class Closing:
+        def __init__(self, obj, value):
+            self.obj, self.value = obj, value
+
+        def __array__(self, dtype=None, copy=None):
+            self.obj.close()
+            return np.asarray(self.value, dtype)
+
+        def __fspath__(self):
+            self.obj.close()
+            return str(self.value)
+
+    p = fastrl.Policy(OBS, ACT, runtime=rt)
+    live[0] = weakref.ref(p._h)
+    p.act(Closing(p, obs_batch(3)))
+    assert p.closed
+    p = fastrl.Policy(OBS, ACT, runtime=rt)
+    live[0] = weakref.ref(p._h)
+    with pytest.raises(fastrl.Error) as ei:  # the path first: then the object is closed
+        p.save(Closing(p, tmp_path / "p.frl"))
+    assert ei.value.status == Status.ERR_STATE
+    pop = fastrl.Population(fastrl.Policy(OBS, ACT, runtime=rt), 2)
+    live[0] = weakref.ref(pop._h)
+    pop.act(Closing(pop, obs_batch(3)), 1)
+    t = fastrl.Trainer("CartPole-v1", num_envs=2, rollout=8, minibatches=1, runtime=rt)
+    live[0] = weakref.ref(t._h)
+    with pytest.raises(fastrl.Error) as ei:
+        t.save(Closing(t, tmp_path / "t.frl"))
+    assert ei.value.status == Status.ERR_STATE
+    t = fastrl.Trainer("CartPole-v1", num_envs=2, rollout=8, minibatches=1, runtime=rt)
+    live[0] = weakref.ref(t._h)
+    with pytest.raises(fastrl.Error) as ei:
+        t.train(16, checkpoint=Closing(t, tmp_path / "t2.frl"))
+    assert ei.value.status == Status.ERR_STATE
+    collect()
+    assert seen == ["policy_act", "population_act"]
