@@ -137,7 +137,10 @@ class Population(Closable):
                             f"{mem.dtype}")
         if mem.shape == ():
             mem = np.broadcast_to(mem, (batch,))
-        elif mem.shape != (batch,) or single:
+        elif single:
+            raise Error(Status.ERR_SIZE, f"act: one observation takes one int member, not "
+                        f"members of shape {mem.shape}")
+        elif mem.shape != (batch,):
             raise Error(Status.ERR_SIZE, f"act: members of shape {mem.shape}; expected "
                         f"({batch},) (one per row) or one int")
         if mem.size and (mem.min() < 0 or mem.max() >= self.members):

@@ -600,3 +600,16 @@ def test_trainer_es_metrics_and_short_names():
     with pytest.raises(fastrl.Error) as ei:
         fastrl.Trainer("CartPole-v1", population=16)  # PPO: es.* or ga.*?
     assert ei.value.status == Status.ERR_UNKNOWN_NAME and "ga.population" in ei.value.message
+
+
+def test_population_act_of_one_observation_says_it_takes_one_member(cartpole):
+    # one observation with a members array: the error said "members of shape (1,);
+    # expected (1,)", refusing what it asked for
+    rt, venv, policy = cartpole
+    pop = fastrl.Population(policy, 2)
+    obs = np.zeros(venv.single_observation_space.shape, np.float32)
+    assert pop.act(obs, 1, deterministic=True) in (0, 1)
+    with pytest.raises(fastrl.Error) as ei:
+        pop.act(obs, np.array([1]))
+    assert ei.value.status == Status.ERR_SIZE
+    assert "one int" in ei.value.message and "expected (1,)" not in ei.value.message
