@@ -547,6 +547,58 @@ START_TEST(map_run_resumes_only_on_its_map)
 }
 END_TEST
 
+/* Whether a frame's bytes, read 4 at a time as floats, hold a NaN or an infinity. */
+static int bytes_look_nonfinite(const uint8_t *frame, size_t n)
+{
+    for (size_t i = 0; i + 4 <= n; i += 4) {
+        float f;
+        memcpy(&f, frame + i, 4);
+        if (!isfinite(f))
+            return 1;
+    }
+    return 0;
+}
+
+/* Pixels are bytes, any value valid: a state whose frame has 4 bytes that read as a NaN
+ * float (a bright pixel beside a dark one) is taken like any other, not refused as a
+ * non-finite observation. */
+START_TEST(set_state_any_pixels)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings("env.width=20 env.height=16 env.grayscale=false");
+    frl_env *a, *b;
+    ck_assert_int_eq(frl_env_create(&a, rt, "RayRoom-v0", cfg), FRL_OK);
+    ck_assert_int_eq(frl_env_create(&b, rt, "RayRoom-v0", cfg), FRL_OK);
+    frl_config_destroy(cfg);
+    int32_t n = frl_env_state_size(a);
+    double *s = malloc(sizeof(double) * (size_t)n);
+    uint8_t fa[20 * 16 * 3], fb[20 * 16 * 3], te = 0, tr = 0;
+    float ra;
+    frl_rng r = frl_rng_stream(8, 1);
+    ck_assert_int_eq(frl_env_reset(a, 2, (float *)fa), FRL_OK);
+    ck_assert_int_eq(frl_env_reset(b, 3, (float *)fb), FRL_OK);
+    int tried = 0;
+    for (int k = 0; k < 400 && tried < 5; k++) {
+        int32_t act = (int32_t)(frl_rng_next(&r) % RAY_ACTIONS);
+        ck_assert_int_eq(frl_env_step(a, &act, (float *)fa, &ra, &te, &tr), FRL_OK);
+        if (te || tr) {
+            ck_assert_int_eq(frl_env_reset(a, (uint64_t)k, (float *)fa), FRL_OK);
+            continue;
+        }
+        ck_assert_int_eq(frl_env_get_state(a, s, n), FRL_OK);
+        ck_assert_int_eq(frl_env_set_state(b, s, n, (float *)fb), FRL_OK);
+        if (!bytes_look_nonfinite(fb, sizeof fb))
+            continue;
+        tried++; /* a frame whose bytes read as NaN: taken as well */
+    }
+    ck_assert_int_eq(tried, 5);
+    free(s);
+    frl_env_destroy(a);
+    frl_env_destroy(b);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("raycast");
@@ -563,6 +615,7 @@ int main(void)
     tcase_add_test(tc, sparse_maps_spread_sprites);
     tcase_add_test(tc, impossible_states_refused);
     tcase_add_test(tc, map_run_resumes_only_on_its_map);
+    tcase_add_test(tc, set_state_any_pixels);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

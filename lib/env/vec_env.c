@@ -577,6 +577,19 @@ static frl_status host_set_failed(const frl_vec_env *v, int32_t i, int rc, char 
     return frl_fail(err, FRL_ERR_CALLBACK, "env %d: %.200s", (int)i, msg);
 }
 
+/* The first float of row that must be finite and is not, or -1: any of a vector row, a
+ * mixed row's vector part only, none of an image's (its bytes are pixels, every value
+ * valid, and four of them can read as a NaN float: a ray env's state was refused for
+ * the colours of its frame). */
+static int64_t find_nonfinite_obs(const frl_vec_env *v, const float *row)
+{
+    if (!frl_space_is_image(v->obs_space))
+        return frl_find_nonfinite(row, v->obs_w);
+    int64_t at = frl_space_vector_at(v->obs_space);
+    int64_t k = frl_find_nonfinite(row + at, frl_space_vector_floats(v->obs_space));
+    return k < 0 ? -1 : at + k;
+}
+
 /* set_state, its observation written to row and checked: FRL_OK, or the failure (err
  * written before anything undoes the callback's message). */
 static frl_status set_and_observe(frl_vec_env *v, int32_t i, const double *state, float *row,
@@ -587,7 +600,7 @@ static frl_status set_and_observe(frl_vec_env *v, int32_t i, const double *state
         rc = v->observe(v->users[i], row);
     if (rc != 0)
         return host_set_failed(v, i, rc, err);
-    int64_t k = frl_find_nonfinite(row, v->obs_w);
+    int64_t k = find_nonfinite_obs(v, row);
     if (k < 0)
         return FRL_OK;
     return frl_fail(err, FRL_ERR_NONFINITE, "env %d: set_state: the state's observation holds "
