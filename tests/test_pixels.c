@@ -229,6 +229,26 @@ START_TEST(pixel_grid_state_refused)
 }
 END_TEST
 
+/* Before its first reset an env's state is one set_state takes back (as a ray env's
+ * is), not zeros: the agent on the goal, which set_state refuses. */
+START_TEST(pixel_grid_state_before_reset)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    static const char *const names[] = {"PixelGrid-v0", "PixelGoal-v0"};
+    for (int k = 0; k < 2; k++) {
+        frl_env *e;
+        ck_assert_int_eq(frl_env_create(&e, rt, names[k], NULL), FRL_OK);
+        double s[5];
+        ck_assert_int_eq(frl_env_get_state(e, s, 5), FRL_OK);
+        for (int i = 0; i < 4; i++)
+            ck_assert_msg(s[i] >= 0 && s[i] < 5, "%s state[%d] = %g", names[k], i, s[i]);
+        ck_assert_int_eq(frl_env_set_state(e, s, 5, NULL), FRL_OK);
+        frl_env_destroy(e);
+    }
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(host_frames_with_stride)
 {
     frl_runtime *rt = frl_test_runtime(1);
@@ -771,6 +791,7 @@ int main(void)
     tcase_add_test(env, image_space);
     tcase_add_test(env, pixel_grid_env);
     tcase_add_test(env, pixel_grid_state_refused);
+    tcase_add_test(env, pixel_grid_state_before_reset);
     tcase_add_test(env, host_frames_with_stride);
     tcase_add_test(env, host_frame_errors);
     tcase_add_test(enc, encoder_errors);

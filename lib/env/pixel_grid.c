@@ -64,9 +64,9 @@ static int32_t draw_cell(frl_rng *r)
     return c < PG_CELLS ? c : PG_CELLS - 1;
 }
 
-static int pg_reset(void *user, uint64_t seed, float *obs)
+/* The agent and the goal on different cells, from seed. */
+static void place(pg_env *e, uint64_t seed)
 {
-    pg_env *e = user;
     frl_rng r = frl_rng_stream(seed, 0);
     e->ax = draw_cell(&r);
     e->ay = draw_cell(&r);
@@ -74,6 +74,12 @@ static int pg_reset(void *user, uint64_t seed, float *obs)
         e->gx = draw_cell(&r);
         e->gy = draw_cell(&r);
     } while (e->gx == e->ax && e->gy == e->ay);
+}
+
+static int pg_reset(void *user, uint64_t seed, float *obs)
+{
+    pg_env *e = user;
+    place(e, seed);
     render(e, (uint8_t *)obs);
     return 0;
 }
@@ -185,6 +191,9 @@ static frl_status pg_vec(frl_vec_env **out, frl_runtime *rt, pg_block *b, void *
     cb.set_state = pg_set_state;
     for (int32_t i = 0; i < n; i++) {
         b->envs[i].goal_in_vector = mixed;
+        /* a valid state before the first reset: zeros put the agent on the goal, a state
+         * get_state gave and set_state refused */
+        place(&b->envs[i], 0);
         users[i] = &b->envs[i];
     }
     frl_space *obs = NULL, *act = NULL;
