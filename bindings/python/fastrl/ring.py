@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _lib, spaces
-from ._handle import Handle, NoCopy, view
+from ._handle import Closable, Handle, view
 from ._lib import Error, Status
 from .runtime import runtime_for
 
@@ -36,7 +36,7 @@ RING_ARRAYS = {
 SLOT_STATES = ("free", "writing", "ready", "reading")
 
 
-class Ring(NoCopy):
+class Ring(Closable):
     """Slots of [T steps x B envs] rollout arrays (row ``t * B + b``), shaped here as
     ``[T, B, ...]``. ``array(name, slot)`` is a numpy view of the slot's array (names:
     :data:`RING_ARRAYS`), valid while any view lives. ``Trainer.ring`` is the trainer's
@@ -67,7 +67,10 @@ class Ring(NoCopy):
                     action_space: Space) -> int:
         """Bytes a ring of these dimensions takes."""
         c_obs = spaces.observation_space_to_c(observation_space)
-        c_act, _ = spaces.to_c(action_space, "action space")
+        c_act, start = spaces.to_c(action_space, "action space")
+        if start:  # as Ring() refuses it: a size for a ring that cannot be made
+            raise Error(Status.ERR_UNSUPPORTED, f"Ring.memory_size: a Discrete action space "
+                        f"must start at 0, not {start}")
         for name, v in (("slots", slots), ("steps", steps), ("envs", envs)):
             _int32(v, name)
         out = ctypes.c_size_t()
@@ -192,9 +195,6 @@ class Ring(NoCopy):
 
     def release(self, slot: IntLike) -> IntLike:
         return self._hand_over(_lib.lib().ring_release, slot, "release")
-
-    def close(self) -> None:
-        self._h = None
 
     def __repr__(self) -> str:
         return f"<fastrl.Ring slots={self.slots} steps={self.steps} envs={self.envs}>"

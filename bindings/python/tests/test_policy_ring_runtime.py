@@ -256,6 +256,10 @@ def test_ring_arrays_and_slots(rt):
                        (lambda: r.slot_state(5), Status.ERR_RANGE),
                        (lambda: fastrl.Ring(0, 8, 4, OBS, ACT), Status.ERR_RANGE),
                        (lambda: fastrl.Ring(1, 8, 4, OBS, gym.spaces.Discrete(3, start=1)),
+                        Status.ERR_UNSUPPORTED),
+                       # a size for a ring that cannot be made was given
+                       (lambda: fastrl.Ring.memory_size(1, 8, 4, OBS,
+                                                        gym.spaces.Discrete(3, start=1)),
                         Status.ERR_UNSUPPORTED)):
         with pytest.raises(fastrl.Error) as ei:
             fn()
@@ -263,6 +267,19 @@ def test_ring_arrays_and_slots(rt):
     assert r.acquire_write() == 0 and r.acquire_write() == 1
     with pytest.raises(fastrl.Error):
         r.acquire_write()  # none free
+
+
+def test_ring_closes_as_the_other_wrappers_do(rt):
+    """Ring had close() but neither `closed` nor the with-statement of every other
+    wrapper."""
+    with fastrl.Ring(2, 8, 4, OBS, ACT, runtime=rt) as r:
+        assert not r.closed
+        view = r.array("rewards", 0)
+    assert r.closed
+    view[0, 0] = 1.0  # a view keeps the ring's memory
+    with pytest.raises(fastrl.Error) as ei:
+        r.acquire_write()
+    assert ei.value.status == Status.ERR_STATE
 
 
 def test_ring_commit_and_release_of_a_non_int_slot_is_a_type_error(rt):
