@@ -9,7 +9,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from . import _lib
-from ._handle import Handle, NoCopy
+from ._handle import Handle, NoCopy, checked_int
 from ._lib import Error, Status
 from .config import as_config
 
@@ -44,6 +44,8 @@ class Runtime(NoCopy):
     def __init__(self, config: ConfigSource = None, *, logger: Logger | None = None,
                  log_level: int = 2, **options: Any) -> None:
         cfg = as_config(config, options, "Runtime config")
+        # FRL_LOG_ERROR (0) to FRL_LOG_DEBUG (3); True or 10**20 was taken as a level
+        level = checked_int(log_level, "Runtime: log_level", 0, 4)
         foreign = [k for k in cfg.set_keys() if not k.startswith("runtime.")]
         if foreign:
             raise Error(Status.ERR_INVALID_ARGUMENT,
@@ -57,7 +59,7 @@ class Runtime(NoCopy):
             cb = _lib.LOG_FN(fn)
             lg = _lib.new_table(_lib.Logger, max_level=2)  # FRL_LOG_INFO
             lg.log = ctypes.cast(cb, ctypes.c_void_p)
-            lg.max_level = int(log_level)
+            lg.max_level = level
             keep += [cb, lg]
             log_ptr = ctypes.byref(lg)
         ptr = ctypes.c_void_p()

@@ -44,6 +44,10 @@ def test_runtime_properties_and_logger():
     fastrl.Runtime(threads=1, logger=lambda *a: 1 / 0)  # a failing logger is ignored
     with pytest.raises(TypeError):
         fastrl.Runtime(logger=42)
+    # log_level is FRL_LOG_ERROR (0) to FRL_LOG_DEBUG (3): True, 10**20 or -1 were taken
+    for bad, err in ((True, TypeError), (1.5, TypeError), (4, fastrl.Error), (-1, fastrl.Error)):
+        with pytest.raises(err):
+            fastrl.Runtime(threads=1, logger=lambda *a: None, log_level=bad)
 
 
 def test_runtime_errors_and_default():
