@@ -907,6 +907,33 @@ START_TEST(forged_checkpoint_contents)
 }
 END_TEST
 
+/* A PPO run on CartPole (4 envs x 16 steps, `extra` settings) saved, its `section`
+ * forged by `edit`: the load is FRL_ERR_FORMAT naming the section, the file as saved
+ * still loads. */
+static void check_ppo_forged(const char *tag, const char *extra, const char *section,
+                             section_edit edit)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72], settings[128];
+    forged_paths(tag, path, bad);
+    snprintf(settings, sizeof settings, "train.num_envs=4 train.rollout=16 %s", extra);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", settings, &t), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    rewrite_section(path, bad, section, edit, NULL);
+    frl_trainer *back = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);
+    ck_assert_ptr_null(back);
+    ck_assert_msg(strstr(frl_last_error(), section), "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&back, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    frl_trainer_destroy(back);
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+
 static void nan_first_moment(void *data, uint64_t count, void *user)
 {
     (void)count, (void)user;
@@ -918,25 +945,7 @@ static void nan_first_moment(void *data, uint64_t count, void *user)
  * parameters to NaN at the first update. */
 START_TEST(forged_ppo_adam_refused)
 {
-    frl_runtime *rt = frl_test_runtime(1);
-    char path[64], bad[72];
-    forged_paths("frl_ppo_adam", path, bad);
-    frl_trainer *t;
-    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.num_envs=4 train.rollout=16", &t),
-                     FRL_OK);
-    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
-    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
-    frl_trainer_destroy(t);
-    rewrite_section(path, bad, "trainer.adam", nan_first_moment, NULL);
-    frl_trainer *back = (frl_trainer *)1;
-    ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);
-    ck_assert_ptr_null(back);
-    ck_assert_msg(strstr(frl_last_error(), "trainer.adam"), "%s", frl_last_error());
-    ck_assert_msg(frl_trainer_load(&back, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
-    frl_trainer_destroy(back);
-    unlink(path);
-    unlink(bad);
-    frl_runtime_destroy(rt);
+    check_ppo_forged("frl_ppo_adam", "", "trainer.adam", nan_first_moment);
 }
 END_TEST
 
@@ -983,27 +992,8 @@ static void nan_disc_return(void *data, uint64_t count, void *user)
  * "training diverged ... lower train.lr", blaming the settings for the file. */
 START_TEST(forged_disc_return_refused)
 {
-    frl_runtime *rt = frl_test_runtime(1);
-    char path[64], bad[72];
-    forged_paths("frl_ppo_disc", path, bad);
-    frl_trainer *t;
-    ck_assert_int_eq(create_builtin(rt, "CartPole-v1",
-                                    "train.num_envs=4 train.rollout=16 train.reward_norm=true",
-                                    &t),
-                     FRL_OK);
-    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
-    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
-    frl_trainer_destroy(t);
-    rewrite_section(path, bad, "trainer.disc_return", nan_disc_return, NULL);
-    frl_trainer *back = (frl_trainer *)1;
-    ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);
-    ck_assert_ptr_null(back);
-    ck_assert_msg(strstr(frl_last_error(), "trainer.disc_return"), "%s", frl_last_error());
-    ck_assert_msg(frl_trainer_load(&back, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
-    frl_trainer_destroy(back);
-    unlink(path);
-    unlink(bad);
-    frl_runtime_destroy(rt);
+    check_ppo_forged("frl_ppo_disc", "train.reward_norm=true", "trainer.disc_return",
+                     nan_disc_return);
 }
 END_TEST
 
@@ -1018,25 +1008,7 @@ static void nan_first_double(void *data, uint64_t count, void *user)
  * checkpoint, which saves that window, could not be loaded. */
 START_TEST(forged_episode_return_refused)
 {
-    frl_runtime *rt = frl_test_runtime(1);
-    char path[64], bad[72];
-    forged_paths("frl_ppo_epret", path, bad);
-    frl_trainer *t;
-    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", "train.num_envs=4 train.rollout=16", &t),
-                     FRL_OK);
-    ck_assert_int_eq(frl_trainer_train(t, 128), FRL_OK);
-    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
-    frl_trainer_destroy(t);
-    rewrite_section(path, bad, "env.ep_return", nan_first_double, NULL);
-    frl_trainer *back = (frl_trainer *)1;
-    ck_assert_int_eq(frl_trainer_load(&back, rt, bad, NULL), FRL_ERR_FORMAT);
-    ck_assert_ptr_null(back);
-    ck_assert_msg(strstr(frl_last_error(), "env.ep_return"), "%s", frl_last_error());
-    ck_assert_msg(frl_trainer_load(&back, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
-    frl_trainer_destroy(back);
-    unlink(path);
-    unlink(bad);
-    frl_runtime_destroy(rt);
+    check_ppo_forged("frl_ppo_epret", "", "env.ep_return", nan_first_double);
 }
 END_TEST
 
