@@ -368,34 +368,53 @@ static int binary_step(void *user, const void *action, float *obs, float *reward
     return 0;
 }
 
+/* Two groups of one host env each, and a population of two equal members of an
+ * 8-unit policy on their spaces. */
+typedef struct two_groups {
+    frl_runtime *rt;
+    counter_env envs[2];
+    frl_vec_env *v[2];
+    frl_policy *p;
+    frl_population *pop;
+} two_groups;
+
+static void two_groups_make(two_groups *g, host_step_fn step)
+{
+    g->rt = frl_test_runtime(2);
+    for (int k = 0; k < 2; k++)
+        g->v[k] = host_vec(g->rt, 1, &g->envs[k], step);
+    frl_config *cfg = frl_test_settings("policy.hidden=8");
+    ck_assert_int_eq(frl_policy_create(&g->p, g->rt, cfg, frl_vec_env_observation_space(g->v[0]),
+                                       frl_vec_env_action_space(g->v[0])), FRL_OK);
+    frl_config_destroy(cfg);
+    ck_assert_int_eq(frl_population_create(&g->pop, g->p, 2), FRL_OK);
+}
+
+static void two_groups_free(two_groups *g)
+{
+    frl_population_destroy(g->pop);
+    frl_policy_destroy(g->p);
+    frl_vec_env_destroy(g->v[0]);
+    frl_vec_env_destroy(g->v[1]);
+    frl_runtime_destroy(g->rt);
+}
+
 /* Sampled evaluation over two groups: the first env of each draws from its own stream,
  * so two equal members running side by side do not act alike step for step. */
 START_TEST(evaluate_groups_sample_apart)
 {
-    frl_runtime *rt = frl_test_runtime(2);
-    counter_env e0[1], e1[1];
-    frl_vec_env *both[2] = {host_vec(rt, 1, e0, binary_step), host_vec(rt, 1, e1, binary_step)};
-    frl_config *cfg = frl_test_settings("policy.hidden=8");
-    frl_policy *p;
-    ck_assert_int_eq(frl_policy_create(&p, rt, cfg, frl_vec_env_observation_space(both[0]),
-                                       frl_vec_env_action_space(both[0])), FRL_OK);
-    frl_config_destroy(cfg);
-    frl_population *pop;
-    ck_assert_int_eq(frl_population_create(&pop, p, 2), FRL_OK); /* two equal members */
+    two_groups g;
+    two_groups_make(&g, binary_step);
     double ret[2];
     frl_population_eval_args a;
     frl_population_eval_args_init(&a);
     a.deterministic = 0;
     a.returns = ret;
-    ck_assert_msg(frl_population_evaluate_groups(pop, both, 2, &a, NULL) == FRL_OK, "%s",
+    ck_assert_msg(frl_population_evaluate_groups(g.pop, g.v, 2, &a, NULL) == FRL_OK, "%s",
                   frl_last_error());
     /* member 0 ran in group 0's env, member 1 in group 1's */
     ck_assert_msg(ret[0] != ret[1], "both groups sampled the actions %.0f", ret[0]);
-    frl_population_destroy(pop);
-    frl_policy_destroy(p);
-    frl_vec_env_destroy(both[0]);
-    frl_vec_env_destroy(both[1]);
-    frl_runtime_destroy(rt);
+    two_groups_free(&g);
 }
 END_TEST
 
@@ -404,32 +423,20 @@ END_TEST
  * which thread takes which half varies. */
 START_TEST(evaluate_groups_report_their_failure)
 {
-    frl_runtime *rt = frl_test_runtime(2);
-    counter_env e0[1], e1[1];
-    frl_vec_env *both[2] = {host_vec(rt, 1, e0, ce_step), host_vec(rt, 1, e1, ce_step)};
-    frl_config *cfg = frl_test_settings("policy.hidden=8");
-    frl_policy *p;
-    ck_assert_int_eq(frl_policy_create(&p, rt, cfg, frl_vec_env_observation_space(both[0]),
-                                       frl_vec_env_action_space(both[0])), FRL_OK);
-    frl_config_destroy(cfg);
-    frl_population *pop;
-    ck_assert_int_eq(frl_population_create(&pop, p, 2), FRL_OK);
+    two_groups g;
+    two_groups_make(&g, ce_step);
     /* member 1, group 1's first job, acts with a NaN weight */
-    frl_population_parameters(pop)[frl_population_member_size(pop)] = NAN;
+    frl_population_parameters(g.pop)[frl_population_member_size(g.pop)] = NAN;
     frl_population_eval_args a;
     frl_population_eval_args_init(&a);
     for (int i = 0; i < 50; i++) {
-        ck_assert_int_eq(frl_population_evaluate_groups(pop, both, 2, &a, NULL),
+        ck_assert_int_eq(frl_population_evaluate_groups(g.pop, g.v, 2, &a, NULL),
                          FRL_ERR_NONFINITE);
         ck_assert_msg(strstr(frl_last_error(), "member 1's network"), "%s", frl_last_error());
-        ck_assert_msg(strstr(frl_population_last_error(pop), "member 1's network"), "%s",
-                      frl_population_last_error(pop));
+        ck_assert_msg(strstr(frl_population_last_error(g.pop), "member 1's network"), "%s",
+                      frl_population_last_error(g.pop));
     }
-    frl_population_destroy(pop);
-    frl_policy_destroy(p);
-    frl_vec_env_destroy(both[0]);
-    frl_vec_env_destroy(both[1]);
-    frl_runtime_destroy(rt);
+    two_groups_free(&g);
 }
 END_TEST
 
