@@ -210,8 +210,11 @@ static double layer_time(const frl_latency_model *m, int32_t in, int32_t out, in
 static void fastest_of_depth(const frl_latency_model *m, const frl_elastic *e, int32_t d,
                              frl_elastic_arch *a)
 {
-    int32_t c[FRL_MLP_MAX_LAYERS][FRL_ELASTIC_MAX_CHOICES + 1], n[FRL_MLP_MAX_LAYERS];
+    int32_t c[FRL_MLP_MAX_LAYERS][FRL_ELASTIC_MAX_CHOICES + 1], n[FRL_MLP_MAX_LAYERS] = {0};
     int32_t from[FRL_MLP_MAX_LAYERS][FRL_ELASTIC_MAX_CHOICES + 1] = {{0}};
+    a->depth = d;
+    if (d < 1 || d > FRL_MLP_MAX_LAYERS) /* no layer to choose (callers pass 1 to depth) */
+        return;
     double cost[FRL_ELASTIC_MAX_CHOICES + 1] = {0}, next[FRL_ELASTIC_MAX_CHOICES + 1] = {0};
     for (int32_t l = 0; l < d; l++)
         n[l] = frl_elastic_layer_choices(e, l, c[l]);
@@ -240,7 +243,6 @@ static void fastest_of_depth(const frl_latency_model *m, const frl_elastic *e, i
             j = k;
         }
     }
-    a->depth = d;
     for (int32_t l = d - 1; l >= 0; l--) {
         a->width[l] = c[l][j];
         j = l > 0 ? from[l][j] : 0;
