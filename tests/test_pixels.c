@@ -626,6 +626,8 @@ START_TEST(frame_stack_trains)
     frl_config *cfg = frl_test_settings("policy.frame_stack=2 train.algo=dqn "
                                         "train.learning_starts=256 train.buffer_size=4096");
     frl_trainer *t = NULL;
+    if (FRL_TEST_SHORT) /* the paths only: an update of 8 rows every 4 steps */
+        ck_assert_int_eq(frl_config_parse(cfg, "train.batch_size=8 train.train_freq=4"), FRL_OK);
     ck_assert_msg(frl_trainer_create(&t, rt, "PixelGrid-v0", cfg) == FRL_OK, "%s",
                   frl_last_error());
     ck_assert_int_eq(frl_trainer_train(t, FRL_TEST_SHORT ? 512 : 2048), FRL_OK);
@@ -707,13 +709,15 @@ static frl_vec_env *white_vec(frl_runtime *rt, white_host *hosts)
 /* A checkpoint of a pixel run resumes whatever its frames hold: the frame stack's
  * earlier frames (trainer.policy_state), the replay's observations and its blocks'
  * earlier frames are bytes, which loading checked as floats and refused ("holds a
- * non-finite value") for a white frame. */
+ * non-finite value") for a white frame. DQN's minibatches are of 8: what is checked is
+ * the checkpoint, not the learning. */
 START_TEST(white_frames_checkpoint_resumes)
 {
     static const char *const settings[] = {
         "policy.frame_stack=2",
-        "train.algo=dqn train.buffer_size=1024 train.learning_starts=32",
-        "train.algo=dqn train.buffer_size=1024 train.learning_starts=32 policy.frame_stack=2"};
+        "train.algo=dqn train.buffer_size=1024 train.learning_starts=32 train.batch_size=8",
+        "train.algo=dqn train.buffer_size=1024 train.learning_starts=32 train.batch_size=8 "
+        "policy.frame_stack=2"};
     char path[] = "/tmp/frl_pixels_ckpt_XXXXXX";
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
