@@ -716,8 +716,8 @@ START_TEST(white_frames_checkpoint_resumes)
     static const char *const settings[] = {
         "policy.frame_stack=2",
         "train.algo=dqn train.buffer_size=1024 train.learning_starts=32 train.batch_size=8",
-        "train.algo=dqn train.buffer_size=1024 train.learning_starts=32 train.batch_size=8 "
-        "policy.frame_stack=2"};
+        ("train.algo=dqn train.buffer_size=1024 train.learning_starts=32 train.batch_size=8 "
+         "policy.frame_stack=2")};
     char path[] = "/tmp/frl_pixels_ckpt_XXXXXX";
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
