@@ -212,6 +212,11 @@ frl_status frl_ppo_learner_learn(frl_learner *l, const frl_batch *b, frl_learn_s
     frl_ppo *p = l->impl;
     out->time_values = 0;
     frl_ppo_set_state0(p, b->state0); /* a core's state or a stack's frames at step 0 */
+    /* Only DD-PPO's preemption cuts a rollout short, and dist_placement keeps its learner
+     * on the CPU: the device learner reads all T rows, so a cut one must not reach it. */
+    if (p->dev && b->steps > 0 && b->steps < p->T)
+        return frl_fail(err, FRL_ERR_INTERNAL, "the device learner was given a rollout of %d "
+                        "of its %d steps", (int)b->steps, (int)p->T);
     if (p->dev)
         return frl_ppo_device_update(p, b->slot, b->update_index, b->num_updates, b->seed, out,
                                      err);
