@@ -747,7 +747,9 @@ typedef struct frl_eval_args {
     size_t struct_size;
     int32_t episodes;      /* episodes to run, >= 1 (default 100) */
     int32_t deterministic; /* 1 (default): the mode (argmax or mean); 0: sample */
-    uint64_t seed;         /* the vec env is reset from this seed (default 0) */
+    uint64_t seed;         /* the vec env is reset from this seed (default 0); sampled
+                              actions of env i of N draw from the policy's stream
+                              seed * N + i */
     /* Out, optional: [episodes] each, env 0's episodes first, then env 1's, ... */
     double *returns;
     int32_t *lengths;

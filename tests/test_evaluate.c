@@ -196,6 +196,72 @@ START_TEST(repeatable_and_thread_independent)
 }
 END_TEST
 
+/* ---- a host env whose return is the count of actions 1: only the policy's noise
+ * makes it vary (its resets ignore the seed) ---- */
+
+static int coin_reset(void *user, uint64_t seed, float *obs)
+{
+    (void)seed;
+    *(int32_t *)user = 0;
+    obs[0] = obs[1] = 0.0f;
+    return 0;
+}
+
+static int coin_step(void *user, const void *action, float *obs, float *reward,
+                     uint8_t *terminated, uint8_t *truncated)
+{
+    int32_t *t = user;
+    obs[0] = obs[1] = 0.0f;
+    *reward = (float)*(const int32_t *)action;
+    *terminated = ++*t == 64;
+    *truncated = 0;
+    return 0;
+}
+
+static void coin_returns(frl_policy *p, frl_vec_env *v, uint64_t seed, double *ret)
+{
+    frl_eval_args a;
+    frl_eval_args_init(&a);
+    a.episodes = 8;
+    a.deterministic = 0;
+    a.seed = seed;
+    a.returns = ret;
+    ck_assert_int_eq(frl_policy_evaluate(p, v, &a, NULL), FRL_OK);
+}
+
+/* Sampled actions draw from streams of the seed: two seeds are two samples of the
+ * policy's returns, not the same noise again (env i's stream is seed * N + i). */
+START_TEST(sampled_actions_follow_the_seed)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = coin_reset;
+    cb.step = coin_step;
+    int32_t t[2];
+    void *users[2] = {&t[0], &t[1]};
+    frl_space *obs, *act;
+    int64_t w = 2;
+    box_space(&obs, 1, &w, -1, 1);
+    ck_assert_int_eq(frl_space_create_discrete(&act, NULL, 2), FRL_OK);
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, 2, obs, act, NULL),
+                     FRL_OK);
+    frl_policy *p = policy_for(rt, v);
+    double a[8], b[8], c[8];
+    coin_returns(p, v, 1, a);
+    coin_returns(p, v, 1, b);
+    coin_returns(p, v, 2, c);
+    ck_assert_int_eq(memcmp(a, b, sizeof a), 0);
+    ck_assert_msg(memcmp(a, c, sizeof a) != 0, "seeds 1 and 2 sampled the same actions");
+    frl_policy_destroy(p);
+    frl_vec_env_destroy(v);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* The out arrays are optional; the mean is the same with or without them. */
 START_TEST(returns_optional_mean_matches)
 {
@@ -624,6 +690,7 @@ int main(void)
     tcase_add_test(tc, quota_per_env_env_major);
     tcase_add_test(tc, fewer_episodes_than_envs);
     tcase_add_test(tc, repeatable_and_thread_independent);
+    tcase_add_test(tc, sampled_actions_follow_the_seed);
     tcase_add_test(tc, returns_optional_mean_matches);
     tcase_add_test(tc, box_actions_clipped);
     tcase_add_test(tc, mismatched_spaces);

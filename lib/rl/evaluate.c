@@ -144,8 +144,8 @@ static frl_status check_budget(eval_run *r)
                     (int)r->a.episodes, (long long)r->a.max_steps, (int)r->n);
 }
 
-/* Act for every env (row i draws from stream i at position `step`, as the trainer's
- * env i does), then step the vec env. */
+/* Act for every env (row i draws from stream seed * N + i at position `step`), then
+ * step the vec env. */
 static frl_status step_once(eval_run *r, frl_act_args *act, uint64_t step)
 {
     act->counter = step;
@@ -170,6 +170,9 @@ static frl_status run_episodes(eval_run *r)
     act.observations = frl_vec_env_observations(r->v);
     act.actions = frl_vec_env_actions(r->v);
     act.deterministic = r->a.deterministic;
+    /* Sampled actions draw from the seed's N streams: another seed is another sample of
+     * the policy's returns, not its resets under the same noise. */
+    act.stream_offset = r->a.seed * (uint64_t)r->n;
     act.observation_width = frl_space_width(frl_vec_env_observation_space(r->v));
     act.action_width = frl_space_width(frl_vec_env_action_space(r->v));
     /* A recurrent policy's state per env, restarted where an autoreset began a new

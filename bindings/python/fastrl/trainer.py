@@ -469,7 +469,8 @@ def evaluate(policy: Policy | Trainer, env: str | VecEnv, episodes: IntLike = 10
     more for the first episodes % n), so short episodes are not favoured, and the
     returns come env-major (env 0's episodes first). Greedy actions by default; box
     actions are clipped to the action space, as the trainer does. The vec env is reset
-    from ``seed`` (None: drawn from the VecEnv's own generator). The policy's spaces
+    from ``seed`` (None: drawn from the VecEnv's own generator), and sampled actions of
+    env i draw from the policy's stream ``seed * n + i``. The policy's spaces
     must match the env's (``Error`` ``ERR_SIZE`` naming both); more than ``max_steps``
     env steps (all envs counted; 0: no limit) without finishing is ``ERR_RANGE``.
     """

@@ -74,7 +74,8 @@ def _old_loop(policy, venv, episodes, deterministic, seed):
     clip = (space.low, space.high) if hasattr(space, "low") else None
     counter = 0
     while (done < quota).any():
-        a = policy.act(obs, deterministic, counter=counter)
+        # sampling draws env i from the stream seed * n + i, as the library does
+        a = policy.act(obs, deterministic, counter=counter, stream_offset=seed * n)
         venv.step(np.clip(a, *clip) if clip else a)
         counter += 1
         for i in np.flatnonzero(venv.terminations | venv.truncations):
