@@ -30,15 +30,17 @@ __all__ = ["Policy"]
 def stream_position(owner: Policy | Population, counter: IntLike | None,
                     stream_offset: IntLike) -> IntLike:
     """The random stream's counter for an act call: the caller's, else owner's next (each
-    call without one advances it); both it and stream_offset must fit in 64 bits."""
-    if counter is None:
-        counter = owner._counter
-        owner._counter += 1
-    for name, v in (("counter", counter), ("stream_offset", stream_offset)):
+    call without one advances it, once the arguments are checked); both it and
+    stream_offset must fit in 64 bits."""
+    given = (("counter", counter),) if counter is not None else ()
+    for name, v in given + (("stream_offset", stream_offset),):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"act: {name} must be an int, not {type(v).__name__}")
         if not 0 <= int(v) < 2**64:
             raise Error(Status.ERR_RANGE, f"act: {name} must be an int in [0, 2^64)")
+    if counter is None:
+        counter = owner._counter
+        owner._counter += 1
     return counter
 
 

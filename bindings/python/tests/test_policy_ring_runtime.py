@@ -158,6 +158,13 @@ def test_policy_act_batches_and_single(rt):
     x = p.act(np.repeat(o[:1], 64, 0), counter=3, stream_offset=10)
     y = p.act(np.repeat(o[:1], 64, 0), counter=3, stream_offset=11)
     assert np.array_equal(x[1:], y[:-1])
+    # A call refused for its stream_offset leaves the counter where it was.
+    r = fastrl.Policy(p.observation_space, p.action_space, runtime=rt)
+    with pytest.raises(fastrl.Error, match="stream_offset"):
+        r.act(o, stream_offset=-1)
+    with pytest.raises(TypeError, match="stream_offset"):
+        r.act(o, stream_offset=1.5)
+    assert np.array_equal(r.act(o), r.act(o, counter=0))
 
 
 def test_policy_box_actions(rt):
