@@ -8,6 +8,7 @@ import dataclasses
 import math
 import os
 import signal
+import threading
 import weakref
 from typing import TYPE_CHECKING
 
@@ -193,6 +194,7 @@ class Trainer(NoCopy):
         self._h = handle
         self._runtime = runtime
         self._training = False
+        self._in_callback: int | None = None  # the thread running the metrics callback
         self._policy: Policy | None = None
         self._ring: Ring | None = None
         self._vec_env: VecEnv | None = None
@@ -208,6 +210,14 @@ class Trainer(NoCopy):
             raise Error(Status.ERR_STATE, f"{what}: not while train runs (use the callback's "
                         "metrics, or call it after train returns)")
         return self._ptr
+
+    def _idle_or_callback(self, what: str) -> int | None:
+        """As _idle, but also from the metrics callback on train's thread, where the
+        library allows save and set_output (a sync trainer's; an async one's save is
+        ERR_STATE, from the library)."""
+        if self._training and self._in_callback == threading.get_ident():
+            return self._ptr
+        return self._idle(what)
 
     # -- borrowed objects
     @property
@@ -271,16 +281,20 @@ class Trainer(NoCopy):
 
     def set_output(self, directory: PathArg) -> None:
         """Write metrics.csv, a TensorBoard event file and settings.txt into directory
-        (which must exist) from the next update on."""
+        (which must exist) from the next update on. Between train calls, or from train's
+        metrics callback."""
         d = _lib.fspath(directory, "directory")  # first: its __fspath__ may close us
-        _lib.check(_lib.lib().trainer_set_output(self._idle("set_output"), d), "set_output")
+        _lib.check(_lib.lib().trainer_set_output(self._idle_or_callback("set_output"), d),
+                   "set_output")
 
     def save(self, path: PathArg) -> None:
         """Write a resumable checkpoint (built-in envs, sync or async; an async
         trainer's rollouts in flight are not saved. For a Python env, save the policy:
-        ``trainer.policy.save(path)``)."""
+        ``trainer.policy.save(path)``). Between train calls, or from a sync trainer's
+        metrics callback (a checkpoint of the best run so far, say); an async trainer's
+        callback gets ``ERR_STATE``."""
         p = _lib.fspath(path)  # first: its __fspath__ may close the trainer
-        _lib.check(_lib.lib().trainer_save(self._idle("save"), p), "Trainer.save")
+        _lib.check(_lib.lib().trainer_save(self._idle_or_callback("save"), p), "Trainer.save")
 
     def _checkpoint(self, path: str) -> None:
         """A trainer checkpoint where the library can write one; else the policy (a
@@ -302,7 +316,8 @@ class Trainer(NoCopy):
         :class:`Metrics`.
 
         ``callback(metrics)`` runs after each update on this thread; returning False
-        (numpy's False too) stops the run (train returns normally). An exception it
+        (numpy's False too) stops the run (train returns normally). It may call
+        :meth:`save` (a sync trainer) and :meth:`set_output`. An exception it
         raises, or one raised by a Python env, stops the run and is re-raised here with
         its traceback.
         ``checkpoint``: a path written when train returns (a trainer checkpoint; a
@@ -330,7 +345,12 @@ class Trainer(NoCopy):
         def on_metrics(user: int | None, address: int) -> int:
             try:
                 if callback is not None:
-                    if _is_false(callback(Metrics._at(address))):
+                    self._in_callback = threading.get_ident()
+                    try:
+                        stop = _is_false(callback(Metrics._at(address)))
+                    finally:
+                        self._in_callback = None
+                    if stop:
                         st_.stopped = True
                         L.trainer_request_stop(ptr)
                 return 0

@@ -122,6 +122,47 @@ def test_callback_stops_and_errors():
     assert ei.value.status == Status.ERR_STATE and "between" in ei.value.message
 
 
+def test_callback_saves_and_sets_output(tmp_path):
+    """A sync trainer's callback may save (the library allows it there) and set the
+    output; an async trainer's save from its callback is the library's ERR_STATE; from
+    another thread while train runs, both stay refused."""
+    t = fastrl.Trainer("CartPole-v1", seed=4)
+    best = []
+
+    def keep_best(m):
+        if m.update == 2:
+            t.set_output(tmp_path)
+        if not best or m.mean_return > best[0]:
+            best[:] = [m.mean_return, m.update]
+            t.save(tmp_path / "best.frl")
+    t.train(4 * 2048, callback=keep_best)
+    u = fastrl.Trainer.load(tmp_path / "best.frl")
+    assert u.metrics.update == best[1]
+    assert (tmp_path / "metrics.csv").read_text().count("\n") == 1 + 2  # header, 3 and 4
+    errors = []
+
+    def from_another_thread(m):
+        th = threading.Thread(target=lambda: errors.append(_status_of(t.save, tmp_path)))
+        th.start()
+        th.join()
+        return False
+    t.train(10**6, callback=from_another_thread)
+    assert errors == [Status.ERR_STATE]
+    a = fastrl.Trainer("CartPole-v1", {"sampler.mode": "async"}, seed=4)
+    with pytest.raises(fastrl.Error) as ei:
+        a.train(10**6, callback=lambda m: a.save(tmp_path / "async.frl"))
+    assert ei.value.status == Status.ERR_STATE
+    assert not (tmp_path / "async.frl").exists()
+
+
+def _status_of(save, tmp_path):
+    try:
+        save(tmp_path / "other.frl")
+    except fastrl.Error as e:
+        return e.status
+    return Status.OK
+
+
 def test_request_stop_from_another_thread():
     t = fastrl.Trainer("CartPole-v1", seed=3)
     started = threading.Event()
