@@ -1404,6 +1404,7 @@ static void end(async_sampler *a, const frl_run *r)
     if (a->sampler_failed) {
         abandon_open(a);
         a->h->book->pr.started = 0; /* a save now: its loader resets every group */
+        a->sampler_failed = 0;      /* handled: a later end must not abandon again */
     }
     a->run = NULL;
     /* Sampling went on after the last update, and the run may have ended on episodes
