@@ -515,8 +515,10 @@ FRL_API frl_status frl_vec_env_reset(frl_vec_env *venv, uint64_t seed);
  * first: a bad one fails the call with its env index and no env is stepped. If per-env
  * callbacks fail, every other env is still stepped (results in the arrays), the call
  * returns the error of the lowest failing env, and each failed env reports reward 0,
- * no flags, and is reset on the next step. If a batch callback fails, no bookkeeping
- * is done for that step. After a failed reset, step fails until a reset succeeds.
+ * no flags, and is reset on the next step (a failed autoreset again, with the same
+ * seed). If a batch callback fails, no bookkeeping is done for that step (its resets
+ * get the same seeds on the next). After a failed reset, step fails until a reset
+ * succeeds.
  * A reset or step called while one runs on the same vec env (from one of its own
  * callbacks), or on a vec env a trainer holds (frl_trainer_vec_env, or one given to a
  * trainer until it is destroyed), fails with FRL_ERR_STATE and does nothing. */

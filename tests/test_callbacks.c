@@ -16,11 +16,18 @@ typedef struct counter {
     float pos, offset;
     atomic_int steps, resets;
     float poison; /* written into obs[0] when non-zero */
+    int fail_resets;    /* the next resets to fail (returning 5) */
+    uint64_t last_seed; /* the seed of the last reset called */
 } counter;
 
 static int counter_reset(void *user, uint64_t seed, float *obs)
 {
     counter *c = user;
+    c->last_seed = seed;
+    if (c->fail_resets > 0) {
+        c->fail_resets--;
+        return 5;
+    }
     c->pos = 0.0f;
     c->offset = (float)(seed % 1000u);
     atomic_fetch_add(&c->resets, 1);
@@ -382,6 +389,7 @@ typedef struct world {
     float pos[16];
     int step_calls, reset_calls;
     uint64_t last_seed[16];
+    int fail_steps; /* the next steps to fail (returning 6) */
 } world;
 
 static int world_reset(void *user, int32_t n, const uint64_t *seeds, float *obs)
@@ -403,6 +411,11 @@ static int world_step(void *user, int32_t n, const void *actions, const uint8_t 
     world *w = user;
     const int32_t *a = actions;
     w->step_calls++;
+    for (int32_t i = 0; w->fail_steps > 0 && i < n; i++)
+        if (mask[i])
+            w->last_seed[i] = seeds[i];
+    if (w->fail_steps > 0 && w->fail_steps--)
+        return 6;
     for (int32_t i = 0; i < n; i++) {
         if (mask[i]) {
             w->pos[i] = 0;
@@ -463,6 +476,63 @@ START_TEST(batch_world_autoreset)
 }
 END_TEST
 
+/* A failed autoreset is tried again on the next step with the seed it was given, so
+ * the env's episodes are those of a run where it did not fail: per-env callbacks (a
+ * failed reset callback) and a batch world (a failed step that was to reset agents). */
+START_TEST(failed_autoreset_keeps_its_seed)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    counter c[2], twin[2];
+    memset(c, 0, sizeof c);
+    memset(twin, 0, sizeof twin);
+    frl_vec_env *v = make_counters(rt, c, 2), *u = make_counters(rt, twin, 2);
+    ck_assert_int_eq(frl_vec_env_reset(v, 9), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(u, 9), FRL_OK);
+    for (int s = 0; s < 4; s++) { /* 3 steps end the episodes; the 4th resets */
+        if (s == 3)
+            c[0].fail_resets = 1;
+        for (int i = 0; i < 2; i++)
+            ((int32_t *)frl_vec_env_actions(v))[i] = ((int32_t *)frl_vec_env_actions(u))[i] = 1;
+        ck_assert_int_eq(frl_vec_env_step(u), FRL_OK);
+        ck_assert_int_eq(frl_vec_env_step(v), s == 3 ? FRL_ERR_CALLBACK : FRL_OK);
+    }
+    uint64_t failed = c[0].last_seed;
+    ck_assert(failed == twin[0].last_seed);
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK); /* env 0 resets now */
+    ck_assert_int_eq(frl_vec_env_reset_steps(v)[0], 1);
+    ck_assert_msg(c[0].last_seed == failed, "the retried reset got another seed");
+    ck_assert(frl_vec_env_observations(v)[1] == frl_vec_env_observations(u)[1]);
+    frl_vec_env_destroy(v);
+    frl_vec_env_destroy(u);
+
+    world w;
+    memset(&w, 0, sizeof w);
+    frl_batch_env_callbacks cb;
+    frl_batch_env_callbacks_init(&cb);
+    cb.reset = world_reset;
+    cb.step = world_step;
+    int64_t one = 1;
+    frl_space *obs, *act;
+    ck_assert_int_eq(frl_space_create_box(&obs, NULL, 1, &one, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&act, NULL, 2), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, &w, 2, obs, act, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 5), FRL_OK);
+    ((int32_t *)frl_vec_env_actions(v))[0] = 1;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK); /* agent 0's episode ends (pos 1) */
+    ck_assert_int_eq(frl_vec_env_terminated(v)[0], 1);
+    w.fail_steps = 1;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_CALLBACK);
+    failed = w.last_seed[0];
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset_steps(v)[0], 1);
+    ck_assert_msg(w.last_seed[0] == failed, "the batch step's retry got other seeds");
+    frl_vec_env_destroy(v);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("callbacks");
@@ -471,6 +541,7 @@ int main(void)
     tcase_add_test(tc, host_seeds_independent_of_threads);
     tcase_add_test(tc, nonfinite_obs_detected);
     tcase_add_test(tc, batch_world_autoreset);
+    tcase_add_test(tc, failed_autoreset_keeps_its_seed);
     tcase_add_test(tc, nested_calls_from_callbacks_refused);
     tcase_add_test(tc, nested_single_env_step_leaves_action);
     tcase_add_test(tc, step_from_reset_callback_is_named_nested);

@@ -161,15 +161,20 @@ static frl_status host_observation(frl_vec_env *v, int32_t i, float *obs, char *
     return st == FRL_OK && v->cb.frame ? take_frame(v, i, obs, err, who) : st;
 }
 
+/* The env's stream moves on only when the reset succeeded: a failed autoreset is tried
+ * again on the next step with the same seed, as if it had not failed. */
 static frl_status host_reset_one(frl_vec_env *v, int32_t i, float *obs, char *err)
 {
-    uint64_t seed = frl_rng_next(&v->b.rngs[i]);
+    frl_rng rng = v->b.rngs[i];
+    uint64_t seed = frl_rng_next(&rng);
     int rc = v->cb.reset(v->users[i], seed, obs);
     if (rc != 0)
         return host_fail(v, i, err, "reset", rc);
     frl_status st = host_observation(v, i, obs, err, "reset");
-    if (st == FRL_OK)
+    if (st == FRL_OK) {
+        v->b.rngs[i] = rng;
         frl_record_reset(&v->b, i);
+    }
     return st;
 }
 
@@ -332,10 +337,22 @@ static frl_status check_batch_rewards(frl_vec_env *v)
     return FRL_OK;
 }
 
+/* The seeds of the envs that reset in this call (all, or those an episode end left),
+ * each its stream's next, which take_seeds then moves past: a failed batch step draws
+ * the same seeds again on the next (nothing of a failed call is kept). */
 static void draw_seeds(frl_vec_env *v, int all)
 {
+    for (int32_t i = 0; i < v->n; i++) {
+        frl_rng next = v->b.rngs[i];
+        v->seeds[i] = (all || v->b.needs_reset[i]) ? frl_rng_next(&next) : 0;
+    }
+}
+
+static void take_seeds(frl_vec_env *v, int all)
+{
     for (int32_t i = 0; i < v->n; i++)
-        v->seeds[i] = (all || v->b.needs_reset[i]) ? frl_rng_next(&v->b.rngs[i]) : 0;
+        if (all || v->b.needs_reset[i])
+            (void)frl_rng_next(&v->b.rngs[i]);
 }
 
 static frl_status batch_step(frl_vec_env *v)
@@ -352,6 +369,7 @@ static frl_status batch_step(frl_vec_env *v)
         st = check_batch_rewards(v);
     if (st != FRL_OK)
         return st;
+    take_seeds(v, 0);
     for (int32_t i = 0; i < v->n; i++) {
         if (b->needs_reset[i]) {
             frl_record_reset(b, i);
@@ -370,6 +388,7 @@ static frl_status batch_reset(frl_vec_env *v)
     int rc = v->bcb.reset(v->batch_user, v->n, v->seeds, v->b.obs);
     if (rc != 0)
         return frl_fail(v->err, FRL_ERR_CALLBACK, "batch reset callback returned %d", rc);
+    take_seeds(v, 1);
     memset(v->b.needs_reset, 0, (size_t)v->n);
     frl_status st = check_batch_obs(v, "reset");
     if (st != FRL_OK)
