@@ -67,7 +67,11 @@ static frl_status io_fail(char *err, const char *who, const char *call, const ch
 static frl_status write_tmp(const char *tmp, const void *file, size_t size, int mode,
                             const char *who, char *err)
 {
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode >= 0 ? 0600 : 0666);
+    /* The name is predictable: whatever is there (a killed save's file from an earlier
+     * process of this pid, or a link planted in a shared folder) is removed, and O_EXCL
+     * creates a new file, never writing through a link to another file. */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode >= 0 ? 0600 : 0666);
     if (fd < 0)
         return io_fail(err, who, "open", tmp, errno);
     const char *call = "fchmod";

@@ -514,6 +514,54 @@ START_TEST(stray_temporary_files_are_harmless)
 }
 END_TEST
 
+/* The next temporary name frl_container_write will use: a save into a missing folder
+ * fails naming it (PATH.tmp.<pid>.<serial>), and the serial counts on by one. */
+static void next_tmp_name(char *tmp, size_t size)
+{
+    char missing[600], err[FRL_ERRMSG_SIZE];
+    snprintf(missing, sizeof missing, "%s/no/such/ckpt", dir);
+    ck_assert_int_eq(frl_container_write(missing, NULL, NULL, 0, err), FRL_ERR_IO);
+    const char *at = strstr(err, ".tmp.");
+    ck_assert_msg(at != NULL, "%s", err);
+    long pid = 0;
+    unsigned serial = 0;
+    ck_assert_int_eq(sscanf(at, ".tmp.%ld.%u", &pid, &serial), 2);
+    snprintf(tmp, size, "%s.tmp.%ld.%u", path, pid, serial + 1);
+}
+
+/* Whatever lies under the temporary name (a stale file of an earlier process with this
+ * pid, or a link planted in a shared folder) is replaced, never written through: the
+ * file a link there points to keeps its bytes, and the save succeeds. */
+START_TEST(a_link_at_the_temporary_name_is_not_followed)
+{
+    make_dir();
+    char victim[600], tmp[600], err[FRL_ERRMSG_SIZE];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    ck_assert_int_eq(forge_write(victim, (const unsigned char *)"keep", 4), 0);
+    next_tmp_name(tmp, sizeof tmp);
+    ck_assert_int_eq(symlink(victim, tmp), 0);
+    frl_section s[16];
+    int n = sample_sections(s);
+    ck_assert_msg(frl_container_write(path, NULL, s, n, err) == FRL_OK, "%s", err);
+    size_t size;
+    unsigned char *b = forge_read(victim, &size);
+    ck_assert_int_eq(size, 4);
+    ck_assert(memcmp(b, "keep", 4) == 0);
+    free(b);
+    struct stat st;
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert(S_ISREG(st.st_mode)); /* the file itself, not the planted link */
+    frl_container *c = NULL;
+    ck_assert_msg(frl_container_read(&c, path, NULL, err) == FRL_OK, "%s", err);
+    check_same(c, s, n);
+    frl_container_free(c);
+    ck_assert_int_eq(unlink(victim), 0);
+    int tmps;
+    ck_assert_int_eq(dir_extra(&tmps), 0);
+    remove_dir();
+}
+END_TEST
+
 /* A checkpoint path that is a symbolic link (runs/latest -> runs/42/ckpt, say): a save
  * replaces the file it points to, atomically beside it, and the link stays a link. */
 START_TEST(saving_through_a_symbolic_link_keeps_it)
@@ -678,6 +726,7 @@ int main(void)
     tcase_add_test(tc, missing_file_and_directory);
     tcase_add_test(tc, malformed_sections);
     tcase_add_test(tc, stray_temporary_files_are_harmless);
+    tcase_add_test(tc, a_link_at_the_temporary_name_is_not_followed);
     tcase_add_test(tc, saving_through_a_symbolic_link_keeps_it);
     tcase_add_test(tc, saving_keeps_the_permissions);
     tcase_add_test(tc, special_files_are_not_replaced);
