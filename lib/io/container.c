@@ -266,6 +266,8 @@ frl_status frl_container_write(const char *path, const frl_allocator *alloc,
     if (n < 0)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "frl_container_write: n = %d < 0",
                         (int)n);
+    if (!path[0]) /* else a whole file is written as ".tmp.<pid>.<n>", then not renamed */
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "frl_container_write: the path is empty");
     frl_allocator a;
     frl_status st = frl_allocator_copy(&a, alloc, "frl_container_write");
     if (st != FRL_OK)
@@ -547,6 +549,8 @@ frl_status frl_container_read(frl_container **out, const char *path,
         return frl_fail(err, FRL_ERR_NULL, "frl_container_read: %s is NULL",
                         out ? "path" : "out");
     *out = NULL;
+    if (!path[0])
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "frl_container_read: the path is empty");
     int fd = -1;
     size_t total = 0;
     frl_status st = open_file(path, &fd, &total, err);

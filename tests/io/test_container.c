@@ -442,6 +442,30 @@ START_TEST(missing_file_and_directory)
 }
 END_TEST
 
+/* An empty path is refused before anything is written: it once wrote and synced the
+ * whole file as ".tmp.<pid>.<n>" in the working directory, then failed in rename with
+ * "rename .tmp.<pid>.<n> to : No such file or directory". */
+START_TEST(empty_path_is_refused)
+{
+    make_dir();
+    char cwd[512], err[FRL_ERRMSG_SIZE];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir(dir), 0);
+    frl_section s[16];
+    int n = sample_sections(s);
+    ck_assert_int_eq(frl_container_write("", NULL, s, n, err), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "the path is empty") != NULL, "%s", err);
+    frl_container *c = NULL;
+    ck_assert_int_eq(frl_container_read(&c, "", NULL, err), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "the path is empty") != NULL, "%s", err);
+    ck_assert_ptr_null(c);
+    ck_assert_int_eq(chdir(cwd), 0);
+    int tmps;
+    ck_assert_int_eq(dir_extra(&tmps), 0);
+    remove_dir();
+}
+END_TEST
+
 /* Well-formed CRCs around malformed sections: the section parser's own checks. */
 static void expect_malformed(const unsigned char *raw, size_t raw_size, uint32_t n,
                              const char *needle)
@@ -724,6 +748,7 @@ int main(void)
     tcase_add_test(tc, short_prefix_of_magic_is_truncated);
     tcase_add_test(tc, newer_version);
     tcase_add_test(tc, missing_file_and_directory);
+    tcase_add_test(tc, empty_path_is_refused);
     tcase_add_test(tc, malformed_sections);
     tcase_add_test(tc, stray_temporary_files_are_harmless);
     tcase_add_test(tc, a_link_at_the_temporary_name_is_not_followed);
