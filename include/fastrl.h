@@ -775,9 +775,9 @@ static inline void frl_eval_args_init(frl_eval_args *args)
  * Env i of the N envs runs a fixed quota of episodes (episodes / N, one more for the
  * first episodes % N), so short episodes are not favoured. Box actions are clipped to
  * the action space, as the trainer does. The spaces of policy and venv must match
- * (kind, discrete n, box shape; bounds may differ), or FRL_ERR_SIZE naming both. mean_return (may be NULL)
- * receives the mean. Runs on the calling thread and venv's runtime; allocates
- * per call. */
+ * (kind, discrete n, box shape; bounds may differ), or FRL_ERR_SIZE naming both.
+ * mean_return (may be NULL) receives the mean. Runs on the calling thread and venv's
+ * runtime; allocates per call. */
 FRL_API frl_status frl_policy_evaluate(frl_policy *policy, frl_vec_env *venv,
                                        const frl_eval_args *args, double *mean_return);
 
