@@ -573,7 +573,7 @@ typedef struct frl_mujoco_callbacks {
     /* A new episode's initial state: called after mj_resetData to change data (qpos,
      * qvel, a target's position, ...), drawing from seed; mj_forward follows. Optional
      * (NULL: the model's initial state). A qpos or qvel left NaN or infinite fails the
-     * reset, naming the value. */
+     * reset, naming the value, as does a warning from MuJoCo in that mj_forward. */
     int (*reset)(void *user, int32_t env, const void *model, void *data, uint64_t seed);
     /* What env.randomize_mass, env.randomize_friction and env.randomize_damping apply
      * to: NULL-terminated lists of the model's body, geom and joint names (a joint's

@@ -839,15 +839,12 @@ static const char free_motor_xml[] =
     "size=\"0.1 0.1 0.1\" mass=\"2\"/></body></worldbody><actuator><motor joint=\"x\"/>"
     "</actuator></mujoco>";
 
-/* A control beyond MuJoCo's 1e10 (a warning in the reset's mj_forward) and a velocity
- * the first step's checks find bad (MuJoCo resets the data, clearing every warning
- * count, then counts that one). */
+/* A control beyond MuJoCo's 1e10: the reset's mj_forward warns (and zeroes it). */
 static int blowup_reset(void *user, int32_t env, const void *model, void *data, uint64_t seed)
 {
     mjData *d = data;
     (void)user, (void)env, (void)model, (void)seed;
     d->ctrl[0] = 1e11;
-    d->qvel[0] = 1e20;
     return 0;
 }
 
@@ -870,29 +867,63 @@ static int blowup_reward(void *user, int32_t env, const void *model, const void 
     return 0;
 }
 
+static frl_vec_env *blowup_env(frl_runtime *rt, int with_reset)
+{
+    frl_mujoco_callbacks cb;
+    frl_mujoco_callbacks_init(&cb);
+    cb.observe = blowup_observe;
+    cb.reward = blowup_reward;
+    cb.reset = with_reset ? blowup_reset : NULL;
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, free_motor_xml, &cb, NULL, 2, 1, NULL),
+                     FRL_OK);
+    return v;
+}
+
 /* The step that blew up is a fault (truncated, reward 0, logged) even when the warning
- * counts MuJoCo's reset left add up to the ones before the step. */
+ * counts MuJoCo's reset left add up to the ones before the step: set_state's mj_forward
+ * warns of a control beyond 1e10, then the step's checks find the velocity of 1e20 bad
+ * (MuJoCo resets the data, clearing every warning count, then counts that one). */
 START_TEST(test_blowup_after_warning)
 {
     log_capture cap = {.lock = PTHREAD_MUTEX_INITIALIZER};
     frl_runtime *rt = capturing_runtime(&cap);
     ck_assert_ptr_nonnull(rt);
-    frl_mujoco_callbacks cb;
-    frl_mujoco_callbacks_init(&cb);
-    cb.observe = blowup_observe;
-    cb.reward = blowup_reward;
-    cb.reset = blowup_reset;
-    frl_vec_env *v = NULL;
-    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, free_motor_xml, &cb, NULL, 2, 1, NULL),
-                     FRL_OK);
+    frl_vec_env *v = blowup_env(rt, 0);
     ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
-    ((float *)frl_vec_env_actions(v))[0] = 0.5f;
+    ((float *)frl_vec_env_actions(v))[0] = 0.125f;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    double s[64];
+    char err[FRL_ERRMSG_SIZE];
+    int32_t n = v->state_dim + 1, ctrl = -1;
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, s, n, err), FRL_OK);
+    for (int32_t k = 3; k < n - 1 && ctrl < 0; k++) /* after time, qpos[0] and qvel[0] */
+        ctrl = s[k] == 0.125 ? k : -1;
+    ck_assert_int_ge(ctrl, 0);
+    s[ctrl] = 1e11;
+    s[2] = 1e20; /* qvel[0] */
+    ck_assert_msg(frl_vec_env_set_state_at(v, 0, s, n, err) == FRL_OK, "%s", err);
     ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
     ck_assert_int_eq(frl_vec_env_truncated(v)[0], 1);
     ck_assert(frl_vec_env_rewards(v)[0] == 0.0f);
     ck_assert_int_eq(cap.warnings, 1);
-    ck_assert_msg(strstr(cap.text, "env 0 step 1") && strstr(cap.text, "QVEL"), "log: %s",
+    ck_assert_msg(strstr(cap.text, "env 0 step 2") && strstr(cap.text, "QVEL"), "log: %s",
                   cap.text);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A reset whose mj_forward MuJoCo warns about fails, with MuJoCo's warning: it succeeded
+ * (the plugin's warning handler prints nothing) and every first step was a fault, the
+ * run going on with one-step episodes and a log line each. */
+START_TEST(test_reset_warning_fails)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_vec_env *v = blowup_env(rt, 1);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_ERR_CALLBACK);
+    expect_error(v, "MuJoCo model: reset: MuJoCo warning: ");
+    expect_error(v, "CTRL");
     frl_vec_env_destroy(v);
     frl_runtime_destroy(rt);
 }
@@ -962,6 +993,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_set_state_observation_checked);
     tcase_add_test(tc, test_reset_leaves_nan);
     tcase_add_test(tc, test_blowup_after_warning);
+    tcase_add_test(tc, test_reset_warning_fails);
     tcase_add_test(tc, test_env_create_fails);
     tcase_add_test(tc, test_contact_forces_observed);
     tcase_add_test(tc, test_state_holds_ctrl);

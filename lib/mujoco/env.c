@@ -208,6 +208,32 @@ static int host_reset_finite(mjt_env *e)
     return 0;
 }
 
+/* The first warning whose count rose since `before`, as text; 0 when none did. */
+static int describe_warning(const mjData *d, const mjWarningStat *before, char *out,
+                            size_t size)
+{
+    for (int i = 0; i < mjNWARNING; i++)
+        if (d->warning[i].number > before[i].number) {
+            snprintf(out, size, "MuJoCo warning: %s",
+                     mju_warningText(i, (size_t)d->warning[i].lastinfo));
+            return 1;
+        }
+    return 0;
+}
+
+/* A warning the reset's mj_forward raised (mj_resetData zeroed the counts before it), named
+ * in e->fault: else the reset succeeded, its warning unseen (the plugin's handler prints
+ * nothing), and every first step was a fault, episode after episode. */
+static int reset_warned(mjt_env *e)
+{
+    static const mjWarningStat none[mjNWARNING];
+    char what[160];
+    if (!describe_warning(e->d, none, what, sizeof what))
+        return 0;
+    snprintf(e->fault, sizeof e->fault, "%.40s: reset: %.180s", e->model->name, what);
+    return 1;
+}
+
 /* mj_resetData, the task's noise or the host's reset, forward (Gymnasium's reset and
  * set_state). The stream is the seed's own: the vec env gives every env its seed. */
 static void do_reset(void *arg)
@@ -231,6 +257,9 @@ static void do_reset(void *arg)
     }
     if (c->rc == 0) {
         forward(e);
+        c->rc = reset_warned(e);
+    }
+    if (c->rc == 0) {
         track(e);
         c->rc = observe(e, c->obs);
     }
@@ -258,19 +287,6 @@ static int warnings_changed(const mjData *d, const mjWarningStat *before)
     for (int i = 0; i < mjNWARNING; i++)
         if (d->warning[i].number != before[i].number)
             return 1;
-    return 0;
-}
-
-/* The first warning whose count rose since `before`, as text; 0 when none did. */
-static int describe_warning(const mjData *d, const mjWarningStat *before, char *out,
-                            size_t size)
-{
-    for (int i = 0; i < mjNWARNING; i++)
-        if (d->warning[i].number > before[i].number) {
-            snprintf(out, size, "MuJoCo warning: %s",
-                     mju_warningText(i, (size_t)d->warning[i].lastinfo));
-            return 1;
-        }
     return 0;
 }
 
