@@ -8,6 +8,7 @@
  * without the plugin, it prints why and exits 77 (SKIP). */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -528,6 +529,71 @@ START_TEST(test_set_state_observation_checked)
 }
 END_TEST
 
+/* mju_error of the MuJoCo the plugin loaded (a dependency of the plugin alone, local
+ * to it, so found by its soname), for a host callback that calls into MuJoCo. */
+typedef void (*mju_error_fn)(const char *msg, ...);
+static mju_error_fn plugin_mju_error(void)
+{
+    char soname[64];
+    snprintf(soname, sizeof soname, "libmujoco.so.%s", frl_mujoco_version());
+    void *h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_msg(h != NULL, "%s", dlerror());
+    void *sym = dlsym(h, "mju_error");
+    ck_assert_ptr_nonnull(sym);
+    mju_error_fn fn;
+    memcpy(&fn, &sym, sizeof fn); /* object to function pointer, as POSIX allows */
+    dlclose(h);
+    return fn;
+}
+
+static mju_error_fn observe_error; /* set: erroring_observe raises a MuJoCo error */
+
+static int erroring_observe(void *user, int32_t env, const void *model, const void *data,
+                            float *obs)
+{
+    const mjData *d = data;
+    (void)user, (void)env, (void)model;
+    if (observe_error)
+        observe_error("test: observe met %s", "an error");
+    obs[0] = (float)d->qpos[0];
+    obs[1] = (float)d->qvel[0];
+    return 0;
+}
+
+/* A MuJoCo error in the observe after set_state fails the set_state with MuJoCo's
+ * message, as in a reset or step, and the env keeps its state and observation: outside
+ * the plugin's guard the handler returned into MuJoCo's caller, and the state was taken. */
+START_TEST(test_observe_error_after_set_state)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_mujoco_callbacks cb = callbacks(0);
+    cb.observe = erroring_observe;
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &h, 2, 1, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    push(v, 0.5f, 3);
+    double kept[64], s[64], now[64];
+    char err[FRL_ERRMSG_SIZE];
+    int32_t n = v->state_dim + 1;
+    float obs[2];
+    memcpy(obs, frl_vec_env_observations(v), sizeof obs);
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, kept, n, err), FRL_OK);
+    memcpy(s, kept, sizeof(double) * (size_t)n);
+    s[1] = 0.25; /* after time: qpos[0] */
+    observe_error = plugin_mju_error();
+    frl_status st = frl_vec_env_set_state_at(v, 0, s, n, err);
+    observe_error = NULL;
+    ck_assert_int_eq(st, FRL_ERR_CALLBACK);
+    ck_assert_msg(strstr(err, "observe: MuJoCo error: test: observe met an error"), "%s", err);
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, now, n, err), FRL_OK);
+    ck_assert(memcmp(now, kept, sizeof(double) * (size_t)n) == 0);
+    ck_assert(memcmp(frl_vec_env_observations(v), obs, sizeof obs) == 0);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static int observe_qpos(void *user, int32_t env, const void *model, const void *data,
                         float *obs)
 {
@@ -991,6 +1057,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_failing_callbacks);
     tcase_add_test(tc, test_callback_fails_with_fault_code);
     tcase_add_test(tc, test_set_state_observation_checked);
+    tcase_add_test(tc, test_observe_error_after_set_state);
     tcase_add_test(tc, test_reset_leaves_nan);
     tcase_add_test(tc, test_blowup_after_warning);
     tcase_add_test(tc, test_reset_warning_fails);

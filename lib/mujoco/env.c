@@ -429,11 +429,23 @@ int mjt_env_set_state(void *user, const double *state)
     return 3;
 }
 
+static void do_observe(void *arg)
+{
+    env_call *c = arg;
+    c->rc = observe(c->e, c->obs);
+}
+
+/* Guarded as a reset or step is: a host's observe may call into MuJoCo, whose error
+ * would otherwise return into MuJoCo's caller and the state be taken. */
 int mjt_env_observe(void *user, float *obs)
 {
-    mjt_env *e = user;
-    e->fault[0] = '\0';
-    return observe(e, obs);
+    char why[256];
+    env_call c = {.e = user, .obs = obs};
+    c.e->fault[0] = '\0';
+    if (mjt_guarded(do_observe, &c, why, sizeof why) == 0)
+        return c.rc;
+    mujoco_failed(c.e, "observe", why);
+    return 1;
 }
 
 void mjt_env_bare_step(void *user, const float *action)
