@@ -80,8 +80,8 @@ typedef struct frl_mujoco_plugin {
     /* The observation of the env's current state (after set_state). */
     int (*observe)(void *env, float *obs);
     /* What the env's last call met when it returned FRL_MUJOCO_FAULT (MuJoCo's warning
-     * text) or failed (MuJoCo's error, or which host callback returned what); "" after
-     * a call that succeeded. */
+     * text) or failed (MuJoCo's error, a reset's warning, or which host callback returned
+     * what); "" after a call that succeeded. */
     const char *(*fault)(void *env);
     /* The benchmarks' floor, MuJoCo's own loop: ctrl = action and the frame skip's
      * mj_step calls, nothing else (no observation, reward, checks or fault handling). */
