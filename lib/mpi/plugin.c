@@ -185,7 +185,10 @@ static int mpi_open(int64_t fcomm, double timeout_s, int abort_on_fault, frl_mpi
     if (ensure_init(fcomm, why, why_size))
         return 1;
     MPI_Comm host = fcomm == -1 ? MPI_COMM_WORLD : MPI_Comm_f2c((MPI_Fint)fcomm);
-    if (host == MPI_COMM_NULL) {
+    /* A handle of no communicator: MPI_Comm_f2c gives an invalid handle without an error
+     * (OpenMPI's is NULL, not MPI_COMM_NULL), and duplicating it would end the process in
+     * MPI's fatal error handler. */
+    if (host == MPI_COMM_NULL || !host) {
         say(why, why_size, "dist.comm=%lld is not a communicator", (long long)fcomm);
         return 1;
     }
