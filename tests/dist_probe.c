@@ -12,7 +12,11 @@
  *               rank 0's failed creation leaves no memory that rank 1's late arrival
  *               writes into (blocks of every small size, allocated after it, stay intact)
  *   late_abort  the same with dist.on_fault=abort: rank 0 ends the job with MPI_Abort
- *   save_fault  rank 1 trains alone until the timeout (on_fault=return): its save fails */
+ *   save_fault  rank 1 trains alone until the timeout (on_fault=return): its save fails
+ *   seeds       each rank's runtime has its own runtime.seed (a host seeding by rank),
+ *               the trainers' settings the same: the creation fails on both ranks
+ *   bad_comm    dist.comm names no communicator (MPI initialised): the creation fails
+ *               with the reason on both ranks, not MPI's fatal error handler */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -27,9 +31,12 @@
 
 static int rank;
 
-static frl_trainer *trainer(const char *timeout, const char *on_fault, frl_status *st)
+/* A trainer of dist.mode=ddppo; rt_seed: the runtime's runtime.seed (NULL: the default),
+ * comm: dist.comm (NULL: the default). */
+static frl_trainer *trainer_on(const char *timeout, const char *on_fault, const char *rt_seed,
+                               const char *comm, frl_status *st)
 {
-    frl_config *cfg = NULL;
+    frl_config *cfg = NULL, *rt_cfg = NULL;
     frl_runtime *rt = NULL;
     frl_trainer *t = NULL;
     frl_config_create(&cfg, NULL);
@@ -38,10 +45,41 @@ static frl_trainer *trainer(const char *timeout, const char *on_fault, frl_statu
     frl_config_set(cfg, "dist.on_fault", on_fault);
     frl_config_set(cfg, "train.num_envs", "4");
     frl_config_set(cfg, "runtime.threads", "1");
-    frl_runtime_create(&rt, NULL, NULL, NULL);
+    if (comm)
+        frl_config_set(cfg, "dist.comm", comm);
+    frl_config_create(&rt_cfg, NULL);
+    if (rt_seed)
+        frl_config_set(rt_cfg, "runtime.seed", rt_seed);
+    frl_runtime_create(&rt, rt_cfg, NULL, NULL);
     *st = frl_trainer_create(&t, rt, "CartPole-v1", cfg);
     frl_config_destroy(cfg);
+    frl_config_destroy(rt_cfg);
     return t;
+}
+
+static frl_trainer *trainer(const char *timeout, const char *on_fault, frl_status *st)
+{
+    return trainer_on(timeout, on_fault, NULL, NULL, st);
+}
+
+/* Runtimes seeded by rank: the ranks' policies would start apart, then take the same
+ * summed gradients, training different policies with no error. */
+static void seeds(void)
+{
+    frl_status st;
+    frl_trainer *t = trainer_on("5", "return", rank ? "7" : "3", NULL, &st);
+    printf("PROBE rank %d: seeds: status %d: %s\n", rank, (int)st,
+           t ? "accepted" : frl_last_error());
+}
+
+/* A Fortran handle of no communicator: OpenMPI's MPI_Comm_f2c gives NULL, not
+ * MPI_COMM_NULL, and duplicating it ran MPI's fatal error handler. */
+static void bad_comm(void)
+{
+    frl_status st;
+    frl_trainer *t = trainer_on("5", "return", NULL, "1000", &st);
+    printf("PROBE rank %d: bad_comm: status %d: %s\n", rank, (int)st,
+           t ? "accepted" : frl_last_error());
 }
 
 /* Rank 0 sends 16 bytes and expects 16, rank 1 sends 8 and expects 8. */
@@ -167,6 +205,10 @@ int main(int argc, char **argv)
         late("abort");
     else if (!strcmp(mode, "save_fault"))
         save_fault();
+    else if (!strcmp(mode, "seeds"))
+        seeds();
+    else if (!strcmp(mode, "bad_comm"))
+        bad_comm();
     else
         printf("PROBE: unknown mode '%s'\n", mode);
     printf("PROBE rank %d: done\n", rank);

@@ -9,7 +9,10 @@
 # - a rank late to the trainer's creation: the failed creation leaves no memory for the
 #   late rank's duplication to write into, and dist.on_fault=abort ends the job;
 # - after a fault a rank that writes no checkpoint still refuses frl_trainer_save, with
-#   the message in the trainer's buffer.
+#   the message in the trainer's buffer;
+# - runtimes seeded by rank (the settings check sees the trainer's settings, not the
+#   runtime's) are refused at the creation, on every rank, naming both seeds;
+# - a dist.comm that names no communicator is refused with the reason, on every rank.
 #
 #   test_dist_checks.sh FASTRL DIST_PROBE MPI_PLUGIN PLUGIN_BUILT
 set -u
@@ -86,6 +89,16 @@ has "PROBE rank 0: creation status" && fail "late_abort: rank 0's creation retur
 probe save_fault
 has "PROBE rank 1: save status -10 (FRL_ERR_STATE); the trainer's message: an exchange" ||
     fail "save after a fault on rank 1: $out"
+probe seeds
+has "PROBE rank 0: seeds: status -2: frl_trainer_create: rank 1's seed is 7, rank 0's 3" ||
+    fail "seeds, rank 0: $out"
+has "PROBE rank 1: seeds: status -2: frl_trainer_create: rank 1's seed is 7, rank 0's 3" ||
+    fail "seeds, rank 1: $out"
+probe bad_comm
+for r in 0 1; do
+    has "PROBE rank $r: bad_comm: status -13: frl_trainer_create: MPI: dist.comm=1000 is not" ||
+        fail "bad_comm, rank $r: $out"
+done
 
 echo "$failures failures"
 [ "$failures" -eq 0 ]

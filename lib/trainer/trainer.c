@@ -342,6 +342,20 @@ frl_status frl_trainer_build(frl_trainer **out, frl_runtime *rt, frl_vec_env *co
     return build(out, rt, venvs, groups, own, resolved, env_name, who, NULL);
 }
 
+/* A new trainer (not a load's): under dist.mode its ranks' seeds checked equal
+ * (frl_trainer_dist_check_seed); a trainer that fails it is destroyed. */
+static frl_status build_new(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
+                            int32_t groups, int own, frl_config *resolved, const char *env_name,
+                            const char *who, const frl_learner_ops *learner)
+{
+    frl_status st = build(out, rt, venvs, groups, own, resolved, env_name, who, learner);
+    if (st == FRL_OK && (*out)->dist && (st = frl_trainer_dist_check_seed(*out, who)) != FRL_OK) {
+        frl_trainer_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 int32_t frl_trainer_groups_for(const frl_config *c)
 {
     return sampler_for(c, frl_learner_lookup(c))->groups(c);
@@ -391,7 +405,7 @@ FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt, const 
         frl_config_destroy(resolved);
         return st;
     }
-    return build(out, rt, v, groups, 1, resolved, env_name, who, NULL);
+    return build_new(out, rt, v, groups, 1, resolved, env_name, who, NULL);
 }
 
 FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
@@ -445,7 +459,7 @@ static frl_status create_vecs(frl_trainer **out, frl_runtime *rt, frl_vec_env *c
     }
     /* The host's group count, so settings.txt records it (the build records B). */
     (void)frl_cfg_set_int(resolved, FRL_KEY_SAMPLER_GROUPS, count);
-    return build(out, rt, venvs, count, 0, resolved, name, who, learner);
+    return build_new(out, rt, venvs, count, 0, resolved, name, who, learner);
 }
 
 FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,

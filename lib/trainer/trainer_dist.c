@@ -311,6 +311,51 @@ frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot)
     return FRL_OK;
 }
 
+/* ---- values every rank must share ---- */
+
+/* v of every rank against rank 0's: 0 when all agree, else the first rank r that
+ * differs, with *vr its value and *v0 rank 0's (an all-gather; FRL_ERR_IO in *st when
+ * it fails, FRL_ERR_NOMEM likewise). */
+static int32_t first_differing(frl_trainer *t, int64_t v, const char *phase, int64_t *v0,
+                               int64_t *vr, frl_status *st)
+{
+    frl_dist *d = t->dist;
+    int64_t *all = frl_alloc(&t->rt->alloc, sizeof(int64_t) * ((size_t)d->size + 1), 64);
+    *st = all ? FRL_OK : frl_fail(t->err, FRL_ERR_NOMEM, "out of memory");
+    if (!all)
+        return 0;
+    all[d->size] = v;
+    *st = frl_dist_allgather(d, &all[d->size], sizeof(int64_t), all, phase, t->err);
+    int32_t r = 1;
+    while (*st == FRL_OK && r < d->size && all[r] == all[0])
+        r++;
+    r = *st == FRL_OK && r < d->size ? r : 0;
+    *v0 = *st == FRL_OK ? all[0] : 0;
+    *vr = *st == FRL_OK ? all[r] : 0;
+    frl_free(&t->rt->alloc, all);
+    return r;
+}
+
+/* The seed is the runtime's (runtime.seed) plus train.seed_offset: a host whose ranks'
+ * runtimes differ passed the settings check (which sees the trainer's settings), and its
+ * ranks started from different parameters, then applied the same summed gradients to
+ * them: each trained its own policy, with no error. */
+frl_status frl_trainer_dist_check_seed(frl_trainer *t, const char *who)
+{
+    int64_t s0 = 0, sr = 0;
+    frl_status st;
+    int32_t r = first_differing(t, (int64_t)t->seed, "the seed check at start", &s0, &sr, &st);
+    if (st != FRL_OK)
+        return frl_fail(NULL, st, "%s: %s", who, t->err);
+    if (r > 0)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: rank %d's seed is %llu, rank 0's "
+                        "%llu (the runtime's runtime.seed plus train.seed_offset): every rank "
+                        "needs the same seed (the ranks' policies would start apart; each rank's "
+                        "envs take their own streams anyway)", who, (int)r,
+                        (unsigned long long)sr, (unsigned long long)s0);
+    return FRL_OK;
+}
+
 /* ---- the train call's budget ---- */
 
 /* The ranks' budgets must agree: the update count, the learning rate's annealing over it
@@ -321,19 +366,16 @@ frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot)
 frl_status frl_trainer_dist_check_budget(frl_trainer *t, int64_t total_steps)
 {
     frl_dist *d = t->dist;
-    int64_t *all = frl_alloc(&t->rt->alloc, sizeof(int64_t) * ((size_t)d->size + 1), 64);
-    if (!all)
-        return frl_fail(t->err, FRL_ERR_NOMEM, "frl_trainer_train: out of memory");
-    all[d->size] = total_steps;
-    frl_status st = frl_dist_allgather(d, &all[d->size], sizeof(int64_t), all,
-                                       "the train call's budget check", t->err);
-    for (int32_t r = 1; r < d->size && st == FRL_OK; r++)
-        if (all[r] != all[0])
-            st = frl_fail(t->err, FRL_ERR_INVALID_ARGUMENT, "frl_trainer_train: the ranks' "
-                          "total_steps differ: rank %d's is %lld env steps, rank 0's %lld "
-                          "(every rank must train to the same total)", (int)r,
-                          (long long)all[r], (long long)all[0]);
-    frl_free(&t->rt->alloc, all);
+    int64_t s0 = 0, sr = 0;
+    frl_status st;
+    int32_t r = first_differing(t, total_steps, "the train call's budget check", &s0, &sr, &st);
+    if (st == FRL_ERR_NOMEM)
+        st = frl_fail(t->err, st, "frl_trainer_train: out of memory");
+    if (r > 0)
+        st = frl_fail(t->err, FRL_ERR_INVALID_ARGUMENT, "frl_trainer_train: the ranks' "
+                      "total_steps differ: rank %d's is %lld env steps, rank 0's %lld "
+                      "(every rank must train to the same total)", (int)r, (long long)sr,
+                      (long long)s0);
     t->dist_bytes0 = t->dist_mark = d->bytes;
     t->dist_exchanges0 = d->exchanges;
     return st;

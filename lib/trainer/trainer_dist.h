@@ -24,6 +24,11 @@ int32_t frl_trainer_ranks(const frl_trainer *t);
 /* After an update: the observation normaliser from every rank's groups, and the
  * episodes of every rank (t->dist_*). */
 frl_status frl_trainer_dist_after_learn(frl_trainer *t, int32_t slot);
+/* At a trainer's creation under dist.mode (not a load, whose seed is the checkpoint's):
+ * every rank's seed (the runtime's runtime.seed plus train.seed_offset, which the
+ * settings check does not see) against rank 0's, refused on every rank when they differ;
+ * the message in the thread's last error. */
+frl_status frl_trainer_dist_check_seed(frl_trainer *t, const char *who);
 /* At a train call under dist.mode: every rank's total_steps against rank 0's (an
  * all-gather), refused on every rank when they differ. */
 frl_status frl_trainer_dist_check_budget(frl_trainer *t, int64_t total_steps);
