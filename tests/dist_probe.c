@@ -16,7 +16,9 @@
  *   seeds       each rank's runtime has its own runtime.seed (a host seeding by rank),
  *               the trainers' settings the same: the creation fails on both ranks
  *   bad_comm    dist.comm names no communicator (MPI initialised): the creation fails
- *               with the reason on both ranks, not MPI's fatal error handler */
+ *               with the reason on both ranks, not MPI's fatal error handler
+ *   finalized   the host finalises MPI, then destroys its trainer: the process goes on
+ *               (the job ends with exit, not MPI_Abort, in this mode) */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -188,6 +190,22 @@ static void save_fault(void)
     MPI_Send(&token, 1, MPI_INT, 0, 78, MPI_COMM_WORLD);
 }
 
+/* MPI_Finalize before frl_trainer_destroy: the destroy made MPI calls after it, which
+ * end the process. */
+static void finalized(void)
+{
+    frl_status st;
+    frl_trainer *t = trainer("5", "return", &st);
+    if (!t) {
+        printf("PROBE rank %d: no trainer: %s\n", rank, frl_last_error());
+        return;
+    }
+    MPI_Finalize();
+    frl_trainer_destroy(t);
+    printf("PROBE rank %d: destroyed after MPI_Finalize\n", rank);
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     int provided = 0;
@@ -209,6 +227,8 @@ int main(int argc, char **argv)
         seeds();
     else if (!strcmp(mode, "bad_comm"))
         bad_comm();
+    else if (!strcmp(mode, "finalized"))
+        finalized();
     else
         printf("PROBE: unknown mode '%s'\n", mode);
     printf("PROBE rank %d: done\n", rank);

@@ -12,7 +12,9 @@
 #   the message in the trainer's buffer;
 # - runtimes seeded by rank (the settings check sees the trainer's settings, not the
 #   runtime's) are refused at the creation, on every rank, naming both seeds;
-# - a dist.comm that names no communicator is refused with the reason, on every rank.
+# - a dist.comm that names no communicator is refused with the reason, on every rank;
+# - a host that finalises MPI before destroying its trainer: the destroy makes no MPI
+#   call (one would end the process).
 #
 #   test_dist_checks.sh FASTRL DIST_PROBE MPI_PLUGIN PLUGIN_BUILT
 set -u
@@ -98,6 +100,10 @@ probe bad_comm
 for r in 0 1; do
     has "PROBE rank $r: bad_comm: status -13: frl_trainer_create: MPI: dist.comm=1000 is not" ||
         fail "bad_comm, rank $r: $out"
+done
+probe finalized
+for r in 0 1; do
+    has "PROBE rank $r: destroyed after MPI_Finalize" || fail "finalized, rank $r: $out"
 done
 
 echo "$failures failures"

@@ -462,10 +462,16 @@ static void mpi_close(frl_mpi_comm *c)
 {
     if (!c)
         return;
+    /* A host that finalised MPI before destroying its trainer: any MPI call now ends the
+     * process (OpenMPI's "called after MPI_FINALIZE"), and MPI_Finalize freed the
+     * communicators and requests; the memory alone is left to free. */
+    int fin = 0;
+    MPI_Finalized(&fin);
     /* A round left open (a rollout that failed) must not write into notice_in once it
      * is freed. After a fault the duplicates are left: freeing them is collective. */
-    cancel_pending(c->notice_req, 2 * c->size);
-    if (!c->faulted) {
+    if (!fin)
+        cancel_pending(c->notice_req, 2 * c->size);
+    if (!fin && !c->faulted) {
         MPI_Comm_free(&c->comm);
         MPI_Comm_free(&c->notice_comm);
     }
