@@ -17,10 +17,14 @@
  *               the trainers' settings the same: the creation fails on both ranks
  *   bad_comm    dist.comm names no communicator (MPI initialised): the creation fails
  *               with the reason on both ranks, not MPI's fatal error handler
+ *   save_running  another thread saves while frl_trainer_train runs (mid-update): every
+ *               rank refuses, rank 1 (which writes nothing) as rank 0
  *   finalized   the host finalises MPI, then destroys its trainer: the process goes on
  *               (the job ends with exit, not MPI_Abort, in this mode) */
 #include <dlfcn.h>
 #include <mpi.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +194,39 @@ static void save_fault(void)
     MPI_Send(&token, 1, MPI_INT, 0, 78, MPI_COMM_WORLD);
 }
 
+typedef struct saver {
+    frl_trainer *t;
+    frl_status st;
+} saver;
+
+/* As soon as the train call runs: its budget check or first rollout, mid-update. */
+static void *save_mid_train(void *arg)
+{
+    saver *s = arg;
+    while (!atomic_load(&s->t->running))
+        sched_yield();
+    s->st = frl_trainer_save(s->t, "/nonexistent-dir/never.frl");
+    return NULL;
+}
+
+/* Rank 1 returned FRL_OK (it writes nothing) where rank 0 refused the save. */
+static void save_running(void)
+{
+    frl_status st;
+    frl_trainer *t = trainer("20", "return", &st);
+    if (!t) {
+        printf("PROBE rank %d: no trainer: %s\n", rank, frl_last_error());
+        return;
+    }
+    saver s = {t, FRL_OK};
+    pthread_t th;
+    pthread_create(&th, NULL, save_mid_train, &s);
+    st = frl_trainer_train(t, 1 << 14);
+    pthread_join(th, NULL);
+    printf("PROBE rank %d: save while training: status %d (%s); train status %d\n", rank,
+           (int)s.st, frl_status_name(s.st), (int)st);
+}
+
 /* MPI_Finalize before frl_trainer_destroy: the destroy made MPI calls after it, which
  * end the process. */
 static void finalized(void)
@@ -227,6 +264,8 @@ int main(int argc, char **argv)
         seeds();
     else if (!strcmp(mode, "bad_comm"))
         bad_comm();
+    else if (!strcmp(mode, "save_running"))
+        save_running();
     else if (!strcmp(mode, "finalized"))
         finalized();
     else

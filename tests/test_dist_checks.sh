@@ -13,6 +13,8 @@
 # - runtimes seeded by rank (the settings check sees the trainer's settings, not the
 #   runtime's) are refused at the creation, on every rank, naming both seeds;
 # - a dist.comm that names no communicator is refused with the reason, on every rank;
+# - a save from another thread mid-update is refused on every rank, rank 1 (which writes
+#   nothing) as rank 0;
 # - a host that finalises MPI before destroying its trainer: the destroy makes no MPI
 #   call (one would end the process).
 #
@@ -100,6 +102,11 @@ probe bad_comm
 for r in 0 1; do
     has "PROBE rank $r: bad_comm: status -13: frl_trainer_create: MPI: dist.comm=1000 is not" ||
         fail "bad_comm, rank $r: $out"
+done
+probe save_running
+for r in 0 1; do
+    has "PROBE rank $r: save while training: status -10 (FRL_ERR_STATE)" ||
+        fail "save_running, rank $r: $out"
 done
 probe finalized
 for r in 0 1; do

@@ -138,8 +138,6 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
         st = frl_fail(t->err, FRL_ERR_STATE, "an exchange between the ranks failed during an "
                       "update, which left the policy part-way through it: nothing is saved, "
                       "so the last checkpoint stays as it was");
-    else if (!frl_trainer_dist_writes(t))
-        return FRL_OK; /* dist.mode: rank 0 writes the checkpoint; all hold its contents */
     else if (t->sampler->ops->no_save)
         st = frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s", t->sampler->ops->no_save);
     /* From the metrics callback: the sync sampler is between rollouts then, the async
@@ -153,6 +151,10 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
     else if (atomic_load(&t->running) && !atomic_load(&t->in_callback))
         st = frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_train is running and mid-update: "
                       "save after it returns, or from its metrics callback");
+    /* dist.mode: rank 0 writes the checkpoint and all hold its contents; the other ranks
+     * refuse what rank 0 refuses above (a save mid-update), so that every rank says alike */
+    if (st == FRL_OK && !frl_trainer_dist_writes(t))
+        return FRL_OK;
     if (st == FRL_OK)
         st = write_checkpoint(t, path);
     if (st != FRL_OK)
