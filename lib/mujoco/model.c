@@ -9,6 +9,7 @@
  * them, and then owns MuJoCo's errors. */
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,12 +45,20 @@ static void on_warning(const char *msg)
     snprintf(last_message, sizeof last_message, "%s", msg);
 }
 
-void mjt_install_handlers(void)
+static void install_once(void)
 {
     if (!mju_user_error)
         mju_user_error = on_error;
     if (!mju_user_warning)
         mju_user_warning = on_warning;
+}
+
+/* Once per process: two threads opening models at once would otherwise both write
+ * MuJoCo's global handler pointers (a data race, if of equal values). */
+void mjt_install_handlers(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_once);
 }
 
 int mjt_guarded(void (*fn)(void *), void *arg, char *why, size_t size)
