@@ -137,7 +137,9 @@ frl_status frl_file_stage(const char *path, const void *data, size_t size, const
     if ((size_t)snprintf(tmp, tmp_size, "%s.tmp.%ld.%u", path, (long)getpid(),
                          atomic_fetch_add(&serial, 1)) >= tmp_size)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "%s: the path %s is too long", who, path);
-    return write_tmp(tmp, data, size, exists ? (int)(st.st_mode & 07777) : -1, who, err);
+    /* The replaced file's permission bits, not its setuid, setgid or sticky bit: the
+     * new bytes are not what someone marked so. */
+    return write_tmp(tmp, data, size, exists ? (int)(st.st_mode & 0777) : -1, who, err);
 }
 
 frl_status frl_file_rename(const char *tmp, const char *path, const char *who, char *err)

@@ -610,7 +610,7 @@ END_TEST
 
 /* Replacing a file keeps its permission bits: a checkpoint made private (0600) stays
  * private after the next save, and one made group-readable stays so; a new file gets
- * the umask's usual bits. */
+ * the umask's usual bits. The special bits are not carried over. */
 START_TEST(saving_keeps_the_permissions)
 {
     make_dir();
@@ -629,6 +629,13 @@ START_TEST(saving_keeps_the_permissions)
         ck_assert_msg((st.st_mode & 0777) == modes[i], "mode %o became %o after a save",
                       (unsigned)modes[i], (unsigned)(st.st_mode & 0777));
     }
+    /* ...but not a setuid, setgid or sticky bit: the new bytes are another file's */
+    ck_assert_int_eq(chmod(path, 06644), 0);
+    size_t size;
+    free(small_file(&size));
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_msg((st.st_mode & 07777) == 0644, "mode 6644 became %o after a save",
+                  (unsigned)(st.st_mode & 07777));
     umask(old);
     remove_dir();
 }
