@@ -277,6 +277,37 @@ START_TEST(test_probe_state)
 }
 END_TEST
 
+/* The ended episode's state (t = D + 2, where the answer step leaves it) is refused by
+ * set_state, which lets the env be stepped without a reset: a step from it was never
+ * the answer, so the episode never ended (t ran on past D + 2, a state get_state then
+ * gave and set_state refused). The env keeps its own state. */
+START_TEST(test_probe_ended_state_refused)
+{
+    enum { K = 3, D = 2 };
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = probe_config(K, D);
+    frl_env *e = make_env(rt, "MemoryProbe-v0", cfg);
+    float obs[K + 1];
+    ck_assert_int_eq(frl_env_reset(e, 5, obs), FRL_OK);
+    double before[3], after[3];
+    ck_assert_int_eq(frl_env_get_state(e, before, 3), FRL_OK);
+    const double ended[3] = {0, D + 2, 0};
+    ck_assert_int_eq(frl_env_set_state(e, ended, 3, NULL), FRL_ERR_RANGE);
+    ck_assert_int_eq(frl_env_get_state(e, after, 3), FRL_OK);
+    ck_assert_mem_eq(before, after, sizeof before);
+    const double answering[3] = {0, D + 1, 0}; /* the last state an episode goes on from */
+    ck_assert_int_eq(frl_env_set_state(e, answering, 3, NULL), FRL_OK);
+    int32_t a = 0;
+    float r;
+    uint8_t term, trunc;
+    ck_assert_int_eq(frl_env_step(e, &a, obs, &r, &term, &trunc), FRL_OK);
+    ck_assert(term && r == 1.0f);
+    frl_env_destroy(e);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* Through the vec env with more envs than one chunk: every episode is D + 2 steps
  * and returns 1 exactly when the answer is the cue (here the answer is always 0). */
 START_TEST(test_probe_vec)
@@ -321,6 +352,7 @@ static Suite *memory_envs_suite(void)
     tcase_add_test(probe, test_probe_cue_distribution);
     tcase_add_test(probe, test_probe_settings_refused);
     tcase_add_test(probe, test_probe_state);
+    tcase_add_test(probe, test_probe_ended_state_refused);
     tcase_add_test(probe, test_probe_vec);
     suite_add_tcase(s, probe);
     return s;

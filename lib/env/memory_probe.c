@@ -89,13 +89,16 @@ static void memory_get_state(const void *sim, double *state)
     state[1] = (double)s->t;
 }
 
-/* A state must be whole numbers within this sim's K and D. */
+/* A state must be whole numbers within this sim's K and D, and one an episode goes on
+ * from: t <= D + 1. At D + 2, where the answer step leaves an ended episode, no step is
+ * the answer, so an episode set there never ended (check_sim still takes D + 2: a saved
+ * env waiting for its autoreset holds it). */
 static int memory_set_state(void *sim, const double *state)
 {
     memory_sim *s = sim;
     if (!(state[0] >= 0 && state[0] < s->cues && state[0] == floor(state[0])))
         return -1;
-    if (!(state[1] >= 0 && state[1] <= s->delay + 2 && state[1] == floor(state[1])))
+    if (!(state[1] >= 0 && state[1] <= s->delay + 1 && state[1] == floor(state[1])))
         return -1;
     s->cue = (int32_t)state[0];
     s->t = (int32_t)state[1];
