@@ -277,6 +277,7 @@ typedef struct nested_reset {
     frl_env *self;
     frl_status got;
     char msg[256];
+    char env_msg[256]; /* frl_env_last_error after the refusal */
 } nested_reset;
 
 static int nested_reset_reset(void *user, uint64_t seed, float *obs)
@@ -287,6 +288,7 @@ static int nested_reset_reset(void *user, uint64_t seed, float *obs)
     uint8_t t, u;
     n->got = frl_env_step(n->self, &a, o, &r, &t, &u);
     snprintf(n->msg, sizeof n->msg, "%s", frl_last_error());
+    snprintf(n->env_msg, sizeof n->env_msg, "%s", frl_env_last_error(n->self));
     return counter_reset(&n->c, seed, obs);
 }
 
@@ -308,6 +310,8 @@ START_TEST(step_from_reset_callback_is_named_nested)
         ck_assert_int_eq(frl_env_reset(n.self, 1, o), FRL_OK);
         ck_assert_int_eq(n.got, FRL_ERR_STATE);
         ck_assert_msg(strstr(n.msg, "own callbacks"), "%s", n.msg);
+        /* the env's own buffer too, as every frl_env_step error writes it */
+        ck_assert_msg(strstr(n.env_msg, "own callbacks"), "%s", n.env_msg);
     }
     frl_env_destroy(n.self);
     frl_space_destroy(obs);

@@ -125,7 +125,7 @@ static frl_status check_step_args(frl_env *e, const void *action, const float *o
      * the nesting is what is wrong */
     frl_status st = frl_vec_env_check_idle(e->v, "frl_env_step");
     if (st != FRL_OK)
-        return st;
+        return frl_fail_msg(e->err, st, frl_last_error());
     if (!e->v->has_reset)
         return frl_fail(e->err, FRL_ERR_STATE, "frl_env_step: call frl_env_reset first");
     if (e->v->b.needs_reset[0])
