@@ -221,8 +221,13 @@ START_TEST(pixel_grid_state_refused)
         s[2] = 1;
         s[3] = 2;
         ck_assert_int_eq(frl_env_set_state(e, s, 5, NULL), FRL_ERR_CALLBACK);
+        /* the reason, not "set_state callback returned -1" of a callback no host wrote */
+        const char *msg = frl_env_last_error(e);
+        ck_assert_msg(strstr(msg, names[k]) && strstr(msg, "on the goal"), "%s", msg);
         s[3] = 5; /* off the grid */
         ck_assert_int_eq(frl_env_set_state(e, s, 5, NULL), FRL_ERR_CALLBACK);
+        msg = frl_env_last_error(e);
+        ck_assert_msg(strstr(msg, names[k]) && strstr(msg, "state[3] = 5"), "%s", msg);
         frl_env_destroy(e);
     }
     frl_runtime_destroy(rt);

@@ -14,6 +14,7 @@
  * agent alone, and the goal's cell is a vector of two floats after it (x / 4, y / 4).
  * Neither part suffices, so a policy must join the encoder's features with the vector:
  * the test of mixed observations (doc/pixels.md). */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -29,6 +30,7 @@ static const char *const pg_names[] = {"PixelGrid-v0", "PixelGoal-v0", NULL};
 typedef struct pg_env {
     int32_t ax, ay, gx, gy;
     int32_t goal_in_vector; /* PixelGoal-v0 */
+    char why[96];           /* why set_state refused a state, for the vec env's message */
 } pg_env;
 
 /* The sims of one vec env, freed with the vec env (its release hook). */
@@ -117,15 +119,24 @@ static int pg_get_state(void *user, double *state)
 }
 
 /* Cells only, and the agent off the goal: on it the episode is over (a set_state
- * starts an episode there, which would pay the goal again at every step). */
+ * starts an episode there, which would pay the goal again at every step). A refusal's
+ * reason goes to e->why, where the vec env's message finds it (pg_fault). */
 static int pg_set_state(void *user, const double *state)
 {
-    for (int i = 0; i < PG_STATE; i++)
-        if (!(state[i] >= 0 && state[i] < PG_CELLS && state[i] == (int32_t)state[i]))
-            return -1; /* not a cell: the vec env reports the callback's failure */
-    if (state[0] == state[2] && state[1] == state[3])
-        return -1;
     pg_env *e = user;
+    const char *name = pg_names[e->goal_in_vector != 0];
+    for (int i = 0; i < PG_STATE; i++)
+        if (!(state[i] >= 0 && state[i] < PG_CELLS && state[i] == (int32_t)state[i])) {
+            snprintf(e->why, sizeof e->why, "%s state: state[%d] = %g is not a cell (a whole "
+                     "number in [0, %d))", name, i, state[i], PG_CELLS);
+            return -1;
+        }
+    if (state[0] == state[2] && state[1] == state[3]) {
+        snprintf(e->why, sizeof e->why, "%s state: the agent is on the goal (an ended "
+                 "episode's state)", name);
+        return -1;
+    }
+    e->why[0] = '\0';
     e->ax = (int32_t)state[0];
     e->ay = (int32_t)state[1];
     e->gx = (int32_t)state[2];
@@ -137,6 +148,11 @@ static int pg_observe(void *user, float *obs)
 {
     render(user, (uint8_t *)obs);
     return 0;
+}
+
+static const char *pg_fault(void *user)
+{
+    return ((const pg_env *)user)->why;
 }
 
 static void release_block(void *owner)
@@ -223,6 +239,7 @@ frl_status frl_pixel_vec_env_create(frl_vec_env **out, frl_runtime *rt, const ch
     b->alloc = rt->alloc;
     (*out)->task = pg_names[mixed];
     (*out)->observe = pg_observe;
+    (*out)->fault = pg_fault; /* fault_code stays 0: a step never fails */
     (*out)->release = release_block;
     (*out)->owner = b;
     return FRL_OK;
