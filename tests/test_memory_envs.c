@@ -293,6 +293,9 @@ START_TEST(test_probe_ended_state_refused)
     ck_assert_int_eq(frl_env_get_state(e, before, 3), FRL_OK);
     const double ended[3] = {0, D + 2, 0};
     ck_assert_int_eq(frl_env_set_state(e, ended, 3, NULL), FRL_ERR_RANGE);
+    /* the message says which states set_state takes */
+    const char *msg = frl_env_last_error(e);
+    ck_assert_msg(strstr(msg, "t in [0, env.memory_delay + 1]"), "%s", msg);
     ck_assert_int_eq(frl_env_get_state(e, after, 3), FRL_OK);
     ck_assert_mem_eq(before, after, sizeof before);
     const double answering[3] = {0, D + 1, 0}; /* the last state an episode goes on from */

@@ -215,8 +215,7 @@ static int acrobot_check_sim(const void *sim, const void *configured, char *why,
 {
     static const char *const names[] = {"theta1", "theta2", "dtheta1", "dtheta2"};
     return frl_sim_state_check(&frl_env_acrobot, sim, configured, names,
-                               "angles in [-pi, pi], |dtheta1| <= 4 pi, |dtheta2| <= 9 pi",
-                               why, size);
+                               frl_env_acrobot.state_rule, why, size);
 }
 
 const frl_env_class frl_env_acrobot = {
@@ -235,6 +234,7 @@ const frl_env_class frl_env_acrobot = {
     .floor_steps = acrobot_floor_steps,
     .get_state = acrobot_get_state,
     .set_state = acrobot_set_state,
+    .state_rule = "angles in [-pi, pi], |dtheta1| <= 4 pi, |dtheta2| <= 9 pi",
     .observe = acrobot_observe,
     .check_sim = acrobot_check_sim,
 };

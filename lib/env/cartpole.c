@@ -204,6 +204,7 @@ const frl_env_class frl_env_cartpole = {
     .floor_steps = cartpole_floor_steps,
     .get_state = cartpole_get_state,
     .set_state = cartpole_set_state,
+    .state_rule = "finite values",
     .observe = cartpole_observe,
     .check_sim = cartpole_check_sim,
 };
@@ -226,6 +227,7 @@ const frl_env_class frl_env_cartpole_novel = {
     .floor_steps = novel_floor_steps,
     .get_state = cartpole_get_state,
     .set_state = cartpole_set_state,
+    .state_rule = "finite values",
     .observe = novel_observe,
     .check_sim = cartpole_check_sim,
 };

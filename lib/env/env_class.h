@@ -78,6 +78,8 @@ typedef struct frl_env_class {
     void (*get_state)(const void *sim, double *state);
     /* Returns 0, or -1 if the state is not finite or otherwise impossible. */
     int (*set_state)(void *sim, const double *state);
+    /* The states set_state takes, in words, for the message of one it refuses. */
+    const char *state_rule;
     /* Observation of the current sim (used after set_state). */
     void (*observe)(const void *sim, float *obs);
     /* Optional (NULL: the fixed shape above). An environment with settings reads them

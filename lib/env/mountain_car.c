@@ -129,6 +129,7 @@ const frl_env_class frl_env_mountain_car = {
     .floor_steps = mountain_car_floor_steps,
     .get_state = mountain_car_get_state,
     .set_state = mountain_car_set_state,
+    .state_rule = "finite values",
     .observe = mountain_car_observe,
     .check_sim = mountain_car_check_sim,
 };

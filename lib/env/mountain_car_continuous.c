@@ -176,7 +176,7 @@ static int mcc_check_sim(const void *sim, const void *configured, char *why, siz
 {
     static const char *const names[] = {"position", "velocity", "is_f32"};
     return frl_sim_state_check(&frl_env_mountain_car_continuous, sim, configured, names,
-                               "is_f32 0 or 1, and float32 values when it is 1", why, size);
+                               frl_env_mountain_car_continuous.state_rule, why, size);
 }
 
 const frl_env_class frl_env_mountain_car_continuous = {
@@ -195,6 +195,7 @@ const frl_env_class frl_env_mountain_car_continuous = {
     .floor_steps = mcc_floor_steps,
     .get_state = mcc_get_state,
     .set_state = mcc_set_state,
+    .state_rule = "is_f32 0 or 1, and float32 values when it is 1",
     .observe = mcc_observe,
     .check_sim = mcc_check_sim,
 };

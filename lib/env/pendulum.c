@@ -156,6 +156,7 @@ const frl_env_class frl_env_pendulum = {
     .floor_steps = pendulum_floor_steps,
     .get_state = pendulum_get_state,
     .set_state = pendulum_set_state,
+    .state_rule = "finite values",
     .observe = pendulum_observe,
     .check_sim = pendulum_check_sim,
 };

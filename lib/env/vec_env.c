@@ -557,7 +557,8 @@ static frl_status set_builtin_state(frl_vec_env *v, int32_t i, const double *sta
     float obs[FRL_OBS_MAX_DIM];
     memcpy(kept, sim, sizeof kept);
     if (v->cls->set_state(sim, state) != 0)
-        return frl_fail(err, FRL_ERR_RANGE, "state is not a valid %s state", v->cls->name);
+        return frl_fail(err, FRL_ERR_RANGE, "state is not a valid %s state (%s)", v->cls->name,
+                        v->cls->state_rule);
     v->cls->observe(sim, obs);
     int64_t k = frl_find_nonfinite(obs, v->obs_w);
     if (k >= 0) {
