@@ -138,11 +138,88 @@ START_TEST(forged_elapsed_refused)
 }
 END_TEST
 
-/* Every built-in class has the check (a new class without one would restore raw). */
+/* Every built-in class has the check (a new class without one would restore raw), and
+ * the rule its set_state's refusals quote. */
 START_TEST(every_class_checks)
 {
-    for (int32_t i = 0; frl_env_class_at(i); i++)
+    for (int32_t i = 0; frl_env_class_at(i); i++) {
         ck_assert_msg(frl_env_class_at(i)->check_sim != NULL, "%s", frl_env_class_at(i)->name);
+        ck_assert_msg(frl_env_class_at(i)->state_rule != NULL, "%s", frl_env_class_at(i)->name);
+    }
+}
+END_TEST
+
+/* Step t's actions for every env: a mix that ends episodes now and then. */
+static void write_actions(frl_vec_env *v, int32_t t)
+{
+    for (int32_t i = 0; i < v->n; i++) {
+        if (v->action_n)
+            ((int32_t *)frl_vec_env_actions(v))[i] = (i * 7 + t * 3) % v->action_n;
+        else
+            ((float *)frl_vec_env_actions(v))[i] = (float)((i + t) % 5) - 2.0f;
+    }
+}
+
+static void same_arrays(const frl_vec_env *a, const frl_vec_env *b, const char *env, int t)
+{
+    size_t n = (size_t)a->n;
+    ck_assert_msg(memcmp(a->b.obs, b->b.obs, sizeof(float) * n * (size_t)a->obs_w) == 0 &&
+                  memcmp(a->b.rewards, b->b.rewards, sizeof(float) * n) == 0 &&
+                  memcmp(a->b.terminated, b->b.terminated, n) == 0 &&
+                  memcmp(a->b.truncated, b->b.truncated, n) == 0 &&
+                  memcmp(a->b.reset_step, b->b.reset_step, n) == 0 &&
+                  memcmp(a->b.done_return, b->b.done_return, sizeof(float) * n) == 0 &&
+                  memcmp(a->b.done_length, b->b.done_length, sizeof(int32_t) * n) == 0 &&
+                  a->total_episodes == b->total_episodes && a->total_steps == b->total_steps,
+                  "%s step %d: the restored run went another way", env, t);
+}
+
+/* The k-th env to run: every built-in class, then the pixel envs (host envs whose
+ * states go through get_state and set_state); NULL after the last. */
+static const char *env_at(int32_t k)
+{
+    static const char *const pixels[] = {"PixelGrid-v0", "PixelGoal-v0", NULL};
+    int32_t classes = frl_env_class_count();
+    return k < classes ? frl_env_class_at(k)->name : pixels[k - classes < 2 ? k - classes : 2];
+}
+
+/* A restored vec env continues bit for bit as the one saved, on another thread count,
+ * every built-in, with envs in more than one chunk. */
+START_TEST(restored_run_continues_identically)
+{
+    enum { M = 130, BEFORE = 37, AFTER = 60 };
+    frl_runtime *r2 = frl_test_runtime(2), *r3 = frl_test_runtime(3);
+    char path[64], err[FRL_ERRMSG_SIZE];
+    snprintf(path, sizeof path, "/tmp/frl_sim_restore_r%d", (int)getpid());
+    for (int32_t k = 0; env_at(k); k++) {
+        const char *env = env_at(k);
+        frl_vec_env *v = NULL, *w = NULL;
+        ck_assert_int_eq(frl_vec_env_create(&v, r2, env, M, NULL), FRL_OK);
+        ck_assert_int_eq(frl_vec_env_create(&w, r3, env, M, NULL), FRL_OK);
+        ck_assert_int_eq(frl_vec_env_reset(v, 21), FRL_OK);
+        for (int t = 0; t < BEFORE; t++) {
+            write_actions(v, t);
+            ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+        }
+        save_with(v, "", NULL, path);
+        frl_container *c = NULL;
+        ck_assert_int_eq(frl_container_read(&c, path, NULL, err), FRL_OK);
+        ck_assert_msg(frl_vec_env_restore(w, c, err) == FRL_OK, "%s: %s", env, err);
+        frl_container_free(c);
+        same_arrays(v, w, env, BEFORE);
+        for (int t = BEFORE; t < BEFORE + AFTER; t++) {
+            write_actions(v, t);
+            write_actions(w, t);
+            ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+            ck_assert_int_eq(frl_vec_env_step(w), FRL_OK);
+            same_arrays(v, w, env, t);
+        }
+        frl_vec_env_destroy(v);
+        frl_vec_env_destroy(w);
+    }
+    remove(path);
+    frl_runtime_destroy(r2);
+    frl_runtime_destroy(r3);
 }
 END_TEST
 
@@ -153,6 +230,7 @@ int main(void)
     tcase_add_test(tc, forged_sims_refused);
     tcase_add_test(tc, every_class_checks);
     tcase_add_test(tc, forged_elapsed_refused);
+    tcase_add_test(tc, restored_run_continues_identically);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }
