@@ -160,8 +160,7 @@ const frl_env_class frl_env_memory_probe = {
     .floor_steps = memory_floor_steps,
     .get_state = memory_get_state,
     .set_state = memory_set_state,
-    .state_rule = "whole numbers, cue in [0, env.memory_cues) and t in "
-                  "[0, env.memory_delay + 1]",
+    .state_rule = "whole numbers: cue in [0, env.memory_cues), t in [0, env.memory_delay + 1]",
     .observe = memory_observe,
     .configure = memory_configure,
     .check_sim = memory_check_sim,
