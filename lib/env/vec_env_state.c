@@ -225,11 +225,24 @@ static frl_status write_host_states(frl_vec_env *v, const uint8_t *needs_reset,
     return FRL_OK;
 }
 
+/* Whether a sim that check_sim took is one an episode goes on from: what set_state
+ * takes (on a scratch copy of the configured sim). An env waiting for its autoreset may
+ * hold an ended episode's state (MemoryProbe-v0's t = D + 2); one that steps on must not,
+ * or its episode never ends. */
+static int steps_on_from(const frl_env_class *c, const uint8_t *sim, const uint8_t *configured)
+{
+    double state[FRL_SIM_MAX_STATE];
+    unsigned char scratch[FRL_SIM_MAX_BYTES];
+    c->get_state(sim, state);
+    memcpy(scratch, configured, sizeof scratch);
+    return c->set_state(scratch, state) == 0;
+}
+
 /* A built-in's saved sims, each checked by its class against v's own (configure's
  * settings) before any is copied: a file is only CRC-checked, and a forged count or
  * index in a sim divided by zero or wrote past an array at the next step. */
 static frl_status check_sims(const frl_vec_env *v, const char *section, const uint8_t *saved,
-                             char *err)
+                             const uint8_t *needs_reset, char *err)
 {
     char why[160];
     for (int32_t i = 0; i < v->n; i++) {
@@ -237,6 +250,10 @@ static frl_status check_sims(const frl_vec_env *v, const char *section, const ui
         if (v->cls->check_sim(saved + at, v->b.sims + at, why, sizeof why) != 0)
             return frl_fail(err, FRL_ERR_FORMAT, "%s: env %d holds no %s simulator: %s",
                             section, (int)i, v->cls->name, why);
+        if (!needs_reset[i] && !steps_on_from(v->cls, saved + at, v->b.sims + at))
+            return frl_fail(err, FRL_ERR_FORMAT, "%s: env %d is not waiting for its reset, "
+                            "but its state is not one a %s episode goes on from (%s)",
+                            section, (int)i, v->cls->name, v->cls->state_rule);
     }
     return FRL_OK;
 }
@@ -322,8 +339,9 @@ frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_co
         return st;
     const int64_t *totals = found[k]->data;
     int32_t sims = index_of(a, k, "sims"), elapsed = index_of(a, k, "elapsed");
+    const uint8_t *needs_reset = found[index_of(a, k, "needs_reset")]->data;
     if (v->kind == VEC_BUILTIN &&
-        (st = check_sims(v, a[sims].name, found[sims]->data, err)) != FRL_OK)
+        (st = check_sims(v, a[sims].name, found[sims]->data, needs_reset, err)) != FRL_OK)
         return st;
     if ((st = check_elapsed(v, a[elapsed].name, found[elapsed]->data, err)) != FRL_OK ||
         (st = check_returns(v, a, k, found, err)) != FRL_OK)
@@ -331,7 +349,6 @@ frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_co
     int32_t obs = index_of(a, k, "obs");
     if (steps_on && (st = check_obs(v, a[obs].name, found[obs]->data, err)) != FRL_OK)
         return st;
-    const uint8_t *needs_reset = found[index_of(a, k, "needs_reset")]->data;
     if (v->kind == VEC_CALLBACKS && totals[3]) {
         st = write_host_states(v, needs_reset, found[k + 1]->data, err);
         if (st != FRL_OK)
