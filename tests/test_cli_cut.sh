@@ -69,6 +69,11 @@ printf '\000\000\000\000' >> "$dir/nul.txt"
 tail -c +201 "$dir/model.txt" >> "$dir/nul.txt"
 run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/nul.txt"
 [ "$rc" -eq 1 ] && has "a NUL byte" || fail "a latency model with a NUL byte: $out"
+# A model cut short at a line's end (its last layer line gone): the layer it lacks is
+# named as missing, not priced as free.
+grep -v "$(grep '^layer ' "$dir/model.txt" | tail -n 1)" "$dir/model.txt" > "$dir/short.txt"
+run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/short.txt"
+[ "$rc" -eq 1 ] && has "cut short" || fail "a latency model without its last layer: $out"
 mkdir "$dir/model_dir"
 run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/model_dir"
 [ "$rc" -eq 1 ] && [ -d "$dir/model_dir" ] || fail "a directory as the latency model: $out"

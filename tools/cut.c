@@ -523,7 +523,7 @@ static int describe(cut_run *r, candidate *c)
     if (c->predicted_us >= 0)
         return 0;
     fprintf(stderr, "fastrl cut: the latency model lacks a layer of this policy (was it "
-                    "measured for another?)\n");
+                    "measured for another, or its file cut short at a line's end?)\n");
     return 1;
 }
 
