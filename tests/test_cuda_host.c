@@ -1046,6 +1046,57 @@ START_TEST(auto_async_without_device_memory)
 }
 END_TEST
 
+/* 16 envs on one thread (auto's rule takes the device): the n-th device sync fails
+ * (FAKE_CUDA_FAIL_SYNC) for every n that creation reaches. A creation that fails says
+ * why with FRL_ERR_DEVICE and frees everything; one that succeeds (auto leaves the
+ * device instead) holds no learner over a model the policy left behind (a learner whose
+ * last sync failed was once kept, over the model that the fallback then freed), and
+ * with the fault gone it trains. */
+static void creation_sync_failures(const char *device)
+{
+    frl_config *rc = frl_test_settings("runtime.seed=7 runtime.threads=1");
+    ck_assert_int_eq(frl_config_set(rc, "runtime.device", device), FRL_OK);
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_runtime_create(&rt, rc, NULL, NULL), FRL_OK);
+    frl_config *cfg = frl_test_settings("train.num_envs=16 train.rollout=8 policy.hidden=16,16");
+    enum { TRIES = 4 }; /* creation syncs once here, making the learner */
+    int refused = 0;
+    for (int n = 1; n <= TRIES; n++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", n);
+        setenv("FAKE_CUDA_FAIL_SYNC", v, 1);
+        frl_trainer *t = NULL;
+        frl_status st = frl_trainer_create(&t, rt, "CartPole-v1", cfg);
+        unsetenv("FAKE_CUDA_FAIL_SYNC");
+        if (st != FRL_OK) {
+            ck_assert_msg(st == FRL_ERR_DEVICE, "%s, sync %d: %s", device, n, frl_last_error());
+            ck_assert_ptr_nonnull(strstr(frl_last_error(), "FAKE_CUDA_FAIL_SYNC"));
+            refused++;
+            continue;
+        }
+        ck_assert_msg(frl_trainer_train(t, 8 * 16) == FRL_OK, "%s, sync %d: %s", device, n,
+                      frl_trainer_last_error(t));
+        frl_trainer_destroy(t);
+    }
+    printf("runtime.device=%s: %d of %d failed syncs refused the trainer\n", device, refused,
+           TRIES);
+    frl_config_destroy(cfg);
+    frl_config_destroy(rc);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(creation_sync_failures_auto)
+{
+    creation_sync_failures("auto");
+}
+END_TEST
+
+START_TEST(creation_sync_failures_cuda)
+{
+    creation_sync_failures("cuda");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cuda_host");
@@ -1075,5 +1126,11 @@ int main(void)
     tcase_add_test(tc, auto_async_without_device_memory);
     tcase_add_test(tc, pinned_refusals_from_threads);
     suite_add_tcase(s, tc);
+    /* faults at creation, a case of its own so that CK_RUN_CASE can pick it */
+    TCase *faults = tcase_create("creation faults");
+    tcase_set_timeout(faults, 600);
+    tcase_add_test(faults, creation_sync_failures_auto);
+    tcase_add_test(faults, creation_sync_failures_cuda);
+    suite_add_tcase(s, faults);
     return frl_test_run(s);
 }

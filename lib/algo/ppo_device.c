@@ -36,8 +36,12 @@ frl_status frl_ppo_device_create(frl_ppo *l, char *err)
     describe_learner(l, &d);
     char why[FRL_ERRMSG_SIZE - 64] = "";
     const frl_cuda_plugin *pl = l->rt->device.plugin;
-    if (pl->learner_create(l->p->dev->model, &d, &l->dev, why, sizeof why) != 0)
+    void *dev = NULL;
+    /* l->dev only on success: on auto a failure moves the policy off the device, and a
+     * learner kept over its freed model would be driven and destroyed later. */
+    if (pl->learner_create(l->p->dev->model, &d, &dev, why, sizeof why) != 0)
         return frl_fail(err, FRL_ERR_DEVICE, "the learner on %s: %s", l->rt->device.name, why);
+    l->dev = dev;
     return FRL_OK;
 }
 

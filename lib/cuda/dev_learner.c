@@ -146,8 +146,13 @@ int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
     /* Adam's moments start at zero. */
     net->ops->zero(net->d, l->adam_m, sizeof(float) * net->desc.num_params);
     net->ops->zero(net->d, l->adam_v, sizeof(float) * net->desc.num_params);
+    /* A failure makes nothing: the caller keeps no learner over a model it may free. */
+    if (net->ops->sync(net->d, err, err_size)) {
+        frl_dev_learner_destroy(l);
+        return 1;
+    }
     *out = l;
-    return net->ops->sync(net->d, err, err_size);
+    return 0;
 }
 
 /* The frame of step `step` of env b in the obs buffer (stack_frames' order): step T is
