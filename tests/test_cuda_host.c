@@ -289,6 +289,52 @@ START_TEST(recurrent_failure_keeps_state)
 }
 END_TEST
 
+/* A device failure while a frame stack acts leaves the caller's frames as they were
+ * (they were shifted before the forward, so a failed call lost the oldest frame), and
+ * the act after it gives what an act without the failure would have. */
+START_TEST(stack_failure_keeps_state)
+{
+    enum { ROWS = 3 };
+    frl_runtime *dev = runtime_on("cuda", 1);
+    frl_space *os, *as;
+    ck_assert_int_eq(frl_space_create_image(&os, NULL, 40, 40, 3), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 3), FRL_OK);
+    frl_config *cfg = frl_test_settings("policy.encoder=simple policy.conv_channels=4,4,4 "
+                                        "policy.hidden=8 policy.frame_stack=3");
+    frl_policy *p;
+    ck_assert_int_eq(frl_policy_create(&p, dev, cfg, os, as), FRL_OK);
+    ck_assert_ptr_nonnull(p->dev);
+    int64_t sw = frl_policy_state_size(p), ow = frl_space_width(os);
+    size_t bytes = sizeof(float) * (size_t)(ROWS * sw);
+    float *state = calloc(1, bytes), *kept = malloc(bytes), *twin = malloc(bytes);
+    float *obs[2] = {random_obs(ROWS * ow, 8), random_obs(ROWS * ow, 9)};
+    int32_t act[ROWS], act_twin[ROWS];
+    ck_assert_int_eq(act_state(p, ROWS, obs[0], state, act), FRL_OK);
+    memcpy(kept, state, bytes);
+    memcpy(twin, state, bytes);
+    setenv("FAKE_CUDA_FAIL_SYNC", "1", 1);
+    frl_status st = act_state(p, ROWS, obs[1], state, act);
+    unsetenv("FAKE_CUDA_FAIL_SYNC");
+    ck_assert_int_eq(st, FRL_ERR_DEVICE);
+    ck_assert_int_eq(memcmp(state, kept, bytes), 0);
+    ck_assert_int_eq(act_state(p, ROWS, obs[1], state, act), FRL_OK);
+    ck_assert_int_eq(act_state(p, ROWS, obs[1], twin, act_twin), FRL_OK);
+    ck_assert_int_eq(memcmp(act, act_twin, sizeof act), 0);
+    ck_assert_int_eq(memcmp(state, twin, bytes), 0);
+    ck_assert_int_ne(memcmp(state, kept, bytes), 0); /* and it did step */
+    free(state);
+    free(kept);
+    free(twin);
+    free(obs[0]);
+    free(obs[1]);
+    frl_policy_destroy(p);
+    frl_config_destroy(cfg);
+    frl_space_destroy(os);
+    frl_space_destroy(as);
+    frl_runtime_destroy(dev);
+}
+END_TEST
+
 /* The plugin refuses, with a sentence, what the core never asks of it: a recurrent model
  * through model_forward or into a device learner, an MLP model through model_step, and
  * values from a Q-head. */
@@ -1131,6 +1177,7 @@ int main(void)
     tcase_set_timeout(faults, 600);
     tcase_add_test(faults, creation_sync_failures_auto);
     tcase_add_test(faults, creation_sync_failures_cuda);
+    tcase_add_test(faults, stack_failure_keeps_state);
     suite_add_tcase(s, faults);
     return frl_test_run(s);
 }

@@ -354,20 +354,42 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
 
 /* ---- acting ---- */
 
-void frl_policy_stack_rows(const frl_policy *p, int32_t rows, const float *obs, float *state,
-                           const uint8_t *reset, float *stacked)
+/* The rows' stacks into stacked: the state's frames (zeros where reset), then the
+ * observation; the state is not changed. */
+static void stack_build(const frl_policy *p, int32_t rows, const float *obs, const float *state,
+                        const uint8_t *reset, float *stacked)
 {
     size_t fw = (size_t)p->obs_w, sw = (size_t)p->state_w, bytes = sizeof(float);
     for (int32_t r = 0; r < rows; r++) {
-        float *s = state + (size_t)r * sw, *dst = stacked + (size_t)r * (sw + fw);
-        const float *o = obs + (size_t)r * fw;
+        float *dst = stacked + (size_t)r * (sw + fw);
+        if (reset && reset[r])
+            memset(dst, 0, bytes * sw);
+        else
+            memcpy(dst, state + (size_t)r * sw, bytes * sw);
+        memcpy(dst + sw, obs + (size_t)r * fw, bytes * fw);
+    }
+}
+
+/* The rows' state one frame on: zeros where reset, then the oldest frame out and the
+ * observation in. */
+static void stack_advance(const frl_policy *p, int32_t rows, const float *obs, float *state,
+                          const uint8_t *reset)
+{
+    size_t fw = (size_t)p->obs_w, sw = (size_t)p->state_w, bytes = sizeof(float);
+    for (int32_t r = 0; r < rows; r++) {
+        float *s = state + (size_t)r * sw;
         if (reset && reset[r])
             memset(s, 0, bytes * sw);
-        memcpy(dst, s, bytes * sw);
-        memcpy(dst + sw, o, bytes * fw);
         memmove(s, s + fw, bytes * (sw - fw));
-        memcpy(s + sw - fw, o, bytes * fw);
+        memcpy(s + sw - fw, obs + (size_t)r * fw, bytes * fw);
     }
+}
+
+void frl_policy_stack_rows(const frl_policy *p, int32_t rows, const float *obs, float *state,
+                           const uint8_t *reset, float *stacked)
+{
+    stack_build(p, rows, obs, state, reset, stacked);
+    stack_advance(p, rows, obs, state, reset);
 }
 
 /* A frame stack's step on the CPU: the rows' stacks, then the networks over them. */
@@ -724,15 +746,24 @@ FRL_API size_t frl_policy_workspace_size(const frl_policy *p, int32_t rows_per_c
 enum { DEVICE_STACK_ROWS = 256 };
 
 /* The rows the device reads for [first, first + n): the observations, or with a frame
- * stack the rows' stacks (their state steps on). */
+ * stack the rows' stacks (their state steps on only once the forward succeeded, so that
+ * a failed call keeps the caller's frames: stack_on). */
 static const float *device_rows(frl_policy *p, const frl_act_args *a, int64_t first, int64_t n)
 {
     const float *obs = a->observations + first * p->obs_w;
     if (p->stack <= 1)
         return obs;
-    frl_policy_stack_rows(p, (int32_t)n, obs, a->state + first * p->state_w,
-                          a->reset ? a->reset + first : NULL, p->dev_stacked);
+    stack_build(p, (int32_t)n, obs, a->state + first * p->state_w,
+                a->reset ? a->reset + first : NULL, p->dev_stacked);
     return p->dev_stacked;
+}
+
+/* A frame stack's rows [first, first + n) one frame on, after their forward. */
+static void stack_on(const frl_policy *p, const frl_act_args *a, int64_t first, int64_t n)
+{
+    if (p->stack > 1)
+        stack_advance(p, (int32_t)n, a->observations + first * p->obs_w,
+                      a->state + first * p->state_w, a->reset ? a->reset + first : NULL);
 }
 
 /* Rows [first, first + n) through the device into p->dev_out (and p->dev_value when
@@ -760,6 +791,8 @@ static frl_status act_device(frl_policy *p, const frl_act_args *a)
     for (int64_t first = 0; st == FRL_OK && first < a->batch; first += rows) {
         int64_t n = a->batch - first < rows ? a->batch - first : rows;
         st = device_outputs(p, a, first, n);
+        if (st == FRL_OK)
+            stack_on(p, a, first, n);
         for (int64_t r = 0; st == FRL_OK && r < n; r++) {
             int64_t i = first + r;
             const float *o = p->dev_out + r * p->out_w;
