@@ -1143,6 +1143,49 @@ START_TEST(creation_sync_failures_cuda)
 }
 END_TEST
 
+/* A trainer's frame stacks on the device step on only once the forward succeeded: a
+ * rollout whose first device call fails (nothing stepped) leaves every env's stacked
+ * frames as they were, sync and async, and the next call runs from them. */
+static void check_sampler_stack_kept(const char *settings)
+{
+    frl_trainer *t = trainer_on("cuda", "PixelGrid-v0", settings);
+    ck_assert_int_eq(frl_trainer_train(t, (int64_t)t->T * t->B), FRL_OK);
+    size_t bytes = sizeof(float) * (size_t)t->B * (size_t)t->policy->state_w;
+    size_t ow = sizeof(float) * (size_t)t->policy->obs_w;
+    float *kept = malloc(bytes), *obs = malloc(ow * (size_t)t->B);
+    memcpy(kept, t->book.state, bytes);
+    for (int32_t g = 0; g < t->groups; g++)
+        memcpy(obs + (size_t)t->group_first[g] * (ow / sizeof(float)),
+               frl_vec_env_observations(t->venvs[g]), ow * (size_t)t->venvs[g]->n);
+    setenv("FAKE_CUDA_FAIL_SYNC", "1", 1);
+    frl_status st = frl_trainer_train(t, 2 * (int64_t)t->T * t->B);
+    unsetenv("FAKE_CUDA_FAIL_SYNC");
+    ck_assert_msg(st == FRL_ERR_DEVICE, "[%s]: %s", settings, frl_status_name(st));
+    for (int32_t g = 0; g < t->groups; g++)
+        ck_assert_msg(!memcmp(obs + (size_t)t->group_first[g] * (ow / sizeof(float)),
+                              frl_vec_env_observations(t->venvs[g]),
+                              ow * (size_t)t->venvs[g]->n),
+                      "[%s]: group %d's envs stepped before the failure", settings, (int)g);
+    ck_assert_msg(!memcmp(kept, t->book.state, bytes), "[%s]: the frame stacks stepped on "
+                  "through a failed forward", settings);
+    ck_assert_msg(frl_trainer_train(t, 2 * (int64_t)t->T * t->B) == FRL_OK, "%s",
+                  frl_trainer_last_error(t));
+    free(kept);
+    free(obs);
+    destroy_trainer(t);
+}
+
+START_TEST(sampler_stack_failure_keeps_frames)
+{
+    const char *small = "policy.conv_channels=4,4,4 policy.hidden=16 policy.frame_stack=3 "
+                        "train.num_envs=2 train.rollout=16 train.minibatches=1";
+    check_sampler_stack_kept(small);
+    char async[512];
+    snprintf(async, sizeof async, "%s sampler.mode=async", small);
+    check_sampler_stack_kept(async);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cuda_host");
@@ -1178,6 +1221,7 @@ int main(void)
     tcase_add_test(faults, creation_sync_failures_auto);
     tcase_add_test(faults, creation_sync_failures_cuda);
     tcase_add_test(faults, stack_failure_keeps_state);
+    tcase_add_test(faults, sampler_stack_failure_keeps_frames);
     suite_add_tcase(s, faults);
     return frl_test_run(s);
 }

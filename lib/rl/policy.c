@@ -356,8 +356,8 @@ void frl_policy_backward(const frl_policy *p, const float *params, float *grads,
 
 /* The rows' stacks into stacked: the state's frames (zeros where reset), then the
  * observation; the state is not changed. */
-static void stack_build(const frl_policy *p, int32_t rows, const float *obs, const float *state,
-                        const uint8_t *reset, float *stacked)
+void frl_policy_stack_build(const frl_policy *p, int32_t rows, const float *obs,
+                            const float *state, const uint8_t *reset, float *stacked)
 {
     size_t fw = (size_t)p->obs_w, sw = (size_t)p->state_w, bytes = sizeof(float);
     for (int32_t r = 0; r < rows; r++) {
@@ -372,8 +372,8 @@ static void stack_build(const frl_policy *p, int32_t rows, const float *obs, con
 
 /* The rows' state one frame on: zeros where reset, then the oldest frame out and the
  * observation in. */
-static void stack_advance(const frl_policy *p, int32_t rows, const float *obs, float *state,
-                          const uint8_t *reset)
+void frl_policy_stack_advance(const frl_policy *p, int32_t rows, const float *obs,
+                              float *state, const uint8_t *reset)
 {
     size_t fw = (size_t)p->obs_w, sw = (size_t)p->state_w, bytes = sizeof(float);
     for (int32_t r = 0; r < rows; r++) {
@@ -388,8 +388,8 @@ static void stack_advance(const frl_policy *p, int32_t rows, const float *obs, f
 void frl_policy_stack_rows(const frl_policy *p, int32_t rows, const float *obs, float *state,
                            const uint8_t *reset, float *stacked)
 {
-    stack_build(p, rows, obs, state, reset, stacked);
-    stack_advance(p, rows, obs, state, reset);
+    frl_policy_stack_build(p, rows, obs, state, reset, stacked);
+    frl_policy_stack_advance(p, rows, obs, state, reset);
 }
 
 /* A frame stack's step on the CPU: the rows' stacks, then the networks over them. */
@@ -753,7 +753,7 @@ static const float *device_rows(frl_policy *p, const frl_act_args *a, int64_t fi
     const float *obs = a->observations + first * p->obs_w;
     if (p->stack <= 1)
         return obs;
-    stack_build(p, (int32_t)n, obs, a->state + first * p->state_w,
+    frl_policy_stack_build(p, (int32_t)n, obs, a->state + first * p->state_w,
                 a->reset ? a->reset + first : NULL, p->dev_stacked);
     return p->dev_stacked;
 }
@@ -762,8 +762,9 @@ static const float *device_rows(frl_policy *p, const frl_act_args *a, int64_t fi
 static void stack_on(const frl_policy *p, const frl_act_args *a, int64_t first, int64_t n)
 {
     if (p->stack > 1)
-        stack_advance(p, (int32_t)n, a->observations + first * p->obs_w,
-                      a->state + first * p->state_w, a->reset ? a->reset + first : NULL);
+        frl_policy_stack_advance(p, (int32_t)n, a->observations + first * p->obs_w,
+                                 a->state + first * p->state_w,
+                                 a->reset ? a->reset + first : NULL);
 }
 
 /* Rows [first, first + n) through the device into p->dev_out (and p->dev_value when

@@ -135,6 +135,13 @@ void frl_policy_feature_grad(const frl_policy *p, int32_t rows, float *d_in);
  * state. The CPU's acting and a device's (which takes whole stacks) share it. */
 void frl_policy_stack_rows(const frl_policy *p, int32_t rows, const float *obs, float *state,
                            const uint8_t *reset, float *stacked);
+/* Its two halves, for a device's caller, which steps the state on only once the forward
+ * succeeded (a failed act keeps the frames): the stacks, leaving the state as it is;
+ * then the state one frame on. */
+void frl_policy_stack_build(const frl_policy *p, int32_t rows, const float *obs,
+                            const float *state, const uint8_t *reset, float *stacked);
+void frl_policy_stack_advance(const frl_policy *p, int32_t rows, const float *obs,
+                              float *state, const uint8_t *reset);
 
 /* The hidden layers' activation that policy.activation names. */
 frl_nn_act frl_policy_activation(const frl_config *cfg);

@@ -563,13 +563,28 @@ static const float *group_stacks(async_sampler *a, const task *k, int32_t thread
     int32_t n = 0;
     for (int32_t i = 0; i < k->count; i++) {
         int32_t gi = picked[i], m = h->venvs[gi]->n;
-        frl_policy_stack_rows(p, m, store_obs(a, gi),
-                              h->book->state + (size_t)h->group_first[gi] * sw,
-                              frl_vec_env_reset_steps(h->venvs[gi]), buf + (size_t)n * iw);
+        frl_policy_stack_build(p, m, store_obs(a, gi),
+                               h->book->state + (size_t)h->group_first[gi] * sw,
+                               frl_vec_env_reset_steps(h->venvs[gi]), buf + (size_t)n * iw);
         n += m;
     }
     *rows = n;
     return buf;
+}
+
+/* The batch's groups' frame stacks one frame on, once their forward succeeded: a failed
+ * batch's groups act again on the frames they hold (their envs did not step). */
+static void groups_stack_on(async_sampler *a, const task *k, int32_t thread)
+{
+    const frl_sampler_host *h = a->h;
+    size_t sw = (size_t)h->policy->state_w;
+    const int32_t *picked = a->scratch[thread].picked;
+    for (int32_t i = 0; i < k->count; i++) {
+        int32_t gi = picked[i];
+        frl_policy_stack_advance(h->policy, h->venvs[gi]->n, store_obs(a, gi),
+                                 h->book->state + (size_t)h->group_first[gi] * sw,
+                                 frl_vec_env_reset_steps(h->venvs[gi]));
+    }
 }
 
 /* Where the next row of the batch goes: a group and an env in it. */
@@ -778,6 +793,8 @@ static frl_status act_batch_device(async_sampler *a, const task *k, int32_t thre
         a->dev_version = ~(uint64_t)0; /* the device's copy may be half written */
         return st;
     }
+    if (a->h->policy->stack > 1)
+        groups_stack_on(a, k, thread);
     *out_rows = rows;
     return FRL_OK;
 }

@@ -68,15 +68,17 @@ static frl_status alloc_device_outputs(sync_sampler *s)
     return FRL_OK;
 }
 
-/* The device's input for this step: the observations, or each env's frame stack (its
- * state steps on, from zeros where the vec env's autoreset began an episode). */
+/* The device's input for this step: the observations, or each env's frame stack (from
+ * zeros where the vec env's autoreset began an episode; the state steps on in
+ * device_act once the forward succeeded, so a failed one keeps the frames the envs
+ * hold: they did not step). */
 static const float *device_input(sync_sampler *s, const float *obs)
 {
     const frl_sampler_host *h = s->base.h;
     if (!s->dev_stacked)
         return obs;
-    frl_policy_stack_rows(h->policy, h->B, obs, h->book->state,
-                          frl_vec_env_reset_steps(h->venvs[0]), s->dev_stacked);
+    frl_policy_stack_build(h->policy, h->B, obs, h->book->state,
+                           frl_vec_env_reset_steps(h->venvs[0]), s->dev_stacked);
     return s->dev_stacked;
 }
 
@@ -90,8 +92,12 @@ static frl_status device_act(sync_sampler *s, const float *obs)
         return frl_policy_device_step(h->policy, h->B, obs, h->book->state,
                                       frl_vec_env_reset_steps(h->venvs[0]), s->dev_out, NULL,
                                       h->err);
-    return frl_policy_device_forward(h->policy, h->B, device_input(s, obs), s->dev_out, NULL,
-                                     h->err);
+    frl_status st = frl_policy_device_forward(h->policy, h->B, device_input(s, obs),
+                                              s->dev_out, NULL, h->err);
+    if (st == FRL_OK && s->dev_stacked)
+        frl_policy_stack_advance(h->policy, h->B, obs, h->book->state,
+                                 frl_vec_env_reset_steps(h->venvs[0]));
+    return st;
 }
 
 /* Acting splits the envs over the threads (an action depends only on its row, so the
