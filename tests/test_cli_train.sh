@@ -137,5 +137,43 @@ refused "--resume with train.num_envs=3" "FRL_ERR_INVALID_ARGUMENT" "train.num_e
 run "$fastrl" train --resume "$dir/run" --steps 8192 --quiet --set policy.hidden=8
 refused "--resume with policy.hidden=8" "FRL_ERR_INVALID_ARGUMENT" "policy.hidden"
 
+# A run resumed into another --out that holds a run (--overwrite) starts that directory's
+# metrics afresh: the replaced run's rows were kept where their update numbers came
+# before the checkpoint's, mixed with the resumed run's, and its TensorBoard events
+# file stayed beside the new one (TensorBoard drew both as one run).
+run "$fastrl" train Acrobot-v1 --steps 6144 --seed 2 --out "$dir/other" --quiet
+ok "a run to replace"
+run "$fastrl" train --resume "$dir/run" --steps 8192 --out "$dir/other" --overwrite --quiet
+ok "--resume into another run's directory with --overwrite"
+rows=$(tail -n +2 "$dir/other/metrics.csv" | cut -d, -f1 | tr '\n' ' ')
+[ "$rows" = "3 4 " ] || fail "--resume --out --overwrite: want rows 3 4 alone, got: $rows"
+events=$(ls "$dir/other" | grep -c '^events\.out\.tfevents\.')
+[ "$events" -eq 1 ] || fail "--overwrite: want one events file, got $events: $(ls "$dir/other")"
+# --out naming the resumed run's own directory in other words continues it in place,
+# its metrics kept.
+run "$fastrl" train --resume "$dir/other" --steps 10240 --out "$dir/./other" --quiet
+rows=$(tail -n +2 "$dir/other/metrics.csv" | cut -d, -f1 | tr '\n' ' ')
+[ "$rc" -eq 0 ] && [ "$rows" = "3 4 5 " ] || fail "--out DIR/./other: exit $rc, rows $rows: $out"
+# The same for a new run over another with --overwrite: one events file, its own.
+run "$fastrl" train CartPole-v1 --steps 2048 --out "$dir/other" --overwrite --quiet
+ok "--overwrite over a resumed run"
+events=$(ls "$dir/other" | grep -c '^events\.out\.tfevents\.')
+[ "$events" -eq 1 ] || fail "--overwrite (new run): want one events file, got $events"
+
+# --steps is the run's total: resuming a run that has done as many says so (exit 0, the
+# checkpoint as it was) rather than printing 0 steps/s as if it had trained.
+cp "$dir/run/checkpoint.frl" "$dir/saved.frl"
+run "$fastrl" train --resume "$dir/run" --steps 2048 --quiet
+[ "$rc" -eq 0 ] && has "has done 4096 env steps" && has "nothing to train" ||
+    fail "resuming a finished run: exit status $rc: $out"
+cmp -s "$dir/run/checkpoint.frl" "$dir/saved.frl" || fail "resuming a finished run changed it"
+
+# An empty --out or --resume is refused as a usage error (--resume '' read
+# /checkpoint.frl, a file at the root).
+for opt in --out --resume; do
+    run "$fastrl" train CartPole-v1 "$opt" "" --steps 2048 --quiet
+    [ "$rc" -eq 2 ] && has "$opt: an empty path" || fail "$opt '': exit status $rc: $out"
+done
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all cases passed"

@@ -1,5 +1,6 @@
 /* `fastrl train` and `fastrl eval`. */
 #include <errno.h>
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -242,6 +243,13 @@ static int check_train_args(train_opts *o)
     o->follower = launcher_rank() > 0;
     o->quiet |= o->follower;
     o->verbose &= !o->follower;
+    const char *empty = o->out && !o->out[0] ? "--out" : o->resume && !o->resume[0] ? "--resume"
+                                                                                     : NULL;
+    if (empty) { /* --resume '' read /checkpoint.frl */
+        fprintf(stderr, "fastrl train: %s: an empty path (give . for the working directory)\n",
+                empty);
+        return 2;
+    }
     if (!o->env && !o->resume) {
         fprintf(stderr, "fastrl train: name an environment (fastrl envs lists them) or "
                         "--resume DIR\n");
@@ -458,12 +466,19 @@ static void print_ring_memory(frl_trainer *t)
             : image                 ? " (uint8 pixels)" : "");
 }
 
+/* --out is the directory the resumed run came from (spelt alike or not): the run goes on
+ * writing there, appending to its metrics. */
+static int continues_in_place(const train_opts *o)
+{
+    return o->out && o->resume && cli_same_file(o->out, o->resume);
+}
+
 /* --out names a directory that holds another run: replacing it (its checkpoint and
  * metrics) takes --overwrite; continuing it takes --resume. Rank 0 alone asks, before
  * any rank writes. */
 static int check_out_free(const train_opts *o)
 {
-    if (!o->out || o->overwrite || o->follower || (o->resume && !strcmp(o->out, o->resume)))
+    if (!o->out || o->overwrite || o->follower || continues_in_place(o))
         return 0;
     char path[4096], env[64] = "";
     snprintf(path, sizeof path, "%s/checkpoint.frl", o->out);
@@ -476,6 +491,48 @@ static int check_out_free(const train_opts *o)
     return 2;
 }
 
+/* A run written into --out that it does not continue replaces what the directory held:
+ * its metrics.csv (a resumed run appends to one, keeping the old run's first rows) and
+ * its TensorBoard event files (each run opens a new one, and TensorBoard drew the old
+ * beside the new as one run). The checkpoint is replaced when the run saves. */
+static int clear_old_outputs(const train_opts *o)
+{
+    struct stat sb; /* no directory yet (or a file in the way): make_dir says so */
+    if (!o->out || o->follower || continues_in_place(o) || stat(o->out, &sb) != 0 ||
+        !S_ISDIR(sb.st_mode))
+        return 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/metrics.csv", o->out);
+    int e = unlink(path) != 0 && errno != ENOENT ? errno : 0;
+    DIR *d = e ? NULL : opendir(o->out);
+    for (struct dirent *ent; d && !e && (ent = readdir(d));) {
+        if (strncmp(ent->d_name, "events.out.tfevents.", 20) != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", o->out, ent->d_name);
+        e = unlink(path) != 0 && errno != ENOENT ? errno : 0;
+    }
+    if (d)
+        closedir(d);
+    if (e)
+        fprintf(stderr, "fastrl train: cannot remove %s (the replaced run's): %s\n", path,
+                strerror(e));
+    return e != 0;
+}
+
+/* A resumed run that has done --steps (the run's total) already: said, and nothing in
+ * its directory changes. */
+static int already_done(const frl_trainer *t, const train_opts *o)
+{
+    int64_t done = frl_trainer_metrics(t)->env_steps;
+    if (!o->resume || done < o->steps)
+        return 0;
+    if (!o->follower)
+        fprintf(stderr, "fastrl train: the run in %s has done %lld env steps, --steps %lld "
+                        "(the run's total): nothing to train; give a larger --steps to go "
+                        "on\n", o->resume, (long long)done, (long long)o->steps);
+    return 1;
+}
+
 static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *cfg)
 {
     frl_trainer *t;
@@ -486,6 +543,11 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     frl_status st = open_trainer(&t, rt, o, cfg);
     if (st != FRL_OK)
         return cli_fail(o->resume ? "resume" : o->env, st);
+    int done = already_done(t, o);
+    if (done || clear_old_outputs(o)) {
+        frl_trainer_destroy(t);
+        return done ? 0 : 1;
+    }
     const char *out = o->out ? o->out : o->resume; /* a resumed run keeps writing its dir */
     if (out && (make_dir(out) || (st = frl_trainer_set_output(t, out)) != FRL_OK)) {
         frl_trainer_destroy(t);
