@@ -520,11 +520,15 @@ static int clear_old_outputs(const train_opts *o)
 }
 
 /* A resumed run that has done --steps (the run's total) already: said, and nothing in
- * its directory changes. */
+ * its directory changes. A distributed run goes to its train call all the same, where
+ * the ranks compare their budgets (one rank leaving here would leave the others
+ * waiting out dist.timeout). */
 static int already_done(const frl_trainer *t, const train_opts *o)
 {
     int64_t done = frl_trainer_metrics(t)->env_steps;
-    if (!o->resume || done < o->steps)
+    char mode[16] = "";
+    frl_config_get_text(t->cfg, "dist.mode", mode, sizeof mode);
+    if (!o->resume || done < o->steps || strcmp(mode, "none") != 0)
         return 0;
     if (!o->follower)
         fprintf(stderr, "fastrl train: the run in %s has done %lld env steps, --steps %lld "
