@@ -168,6 +168,21 @@ run "$fastrl" train --resume "$dir/run" --steps 2048 --quiet
     fail "resuming a finished run: exit status $rc: $out"
 cmp -s "$dir/run/checkpoint.frl" "$dir/saved.frl" || fail "resuming a finished run changed it"
 
+# A resumed run keeps its saved seed, so another --seed (or runtime.seed) with --resume
+# is refused, naming both, before anything changes (it was ignored: the run went on with
+# the saved seed, exit 0); the run's own seed is accepted.
+run "$fastrl" train CartPole-v1 --steps 2048 --seed 5 --out "$dir/seeded" --quiet
+ok "a run with --seed 5"
+cp "$dir/seeded/checkpoint.frl" "$dir/saved.frl"
+for opt in "--seed 6" "--set runtime.seed=6"; do
+    # shellcheck disable=SC2086 # an option and its value
+    run "$fastrl" train --resume "$dir/seeded" --steps 4096 $opt --quiet
+    [ "$rc" -eq 2 ] && has "seed 6" && has "saved seed, 5" || fail "$opt with --resume: $rc: $out"
+done
+cmp -s "$dir/seeded/checkpoint.frl" "$dir/saved.frl" || fail "a refused seed changed the run"
+run "$fastrl" train --resume "$dir/seeded" --steps 4096 --seed 5 --quiet
+ok "--resume with the run's own --seed"
+
 # An empty --out or --resume is refused as a usage error (--resume '' read
 # /checkpoint.frl, a file at the root).
 for opt in --out --resume; do

@@ -519,6 +519,22 @@ static int clear_old_outputs(const train_opts *o)
     return e != 0;
 }
 
+/* A resumed run keeps its saved seed (frl_trainer_load): another --seed, or --set
+ * runtime.seed, would be ignored, so it is refused, as another ENV is. */
+static int check_resume_seed(const frl_trainer *t, const train_opts *o, const frl_config *cfg)
+{
+    int64_t seed = 0, offset = 0;
+    if (!o->resume || !frl_config_is_set(cfg, "runtime.seed") ||
+        frl_config_get_int(cfg, "runtime.seed", &seed) != FRL_OK ||
+        frl_config_get_int(t->cfg, "train.seed_offset", &offset) != FRL_OK ||
+        (uint64_t)seed + (uint64_t)offset == t->seed)
+        return 0;
+    fprintf(stderr, "fastrl train: seed %lld with --resume %s: a resumed run continues with "
+                    "its saved seed, %llu; train a new run (another --out) for another seed\n",
+            (long long)seed, o->resume, (unsigned long long)(t->seed - (uint64_t)offset));
+    return 2;
+}
+
 /* A resumed run that has done --steps (the run's total) already: said, and nothing in
  * its directory changes. A distributed run goes to its train call all the same, where
  * the ranks compare their budgets (one rank leaving here would leave the others
@@ -547,10 +563,11 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     frl_status st = open_trainer(&t, rt, o, cfg);
     if (st != FRL_OK)
         return cli_fail(o->resume ? "resume" : o->env, st);
-    int done = already_done(t, o);
-    if (done || clear_old_outputs(o)) {
+    int rc = check_resume_seed(t, o, cfg);
+    int done = !rc && already_done(t, o);
+    if (rc || done || clear_old_outputs(o)) {
         frl_trainer_destroy(t);
-        return done ? 0 : 1;
+        return rc ? rc : done ? 0 : 1;
     }
     const char *out = o->out ? o->out : o->resume; /* a resumed run keeps writing its dir */
     if (out && (make_dir(out) || (st = frl_trainer_set_output(t, out)) != FRL_OK)) {
@@ -592,7 +609,7 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
                         "--max-seconds first (this rank's: %g s)\n", o->max_seconds);
         st = FRL_OK;
     }
-    int rc = finish(t, o, st, &p);
+    rc = finish(t, o, st, &p);
     frl_vec_env_destroy(ev.venv);
     frl_trainer_destroy(t);
     return rc;
