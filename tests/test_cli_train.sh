@@ -183,6 +183,29 @@ cmp -s "$dir/seeded/checkpoint.frl" "$dir/saved.frl" || fail "a refused seed cha
 run "$fastrl" train --resume "$dir/seeded" --steps 4096 --seed 5 --quiet
 ok "--resume with the run's own --seed"
 
+# On a terminal the last progress line clears what the running one left to its right (a
+# long ETA stayed: "ETA 0:0023"), a run stopped short of --steps by --max-seconds shows
+# its ETA, not 0:00, and the time limit's message starts a line. util-linux's script
+# gives the run a terminal; without it, skip.
+if script -qc true /dev/null > /dev/null 2>&1; then
+    tty_all=$(script -qc "'$fastrl' train CartPole-v1 --steps 1000000000 --max-seconds 1" \
+        /dev/null | tr '\r' '\n')
+    tty_out=$(echo "$tty_all" | grep '^\[' | tail -n 1)
+    # ... and the time limit's line is a line of its own, not the bar's tail.
+    echo "$tty_all" | grep -q '^time limit: stopped' ||
+        fail "on a terminal the time limit's line follows the bar on its line: $tty_all"
+    esc=$(printf '\033')
+    case $tty_out in
+        *"ETA 0:00"*) fail "a stopped run's last line says ETA 0:00: $tty_out" ;;
+    esac
+    case $tty_out in
+        *"$esc[K"*) ;;
+        *) fail "the last progress line on a terminal does not clear the line: $tty_out" ;;
+    esac
+else
+    echo "skip: no util-linux script for a terminal"
+fi
+
 # An empty --out or --resume is refused as a usage error (--resume '' read
 # /checkpoint.frl, a file at the root).
 for opt in --out --resume; do

@@ -136,9 +136,14 @@ static void print_progress(const progress *p, const frl_metrics *m, int final)
     if (p->async && m->slots_dropped)
         snprintf(lag + strlen(lag), sizeof lag - strlen(lag), " %lld dropped",
                  (long long)m->slots_dropped);
-    fprintf(stderr, "%s[%s] %3.0f%% %lld steps  %.0f steps/s  return %.1f%s  %s elapsed  ETA %s%s",
+    /* A run stopped short (--max-seconds) still has its ETA; the final line on a
+     * terminal clears what a longer running line left to its right, then ends. */
+    int done = final && m->env_steps >= p->total;
+    fprintf(stderr, "%s[%s] %3.0f%% %lld steps  %.0f steps/s  return %.1f%s  %s elapsed  "
+                    "ETA %s%s%s",
             is_tty ? "\r" : "", bar, 100 * frac, (long long)m->env_steps, m->steps_per_second,
-            m->mean_return, lag, el, final ? "0:00" : eta, is_tty && !final ? "\033[K" : "\n");
+            m->mean_return, lag, el, done ? "0:00" : eta, is_tty ? "\033[K" : "",
+            final || !is_tty ? "\n" : "");
     fflush(stderr);
 }
 
@@ -598,15 +603,18 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     g_trainer = NULL;
     p.timed_out |= g_alarm;
     st = training_result(&ev, st);
+    /* on a terminal the running progress line has no newline yet */
+    const char *nl = is_tty && p.printed_update >= 0 ? "\n" : "";
     if (st == FRL_ERR_INTERRUPTED && p.timed_out) {
-        fprintf(stderr, "time limit: stopped after %g s (--max-seconds)\n", o->max_seconds);
+        fprintf(stderr, "%stime limit: stopped after %g s (--max-seconds)\n", nl,
+                o->max_seconds);
         st = FRL_OK;
     } else if (st == FRL_ERR_INTERRUPTED && o->max_seconds > 0 && !g_sigint) {
         /* Neither this rank's Ctrl-C nor its clock: a distributed run's ranks exchange a
          * stop, and another rank's --max-seconds (all ranks run one command line) came
          * first; this rank started later or ran slower. */
-        fprintf(stderr, "time limit: stopped with the other ranks, one of which reached its "
-                        "--max-seconds first (this rank's: %g s)\n", o->max_seconds);
+        fprintf(stderr, "%stime limit: stopped with the other ranks, one of which reached its "
+                        "--max-seconds first (this rank's: %g s)\n", nl, o->max_seconds);
         st = FRL_OK;
     }
     rc = finish(t, o, st, &p);
