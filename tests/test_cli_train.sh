@@ -194,6 +194,16 @@ if script -qc true /dev/null > /dev/null 2>&1; then
     # ... and the time limit's line is a line of its own, not the bar's tail.
     echo "$tty_all" | grep -q '^time limit: stopped' ||
         fail "on a terminal the time limit's line follows the bar on its line: $tty_all"
+    # Ctrl-C on a terminal: the bar's last line ends before "checkpoint: ..." (it was
+    # written onto the bar's line), and the exit status is 130.
+    # (the signal once the first update's metrics row is written: training has begun)
+    csv="$dir/int/metrics.csv"
+    tty_all=$(script -qc "'$fastrl' train CartPole-v1 --steps 1000000000 --out '$dir/int' &
+        n=0; until [ \$(cat '$csv' 2>/dev/null | wc -l) -ge 2 ] || [ \$n -ge 600 ]; do
+        sleep 0.1; n=\$((n + 1)); done; kill -INT \$!; wait \$!; echo rc=\$?" /dev/null |
+        tr '\r' '\n')
+    echo "$tty_all" | grep -q '^checkpoint: ' && echo "$tty_all" | grep -q '^rc=130' ||
+        fail "Ctrl-C on a terminal: $tty_all"
     esc=$(printf '\033')
     case $tty_out in
         *"ETA 0:00"*) fail "a stopped run's last line says ETA 0:00: $tty_out" ;;

@@ -382,7 +382,7 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
     /* On a terminal the final line replaces the running one; in a log, a line for the
      * same update would only repeat it. */
     if (!o->quiet && m->update > 0 && (is_tty || m->update != p->printed_update))
-        print_progress(p, m, st == FRL_OK);
+        print_progress(p, m, 1); /* ended by a newline whatever stopped the run */
     const char *dir = o->out ? o->out : o->resume;
     char why[512]; /* the training's error, before saving overwrites the last error */
     snprintf(why, sizeof why, "%s", frl_last_error());
