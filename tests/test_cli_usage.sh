@@ -78,6 +78,16 @@ status 2 "bench train --set nokey=1" "nokey"
 run "$fastrl" bench train CartPole-v1 --set train.num_envs=99999999999999999999999
 status 2 "bench train --set train.num_envs=1e23" \
     "train.num_envs': 99999999999999999999999 is outside [1, 1048576]"
+# A --set that sets nothing (empty, or blanks) is refused, naming the option, not taken
+# as a run with the defaults.
+for cmd in "train CartPole-v1" "bench train CartPole-v1" "render PixelGrid-v0 --out $dir/x.png"; do
+    for blank in "" " "; do
+        # shellcheck disable=SC2086 # a command and its words
+        run "$fastrl" $cmd --steps 1 --set "$blank"
+        status 2 "$cmd --set '$blank'" "--set: '$blank' sets nothing"
+    done
+done
+[ ! -e "$dir/x.png" ] || fail "render with an empty --set wrote its PNG"
 # A count is read exactly: 1.0000000000000001 is no whole number, though a double rounds
 # it to 1 (render then went on to fail on CartPole's vector observations).
 run "$fastrl" render CartPole-v1 --out "$dir/x.png" --steps 1.0000000000000001

@@ -125,7 +125,7 @@ static int parse_option(const char *a, const char *v, train_bench *o, frl_config
     if (!strcmp(a, "--threads") && v)
         st = frl_config_set(cfg, "runtime.threads", v);
     else if (!strcmp(a, "--set") && v)
-        st = frl_config_parse(cfg, v);
+        return cli_set("bench train", cfg, v);
     else {
         fprintf(stderr, "fastrl bench train: unknown or incomplete option '%s'\n", a);
         return 2;

@@ -13,6 +13,10 @@ int cli_fail(const char *what, frl_status st);
  * usage error. */
 int cli_bad_option(const char *what, frl_status st);
 
+/* --set TEXT onto cfg: 0, or 2 (a usage error) after saying why, for TEXT the config
+ * refuses and for TEXT that sets nothing (empty or blank, which the config accepts). */
+int cli_set(const char *cmd, frl_config *cfg, const char *text);
+
 /* An option's value, strictly: the whole text is one number, without overflow, finite,
  * in [lo, hi]; otherwise "fastrl CMD: OPT: 'TEXT' is not ..." on stderr and 2 (a usage
  * error), before the command has made anything. 0 on success. cli_parse_int also takes

@@ -39,6 +39,19 @@ int cli_bad_option(const char *what, frl_status st)
     return 2;
 }
 
+int cli_set(const char *cmd, frl_config *cfg, const char *text)
+{
+    const char *p = text;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!*p) { /* a run with the defaults, as if the option were not there */
+        fprintf(stderr, "fastrl %s: --set: '%s' sets nothing (give key=value)\n", cmd, text);
+        return 2;
+    }
+    frl_status st = frl_config_parse(cfg, text);
+    return st == FRL_OK ? 0 : cli_bad_option("--set", st);
+}
+
 /* A bound as a reader takes it in: exact below a trillion, then 9.2e+18. */
 static void format_bound(char *buf, size_t size, double x)
 {

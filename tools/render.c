@@ -62,8 +62,7 @@ static int parse_option(const char *a, const char *v, render_opts *o, frl_config
         fprintf(stderr, "fastrl render: unknown option %s\n", a);
         return usage_fail();
     }
-    frl_status st = frl_config_parse(cfg, v);
-    return st == FRL_OK ? 0 : cli_bad_option(a, st);
+    return cli_set("render", cfg, v);
 }
 
 static int parse(int argc, char **argv, render_opts *o, frl_config *cfg)

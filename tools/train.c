@@ -230,7 +230,7 @@ static int train_value(const char *a, const char *v, train_opts *o, frl_config *
     else if (!strcmp(a, "--threads"))
         st = frl_config_set(cfg, "runtime.threads", v);
     else if (!strcmp(a, "--set"))
-        st = frl_config_parse(cfg, v);
+        return cli_set("train", cfg, v);
     else
         return train_number(a, v, o);
     return st == FRL_OK ? 0 : cli_bad_option(a, st);
