@@ -45,6 +45,10 @@ for task in RayRoom-v0 RayMaze-v0 RayCollect-v0; do
     [ "$rc" -eq 0 ] && has "random policy" || fail "$task rgb: $out"
     png_ok "$dir/$task-rgb.png" 128 72 3 || fail "$task rgb: not the PNG expected"
 done
+# Past 65,535 bytes of rows the zlib stream takes more than one stored block.
+run "$fastrl" render RayRoom-v0 --out "$dir/big.png" --set "env.grayscale=false env.width=192" \
+    --set env.height=144
+[ "$rc" -eq 0 ] && png_ok "$dir/big.png" 192 144 3 || fail "a 192 x 144 RGB frame: $out"
 run "$fastrl" render PixelGrid-v0 --out "$dir/grid.png" --steps 3
 [ "$rc" -eq 0 ] && png_ok "$dir/grid.png" 40 40 3 || fail "PixelGrid-v0: $out"
 
