@@ -88,6 +88,17 @@ for cmd in "train CartPole-v1" "bench train CartPole-v1" "render PixelGrid-v0 --
     done
 done
 [ ! -e "$dir/x.png" ] || fail "render with an empty --set wrote its PNG"
+# Output that cannot be written (a full disk) is a failure, not exit 0 with nothing
+# written; where there is no /dev/full, skip.
+if [ -w /dev/full ]; then
+    for cmd in envs info "config --list" "--help"; do
+        # shellcheck disable=SC2086 # a command and its words
+        "$fastrl" $cmd > /dev/full 2> "$dir/stderr"
+        rc=$?
+        [ "$rc" -ne 0 ] && grep -q "cannot write its output" "$dir/stderr" ||
+            fail "$cmd > /dev/full: exit status $rc: $(cat "$dir/stderr")"
+    done
+fi
 # A count is read exactly: 1.0000000000000001 is no whole number, though a double rounds
 # it to 1 (render then went on to fail on CartPole's vector observations).
 run "$fastrl" render CartPole-v1 --out "$dir/x.png" --steps 1.0000000000000001

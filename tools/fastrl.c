@@ -340,9 +340,8 @@ static void usage(FILE *f)
                "                            end-to-end training throughput vs the FLOP floor\n");
 }
 
-int main(int argc, char **argv)
+static int run_command(int argc, char **argv)
 {
-    cli_start = cli_now();
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -385,4 +384,16 @@ int main(int argc, char **argv)
     fprintf(stderr, "fastrl: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    cli_start = cli_now();
+    int rc = run_command(argc, argv);
+    /* stdout on a full disk: the results are lost, which exit status 0 would hide */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "fastrl: cannot write its output: %s\n", strerror(errno));
+        return rc ? rc : 1;
+    }
+    return rc;
 }
