@@ -52,6 +52,19 @@ run "$fastrl" render RayRoom-v0 --out "$dir/big.png" --set "env.grayscale=false 
 run "$fastrl" render PixelGrid-v0 --out "$dir/grid.png" --steps 3
 [ "$rc" -eq 0 ] && png_ok "$dir/grid.png" 40 40 3 || fail "PixelGrid-v0: $out"
 
+# A write that fails part-way (here the file size limit, its signal ignored: EFBIG)
+# leaves the file that was there as it was, and no partial or temporary file beside it.
+cp "$dir/grid.png" "$dir/kept.png"
+(
+    trap '' XFSZ
+    ulimit -f 8
+    "$fastrl" render RayRoom-v0 --out "$dir/kept.png" --set "env.grayscale=false env.width=192" \
+        --set env.height=144 > "$dir/efbig.out" 2>&1
+) && fail "a render past the file size limit: exit status 0"
+grep -q "cannot write" "$dir/efbig.out" || fail "past the file size limit: $(cat "$dir/efbig.out")"
+cmp -s "$dir/kept.png" "$dir/grid.png" || fail "a failed render changed the file it would replace"
+[ "$(ls "$dir" | grep -c '^kept\.png')" -eq 1 ] || fail "a failed render left: $(ls "$dir")"
+
 run "$fastrl" render CartPole-v1 --out "$dir/x.png"
 [ "$rc" -ne 0 ] && has "not an image" || fail "a vector env was rendered: $out"
 run "$fastrl" render PixelGrid-v0 --out "$dir/x.png" --policy oracle

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "png.h"
 
@@ -90,10 +92,33 @@ static uint8_t *zlib_stored(const uint8_t *raw, size_t n, size_t *out_n)
     return z;
 }
 
+/* The name the file is written under: beside path, renamed over it once whole, so a
+ * failed write (a full disk) leaves what path held; "" to write path in place when it
+ * is not a plain file (/dev/stdout, a FIFO, a link to follow). 0, or -1 with errno. */
+static int staging_name(const char *path, char *tmp, size_t size)
+{
+    struct stat st;
+    tmp[0] = '\0';
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return 0;
+    int n = snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= size) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+static int write_file(FILE *f, const uint8_t *ihdr, const uint8_t *z, size_t z_n)
+{
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    return fwrite(sig, 1, 8, f) == 8 && chunk(f, "IHDR", ihdr, 13) == 0 &&
+                   chunk(f, "IDAT", z, z_n) == 0 && chunk(f, "IEND", ihdr, 0) == 0 ? 0 : -1;
+}
+
 int png_write(const char *path, const uint8_t *pixels, int32_t width, int32_t height,
               int32_t channels)
 {
-    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     uint8_t ihdr[13];
     be32(ihdr, (uint32_t)width);
     be32(ihdr + 4, (uint32_t)height);
@@ -102,16 +127,28 @@ int png_write(const char *path, const uint8_t *pixels, int32_t width, int32_t he
     ihdr[10] = ihdr[11] = ihdr[12] = 0;
     make_crc_table();
     size_t raw_n = 0, z_n = 0;
+    char tmp[4096];
     uint8_t *raw = raw_rows(pixels, width, height, channels, &raw_n);
     uint8_t *z = raw ? zlib_stored(raw, raw_n, &z_n) : NULL;
-    FILE *f = z ? fopen(path, "wb") : NULL;
-    int rc = f && fwrite(sig, 1, 8, f) == 8 && chunk(f, "IHDR", ihdr, 13) == 0 &&
-                     chunk(f, "IDAT", z, z_n) == 0 && chunk(f, "IEND", ihdr, 0) == 0 ? 0 : -1;
-    int saved = errno;
-    if (f && fclose(f) != 0)
+    int rc = -1, err = ENOMEM;
+    FILE *f = NULL;
+    if (z && staging_name(path, tmp, sizeof tmp) == 0 && (f = fopen(tmp[0] ? tmp : path, "wb")))
+        rc = write_file(f, ihdr, z, z_n);
+    if (rc != 0 && z)
+        err = errno; /* staging_name's, fopen's or a write's */
+    if (f && fclose(f) != 0 && rc == 0) {
         rc = -1;
+        err = errno;
+    }
+    if (f && tmp[0] && rc == 0 && rename(tmp, path) != 0) {
+        rc = -1;
+        err = errno;
+    }
+    if (f && tmp[0] && rc != 0)
+        unlink(tmp); /* path keeps what it held */
     free(raw);
     free(z);
-    errno = rc && !z ? ENOMEM : saved;
+    if (rc != 0)
+        errno = err;
     return rc;
 }

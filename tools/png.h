@@ -6,7 +6,9 @@
 
 #include <stdint.h>
 
-/* 0, or -1 with errno set when the file cannot be written; channels is 1 or 3. */
+/* 0, or -1 with errno set when the file cannot be written; channels is 1 or 3. A plain
+ * file (or none) at path is replaced whole or not at all: the file is written beside it
+ * and renamed over it. */
 int png_write(const char *path, const uint8_t *pixels, int32_t width, int32_t height,
               int32_t channels);
 
