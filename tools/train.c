@@ -1,6 +1,6 @@
 /* `fastrl train` and `fastrl eval`. */
-#include <errno.h>
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
