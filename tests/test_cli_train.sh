@@ -188,7 +188,7 @@ ok "--resume with the run's own --seed"
 # its ETA, not 0:00, and the time limit's message starts a line. util-linux's script
 # gives the run a terminal; without it, skip.
 if script -qc true /dev/null > /dev/null 2>&1; then
-    tty_all=$(script -qc "'$fastrl' train CartPole-v1 --steps 1000000000 --max-seconds 1" \
+    tty_all=$(script -qc "'$fastrl' train CartPole-v1 --steps 1000000000 --max-seconds 2" \
         /dev/null | tr '\r' '\n')
     tty_out=$(echo "$tty_all" | grep '^\[' | tail -n 1)
     # ... and the time limit's line is a line of its own, not the bar's tail.
