@@ -216,6 +216,11 @@ else
     echo "skip: no util-linux script for a terminal"
 fi
 
+# --overwrite without --out has nothing to replace: refused, not ignored (with --resume
+# alone the run went on as if it were not there).
+run "$fastrl" train --resume "$dir/run" --steps 2048 --overwrite --quiet
+[ "$rc" -eq 2 ] && has "--overwrite goes with --out" || fail "--overwrite alone: $rc: $out"
+
 # An empty --out or --resume is refused as a usage error (--resume '' read
 # /checkpoint.frl, a file at the root).
 for opt in --out --resume; do

@@ -255,6 +255,10 @@ static int check_train_args(train_opts *o)
                 empty);
         return 2;
     }
+    if (o->overwrite && !o->out) {
+        fprintf(stderr, "fastrl train: --overwrite goes with --out DIR (the run it replaces)\n");
+        return 2;
+    }
     if (!o->env && !o->resume) {
         fprintf(stderr, "fastrl train: name an environment (fastrl envs lists them) or "
                         "--resume DIR\n");
