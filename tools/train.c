@@ -1,4 +1,4 @@
-/* `fastrl train` and `fastrl eval`. */
+/* `fastrl train` (`fastrl eval` is tools/eval.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
