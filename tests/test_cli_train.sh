@@ -183,6 +183,26 @@ cmp -s "$dir/seeded/checkpoint.frl" "$dir/saved.frl" || fail "a refused seed cha
 run "$fastrl" train --resume "$dir/seeded" --steps 4096 --seed 5 --quiet
 ok "--resume with the run's own --seed"
 
+# SIGTERM (a batch system's stop, docker stop, a CI timeout) stops as Ctrl-C does: the
+# update ends, the checkpoint is written, and the exit status is 143 (128 + 15).
+csv="$dir/term/metrics.csv"
+"$fastrl" train CartPole-v1 --steps 1000000000 --quiet --out "$dir/term" \
+    > "$dir/term.log" 2>&1 &
+pid=$!
+n=0
+until [ "$(cat "$csv" 2>/dev/null | wc -l)" -ge 2 ] || [ $n -ge 600 ]; do
+    sleep 0.1
+    n=$((n + 1))
+done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ "$rc" -eq 143 ] && [ -s "$dir/term/checkpoint.frl" ] &&
+    grep -q "continue with --resume" "$dir/term.log" ||
+    fail "SIGTERM: exit status $rc: $(cat "$dir/term.log")"
+run "$fastrl" train --resume "$dir/term" --steps 4096 --quiet
+ok "--resume after SIGTERM"
+
 # On a terminal the last progress line clears what the running one left to its right (a
 # long ETA stayed: "ETA 0:0023"), a run stopped short of --steps by --max-seconds shows
 # its ETA, not 0:00, and the time limit's message starts a line. util-linux's script

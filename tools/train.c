@@ -43,14 +43,15 @@ static int launcher_rank(void)
 }
 
 static frl_trainer *volatile g_trainer;
-static volatile sig_atomic_t g_sigint;
+static volatile sig_atomic_t g_sigint; /* the stopping signal's number, or 0 */
 
-/* Ctrl-C asks the trainer to stop at the end of its update; a second one kills. */
+/* Ctrl-C (SIGINT), or SIGTERM (a batch system's or a container's stop, a CI timeout),
+ * asks the trainer to stop at the end of its update, so the run is saved; a second one
+ * kills. */
 static void on_sigint(int sig)
 {
-    (void)sig;
-    g_sigint = 1;
-    signal(SIGINT, SIG_DFL);
+    g_sigint = sig;
+    signal(sig, SIG_DFL);
     if (g_trainer)
         frl_trainer_request_stop(g_trainer);
 }
@@ -417,7 +418,8 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
     printf("env_steps_per_second: %.1f\n", m->steps_per_second);
     printf("mean_return: %.4f steps: %lld seconds: %.3f\n", m->mean_return,
            (long long)m->env_steps, cli_now() - cli_start);
-    return st == FRL_ERR_INTERRUPTED ? 130 : 0;
+    /* 128 + the signal, as a shell reports a command the signal ended */
+    return st == FRL_ERR_INTERRUPTED ? 128 + (g_sigint ? (int)g_sigint : SIGINT) : 0;
 }
 
 /* One env of the run's kind (the checkpoint's when resuming), made with the trainer's
@@ -599,11 +601,13 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
         print_ring_memory(t);
     g_trainer = t;
     signal(SIGINT, on_sigint);
+    signal(SIGTERM, on_sigint);
     arm_alarm(o->max_seconds);
     st = frl_trainer_train(t, o->steps);
     alarm(0);
     signal(SIGALRM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     g_trainer = NULL;
     p.timed_out |= g_alarm;
     st = training_result(&ev, st);
