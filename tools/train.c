@@ -397,8 +397,11 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
         frl_status sv = frl_trainer_save(t, path);
         if (sv == FRL_ERR_UNSUPPORTED || sv == FRL_ERR_STATE || sv == FRL_ERR_NONFINITE)
             fprintf(stderr, "no checkpoint: %s\n", frl_last_error());
-        else if (sv != FRL_OK)
+        else if (sv != FRL_OK) {
+            if (st != FRL_OK && st != FRL_ERR_INTERRUPTED) /* said first: what stopped it */
+                fprintf(stderr, "fastrl: train: %s: %s\n", frl_status_name(st), why);
             return cli_fail("saving the checkpoint", sv);
+        }
         else if (!o->follower) /* rank 0 wrote it */
             fprintf(stderr, "checkpoint: %s\n", path);
     }
