@@ -150,12 +150,16 @@ static void layer_backward(const frl_conv2d *cv, const frl_kernels *k, const flo
                            const float *x, const float *y, float *dy, float *dx, float *work)
 {
     size_t in = frl_conv2d_in_size(cv), out = frl_conv2d_out_size(cv);
-    for (int32_t r = 0; r < rows; r += block) {
+    /* At least one call, so that 0 rows still write the gradients (+0) when not
+     * accumulating. */
+    int32_t r = 0;
+    do {
         int32_t b = rows - r < block ? rows - r : block;
         frl_conv2d_backward(cv, k, params, grads, accumulate || r > 0, b, x + (size_t)r * in,
                             y + (size_t)r * out, dy + (size_t)r * out,
                             dx ? dx + (size_t)r * in : NULL, work);
-    }
+        r += block;
+    } while (r < rows);
 }
 
 void frl_cnn_backward(const frl_cnn *n, const frl_kernels *k, const float *params,

@@ -200,6 +200,11 @@ void frl_conv2d_backward(const frl_conv2d *c, const frl_kernels *k, const float 
     const frl_conv_dims d = dims_of(c);
     int direct = c->pad == 0 && k->conv_bwd_weight(&d, batch, x, dy, grads + c->off_w,
                                                    grads + c->off_b, accumulate);
+    /* No positions: the loop below makes no call, but the gradients must still be
+     * written (+0) unless accumulating, as the kernel does for m = 0. */
+    if (!direct && rows == 0)
+        k->linear_bwd_weight(0, c->out_c, c->patch, work, dy, grads + c->off_w,
+                             grads + c->off_b, accumulate);
     for (int32_t r0 = 0; r0 < rows; r0 += chunk) {
         int32_t n = rows - r0 < chunk ? rows - r0 : chunk;
         const float *dyc = dy + (size_t)r0 * (size_t)c->out_c;

@@ -361,6 +361,46 @@ START_TEST(encoder_beyond_int32_refused)
 }
 END_TEST
 
+/* A backward pass over no images still writes the gradients when not accumulating
+ * (conv.h: "write (accumulate == 0)"), as the linear kernels do for m = 0: a padded
+ * layer, or an unpadded one a SIMD table leaves to im2col (outputs narrower than a
+ * vector), left them as they were, and an encoder over 0 rows wrote none of its
+ * layers'; a caller reducing shards' gradients would sum stale values. */
+START_TEST(empty_batch_writes_zero_gradients)
+{
+    const frl_kernels *const *all = frl_kernels_all();
+    for (int t = 0; all[t]; t++) {
+        if (!frl_kernels_supported(all[t]))
+            continue;
+        for (size_t i = 0; i < 2; i++) { /* shapes[0]: unpadded, 1 channel; [1]: padded */
+            frl_conv2d c = make(&shapes[i], FRL_NN_TANH);
+            size_t np = c.param_base + c.num_params;
+            float *p = randoms(np, 0.5), *g = malloc(np * sizeof(float)), one = 0;
+            for (size_t j = 0; j < np; j++)
+                g[j] = NAN;
+            frl_conv2d_backward(&c, all[t], p, g, 0, 0, &one, &one, &one, &one, &one);
+            for (size_t j = c.param_base; j < np; j++)
+                ck_assert_msg(g[j] == 0.0f, "%s shape %zu: grads[%zu] = %g after 0 images",
+                              all[t]->name, i, j, (double)g[j]);
+            free(p), free(g);
+        }
+        frl_cnn n;
+        char why[256] = "";
+        ck_assert_int_eq(frl_cnn_init(&n, &frl_cnn_nature, NULL, 0, 36, 36, 1, 1, 0, why,
+                                      sizeof why), 0);
+        float *p = randoms(n.num_params, 0.5), *g = malloc(n.num_params * sizeof(float));
+        float one = 0;
+        for (size_t j = 0; j < n.num_params; j++)
+            g[j] = NAN;
+        frl_cnn_backward(&n, all[t], p, g, 0, 0, &one, &one, &one, &one);
+        for (size_t j = 0; j < n.num_params; j++)
+            ck_assert_msg(g[j] == 0.0f, "%s encoder: grads[%zu] = %g after 0 rows",
+                          all[t]->name, j, (double)g[j]);
+        free(p), free(g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("conv");
@@ -371,6 +411,7 @@ int main(void)
     tcase_add_test(tc, forward_every_table);
     tcase_add_test(tc, gradients_every_table);
     tcase_add_test(tc, chunked_backward_every_table);
+    tcase_add_test(tc, empty_batch_writes_zero_gradients);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }
