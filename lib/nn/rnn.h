@@ -68,7 +68,9 @@ void frl_rnn_step(const frl_rnn *r, const frl_kernels *k, const float *params, i
  * step t of column b. */
 typedef struct frl_rnn_seq {
     int32_t T, B;
-    float *gx;        /* [T B x G h]: x wx + bx of every step (one product for all) */
+    float *gx;        /* [T B x G h]: x wx + bx of every step (one product for all);
+                         an LSTM's step adds gh into it, so after the forward pass it
+                         holds that core's pre-activation sums */
     float *hp, *cp;   /* [T B x h]: the state each step started from (resets applied);
                          cp: LSTM only (else NULL) */
     float *c;         /* [T B x h]: LSTM's cell after each step (else NULL) */
