@@ -18,7 +18,10 @@ typedef struct frl_adam {
 double frl_grad_norm(const frl_kernels *k, const float *g, size_t n);
 
 /* The factor that brings a gradient of norm `norm` down to max_norm (as torch's
- * clip_grad_norm_ computes it), or 1 when it is within the bound or max_norm <= 0. */
+ * clip_grad_norm_ computes it), or 1 when it is within the bound or max_norm <= 0.
+ * A norm of 0 or NaN gives 1, an infinite one 0 (as torch: an infinite element times 0
+ * is NaN, so a non-finite gradient still reaches the parameters it touches, for the
+ * trainer's divergence check, while the finite elements step by 0). */
 float frl_clip_scale(double norm, double max_norm);
 
 /* One Adam step on p[lo..hi) (so threads can split the vector) with the gradient

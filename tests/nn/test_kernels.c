@@ -742,6 +742,11 @@ START_TEST(grad_norm_survives_huge_elements)
            "frl_clip_scale clips a norm within bounds");
     EXPECT(fabsf(frl_clip_scale(2.0, 0.5) - (float)(0.5 / (2.0 + 1e-6))) == 0.0f,
            "frl_clip_scale is not max / (norm + 1e-6)");
+    /* optim.h: a zero or NaN norm leaves the gradient alone, an infinite one gives 0 */
+    EXPECT(frl_clip_scale(0.0, 0.5) == 1.0f && frl_clip_scale(NAN, 0.5) == 1.0f &&
+               frl_clip_scale(INFINITY, 0.5) == 0.0f,
+           "frl_clip_scale at norms 0, NaN, inf: %g %g %g", (double)frl_clip_scale(0.0, 0.5),
+           (double)frl_clip_scale(NAN, 0.5), (double)frl_clip_scale(INFINITY, 0.5));
 }
 END_TEST
 
