@@ -1107,7 +1107,9 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         self._check_writable("reset")
         _check_options(options, "reset")
         if seed is not None and not isinstance(seed, (int, np.integer)):
-            if isinstance(seed, (collections.abc.Sequence, np.ndarray)):
+            # a str (a Sequence) or a 0-d array is no list: _check_seed's TypeError
+            if (isinstance(seed, collections.abc.Sequence)
+                    and not isinstance(seed, (str, bytes))) or np.ndim(seed) > 0:
                 raise Error(Status.ERR_UNSUPPORTED,
                             "reset: a list of seeds is not supported; pass one int (env "
                             "i then draws from the library's stream (seed, i))")

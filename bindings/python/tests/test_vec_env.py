@@ -160,6 +160,9 @@ def test_bad_actions_and_arguments():
         with pytest.raises(fastrl.Error) as ei:
             v.reset(seed=seeds)
         assert ei.value.status == Status.ERR_UNSUPPORTED
+    for seed in ("5", b"5", np.array(5)):  # not a list of seeds: not an int, as Env.reset
+        with pytest.raises(TypeError, match="seed must be an int"):
+            v.reset(seed=seed)
     with pytest.raises(fastrl.Error):
         v.reset(options={"a": 1})
     with pytest.raises(fastrl.Error) as ei:
