@@ -1021,6 +1021,9 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         self._trunc = view(L.vec_env_truncated(p), (n,), np.bool_, handle)
         self._actions = view(L.vec_env_actions(p), act_shape,
                              np.int32 if discrete else np.float32, handle, readonly=False)
+        # what reset/step return, taken before the call: a close() from a callback
+        # clears the attributes above, and the call still returns what it wrote
+        self._out = (self._obs, self._rew, self._term, self._trunc)
         self._step_fn = L.vec_env_step
         self._ptr_cache = p
 
@@ -1104,6 +1107,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         (or None: drawn from this VecEnv's own generator)."""
         ptr = self._ptr
         held = self._h  # through the call: a close() from a callback only lets go
+        obs = self._out[0]
         self._check_writable("reset")
         _check_options(options, "reset")
         if seed is not None and not isinstance(seed, (int, np.integer)):
@@ -1129,8 +1133,8 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
             self._fail(st, "reset", call)
         self._flags_tell_resets = True
         if self.copy:
-            return _copy_obs(self._obs), {}
-        return self._obs, {}
+            return _copy_obs(obs), {}
+        return obs, {}
 
     def step(self, actions: npt.ArrayLike) -> tuple[
             Observations, npt.NDArray[np.float32], npt.NDArray[np.bool_],
@@ -1139,6 +1143,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         if h is None or self._read_only:
             self._ptr
             self._check_writable("step")
+        out = self._out
         host = self._host
         if host is None:  # a built-in: nothing calls back
             if actions is not self._actions:
@@ -1160,10 +1165,10 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         self._flags_tell_resets = not st
         if st:
             self._fail(st, "step", call)
+        obs, rew, term, trunc = out
         if self.copy:
-            return (_copy_obs(self._obs), self._rew.copy(), self._term.copy(),
-                    self._trunc.copy(), {})
-        return self._obs, self._rew, self._term, self._trunc, {}
+            return _copy_obs(obs), rew.copy(), term.copy(), trunc.copy(), {}
+        return obs, rew, term, trunc, {}
 
     def _set_actions(self, a: npt.ArrayLike) -> None:
         """actions into the library's action array (one copy; checked)."""
@@ -1223,6 +1228,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         self._host = None  # a call in progress holds it, for its callbacks
         # closed: the accessors check _h before they read these
         self._obs = self._rew = self._term = self._trunc = self._actions = None  # type: ignore
+        self._out = None  # type: ignore[assignment]
         self.closed = True
         envs, self._python_envs = self._python_envs, None
         world, self._python_world = self._python_world, None

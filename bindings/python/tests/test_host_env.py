@@ -742,3 +742,31 @@ def test_close_from_inside_a_call_only_lets_go():
         returns = fastrl.evaluate(policy, venv, episodes=8)
         assert returns.tolist() == [5.0] * 8 and venv.closed
 
+
+
+class _ClosesAtReset(_ClosesItsWrapper):
+    def reset(self, seed=None, options=None):
+        if self.owner:
+            self.owner.pop().close()
+        return super().reset(seed=seed)
+
+
+@pytest.mark.parametrize("per_env", [False, True])
+@pytest.mark.parametrize("copy", [False, True])
+def test_vec_env_closed_inside_its_step_returns_that_step(per_env, copy):
+    # VecEnv.step and reset return what the library wrote (views that hold it, or their
+    # copies), not the None the closed wrapper keeps (nor an AttributeError for copy=True)
+    owner = []
+    venv = fastrl.VecEnv.from_python([_ClosesItsWrapper(owner)], per_env=per_env, copy=copy)
+    owner.append(venv)
+    venv.reset(seed=0)
+    venv.step(np.zeros(1, np.int64))
+    venv.step(np.zeros(1, np.int64))
+    obs, rew, term, trunc, info = venv.step(np.zeros(1, np.int64))  # closes venv inside
+    assert venv.closed and obs.tolist() == [[0.5] * 4] and rew.tolist() == [1.0]
+    assert term.tolist() == [False] and trunc.tolist() == [False] and info == {}
+    owner = []
+    venv = fastrl.VecEnv.from_python([_ClosesAtReset(owner)], per_env=per_env, copy=copy)
+    owner.append(venv)
+    obs, info = venv.reset(seed=0)
+    assert venv.closed and obs.tolist() == [[0.0] * 4] and info == {}
