@@ -513,10 +513,11 @@ class Env(NoCopy, _HostCalls, _EnvBase):
     ``fastrl.make("CartPole-v1")`` for a built-in (its time limit is the library's:
     ``max_episode_steps=N`` changes it, 0 removes it), :meth:`from_python` for a Python
     env. ``reset(seed=None, options=None) -> (obs, info)``; ``step(action) -> (obs,
-    reward, terminated, truncated, info)``. Observations are new float32 arrays that the
-    library writes directly (no copy), or an int for a ``Discrete`` observation space.
-    Stepping after an episode ended raises
-    :class:`fastrl.Error` (FRL_ERR_STATE) until reset.
+    reward, terminated, truncated, info)``. Observations are new arrays that the library
+    writes directly (no copy): float32 (uint8 for an image space, a dict of the two parts
+    for a mixed one), or an int for a ``Discrete`` observation space. Stepping after an
+    episode ended, or after a failed step or reset, raises :class:`fastrl.Error`
+    (FRL_ERR_STATE) until reset.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -552,7 +553,9 @@ class Env(NoCopy, _HostCalls, _EnvBase):
         ``env`` is a gymnasium.Env or any object with ``reset(seed=...)`` and
         ``step(action)`` (and ``observation_space``/``action_space`` unless given). Its
         callbacks run on the calling thread. An exception they raise is re-raised by
-        ``reset``/``step`` with its traceback (and a note with the library's message).
+        ``reset``/``step`` with its traceback (and a note with the library's message);
+        ``step`` then needs a ``reset``. The env's ``reset`` receives the library's seed
+        in [0, 2^64), derived from the one given (doc/python.md, "Seeds").
         Observations are a float box or ``Discrete(n)`` (n <= 2^24; the library
         stores the index and returns it as an int); actions are discrete(n) or a float
         box. The env's ``info`` dicts are passed through. A ``Discrete(n, start=s)``
@@ -787,7 +790,8 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         By default one batch callback steps every env on the calling thread. With
         ``per_env=True`` each env gets the library's per-env callbacks, run on the
         runtime's threads (each call takes the GIL). Env i is reset with seeds drawn
-        from the library's stream (reset seed, i) on every autoreset. An exception
+        from the library's stream (reset seed, i), ints in [0, 2^64), on every reset and
+        autoreset (doc/python.md, "Seeds"). An exception
         raised by an env stops the call; ``step``/``reset`` (or ``Trainer.train``)
         re-raises it with its traceback. With ``per_env=True`` the failed env is reset
         on the next step; by default (one batch callback) it is not: the envs after the
