@@ -920,7 +920,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         "tip")``, ...: numpy views of MuJoCo's own arrays):
 
         - ``observe(env, data, obs)``: write the float32 ``obs[observation_width]``
-          (or return the observation);
+          (or return it, of shape ``(observation_width,)``: another raises ERR_SIZE);
         - ``reward(env, data, action)``: return the step's reward, or ``(reward,
           terminated)``; ``action`` is what was applied, before MuJoCo's clamping;
         - ``reset(env, data, seed)`` (optional): after MuJoCo's reset to the model's

@@ -170,6 +170,17 @@ def _float_view(address: int, n: int, owner: Handle | None,
                                    owner))
 
 
+def _returned_observation(got: object, width: int) -> npt.NDArray[np.float32]:
+    """What observe returned, as float32 of the observation's shape exactly: numpy would
+    broadcast one value (or a row of one) over the whole observation. A number stands
+    for a shape of one element, as for Python envs."""
+    a = np.asarray(got, np.float32)
+    if a.shape != (width,) and not (width == 1 and a.size == 1 and a.ndim <= 1):
+        raise Error(Status.ERR_SIZE, f"observe returned an observation of shape {a.shape}; "
+                    f"observation_width is {width}")
+    return a
+
+
 def _name_list(names: Iterable[str | bytes] | None,
                what: str) -> ctypes.Array[ctypes.c_char_p] | None:
     """A NULL-terminated char ** of names (None: NULL, every object)."""
@@ -212,7 +223,7 @@ def callbacks(host: _Host, obs_width: int, action_width: list[int], owner: _Owne
             out = _float_view(obs, obs_width, owner(), False)
             got = host.target[0](env, views.of(env, model, data), out)
             if got is not None:
-                out[...] = got
+                out[...] = _returned_observation(got, obs_width)
             return 0
         except BaseException as e:  # noqa: B902 - every exception goes to the caller
             host.record(env, e)

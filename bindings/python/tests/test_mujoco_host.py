@@ -261,6 +261,22 @@ def test_exception_in_a_callback_is_reraised():
             venv.step(np.zeros((2, 1), np.float32))
 
 
+def test_returned_observation_of_another_size_is_refused():
+    # numpy would broadcast one value over the whole observation (a bug in observe that
+    # trains on garbage): refused as Env.from_python refuses it, naming the env
+    _plugin_or_skip()
+    for got in (0.5, np.array([0.5]), np.zeros(3), np.zeros((2, 1))):
+        with closing(fastrl.VecEnv.from_mujoco(SLIDER, lambda env, data, obs, got=got: got,
+                                               reward, 2, 2, threads=1)) as venv:
+            with pytest.raises(fastrl.Error, match="shape") as ei:
+                venv.reset(seed=0)
+            assert ei.value.status == fastrl.Status.ERR_SIZE
+            assert "env 0" in "".join(getattr(ei.value, "__notes__", []))
+    one = fastrl.VecEnv.from_mujoco(SLIDER, lambda env, data, obs: 0.5, reward, 1, 1)
+    with closing(one):  # a number stands for a shape of one element
+        assert one.reset(seed=0)[0].tolist() == [[0.5]]
+
+
 def test_views_outlive_the_env():
     """A view kept after the call holds the vec env: it never dangles."""
     _plugin_or_skip()
