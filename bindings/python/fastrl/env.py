@@ -1009,7 +1009,10 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         self.num_envs = n = L.vec_env_num_envs(p)
         self.single_observation_space = spaces.from_c(L.vec_env_observation_space(p))
         self.single_action_space = spaces.from_c(L.vec_env_action_space(p))
-        self.observation_space = spaces.batch_space(self.single_observation_space, n)
+        if L.space_get_kind(L.vec_env_observation_space(p)) == spaces.DISCRETE:
+            self.observation_space = spaces.index_batch_space(self.single_observation_space, n)
+        else:
+            self.observation_space = spaces.batch_space(self.single_observation_space, n)
         self.action_space = spaces.batch_space(self.single_action_space, n)
         discrete = L.space_get_kind(L.vec_env_action_space(p)) == spaces.DISCRETE
         self._discrete = discrete

@@ -332,6 +332,16 @@ def join_rows(obs: object, space: Space,
     return out, single
 
 
+def index_batch_space(space: Space, n: int) -> Space:
+    """The batch of ``n`` Discrete observations as the library stores them (one float32
+    index in [0, space.n) per env, handed out without a copy): a float32 Box, not
+    :func:`batch_space`'s int32 MultiDiscrete, which would not contain them."""
+    high = float(int(space.n) - 1)
+    if _gym is not None:
+        return _gym.spaces.Box(0.0, high, (n,), np.float32)
+    return Box(0.0, high, (n,), np.float32)
+
+
 def batch_space(space: Space, n: int) -> Space:
     if _gym is not None:
         return _gym.vector.utils.batch_space(space, n)

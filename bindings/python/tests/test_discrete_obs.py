@@ -56,6 +56,10 @@ def test_vec_env_takes_a_discrete_observation_space(per_env):
     assert v.single_observation_space.n == LEN
     obs, _ = v.reset(seed=3)
     assert obs.shape == (4,) and obs.dtype == np.float32  # the library's indices
+    # the batched space says so (not batch_space's int32 MultiDiscrete, which a
+    # gymnasium user's `obs in venv.observation_space` would find them outside of)
+    assert v.observation_space == gym.spaces.Box(0, LEN - 1, (4,), np.float32)
+    assert obs in v.observation_space and v.observation_space.sample() in v.observation_space
     states = [e.state for e in v._python_envs]
     np.testing.assert_array_equal(obs, states)
     obs, rew, term, _, _ = v.step(np.array([key(s) for s in states], np.int32))
