@@ -1131,6 +1131,21 @@ static void first_count(void *data, uint64_t count, void *user)
     ((int32_t *)data)[0] = *(const int32_t *)user;
 }
 
+/* evo.fitness[0], the last generation's mean (ES's kept fitness, which train.target_return
+ * compares), beyond any mean of finite fitnesses. */
+static void first_double_to_inf(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((double *)data)[0] = INFINITY;
+}
+
+/* evo.meta[3], the generations told. */
+static void negative_generation(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((int64_t *)data)[3] = -1;
+}
+
 /* Sections with their checksums right but values no optimiser holds: FRL_ERR_FORMAT,
  * the optimiser unchanged. */
 static void check_forged(const char *path, const char *section, section_edit edit,
@@ -1164,6 +1179,8 @@ START_TEST(forged_ga_state_refused)
     check_forged(path, "ga.kept", first_to_nan, NULL);
     check_forged(path, "ga.fitness_count", first_count, &negative);
     check_forged(path, "ga.fitness_count", first_count, &largest);
+    check_forged(path, "evo.fitness", first_double_to_inf, NULL);
+    check_forged(path, "evo.meta", negative_generation, NULL);
     remove(path);
 }
 END_TEST

@@ -380,17 +380,24 @@ frl_status frl_evo_restore(frl_evo *e, const frl_container *c, char *err)
         return FRL_ERR_FORMAT;
     if (frl_find_nonfinite(theta->data, e->n) >= 0)
         return frl_fail(err, FRL_ERR_FORMAT, "evo.theta holds a value that is not finite");
-    if (m[3] < 0 || (uint64_t)m[4] != e->seed)
+    /* A tell's mean and best of finite fitnesses are finite (NaN before the first): an
+     * infinity would be ES's kept fitness, reaching any train.target_return at once. */
+    double last[2];
+    memcpy(last, fit->data, sizeof last);
+    if (m[3] < 0 || isinf(last[0]) || isinf(last[1]))
+        return frl_fail(err, FRL_ERR_FORMAT, "evo.meta's generation %lld is negative or "
+                        "evo.fitness (%g, %g) holds an infinity", (long long)m[3], last[0],
+                        last[1]);
+    if ((uint64_t)m[4] != e->seed)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the saved optimiser's seed %llu differs "
-                        "from this one's %llu (the runtime's seed plus train.seed_offset), or "
-                        "its generation %lld is negative", (unsigned long long)m[4],
-                        (unsigned long long)e->seed, (long long)m[3]);
+                        "from this one's %llu (the runtime's seed plus train.seed_offset)",
+                        (unsigned long long)m[4], (unsigned long long)e->seed);
     frl_status st = is_es(e) ? frl_es_restore(e, c, theta->data, err)
                              : frl_ga_restore(e, c, theta->data, err);
     if (st != FRL_OK)
         return st;
     e->generation = m[3];
-    memcpy(e->last_fitness, fit->data, sizeof e->last_fitness);
+    memcpy(e->last_fitness, last, sizeof e->last_fitness);
     e->asked = 0;
     return FRL_OK;
 }
