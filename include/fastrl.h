@@ -949,13 +949,16 @@ FRL_API int64_t frl_evo_generation(const frl_evo *evo);
  * must be P * num_params). Asking again before tell gives the same members. */
 FRL_API frl_status frl_evo_ask(frl_evo *evo, float *params, int64_t count);
 /* The fitness of each member asked for (count must be P). A non-finite fitness is
- * FRL_ERR_NONFINITE naming the member, and the optimiser is unchanged; tell before ask
- * is FRL_ERR_STATE. */
+ * FRL_ERR_NONFINITE naming the member; tell before ask (or a second tell of one
+ * generation) is FRL_ERR_STATE; GA: FRL_ERR_RANGE where a member's fitness sum would pass
+ * a double's range, FRL_ERR_NOMEM where the genomes cannot grow (a seed a generation). The
+ * optimiser is unchanged on any failure. */
 FRL_API frl_status frl_evo_tell(frl_evo *evo, const double *fitness, int32_t count);
-/* The parameters to keep (count floats, num_params): ES's centre; GA's best member by its
- * mean fitness over every generation it was evaluated in, among the members evaluated in
- * three generations or more (the most evaluated while none is). *fitness (may be NULL):
- * that mean (ES: the mean fitness of the last generation; NaN before the first tell). */
+/* The parameters to keep (count floats, num_params): ES's centre; GA's best member of the
+ * generation last told by its mean fitness over every generation it was evaluated in,
+ * among the members evaluated in three generations or more (the most evaluated while none
+ * is); before the first tell, GA gives the base (initial). *fitness (may be NULL): that
+ * mean (ES: the mean fitness of the last generation); NaN before the first tell. */
 FRL_API frl_status frl_evo_best(const frl_evo *evo, float *params, int64_t count,
                                 double *fitness);
 /* GA: the seeds of member's genome as asked (the first makes its starting point, each
