@@ -329,6 +329,96 @@ START_TEST(created_trainer_replaces_metrics)
 }
 END_TEST
 
+/* metrics.csv's header is written through by frl_trainer_set_output, so a file that
+ * cannot be written is refused there (FRL_ERR_IO, as doc/api.md says), not at the first
+ * update of a train call; the run keeps writing where it did. */
+START_TEST(unwritable_metrics_refused_by_set_output)
+{
+    if (access("/dev/full", W_OK) != 0)
+        return; /* no /dev/full here */
+    char a[128], b[128], cmd[320], path[192];
+    snprintf(a, sizeof a, "/tmp/frl_test_fulla_%d", (int)getpid());
+    snprintf(b, sizeof b, "/tmp/frl_test_fullb_%d", (int)getpid());
+    snprintf(path, sizeof path, "%s/metrics.csv", b);
+    mkdir(a, 0777);
+    mkdir(b, 0777);
+    ck_assert_int_eq(symlink("/dev/full", path), 0);
+    frl_runtime *rt = runtime(1, "");
+    frl_config *cfg = frl_test_settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, a), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, b), FRL_ERR_IO);
+    ck_assert_msg(strstr(frl_trainer_last_error(t), "metrics.csv"), "%s",
+                  frl_trainer_last_error(t));
+    ck_assert_int_eq(frl_trainer_train(t, 256), FRL_OK);
+    frl_trainer_destroy(t);
+    long u[4];
+    ck_assert_int_eq(metrics_updates(a, u, 4), 1);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", a, b);
+    ck_assert_int_eq(system(cmd), 0);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Each line of dir's metrics.csv has the header's number of fields. */
+static void assert_whole_rows(const char *dir)
+{
+    char path[256], line[4096];
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    int want = -1;
+    while (fgets(line, sizeof line, f)) {
+        int commas = 0;
+        for (const char *p = line; *p; p++)
+            commas += *p == ',';
+        want = want < 0 ? commas : want;
+        ck_assert_msg(commas == want, "a row of %d fields, not %d: %s", commas + 1, want + 1,
+                      line);
+    }
+    fclose(f);
+}
+
+/* A resumed run's metrics file whose last row was cut short (a write that failed, as on
+ * a full disk, before the save the run resumes from) gets whole rows: the partial one
+ * is cut, not continued by the next row (which made one line of both). */
+START_TEST(resumed_metrics_cut_a_partial_row)
+{
+    char dir[128], ck[192], path[192];
+    snprintf(dir, sizeof dir, "/tmp/frl_test_partial_%d", (int)getpid());
+    snprintf(ck, sizeof ck, "%s/checkpoint.frl", dir);
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    mkdir(dir, 0777);
+    frl_runtime *rt = runtime(1, "");
+    frl_config *cfg = frl_test_settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 1280), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, ck), FRL_OK);
+    frl_trainer_destroy(t);
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_eq(truncate(path, sb.st_size - 20), 0); /* row 5 loses its end */
+    ck_assert_int_eq(frl_trainer_load(&t, rt, ck, NULL), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 1536), FRL_OK);
+    frl_trainer_destroy(t);
+    assert_whole_rows(dir);
+    long u[16];
+    ck_assert_int_eq(metrics_updates(dir, u, 16), 5);
+    ck_assert_int_eq(u[3], 4);
+    ck_assert_int_eq(u[4], 6);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
     frl_runtime *rt = runtime(1, "");
@@ -852,6 +942,8 @@ int main(void)
     tcase_add_test(tc, new_output_dir_gets_a_row);
     tcase_add_test(tc, resumed_metrics_have_one_row_an_update);
     tcase_add_test(tc, created_trainer_replaces_metrics);
+    tcase_add_test(tc, unwritable_metrics_refused_by_set_output);
+    tcase_add_test(tc, resumed_metrics_cut_a_partial_row);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, resume_refuses_a_changed_shape);
     tcase_add_test(tc, recovers_after_a_failed_rollout);

@@ -82,7 +82,8 @@ static frl_status check_dir(frl_trainer *t, const char *dir)
 
 /* A resumed run appends to the metrics of the run it continues; rows of updates after
  * the checkpoint's (written before a kill, and done again now) are cut first, so the
- * file keeps one row an update, in order. */
+ * file keeps one row an update, in order. So is a last line without its newline (a
+ * write cut short by a kill or a full disk): the next row would continue it. */
 static frl_status trim_metrics(frl_trainer *t, const char *path)
 {
     FILE *f = fopen(path, "r+");
@@ -95,8 +96,9 @@ static frl_status trim_metrics(frl_trainer *t, const char *path)
         long at = ftell(f);
         if (!fgets(line, sizeof line, f))
             break;
-        if (!header && strtoll(line, NULL, 10) > t->book.pr.updates)
-            keep = at;
+        int partial = strchr(line, '\n') == NULL; /* rows are shorter than line */
+        if (partial || (!header && strtoll(line, NULL, 10) > t->book.pr.updates))
+            keep = at; /* a partial header too: the file starts again, header first */
         header = 0;
     }
     int bad = keep >= 0 && ftruncate(fileno(f), (off_t)keep) != 0;
@@ -118,8 +120,9 @@ static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_
         st = trim_metrics(t, path);
     if (st == FRL_OK && !(*csv = fopen(path, append ? "a" : "w")))
         st = frl_fail(t->err, FRL_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-    if (st == FRL_OK && ftell(*csv) == 0 && fputs(csv_header, *csv) < 0)
-        st = frl_fail(t->err, FRL_ERR_IO, "cannot write %s", path);
+    /* flushed, so a file that cannot be written is refused here, not at an update */
+    if (st == FRL_OK && ftell(*csv) == 0 && (fputs(csv_header, *csv) < 0 || fflush(*csv) != 0))
+        st = frl_fail(t->err, FRL_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     if (st == FRL_OK)
         st = frl_tfevents_open(tb, dir, &t->rt->alloc, t->err);
     return st;
