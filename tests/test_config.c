@@ -128,6 +128,13 @@ START_TEST(int_text_read_exactly)
     /* 1e400 is finite as written, too large for a double: out of range, not "infinite" */
     ck_assert_int_eq(frl_config_set(cfg, "train.lr", "1e400"), FRL_ERR_RANGE);
     ck_assert_int_eq(frl_config_set(cfg, "train.lr", "inf"), FRL_ERR_NONFINITE);
+    /* 1e-400 is not 0, which a double would make it (train.max_grad_norm=0 is "no
+     * clipping"); a subnormal is a double, and 0e-400 is 0 */
+    ck_assert_int_eq(frl_config_set(cfg, "train.max_grad_norm", "1e-400"), FRL_ERR_RANGE);
+    ck_assert_msg(strstr(frl_last_error(), "too small"), "%s", frl_last_error());
+    ck_assert_int_eq(frl_config_is_set(cfg, "train.max_grad_norm"), 0);
+    ck_assert_int_eq(frl_config_set(cfg, "train.max_grad_norm", "1e-310"), FRL_OK);
+    ck_assert_int_eq(frl_config_set(cfg, "train.max_grad_norm", "0e-400"), FRL_OK);
 }
 END_TEST
 

@@ -488,6 +488,12 @@ static frl_status parse_number(char *err, const frl_key_def *d, const char *text
     /* "1e400" is a finite number, too large for a double: out of every key's range */
     if (*text && *end == '\0' && isinf(dv) && errno == ERANGE)
         return range_error(err, d, text);
+    /* "1e-400" is not zero, but reads as 0, which is another setting for several keys
+     * (train.max_grad_norm=0: no clipping): said as too small rather than taken as 0 (an
+     * int key's "1e-400" is no integer, a parse error below) */
+    if (d->type == FRL_CONFIG_FLOAT && *text && *end == '\0' && dv == 0 && errno == ERANGE)
+        return frl_fail(err, FRL_ERR_RANGE, "config key '%s': %s is too small for a double "
+                        "(it would read as 0)", d->name, text);
     if (!isfinite(dv) && *end == '\0')
         return frl_fail(err, FRL_ERR_NONFINITE, "config key '%s': value must be finite", d->name);
     int64_t iv = 0;
