@@ -435,21 +435,30 @@ static int world_step(void *user, int32_t n, const void *actions, const uint8_t 
     return 0;
 }
 
-START_TEST(batch_world_autoreset)
+/* A vec env of n agents of world w (reset and step callbacks), its spaces in *obs, *act
+ * for the caller to destroy. */
+static frl_vec_env *make_world(frl_runtime *rt, world *w, int32_t n, frl_space **obs,
+                               frl_space **act)
 {
-    frl_runtime *rt = frl_test_runtime(2);
-    world w;
-    memset(&w, 0, sizeof w);
+    memset(w, 0, sizeof *w);
     frl_batch_env_callbacks cb;
     frl_batch_env_callbacks_init(&cb);
     cb.reset = world_reset;
     cb.step = world_step;
     int64_t one = 1;
-    frl_space *obs, *act;
-    ck_assert_int_eq(frl_space_create_box(&obs, NULL, 1, &one, NULL, NULL), FRL_OK);
-    ck_assert_int_eq(frl_space_create_discrete(&act, NULL, 2), FRL_OK);
+    ck_assert_int_eq(frl_space_create_box(obs, NULL, 1, &one, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_space_create_discrete(act, NULL, 2), FRL_OK);
     frl_vec_env *v;
-    ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, &w, 16, obs, act, NULL), FRL_OK);
+    ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, w, n, *obs, *act, NULL), FRL_OK);
+    return v;
+}
+
+START_TEST(batch_world_autoreset)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    world w;
+    frl_space *obs, *act;
+    frl_vec_env *v = make_world(rt, &w, 16, &obs, &act);
     ck_assert_int_eq(frl_vec_env_reset(v, 5), FRL_OK);
     ck_assert_int_eq(w.reset_calls, 1);
     int32_t *a = frl_vec_env_actions(v);
@@ -510,16 +519,8 @@ START_TEST(failed_autoreset_keeps_its_seed)
     frl_vec_env_destroy(u);
 
     world w;
-    memset(&w, 0, sizeof w);
-    frl_batch_env_callbacks cb;
-    frl_batch_env_callbacks_init(&cb);
-    cb.reset = world_reset;
-    cb.step = world_step;
-    int64_t one = 1;
     frl_space *obs, *act;
-    ck_assert_int_eq(frl_space_create_box(&obs, NULL, 1, &one, NULL, NULL), FRL_OK);
-    ck_assert_int_eq(frl_space_create_discrete(&act, NULL, 2), FRL_OK);
-    ck_assert_int_eq(frl_vec_env_create_batch(&v, rt, &cb, &w, 2, obs, act, NULL), FRL_OK);
+    v = make_world(rt, &w, 2, &obs, &act);
     ck_assert_int_eq(frl_vec_env_reset(v, 5), FRL_OK);
     ((int32_t *)frl_vec_env_actions(v))[0] = 1;
     ck_assert_int_eq(frl_vec_env_step(v), FRL_OK); /* agent 0's episode ends (pos 1) */

@@ -483,6 +483,33 @@ static int nan_observe(void *user, int32_t env, const void *model, const void *d
     return 0;
 }
 
+/* An env's state and observation before a set_state that must leave them as they were. */
+typedef struct kept_env {
+    double state[64];
+    float obs[2];
+    int32_t n;
+} kept_env;
+
+/* Reset the vec env, push env 0 for 3 steps, and keep what it holds then. */
+static void keep_env(frl_vec_env *v, kept_env *k)
+{
+    char err[FRL_ERRMSG_SIZE];
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    push(v, 0.5f, 3);
+    k->n = v->state_dim + 1;
+    memcpy(k->obs, frl_vec_env_observations(v), sizeof k->obs);
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, k->state, k->n, err), FRL_OK);
+}
+
+static void assert_kept(frl_vec_env *v, const kept_env *k)
+{
+    char err[FRL_ERRMSG_SIZE];
+    double now[64];
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, now, k->n, err), FRL_OK);
+    ck_assert(memcmp(now, k->state, sizeof(double) * (size_t)k->n) == 0);
+    ck_assert(memcmp(frl_vec_env_observations(v), k->obs, sizeof k->obs) == 0);
+}
+
 /* set_state's observation is checked as a step's: a NaN the host's observe writes for
  * the state is an error naming it (it was taken into the batch), and a refused state or
  * a failing observe leaves the env with its own state and observation. */
@@ -494,36 +521,25 @@ START_TEST(test_set_state_observation_checked)
     cb.observe = nan_observe;
     frl_vec_env *v = NULL;
     ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &h, 2, 1, NULL), FRL_OK);
-    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
-    push(v, 0.5f, 3);
-    double kept[64], s[64], now[64];
+    kept_env k;
+    keep_env(v, &k);
+    double s[64];
     char err[FRL_ERRMSG_SIZE];
-    int32_t n = v->state_dim + 1;
-    float obs[2];
-    memcpy(obs, frl_vec_env_observations(v), sizeof obs);
-    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, kept, n, err), FRL_OK);
-    memcpy(s, kept, sizeof(double) * (size_t)n);
+    memcpy(s, k.state, sizeof(double) * (size_t)k.n);
     s[1] = 0.75; /* after time: qpos[0], which the observe turns into NaN */
-    ck_assert_int_eq(frl_vec_env_set_state_at(v, 0, s, n, err), FRL_ERR_NONFINITE);
+    ck_assert_int_eq(frl_vec_env_set_state_at(v, 0, s, k.n, err), FRL_ERR_NONFINITE);
     ck_assert_msg(strstr(err, "NaN in obs[1]"), "%s", err);
-    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, now, n, err), FRL_OK);
-    ck_assert(memcmp(now, kept, sizeof(double) * (size_t)n) == 0);
-    ck_assert(memcmp(frl_vec_env_observations(v), obs, sizeof obs) == 0);
+    assert_kept(v, &k);
     frl_vec_env_destroy(v);
     /* an observe that fails: the same */
     v = make(rt, &h, 1, NULL);
-    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
-    push(v, 0.5f, 3);
-    memcpy(obs, frl_vec_env_observations(v), sizeof obs);
-    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, kept, n, err), FRL_OK);
+    keep_env(v, &k);
     s[1] = 0.25;
     h.fail_observe = 6;
-    ck_assert_int_eq(frl_vec_env_set_state_at(v, 0, s, n, err), FRL_ERR_CALLBACK);
+    ck_assert_int_eq(frl_vec_env_set_state_at(v, 0, s, k.n, err), FRL_ERR_CALLBACK);
     ck_assert_msg(strstr(err, "the host's observe callback returned 6"), "%s", err);
     h.fail_observe = 0;
-    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, now, n, err), FRL_OK);
-    ck_assert(memcmp(now, kept, sizeof(double) * (size_t)n) == 0);
-    ck_assert(memcmp(frl_vec_env_observations(v), obs, sizeof obs) == 0);
+    assert_kept(v, &k);
     frl_vec_env_destroy(v);
     frl_runtime_destroy(rt);
 }
@@ -571,24 +587,18 @@ START_TEST(test_observe_error_after_set_state)
     cb.observe = erroring_observe;
     frl_vec_env *v = NULL;
     ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &h, 2, 1, NULL), FRL_OK);
-    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
-    push(v, 0.5f, 3);
-    double kept[64], s[64], now[64];
+    kept_env k;
+    keep_env(v, &k);
+    double s[64];
     char err[FRL_ERRMSG_SIZE];
-    int32_t n = v->state_dim + 1;
-    float obs[2];
-    memcpy(obs, frl_vec_env_observations(v), sizeof obs);
-    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, kept, n, err), FRL_OK);
-    memcpy(s, kept, sizeof(double) * (size_t)n);
+    memcpy(s, k.state, sizeof(double) * (size_t)k.n);
     s[1] = 0.25; /* after time: qpos[0] */
     observe_error = plugin_mju_error();
-    frl_status st = frl_vec_env_set_state_at(v, 0, s, n, err);
+    frl_status st = frl_vec_env_set_state_at(v, 0, s, k.n, err);
     observe_error = NULL;
     ck_assert_int_eq(st, FRL_ERR_CALLBACK);
     ck_assert_msg(strstr(err, "observe: MuJoCo error: test: observe met an error"), "%s", err);
-    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, now, n, err), FRL_OK);
-    ck_assert(memcmp(now, kept, sizeof(double) * (size_t)n) == 0);
-    ck_assert(memcmp(frl_vec_env_observations(v), obs, sizeof obs) == 0);
+    assert_kept(v, &k);
     frl_vec_env_destroy(v);
     frl_runtime_destroy(rt);
 }

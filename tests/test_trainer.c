@@ -262,21 +262,30 @@ START_TEST(new_output_dir_gets_a_row)
 }
 END_TEST
 
-/* A run resumed from a checkpoint older than its metrics file (rows written after the
- * save, as before a kill) continues the file with one row an update, in order. */
-START_TEST(resumed_metrics_have_one_row_an_update)
+/* A trainer of the small settings writing its outputs into dir (made here), trained to
+ * 1280 steps and saved to ck (dir/checkpoint.frl): returned for more training. */
+static frl_trainer *saved_run(frl_runtime *rt, const frl_config *cfg, const char *tag,
+                              char *dir, size_t dir_size, char *ck, size_t ck_size)
 {
-    char dir[128], ck[192];
-    snprintf(dir, sizeof dir, "/tmp/frl_test_resumed_%d", (int)getpid());
-    snprintf(ck, sizeof ck, "%s/checkpoint.frl", dir);
+    snprintf(dir, dir_size, "/tmp/frl_test_%s_%d", tag, (int)getpid());
+    snprintf(ck, ck_size, "%s/checkpoint.frl", dir);
     mkdir(dir, 0777);
-    frl_runtime *rt = runtime(1, "");
-    frl_config *cfg = frl_test_settings(small);
     frl_trainer *t;
     ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
     ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(t, 1280), FRL_OK);
     ck_assert_int_eq(frl_trainer_save(t, ck), FRL_OK);
+    return t;
+}
+
+/* A run resumed from a checkpoint older than its metrics file (rows written after the
+ * save, as before a kill) continues the file with one row an update, in order. */
+START_TEST(resumed_metrics_have_one_row_an_update)
+{
+    char dir[128], ck[192];
+    frl_runtime *rt = runtime(1, "");
+    frl_config *cfg = frl_test_settings(small);
+    frl_trainer *t = saved_run(rt, cfg, "resumed", dir, sizeof dir, ck, sizeof ck);
     ck_assert_int_eq(frl_trainer_train(t, 2560), FRL_OK); /* 5 rows past the checkpoint */
     frl_trainer_destroy(t);
     long u[16];
@@ -387,17 +396,10 @@ static void assert_whole_rows(const char *dir)
 START_TEST(resumed_metrics_cut_a_partial_row)
 {
     char dir[128], ck[192], path[192];
-    snprintf(dir, sizeof dir, "/tmp/frl_test_partial_%d", (int)getpid());
-    snprintf(ck, sizeof ck, "%s/checkpoint.frl", dir);
-    snprintf(path, sizeof path, "%s/metrics.csv", dir);
-    mkdir(dir, 0777);
     frl_runtime *rt = runtime(1, "");
     frl_config *cfg = frl_test_settings(small);
-    frl_trainer *t;
-    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
-    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
-    ck_assert_int_eq(frl_trainer_train(t, 1280), FRL_OK);
-    ck_assert_int_eq(frl_trainer_save(t, ck), FRL_OK);
+    frl_trainer *t = saved_run(rt, cfg, "partial", dir, sizeof dir, ck, sizeof ck);
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
     frl_trainer_destroy(t);
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
