@@ -362,7 +362,7 @@ def _copy_obs(obs: Observations) -> Observations:
 class _ActionReader:
     """Turns the library's action (int32 or float32) into the Python env's action."""
 
-    __slots__ = ("discrete", "start", "shape", "width", "dtype")
+    __slots__ = ("discrete", "start", "shape", "width", "dtype", "bounds")
 
     def __init__(self, space: Space, start: int) -> None:
         self.discrete = spaces.describe(space)[0] == "discrete"
@@ -371,17 +371,34 @@ class _ActionReader:
         self.width = int(np.prod(self.shape, dtype=np.int64)) if not self.discrete else 1
         dt = getattr(space, "dtype", None)
         self.dtype = np.dtype(dt) if dt is not None else (_I32 if self.discrete else _F32)
+        self.bounds = None
+        if not self.discrete and self.dtype.kind in "iub":
+            self.bounds = (np.asarray(getattr(space, "low", -np.inf), np.float64),
+                           np.asarray(getattr(space, "high", np.inf), np.float64))
+
+    def _convert(self, a: npt.NDArray[np.float32]) -> npt.NDArray[Any]:
+        """A float action in the env's dtype, a copy. An integer Box gets the nearest
+        integer within its bounds: a cast alone would truncate toward zero (0.9 -> 0),
+        so the bound's own value would be reached only by an action exactly on it."""
+        if self.bounds is None:
+            return a.astype(self.dtype)
+        low, high = self.bounds
+        r = np.clip(np.rint(a.astype(np.float64)), low, high)
+        info = np.iinfo(self.dtype) if self.dtype.kind in "iu" else None
+        if info is not None:  # an unbounded side: stay inside the dtype, not wrap
+            r = np.clip(np.nan_to_num(r), info.min, info.max)
+        return r.astype(self.dtype)
 
     def at(self, address: int) -> int | npt.NDArray[Any]:
         if self.discrete:
             return ctypes.c_int32.from_address(address).value + self.start
         a = np.frombuffer((ctypes.c_float * self.width).from_address(address), np.float32)
-        return a.astype(self.dtype).reshape(self.shape)
+        return self._convert(a).reshape(self.shape)
 
     def row(self, actions: npt.NDArray[Any], i: int) -> int | npt.NDArray[Any]:
         if self.discrete:
             return int(actions[i]) + self.start
-        return actions[i].astype(self.dtype)  # a copy: the row changes next step
+        return self._convert(actions[i])  # a copy: the row changes next step
 
 
 def _close_made(made: list[Any]) -> None:

@@ -106,6 +106,34 @@ def test_actions_reach_the_python_env_in_its_own_space():
     assert b.last.shape == (2,) and b.last.dtype == np.float64 and r == 1.75
 
 
+@pytest.mark.parametrize("per_env", [True, False])
+def test_integer_box_actions_are_rounded_within_bounds(per_env):
+    """A Box of ints gets the nearest integer in its bounds, not a cast's truncation."""
+    class IntActions(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+        action_space = gym.spaces.Box(-2, 2, (3,), np.int64)
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            self.last = action
+            return np.zeros(1, np.float32), 0.0, False, False, {}
+
+    e = IntActions()
+    if per_env:
+        env = fastrl.Env.from_python(e)
+        env.reset(seed=0)
+        env.step(np.array([0.9, -1.6, 2.0]))
+    else:
+        env = fastrl.VecEnv.from_python([e])
+        env.reset(seed=0)
+        env.step(np.array([[0.9, -1.6, 7.0]]))
+        e = env._python_envs[0]
+    assert e.last.dtype == np.int64
+    assert e.last.tolist() == [1, -2, 2]
+
+
 def test_exception_in_python_env_is_reraised_with_its_traceback():
     env = fastrl.Env.from_python(Walker(fail_at=3))
     env.reset(seed=0)
