@@ -126,6 +126,10 @@ START_TEST(test_settings_read_and_written)
     ck_assert_msg(strchr(buf, '.') && !strchr(buf, ','), "train.lr as text: %s", buf);
     /* the comma form stays an error, as in the C locale */
     ck_assert_int_eq(frl_config_set(cfg, "train.lr", "0,0005"), FRL_ERR_PARSE);
+    /* a message quotes numbers as the user must type them: "0.5", not "0,5" */
+    ck_assert_int_eq(frl_config_set(cfg, "train.gamma", "1.5"), FRL_ERR_RANGE);
+    const char *msg = frl_config_last_error(cfg);
+    ck_assert_msg(strstr(msg, "1.5") && !strstr(msg, "1,5"), "message: %s", msg);
     frl_config_destroy(cfg);
     /* the host's locale is left as it was */
     ck_assert_str_eq(localeconv()->decimal_point, ",");

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/c_numeric.h"
 #include "core/error.h"
 
 /* The analyser's stand-ins (error.h) are for callers; here are the functions. */
@@ -64,7 +65,7 @@ frl_status frl_fail(char *handle_msg, frl_status status, const char *fmt, ...)
     char msg[FRL_ERRMSG_SIZE];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    frl_vsnprintf_c(msg, sizeof msg, fmt, ap); /* numbers as settings are written */
     va_end(ap);
     return frl_fail_msg(handle_msg, status, msg);
 }
