@@ -343,8 +343,11 @@ static frl_status check_batch_rewards(frl_vec_env *v)
 static void draw_seeds(frl_vec_env *v, int all)
 {
     for (int32_t i = 0; i < v->n; i++) {
-        frl_rng next = v->b.rngs[i];
-        v->seeds[i] = (all || v->b.needs_reset[i]) ? frl_rng_next(&next) : 0;
+        v->seeds[i] = 0;
+        if (all || v->b.needs_reset[i]) {
+            frl_rng next = v->b.rngs[i]; /* a copy: take_seeds moves the stream on */
+            v->seeds[i] = frl_rng_next(&next);
+        }
     }
 }
 
