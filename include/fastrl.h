@@ -835,8 +835,9 @@ FRL_API int32_t frl_population_members(const frl_population *population);
 FRL_API int64_t frl_population_member_size(const frl_population *population);
 /* The [members x n] block, row-major, writable; valid for the population's life. */
 FRL_API float *frl_population_parameters(frl_population *population);
-/* Write member's parameters into policy (of the same architecture), which then acts,
- * evaluates, saves and exports as that member. */
+/* Write member's parameters into policy (of the same architecture: FRL_ERR_SIZE for
+ * another parameter count, FRL_ERR_INVALID_ARGUMENT for another network of as many),
+ * which then acts, evaluates, saves and exports as that member. */
 FRL_API frl_status frl_population_copy_to_policy(const frl_population *population,
                                                  int32_t member, frl_policy *policy);
 

@@ -159,6 +159,13 @@ START_TEST(act_bad_input)
     ck_assert_int_eq(frl_population_copy_to_policy(pop, 4, p), FRL_ERR_RANGE);
     frl_policy *other = make_policy(rt, "CartPole-v1", "policy.hidden=16");
     ck_assert_int_eq(frl_population_copy_to_policy(pop, 0, other), FRL_ERR_SIZE);
+    frl_policy_destroy(other);
+    /* as many parameters, another network: refused, the key named, the policy kept */
+    other = make_policy(rt, "CartPole-v1", "policy.hidden=8 policy.activation=relu");
+    uint64_t version = frl_policy_version(other);
+    ck_assert_int_eq(frl_population_copy_to_policy(pop, 0, other), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "policy.activation"));
+    ck_assert_uint_eq(frl_policy_version(other), version);
     frl_policy *gru = make_policy(rt, "CartPole-v1", "policy.core=gru policy.hidden=8");
     frl_population *bad;
     ck_assert_int_eq(frl_population_create(&bad, gru, 4), FRL_ERR_UNSUPPORTED);

@@ -146,6 +146,26 @@ FRL_API const char *frl_population_last_error(const frl_population *pop)
     return pop ? pop->err : "frl_population_last_error: population is NULL";
 }
 
+/* Keys that shape what the parameters mean without always changing their number: a
+ * tanh member copied into a relu policy of the same widths would act as another network.
+ * The first that differs, or NULL. */
+static const char *other_architecture(const frl_policy *a, const frl_policy *b)
+{
+    static const char *const keys[] = {"policy.activation", "policy.hidden", "policy.shared",
+                                       "policy.head", "policy.encoder", "policy.conv_channels",
+                                       "policy.frame_stack", "policy.core", "policy.core_size"};
+    char x[256], y[256];
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (frl_config_get_text(a->cfg, keys[i], x, sizeof x) != FRL_OK ||
+            frl_config_get_text(b->cfg, keys[i], y, sizeof y) != FRL_OK || strcmp(x, y) != 0)
+            return keys[i];
+    }
+    if (a->in_w != b->in_w || a->out_w != b->out_w || a->discrete != b->discrete ||
+        a->obs_n != b->obs_n)
+        return "the spaces' shapes";
+    return NULL;
+}
+
 FRL_API frl_status frl_population_copy_to_policy(const frl_population *pop, int32_t member,
                                                  frl_policy *policy)
 {
@@ -160,6 +180,11 @@ FRL_API frl_status frl_population_copy_to_policy(const frl_population *pop, int3
                         "the population's architecture %zu (%lld)", who, policy->num_params,
                         (long long)frl_population_prefix(policy), pop->policy->num_params,
                         (long long)pop->n);
+    const char *differs = other_architecture(policy, pop->policy);
+    if (differs)
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: the policy's network differs from "
+                        "the population's in %s (a member's parameters would mean another "
+                        "network)", who, differs);
     memcpy(policy->params, pop->params + (size_t)member * (size_t)pop->n,
            sizeof(float) * (size_t)pop->n);
     policy->version++; /* a device copy of the policy is refreshed */
