@@ -11,7 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-#include "core/error.h"
+#include "core/printf_attr.h"
 
 /* Make the calling thread use the C locale until frl_c_numeric_end(its return value). */
 locale_t frl_c_numeric_begin(void);

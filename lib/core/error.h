@@ -3,15 +3,10 @@
 #ifndef FRL_CORE_ERROR_H
 #define FRL_CORE_ERROR_H
 
+#include "core/printf_attr.h"
 #include "fastrl.h"
 
 enum { FRL_ERRMSG_SIZE = 256 };
-
-#if defined(__GNUC__)
-#define FRL_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define FRL_PRINTF(f, a)
-#endif
 
 /* Record status with a printf-style message; handle_msg (FRL_ERRMSG_SIZE bytes) may be
  * NULL. Returns status so a caller can write `return frl_fail(...)`. */
