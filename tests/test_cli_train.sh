@@ -179,6 +179,14 @@ for opt in "--seed 6" "--set runtime.seed=6"; do
     run "$fastrl" train --resume "$dir/seeded" --steps 4096 $opt --quiet
     [ "$rc" -eq 2 ] && has "seed 6" && has "saved seed, 5" || fail "$opt with --resume: $rc: $out"
 done
+# So is another train.seed_offset (it was ignored, the settings record saying otherwise),
+# alone or with a --seed whose sum with it is another seed.
+for opt in "--set train.seed_offset=1" "--seed 5 --set train.seed_offset=1"; do
+    # shellcheck disable=SC2086 # options and their values
+    run "$fastrl" train --resume "$dir/seeded" --steps 4096 $opt --quiet
+    [ "$rc" -eq 2 ] && has "seed 5, train.seed_offset 1" &&
+        has "saved seed, 5, and train.seed_offset, 0" || fail "$opt with --resume: $rc: $out"
+done
 cmp -s "$dir/seeded/checkpoint.frl" "$dir/saved.frl" || fail "a refused seed changed the run"
 run "$fastrl" train --resume "$dir/seeded" --steps 4096 --seed 5 --quiet
 ok "--resume with the run's own --seed"

@@ -533,19 +533,56 @@ static int clear_old_outputs(const train_opts *o)
     return e != 0;
 }
 
-/* A resumed run keeps its saved seed (frl_trainer_load): another --seed, or --set
- * runtime.seed, would be ignored, so it is refused, as another ENV is. */
+/* The saved run's train.seed_offset, from the settings its checkpoint records (0 when
+ * they do not set it, or cannot be read: the load read them already). */
+static int64_t saved_seed_offset(const char *dir)
+{
+    char path[4096], err[FRL_ERRMSG_SIZE], *text = NULL;
+    frl_container *c;
+    frl_config *saved = NULL;
+    int64_t offset = 0;
+    snprintf(path, sizeof path, "%s/checkpoint.frl", dir);
+    if (frl_container_read(&c, path, NULL, err) != FRL_OK)
+        return 0;
+    const frl_section *s = frl_container_find(c, "trainer.settings", FRL_DTYPE_TEXT, -1, err);
+    if (s && (text = malloc(s->count + 1)) && frl_config_create(&saved, NULL) == FRL_OK) {
+        memcpy(text, s->data, s->count);
+        text[s->count] = '\0';
+        if (frl_config_parse(saved, text) != FRL_OK ||
+            frl_config_get_int(saved, "train.seed_offset", &offset) != FRL_OK)
+            offset = 0;
+    }
+    frl_config_destroy(saved);
+    free(text);
+    frl_container_free(c);
+    return offset;
+}
+
+/* A resumed run keeps its saved seed (frl_trainer_load): another --seed, --set
+ * runtime.seed or --set train.seed_offset would be ignored, so it is refused, as another
+ * ENV is. The seed asked for is the command line's runtime seed and offset, each the
+ * saved run's where the command line does not give it. */
 static int check_resume_seed(const frl_trainer *t, const train_opts *o, const frl_config *cfg)
 {
     int64_t seed = 0, offset = 0;
-    if (!o->resume || !frl_config_is_set(cfg, "runtime.seed") ||
-        frl_config_get_int(cfg, "runtime.seed", &seed) != FRL_OK ||
-        frl_config_get_int(t->cfg, "train.seed_offset", &offset) != FRL_OK ||
-        (uint64_t)seed + (uint64_t)offset == t->seed)
+    if (!o->resume || (!frl_config_is_set(cfg, "runtime.seed") &&
+                       !frl_config_is_set(cfg, "train.seed_offset")))
         return 0;
-    fprintf(stderr, "fastrl train: seed %lld with --resume %s: a resumed run continues with "
-                    "its saved seed, %llu; train a new run (another --out) for another seed\n",
-            (long long)seed, o->resume, (unsigned long long)(t->seed - (uint64_t)offset));
+    const int64_t saved_offset = saved_seed_offset(o->resume);
+    const uint64_t saved_seed = t->seed - (uint64_t)saved_offset;
+    if (!frl_config_is_set(cfg, "runtime.seed") ||
+        frl_config_get_int(cfg, "runtime.seed", &seed) != FRL_OK)
+        seed = (int64_t)saved_seed;
+    if (!frl_config_is_set(cfg, "train.seed_offset") ||
+        frl_config_get_int(cfg, "train.seed_offset", &offset) != FRL_OK)
+        offset = saved_offset;
+    if ((uint64_t)seed + (uint64_t)offset == t->seed)
+        return 0;
+    fprintf(stderr, "fastrl train: seed %lld, train.seed_offset %lld with --resume %s: a "
+                    "resumed run continues with its saved seed, %llu, and train.seed_offset, "
+                    "%lld; train a new run (another --out) for another seed\n",
+            (long long)seed, (long long)offset, o->resume, (unsigned long long)saved_seed,
+            (long long)saved_offset);
     return 2;
 }
 
