@@ -20,8 +20,11 @@
  *   save_running  another thread saves while frl_trainer_train runs (mid-update): every
  *               rank refuses, rank 1 (which writes nothing) as rank 0
  *   finalized   the host finalises MPI, then destroys its trainer: the process goes on
- *               (the job ends with exit, not MPI_Abort, in this mode) */
+ *               (the job ends with exit, not MPI_Abort, in this mode)
+ *   comma       LC_NUMERIC is de_DE.UTF-8 (LOCPATH may hold it), dist.timeout=0.5: rank 1
+ *               trains alone until the timeout; its message says "0.5 s", not "0,5 s" */
 #include <dlfcn.h>
+#include <locale.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
@@ -227,6 +230,29 @@ static void save_running(void)
            (int)s.st, frl_status_name(s.st), (int)st);
 }
 
+/* The plugin writes its messages: a host in a decimal-comma locale read "within 0,5 s"
+ * where it had typed dist.timeout=0.5. */
+static void comma(void)
+{
+    const char *loc = setlocale(LC_NUMERIC, "de_DE.UTF-8");
+    printf("PROBE rank %d: comma: locale %s, decimal point '%s'\n", rank,
+           loc ? loc : "(none)", localeconv()->decimal_point);
+    frl_status st;
+    frl_trainer *t = trainer("0.5", "return", &st);
+    if (!t) {
+        printf("PROBE rank %d: no trainer: %s\n", rank, frl_last_error());
+        return;
+    }
+    int token = 0;
+    if (rank == 0) {
+        MPI_Recv(&token, 1, MPI_INT, 1, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        return;
+    }
+    st = frl_trainer_train(t, 1 << 20);
+    printf("PROBE rank 1: comma: train status %d: %s\n", (int)st, frl_trainer_last_error(t));
+    MPI_Send(&token, 1, MPI_INT, 0, 79, MPI_COMM_WORLD);
+}
+
 /* MPI_Finalize before frl_trainer_destroy: the destroy made MPI calls after it, which
  * end the process. */
 static void finalized(void)
@@ -268,6 +294,8 @@ int main(int argc, char **argv)
         save_running();
     else if (!strcmp(mode, "finalized"))
         finalized();
+    else if (!strcmp(mode, "comma"))
+        comma();
     else
         printf("PROBE: unknown mode '%s'\n", mode);
     printf("PROBE rank %d: done\n", rank);

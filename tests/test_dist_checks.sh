@@ -16,7 +16,9 @@
 # - a save from another thread mid-update is refused on every rank, rank 1 (which writes
 #   nothing) as rank 0;
 # - a host that finalises MPI before destroying its trainer: the destroy makes no MPI
-#   call (one would end the process).
+#   call (one would end the process);
+# - the plugin's timeout message in a decimal-comma host locale says "0.5 s", as the
+#   setting is typed (the check says why when this machine cannot make de_DE.UTF-8).
 #
 #   test_dist_checks.sh FASTRL DIST_PROBE MPI_PLUGIN PLUGIN_BUILT
 set -u
@@ -112,6 +114,24 @@ probe finalized
 for r in 0 1; do
     has "PROBE rank $r: destroyed after MPI_Finalize" || fail "finalized, rank $r: $out"
 done
+
+# A decimal-comma locale for the ranks: the system's, or one made in $dir (LOCPATH).
+comma_locale() {
+    [ "$(LC_ALL=de_DE.UTF-8 locale decimal_point 2>/dev/null)" = "," ] && return 0
+    command -v localedef >/dev/null 2>&1 || return 1
+    localedef -i de_DE -f UTF-8 "$dir/de_DE.UTF-8" >/dev/null 2>&1 || return 1
+    export LOCPATH="$dir"
+}
+if comma_locale; then
+    probe comma
+    has "PROBE rank 1: comma: locale de_DE.UTF-8, decimal point ','" ||
+        fail "comma: the probe is not in the comma locale: $out"
+    has "PROBE rank 1: comma: train status -14: rank 1 of 2: no answer from rank 0" ||
+        fail "comma: no fault: $out"
+    has "within 0.5 s (dist.timeout)" || fail "comma: the timeout is not written 0.5 s: $out"
+else
+    echo "note: the comma-locale check did not run: no de_DE.UTF-8 and localedef cannot make it"
+fi
 
 echo "$failures failures"
 [ "$failures" -eq 0 ]

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_numeric.h"
 #include "cuda/dev_learner.h"
 
 enum { SUMS = FRL_DM_STATS + 1 }; /* per minibatch: the stats' sums and the valid count */
@@ -125,8 +126,8 @@ int frl_dev_learner_create(frl_dev_learner **out, frl_dev_net *net,
     for (int32_t i = 0; i < k; i++) {
         total += b[i].bytes;
         if (!(*b[i].at = net->ops->alloc(net->d, b[i].bytes))) {
-            snprintf(err, err_size, "device learner: out of device memory (%zu bytes more, "
-                     "%.1f MiB so far)", b[i].bytes, (double)total / 1048576.0);
+            frl_snprintf_c(err, err_size, "device learner: out of device memory (%zu bytes "
+                           "more, %.1f MiB so far)", b[i].bytes, (double)total / 1048576.0);
             frl_dev_learner_destroy(l);
             return 1;
         }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/c_numeric.h"
 #include "core/dist_api.h"
 
 #define FRL_EXPORT __attribute__((visibility("default")))
@@ -39,7 +40,7 @@ static void say(char *why, size_t size, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
+    frl_vsnprintf_c(why, size, fmt, ap); /* "0.5 s", not "0,5 s" in a German host */
     va_end(ap);
 }
 
@@ -329,9 +330,9 @@ static int wait_all(frl_mpi_comm *c, MPI_Request *req, int n, MPI_Status *status
         if (now_s() - t0 > c->timeout) {
             char ranks[256];
             missing_ranks(c, req, ranks, sizeof ranks);
-            snprintf(c->fault, sizeof c->fault, "rank %d of %d: no answer from rank %.100s within "
-                     "%.3g s (dist.timeout) during %.160s", (int)c->rank, (int)c->size, ranks,
-                     c->timeout, phase);
+            frl_snprintf_c(c->fault, sizeof c->fault, "rank %d of %d: no answer from rank "
+                           "%.100s within %.3g s (dist.timeout) during %.160s", (int)c->rank,
+                           (int)c->size, ranks, c->timeout, phase);
             return WAIT_TIMEOUT;
         }
         struct timespec ts = {0, 50000};
