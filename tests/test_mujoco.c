@@ -8,6 +8,7 @@
  * meson reports as SKIP. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
+#include <locale.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -462,6 +463,59 @@ START_TEST(test_checkpoint_resume)
 }
 END_TEST
 
+/* The plugin writes its own messages: in a host's decimal-comma locale (a game engine
+ * that called setlocale(LC_ALL, "")) a refused seed half read "state[9] = 0,5". The
+ * locale is made with localedef in a temporary folder where the system lacks it. */
+static int comma_locale(void)
+{
+    if (setlocale(LC_NUMERIC, "de_DE.UTF-8"))
+        return 1;
+    char dir[] = "/tmp/frl_test_mujoco_XXXXXX", cmd[256];
+    if (!mkdtemp(dir))
+        return 0;
+    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 >/dev/null 2>&1",
+             dir);
+    int made = system(cmd) == 0;
+    if (made) {
+        setenv("LOCPATH", dir, 1);
+        made = setlocale(LC_NUMERIC, "de_DE.UTF-8") != NULL;
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir); /* glibc has loaded what it needs */
+    if (system(cmd) != 0)
+        printf("test_mujoco: could not remove %s\n", dir);
+    return made;
+}
+
+START_TEST(test_messages_in_c_locale)
+{
+    if (!comma_locale()) {
+        printf("test_messages_in_c_locale: not run: no de_DE.UTF-8 locale and localedef "
+               "cannot make one\n");
+        return;
+    }
+    ck_assert_str_eq(localeconv()->decimal_point, ",");
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings("env.randomize_mass=0.4"); /* a seed in the state */
+    frl_env *e = NULL;
+    ck_assert_int_eq(frl_env_create(&e, rt, "Hopper-v5", cfg), FRL_OK);
+    int32_t n = frl_env_state_size(e);
+    double *s = malloc(sizeof(double) * (size_t)n);
+    float obs[16];
+    ck_assert_int_eq(frl_env_reset(e, 1, obs), FRL_OK);
+    ck_assert_int_eq(frl_env_get_state(e, s, n), FRL_OK);
+    s[n - 2] = 0.5;
+    ck_assert_int_eq(frl_env_set_state(e, s, n, obs), FRL_ERR_CALLBACK);
+    ck_assert_msg(strstr(frl_env_last_error(e), "= 0.5 is not half"), "%s",
+                  frl_env_last_error(e));
+    ck_assert_str_eq(localeconv()->decimal_point, ","); /* the host's locale kept */
+    setlocale(LC_NUMERIC, "C");
+    free(s);
+    frl_env_destroy(e);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *mujoco_suite(void)
 {
     Suite *s = suite_create("mujoco");
@@ -477,6 +531,7 @@ static Suite *mujoco_suite(void)
     tcase_add_test(tc, test_unstable_simulation);
     tcase_add_test(tc, test_allocation_failures);
     tcase_add_test(tc, test_checkpoint_resume);
+    tcase_add_test(tc, test_messages_in_c_locale);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_numeric.h"
 #include "mujoco/plugin.h"
 
 /* ---- creating ---- */
@@ -393,9 +394,9 @@ static int saved_seed(mjt_env *e, const double *state, uint64_t *seed)
     const double *half = state + at;
     for (int k = 0; k < MJT_SEED_VALUES; k++)
         if (!(half[k] >= 0 && half[k] < 4294967296.0 && half[k] == floor(half[k]))) {
-            snprintf(e->fault, sizeof e->fault, "%.40s: set_state: state[%d] = %g is not half "
-                     "of a randomisation seed (an integer in [0, 2^32))", e->model->name,
-                     at + k, half[k]);
+            frl_snprintf_c(e->fault, sizeof e->fault, "%.40s: set_state: state[%d] = %g is "
+                           "not half of a randomisation seed (an integer in [0, 2^32))",
+                           e->model->name, at + k, half[k]);
             return -1;
         }
     *seed = (uint64_t)half[0] << 32 | (uint64_t)half[1];

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_numeric.h"
 #include "mujoco/plugin.h"
 
 static const mjt_task *const tasks[] = {
@@ -151,10 +152,10 @@ static int range_usable(float low, float high)
 static int bad_range(const mjt_model *md, int i, char *why, size_t size)
 {
     const char *name = mj_id2name(md->m, mjOBJ_ACTUATOR, i);
-    snprintf(why, size, "%s: actuator %d%s%.40s%s has ctrlrange [%g, %g]; a limited "
-             "actuator needs finite bounds with low <= high (as float32)", md->name, i,
-             name ? " ('" : "", name ? name : "", name ? "')" : "",
-             md->m->actuator_ctrlrange[2 * i], md->m->actuator_ctrlrange[2 * i + 1]);
+    frl_snprintf_c(why, size, "%s: actuator %d%s%.40s%s has ctrlrange [%g, %g]; a limited "
+                   "actuator needs finite bounds with low <= high (as float32)", md->name, i,
+                   name ? " ('" : "", name ? name : "", name ? "')" : "",
+                   md->m->actuator_ctrlrange[2 * i], md->m->actuator_ctrlrange[2 * i + 1]);
     return -1;
 }
 
