@@ -551,7 +551,7 @@ class Env(NoCopy, _HostCalls, _EnvBase):
                  config: ConfigSource = None, render_mode: str | None = None,
                  **options: Any) -> None:
         name = _builtin_name(id)
-        rt, options = runtime_for(runtime, options, "make")
+        rt, options = runtime_for(runtime, options, "make", config)
         cfg = _env_config(config, options, "make", render_mode)
         L = _lib.lib()
         ptr = ctypes.c_void_p()
@@ -580,7 +580,7 @@ class Env(NoCopy, _HostCalls, _EnvBase):
         observation o is stored as o - s.
         """
         obs_space, act_space = _spaces_of(env, observation_space, action_space)
-        rt, options = runtime_for(runtime, options, "Env.from_python")
+        rt, options = runtime_for(runtime, options, "Env.from_python", config)
         cfg = as_config(config, options, "Env.from_python")
         c_obs = spaces.observation_space_to_c(obs_space, allow_start=True)
         c_act, start = spaces.to_c(act_space, "action space")
@@ -785,7 +785,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
                  render_mode: str | None = None, **options: Any) -> None:
         name = _builtin_name(id)
         n = _check_num_envs(num_envs)
-        rt, options = runtime_for(runtime, options, "make_vec")
+        rt, options = runtime_for(runtime, options, "make_vec", config)
         cfg = _env_config(config, options, "make_vec", render_mode)
         L = _lib.lib()
         ptr = ctypes.c_void_p()
@@ -836,7 +836,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
                           copy: bool, observation_space: Space | None,
                           action_space: Space | None, options: dict[str, Any]) -> _VecEnv:
         obs_space, act_space = _spaces_of(envs[0], observation_space, action_space)
-        rt, options = runtime_for(runtime, options, "VecEnv.from_python")
+        rt, options = runtime_for(runtime, options, "VecEnv.from_python", config)
         cfg = as_config(config, options, "VecEnv.from_python")
         c_obs = spaces.observation_space_to_c(obs_space, allow_start=True)
         c_act, start = spaces.to_c(act_space, "action space")
@@ -890,7 +890,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         ``reset``/``step``/``train`` that called it.
         """
         n = _check_num_envs(num_envs)
-        rt, options = runtime_for(runtime, options, "VecEnv.from_batch")
+        rt, options = runtime_for(runtime, options, "VecEnv.from_batch", config)
         cfg = as_config(config, options, "VecEnv.from_batch")
         c_obs = spaces.observation_space_to_c(observation_space)
         c_act, start = spaces.to_c(action_space, "action space")
@@ -962,7 +962,7 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
         if not 1 <= width <= 65536:  # the library's range, said with the value given
             raise Error(Status.ERR_RANGE, f"VecEnv.from_mujoco: observation_width {width} "
                         "is outside [1, 65536]")
-        rt, options = runtime_for(runtime, options, "VecEnv.from_mujoco")
+        rt, options = runtime_for(runtime, options, "VecEnv.from_mujoco", config)
         cfg = as_config(config, options, "VecEnv.from_mujoco")
         text = mjcf if isinstance(mjcf, str) and mjcf.lstrip().startswith("<") else \
             _lib.fspath(mjcf, "mjcf")

@@ -75,7 +75,7 @@ class Evo(Closable):
     def __init__(self, initial: npt.ArrayLike, config: ConfigSource = None, *,
                  runtime: Runtime | None = None, **options: Any) -> None:
         cfg, options = _evo_config(config, options, "Evo config")
-        rt, options = runtime_for(runtime, options, "Evo")
+        rt, options = runtime_for(runtime, options, "Evo", cfg)
         if options:
             cfg.update(options)
         x = _initial(initial)

@@ -64,7 +64,7 @@ class Policy(Closable):
     def __init__(self, observation_space: Space, action_space: Space,
                  config: ConfigSource = None, *, runtime: Runtime | None = None,
                  **options: Any) -> None:
-        rt, options = runtime_for(runtime, options, "Policy")
+        rt, options = runtime_for(runtime, options, "Policy", config)
         cfg = as_config(config, options, "Policy config")
         c_obs = spaces.observation_space_to_c(observation_space)
         c_act, start = spaces.to_c(action_space, "action space")

@@ -169,10 +169,21 @@ def default_runtime() -> Runtime:
     return _default
 
 
+def config_runtime_keys(config: object, what: str) -> dict[str, Any]:
+    """The runtime.* keys that config (None, a Config, a mapping or "k=v" text) sets,
+    with their values."""
+    if config is None:
+        return {}
+    from .config import Config
+    src = config if isinstance(config, Config) else as_config(config, None, what)
+    return {k: src[k] for k in src.set_keys() if k.startswith("runtime.")}
+
+
 def runtime_for(runtime: Runtime | None, options: Mapping[str, Any],
-                what: str) -> tuple[Runtime, dict[str, Any]]:
-    """(runtime, remaining options): the given runtime, or a new one when options
-    name runtime.* keys, or the default runtime."""
+                what: str, config: object = None) -> tuple[Runtime, dict[str, Any]]:
+    """(runtime, remaining options): the given runtime, or a new one when the options
+    or the config name runtime.* keys (the options' win, as they do over the config's
+    other keys), or the default runtime."""
     from .config import resolve_key, resolve_options
     rt_given: dict[str, Any] = {}
     rest: dict[str, Any] = {}
@@ -191,12 +202,17 @@ def runtime_for(runtime: Runtime | None, options: Mapping[str, Any],
             # where algo="es" makes it es.lr (the config that takes it knows the algorithm).
             rest[k] = v
     rt_opts = resolve_options(rt_given, None, what)  # seed= and runtime.seed=: refused
-    if rt_opts:
+    # {"runtime.seed": 5} in config= was passed to the object's C config, which reads no
+    # runtime key, and the default runtime (seed 0) silently served instead.
+    in_config = config_runtime_keys(config, what)
+    if rt_opts or in_config:
         if runtime is not None:
+            where = (', '.join(rt_opts) if rt_opts else
+                     f"the config's {', '.join(in_config)}")
             raise Error(Status.ERR_INVALID_ARGUMENT,
-                        f"{what}: {', '.join(rt_opts)} apply to a new runtime; pass them "
+                        f"{what}: {where} apply to a new runtime; pass them "
                         "to fastrl.Runtime(...) instead of also giving runtime=")
-        return Runtime(rt_opts), rest
+        return Runtime(dict(in_config, **rt_opts)), rest
     if runtime is None:
         return default_runtime(), rest
     if not isinstance(runtime, Runtime):

@@ -22,7 +22,7 @@ from .env import VecEnv, _builtin_name
 from .policy import Policy
 from .replay import Replay
 from .ring import Ring
-from .runtime import runtime_for
+from .runtime import config_runtime_keys, runtime_for
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -137,6 +137,7 @@ class Trainer(NoCopy):
             venv = env
             venv._ptr
             rt_keys = [k for k in options if _names_runtime_key(k)]
+            rt_keys += [f"the config's {k}" for k in config_runtime_keys(config, "Trainer")]
             if rt_keys:
                 raise Error(Status.ERR_INVALID_ARGUMENT,
                             f"Trainer: {', '.join(rt_keys)} would make a new runtime, but a "
@@ -160,7 +161,7 @@ class Trainer(NoCopy):
             weakref.finalize(h, _unlock, weakref.ref(venv))
         else:
             name = _builtin_name(env)
-            rt, options = runtime_for(runtime, options, "Trainer")
+            rt, options = runtime_for(runtime, options, "Trainer", config)
             cfg = as_config(config, options, "Trainer config")
             _lib.check(L.trainer_create(ctypes.byref(ptr), rt.handle.ptr,
                                         _lib.encode(name, "environment id"), cfg._ptr),
@@ -176,7 +177,7 @@ class Trainer(NoCopy):
              runtime: Runtime | None = None, **options: Any) -> _Trainer:
         """Continue a run saved by :meth:`save` (built-in envs). Keys set by ``config``
         or ``options`` override the saved settings."""
-        rt, options = runtime_for(runtime, options, "Trainer.load")
+        rt, options = runtime_for(runtime, options, "Trainer.load", config)
         cfg = as_config(config, options, "Trainer.load config")
         L = _lib.lib()
         ptr = ctypes.c_void_p()

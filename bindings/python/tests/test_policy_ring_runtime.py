@@ -81,6 +81,32 @@ def test_runtime_errors_and_default():
     assert r2.closed
 
 
+def test_runtime_keys_in_a_config_make_the_objects_runtime():
+    """{"runtime.seed": 5} in config= made nothing: the object's C config reads no runtime
+    key, and the default runtime (seed 0, a thread per core) served silently."""
+    ob, ac = gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2)
+    x = [0.1, 0.2, 0.3, 0.4]
+    want = fastrl.Policy(ob, ac, seed=5).forward(x)[0]
+    for config in ({"runtime.seed": 5}, "runtime.seed=5", fastrl.Config({"runtime.seed": 5})):
+        p = fastrl.Policy(ob, ac, config)
+        assert p._runtime.seed == 5, config
+        np.testing.assert_array_equal(p.forward(x)[0], want)
+    t = fastrl.Trainer("CartPole-v1", {"runtime.seed": 5, "runtime.threads": 1})
+    assert (t._runtime.seed, t._runtime.threads) == (5, 1)
+    v = fastrl.VecEnv("CartPole-v1", 2, config="runtime.seed=4")
+    assert v.runtime.seed == 4
+    # a keyword wins over the config, as it does for every other key
+    assert fastrl.Policy(ob, ac, {"runtime.seed": 5}, seed=6)._runtime.seed == 6
+    # with runtime= given they would not apply: refused, named
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Policy(ob, ac, {"runtime.seed": 5}, runtime=fastrl.Runtime(threads=1))
+    assert ei.value.status == Status.ERR_INVALID_ARGUMENT
+    assert "the config's runtime.seed" in ei.value.message, ei.value.message
+    with pytest.raises(fastrl.Error) as ei:
+        fastrl.Trainer(fastrl.VecEnv("CartPole-v1", 2), {"runtime.threads": 1})
+    assert "shares its vec env's runtime" in ei.value.message, ei.value.message
+
+
 def test_a_logger_holding_its_runtime_is_freed():
     """A logger that holds the Runtime it logs for (a cycle through the callback the
     runtime keeps) is collected with it: the runtime, and its threads, do not leak."""
