@@ -48,6 +48,24 @@ run "$fastrl" train Acrobot-v1 --steps 2048 --out "$dir/run" --quiet --overwrite
 run "$fastrl" train --resume "$dir/run" --steps 4096 --quiet
 [ "$rc" -eq 0 ] && has "steps: 4096" || fail "resuming the replaced run: exit status $rc: $out"
 
+# A run killed before it saved leaves its metrics, settings and events but no
+# checkpoint: a new run there took them without a word (its only record).
+mkdir -p "$dir/killed"
+printf 'step,return\n1,2\n' > "$dir/killed/metrics.csv"
+run "$fastrl" train CartPole-v1 --steps 2048 --out "$dir/killed" --quiet
+[ "$rc" -eq 2 ] && has "holds metrics.csv, but no checkpoint.frl" && has "--overwrite" ||
+    fail "a new run over a killed one's metrics: exit status $rc: $out"
+[ "$(cat "$dir/killed/metrics.csv")" = "$(printf 'step,return\n1,2')" ] ||
+    fail "the refused run changed the killed run's metrics.csv"
+rm "$dir/killed/metrics.csv"
+: > "$dir/killed/events.out.tfevents.1.host"
+run "$fastrl" train CartPole-v1 --steps 2048 --out "$dir/killed" --quiet
+[ "$rc" -eq 2 ] && has "holds events.out.tfevents.1.host" ||
+    fail "a new run over a killed one's events: exit status $rc: $out"
+run "$fastrl" train CartPole-v1 --steps 2048 --out "$dir/killed" --quiet --overwrite
+[ "$rc" -eq 0 ] && [ ! -e "$dir/killed/events.out.tfevents.1.host" ] ||
+    fail "--overwrite over a killed run: exit status $rc: $out"
+
 # --max-seconds stops a long run as Ctrl-C does (saved, exit status 0), saying the limit
 # as given; a negative limit is refused.
 run "$fastrl" train CartPole-v1 --steps 1000000000 --max-seconds 1.5 --out "$dir/timed" --quiet

@@ -487,6 +487,32 @@ static int continues_in_place(const train_opts *o)
     return o->out && o->resume && cli_same_file(o->out, o->resume);
 }
 
+/* The first of a run's outputs other than its checkpoint that dir holds (metrics.csv,
+ * settings.txt, a TensorBoard event file), into name; 0 when none. A run killed before
+ * it saved leaves these alone, and they are its only record. */
+static int other_run_output(const char *dir, char *name, size_t size)
+{
+    static const char *const files[] = {"metrics.csv", "settings.txt"};
+    char path[4096];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (access(path, F_OK) == 0) {
+            snprintf(name, size, "%s", files[i]);
+            return 1;
+        }
+    }
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *ent; d && !found && (ent = readdir(d));)
+        if (strncmp(ent->d_name, "events.out.tfevents.", 20) == 0) {
+            snprintf(name, size, "%s", ent->d_name);
+            found = 1;
+        }
+    if (d)
+        closedir(d);
+    return found;
+}
+
 /* --out names a directory that holds another run: replacing it (its checkpoint and
  * metrics) takes --overwrite; continuing it takes --resume. Rank 0 alone asks, before
  * any rank writes. */
@@ -494,10 +520,16 @@ static int check_out_free(const train_opts *o)
 {
     if (!o->out || o->overwrite || o->follower || continues_in_place(o))
         return 0;
-    char path[4096], env[64] = "";
+    char path[4096], env[64] = "", name[256];
     snprintf(path, sizeof path, "%s/checkpoint.frl", o->out);
-    if (access(path, F_OK) != 0)
-        return 0;
+    if (access(path, F_OK) != 0) {
+        if (!other_run_output(o->out, name, sizeof name))
+            return 0;
+        fprintf(stderr, "fastrl train: %s already holds %s, but no checkpoint.frl (a run "
+                        "stopped before it saved?): replace it with --overwrite, or choose "
+                        "another --out\n", o->out, name);
+        return 2;
+    }
     saved_env(path, env, sizeof env);
     fprintf(stderr, "fastrl train: %s already holds a run%s%s%s: continue it with --resume %s, "
                     "or replace it with --overwrite\n", o->out, env[0] ? " (" : "", env,
