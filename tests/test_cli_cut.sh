@@ -76,7 +76,17 @@ run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/short.txt"
 [ "$rc" -eq 1 ] && has "cut short" || fail "a latency model without its last layer: $out"
 mkdir "$dir/model_dir"
 run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/model_dir"
-[ "$rc" -eq 1 ] && [ -d "$dir/model_dir" ] || fail "a directory as the latency model: $out"
+[ "$rc" -eq 1 ] && [ -d "$dir/model_dir" ] && has "not a regular file" ||
+    fail "a directory as the latency model: $out"
+# A FIFO no one writes: fopen waited for a writer for good; now refused at once (timeout
+# turns a hang into a failure).
+mkfifo "$dir/fifo"
+run timeout 60 "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/fifo"
+[ "$rc" -eq 1 ] && has "not a regular file" || fail "a FIFO as the latency model: $out"
+run timeout 60 "$fastrl" cut "$ck" --fit-latency "$dir/fifo" --latency-us 1
+[ "$rc" -eq 1 ] && has "not a regular file" || fail "a FIFO as the probe times: $out"
+run "$fastrl" cut "$ck" --fit-latency "$dir/model_dir" --latency-us 1
+[ "$rc" -eq 1 ] && has "not a regular file" || fail "a directory as the probe times: $out"
 
 # Another target's probe times (ns a call) fit a batch-1 model; nothing is measured here.
 printf '# widths ns\n4 310\n8 420\n16,16 960\n' > "$dir/times.txt"

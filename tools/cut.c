@@ -6,6 +6,7 @@
  * prints the Pareto front, --latency-us picks the best return whose predicted latency
  * meets the budget and checks it by measuring the cut policy. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,16 +311,44 @@ static int model_elsewhere(const cut_run *r, const char *path)
     return 1;
 }
 
+/* path opened for reading as a regular file, or NULL with errno set (EINVAL: not a
+ * regular file). A FIFO with no writer blocked fopen for good, and a directory read as
+ * an empty file ("0 times do not fit a model"). */
+static FILE *open_regular(const char *path, const char *mode)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), e = 0;
+    struct stat st;
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) != 0)
+        e = errno;
+    else if (!S_ISREG(st.st_mode))
+        e = EINVAL;
+    FILE *f = e ? NULL : fdopen(fd, mode);
+    if (!f) {
+        e = e ? e : errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
+/* open_regular's failure in words. */
+static const char *open_error(int e)
+{
+    return e == EINVAL ? "not a regular file" : strerror(e);
+}
+
 static int foreign_model(const cut_run *r);
 
 static int read_model(cut_run *r, const char *path, int32_t batch, int32_t deterministic)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = open_regular(path, "rb");
     if (!f && errno == ENOENT)
         return -1; /* not there yet: measured and written */
     if (!f) { /* there but unreadable: measuring again would overwrite it */
         fprintf(stderr, "fastrl cut: cannot read the latency model %s: %s\n", path,
-                strerror(errno));
+                open_error(errno));
         return 1;
     }
     char text[1 << 16];
@@ -433,9 +462,9 @@ static int probe_entry(cut_run *r, const char *path, int32_t line_no, const char
  * starts a comment line. */
 static int fit_probes(cut_run *r, const char *path)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = open_regular(path, "r");
     if (!f) {
-        fprintf(stderr, "fastrl cut: cannot read %s\n", path);
+        fprintf(stderr, "fastrl cut: cannot read %s: %s\n", path, open_error(errno));
         return 1;
     }
     probes pr = {.n = 0};
