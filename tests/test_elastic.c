@@ -485,6 +485,35 @@ START_TEST(nonfinite_heads_are_refused)
 }
 END_TEST
 
+/* elastic.widths set on resuming a plain run: the trainer it makes needs a head block
+ * the run never saved. Said as the caller's override, with the saved value, not as a
+ * corrupt file (FRL_ERR_FORMAT "no section"). */
+START_TEST(elastic_widths_over_a_plain_run_are_named)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings("policy.hidden=16,16 train.num_envs=4 "
+                                        "train.rollout=64");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "Pendulum-v1", cfg), FRL_OK);
+    frl_config_destroy(cfg);
+    ck_assert_int_eq(frl_trainer_train(t, 256), FRL_OK);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_elastic_p%d.frl", (int)getpid());
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    cfg = frl_test_settings("elastic.widths=4,8 train.lr=0.001");
+    ck_assert_int_eq(frl_trainer_load(&t, rt, path, cfg), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(t);
+    const char *m = frl_last_error();
+    ck_assert_msg(strstr(m, "elastic.heads") && strstr(m, "elastic.widths=4,8 (saved: empty)"),
+                  "%s", m);
+    ck_assert_msg(!strstr(m, "train.lr"), "%s", m); /* the same value as saved: not named */
+    frl_config_destroy(cfg);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* APPO: the async sampler's learner thread runs the distillation too, and a run that
  * stops mid-way still leaves a checkpoint whose sub-policies cut. */
 START_TEST(async_elastic_run_distils)
@@ -763,6 +792,7 @@ int main(void)
     tcase_add_test(tc, resumed_elastic_run_continues_exactly);
     tcase_add_test(tc, async_elastic_run_distils);
     tcase_add_test(tc, nonfinite_heads_are_refused);
+    tcase_add_test(tc, elastic_widths_over_a_plain_run_are_named);
     tcase_add_test(tc, latency_model_predicts_acting);
     tcase_add_test(tc, latency_model_text_round_trips);
     tcase_add_test(tc, latency_model_text_refuses_corruption);

@@ -602,6 +602,54 @@ static frl_status fail_build(char *err, frl_status st, const load_job *j, const 
                     "saved settings stay unless overridden too: %s", algo, saved->algo, why);
 }
 
+/* "key=value (saved: old)" for the first few keys over sets to other values than the
+ * saved settings, into buf; the count of such keys. */
+static int changed_keys(const frl_container *c, const frl_config *over, char *buf, size_t size)
+{
+    char text[FRL_SETTINGS_MAX], ignored[FRL_ERRMSG_SIZE], mine[256], theirs[256];
+    frl_config *saved = NULL;
+    int n = 0;
+    buf[0] = '\0';
+    if (text_of(c, "trainer.settings", text, sizeof text, ignored) != FRL_OK ||
+        frl_config_create(&saved, NULL) != FRL_OK)
+        return 0;
+    if (frl_config_parse(saved, text) == FRL_OK)
+        for (int32_t k = 0; k < FRL_KEY_COUNT; k++) {
+            const char *name = frl_key_defs[k].name;
+            if (!frl_cfg_is_set(over, (frl_key)k) ||
+                frl_config_get_text(over, name, mine, sizeof mine) != FRL_OK ||
+                frl_config_get_text(saved, name, theirs, sizeof theirs) != FRL_OK ||
+                !strcmp(mine, theirs))
+                continue;
+            size_t at = strlen(buf);
+            if (n++ < 3 && at < size)
+                snprintf(buf + at, size - at, "%s%s=%.60s (saved: %.60s)", at ? ", " : "",
+                         name, mine, theirs[0] ? theirs : "empty");
+        }
+    size_t at = strlen(buf);
+    if (n > 3 && at < size)
+        snprintf(buf + at, size - at, " and %d more", n - 3);
+    frl_config_destroy(saved);
+    return n;
+}
+
+/* A restore that found no section the build asked for, after the caller changed the
+ * settings (train.algo=ppo over a saved ES run, elastic.widths over a plain one): the
+ * change made a trainer whose state the run never saved. Said as the caller's settings,
+ * not as a corrupt file. */
+static frl_status blame_overrides(const frl_container *c, const frl_config *over,
+                                  frl_status st, char *err)
+{
+    char keys[512], why[FRL_ERRMSG_SIZE];
+    if (st != FRL_ERR_FORMAT || !over || !strstr(err, "no section") ||
+        changed_keys(c, over, keys, sizeof keys) == 0)
+        return st;
+    snprintf(why, sizeof why, "%s", err);
+    return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "%s: the settings changed on resume, %s, "
+                    "make a trainer whose state the run did not save (leave them as saved, or "
+                    "start a new run)", why, keys);
+}
+
 static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_container *c,
                             const load_job *j, char *err)
 {
@@ -637,7 +685,7 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     if (st != FRL_OK) {
         frl_trainer_destroy(*out);
         *out = NULL;
-        return st;
+        return blame_overrides(c, j->over, st, err);
     }
     (*out)->steps_at_start = (*out)->book.pr.env_steps;
     (*out)->resumed = 1;
