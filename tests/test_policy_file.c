@@ -270,6 +270,25 @@ START_TEST(saved_dist_comm_is_dropped)
 }
 END_TEST
 
+/* A text section with a NUL inside ("CartPole-v1\0x" as trainer.env) was read up to the
+ * NUL, as CartPole-v1: refused, named, as a policy file's settings are. */
+START_TEST(nul_in_a_text_section_is_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72];
+    forged_paths("frl_nul_env", path, bad);
+    save_small_run(rt, "", path);
+    rewrite_bytes(path, bad, "trainer.env", "CartPole-v1\0x", 13);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_load(&t, rt, bad, NULL), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(frl_last_error(), "trainer.env holds a NUL byte"), "%s",
+                  frl_last_error());
+    unlink(path);
+    unlink(bad);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A Gaussian head's log-std beyond +-80 (acting's draws overflow past it, and no policy
  * file holds it) ends the run as diverged at that update, rather than training on until
  * a save fails or something overflows. */
@@ -370,6 +389,7 @@ int main(void)
     tcase_add_test(tc, q_policy_keeps_its_epsilon);
     tcase_add_test(tc, impala_checkpoint_from_before_loads);
     tcase_add_test(tc, saved_dist_comm_is_dropped);
+    tcase_add_test(tc, nul_in_a_text_section_is_refused);
     tcase_add_test(tc, log_std_past_its_bound_is_divergence);
     tcase_add_test(tc, algo_override_names_the_saved_run);
     tcase_add_test(tc, saved_observations_checked);

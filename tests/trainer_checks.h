@@ -64,8 +64,8 @@ static inline void forged_paths(const char *stem, char path[64], char bad[72])
 }
 
 /* The checkpoint at src written to dst with text section `name` holding `text`. */
-static inline void rewrite_text(const char *src, const char *dst, const char *name,
-                                const char *text)
+static inline void rewrite_bytes(const char *src, const char *dst, const char *name,
+                                 const char *text, uint64_t count)
 {
     char err[FRL_ERRMSG_SIZE];
     frl_container *c = NULL;
@@ -78,13 +78,19 @@ static inline void rewrite_text(const char *src, const char *dst, const char *na
         if (strcmp(s[i].name, name) == 0) {
             ck_assert(s[i].dtype == FRL_DTYPE_TEXT);
             s[i].data = text;
-            s[i].count = strlen(text);
+            s[i].count = count;
             found = 1;
         }
     }
     ck_assert_msg(found, "no section %s", name);
     ck_assert_msg(frl_container_write(dst, NULL, s, n, err) == FRL_OK, "%s", err);
     frl_container_free(c);
+}
+
+static inline void rewrite_text(const char *src, const char *dst, const char *name,
+                                const char *text)
+{
+    rewrite_bytes(src, dst, name, text, strlen(text));
 }
 
 /* Changes a section's data (count values of its dtype) in place. */

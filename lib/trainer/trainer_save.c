@@ -172,6 +172,9 @@ static frl_status text_of(const frl_container *c, const char *name, char *buf, s
         return FRL_ERR_FORMAT;
     if (s->count >= size)
         return frl_fail(err, FRL_ERR_FORMAT, "section %s is too long", name);
+    /* "CartPole-v1\0x" read as CartPole-v1: the text would end early, unsaid */
+    if (memchr(s->data, '\0', s->count))
+        return frl_fail(err, FRL_ERR_FORMAT, "section %s holds a NUL byte", name);
     memcpy(buf, s->data, s->count);
     buf[s->count] = '\0';
     return FRL_OK;
