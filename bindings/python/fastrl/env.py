@@ -309,6 +309,9 @@ class _ObsWriter:
     def array(self, obs: object) -> npt.NDArray[Any]:
         if self.dtype == np.uint8:
             a = self._pixels(obs)
+        elif np.asarray(obs).dtype.kind not in "biuf":
+            # complex lost its imaginary part, and "0.5" was read as a number, unsaid
+            raise TypeError(f"observation must be numbers, not {np.asarray(obs).dtype}")
         elif self.start:  # in float64, so a large start loses nothing before the shift
             a = (np.asarray(obs, dtype=np.float64) - self.start).astype(np.float32)
         else:

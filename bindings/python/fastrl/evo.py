@@ -284,7 +284,11 @@ class Evo(Closable):
         if r is False or (isinstance(r, np.bool_) and not r):  # numpy's False stops too
             return False
         if r is not None:
-            r = np.asarray(r, dtype=np.float64)
+            r = np.asarray(r)
+            if r.dtype.kind not in "iuf":  # as tell: bools and strings are no fitnesses
+                raise TypeError(f"run: fitness_fn returned {r.dtype}; fitness must be an "
+                                "array of numbers")
+            r = r.astype(np.float64, copy=False)
             if r.shape != f.shape:
                 raise ValueError(f"run: fitness_fn returned shape {r.shape}; expected "
                                  f"({self.population},), one per member")

@@ -318,7 +318,10 @@ def join_rows(obs: object, space: Space,
     image = np.asarray(obs["image"])
     if image.dtype != np.uint8:
         raise TypeError(f"{what}: the image part must be uint8 pixels, not {image.dtype}")
-    vector = np.asarray(obs["vector"], dtype=np.float32)
+    vector = np.asarray(obs["vector"])
+    if vector.dtype.kind not in "biuf":  # complex or text read as numbers, unsaid
+        raise TypeError(f"{what}: the vector part must be numbers, not {vector.dtype}")
+    vector = vector.astype(np.float32, copy=False)
     single = image.shape == im
     lead = () if single else image.shape[:1]
     if image.shape != lead + im or vector.shape != lead + vec:

@@ -307,6 +307,18 @@ def test_run_stops_on_numpy_false():
     assert a.generation == 3
 
 
+def test_run_refuses_fitnesses_that_are_not_numbers():
+    """fitness_fn's returned bools or strings were taken as numbers, where tell refuses
+    them; the optimiser is then unchanged."""
+    a = es(runtime=fastrl.Runtime(threads=1, seed=2), population=4)
+    for bad in ([True, False, True, False], ["1", "2", "3", "4"]):
+        with pytest.raises(TypeError, match="array of numbers"):
+            a.run(lambda x, f: bad, 1)
+        assert a.generation == 0
+    a.run(lambda x, f: quadratic(x), 1)
+    assert a.generation == 1
+
+
 def test_close_inside_run_is_refused():
     # The run holds the optimiser's pointer across the fitness call: a close() there
     # would free it under the loop (the tell read freed memory).

@@ -185,6 +185,15 @@ def test_bad_values_from_python_envs():
         with pytest.raises(fastrl.Error) as ei:
             env.step(0)
         assert ei.value.status == status, (mode, ei.value)
+    # An observation of complex numbers or text: a TypeError, not its real part or a
+    # number parsed from the text.
+    class Odd(Bad):
+        def reset(self, *, seed=None, options=None):
+            return np.array(self.mode), {}
+
+    for odd in ([1 + 5j, 2 - 3j], ["0.5", "0"]):
+        with pytest.raises(TypeError, match="observation must be numbers"):
+            fastrl.Env.from_python(Odd(odd)).reset(seed=0)
     # A reward that is no number is the env's TypeError in both modes, not a NaN.
     for per_env in (False, True):
         v = fastrl.VecEnv.from_python([Bad("none")], per_env=per_env)

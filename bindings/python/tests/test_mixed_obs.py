@@ -118,6 +118,10 @@ def test_policy_acts_on_dicts_and_rows(tmp_path):
     assert not np.array_equal(p.forward(moved)[0], out)  # the vector is read
     with pytest.raises(TypeError, match="uint8"):
         p.act({"image": obs["image"].astype(np.float32), "vector": obs["vector"]})
+    # complex or text in the vector part was read as numbers, unsaid
+    for bad in (obs["vector"] + 1j, obs["vector"].astype(str)):
+        with pytest.raises(TypeError, match="vector part must be numbers"):
+            p.act({"image": obs["image"], "vector": bad})
     with pytest.raises(fastrl.Error) as ei:
         p.act({"image": obs["image"], "vector": obs["vector"][:, :1]})
     assert ei.value.status == Status.ERR_SIZE
