@@ -92,12 +92,19 @@ def config_keys() -> list[KeyInfo]:
     return list(_all_infos().values())
 
 
-def describe(key: str) -> KeyInfo:
+def describe(key: str | bytes) -> KeyInfo:
     """The :class:`KeyInfo` of a key (full name, e.g. ``"train.lr"``)."""
+    key = _key_text(key)
     info = _all_infos().get(key)
     if info is None:
         _unknown(key)
     return info
+
+
+class _UnknownKey(Error, KeyError):
+    """An unknown config key: an Error (ERR_UNKNOWN_NAME, as the library says it) that is
+    also a KeyError, so the mapping's get(key, default) and pop(key, default) return the
+    default as a mapping's do."""
 
 
 def _unknown(key: str | bytes) -> NoReturn:
@@ -106,7 +113,7 @@ def _unknown(key: str | bytes) -> NoReturn:
     st = _lib.lib().config_describe(_lib.encode(key, "config key"),
                                     ctypes.byref(_key_info_probe()))
     message = _lib.last_error() if st else ""  # 0: a key it knows, given as bytes
-    raise Error(st or Status.ERR_UNKNOWN_NAME, message or f"unknown config key {key!r}")
+    raise _UnknownKey(st or Status.ERR_UNKNOWN_NAME, message or f"unknown config key {key!r}")
 
 
 def _key_text(key: str | bytes) -> str:
@@ -326,7 +333,8 @@ class Config(_MappingBase):
             raise Error(Status.ERR_TYPE, f"config key {key!r} is of type "
                         f"{info.type.replace('_', ' ')}, not int")
 
-    def __delitem__(self, key: str) -> None:
+    def __delitem__(self, key: str | bytes) -> None:
+        describe(key)  # unknown: the KeyError-compatible Error, as reading it raises
         _lib.check(_lib.lib().config_unset(self._ptr, _lib.encode(key, "config key")))
 
     def __iter__(self) -> Iterator[str]:
@@ -385,8 +393,8 @@ class Config(_MappingBase):
         _lib.check(_lib.lib().config_parse(self._ptr, _lib.encode(text, "config text")))
         return self
 
-    def is_set(self, key: str) -> bool:
-        describe(key)
+    def is_set(self, key: str | bytes) -> bool:
+        key = describe(key).name
         return bool(_lib.lib().config_is_set(self._ptr, key.encode()))
 
     def set_keys(self) -> list[str]:
@@ -412,7 +420,7 @@ class Config(_MappingBase):
     def __reduce__(self) -> tuple[type[Config], tuple[dict[str, Any]]]:
         return (Config, (self.to_dict(),))
 
-    def describe(self, key: str) -> KeyInfo:
+    def describe(self, key: str | bytes) -> KeyInfo:
         return describe(key)
 
     @staticmethod

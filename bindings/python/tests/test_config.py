@@ -203,6 +203,24 @@ def test_a_key_as_bytes_reads_what_it_set():
     assert ei.value.status == Status.ERR_INVALID_ARGUMENT
     with pytest.raises(TypeError):
         c[3]
+    # is_set and describe took only str: "unknown config key b'train.lr'"
+    assert c.is_set(b"train.lr") and c.describe(b"train.lr").name == "train.lr"
+    assert fastrl.config.describe(b"train.lr").name == "train.lr"
+
+
+def test_unknown_keys_are_key_errors_to_the_mapping_methods():
+    """An unknown key raised Error only, so get(key, default) and pop(key, default),
+    which a MutableMapping answers with the default, raised instead. The Error is now
+    also a KeyError; known keys read and unset as before."""
+    c = fastrl.Config({"train.lr": 0.01})
+    assert c.get("train.nope", "dflt") == "dflt" and c.pop("train.nope", None) is None
+    with pytest.raises(KeyError):
+        c["train.nope"]
+    with pytest.raises(fastrl.Error) as ei:
+        del c["train.nope"]
+    assert isinstance(ei.value, KeyError) and ei.value.status == Status.ERR_UNKNOWN_NAME
+    assert "unknown config key" in str(ei.value)  # the library's message, not KeyError's
+    assert c.pop("train.lr") == 0.01 and not c.is_set("train.lr")
 
 
 def test_update_from_a_config_takes_its_set_keys():
