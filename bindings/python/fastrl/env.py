@@ -313,8 +313,12 @@ class _ObsWriter:
             # complex lost its imaginary part, and "0.5" was read as a number, unsaid
             raise TypeError(f"observation must be numbers, not {np.asarray(obs).dtype}")
         elif self.start:  # in float64, so a large start loses nothing before the shift
-            a = (np.asarray(obs, dtype=np.float64) - self.start).astype(np.float32)
+            a = np.asarray(obs, dtype=np.float64) - self.start
+            spaces.check_whole(a + self.start, "env")
+            a = a.astype(np.float32)
         else:
+            if self.shape == ():  # a discrete index (a box has rank >= 1)
+                spaces.check_whole(obs, "env")
             a = np.asarray(obs, dtype=np.float32)
         # the space's shape exactly (a transposed image of the right size would be
         # read scrambled); a number stands for a shape of one element

@@ -290,6 +290,8 @@ class Policy(Closable):
         # Box of shape (1,)
         shape = np.shape(observations)
         single = shape == self._obs_shape or (shape == () and self._obs_shape == (1,))
+        if self._obs_shape == ():  # discrete indices (a box has rank >= 1)
+            spaces.check_whole(observations, "act")
         return np.ascontiguousarray(observations, dtype=self._obs_dtype), single
 
     # (actions, log_probs, values, outputs): the last three None unless asked for (info,

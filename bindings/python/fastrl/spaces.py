@@ -278,6 +278,18 @@ def observation_layout(space: Space) -> tuple[tuple[int, ...], int, np.dtype[Any
     return tuple(d[1]), 0, np.dtype(np.uint8 if d[0] == "image" else np.float32)
 
 
+def check_whole(values: npt.ArrayLike, what: str) -> None:
+    """Discrete observations, before they become float32: one that is not a whole number
+    but whose float32 is (2.0000001 became a valid 2; the library checks the float it
+    is given, and says the rest itself) raises ERR_RANGE naming it."""
+    v = np.asarray(values, dtype=np.float64)
+    f = v.astype(np.float32)
+    bad = np.flatnonzero((v != np.floor(v)) & (f == np.floor(f)))
+    if bad.size:
+        raise Error(Status.ERR_RANGE, f"{what}: observation {float(v.flat[bad[0]])!r} is "
+                    "not an index of the discrete observation space (an integer in [0, n))")
+
+
 def observation_dtype(c_space: int | None) -> np.dtype[Any]:
     """The numpy dtype of the library's observation arrays for the C space at c_space."""
     kind = _lib.lib().space_get_kind(c_space)

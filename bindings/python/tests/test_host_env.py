@@ -194,6 +194,22 @@ def test_bad_values_from_python_envs():
     for odd in ([1 + 5j, 2 - 3j], ["0.5", "0"]):
         with pytest.raises(TypeError, match="observation must be numbers"):
             fastrl.Env.from_python(Odd(odd)).reset(seed=0)
+    # A discrete observation that float32 would round to an index (2.0000001 to 2) is
+    # refused; 2.5, which stays a fraction, is the library's to refuse, as before.
+    class Near(gym.Env):
+        observation_space = gym.spaces.Discrete(5)
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self, value):
+            self.value = value
+
+        def reset(self, *, seed=None, options=None):
+            return self.value, {}
+
+    for value in (2.0000001, 2.5):
+        with pytest.raises(fastrl.Error) as ei:
+            fastrl.Env.from_python(Near(value)).reset(seed=0)
+        assert ei.value.status == Status.ERR_RANGE and str(value) in ei.value.message
     # A reward that is no number is the env's TypeError in both modes, not a NaN.
     for per_env in (False, True):
         v = fastrl.VecEnv.from_python([Bad("none")], per_env=per_env)

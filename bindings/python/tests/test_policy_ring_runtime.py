@@ -240,6 +240,12 @@ def test_policy_errors(rt, tmp_path):
     with pytest.raises(fastrl.Error) as ei:
         p.act(np.array([[0, 0, 0, 0], [0, np.inf, 0, 0]], np.float32))
     assert "1" in ei.value.message  # names the row
+    d = fastrl.Policy(gym.spaces.Discrete(2**24), gym.spaces.Discrete(2), hidden=[4])
+    for near in (10000000.3, [1, 2.0000001]):  # whole numbers once float32
+        with pytest.raises(fastrl.Error) as ei:
+            d.act(near, deterministic=True)
+        assert ei.value.status == Status.ERR_RANGE, ei.value
+    assert d.act(3, deterministic=True) in (0, 1)
     for bad in (lambda: p.act(np.zeros(4, complex)),  # the imaginary part would go
                 lambda: p.act(np.zeros(4), counter=1.0)):
         with pytest.raises(TypeError):
