@@ -307,18 +307,19 @@ class _ObsWriter:
         return a.astype(np.uint8, copy=False)
 
     def array(self, obs: object) -> npt.NDArray[Any]:
+        a: npt.NDArray[Any]
         if self.dtype == np.uint8:
             a = self._pixels(obs)
         elif np.asarray(obs).dtype.kind not in "biuf":
             # complex lost its imaginary part, and "0.5" was read as a number, unsaid
             raise TypeError(f"observation must be numbers, not {np.asarray(obs).dtype}")
         elif self.start:  # in float64, so a large start loses nothing before the shift
-            a = np.asarray(obs, dtype=np.float64) - self.start
-            spaces.check_whole(a + self.start, "env")
-            a = a.astype(np.float32)
+            wide = np.asarray(obs, dtype=np.float64)
+            spaces.check_whole(wide, "env")
+            a = (wide - self.start).astype(np.float32)
         else:
             if self.shape == ():  # a discrete index (a box has rank >= 1)
-                spaces.check_whole(obs, "env")
+                spaces.check_whole(np.asarray(obs), "env")
             a = np.asarray(obs, dtype=np.float32)
         # the space's shape exactly (a transposed image of the right size would be
         # read scrambled); a number stands for a shape of one element
