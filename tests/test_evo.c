@@ -4,12 +4,14 @@
  * save and load, bad input leaving the optimiser unchanged), and train.algo=es|ga on
  * the trainer (learning CartPole, resuming exactly). */
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fastrl.h"
 #include "rl/policy.h"
@@ -874,6 +876,56 @@ START_TEST(train_allocates_nothing)
 }
 END_TEST
 
+/* The bytes of the event file a trainer wrote into dir (malloc'd, *n of them). */
+static char *event_file(const char *dir, size_t *n)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    char path[512] = "";
+    for (struct dirent *e; (e = readdir(d));)
+        if (!strncmp(e->d_name, "events.out.tfevents.", 20))
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    closedir(d);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "no event file in %s", dir);
+    char *buf = malloc(1 << 20);
+    *n = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    return buf;
+}
+
+/* The ES and GA metrics reached frl_metrics only: a CLI run's TensorBoard showed none
+ * of them. A PPO run's file has no such charts (NaN rows are skipped). */
+START_TEST(population_charts_in_tensorboard)
+{
+    const char *runs[] = {"train.algo=es es.population=16 train.num_envs=8",
+                          "train.num_envs=8 train.rollout=32"};
+    for (int i = 0; i < 2; i++) {
+        frl_runtime *rt = frl_test_runtime(1);
+        frl_trainer *t = evo_trainer(rt, runs[i]);
+        char dir[] = "/tmp/frl_test_evo_tb_XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+        ck_assert_int_eq(frl_trainer_train(t, 4000), FRL_OK);
+        frl_trainer_destroy(t);
+        size_t n;
+        char *buf = event_file(dir, &n);
+        for (int k = 0; k < 3; k++) {
+            const char *tag = (const char *[]){"charts/population_mean",
+                                               "charts/population_best",
+                                               "charts/kept_fitness"}[k];
+            ck_assert_msg((memmem(buf, n, tag, strlen(tag)) != NULL) == (i == 0), "%s: %s",
+                          runs[i], tag);
+        }
+        free(buf);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        frl_runtime_destroy(rt);
+    }
+}
+END_TEST
+
 START_TEST(trainer_resumes_exactly)
 {
     check_resume("train.algo=es es.population=16 train.num_envs=8", "test_evo_tr_es.frl");
@@ -1280,6 +1332,7 @@ static Suite *suite(void)
     tcase_add_test(c, es_learns_cartpole);
     tcase_add_test(c, ga_learns_cartpole);
     tcase_add_test(c, trainer_resumes_exactly);
+    tcase_add_test(c, population_charts_in_tensorboard);
     tcase_add_test(c, train_allocates_nothing);
     tcase_add_test(c, target_reached_survives_a_load);
     tcase_add_test(c, forged_es_state_refused);

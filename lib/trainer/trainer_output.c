@@ -206,6 +206,11 @@ static frl_status write_scalars(frl_trainer *t, const frl_metrics *m, double wal
         {"charts/replay_fill", t->store.replay ? m->replay_fill : NAN},
         {"charts/sample_age", t->store.replay ? m->sample_age : NAN},
         {"charts/priority_spread", m->priority_spread > 0 ? m->priority_spread : NAN},
+        /* ES and GA (a population is the sign); not in metrics.csv, whose columns stay
+         * those its readers know */
+        {"charts/population_mean", t->store.population ? m->population_mean : NAN},
+        {"charts/population_best", t->store.population ? m->population_best : NAN},
+        {"charts/kept_fitness", t->store.population ? m->kept_fitness : NAN},
         /* Lag exists only with the async sampler; NaN rows are skipped below. */
         {"charts/policy_lag_mean", t->sampler->ops->overlaps_learning ? m->policy_lag_mean : NAN},
         {"charts/policy_lag_max", t->sampler->ops->overlaps_learning ? m->policy_lag_max : NAN},
