@@ -388,6 +388,49 @@ START_TEST(nested_get_state_refused)
 }
 END_TEST
 
+/* A host env's set_state writes no observation, so obs got the last row: after a step
+ * whose observation was refused (NaN), a set_state that succeeded handed back NaN. It
+ * is refused (nothing changes) unless obs is NULL; the next step then observes. */
+START_TEST(set_state_after_a_refused_observation)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    nested_state n;
+    memset(&n, 0, sizeof n);
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = nested_state_reset;
+    cb.step = counter_step;
+    cb.state_size = 1;
+    cb.get_state = nested_state_get;
+    cb.set_state = nested_state_set;
+    frl_space *obs, *act;
+    make_spaces(&obs, &act);
+    frl_env *e = NULL;
+    ck_assert_int_eq(frl_env_create_callbacks(&e, rt, &cb, &n.c, obs, act, NULL), FRL_OK);
+    float o[2], r;
+    uint8_t t, u;
+    int32_t one = 1;
+    ck_assert_int_eq(frl_env_reset(e, 1, o), FRL_OK);
+    n.c.poison = NAN;
+    ck_assert_int_eq(frl_env_step(e, &one, o, &r, &t, &u), FRL_ERR_NONFINITE);
+    n.c.poison = 0.0f;
+    double s[2] = {2.0, 0.0};
+    n.c.pos = 7.0f;
+    ck_assert_int_eq(frl_env_set_state(e, s, 2, o), FRL_ERR_STATE);
+    ck_assert_msg(strstr(frl_env_last_error(e), "no observation to give"), "%s",
+                  frl_env_last_error(e));
+    ck_assert(n.c.pos == 7.0f); /* the host's set_state was not called */
+    ck_assert_int_eq(frl_env_set_state(e, s, 2, NULL), FRL_OK);
+    ck_assert(n.c.pos == 2.0f);
+    ck_assert_int_eq(frl_env_step(e, &one, o, &r, &t, &u), FRL_OK);
+    ck_assert(o[0] == 3.0f && isfinite(o[1]));
+    frl_env_destroy(e);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A batch world: every agent's position; reset_mask and seeds per agent. */
 typedef struct world {
     float pos[16];
@@ -545,6 +588,7 @@ int main(void)
     tcase_add_test(tc, per_env_autoreset);
     tcase_add_test(tc, host_seeds_independent_of_threads);
     tcase_add_test(tc, nonfinite_obs_detected);
+    tcase_add_test(tc, set_state_after_a_refused_observation);
     tcase_add_test(tc, batch_world_autoreset);
     tcase_add_test(tc, failed_autoreset_keeps_its_seed);
     tcase_add_test(tc, nested_calls_from_callbacks_refused);

@@ -165,11 +165,31 @@ FRL_API frl_status frl_env_get_state(frl_env *e, double *state, int32_t size)
     return frl_vec_env_get_state_at(e->v, 0, state, size, e->err);
 }
 
+/* 1 when a host env's observation row holds what its last reset or step returned and
+ * the library refused (NaN, infinity, or no index of a discrete space). A host
+ * set_state writes no observation, so obs would get that row from a call that
+ * succeeded. Images are bytes, refused by nothing a row could hold. */
+static int refused_host_row(const frl_env *e)
+{
+    const frl_vec_env *v = e->v;
+    if (v->kind == VEC_BUILTIN || v->observe || !v->b.needs_reset[0])
+        return 0;
+    frl_space_kind kind = frl_space_get_kind(v->obs_space);
+    if (kind == FRL_SPACE_DISCRETE)
+        return frl_find_bad_index(v->b.obs, 1, v->obs_n) >= 0;
+    return kind == FRL_SPACE_BOX && frl_find_nonfinite(v->b.obs, v->obs_w) >= 0;
+}
+
 FRL_API frl_status frl_env_set_state(frl_env *e, const double *state, int32_t size, float *obs)
 {
     if (!e || !state)
         return frl_fail(e ? e->err : NULL, FRL_ERR_NULL, "frl_env_set_state: %s is NULL",
                         e ? "state" : "env");
+    if (obs && refused_host_row(e))
+        return frl_fail(e->err, FRL_ERR_STATE, "frl_env_set_state: the env's last reset or "
+                        "step returned an observation that was refused, and a host set_state "
+                        "writes none, so there is no observation to give: pass obs = NULL "
+                        "(the next step observes), or reset");
     frl_status st = frl_vec_env_set_state_at(e->v, 0, state, size, e->err);
     if (st == FRL_OK && obs)
         copy_obs(e, obs);
