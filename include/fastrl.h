@@ -140,7 +140,8 @@ typedef enum frl_log_level {
 typedef struct frl_logger {
     size_t struct_size; /* sizeof(frl_logger), set by frl_logger_init */
     /* message is valid only during the call. Called from any library thread, one
-     * call at a time per runtime. NULL (the default): nothing is logged. */
+     * call at a time per runtime (a library call made from it logs to it nested, on
+     * the same thread). NULL (the default): nothing is logged. */
     void (*log)(void *user, frl_log_level level, const char *message);
     void *user;
     frl_log_level max_level; /* messages above this level are not formatted */

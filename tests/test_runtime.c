@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fastrl.h"
 #include "test_util.h"
@@ -171,6 +172,47 @@ START_TEST(logger_and_defaults)
 }
 END_TEST
 
+/* A logger that calls the library: the first message makes a trainer, which logs its
+ * ring from inside the logger. The runtime's log lock deadlocked on it. */
+typedef struct calling_logger {
+    frl_runtime *rt;
+    int depth, max_depth, made;
+} calling_logger;
+
+static void call_from_log(void *user, frl_log_level level, const char *msg)
+{
+    (void)level;
+    (void)msg;
+    calling_logger *c = user;
+    c->depth++;
+    c->max_depth = c->depth > c->max_depth ? c->depth : c->max_depth;
+    if (c->rt && !c->made++) {
+        frl_trainer *t = NULL;
+        ck_assert_int_eq(frl_trainer_create(&t, c->rt, "CartPole-v1", NULL), FRL_OK);
+        frl_trainer_destroy(t);
+    }
+    c->depth--;
+}
+
+START_TEST(logger_may_call_the_library)
+{
+    alarm(120); /* a deadlock ends the test (SIGALRM) rather than hanging the suite */
+    calling_logger c = {0};
+    frl_logger l;
+    frl_logger_init(&l);
+    l.log = call_from_log;
+    l.user = &c;
+    ck_assert_int_eq(frl_runtime_create(&c.rt, NULL, NULL, &l), FRL_OK);
+    frl_trainer *t = NULL;
+    ck_assert_int_eq(frl_trainer_create(&t, c.rt, "CartPole-v1", NULL), FRL_OK);
+    ck_assert_int_eq(c.made, 2); /* the outer trainer's ring line, then the nested one's */
+    ck_assert_int_eq(c.max_depth, 2); /* the nested trainer's message came inside */
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(c.rt);
+    alarm(0);
+}
+END_TEST
+
 static double cpu_seconds(void)
 {
     struct timespec ts;
@@ -270,6 +312,7 @@ int main(void)
     tcase_add_test(tc, failure_reaches_caller);
     tcase_add_test(tc, nested_call_runs_inline);
     tcase_add_test(tc, logger_and_defaults);
+    tcase_add_test(tc, logger_may_call_the_library);
     tcase_add_test(tc, idle_workers_park);
     tcase_add_test(tc, concurrent_failures_keep_whole_message);
     suite_add_tcase(s, tc);

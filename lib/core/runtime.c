@@ -52,9 +52,23 @@ static frl_status start_pool(frl_runtime *rt, const frl_config *cfg)
     return st == FRL_OK ? st : frl_fail_msg(NULL, st, msg);
 }
 
+/* The log lock is recursive: a host logger that calls the library (a trainer made from
+ * it logs its ring) takes it again on its own thread, which a plain mutex deadlocked. */
+static int init_log_lock(pthread_mutex_t *lock)
+{
+    pthread_mutexattr_t a;
+    if (pthread_mutexattr_init(&a) != 0)
+        return -1;
+    int rc = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    if (rc == 0)
+        rc = pthread_mutex_init(lock, &a);
+    pthread_mutexattr_destroy(&a);
+    return rc == 0 ? 0 : -1;
+}
+
 static int init_locks(frl_runtime *rt)
 {
-    if (pthread_mutex_init(&rt->log_lock, NULL) != 0)
+    if (init_log_lock(&rt->log_lock) != 0)
         return -1;
     if (pthread_mutex_init(&rt->err_lock, NULL) != 0) {
         pthread_mutex_destroy(&rt->log_lock);
