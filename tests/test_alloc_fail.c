@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fastrl.h"
 #include "test_util.h"
@@ -303,6 +304,38 @@ static frl_status s_policy(fixture *f, void **out)
     return frl_policy_create((frl_policy **)out, f->rt, NULL, f->obs_space, f->act_space);
 }
 
+/* A policy file of the fixture's spaces, saved once with the default allocator (not
+ * counted) and removed at exit. */
+static char policy_path[64];
+
+static void remove_policy_file(void)
+{
+    remove(policy_path);
+}
+
+static const char *policy_file(fixture *f)
+{
+    if (policy_path[0])
+        return policy_path;
+    snprintf(policy_path, sizeof policy_path, "/tmp/frl_alloc_fail_%d.frl", (int)getpid());
+    frl_runtime *rt = NULL;
+    frl_policy *p = NULL;
+    ck_assert_int_eq(frl_runtime_create(&rt, NULL, NULL, NULL), FRL_OK);
+    ck_assert_int_eq(frl_policy_create(&p, rt, NULL, f->obs_space, f->act_space), FRL_OK);
+    ck_assert_int_eq(frl_policy_save(p, policy_path), FRL_OK);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+    atexit(remove_policy_file);
+    return policy_path;
+}
+
+/* Its spaces are made while loading: an allocator's failure there was said as a
+ * corrupt file (FRL_ERR_FORMAT). */
+static frl_status s_policy_load(fixture *f, void **out)
+{
+    return frl_policy_load((frl_policy **)out, f->rt, policy_file(f));
+}
+
 static void d_config(void *p) { frl_config_destroy(p); }
 static void d_policy(void *p) { frl_policy_destroy(p); }
 static void d_space(void *p) { frl_space_destroy(p); }
@@ -317,6 +350,7 @@ static const scenario scenarios[] = {
     {"frl_space_create_box", 0, 0, s_space_box, d_space},
     {"frl_space_create_mixed", 0, 0, s_space_mixed, d_space},
     {"frl_policy_create", 1, 0, s_policy, d_policy},
+    {"frl_policy_load", 1, 0, s_policy_load, d_policy},
     {"frl_runtime_create (1 thread)", 0, 0, s_runtime_1, d_runtime},
     {"frl_runtime_create (3 threads)", 0, 0, s_runtime_3, d_runtime},
     {"frl_env_create (CartPole-v1)", 1, 0, s_env_cartpole, d_env},

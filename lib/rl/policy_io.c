@@ -163,8 +163,9 @@ static frl_status decode_image(const char *name, const double *v, uint64_t count
         ok = v[i] >= 1 && v[i] <= (double)(1 << 24) && v[i] == floor(v[i]);
     if (!ok || v[3] * v[4] * v[5] != (double)n)
         return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed image space", name);
-    if (frl_space_create_image(out, al, (int32_t)v[3], (int32_t)v[4], (int32_t)v[5]) != FRL_OK)
-        return frl_fail_msg(err, FRL_ERR_FORMAT, frl_last_error());
+    frl_status st = frl_space_create_image(out, al, (int32_t)v[3], (int32_t)v[4], (int32_t)v[5]);
+    if (st != FRL_OK) /* the allocator's failure is no corruption: NOMEM stays NOMEM */
+        return frl_fail_msg(err, st == FRL_ERR_NOMEM ? st : FRL_ERR_FORMAT, frl_last_error());
     return FRL_OK;
 }
 
@@ -207,10 +208,12 @@ static frl_status decode_values(const char *name, const double *v, uint64_t coun
         return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space", name);
     int64_t n = (int64_t)v[1];
     int32_t rank = (int32_t)v[2];
-    if (v[0] == FRL_SPACE_DISCRETE)
-        return n <= (1 << 24) ? frl_space_create_discrete(out, al, n)
-                              : frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space",
-                                         name);
+    if (v[0] == FRL_SPACE_DISCRETE && n > (1 << 24))
+        return frl_fail(err, FRL_ERR_FORMAT, "section %s: malformed space", name);
+    if (v[0] == FRL_SPACE_DISCRETE) {
+        frl_status st = frl_space_create_discrete(out, al, n); /* only NOMEM can fail */
+        return st == FRL_OK ? st : frl_fail_msg(err, st, frl_last_error());
+    }
     if (v[0] == FRL_SPACE_IMAGE)
         return decode_image(name, v, count, n, al, out, err);
     if (v[0] == FRL_SPACE_MIXED)
@@ -240,8 +243,8 @@ static frl_status decode_values(const char *name, const double *v, uint64_t coun
         lh[i] = (float)v[3 + rank + i];
     st = frl_space_create_box(out, al, rank, shape, lh, lh + n);
     frl_free(al, lh);
-    if (st != FRL_OK)
-        return frl_fail_msg(err, FRL_ERR_FORMAT, frl_last_error());
+    if (st != FRL_OK) /* the allocator's failure is no corruption: NOMEM stays NOMEM */
+        return frl_fail_msg(err, st == FRL_ERR_NOMEM ? st : FRL_ERR_FORMAT, frl_last_error());
     return FRL_OK;
 }
 
@@ -254,7 +257,9 @@ static frl_status decode_settings(const frl_section *sec, const frl_allocator *a
     memcpy(text, sec->data, sec->count);
     text[sec->count] = '\0';
     frl_status st = frl_config_create(cfg, al);
-    if (st == FRL_OK && (st = frl_config_parse(*cfg, text)) != FRL_OK)
+    if (st != FRL_OK) /* its message is the thread's: err is what the caller reports */
+        return frl_fail_msg(err, st, frl_last_error());
+    if ((st = frl_config_parse(*cfg, text)) != FRL_OK)
         return frl_fail(err, FRL_ERR_FORMAT, "policy settings: %s", frl_config_last_error(*cfg));
     return st;
 }
