@@ -4,6 +4,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -278,6 +279,8 @@ typedef struct nested_reset {
     frl_status got;
     char msg[256];
     char env_msg[256]; /* frl_env_last_error after the refusal */
+    frl_status got_reset;
+    char reset_msg[256]; /* a nested frl_env_reset's (it named frl_vec_env_reset) */
 } nested_reset;
 
 static int nested_reset_reset(void *user, uint64_t seed, float *obs)
@@ -289,6 +292,8 @@ static int nested_reset_reset(void *user, uint64_t seed, float *obs)
     n->got = frl_env_step(n->self, &a, o, &r, &t, &u);
     snprintf(n->msg, sizeof n->msg, "%s", frl_last_error());
     snprintf(n->env_msg, sizeof n->env_msg, "%s", frl_env_last_error(n->self));
+    n->got_reset = frl_env_reset(n->self, 3, o);
+    snprintf(n->reset_msg, sizeof n->reset_msg, "%s", frl_last_error());
     return counter_reset(&n->c, seed, obs);
 }
 
@@ -312,6 +317,8 @@ START_TEST(step_from_reset_callback_is_named_nested)
         ck_assert_msg(strstr(n.msg, "own callbacks"), "%s", n.msg);
         /* the env's own buffer too, as every frl_env_step error writes it */
         ck_assert_msg(strstr(n.env_msg, "own callbacks"), "%s", n.env_msg);
+        ck_assert_int_eq(n.got_reset, FRL_ERR_STATE);
+        ck_assert_msg(!strncmp(n.reset_msg, "frl_env_reset: ", 15), "%s", n.reset_msg);
     }
     frl_env_destroy(n.self);
     frl_space_destroy(obs);
@@ -328,14 +335,17 @@ typedef struct nested_state {
     frl_env *self;
     frl_status got;
     double state[2];
+    char msg[256]; /* the nested call's message */
 } nested_state;
 
 static int nested_state_reset(void *user, uint64_t seed, float *obs)
 {
     nested_state *n = user;
     int rc = counter_reset(&n->c, seed, obs);
-    if (n->self)
+    if (n->self) {
         n->got = frl_env_get_state(n->self, n->state, 2);
+        snprintf(n->msg, sizeof n->msg, "%s", frl_last_error());
+    }
     return rc;
 }
 
@@ -377,6 +387,8 @@ START_TEST(nested_get_state_refused)
     n.got = FRL_OK;
     ck_assert_int_eq(frl_env_reset(e, 2, o), FRL_OK);
     ck_assert_int_eq(n.got, FRL_ERR_STATE);
+    /* named as the call the host made, not the vec env's inside it */
+    ck_assert_msg(!strncmp(n.msg, "frl_env_get_state: ", 19), "%s", n.msg);
     n.self = NULL;
     double s[2];
     ck_assert_int_eq(frl_env_get_state(e, s, 2), FRL_OK); /* outside a callback: fine */

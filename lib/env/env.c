@@ -103,7 +103,11 @@ FRL_API frl_status frl_env_reset(frl_env *e, uint64_t seed, float *obs)
     if (!e || !obs)
         return frl_fail(e ? e->err : NULL, FRL_ERR_NULL, "frl_env_reset: %s is NULL",
                         e ? "obs" : "env");
-    frl_status st = frl_vec_env_reset(e->v, seed);
+    /* checked here so that a nested call's message names this function, not the vec
+     * env's inside it */
+    frl_status st = frl_vec_env_check_idle(e->v, "frl_env_reset");
+    if (st == FRL_OK)
+        st = frl_vec_env_reset(e->v, seed);
     if (st != FRL_OK)
         return frl_fail_msg(e->err, st, frl_last_error());
     e->failed = 0;
@@ -162,6 +166,9 @@ FRL_API frl_status frl_env_get_state(frl_env *e, double *state, int32_t size)
     if (!e || !state)
         return frl_fail(e ? e->err : NULL, FRL_ERR_NULL, "frl_env_get_state: %s is NULL",
                         e ? "state" : "env");
+    frl_status st = frl_vec_env_check_idle(e->v, "frl_env_get_state");
+    if (st != FRL_OK)
+        return frl_fail_msg(e->err, st, frl_last_error());
     return frl_vec_env_get_state_at(e->v, 0, state, size, e->err);
 }
 
@@ -185,12 +192,15 @@ FRL_API frl_status frl_env_set_state(frl_env *e, const double *state, int32_t si
     if (!e || !state)
         return frl_fail(e ? e->err : NULL, FRL_ERR_NULL, "frl_env_set_state: %s is NULL",
                         e ? "state" : "env");
+    frl_status st = frl_vec_env_check_idle(e->v, "frl_env_set_state");
+    if (st != FRL_OK)
+        return frl_fail_msg(e->err, st, frl_last_error());
     if (obs && refused_host_row(e))
         return frl_fail(e->err, FRL_ERR_STATE, "frl_env_set_state: the env's last reset or "
                         "step returned an observation that was refused, and a host set_state "
                         "writes none, so there is no observation to give: pass obs = NULL "
                         "(the next step observes), or reset");
-    frl_status st = frl_vec_env_set_state_at(e->v, 0, state, size, e->err);
+    st = frl_vec_env_set_state_at(e->v, 0, state, size, e->err);
     if (st == FRL_OK && obs)
         copy_obs(e, obs);
     return st;
