@@ -901,6 +901,12 @@ START_TEST(a_trainers_vec_env_is_its_own)
     ck_assert_ptr_null(second);
     ck_assert_msg(strstr(frl_last_error(), "already another trainer's"), "%s",
                   frl_last_error());
+    /* another runtime's vec env: named as the argument is (it said venvs[0]) */
+    frl_runtime *other = runtime(1, "");
+    ck_assert_int_eq(frl_trainer_create_vec(&second, other, v, cfg), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(frl_last_error(), "frl_trainer_create_vec: venv belongs to another "
+                                           "runtime"), "%s", frl_last_error());
+    frl_runtime_destroy(other);
     frl_trainer_set_callback(t, step_from_callback, t);
     ck_assert_int_eq(frl_trainer_train(t, 512), FRL_OK);
     float with[128], without[128];

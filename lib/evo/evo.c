@@ -62,7 +62,7 @@ FRL_API frl_status frl_evo_memory_size(const frl_config *cfg, int64_t num_params
     static const char who[] = "frl_evo_memory_size";
     if (!bytes)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: bytes is NULL", who);
-    *bytes = 0;
+    /* a failed call leaves *bytes as it was (api.md's rule for every output) */
     frl_status st = check_shape(cfg, num_params, who);
     if (st != FRL_OK)
         return st;
@@ -248,9 +248,7 @@ FRL_API frl_status frl_evo_tell(frl_evo *e, const double *fitness, int32_t count
 FRL_API frl_status frl_evo_best(const frl_evo *e, float *params, int64_t count, double *fitness)
 {
     static const char who[] = "frl_evo_best";
-    if (fitness)
-        *fitness = NAN;
-    if (!e || !params)
+    if (!e || !params) /* a failed call leaves *fitness as it was */
         return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who, !e ? "evo" : "params");
     if (count != e->n)
         return frl_fail(NULL, FRL_ERR_SIZE, "%s: count is %lld; it must be %lld", who,
@@ -265,8 +263,6 @@ FRL_API frl_status frl_evo_genome(const frl_evo *e, int32_t member, uint64_t *se
                                   int32_t capacity, int32_t *length)
 {
     static const char who[] = "frl_evo_genome";
-    if (length)
-        *length = 0;
     if (!e || !length)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who, !e ? "evo" : "length");
     if (is_es(e))

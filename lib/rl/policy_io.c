@@ -397,8 +397,8 @@ FRL_API frl_status frl_policy_load(frl_policy **out, frl_runtime *rt, const char
     char err[FRL_ERRMSG_SIZE];
     frl_container *c;
     frl_status st = frl_container_read(&c, path, &rt->alloc, err);
-    if (st != FRL_OK)
-        return frl_fail_msg(NULL, st, err);
+    if (st != FRL_OK) /* the reader's message names the path, but not this call */
+        return frl_fail(NULL, st, "frl_policy_load: %s", err);
     st = frl_policy_from_container(out, rt, c, err);
     frl_container_free(c);
     return st == FRL_OK ? st : frl_fail(NULL, st, "frl_policy_load: %s: %s", path, err);

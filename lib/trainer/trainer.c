@@ -219,11 +219,14 @@ static frl_status check_groups(frl_vec_env *const *v, int32_t groups, frl_runtim
                                const char *who)
 {
     for (int32_t g = 0; g < groups; g++) {
+        char arg[24] = "venv"; /* as the caller's function names it: create_vec's venv */
+        if (groups > 1)
+            snprintf(arg, sizeof arg, "venvs[%d]", (int)g);
         if (!v[g])
-            return frl_fail(NULL, FRL_ERR_NULL, "%s: venvs[%d] is NULL", who, (int)g);
+            return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who, arg);
         if (v[g]->rt != rt)
-            return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: venvs[%d] belongs to another "
-                            "runtime", who, (int)g);
+            return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: %s belongs to another "
+                            "runtime", who, arg);
         for (int32_t h = 0; h < g; h++)
             if (v[h] == v[g])
                 return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: venvs[%d] and venvs[%d] are "
