@@ -361,11 +361,10 @@ static int nested_state_set(void *user, const double *state)
     return 0;
 }
 
-START_TEST(nested_get_state_refused)
+/* A single host env of one state value (its position) on n's callbacks. */
+static frl_env *state_env(frl_runtime *rt, nested_state *n)
 {
-    frl_runtime *rt = frl_test_runtime(1);
-    nested_state n;
-    memset(&n, 0, sizeof n);
+    memset(n, 0, sizeof *n);
     frl_env_callbacks cb;
     frl_env_callbacks_init(&cb);
     cb.reset = nested_state_reset;
@@ -376,7 +375,17 @@ START_TEST(nested_get_state_refused)
     frl_space *obs, *act;
     make_spaces(&obs, &act);
     frl_env *e = NULL;
-    ck_assert_int_eq(frl_env_create_callbacks(&e, rt, &cb, &n.c, obs, act, NULL), FRL_OK);
+    ck_assert_int_eq(frl_env_create_callbacks(&e, rt, &cb, &n->c, obs, act, NULL), FRL_OK);
+    frl_space_destroy(obs); /* copied by the env */
+    frl_space_destroy(act);
+    return e;
+}
+
+START_TEST(nested_get_state_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    nested_state n;
+    frl_env *e = state_env(rt, &n);
     float o[2], r;
     uint8_t t, u;
     int32_t one = 1;
@@ -394,8 +403,6 @@ START_TEST(nested_get_state_refused)
     ck_assert_int_eq(frl_env_get_state(e, s, 2), FRL_OK); /* outside a callback: fine */
     ck_assert(s[0] == 0.0 && s[1] == 0.0);
     frl_env_destroy(e);
-    frl_space_destroy(obs);
-    frl_space_destroy(act);
     frl_runtime_destroy(rt);
 }
 END_TEST
@@ -407,18 +414,7 @@ START_TEST(set_state_after_a_refused_observation)
 {
     frl_runtime *rt = frl_test_runtime(1);
     nested_state n;
-    memset(&n, 0, sizeof n);
-    frl_env_callbacks cb;
-    frl_env_callbacks_init(&cb);
-    cb.reset = nested_state_reset;
-    cb.step = counter_step;
-    cb.state_size = 1;
-    cb.get_state = nested_state_get;
-    cb.set_state = nested_state_set;
-    frl_space *obs, *act;
-    make_spaces(&obs, &act);
-    frl_env *e = NULL;
-    ck_assert_int_eq(frl_env_create_callbacks(&e, rt, &cb, &n.c, obs, act, NULL), FRL_OK);
+    frl_env *e = state_env(rt, &n);
     float o[2], r;
     uint8_t t, u;
     int32_t one = 1;
@@ -437,8 +433,6 @@ START_TEST(set_state_after_a_refused_observation)
     ck_assert_int_eq(frl_env_step(e, &one, o, &r, &t, &u), FRL_OK);
     ck_assert(o[0] == 3.0f && isfinite(o[1]));
     frl_env_destroy(e);
-    frl_space_destroy(obs);
-    frl_space_destroy(act);
     frl_runtime_destroy(rt);
 }
 END_TEST
