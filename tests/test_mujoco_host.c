@@ -731,6 +731,47 @@ static int reward_lookups(void *user, int32_t env, const void *model, const void
     return 0;
 }
 
+/* An arena array sized by the model that a step did not lay out (the islands, with no
+ * contact on the slider): it gave nv rows at a NULL pointer, which a host reads through.
+ * It reads as empty where its memory is absent, and as the step's array where present. */
+static int observe_islands(void *user, int32_t env, const void *model, const void *data,
+                           float *obs)
+{
+    lookups *l = user;
+    const mjModel *m = model;
+    const mjData *d = data;
+    (void)env;
+    void *ptr = &ptr;
+    int64_t rows = -1;
+    frl_status st = frl_mujoco_array(m, d, "dof_island", &ptr, &rows, NULL, NULL);
+    lookup_expect(l, st == FRL_OK && ptr == d->dof_island && rows == (ptr ? m->nv : 0),
+                  "dof_island");
+    lookup_expect(l, ptr == NULL, "the slider lays out no islands");
+    obs[0] = (float)d->qpos[0];
+    obs[1] = (float)d->qvel[0];
+    return 0;
+}
+
+START_TEST(test_absent_arena_arrays_are_empty)
+{
+    lookups l = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_mujoco_callbacks cb = callbacks(0);
+    cb.observe = observe_islands;
+    cb.reward = reward_lookups;
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &l, 2, 1, NULL),
+                     FRL_OK);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    push(v, 0.5f, 2);
+    ck_assert_msg(l.wrong == 0, "%d of %d lookups wrong, first: %s", l.wrong, l.checked,
+                  l.first);
+    ck_assert_int_gt(l.checked, 0);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(test_arrays_by_name)
 {
     lookups l = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -1076,6 +1117,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_state_holds_ctrl);
     tcase_add_test(tc, test_checkpoint);
     tcase_add_test(tc, test_arrays_by_name);
+    tcase_add_test(tc, test_absent_arena_arrays_are_empty);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -19,6 +19,10 @@ static int found(void *ptr, int64_t rows, int64_t cols, int32_t type, frl_mujoco
 {
     if (type == 0)
         return -1;
+    /* An arena array this step did not lay out (dof_island with no constraints) has no
+     * memory: it reads as empty, not as rows at NULL */
+    if (!ptr)
+        rows = 0;
     out->ptr = rows * cols > 0 ? ptr : NULL;
     out->rows = rows;
     out->cols = cols;
