@@ -445,6 +445,7 @@ START_TEST(test_failing_callbacks)
     ck_assert_int_eq(frl_vec_env_reset(v, 2), FRL_OK);
     h.nan_reward = 1;
     ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_NONFINITE);
+    expect_error(v, "reward callback returned NaN reward"); /* not the "step callback" */
     frl_vec_env_destroy(v);
     frl_runtime_destroy(rt);
 }
@@ -530,6 +531,15 @@ START_TEST(test_set_state_observation_checked)
     ck_assert_int_eq(frl_vec_env_set_state_at(v, 0, s, k.n, err), FRL_ERR_NONFINITE);
     ck_assert_msg(strstr(err, "NaN in obs[1]"), "%s", err);
     assert_kept(v, &k);
+    /* a step's NaN is named as the observe callback's (it said "step callback") */
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    frl_status st = FRL_OK;
+    for (int t = 0; t < 1000 && st == FRL_OK; t++) {
+        ((float *)frl_vec_env_actions(v))[0] = 1.0f;
+        st = frl_vec_env_step(v);
+    }
+    ck_assert_int_eq(st, FRL_ERR_NONFINITE);
+    expect_error(v, "observe callback returned NaN in obs[1]");
     frl_vec_env_destroy(v);
     /* an observe that fails: the same */
     v = make(rt, &h, 1, NULL);

@@ -155,6 +155,10 @@ static frl_status check_host_vector(frl_vec_env *v, int32_t i, const float *obs,
 static frl_status host_observation(frl_vec_env *v, int32_t i, float *obs, char *err,
                                    const char *who)
 {
+    /* A MuJoCo env's observation is its observe callback's, whatever the call (a host
+     * model may have no reset callback at all) */
+    if (v->observe)
+        who = "observe";
     if (!frl_space_is_image(v->obs_space))
         return check_host_obs(v, i, obs, err, who);
     frl_status st = check_host_vector(v, i, obs, err, who);
@@ -211,8 +215,9 @@ static frl_status host_step_one(frl_vec_env *v, int32_t i, char *err)
         return st;
     if (frl_find_nonfinite(&reward, 1) >= 0) {
         mark_failed(v, i);
-        snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: step callback returned %s reward",
-                 (int)i, (long long)v->step_calls, reward != reward ? "NaN" : "infinite");
+        snprintf(err, FRL_ERRMSG_SIZE, "env %d step %lld: %s callback returned %s reward",
+                 (int)i, (long long)v->step_calls, v->observe ? "reward" : "step",
+                 reward != reward ? "NaN" : "infinite");
         return FRL_ERR_NONFINITE;
     }
     frl_record_step(&v->b, i, reward, (uint8_t)(term != 0), (uint8_t)(trunc != 0));
