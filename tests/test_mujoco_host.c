@@ -325,6 +325,13 @@ START_TEST(test_named_randomisation)
     ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, pair_xml, &cb, &h, 2, 2, cfg),
                      FRL_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(frl_last_error(), "no joint named 'floor'"), "%s", frl_last_error());
+    /* the world body: accepted, it randomised nothing (the mass loop skips it) */
+    cb.randomize_joints = NULL;
+    cb.randomize_bodies = (const char *const[]){"world", NULL};
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, pair_xml, &cb, &h, 2, 2, cfg),
+                     FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(frl_last_error(), "'world' is the world body"), "%s",
+                  frl_last_error());
     frl_config_destroy(cfg);
     frl_runtime_destroy(rt);
 }

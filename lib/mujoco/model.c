@@ -303,6 +303,11 @@ static int name_mask(const mjModel *m, const char *const *names, int obj, int n,
                      obj == mjOBJ_BODY ? "body" : obj == mjOBJ_GEOM ? "geom" : "joint", *p);
             return -1;
         }
+        if (obj == mjOBJ_BODY && id == 0) { /* the mass scaling never visits it */
+            snprintf(why, size, "callbacks.%s: '%.60s' is the world body, which has no mass "
+                     "to randomise", what, *p);
+            return -1;
+        }
         if (obj != mjOBJ_JOINT) {
             (*mask)[id] = 1;
             continue;
