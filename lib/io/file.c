@@ -139,7 +139,13 @@ frl_status frl_file_stage(const char *path, const void *data, size_t size, const
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "%s: the path %s is too long", who, path);
     /* The replaced file's permission bits, not its setuid, setgid or sticky bit: the
      * new bytes are not what someone marked so. */
-    return write_tmp(tmp, data, size, exists ? (int)(st.st_mode & 0777) : -1, who, err);
+    frl_status s = write_tmp(tmp, data, size, exists ? (int)(st.st_mode & 0777) : -1, who, err);
+    if (s != FRL_OK) { /* the temporary name alone hid the file the caller asked for */
+        char why[FRL_ERRMSG_SIZE];
+        snprintf(why, sizeof why, "%s", err);
+        frl_fail(err, s, "%s (writing %s)", why, path);
+    }
+    return s;
 }
 
 frl_status frl_file_rename(const char *tmp, const char *path, const char *who, char *err)

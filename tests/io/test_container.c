@@ -263,6 +263,10 @@ START_TEST(write_rejects_bad_sections)
     ck_assert_int_eq(frl_container_write(path, NULL, s, 2, err), FRL_ERR_SIZE);
     ck_assert_int_eq(frl_container_write(path, NULL, s, -1, err), FRL_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(frl_container_write(NULL, NULL, s, 1, err), FRL_ERR_NULL);
+    /* a folder that does not exist: the message names the file asked for, not only the
+     * temporary one it could not open */
+    ck_assert_int_eq(frl_container_write("/nonexistent-dir/x.frl", NULL, s, 1, err), FRL_ERR_IO);
+    ck_assert_msg(strstr(err, "(writing /nonexistent-dir/x.frl)") != NULL, "%s", err);
     ck_assert_int_eq(access(path, F_OK), -1);
     int tmp;
     ck_assert_int_eq(dir_extra(&tmp), 0);
