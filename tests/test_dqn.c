@@ -687,6 +687,20 @@ START_TEST(resume_with_another_replay_shape)
     ck_assert_msg(frl_trainer_load(&t, rt, path, cfg) == FRL_OK, "%s", frl_last_error());
     ck_assert_msg(frl_trainer_train(t, 800) == FRL_OK, "%s", frl_trainer_last_error(t));
     frl_config_destroy(cfg);
+    /* saved without its replay, resumed with train.save_replay=true: it refills, and
+     * the next save holds it (it was refused: no section "replay.cursor") */
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    cfg = frl_test_settings("train.save_replay=true");
+    ck_assert_msg(frl_trainer_load(&t, rt, path, cfg) == FRL_OK, "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_train(t, 1200) == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_config_destroy(cfg);
+    frl_trainer_destroy(t);
+    ck_assert_msg(frl_trainer_load(&t, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    frl_replay_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(frl_replay_get_info(frl_trainer_replay(t), &info), FRL_OK);
+    ck_assert_int_gt(info.filled, 0); /* the replay came back from the file */
     frl_trainer_destroy(t);
     unlink(path);
     frl_runtime_destroy(rt);

@@ -322,6 +322,7 @@ static void impala_as_it_ran(frl_config *saved)
 typedef struct saved_run {
     double alpha;
     char algo[32];
+    int with_replay; /* the file holds the replay (train.save_replay as saved) */
 } saved_run;
 
 /* Settings from the file, with the caller's keys on top. */
@@ -346,6 +347,7 @@ static frl_status load_settings(frl_runtime *rt, const frl_container *c, const f
      * handle. The caller's override may still give one. */
     frl_config_unset(*out, "dist.comm");
     saved->alpha = frl_cfg_float(*out, FRL_KEY_TRAIN_PER_ALPHA);
+    saved->with_replay = frl_cfg_bool(*out, FRL_KEY_TRAIN_SAVE_REPLAY);
     frl_cfg_choice_text(*out, FRL_KEY_TRAIN_ALGO, saved->algo, sizeof saved->algo);
     impala_as_it_ran(*out);
     frl_config_overlay(*out, over);
@@ -387,13 +389,15 @@ static frl_status check_saved_reset(const frl_container *c, int32_t g, char *err
                     "group %d's state that its envs were never reset", (int)g);
 }
 
-static frl_status restore(frl_trainer *t, const frl_container *c, char *err)
+static frl_status restore(frl_trainer *t, const frl_container *c, const saved_run *saved,
+                          char *err)
 {
     frl_status st = check_network(t, c, err);
     /* The replay before the learner: a replay of another shape is the settings' (said as
      * such, not as a learner section of another size), and R2D2 indexes its sequences by
-     * the loaded blocks. */
-    if (st == FRL_OK && keeps_replay(t))
+     * the loaded blocks. A run saved without its replay refills it, whatever
+     * train.save_replay says now (its next save holds the replay if that is true). */
+    if (st == FRL_OK && keeps_replay(t) && saved->with_replay)
         st = frl_replay_load(t->store.replay, c, t->learner.saved_alpha, err);
     if (st == FRL_OK)
         st = restore_counters(t, c, err);
@@ -682,7 +686,7 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     /* The vec env comes last: a host's set_state is called only once the rest loaded.
      * Under dist.mode every rank must have loaded the same file (each reads its own). */
     (*out)->learner.saved_alpha = saved.alpha;
-    st = restore(*out, c, err);
+    st = restore(*out, c, &saved, err);
     if (st == FRL_OK && (*out)->dist)
         st = frl_trainer_dist_check_resume(*out, err);
     if (st != FRL_OK) {
