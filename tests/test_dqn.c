@@ -654,6 +654,62 @@ START_TEST(resume_is_identical)
 }
 END_TEST
 
+/* The update and env_steps columns of dir's metrics.csv, one "update,steps;" a row. */
+static void metrics_steps(const char *dir, char *out, size_t size)
+{
+    char path[128], line[4096];
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    out[0] = '\0';
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f)); /* the header */
+    while (fgets(line, sizeof line, f)) {
+        char *second = strchr(line, ',');
+        char *third = second ? strchr(second + 1, ',') : NULL;
+        ck_assert_ptr_nonnull(third);
+        size_t at = strlen(out);
+        snprintf(out + at, size - at, "%.*s;", (int)(third - line), line);
+    }
+    fclose(f);
+}
+
+/* train.log_every (DQN's 1000) counted from 0 again after a resume: a row at the first
+ * update after it, and the later rows at other steps than the uninterrupted run's. */
+START_TEST(resumed_metrics_rows_fall_where_they_would)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    const char *settings = "train.algo=dqn train.buffer_size=3000 train.learning_starts=200 "
+                           "train.num_envs=2 train.train_freq=3";
+    char d1[] = "/tmp/frl_dqn_rows_a_XXXXXX", d2[] = "/tmp/frl_dqn_rows_b_XXXXXX";
+    char path[64], unused[72];
+    ck_assert_ptr_nonnull(mkdtemp(d1));
+    ck_assert_ptr_nonnull(mkdtemp(d2));
+    forged_paths("frl_dqn_rows", path, unused);
+    frl_trainer *t;
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", settings, &t), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, d1), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 8000), FRL_OK);
+    frl_trainer_destroy(t);
+    ck_assert_int_eq(create_builtin(rt, "CartPole-v1", settings, &t), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, d2), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 2500), FRL_OK); /* between two rows */
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    ck_assert_msg(frl_trainer_load(&t, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_set_output(t, d2), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 8000), FRL_OK);
+    frl_trainer_destroy(t);
+    char whole[2048], resumed[2048];
+    metrics_steps(d1, whole, sizeof whole);
+    metrics_steps(d2, resumed, sizeof resumed);
+    ck_assert_str_eq(resumed, whole);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", d1, d2, path);
+    ck_assert_int_eq(system(cmd), 0);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* A run continued with settings that make another replay than the saved one (another
  * train.buffer_size or rollout length, or priorities the file lacks) is refused as
  * such, naming the setting and train.save_replay=false, with which it continues. */
@@ -1045,6 +1101,7 @@ int main(void)
     tcase_add_test(tc, threads_learn_the_same_bits);
     tcase_add_test(tc, resume_is_identical);
     tcase_add_test(tc, resume_with_another_replay_shape);
+    tcase_add_test(tc, resumed_metrics_rows_fall_where_they_would);
     tcase_add_test(tc, resume_with_another_alpha);
     tcase_add_test(tc, checkpoint_keeps_the_schedules_epsilon);
     tcase_add_test(tc, damaged_replay_file);

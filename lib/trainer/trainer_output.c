@@ -80,12 +80,22 @@ static frl_status check_dir(frl_trainer *t, const char *dir)
     return FRL_OK;
 }
 
+/* The env_steps field (the second) of a metrics row, or 0. */
+static int64_t row_env_steps(const char *line)
+{
+    const char *comma = strchr(line, ',');
+    return comma ? strtoll(comma + 1, NULL, 10) : 0;
+}
+
 /* A resumed run appends to the metrics of the run it continues; rows of updates after
  * the checkpoint's (written before a kill, and done again now) are cut first, so the
  * file keeps one row an update, in order. So is a last line without its newline (a
- * write cut short by a kill or a full disk): the next row would continue it. */
-static frl_status trim_metrics(frl_trainer *t, const char *path)
+ * write cut short by a kill or a full disk): the next row would continue it. *last
+ * gets the env_steps of the last row kept, where train.log_every counts on from (as
+ * the uninterrupted run does); 0 when none is. */
+static frl_status trim_metrics(frl_trainer *t, const char *path, int64_t *last)
 {
+    *last = 0;
     FILE *f = fopen(path, "r+");
     if (!f)
         return FRL_OK; /* none yet: the append creates it */
@@ -99,6 +109,8 @@ static frl_status trim_metrics(frl_trainer *t, const char *path)
         int partial = strchr(line, '\n') == NULL; /* rows are shorter than line */
         if (partial || (!header && strtoll(line, NULL, 10) > t->book.pr.updates))
             keep = at; /* a partial header too: the file starts again, header first */
+        else if (!header)
+            *last = row_env_steps(line);
         header = 0;
     }
     int bad = keep >= 0 && ftruncate(fileno(f), (off_t)keep) != 0;
@@ -107,9 +119,12 @@ static frl_status trim_metrics(frl_trainer *t, const char *path)
     return FRL_OK;
 }
 
-/* settings.txt, and the metrics and event files opened into *csv and *tb. */
-static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_tfevents **tb)
+/* settings.txt, and the metrics and event files opened into *csv and *tb; *logged: the
+ * env_steps of the last row in a metrics file appended to (0 for a new file). */
+static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_tfevents **tb,
+                               int64_t *logged)
 {
+    *logged = 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     frl_status st = write_settings(t, dir);
@@ -117,7 +132,7 @@ static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_
      * continues; a created one's rows are its own, whatever it has done already. */
     int append = t->resumed && t->book.pr.updates > 0;
     if (st == FRL_OK && append)
-        st = trim_metrics(t, path);
+        st = trim_metrics(t, path, logged);
     if (st == FRL_OK && !(*csv = fopen(path, append ? "a" : "w")))
         st = frl_fail(t->err, FRL_ERR_IO, "cannot create %s: %s", path, strerror(errno));
     /* flushed, so a file that cannot be written is refused here, not at an update */
@@ -150,7 +165,8 @@ FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
      * leaves the run writing where it did. */
     FILE *csv = NULL;
     frl_tfevents *tb = NULL;
-    st = open_outputs(t, dir, &csv, &tb);
+    int64_t logged;
+    st = open_outputs(t, dir, &csv, &tb, &logged);
     if (st != FRL_OK) {
         if (csv)
             fclose(csv);
@@ -160,7 +176,9 @@ FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
     frl_trainer_close_outputs(t);
     t->csv = csv;
     t->tb = tb;
-    t->logged_steps = 0; /* a new directory's first row comes at the next update */
+    /* A new file's first row comes at the next update; a resumed run's rows keep the
+     * steps the uninterrupted run's would (train.log_every counts from its last row) */
+    t->logged_steps = logged;
     return FRL_OK;
 }
 
