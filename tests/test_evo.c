@@ -830,8 +830,14 @@ static void check_resume(const char *settings, const char *path)
     ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
     ck_assert_int_eq(frl_trainer_train(a, 2 * half), FRL_OK);
     ck_assert_int_gt(frl_trainer_metrics(a)->update, 2);
+    /* loaded on a runtime of another seed: the run goes on with the file's, as PPO's
+     * does (the optimiser refused the file, its seed being the runtime's) */
+    frl_config *rc = frl_test_settings("runtime.threads=2 runtime.seed=77");
+    frl_runtime *rt77 = NULL;
+    ck_assert_int_eq(frl_runtime_create(&rt77, rc, NULL, NULL), FRL_OK);
+    frl_config_destroy(rc);
     frl_trainer *b;
-    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_msg(frl_trainer_load(&b, rt77, path, NULL) == FRL_OK, "%s", frl_last_error());
     ck_assert_int_eq(frl_trainer_train(b, 2 * half), FRL_OK);
     frl_policy *pa = frl_trainer_policy(a), *pb = frl_trainer_policy(b);
     ck_assert_int_eq(frl_trainer_metrics(a)->env_steps, frl_trainer_metrics(b)->env_steps);
@@ -847,6 +853,7 @@ static void check_resume(const char *settings, const char *path)
     frl_trainer_destroy(a);
     frl_trainer_destroy(b);
     frl_runtime_destroy(rt);
+    frl_runtime_destroy(rt77);
 }
 
 /* ES and GA trainers allocate nothing in train, as the other trainers do (api.md): each

@@ -113,7 +113,7 @@ static frl_status evo_load(frl_learner *l, const frl_container *c, int64_t steps
 {
     (void)steps;
     evo_learner *v = l->impl;
-    frl_status st = frl_evo_restore(v->evo, c, err);
+    frl_status st = frl_evo_restore(v->evo, c, 1, err);
     return st == FRL_OK ? ask_next(v, err) : st;
 }
 

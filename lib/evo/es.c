@@ -57,9 +57,14 @@ frl_status frl_es_init(frl_evo *e, const frl_config *cfg)
                         (double)s->noise_n * 4e-6, (long long)e->n);
     memset(s->m, 0, sizeof(float) * (size_t)e->n);
     memset(s->v, 0, sizeof(float) * (size_t)e->n);
-    int32_t chunks = (int32_t)((s->noise_n + NOISE_CHUNK - 1) / NOISE_CHUNK);
-    frl_pool_run(e->rt->pool, chunks, fill_noise, e, NULL);
+    frl_es_fill_noise(e);
     return FRL_OK;
+}
+
+void frl_es_fill_noise(frl_evo *e)
+{
+    int32_t chunks = (int32_t)((e->es.noise_n + NOISE_CHUNK - 1) / NOISE_CHUNK);
+    frl_pool_run(e->rt->pool, chunks, fill_noise, e, NULL);
 }
 
 void frl_es_free(frl_evo *e)

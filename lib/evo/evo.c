@@ -356,7 +356,7 @@ void frl_evo_sections(const frl_evo *e, frl_section *s, int32_t *n, int64_t *met
         frl_ga_sections(e, s, n);
 }
 
-frl_status frl_evo_restore(frl_evo *e, const frl_container *c, char *err)
+frl_status frl_evo_restore(frl_evo *e, const frl_container *c, int adopt_seed, char *err)
 {
     const frl_section *meta = frl_container_find(c, "evo.meta", FRL_DTYPE_I64, 5, err);
     if (!meta)
@@ -384,7 +384,7 @@ frl_status frl_evo_restore(frl_evo *e, const frl_container *c, char *err)
         return frl_fail(err, FRL_ERR_FORMAT, "evo.meta's generation %lld is negative or "
                         "evo.fitness (%g, %g) holds an infinity", (long long)m[3], last[0],
                         last[1]);
-    if ((uint64_t)m[4] != e->seed)
+    if ((uint64_t)m[4] != e->seed && !adopt_seed)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the saved optimiser's seed %llu differs "
                         "from this one's %llu (the runtime's seed plus train.seed_offset)",
                         (unsigned long long)m[4], (unsigned long long)e->seed);
@@ -395,6 +395,11 @@ frl_status frl_evo_restore(frl_evo *e, const frl_container *c, char *err)
     e->generation = m[3];
     memcpy(e->last_fitness, last, sizeof e->last_fitness);
     e->asked = 0;
+    if ((uint64_t)m[4] != e->seed) {
+        e->seed = (uint64_t)m[4];
+        if (is_es(e))
+            frl_es_fill_noise(e);
+    }
     return FRL_OK;
 }
 
@@ -423,7 +428,7 @@ FRL_API frl_status frl_evo_load(frl_evo *e, const char *path)
     char why[FRL_ERRMSG_SIZE];
     frl_status st = frl_container_read(&c, path, &e->rt->alloc, why);
     if (st == FRL_OK)
-        st = frl_evo_restore(e, c, why);
+        st = frl_evo_restore(e, c, 0, why);
     frl_container_free(c);
     if (st != FRL_OK)
         frl_fail(e->err, st, "frl_evo_load: %s: %s", path, why);

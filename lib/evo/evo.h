@@ -70,6 +70,8 @@ void frl_evo_normals(uint64_t seed, uint64_t stream, float *out, int64_t n, doub
 
 /* Each optimiser: set up (the settings are checked by evo.c), ask, tell, free. */
 frl_status frl_es_init(frl_evo *e, const frl_config *cfg);
+/* The noise table drawn from e->seed (after a restore adopted another seed). */
+void frl_es_fill_noise(frl_evo *e);
 void frl_es_ask(frl_evo *e, float *params);
 void frl_es_tell(frl_evo *e, const double *fitness);
 void frl_es_free(frl_evo *e);
@@ -93,7 +95,9 @@ void frl_evo_centred_ranks(const double *fitness, int32_t P, frl_evo_rank *scrat
 /* Checkpoints: the optimiser's state as sections (pointers into e), and back. */
 enum { FRL_EVO_MAX_SECTIONS = 16 };
 void frl_evo_sections(const frl_evo *e, frl_section *s, int32_t *n, int64_t *meta);
-frl_status frl_evo_restore(frl_evo *e, const frl_container *c, char *err);
+/* adopt_seed: a trainer's resume takes the file's seed, as the trainer does (an ES noise
+ * table is drawn again); frl_evo_load refuses a file of another seed instead. */
+frl_status frl_evo_restore(frl_evo *e, const frl_container *c, int adopt_seed, char *err);
 
 /* ES's and GA's parts of the sections; restore checks every section before it changes
  * anything, then takes theta (the centre or the base) and the rest. */
