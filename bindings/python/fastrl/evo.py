@@ -181,8 +181,8 @@ class Evo(Closable):
         """``(params, fitness)``: the parameters to keep (float32 ``[num_parameters]``)
         and their fitness. ES: the centre and the last generation's mean fitness; GA:
         the member with the best mean fitness over every generation it was evaluated
-        in, preferring members evaluated more than once. The fitness is NaN before the
-        first tell."""
+        in, among the members evaluated in three generations or more (the most evaluated
+        while none is). The fitness is NaN before the first tell."""
         ptr = self._ptr
         params = np.empty(self.num_parameters, np.float32)
         fit = ctypes.c_double()

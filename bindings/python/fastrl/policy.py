@@ -28,10 +28,11 @@ __all__ = ["Policy"]
 
 
 def stream_position(owner: Policy | Population, counter: IntLike | None,
-                    stream_offset: IntLike) -> IntLike:
-    """The random stream's counter for an act call: the caller's, else owner's next (each
-    call without one advances it, once the arguments are checked); both it and
-    stream_offset must fit in 64 bits."""
+                    stream_offset: IntLike) -> tuple[IntLike, bool]:
+    """The random stream's counter for an act call and whether it is owner's: the
+    caller's, else owner's next, which the call advances past once the library took it
+    (a refused call leaves the stream where it was); both it and stream_offset must fit
+    in 64 bits."""
     given = (("counter", counter),) if counter is not None else ()
     for name, v in given + (("stream_offset", stream_offset),):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
@@ -39,9 +40,8 @@ def stream_position(owner: Policy | Population, counter: IntLike | None,
         if not 0 <= int(v) < 2**64:
             raise Error(Status.ERR_RANGE, f"act: {name} must be an int in [0, 2^64)")
     if counter is None:
-        counter = owner._counter
-        owner._counter += 1
-    return counter
+        return owner._counter, True
+    return counter, False
 
 
 class Policy(Closable):
@@ -317,7 +317,7 @@ class Policy(Closable):
             raise Error(Status.ERR_RANGE, f"act: batch {batch} is too large (< 2^31)")
         state_ptr = self._state_arg(state, batch, single)
         reset_u8 = self._reset_arg(reset, batch, single)
-        counter = stream_position(self, counter, stream_offset)
+        counter, owned = stream_position(self, counter, stream_offset)
         actions = np.empty((batch,) + self._act_shape,
                            np.int32 if self._discrete else np.float32)
         args = _lib.new_table(_lib.ActArgs)
@@ -348,6 +348,7 @@ class Policy(Closable):
         if reset_u8 is not None:
             args.reset = reset_u8.ctypes.data
         _lib.check(_lib.lib().policy_act(ptr, ctypes.byref(args)), "act")
+        self._counter += owned
         if single:
             a = actions[0]
             a = int(a) if self._discrete else a

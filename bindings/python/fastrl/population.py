@@ -148,7 +148,7 @@ class Population(Closable):
             raise Error(Status.ERR_RANGE, f"act: row {row} names member {int(mem[row])}, "
                         f"outside [0, {self.members})")
         mem = np.ascontiguousarray(mem, dtype=np.int32)
-        counter = stream_position(self, counter, stream_offset)
+        counter, owned = stream_position(self, counter, stream_offset)
         actions: npt.NDArray[Any] = np.empty((batch,) + pol._act_shape,
                                              np.int32 if pol._discrete else np.float32)
         args = _lib.new_table(_lib.PopulationActArgs)
@@ -162,6 +162,7 @@ class Population(Closable):
         args.observation_width = int(np.prod(obs_shape, dtype=np.int64))
         args.action_width = int(np.prod(pol._act_shape, dtype=np.int64))
         _lib.check(_lib.lib().population_act(ptr, ctypes.byref(args)), "act")
+        self._counter += owned
         if single:
             return int(actions[0]) if pol._discrete else actions[0]
         return actions

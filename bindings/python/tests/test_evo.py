@@ -238,6 +238,7 @@ def test_save_load_roundtrip(tmp_path, make):
     assert b.generation == 3
     assert np.array_equal(b.ask(), nxt)
     assert np.array_equal(b.best()[0], best[0])
+    assert b.best()[1] == best[1] and math.isfinite(best[1])  # the file keeps the fitness
     # ...and they go on alike.
     f = quadratic(nxt)
     a.tell(f)
@@ -454,6 +455,12 @@ def test_population_act_equals_policy_act(cartpole):
             rows = members == m
             assert rows.any()
             assert np.array_equal(acts[rows], mine[rows]), (det, m)
+    # Without a counter each call takes the next position; a refused call takes none.
+    bad = obs.copy()
+    bad[7, 2] = np.nan
+    with pytest.raises(fastrl.Error):
+        pop.act(bad, members)
+    assert np.array_equal(pop.act(obs, members), pop.act(obs, members, counter=0))
     # One observation, one member: one action.
     a = pop.act(obs[0], int(members[0]), deterministic=True)
     assert isinstance(a, int) and a == pop.act(obs[:1], members[:1], deterministic=True)[0]

@@ -190,6 +190,11 @@ def test_policy_act_batches_and_single(rt):
         r.act(o, stream_offset=-1)
     with pytest.raises(TypeError, match="stream_offset"):
         r.act(o, stream_offset=1.5)
+    # and so does one the library refuses (a NaN observation): it took no position
+    bad = o.copy()
+    bad[1, 0] = np.nan
+    with pytest.raises(fastrl.Error):
+        r.act(bad)
     assert np.array_equal(r.act(o), r.act(o, counter=0))
 
 
