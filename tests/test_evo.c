@@ -984,8 +984,15 @@ static void negative_second_moment(void *data, uint64_t count, void *user)
     ((float *)data)[0] = -1.0f;
 }
 
+static void huge_generation(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((int64_t *)data)[3] = INT64_MAX; /* evo.meta: algo, P, n, generation, seed */
+}
+
 /* ES's Adam state in a checkpoint (es.v here) with every checksum right but a negative
- * second moment is FRL_ERR_FORMAT at load, not NaN parameters a generation later. */
+ * second moment is FRL_ERR_FORMAT at load, not NaN parameters a generation later; so is
+ * a generation count no run reaches (the next tell's count would overflow). */
 START_TEST(forged_es_state_refused)
 {
     frl_runtime *rt = frl_test_runtime(1);
@@ -1000,6 +1007,9 @@ START_TEST(forged_es_state_refused)
     ck_assert_int_eq(frl_trainer_load(&b, rt, bad, NULL), FRL_ERR_FORMAT);
     ck_assert_ptr_null(b);
     ck_assert_msg(strstr(frl_last_error(), "es.v"), "%s", frl_last_error());
+    rewrite_section(path, bad, "evo.meta", huge_generation, NULL);
+    ck_assert_int_eq(frl_trainer_load(&b, rt, bad, NULL), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(frl_last_error(), "generation"), "%s", frl_last_error());
     ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s",
                   frl_last_error());
     frl_trainer_destroy(b);

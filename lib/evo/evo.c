@@ -5,6 +5,10 @@
 #include "env/values.h"
 #include "evo/evo.h"
 
+/* No run tells 2^53 generations; a forged count near INT64_MAX would overflow the next
+ * tell's (and GA's new seeds' generation + 1). */
+#define MAX_GENERATION ((int64_t)1 << 53)
+
 static int is_es(const frl_evo *e)
 {
     return e->algo == FRL_TRAIN_ALGO_ES;
@@ -380,10 +384,10 @@ frl_status frl_evo_restore(frl_evo *e, const frl_container *c, int adopt_seed, c
      * infinity would be ES's kept fitness, reaching any train.target_return at once. */
     double last[2];
     memcpy(last, fit->data, sizeof last);
-    if (m[3] < 0 || isinf(last[0]) || isinf(last[1]))
-        return frl_fail(err, FRL_ERR_FORMAT, "evo.meta's generation %lld is negative or "
-                        "evo.fitness (%g, %g) holds an infinity", (long long)m[3], last[0],
-                        last[1]);
+    if (m[3] < 0 || m[3] > MAX_GENERATION || isinf(last[0]) || isinf(last[1]))
+        return frl_fail(err, FRL_ERR_FORMAT, "evo.meta's generation %lld is outside "
+                        "[0, 2^53] or evo.fitness (%g, %g) holds an infinity",
+                        (long long)m[3], last[0], last[1]);
     if ((uint64_t)m[4] != e->seed && !adopt_seed)
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "the saved optimiser's seed %llu differs "
                         "from this one's %llu (the runtime's seed plus train.seed_offset)",
