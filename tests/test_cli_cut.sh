@@ -61,6 +61,21 @@ run "$fastrl" cut "$ck" --latency-us 1000000 --episodes 2 --latency-model "$dir/
     --out "$dir/same.frl"
 refused "--latency-model as --out" "which the model would replace"
 [ ! -e "$dir/same.frl" ] || fail "the refused --latency-model/--out pair wrote a file"
+# ...nor spelled two ways before either exists (DIR/./same.txt and DIR/same.txt)
+run "$fastrl" cut "$ck" --arch 4,8 --episodes 2 --latency-model "$dir/./same.txt" \
+    --out "$dir/same.txt"
+refused "--latency-model as --out, spelled another way" "which the model would replace"
+[ ! -e "$dir/same.txt" ] || fail "the refused ./same.txt/same.txt pair wrote a file"
+# --out is not the probe times either; an empty --out is refused before any work.
+printf '4 310\n8 420\n16,16 960\n' > "$dir/times_out.txt"
+cp "$dir/times_out.txt" "$dir/times_kept.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/times_out.txt" --arch 4,8 --episodes 2 \
+    --out "$dir/times_out.txt"
+[ "$rc" -eq 2 ] && has "names the --fit-latency file" || fail "--out over the probe times: $out"
+cmp -s "$dir/times_out.txt" "$dir/times_kept.txt" || fail "--out changed the probe times"
+run "$fastrl" cut "$ck" --arch 4,8 --episodes 2 --out ''
+[ "$rc" -eq 1 ] && has "the path is empty" && ! has "return:" ||
+    fail "an empty --out, refused first: $out"
 
 # A model file with a NUL byte (a NUL ended its text early, so a file cut short read as
 # whole), and one that is a directory: refused, not measured again over it.
@@ -74,6 +89,11 @@ run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/nul.txt"
 grep -v "$(grep '^layer ' "$dir/model.txt" | tail -n 1)" "$dir/model.txt" > "$dir/short.txt"
 run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/short.txt"
 [ "$rc" -eq 1 ] && has "cut short" || fail "a latency model without its last layer: $out"
+# A model without its deepest depth's intercept line names that line.
+grep -v '^intercept_us 2 ' "$dir/model.txt" > "$dir/no_intercept.txt"
+run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/no_intercept.txt"
+[ "$rc" -eq 1 ] && has "intercept_us line of depth 2" ||
+    fail "a latency model without depth 2's intercept: $out"
 mkdir "$dir/model_dir"
 run "$fastrl" cut "$ck" --list --episodes 2 --latency-model "$dir/model_dir"
 [ "$rc" -eq 1 ] && [ -d "$dir/model_dir" ] && has "not a regular file" ||
@@ -119,6 +139,11 @@ bad_probes twice.txt '4 310\n8 420\n8 420\n' "a repeated probe line" "twice.txt:
 bad_probes again.txt '4 310\n8 420\n16,16 960\n4 300\n' "an architecture timed twice" \
     "again.txt:4" "line 1"
 bad_probes comma.txt '4, 310\n8 420\n16,16 960\n' "a probe line's trailing comma" "comma.txt:1"
+# Comment lines may be indented and of any length (a long one was read as lines).
+long=$(printf '%0300d' 0)
+printf '# %s\n  # indented\n4 310\n8 420\n16,16 960\n' "$long" > "$dir/comments.txt"
+run "$fastrl" cut "$ck" --fit-latency "$dir/comments.txt" --latency-us 0.8 --episodes 2
+ok "probe times with long and indented comments"
 
 # Once-for-all's evolutionary search (what spaces of more than 4,096 architectures get).
 run "$fastrl" cut "$ck" --search evolution --latency-us 1000000 --episodes 2

@@ -142,6 +142,11 @@ static int check_cut_args(cut_opts *o)
                         "policy would replace: give another file\n");
         return 2;
     }
+    if (o->out && o->probe_path && cli_same_file(o->probe_path, o->out)) {
+        fprintf(stderr, "fastrl cut: --out names the --fit-latency file, which the cut "
+                        "policy would replace: give another file\n");
+        return 2;
+    }
     if (model_overwrites_input(o)) {
         fprintf(stderr, "fastrl cut: --latency-model names the checkpoint, --out or the "
                         "--fit-latency file, which the model would replace: give another "
@@ -177,6 +182,10 @@ static int check_writable(const char *opt, const char *path)
 {
     struct stat st;
     char dir[4096];
+    if (!*path) {
+        fprintf(stderr, "fastrl cut: %s: the path is empty: name a file\n", opt);
+        return 1;
+    }
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         fprintf(stderr, "fastrl cut: %s %s is a directory: name a file in it\n", opt, path);
         return 1;
@@ -458,8 +467,16 @@ static int probe_entry(cut_run *r, const char *path, int32_t line_no, const char
     return 0;
 }
 
+/* Reads past the rest of the line fgets stopped inside. */
+static void skip_line(FILE *f)
+{
+    int c;
+    while ((c = fgetc(f)) != EOF && c != '\n')
+        ;
+}
+
 /* Lines "WIDTHS NS" (an architecture and its probe's ns per call on the target); '#'
- * starts a comment line. */
+ * (after blanks) starts a comment line, of any length. */
 static int fit_probes(cut_run *r, const char *path)
 {
     FILE *f = open_regular(path, "r");
@@ -473,8 +490,11 @@ static int fit_probes(cut_run *r, const char *path)
     int rc = 0;
     while (rc == 0 && fgets(line, sizeof line, f)) {
         line_no++;
-        if (line[0] != '#' && line[strspn(line, " \t\r\n")] != '\0')
+        const char *s = line + strspn(line, " \t");
+        if (*s != '#' && s[strspn(s, " \t\r\n")] != '\0')
             rc = probe_entry(r, path, line_no, line, &pr);
+        else if (!strchr(line, '\n'))
+            skip_line(f); /* the rest of a long comment, not a line of its own */
     }
     fclose(f);
     if (rc == 0 &&
@@ -551,8 +571,14 @@ static int describe(cut_run *r, candidate *c)
     c->params = actor_params(&r->e, &c->arch);
     if (c->predicted_us >= 0)
         return 0;
-    fprintf(stderr, "fastrl cut: the latency model lacks a layer of this policy (was it "
-                    "measured for another, or its file cut short at a line's end?)\n");
+    if (c->arch.depth > r->model.depth)
+        fprintf(stderr, "fastrl cut: the latency model has intercepts for depths 1 to %d "
+                        "and this policy's sub-policies go to depth %d: it lacks the "
+                        "intercept_us line of depth %d (was it measured for another?)\n",
+                (int)r->model.depth, (int)r->e.depth, (int)c->arch.depth);
+    else
+        fprintf(stderr, "fastrl cut: the latency model lacks a layer of this policy (was it "
+                        "measured for another, or its file cut short at a line's end?)\n");
     return 1;
 }
 

@@ -114,12 +114,37 @@ int cli_parse_real(const char *cmd, const char *opt, const char *text, double lo
     return 2;
 }
 
+/* A file not made yet as one spelling: its directory resolved (links, "..", "./") and
+ * its last name; 1 when the directory does not resolve. */
+static int resolved_new_path(const char *path, char *out, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
+        return 1;
+    memcpy(dir, slash ? path : ".", n);
+    dir[n] = '\0';
+    char *real = realpath(dir, NULL);
+    if (!real)
+        return 1;
+    int w = snprintf(out, size, "%s/%s", real, slash ? slash + 1 : path);
+    free(real);
+    return w < 0 || (size_t)w >= size;
+}
+
 int cli_same_file(const char *a, const char *b)
 {
     struct stat x, y;
     if (!strcmp(a, b))
         return 1; /* two outputs not yet made are one file all the same */
-    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+    int has_a = stat(a, &x) == 0, has_b = stat(b, &y) == 0;
+    if (has_a || has_b)
+        return has_a && has_b && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+    /* neither made yet: "./m.txt" and "m.txt" are one file too */
+    char ra[8192], rb[8192];
+    return !resolved_new_path(a, ra, sizeof ra) && !resolved_new_path(b, rb, sizeof rb) &&
+           !strcmp(ra, rb);
 }
 
 double cli_now(void)

@@ -520,6 +520,9 @@ frl_status frl_latency_fit_probes(frl_latency_model *m, const frl_elastic *e,
                             "time (above 0, at most 1e9 us)", (int)i, us[i]);
     }
     double (*f)[3] = n > 0 ? malloc(sizeof(double[3]) * (size_t)n) : NULL, x[3] = {0, 0, 0};
+    if (n > 0 && !f)
+        return frl_fail(err, FRL_ERR_NOMEM, "latency probes: out of memory for %d times",
+                        (int)n);
     for (int32_t i = 0; f && i < n; i++)
         features(e, &archs[i], f[i]);
     int spans = n >= 3 && f && features_independent(f, n);
