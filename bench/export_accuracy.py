@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""What int8 weights cost a C export, measured against the float32 export of the same
-policy in one run: output error, greedy agreement, episode returns, size and latency.
+"""What int8 weights cost a C export in one run: output error and greedy agreement
+against the library's own outputs (which the float32 export matches within 1e-6), and
+episode returns, size and latency against the float32 export of the same policy.
 
     FASTRL_LIBRARY=build/lib/libfastrl.so.0 PYTHONPATH=bindings/python \\
         build-venv/bin/python bench/export_accuracy.py [--episodes 100] [--cc cc]

@@ -805,13 +805,15 @@ FRL_API const char *frl_policy_last_error(const frl_policy *policy);
  *   names every symbol), needing only <math.h>; export.weights=int8 quantises the
  *   weights per output channel; export.probe=true adds path_probe.c, a main() timing
  *   the act function on the target.
- * Files are written atomically (as frl_policy_save; the C files all or none). Errors:
+ * Files are written atomically (as frl_policy_save; the C files are all written before
+ * any is renamed, one at a time: FRL_ERR_IO from a rename or the directory's sync may
+ * leave new files in place, a mismatched pair failing to compile). Errors:
  * FRL_ERR_NULL (policy or path), FRL_ERR_INVALID_ARGUMENT for a name that is not a C
  * identifier, for export.weights=int8 or export.probe=true with export.format=onnx, or
  * for a path longer than 4,032 bytes (either format), FRL_ERR_UNSUPPORTED for a
  * recurrent Q-policy (an R2D2 run's), FRL_ERR_NONFINITE for non-finite
  * parameters, FRL_ERR_IO naming the path, FRL_ERR_NOMEM; nothing at the path changes
- * then. Reads the parameters: not while a
+ * then, but for the renames' FRL_ERR_IO. Reads the parameters: not while a
  * trainer updates this policy on another thread. */
 FRL_API frl_status frl_policy_export(frl_policy *policy, const char *path,
                                      const frl_config *options);

@@ -60,7 +60,8 @@ static void header_sizes(frl_cgen *g, const char *up)
             (int)p->stack - 1, up, (int)p->stack, up, (int)p->state_w);
     /* act's own out[] array is counted: a discrete act holds it beside forward's */
     size_t act_floats = frl_export_kind_of(p) == FRL_EXPORT_GAUSSIAN ? 0 : (size_t)p->out_w;
-    frl_bytes_printf(g->out, "/* Stack bytes forward or act uses at most (their buffers). */\n"
+    frl_bytes_printf(g->out, "/* Stack bytes of forward's and act's buffers; their call frames\n"
+                             " * (spills, saved registers) take a few hundred more. */\n"
                              "#define %s_STACK_BYTES %zu\n\n", up,
                      sizeof(float) * (frl_cgen_stack_floats(p) + act_floats));
 }
