@@ -120,6 +120,9 @@ run "$fastrl" export "$dir/truncated.frl" --onnx "$dir/p.onnx"
 [ "$rc" -ne 0 ] && has "FRL_ERR_FORMAT" || fail "a truncated checkpoint: $out"
 run "$fastrl" export "$dir/run/checkpoint.frl" --onnx "$dir/p.onnx" --int8
 [ "$rc" -eq 2 ] && has "go with --c" || fail "--int8 with --onnx: $out"
+# An option where the file goes is refused (it wrote a file named --int8).
+run "$fastrl" export "$dir/run/checkpoint.frl" --onnx --int8
+[ "$rc" -eq 2 ] && has "not an option" && [ ! -e ./--int8 ] || fail "--onnx --int8: $out"
 # A path too long: the same error in both formats, naming it (ONNX once said FRL_ERR_IO).
 long="$dir/$(printf '%4100s' '' | tr ' ' d)"
 for fmt in "--onnx $long.onnx" "--c $long/p"; do
