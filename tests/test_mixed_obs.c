@@ -248,6 +248,32 @@ START_TEST(host_frame_and_vector)
     ck_assert_int_eq(frl_env_create_callbacks(&e, rt, &cb, hs, box, s, NULL),
                      FRL_ERR_UNSUPPORTED);
     ck_assert_ptr_null(e);
+
+    /* A step refused for its vector leaves no observation for set_state to give (as a
+     * box env's: api.md); the state alone is restored. */
+    cb.frame = h_frame;
+    cb.state_size = 1;
+    cb.get_state = h_get;
+    cb.set_state = h_set;
+    frl_space *as;
+    ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 4), FRL_OK);
+    memset(hs, 0, sizeof hs);
+    ck_assert_int_eq(frl_env_create_callbacks(&e, rt, &cb, hs, s, as, NULL), FRL_OK);
+    float obs[ROW / 4], r;
+    uint8_t te, tr;
+    int32_t act = 0;
+    ck_assert_int_eq(frl_env_reset(e, 1, obs), FRL_OK);
+    hs[0].bad = NAN;
+    hs[0].bad_at = 1;
+    ck_assert_int_eq(frl_env_step(e, &act, obs, &r, &te, &tr), FRL_ERR_NONFINITE);
+    double saved[8];
+    int32_t n = frl_env_state_size(e);
+    ck_assert(n >= 1 && n <= 8);
+    memset(saved, 0, sizeof saved);
+    ck_assert_int_eq(frl_env_set_state(e, saved, n, obs), FRL_ERR_STATE);
+    ck_assert_msg(frl_env_set_state(e, saved, n, NULL) == FRL_OK, "%s", frl_last_error());
+    frl_env_destroy(e);
+    frl_space_destroy(as);
     frl_space_destroy(s);
     frl_space_destroy(box);
     frl_runtime_destroy(rt);

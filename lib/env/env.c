@@ -175,7 +175,8 @@ FRL_API frl_status frl_env_get_state(frl_env *e, double *state, int32_t size)
 /* 1 when a host env's observation row holds what its last reset or step returned and
  * the library refused (NaN, infinity, or no index of a discrete space). A host
  * set_state writes no observation, so obs would get that row from a call that
- * succeeded. Images are bytes, refused by nothing a row could hold. */
+ * succeeded. Images are bytes, refused by nothing a row could hold; a mixed row's
+ * vector part is checked as a box's. */
 static int refused_host_row(const frl_env *e)
 {
     const frl_vec_env *v = e->v;
@@ -184,6 +185,9 @@ static int refused_host_row(const frl_env *e)
     frl_space_kind kind = frl_space_get_kind(v->obs_space);
     if (kind == FRL_SPACE_DISCRETE)
         return frl_find_bad_index(v->b.obs, 1, v->obs_n) >= 0;
+    if (kind == FRL_SPACE_MIXED)
+        return frl_find_nonfinite(v->b.obs + frl_space_vector_at(v->obs_space),
+                                  frl_space_vector_floats(v->obs_space)) >= 0;
     return kind == FRL_SPACE_BOX && frl_find_nonfinite(v->b.obs, v->obs_w) >= 0;
 }
 
