@@ -183,8 +183,11 @@ static void returns(frl_runtime *rt, const char *task, int oracle, int32_t episo
 static void returns_table(const opts *o)
 {
     frl_runtime *rt = make_runtime(o->threads);
-    printf("\nreturns over %d episodes (84x84 gray, frame skip 4, the task's time limit%s%s):\n",
-           (int)o->episodes, o->set[0] ? "; " : "", o->set);
+    /* each env runs its share, rounded up: --episodes 1000 is 16 from each of 64 */
+    int32_t quota = (o->episodes + ENVS - 1) / ENVS;
+    printf("\nreturns over %d episodes, %d from each of %d envs (84x84 gray, frame skip 4, "
+           "the task's time limit%s%s):\n", (int)(quota * ENVS), (int)quota, ENVS,
+           o->set[0] ? "; " : "", o->set);
     printf("%-14s %14s %12s %14s %12s\n", "task", "oracle return", "length", "random return",
            "length");
     for (int32_t t = 0; rt && ray_task_at(t); t++) {
