@@ -1023,6 +1023,45 @@ START_TEST(async_one_thread)
 }
 END_TEST
 
+typedef struct nested_train {
+    frl_trainer *t;
+    frl_status st;
+} nested_train;
+
+static int train_in_task(void *user, int32_t task, int32_t thread)
+{
+    (void)thread;
+    nested_train *n = user;
+    if (task == 0)
+        n->st = frl_trainer_train(n->t, 8 * 16 * 4);
+    return 0;
+}
+
+/* Trained from inside a task of its runtime's pool, the async sampler's loops (one per
+ * thread at once) would run one inside another on that thread: it hung whenever the
+ * task was not on thread 0. Now refused, and the trainer trains outside afterwards. */
+START_TEST(async_refuses_training_inside_a_pool_task)
+{
+    frl_runtime *rt = runtime(2);
+    frl_config *cfg = frl_test_settings(small);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    for (int round = 0; round < 8; round++) {
+        nested_train n = {t, FRL_OK};
+        ck_assert_int_eq(frl_runtime_parallel_for(rt, 2, train_in_task, &n), FRL_OK);
+        ck_assert_int_eq(n.st, FRL_ERR_STATE);
+        ck_assert_msg(strstr(frl_trainer_last_error(t), "frl_runtime_parallel_for"), "%s",
+                      frl_trainer_last_error(t));
+    }
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 0);
+    ck_assert_int_eq(frl_trainer_train(t, 8 * 16 * 4), FRL_OK);
+    ck_assert_int_eq(frl_trainer_metrics(t)->update, 4);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("async");
@@ -1043,6 +1082,7 @@ int main(void)
     tcase_add_test(tc, async_save_and_resume);
     tcase_add_test(tc, async_resume_stays_decoupled);
     tcase_add_test(tc, async_one_thread);
+    tcase_add_test(tc, async_refuses_training_inside_a_pool_task);
     tcase_add_test(tc, async_load_acts_on_loaded_weights);
     tcase_add_test(tc, async_train_without_end);
     tcase_add_test(tc, async_target_is_in_the_final_metrics);

@@ -71,11 +71,11 @@ static void run_long(shared *s, int with_wake)
     frl_allocator a; /* internal API: takes a filled table, as frl_allocator_copy leaves it */
     frl_allocator_default(&a);
     ck_assert_int_eq(frl_pool_create(&s->pool, &a, 2, 50000, err), FRL_OK);
-    if (with_wake)
-        frl_pool_set_side_wake(s->pool, wake, s);
-    int32_t failed;
     /* Two tasks: whichever thread runs task index 0 or 1, thread 0 makes the calls. */
-    ck_assert_int_eq(frl_pool_run(s->pool, 2, long_task, s, &failed), 0);
+    if (with_wake)
+        ck_assert_int_eq(frl_pool_run_long(s->pool, 2, long_task, s, wake, s), 0);
+    else
+        ck_assert_int_eq(frl_pool_run(s->pool, 2, long_task, s, NULL), 0);
     frl_pool_destroy(s->pool);
 }
 

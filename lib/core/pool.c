@@ -219,12 +219,17 @@ int frl_pool_side_pending(frl_pool *p)
     return pending;
 }
 
-void frl_pool_set_side_wake(frl_pool *p, void (*wake)(void *user), void *user)
+static void set_side_wake(frl_pool *p, void (*wake)(void *user), void *user)
 {
     pthread_mutex_lock(&p->side_lock);
     p->side_wake = wake;
     p->side_wake_user = user;
     pthread_mutex_unlock(&p->side_lock);
+}
+
+int frl_pool_in_task(const frl_pool *p)
+{
+    return tls_current_pool == p;
 }
 
 /* A nested call published as the side job: returns 1 with its result in *result, or 0
@@ -263,21 +268,16 @@ static int run_side(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user, 
     return 1;
 }
 
-int frl_pool_run(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user,
-                 int32_t *failed_task)
+/* A job from outside the pool's tasks: the pool's threads run it, wake set (or not) for
+ * its length. */
+static int run_job(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user,
+                   int32_t *failed_task, void (*wake)(void *), void *wake_user)
 {
-    int32_t dummy;
-    failed_task = failed_task ? failed_task : &dummy;
-    *failed_task = -1;
-    if (tls_current_pool == p) {
-        int r = 0;
-        if (run_side(p, num_tasks, fn, user, tls_thread_index, failed_task, &r))
-            return r;
-        return run_inline(num_tasks, fn, user, tls_thread_index, failed_task);
-    }
     if (p->started == 0 || num_tasks <= 1)
         return run_inline(num_tasks, fn, user, 0, failed_task);
     pthread_mutex_lock(&p->run_lock);
+    if (wake)
+        set_side_wake(p, wake, wake_user);
     p->fn = fn;
     p->user = user;
     p->num_tasks = num_tasks;
@@ -296,8 +296,32 @@ int frl_pool_run(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user,
     int r = atomic_load(&p->first_result);
     if (r != 0)
         *failed_task = atomic_load(&p->failed_task);
+    if (wake)
+        set_side_wake(p, NULL, NULL);
     pthread_mutex_unlock(&p->run_lock);
     return r;
+}
+
+int frl_pool_run(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user,
+                 int32_t *failed_task)
+{
+    int32_t dummy;
+    failed_task = failed_task ? failed_task : &dummy;
+    *failed_task = -1;
+    if (tls_current_pool == p) {
+        int r = 0;
+        if (run_side(p, num_tasks, fn, user, tls_thread_index, failed_task, &r))
+            return r;
+        return run_inline(num_tasks, fn, user, tls_thread_index, failed_task);
+    }
+    return run_job(p, num_tasks, fn, user, failed_task, NULL, NULL);
+}
+
+int frl_pool_run_long(frl_pool *p, int32_t num_tasks, frl_pool_fn fn, void *user,
+                      void (*wake)(void *user), void *wake_user)
+{
+    int32_t failed;
+    return run_job(p, num_tasks, fn, user, &failed, wake, wake_user);
 }
 
 static void stop_workers(frl_pool *p)

@@ -32,13 +32,20 @@ int frl_pool_run(frl_pool *pool, int32_t num_tasks, frl_pool_fn fn, void *user,
                  int32_t *failed_task);
 
 /* Helping with nested jobs. A long job whose tasks sit in loops of their own (the async
- * sampler's roles) would otherwise run every nested call inline on its thread. With a
- * wake function set, a nested call with several tasks is published as the pool's side
- * job and wake(user) is called; threads of the long job with nothing else to do call
- * frl_pool_help, which runs tasks of the side job with their own thread index. The
- * nested call returns when all its tasks are done, as any frl_pool_run. One side job at
- * a time: a nested call made while one is published runs inline. */
-void frl_pool_set_side_wake(frl_pool *pool, void (*wake)(void *user), void *user);
+ * sampler's roles) would otherwise run every nested call inline on its thread.
+ * frl_pool_run_long runs such a job with a wake function set for its length: a nested
+ * call with several tasks is published as the pool's side job and wake(wake_user) is
+ * called; threads of the long job with nothing else to do call frl_pool_help, which
+ * runs tasks of the side job with their own thread index. The nested call returns when
+ * all its tasks are done, as any frl_pool_run. One side job at a time: a nested call
+ * made while one is published runs inline. The wake is set once the job holds the pool
+ * (a second caller waiting for it cannot replace the running job's). The long job's
+ * tasks must all run at once, so it cannot start from inside a task of the same pool
+ * (frl_pool_in_task): it would run inline, one task inside another. */
+int frl_pool_run_long(frl_pool *pool, int32_t num_tasks, frl_pool_fn fn, void *user,
+                      void (*wake)(void *user), void *wake_user);
+/* 1 when the calling thread is running a task of pool's (a nested call's place). */
+int frl_pool_in_task(const frl_pool *pool);
 /* 1 if a side job has tasks nobody has taken (a hint: frl_pool_help may still find
  * none). */
 int frl_pool_side_pending(frl_pool *pool);

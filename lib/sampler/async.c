@@ -1457,6 +1457,13 @@ static frl_status async_train_many(frl_sampler *const *s, int32_t count, int64_t
     async_sampler *const *m = (async_sampler *const *)s;
     frl_run r;
     *failed = -1;
+    /* Its loops run one per thread at once; inside a task they would run one inside
+     * another on that thread, waiting for each other for good. */
+    if (m[0]->threads > 1 && frl_pool_in_task(m[0]->h->rt->pool))
+        return frl_fail(m[0]->h->err, FRL_ERR_STATE, "the async sampler (sampler.mode=async) "
+                        "cannot train from inside a task of its runtime's threads "
+                        "(frl_runtime_parallel_for): train there with sampler.mode=sync, "
+                        "or give the trainer a runtime of its own");
     if (init_run(&r, m, count) != FRL_OK)
         return frl_fail(m[0]->h->err, FRL_ERR_THREAD, "async sampler: cannot initialise a mutex");
     frl_status st = FRL_OK;
@@ -1466,9 +1473,7 @@ static frl_status async_train_many(frl_sampler *const *s, int32_t count, int64_t
     if (st == FRL_OK) {
         /* One long task per thread; nested pool calls become side jobs the idle
          * threads help with. */
-        frl_pool_set_side_wake(r.pool, wake_helpers, &r);
-        frl_pool_run(r.pool, m[0]->threads, worker, &r, NULL);
-        frl_pool_set_side_wake(r.pool, NULL, NULL);
+        frl_pool_run_long(r.pool, m[0]->threads, worker, &r, wake_helpers, &r);
         st = r.status;
         *failed = r.failed;
     }
