@@ -8,6 +8,7 @@
 #include "rl/policy_io.h"
 #include "trainer/trainer.h"
 #include "trainer/trainer_dist.h"
+#include "trainer/trainer_hold.h"
 #include "trainer/trainer_output.h"
 
 /* PPO's train.decoupled defaults to on with the async sampler (ppo_learner.c), to off
@@ -324,7 +325,6 @@ static frl_status build(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *
     atomic_init(&t->stop, 0);
     atomic_init(&t->dist_stop, 0);
     atomic_init(&t->running, 0);
-    atomic_init(&t->in_callback, 0);
     t->metrics.struct_size = sizeof t->metrics;
     st = hold_groups(t, who);
     if (st == FRL_OK)
@@ -656,9 +656,7 @@ frl_status frl_trainer_after_update(frl_trainer *t)
     if (st != FRL_OK)
         return st;
     if (t->cb) {
-        atomic_store(&t->in_callback, 1);
-        int rc = t->cb(t->cb_user, &t->metrics);
-        atomic_store(&t->in_callback, 0);
+        int rc = frl_trainer_run_callback(t);
         if (rc != 0)
             return frl_fail(t->err, FRL_ERR_CALLBACK, "the metrics callback returned %d", rc);
     }
@@ -685,8 +683,10 @@ FRL_API frl_status frl_trainer_train(frl_trainer *t, int64_t total_steps)
     if (total_steps < 0)
         return frl_fail(t->err, FRL_ERR_RANGE, "frl_trainer_train: total_steps %lld < 0",
                         (long long)total_steps);
+    /* the thread's buffer only: the trainer's belongs to the call that holds it */
     if (atomic_exchange(&t->running, 1))
-        return frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_train: already running");
+        return frl_fail(NULL, FRL_ERR_STATE, "frl_trainer_train: already running (a train, "
+                        "or a save or set_output on another thread, holds the trainer)");
     frl_status st = check_not_diverged(t, "frl_trainer_train");
     if (st == FRL_OK && t->dist)
         st = frl_trainer_dist_check_budget(t, total_steps);

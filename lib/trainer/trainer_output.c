@@ -7,6 +7,7 @@
 
 #include "core/c_numeric.h"
 #include "trainer/trainer_dist.h"
+#include "trainer/trainer_hold.h"
 #include "trainer/trainer_output.h"
 
 static const char csv_header[] =
@@ -143,18 +144,30 @@ static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_
     return st;
 }
 
+static frl_status replace_outputs(frl_trainer *t, const char *dir);
+
 FRL_API frl_status frl_trainer_set_output(frl_trainer *t, const char *dir)
 {
     if (!t || !dir)
         return frl_fail(t ? t->err : NULL, FRL_ERR_NULL, "frl_trainer_set_output: %s is NULL",
                         t ? "dir" : "trainer");
-    frl_status st = check_dir(t, dir);
     /* Train writes the files after each update, on its thread: only its callback runs
      * between those writes (another thread would close a file being written). */
-    if (st == FRL_OK && atomic_load(&t->running) && !atomic_load(&t->in_callback))
-        st = frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_set_output: frl_trainer_train is "
-                      "running and writes the outputs: call it between train calls, or from "
-                      "the metrics callback");
+    int held;
+    frl_status st = frl_trainer_hold(t, "frl_trainer_set_output", "it writes the outputs: "
+                                     "call this between train calls, or from the metrics "
+                                     "callback", &held);
+    if (st != FRL_OK)
+        return st;
+    st = replace_outputs(t, dir);
+    frl_trainer_release(t, held);
+    return st;
+}
+
+/* set_output's work, the trainer held. */
+static frl_status replace_outputs(frl_trainer *t, const char *dir)
+{
+    frl_status st = check_dir(t, dir);
     if (st != FRL_OK)
         return frl_fail_msg(NULL, st, t->err);
     if (!frl_trainer_dist_writes(t)) {

@@ -9,6 +9,7 @@
 #include "env/vec_env_state.h"
 #include "core/dist.h"
 #include "trainer/trainer_dist.h"
+#include "trainer/trainer_hold.h"
 #include "rl/policy_io.h"
 #include "trainer/trainer.h"
 #include "trainer/trainer_output.h"
@@ -130,8 +131,16 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
 {
     if (!ct || !path)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_save: %s is NULL", ct ? "path" : "trainer");
-    frl_trainer *t = (frl_trainer *)ct; /* for its error buffer only */
-    frl_status st = FRL_OK;
+    frl_trainer *t = (frl_trainer *)ct; /* its error buffer, and held for the save */
+    /* Any moment of a train call but its metrics callback (another thread, an env
+     * callback) is mid-rollout: the file would hold counters and env states of steps no
+     * update learned from. Held, a train call made meanwhile is refused, not stepping
+     * what the save reads. */
+    int held;
+    frl_status st = frl_trainer_hold(t, "frl_trainer_save", "the run is mid-update: save "
+                                     "after it returns, or from its metrics callback", &held);
+    if (st != FRL_OK)
+        return st;
     /* A fault first: every rank's policy is part-way through an update, so every rank
      * says so (a rank that writes nothing would otherwise report a save). */
     if (t->dist && t->dist->faulted)
@@ -142,21 +151,15 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
         st = frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s", t->sampler->ops->no_save);
     /* From the metrics callback: the sync sampler is between rollouts then, the async
      * one's env groups are still stepping (a save would snapshot a moving run). */
-    else if (atomic_load(&t->running) && t->sampler->ops->overlaps_learning)
+    else if (!held && t->sampler->ops->overlaps_learning)
         st = frl_fail(t->err, FRL_ERR_STATE, "an async trainer's env groups are stepping while "
                       "frl_trainer_train runs: save after it returns (the metrics callback may "
                       "call frl_trainer_request_stop)");
-    /* Any other moment of a train call (another thread, an env callback) is mid-rollout:
-     * the file would hold counters and env states of steps no update learned from. */
-    else if (atomic_load(&t->running) && !atomic_load(&t->in_callback))
-        st = frl_fail(t->err, FRL_ERR_STATE, "frl_trainer_train is running and mid-update: "
-                      "save after it returns, or from its metrics callback");
     /* dist.mode: rank 0 writes the checkpoint and all hold its contents; the other ranks
      * refuse what rank 0 refuses above (a save mid-update), so that every rank says alike */
-    if (st == FRL_OK && !frl_trainer_dist_writes(t))
-        return FRL_OK;
-    if (st == FRL_OK)
+    if (st == FRL_OK && frl_trainer_dist_writes(t))
         st = write_checkpoint(t, path);
+    frl_trainer_release(t, held);
     if (st != FRL_OK)
         frl_fail(NULL, st, "frl_trainer_save: %s", t->err);
     return st;

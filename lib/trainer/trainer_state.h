@@ -31,10 +31,10 @@ struct frl_trainer {
     frl_sampler *sampler;       /* sampler.mode's */
     frl_sampler_host host;      /* the sampler's view of this trainer */
     frl_learn_fn learn;
+    /* A train call, or a save or set_output made outside one, holds the trainer (the
+     * others are refused meanwhile); frl_trainer_in_callback tells the callback's own
+     * save and set_output from another thread's. */
     atomic_int running;
-    /* The metrics callback runs (the sync sampler is between updates then): the one
-     * moment of a train call at which frl_trainer_save may snapshot the run. */
-    atomic_int in_callback;
     frl_policy *policy;
     frl_ring *ring;             /* = store.ring */
     frl_storage store;          /* what the learner declared it needs */
