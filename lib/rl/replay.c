@@ -632,8 +632,9 @@ static void stack_row(const frl_replay *r, size_t col, size_t t, float *out)
 /* The same env's column in the block after column col's, where the env's stream goes on
  * (a trainer adds its rollouts in order); none (0) after the newest block, whose next
  * block is unwritten or the oldest, nor where the stream broke between the two blocks:
- * a run that goes on after a failed env step resets its envs, so the next column starts
- * from a fresh episode, not from this column's bootstrap observation. Unbroken, both
+ * a run that goes on after a failed env step resets its envs (the async sampler the
+ * failed group's, dropping the others' rollouts in flight, whose envs went on), so the
+ * next column does not start from this column's bootstrap observation. Unbroken, both
  * are copies of the same observation, bit for bit; an n-step sum that went on across a
  * break would add another episode's rewards. */
 static int next_column(const frl_replay *r, size_t col, size_t *next)
