@@ -1171,6 +1171,21 @@ static void check_loads(const char *path, const char *settings, frl_status want,
     frl_runtime_destroy(rt);
 }
 
+/* Evaluation steps one vec env or two pipelined: sampler.groups=3 was taken as 2. */
+START_TEST(three_groups_refused)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_config *cfg = frl_test_settings("train.algo=es es.population=16 sampler.groups=3");
+    frl_trainer *t = (frl_trainer *)1;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(frl_last_error(), "one env group or two") &&
+                  strstr(frl_last_error(), "not 3"), "%s", frl_last_error());
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(load_needs_the_same_meaning)
 {
     char es_path[] = "/tmp/test_evo_meaning_es.frl", ga_path[] = "/tmp/test_evo_meaning_ga.frl";
@@ -1353,6 +1368,7 @@ static Suite *suite(void)
     tcase_add_test(c, es_learns_cartpole);
     tcase_add_test(c, ga_learns_cartpole);
     tcase_add_test(c, trainer_resumes_exactly);
+    tcase_add_test(c, three_groups_refused);
     tcase_add_test(c, population_charts_in_tensorboard);
     tcase_add_test(c, train_allocates_nothing);
     tcase_add_test(c, target_reached_survives_a_load);

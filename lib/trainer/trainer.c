@@ -281,7 +281,15 @@ static frl_status hold_groups(frl_trainer *t, const char *who)
 static frl_status check_mode(const frl_config *c, const frl_learner_ops *l, int32_t groups,
                              const char *who)
 {
-    if (groups > sampler_for(c, l)->max_groups)
+    const frl_sampler_ops *s = sampler_for(c, l);
+    /* ES and GA step one vec env, or two pipelined: a third was taken as two, unsaid */
+    int64_t asked = frl_cfg_is_set(c, FRL_KEY_SAMPLER_GROUPS)
+                        ? frl_cfg_int(c, FRL_KEY_SAMPLER_GROUPS) : groups;
+    if (s == &frl_sampler_population && (groups > s->max_groups || asked > s->max_groups))
+        return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: train.algo=%s evaluates on one "
+                        "env group or two (sampler.groups=2 steps one while the other acts), "
+                        "not %lld", who, l->name, (long long)(groups > asked ? groups : asked));
+    if (groups > s->max_groups)
         return frl_fail(NULL, FRL_ERR_INVALID_ARGUMENT, "%s: %d vec envs need sampler.mode=async "
                         "(the synchronous sampler steps one)", who, (int)groups);
     if (!l->elastic && frl_cfg_list(c, FRL_KEY_ELASTIC_WIDTHS).n > 0)
