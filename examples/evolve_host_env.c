@@ -125,7 +125,11 @@ static int setup(run *r)
               check(frl_population_create(&r->pop, r->policy, MEMBERS), "population");
     /* ES over the acting parameters (a prefix of the policy's: trunk and actor). */
     float *initial = bad ? NULL : malloc(sizeof(float) * (size_t)frl_population_member_size(r->pop));
-    if (!bad && initial) {
+    if (!bad && !initial) {
+        fprintf(stderr, "evolve_host_env: out of memory\n");
+        bad = 1;
+    }
+    if (!bad) {
         memcpy(initial, frl_population_parameters(r->pop),
                sizeof(float) * (size_t)frl_population_member_size(r->pop));
         bad = check(frl_evo_create(&r->es, r->rt, cfg, frl_population_member_size(r->pop), initial),
@@ -179,13 +183,18 @@ int main(int argc, char **argv)
     /* The kept parameters (ES's centre) into the policy, which now acts as it. */
     int64_t n = frl_population_member_size(r.pop);
     float *kept = bad ? NULL : malloc(sizeof(float) * (size_t)n);
-    if (kept) {
+    if (!bad && !kept) {
+        fprintf(stderr, "evolve_host_env: out of memory\n");
+        bad = 1;
+    }
+    if (!bad) {
         bad = check(frl_evo_best(r.es, kept, n, NULL), "best");
-        memcpy(frl_population_parameters(r.pop), kept, sizeof(float) * (size_t)n);
+        if (!bad)
+            memcpy(frl_population_parameters(r.pop), kept, sizeof(float) * (size_t)n);
         bad = bad || check(frl_population_copy_to_policy(r.pop, 0, r.policy), "copy") ||
               check(greedy(r.policy, r.venv, &after), "evaluate the result");
-        free(kept);
     }
+    free(kept);
     if (!bad)
         printf("evolve_host_env: %d generations of %d members: greedy return %.2f -> %.2f\n",
                generations, MEMBERS, before, after);

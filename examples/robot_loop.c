@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 {
     const char *path = NULL, *core = NULL;
     double hz = 1000;
-    int iterations = 2000;
+    int iterations = 2000, usage = 0;
     char *end = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--hz") && i + 1 < argc)
@@ -174,16 +174,19 @@ int main(int argc, char **argv)
             iterations = (int)strtol(argv[++i], &end, 10);
         else if (!strcmp(argv[i], "--core") && i + 1 < argc)
             core = argv[++i];
-        else
+        else if (argv[i][0] != '-' && !path)
             path = argv[i];
+        else
+            usage = 1; /* an option without its value ("--hz" was read as a path) */
         if (end && *end)
             break;
     }
     /* A rate of 0 (or "abc") made the period infinite: its nanoseconds as a long are
-     * undefined, and the loop ran without a deadline. */
-    if ((end && *end) || !(hz > 0 && hz <= 1e6) || iterations < 1) {
+     * undefined, and the loop ran without a deadline. --core makes the policy trained
+     * here; a checkpoint has its own. */
+    if (usage || (end && *end) || !(hz > 0 && hz <= 1e6) || iterations < 1 || (path && core)) {
         fprintf(stderr, "usage: robot_loop [CHECKPOINT] [--hz RATE (0 < RATE <= 1e6)] "
-                        "[--iterations N (N >= 1)] [--core gru|lstm]\n");
+                        "[--iterations N (N >= 1)] [--core gru|lstm (without CHECKPOINT)]\n");
         return 2;
     }
     frl_config *cfg;

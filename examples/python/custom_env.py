@@ -4,8 +4,8 @@
 "Reach the target": a walker on the cells 0..10 must reach a target cell. Actions are
 0 = left, 1 = stay, 2 = right; reaching the target gives +1 and ends the episode, every
 other step costs 0.05, and the library adds a time limit of 50 steps. The best policy
-walks straight there (mean return about 0.75 over random starts); a uniformly random
-one scores below 0.
+walks straight there (mean return 0.85 over random starts and targets: 4 cells apart on
+average); a uniformly random one scores below 0. Training stops at a mean of 0.75.
 
 The env is a plain gymnasium.Env. fastrl.VecEnv.from_python runs 16 copies through the
 library's batch callback (on this thread; see doc/python.md for per_env=True), so the

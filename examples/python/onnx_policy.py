@@ -15,7 +15,8 @@ to step. Image observations are not supported here (Gymnasium has no fastrl pixe
 
 Greedy actions come from the model's "action" output (a Gaussian's mean, clipped to the
 action bounds); --sample draws from the categorical logits (or the Gaussian's mean and
-log_std) with numpy's generator, which is how a host samples (doc/export.md). Exits 1
+log_std) with numpy's generator, which is how a host samples (doc/export.md); a
+Q-policy (DQN's) has nothing to sample, so it plays greedily there too. Exits 1
 if the greedy mean return is below R (default: 475 for the CartPole-v1 trained here,
 no threshold for a CHECKPOINT).
 """
@@ -42,7 +43,10 @@ def export(checkpoint, path):
 
 
 def sample(outputs, rng, low, high):
-    """One action from the model's outputs for a single observation."""
+    """One action from the model's outputs for a single observation (a Q-network has no
+    distribution to draw from: its greedy action; epsilon is the host's to add)."""
+    if "q" in outputs:
+        return int(outputs["action"][0])
     if "logits" in outputs:
         z = outputs["logits"][0].astype(np.float64)
         p = np.exp(z - z.max())

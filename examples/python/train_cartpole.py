@@ -4,13 +4,17 @@ save the run, and evaluate the checkpoint over 100 greedy episodes.
 
     FASTRL_LIBRARY=build/lib/libfastrl.so.0 PYTHONPATH=bindings/python \
         python3 examples/python/train_cartpole.py [--out runs/py-cartpole] [--seed 1]
+            [--resume | --overwrite]
 
 Ctrl-C stops at the end of the current update, writes the checkpoint and exits; run
-again with --resume to continue the same run exactly. Exits 1 if the evaluation's mean
-return is below 475.
+again with --resume to continue the same run exactly. An OUT holding a run is refused
+unless --resume continues it or --overwrite starts afresh (which deletes the old run's
+TensorBoard events, as `fastrl train --overwrite` does: a new file beside them would show
+both runs as one). Exits 1 if the evaluation's mean return is below 475.
 """
 
 import argparse
+import glob
 import os
 import sys
 import time
@@ -24,9 +28,20 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--steps", type=int, default=500_000)
     ap.add_argument("--resume", action="store_true", help="continue OUT/checkpoint.frl")
+    ap.add_argument("--overwrite", action="store_true", help="replace a run in OUT")
     args = ap.parse_args()
+    if args.resume and args.overwrite:
+        ap.error("--resume continues the run in OUT and --overwrite replaces it: give one")
     os.makedirs(args.out, exist_ok=True)
     checkpoint = os.path.join(args.out, "checkpoint.frl")
+    events = glob.glob(os.path.join(glob.escape(args.out), "events.out.tfevents.*"))
+    held = [p for p in [checkpoint, os.path.join(args.out, "metrics.csv")] if os.path.exists(p)]
+    if not args.resume and held + events:
+        if not args.overwrite:
+            ap.error(f"{args.out} holds a run ({os.path.basename((held + events)[0])}): "
+                     "--resume continues it, --overwrite replaces it")
+        for p in events:
+            os.remove(p)
 
     if args.resume:
         trainer = fastrl.Trainer.load(checkpoint)

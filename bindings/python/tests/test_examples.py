@@ -37,6 +37,17 @@ def test_train_then_evaluate_cartpole(tmp_path):
                         str(tmp_path / "none.frl")], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=PKG_ROOT))
     assert r.returncode == 1 and "FRL_ERR_IO" in r.stderr
+    # Again into the same OUT: refused (it replaced the run and kept its TensorBoard
+    # events beside the new ones), unless --overwrite, which leaves one events file.
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, "train_cartpole.py"),
+                        "--out", str(tmp_path / "run"), "--steps", "2048"],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=PKG_ROOT))
+    assert r.returncode == 2 and "--overwrite replaces it" in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, "train_cartpole.py"),
+                        "--out", str(tmp_path / "run"), "--steps", "2048", "--overwrite"],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=PKG_ROOT))
+    assert "trained in" in r.stdout, r.stdout + r.stderr
+    assert len(list((tmp_path / "run").glob("events.out.tfevents.*"))) == 1
 
 
 @pytest.mark.slow
