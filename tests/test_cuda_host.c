@@ -588,6 +588,33 @@ START_TEST(population_matches_cpu)
 }
 END_TEST
 
+/* A network the members' kernel cannot run (here an image encoder): runtime.device=auto
+ * evaluates on the CPU, as the CPU runtime does (it failed every train call with
+ * FRL_ERR_DEVICE); cuda refuses, naming why. */
+START_TEST(population_beyond_the_kernel)
+{
+    const char *settings = "train.algo=es es.population=16 train.num_envs=16 "
+                           "policy.conv_channels=4,4,4 es.noise_floats=100000";
+    frl_trainer *c = trainer_on("cpu", "PixelGrid-v0", settings);
+    frl_trainer *a = trainer_on("auto", "PixelGrid-v0", settings);
+    frl_trainer *d = trainer_on("cuda", "PixelGrid-v0", settings);
+    ck_assert_ptr_nonnull(a->policy->dev);
+    ck_assert_int_eq(frl_trainer_train(c, 1000), FRL_OK);
+    ck_assert_msg(frl_trainer_train(a, 1000) == FRL_OK, "%s", frl_trainer_last_error(a));
+    ck_assert_int_ge(frl_trainer_metrics(a)->update, 1);
+    ck_assert_int_eq(frl_trainer_metrics(c)->env_steps, frl_trainer_metrics(a)->env_steps);
+    ck_assert_int_eq(memcmp(c->policy->params, a->policy->params,
+                            sizeof(float) * c->policy->num_params), 0);
+    ck_assert_int_eq(frl_trainer_train(d, 1000), FRL_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(frl_trainer_last_error(d), "image encoder") &&
+                  strstr(frl_trainer_last_error(d), "auto acts on the CPU"), "%s",
+                  frl_trainer_last_error(d));
+    destroy_trainer(c);
+    destroy_trainer(a);
+    destroy_trainer(d);
+}
+END_TEST
+
 /* The largest parameter difference over the largest parameter magnitude. */
 static double param_gap(const frl_policy *a, const frl_policy *b)
 {
@@ -1202,6 +1229,7 @@ int main(void)
     tcase_add_test(tc, streams_setup_failure_falls_back);
     tcase_add_test(tc, recurrent_trainers_on_device);
     tcase_add_test(tc, population_matches_cpu);
+    tcase_add_test(tc, population_beyond_the_kernel);
     tcase_add_test(tc, async_stage_failure);
     tcase_add_test(tc, learner_matches_cpu);
     tcase_add_test(tc, learner_unfused_matches_cpu);

@@ -178,7 +178,9 @@ typedef struct frl_cuda_plugin {
      * rows host observations, row r with member members[r]'s parameters (host int32,
      * each in [0, members)), the actor's outputs into out [rows x out_w] (host); any
      * rows (in chunks of max_rows), the fused kernel (every width must fit it, else 1
-     * with the reason). Both wait for the stream. */
+     * with the reason). model_members returns 2 with the reason for a network the fused
+     * kernel cannot run (an encoder, a core, a width or depth over its limits): the
+     * caller may act on the CPU. Both wait for the stream. */
     int (*model_members)(void *model, int32_t members, int64_t stride, const float *params,
                          char *err, size_t err_size);
     int (*model_forward_members)(void *model, int32_t rows, const int32_t *members,

@@ -510,10 +510,28 @@ static void free_runs(frl_cuda_model *m)
     free(m->h_count);
 }
 
+/* Why the fused kernel, the members' only one, cannot run m's networks (2: the caller
+ * may act on the CPU instead), or 0. */
+static int members_refusal(const frl_cuda_model *m, char *err, size_t err_size)
+{
+    const frl_net_desc *n = &m->net.desc;
+    if (m->fused_ok)
+        return 0;
+    snprintf(err, err_size, "model_members: the network has %s, and the members' kernel runs "
+             "MLPs of up to %d layers of %d units", n->cnn.layers ? "an image encoder"
+             : n->towers ? "a recurrent core" : n->obs_w > FRL_DEV_FUSED_MAX_WIDTH
+             ? "wider observations" : "a wider layer or more layers",
+             FRL_DEV_FUSED_MAX_LAYERS, FRL_DEV_FUSED_MAX_WIDTH);
+    return 2;
+}
+
 int frl_cuda_model_members(frl_cuda_model *m, int32_t members, int64_t stride,
                            const float *params, char *err, size_t err_size)
 {
     const frl_dev_ops *o = m->net.ops;
+    int refused = members_refusal(m, err, err_size);
+    if (refused)
+        return refused;
     if (members < 1 || stride < 1 || (uint64_t)stride > m->net.desc.num_params) {
         snprintf(err, err_size, "model_members: %d members of %lld floats (1 or more, of at "
                  "most %llu)", (int)members, (long long)stride,
@@ -615,9 +633,10 @@ int frl_cuda_model_forward_members(frl_cuda_model *m, int32_t rows, const int32_
                                    const float *obs, float *out, char *err, size_t err_size)
 {
     const frl_net_desc *n = &m->net.desc;
-    if (!m->fused_ok || !m->member_params) {
-        snprintf(err, err_size, "model_forward_members: %s", !m->fused_ok
-                 ? "a layer is wider than the fused kernel takes" : "no members uploaded");
+    if (members_refusal(m, err, err_size))
+        return 1;
+    if (!m->member_params) {
+        snprintf(err, err_size, "model_forward_members: no members uploaded");
         return 1;
     }
     for (int32_t i = 0; i < rows; i++)

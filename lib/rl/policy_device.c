@@ -109,10 +109,11 @@ frl_status frl_dev_model_members(frl_dev_model *m, int32_t members, int64_t stri
                                  const float *params, char *err)
 {
     char why[WHY_SIZE] = "";
-    if (m->device->plugin->model_members(m->model, members, stride, params, why,
-                                         sizeof why) != 0)
-        return frl_fail(err, FRL_ERR_DEVICE, "uploading the population to %s: %s",
-                        m->device->name, why);
+    int rc = m->device->plugin->model_members(m->model, members, stride, params, why,
+                                              sizeof why);
+    if (rc != 0)
+        return frl_fail(err, rc == 2 ? FRL_ERR_UNSUPPORTED : FRL_ERR_DEVICE,
+                        "the population on %s: %s", m->device->name, why);
     return FRL_OK;
 }
 

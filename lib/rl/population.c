@@ -10,6 +10,7 @@
  * row and its weights. */
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/table.h"
@@ -311,6 +312,20 @@ frl_status frl_population_device_begin(frl_population *pop)
     if (st == FRL_OK)
         st = frl_dev_model_members(p->dev, pop->members, pop->n, pop->params, pop->err);
     pop->on_device = st == FRL_OK;
+    /* A network the members' kernel cannot run acts on the CPU under runtime.device=auto,
+     * as a network the device cannot hold does; cuda forces the device and fails. */
+    if (st == FRL_ERR_UNSUPPORTED && p->rt->device.automatic) {
+        if (!pop->cpu_said)
+            frl_log(p->rt, FRL_LOG_INFO, "runtime.device=auto: the population acts on the "
+                    "CPU: %s", pop->err);
+        pop->cpu_said = 1;
+        return FRL_OK;
+    }
+    if (st == FRL_ERR_UNSUPPORTED) {
+        char why[FRL_ERRMSG_SIZE];
+        snprintf(why, sizeof why, "%s", pop->err);
+        return frl_fail(pop->err, st, "runtime.device=cuda (auto acts on the CPU): %s", why);
+    }
     return st;
 }
 

@@ -30,6 +30,7 @@ struct frl_population {
      * then acts there (on_device) with the head's sampling here, from dev_out
      * [FRL_POP_BLOCK x out_w]. */
     int32_t on_device;
+    int32_t cpu_said;       /* runtime.device=auto's note that the members act on the CPU */
     float *dev_out;
     /* An evaluation's arrays, kept between evaluations and grown when one needs more, so
      * that a trainer's generations allocate nothing once the sampler has reserved them
