@@ -202,6 +202,21 @@ run "$fastrl" eval "$dir/four/checkpoint.frl" --episodes 1
 ok "the 4-rank checkpoint loads"
 last=$(tail -n 1 "$dir/four/metrics.csv" | cut -d, -f1)
 [ "${last:-0}" -gt 8 ] 2>/dev/null || fail "resume on 4 ranks: last update '$last' (want > 8)"
+# Every rank's episodes count on across the resume (the file held rank 0's alone, so the
+# metrics' episodes fell back to about half).
+awk -F, 'NR > 2 && $3 < prev { print "update " $1 ": episodes fell from " prev " to " $3;
+    bad = 1 } NR > 1 { prev = $3 } END { exit bad }' "$dir/four/metrics.csv" ||
+    fail "resume on 4 ranks: the episodes went back"
+# A run stopped at its target resumes and stops at once, as without dist.mode (the
+# window of every rank's episodes was lost, and it trained on).
+run mpirun -np 2 "$fastrl" train CartPole-v1 --steps 300000 --quiet --out "$dir/target" \
+    --set dist.mode=ddppo --set train.num_envs=4 --set train.target_return=100
+ok "a run to its target"
+rows=$(wc -l < "$dir/target/metrics.csv")
+run mpirun -np 2 "$fastrl" train --resume "$dir/target" --steps 300000 --quiet
+ok "the resumed run at its target"
+[ "$(wc -l < "$dir/target/metrics.csv")" -eq "$rows" ] ||
+    fail "a run at its target trained on after the resume: $(tail -n 1 "$dir/target/metrics.csv")"
 
 # ---- preemption (dist.preempt) and stopping ----
 # Rank 3 of 4 stopped for 0.3 s ten times: the others finish their rollouts, and it
@@ -229,12 +244,25 @@ cut=$(sed -n 's/.*rollouts cut short by preemption (dist.preempt), all ranks: \(
 run "$fastrl" eval "$pre/checkpoint.frl" --episodes 1
 ok "preemption: the checkpoint loads"
 
+# Only rank 0 prints the evaluations (every rank evaluates, so all stop alike at a
+# target; each printed its lines).
+run mpirun -np 2 "$fastrl" train CartPole-v1 --steps 4096 --eval-every 2048 --eval-episodes 2 \
+    --quiet --set dist.mode=ddppo --set train.num_envs=4
+ok "evaluations"
+n=$(printf '%s\n' "$out" | grep -c '^eval: ')
+[ "$n" -eq 2 ] || fail "evaluations: $n eval lines for 2 evaluations: $out"
+
 # A time limit on every rank stops them all after the same update (a stop request is
 # exchanged), and saves.
 run mpirun -np 2 "$fastrl" train CartPole-v1 --steps 1000000000 --max-seconds 1 --quiet \
     --out "$dir/timed" --set dist.mode=ddppo --set train.num_envs=4 --set dist.timeout=5
 ok "a time limit"
-has "time limit: stopped after" || fail "a time limit: $out"
+# rank 0's line: its own clock's, or the exchanged stop of rank 1's (which prints nothing)
+{ has "time limit: stopped after" || has "stopped with the other ranks"; } ||
+    fail "a time limit: $out"
+case $out in
+    *"time limit"*"time limit"*) fail "a time limit: said by more than rank 0: $out" ;;
+esac
 [ -s "$dir/timed/checkpoint.frl" ] || fail "a time limit: no checkpoint"
 # Rank 0 stopped by another rank's time limit before its own (it started later, or, here,
 # its limit is longer) stops as the others do, status 0: it exited 130 as if Ctrl-C'd

@@ -92,6 +92,7 @@ typedef struct evaluator {
     int32_t episodes;
     double target;
     int reached;    /* an evaluation reached the target: training stops */
+    int silent;     /* a follower rank: evaluates (every rank stops alike), prints nothing */
     int64_t count, last_steps;
     double last_mean;
     frl_status st;  /* the first evaluation's failure */
@@ -170,9 +171,11 @@ static int maybe_evaluate(evaluator *e, const frl_metrics *m)
         return 1;
     e->last_steps = m->env_steps;
     e->last_mean = mean;
-    printf("eval: env_steps=%lld mean_return=%.4f seconds=%.3f\n", (long long)m->env_steps,
-           mean, cli_now() - cli_start);
-    fflush(stdout);
+    if (!e->silent) {
+        printf("eval: env_steps=%lld mean_return=%.4f seconds=%.3f\n",
+               (long long)m->env_steps, mean, cli_now() - cli_start);
+        fflush(stdout);
+    }
     e->reached = !isnan(e->target) && mean >= e->target;
     return e->reached;
 }
@@ -662,7 +665,7 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     progress p = {o->steps, 0, strcmp(mode, "async") == 0, o->quiet, NULL, t, o->max_seconds,
                   0, -1};
     evaluator ev = {.t = t, .every = o->eval_every, .episodes = o->eval_episodes,
-                    .target = o->eval_target};
+                    .target = o->eval_target, .silent = o->follower};
     if (o->eval_every && (st = open_evaluator(&ev, rt, o, t)) != FRL_OK) {
         frl_trainer_destroy(t);
         return cli_fail("the evaluation env", st);
@@ -685,16 +688,20 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     st = training_result(&ev, st);
     /* on a terminal the running progress line has no newline yet */
     const char *nl = is_tty && p.printed_update >= 0 ? "\n" : "";
+    /* A follower rank prints nothing; rank 0 says why the run stopped. */
     if (st == FRL_ERR_INTERRUPTED && p.timed_out) {
-        fprintf(stderr, "%stime limit: stopped after %g s (--max-seconds)\n", nl,
-                o->max_seconds);
+        if (!o->follower)
+            fprintf(stderr, "%stime limit: stopped after %g s (--max-seconds)\n", nl,
+                    o->max_seconds);
         st = FRL_OK;
     } else if (st == FRL_ERR_INTERRUPTED && o->max_seconds > 0 && !g_sigint) {
         /* Neither this rank's Ctrl-C nor its clock: a distributed run's ranks exchange a
          * stop, and another rank's --max-seconds (all ranks run one command line) came
          * first; this rank started later or ran slower. */
-        fprintf(stderr, "%stime limit: stopped with the other ranks, one of which reached its "
-                        "--max-seconds first (this rank's: %g s)\n", nl, o->max_seconds);
+        if (!o->follower)
+            fprintf(stderr, "%stime limit: stopped with the other ranks, one of which reached "
+                            "its --max-seconds first (this rank's: %g s)\n", nl,
+                    o->max_seconds);
         st = FRL_OK;
     }
     rc = finish(t, o, st, &p);

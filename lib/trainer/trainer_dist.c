@@ -278,7 +278,7 @@ static void apply_progress(frl_trainer *t, int32_t steps)
     }
     t->dist_preempted_all = (int64_t)cut;
     t->book.pr.env_steps += ((int64_t)all - (int64_t)steps * t->dist->size) * t->B;
-    t->dist_episodes = (int64_t)ep;
+    t->dist_episodes = (int64_t)ep + t->dist_episodes_base;
     t->dist_window = (int64_t)n;
     t->dist_return = n > 0 ? sr / n : NAN;
     t->dist_length = n > 0 ? sl / n : NAN;

@@ -16,13 +16,14 @@
 
 /* Room for every section of a one-group checkpoint (43 at most: GA's 11 learner
  * sections with a recurrent policy), and a few to spare. */
-enum { MAX_SECTIONS = 33 + FRL_REPLAY_SECTIONS + FRL_POLICY_SECTIONS, COUNTERS = 7 };
+enum { MAX_SECTIONS = 34 + FRL_REPLAY_SECTIONS + FRL_POLICY_SECTIONS, COUNTERS = 7 };
 
 typedef struct save_buf {
     char settings[FRL_SETTINGS_MAX];
     int64_t counters[COUNTERS];
     int64_t unlearned[2];  /* rollouts dropped for lag, lost to a failed update */
     double rn[4];
+    double dist_progress[4]; /* dist.mode: all ranks' episodes, window, mean return, length */
     uint64_t seed;
 } save_buf;
 
@@ -74,6 +75,14 @@ static void trainer_sections(const frl_trainer *t, save_buf *b, frl_section *s, 
     b->unlearned[1] = k->pr.lost;
     if (b->unlearned[0] || b->unlearned[1])
         frl_section_add(s, n, "trainer.unlearned", FRL_DTYPE_I64, 2, b->unlearned);
+    /* dist.mode: the counters hold rank 0's episodes; the run's (its metrics and target)
+     * are every rank's, as of the last exchange. Its own section: older files load. */
+    if (t->dist) {
+        const double d[4] = {(double)t->dist_episodes, (double)t->dist_window, t->dist_return,
+                             t->dist_length};
+        memcpy(b->dist_progress, d, sizeof d);
+        frl_section_add(s, n, "trainer.dist_progress", FRL_DTYPE_F64, 4, b->dist_progress);
+    }
 }
 
 /* Each env group's state (one group unless the sampler is async); on failure the
@@ -206,11 +215,29 @@ static frl_status restore_policy_state(frl_trainer *t, const frl_container *c, c
 
 /* dist.mode: every rank loads rank 0's file, and the envs restart (their states were
  * rank 0's alone, and the run may go on with other rank or env counts): the sampler
- * resets them from streams of the update count. Rank 0 keeps the saved episodes. */
-static frl_status restore_dist(frl_trainer *t)
+ * resets them from streams of the update count. Rank 0 keeps the saved episodes; the
+ * run's totals and window come back as saved (a run that had reached its target stops
+ * at once, and the metrics after a load are the run's), and the episodes count on. */
+static frl_status restore_dist(frl_trainer *t, const frl_container *c, char *err)
 {
     frl_rollout_book *b = &t->book;
     b->pr.started = 0;
+    char ignored[FRL_ERRMSG_SIZE];
+    const frl_section *s = frl_container_find(c, "trainer.dist_progress", FRL_DTYPE_F64, 4,
+                                              ignored);
+    if (s) {
+        const double *d = s->data;
+        if (!(d[0] >= (double)b->pr.episodes && d[0] <= 0x1p53 && d[1] >= 0 &&
+              d[1] <= 2 * FRL_RECENT_EPISODES && d[1] == floor(d[1]) && d[0] == floor(d[0])) ||
+            (d[1] > 0 && !(isfinite(d[2]) && isfinite(d[3]))))
+            return frl_fail(err, FRL_ERR_FORMAT, "trainer.dist_progress is not a run's "
+                            "episode counts and means");
+        t->dist_episodes = (int64_t)d[0];
+        t->dist_window = (int64_t)d[1];
+        t->dist_return = d[2];
+        t->dist_length = d[3];
+        t->dist_episodes_base = t->dist_episodes - b->pr.episodes;
+    }
     if (t->dist->rank != 0)
         b->pr.episodes = 0;
     return FRL_OK;
@@ -302,7 +329,7 @@ static frl_status restore_counters(frl_trainer *t, const frl_container *c, char 
     if ((st = restore_unlearned(t, c, k[1], err)) != FRL_OK)
         return st;
     if (dist)
-        return restore_dist(t);
+        return restore_dist(t, c, err);
     memcpy(b->disc_return, dr->data, sizeof(double) * (size_t)t->B);
     return restore_policy_state(t, c, err);
 }

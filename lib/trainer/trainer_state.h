@@ -69,6 +69,9 @@ struct frl_trainer {
     double *dist_rewards;       /* every rank's return statistics of a rollout's steps */
     int64_t dist_episodes, dist_window;
     double dist_return, dist_length;
+    /* A resumed run's episodes of ranks other than rank 0 before the save (rank 0 keeps
+     * its own count, the others start from 0): dist_episodes goes on from the saved. */
+    int64_t dist_episodes_base;
     int64_t dist_bytes0, dist_exchanges0; /* the traffic when the last report was made */
     int64_t dist_mark, dist_update_bytes; /* the traffic at the last update's end; its own */
     int32_t dist_need;          /* dist.preempt: finished ranks that stop the others (0: off) */
