@@ -783,6 +783,40 @@ START_TEST(a_restart_forgets_the_cut_returns)
 }
 END_TEST
 
+static int ones_step(void *user, int32_t n, const void *actions, const uint8_t *mask,
+                     const uint64_t *seeds, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
+{
+    (void)user, (void)actions, (void)mask, (void)seeds;
+    for (int32_t i = 0; i < n; i++) {
+        obs[i] = 0;
+        rew[i] = 1;
+        term[i] = trunc[i] = 0;
+    }
+    return 0;
+}
+
+/* The reward normaliser starts from Gymnasium's NormalizeReward prior (variance 1 over a
+ * count of 1e-4): the first step's 4 alike rewards of 1 are scaled as it scales them
+ * (200 for 8 envs; from no prior the variance was 0 and the scale 1e4). */
+START_TEST(reward_norm_starts_as_gymnasium)
+{
+    host_trainer h;
+    host_trainer_create(&h, 1, ones_step, NULL, "train.rollout=16 train.reward_norm=true");
+    ck_assert_int_eq(frl_trainer_train(h.t, 16 * 4), FRL_OK);
+    void *r;
+    size_t bytes;
+    ck_assert_int_eq(frl_ring_array(frl_trainer_ring(h.t), 0, FRL_RING_REWARDS, &r, &bytes),
+                     FRL_OK);
+    /* RunningMeanStd.update with the batch (mean 1, variance 0, count 4) */
+    double count = 1e-4, n = 4, tot = count + n, m2 = 1e-4 + 1.0 * count * n / tot;
+    double want = 1.0 / sqrt(m2 / tot + 1e-8);
+    for (int b = 0; b < 4; b++)
+        ck_assert_msg(fabs(((float *)r)[b] - want) < 1e-4 * want, "step 0 env %d: %g, want %g",
+                      b, (double)((float *)r)[b], want);
+    host_trainer_destroy(&h);
+}
+END_TEST
+
 /* Every learner's run continues from its checkpoint. A saved file sets every key, and
  * IMPALA's saved train.advantage=gae (the key's default; IMPALA reads V-trace's
  * advantages whatever it says) made frl_trainer_load refuse the file. */
@@ -960,6 +994,7 @@ int main(void)
     tcase_add_test(tc, divergence_is_reported);
     tcase_add_test(tc, sync_train_without_end);
     tcase_add_test(tc, a_restart_forgets_the_cut_returns);
+    tcase_add_test(tc, reward_norm_starts_as_gymnasium);
     tcase_add_test(tc, every_learner_resumes);
     tcase_add_test(tc, a2c_reports_no_clipping);
     tcase_add_test(tc, a_trainers_vec_env_is_its_own);

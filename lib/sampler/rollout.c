@@ -19,6 +19,12 @@ frl_status frl_rollout_book_init(frl_rollout_book *k, const frl_allocator *al, i
     memset(k, 0, sizeof *k);
     k->reward_norm = reward_norm;
     k->gamma = gamma;
+    /* The return statistics start from Gymnasium's NormalizeReward (and SB3's
+     * VecNormalize) prior, variance 1 over a count of 1e-4: from nothing, a first step
+     * whose returns are all alike (CartPole's +1, any one env) had variance 0 and scaled
+     * its rewards by 1e4, which swamped the first update's values. */
+    k->rn_count = 1e-4;
+    k->rn_m2 = 1e-4;
     k->rn_scale = 1.0f;
     k->state_w = state_w;
     k->disc_return = frl_alloc(al, sizeof(double) * (size_t)B, 64);
