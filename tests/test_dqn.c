@@ -782,6 +782,33 @@ START_TEST(resume_with_another_alpha)
 }
 END_TEST
 
+/* train.anneal_lr=true lowers the learning rate linearly over the train call's updates,
+ * as for PPO (DQN and R2D2 read train.lr alone, ignoring the key the run was given). */
+static void check_anneals(const char *env, const char *settings)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings(settings);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, env, cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 2000), FRL_OK);
+    const frl_metrics *m = frl_trainer_metrics(t);
+    int64_t per = m->env_steps / m->update, n = (2000 + per - 1) / per;
+    double want = 1e-3 * (1.0 - (double)(m->update - 1) / (double)n);
+    ck_assert_msg(fabs(m->learning_rate - want) < 1e-9 && want < 1e-3, "%s: %g, want %g",
+                  settings, m->learning_rate, want);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+
+START_TEST(anneal_lr_is_read)
+{
+    check_anneals("CartPole-v1", "train.algo=dqn train.lr=1e-3 train.anneal_lr=true "
+                                 "train.learning_starts=100");
+    check_anneals("CartPoleNoVel-v1", "train.algo=r2d2 train.lr=1e-3 train.anneal_lr=true");
+}
+END_TEST
+
 /* The policy in a checkpoint acts with the schedule's epsilon, loaded as a policy
  * (fastrl eval) or as a run (from dqn.epsilon, as before): not policy.epsilon. */
 START_TEST(checkpoint_keeps_the_schedules_epsilon)
@@ -1109,6 +1136,7 @@ int main(void)
     tcase_add_test(tc, forged_ppo_adam_refused);
     tcase_add_test(tc, refused_load_vec_leaves_the_vec_env);
     tcase_add_test(tc, forged_disc_return_refused);
+    tcase_add_test(tc, anneal_lr_is_read);
     tcase_add_test(tc, forged_episode_return_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

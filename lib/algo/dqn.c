@@ -31,7 +31,7 @@ static double now_s(void)
 }
 
 typedef struct dqn_settings {
-    int32_t batch, gradient_steps, n_step, double_q, huber, prioritized;
+    int32_t batch, gradient_steps, n_step, double_q, huber, prioritized, anneal_lr;
     int64_t learning_starts, target_interval;
     double lr, gamma, tau, max_grad_norm, adam_eps;
     double eps_initial, eps_final, eps_fraction, per_beta;
@@ -54,6 +54,7 @@ typedef struct dqn {
     frl_ring *ring;
     int32_t T, B;
     int32_t shard_rows, shards;
+    double lr;              /* this rollout's (train.anneal_lr) */
     float *target;          /* [num_params] */
     float *grads;           /* [shards x num_params] the shards' (none for one shard) */
     float *g;               /* [num_params] their sum, after them */
@@ -80,6 +81,7 @@ static void read_settings(const frl_config *c, dqn_settings *s)
     s->learning_starts = frl_cfg_int(c, FRL_KEY_TRAIN_LEARNING_STARTS);
     s->target_interval = frl_cfg_int(c, FRL_KEY_TRAIN_TARGET_UPDATE_INTERVAL);
     s->lr = frl_cfg_float(c, FRL_KEY_TRAIN_LR);
+    s->anneal_lr = frl_cfg_bool(c, FRL_KEY_TRAIN_ANNEAL_LR);
     s->gamma = frl_cfg_float(c, FRL_KEY_TRAIN_GAMMA);
     s->tau = frl_cfg_float(c, FRL_KEY_TRAIN_TAU);
     s->max_grad_norm = frl_cfg_float(c, FRL_KEY_TRAIN_MAX_GRAD_NORM);
@@ -381,7 +383,7 @@ static frl_status grad_step(dqn *d, double beta, frl_rng *rng, step_stats *st,
     double t2 = now_s();
     size_t np = d->p->num_params;
     st->grad_norm = frl_grad_norm(d->p->k, d->g, np);
-    frl_params_adam(d->pool, &d->adam, d->p->k, d->p->params, d->g, np, d->s.lr,
+    frl_params_adam(d->pool, &d->adam, d->p->k, d->p->params, d->g, np, d->lr,
                     frl_clip_scale(st->grad_norm, d->s.max_grad_norm));
     d->p->version++;
     if (d->s.prioritized)
@@ -430,7 +432,7 @@ static void report(const dqn *d, const step_stats *sum, int32_t steps, frl_learn
     out->td_error = sum->td * inv;
     out->grad_norm = sum->grad_norm * inv;
     out->sample_age = sum->age * inv;
-    out->learning_rate = d->s.lr;
+    out->learning_rate = d->lr;
     out->epochs_done = steps;
     /* The share of the replay's rows written (R2D2's too): 1 when full, where held
      * transitions stay short of the capacity by the autoreset rows among them. */
@@ -448,6 +450,7 @@ static frl_status dqn_learn(frl_learner *l, const frl_batch *b, frl_learn_stats 
     int64_t per = (int64_t)d->T * d->B, done = (b->update_index + 1) * per;
     int64_t total = b->num_updates * per;
     update_target(d, b->update_index);
+    d->lr = frl_learner_lr(d->s.lr, d->s.anneal_lr, b->update_index, b->num_updates);
     step_stats sum = {0};
     /* A replay can hold only autoreset rows (a resumed run without its replay whose
      * first rollouts of one step follow an episode's end; a replay of one T x B block):

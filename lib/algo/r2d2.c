@@ -43,7 +43,7 @@ static double now_s(void)
 static const double RESCALE_EPS = 1e-3; /* the paper's and SEED's */
 
 typedef struct r2d2_settings {
-    int32_t batch, length, overlap, burn_in, n_step, stored_state, value_rescale;
+    int32_t batch, length, overlap, burn_in, n_step, stored_state, value_rescale, anneal_lr;
     int64_t learning_starts, target_period;
     double lr, gamma, adam_eps, max_grad_norm, alpha, beta, eta, replay_ratio;
     double apex_eps, apex_alpha;
@@ -55,6 +55,7 @@ typedef struct r2d2 {
     frl_replay *replay;
     frl_ring *ring;
     int32_t T, B, nb;       /* period, envs, blocks per sequence */
+    double lr;              /* this rollout's (train.anneal_lr) */
     int32_t L, R, K;        /* sequence length, rows with the bootstrap one, burn-in */
     int32_t save_priorities;
     frl_sum_tree tree;      /* p^alpha of sequence k*B + b */
@@ -87,6 +88,7 @@ static void read_settings(const frl_config *c, r2d2_settings *s)
     s->learning_starts = frl_cfg_int(c, FRL_KEY_TRAIN_LEARNING_STARTS);
     s->target_period = frl_cfg_int(c, FRL_KEY_TRAIN_TARGET_PERIOD);
     s->lr = frl_cfg_float(c, FRL_KEY_TRAIN_LR);
+    s->anneal_lr = frl_cfg_bool(c, FRL_KEY_TRAIN_ANNEAL_LR);
     s->gamma = frl_cfg_float(c, FRL_KEY_TRAIN_GAMMA);
     s->adam_eps = frl_cfg_float(c, FRL_KEY_TRAIN_ADAM_EPS);
     s->max_grad_norm = frl_cfg_float(c, FRL_KEY_TRAIN_MAX_GRAD_NORM);
@@ -564,7 +566,7 @@ static frl_status update(r2d2 *d, frl_rng *rng, upd_stats *st, frl_learn_stats *
     size_t np = d->p->num_params;
     st->grad_norm = frl_grad_norm(d->p->k, d->grads, np);
     frl_adam_begin(&d->adam);
-    frl_adam_update(&d->adam, d->p->k, d->p->params, d->grads, 0, np, d->s.lr,
+    frl_adam_update(&d->adam, d->p->k, d->p->params, d->grads, 0, np, d->lr,
                     frl_clip_scale(st->grad_norm, d->s.max_grad_norm));
     d->p->version++;
     set_priorities(d, d->prio);
@@ -600,7 +602,7 @@ static void report(const r2d2 *d, const upd_stats *sum, int32_t n, frl_learn_sta
     out->td_error = sum->td * inv;
     out->grad_norm = sum->grad_norm * inv;
     out->priority_spread = sum->spread * inv;
-    out->learning_rate = d->s.lr;
+    out->learning_rate = d->lr;
     out->epochs_done = n;
     out->replay_fill = (double)d->replay->filled / (double)d->replay->blocks;
     double e = 0;
@@ -619,6 +621,7 @@ static frl_status r2d2_learn(frl_learner *l, const frl_batch *b, frl_learn_stats
     index_sequences(d, (d->replay->next + d->replay->blocks - 1) % d->replay->blocks);
     out->time_replay = now_s() - t0;
     int32_t n = updates_due(d, (b->update_index + 1) * (int64_t)d->T * d->B);
+    d->lr = frl_learner_lr(d->s.lr, d->s.anneal_lr, b->update_index, b->num_updates);
     /* A stream per rollout: a resumed run draws what the uninterrupted one did. */
     frl_rng rng = frl_rng_stream(b->seed ^ 0x7232643273657173ULL, (uint64_t)b->update_index);
     upd_stats sum = {0};

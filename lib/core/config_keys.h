@@ -269,8 +269,8 @@
       "prioritised replay (DQN with train.prioritized; R2D2, which sets 0.9): sampling "     \
       "probability proportional to priority^alpha")                                          \
     X(TRAIN_PER_BETA, "train.per_beta", FLOAT, "0.4", 0, 1,                                  \
-      "prioritised replay: importance-sampling exponent at the start, annealed linearly to " \
-      "1 over the step budget")                                                              \
+      "prioritised replay: importance-sampling exponent (DQN: at the start, annealed "      \
+      "linearly to 1 over the step budget; R2D2 keeps it)")                                 \
     X(TRAIN_PRIORITIZED, "train.prioritized", BOOL, "false", 0, 1,                           \
       "DQN: prioritised replay (Schaul et al., 2016) instead of uniform draws")              \
     X(TRAIN_PRIORITY_ETA, "train.priority_eta", FLOAT, "0.9", 0, 1,                          \
