@@ -15,7 +15,7 @@
 #include "env/mujoco_env.h"
 
 /* The ids the plugin provides (lib/mujoco/tasks_*.c); the plugin's own list must agree,
- * which tests/env/test_mujoco.c checks. */
+ * which tests/test_mujoco.c checks. */
 static const char *const task_ids[] = {
     "InvertedPendulum-v5", "InvertedDoublePendulum-v5", "Reacher-v5", "Hopper-v5",
     "HalfCheetah-v5", "Walker2d-v5", "Ant-v5",

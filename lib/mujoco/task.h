@@ -3,8 +3,8 @@
  *
  * Each task follows its Gymnasium v5 environment with the default arguments: the same
  * model file, frame skip, observation layout, reward terms and health checks, so that
- * from the same state and action both give the same transition (tests/env/
- * test_mujoco_gym.py checks it). Gymnasium computes in float64 except where NumPy keeps
+ * from the same state and action both give the same transition (bindings/python/tests/
+ * test_mujoco.py checks it). Gymnasium computes in float64 except where NumPy keeps
  * float32: the control cost squares and sums the float32 action in float32 and scales it
  * by a float32 weight (NEP 50), so the tasks do the same, in NumPy's summation order. */
 #ifndef FRL_MUJOCO_TASK_H
