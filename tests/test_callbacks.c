@@ -430,6 +430,8 @@ START_TEST(set_state_after_a_refused_observation)
     ck_assert(n.c.pos == 7.0f); /* the host's set_state was not called */
     ck_assert_int_eq(frl_env_set_state(e, s, 2, NULL), FRL_OK);
     ck_assert(n.c.pos == 2.0f);
+    /* a set_state without obs restores no observation either (a second one gave NaN) */
+    ck_assert_int_eq(frl_env_set_state(e, s, 2, o), FRL_ERR_STATE);
     ck_assert_int_eq(frl_env_step(e, &one, o, &r, &t, &u), FRL_OK);
     ck_assert(o[0] == 3.0f && isfinite(o[1]));
     frl_env_destroy(e);

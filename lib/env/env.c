@@ -12,6 +12,9 @@
 struct frl_env {
     frl_vec_env *v;
     int failed; /* the last step failed: it, not an episode's end, wants the reset */
+    /* the last reset or step failed, and no reset or step has succeeded since: the
+     * observation row may hold what the library refused (set_state keeps it) */
+    int obs_failed;
     char err[FRL_ERRMSG_SIZE];
 };
 
@@ -108,6 +111,7 @@ FRL_API frl_status frl_env_reset(frl_env *e, uint64_t seed, float *obs)
     frl_status st = frl_vec_env_check_idle(e->v, "frl_env_reset");
     if (st == FRL_OK)
         st = frl_vec_env_reset(e->v, seed);
+    e->obs_failed = st != FRL_OK;
     if (st != FRL_OK)
         return frl_fail_msg(e->err, st, frl_last_error());
     e->failed = 0;
@@ -147,6 +151,7 @@ FRL_API frl_status frl_env_step(frl_env *e, const void *action, float *obs, floa
     frl_vec_env *v = e->v;
     st = frl_vec_env_step_with(v, action, "frl_env_step");
     e->failed = st != FRL_OK && v->b.needs_reset[0]; /* not a refused action's */
+    e->obs_failed = e->failed;
     if (st != FRL_OK)
         return frl_fail_msg(e->err, st, frl_last_error());
     copy_obs(e, obs);
@@ -175,12 +180,13 @@ FRL_API frl_status frl_env_get_state(frl_env *e, double *state, int32_t size)
 /* 1 when a host env's observation row holds what its last reset or step returned and
  * the library refused (NaN, infinity, or no index of a discrete space). A host
  * set_state writes no observation, so obs would get that row from a call that
- * succeeded. Images are bytes, refused by nothing a row could hold; a mixed row's
- * vector part is checked as a box's. */
+ * succeeded; nor does it clear the refusal (a second set_state gave the row). Images are
+ * bytes, refused by nothing a row could hold; a mixed row's vector part is checked as a
+ * box's. */
 static int refused_host_row(const frl_env *e)
 {
     const frl_vec_env *v = e->v;
-    if (v->kind == VEC_BUILTIN || v->observe || !v->b.needs_reset[0])
+    if (v->kind == VEC_BUILTIN || v->observe || !e->obs_failed)
         return 0;
     frl_space_kind kind = frl_space_get_kind(v->obs_space);
     if (kind == FRL_SPACE_DISCRETE)
