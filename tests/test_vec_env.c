@@ -1,6 +1,8 @@
 /* frl_vec_env: autoreset semantics, episode statistics, time limits, the single-env
  * wrapper, and byte-identical results whatever the thread count. */
 #include <check.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -264,6 +266,24 @@ START_TEST(elapsed_count_saturates)
 }
 END_TEST
 
+/* MountainCarContinuous-v0's penalty is on the unclipped action: a finite action over
+ * 5.8e19 gave a reward of -inf (beyond float's range), which no env may give. */
+START_TEST(huge_finite_action_finite_reward)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_env *e;
+    ck_assert_int_eq(frl_env_create(&e, rt, "MountainCarContinuous-v0", NULL), FRL_OK);
+    float obs[2], r;
+    uint8_t term, trunc;
+    ck_assert_int_eq(frl_env_reset(e, 3, obs), FRL_OK);
+    float a = 6e19f;
+    ck_assert_int_eq(frl_env_step(e, &a, obs, &r, &term, &trunc), FRL_OK);
+    ck_assert_msg(isfinite(r) && r == -FLT_MAX, "reward %g", (double)r);
+    frl_env_destroy(e);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static int builtin_count(void)
 {
     int n = 0;
@@ -283,6 +303,7 @@ int main(void)
     tcase_add_test(tc, time_limit_from_config);
     tcase_add_test(tc, state_round_trip);
     tcase_add_test(tc, elapsed_count_saturates);
+    tcase_add_test(tc, huge_finite_action_finite_reward);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -18,6 +18,7 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
+#include <float.h>
 #include <math.h>
 
 #include "env/step_range.h"
@@ -115,7 +116,9 @@ static inline void mcc_step(void *sim, const void *action, float *obs, float *re
     /* math.pow(action[0], 2) * 0.1 on the unclipped action, in float64. */
     double r = term ? 100.0 : 0.0;
     r -= (double)a * (double)a * 0.1;
-    *reward = (float)r;
+    /* Beyond float's range (|a| > 5.8e19, a finite action) the float would be -inf, a
+     * reward no env may give: the nearest float instead (Gymnasium's float64 has none). */
+    *reward = r < -FLT_MAX ? -FLT_MAX : (float)r;
     *terminated = term;
     mcc_observe_sim(s, obs);
 }
