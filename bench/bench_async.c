@@ -160,7 +160,10 @@ static double run_once(const opts *o, int agents, int groups, double cost_ns, bu
     char text[256];
     snprintf(text, sizeof text, "sampler.mode=%s train.rollout=%d policy.hidden=%s",
              groups ? "async" : "sync", o->rollout, o->hidden);
-    frl_config_parse(cfg, text);
+    if (frl_config_parse(cfg, text) != FRL_OK) {
+        fprintf(stderr, "bench_async: %s\n", frl_last_error());
+        exit(1);
+    }
     int k = groups ? groups : 1;
     world w[MAX_GROUPS];
     frl_vec_env *v[MAX_GROUPS];
@@ -237,7 +240,11 @@ static void parse(int argc, char **argv, opts *o)
         else if (!strcmp(k, "--reps")) o->reps = (int)bench_int(k, v, 1, MAX_REPS);
         else if (!strcmp(k, "--cost-ns"))
             o->cost_ns = strcmp(v, "auto") ? bench_real(k, v, 0, 0) : -1;
-        else if (!strcmp(k, "--hidden")) snprintf(o->hidden, sizeof o->hidden, "%s", v);
+        else if (!strcmp(k, "--hidden")) {
+            int widths[8]; /* policy.hidden's: 1 to 8 layers of 1 to 4096 */
+            bench_list(k, v, widths, 8, 1, 4096);
+            snprintf(o->hidden, sizeof o->hidden, "%s", v);
+        }
         else if (!strcmp(k, "--agents"))
             o->n_agents = bench_list(k, v, o->agents, MAX_LIST, 1, 1 << 20);
         else if (!strcmp(k, "--groups"))

@@ -54,6 +54,20 @@ static frl_vec_env *make_env(frl_runtime *rt, const char *name, int32_t n, const
     return v;
 }
 
+/* --set refused before anything is timed (an unknown key made every return 0). */
+static void check_set(const char *set)
+{
+    frl_config *cfg;
+    char why[600];
+    if (!set[0] || frl_config_create(&cfg, NULL) != FRL_OK)
+        return;
+    frl_status st = frl_config_parse(cfg, set);
+    snprintf(why, sizeof why, "--set: %s", frl_last_error());
+    frl_config_destroy(cfg);
+    if (st != FRL_OK)
+        bench_refuse(why);
+}
+
 /* Env steps per second with random actions, the median of RUNS samples. */
 static double steps_per_second(frl_vec_env *v, double seconds)
 {
@@ -218,6 +232,7 @@ int main(int argc, char **argv)
         else
             bench_unknown(k);
     }
+    check_set(o.set);
     speed_table(&o);
     returns_table(&o);
     return 0;

@@ -66,6 +66,8 @@ for prog in "$@"; do
             refused "$prog" "$name" "--groups: 'x'" --groups 2,x
             refused "$prog" "$name" "--cost-ns: '-1'" --cost-ns -1
             refused "$prog" "$name" "more worlds than --agents" --agents 2 --groups 4
+            # --hidden went unchecked to the trainer, whose error named something else
+            refused "$prog" "$name" "--hidden: 'abc'" --hidden abc
             ;;
         bench_evo)
             refused "$prog" "$name" "--generations: '0'" --generations 0
@@ -87,6 +89,8 @@ for prog in "$@"; do
             # --seconds 0 timed no step and printed 0 / 0 frames a second.
             refused "$prog" "$name" "--seconds: '0'" --seconds 0
             refused "$prog" "$name" "--episodes: 'abc'" --episodes abc
+            # an unknown key made every return 0, exit status 0
+            refused "$prog" "$name" "unknown config key 'nokey'" --set nokey=1
             ;;
         train_stacked)
             refused "$prog" "$name" "--stack: '0'" CartPole-v1 --stack 0
