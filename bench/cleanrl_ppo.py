@@ -44,11 +44,15 @@ import os
 import random
 import sys
 
-import gymnasium as gym
-import numpy as np
-import torch
-import torch.nn as nn
-from torch.distributions import Categorical, Normal
+try:
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    from torch.distributions import Categorical, Normal
+except ImportError as e:  # the peer's packages are not installed: say which file has them
+    sys.exit(f"{os.path.basename(__file__)}: {e}: pip install -r bench/requirements-train.txt "
+             "(bench/README.md)")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_peers"))
 from common import (Clock, ReturnWindow, add_common_args, print_result,  # noqa: E402

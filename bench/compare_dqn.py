@@ -115,7 +115,8 @@ def load_zoo(python, envs):
     except (OSError, subprocess.SubprocessError) as e:
         return None, f"cannot run {python}: {e}"
     if p.returncode != 0:
-        return None, (f"{' '.join(cmd)} failed: {p.stderr.strip()[-400:]}. Install rl_zoo3: "
+        last = (p.stderr.strip().splitlines() or [""])[-1]  # the message, not a traceback
+        return None, (f"{' '.join(cmd)} failed: {last}. Install rl_zoo3: "
                       "/tmp/trainvenv/bin/pip install -r bench/requirements-dqn.txt, and "
                       "pass --python /tmp/trainvenv/bin/python")
     try:

@@ -259,6 +259,9 @@ def main():
     if a.envs <= 0 or a.threads <= 0 or a.seconds <= 0 or a.reps <= 0:
         ap.error("--envs, --threads, --seconds and --reps must be positive")
     skip = {s.strip() for s in a.skip.split(",") if s.strip()}
+    known = {"gymnasium", "gymnasium-numpy", "envpool"}
+    if skip - known:  # a misspelt peer ran unsaid
+        ap.error(f"--skip: unknown {', '.join(sorted(skip - known))}")
     # envpool's spaces are float64-bounded Box spaces; gymnasium warns on each cast.
     warnings.filterwarnings("ignore", message=".*precision lowered by casting.*")
 

@@ -412,6 +412,9 @@ def main():
     if a.child:
         return child_main(a)
     skip = {s for s in a.skip.split(",") if s}
+    known = set(SYSTEMS)
+    if skip - known:  # a misspelt peer ran unsaid
+        ap.error(f"--skip: unknown {', '.join(sorted(skip - known))}")
     try:
         num_envs = [int(x) for x in a.num_envs.split(",") if x]
     except ValueError:

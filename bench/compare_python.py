@@ -199,6 +199,10 @@ def main():
     if min(a.envs, a.threads, a.reps) <= 0 or a.seconds <= 0:
         ap.error("--envs, --threads, --reps and --seconds must be positive")
     skip = {s.strip() for s in a.skip.split(",") if s.strip()}
+    known = {"fastrl-C", "fastrl-python", "fastrl-ctypes", "fastrl-copy", "envpool",
+             "gymnasium"}
+    if skip - known:  # a misspelt peer ran unsaid
+        ap.error(f"--skip: unknown {', '.join(sorted(skip - known))}")
     warnings.filterwarnings("ignore", message=".*precision lowered by casting.*")
 
     os.environ.setdefault("FASTRL_LIBRARY", a.library)

@@ -207,6 +207,9 @@ def parse_args():
     ap.add_argument("--skip", default="", help="comma-separated: fastrl,cleanrl,sb3")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     a = ap.parse_args()
+    unknown = {s.strip() for s in a.skip.split(",") if s.strip()} - {"cleanrl", "fastrl", "sb3"}
+    if unknown:  # a misspelt peer ran unsaid
+        ap.error(f"--skip: unknown {', '.join(sorted(unknown))}")
     if a.seeds <= 0 or a.threads <= 0 or a.budget <= 0:
         ap.error("--seeds, --threads and --budget must be positive")
     a.fastrl = resolve(a.fastrl)

@@ -17,7 +17,7 @@ The rest of the threads' time is waiting: for a free ring slot when the learner 
 bottleneck (high replay ratios), for work otherwise.
 
 Settings default to bench/learning.py's r2d2-nv task (CartPole-sized sequences, replay
-ratio 8). Extra --set KEY=VALUE are passed on. Needs only python3 and build/tools/fastrl.
+ratio 16). Extra --set KEY=VALUE are passed on. Needs only python3 and build/tools/fastrl.
     python3 bench/r2d2_throughput.py [--env CartPoleNoVel-v1] [--steps 200000]
         [--groups 2] [--threads 2] [--set KEY=VALUE ...]
 """

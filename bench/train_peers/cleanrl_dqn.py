@@ -38,13 +38,17 @@ import os
 import random
 import sys
 
-import gymnasium as gym
-import numpy as np
-import stable_baselines3
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-from stable_baselines3.common.buffers import ReplayBuffer
+try:
+    import gymnasium as gym
+    import numpy as np
+    import stable_baselines3
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from stable_baselines3.common.buffers import ReplayBuffer
+except ImportError as e:  # the peer's packages are not installed: say which file has them
+    sys.exit(f"{os.path.basename(__file__)}: {e}: pip install -r bench/requirements-dqn.txt "
+             "(bench/README.md)")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zoo_dqn  # noqa: E402

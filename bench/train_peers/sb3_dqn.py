@@ -25,12 +25,16 @@ import argparse
 import os
 import sys
 
-import gymnasium as gym
-import stable_baselines3
-import torch
-from stable_baselines3 import DQN
-from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_vec_env
+try:
+    import gymnasium as gym
+    import stable_baselines3
+    import torch
+    from stable_baselines3 import DQN
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+except ImportError as e:  # the peer's packages are not installed: say which file has them
+    sys.exit(f"{os.path.basename(__file__)}: {e}: pip install -r bench/requirements-dqn.txt "
+             "(bench/README.md)")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zoo_dqn  # noqa: E402

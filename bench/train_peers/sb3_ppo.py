@@ -29,13 +29,17 @@ import argparse
 import os
 import sys
 
-import gymnasium as gym
-import stable_baselines3
-import torch
-from stable_baselines3 import PPO
-from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import VecNormalize
+try:
+    import gymnasium as gym
+    import stable_baselines3
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+except ImportError as e:  # the peer's packages are not installed: say which file has them
+    sys.exit(f"{os.path.basename(__file__)}: {e}: pip install -r bench/requirements-train.txt "
+             "(bench/README.md)")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (Clock, ReturnWindow, add_common_args, print_result,  # noqa: E402

@@ -47,15 +47,19 @@ import os
 import sys
 import time
 
-import gymnasium as gym
-import numpy as np
-import sb3_contrib
-import stable_baselines3
-import torch
-from sb3_contrib import RecurrentPPO
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
-from stable_baselines3.common.vec_env import VecNormalize
+try:
+    import gymnasium as gym
+    import numpy as np
+    import sb3_contrib
+    import stable_baselines3
+    import torch
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+    from stable_baselines3.common.vec_env import VecNormalize
+except ImportError as e:  # the peer's packages are not installed: say which file has them
+    sys.exit(f"{os.path.basename(__file__)}: {e}: pip install -r bench/requirements-recurrent.txt "
+             "(bench/README.md)")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (Clock, ReturnWindow, add_common_args, print_result,  # noqa: E402

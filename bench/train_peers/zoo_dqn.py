@@ -216,7 +216,12 @@ def main():
     ap = argparse.ArgumentParser(description="print rl_zoo3's DQN settings as JSON")
     ap.add_argument("--envs", default=",".join(ENVS))
     a = ap.parse_args()
-    out = {"zoo_version": zoo_version(), "path": zoo_path(), "envs": {}}
+    try:
+        path = zoo_path()  # first: it says what to install, where the version would raise
+    except RuntimeError as e:
+        print(f"zoo_dqn.py: {e}", file=sys.stderr)
+        return 1
+    out = {"zoo_version": zoo_version(), "path": path, "envs": {}}
     for env_id in a.envs.split(","):
         out["envs"][env_id] = settings(env_id)
     json.dump(out, sys.stdout)
