@@ -11,7 +11,7 @@
  *     of the data from the start of the uncompressed payload) and then the data, each
  *     section's data aligned to 64 bytes.
  *
- * Saving writes PATH.tmp.<pid>.<serial>, fsyncs it, renames it over PATH and fsyncs the
+ * Saving writes PATH.tmp.<pid>.<serial>.<salt>, fsyncs it, renames it over PATH and fsyncs the
  * directory, so a crash at any point leaves either the old or the new file, complete.
  * A process killed mid-save (SIGKILL, power loss) can leave its PATH.tmp.* file behind;
  * reading never looks at those, and removing them is the application's choice.

@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -61,19 +64,45 @@ static frl_status io_fail(char *err, const char *who, const char *call, const ch
     return frl_fail(err, FRL_ERR_IO, "%s: %s %s: %s", who, call, path, strerror(e));
 }
 
-/* Write the image to tmp and make it durable; on failure tmp is removed. mode >= 0 is
- * the permission bits of the file tmp will replace: the new file keeps them (a private
- * checkpoint stays private), and tmp is private until it has them. */
-static frl_status write_tmp(const char *tmp, const void *file, size_t size, int mode,
+/* 32 bits no other writer will guess: the kernel's, else the clock's and the address
+ * space's. */
+static unsigned tmp_salt(void)
+{
+    unsigned r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
+        return r;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned)ts.tv_nsec ^ (unsigned)(uintptr_t)&ts ^ (unsigned)ts.tv_sec * 2654435761u;
+}
+
+/* A new file under a temporary name beside path, into tmp: PATH.tmp.<pid>.<n>.<salt>.
+ * O_EXCL never opens what is already there (a link planted in a shared folder, another
+ * writer's file: two processes of one pid in two containers on one volume took one
+ * name, and the unlink that cleared it removed the other's file mid-save); a taken name
+ * is skipped for another. Returns the fd, or -1 with errno. */
+static int open_tmp(const char *path, char *tmp, size_t tmp_size, int mode)
+{
+    static atomic_uint serial; /* two threads saving to one path use different tmp files */
+    for (int attempt = 0; attempt < 16; attempt++) {
+        if ((size_t)snprintf(tmp, tmp_size, "%s.tmp.%ld.%u.%08x", path, (long)getpid(),
+                             atomic_fetch_add(&serial, 1), tmp_salt()) >= tmp_size) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode >= 0 ? 0600 : 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1; /* EEXIST sixteen times */
+}
+
+/* Write the image to fd (tmp) and make it durable; on failure tmp is removed. mode >= 0
+ * is the permission bits of the file tmp will replace: the new file keeps them (a
+ * private checkpoint stays private), and tmp is private until it has them. */
+static frl_status write_tmp(int fd, const char *tmp, const void *file, size_t size, int mode,
                             const char *who, char *err)
 {
-    /* The name is predictable: whatever is there (a killed save's file from an earlier
-     * process of this pid, or a link planted in a shared folder) is removed, and O_EXCL
-     * creates a new file, never writing through a link to another file. */
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode >= 0 ? 0600 : 0666);
-    if (fd < 0)
-        return io_fail(err, who, "open", tmp, errno);
     const char *call = "fchmod";
     int e = mode >= 0 && fchmod(fd, (mode_t)mode) != 0 ? errno : 0;
     if (!e) {
@@ -109,22 +138,26 @@ static frl_status sync_dir(const char *path, char *dir, const char *who, char *e
         dir[slash - path] = 0;
     }
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return io_fail(err, who, "open directory", dir, errno);
-    int e = frl_fsync(fd);
-    close(fd);
+    /* A directory the process may write but not read (a drop box) cannot be opened to
+     * sync: the rename stands, unsynced, as where its name does not fit (the save is
+     * done; failing it, with the new file in place, said the opposite). */
+    if (fd < 0 && (errno == EACCES || errno == EPERM))
+        return FRL_OK;
+    int e = fd < 0 ? errno : frl_fsync(fd);
+    if (fd >= 0)
+        close(fd);
     /* EINVAL: this file system cannot sync directories; nothing more can be done. */
     if (e && e != EINVAL)
         return frl_fail(err, FRL_ERR_IO,
-                        "%s: fsync directory %s: %s (the new file is in place at %s but "
-                        "may not survive a crash)", who, dir, strerror(e), path);
+                        "%s: %s directory %s: %s (the new file is in place at %s but "
+                        "may not survive a crash)", who, fd < 0 ? "open" : "fsync", dir,
+                        strerror(e), path);
     return FRL_OK;
 }
 
 frl_status frl_file_stage(const char *path, const void *data, size_t size, const char *who,
                           char *tmp, size_t tmp_size, char *err)
 {
-    static atomic_uint serial; /* two threads saving to one path use different tmp files */
     /* The rename would replace whatever is there: a device node (/dev/full, as root), a
      * FIFO or a directory is the caller's mistake, refused before anything is written
      * (so a C export's later file cannot fail after an earlier one was renamed). */
@@ -134,12 +167,14 @@ frl_status frl_file_stage(const char *path, const void *data, size_t size, const
         return frl_fail(err, FRL_ERR_IO, "%s: %s is %s, not a regular file: nothing written",
                         who, path,
                         S_ISDIR(st.st_mode) ? "a directory" : "a device or special file");
-    if ((size_t)snprintf(tmp, tmp_size, "%s.tmp.%ld.%u", path, (long)getpid(),
-                         atomic_fetch_add(&serial, 1)) >= tmp_size)
-        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "%s: the path %s is too long", who, path);
     /* The replaced file's permission bits, not its setuid, setgid or sticky bit: the
      * new bytes are not what someone marked so. */
-    frl_status s = write_tmp(tmp, data, size, exists ? (int)(st.st_mode & 0777) : -1, who, err);
+    int mode = exists ? (int)(st.st_mode & 0777) : -1;
+    int fd = open_tmp(path, tmp, tmp_size, mode);
+    if (fd < 0 && errno == ENAMETOOLONG && strlen(tmp) + 1 >= tmp_size)
+        return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "%s: the path %s is too long", who, path);
+    frl_status s = fd < 0 ? io_fail(err, who, "open", tmp, errno)
+                          : write_tmp(fd, tmp, data, size, mode, who, err);
     if (s != FRL_OK) { /* the temporary name alone hid the file the caller asked for */
         char why[FRL_ERRMSG_SIZE];
         snprintf(why, sizeof why, "%s", err);

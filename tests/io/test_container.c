@@ -545,7 +545,7 @@ END_TEST
 /* The next temporary name frl_container_write will use: a save into a missing folder
  * fails naming it (PATH.tmp.<pid>.<serial>), and the serial counts on by one. */
 static void next_tmp_name(char *tmp, size_t size)
-{
+{ /* (the name without its salt: the prefix a save of the old scheme took) */
     char missing[600], err[FRL_ERRMSG_SIZE];
     snprintf(missing, sizeof missing, "%s/no/such/ckpt", dir);
     ck_assert_int_eq(frl_container_write(missing, NULL, NULL, 0, err), FRL_ERR_IO);
@@ -557,10 +557,12 @@ static void next_tmp_name(char *tmp, size_t size)
     snprintf(tmp, size, "%s.tmp.%ld.%u", path, pid, serial + 1);
 }
 
-/* Whatever lies under the temporary name (a stale file of an earlier process with this
- * pid, or a link planted in a shared folder) is replaced, never written through: the
- * file a link there points to keeps its bytes, and the save succeeds. */
-START_TEST(a_link_at_the_temporary_name_is_not_followed)
+/* What lies under a temporary name (another writer's file: one of the same pid in
+ * another container on a shared volume; or a link planted in a shared folder) is never
+ * written through nor removed: the save takes a name of its own (a random salt after
+ * the pid and serial), the file a link there points to keeps its bytes, and the link
+ * stays (the save unlinked the name it predicted, deleting the other writer's file). */
+START_TEST(files_at_temporary_names_are_left_alone)
 {
     make_dir();
     char victim[600], tmp[600], err[FRL_ERRMSG_SIZE];
@@ -583,9 +585,14 @@ START_TEST(a_link_at_the_temporary_name_is_not_followed)
     ck_assert_msg(frl_container_read(&c, path, NULL, err) == FRL_OK, "%s", err);
     check_same(c, s, n);
     frl_container_free(c);
-    ck_assert_int_eq(unlink(victim), 0);
+    char target[600] = "";
+    ck_assert_int_gt(readlink(tmp, target, sizeof target - 1), 0);
+    ck_assert_str_eq(target, victim);
     int tmps;
-    ck_assert_int_eq(dir_extra(&tmps), 0);
+    ck_assert_int_eq(dir_extra(&tmps), 2); /* the victim and the planted link alone */
+    ck_assert_int_eq(tmps, 1);
+    ck_assert_int_eq(unlink(tmp), 0);
+    ck_assert_int_eq(unlink(victim), 0);
     remove_dir();
 }
 END_TEST
@@ -762,7 +769,7 @@ int main(void)
     tcase_add_test(tc, empty_path_is_refused);
     tcase_add_test(tc, malformed_sections);
     tcase_add_test(tc, stray_temporary_files_are_harmless);
-    tcase_add_test(tc, a_link_at_the_temporary_name_is_not_followed);
+    tcase_add_test(tc, files_at_temporary_names_are_left_alone);
     tcase_add_test(tc, saving_through_a_symbolic_link_keeps_it);
     tcase_add_test(tc, saving_keeps_the_permissions);
     tcase_add_test(tc, special_files_are_not_replaced);
