@@ -85,12 +85,18 @@ static size_t encode_scalar(unsigned char *p, const char *tag, size_t tag_len, i
 
 static frl_status flush_buffer(frl_tfevents *w, const char *who, char *err)
 {
+    off_t end = lseek(w->fd, 0, SEEK_END);
     int e = frl_write_all(w->fd, w->buf, w->used);
-    /* Dropped either way: retrying after a partial write would duplicate records. */
+    /* Dropped either way: retrying after a partial write would duplicate records. A
+     * record cut short is cut off again: TensorBoard's reader stops at a torn record and
+     * never read the records written after it. */
     w->used = 0;
-    if (e)
-        return frl_fail(err, FRL_ERR_IO, "%s: write %s: %s", who, w->path, strerror(e));
-    return FRL_OK;
+    if (!e)
+        return FRL_OK;
+    if (end >= 0 && ftruncate(w->fd, end) != 0) {
+        /* nothing more to do: the write's error is the one to report */
+    }
+    return frl_fail(err, FRL_ERR_IO, "%s: write %s: %s", who, w->path, strerror(e));
 }
 
 /* Frame the event at w->buf + used + 12 (len bytes) as a TFRecord and keep it. */
@@ -166,7 +172,8 @@ frl_status frl_tfevents_open(frl_tfevents **out, const char *dir, const frl_allo
         return st;
     }
     st = write_version(w, err);
-    if (st != FRL_OK) {
+    if (st != FRL_OK) { /* no empty event file left behind */
+        unlink(w->path);
         frl_tfevents_close(w);
         return st;
     }

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "ckpt_forge.h"
@@ -186,6 +188,54 @@ START_TEST(records_are_framed)
 }
 END_TEST
 
+/* A flush the file system cuts short (here the file size limit: EFBIG, as a full disk's
+ * ENOSPC) fails, and the torn record is cut off: the records written after it are read
+ * (TensorBoard's reader stops at a torn record, so none of them were). */
+START_TEST(a_failed_flush_leaves_whole_records)
+{
+    make_dir();
+    char err[FRL_ERRMSG_SIZE];
+    frl_tfevents *w = NULL;
+    ck_assert_int_eq(frl_tfevents_open(&w, dir, NULL, err), FRL_OK);
+    const char *p = frl_tfevents_path(w);
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(frl_tfevents_scalar(w, "x", i, i, (float)i, err), FRL_OK);
+    ck_assert_int_eq(frl_tfevents_flush(w, err), FRL_OK);
+    size_t before;
+    free(forge_read(p, &before));
+    signal(SIGXFSZ, SIG_IGN); /* a write past the limit is then EFBIG, not a signal */
+    struct rlimit old, lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = before + 100; /* a few of the next records fit, one is cut */
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(frl_tfevents_scalar(w, "x", 100 + i, i, (float)i, err), FRL_OK);
+    frl_status st = frl_tfevents_flush(w, err);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+    ck_assert_int_eq(st, FRL_ERR_IO);
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(frl_tfevents_scalar(w, "x", 200 + i, i, (float)i, err), FRL_OK);
+    ck_assert_int_eq(frl_tfevents_flush(w, err), FRL_OK);
+    size_t size;
+    unsigned char *b = forge_read(p, &size);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(check_records(b, size), 1 + 100 + 10); /* the failed flush's: none */
+    free(b);
+    unlink(p);
+    frl_tfevents_close(w);
+    /* An open whose first record cannot be written leaves no empty event file. */
+    lim.rlim_cur = 0;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    frl_tfevents *x = NULL;
+    st = frl_tfevents_open(&x, dir, NULL, err);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+    ck_assert_int_eq(st, FRL_ERR_IO);
+    ck_assert_ptr_null(x);
+    ck_assert_msg(rmdir(dir) == 0, "the directory is not empty: %s", strerror(errno));
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--write") == 0)
@@ -194,6 +244,7 @@ int main(int argc, char **argv)
     TCase *tc = tcase_create("tfevents");
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, records_are_framed);
+    tcase_add_test(tc, a_failed_flush_leaves_whole_records);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }
