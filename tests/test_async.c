@@ -1062,6 +1062,43 @@ START_TEST(async_refuses_training_inside_a_pool_task)
 }
 END_TEST
 
+static int stop_at_once(void *user, const frl_metrics *m)
+{
+    (void)user, (void)m;
+    return 1;
+}
+
+/* A ready rollout the host reads through frl_trainer_ring and releases is gone: the
+ * next call counts it as lost and trains (it failed with FRL_ERR_INTERNAL, "a committed
+ * rollout is missing from the ring", after stepping). */
+START_TEST(a_ready_rollout_read_by_the_host)
+{
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.num_envs=8 sampler.groups=4 "
+                                        "train.rollout=8 sampler.slots=8 policy.hidden=8");
+    frl_runtime *rt = runtime(2);
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    frl_ring *ring = frl_trainer_ring(t);
+    int32_t slot = -1;
+    for (int k = 0; k < 50 && slot < 0; k++) { /* until a call leaves a rollout ready */
+        frl_trainer_set_callback(t, stop_at_once, NULL);
+        ck_assert_int_eq(frl_trainer_train(t, 1000000), FRL_ERR_CALLBACK);
+        if (frl_ring_acquire_read(ring, &slot) != FRL_OK)
+            slot = -1;
+    }
+    ck_assert_int_ge(slot, 0);
+    ck_assert_int_eq(frl_ring_release(ring, slot), FRL_OK);
+    frl_trainer_set_callback(t, NULL, NULL);
+    int64_t updates = frl_trainer_metrics(t)->update;
+    frl_status st = frl_trainer_train(t, frl_trainer_metrics(t)->env_steps + 8 * 8 * 4);
+    ck_assert_msg(st == FRL_OK, "%s", frl_trainer_last_error(t));
+    ck_assert_int_gt(frl_trainer_metrics(t)->update, updates);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("async");
@@ -1083,6 +1120,7 @@ int main(void)
     tcase_add_test(tc, async_resume_stays_decoupled);
     tcase_add_test(tc, async_one_thread);
     tcase_add_test(tc, async_refuses_training_inside_a_pool_task);
+    tcase_add_test(tc, a_ready_rollout_read_by_the_host);
     tcase_add_test(tc, async_load_acts_on_loaded_weights);
     tcase_add_test(tc, async_train_without_end);
     tcase_add_test(tc, async_target_is_in_the_final_metrics);

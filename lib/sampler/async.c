@@ -1383,9 +1383,27 @@ static void refresh_acting_weights(async_sampler *a)
     a->dev_version = ~(uint64_t)0;
 }
 
+/* Ready rollouts a host read through frl_trainer_ring and released (reads take the
+ * oldest first) are gone from the ring: counted as lost, as a failed update's rollout
+ * (toward the budget), so the learner does not look for them (it failed the next call
+ * with FRL_ERR_INTERNAL after stepping). */
+static void forget_taken(async_sampler *a)
+{
+    const frl_ring *ring = a->h->ring;
+    while (a->ready > 0) {
+        int64_t oldest = a->committed - a->ready;
+        const rollout *r = &a->open[oldest % a->slots];
+        if (r->seq == oldest && frl_ring_slot_state(ring, r->slot) == FRL_SLOT_READY)
+            return;
+        a->ready--;
+        a->h->book->pr.lost++;
+    }
+}
+
 static frl_status begin(async_sampler *a, frl_run *r, int32_t index, int64_t total_steps)
 {
     frl_sampler_host *h = a->h;
+    forget_taken(a);
     frl_status st = check_ring_free(a);
     if (st != FRL_OK)
         return st;
