@@ -629,6 +629,33 @@ START_TEST(env_failure_reported)
 }
 END_TEST
 
+/* Episodes other envs finished in the step where one env's callback failed are kept
+ * in the arrays (their results are valid after a per-env failure): they were lost. */
+START_TEST(episodes_beside_a_failure_kept)
+{
+    frl_runtime *rt = frl_test_runtime(2);
+    /* every env's first episode ends on its 4th step, where env 1 fails instead */
+    ladder l[3] = {{.base = 4}, {.base = 4, .fail_at_step = 4}, {.base = 4}};
+    frl_vec_env *v = make_ladders(rt, l, 3, 2);
+    frl_policy *p = policy_for(rt, v);
+    double returns[3] = {-7, -7, -7};
+    int32_t lengths[3] = {-7, -7, -7};
+    frl_eval_args a;
+    frl_eval_args_init(&a);
+    a.episodes = 3;
+    a.returns = returns;
+    a.lengths = lengths;
+    expect_error(frl_policy_evaluate(p, v, &a, NULL), FRL_ERR_CALLBACK, "env 1");
+    ck_assert_msg(returns[0] == 2.0 && lengths[0] == 4 && returns[2] == 2.0 &&
+                  lengths[2] == 4, "returns %g %g, lengths %d %d", returns[0], returns[2],
+                  (int)lengths[0], (int)lengths[2]);
+    ck_assert(returns[1] == -7 && lengths[1] == -7); /* the failed env's: none */
+    frl_policy_destroy(p);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 typedef struct gate {
     int closed; /* 1: every allocation fails */
     int live;   /* allocations not yet freed */
@@ -699,6 +726,7 @@ int main(void)
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, struct_size_versions);
     tcase_add_test(tc, env_failure_reported);
+    tcase_add_test(tc, episodes_beside_a_failure_kept);
     tcase_add_test(tc, allocation_failure);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

@@ -150,15 +150,23 @@ static frl_status step_once(eval_run *r, frl_act_args *act, uint64_t step)
 {
     act->counter = step;
     frl_status st = frl_policy_act(r->p, act);
+    int stepped = 0;
     if (st == FRL_OK) {
         clip_actions(r);
         st = frl_vec_env_step(r->v);
+        stepped = 1;
+    }
+    /* After a per-env host failure the other envs' results are valid (the failed ones
+     * report no episode): the episodes they finished in this step are kept, as the
+     * arrays promise. A batch world's failure leaves no results to read. */
+    int per_env = st == FRL_ERR_CALLBACK || st == FRL_ERR_NONFINITE || st == FRL_ERR_RANGE;
+    if (st == FRL_OK || (stepped && per_env && r->v->kind == VEC_CALLBACKS)) {
+        r->steps += r->n;
+        collect(r);
     }
     if (st != FRL_OK)
         return frl_fail(r->p->err, st, "%s: step %llu: %s", who, (unsigned long long)step,
                         frl_last_error());
-    r->steps += r->n;
-    collect(r);
     return FRL_OK;
 }
 
