@@ -1223,7 +1223,7 @@ FRL_API frl_ring *frl_trainer_ring(frl_trainer *trainer);
 FRL_API frl_replay *frl_trainer_replay(frl_trainer *trainer);
 FRL_API frl_vec_env *frl_trainer_vec_env(frl_trainer *trainer);
 /* Metrics of the last update (zeros before the first; after a load, the checkpoint's
- * progress fields and zeros elsewhere). */
+ * progress fields, slots_dropped included, and zeros elsewhere). */
 FRL_API const frl_metrics *frl_trainer_metrics(const frl_trainer *trainer);
 FRL_API const char *frl_trainer_last_error(const frl_trainer *trainer);
 
