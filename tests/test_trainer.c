@@ -587,14 +587,30 @@ static void host_trainer_destroy(host_trainer *h)
     frl_runtime_destroy(h->rt);
 }
 
+static int keep_metrics(void *user, const frl_metrics *m)
+{
+    *(frl_metrics *)user = *m;
+    return 0;
+}
+
 START_TEST(recovers_after_a_failed_rollout)
 {
     flaky w = {0};
     host_trainer h;
     host_trainer_create(&h, 2, flaky_step, &w, "train.rollout=16");
     frl_trainer *t = h.t;
+    frl_metrics last;
+    memset(&last, 0, sizeof last);
+    frl_trainer_set_callback(t, keep_metrics, &last);
     ck_assert_int_eq(frl_trainer_train(t, 4000), FRL_ERR_CALLBACK);
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "-5"));
+    /* The metrics stay the last update's: the failed rollout's times are not in them
+     * (they replaced time_env and time_inference). */
+    const frl_metrics *m = frl_trainer_metrics(t);
+    ck_assert_int_ge(last.update, 1);
+    ck_assert_int_eq(m->update, last.update);
+    ck_assert(m->time_env == last.time_env && m->time_inference == last.time_inference);
+    frl_trainer_set_callback(t, NULL, NULL);
     /* The failed rollout's slot was given back: training goes on. */
     ck_assert_int_eq(frl_trainer_train(t, 4000), FRL_OK);
     ck_assert_int_ge(frl_trainer_metrics(t)->env_steps, 4000);

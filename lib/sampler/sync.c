@@ -16,6 +16,9 @@ typedef struct sync_sampler {
     float **ws;                 /* per thread: acting workspace */
     float *dev_out;             /* runtime.device=cuda: the actor's outputs of one step */
     float *dev_stacked;         /* and a frame stack's rows, the device's input */
+    /* the rollout's times, into the metrics once it is whole (a failed one left the
+     * last update's metrics with its partial times) */
+    double time_env, time_inference;
 } sync_sampler;
 
 static int32_t sync_groups(const frl_config *cfg)
@@ -208,8 +211,8 @@ static frl_status rollout_step(sync_sampler *s, int32_t step, double *clock)
     h->book->pr.rollout_steps++;
     h->book->pr.env_steps += (int64_t)h->B * h->ranks;
     double t2 = frl_now();
-    h->metrics->time_inference += t1 - *clock;
-    h->metrics->time_env += t2 - t1;
+    s->time_inference += t1 - *clock;
+    s->time_env += t2 - t1;
     *clock = t2;
     return FRL_OK;
 }
@@ -220,7 +223,7 @@ static frl_status rollout(sync_sampler *s)
     frl_status st = frl_ring_acquire_write(h->ring, &s->slot);
     if (st != FRL_OK)
         return frl_fail_msg(h->err, st, frl_ring_last_error(h->ring));
-    h->metrics->time_env = h->metrics->time_inference = 0;
+    s->time_env = s->time_inference = 0;
     frl_rollout_begin_state(h->book, h->ring, s->slot, h->venvs[0], 0);
     double clock = frl_now();
     int32_t steps = 0, stop = 0;
@@ -279,7 +282,12 @@ static frl_status rollout_and_learn(void *arg)
 {
     sync_update *u = arg;
     frl_status st = rollout(u->s);
-    return st == FRL_OK ? learn(u->s->base.h, u->num_updates) : st;
+    if (st != FRL_OK)
+        return st;
+    frl_metrics *m = u->s->base.h->metrics; /* the update's own, which learning adds to */
+    m->time_env = u->s->time_env;
+    m->time_inference = u->s->time_inference;
+    return learn(u->s->base.h, u->num_updates);
 }
 
 /* Between calls the ring's one slot is free (a failed rollout or update gives it back),
