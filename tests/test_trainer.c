@@ -833,6 +833,39 @@ START_TEST(reward_norm_starts_as_gymnasium)
 }
 END_TEST
 
+/* A trainer on a built-in vec env records the env.* settings the vec env was made with
+ * (not its own config's), so frl_trainer_load remakes those envs: a 5-step time limit
+ * came back as the default 500, and a MemoryProbe's delay as 20 (a load refused). */
+START_TEST(builtin_vec_env_settings_recorded)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_test_vec_env_keys_%d.frl", (int)getpid());
+    frl_runtime *rt = runtime(1, "");
+    frl_config *vc = frl_test_settings("env.max_episode_steps=5");
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "CartPole-v1", 4, vc), FRL_OK);
+    frl_config *tc = frl_test_settings("train.rollout=16 train.num_envs=4");
+    frl_trainer *a, *b;
+    ck_assert_int_eq(frl_trainer_create_vec(&a, rt, v, tc), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(a, 64), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
+    ck_assert_msg(frl_trainer_load(&b, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(frl_trainer_train(a, 512), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(b, 512), FRL_OK);
+    const frl_metrics *ma = frl_trainer_metrics(a), *mb = frl_trainer_metrics(b);
+    ck_assert(ma->mean_length <= 5 && mb->mean_length <= 5);
+    ck_assert_int_eq(ma->episodes, mb->episodes);
+    ck_assert(ma->mean_return == mb->mean_return);
+    frl_trainer_destroy(a);
+    frl_trainer_destroy(b);
+    frl_vec_env_destroy(v);
+    frl_config_destroy(vc);
+    frl_config_destroy(tc);
+    remove(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* Every learner's run continues from its checkpoint. A saved file sets every key, and
  * IMPALA's saved train.advantage=gae (the key's default; IMPALA reads V-trace's
  * advantages whatever it says) made frl_trainer_load refuse the file. */
@@ -1011,6 +1044,7 @@ int main(void)
     tcase_add_test(tc, sync_train_without_end);
     tcase_add_test(tc, a_restart_forgets_the_cut_returns);
     tcase_add_test(tc, reward_norm_starts_as_gymnasium);
+    tcase_add_test(tc, builtin_vec_env_settings_recorded);
     tcase_add_test(tc, every_learner_resumes);
     tcase_add_test(tc, a2c_reports_no_clipping);
     tcase_add_test(tc, a_trainers_vec_env_is_its_own);

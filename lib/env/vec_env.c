@@ -372,6 +372,7 @@ FRL_API void frl_vec_env_destroy(frl_vec_env *v)
         v->release(v->owner);
     frl_space_destroy(v->obs_space);
     frl_space_destroy(v->act_space);
+    frl_config_destroy(v->env_cfg);
     frl_allocator a = v->rt->alloc;
     frl_free(&a, v->arena);
     frl_free(&a, v);

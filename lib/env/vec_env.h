@@ -53,6 +53,10 @@ struct frl_vec_env {
      * task's for a host's map, which names no task (a checkpoint would remake the task's
      * own room), so only frl_trainer_load_vec continues its runs. */
     const char *settings_of;
+    /* A vec env made by name: the env.* settings it was made with (NULL otherwise), which
+     * a trainer on it records (its own config may say otherwise), so a checkpoint's
+     * settings remake these envs. */
+    frl_config *env_cfg;
     int fault_code;
     const char *(*fault)(void *user);
     atomic_llong faults;        /* such steps so far, all envs */

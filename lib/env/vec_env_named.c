@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "env/mujoco_env.h"
 #include "env/pixel_grid.h"
 #include "env/ray/env.h"
@@ -39,14 +40,9 @@ FRL_API frl_status frl_vec_env_create(frl_vec_env **out, frl_runtime *rt, const 
     return frl_vec_env_create_as(out, rt, name, num_envs, cfg, "frl_vec_env_create");
 }
 
-frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char *name,
-                                 int32_t num_envs, const frl_config *cfg, const char *who)
+static frl_status create_named(frl_vec_env **out, frl_runtime *rt, const char *name,
+                               int32_t num_envs, const frl_config *cfg, const char *who)
 {
-    frl_status st = frl_vec_env_check_args(out, rt, num_envs, who);
-    if (st != FRL_OK)
-        return st;
-    if (!name)
-        return frl_fail(NULL, FRL_ERR_NULL, "%s: name is NULL", who);
     const frl_env_class *c = frl_env_class_find(name);
     if (c)
         return frl_vec_env_create_builtin(out, rt, c, num_envs, cfg, who);
@@ -57,4 +53,43 @@ frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char 
     if (frl_mujoco_is_task(name))
         return frl_mujoco_vec_env_create(out, rt, name, num_envs, cfg, who);
     return unknown_env(name, who);
+}
+
+/* The env.* keys of cfg (set or default) into a config of v's own. */
+static frl_status keep_env_settings(frl_vec_env *v, const frl_config *cfg, const char *who)
+{
+    char text[2048];
+    frl_status st = frl_config_to_text(cfg, "env.", text, sizeof text);
+    if (st == FRL_OK)
+        st = frl_config_create(&v->env_cfg, &v->rt->alloc);
+    if (st == FRL_OK)
+        st = frl_config_parse(v->env_cfg, text);
+    if (st != FRL_OK)
+        return frl_fail(NULL, st, "%s: keeping the env settings: %s", who, frl_last_error());
+    return FRL_OK;
+}
+
+frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char *name,
+                                 int32_t num_envs, const frl_config *cfg, const char *who)
+{
+    frl_status st = frl_vec_env_check_args(out, rt, num_envs, who);
+    if (st != FRL_OK)
+        return st;
+    if (!name)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: name is NULL", who);
+    if ((st = create_named(out, rt, name, num_envs, cfg, who)) != FRL_OK)
+        return st;
+    frl_config *none = NULL;
+    if (!cfg && (st = frl_config_create(&none, &rt->alloc)) != FRL_OK) {
+        frl_vec_env_destroy(*out);
+        *out = NULL;
+        return frl_fail(NULL, st, "%s: out of memory", who);
+    }
+    st = keep_env_settings(*out, cfg ? cfg : none, who);
+    frl_config_destroy(none);
+    if (st != FRL_OK) {
+        frl_vec_env_destroy(*out);
+        *out = NULL;
+    }
+    return st;
 }

@@ -455,6 +455,10 @@ static frl_status create_vecs(frl_trainer **out, frl_runtime *rt, frl_vec_env *c
     frl_config *resolved;
     if ((st = resolve_settings(rt, tuned, cfg, &resolved)) != FRL_OK)
         return st;
+    /* The env.* settings a built-in vec env was made with are what runs, whatever cfg
+     * says: recorded, a checkpoint's load remakes these envs (it remade the defaults'). */
+    if (count == 1 && v0->env_cfg)
+        frl_config_overlay(resolved, v0->env_cfg);
     int64_t n = 0;
     for (int32_t g = 0; g < count; g++)
         n += frl_vec_env_num_envs(venvs[g]);
