@@ -27,7 +27,9 @@ struct frl_pool {
     _Atomic uint64_t generation;
     _Atomic int32_t sleeping;        /* workers parked or about to park */
     _Atomic int32_t caller_sleeping;
-    _Atomic int32_t next_task;
+    /* 64 bits: every thread adds one past the last task, which near INT32_MAX tasks
+     * wrapped a 32-bit counter to negative task indices */
+    _Atomic int64_t next_task;
     _Atomic int32_t finished;        /* workers done with the current generation */
     _Atomic int first_result;
     _Atomic int32_t failed_task;
@@ -76,13 +78,13 @@ static void run_tasks(frl_pool *p, int32_t thread)
     void *user = p->user;
     int32_t n = p->num_tasks;
     for (;;) {
-        int32_t t = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
+        int64_t t = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
         if (t >= n)
             break;
-        int r = fn(user, t, thread);
+        int r = fn(user, (int32_t)t, thread);
         int zero = 0;
         if (r != 0 && atomic_compare_exchange_strong(&p->first_result, &zero, r))
-            atomic_store(&p->failed_task, t);
+            atomic_store(&p->failed_task, (int32_t)t);
     }
 }
 

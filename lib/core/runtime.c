@@ -49,7 +49,7 @@ static frl_status start_pool(frl_runtime *rt, const frl_config *cfg)
     char msg[FRL_ERRMSG_SIZE];
     int64_t spin_ns = frl_cfg_int(cfg, FRL_KEY_RUNTIME_SPIN_US) * 1000;
     frl_status st = frl_pool_create(&rt->pool, &rt->alloc, rt->threads, spin_ns, msg);
-    return st == FRL_OK ? st : frl_fail_msg(NULL, st, msg);
+    return st == FRL_OK ? st : frl_fail(NULL, st, "frl_runtime_create: %s", msg);
 }
 
 /* The log lock is recursive: a host logger that calls the library (a trainer made from
