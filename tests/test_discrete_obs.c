@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -622,6 +623,18 @@ START_TEST(device_runtime_refuses_clearly)
     /* The device itself works: a box observation is taken. */
     ck_assert_int_eq(frl_policy_create(&p, rt, NULL, box, as), FRL_OK);
     frl_policy_destroy(p);
+    /* A good file of such a policy loads with the same status, not FRL_ERR_FORMAT (a
+     * host would take the file for a corrupt one). */
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_discrete_cuda_%d.frl", (int)getpid());
+    frl_runtime *cpu = frl_test_runtime(1);
+    ck_assert_int_eq(frl_policy_create(&p, cpu, NULL, os, as), FRL_OK);
+    ck_assert_int_eq(frl_policy_save(p, path), FRL_OK);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(cpu);
+    ck_assert_int_eq(frl_policy_load(&p, rt, path), FRL_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(p);
+    remove(path);
     frl_space_destroy(os);
     frl_space_destroy(box);
     frl_space_destroy(as);

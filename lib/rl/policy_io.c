@@ -375,9 +375,12 @@ frl_status frl_policy_from_container(frl_policy **out, frl_runtime *rt,
         st = frl_policy_create_checked(out, rt, l.cfg, l.obs, l.act,
                                        ((const uint64_t *)ids->data)[0], (int64_t)par->count,
                                        "frl_policy_load");
+        /* what the runtime cannot give (memory, a device, a space the device does not
+         * take yet) is not the file's fault: its own status, not FRL_ERR_FORMAT */
+        int runtime_side = st == FRL_ERR_NOMEM || st == FRL_ERR_UNSUPPORTED ||
+                           st == FRL_ERR_DEVICE;
         if (st != FRL_OK)
-            frl_fail_msg(err, st == FRL_ERR_NOMEM ? st : FRL_ERR_FORMAT, frl_last_error());
-        st = st == FRL_OK || st == FRL_ERR_NOMEM ? st : FRL_ERR_FORMAT;
+            st = frl_fail_msg(err, runtime_side ? st : FRL_ERR_FORMAT, frl_last_error());
     }
     if (st == FRL_OK && (st = restore_loaded(*out, c, err)) != FRL_OK) {
         frl_policy_destroy(*out);
