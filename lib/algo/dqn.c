@@ -450,7 +450,7 @@ static frl_status dqn_learn(frl_learner *l, const frl_batch *b, frl_learn_stats 
     int64_t per = (int64_t)d->T * d->B, done = (b->update_index + 1) * per;
     int64_t total = b->num_updates * per;
     update_target(d, b->update_index);
-    d->lr = frl_learner_lr(d->s.lr, d->s.anneal_lr, b->update_index, b->num_updates);
+    d->lr = frl_lr_at(d->s.lr, d->s.anneal_lr, b->update_index, b->num_updates);
     step_stats sum = {0};
     /* A replay can hold only autoreset rows (a resumed run without its replay whose
      * first rollouts of one step follow an episode's end; a replay of one T x B block):

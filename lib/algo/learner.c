@@ -33,10 +33,3 @@ int32_t frl_learner_add_net(frl_learner *l, const char *name, frl_net_role role,
     l->nets.net[i] = (frl_learner_net){name, role, source, params, num_params};
     return i;
 }
-
-double frl_learner_lr(double lr, int32_t anneal, int64_t update_index, int64_t num_updates)
-{
-    double frac = anneal && num_updates > 0 ? 1.0 - (double)update_index / (double)num_updates
-                                            : 1.0;
-    return lr * (frac > 0 ? frac : 0);
-}

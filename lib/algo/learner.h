@@ -153,10 +153,6 @@ struct frl_learner {
 /* The table of train.algo's choice in cfg (lib/algo/learner.c). */
 const frl_learner_ops *frl_learner_lookup(const frl_config *cfg);
 
-/* train.lr for update update_index of num_updates: with train.anneal_lr, falling
- * linearly to 0 over the train call's updates, as PPO's (frl_ppo_update). */
-double frl_learner_lr(double lr, int32_t anneal, int64_t update_index, int64_t num_updates);
-
 /* Add a net to l->nets; returns its index. */
 int32_t frl_learner_add_net(frl_learner *l, const char *name, frl_net_role role, int32_t source,
                             float *params, int64_t num_params);

@@ -825,8 +825,7 @@ double frl_ppo_explained_variance(const frl_ppo *l, int32_t slot)
 frl_status frl_ppo_update(frl_ppo *l, int32_t slot, int64_t update_index, int64_t num_updates,
                           uint64_t seed, frl_ppo_stats *out, char *err)
 {
-    double frac = l->s.anneal_lr && num_updates > 0 ? 1.0 - (double)update_index / (double)num_updates : 1.0;
-    double lr = l->s.lr * (frac > 0 ? frac : 0);
+    double lr = frl_lr_at(l->s.lr, l->s.anneal_lr, update_index, num_updates);
     double norm = 0;
     l->slot = slot;
     memset(out, 0, sizeof *out);

@@ -111,8 +111,7 @@ frl_status frl_ppo_device_update(frl_ppo *l, int32_t slot, int64_t update_index,
 {
     frl_policy *p = l->p;
     const frl_cuda_plugin *pl = l->rt->device.plugin;
-    double frac = l->s.anneal_lr && num_updates > 0 ? 1.0 - (double)update_index / (double)num_updates : 1.0;
-    double lr = l->s.lr * (frac > 0 ? frac : 0);
+    double lr = frl_lr_at(l->s.lr, l->s.anneal_lr, update_index, num_updates);
     char why[FRL_ERRMSG_SIZE - 64] = "";
     memset(out, 0, sizeof *out);
     frl_status st = frl_policy_device_refresh(p, err);

@@ -621,7 +621,7 @@ static frl_status r2d2_learn(frl_learner *l, const frl_batch *b, frl_learn_stats
     index_sequences(d, (d->replay->next + d->replay->blocks - 1) % d->replay->blocks);
     out->time_replay = now_s() - t0;
     int32_t n = updates_due(d, (b->update_index + 1) * (int64_t)d->T * d->B);
-    d->lr = frl_learner_lr(d->s.lr, d->s.anneal_lr, b->update_index, b->num_updates);
+    d->lr = frl_lr_at(d->s.lr, d->s.anneal_lr, b->update_index, b->num_updates);
     /* A stream per rollout: a resumed run draws what the uninterrupted one did. */
     frl_rng rng = frl_rng_stream(b->seed ^ 0x7232643273657173ULL, (uint64_t)b->update_index);
     upd_stats sum = {0};

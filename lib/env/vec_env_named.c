@@ -55,13 +55,13 @@ static frl_status create_named(frl_vec_env **out, frl_runtime *rt, const char *n
     return unknown_env(name, who);
 }
 
-/* The env.* keys of cfg (set or default) into a config of v's own. */
+/* The env.* keys of cfg (set or default; NULL: the defaults) into a config of v's own. */
 static frl_status keep_env_settings(frl_vec_env *v, const frl_config *cfg, const char *who)
 {
     char text[2048];
-    frl_status st = frl_config_to_text(cfg, "env.", text, sizeof text);
+    frl_status st = frl_config_create(&v->env_cfg, &v->rt->alloc);
     if (st == FRL_OK)
-        st = frl_config_create(&v->env_cfg, &v->rt->alloc);
+        st = frl_config_to_text(cfg ? cfg : v->env_cfg, "env.", text, sizeof text);
     if (st == FRL_OK)
         st = frl_config_parse(v->env_cfg, text);
     if (st != FRL_OK)
@@ -79,15 +79,7 @@ frl_status frl_vec_env_create_as(frl_vec_env **out, frl_runtime *rt, const char 
         return frl_fail(NULL, FRL_ERR_NULL, "%s: name is NULL", who);
     if ((st = create_named(out, rt, name, num_envs, cfg, who)) != FRL_OK)
         return st;
-    frl_config *none = NULL;
-    if (!cfg && (st = frl_config_create(&none, &rt->alloc)) != FRL_OK) {
-        frl_vec_env_destroy(*out);
-        *out = NULL;
-        return frl_fail(NULL, st, "%s: out of memory", who);
-    }
-    st = keep_env_settings(*out, cfg ? cfg : none, who);
-    frl_config_destroy(none);
-    if (st != FRL_OK) {
+    if ((st = keep_env_settings(*out, cfg, who)) != FRL_OK) {
         frl_vec_env_destroy(*out);
         *out = NULL;
     }

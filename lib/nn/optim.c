@@ -47,3 +47,10 @@ void frl_adam_update(const frl_adam *a, const frl_kernels *k, float *p, const fl
     };
     k->adam((int64_t)(hi - lo), p + lo, g + lo, a->m + lo, a->v + lo, &c);
 }
+
+double frl_lr_at(double lr, int32_t anneal, int64_t update_index, int64_t num_updates)
+{
+    double frac = anneal && num_updates > 0 ? 1.0 - (double)update_index / (double)num_updates
+                                            : 1.0;
+    return lr * (frac > 0 ? frac : 0);
+}

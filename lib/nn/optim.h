@@ -24,6 +24,10 @@ double frl_grad_norm(const frl_kernels *k, const float *g, size_t n);
  * trainer's divergence check, while the finite elements step by 0). */
 float frl_clip_scale(double norm, double max_norm);
 
+/* The learning rate of update update_index of num_updates: lr, or with anneal falling
+ * linearly to 0 over them (train.anneal_lr, every learner that reads it). */
+double frl_lr_at(double lr, int32_t anneal, int64_t update_index, int64_t num_updates);
+
 /* One Adam step on p[lo..hi) (so threads can split the vector) with the gradient
  * g * gscale: bias-corrected as in Kingma and Ba; the step count must be advanced once
  * per update by the caller (frl_adam_begin). Scaling inside the step gives the bits
