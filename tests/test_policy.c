@@ -395,6 +395,43 @@ START_TEST(act_failures_from_two_threads)
 }
 END_TEST
 
+/* frl_policy_save may run beside frl_policy_act (both only read the policy), and a
+ * failing save wrote the policy's message without the lock the act path takes: the same
+ * race as above, between a save into a missing directory and an acting failure. */
+typedef struct save_failer {
+    frl_policy *p;
+    int wrong;
+    char last[256];
+} save_failer;
+
+static void *fail_saving(void *user)
+{
+    save_failer *f = user;
+    for (int i = 0; i < (FRL_TEST_TSAN ? 300 : 3000); i++)
+        f->wrong += frl_policy_save(f->p, "/nonexistent-dir/sub/p.frl") != FRL_ERR_IO;
+    snprintf(f->last, sizeof f->last, "%s", frl_last_error());
+    return NULL;
+}
+
+START_TEST(save_failure_beside_act_failure)
+{
+    fix f;
+    make(&f, 0, "policy.hidden=8");
+    act_failer a = {f.p, 1, 0, ""};
+    save_failer b = {f.p, 0, ""};
+    pthread_t ta, tb;
+    ck_assert_int_eq(pthread_create(&ta, NULL, fail_acting, &a), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, fail_saving, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ck_assert_int_eq(a.wrong + b.wrong, 0);
+    ck_assert_ptr_nonnull(strstr(b.last, "nonexistent-dir"));
+    const char *m = frl_policy_last_error(f.p);
+    ck_assert_msg(strcmp(m, a.last) == 0 || strcmp(m, b.last) == 0, "torn message: \"%s\"", m);
+    unmake(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy");
@@ -407,6 +444,7 @@ int main(void)
     tcase_add_test(tc, ring_slots_and_sizes);
     tcase_add_test(tc, ring_failures_from_two_threads);
     tcase_add_test(tc, act_failures_from_two_threads);
+    tcase_add_test(tc, save_failure_beside_act_failure);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

@@ -691,7 +691,7 @@ static frl_status check_act_state(frl_policy *p, const frl_act_args *a)
 }
 
 /* The checks write this thread's buffer only; frl_policy_act copies the message to the
- * policy's under ws_lock (keep_act_failure). */
+ * policy's under ws_lock (frl_policy_keep_failure). */
 static frl_status check_act_args(frl_policy *p, const frl_act_args *a)
 {
     if (!a)
@@ -814,10 +814,10 @@ static frl_status act_device(frl_policy *p, const frl_act_args *a)
 }
 
 /* This thread's failure into the policy's message, under ws_lock: act may fail on
- * several threads at once (each with its own workspace), and unguarded writes of the
- * shared buffer were a data race whose text could come out torn. The device path
- * writes the buffer under the same lock. */
-static frl_status keep_act_failure(frl_policy *p, frl_status st)
+ * several threads at once (each with its own workspace), and so may a save beside
+ * them; unguarded writes of the shared buffer were a data race whose text could come
+ * out torn. The device path writes the buffer under the same lock. */
+frl_status frl_policy_keep_failure(frl_policy *p, frl_status st)
 {
     pthread_mutex_lock(&p->ws_lock);
     snprintf(p->err, sizeof p->err, "%s", frl_last_error());
@@ -831,7 +831,7 @@ FRL_API frl_status frl_policy_act(frl_policy *p, const frl_act_args *a)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_policy_act: policy is NULL");
     frl_status st = check_act_args(p, a);
     if (st != FRL_OK)
-        return keep_act_failure(p, st);
+        return frl_policy_keep_failure(p, st);
     if (p->dev) {
         /* One device model per policy: callers take turns, whatever workspace they bring. */
         pthread_mutex_lock(&p->ws_lock);

@@ -199,11 +199,16 @@ double frl_policy_head_act(const frl_policy *p, const float *params, const float
                            int deterministic,
                            uint64_t stream, uint64_t counter, void *action_row);
 
-/* The same action without its log-probability (acting that keeps none: populations). */
 /* Observations [batch x obs_w] the policy can act on (as frl_policy_act checks them):
  * FRL_ERR_NONFINITE or FRL_ERR_RANGE naming the row, the message begun with who. */
 frl_status frl_policy_check_observations(const frl_policy *p, const float *obs, int64_t batch,
                                          const char *who, char *err);
+
+/* This thread's last error (frl_last_error) into p's message under its lock, for calls
+ * that may run on several threads at once (act, save); returns st. */
+frl_status frl_policy_keep_failure(frl_policy *p, frl_status st);
+
+/* The same action without its log-probability (acting that keeps none: populations). */
 void frl_policy_head_sample(const frl_policy *p, const float *params, const float *out,
                             int deterministic, uint64_t stream, uint64_t counter,
                             void *action_row);

@@ -127,13 +127,14 @@ FRL_API frl_status frl_policy_save(const frl_policy *p, const char *path)
     frl_policy_blob b;
     frl_section s[FRL_POLICY_SECTIONS + 1];
     int32_t n = 0;
-    char *err = ((frl_policy *)p)->err;
+    /* A save may run beside acts on other threads (both only read the policy): the
+     * failure reaches the policy's message under its lock, not written directly. */
     frl_section_add(s, &n, "kind", FRL_DTYPE_TEXT, 6, "policy");
-    frl_status st = frl_policy_blob_make(p, &b, s, &n, err);
+    frl_status st = frl_policy_blob_make(p, &b, s, &n, NULL);
     if (st == FRL_OK)
-        st = frl_container_write(path, &p->rt->alloc, s, n, err);
+        st = frl_container_write(path, &p->rt->alloc, s, n, NULL);
     frl_policy_blob_free(&b);
-    return st;
+    return st == FRL_OK ? st : frl_policy_keep_failure((frl_policy *)p, st);
 }
 
 /* ---- loading ---- */
