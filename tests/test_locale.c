@@ -158,6 +158,39 @@ START_TEST(test_files_as_in_the_c_locale)
 }
 END_TEST
 
+/* The runtime's log lines are text for people and log files, and numbers in them are
+ * written as in the C locale like every other text the library makes (the trainer's
+ * ring line, "0.2 MiB", was written "0,2 MiB" under the comma locale). */
+static void keep_ring_line(void *user, frl_log_level level, const char *message)
+{
+    (void)level;
+    if (strncmp(message, "ring: ", 6) == 0)
+        snprintf(user, 512, "%s", message);
+}
+
+START_TEST(test_log_lines_as_in_the_c_locale)
+{
+    ck_assert(use_comma_locale());
+    char line[512] = "";
+    frl_logger lg;
+    frl_logger_init(&lg);
+    lg.log = keep_ring_line;
+    lg.user = line;
+    lg.max_level = FRL_LOG_INFO;
+    frl_config *rcfg = frl_test_settings("runtime.threads=1");
+    frl_runtime *rt = NULL;
+    ck_assert_int_eq(frl_runtime_create(&rt, rcfg, NULL, &lg), FRL_OK);
+    frl_trainer *t = NULL;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", NULL), FRL_OK);
+    const char *mib = strstr(line, " MiB");
+    ck_assert_msg(mib != NULL, "no ring line logged: \"%s\"", line);
+    ck_assert_msg(mib - line >= 2 && mib[-2] == '.', "ring line: \"%s\"", line);
+    frl_trainer_destroy(t);
+    frl_runtime_destroy(rt);
+    frl_config_destroy(rcfg);
+}
+END_TEST
+
 int main(void)
 {
     if (!mkdtemp(work))
@@ -172,6 +205,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_settings_read_and_written);
     tcase_add_test(tc, test_files_as_in_the_c_locale);
+    tcase_add_test(tc, test_log_lines_as_in_the_c_locale);
     suite_add_tcase(s, tc);
     int rc = frl_test_run(s);
     char cmd[600];

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/c_numeric.h"
 #include "core/config.h"
 #include "core/runtime.h"
 #include "core/table.h"
@@ -30,7 +31,7 @@ void frl_log(frl_runtime *rt, frl_log_level level, const char *fmt, ...)
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    frl_vsnprintf_c(msg, sizeof msg, fmt, ap); /* numbers as the library's files write them */
     va_end(ap);
     pthread_mutex_lock(&rt->log_lock);
     rt->logger.log(rt->logger.user, level, msg);
