@@ -104,6 +104,11 @@ for prog in "$@"; do
         bench_gpu_infer)
             refused "$prog" "$name" "'--budget'" --budget 2x
             ;;
+        bench_gpu_floor)
+            # its --help once went to stderr
+            refused "$prog" "$name" "--obs-bytes: '4x'" --obs-bytes 4x
+            refused "$prog" "$name" "bad --obs-bytes" --obs-bytes 6
+            ;;
         *) fail "$name: no cases for this program" ;;
     esac
     # An unknown option and a missing value, in every program that takes options.

@@ -554,17 +554,25 @@ static void print_table(const opts *o, const meas *m, int n, const bw *b)
 
 /* ---------------------------------------------------------------- main */
 
-static int usage(const char *why)
+/* The usage on f; 2 (the exit status of a refused command line). */
+static int usage(FILE *f)
 {
-    if (why)
-        fprintf(stderr, "bench_gpu_floor: %s\n", why);
-    fprintf(stderr, "usage: bench_gpu_floor [--reps 2000] [--obs-bytes 256] [--out-bytes 32] "
-                    "[--device 0] [--bw-mib 64] [--bw-reps 20] [--csv]\n"
-                    "obs/out bytes: multiples of 4, at most %d\n", MAX_IO_BYTES);
+    fprintf(f, "usage: bench_gpu_floor [--reps 2000] [--obs-bytes 256] [--out-bytes 32] "
+               "[--device 0] [--bw-mib 64] [--bw-reps 20] [--csv]\n"
+               "obs/out bytes: multiples of 4, at most %d\n", MAX_IO_BYTES);
     return 2;
 }
 
-/* 0 when parsed, else the exit status (usage). */
+/* A refused command line: why on stderr, then the usage; 2. */
+static int refuse(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "bench_gpu_floor: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n");
+    return usage(stderr);
+}
+
+/* 0 when parsed, else the exit status: 2 refused, -1 help printed (exit 0). */
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){2000, 256, 32, 0, 0, 64, 20};
@@ -580,23 +588,26 @@ static int parse(int argc, char **argv, opts *o)
         if (!strcmp(a, "--csv")) {
             o->csv = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(NULL);
-            exit(0);
-        } else if (!dst || i + 1 >= argc) {
-            return usage(dst ? "missing value" : "unknown option");
+            usage(stdout);
+            return -1;
+        } else if (!dst) {
+            return refuse("unknown option '%s'%s", a, "");
+        } else if (i + 1 >= argc) {
+            return refuse("%s needs a value%s", a, "");
         } else {
             char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 0 || v > 1000000000)
-                return usage("bad number");
-            *dst = (int)v;
+            const char *v = argv[++i];
+            long x = strtol(v, &end, 10);
+            if (end == v || *end || x < 0 || x > 1000000000)
+                return refuse("%s: '%s' is not a whole number in [0, 1e9]", a, v);
+            *dst = (int)x;
         }
     }
     if (o->reps < 1 || o->bw_reps < 1 || o->bw_mib < 1)
-        return usage("--reps, --bw-reps and --bw-mib must be >= 1");
+        return refuse("--reps, --bw-reps and --bw-mib must be >= 1%s%s", "", "");
     if (o->obs_bytes < 4 || o->obs_bytes % 4 || o->obs_bytes > MAX_IO_BYTES ||
         o->out_bytes < 4 || o->out_bytes % 4 || o->out_bytes > MAX_IO_BYTES)
-        return usage("bad --obs-bytes or --out-bytes");
+        return refuse("bad --obs-bytes or --out-bytes%s%s", "", "");
     return 0;
 }
 
@@ -614,7 +625,7 @@ int main(int argc, char **argv)
     opts o;
     int rc = parse(argc, argv, &o), count = 0;
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e == cudaErrorInsufficientDriver) /* also what no driver at all reads as */
         return skip("no CUDA driver, or one older than this runtime", e);
