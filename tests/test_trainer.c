@@ -868,15 +868,18 @@ END_TEST
 
 /* Every learner's run continues from its checkpoint. A saved file sets every key, and
  * IMPALA's saved train.advantage=gae (the key's default; IMPALA reads V-trace's
- * advantages whatever it says) made frl_trainer_load refuse the file. */
+ * advantages whatever it says) made frl_trainer_load refuse the file. A load that
+ * succeeds leaves the thread's last error as it was: looking for the sections a file
+ * may lack (trainer.unlearned, env.g1.totals, ...) once wrote "no section" there. */
 START_TEST(every_learner_resumes)
 {
-    static const char *const algos[] = {"ppo", "impala", "a2c", "dqn"};
-    char path[64];
+    static const char *const algos[] = {"ppo", "impala", "a2c", "dqn",
+                                        "dqn train.prioritized=true train.save_replay=true"};
+    char path[64], before[256];
     snprintf(path, sizeof path, "/tmp/frl_test_algos_%d.frl", (int)getpid());
     frl_runtime *rt = runtime(1, "");
     for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
-        char text[128];
+        char text[160];
         snprintf(text, sizeof text, "train.algo=%s train.num_envs=4 train.rollout=8 "
                                     "policy.hidden=8", algos[i]);
         frl_config *cfg = frl_test_settings(text);
@@ -885,8 +888,12 @@ START_TEST(every_learner_resumes)
         ck_assert_int_eq(frl_trainer_train(t, 4 * 8 * 2), FRL_OK);
         ck_assert_msg(frl_trainer_save(t, path) == FRL_OK, "%s: %s", algos[i], frl_last_error());
         frl_trainer_destroy(t);
+        ck_assert_int_eq(frl_config_set_int(NULL, "train.rollout", 8), FRL_ERR_NULL);
+        snprintf(before, sizeof before, "%s", frl_last_error());
         ck_assert_msg(frl_trainer_load(&t, rt, path, NULL) == FRL_OK, "%s: %s", algos[i],
                       frl_last_error());
+        ck_assert_msg(strcmp(frl_last_error(), before) == 0, "%s: the load left \"%s\"",
+                      algos[i], frl_last_error());
         ck_assert_int_eq(frl_trainer_train(t, 4 * 8 * 4), FRL_OK);
         frl_trainer_destroy(t);
         frl_config_destroy(cfg);

@@ -160,8 +160,7 @@ void frl_vec_env_snap_free(frl_vec_env_snap *snap)
 
 int64_t frl_vec_env_saved_state_size(const frl_container *c)
 {
-    char ignored[FRL_ERRMSG_SIZE];
-    const frl_section *s = frl_container_find(c, "env.state_size", FRL_DTYPE_I64, 1, ignored);
+    const frl_section *s = frl_container_optional(c, "env.state_size", FRL_DTYPE_I64, 1);
     return s ? *(const int64_t *)s->data : 0;
 }
 

@@ -596,6 +596,21 @@ const frl_section *frl_container_at(const frl_container *c, int32_t i)
     return c && i >= 0 && i < c->n ? &c->sections[i] : NULL;
 }
 
+static const frl_section *section_named(const frl_container *c, const char *name)
+{
+    for (int32_t i = 0; i < c->n; i++)
+        if (strcmp(c->sections[i].name, name) == 0)
+            return &c->sections[i];
+    return NULL;
+}
+
+const frl_section *frl_container_optional(const frl_container *c, const char *name,
+                                          frl_dtype dtype, int64_t count)
+{
+    const frl_section *s = c && name ? section_named(c, name) : NULL;
+    return s && s->dtype == dtype && (count < 0 || s->count == (uint64_t)count) ? s : NULL;
+}
+
 const frl_section *frl_container_find(const frl_container *c, const char *name,
                                       frl_dtype dtype, int64_t count, char *err)
 {
@@ -603,10 +618,7 @@ const frl_section *frl_container_find(const frl_container *c, const char *name,
         frl_fail(err, FRL_ERR_NULL, "frl_container_find: %s is NULL", c ? "name" : "container");
         return NULL;
     }
-    const frl_section *s = NULL;
-    for (int32_t i = 0; i < c->n && !s; i++)
-        if (strcmp(c->sections[i].name, name) == 0)
-            s = &c->sections[i];
+    const frl_section *s = section_named(c, name);
     if (!s)
         frl_fail(err, FRL_ERR_FORMAT, "%s: no section \"%s\"", c->source, name);
     else if (s->dtype != dtype)

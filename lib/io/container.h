@@ -97,4 +97,10 @@ const frl_section *frl_container_at(const frl_container *c, int32_t i);
 const frl_section *frl_container_find(const frl_container *c, const char *name,
                                       frl_dtype dtype, int64_t count, char *err);
 
+/* A section that files may lack (older files, settings that save none): as find, but
+ * NULL without any message where it is absent or not of that dtype and count, so a load
+ * that succeeds leaves the thread's last error as it was. */
+const frl_section *frl_container_optional(const frl_container *c, const char *name,
+                                          frl_dtype dtype, int64_t count);
+
 #endif

@@ -1187,9 +1187,8 @@ static frl_status check_saved_shape(const frl_replay *r, const frl_container *c,
                         (unsigned long long)rs->count, (long long)r->capacity,
                         (unsigned long long)r->bytes[FRL_REPLAY_ROWS], (int)r->shape.steps,
                         (int)r->shape.envs);
-    char ignored[FRL_ERRMSG_SIZE];
     if (r->shape.prioritized &&
-        !frl_container_find(c, "replay.priorities", FRL_DTYPE_F64, -1, ignored))
+        !frl_container_optional(c, "replay.priorities", FRL_DTYPE_F64, -1))
         return frl_fail(err, FRL_ERR_INVALID_ARGUMENT, "replay: saved without priorities, "
                         "and the settings ask for them: keep train.prioritized as saved, or "
                         "set train.save_replay=false");

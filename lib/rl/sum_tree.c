@@ -62,8 +62,7 @@ float frl_priority_of_leaf(double leaf, double alpha)
 frl_status frl_saved_alpha(const frl_container *c, const char *section, double fallback,
                            double now, double *out, char *err)
 {
-    char ignored[FRL_ERRMSG_SIZE];
-    const frl_section *s = frl_container_find(c, section, FRL_DTYPE_F64, 1, ignored);
+    const frl_section *s = frl_container_optional(c, section, FRL_DTYPE_F64, 1);
     double a = s ? *(const double *)s->data : isnan(fallback) ? now : fallback;
     *out = a;
     if (a == now)

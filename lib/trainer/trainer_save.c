@@ -222,9 +222,7 @@ static frl_status restore_dist(frl_trainer *t, const frl_container *c, char *err
 {
     frl_rollout_book *b = &t->book;
     b->pr.started = 0;
-    char ignored[FRL_ERRMSG_SIZE];
-    const frl_section *s = frl_container_find(c, "trainer.dist_progress", FRL_DTYPE_F64, 4,
-                                              ignored);
+    const frl_section *s = frl_container_optional(c, "trainer.dist_progress", FRL_DTYPE_F64, 4);
     if (s) {
         const double *d = s->data;
         if (!(d[0] >= (double)b->pr.episodes && d[0] <= 0x1p53 && d[1] >= 0 &&
@@ -261,8 +259,7 @@ static frl_status check_disc_return(const double *d, int64_t n, char *err)
 static frl_status restore_unlearned(frl_trainer *t, const frl_container *c, int64_t updates,
                                     char *err)
 {
-    char ignored[FRL_ERRMSG_SIZE];
-    const frl_section *d = frl_container_find(c, "trainer.unlearned", FRL_DTYPE_I64, 2, ignored);
+    const frl_section *d = frl_container_optional(c, "trainer.unlearned", FRL_DTYPE_I64, 2);
     const int64_t zero[2] = {0, 0}, *u = d ? d->data : zero;
     const int64_t most = ((int64_t)1 << 53) / ((int64_t)t->T * t->B) - updates;
     if (u[0] < 0 || u[1] < 0 || u[0] > most || u[1] > most - u[0])
@@ -444,11 +441,11 @@ static frl_status restore(frl_trainer *t, const frl_container *c, const saved_ru
 /* The env groups a checkpoint holds: group 0's "env.*", then "env.g1.*", ... */
 static int32_t saved_groups(const frl_container *c)
 {
-    char name[FRL_SECTION_NAME_MAX], ignored[FRL_ERRMSG_SIZE];
+    char name[FRL_SECTION_NAME_MAX];
     int32_t g = 1;
     for (; g < FRL_MAX_GROUPS; g++) {
         snprintf(name, sizeof name, "env.g%d.totals", (int)g);
-        if (!frl_container_find(c, name, FRL_DTYPE_I64, 4, ignored))
+        if (!frl_container_optional(c, name, FRL_DTYPE_I64, 4))
             break;
     }
     return g;
