@@ -189,6 +189,7 @@ static frl_status host_fault(frl_vec_env *v, int32_t i, float *obs, char *err)
     frl_status st = host_observation(v, i, obs, err, "step");
     if (st != FRL_OK)
         return st;
+    atomic_fetch_add(&v->faults, 1);
     frl_log(v->rt, FRL_LOG_WARNING, "env %d step %lld: %s; the episode was ended there "
             "(truncated, reward 0) and the env reset", (int)i, (long long)v->step_calls,
             v->fault(v->users[i]));
