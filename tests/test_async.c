@@ -518,6 +518,10 @@ START_TEST(async_bad_input)
     ck_assert_ptr_nonnull(strstr(frl_last_error(), "spaces differ"));
     ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, v, 0, NULL), FRL_ERR_RANGE);
     ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, NULL, 2, NULL), FRL_ERR_NULL);
+    /* the message names the call made, whatever the count (it said create_vec for 1) */
+    ck_assert_str_eq(frl_last_error(), "frl_trainer_create_vecs: venvs is NULL");
+    ck_assert_int_eq(frl_trainer_create_vecs(&t, NULL, v, 1, NULL), FRL_ERR_NULL);
+    ck_assert_str_eq(frl_last_error(), "frl_trainer_create_vecs: runtime is NULL");
     ck_assert_ptr_null(t);
 
     frl_vec_env_destroy(cart);

@@ -343,6 +343,13 @@ START_TEST(evaluate_routes_members)
     ck_assert_int_eq(frl_population_evaluate_groups(pop, both, 2, &a, &total),
                      FRL_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(frl_population_evaluate_groups(pop, both, 3, &a, &total), FRL_ERR_RANGE);
+    /* messages name the call made and its parameter (both once said
+     * "frl_population_evaluate: venv") */
+    ck_assert_ptr_nonnull(strstr(frl_last_error(), "frl_population_evaluate_groups: count 3"));
+    ck_assert_int_eq(frl_population_evaluate_groups(pop, NULL, 1, &a, &total), FRL_ERR_NULL);
+    ck_assert_str_eq(frl_last_error(), "frl_population_evaluate_groups: venvs is NULL");
+    ck_assert_int_eq(frl_population_evaluate(pop, NULL, &a, &total), FRL_ERR_NULL);
+    ck_assert_str_eq(frl_last_error(), "frl_population_evaluate: venv is NULL");
     frl_vec_env_destroy(w);
     /* Bad arguments. */
     a.episodes = 0;

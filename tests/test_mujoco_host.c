@@ -321,6 +321,10 @@ START_TEST(test_named_randomisation)
     ck_assert_msg(strstr(frl_last_error(), "randomize_bodies: the model has no body named 'c'"),
                   "%s", frl_last_error());
     cb.randomize_bodies = bodies;
+    /* a NULL argument clears *out first, as every constructor does (it was left as is) */
+    v = (frl_vec_env *)&h;
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, NULL, &cb, &h, 2, 2, cfg), FRL_ERR_NULL);
+    ck_assert_ptr_null(v);
     cb.randomize_joints = (const char *const[]){"floor", NULL}; /* a geom, not a joint */
     ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, pair_xml, &cb, &h, 2, 2, cfg),
                      FRL_ERR_INVALID_ARGUMENT);

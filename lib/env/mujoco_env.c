@@ -251,10 +251,11 @@ static frl_status check_host_model(frl_vec_env **out, frl_runtime *rt, const cha
                                    frl_mujoco_callbacks *table, int32_t obs_w,
                                    int32_t num_envs, const char *who)
 {
+    if (out)
+        *out = NULL; /* first, as every constructor: a caller's stale handle never stays */
     if (!out || !rt || !mjcf || !cb)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
                         !out ? "out" : !rt ? "runtime" : !mjcf ? "mjcf" : "callbacks");
-    *out = NULL;
     frl_mujoco_callbacks_init(table);
     frl_status st = frl_copy_table(table, sizeof *table, cb, offsetof(frl_mujoco_callbacks, reset),
                                    who, "callbacks", "frl_mujoco_callbacks_init");

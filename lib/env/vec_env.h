@@ -59,7 +59,7 @@ struct frl_vec_env {
     frl_config *env_cfg;
     int fault_code;
     const char *(*fault)(void *user);
-    atomic_llong faults;        /* such steps so far, all envs */
+    atomic_llong faults;        /* such steps so far, all envs (test_mujoco_host reads it) */
     /* Set while a reset, step or set_state runs: a call on v from one of its own
      * callbacks (or from a second thread) would step envs mid-step, so it is refused. */
     atomic_int busy;

@@ -56,10 +56,11 @@ frl_status frl_population_reserve_eval(frl_population *pop, frl_vec_env *const *
                                        int32_t count, int update_obs_norm);
 
 /* frl_population_evaluate_groups, stopping with FRL_ERR_INTERRUPTED at the next env step
- * once *stop is set (a trainer's stop request; NULL: none). Whatever the outcome but
- * success, the normaliser's statistics are left as they were. */
+ * once *stop is set (a trainer's stop request; NULL: none), its messages begun with who.
+ * Whatever the outcome but success, the normaliser's statistics are left as they were. */
 frl_status frl_population_evaluate_stoppable(frl_population *pop, frl_vec_env *const *venvs,
                                              int32_t count, const frl_population_eval_args *args,
-                                             int64_t *env_steps, atomic_int *stop);
+                                             int64_t *env_steps, atomic_int *stop,
+                                             const char *who);
 
 #endif

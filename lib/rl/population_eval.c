@@ -22,8 +22,6 @@
 #include "env/vec_step.h"
 #include "rl/population.h"
 
-static const char who[] = "frl_population_evaluate";
-
 /* 0.3's table, the first: every field up to update_obs_norm. */
 #define EVAL_ARGS_V1_SIZE (offsetof(frl_population_eval_args, update_obs_norm) + sizeof(int32_t))
 
@@ -58,6 +56,7 @@ typedef struct eval_group {
 
 typedef struct pop_run {
     frl_population *pop;
+    const char *who;  /* the public call (or the trainer's) that messages begin with */
     atomic_int *stop; /* a trainer's stop request, or NULL */
     int32_t groups;
     eval_group g[MAX_GROUPS];
@@ -83,11 +82,11 @@ static size_t action_bytes(const frl_policy *p)
 static frl_status check_spaces(pop_run *r, const frl_vec_env *v)
 {
     const frl_policy *p = r->pop->policy;
-    frl_status st = frl_space_check_same(p->obs_space, frl_vec_env_observation_space(v), who,
+    frl_status st = frl_space_check_same(p->obs_space, frl_vec_env_observation_space(v), r->who,
                                          "the observation spaces of the population and the "
                                          "vec env", r->pop->err);
     if (st == FRL_OK)
-        st = frl_space_check_same(p->act_space, frl_vec_env_action_space(v), who,
+        st = frl_space_check_same(p->act_space, frl_vec_env_action_space(v), r->who,
                                   "the action spaces of the population and the vec env",
                                   r->pop->err);
     return st;
@@ -96,7 +95,7 @@ static frl_status check_spaces(pop_run *r, const frl_vec_env *v)
 static frl_status read_args(pop_run *r, const frl_population_eval_args *args)
 {
     frl_population_eval_args_init(&r->a);
-    frl_status st = frl_copy_table(&r->a, sizeof r->a, args, EVAL_ARGS_V1_SIZE, who, "args",
+    frl_status st = frl_copy_table(&r->a, sizeof r->a, args, EVAL_ARGS_V1_SIZE, r->who, "args",
                                    "frl_population_eval_args_init");
     if (st != FRL_OK)
         return frl_fail_msg(r->pop->err, st, frl_last_error());
@@ -104,7 +103,7 @@ static frl_status read_args(pop_run *r, const frl_population_eval_args *args)
         r->a.max_episode_steps < 0 || r->a.max_steps < 0)
         return frl_fail(r->pop->err, FRL_ERR_RANGE, "%s: args->episodes %d (>= 1), "
                         "deterministic %d (0 or 1), max_episode_steps %lld or max_steps %lld "
-                        "(>= 0) is out of range", who, (int)r->a.episodes,
+                        "(>= 0) is out of range", r->who, (int)r->a.episodes,
                         (int)r->a.deterministic, (long long)r->a.max_episode_steps,
                         (long long)r->a.max_steps);
     for (int32_t g = 0; g < r->groups; g++)
@@ -112,7 +111,7 @@ static frl_status read_args(pop_run *r, const frl_population_eval_args *args)
             return st;
     if (r->a.update_obs_norm && !r->pop->policy->obs_norm)
         return frl_fail(r->pop->err, FRL_ERR_INVALID_ARGUMENT, "%s: args->update_obs_norm is "
-                        "set but the policy has no normaliser (policy.obs_norm=false)", who);
+                        "set but the policy has no normaliser (policy.obs_norm=false)", r->who);
     return FRL_OK;
 }
 
@@ -152,7 +151,7 @@ static size_t run_bytes(const pop_run *r)
 }
 
 /* The population's kept block, grown to at least bytes. */
-static frl_status take_block(frl_population *pop, size_t bytes)
+static frl_status take_block(frl_population *pop, size_t bytes, const char *who)
 {
     if (bytes <= pop->eval_bytes)
         return FRL_OK;
@@ -173,14 +172,14 @@ frl_status frl_population_reserve_eval(frl_population *pop, frl_vec_env *const *
     for (int32_t g = 0; g < count; g++)
         r.g[g] = (eval_group){.v = venvs[g], .n = frl_vec_env_num_envs(venvs[g])};
     r.a.update_obs_norm = update_obs_norm;
-    return take_block(pop, run_bytes(&r));
+    return take_block(pop, run_bytes(&r), "frl_population_evaluate");
 }
 
 static frl_status alloc_run(pop_run *r)
 {
     size_t P = (size_t)r->pop->members;
     size_t bytes = run_bytes(r);
-    frl_status st = take_block(r->pop, bytes);
+    frl_status st = take_block(r->pop, bytes, r->who);
     if (st != FRL_OK)
         return st;
     r->block = r->pop->eval_block;
@@ -345,11 +344,11 @@ static frl_status check_going(pop_run *r)
         return frl_fail(r->pop->err, FRL_ERR_RANGE, "%s: %lld env steps taken (args->max_steps)"
                         " and %lld of %lld episodes still running or to run: episodes that "
                         "never end? (give the env a time limit, env.max_episode_steps, or set "
-                        "args->max_episode_steps)", who, (long long)r->env_steps,
+                        "args->max_episode_steps)", r->who, (long long)r->env_steps,
                         (long long)r->jobs_left, (long long)r->jobs);
     if (r->stop && atomic_load(r->stop))
         return frl_fail(r->pop->err, FRL_ERR_INTERRUPTED, "%s: stopped by request after %lld "
-                        "env steps", who, (long long)r->env_steps);
+                        "env steps", r->who, (long long)r->env_steps);
     return FRL_OK;
 }
 
@@ -364,7 +363,7 @@ static frl_status check_stalled(pop_run *r, const eval_group *g)
         return FRL_OK;
     return frl_fail(r->pop->err, FRL_ERR_RANGE, "%s: %d steps passed with no episode running "
                     "and %lld still to run: the envs' cut episodes never end (give the env a "
-                    "time limit)", who, MAX_STALLED, (long long)r->jobs_left);
+                    "time limit)", r->who, MAX_STALLED, (long long)r->jobs_left);
 }
 
 /* st, the outcome of g's act or step, kept with its message (on the thread it ran on). */
@@ -378,7 +377,7 @@ static frl_status group_ran(eval_group *g, frl_status st)
 
 static frl_status group_failed(pop_run *r, const eval_group *g, const char *what)
 {
-    return frl_fail(r->pop->err, g->st, "%s: %s of step %llu: %s", who, what,
+    return frl_fail(r->pop->err, g->st, "%s: %s of step %llu: %s", r->who, what,
                     (unsigned long long)g->step, g->msg);
 }
 
@@ -451,7 +450,7 @@ static frl_status run_jobs(pop_run *r)
         frl_status st = frl_vec_env_reset_from(
             r->g[g].v, r->a.seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL, 0);
         if (st != FRL_OK)
-            return frl_fail(r->pop->err, st, "%s: reset of group %d: %s", who, (int)g,
+            return frl_fail(r->pop->err, st, "%s: reset of group %d: %s", r->who, (int)g,
                             frl_last_error());
     }
     for (int32_t g = 0; g < r->groups; g++)
@@ -474,10 +473,11 @@ static void report(const pop_run *r, int64_t *env_steps)
         *env_steps = r->env_steps;
 }
 
-static frl_status check_venvs(frl_population *pop, frl_vec_env *const *venvs, int32_t count)
+static frl_status check_venvs(frl_population *pop, frl_vec_env *const *venvs, int32_t count,
+                               const char *who)
 {
     if (!venvs)
-        return frl_fail(pop->err, FRL_ERR_NULL, "%s: venv is NULL", who);
+        return frl_fail(pop->err, FRL_ERR_NULL, "%s: venvs is NULL", who);
     if (count < 1 || count > MAX_GROUPS)
         return frl_fail(pop->err, FRL_ERR_RANGE, "%s: count %d is outside [1, %d]", who,
                         (int)count, MAX_GROUPS);
@@ -508,16 +508,17 @@ static void finish_norm(pop_run *r, frl_status st)
 
 frl_status frl_population_evaluate_stoppable(frl_population *pop, frl_vec_env *const *venvs,
                                              int32_t count, const frl_population_eval_args *args,
-                                             int64_t *env_steps, atomic_int *stop)
+                                             int64_t *env_steps, atomic_int *stop,
+                                             const char *who)
 {
     if (env_steps)
         *env_steps = 0;
     if (!pop)
         return frl_fail(NULL, FRL_ERR_NULL, "%s: population is NULL", who);
-    frl_status st = check_venvs(pop, venvs, count);
+    frl_status st = check_venvs(pop, venvs, count, who);
     if (st != FRL_OK)
         return frl_fail_msg(NULL, st, pop->err);
-    pop_run r = {.pop = pop, .groups = count, .stop = stop};
+    pop_run r = {.pop = pop, .who = who, .groups = count, .stop = stop};
     for (int32_t g = 0; g < count; g++)
         r.g[g] = (eval_group){.v = venvs[g], .n = frl_vec_env_num_envs(venvs[g]),
                               .streams = g ? (uint64_t)r.g[0].n : 0};
@@ -541,10 +542,9 @@ frl_status frl_population_evaluate_stoppable(frl_population *pop, frl_vec_env *c
 
 /* The public calls take vec envs no trainer holds; the ES and GA trainers' own
  * evaluations (sampler/population.c) go straight to frl_population_evaluate_stoppable. */
-FRL_API frl_status frl_population_evaluate_groups(frl_population *pop,
-                                                  frl_vec_env *const *venvs, int32_t count,
-                                                  const frl_population_eval_args *args,
-                                                  int64_t *env_steps)
+static frl_status evaluate_free(frl_population *pop, frl_vec_env *const *venvs, int32_t count,
+                                const frl_population_eval_args *args, int64_t *env_steps,
+                                const char *who)
 {
     for (int32_t g = 0; pop && venvs && g < count && g < MAX_GROUPS; g++)
         if (venvs[g] && frl_vec_env_check_free(venvs[g], who) != FRL_OK) {
@@ -552,12 +552,26 @@ FRL_API frl_status frl_population_evaluate_groups(frl_population *pop,
                 *env_steps = 0;
             return frl_fail_msg(pop->err, FRL_ERR_STATE, frl_last_error());
         }
-    return frl_population_evaluate_stoppable(pop, venvs, count, args, env_steps, NULL);
+    return frl_population_evaluate_stoppable(pop, venvs, count, args, env_steps, NULL, who);
+}
+
+FRL_API frl_status frl_population_evaluate_groups(frl_population *pop,
+                                                  frl_vec_env *const *venvs, int32_t count,
+                                                  const frl_population_eval_args *args,
+                                                  int64_t *env_steps)
+{
+    return evaluate_free(pop, venvs, count, args, env_steps, "frl_population_evaluate_groups");
 }
 
 FRL_API frl_status frl_population_evaluate(frl_population *pop, frl_vec_env *venv,
                                            const frl_population_eval_args *args,
                                            int64_t *env_steps)
 {
-    return frl_population_evaluate_groups(pop, &venv, 1, args, env_steps);
+    static const char who[] = "frl_population_evaluate";
+    if (pop && !venv) {
+        if (env_steps)
+            *env_steps = 0;
+        return frl_fail(pop->err, FRL_ERR_NULL, "%s: venv is NULL", who);
+    }
+    return evaluate_free(pop, &venv, 1, args, env_steps, who);
 }

@@ -91,7 +91,7 @@ static frl_status evaluate(pop_sampler *s)
     int64_t steps = 0;
     double t0 = frl_now();
     frl_status st = frl_population_evaluate_stoppable(pop, h->venvs, h->groups, &a, &steps,
-                                                      h->stop);
+                                                      h->stop, "frl_population_evaluate");
     if (st == FRL_ERR_INTERRUPTED)
         return frl_fail(h->err, st, "training stopped by request at %lld steps, during "
                         "generation %lld's evaluation (it runs again when training continues)",

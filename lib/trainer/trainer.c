@@ -419,22 +419,10 @@ FRL_API frl_status frl_trainer_create(frl_trainer **out, frl_runtime *rt, const 
     return build_new(out, rt, v, groups, 1, resolved, env_name, who, NULL);
 }
 
-FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
-                                          const frl_config *cfg)
-{
-    const char *who = "frl_trainer_create_vec";
-    if (out)
-        *out = NULL;
-    if (!out || !rt || !venv)
-        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
-                        !out ? "out" : !rt ? "runtime" : "venv");
-    return frl_trainer_create_vecs(out, rt, &venv, 1, cfg);
-}
-
 static frl_status create_vecs(frl_trainer **out, frl_runtime *rt, frl_vec_env *const *venvs,
-                               int32_t count, const frl_config *cfg, const frl_learner_ops *learner)
+                               int32_t count, const frl_config *cfg, const frl_learner_ops *learner,
+                               const char *who)
 {
-    const char *who = count == 1 ? "frl_trainer_create_vec" : "frl_trainer_create_vecs";
     if (out)
         *out = NULL;
     if (!out || !rt || !venvs)
@@ -477,11 +465,23 @@ static frl_status create_vecs(frl_trainer **out, frl_runtime *rt, frl_vec_env *c
     return build_new(out, rt, venvs, count, 0, resolved, name, who, learner);
 }
 
+FRL_API frl_status frl_trainer_create_vec(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
+                                          const frl_config *cfg)
+{
+    const char *who = "frl_trainer_create_vec";
+    if (out)
+        *out = NULL;
+    if (!out || !rt || !venv)
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: %s is NULL", who,
+                        !out ? "out" : !rt ? "runtime" : "venv");
+    return create_vecs(out, rt, &venv, 1, cfg, NULL, who);
+}
+
 FRL_API frl_status frl_trainer_create_vecs(frl_trainer **out, frl_runtime *rt,
                                            frl_vec_env *const *venvs, int32_t count,
                                            const frl_config *cfg)
 {
-    return create_vecs(out, rt, venvs, count, cfg, NULL);
+    return create_vecs(out, rt, venvs, count, cfg, NULL, "frl_trainer_create_vecs");
 }
 
 frl_status frl_trainer_create_with_learner(frl_trainer **out, frl_runtime *rt, frl_vec_env *venv,
@@ -491,7 +491,7 @@ frl_status frl_trainer_create_with_learner(frl_trainer **out, frl_runtime *rt, f
         *out = NULL;
     if (!out || !rt || !venv || !learner)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_trainer_create_with_learner: an argument is NULL");
-    return create_vecs(out, rt, &venv, 1, cfg, learner);
+    return create_vecs(out, rt, &venv, 1, cfg, learner, "frl_trainer_create_vec");
 }
 
 frl_status frl_trainer_check_num_envs(const frl_config *cfg, int64_t n, int32_t count, char *err)
