@@ -1137,6 +1137,21 @@ START_TEST(callback_tables_bad)
                    FRL_ERR_VERSION, "struct_size");
         ck_assert_ptr_null(v);
     }
+    /* A struct_size that ends inside a field: half a close pointer was copied, the create
+     * succeeded and the destroy called the torn pointer (a crash). */
+    host_callbacks(&cb);
+    cb.struct_size = offsetof(frl_env_callbacks, close) + 4;
+    EXPECT_ERR(frl_vec_env_create_callbacks(&v, rt, &cb, users, NHOST, os, as, NULL),
+               FRL_ERR_VERSION, "struct_size", "inside a field");
+    ck_assert_ptr_null(v);
+    EXPECT_ERR(frl_env_create_callbacks(&e, rt, &cb, &hosts[0], os, as, NULL),
+               FRL_ERR_VERSION, "struct_size", "inside a field");
+    ck_assert_ptr_null(e);
+    /* one that ends at a field's end takes the fields before it, the rest defaulted */
+    cb.struct_size = offsetof(frl_env_callbacks, close);
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, NHOST, os, as, NULL),
+                     FRL_OK);
+    frl_vec_env_destroy(v);
 
     /* state_size without the state functions, or negative. */
     host_callbacks(&cb);
