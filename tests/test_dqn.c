@@ -1109,6 +1109,28 @@ START_TEST(forged_episode_return_refused)
 }
 END_TEST
 
+static void huge_reset_flag(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((int64_t *)data)[3] = (int64_t)1 << 40;
+}
+
+static void negative_step_count(void *data, uint64_t count, void *user)
+{
+    (void)count, (void)user;
+    ((int64_t *)data)[1] = -1;
+}
+
+/* A forged env.totals is refused at load: a reset flag of 2^40 was read as the int 0,
+ * so the run loaded and its first step failed ("call frl_vec_env_reset first"), and a
+ * negative count loaded as it was. */
+START_TEST(forged_env_totals_refused)
+{
+    check_ppo_forged("frl_ppo_tot3", "", "env.totals", huge_reset_flag);
+    check_ppo_forged("frl_ppo_tot1", "", "env.totals", negative_step_count);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dqn");
@@ -1138,6 +1160,7 @@ int main(void)
     tcase_add_test(tc, forged_disc_return_refused);
     tcase_add_test(tc, anneal_lr_is_read);
     tcase_add_test(tc, forged_episode_return_refused);
+    tcase_add_test(tc, forged_env_totals_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

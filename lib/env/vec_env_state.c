@@ -305,6 +305,21 @@ static int64_t bad_obs_in_row(const frl_vec_env *v, const float *row)
                     : frl_find_nonfinite(row, v->obs_w);
 }
 
+/* The counts (step calls, steps, episodes) and the reset flag, 0 or 1: a forged 2^40
+ * read as an int once became 0, and the loaded run could not step. */
+static frl_status check_totals(const char *section, const int64_t *totals, char *err)
+{
+    const int64_t most = (int64_t)1 << 62;
+    for (int i = 0; i < 3; i++)
+        if (totals[i] < 0 || totals[i] > most)
+            return frl_fail(err, FRL_ERR_FORMAT, "%s: count %d is %lld, outside [0, 2^62]",
+                            section, i, (long long)totals[i]);
+    if (totals[3] != 0 && totals[3] != 1)
+        return frl_fail(err, FRL_ERR_FORMAT, "%s: the reset flag is %lld, not 0 or 1", section,
+                        (long long)totals[3]);
+    return FRL_OK;
+}
+
 /* Rows awaiting a reset are checked too: the policy acts on every row. */
 static frl_status check_obs(const frl_vec_env *v, const char *section, const float *obs,
                             char *err)
@@ -337,6 +352,8 @@ frl_status frl_vec_env_restore_group(frl_vec_env *v, int32_t group, const frl_co
     if (st != FRL_OK)
         return st;
     const int64_t *totals = found[k]->data;
+    if ((st = check_totals(found[k]->name, totals, err)) != FRL_OK)
+        return st;
     int32_t sims = index_of(a, k, "sims"), elapsed = index_of(a, k, "elapsed");
     const uint8_t *needs_reset = found[index_of(a, k, "needs_reset")]->data;
     if (v->kind == VEC_BUILTIN &&
