@@ -3,6 +3,7 @@
  * name; the max_steps limit; bad arguments and struct_size; errors from the env and
  * from the allocator, with nothing stepped or leaked. */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -656,6 +657,71 @@ START_TEST(episodes_beside_a_failure_kept)
 }
 END_TEST
 
+/* Env 0 ends an episode every step; env 1's second observation is FLT_MAX, finite and in
+ * its space, which a ReLU policy turns into a NaN action that the step refuses before
+ * it runs. The refused step's flags are the last step's: env 0's episode was recorded
+ * a second time. */
+static int blowup_step(void *user, const void *action, float *obs, float *reward,
+                       uint8_t *terminated, uint8_t *truncated)
+{
+    (void)action;
+    ladder *l = user;
+    l->steps++;
+    for (int i = 0; i < 8; i++) /* eight: their sums in the first layer overflow */
+        obs[i] = l->base == 1 ? 0.0f : FLT_MAX;
+    *reward = 1.0f;
+    *terminated = l->base == 1;
+    *truncated = 0;
+    return 0;
+}
+
+static int zero_reset(void *user, uint64_t seed, float *obs)
+{
+    (void)user, (void)seed;
+    memset(obs, 0, 8 * sizeof *obs);
+    return 0;
+}
+
+START_TEST(refused_step_records_nothing)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    ladder l[2] = {{.base = 1}, {.base = 0}};
+    frl_env_callbacks cb;
+    frl_env_callbacks_init(&cb);
+    cb.reset = zero_reset;
+    cb.step = blowup_step;
+    void *users[2] = {&l[0], &l[1]};
+    frl_space *obs, *act;
+    int64_t w = 8, one = 1;
+    box_space(&obs, 1, &w, -INFINITY, INFINITY);
+    box_space(&act, 1, &one, -1, 1);
+    frl_vec_env *v = NULL;
+    ck_assert_int_eq(frl_vec_env_create_callbacks(&v, rt, &cb, users, 2, obs, act, NULL),
+                     FRL_OK);
+    frl_config *cfg = frl_test_settings("policy.activation=relu policy.hidden=64");
+    frl_policy *p = NULL;
+    ck_assert_int_eq(frl_policy_create(&p, rt, cfg, obs, act), FRL_OK);
+    double returns[4] = {-7, -7, -7, -7};
+    frl_eval_args a;
+    frl_eval_args_init(&a);
+    a.episodes = 4;
+    a.returns = returns;
+    a.deterministic = 1;
+    frl_status st = frl_policy_evaluate(p, v, &a, NULL);
+    ck_assert_msg(st == FRL_ERR_NONFINITE, "%d: %s", (int)st, frl_last_error());
+    ck_assert_msg(strstr(frl_last_error(), "is NaN"), "%s", frl_last_error());
+    /* env 0 finished one episode (the first step) before the refused second */
+    ck_assert_msg(returns[0] == 1.0 && returns[1] == -7, "returns %g %g", returns[0],
+                  returns[1]);
+    frl_policy_destroy(p);
+    frl_config_destroy(cfg);
+    frl_space_destroy(obs);
+    frl_space_destroy(act);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 typedef struct gate {
     int closed; /* 1: every allocation fails */
     int live;   /* allocations not yet freed */
@@ -727,6 +793,7 @@ int main(void)
     tcase_add_test(tc, struct_size_versions);
     tcase_add_test(tc, env_failure_reported);
     tcase_add_test(tc, episodes_beside_a_failure_kept);
+    tcase_add_test(tc, refused_step_records_nothing);
     tcase_add_test(tc, allocation_failure);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

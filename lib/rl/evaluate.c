@@ -153,8 +153,12 @@ static frl_status step_once(eval_run *r, frl_act_args *act, uint64_t step)
     int stepped = 0;
     if (st == FRL_OK) {
         clip_actions(r);
+        int64_t calls = r->v->step_calls;
         st = frl_vec_env_step(r->v);
-        stepped = 1;
+        /* A step refused before it ran (an action the space cannot hold, such as a NaN
+         * from a policy fed an observation far out of its range) leaves the count, and
+         * the last step's flags, which must not be collected twice. */
+        stepped = r->v->step_calls != calls;
     }
     /* After a per-env host failure the other envs' results are valid (the failed ones
      * report no episode): the episodes they finished in this step are kept, as the
