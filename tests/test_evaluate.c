@@ -658,9 +658,10 @@ START_TEST(episodes_beside_a_failure_kept)
 END_TEST
 
 /* Env 0 ends an episode every step; env 1's second observation is FLT_MAX, finite and in
- * its space, which a ReLU policy turns into a NaN action that the step refuses before
- * it runs. The refused step's flags are the last step's: env 0's episode was recorded
- * a second time. */
+ * its space, which a ReLU policy turns into NaN outputs. They became a NaN action that
+ * the step refused before it ran, and the refused step's flags, the last step's, had env
+ * 0's episode recorded a second time; act now refuses the outputs, and the step that
+ * is not taken records nothing either. */
 static int blowup_step(void *user, const void *action, float *obs, float *reward,
                        uint8_t *terminated, uint8_t *truncated)
 {
@@ -709,7 +710,9 @@ START_TEST(refused_step_records_nothing)
     a.deterministic = 1;
     frl_status st = frl_policy_evaluate(p, v, &a, NULL);
     ck_assert_msg(st == FRL_ERR_NONFINITE, "%d: %s", (int)st, frl_last_error());
-    ck_assert_msg(strstr(frl_last_error(), "is NaN"), "%s", frl_last_error());
+    /* act refuses the non-finite outputs now, before the step would refuse the action */
+    ck_assert_msg(strstr(frl_last_error(), "output for row 1 is not finite"), "%s",
+                  frl_last_error());
     /* env 0 finished one episode (the first step) before the refused second */
     ck_assert_msg(returns[0] == 1.0 && returns[1] == -7, "returns %g %g", returns[0],
                   returns[1]);

@@ -1,8 +1,10 @@
 /* frl_policy and frl_ring through the public API: acting, streams, workspaces, bad
  * input, saving and loading; ring slot states and sizes. */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -395,6 +397,60 @@ START_TEST(act_failures_from_two_threads)
 }
 END_TEST
 
+/* A finite observation far outside anything trained on (FLT_MAX in each of 16
+ * elements, whose sums overflow the first layer) turns a ReLU network's outputs into
+ * NaN and infinities: act fails with FRL_ERR_NONFINITE naming the row, for a box and a
+ * discrete head, with the workspace and without, and writes no action. It returned
+ * FRL_OK with NaN actions (a box) or action n - 1 (a discrete head's NaN logits). */
+START_TEST(nonfinite_outputs_refused)
+{
+    enum { W = 16 };
+    for (int discrete = 0; discrete < 2; discrete++) {
+        frl_runtime *rt = frl_test_runtime(1);
+        int64_t shape = W, one = 1;
+        float lo = -1, hi = 1;
+        frl_space *os, *as;
+        ck_assert_int_eq(frl_space_create_box(&os, NULL, 1, &shape, NULL, NULL), FRL_OK);
+        if (discrete)
+            ck_assert_int_eq(frl_space_create_discrete(&as, NULL, 3), FRL_OK);
+        else
+            ck_assert_int_eq(frl_space_create_box(&as, NULL, 1, &one, &lo, &hi), FRL_OK);
+        frl_config *cfg = frl_test_settings("policy.activation=relu policy.hidden=64,64");
+        frl_policy *p;
+        ck_assert_int_eq(frl_policy_create(&p, rt, cfg, os, as), FRL_OK);
+        float obs[3 * W], act[3] = {-7, -7, -7};
+        for (int i = 0; i < 3 * W; i++)
+            obs[i] = i >= 2 * W ? FLT_MAX : sinf((float)i);
+        frl_act_args a;
+        frl_act_args_init(&a);
+        frl_test_act_widths(&a, p);
+        a.batch = 3;
+        a.observations = obs;
+        a.actions = act;
+        ck_assert_int_eq(frl_policy_act(p, &a), FRL_ERR_NONFINITE);
+        ck_assert_msg(strstr(frl_last_error(), "output for row 2 is not finite"), "%s",
+                      frl_last_error());
+        ck_assert_str_eq(frl_policy_last_error(p), frl_last_error());
+        for (int i = 0; i < 3; i++)
+            ck_assert(act[i] == -7);
+        size_t size = frl_policy_workspace_size(p, 4);
+        void *ws = aligned_alloc(64, (size + 63) / 64 * 64);
+        a.workspace = ws;
+        a.workspace_size = size;
+        ck_assert_int_eq(frl_policy_act(p, &a), FRL_ERR_NONFINITE);
+        for (int i = 2 * W; i < 3 * W; i++) /* in range, the call succeeds */
+            obs[i] = 0.5f;
+        ck_assert_int_eq(frl_policy_act(p, &a), FRL_OK);
+        free(ws);
+        frl_policy_destroy(p);
+        frl_config_destroy(cfg);
+        frl_space_destroy(os);
+        frl_space_destroy(as);
+        frl_runtime_destroy(rt);
+    }
+}
+END_TEST
+
 /* frl_policy_save may run beside frl_policy_act (both only read the policy), and a
  * failing save wrote the policy's message without the lock the act path takes: the same
  * race as above, between a save into a missing directory and an acting failure. */
@@ -445,6 +501,7 @@ int main(void)
     tcase_add_test(tc, ring_failures_from_two_threads);
     tcase_add_test(tc, act_failures_from_two_threads);
     tcase_add_test(tc, save_failure_beside_act_failure);
+    tcase_add_test(tc, nonfinite_outputs_refused);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

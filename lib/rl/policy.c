@@ -541,12 +541,34 @@ static int wants_outputs(const frl_act_args *a)
     return a->struct_size >= offsetof(frl_act_args, outputs) + sizeof a->outputs && a->outputs;
 }
 
-/* Act on rows [0, rows) of a chunk whose workspace is ws. */
-static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32_t rows,
-                      float *ws)
+/* The network's outputs (and an actor-critic's values, where asked for) for rows
+ * [first, first + rows) must be finite: an observation far outside what the policy was
+ * trained on (finite, so not refused: 1e38s) can overflow a layer, and NaN logits or
+ * means became an action, a NaN one for a box, with FRL_OK. */
+static frl_status check_outputs(const frl_policy *p, const frl_act_args *a, int64_t first,
+                                int32_t rows, const float *out, const float *value, char *err)
+{
+    int64_t bad = frl_find_nonfinite(out, (int64_t)rows * p->out_w);
+    int64_t row = bad >= 0 ? bad / p->out_w : -1;
+    if (row < 0 && value && a->values && p->head == FRL_POLICY_HEAD_ACTOR_CRITIC)
+        row = frl_find_nonfinite(value, rows);
+    if (row < 0)
+        return FRL_OK;
+    return frl_fail(err, FRL_ERR_NONFINITE, "frl_policy_act: the network's output for row "
+                    "%lld is not finite (its observation is finite but far outside what the "
+                    "policy was trained on?)", (long long)(first + row));
+}
+
+/* Act on rows [0, rows) of a chunk whose workspace is ws; the rows' outputs are
+ * checked before any action is written. */
+static frl_status act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32_t rows,
+                            float *ws)
 {
     struct { float *out, *value; } f;
     chunk_outputs(p, a, first, rows, ws, &f.out, &f.value);
+    frl_status st = check_outputs(p, a, first, rows, f.out, f.value, NULL);
+    if (st != FRL_OK)
+        return st;
     unsigned char *act = (unsigned char *)a->actions + (size_t)first * action_row_bytes(p);
     for (int32_t r = 0; r < rows; r++) {
         const float *o = f.out + (size_t)r * (size_t)p->out_w;
@@ -568,6 +590,7 @@ static void act_chunk(frl_policy *p, const frl_act_args *a, int64_t first, int32
     if (wants_outputs(a))
         memcpy(a->outputs + first * p->out_w, f.out,
                sizeof(float) * (size_t)rows * (size_t)p->out_w);
+    return FRL_OK;
 }
 
 /* The most rows an acting workspace of `bytes` holds (0 if not one): a binary search,
@@ -591,12 +614,14 @@ int32_t frl_policy_act_chunk_rows(const frl_policy *p)
     return rows_that_fit(p, p->ws_size);
 }
 
-static void act_all(frl_policy *p, const frl_act_args *a, float *ws, int32_t chunk)
+static frl_status act_all(frl_policy *p, const frl_act_args *a, float *ws, int32_t chunk)
 {
-    for (int64_t first = 0; first < a->batch; first += chunk) {
+    frl_status st = FRL_OK;
+    for (int64_t first = 0; st == FRL_OK && first < a->batch; first += chunk) {
         int64_t left = a->batch - first;
-        act_chunk(p, a, first, (int32_t)(left < chunk ? left : chunk), ws);
+        st = act_chunk(p, a, first, (int32_t)(left < chunk ? left : chunk), ws);
     }
+    return st;
 }
 
 /* The widths the caller states (0.3 and later) against the policy's spaces; a caller
@@ -793,6 +818,8 @@ static frl_status act_device(frl_policy *p, const frl_act_args *a)
         int64_t n = a->batch - first < rows ? a->batch - first : rows;
         st = device_outputs(p, a, first, n);
         if (st == FRL_OK)
+            st = check_outputs(p, a, first, (int32_t)n, p->dev_out, p->dev_value, p->err);
+        if (st == FRL_OK)
             stack_on(p, a, first, n);
         for (int64_t r = 0; st == FRL_OK && r < n; r++) {
             int64_t i = first + r;
@@ -840,13 +867,15 @@ FRL_API frl_status frl_policy_act(frl_policy *p, const frl_act_args *a)
         return st;
     }
     if (a->workspace) {
-        act_all(p, a, a->workspace, rows_that_fit(p, a->workspace_size));
-        return FRL_OK;
+        st = act_all(p, a, a->workspace, rows_that_fit(p, a->workspace_size));
+        return st == FRL_OK ? st : frl_policy_keep_failure(p, st);
     }
     pthread_mutex_lock(&p->ws_lock);
-    act_all(p, a, p->ws, rows_that_fit(p, p->ws_size));
+    st = act_all(p, a, p->ws, rows_that_fit(p, p->ws_size));
+    if (st != FRL_OK)
+        snprintf(p->err, sizeof p->err, "%s", frl_last_error()); /* the lock is held */
     pthread_mutex_unlock(&p->ws_lock);
-    return FRL_OK;
+    return st;
 }
 
 /* ---- the copy on the device (runtime.device=cuda) ---- */
