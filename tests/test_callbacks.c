@@ -2,6 +2,7 @@
  * batch table for a whole world; autoreset, seeds, thread-count invariance, and
  * the non-finite checks (which must work in the release build the suite runs). */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@ typedef struct counter {
     float poison; /* written into obs[0] when non-zero */
     int fail_resets;    /* the next resets to fail (returning 5) */
     uint64_t last_seed; /* the seed of the last reset called */
+    float reward;       /* each step's (0: 1) */
 } counter;
 
 static int counter_reset(void *user, uint64_t seed, float *obs)
@@ -45,7 +47,7 @@ static int counter_step(void *user, const void *action, float *obs, float *rewar
     atomic_fetch_add(&c->steps, 1);
     obs[0] = c->poison != 0.0f ? c->poison : c->pos;
     obs[1] = c->offset;
-    *reward = 1.0f;
+    *reward = c->reward != 0.0f ? c->reward : 1.0f;
     *terminated = c->pos >= 3.0f;
     *truncated = 0;
     return 0;
@@ -104,6 +106,33 @@ START_TEST(per_env_autoreset)
     ck_assert_int_eq(frl_vec_env_total_episodes(v), 7);
     /* Seeds come from per-env streams: different envs, different seeds. */
     ck_assert(c[0].offset != c[1].offset || c[1].offset != c[2].offset);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* Finite rewards whose episode's sum passes FLT_MAX (3 x 2e38): the return is kept
+ * in double and reported as FLT_MAX, not as infinity, which went into the trainer's
+ * window of recent returns and made every checkpoint refuse to be written. */
+START_TEST(huge_returns_saturate)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    counter c[2];
+    memset(c, 0, sizeof c);
+    c[0].reward = 2e38f;
+    c[1].reward = -2e38f;
+    frl_vec_env *v = make_counters(rt, c, 2);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    int32_t *a = frl_vec_env_actions(v);
+    for (int s = 0; s < 3; s++) {
+        a[0] = a[1] = 1;
+        ck_assert_int_eq(frl_vec_env_step(v), FRL_OK);
+    }
+    ck_assert_int_eq(frl_vec_env_terminated(v)[0], 1);
+    ck_assert_msg(frl_vec_env_episode_returns(v)[0] == FLT_MAX &&
+                  frl_vec_env_episode_returns(v)[1] == -FLT_MAX, "returns %g %g",
+                  (double)frl_vec_env_episode_returns(v)[0],
+                  (double)frl_vec_env_episode_returns(v)[1]);
     frl_vec_env_destroy(v);
     frl_runtime_destroy(rt);
 }
@@ -594,6 +623,7 @@ int main(void)
     Suite *s = suite_create("callbacks");
     TCase *tc = tcase_create("callbacks");
     tcase_add_test(tc, per_env_autoreset);
+    tcase_add_test(tc, huge_returns_saturate);
     tcase_add_test(tc, host_seeds_independent_of_threads);
     tcase_add_test(tc, nonfinite_obs_detected);
     tcase_add_test(tc, set_state_after_a_refused_observation);

@@ -7,6 +7,8 @@
 #ifndef FRL_ENV_STEP_RANGE_H
 #define FRL_ENV_STEP_RANGE_H
 
+#include <float.h>
+
 #include "env/env_class.h"
 
 #if defined(__GNUC__)
@@ -52,7 +54,9 @@ static FRL_ALWAYS_INLINE uint8_t frl_record_step(const frl_builtin_batch *b, int
     b->reset_step[i] = 0;
     if (term | trunc) {
         b->needs_reset[i] = 1;
-        b->done_return[i] = (float)ret;
+        /* finite rewards can sum past FLT_MAX: saturate, as an infinite return in the
+         * trainer's window of recent returns made every checkpoint refuse to be written */
+        b->done_return[i] = ret > FLT_MAX ? FLT_MAX : ret < -FLT_MAX ? -FLT_MAX : (float)ret;
         b->done_length[i] = elapsed;
     }
     return term | trunc;
