@@ -326,6 +326,8 @@ static void failure_then_continue(long fail_at, long nan_at, frl_status want, co
     ck_assert_int_eq(frl_trainer_train(t, 16 * 8 * 20), want);
     ck_assert_ptr_nonnull(strstr(frl_trainer_last_error(t), text));
     ck_assert_ptr_nonnull(strstr(frl_last_error(), text));
+    /* which group: each numbers its envs from 0, and the message said "env 0" alone */
+    ck_assert_msg(strstr(frl_last_error(), "env group 1 (venvs[1]): "), "%s", frl_last_error());
     check_ring(t);
     /* The rollouts being written were given back: the next call fills fresh ones. */
     ck_assert_int_eq(frl_trainer_train(t, 16 * 8 * 20), FRL_OK);

@@ -915,6 +915,18 @@ static void act_end(async_sampler *a, const task *k, int32_t thread, frl_status 
     }
 }
 
+/* A group's step failure, as its vec env said it; with several groups, which group:
+ * each numbers its envs from 0, so "env 3" alone does not say whose. */
+static const char *step_failure(const async_sampler *a, int32_t gi, char *buf)
+{
+    if (a->h->groups == 1)
+        return frl_last_error();
+    char why[FRL_ERRMSG_SIZE];
+    snprintf(why, sizeof why, "%s", frl_last_error());
+    snprintf(buf, FRL_ERRMSG_SIZE, "env group %d (venvs[%d]): %.200s", (int)gi, (int)gi, why);
+    return buf;
+}
+
 /* Run a sampling task without the lock; account for it with the lock. */
 static void run_sampling(async_sampler *a, const task *k, int32_t thread)
 {
@@ -943,7 +955,7 @@ static void run_sampling(async_sampler *a, const task *k, int32_t thread)
             a->g[k->group].phase = PH_STEP; /* reset by abandon_open at the end */
             a->g[k->group].restart = 1;
             a->sampler_failed = 1;
-            fail_locked(a->run, a->index, st, frl_last_error());
+            fail_locked(a->run, a->index, st, step_failure(a, k->group, err));
         }
     } else {
         a->busy_act += dt;
