@@ -74,8 +74,25 @@ run "$fastrl" cut "$ck" --fit-latency "$dir/times_out.txt" --arch 4,8 --episodes
 [ "$rc" -eq 2 ] && has "names the --fit-latency file" || fail "--out over the probe times: $out"
 cmp -s "$dir/times_out.txt" "$dir/times_kept.txt" || fail "--out changed the probe times"
 run "$fastrl" cut "$ck" --arch 4,8 --episodes 2 --out ''
-[ "$rc" -eq 1 ] && has "the path is empty" && ! has "return:" ||
+[ "$rc" -eq 2 ] && has "--out: an empty path" && ! has "return:" ||
     fail "an empty --out, refused first: $out"
+# So are an empty --latency-model and --fit-latency, and a path option followed by an
+# option, as train's and export's are (--out --list wrote the cut to a file called
+# --list). Run where a stray ./--list would show.
+for opt in --latency-model --fit-latency; do
+    run "$fastrl" cut "$ck" --arch 4,8 --episodes 2 "$opt" ''
+    [ "$rc" -eq 2 ] && has "$opt: an empty path" || fail "an empty $opt: exit $rc: $out"
+done
+here=$(pwd)
+case $fastrl in /*) ;; *) fastrl=$here/$fastrl ;; esac
+cd "$dir" || exit 1
+for opt in --out --latency-model --fit-latency; do
+    run "$fastrl" cut "$ck" --latency-us 1000 --episodes 2 "$opt" --list
+    [ "$rc" -eq 2 ] && has "$opt takes a FILE, not an option ('--list'" && [ ! -e ./--list ] ||
+        fail "$opt --list: exit $rc: $out"
+    rm -f ./--list
+done
+cd "$here" || exit 1
 
 # A model file with a NUL byte (a NUL ended its text early, so a file cut short read as
 # whole), and one that is a directory: refused, not measured again over it.

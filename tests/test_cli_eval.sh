@@ -97,6 +97,14 @@ refused "MountainCar checkpoint on MountainCarContinuous-v0" "FRL_ERR_SIZE" \
 
 run "$fastrl" eval "$dir/cartpole/checkpoint.frl" --env NoSuchEnv-v0
 refused "unknown env" "FRL_ERR_UNKNOWN_NAME" "NoSuchEnv-v0"
+# An empty --env, or an option in its place, is a usage error naming --env (an empty
+# one was read as none: "a bare policy; name its environment with --env").
+run "$fastrl" eval "$dir/cartpole/checkpoint.frl" --env ''
+[ "$rc" -eq 2 ] && has "--env: an empty name" && ! has "bare policy" ||
+    fail "--env '': exit status $rc: $out"
+run "$fastrl" eval "$dir/cartpole/checkpoint.frl" --env --deterministic
+[ "$rc" -eq 2 ] && has "--env takes an ENV, not an option ('--deterministic')" ||
+    fail "--env --deterministic: exit status $rc: $out"
 
 # What must work.
 run "$fastrl" eval "$dir/cartpole/checkpoint.frl" --episodes 10 --deterministic

@@ -123,6 +123,13 @@ run "$fastrl" export "$dir/run/checkpoint.frl" --onnx "$dir/p.onnx" --int8
 # An option where the file goes is refused (it wrote a file named --int8).
 run "$fastrl" export "$dir/run/checkpoint.frl" --onnx --int8
 [ "$rc" -eq 2 ] && has "not an option" && [ ! -e ./--int8 ] || fail "--onnx --int8: $out"
+# An empty output is a usage error too, as train's and cut's are (it failed in the
+# writer: exit status 1).
+for opt in --onnx --c; do
+    run "$fastrl" export "$dir/run/checkpoint.frl" "$opt" ''
+    [ "$rc" -eq 2 ] && has "$opt: an empty path" && has "usage: fastrl export" ||
+        fail "$opt '': exit status $rc: $out"
+done
 # A path too long: the same error in both formats, naming it (ONNX once said FRL_ERR_IO).
 long="$dir/$(printf '%4100s' '' | tr ' ' d)"
 for fmt in "--onnx $long.onnx" "--c $long/p"; do

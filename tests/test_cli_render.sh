@@ -75,6 +75,17 @@ run "$fastrl" render RayRoom-v0 --out "$dir/no/such/dir/x.png"
 [ "$rc" -ne 0 ] && has "cannot write" || fail "an unwritable path: $out"
 run "$fastrl" render RayRoom-v0
 [ "$rc" -ne 0 ] && has "usage" || fail "no --out: $out"
+# An empty --out, or an option where the file goes, is a usage error before the env is
+# made (--out --steps wrote a PNG called --steps; '' failed to write, exit status 1).
+run "$fastrl" render RayRoom-v0 --out ''
+[ "$rc" -eq 2 ] && has "--out: an empty path" || fail "--out '': exit status $rc: $out"
+here=$(pwd)
+case $fastrl in /*) ;; *) fastrl=$here/$fastrl ;; esac
+cd "$dir" || exit 1
+run "$fastrl" render RayRoom-v0 --out --steps 3
+[ "$rc" -eq 2 ] && has "--out takes a FILE, not an option ('--steps'" && [ ! -e ./--steps ] ||
+    fail "--out --steps: exit status $rc: $out"
+cd "$here" || exit 1
 for bad in "--steps abc" "--steps 4296967296" "--steps -1" "--seed x"; do
     # shellcheck disable=SC2086 # an option and its value
     run "$fastrl" render RayRoom-v0 --out "$dir/x.png" $bad

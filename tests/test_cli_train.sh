@@ -2,7 +2,8 @@
 # `fastrl train ENV --resume DIR`: ENV must be the environment of the run saved in DIR.
 # Another one is refused, naming both, before anything in DIR changes; the same ENV, or
 # none, continues the run. Then the options: numbers read strictly, refusals before
-# anything is written, a resumed run's evaluations and progress line, progress in a log.
+# anything is written, a resumed run's evaluations and progress line, progress in a log;
+# signals in the final save, launcher ranks without dist.mode, bench train's epochs.
 #
 #   test_cli_train.sh FASTRL
 set -u
@@ -273,6 +274,89 @@ for opt in --out --resume; do
     run "$fastrl" train CartPole-v1 "$opt" "" --steps 2048 --quiet
     [ "$rc" -eq 2 ] && has "$opt: an empty path" || fail "$opt '': exit status $rc: $out"
 done
+
+# A path option followed by an option takes no value from it: "--out --quiet" made a
+# directory called --quiet (and trained into it); refused as a usage error, as an
+# empty path is. Run where a stray ./--quiet would show.
+here=$(pwd)
+case $fastrl in /*) ;; *) fastrl=$here/$fastrl ;; esac
+cd "$dir" || exit 1
+for opt in --out --resume; do
+    run "$fastrl" train CartPole-v1 "$opt" --quiet --steps 2048
+    [ "$rc" -eq 2 ] && has "$opt takes a DIR, not an option ('--quiet'" && [ ! -e ./--quiet ] ||
+        fail "$opt --quiet: exit status $rc: $out"
+    rm -rf ./--quiet
+done
+cd "$here" || exit 1
+
+# A failed periodic evaluation is said in its own words, not as "the metrics callback
+# returned 1": without a time limit Pendulum's episodes never end, and the evaluation
+# runs into its step limit.
+run "$fastrl" train Pendulum-v1 --steps 4096 --threads 1 --quiet --eval-every 4096 \
+    --eval-episodes 1 --set env.max_episode_steps=0
+[ "$rc" -eq 1 ] && has "FRL_ERR_RANGE" && has "frl_policy_evaluate" && ! has "callback" ||
+    fail "a failed --eval-every evaluation: exit status $rc: $out"
+
+# A launcher's rank (srun, mpirun) is a distributed run's only with dist.mode: rank 1 of
+# a job of single-process runs printed nothing, replaced a run without --overwrite,
+# and exited 0 after SIGTERM.
+for var in SLURM_PROCID OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK; do
+    run env "$var=1" "$fastrl" train CartPole-v1 --steps 2048 --threads 1 --out "$dir/run"
+    [ "$rc" -eq 2 ] && has "already holds a run" || fail "$var=1 over a run: $rc: $out"
+done
+run env SLURM_PROCID=1 "$fastrl" train CartPole-v1 --steps 2048 --threads 1
+[ "$rc" -eq 0 ] && has "100%" && has "mean_return:" || fail "SLURM_PROCID=1: $rc: $out"
+csv="$dir/rank1/metrics.csv"
+SLURM_PROCID=1 "$fastrl" train CartPole-v1 --steps 1000000000 --threads 1 --quiet \
+    --out "$dir/rank1" > "$dir/rank1.log" 2>&1 &
+pid=$!
+n=0
+until [ "$(cat "$csv" 2>/dev/null | wc -l)" -ge 2 ] || [ $n -ge 600 ]; do
+    sleep 0.1
+    n=$((n + 1))
+done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ "$rc" -eq 143 ] && grep -q "continue with --resume" "$dir/rank1.log" ||
+    fail "SIGTERM with SLURM_PROCID=1: exit status $rc: $(cat "$dir/rank1.log")"
+
+# A signal in the final save only marks the run, as in training: the handlers were
+# reset once training returned, and SIGTERM then killed the save of a finished run,
+# which kept no checkpoint. A large network (uniform weights are quick to make) makes
+# the save long enough to signal within it, once the last update's line is written.
+"$fastrl" train CartPole-v1 --steps 8 --threads 1 --set train.num_envs=1 \
+    --set train.rollout=8 --set train.epochs=1 --set train.minibatches=1 \
+    --set policy.hidden=1536,1536 --set policy.init=uniform --out "$dir/late" \
+    > "$dir/late.log" 2>&1 &
+pid=$!
+n=0
+until grep -q '100%' "$dir/late.log" || [ $n -ge 1000 ]; do
+    sleep 0.02
+    n=$((n + 1))
+done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ "$rc" -eq 0 ] && [ -s "$dir/late/checkpoint.frl" ] && grep -q "^checkpoint: " "$dir/late.log" ||
+    fail "SIGTERM in the final save: exit status $rc: $(cat "$dir/late.log")"
+rm -rf "$dir/late"
+
+# A run whose last update passes --steps (here 2048 steps an update for 1000) has
+# nothing left: its last line says ETA 0:00, not --:--.
+run "$fastrl" train CartPole-v1 --steps 1000 --threads 1
+[ "$rc" -eq 0 ] && has "ETA 0:00" && ! has "ETA --:--" || fail "--steps 1000: $out"
+
+# bench train counts the epochs the learner runs: A2C makes one whatever train.epochs
+# says (it counted 4, and reported 1.5 times the floor it could reach).
+flops() {
+    "$fastrl" bench train CartPole-v1 --steps 400 --threads 1 --set train.algo=a2c "$@" |
+        sed -n 's/^network FLOPs per env step: \([^ ]*\) K.*/\1/p'
+}
+one=$(flops --set train.epochs=1)
+four=$(flops --set train.epochs=4)
+[ -n "$one" ] && [ "$one" = "$four" ] ||
+    fail "bench train a2c: FLOPs per step $one K with train.epochs=1, $four K with 4"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all cases passed"

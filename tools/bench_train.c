@@ -61,13 +61,14 @@ static void conv_macs(const frl_cnn *n, double *fwd, double *in_grad)
     }
 }
 
-static double flops_per_step(const frl_trainer *t)
+/* epochs: the passes the learner made over each rollout (A2C's one, whatever
+ * train.epochs says). */
+static double flops_per_step(const frl_trainer *t, double epochs)
 {
     const frl_policy *p = t->policy;
     double fwd = 0, in_grad = 0;
     if (p->towers) {
         recurrent_macs(p, &fwd, &in_grad);
-        double epochs = (double)frl_cfg_int(t->cfg, FRL_KEY_TRAIN_EPOCHS);
         return 2.0 * (fwd + epochs * (2 * fwd + in_grad));
     }
     conv_macs(&p->cnn, &fwd, &in_grad);
@@ -77,7 +78,6 @@ static double flops_per_step(const frl_trainer *t)
     mlp_macs(&p->critic, &fwd, &in_grad);
     if (p->shared)
         in_grad += (double)p->actor.width[0] * (p->actor.width[1] + p->critic.width[1]);
-    double epochs = (double)frl_cfg_int(t->cfg, FRL_KEY_TRAIN_EPOCHS);
     return 2.0 * (fwd + epochs * (2 * fwd + in_grad));
 }
 
@@ -162,19 +162,50 @@ static int parse(int argc, char **argv, train_bench *o, frl_config *cfg)
     return 0;
 }
 
-static int report(frl_trainer *t, double seconds)
+/* Sum the stage times over all updates through the callback, and the learner's passes
+ * (epochs_done: PPO's epochs, fewer when train.target_kl stops one; DQN's minibatches). */
+typedef struct stage_sums {
+    double env, inference, backward, optimizer, replay;
+    int64_t minibatches;
+    int64_t updates;
+} stage_sums;
+
+static int add_stages(void *user, const frl_metrics *m)
+{
+    stage_sums *s = user;
+    s->env += m->time_env;
+    s->inference += m->time_inference;
+    s->backward += m->time_backward;
+    s->optimizer += m->time_optimizer;
+    s->replay += m->time_replay;
+    s->minibatches += m->epochs_done;
+    s->updates++;
+    return 0;
+}
+
+/* The epochs the learner ran per update, as it reported them: train.epochs is PPO's and
+ * IMPALA's, while A2C always makes one (counted with 4, its floor was 1.5 of its run).
+ * Before any update, the learner's own setting. */
+static double epochs_run(const frl_trainer *t, const stage_sums *s)
+{
+    if (s->updates > 0)
+        return (double)s->minibatches / (double)s->updates;
+    return (double)((const frl_ppo *)t->learner.impl)->s.epochs;
+}
+
+static int report(frl_trainer *t, double seconds, const stage_sums *s)
 {
     const frl_metrics *m = frl_trainer_metrics(t);
     int32_t threads = frl_runtime_threads(t->rt);
     int32_t rows = ((const frl_ppo *)t->learner.impl)->M;
     double sgemm = gemm_rate(rows, 64, 0), ours = gemm_rate(rows, 64, 1);
-    double fps = flops_per_step(t), total = fps * (double)m->env_steps;
+    double epochs = epochs_run(t, s);
+    double fps = flops_per_step(t, epochs), total = fps * (double)m->env_steps;
     double floor_s = total / (sgemm * 1e9 * threads);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("env: %s  envs: %d  rollout: %d  epochs: %lld  minibatch rows: %d  threads: %d\n",
-           t->env_name, (int)t->B, (int)t->T,
-           (long long)frl_cfg_int(t->cfg, FRL_KEY_TRAIN_EPOCHS), (int)rows, (int)threads);
+    printf("env: %s  envs: %d  rollout: %d  epochs: %.4g  minibatch rows: %d  threads: %d\n",
+           t->env_name, (int)t->B, (int)t->T, epochs, (int)rows, (int)threads);
     printf("env steps: %lld in %.3f s (trainer create to last update)\n", (long long)m->env_steps,
            seconds);
     printf("network FLOPs per env step: %.1f K; total %.2f GFLOP; achieved %.1f GFLOP/s\n",
@@ -189,24 +220,6 @@ static int report(frl_trainer *t, double seconds)
     printf("mean return (last 100 episodes): %.2f\n", m->mean_return);
     printf("peak RSS: %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
     printf("env_steps_per_second: %.1f\n", (double)m->env_steps / seconds);
-    return 0;
-}
-
-/* Sum the stage times over all updates through the callback. */
-typedef struct stage_sums {
-    double env, inference, backward, optimizer, replay;
-    int64_t minibatches;
-} stage_sums;
-
-static int add_stages(void *user, const frl_metrics *m)
-{
-    stage_sums *s = user;
-    s->env += m->time_env;
-    s->inference += m->time_inference;
-    s->backward += m->time_backward;
-    s->optimizer += m->time_optimizer;
-    s->replay += m->time_replay;
-    s->minibatches += m->epochs_done;
     return 0;
 }
 
@@ -307,7 +320,7 @@ int cli_bench_train(int argc, char **argv)
         frl_config_destroy(cfg);
         return rc;
     }
-    rc = st == FRL_OK ? report(t, seconds) : cli_fail("bench train", st);
+    rc = st == FRL_OK ? report(t, seconds, &sums) : cli_fail("bench train", st);
     if (rc == 0)
         printf("all updates' stages (s): env %.3f inference %.3f backward %.3f optimizer %.3f "
                "other %.3f\n", sums.env, sums.inference, sums.backward, sums.optimizer,

@@ -26,6 +26,12 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text, int64_t lo
 int cli_parse_real(const char *cmd, const char *opt, const char *text, double lo, double hi,
                    double *out);
 
+/* A path or name option's value (--out DIR, --onnx FILE, --env ENV; what names it):
+ * 0, or 2 (a usage error) after saying why: empty (--resume '' read /checkpoint.frl), or
+ * an option ("--out --quiet" forgot its value, and made a directory called --quiet; ./--x
+ * names a file so called). */
+int cli_path_value(const char *cmd, const char *opt, const char *what, const char *text);
+
 /* 1 when both paths name one existing file (links and relative paths included): an
  * output that would overwrite the command's own input. */
 int cli_same_file(const char *a, const char *b);

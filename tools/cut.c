@@ -84,8 +84,8 @@ static int parse_value(const char *a, const char *v, cut_opts *o)
     const char **dst[] = {&o->out, &o->arch, &o->model_path, &o->probe_path};
     for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
         if (!strcmp(a, texts[k])) {
-            *dst[k] = v;
-            return 0;
+            *dst[k] = v; /* --arch's list is read whole by check_cut_args */
+            return k == 1 ? 0 : cli_path_value("cut", a, "FILE", v);
         }
     int64_t n = 0;
     int rc = -1;
@@ -182,10 +182,6 @@ static int check_writable(const char *opt, const char *path)
 {
     struct stat st;
     char dir[4096];
-    if (!*path) {
-        fprintf(stderr, "fastrl cut: %s: the path is empty: name a file\n", opt);
-        return 1;
-    }
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         fprintf(stderr, "fastrl cut: %s %s is a directory: name a file in it\n", opt, path);
         return 1;

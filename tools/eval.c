@@ -75,8 +75,8 @@ static int parse_eval_value(const char *a, const char *v, eval_opts *o)
     int64_t n = 0;
     int rc = -1;
     if (!strcmp(a, "--env")) {
-        o->env = v;
-        rc = 0;
+        o->env = v; /* '' read as no name: "a bare policy; name its environment" */
+        rc = cli_path_value("eval", a, "ENV", v);
     } else if (!strcmp(a, "--episodes") &&
                (rc = cli_parse_int("eval", a, v, 1, INT32_MAX, &n)) == 0) {
         o->episodes = (int32_t)n;

@@ -43,10 +43,11 @@ static int parse_export_args(int argc, char **argv, export_opts *o)
                 return export_usage("give one of --onnx FILE and --c PREFIX");
             o->c = !strcmp(a, "--c");
             o->out = argv[++i];
-            if (!strncmp(o->out, "--", 2)) /* "--onnx --int8" forgot the file */
-                return export_usage(o->c ? "--c takes a PREFIX, not an option"
-                                         : "--onnx takes a FILE, not an option (./--x "
-                                           "names a file so called)");
+            int rc = cli_path_value("export", a, o->c ? "PREFIX" : "FILE", o->out);
+            if (rc != 0) { /* "--onnx --int8" forgot the file */
+                fputs(usage_text, stderr);
+                return rc;
+            }
         } else if (!strcmp(a, "--int8")) {
             o->int8 = 1;
         } else if (!strcmp(a, "--probe")) {

@@ -52,6 +52,24 @@ int cli_set(const char *cmd, frl_config *cfg, const char *text)
     return st == FRL_OK ? 0 : cli_bad_option("--set", st);
 }
 
+int cli_path_value(const char *cmd, const char *opt, const char *what, const char *text)
+{
+    int env = !strcmp(what, "ENV");
+    if (!text[0]) {
+        fprintf(stderr, "fastrl %s: %s: an empty %s (%s)\n", cmd, opt, env ? "name" : "path",
+                env                    ? "fastrl envs lists the environments"
+                : !strcmp(what, "DIR") ? "give . for the working directory"
+                                       : "name a file");
+        return 2;
+    }
+    if (strncmp(text, "--", 2) != 0)
+        return 0;
+    fprintf(stderr, "fastrl %s: %s takes %s %s, not an option ('%s'%s%s%s)\n", cmd, opt,
+            env ? "an" : "a", what, text, env ? "" : "; ./", env ? "" : text,
+            env ? "" : " names a file so called");
+    return 2;
+}
+
 /* A bound as a reader takes it in: exact below a trillion, then 9.2e+18. */
 static void format_bound(char *buf, size_t size, double x)
 {

@@ -37,7 +37,7 @@ static int parse_option(const char *a, const char *v, render_opts *o, frl_config
     int rc;
     if (!strcmp(a, "--out")) {
         o->out = v;
-        return 0;
+        return cli_path_value("render", a, "FILE", v);
     }
     if (!strcmp(a, "--seed")) {
         rc = cli_parse_int("render", a, v, 0, INT64_MAX, &n);

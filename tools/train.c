@@ -42,6 +42,45 @@ static int launcher_rank(void)
     return -1;
 }
 
+/* The settings the run saved in dir records ("trainer.settings"), or NULL when they
+ * cannot be read (the load then says why). */
+static frl_config *saved_settings(const char *dir)
+{
+    char path[4096], err[FRL_ERRMSG_SIZE], *text = NULL;
+    frl_container *c;
+    frl_config *saved = NULL;
+    snprintf(path, sizeof path, "%s/checkpoint.frl", dir);
+    if (frl_container_read(&c, path, NULL, err) != FRL_OK)
+        return NULL;
+    const frl_section *s = frl_container_find(c, "trainer.settings", FRL_DTYPE_TEXT, -1, err);
+    if (s && (text = malloc(s->count + 1)) && frl_config_create(&saved, NULL) == FRL_OK) {
+        memcpy(text, s->data, s->count);
+        text[s->count] = '\0';
+        if (frl_config_parse(saved, text) != FRL_OK) {
+            frl_config_destroy(saved);
+            saved = NULL;
+        }
+    }
+    free(text);
+    frl_container_free(c);
+    return saved;
+}
+
+/* 1 when the run is distributed: dist.mode other than none, the command line's, else
+ * the resumed run's saved one (the trainer resolves it alike). A launcher's rank means
+ * nothing without it: srun and mpirun also start single-process runs, each its own. */
+static int distributed(const char *resume, const frl_config *cfg)
+{
+    char mode[16] = "none";
+    frl_config *saved = NULL;
+    if (frl_config_is_set(cfg, "dist.mode"))
+        frl_config_get_text(cfg, "dist.mode", mode, sizeof mode);
+    else if (resume && (saved = saved_settings(resume)))
+        frl_config_get_text(saved, "dist.mode", mode, sizeof mode);
+    frl_config_destroy(saved);
+    return strcmp(mode, "none") != 0;
+}
+
 static frl_trainer *volatile g_trainer;
 static volatile sig_atomic_t g_sigint; /* the stopping signal's number, or 0 */
 
@@ -54,6 +93,15 @@ static void on_sigint(int sig)
     signal(sig, SIG_DFL);
     if (g_trainer)
         frl_trainer_request_stop(g_trainer);
+}
+
+/* SIGINT and SIGTERM only mark the run interrupted from before its trainer is made
+ * until its checkpoint is saved: restored to their defaults right after training, they
+ * killed a run in its final save, and a finished run lost its checkpoint. */
+static void catch_stop_signals(int on)
+{
+    signal(SIGINT, on ? on_sigint : SIG_DFL);
+    signal(SIGTERM, on ? on_sigint : SIG_DFL);
 }
 
 static volatile sig_atomic_t g_alarm;
@@ -96,6 +144,8 @@ typedef struct evaluator {
     int64_t count, last_steps;
     double last_mean;
     frl_status st;  /* the first evaluation's failure */
+    char why[FRL_ERRMSG_SIZE]; /* its message: the trainer's "the metrics callback
+                                * returned 1" replaces the thread's last error */
 } evaluator;
 
 typedef struct progress {
@@ -130,8 +180,10 @@ static void print_progress(const progress *p, const frl_metrics *m, int final)
         bar[i] = i < fill ? '#' : '.';
     bar[20] = '\0';
     format_time(cli_now() - cli_start, el, sizeof el);
-    format_time(m->steps_per_second > 0 ? (double)(p->total - m->env_steps) / m->steps_per_second : -1,
-                eta, sizeof eta);
+    /* the last update may pass --steps (a whole rollout): nothing is left, not -1 s */
+    int64_t left = p->total > m->env_steps ? p->total - m->env_steps : 0;
+    format_time(m->steps_per_second > 0 ? (double)left / m->steps_per_second : -1, eta,
+                sizeof eta);
     char lag[64] = "";
     if (p->async)
         snprintf(lag, sizeof lag, "  lag %.1f (max %.0f)", m->policy_lag_mean, m->policy_lag_max);
@@ -167,8 +219,10 @@ static int maybe_evaluate(evaluator *e, const frl_metrics *m)
     e->count++;
     double mean;
     e->st = frl_policy_evaluate(frl_trainer_policy(e->t), e->venv, &a, &mean);
-    if (e->st != FRL_OK)
+    if (e->st != FRL_OK) {
+        snprintf(e->why, sizeof e->why, "%s", frl_last_error());
         return 1;
+    }
     e->last_steps = m->env_steps;
     e->last_mean = mean;
     if (!e->silent) {
@@ -227,7 +281,7 @@ static int train_value(const char *a, const char *v, train_opts *o, frl_config *
     frl_status st;
     if (!strcmp(a, "--out") || !strcmp(a, "--resume")) {
         *(!strcmp(a, "--out") ? &o->out : &o->resume) = v;
-        return 0;
+        return cli_path_value("train", a, "DIR", v);
     }
     if (!strcmp(a, "--seed"))
         st = frl_config_set(cfg, "runtime.seed", v);
@@ -242,23 +296,16 @@ static int train_value(const char *a, const char *v, train_opts *o, frl_config *
 
 /* What the options ask for is whole: evaluation settings with --eval-every, an env or
  * a run to resume. */
-static int check_train_args(train_opts *o)
+static int check_train_args(train_opts *o, const frl_config *cfg)
 {
     if (o->eval_option && !o->eval_every) {
         fprintf(stderr, "fastrl train: %s needs --eval-every N (a greedy evaluation every N "
                         "env steps)\n", o->eval_option);
         return 2;
     }
-    o->follower = launcher_rank() > 0;
+    o->follower = launcher_rank() > 0 && distributed(o->resume, cfg);
     o->quiet |= o->follower;
     o->verbose &= !o->follower;
-    const char *empty = o->out && !o->out[0] ? "--out" : o->resume && !o->resume[0] ? "--resume"
-                                                                                     : NULL;
-    if (empty) { /* --resume '' read /checkpoint.frl */
-        fprintf(stderr, "fastrl train: %s: an empty path (give . for the working directory)\n",
-                empty);
-        return 2;
-    }
     if (o->overwrite && !o->out) {
         fprintf(stderr, "fastrl train: --overwrite goes with --out DIR (the run it replaces)\n");
         return 2;
@@ -297,7 +344,7 @@ static int parse_train_args(int argc, char **argv, train_opts *o, frl_config *cf
             return 2;
         }
     }
-    return check_train_args(o);
+    return check_train_args(o, cfg);
 }
 
 /* 0 when path is a directory now (made here, or there already), else an errno. */
@@ -392,8 +439,9 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
     if (!o->quiet && m->update > 0 && (is_tty || m->update != p->printed_update))
         print_progress(p, m, 1); /* ended by a newline whatever stopped the run */
     const char *dir = o->out ? o->out : o->resume;
-    char why[512]; /* the training's error, before saving overwrites the last error */
-    snprintf(why, sizeof why, "%s", frl_last_error());
+    char why[FRL_ERRMSG_SIZE]; /* the training's error, before saving overwrites it */
+    snprintf(why, sizeof why, "%s",
+             p->ev && p->ev->st != FRL_OK ? p->ev->why : frl_last_error());
     if (dir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/checkpoint.frl", dir);
@@ -408,9 +456,10 @@ static int finish(frl_trainer *t, const train_opts *o, frl_status st, progress *
         else if (!o->follower) /* rank 0 wrote it */
             fprintf(stderr, "checkpoint: %s\n", path);
     }
-    /* A distributed run stops on every rank at once (rank 0 reports it). */
+    /* A distributed run stops on every rank at once (rank 0 reports it); a rank's own
+     * signal still gives 128 + the signal, as on rank 0 (doc/distributed.md). */
     if ((st == FRL_OK || st == FRL_ERR_INTERRUPTED) && o->follower)
-        return 0;
+        return st == FRL_ERR_INTERRUPTED && g_sigint ? 128 + (int)g_sigint : 0;
     if (st == FRL_ERR_INTERRUPTED)
         fprintf(stderr, "interrupted at %lld steps%s\n", (long long)m->env_steps,
                 dir ? "; continue with --resume" : " (no --out: nothing saved)");
@@ -454,7 +503,7 @@ static frl_status training_result(const evaluator *e, frl_status st)
     if (st != FRL_ERR_CALLBACK || !e->venv)
         return st;
     if (e->st != FRL_OK)
-        return e->st; /* the thread's last error says why */
+        return e->st; /* e->why says why */
     return e->reached ? FRL_OK : st;
 }
 
@@ -572,24 +621,11 @@ static int clear_old_outputs(const train_opts *o)
  * they do not set it, or cannot be read: the load read them already). */
 static int64_t saved_seed_offset(const char *dir)
 {
-    char path[4096], err[FRL_ERRMSG_SIZE], *text = NULL;
-    frl_container *c;
-    frl_config *saved = NULL;
+    frl_config *saved = saved_settings(dir);
     int64_t offset = 0;
-    snprintf(path, sizeof path, "%s/checkpoint.frl", dir);
-    if (frl_container_read(&c, path, NULL, err) != FRL_OK)
-        return 0;
-    const frl_section *s = frl_container_find(c, "trainer.settings", FRL_DTYPE_TEXT, -1, err);
-    if (s && (text = malloc(s->count + 1)) && frl_config_create(&saved, NULL) == FRL_OK) {
-        memcpy(text, s->data, s->count);
-        text[s->count] = '\0';
-        if (frl_config_parse(saved, text) != FRL_OK ||
-            frl_config_get_int(saved, "train.seed_offset", &offset) != FRL_OK)
-            offset = 0;
-    }
+    if (!saved || frl_config_get_int(saved, "train.seed_offset", &offset) != FRL_OK)
+        offset = 0;
     frl_config_destroy(saved);
-    free(text);
-    frl_container_free(c);
     return offset;
 }
 
@@ -639,7 +675,7 @@ static int already_done(const frl_trainer *t, const train_opts *o)
     return 1;
 }
 
-static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *cfg)
+static int train_and_save(frl_runtime *rt, const train_opts *o, const frl_config *cfg)
 {
     frl_trainer *t;
     if (o->resume && check_resume_env(o))
@@ -675,15 +711,13 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     if (!o->quiet && !o->verbose) /* --verbose: the library's info line says the same */
         print_ring_memory(t);
     g_trainer = t;
-    signal(SIGINT, on_sigint);
-    signal(SIGTERM, on_sigint);
+    if (g_sigint) /* a signal while the trainer was made: stop before the first update */
+        frl_trainer_request_stop(t);
     arm_alarm(o->max_seconds);
     st = frl_trainer_train(t, o->steps);
     alarm(0);
     signal(SIGALRM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    g_trainer = NULL;
+    g_trainer = NULL; /* a signal from here on only marks the run (g_sigint) */
     p.timed_out |= g_alarm;
     st = training_result(&ev, st);
     /* on a terminal the running progress line has no newline yet */
@@ -707,6 +741,14 @@ static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *
     rc = finish(t, o, st, &p);
     frl_vec_env_destroy(ev.venv);
     frl_trainer_destroy(t);
+    return rc;
+}
+
+static int run_training(frl_runtime *rt, const train_opts *o, const frl_config *cfg)
+{
+    catch_stop_signals(1);
+    int rc = train_and_save(rt, o, cfg);
+    catch_stop_signals(0);
     return rc;
 }
 
