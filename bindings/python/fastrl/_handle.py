@@ -12,6 +12,13 @@ only after the destroy function has run, which gives the order the C API require
 Python collects the wrappers in. At interpreter exit the remaining handles are destroyed
 newest first (``weakref.finalize``'s atexit order), which is the same order.
 
+Except those a long call still uses: a daemon thread may be inside ``Trainer.train`` or an
+evaluation when the interpreter exits, and destroying its objects under it crashes the
+process. Those calls run inside :func:`in_flight`; an exit hook that runs just before
+``weakref.finalize``'s asks the stoppable ones (train) to stop, waits up to
+``EXIT_WAIT_S`` for them to return, and leaks the objects of any call still running
+(:func:`_pin`): the process is ending, and its memory goes with it.
+
 Nothing a handle holds may lead back to it through a numpy view: numpy arrays are not
 tracked by the garbage collector, so such a cycle is never collected and the C object
 leaks. The callbacks of host envs therefore reach the Python envs behind them weakly
@@ -20,6 +27,11 @@ leaks. The callbacks of host envs therefore reach the Python envs behind them we
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import ctypes
+import threading
+import time
 import weakref
 from typing import TYPE_CHECKING
 
@@ -28,7 +40,7 @@ import numpy as np
 from . import _lib
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable, NoReturn, SupportsIndex, TypeVar
+    from typing import Any, Callable, Iterable, Iterator, NoReturn, SupportsIndex, TypeVar
 
     import numpy.typing as npt
 
@@ -78,6 +90,9 @@ class Handle(NoCopy):
         # (test_policy_ring_runtime.py, test_kept_callbacks_outlive_destroy).
         self._keep = list(keep)
         self._fin = weakref.finalize(self, _destroy, destroy, ptr, tuple(deps))
+        if not _exit_hook[0]:  # after weakref's own hook (made by the first finalize)
+            _exit_hook[0] = True
+            atexit.register(_at_exit)  # so it runs first: atexit runs newest first
 
     @property
     def alive(self) -> bool:
@@ -90,6 +105,82 @@ class Handle(NoCopy):
     def __repr__(self) -> str:
         state = "alive" if self._fin.alive else "destroyed"
         return f"<fastrl handle {self.kind} 0x{self.ptr or 0:x} {state}>"
+
+
+# -- calls in flight at interpreter exit
+
+EXIT_WAIT_S = 10.0  # how long the exit hook waits for stopped calls (an update, a checkpoint)
+_exit_hook = [False]
+_calls_changed = threading.Condition()
+_calls: list[_Call] = []  # the calls in flight, under _calls_changed
+_exiting = [False]
+
+
+class _Call:
+    __slots__ = ("handles", "stop")
+
+    def __init__(self, handles: tuple[Handle, ...], stop: Callable[[], object] | None):
+        self.handles = handles
+        self.stop = stop
+
+
+@contextlib.contextmanager
+def in_flight(what: str, handles: Iterable[Handle | None],
+              stop: Callable[[], object] | None = None) -> Iterator[None]:
+    """The body as a long call on handles (and what they depend on), which the exit hook
+    must not destroy under it; ``stop`` makes it return early (any thread). Refused once
+    the interpreter exits: the objects may be gone by the time it would run."""
+    call = _Call(tuple(h for h in handles if h is not None), stop)
+    with _calls_changed:
+        if _exiting[0]:
+            raise _lib.Error(_lib.Status.ERR_STATE, f"{what}: the interpreter is exiting")
+        _calls.append(call)
+    try:
+        yield
+    finally:
+        with _calls_changed:
+            _calls.remove(call)
+            _calls_changed.notify_all()
+
+
+def _at_exit() -> None:
+    """Before weakref.finalize destroys the handles: stop the calls in flight (a daemon
+    thread's train) and wait for them; pin the handles of those still running."""
+    with _calls_changed:
+        _exiting[0] = True
+        calls = list(_calls)
+    for c in calls:
+        if c.stop is not None:
+            c.stop()
+    deadline = time.monotonic() + EXIT_WAIT_S
+    with _calls_changed:
+        # only the stopped calls are waited for: another may run for hours
+        while any(c.stop is not None and c in _calls for c in calls):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            _calls_changed.wait(left)
+        running = list(_calls)
+    for c in running:
+        for h in c.handles:
+            _pin(h)
+
+
+def _pin(h: Handle) -> None:
+    """Leak h's C object and everything it depends on (its runtime, a trainer's vec env,
+    a borrowed object's owner): not destroyed at exit, and the Handles, with the
+    callbacks they keep, never freed (module teardown would free them while the C call
+    may still call them)."""
+    info = h._fin.peek()
+    if info is None or not h._fin.atexit:  # destroyed already, or pinned
+        return
+    h._fin.atexit = False
+    pythonapi = getattr(ctypes, "pythonapi", None)
+    if pythonapi is not None:
+        pythonapi.Py_IncRef(ctypes.py_object(h))
+    for dep in info[2][2]:  # _destroy's deps
+        if isinstance(dep, Handle):
+            _pin(dep)
 
 
 class Closable(NoCopy):

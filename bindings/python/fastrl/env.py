@@ -31,7 +31,7 @@ from ._gym import usable_gymnasium
 from ._handle import Handle, NoCopy, view
 from ._lib import Error, Status
 from .config import as_config
-from .runtime import runtime_for
+from .runtime import runtime_for, runtime_keys_named
 
 if TYPE_CHECKING:
     from typing import (Any, Callable, Iterable, Iterator, Literal, Mapping, NoReturn,
@@ -1285,6 +1285,23 @@ class VecEnv(NoCopy, _HostCalls, _VecEnvBase):
     def __repr__(self) -> str:
         state = " closed" if getattr(self, "_h", None) is None else ""
         return f"<fastrl.VecEnv {getattr(self, 'name', '?')} num_envs={self.num_envs}{state}>"
+
+
+def _eval_vec_env(id: str, num_envs: IntLike, runtime: Runtime | None,
+                  policy_runtime: Runtime, options: dict[str, Any], what: str) -> VecEnv:
+    """The vec env an evaluation makes of a built-in id with options: on ``runtime``;
+    on a runtime of its own when the options name runtime settings (``threads=2``: the
+    library steps a vec env on its runtime's threads and acts on the policy's, which may
+    be another); else on the policy's."""
+    named = runtime_keys_named({k: v for k, v in options.items() if k != "config"},
+                               options.get("config"), what)
+    if named and runtime is not None:
+        raise Error(Status.ERR_INVALID_ARGUMENT, f"{what}: {', '.join(named)} make the "
+                    "vec env's runtime; give them to the fastrl.Runtime(...) passed as "
+                    "runtime=, or leave runtime= out")
+    if not named and runtime is None:
+        runtime = policy_runtime._live()
+    return VecEnv(id, num_envs, runtime=runtime, **options)
 
 
 def _check_num_envs(n: object) -> int:

@@ -142,6 +142,7 @@ class Evo(Closable):
         instead of a new one (e.g. a :class:`Population`'s ``parameters``, so the
         members go straight into the population); it is returned."""
         ptr = self._idle("ask")
+        held = self._h  # noqa: F841  # through the call: a close() elsewhere only lets go
         shape = (self.population, self.num_parameters)
         if out is None:
             out = np.empty(shape, np.float32)
@@ -168,6 +169,9 @@ class Evo(Closable):
         ``TypeError``; the optimiser is then unchanged. Tell before ask is
         ``ERR_STATE``."""
         ptr = self._idle("tell")
+        # held through the call: converting fitness runs its Python code (an __array__),
+        # and a close() there must not destroy the optimiser under the call
+        held = self._h  # noqa: F841
         raw = np.asarray(fitness)
         if raw.dtype.kind not in "iuf":  # bools, strings, objects: not fitnesses
             raise TypeError(f"tell: fitness must be an array of numbers, not {raw.dtype}")
@@ -184,6 +188,7 @@ class Evo(Closable):
         in, among the members evaluated in three generations or more (the most evaluated
         while none is). The fitness is NaN before the first tell."""
         ptr = self._ptr
+        held = self._h  # noqa: F841  # through the call: a close() elsewhere only lets go
         params = np.empty(self.num_parameters, np.float32)
         fit = ctypes.c_double()
         _lib.check(_lib.lib().evo_best(ptr, params.ctypes.data, params.size,
@@ -195,6 +200,7 @@ class Evo(Closable):
         starting point, each further one a mutation); :meth:`rebuild` turns them back
         into the member's parameters. ES raises ``ERR_UNSUPPORTED``."""
         ptr = self._ptr
+        held = self._h  # noqa: F841  # through the calls: a close() elsewhere only lets go
         member = checked_int(member, "genome: member", -(2**31), 2**31)
         L = _lib.lib()
         length = ctypes.c_int32()
@@ -208,6 +214,7 @@ class Evo(Closable):
         """GA: the parameters of a genome rebuilt from its seeds alone (float32
         ``[num_parameters]``), bit-identical to the member that had it."""
         ptr = self._ptr
+        held = self._h  # noqa: F841  # through the call, as in tell (seeds' __array__)
         s = np.asarray(seeds)
         if s.size == 0:
             raise Error(Status.ERR_RANGE, "rebuild: a genome has at least one seed")
@@ -227,7 +234,8 @@ class Evo(Closable):
     def save(self, path: PathArg) -> None:
         """Write the optimiser's whole state (atomic, checksummed; a GA as its genomes'
         seeds)."""
-        _lib.check(_lib.lib().evo_save(self._ptr, _lib.fspath(path)), "Evo.save")
+        p = _lib.fspath(path)  # first: its __fspath__ may close the optimiser
+        _lib.check(_lib.lib().evo_save(self._ptr, p), "Evo.save")
 
     def load(self: _Evo, path: PathArg) -> _Evo:
         """Restore a state written by :meth:`save` into this optimiser, which must have
@@ -235,8 +243,8 @@ class Evo(Closable):
         ``train.seed_offset``): ``ERR_SIZE`` or ``ERR_INVALID_ARGUMENT`` naming what
         differs, ``ERR_FORMAT`` for a corrupted file, and nothing changes then. The
         next :meth:`ask` gives what it would have given after the save."""
-        _lib.check(_lib.lib().evo_load(self._idle("Evo.load"), _lib.fspath(path)),
-                   "Evo.load")
+        p = _lib.fspath(path)  # first: its __fspath__ may close the optimiser
+        _lib.check(_lib.lib().evo_load(self._idle("Evo.load"), p), "Evo.load")
         return self
 
     def run(self, fitness_fn: FitnessFunction,
@@ -255,17 +263,22 @@ class Evo(Closable):
         the same object with its traceback, and a note naming the generation.
         ``generation``, ``best`` and ``save`` may be called from ``fitness_fn``;
         ``ask``, ``tell``, ``load`` and ``run`` raise ``ERR_STATE`` there."""
-        ptr = self._idle("run")
+        self._idle("run")
         if not callable(fitness_fn):
             raise TypeError("run: fitness_fn must be callable")
         generations = checked_int(generations, "run: generations", 0, 2**63)
+        held = self._h  # noqa: F841  # through the run: see _run_generation
         for _ in range(generations):
-            if not self._run_generation(ptr, fitness_fn):
+            if not self._run_generation(fitness_fn):
                 break
         return self.best()
 
-    def _run_generation(self, ptr: int | None, fitness_fn: FitnessFunction) -> bool:
-        """One ask, fitness_fn, tell; False when fitness_fn stopped the run."""
+    def _run_generation(self, fitness_fn: FitnessFunction) -> bool:
+        """One ask, fitness_fn, tell; False when fitness_fn stopped the run. The
+        pointer each generation: fitness_fn may not close the optimiser, but the
+        fitnesses it returns may (their __array__), and run holds the handle, so that
+        tell is safe and the next generation finds the optimiser closed."""
+        ptr = self._idle("run")
         L = _lib.lib()
         x = np.empty((self.population, self.num_parameters), np.float32)
         _lib.check(L.evo_ask(ptr, x.ctypes.data, x.size), "run")

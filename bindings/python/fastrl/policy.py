@@ -82,11 +82,11 @@ class Policy(Closable):
     def load(cls: type[_Policy], path: PathArg, *,
              runtime: Runtime | None = None) -> _Policy:
         """A policy from a policy file or a trainer checkpoint."""
+        p = _lib.fspath(path)  # first: its __fspath__ may close the runtime
         rt, _ = runtime_for(runtime, {}, "Policy.load")
         L = _lib.lib()
         ptr = ctypes.c_void_p()
-        _lib.check(L.policy_load(ctypes.byref(ptr), rt.handle.ptr,
-                                 _lib.fspath(path)), "Policy.load")
+        _lib.check(L.policy_load(ctypes.byref(ptr), rt.handle.ptr, p), "Policy.load")
         self = cls.__new__(cls)
         self._setup(Handle(ptr.value, L.policy_destroy, "policy", deps=[rt.handle]), rt)
         return self

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _lib
-from ._handle import Closable, Handle, checked_int, view
+from ._handle import Closable, Handle, checked_int, in_flight, view
 from ._lib import Error, Status
 from .policy import Policy, stream_position
 
@@ -188,8 +188,8 @@ class Population(Closable):
         policy's normaliser (``policy.obs_norm``), as OpenAI-ES does, and the policy acts
         with them once the call succeeds. More than ``max_steps`` env steps in all (0: no
         limit) without finishing is ``Error`` ``ERR_RANGE``: episodes that never end."""
-        from .env import VecEnv, _check_seed
-        ptr = self._ptr
+        from .env import VecEnv, _check_seed, _eval_vec_env
+        self._ptr  # closed or busy: refused before anything is made
         episodes = checked_int(episodes, "evaluate: episodes", 1, 2**31)
         max_episode_steps = checked_int(max_episode_steps, "evaluate: max_episode_steps", 0,
                                         2**63)
@@ -200,10 +200,8 @@ class Population(Closable):
         if own:
             # 0 is refused by VecEnv (ERR_RANGE), not taken as "the default"
             n = num_envs if num_envs is not None else min(self.members * episodes, 64)
-            venv = VecEnv(env, n,  # type: ignore[arg-type]  # own: env is an id
-                          runtime=(runtime if runtime is not None
-                                   else self._policy._runtime._live()),
-                          **options)
+            venv = _eval_vec_env(env, n, runtime,  # type: ignore[arg-type]  # env: an id
+                                 self._policy._runtime, options, "Population.evaluate")
         else:
             if num_envs is not None or runtime is not None or options:
                 raise Error(Status.ERR_INVALID_ARGUMENT, "evaluate: num_envs, runtime and "
@@ -216,8 +214,13 @@ class Population(Closable):
             steps = np.empty(P, np.int64)
             lengths = np.empty(P, np.float64)
             total = ctypes.c_int64()
-            held = (self._h, venv._h)  # through the call: a close() from an env lets go
-            with venv._admitted("evaluate") as call:  # refused: the generator is not drawn
+            # the pointer after making the vec env (its options' code may close us), held
+            # through the call (a close() from an env lets go), and left alone by an
+            # interpreter exit while a daemon thread runs it
+            ptr = self._ptr
+            with in_flight("Population.evaluate", (self._h, venv._h)), \
+                    venv._admitted("evaluate") as call:  # refused: the generator is not drawn
+                venv._flags_tell_resets = False  # its steps may fail (see VecEnv._narrow_actions)
                 if seed is None:
                     seed = int(venv.np_random.integers(0, 2**63))
                 args = _lib.new_table(_lib.PopulationEvalArgs, episodes=episodes,

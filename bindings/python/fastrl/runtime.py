@@ -179,6 +179,20 @@ def config_runtime_keys(config: object, what: str) -> dict[str, Any]:
     return {k: src[k] for k in src.set_keys() if k.startswith("runtime.")}
 
 
+def runtime_keys_named(options: Mapping[str, Any], config: object, what: str) -> list[str]:
+    """The runtime settings that options (full or short names: seed, threads, ...) and
+    config name, as a message lists them: they would make a new runtime."""
+    from .config import resolve_key
+    named = []
+    for k in options:
+        try:
+            if resolve_key(k).startswith("runtime."):
+                named.append(k)
+        except Error:  # unknown here: whoever takes the options says so
+            pass
+    return named + [f"the config's {k}" for k in config_runtime_keys(config, what)]
+
+
 def runtime_for(runtime: Runtime | None, options: Mapping[str, Any],
                 what: str, config: object = None) -> tuple[Runtime, dict[str, Any]]:
     """(runtime, remaining options): the given runtime, or a new one when the options

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _lib, spaces
-from ._handle import _SAVE_HINT, Handle, NoCopy, checked_int
+from ._handle import _SAVE_HINT, Handle, NoCopy, checked_int, in_flight
 from ._lib import Error, Status
 from .config import as_config
-from .env import VecEnv, _builtin_name
+from .env import VecEnv, _builtin_name, _eval_vec_env
 from .policy import Policy
 from .replay import Replay
 from .ring import Ring
-from .runtime import config_runtime_keys, runtime_for
+from .runtime import runtime_for, runtime_keys_named
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -99,15 +99,6 @@ def _unlock(venv_ref: weakref.ref[VecEnv]) -> None:
         v._read_only = False
 
 
-def _names_runtime_key(name: str) -> bool:
-    """Whether an option names a runtime.* key (full or short: seed, device, tf32 ...)."""
-    from .config import resolve_key
-    try:
-        return resolve_key(name).startswith("runtime.")
-    except Error:
-        return False
-
-
 class Trainer(NoCopy):
     """A PPO trainer (``frl_trainer``).
 
@@ -136,8 +127,7 @@ class Trainer(NoCopy):
         if isinstance(env, VecEnv):
             venv = env
             venv._ptr
-            rt_keys = [k for k in options if _names_runtime_key(k)]
-            rt_keys += [f"the config's {k}" for k in config_runtime_keys(config, "Trainer")]
+            rt_keys = runtime_keys_named(options, config, "Trainer")
             if rt_keys:
                 raise Error(Status.ERR_INVALID_ARGUMENT,
                             f"Trainer: {', '.join(rt_keys)} would make a new runtime, but a "
@@ -177,11 +167,12 @@ class Trainer(NoCopy):
              runtime: Runtime | None = None, **options: Any) -> _Trainer:
         """Continue a run saved by :meth:`save` (built-in envs). Keys set by ``config``
         or ``options`` override the saved settings."""
+        p = _lib.fspath(path)  # first: its __fspath__ may close the runtime
         rt, options = runtime_for(runtime, options, "Trainer.load", config)
         cfg = as_config(config, options, "Trainer.load config")
         L = _lib.lib()
         ptr = ctypes.c_void_p()
-        _lib.check(L.trainer_load(ctypes.byref(ptr), rt.handle.ptr, _lib.fspath(path),
+        _lib.check(L.trainer_load(ctypes.byref(ptr), rt.handle.ptr, p,
                                   cfg._ptr if cfg.set_keys() else None), "Trainer.load")
         self = cls.__new__(cls)
         self._venv_host = None
@@ -337,9 +328,16 @@ class Trainer(NoCopy):
         if checkpoint is not None:  # checked now, not after hours of training
             checkpoint = _checkpoint_path(checkpoint)
         # after the arguments (a checkpoint's __fspath__ may close the trainer), and held
-        # through the call
+        # through the call (by in_flight, which also lets an interpreter exit stop a
+        # daemon thread's run before the trainer is destroyed, not under it)
         ptr = self._idle("train")
-        held = self._h  # noqa: F841
+        L = _lib.lib()
+        with in_flight("train", (self._h,), lambda: L.trainer_request_stop(ptr)):
+            return self._train(ptr, int(total_steps), callback, checkpoint, handle_sigint)
+
+    def _train(self, ptr: int | None, total_steps: int,
+               callback: Callable[[Metrics], object] | None, checkpoint: str | None,
+               handle_sigint: bool) -> Metrics:
         L = _lib.lib()
         st_ = _TrainState()
 
@@ -380,7 +378,7 @@ class Trainer(NoCopy):
         try:
             if host is not None:  # the env's exceptions during this call are its own
                 call = host.enter("train")
-            status = L.trainer_train(ptr, int(total_steps))
+            status = L.trainer_train(ptr, total_steps)
             message = _lib.last_error()
         finally:
             if call is not None:
@@ -510,9 +508,8 @@ def evaluate(policy: Policy | Trainer, env: str | VecEnv, episodes: IntLike = 10
     if own:
         # 0 is refused by VecEnv (ERR_RANGE), not taken as "the default"
         n = num_envs if num_envs is not None else min(int(episodes), 64)
-        venv = VecEnv(env, n,  # type: ignore[arg-type]  # own: env is an id
-                      runtime=runtime if runtime is not None else policy._runtime._live(),
-                      **options)
+        venv = _eval_vec_env(env, n, runtime, policy._runtime,  # type: ignore[arg-type]
+                             options, "evaluate")
     else:
         # they would make a vec env; this one is made already, and ignoring them would
         # hide a mistake (a misspelt keyword, a limit that does not apply)
@@ -526,8 +523,10 @@ def evaluate(policy: Policy | Trainer, env: str | VecEnv, episodes: IntLike = 10
         venv._check_writable("evaluate")
     try:
         returns = np.empty(int(episodes), np.float64)
-        held = (policy._h, venv._h)  # through the call: a close() from an env lets go
-        with venv._admitted("evaluate") as call:  # refused: the generator is not drawn
+        # held through the call (a close() from an env lets go), and left alone by an
+        # interpreter exit while a daemon thread runs it
+        with in_flight("evaluate", (policy._h, venv._h)), \
+                venv._admitted("evaluate") as call:  # refused: the generator is not drawn
             venv._flags_tell_resets = False  # its steps may fail (see VecEnv._narrow_actions)
             if seed is None:
                 seed = int(venv.np_random.integers(0, 2**63))

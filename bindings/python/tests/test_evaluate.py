@@ -213,3 +213,37 @@ def test_zero_num_envs_is_refused_not_the_default():
     with pytest.raises(fastrl.Error) as ei:
         fastrl.Population(policy, 2).evaluate("CartPole-v1", num_envs=0)
     assert ei.value.status == Status.ERR_RANGE
+
+
+def test_runtime_options_make_the_vec_env_on_a_runtime_of_its_own(monkeypatch):
+    """threads= (any runtime option) for a built-in id always failed: the vec env was
+    made on the policy's runtime, so the option was refused as beside runtime=. They now
+    make the vec env's own runtime; beside an explicit runtime= they are refused, naming
+    the call. The results do not depend on the threads."""
+    L = _lib.lib()
+    threads = []
+    orig = L.vec_env_create
+
+    def create(out, rt, *args):
+        threads.append(L.runtime_threads(rt))
+        return orig(out, rt, *args)
+    monkeypatch.setattr(L, "vec_env_create", create)
+    policy = fastrl.Policy(gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2),
+                           runtime=fastrl.Runtime(threads=1))
+    pop = fastrl.Population(policy, 4)
+    for threads_given in (2, 3):
+        a = fastrl.evaluate(policy, "CartPole-v1", 8, threads=threads_given,
+                            deterministic=False)
+        assert (a == fastrl.evaluate(policy, "CartPole-v1", 8, deterministic=False)).all()
+        b = pop.evaluate("CartPole-v1", 2, **{"runtime.threads": threads_given})
+        assert (b.returns == pop.evaluate("CartPole-v1", 2).returns).all()
+        assert threads[-4:] == [threads_given, 1, threads_given, 1]
+    for call, what in ((lambda **kw: fastrl.evaluate(policy, "CartPole-v1", 2, **kw),
+                        "evaluate"),
+                       (lambda **kw: pop.evaluate("CartPole-v1", **kw),
+                        "Population.evaluate")):
+        with pytest.raises(fastrl.Error) as ei:
+            call(threads=2, runtime=fastrl.Runtime(threads=1))
+        assert ei.value.status == Status.ERR_INVALID_ARGUMENT
+        assert ei.value.message.startswith(f"{what}: threads") and "runtime=" in \
+            ei.value.message

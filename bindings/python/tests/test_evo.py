@@ -632,3 +632,66 @@ def test_population_act_of_one_observation_says_it_takes_one_member(cartpole):
         pop.act(obs, np.array([1]))
     assert ei.value.status == Status.ERR_SIZE
     assert "one int" in ei.value.message and "expected (1,)" not in ei.value.message
+
+
+def test_a_close_while_the_arguments_convert_waits_for_the_call(tmp_path, monkeypatch):
+    """tell, rebuild and run converted their arrays (a user's __array__), and save and
+    load their paths (__fspath__), after taking the pointer: a close() there freed the
+    optimiser under the call. The arrays' calls now finish on the held optimiser; the
+    paths are converted first, so the call finds it closed."""
+    L = fastrl._lib.lib()
+    live = [None]
+    seen = []
+
+    def spy(name):
+        orig = getattr(L, name)
+
+        def call(ptr, *args):
+            h = live[0]()
+            seen.append(name)
+            # (freed: calling the library would corrupt the heap)
+            assert h is not None and h.alive, f"{name} on a destroyed optimiser"
+            return orig(ptr, *args)
+        monkeypatch.setattr(L, name, call)
+
+    for name in ("evo_tell", "evo_rebuild", "evo_save", "evo_load"):
+        spy(name)
+
+    class Closing:
+        def __init__(self, obj, value):
+            self.obj, self.value = obj, value
+
+        def __array__(self, dtype=None, copy=None):
+            self.obj.close()
+            gc.collect()
+            return np.asarray(self.value, dtype)
+
+        def __fspath__(self):
+            self.obj.close()
+            gc.collect()
+            return str(self.value)
+
+    def fresh(make):
+        e = make(runtime=fastrl.Runtime(threads=1, seed=5))
+        live[0] = weakref.ref(e._h)
+        return e
+
+    e = fresh(es)
+    e.ask()
+    e.tell(Closing(e, np.arange(e.population, dtype=np.float64)))
+    assert e.closed
+    e = fresh(ga)
+    e.ask()
+    e.tell(np.arange(e.population, dtype=np.float64))
+    assert e.rebuild(Closing(e, np.array([1, 2], np.uint64))).shape == (N,)
+    for method in ("save", "load"):
+        e = fresh(ga)
+        with pytest.raises(fastrl.Error) as ei:
+            getattr(e, method)(Closing(e, tmp_path / "evo.frl"))
+        assert ei.value.status == Status.ERR_STATE
+    e = fresh(es)
+    with pytest.raises(fastrl.Error) as ei:  # the tell runs; the next generation refuses
+        e.run(lambda x, f: Closing(e, quadratic(x)), 3)
+    assert ei.value.status == Status.ERR_STATE
+    collect()
+    assert seen == ["evo_tell", "evo_tell", "evo_rebuild", "evo_tell"]  # GA: a tell first

@@ -823,3 +823,22 @@ def test_vec_env_closed_inside_its_step_returns_that_step(per_env, copy):
     owner.append(venv)
     obs, info = venv.reset(seed=0)
     assert venv.closed and obs.tolist() == [[0.0] * 4] and info == {}
+
+
+def test_a_wide_action_after_a_failed_population_evaluate_is_refused_not_stepped_as_0():
+    """Population.evaluate left the flags marked as telling which envs autoreset, as
+    fastrl.evaluate no longer does: after its failed step, 2**40 for env 0 (stepped,
+    not reset) was narrowed to 0 and stepped."""
+    world = EndsThenBreaks()
+    v = fastrl.VecEnv.from_batch(world, 2, fastrl.spaces.Box(-1, 1, (2,)),
+                                 fastrl.spaces.Discrete(2))
+    policy = fastrl.Policy(v.single_observation_space, v.single_action_space)
+    v.reset(seed=0)
+    with pytest.raises(RuntimeError, match="world broke"):
+        fastrl.Population(policy, 2).evaluate(v)
+    assert v.terminations.tolist() == [True, False]
+    steps = len(world.actions)
+    with pytest.raises(fastrl.Error) as ei:
+        v.step(np.array([2**40, 1], np.int64))
+    assert ei.value.status == Status.ERR_RANGE and "env 0" in ei.value.message
+    assert len(world.actions) == steps

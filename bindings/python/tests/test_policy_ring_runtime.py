@@ -441,3 +441,34 @@ def test_a_close_while_the_arguments_convert_waits_for_the_call(rt, tmp_path, mo
     assert ei.value.status == Status.ERR_STATE
     collect()
     assert seen == ["policy_act", "population_act"]
+
+
+def test_a_runtime_closed_by_a_load_path_is_not_used(tmp_path, monkeypatch):
+    """Policy.load and Trainer.load took the runtime's pointer before the path's
+    __fspath__ ran: closing the runtime there destroyed it under the load."""
+    fastrl.Trainer("CartPole-v1", num_envs=2, rollout=8, minibatches=1,
+                   threads=1).save(tmp_path / "t.frl")
+    L = fastrl._lib.lib()
+    live = [None]
+    for name in ("policy_load", "trainer_load"):
+        def call(out, rt, *args, orig=getattr(L, name), name=name):
+            h = live[0]()
+            assert h is not None and h.alive, f"{name} on a destroyed runtime"
+            return orig(out, rt, *args)
+        monkeypatch.setattr(L, name, call)
+
+    class ClosingPath:
+        def __init__(self, rt):
+            self.rt = rt
+
+        def __fspath__(self):
+            self.rt.close()
+            collect()
+            return str(tmp_path / "t.frl")
+
+    for load in (fastrl.Policy.load, fastrl.Trainer.load):
+        rt = fastrl.Runtime(threads=1)
+        live[0] = weakref.ref(rt.handle)
+        with pytest.raises(fastrl.Error) as ei:
+            load(ClosingPath(rt), runtime=rt)
+        assert ei.value.status == Status.ERR_STATE

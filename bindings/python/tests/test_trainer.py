@@ -388,3 +388,68 @@ def test_closing_a_borrowed_object_does_not_break_the_trainer():
     assert t.ring.array("rewards").shape == (8, 4)
     t.vec_env.close()
     assert t.vec_env.observations.shape == (4, 4)
+
+
+PYTHON_ENVS = """
+class E(gym.Env):
+    observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+    def reset(self, seed=None, options=None): return np.zeros(3, np.float32), {}
+    def step(self, a): return np.zeros(3, np.float32), 1.0, False, False, {}
+v = fastrl.VecEnv.from_python([E() for _ in range(4)], runtime=fastrl.Runtime(threads=2))
+"""
+EXIT_SCRIPTS = {
+    # request_stop ends the run within an update, and the exit waits for it (the
+    # checkpoint train writes when it returns included)
+    "train": """
+t = fastrl.Trainer("CartPole-v1", threads=2, rollout=16)
+go = threading.Event()
+run = lambda: t.train(10**9, lambda m: go.set(), checkpoint=sys.argv[1],
+                      handle_sigint=False)
+""",
+    # the same on Python envs (the library calls back into Python on the daemon thread)
+    "train_python_envs": PYTHON_ENVS + """
+t = fastrl.Trainer(v, rollout=16)
+go = threading.Event()
+run = lambda: t.train(10**9, lambda m: go.set(), checkpoint=sys.argv[1],
+                      handle_sigint=False)
+""",
+    # a callback that never returns past the wait: the objects are left alone (leaked)
+    "train_blocked": "fastrl._handle.EXIT_WAIT_S = 0.5\n" + PYTHON_ENVS + """
+t = fastrl.Trainer(v, rollout=16)
+go = threading.Event()
+def cb(m):
+    go.set()
+    time.sleep(3600)
+run = lambda: t.train(10**9, cb, handle_sigint=False)
+""",
+    # an evaluation cannot be stopped: its policy, vec env and runtime are left alone
+    "evaluate": """
+p = fastrl.Policy(gym.spaces.Box(-5, 5, (4,)), gym.spaces.Discrete(2), threads=2)
+go = threading.Event()
+def run():
+    go.set()
+    fastrl.evaluate(p, "CartPole-v1", 10**8, deterministic=False, max_steps=0)
+""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXIT_SCRIPTS))
+def test_interpreter_exit_while_a_daemon_thread_is_inside_a_long_call(tmp_path, case):
+    """weakref.finalize's exit hook destroyed the trainer (the policy, the vec env, the
+    runtime) under the C call a daemon thread was still in: a segfault at exit."""
+    code = ("import sys, threading, time, fastrl, gymnasium as gym, numpy as np\n"
+            + EXIT_SCRIPTS[case] + """
+threading.Thread(target=run, daemon=True).start()
+go.wait()
+time.sleep(0.2)
+print("EXITING", flush=True)
+""")
+    path = tmp_path / "ck.frl"
+    env = dict(os.environ, PYTHONPATH=PKG_ROOT)
+    p = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert "EXITING" in p.stdout, p.stderr
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    if case in ("train", "train_python_envs"):
+        assert path.exists()  # the stopped run wrote its checkpoint
