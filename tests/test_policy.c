@@ -260,6 +260,15 @@ START_TEST(ring_slots_and_sizes)
     size_t per = 1152 + 576 + 3 * 320 + 3 * 128 + 128 + 128;
     ck_assert_uint_ge(bytes, 3 * per);
     ck_assert_uint_le(bytes, 3 * per + 3 * 256 + 1024); /* slot records and the ring */
+    /* 2^31 - 1 slots of one step pass the per-array bound, but not the whole ring's
+     * (1.8 TB once each array is padded to a cache line) */
+    ck_assert_int_eq(frl_ring_memory_size(INT32_MAX, 1, 1, f.os, f.as, &bytes), FRL_ERR_RANGE);
+    ck_assert_msg(strstr(frl_last_error(), "at most 2^40"), "%s", frl_last_error());
+    /* an image is no action space, as for the vec envs the ring holds steps of */
+    frl_space *img;
+    ck_assert_int_eq(frl_space_create_image(&img, NULL, 4, 4, 4), FRL_OK);
+    ck_assert_int_eq(frl_ring_memory_size(3, 10, 7, f.os, img, &bytes), FRL_ERR_UNSUPPORTED);
+    frl_space_destroy(img);
     ck_assert_int_eq(frl_ring_create(&r, f.rt, 3, 10, 7, f.os, f.as), FRL_OK);
     ck_assert_int_eq(frl_ring_slots(r), 3);
     void *data;

@@ -37,6 +37,8 @@ static frl_status check_dims(char *err, int32_t slots, int32_t T, int32_t B, con
     if (!o || !a)
         return frl_fail(err, FRL_ERR_NULL, "%s: %s space is NULL", who, o ? "action" : "observation");
     frl_status st = frl_check_observation_space(o, who, err);
+    if (st == FRL_OK) /* as the vec envs whose steps it holds: no image actions */
+        st = frl_check_action_space(a, who, err);
     if (st != FRL_OK)
         return st;
     if (slots < 1 || T < 1 || B < 1)
@@ -48,6 +50,15 @@ static frl_status check_dims(char *err, int32_t slots, int32_t T, int32_t B, con
     if (worst > 1099511627776.0)
         return frl_fail(err, FRL_ERR_RANGE, "%s: %d slots of %d x %d steps are too large", who,
                         (int)slots, (int)T, (int)B);
+    /* and the whole ring too, each array padded to a cache line: 2^31 slots of one step
+     * passed the check above and asked for 1.8 TB */
+    size_t b[FRL_RING_ARRAY_COUNT];
+    array_bytes(T, B, ow, a->n, a->kind == FRL_SPACE_DISCRETE, b);
+    double total = (double)slots * (double)(slot_bytes(b) + sizeof(frl_ring_slot));
+    if (total > 1099511627776.0)
+        return frl_fail(err, FRL_ERR_RANGE, "%s: %d slots of %d x %d steps are too large "
+                        "(%.3g bytes in all; at most 2^40)", who, (int)slots, (int)T, (int)B,
+                        total);
     return FRL_OK;
 }
 
