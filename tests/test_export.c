@@ -177,8 +177,9 @@ START_TEST(names_that_are_not_c_identifiers)
         ck_assert_int_eq(export_as(p, prefix, "export.format=c"), FRL_ERR_INVALID_ARGUMENT);
         ck_assert_ptr_nonnull(strstr(frl_policy_last_error(p), "not a C identifier"));
     }
-    /* math.h beside a build's sources would shadow <math.h>: refused by name */
-    static const char *headers[] = {"math", "stdio", "time", "stdint"};
+    /* math.h beside a build's sources would shadow <math.h>: refused by name, in any
+     * case (Math.h is math.h on macOS's and Windows' file systems) */
+    static const char *headers[] = {"math", "stdio", "time", "stdint", "Math", "STDIO"};
     for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
         ck_assert_int_eq(export_as(p, path_in(headers[i]), "export.format=c"),
                          FRL_ERR_INVALID_ARGUMENT);

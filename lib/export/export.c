@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "export/c_export.h"
 #include "export/onnx.h"
@@ -29,7 +30,8 @@ static frl_status check_kind(frl_policy *p)
 }
 
 /* Whether name.h is a C11 standard header: an export's header of that name, in a
- * folder on the include path, shadows it (the generated code includes <math.h>). */
+ * folder on the include path, shadows it (the generated code includes <math.h>). In
+ * any case: file systems that ignore case (macOS's, Windows') find Math.h for math.h. */
 static int standard_header(const char *name)
 {
     static const char *const headers[] = {
@@ -38,7 +40,7 @@ static int standard_header(const char *name)
         "stdbool", "stddef", "stdint", "stdio", "stdlib", "stdnoreturn", "string", "tgmath",
         "threads", "time", "uchar", "wchar", "wctype"};
     for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++)
-        if (!strcmp(name, headers[i]))
+        if (!strcasecmp(name, headers[i]))
             return 1;
     return 0;
 }
