@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fastrl.h"
@@ -336,12 +337,47 @@ static frl_status s_policy_load(fixture *f, void **out)
     return frl_policy_load((frl_policy **)out, f->rt, policy_file(f));
 }
 
+/* A trainer checkpoint (CartPole-v1, PPO, a few updates), saved once with the default
+ * allocator and removed at exit. */
+static char trainer_path[64];
+
+static void remove_trainer_file(void)
+{
+    remove(trainer_path);
+}
+
+static const char *trainer_file(void)
+{
+    if (trainer_path[0])
+        return trainer_path;
+    snprintf(trainer_path, sizeof trainer_path, "/tmp/frl_alloc_fail_%d.ckpt", (int)getpid());
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings("train.num_envs=4 train.rollout=16");
+    frl_trainer *t = NULL;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 192), FRL_OK);
+    ck_assert_int_eq(frl_trainer_save(t, trainer_path), FRL_OK);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+    atexit(remove_trainer_file);
+    return trainer_path;
+}
+
+/* The run's settings are made first while loading: an allocator's failure there left
+ * the message the caller got unwritten (stack garbage after "frl_trainer_load: "). */
+static frl_status s_trainer_load(fixture *f, void **out)
+{
+    return frl_trainer_load((frl_trainer **)out, f->rt, trainer_file(), NULL);
+}
+
 static void d_config(void *p) { frl_config_destroy(p); }
 static void d_policy(void *p) { frl_policy_destroy(p); }
 static void d_space(void *p) { frl_space_destroy(p); }
 static void d_runtime(void *p) { frl_runtime_destroy(p); }
 static void d_env(void *p) { frl_env_destroy(p); }
 static void d_vec(void *p) { frl_vec_env_destroy(p); }
+static void d_trainer(void *p) { frl_trainer_destroy(p); }
 
 static const scenario scenarios[] = {
     {"frl_config_create", 0, 0, s_config_create, d_config},
@@ -360,6 +396,7 @@ static const scenario scenarios[] = {
     {"frl_vec_env_create (MountainCarContinuous-v0)", 1, 0, s_vec_mcc, d_vec},
     {"frl_vec_env_create_callbacks", 1, NUM_HOSTS, s_vec_callbacks, d_vec},
     {"frl_vec_env_create_batch", 1, 1, s_vec_batch, d_vec},
+    {"frl_trainer_load", 1, 0, s_trainer_load, d_trainer},
 };
 enum { NUM_SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
@@ -391,6 +428,15 @@ static void fixture_finish(fixture *f)
     counting_finish(&f->c);
 }
 
+/* Fill the stack below the caller with non-zero bytes, so a message buffer a failing
+ * call leaves unwritten shows as junk rather than as the last call's text. */
+static __attribute__((noinline)) void scribble_stack(void)
+{
+    volatile char junk[32768];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = 'Z';
+}
+
 /* One scenario: count K, then fail every N in 1..K, once and sticky. */
 static void sweep(const scenario *s)
 {
@@ -418,6 +464,7 @@ static void sweep(const scenario *s)
     for (long n = 1; n <= k; n++) {
         for (int sticky = 0; sticky < 2; sticky++) {
             closes = 0;
+            scribble_stack();
             counting_arm(&f.c, n, sticky);
             obj = &junk_storage;
             st = s->create(&f, &obj);
@@ -496,6 +543,76 @@ START_TEST(stepping_allocates_nothing)
 }
 END_TEST
 
+static long count_bytes(const char *path, long *nuls, long *lines)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    long n = 0;
+    *nuls = *lines = 0;
+    for (int c; (c = fgetc(f)) != EOF; n++) {
+        *nuls += c == 0;
+        *lines += c == '\n';
+    }
+    fclose(f);
+    return n;
+}
+
+static int count_event_files(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '^events.out.tfevents'", dir);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    int n = -1;
+    ck_assert_int_eq(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+/* set_output to the directory the run writes already, failing on an allocation: the
+ * run keeps writing its files as they were. metrics.csv had been emptied ("w") before
+ * the event file's allocation failed, and the old handle then wrote on past a hole of
+ * NUL bytes where the rows had been. */
+START_TEST(set_output_same_dir_fails_cleanly)
+{
+    static const scenario with_runtime = {"set_output", 1, 0, NULL, NULL};
+    fixture f;
+    fixture_init(&f, &with_runtime);
+    char dir[64], csv[96];
+    snprintf(dir, sizeof dir, "/tmp/frl_alloc_out_%d", (int)getpid());
+    snprintf(csv, sizeof csv, "%s/metrics.csv", dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    frl_config *cfg = frl_test_settings("train.num_envs=4 train.rollout=16 train.log_every=1");
+    frl_trainer *t = NULL;
+    ck_assert_int_eq(frl_trainer_create(&t, f.rt, "CartPole-v1", cfg), FRL_OK);
+    ck_assert_int_eq(frl_trainer_set_output(t, dir), FRL_OK);
+    ck_assert_int_eq(frl_trainer_train(t, 256), FRL_OK);
+    long nuls, rows_before, rows_after;
+    long size = count_bytes(csv, &nuls, &rows_before);
+    ck_assert_int_ge(rows_before, 2); /* the header and at least one row */
+    for (int sticky = 0; sticky < 2; sticky++) {
+        counting_arm(&f.c, 1, sticky);
+        frl_status st = frl_trainer_set_output(t, dir);
+        counting_arm(&f.c, 0, 0);
+        ck_assert_msg(st == FRL_ERR_NOMEM, "set_output gave %s (%s)", frl_status_name(st),
+                      frl_last_error());
+        ck_assert_int_eq(count_bytes(csv, &nuls, &rows_after), size);
+    }
+    ck_assert_int_eq(frl_trainer_train(t, 512), FRL_OK);
+    frl_trainer_destroy(t);
+    long grown = count_bytes(csv, &nuls, &rows_after);
+    ck_assert_msg(nuls == 0, "metrics.csv holds %ld NUL bytes", nuls);
+    ck_assert_int_gt(grown, size);
+    ck_assert_int_gt(rows_after, rows_before);
+    ck_assert_int_eq(count_event_files(dir), 1);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    frl_config_destroy(cfg);
+    fixture_finish(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("alloc_fail");
@@ -503,6 +620,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, sweep_one, 0, NUM_SCENARIOS);
     tcase_add_test(tc, stepping_allocates_nothing);
+    tcase_add_test(tc, set_output_same_dir_fails_cleanly);
     suite_add_tcase(s, tc);
     return frl_test_run(s);
 }

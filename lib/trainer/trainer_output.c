@@ -129,6 +129,10 @@ static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_
     char path[4096];
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     frl_status st = write_settings(t, dir);
+    /* The event file first: metrics.csv may be the file the run writes now (dir as
+     * before), and "w" empties it, so nothing that can still fail comes after that. */
+    if (st == FRL_OK)
+        st = frl_tfevents_open(tb, dir, &t->rt->alloc, t->err);
     /* A resumed run (loaded, updates done) appends to the metrics of the run it
      * continues; a created one's rows are its own, whatever it has done already. */
     int append = t->resumed && t->book.pr.updates > 0;
@@ -139,8 +143,6 @@ static frl_status open_outputs(frl_trainer *t, const char *dir, FILE **csv, frl_
     /* flushed, so a file that cannot be written is refused here, not at an update */
     if (st == FRL_OK && ftell(*csv) == 0 && (fputs(csv_header, *csv) < 0 || fflush(*csv) != 0))
         st = frl_fail(t->err, FRL_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-    if (st == FRL_OK)
-        st = frl_tfevents_open(tb, dir, &t->rt->alloc, t->err);
     return st;
 }
 
@@ -183,6 +185,8 @@ static frl_status replace_outputs(frl_trainer *t, const char *dir)
     if (st != FRL_OK) {
         if (csv)
             fclose(csv);
+        if (tb) /* only its version record: no file left of a call that failed */
+            unlink(frl_tfevents_path(tb));
         frl_tfevents_close(tb);
         return frl_fail_msg(NULL, st, t->err);
     }

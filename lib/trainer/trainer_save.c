@@ -360,10 +360,11 @@ static frl_status load_settings(frl_runtime *rt, const frl_container *c, const f
     frl_status st = text_of(c, "trainer.env", env, FRL_ENV_NAME_MAX, err);
     if (st == FRL_OK)
         st = text_of(c, "trainer.settings", text, sizeof text, err);
-    if (st == FRL_OK)
-        st = frl_config_create(out, &rt->alloc);
     if (st != FRL_OK)
         return st;
+    /* The message the caller reports is err's, so the allocator's failure goes there. */
+    if ((st = frl_config_create(out, &rt->alloc)) != FRL_OK)
+        return frl_fail_msg(err, st, frl_last_error());
     if (frl_config_parse(*out, text) != FRL_OK) {
         frl_fail(err, FRL_ERR_FORMAT, "trainer.settings: %s", frl_config_last_error(*out));
         frl_config_destroy(*out);
@@ -731,7 +732,7 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
 static frl_status load_path(frl_trainer **out, frl_runtime *rt, const char *path,
                             const load_job *j)
 {
-    char err[FRL_ERRMSG_SIZE];
+    char err[FRL_ERRMSG_SIZE] = "";
     frl_container *c;
     frl_status st = frl_container_read(&c, path, &rt->alloc, err);
     if (st != FRL_OK)
