@@ -573,8 +573,9 @@ typedef struct frl_mujoco_callbacks {
                   const float *action, float *reward, uint8_t *terminated);
     /* A new episode's initial state: called after mj_resetData to change data (qpos,
      * qvel, a target's position, ...), drawing from seed; mj_forward follows. Optional
-     * (NULL: the model's initial state). A qpos or qvel left NaN or infinite fails the
-     * reset, naming the value, as does a warning from MuJoCo in that mj_forward. */
+     * (NULL: the model's initial state). A value of the state left NaN or infinite
+     * (qpos, qvel, act, ctrl, applied forces, mocap, userdata, time) fails the reset,
+     * naming it, as does a warning from MuJoCo in that mj_forward. */
     int (*reset)(void *user, int32_t env, const void *model, void *data, uint64_t seed);
     /* What env.randomize_mass, env.randomize_friction and env.randomize_damping apply
      * to: NULL-terminated lists of the model's body, geom and joint names (a joint's

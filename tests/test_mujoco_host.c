@@ -633,30 +633,50 @@ static int observe_qpos(void *user, int32_t env, const void *model, const void *
     return 0;
 }
 
+/* Which value nan_reset leaves not finite: 0 qvel[0], 1 userdata[0] (a "closest so
+ * far" start of +inf), 2 xfrc_applied[6], 3 mocap_quat[2]. */
+static int nan_part;
+
 static int nan_reset(void *user, int32_t env, const void *model, void *data, uint64_t seed)
 {
     mjData *d = data;
     (void)user, (void)env, (void)model, (void)seed;
-    d->qvel[0] = NAN;
+    if (nan_part == 0)
+        d->qvel[0] = NAN;
+    else if (nan_part == 1)
+        d->userdata[0] = INFINITY;
+    else if (nan_part == 2)
+        d->xfrc_applied[6] = NAN;
+    else
+        d->mocap_quat[2] = NAN;
     return 0;
 }
 
-/* A reset callback that leaves qpos or qvel not finite is the host's error, named: the
- * reset succeeded (the observe reads qpos only) and every first step was a simulation
- * fault instead, the run going on with one-step episodes and log lines. */
+/* A reset callback that leaves a value of the state not finite is the host's error,
+ * named. Else the reset succeeded (the observe reads qpos only) and either every first
+ * step was a simulation fault, the run going on with one-step episodes and log lines
+ * (qvel, an applied force), or get_state failed, so the run could never be saved
+ * (userdata, mocap). */
 START_TEST(test_reset_leaves_nan)
 {
-    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    frl_runtime *rt = frl_test_runtime(1);
-    frl_mujoco_callbacks cb = callbacks(0);
-    cb.observe = observe_qpos;
-    cb.reset = nan_reset;
-    frl_vec_env *v = NULL;
-    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, slider_xml, &cb, &h, 1, 1, NULL), FRL_OK);
-    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_ERR_CALLBACK);
-    expect_error(v, "the host's reset callback left qvel[0] = nan");
-    frl_vec_env_destroy(v);
-    frl_runtime_destroy(rt);
+    static const char *const named[] = {"qvel[0] = nan", "userdata[0] = inf",
+                                        "xfrc_applied[6] = nan", "mocap_quat[2] = nan"};
+    for (nan_part = 0; nan_part < 4; nan_part++) {
+        host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+        frl_runtime *rt = frl_test_runtime(1);
+        frl_mujoco_callbacks cb = callbacks(0);
+        cb.observe = observe_qpos;
+        cb.reset = nan_reset;
+        frl_vec_env *v = NULL;
+        ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, target_xml, &cb, &h, 1, 1, NULL),
+                         FRL_OK);
+        ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_ERR_CALLBACK);
+        char want[96];
+        snprintf(want, sizeof want, "the host's reset callback left %s", named[nan_part]);
+        expect_error(v, want);
+        frl_vec_env_destroy(v);
+        frl_runtime_destroy(rt);
+    }
 }
 END_TEST
 

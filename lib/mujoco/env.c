@@ -191,21 +191,39 @@ typedef struct env_call {
     int faulted;
 } env_call;
 
-/* A host's reset that left qpos or qvel not finite: its error, naming the first such
- * value (else the reset succeeded and its first step was taken for a simulation fault,
- * episode after episode). */
+/* A host's reset that left a value of the state not finite: its error, naming the first
+ * such value. Else the reset succeeded and either its first step was taken for a
+ * simulation fault, episode after episode (qpos, qvel, applied forces), or the next
+ * get_state failed, so no checkpoint could be written (a NaN in userdata). */
 static int host_reset_finite(mjt_env *e)
 {
+    const mjModel *m = e->m;
     const mjData *d = e->d;
-    int nq = e->m->nq, nv = e->m->nv;
-    for (int i = 0; i < nq + nv; i++) {
-        double x = i < nq ? d->qpos[i] : d->qvel[i - nq];
-        if (isfinite(x))
-            continue;
-        snprintf(e->fault, sizeof e->fault, "%.40s: the host's reset callback left %s[%d] = "
-                 "%g", e->model->name, i < nq ? "qpos" : "qvel", i < nq ? i : i - nq, x);
-        return MJT_HOST_FAILED;
-    }
+    const struct {
+        const char *name;
+        const mjtNum *v;
+        long n;
+    } parts[] = {
+        {"time", &d->time, 1},
+        {"qpos", d->qpos, m->nq},
+        {"qvel", d->qvel, m->nv},
+        {"act", d->act, m->na},
+        {"ctrl", d->ctrl, m->nu},
+        {"qfrc_applied", d->qfrc_applied, m->nv},
+        {"xfrc_applied", d->xfrc_applied, 6L * m->nbody},
+        {"mocap_pos", d->mocap_pos, 3L * m->nmocap},
+        {"mocap_quat", d->mocap_quat, 4L * m->nmocap},
+        {"userdata", d->userdata, m->nuserdata},
+    };
+    for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++)
+        for (long i = 0; i < parts[k].n; i++) {
+            double x = parts[k].v[i];
+            if (isfinite(x))
+                continue;
+            snprintf(e->fault, sizeof e->fault, "%.40s: the host's reset callback left "
+                     "%s[%ld] = %g", e->model->name, parts[k].name, i, x);
+            return MJT_HOST_FAILED;
+        }
     return 0;
 }
 
