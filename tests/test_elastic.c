@@ -446,39 +446,55 @@ START_TEST(resumed_elastic_run_continues_exactly)
 }
 END_TEST
 
-/* A checkpoint whose head block is not finite (a diverged run's, or a corrupted one
- * rewritten with a valid checksum) is refused on resuming, as policy.params is, rather
- * than resumed into sub-policies that act NaN. */
-START_TEST(nonfinite_heads_are_refused)
+/* A copy of the checkpoint at path in path2 with one section's element `at` replaced
+ * by the bytes of *value (size bytes). */
+static void forge_element(const char *path, const char *path2, const char *name, int64_t at,
+                          const void *value, size_t size)
 {
-    frl_runtime *rt = frl_test_runtime(1);
-    frl_trainer *t = train_pendulum(rt, "elastic.full_fraction=0", 2048);
-    char path[64], path2[64], err[FRL_ERRMSG_SIZE];
-    snprintf(path, sizeof path, "/tmp/frl_elastic_n%d.frl", (int)getpid());
-    snprintf(path2, sizeof path2, "/tmp/frl_elastic_m%d.frl", (int)getpid());
-    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
-    frl_trainer_destroy(t);
+    char err[FRL_ERRMSG_SIZE];
     frl_container *c;
     ck_assert_int_eq(frl_container_read(&c, path, NULL, err), FRL_OK);
     int32_t n = frl_container_count(c);
     frl_section *s = calloc((size_t)n, sizeof *s);
-    float *bad = NULL;
+    unsigned char *bad = NULL;
     for (int32_t i = 0; i < n; i++) {
         s[i] = *frl_container_at(c, i);
-        if (!strcmp(s[i].name, "elastic.heads")) {
-            bad = malloc(sizeof(float) * s[i].count);
-            memcpy(bad, s[i].data, sizeof(float) * s[i].count);
-            bad[s[i].count / 2] = NAN;
+        if (!strcmp(s[i].name, name)) {
+            size_t bytes = size * (size_t)s[i].count;
+            bad = malloc(bytes);
+            memcpy(bad, s[i].data, bytes);
+            memcpy(bad + size * (size_t)at, value, size);
             s[i].data = bad;
         }
     }
     ck_assert(bad != NULL);
     ck_assert_int_eq(frl_container_write(path2, NULL, s, n, err), FRL_OK);
     frl_container_free(c);
-    ck_assert_int_eq(frl_trainer_load(&t, rt, path2, NULL), FRL_ERR_FORMAT);
-    ck_assert_msg(strstr(frl_last_error(), "elastic.heads"), "%s", frl_last_error());
     free(bad);
     free(s);
+}
+
+/* A checkpoint whose head block is not finite (a diverged run's, or a corrupted one
+ * rewritten with a valid checksum) is refused on resuming, as policy.params is, rather
+ * than resumed into sub-policies that act NaN. So is an Adam step count beyond 2^53:
+ * INT64_MAX overflowed at the first update (UBSan). */
+START_TEST(nonfinite_heads_are_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_trainer *t = train_pendulum(rt, "elastic.full_fraction=0", 2048);
+    char path[64], path2[64];
+    snprintf(path, sizeof path, "/tmp/frl_elastic_n%d.frl", (int)getpid());
+    snprintf(path2, sizeof path2, "/tmp/frl_elastic_m%d.frl", (int)getpid());
+    ck_assert_int_eq(frl_trainer_save(t, path), FRL_OK);
+    frl_trainer_destroy(t);
+    float nan = NAN;
+    forge_element(path, path2, "elastic.heads", 1, &nan, sizeof nan);
+    ck_assert_int_eq(frl_trainer_load(&t, rt, path2, NULL), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(frl_last_error(), "elastic.heads"), "%s", frl_last_error());
+    int64_t steps = INT64_MAX;
+    forge_element(path, path2, "elastic.state", 1, &steps, sizeof steps);
+    ck_assert_int_eq(frl_trainer_load(&t, rt, path2, NULL), FRL_ERR_FORMAT);
+    ck_assert_msg(strstr(frl_last_error(), "elastic.state"), "%s", frl_last_error());
     unlink(path);
     unlink(path2);
     frl_runtime_destroy(rt);

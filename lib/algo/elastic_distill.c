@@ -437,7 +437,9 @@ frl_status frl_elastic_learner_load(frl_elastic_learner *l, const frl_container 
     if (!st)
         return FRL_ERR_FORMAT;
     const int64_t *v = st->data;
-    if (v[0] < STAGE_FULL || v[0] > STAGE_WIDTH || v[1] < 0)
+    /* No run takes 2^53 steps (the trainer's counters are held to it too); a forged
+     * count beyond would overflow Adam's step arithmetic at the first update. */
+    if (v[0] < STAGE_FULL || v[0] > STAGE_WIDTH || v[1] < 0 || v[1] > ((int64_t)1 << 53))
         return frl_fail(err, FRL_ERR_FORMAT, "elastic.state: stage %lld, step %lld out of range",
                         (long long)v[0], (long long)v[1]);
     /* The heads are parameters like policy.params, which loading refuses non-finite:
