@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "env/registry.h"
+#include "env/vec_env.h"
 #include "env/vec_env_state.h"
 #include "test_util.h"
 
@@ -117,6 +118,41 @@ START_TEST(forged_sims_refused)
         ck_assert_msg(restore(rt, f->env, path, err) == FRL_OK, "%s: %s", f->env, err);
         frl_vec_env_destroy(v);
     }
+    remove(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* The built-ins that run on callbacks (PixelGrid-v0 here; the ray and MuJoCo tasks
+ * alike) refuse a forged state in their set_state: that is the file's fault too, so
+ * FRL_ERR_FORMAT, not the FRL_ERR_CALLBACK of a host's refusal (frl_trainer_load gave
+ * it, which its table does not list). */
+START_TEST(forged_callback_builtin_state_refused)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], err[FRL_ERRMSG_SIZE];
+    snprintf(path, sizeof path, "/tmp/frl_sim_restore_c%d", (int)getpid());
+    frl_vec_env *v = started(rt, "PixelGrid-v0", 4);
+    frl_section sec[FRL_VEC_ENV_SECTIONS];
+    int32_t n = 0;
+    frl_vec_env_snap snap;
+    ck_assert_int_eq(frl_vec_env_snapshot(v, &snap, sec, &n, err), FRL_OK);
+    double states[N * 64];
+    int found = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (strcmp(sec[i].name, "env.states") == 0) {
+            ck_assert(sec[i].count <= (int64_t)(sizeof states / sizeof states[0]));
+            memcpy(states, sec[i].data, sizeof(double) * (size_t)sec[i].count);
+            found = 1;
+        }
+    frl_vec_env_snap_free(&snap);
+    ck_assert(found);
+    states[0] = 3.5e38;
+    save_with(v, "env.states", states, path);
+    frl_status st = restore(rt, "PixelGrid-v0", path, err);
+    ck_assert_msg(st == FRL_ERR_FORMAT, "%s: %s", frl_status_name(st), err);
+    ck_assert_msg(strstr(err, "the saved state of env 0"), "%s", err);
+    frl_vec_env_destroy(v);
     remove(path);
     frl_runtime_destroy(rt);
 }
@@ -235,6 +271,7 @@ int main(void)
     tcase_add_test(tc, forged_sims_refused);
     tcase_add_test(tc, every_class_checks);
     tcase_add_test(tc, forged_elapsed_refused);
+    tcase_add_test(tc, forged_callback_builtin_state_refused);
     tcase_add_test(tc, restored_run_continues_identically);
     suite_add_tcase(s, tc);
     return frl_test_run(s);

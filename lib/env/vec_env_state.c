@@ -218,6 +218,11 @@ static frl_status write_host_states(frl_vec_env *v, const uint8_t *needs_reset,
             v->has_reset = 0;
             char msg[FRL_ERRMSG_SIZE]; /* a library env's own reason (a ray env's map) */
             frl_vec_env_callback_failed(v, i, "set_state", rc, msg);
+            /* A built-in's (made by name: a pixel, ray or MuJoCo task) refusal is the
+             * file's fault, not a host's: said as a saved simulator it cannot be in. */
+            if (frl_vec_env_builtin_name(v))
+                return frl_fail(err, FRL_ERR_FORMAT, "the saved state of env %d: %.200s",
+                                (int)i, msg);
             return frl_fail(err, FRL_ERR_CALLBACK, "env %d: %.200s", (int)i, msg);
         }
     }
