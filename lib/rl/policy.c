@@ -1282,6 +1282,17 @@ frl_status frl_policy_create_seeded(frl_policy **out, frl_runtime *rt, const frl
     return frl_policy_create_checked(out, rt, cfg, obs, act, seed, -1, who);
 }
 
+/* Loading a file (expect_params >= 0): spaces and settings it holds that no policy can
+ * have (policy.head=q over a box, an image action space) are the file's fault, so
+ * FRL_ERR_FORMAT; what the runtime cannot give (memory, open_device's refusals) keeps
+ * its own status. */
+static frl_status refused_content(int64_t expect_params, frl_status st)
+{
+    if (expect_params < 0 || st == FRL_ERR_NOMEM || st == FRL_ERR_FORMAT)
+        return st;
+    return frl_fail_msg(NULL, FRL_ERR_FORMAT, frl_last_error());
+}
+
 frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
                                      const frl_space *obs, const frl_space *act, uint64_t seed,
                                      int64_t expect_params, const char *who)
@@ -1293,7 +1304,7 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
         return frl_fail(NULL, FRL_ERR_NULL, "%s: runtime is NULL", who);
     frl_status st = check_spaces(NULL, obs, act, who);
     if (st != FRL_OK)
-        return st;
+        return refused_content(expect_params, st);
     frl_policy *p = frl_alloc(&rt->alloc, sizeof *p, FRL_CACHE_LINE);
     if (!p)
         return frl_fail(NULL, FRL_ERR_NOMEM, "%s: out of memory", who);
@@ -1304,8 +1315,11 @@ frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const fr
         frl_free(&rt->alloc, p);
         return frl_fail(NULL, FRL_ERR_THREAD, "%s: cannot initialise a mutex", who);
     }
-    if ((st = setup(p, cfg, obs, act, who)) != FRL_OK ||
-        (st = open_device(p, who)) != FRL_OK) {
+    if ((st = setup(p, cfg, obs, act, who)) != FRL_OK)
+        st = refused_content(expect_params, st);
+    else
+        st = open_device(p, who);
+    if (st != FRL_OK) {
         frl_policy_destroy(p);
         return st;
     }

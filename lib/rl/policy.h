@@ -219,7 +219,8 @@ frl_status frl_policy_create_seeded(frl_policy **out, frl_runtime *rt, const frl
                                     const char *who);
 
 /* The same, failing with FRL_ERR_FORMAT before allocating if the layout does not have
- * expect_params parameters (for loading files). */
+ * expect_params parameters (for loading files; expect_params >= 0), and then also when
+ * the spaces or settings are ones no policy can have. */
 frl_status frl_policy_create_checked(frl_policy **out, frl_runtime *rt, const frl_config *cfg,
                                      const frl_space *obs, const frl_space *act, uint64_t seed,
                                      int64_t expect_params, const char *who);

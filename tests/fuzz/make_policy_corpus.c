@@ -186,6 +186,11 @@ static void section_corruptions(void)
             "no=such x");
     corrupt("ok_policy_discrete", "format_settings_hidden", "policy.settings", FRL_DTYPE_TEXT, 22,
             "policy.hidden=64,64,64");
+    /* settings no policy of its spaces can have: a Q head over the box actions (it was
+     * FRL_ERR_UNSUPPORTED, a status that says the runtime cannot host a good file) */
+    static const char head_q[] = "policy.hidden=12 policy.activation=elu policy.head=q";
+    corrupt("ok_policy_gaussian", "format_settings_head_q", "policy.settings", FRL_DTYPE_TEXT,
+            sizeof head_q - 1, head_q);
     corrupt("ok_policy_discrete", "format_ids_short", "policy.ids", FRL_DTYPE_U64, 1, params);
     corrupt("ok_policy_discrete", "format_norm_missing", "policy.obsnorm", FRL_DTYPE_F64, 3, params);
 }
