@@ -956,7 +956,8 @@ FRL_API frl_status frl_evo_ask(frl_evo *evo, float *params, int64_t count);
 /* The fitness of each member asked for (count must be P). A non-finite fitness is
  * FRL_ERR_NONFINITE naming the member; tell before ask (or a second tell of one
  * generation) is FRL_ERR_STATE; GA: FRL_ERR_RANGE where a member's fitness sum would pass
- * a double's range, FRL_ERR_NOMEM where the genomes cannot grow (a seed a generation). The
+ * a double's range, FRL_ERR_NOMEM where the genomes cannot grow (a seed a generation); ES:
+ * FRL_ERR_NONFINITE where the update would leave float's range (a diverged centre). The
  * optimiser is unchanged on any failure. */
 FRL_API frl_status frl_evo_tell(frl_evo *evo, const double *fitness, int32_t count);
 /* The parameters to keep (count floats, num_params): ES's centre; GA's best member of the

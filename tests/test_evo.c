@@ -616,6 +616,40 @@ START_TEST(huge_fitnesses)
 }
 END_TEST
 
+/* A centre of 1e30s (a diverged run, or a host's initial vector) with weight decay: the
+ * update's second moment leaves float's range. The tell is FRL_ERR_NONFINITE with the
+ * optimiser unchanged; it had returned FRL_OK with v = inf (and theta NaN later), and
+ * every save then failed. */
+START_TEST(es_diverging_update_refused)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/frl_evo_div_%d.frl", (int)getpid());
+    frl_runtime *rt = frl_test_runtime(1);
+    frl_config *cfg = frl_test_settings("train.algo=es es.population=8 es.sigma=0.1 es.lr=0.1 "
+                                        "es.noise_floats=4096 es.weight_decay=0.01");
+    float init[N], before[N], after[N], x[8 * N];
+    double f[8];
+    for (int j = 0; j < N; j++)
+        init[j] = 1e30f;
+    frl_evo *e = NULL;
+    ck_assert_int_eq(frl_evo_create(&e, rt, cfg, N, init), FRL_OK);
+    ck_assert_int_eq(frl_evo_best(e, before, N, NULL), FRL_OK);
+    ck_assert_int_eq(frl_evo_ask(e, x, 8 * N), FRL_OK);
+    for (int i = 0; i < 8; i++)
+        f[i] = i;
+    ck_assert_int_eq(frl_evo_tell(e, f, 8), FRL_ERR_NONFINITE);
+    ck_assert_msg(strstr(frl_last_error(), "diverged"), "%s", frl_last_error());
+    ck_assert_int_eq(frl_evo_generation(e), 0);
+    ck_assert_int_eq(frl_evo_best(e, after, N, NULL), FRL_OK);
+    ck_assert_int_eq(memcmp(before, after, sizeof before), 0);
+    ck_assert_int_eq(frl_evo_save(e, path), FRL_OK);
+    remove(path);
+    frl_evo_destroy(e);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(ga_genomes_rebuild)
 {
     frl_runtime *rt = frl_test_runtime(2);
@@ -1368,6 +1402,7 @@ static Suite *suite(void)
     tcase_add_test(c, es_ask_tell);
     tcase_add_test(c, es_ties_move_nothing);
     tcase_add_test(c, huge_fitnesses);
+    tcase_add_test(c, es_diverging_update_refused);
     tcase_add_test(c, ga_genomes_rebuild);
     tcase_add_test(c, save_load);
     tcase_add_test(c, run_callback);

@@ -137,29 +137,48 @@ static int grad_chunk(void *user, int32_t task, int32_t thread)
     return 0;
 }
 
-/* Adam (beta1 0.9, beta2 0.999, eps 1e-8, OpenAI-ES's) minimising -g + wd theta. */
-static void adam_step(frl_evo *e)
+/* Adam (beta1 0.9, beta2 0.999, eps 1e-8, OpenAI-ES's) minimising -g + wd theta: the
+ * new m, v and theta of element k, as the floats they are kept in. */
+static void adam_element(const frl_evo *e, double a, int64_t k, float *m, float *v, float *theta)
 {
-    frl_es *s = &e->es;
-    s->adam_t++;
-    double a = s->lr * sqrt(1.0 - pow(0.999, (double)s->adam_t)) /
-               (1.0 - pow(0.9, (double)s->adam_t));
-    for (int64_t k = 0; k < e->n; k++) {
-        double d = -s->grad[k] + s->weight_decay * e->theta[k];
-        double m = 0.9 * s->m[k] + 0.1 * d, v = 0.999 * s->v[k] + 0.001 * d * d;
-        s->m[k] = (float)m;
-        s->v[k] = (float)v;
-        e->theta[k] = (float)(e->theta[k] - a * m / (sqrt(v) + 1e-8));
-    }
+    const frl_es *s = &e->es;
+    double d = -s->grad[k] + s->weight_decay * e->theta[k];
+    double mk = 0.9 * s->m[k] + 0.1 * d, vk = 0.999 * s->v[k] + 0.001 * d * d;
+    *m = (float)mk;
+    *v = (float)vk;
+    *theta = (float)(e->theta[k] - a * mk / (sqrt(vk) + 1e-8));
 }
 
-void frl_es_tell(frl_evo *e, const double *fitness)
+/* The step, or FRL_ERR_NONFINITE with nothing changed when a value would leave float's
+ * range (a centre of 1e30s, a diverged run): the first pass checks, the second writes
+ * the same arithmetic, so a refused generation keeps the optimiser as it was. */
+static frl_status adam_step(frl_evo *e)
+{
+    frl_es *s = &e->es;
+    int64_t t = s->adam_t + 1;
+    double a = s->lr * sqrt(1.0 - pow(0.999, (double)t)) / (1.0 - pow(0.9, (double)t));
+    float m, v, theta;
+    for (int64_t k = 0; k < e->n; k++) {
+        adam_element(e, a, k, &m, &v, &theta);
+        if (!isfinite(m) || !isfinite(v) || !isfinite(theta))
+            return frl_fail(e->err, FRL_ERR_NONFINITE, "frl_evo_tell: ES's update of parameter "
+                            "%lld is not finite (the centre %g, its gradient %g): the run "
+                            "diverged; the optimiser is unchanged", (long long)k,
+                            (double)e->theta[k], s->grad[k]);
+    }
+    for (int64_t k = 0; k < e->n; k++)
+        adam_element(e, a, k, &s->m[k], &s->v[k], &e->theta[k]);
+    s->adam_t = t;
+    return FRL_OK;
+}
+
+frl_status frl_es_tell(frl_evo *e, const double *fitness)
 {
     frl_es *s = &e->es;
     frl_evo_centred_ranks(fitness, e->P, e->rank, s->order, s->weight);
     int32_t chunks = (int32_t)((e->n + GRAD_CHUNK - 1) / GRAD_CHUNK);
     frl_pool_run(e->rt->pool, chunks, grad_chunk, e, NULL);
-    adam_step(e);
+    return adam_step(e);
 }
 
 void frl_es_sections(const frl_evo *e, frl_section *sec, int32_t *n)

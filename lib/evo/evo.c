@@ -239,9 +239,8 @@ FRL_API frl_status frl_evo_tell(frl_evo *e, const double *fitness, int32_t count
         if (!isfinite(fitness[i]))
             return frl_fail(e->err, FRL_ERR_NONFINITE, "%s: fitness[%d] is not finite; the "
                             "optimiser is unchanged", who, (int)i);
-    if (is_es(e))
-        frl_es_tell(e, fitness);
-    else if ((st = frl_ga_tell(e, fitness)) != FRL_OK)
+    st = is_es(e) ? frl_es_tell(e, fitness) : frl_ga_tell(e, fitness);
+    if (st != FRL_OK)
         return frl_fail_msg(NULL, st, e->err);
     fitness_stats(e, fitness);
     e->generation++;

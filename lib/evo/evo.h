@@ -73,7 +73,8 @@ frl_status frl_es_init(frl_evo *e, const frl_config *cfg);
 /* The noise table drawn from e->seed (after a restore adopted another seed). */
 void frl_es_fill_noise(frl_evo *e);
 void frl_es_ask(frl_evo *e, float *params);
-void frl_es_tell(frl_evo *e, const double *fitness);
+/* FRL_ERR_NONFINITE (in e->err) with the optimiser unchanged when the step diverges. */
+frl_status frl_es_tell(frl_evo *e, const double *fitness);
 void frl_es_free(frl_evo *e);
 size_t frl_es_bytes(const frl_config *cfg, int64_t n);
 
