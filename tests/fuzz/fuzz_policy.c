@@ -15,12 +15,14 @@
 
 #define require(ok, what) fuzz_require((ok), "fuzz_policy", (what))
 
-/* Act once on zeros; an accepted policy must manage it. */
+/* Act once on zeros; an accepted policy must manage it, or say FRL_ERR_NONFINITE: finite
+ * weights as large as 1e34 may overflow a layer, which act refuses (api.md), and the
+ * loader takes any finite weight. Image policies are a few 10K values wide. */
 static void exercise(frl_policy *p)
 {
     int64_t w = frl_space_n(frl_policy_observation_space(p));
     int64_t a = frl_space_n(frl_policy_action_space(p));
-    require(w >= 1 && w <= 4096 && a >= 1 && a <= 4096, "space sizes");
+    require(w >= 1 && w <= (1 << 22) && a >= 1 && a <= 65536, "space sizes");
     int64_t sw = frl_policy_state_size(p);
     require(sw >= 0 && sw <= 1 << 20, "state size");
     float *obs = calloc((size_t)w, sizeof(float)), *act = calloc((size_t)a, sizeof(float));
@@ -37,7 +39,9 @@ static void exercise(frl_policy *p)
     args.values = &v;
     args.state = state;
     args.state_width = sw;
-    require(obs && act && state && frl_policy_act(p, &args) == FRL_OK, "act on a loaded policy");
+    require(obs && act && state, "memory for acting");
+    frl_status st = frl_policy_act(p, &args);
+    require(st == FRL_OK || st == FRL_ERR_NONFINITE, "act on a loaded policy");
     free(obs);
     free(act);
     free(state);
