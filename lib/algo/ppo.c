@@ -645,6 +645,14 @@ static int rvalues_task(void *user, int32_t task, int32_t thread)
 
 static frl_status rvalues(frl_ppo *l, char *err)
 {
+    /* The sequence pass and its bootstrap run over all T steps: a rollout cut short
+     * (dist.preempt) would bootstrap from a state pushed through rows it never stepped.
+     * ddppo refuses recurrent policies (init_groups), so none reaches here; said, not
+     * silently wrong, if that refusal is ever lifted without this. */
+    if (steps_in(l) != l->T)
+        return frl_fail(err, FRL_ERR_INTERNAL, "PPO values: a recurrent policy's rollout "
+                        "was cut short (%d of %d steps), which its sequences do not take",
+                        (int)steps_in(l), (int)l->T);
     int32_t failed, tasks = (l->B + l->value_cols - 1) / l->value_cols;
     compute_starts(l);
     if (frl_pool_run(l->rt->pool, tasks, rvalues_task, l, &failed) != 0)
