@@ -974,6 +974,21 @@ START_TEST(preempted_rows_after_the_cut_are_not_read)
         for (int32_t i = CUT * ENVS; i < FULL * ENVS; i++)
             ck_assert_msg(a.l.log_ratio[i] == 0.0f, "row %d: %g", (int)i,
                           (double)a.l.log_ratio[i]);
+        /* Other bytes in the rows after the cut change nothing the cut rollout uses: its
+         * values and the bootstrap values (a recurrent state stops at the cut). */
+        float v[CUT * ENVS], boot[ENVS];
+        memcpy(v, frl_ring_at(a.ring, 0, FRL_RING_VALUES), sizeof v);
+        memcpy(boot, a.l.vboot, sizeof boot);
+        float *obs = frl_ring_at(a.ring, 0, FRL_RING_OBSERVATIONS);
+        uint8_t *reset = frl_ring_at(a.ring, 0, FRL_RING_RESET_STEPS);
+        for (int32_t i = CUT * ENVS * a.p->obs_w; i < FULL * ENVS * a.p->obs_w; i++)
+            obs[i] = 1.5f;
+        memset(reset + CUT * ENVS, 1, (FULL - CUT) * ENVS);
+        ck_assert_msg(frl_ppo_values(&a.l, 0, err) == FRL_OK, "%s", err);
+        ck_assert(memcmp(v, frl_ring_at(a.ring, 0, FRL_RING_VALUES), sizeof v) == 0);
+        for (int32_t b = 0; b < ENVS; b++)
+            ck_assert_msg(a.l.vboot[b] == boot[b], "%s: column %d bootstraps from %g, then %g",
+                          settings[k], (int)b, (double)boot[b], (double)a.l.vboot[b]);
         teardown(&a);
     }
 }

@@ -558,12 +558,12 @@ typedef struct rshard {
     float *step_ws;    /* the bootstrap step's workspace */
 } rshard;
 
-/* A workspace of rshard_floats laid out for cols (<= ws_cols) columns. */
-static void rshard_layout(const frl_ppo *l, float *ws, int32_t cols, rshard *r)
+/* A workspace of rshard_floats laid out for cols (<= ws_cols) columns of T (<= l->T) steps. */
+static void rshard_layout(const frl_ppo *l, float *ws, int32_t T, int32_t cols, rshard *r)
 {
     const frl_policy *p = l->p;
     size_t wc = (size_t)l->ws_cols;
-    frl_policy_rnn_seq_layout(p, l->T, cols, 1, ws, &r->f);
+    frl_policy_rnn_seq_layout(p, T, cols, 1, ws, &r->f);
     float *g = ws + frl_policy_rnn_seq_floats(p, l->T, l->ws_cols, 1);
     shard_bufs(l, g, &r->sb);
     g += gather_floats(p, l->buf_rows);
@@ -600,15 +600,17 @@ static void compute_starts(frl_ppo *l)
     memcpy(l->starts + B, reset, B * (size_t)(l->T - 1));
 }
 
-/* Values (and the log-ratios of V-trace or decoupled PPO) of columns [c0, c0 + n), then their bootstrap values
- * from the states the rollout ended in. */
-static void rvalues_cols(frl_ppo *l, int32_t c0, int32_t n, rshard *r)
+/* Values (and the log-ratios of V-trace or decoupled PPO) of columns [c0, c0 + n), then their
+ * bootstrap values from the states the rollout ended in. A preempted rollout (dist.preempt)
+ * ended after T < l->T steps: the pass stops there, so its bootstrap state never passes
+ * through the unwritten rows after the cut, and those rows' values and ratios are zero. */
+static void rvalues_cols(frl_ppo *l, int32_t c0, int32_t n, int32_t T, rshard *r)
 {
     const frl_policy *p = l->p;
     const float *obs = frl_ring_at(l->ring, l->slot, FRL_RING_OBSERVATIONS);
     float *v = frl_ring_at(l->ring, l->slot, FRL_RING_VALUES);
     size_t ow = (size_t)p->obs_w, B = (size_t)l->B;
-    for (int32_t t = 0; t < l->T; t++)
+    for (int32_t t = 0; t < T; t++)
         memcpy(r->sb.obs + (size_t)t * (size_t)n * ow, obs + ((size_t)t * B + (size_t)c0) * ow,
                sizeof(float) * (size_t)n * ow);
     column_inputs(l, NULL, c0, n, r);
@@ -617,13 +619,13 @@ static void rvalues_cols(frl_ppo *l, int32_t c0, int32_t n, rshard *r)
     for (int32_t t = 0; t < l->T; t++)
         for (int32_t j = 0; j < n; j++) {
             int32_t i = t * l->B + c0 + j, k = t * n + j;
-            v[i] = r->f.value[k];
+            v[i] = t < T ? r->f.value[k] : 0.0f;
             if (wants_log_ratio(l))
-                set_log_ratio(l, r->f.out + (size_t)k * (size_t)p->out_w, i);
+                set_log_ratio(l, t < T ? r->f.out + (size_t)k * (size_t)p->out_w : NULL, i);
         }
     frl_policy_rnn_seq_final_state(p, &r->f, r->state0);
     const uint8_t *last = (const uint8_t *)frl_ring_at(l->ring, l->slot, FRL_RING_RESET_STEPS) +
-                          (size_t)(l->T - 1) * B + (size_t)c0;
+                          (size_t)(T - 1) * B + (size_t)c0;
     const float *boot = (const float *)frl_ring_at(l->ring, l->slot, FRL_RING_BOOTSTRAP_OBS) +
                         (size_t)c0 * ow;
     float *out, *value;
@@ -638,21 +640,13 @@ static int rvalues_task(void *user, int32_t task, int32_t thread)
     int32_t c0 = task * l->value_cols;
     int32_t n = l->B - c0 < l->value_cols ? l->B - c0 : l->value_cols;
     rshard r;
-    rshard_layout(l, l->ws[thread], n, &r);
-    rvalues_cols(l, c0, n, &r);
+    rshard_layout(l, l->ws[thread], steps_in(l), n, &r);
+    rvalues_cols(l, c0, n, steps_in(l), &r);
     return 0;
 }
 
 static frl_status rvalues(frl_ppo *l, char *err)
 {
-    /* The sequence pass and its bootstrap run over all T steps: a rollout cut short
-     * (dist.preempt) would bootstrap from a state pushed through rows it never stepped.
-     * ddppo refuses recurrent policies (init_groups), so none reaches here; said, not
-     * silently wrong, if that refusal is ever lifted without this. */
-    if (steps_in(l) != l->T)
-        return frl_fail(err, FRL_ERR_INTERNAL, "PPO values: a recurrent policy's rollout "
-                        "was cut short (%d of %d steps), which its sequences do not take",
-                        (int)steps_in(l), (int)l->T);
     int32_t failed, tasks = (l->B + l->value_cols - 1) / l->value_cols;
     compute_starts(l);
     if (frl_pool_run(l->rt->pool, tasks, rvalues_task, l, &failed) != 0)
@@ -670,7 +664,7 @@ static int rshard_task(void *user, int32_t task, int32_t thread)
     int32_t rows = l->mb_rows - first < l->shard_rows ? l->mb_rows - first : l->shard_rows;
     int32_t n = rows / l->T;
     rshard r;
-    rshard_layout(l, l->ws[thread], n, &r);
+    rshard_layout(l, l->ws[thread], l->T, n, &r);
     gather(l, l->mb + first, rows, &r.sb);
     column_inputs(l, l->mb + first, 0, n, &r); /* step 0's rows are the columns' indices */
     frl_policy_rnn_seq_forward(p, p->params, r.sb.obs, r.state0, r.starts, &r.f,
