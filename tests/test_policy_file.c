@@ -289,6 +289,21 @@ START_TEST(nul_in_a_text_section_is_refused)
 }
 END_TEST
 
+/* A policy file's settings with a NUL inside were parsed up to it, and the keys after it
+ * silently dropped (policy.hidden=8 then NUL then policy.hidden=64 loaded as 8 units, a
+ * file that says two things): refused, as the trainer's text sections are. */
+START_TEST(nul_in_policy_settings_is_refused)
+{
+    fix f;
+    make(&f, 0, "policy.hidden=8");
+    static const char text[] = "policy.hidden=8\n\0policy.hidden=64\n";
+    rewrite_bytes(f.path, f.bad, "policy.settings", text, sizeof text - 1);
+    expect_format(&f, f.bad, "policy.settings holds a NUL byte");
+    expect_loads(&f, f.path);
+    unmake(&f);
+}
+END_TEST
+
 /* A Gaussian head's log-std beyond +-80 (acting's draws overflow past it, and no policy
  * file holds it) ends the run as diverged at that update, rather than training on until
  * a save fails or something overflows. */
@@ -390,6 +405,7 @@ int main(void)
     tcase_add_test(tc, impala_checkpoint_from_before_loads);
     tcase_add_test(tc, saved_dist_comm_is_dropped);
     tcase_add_test(tc, nul_in_a_text_section_is_refused);
+    tcase_add_test(tc, nul_in_policy_settings_is_refused);
     tcase_add_test(tc, log_std_past_its_bound_is_divergence);
     tcase_add_test(tc, algo_override_names_the_saved_run);
     tcase_add_test(tc, saved_observations_checked);

@@ -255,6 +255,9 @@ static frl_status decode_settings(const frl_section *sec, const frl_allocator *a
     char text[FRL_SETTINGS_MAX];
     if (sec->count >= sizeof text)
         return frl_fail(err, FRL_ERR_FORMAT, "policy settings are too long");
+    /* the parse would stop at a NUL and drop the keys after it, unsaid */
+    if (memchr(sec->data, '\0', sec->count))
+        return frl_fail(err, FRL_ERR_FORMAT, "policy.settings holds a NUL byte");
     memcpy(text, sec->data, sec->count);
     text[sec->count] = '\0';
     frl_status st = frl_config_create(cfg, al);
