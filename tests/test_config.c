@@ -71,6 +71,39 @@ START_TEST(range_type_and_unknown_errors)
 }
 END_TEST
 
+/* A NULL key or output names the call that was made, as its other NULL arguments do
+ * (the messages had said "config key is NULL" and "frl_config_get" whichever it was). */
+static void says(frl_status st, const char *words)
+{
+    ck_assert_int_eq(st, FRL_ERR_NULL);
+    ck_assert_msg(strstr(frl_last_error(), words), "'%s' does not say '%s'", frl_last_error(),
+                  words);
+}
+
+START_TEST(null_arguments_name_the_call)
+{
+    int64_t i;
+    double d;
+    int b;
+    int32_t n;
+    char buf[8];
+    frl_config_key_info info;
+    says(frl_config_set_int(cfg, NULL, 1), "frl_config_set_int: key is NULL");
+    says(frl_config_set_float(cfg, NULL, 1), "frl_config_set_float: key is NULL");
+    says(frl_config_set_bool(cfg, NULL, 1), "frl_config_set_bool: key is NULL");
+    says(frl_config_set(cfg, NULL, "1"), "frl_config_set: key is NULL");
+    says(frl_config_unset(cfg, NULL), "frl_config_unset: key is NULL");
+    says(frl_config_get_int(cfg, NULL, &i), "frl_config_get_int: key is NULL");
+    says(frl_config_get_float(cfg, NULL, &d), "frl_config_get_float: key is NULL");
+    says(frl_config_get_bool(cfg, NULL, &b), "frl_config_get_bool: key is NULL");
+    says(frl_config_get_int_list(cfg, NULL, &i, 1, &n), "frl_config_get_int_list: key is NULL");
+    says(frl_config_get_text(cfg, NULL, buf, sizeof buf), "frl_config_get_text: key is NULL");
+    says(frl_config_describe(NULL, &info), "frl_config_describe: key is NULL");
+    says(frl_config_get_int(cfg, "runtime.seed", NULL), "frl_config_get_int: out is NULL");
+    says(frl_config_get_bool(cfg, "train.norm_adv", NULL), "frl_config_get_bool: out is NULL");
+}
+END_TEST
+
 START_TEST(text_values)
 {
     int64_t v = 0;
@@ -239,6 +272,7 @@ int main(void)
     tcase_add_test(tc, defaults_and_typed_set);
     tcase_add_test(tc, range_type_and_unknown_errors);
     tcase_add_test(tc, text_values);
+    tcase_add_test(tc, null_arguments_name_the_call);
     tcase_add_test(tc, int_text_read_exactly);
     tcase_add_test(tc, int_overflow_is_range);
     tcase_add_test(tc, parse_all_or_nothing);

@@ -141,10 +141,11 @@ static frl_status check_range(char *err, const frl_key_def *d, double v)
     return FRL_OK;
 }
 
-static frl_status lookup(char *err, const char *key, int32_t *index)
+/* who: the public call, named in the NULL key's message as its other arguments are */
+static frl_status lookup(char *err, const char *who, const char *key, int32_t *index)
 {
     if (!key)
-        return frl_fail(err, FRL_ERR_NULL, "config key is NULL");
+        return frl_fail(err, FRL_ERR_NULL, "%s: key is NULL", who);
     *index = frl_key_find(key);
     return *index < 0 ? unknown_key(err, key) : FRL_OK;
 }
@@ -237,7 +238,7 @@ FRL_API frl_status frl_config_set_int(frl_config *cfg, const char *key, int64_t 
     if (!cfg)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_config_set_int: cfg is NULL");
     int32_t k;
-    frl_status st = lookup(cfg->err, key, &k);
+    frl_status st = lookup(cfg->err, "frl_config_set_int", key, &k);
     if (st != FRL_OK)
         return st;
     const frl_key_def *d = &frl_key_defs[k];
@@ -260,7 +261,7 @@ FRL_API frl_status frl_config_set_float(frl_config *cfg, const char *key, double
     if (!cfg)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_config_set_float: cfg is NULL");
     int32_t k;
-    frl_status st = lookup(cfg->err, key, &k);
+    frl_status st = lookup(cfg->err, "frl_config_set_float", key, &k);
     if (st != FRL_OK)
         return st;
     const frl_key_def *d = &frl_key_defs[k];
@@ -275,7 +276,7 @@ FRL_API frl_status frl_config_set_bool(frl_config *cfg, const char *key, int val
     if (!cfg)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_config_set_bool: cfg is NULL");
     int32_t k;
-    frl_status st = lookup(cfg->err, key, &k);
+    frl_status st = lookup(cfg->err, "frl_config_set_bool", key, &k);
     if (st != FRL_OK)
         return st;
     if (frl_key_defs[k].type != FRL_CONFIG_BOOL)
@@ -536,7 +537,7 @@ FRL_API frl_status frl_config_set(frl_config *cfg, const char *key, const char *
         return frl_fail(cfg ? cfg->err : NULL, FRL_ERR_NULL, "frl_config_set: %s is NULL",
                         cfg ? "text" : "cfg");
     int32_t k;
-    frl_status st = lookup(cfg->err, key, &k);
+    frl_status st = lookup(cfg->err, "frl_config_set", key, &k);
     if (st != FRL_OK)
         return st;
     /* Optional keys (default "none") go back to unset when given "none". */
@@ -593,7 +594,7 @@ FRL_API frl_status frl_config_unset(frl_config *cfg, const char *key)
     if (!cfg)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_config_unset: cfg is NULL");
     int32_t k;
-    frl_status st = lookup(cfg->err, key, &k);
+    frl_status st = lookup(cfg->err, "frl_config_unset", key, &k);
     if (st == FRL_OK)
         cfg->set[k] = 0;
     return st;
@@ -621,12 +622,13 @@ static frl_value value_of(const frl_config *cfg, int32_t k)
     return default_values[k];
 }
 
-/* Look up key for a getter; errors go to the thread's last error only (cfg is const). */
-static frl_status get_def(const char *key, const void *out, frl_config_type want, int32_t *k)
+/* Look up key for the getter who; errors go to the thread's last error only (cfg is const). */
+static frl_status get_def(const char *who, const char *key, const void *out,
+                          frl_config_type want, int32_t *k)
 {
     if (!out)
-        return frl_fail(NULL, FRL_ERR_NULL, "frl_config_get: out is NULL");
-    frl_status st = lookup(NULL, key, k);
+        return frl_fail(NULL, FRL_ERR_NULL, "%s: out is NULL", who);
+    frl_status st = lookup(NULL, who, key, k);
     if (st != FRL_OK)
         return st;
     frl_config_type have = frl_key_defs[*k].type;
@@ -639,7 +641,7 @@ static frl_status get_def(const char *key, const void *out, frl_config_type want
 FRL_API frl_status frl_config_get_int(const frl_config *cfg, const char *key, int64_t *out)
 {
     int32_t k;
-    frl_status st = get_def(key, out, FRL_CONFIG_INT, &k);
+    frl_status st = get_def("frl_config_get_int", key, out, FRL_CONFIG_INT, &k);
     if (st == FRL_OK)
         *out = value_of(cfg, k).i;
     return st;
@@ -648,7 +650,7 @@ FRL_API frl_status frl_config_get_int(const frl_config *cfg, const char *key, in
 FRL_API frl_status frl_config_get_float(const frl_config *cfg, const char *key, double *out)
 {
     int32_t k;
-    frl_status st = get_def(key, out, FRL_CONFIG_FLOAT, &k);
+    frl_status st = get_def("frl_config_get_float", key, out, FRL_CONFIG_FLOAT, &k);
     if (st != FRL_OK)
         return st;
     frl_value v = value_of(cfg, k);
@@ -659,7 +661,7 @@ FRL_API frl_status frl_config_get_float(const frl_config *cfg, const char *key, 
 FRL_API frl_status frl_config_get_bool(const frl_config *cfg, const char *key, int *out)
 {
     int32_t k;
-    frl_status st = get_def(key, out, FRL_CONFIG_BOOL, &k);
+    frl_status st = get_def("frl_config_get_bool", key, out, FRL_CONFIG_BOOL, &k);
     if (st == FRL_OK)
         *out = (int)value_of(cfg, k).i;
     return st;
@@ -671,7 +673,7 @@ FRL_API frl_status frl_config_get_int_list(const frl_config *cfg, const char *ke
     int32_t k;
     if (!count)
         return frl_fail(NULL, FRL_ERR_NULL, "frl_config_get_int_list: count is NULL");
-    frl_status st = get_def(key, out, FRL_CONFIG_INT_LIST, &k);
+    frl_status st = get_def("frl_config_get_int_list", key, out, FRL_CONFIG_INT_LIST, &k);
     if (st != FRL_OK)
         return st;
     frl_int_list l = value_of(cfg, k).list;
@@ -716,7 +718,7 @@ FRL_API frl_status frl_config_get_text(const frl_config *cfg, const char *key, c
     if (size == 0)
         return frl_fail(NULL, FRL_ERR_SIZE, "config key '%s': buffer size is 0",
                         key ? key : "(null)");
-    frl_status st = lookup(NULL, key, &k);
+    frl_status st = lookup(NULL, "frl_config_get_text", key, &k);
     if (st != FRL_OK)
         return st;
     const frl_key_def *d = &frl_key_defs[k];
@@ -759,7 +761,7 @@ FRL_API frl_status frl_config_describe(const char *key, frl_config_key_info *inf
                         "frl_config_describe: info->struct_size %zu is too small (set it to "
                         "sizeof(frl_config_key_info))",
                         info->struct_size);
-    frl_status st = lookup(NULL, key, &k);
+    frl_status st = lookup(NULL, "frl_config_describe", key, &k);
     if (st != FRL_OK)
         return st;
     const frl_key_def *d = &frl_key_defs[k];
