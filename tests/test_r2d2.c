@@ -734,6 +734,40 @@ START_TEST(resume_with_another_buffer)
 }
 END_TEST
 
+/* A run saved without its replay continues from an empty one whatever it is resumed
+ * with (doc/dqn.md, train.save_replay), and saves it from then on if that is true: with
+ * train.save_replay=true (the default) the load once asked the file for the
+ * r2d2.priorities a replay-less save never writes, and refused it. */
+START_TEST(resume_without_replay_then_keep_it)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    char path[64], bad[72];
+    forged_paths("frl_r2d2_norep", path, bad);
+    char text[1024];
+    snprintf(text, sizeof text, "%s train.save_replay=false", resume_settings);
+    frl_trainer *a;
+    ck_assert_int_eq(create_builtin(rt, "CartPoleNoVel-v1", text, &a), FRL_OK);
+    ck_assert_msg(frl_trainer_train(a, 600) == FRL_OK, "%s", frl_trainer_last_error(a));
+    ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
+    frl_trainer_destroy(a);
+    frl_config *over = frl_test_settings("train.save_replay=true");
+    ck_assert_msg(frl_trainer_load(&a, rt, path, over) == FRL_OK, "%s", frl_last_error());
+    frl_config_destroy(over);
+    ck_assert_int_eq(a->store.replay->filled, 0);
+    ck_assert_msg(frl_trainer_train(a, 1200) == FRL_OK, "%s", frl_trainer_last_error(a));
+    int64_t filled = a->store.replay->filled;
+    ck_assert_int_gt(filled, 0);
+    ck_assert_int_eq(frl_trainer_save(a, path), FRL_OK);
+    frl_trainer_destroy(a);
+    ck_assert_msg(frl_trainer_load(&a, rt, path, NULL) == FRL_OK, "%s", frl_last_error());
+    ck_assert_int_eq(a->store.replay->filled, filled);
+    ck_assert_msg(frl_trainer_train(a, 1400) == FRL_OK, "%s", frl_trainer_last_error(a));
+    frl_trainer_destroy(a);
+    unlink(path);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 static void huge_r2d2_updates(void *data, uint64_t count, void *user)
 {
     (void)count, (void)user;
@@ -901,6 +935,7 @@ int main(void)
     tcase_add_test(resume, resume_with_another_alpha);
     tcase_add_test(resume, resume_with_longer_sequences);
     tcase_add_test(resume, resume_with_another_buffer);
+    tcase_add_test(resume, resume_without_replay_then_keep_it);
     tcase_add_test(resume, async_resume);
     tcase_add_test(learning, learns_memory_probe);
     TCase *all[] = {units, resume, learning};

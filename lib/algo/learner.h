@@ -146,8 +146,11 @@ struct frl_learner {
     frl_learner_nets nets;
     void *impl;             /* the algorithm's own state */
     /* While a checkpoint loads: the train.per_alpha its saved settings name (NaN: none),
-     * the exponent of priorities saved before files recorded theirs. */
+     * the exponent of priorities saved before files recorded theirs; and whether the
+     * file holds the replay (train.save_replay as saved): a learner's own replay state
+     * (R2D2's priorities) is in it only then. */
     double saved_alpha;
+    int32_t saved_replay;
 };
 
 /* The table of train.algo's choice in cfg (lib/algo/learner.c). */

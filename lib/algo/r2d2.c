@@ -690,13 +690,16 @@ static int sequence_whole(const r2d2 *d, int64_t k)
     return (k - d->replay->next + blocks) % blocks >= d->nb - 1;
 }
 
-static frl_status load_priorities(r2d2 *d, const frl_container *c, double fallback,
+static frl_status load_priorities(r2d2 *d, const frl_container *c, const frl_learner *l,
                                   double max_priority, char *err)
 {
-    if (!d->save_priorities) {
+    /* The replay was loaded only when the file holds it and this run keeps it (the
+     * trainer's restore): otherwise it refills, its sequences indexed as they come. */
+    if (!d->save_priorities || !l->saved_replay) {
         frl_sum_tree_clear(&d->tree);
-        return FRL_OK; /* the replay refills, and its sequences are indexed as they come */
+        return FRL_OK;
     }
+    double fallback = l->saved_alpha;
     double from;
     const frl_section *pr = frl_container_find(c, "r2d2.priorities", FRL_DTYPE_F64, d->tree.n,
                                                err);
@@ -747,7 +750,7 @@ static frl_status r2d2_load(frl_learner *l, const frl_container *c, int64_t step
         !(cv[1] >= 0 && cv[1] < 1) || !(cv[2] >= 1 && cv[2] <= FLT_MAX)) /* it starts at 1 */
         return frl_fail(err, FRL_ERR_FORMAT, "r2d2.target, r2d2.adam or r2d2.counters holds a "
                         "value out of range");
-    frl_status st = load_priorities(d, c, l->saved_alpha, cv[2], err);
+    frl_status st = load_priorities(d, c, l, cv[2], err);
     if (st != FRL_OK)
         return st;
     memcpy(d->target, t->data, f4((size_t)np));

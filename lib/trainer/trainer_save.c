@@ -714,6 +714,7 @@ static frl_status load_from(frl_trainer **out, frl_runtime *rt, const frl_contai
     /* The vec env comes last: a host's set_state is called only once the rest loaded.
      * Under dist.mode every rank must have loaded the same file (each reads its own). */
     (*out)->learner.saved_alpha = saved.alpha;
+    (*out)->learner.saved_replay = saved.with_replay;
     st = restore(*out, c, &saved, err);
     if (st == FRL_OK && (*out)->dist)
         st = frl_trainer_dist_check_resume(*out, err);
