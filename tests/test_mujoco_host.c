@@ -1010,10 +1010,10 @@ static int blowup_observe(void *user, int32_t env, const void *model, const void
                           float *obs)
 {
     const mjData *d = data;
-    (void)user, (void)env, (void)model;
+    (void)env, (void)model;
     obs[0] = (float)d->qpos[0];
     obs[1] = (float)d->qvel[0];
-    return 0;
+    return user ? *(const int *)user : 0; /* a test's code, else success */
 }
 
 static int blowup_reward(void *user, int32_t env, const void *model, const void *data,
@@ -1025,7 +1025,7 @@ static int blowup_reward(void *user, int32_t env, const void *model, const void 
     return 0;
 }
 
-static frl_vec_env *blowup_env(frl_runtime *rt, int with_reset)
+static frl_vec_env *blowup_env_user(frl_runtime *rt, int with_reset, int *fail_observe)
 {
     frl_mujoco_callbacks cb;
     frl_mujoco_callbacks_init(&cb);
@@ -1033,9 +1033,14 @@ static frl_vec_env *blowup_env(frl_runtime *rt, int with_reset)
     cb.reward = blowup_reward;
     cb.reset = with_reset ? blowup_reset : NULL;
     frl_vec_env *v = NULL;
-    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, free_motor_xml, &cb, NULL, 2, 1, NULL),
-                     FRL_OK);
+    ck_assert_int_eq(frl_vec_env_create_mujoco(&v, rt, free_motor_xml, &cb, fail_observe, 2,
+                                               1, NULL), FRL_OK);
     return v;
+}
+
+static frl_vec_env *blowup_env(frl_runtime *rt, int with_reset)
+{
+    return blowup_env_user(rt, with_reset, NULL);
 }
 
 /* The step that blew up is a fault (truncated, reward 0, logged) even when the warning
@@ -1067,6 +1072,32 @@ START_TEST(test_blowup_after_warning)
     ck_assert_int_eq(cap.warnings, 1);
     ck_assert_msg(strstr(cap.text, "env 0 step 2") && strstr(cap.text, "QVEL"), "log: %s",
                   cap.text);
+    frl_vec_env_destroy(v);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
+/* A step that blew up, then a host observe that fails on the model's initial state the
+ * env falls back to: the error names both, the callback's code and MuJoCo's warning (it
+ * had named only the callback, the cause of it all lost). */
+START_TEST(test_observe_fails_after_a_fault)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    int fail = 0;
+    frl_vec_env *v = blowup_env_user(rt, 0, &fail);
+    ck_assert_int_eq(frl_vec_env_reset(v, 1), FRL_OK);
+    double s[64];
+    char err[FRL_ERRMSG_SIZE];
+    int32_t n = v->state_dim + 1;
+    ck_assert_int_eq(frl_vec_env_get_state_at(v, 0, s, n, err), FRL_OK);
+    s[2] = 1e20; /* qvel[0] */
+    ck_assert_msg(frl_vec_env_set_state_at(v, 0, s, n, err) == FRL_OK, "%s", err);
+    fail = 9;
+    ((float *)frl_vec_env_actions(v))[0] = 0.0f;
+    ck_assert_int_eq(frl_vec_env_step(v), FRL_ERR_CALLBACK);
+    const char *e = frl_vec_env_last_error(v);
+    ck_assert_msg(strstr(e, "the host's observe callback returned 9") && strstr(e, "QVEL"),
+                  "%s", e);
     frl_vec_env_destroy(v);
     frl_runtime_destroy(rt);
 }
@@ -1148,6 +1179,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_failing_callbacks);
     tcase_add_test(tc, test_callback_fails_with_fault_code);
+    tcase_add_test(tc, test_observe_fails_after_a_fault);
     tcase_add_test(tc, test_set_state_observation_checked);
     tcase_add_test(tc, test_observe_error_after_set_state);
     tcase_add_test(tc, test_reset_leaves_nan);

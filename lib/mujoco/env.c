@@ -344,6 +344,20 @@ static void do_step(void *arg)
     track(e);
 }
 
+/* e->fault (a host callback's failure on the initial state), then the step fault that
+ * led there (its model name dropped: the message names it once), each cut to fit. */
+static void append_cause(mjt_env *e, const char *cause)
+{
+    char first[sizeof e->fault];
+    memcpy(first, e->fault, sizeof first);
+    size_t skip = strlen(e->model->name) + 2; /* "name: " */
+    const char *c = strncmp(cause, e->model->name, skip - 2) == 0 && strlen(cause) >= skip
+                        ? cause + skip
+                        : cause;
+    snprintf(e->fault, sizeof e->fault, "%.100s, on the initial state after a faulty step "
+             "(%.90s)", first, c);
+}
+
 /* After a fault: the model's initial state (mj_resetData also rewinds MuJoCo's arena,
  * which an error may have left in use) and its observation. */
 static void do_recover(void *arg)
@@ -372,10 +386,14 @@ int mjt_env_step(void *user, const void *action, float *obs, float *reward_out,
     }
     if (!c.faulted)
         return c.rc;
+    char cause[sizeof e->fault];
+    memcpy(cause, e->fault, sizeof cause);
     if (mjt_guarded(do_recover, &c, why, sizeof why) != 0) {
         mujoco_failed(e, "resetting after a faulty step", why);
         return 2;
     }
+    if (c.rc) /* the host's callback failed on the initial state: say what led there too */
+        append_cause(e, cause);
     return c.rc ? c.rc : FRL_MUJOCO_FAULT;
 }
 
