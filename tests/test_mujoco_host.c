@@ -341,6 +341,72 @@ START_TEST(test_named_randomisation)
 }
 END_TEST
 
+/* pair_xml's sliders on the floor through explicit contact pairs, whose friction MuJoCo
+ * uses instead of the geoms'. */
+static const char contact_xml[] =
+    "<mujoco><option timestep=\"0.01\"/><worldbody>"
+    "<geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>"
+    "<body name=\"a\" pos=\"0 0 0.1\"><joint name=\"ja\" type=\"slide\" axis=\"1 0 0\"/>"
+    "<geom name=\"ga\" type=\"box\" size=\"0.1 0.1 0.1\" mass=\"2\"/></body>"
+    "<body name=\"b\" pos=\"0 1 0.1\"><joint name=\"jb\" type=\"slide\" axis=\"1 0 0\"/>"
+    "<geom name=\"gb\" type=\"box\" size=\"0.1 0.1 0.1\" mass=\"2\"/></body></worldbody>"
+    "<contact><pair geom1=\"floor\" geom2=\"ga\" friction=\"0.7 0.7 0.005 0.0001 0.0001\"/>"
+    "<pair geom1=\"floor\" geom2=\"gb\" friction=\"0.9 0.9 0.005 0.0001 0.0001\"/></contact>"
+    "<actuator><motor joint=\"ja\" ctrlrange=\"-1 1\" ctrllimited=\"true\"/>"
+    "<motor joint=\"jb\" ctrlrange=\"-1 1\" ctrllimited=\"true\"/></actuator></mujoco>";
+
+/* What each env's model held in its last step: both pairs' five friction coefficients. */
+static double contact_seen[MAX_ENVS][10];
+
+static int contact_reward(void *user, int32_t env, const void *model, const void *data,
+                          const float *action, float *r, uint8_t *terminated)
+{
+    const mjModel *m = model;
+    (void)user, (void)data, (void)action;
+    *r = 0.0f;
+    *terminated = 0;
+    if (env < MAX_ENVS)
+        memcpy(contact_seen[env], m->pair_friction, sizeof contact_seen[env]);
+    return 0;
+}
+
+/* env.randomize_friction reaches explicit contact pairs, whose friction overrides the
+ * geoms' (before, a model with <pair> contacts kept its friction, randomised or not): a
+ * pair's two sliding coefficients take one factor, its others stay; with named geoms,
+ * only the pairs that hold one. */
+START_TEST(test_contact_pairs_randomised)
+{
+    host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    frl_runtime *rt = frl_test_runtime(2);
+    frl_mujoco_callbacks cb = callbacks(0);
+    cb.reward = contact_reward;
+    frl_config *cfg = frl_test_settings("env.randomize_friction=0.2");
+    const double base[2] = {0.7, 0.9};
+    for (int named = 0; named < 2; named++) {
+        cb.randomize_geoms = named ? (const char *const[]){"gb", NULL} : NULL;
+        frl_vec_env *v = NULL;
+        frl_status st = frl_vec_env_create_mujoco(&v, rt, contact_xml, &cb, &h, 2, MAX_ENVS, cfg);
+        ck_assert_msg(st == FRL_OK, "%s", frl_last_error());
+        ck_assert_int_eq(frl_vec_env_reset(v, 11), FRL_OK);
+        push(v, 0.3f, 1);
+        for (int p = 0; p < 2; p++) {
+            int varied = 0, randomised = !named || p == 1;
+            for (int i = 0; i < MAX_ENVS; i++) {
+                const double *f = contact_seen[i] + 5 * p;
+                ck_assert(f[0] == f[1] && f[2] == 0.005 && f[3] == 0.0001 && f[4] == 0.0001);
+                ck_assert(f[0] >= 0.8 * base[p] - 1e-12 && f[0] <= 1.2 * base[p] + 1e-12);
+                ck_assert(randomised || f[0] == base[p]);
+                varied += f[0] != contact_seen[0][5 * p];
+            }
+            ck_assert_int_eq(varied, randomised ? MAX_ENVS - 1 : 0);
+        }
+        frl_vec_env_destroy(v);
+    }
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(test_models_mujoco_refuses)
 {
     host h = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -1180,6 +1246,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_failing_callbacks);
     tcase_add_test(tc, test_callback_fails_with_fault_code);
     tcase_add_test(tc, test_observe_fails_after_a_fault);
+    tcase_add_test(tc, test_contact_pairs_randomised);
     tcase_add_test(tc, test_set_state_observation_checked);
     tcase_add_test(tc, test_observe_error_after_set_state);
     tcase_add_test(tc, test_reset_leaves_nan);

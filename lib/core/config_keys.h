@@ -38,7 +38,8 @@
       "MuJoCo envs: each episode scales every joint's damping by its own factor drawn "      \
       "uniformly from [1 - r, 1 + r] (domain randomisation; 0 = off)")                        \
     X(ENV_RANDOMIZE_FRICTION, "env.randomize_friction", FLOAT, "0", 0, 0.9,                  \
-      "MuJoCo envs: as env.randomize_damping, for every geom's sliding friction")            \
+      "MuJoCo envs: as env.randomize_damping, for every geom's and contact pair's "          \
+      "sliding friction")                                                                     \
     X(ENV_RANDOMIZE_MASS, "env.randomize_mass", FLOAT, "0", 0, 0.9,                          \
       "MuJoCo envs: as env.randomize_damping, for every body's mass (and its inertia, by "   \
       "the same factor)")                                                                    \

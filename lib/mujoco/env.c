@@ -116,11 +116,27 @@ static void scale_each(mjtNum *x, const mjtNum *base, int n, int stride, double 
     }
 }
 
+/* An explicit contact pair's friction overrides its geoms' (MuJoCo's <pair>): its two
+ * sliding coefficients take one factor, as a geom's one sliding coefficient does, when
+ * either geom is randomised. Every pair draws, so naming changes no other factor. */
+static void scale_pairs(mjModel *m, const mjModel *base, double r, const unsigned char *mask,
+                        frl_rng *rng)
+{
+    for (int p = 0; p < m->npair; p++) {
+        double f = frl_rng_uniform_range(rng, 1.0 - r, 1.0 + r);
+        if (mask && !mask[m->pair_geom1[p]] && !mask[m->pair_geom2[p]])
+            continue;
+        for (int k = 0; k < 2; k++)
+            m->pair_friction[5 * p + k] = base->pair_friction[5 * p + k] * f;
+    }
+}
+
 /* A new episode's model: every body's mass (its inertia by the same factor), every
- * geom's sliding friction and every dof's damping scaled from the shared model's (a
- * host's named ones only, when it names them), from a stream of its own so the initial
- * state's draws do not depend on it; then the constants MuJoCo derives from them
- * (mj_setConst, which uses d as scratch). */
+ * geom's and contact pair's sliding friction and every dof's damping scaled from the
+ * shared model's (a host's named ones only, when it names them), from a stream of its
+ * own so the initial state's draws do not depend on it; then the constants MuJoCo
+ * derives from them (mj_setConst, which uses d as scratch). The pairs draw last, so a
+ * model without them draws what it did before they were randomised. */
 static void randomise(mjt_env *e, uint64_t seed)
 {
     const mjModel *base = e->model->m;
@@ -142,6 +158,8 @@ static void randomise(mjt_env *e, uint64_t seed)
     if (s->randomize_damping > 0)
         scale_each(m->dof_damping, base->dof_damping, m->nv, 1, s->randomize_damping,
                    md->damping_mask, &rng);
+    if (s->randomize_friction > 0)
+        scale_pairs(m, base, s->randomize_friction, md->friction_mask, &rng);
     mj_setConst(m, e->d);
 }
 
