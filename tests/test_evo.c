@@ -46,6 +46,67 @@ static void perturb(frl_population *pop, uint32_t salt)
         }
 }
 
+/* A member copied into another policy acts as it did in the population, its normaliser
+ * included: the copy once took the parameters alone (a fresh policy's statistics, or
+ * none with policy.obs_norm=false, acted as another network with FRL_OK). A policy
+ * with another policy.obs_norm or obs_clip is refused, naming the key. */
+START_TEST(copy_carries_the_normaliser)
+{
+    frl_runtime *rt = frl_test_runtime(1);
+    const char *settings = "policy.hidden=16 policy.obs_norm=true";
+    frl_policy *p = make_policy(rt, "Pendulum-v1", settings);
+    frl_population *pop;
+    ck_assert_int_eq(frl_population_create(&pop, p, 3), FRL_OK);
+    perturb(pop, 5);
+    frl_vec_env *v;
+    ck_assert_int_eq(frl_vec_env_create(&v, rt, "Pendulum-v1", 4, NULL), FRL_OK);
+    frl_population_eval_args a;
+    frl_population_eval_args_init(&a);
+    a.update_obs_norm = 1;
+    a.max_episode_steps = 50;
+    ck_assert_int_eq(frl_population_evaluate(pop, v, &a, NULL), FRL_OK);
+    float obs[3] = {0.3f, -0.9f, 4.0f}, got, want;
+    int32_t member = 1;
+    frl_population_act_args pa;
+    frl_population_act_args_init(&pa);
+    pa.batch = 1;
+    pa.observations = obs;
+    pa.members = &member;
+    pa.actions = &got;
+    pa.deterministic = 1;
+    pa.observation_width = 3;
+    pa.action_width = 1;
+    ck_assert_int_eq(frl_population_act(pop, &pa), FRL_OK);
+    frl_policy *q = make_policy(rt, "Pendulum-v1", settings);
+    ck_assert_int_eq(frl_population_copy_to_policy(pop, member, q), FRL_OK);
+    frl_act_args b;
+    frl_act_args_init(&b);
+    b.batch = 1;
+    b.observations = obs;
+    b.actions = &want;
+    b.deterministic = 1;
+    frl_test_act_widths(&b, q);
+    ck_assert_int_eq(frl_policy_act(q, &b), FRL_OK);
+    ck_assert_msg(got == want, "the population acts %.9g, the copy %.9g", (double)got,
+                  (double)want);
+    frl_policy_destroy(q);
+    const char *other[] = {"policy.hidden=16 policy.obs_norm=false",
+                           "policy.hidden=16 policy.obs_norm=true policy.obs_clip=5"};
+    const char *key[] = {"policy.obs_norm", "policy.obs_clip"};
+    for (int k = 0; k < 2; k++) {
+        q = make_policy(rt, "Pendulum-v1", other[k]);
+        ck_assert_int_eq(frl_population_copy_to_policy(pop, member, q),
+                         FRL_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(frl_last_error(), key[k]), "%s", frl_last_error());
+        frl_policy_destroy(q);
+    }
+    frl_vec_env_destroy(v);
+    frl_population_destroy(pop);
+    frl_policy_destroy(p);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 /* Row i of a batched call against a policy holding member members[i], same streams. */
 static void check_matches_members(const char *env, int32_t batch, int deterministic)
 {
@@ -1395,6 +1456,7 @@ static Suite *suite(void)
     tcase_set_timeout(c, 300);
     tcase_add_test(c, act_matches_each_member);
     tcase_add_test(c, act_bad_input);
+    tcase_add_test(c, copy_carries_the_normaliser);
     tcase_add_test(c, too_large_for_memory);
     tcase_add_test(c, evaluate_routes_members);
     tcase_add_test(c, evaluate_groups_sample_apart);

@@ -148,13 +148,15 @@ FRL_API const char *frl_population_last_error(const frl_population *pop)
 }
 
 /* Keys that shape what the parameters mean without always changing their number: a
- * tanh member copied into a relu policy of the same widths would act as another network.
- * The first that differs, or NULL. */
+ * tanh member copied into a relu policy of the same widths would act as another network,
+ * and so would one whose inputs are normalised or clipped otherwise. The first that
+ * differs, or NULL. */
 static const char *other_architecture(const frl_policy *a, const frl_policy *b)
 {
     static const char *const keys[] = {"policy.activation", "policy.hidden", "policy.shared",
                                        "policy.head", "policy.encoder", "policy.conv_channels",
-                                       "policy.frame_stack", "policy.core", "policy.core_size"};
+                                       "policy.frame_stack", "policy.core", "policy.core_size",
+                                       "policy.obs_norm", "policy.obs_clip"};
     char x[256], y[256];
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (frl_config_get_text(a->cfg, keys[i], x, sizeof x) != FRL_OK ||
@@ -162,9 +164,26 @@ static const char *other_architecture(const frl_policy *a, const frl_policy *b)
             return keys[i];
     }
     if (a->in_w != b->in_w || a->out_w != b->out_w || a->discrete != b->discrete ||
-        a->obs_n != b->obs_n)
+        a->obs_n != b->obs_n || (a->obs_norm && a->norm.width != b->norm.width))
         return "the spaces' shapes";
     return NULL;
+}
+
+/* The members act through the population's policy's normaliser: a copy that is to act as
+ * one takes its statistics, running and frozen, too. */
+static void copy_norm(frl_policy *to, const frl_policy *from)
+{
+    const frl_obsnorm *s = &from->norm;
+    frl_obsnorm *d = &to->norm;
+    size_t w = (size_t)s->width;
+    if (!from->obs_norm || to == from)
+        return;
+    d->count = s->count;
+    memcpy(d->mean, s->mean, sizeof(double) * w);
+    memcpy(d->m2, s->m2, sizeof(double) * w);
+    memcpy(d->use_mean, s->use_mean, sizeof(float) * w);
+    memcpy(d->use_inv_std, s->use_inv_std, sizeof(float) * w);
+    to->dev_norm_stale = 1;
 }
 
 FRL_API frl_status frl_population_copy_to_policy(const frl_population *pop, int32_t member,
@@ -188,6 +207,7 @@ FRL_API frl_status frl_population_copy_to_policy(const frl_population *pop, int3
                         "network)", who, differs);
     memcpy(policy->params, pop->params + (size_t)member * (size_t)pop->n,
            sizeof(float) * (size_t)pop->n);
+    copy_norm(policy, pop->policy);
     policy->version++; /* a device copy of the policy is refreshed */
     return FRL_OK;
 }

@@ -97,8 +97,9 @@ class Population(Closable):
         return self._params
 
     def copy_to_policy(self, member: IntLike, policy: Policy) -> None:
-        """Write member's parameters into ``policy`` (of the same architecture), which
-        then acts, evaluates, saves and exports as that member."""
+        """Write member's parameters into ``policy`` (of the same architecture), and with
+        ``policy.obs_norm`` the population's observation statistics, so that it then acts,
+        evaluates, saves and exports as that member."""
         ptr = self._ptr
         if not isinstance(policy, Policy):
             raise TypeError(f"copy_to_policy: policy must be a fastrl.Policy, not "
