@@ -932,6 +932,22 @@ START_TEST(a2c_reports_no_clipping)
         frl_config_destroy(cfg);
     }
     frl_runtime_destroy(rt);
+    /* With the async sampler the rows were acted by weights an update or more old, so
+     * rho != 1 and approx_kl measures that lag; A2C clips nothing, so clip_fraction
+     * stays 0 (it counted every row, with train.clip = 0). */
+    rt = runtime(2, "");
+    frl_config *cfg = frl_test_settings("train.algo=a2c policy.hidden=8 sampler.mode=async");
+    frl_trainer *t;
+    ck_assert_int_eq(frl_trainer_create(&t, rt, "CartPole-v1", cfg), FRL_OK);
+    double worst[2] = {0, 0};
+    frl_trainer_set_callback(t, a2c_ratio_stats, worst);
+    ck_assert_int_eq(frl_trainer_train(t, 40 * 8 * 4), FRL_OK);
+    ck_assert_msg(worst[0] == 0, "async: clip_fraction %g", worst[0]);
+    ck_assert_msg(worst[1] > 0, "async: approx_kl %g with rows acted by older weights",
+                  worst[1]);
+    frl_trainer_destroy(t);
+    frl_config_destroy(cfg);
+    frl_runtime_destroy(rt);
 }
 END_TEST
 

@@ -9,6 +9,8 @@
  * SB3 steps with RMSprop (alpha 0.99, eps 1e-5); this learner steps with the shared
  * Adam at SB3's learning rate and eps, since RMSprop would be a second optimiser in
  * the PPO learner this one reuses (its update, checkpoint and device paths). */
+#include <math.h>
+
 #include "algo/ppo_learner.h"
 
 static void a2c_storage(const frl_config *cfg, frl_storage_need *need)
@@ -55,6 +57,9 @@ static frl_status a2c_create(frl_learner *l, const frl_learner_ctx *c, char *err
     s.anneal_lr = frl_cfg_bool(cfg, FRL_KEY_TRAIN_ANNEAL_LR);
     s.bptt = (int32_t)frl_cfg_int(cfg, FRL_KEY_TRAIN_BPTT);
     s.impala = 1;
+    /* Nothing is clipped: a ratio beyond no bound, so clip_fraction stays 0 under the
+     * async sampler too, whose rows older weights acted (rho != 1; approx_kl shows it). */
+    s.clip = HUGE_VAL;
     return frl_ppo_learner_create(l, c, &s, err);
 }
 
