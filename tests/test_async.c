@@ -291,6 +291,50 @@ static frl_trainer *world_trainer(frl_runtime *rt, world *w, frl_vec_env **v, in
     return t;
 }
 
+/* A run on several of the host's vec envs has no call that continues it (frl_trainer_load
+ * rebuilds built-ins, frl_trainer_load_vec takes one vec env): its save is refused, naming
+ * why, and writes nothing. It once wrote a file that both loads refused, each sending
+ * the caller to the other. One vec env still saves. */
+START_TEST(save_over_several_host_vecs_refused)
+{
+    frl_runtime *rt = runtime(2);
+    frl_vec_env *v[2];
+    for (int g = 0; g < 2; g++)
+        ck_assert_int_eq(frl_vec_env_create(&v[g], rt, "CartPole-v1", 4, NULL), FRL_OK);
+    frl_config *cfg = frl_test_settings("sampler.mode=async train.rollout=8 policy.hidden=8");
+    char path[] = "/tmp/frl_async_vecs_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    unlink(path);
+    for (int count = 2; count >= 1; count--) {
+        frl_trainer *t;
+        ck_assert_int_eq(frl_trainer_create_vecs(&t, rt, v, count, cfg), FRL_OK);
+        ck_assert_int_eq(frl_trainer_train(t, 256), FRL_OK);
+        frl_status st = frl_trainer_save(t, path);
+        if (count == 2) {
+            ck_assert_int_eq(st, FRL_ERR_UNSUPPORTED);
+            ck_assert_msg(strstr(frl_last_error(), "frl_trainer_create_vecs") &&
+                              strstr(frl_last_error(), "nothing is written"),
+                          "%s", frl_last_error());
+            ck_assert_int_ne(access(path, F_OK), 0);
+        } else {
+            ck_assert_msg(st == FRL_OK, "%s", frl_trainer_last_error(t));
+            frl_trainer *u;
+            ck_assert_msg(frl_trainer_load(&u, rt, path, NULL) == FRL_OK, "%s",
+                          frl_last_error());
+            frl_trainer_destroy(u);
+        }
+        frl_trainer_destroy(t);
+    }
+    unlink(path);
+    frl_config_destroy(cfg);
+    for (int g = 0; g < 2; g++)
+        frl_vec_env_destroy(v[g]);
+    frl_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(async_batch_callbacks_never_overlap)
 {
     frl_runtime *rt = runtime(2);
@@ -1112,6 +1156,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, async_trains_and_reports_lag);
     tcase_add_test(tc, save_from_the_callback);
+    tcase_add_test(tc, save_over_several_host_vecs_refused);
     tcase_add_test(tc, async_max_lag_drops_and_counts);
     tcase_add_test(tc, async_resume_keeps_dropped_rollouts);
     tcase_add_test(tc, async_stop_in_last_update_is_not_an_interruption);

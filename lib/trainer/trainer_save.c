@@ -158,6 +158,14 @@ FRL_API frl_status frl_trainer_save(const frl_trainer *ct, const char *path)
                       "so the last checkpoint stays as it was");
     else if (t->sampler->ops->no_save)
         st = frl_fail(t->err, FRL_ERR_UNSUPPORTED, "%s", t->sampler->ops->no_save);
+    /* frl_trainer_load builds its own vec envs and frl_trainer_load_vec takes one of the
+     * host's: a run on several of the host's has no call that continues it, and a file
+     * nothing can load is no checkpoint. */
+    else if (!t->own_venv && t->groups > 1)
+        st = frl_fail(t->err, FRL_ERR_UNSUPPORTED, "the run steps %d vec envs of the host's "
+                      "(frl_trainer_create_vecs), and no call continues such a run yet "
+                      "(frl_trainer_load_vec takes one): nothing is written; keep its policy "
+                      "with frl_policy_save(frl_trainer_policy(trainer), path)", (int)t->groups);
     /* From the metrics callback: the sync sampler is between rollouts then, the async
      * one's env groups are still stepping (a save would snapshot a moving run). */
     else if (!held && t->sampler->ops->overlaps_learning)
