@@ -299,7 +299,8 @@ static ALWAYS_INLINE void wide_fewrows(const wide_args *g, int32_t cols, int mr,
 
 /* C[rows x cols]: column tiles outside, row tiles inside, so a B panel stays in L1
  * while the rows (a chunk the caller keeps small) stream past it. */
-static ALWAYS_INLINE void wide_gemm_k(const wide_args *g, int32_t rows, int32_t cols, int epi)
+static ALWAYS_INLINE void wide_gemm_k(const wide_args *g, int32_t rows, int32_t cols, int epi,
+                                       int nv_main)
 {
     if (rows <= 0)
         return;
@@ -312,8 +313,8 @@ static ALWAYS_INLINE void wide_gemm_k(const wide_args *g, int32_t rows, int32_t 
         return;
     }
     int32_t j = 0;
-    for (; j + NV_MAIN * VLEN <= cols; j += NV_MAIN * VLEN)
-        wide_rowblocks(g, rows, j, NV_MAIN, 0, 0, epi);
+    for (; nv_main > 1 && j + nv_main * VLEN <= cols; j += nv_main * VLEN)
+        wide_rowblocks(g, rows, j, nv_main, 0, 0, epi);
     for (; j + VLEN <= cols; j += VLEN)
         wide_rowblocks(g, rows, j, 1, 0, 0, epi);
     if (j < cols)
@@ -322,12 +323,34 @@ static ALWAYS_INLINE void wide_gemm_k(const wide_args *g, int32_t rows, int32_t 
 
 static void wide_gemm(const wide_args *g, int32_t rows, int32_t cols)
 {
-    wide_gemm_k(g, rows, cols, EPI_NONE);
+    wide_gemm_k(g, rows, cols, EPI_NONE, NV_MAIN);
 }
 
 static void wide_gemm_relu(const wide_args *g, int32_t rows, int32_t cols)
 {
-    wide_gemm_k(g, rows, cols, EPI_RELU);
+    wide_gemm_k(g, rows, cols, EPI_RELU, NV_MAIN);
+}
+
+/* A convolution's strips take one vector of columns at a time where MR_MAIN rows alone
+ * give enough chains to hide the FMA latency (the AVX-512 table's 8): the strip's
+ * patches, gathered from up to kh image rows, then come from L1 for every further
+ * vector of columns, where a two-vector tile met each of them once, in L2 (bench_conv,
+ * AMD Zen 4, AVX-512 table: the first layers' forward +8-13% at batch 256, +0-7% at 32,
+ * the others +1-4% or within the noise). The AVX2 table's 6 rows keep two vectors. */
+#if MR_MAIN >= 8
+#define CONV_NV 1
+#else
+#define CONV_NV NV_MAIN
+#endif
+
+static void conv_gemm(const wide_args *g, int32_t rows, int32_t cols)
+{
+    wide_gemm_k(g, rows, cols, EPI_NONE, CONV_NV);
+}
+
+static void conv_gemm_relu(const wide_args *g, int32_t rows, int32_t cols)
+{
+    wide_gemm_k(g, rows, cols, EPI_RELU, CONV_NV);
 }
 
 /* ---- narrow GEMM: SIMD across rows, for outputs 1..NARROW_MAX wide -------------
@@ -549,9 +572,9 @@ static void conv_strip(const frl_conv_dims *d, const float *a, ptrdiff_t a_rs, f
     const wide_args g = {(int32_t)run, a, a_rs, 1, wt, d->out_c, c, ldc, b, 0, d->kh,
                          pitch - run};
     if (relu)
-        wide_gemm_relu(&g, rows, d->out_c);
+        conv_gemm_relu(&g, rows, d->out_c);
     else
-        wide_gemm(&g, rows, d->out_c);
+        conv_gemm(&g, rows, d->out_c);
 }
 
 /* One image: along each output row in whole register tiles, then the columns those
@@ -580,7 +603,9 @@ static void conv_image(const frl_conv_dims *d, const float *x, const float *wt,
 }
 
 /* An output too small both ways for whole tiles (convnet_simple's last layer, 3 x 6
- * positions an image, ran at half speed as 3-row tiles): tiles down the images instead,
+ * positions an image, ran at half speed as 3-row tiles; Nature's third, 7 x 7, at
+ * 84-89% of its GEMM floor as 7-row strips under the AVX-512 table's 8-row tiles, and
+ * at 100% down the images: +15-20% at batch 32 and 256): tiles down the images instead,
  * one position of MR_MAIN images, whose patches are one image's size apart. */
 static void conv_across_images(const frl_conv_dims *d, int32_t images, const float *x,
                                const float *wt, const float *b, float *y, int relu)
@@ -602,14 +627,14 @@ static int conv_fwd(const frl_conv_dims *d, int32_t images, const float *x, cons
 {
     const ptrdiff_t in = (ptrdiff_t)d->in_h * d->in_w * d->in_c;
     const ptrdiff_t out = (ptrdiff_t)d->out_h * d->out_w * d->out_c;
-    if (d->out_w < MR_MAIN && d->out_h < MR_MAIN - 1) {
-        if (images < MR_MAIN)
-            return 0;
+    if (d->out_w < MR_MAIN && d->out_h < MR_MAIN && images >= MR_MAIN) {
         conv_across_images(d, images, x, wt, b, y, act == FRL_NN_RELU);
         if (act != FRL_NN_RELU)
             act_array(y, images * out, act);
         return 1;
     }
+    if (d->out_w < MR_MAIN && d->out_h < MR_MAIN - 1)
+        return 0;
     for (int32_t img = 0; img < images; img++) {
         conv_image(d, x + img * in, wt, b, y + img * out, act == FRL_NN_RELU,
                    img + 1 < images ? x + (img + 1) * in : NULL);
