@@ -182,6 +182,22 @@ static void col2im_range(const frl_conv2d *c, const float *dpatches, int32_t fir
     }
 }
 
+/* An unpadded layer's input gradient in one pass through the table's conv_bwd_input
+ * (the same bits as the chunks' linear_bwd_input and col2im), with wt's blocks
+ * transposed into work, which holds them when there are at least out_c positions (a
+ * patch matrix of those is as large). 1 when done, dx written. */
+static int input_grad_direct(const frl_conv2d *c, const frl_kernels *k, int32_t batch,
+                             const float *params, const float *dy, float *dx, float *work)
+{
+    if (c->pad != 0 || positions(c, batch) < c->out_c)
+        return 0;
+    const size_t block = (size_t)c->in_c * (size_t)c->out_c;
+    for (int32_t kp = 0; kp < c->kh * c->kw; kp++)
+        k->transpose(c->in_c, c->out_c, params + c->off_w + kp * block, work + kp * block);
+    const frl_conv_dims d = dims_of(c);
+    return k->conv_bwd_input(&d, batch, dy, work, dx);
+}
+
 /* Chunk by chunk, as the forward: every weight and bias gradient element is one chain
  * of additions over the positions in order, continued across chunks (the kernels
  * accumulate onto the stored value), and dx takes the patch gradients in position
@@ -205,6 +221,7 @@ void frl_conv2d_backward(const frl_conv2d *c, const frl_kernels *k, const float 
     if (!direct && rows == 0)
         k->linear_bwd_weight(0, c->out_c, c->patch, work, dy, grads + c->off_w,
                              grads + c->off_b, accumulate);
+    int direct_dx = dx && input_grad_direct(c, k, batch, params, dy, dx, work);
     for (int32_t r0 = 0; r0 < rows; r0 += chunk) {
         int32_t n = rows - r0 < chunk ? rows - r0 : chunk;
         const float *dyc = dy + (size_t)r0 * (size_t)c->out_c;
@@ -213,7 +230,7 @@ void frl_conv2d_backward(const frl_conv2d *c, const frl_kernels *k, const float 
             k->linear_bwd_weight(n, c->out_c, c->patch, work, dyc, grads + c->off_w,
                                  grads + c->off_b, accumulate || r0 > 0);
         }
-        if (!dx)
+        if (!dx || direct_dx)
             continue;
         /* The chunk's patches are spent: their room takes the patch gradients. */
         k->linear_bwd_input(n, c->out_c, c->patch, dyc, params + c->off_w, work);

@@ -81,6 +81,15 @@ typedef struct frl_kernels {
      * shape to them (outputs narrower than a vector, which linear_bwd_weight packs). */
     int (*conv_bwd_weight)(const frl_conv_dims *d, int32_t images, const float *x,
                            const float *dy, float *dwt, float *db, int accumulate);
+    /* dx += the input gradient of the same convolution, with wtt holding wt's blocks
+     * transposed, one per kernel position ((kh kw) blocks of out_c x in_c, the table's
+     * transpose of each in_c x out_c block): each patch gradient element is
+     * linear_bwd_input's chain over out_c, added to dx in the order of the positions,
+     * so the bits are those of linear_bwd_input and col2im onto the same dx (nn/conv.c
+     * zeroes it first). 1 when done; 0, dx untouched, when the table leaves the shape
+     * to them (fewer channels than a vector). */
+    int (*conv_bwd_input)(const frl_conv_dims *d, int32_t images, const float *dy,
+                          const float *wtt, float *dx);
 
     /* dst[cols x rows] = src[rows x cols]^T (a copy: every table gives the same bits). */
     void (*transpose)(int32_t rows, int32_t cols, const float *src, float *dst);

@@ -95,6 +95,33 @@ static int conv_bwd_weight(const frl_conv_dims *d, int32_t images, const float *
     return 1;
 }
 
+/* linear_bwd_input's chain for each patch gradient element, added where col2im adds
+ * it; the kernel positions last to first keep each dx element's terms in position
+ * order. */
+static int conv_bwd_input(const frl_conv_dims *d, int32_t images, const float *dy,
+                          const float *wtt, float *dx)
+{
+    const int64_t n = d->out_c, ch = d->in_c, pitch = (int64_t)d->in_w * ch;
+    const int64_t in_size = (int64_t)d->in_h * pitch, per = (int64_t)d->out_h * d->out_w;
+    for (int64_t img = 0; img < images; img++)
+        for (int32_t ki = d->kh - 1; ki >= 0; ki--)
+            for (int32_t kj = d->kw - 1; kj >= 0; kj--) {
+                const float *w = wtt + ((int64_t)ki * d->kw + kj) * n * ch;
+                for (int64_t q = 0; q < per; q++) {
+                    const float *g = dy + (img * per + q) * n;
+                    float *out = dx + img * in_size + ((q / d->out_w) * d->stride + ki) * pitch +
+                                 ((q % d->out_w) * d->stride + kj) * ch;
+                    for (int64_t c = 0; c < ch; c++) {
+                        float acc = 0.0f;
+                        for (int64_t j = 0; j < n; j++)
+                            acc += g[j] * w[j * ch + c];
+                        out[c] += acc;
+                    }
+                }
+            }
+    return 1;
+}
+
 static void linear_bwd_input(int32_t m, int32_t n, int32_t k, const float *dy,
                              const float *wt, float *dx)
 {
@@ -290,6 +317,7 @@ const frl_kernels frl_kernels_scalar = {
     .linear_fwd = linear_fwd,
     .conv_fwd = conv_fwd,
     .conv_bwd_weight = conv_bwd_weight,
+    .conv_bwd_input = conv_bwd_input,
     .linear_bwd_input = linear_bwd_input,
     .linear_bwd_weight = linear_bwd_weight,
     .act_bwd = act_bwd,

@@ -199,12 +199,18 @@ typedef struct wide_args {
      * run_jump more between runs; 0 or 1 run: a plain GEMM. */
     int32_t runs;
     ptrdiff_t run_jump;
+    /* The runs repeated over blocks (images), A moving on by block_jump more after each
+     * block's last run and B going on where it stopped; 0 or 1: one block. */
+    int32_t blocks;
+    ptrdiff_t block_jump;
 } wide_args;
 
 /* What a tile does to its registers before the store, a constant of each instance of
  * the GEMM (a run-time choice inside the tile costs the registers their place): relu,
- * the same operation as the activation pass, so the same bits. */
-enum { EPI_NONE, EPI_RELU };
+ * the same operation as the activation pass, so the same bits; add, C's value plus the
+ * finished chain (a product added to C as a separate step, as col2im adds a patch
+ * gradient, where beta would start the chain from C and round differently). */
+enum { EPI_NONE, EPI_RELU, EPI_ADD };
 
 /* One MR x (NV vectors) register tile; the last vector holds only `tail` columns when
  * `masked`. The arguments that shape it are constants at every call, so the loops
@@ -228,20 +234,22 @@ static ALWAYS_INLINE void wide_tile(const wide_args *g, int32_t i, int32_t j, in
         }
     const float *a = g->a + i * a_rs;
     const float *b = g->b + j;
-    const int32_t runs = g->runs > 1 ? g->runs : 1;
-    for (int32_t run = 0; run < runs; run++, a += g->run_jump)
-        for (int32_t q = 0; q < kdim; q++) {
-            vf bv[NV_MAX];
-            for (int v = 0; v < nv; v++)
-                bv[v] = masked && v == nv - 1 ? v_load_m(b + v * VLEN, mk) : v_load(b + v * VLEN);
-            for (int r = 0; r < mr; r++) {
-                const vf av = v_bcast(a + r * a_rs);
+    const int32_t runs = g->runs > 1 ? g->runs : 1, blocks = g->blocks > 1 ? g->blocks : 1;
+    for (int32_t blk = 0; blk < blocks; blk++, a += g->block_jump)
+        for (int32_t run = 0; run < runs; run++, a += g->run_jump)
+            for (int32_t q = 0; q < kdim; q++) {
+                vf bv[NV_MAX];
                 for (int v = 0; v < nv; v++)
-                    acc[r][v] = v_fma(av, bv[v], acc[r][v]);
+                    bv[v] = masked && v == nv - 1 ? v_load_m(b + v * VLEN, mk)
+                                                  : v_load(b + v * VLEN);
+                for (int r = 0; r < mr; r++) {
+                    const vf av = v_bcast(a + r * a_rs);
+                    for (int v = 0; v < nv; v++)
+                        acc[r][v] = v_fma(av, bv[v], acc[r][v]);
+                }
+                a += a_cs;
+                b += ldb;
             }
-            a += a_cs;
-            b += ldb;
-        }
     if (g->bias)
         for (int v = 0; v < nv; v++) {
             const float *bp = g->bias + j + v * VLEN;
@@ -253,6 +261,13 @@ static ALWAYS_INLINE void wide_tile(const wide_args *g, int32_t i, int32_t j, in
         for (int r = 0; r < mr; r++)
             for (int v = 0; v < nv; v++)
                 acc[r][v] = v_act(acc[r][v], FRL_NN_RELU);
+    if (epi == EPI_ADD)
+        for (int r = 0; r < mr; r++)
+            for (int v = 0; v < nv; v++) {
+                const float *cp = c + r * ldc + v * VLEN;
+                acc[r][v] = v_add(masked && v == nv - 1 ? v_load_m(cp, mk) : v_load(cp),
+                                  acc[r][v]);
+            }
     for (int r = 0; r < mr; r++)
         for (int v = 0; v < nv; v++) {
             float *cp = c + r * ldc + v * VLEN;
@@ -549,7 +564,7 @@ static void linear_fwd(int32_t m, int32_t n, int32_t k, const float *x, const fl
     for (int32_t i0 = 0; i0 < m; i0 += mc) {
         const int32_t rows = min32(mc, m - i0);
         const wide_args g = {k, x + (ptrdiff_t)i0 * k, k, 1, wt, n, y + (ptrdiff_t)i0 * n, n,
-                             b, 0, 1, 0};
+                             b, 0, 1, 0, 1, 0};
         if (act == FRL_NN_RELU) {
             wide_gemm_relu(&g, rows, n);
         } else {
@@ -570,7 +585,7 @@ static void conv_strip(const frl_conv_dims *d, const float *a, ptrdiff_t a_rs, f
 {
     const ptrdiff_t pitch = (ptrdiff_t)d->in_w * d->in_c, run = (ptrdiff_t)d->kw * d->in_c;
     const wide_args g = {(int32_t)run, a, a_rs, 1, wt, d->out_c, c, ldc, b, 0, d->kh,
-                         pitch - run};
+                         pitch - run, 1, 0};
     if (relu)
         conv_gemm_relu(&g, rows, d->out_c);
     else
@@ -665,7 +680,7 @@ static void bwd_input_wide(int32_t m, int32_t n, int32_t k, const float *dy,
                     buf[jj * pc + pp] = wt[(ptrdiff_t)(p0 + pp) * n + j0 + jj];
             for (int32_t i0 = 0; i0 < m; i0 += mc) {
                 const wide_args g = {jc, dy + (ptrdiff_t)i0 * n + j0, n, 1, buf, pc,
-                                     dx + (ptrdiff_t)i0 * k + p0, k, NULL, j0 > 0, 1, 0};
+                                     dx + (ptrdiff_t)i0 * k + p0, k, NULL, j0 > 0, 1, 0, 1, 0};
                 wide_gemm(&g, min32(mc, m - i0), pc);
             }
         }
@@ -723,7 +738,7 @@ static void bwd_weight_narrow(int32_t m, int32_t n, int32_t k, const float *x,
         for (int32_t i0 = 0; i0 < m; i0 += mc) {
             /* A(r = j, q = i) = dy[i*n + j]; B[q = i][p] = x[i*k + p0 + p]. */
             const wide_args g = {min32(mc, m - i0), dy + (ptrdiff_t)i0 * n, 1, n,
-                                 x + (ptrdiff_t)i0 * k + p0, k, buf, pc, NULL, 1, 1, 0};
+                                 x + (ptrdiff_t)i0 * k + p0, k, buf, pc, NULL, 1, 1, 0, 1, 0};
             wide_gemm(&g, n, pc);
         }
         for (int32_t j = 0; j < n; j++)
@@ -775,7 +790,8 @@ static void linear_bwd_weight(int32_t m, int32_t n, int32_t k, const float *x,
     for (int32_t i0 = 0; i0 < m; i0 += mc) {
         /* A(r = p, q = i) = x[i*k + p]; B[q = i][j] = dy[i*n + j]; C = dwt. */
         const wide_args g = {min32(mc, m - i0), x + (ptrdiff_t)i0 * k, 1, k,
-                             dy + (ptrdiff_t)i0 * n, n, dwt, n, NULL, accumulate || i0 > 0, 1, 0};
+                             dy + (ptrdiff_t)i0 * n, n, dwt, n, NULL,
+                             accumulate || i0 > 0, 1, 0, 1, 0};
         wide_gemm(&g, k, n);
     }
 }
@@ -802,14 +818,97 @@ static int conv_bwd_weight(const frl_conv_dims *d, int32_t images, const float *
     }
     if (db)
         bias_grad(m, n, dy, db);
-    for (int32_t img = 0; img < images; img++)
+    /* Small outputs take 4 images a pass, so each tile of dwt goes through L2 once for
+     * 4 images' positions, not for each image's few (bench_conv, AMD Zen 4, batch 256:
+     * 49 positions +4-8%, 18 +7-16%; 81 or more gained nothing or lost). */
+    const int32_t group = per < 64 ? 4 : 1;
+    const ptrdiff_t row_jump = (ptrdiff_t)d->stride * pitch - d->out_w * step;
+    const ptrdiff_t image_jump = in - d->out_h * (d->out_w * step + row_jump);
+    for (int32_t img = 0; img < images; img += group)
         for (int32_t ki = 0; ki < d->kh; ki++) {
             const wide_args g = {d->out_w, x + img * in + ki * pitch, 1, step,
                                  dy + (ptrdiff_t)img * per * n, n, dwt + ki * run * n, n,
-                                 NULL, accumulate || img > 0, d->out_h,
-                                 (ptrdiff_t)d->stride * pitch - d->out_w * step};
+                                 NULL, accumulate || img > 0, d->out_h, row_jump,
+                                 min32(group, images - img), image_jump};
             wide_gemm(&g, (int32_t)run, n);
         }
+    return 1;
+}
+
+/* One strip of patch gradients added where they belong: rows output positions (dy's
+ * rows a_rs apart), each dotted with the kernel position's block of wtt and added to
+ * dx's in_c values at that position's input (ldc apart). */
+static void bwd_input_strip(const frl_conv_dims *d, const float *dy, ptrdiff_t a_rs,
+                            const float *wtt, float *dx, ptrdiff_t ldc, int32_t rows)
+{
+    const wide_args g = {d->out_c, dy, a_rs, 1, wtt, d->in_c, dx, ldc, NULL, 0, 1, 0, 1, 0};
+    wide_gemm_k(&g, rows, d->in_c, EPI_ADD, NV_MAIN);
+}
+
+/* An output smaller than a tile both ways, tiled down MR_MAIN images at a time at each
+ * position, as conv_fwd tiles it (a 7 x 7 output otherwise ran as 7-row strips, 3 x 6 as
+ * 3-row ones; bench_conv, AMD Zen 4, batch 256: +9% and +47%; 2 or 4 tiles of images a
+ * pass lost 4-20%, their dx out of L2). */
+static void bwd_input_down(const frl_conv_dims *d, int32_t images, const float *dy,
+                           const float *wtt, float *dx)
+{
+    const int32_t n = d->out_c;
+    const ptrdiff_t pitch = (ptrdiff_t)d->in_w * d->in_c, step = (ptrdiff_t)d->stride * d->in_c;
+    const ptrdiff_t in = (ptrdiff_t)d->in_h * pitch, per = (ptrdiff_t)d->out_h * d->out_w;
+    for (int32_t img = 0; img < images; img += MR_MAIN) {
+        const int32_t rows = min32(MR_MAIN, images - img);
+        for (int32_t ki = d->kh - 1; ki >= 0; ki--)
+            for (int32_t kj = d->kw - 1; kj >= 0; kj--) {
+                const float *b = wtt + ((ptrdiff_t)ki * d->kw + kj) * n * d->in_c;
+                float *base = dx + img * in + ki * pitch + kj * d->in_c;
+                for (int32_t oh = 0; oh < d->out_h; oh++)
+                    for (int32_t ow = 0; ow < d->out_w; ow++)
+                        bwd_input_strip(d, dy + (img * per + oh * d->out_w + ow) * n, per * n,
+                                        b, base + oh * d->stride * pitch + ow * step, in, rows);
+            }
+    }
+}
+
+/* One image: along each output row in whole register tiles, then the columns those
+ * leave over down the image, as conv_image does. */
+static void bwd_input_image(const frl_conv_dims *d, const float *dy, const float *wtt,
+                            float *dx)
+{
+    const int32_t n = d->out_c, whole = d->out_w - d->out_w % MR_MAIN;
+    const ptrdiff_t pitch = (ptrdiff_t)d->in_w * d->in_c, step = (ptrdiff_t)d->stride * d->in_c;
+    for (int32_t ki = d->kh - 1; ki >= 0; ki--)
+        for (int32_t kj = d->kw - 1; kj >= 0; kj--) {
+            const float *b = wtt + ((ptrdiff_t)ki * d->kw + kj) * n * d->in_c;
+            float *base = dx + ki * pitch + kj * d->in_c;
+            for (int32_t oh = 0; whole > 0 && oh < d->out_h; oh++)
+                bwd_input_strip(d, dy + (ptrdiff_t)oh * d->out_w * n, n, b,
+                                base + oh * d->stride * pitch, step, whole);
+            for (int32_t ow = whole; ow < d->out_w; ow++)
+                bwd_input_strip(d, dy + (ptrdiff_t)ow * n, (ptrdiff_t)d->out_w * n, b,
+                                base + ow * step, d->stride * pitch, d->out_h);
+        }
+}
+
+/* linear_bwd_input and col2im in one pass, with no patch-gradient matrix: for each
+ * kernel position (ki, kj), every output position's in_c patch gradients are chains
+ * over out_c (linear_bwd_input's: from +0, in order) added to dx at the input they came
+ * from. The kernel positions run from last to first, so every dx element takes its
+ * terms in the order of the positions they come from, as col2im adds them: the same
+ * bits (bench_conv, AMD Zen 4, batch 256: Nature's third layer's input gradient 10-15%
+ * faster than linear_bwd_input and col2im, whose 29 MB of patch gradients it skips). */
+static int conv_bwd_input(const frl_conv_dims *d, int32_t images, const float *dy,
+                          const float *wtt, float *dx)
+{
+    if (d->in_c < VLEN)
+        return 0; /* a vector wider than a position's channels: col2im's path */
+    if (d->out_w < MR_MAIN && d->out_h < MR_MAIN && images >= MR_MAIN) {
+        bwd_input_down(d, images, dy, wtt, dx);
+        return 1;
+    }
+    const ptrdiff_t in = (ptrdiff_t)d->in_h * d->in_w * d->in_c;
+    const ptrdiff_t out = (ptrdiff_t)d->out_h * d->out_w * d->out_c;
+    for (int32_t img = 0; img < images; img++)
+        bwd_input_image(d, dy + img * out, wtt, dx + img * in);
     return 1;
 }
 
@@ -1052,6 +1151,7 @@ const frl_kernels KERNELS_TABLE = {
     .linear_fwd = linear_fwd,
     .conv_fwd = conv_fwd,
     .conv_bwd_weight = conv_bwd_weight,
+    .conv_bwd_input = conv_bwd_input,
     .linear_bwd_input = linear_bwd_input,
     .linear_bwd_weight = linear_bwd_weight,
     .act_bwd = act_bwd,

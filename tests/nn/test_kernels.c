@@ -1328,7 +1328,8 @@ static const int32_t conv_shapes[][6] = {
     {72, 128, 3, 32, 8, 4}, {17, 31, 32, 64, 4, 2}, {7, 14, 64, 128, 3, 2},
     {5, 6, 1, 1, 1, 1},     {6, 7, 3, 5, 2, 1},     {9, 11, 2, 7, 3, 2},
     {9, 11, 2, 16, 3, 2},   {8, 8, 5, 8, 4, 4},     {10, 9, 3, 17, 3, 3},
-    {4, 4, 2, 33, 4, 1},    {12, 5, 7, 130, 2, 2},
+    {4, 4, 2, 33, 4, 1},    {12, 5, 7, 130, 2, 2},  {6, 9, 20, 5, 2, 1},
+    {13, 12, 17, 40, 3, 1},
 };
 
 static frl_conv_dims conv_dims_of(const int32_t *sh)
@@ -1392,15 +1393,20 @@ START_TEST(conv_fwd_is_im2col_bit_for_bit)
 END_TEST
 
 /* Every table's conv_bwd_weight against the same table's linear_bwd_weight on im2col's
- * patches, bit for bit: =, and += onto random gradients, with and without db. */
+ * patches, bit for bit: =, and += onto random gradients, with and without db; with 1-3
+ * images, and with 19 where an image has fewer than 64 positions (a table may take
+ * several such images a pass: 19 leaves a remainder). */
 START_TEST(conv_bwd_weight_is_im2col_bit_for_bit)
 {
     rng_seed(22);
-    int done = 0;
-    for (size_t si = 0; si < COUNT(conv_shapes); si++) {
-        const int32_t *sh = conv_shapes[si];
+    int done = 0, runs = 0;
+    for (size_t si = 0; si < 2 * COUNT(conv_shapes); si++) {
+        const int32_t *sh = conv_shapes[si % COUNT(conv_shapes)];
         const frl_conv_dims d = conv_dims_of(sh);
-        int32_t images = 1 + (int32_t)(si % 3);
+        int32_t images = si < COUNT(conv_shapes) ? 1 + (int32_t)(si % 3) : 19;
+        if (images == 19 && d.out_h * d.out_w >= 64)
+            continue;
+        runs++;
         int64_t in = (int64_t)images * d.in_h * d.in_w * d.in_c, n = d.out_c;
         int64_t rows = (int64_t)images * d.out_h * d.out_w, k = (int64_t)d.kh * d.kw * d.in_c;
         float *x = frand(in), *dy = frand(rows * n), *w0 = frand(k * n), *b0 = frand(n);
@@ -1429,7 +1435,79 @@ START_TEST(conv_bwd_weight_is_im2col_bit_for_bit)
         }
         free(x), free(dy), free(w0), free(b0), free(pm);
     }
-    ck_assert_int_ge(done, (int)COUNT(conv_shapes) * 4 * ntables * 2 / 3);
+    ck_assert_int_ge(done, runs * 4 * ntables * 2 / 3);
+}
+END_TEST
+
+/* col2im of an unpadded convolution: each position's patch gradients added to dx, in
+ * position order, as nn/conv.c's scatter_patch adds them. */
+static void col2im_of(const frl_conv_dims *d, int32_t images, const float *dp, float *dx)
+{
+    for (int32_t i = 0; i < images; i++)
+        for (int32_t oh = 0; oh < d->out_h; oh++)
+            for (int32_t ow = 0; ow < d->out_w; ow++)
+                for (int32_t ki = 0; ki < d->kh; ki++)
+                    for (int32_t kj = 0; kj < d->kw; kj++)
+                        for (int32_t c = 0; c < d->in_c; c++)
+                            dx[(((int64_t)i * d->in_h + oh * d->stride + ki) * d->in_w +
+                                ow * d->stride + kj) * d->in_c + c] += *dp++;
+}
+
+/* wt's in_c x out_c block of each kernel position transposed, as conv_bwd_input takes it. */
+static float *blocks_transposed(const frl_conv_dims *d, const float *wt)
+{
+    int64_t n = d->out_c, ch = d->in_c, kp = (int64_t)d->kh * d->kw;
+    float *wtt = fbuf(kp * ch * n);
+    for (int64_t p = 0; p < kp; p++)
+        for (int64_t c = 0; c < ch; c++)
+            for (int64_t j = 0; j < n; j++)
+                wtt[(p * n + j) * ch + c] = wt[(p * ch + c) * n + j];
+    return wtt;
+}
+
+/* Every table's conv_bwd_input against the same table's linear_bwd_input and col2im,
+ * bit for bit, added onto a random dx (so +0 and -0 and the order of the additions
+ * show), with 1-3 images and with 19: more than a tile's rows, which a table tiles down
+ * when an image's output is small both ways, and a remainder. */
+START_TEST(conv_bwd_input_is_col2im_bit_for_bit)
+{
+    rng_seed(23);
+    int done = 0, declined = 0, runs = 0;
+    for (size_t si = 0; si < 2 * COUNT(conv_shapes); si++) {
+        const int32_t *sh = conv_shapes[si % COUNT(conv_shapes)];
+        const frl_conv_dims d = conv_dims_of(sh);
+        int32_t images = si < COUNT(conv_shapes) ? 1 + (int32_t)(si % 3) : 19;
+        if (FRL_TEST_SANITIZED && images == 19 && d.out_h >= 8 && d.out_w >= 8)
+            continue;
+        runs++;
+        int64_t in = (int64_t)images * d.in_h * d.in_w * d.in_c, n = d.out_c;
+        int64_t rows = (int64_t)images * d.out_h * d.out_w, k = (int64_t)d.kh * d.kw * d.in_c;
+        float *dy = frand(rows * n), *wt = frand(k * n), *dx0 = frand(in);
+        float *wtt = blocks_transposed(&d, wt), *dp = fbuf(rows * k);
+        for (int ti = 0; ti < ntables; ti++) {
+            const frl_kernels *t = tables[ti];
+            float *want = fcopy(dx0, in), *got = fcopy(dx0, in);
+            t->linear_bwd_input((int32_t)rows, (int32_t)n, (int32_t)k, dy, wt, dp);
+            col2im_of(&d, images, dp, want);
+            if (!t->conv_bwd_input(&d, images, dy, wtt, got)) {
+                EXPECT(t != ref && d.in_c < 16 && !memcmp(got, dx0, sizeof(float) * (size_t)in),
+                       "%s declined shape %zu or wrote", t->name, si);
+                declined++;
+            } else {
+                EXPECT(!memcmp(got, want, sizeof(float) * (size_t)in),
+                       "%s conv_bwd_input shape %zu, %d images: bits differ from "
+                       "linear_bwd_input + col2im", t->name, si, (int)images);
+                done++;
+            }
+            free(want), free(got);
+        }
+        free(dy), free(wt), free(dx0), free(wtt), free(dp);
+    }
+    /* the scalar table ran every shape, each SIMD table the 6 with 16 channels or more
+     * (with 1-3 images, and 19 but where the sanitizer builds leave those out) */
+    ck_assert_int_ge(done, runs + ntested * 10);
+    if (ntested)
+        ck_assert_int_gt(declined, 0);
 }
 END_TEST
 
@@ -1442,7 +1520,8 @@ START_TEST(table_list)
     int n = 0;
     for (; all[n]; n++) {
         ck_assert(all[n]->linear_fwd != NULL);
-        ck_assert(all[n]->conv_fwd != NULL && all[n]->conv_bwd_weight != NULL);
+        ck_assert(all[n]->conv_fwd != NULL && all[n]->conv_bwd_weight != NULL &&
+                  all[n]->conv_bwd_input != NULL);
         ck_assert(all[n]->linear_bwd_input != NULL);
         ck_assert(all[n]->linear_bwd_weight != NULL);
         ck_assert(all[n]->act_bwd != NULL);
@@ -1609,6 +1688,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, fwd_matches_reference);
     tcase_add_test(tc, conv_fwd_is_im2col_bit_for_bit);
     tcase_add_test(tc, conv_bwd_weight_is_im2col_bit_for_bit);
+    tcase_add_test(tc, conv_bwd_input_is_col2im_bit_for_bit);
     tcase_add_test(tc, bwd_input_matches_reference);
     tcase_add_test(tc, bwd_weight_matches_reference);
     tcase_add_test(tc, act_bwd_matches_reference);
