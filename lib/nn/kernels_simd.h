@@ -600,7 +600,7 @@ static void conv_strip(const frl_conv_dims *d, const float *a, ptrdiff_t a_rs, f
  * across images (bench_conv at 256: +5-11% on four of five layers, in the noise on the
  * fifth). */
 static void conv_image(const frl_conv_dims *d, const float *x, const float *wt,
-                       const float *b, float *y, int relu, const float *next)
+                       const float *b, float *y, int relu, const float *next, int32_t down)
 {
     const ptrdiff_t pitch = (ptrdiff_t)d->in_w * d->in_c, step = (ptrdiff_t)d->stride * d->in_c;
     const int32_t whole = d->out_w - d->out_w % MR_MAIN;
@@ -612,9 +612,23 @@ static void conv_image(const frl_conv_dims *d, const float *x, const float *wt,
             conv_strip(d, x + (ptrdiff_t)oh * d->stride * pitch, step,
                        y + (ptrdiff_t)oh * d->out_w * d->out_c, d->out_c, whole, wt, b, relu);
     }
-    for (int32_t ow = whole; ow < d->out_w; ow++)
+    for (int32_t ow = whole; down > 0 && ow < d->out_w; ow++)
         conv_strip(d, x + ow * step, (ptrdiff_t)d->stride * pitch, y + (ptrdiff_t)ow * d->out_c,
-                   (ptrdiff_t)d->out_w * d->out_c, d->out_h, wt, b, relu);
+                   (ptrdiff_t)d->out_w * d->out_c, down, wt, b, relu);
+}
+
+/* Positions [h0, out_h) x [w0, out_w) of `count` (<= MR_MAIN) images, one position of
+ * every image a tile, their patches one image's size apart. */
+static void conv_down_images(const frl_conv_dims *d, int32_t count, const float *x,
+                             const float *wt, const float *b, float *y, int relu, int32_t h0,
+                             int32_t w0)
+{
+    const ptrdiff_t pitch = (ptrdiff_t)d->in_w * d->in_c, in = (ptrdiff_t)d->in_h * pitch;
+    const ptrdiff_t out = (ptrdiff_t)d->out_h * d->out_w * d->out_c;
+    for (int32_t oh = h0; oh < d->out_h; oh++)
+        for (int32_t ow = w0; ow < d->out_w; ow++)
+            conv_strip(d, x + ((ptrdiff_t)oh * pitch + ow * d->in_c) * d->stride, in,
+                       y + ((ptrdiff_t)oh * d->out_w + ow) * d->out_c, out, count, wt, b, relu);
 }
 
 /* An output too small both ways for whole tiles (convnet_simple's last layer, 3 x 6
@@ -625,14 +639,41 @@ static void conv_image(const frl_conv_dims *d, const float *x, const float *wt,
 static void conv_across_images(const frl_conv_dims *d, int32_t images, const float *x,
                                const float *wt, const float *b, float *y, int relu)
 {
-    const ptrdiff_t pitch = (ptrdiff_t)d->in_w * d->in_c, in = (ptrdiff_t)d->in_h * pitch;
+    const ptrdiff_t in = (ptrdiff_t)d->in_h * d->in_w * d->in_c;
     const ptrdiff_t out = (ptrdiff_t)d->out_h * d->out_w * d->out_c;
     for (int32_t i0 = 0; i0 < images; i0 += MR_MAIN)
-        for (int32_t oh = 0; oh < d->out_h; oh++)
-            for (int32_t ow = 0; ow < d->out_w; ow++)
-                conv_strip(d, x + i0 * in + ((ptrdiff_t)oh * pitch + ow * d->in_c) * d->stride,
-                           in, y + i0 * out + ((ptrdiff_t)oh * d->out_w + ow) * d->out_c, out,
-                           min32(MR_MAIN, images - i0), wt, b, relu);
+        conv_down_images(d, min32(MR_MAIN, images - i0), x + i0 * in, wt, b, y + i0 * out,
+                         relu, 0, 0);
+}
+
+/* MR_MAIN images at a time: each image along its rows and its leftover columns down to
+ * the last whole tile of rows, then the corner those leave (the last out_h % MR_MAIN
+ * rows of the leftover columns) down the group's images, where it would be a tile of
+ * fewer than MR_MAIN / 2 rows whose few chains leave the FMA units idle
+ * (convnet_simple's first layer, 17 x 31: a 1-row tile under each 16 rows; Nature's
+ * second, 9 x 9: one position; bench_conv, AMD Zen 4: +3-8% at batch 32, +0-4% at
+ * 256). Taller corners have chains enough and stay in their images, where their inputs
+ * are in cache (Nature's first layer's 4 rows gained nothing down the images). A group
+ * short of MR_MAIN images runs its leftover columns all the way down. */
+static void conv_images(const frl_conv_dims *d, int32_t images, const float *x,
+                        const float *wt, const float *b, float *y, frl_nn_act act)
+{
+    const ptrdiff_t in = (ptrdiff_t)d->in_h * d->in_w * d->in_c;
+    const ptrdiff_t out = (ptrdiff_t)d->out_h * d->out_w * d->out_c;
+    const int32_t whole = d->out_w - d->out_w % MR_MAIN, tall = d->out_h - d->out_h % MR_MAIN;
+    const int relu = act == FRL_NN_RELU;
+    const int corner = whole < d->out_w && tall < d->out_h && d->out_h - tall < MR_MAIN / 2;
+    for (int32_t i0 = 0; i0 < images; i0 += MR_MAIN) {
+        const int32_t count = min32(MR_MAIN, images - i0);
+        const int grouped = corner && count == MR_MAIN;
+        for (int32_t img = i0; img < i0 + count; img++)
+            conv_image(d, x + img * in, wt, b, y + img * out, relu,
+                       img + 1 < images ? x + (img + 1) * in : NULL, grouped ? tall : d->out_h);
+        if (grouped)
+            conv_down_images(d, count, x + i0 * in, wt, b, y + i0 * out, relu, tall, whole);
+        if (!relu)
+            act_array(y + i0 * out, count * out, act);
+    }
 }
 
 /* Declined (0, y untouched) when the output is too small both ways for whole tiles and
@@ -640,7 +681,6 @@ static void conv_across_images(const frl_conv_dims *d, int32_t images, const flo
 static int conv_fwd(const frl_conv_dims *d, int32_t images, const float *x, const float *wt,
                     const float *b, float *y, frl_nn_act act)
 {
-    const ptrdiff_t in = (ptrdiff_t)d->in_h * d->in_w * d->in_c;
     const ptrdiff_t out = (ptrdiff_t)d->out_h * d->out_w * d->out_c;
     if (d->out_w < MR_MAIN && d->out_h < MR_MAIN && images >= MR_MAIN) {
         conv_across_images(d, images, x, wt, b, y, act == FRL_NN_RELU);
@@ -650,12 +690,7 @@ static int conv_fwd(const frl_conv_dims *d, int32_t images, const float *x, cons
     }
     if (d->out_w < MR_MAIN && d->out_h < MR_MAIN - 1)
         return 0;
-    for (int32_t img = 0; img < images; img++) {
-        conv_image(d, x + img * in, wt, b, y + img * out, act == FRL_NN_RELU,
-                   img + 1 < images ? x + (img + 1) * in : NULL);
-        if (act != FRL_NN_RELU)
-            act_array(y + img * out, out, act);
-    }
+    conv_images(d, images, x, wt, b, y, act);
     return 1;
 }
 
