@@ -328,6 +328,8 @@ static ALWAYS_INLINE void wide_gemm_k(const wide_args *g, int32_t rows, int32_t 
         return;
     }
     int32_t j = 0;
+    /* nv_main is a constant: at 1 the next loop does these columns, and this one folds
+     * away instead of inlining a second copy of the one-vector tiles. */
     for (; nv_main > 1 && j + nv_main * VLEN <= cols; j += nv_main * VLEN)
         wide_rowblocks(g, rows, j, nv_main, 0, 0, epi);
     for (; j + VLEN <= cols; j += VLEN)
