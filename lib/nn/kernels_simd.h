@@ -650,21 +650,20 @@ static void conv_across_images(const frl_conv_dims *d, int32_t images, const flo
 
 /* MR_MAIN images at a time: each image along its rows and its leftover columns down to
  * the last whole tile of rows, then the corner those leave (the last out_h % MR_MAIN
- * rows of the leftover columns) down the group's images, where it would be a tile of
- * fewer than MR_MAIN / 2 rows whose few chains leave the FMA units idle
- * (convnet_simple's first layer, 17 x 31: a 1-row tile under each 16 rows; Nature's
- * second, 9 x 9: one position; bench_conv, AMD Zen 4: +3-8% at batch 32, +0-4% at
- * 256). Taller corners have chains enough and stay in their images, where their inputs
- * are in cache (Nature's first layer's 4 rows gained nothing down the images). A group
- * short of MR_MAIN images runs its leftover columns all the way down. */
+ * rows of the leftover columns) down the group's images, in whole tiles, where it
+ * would be one short tile a column: convnet_simple's first layer (17 x 31) had a 1-row
+ * tile, one chain, under each 16 rows, its second (7 x 14) 7-row tiles, each a B load
+ * for 7 FMAs instead of 8 (bench_conv, AMD Zen 4, AVX-512 table: +3-8% and +4% at
+ * batch 32, +0% and +3% at 256; Nature's first and second layers +0-5%; the AVX2
+ * table +3% on Nature's second, the others within the noise). A group short of
+ * MR_MAIN images runs its leftover columns all the way down. */
 static void conv_images(const frl_conv_dims *d, int32_t images, const float *x,
                         const float *wt, const float *b, float *y, frl_nn_act act)
 {
     const ptrdiff_t in = (ptrdiff_t)d->in_h * d->in_w * d->in_c;
     const ptrdiff_t out = (ptrdiff_t)d->out_h * d->out_w * d->out_c;
     const int32_t whole = d->out_w - d->out_w % MR_MAIN, tall = d->out_h - d->out_h % MR_MAIN;
-    const int relu = act == FRL_NN_RELU;
-    const int corner = whole < d->out_w && tall < d->out_h && d->out_h - tall < MR_MAIN / 2;
+    const int relu = act == FRL_NN_RELU, corner = whole < d->out_w && tall < d->out_h;
     for (int32_t i0 = 0; i0 < images; i0 += MR_MAIN) {
         const int32_t count = min32(MR_MAIN, images - i0);
         const int grouped = corner && count == MR_MAIN;

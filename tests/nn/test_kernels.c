@@ -1321,15 +1321,16 @@ static float *patches_of(const frl_conv_dims *d, int32_t images, const float *x)
 }
 
 /* The direct convolutions' shapes: both encoders' layers, then every tail (narrow
- * outputs of 1-7 channels, odd widths, outputs smaller than a register tile both ways).
- * in_h, in_w, in_c, out_c, k, stride. */
+ * outputs of 1-7 channels, odd widths, outputs smaller than a register tile both ways,
+ * corners left by whole tiles along the rows and down the columns, a tall narrow output
+ * with no whole tile along its rows). in_h, in_w, in_c, out_c, k, stride. */
 static const int32_t conv_shapes[][6] = {
     {84, 84, 4, 32, 8, 4},  {20, 20, 32, 64, 4, 2}, {9, 9, 64, 64, 3, 1},
     {72, 128, 3, 32, 8, 4}, {17, 31, 32, 64, 4, 2}, {7, 14, 64, 128, 3, 2},
     {5, 6, 1, 1, 1, 1},     {6, 7, 3, 5, 2, 1},     {9, 11, 2, 7, 3, 2},
     {9, 11, 2, 16, 3, 2},   {8, 8, 5, 8, 4, 4},     {10, 9, 3, 17, 3, 3},
     {4, 4, 2, 33, 4, 1},    {12, 5, 7, 130, 2, 2},  {6, 9, 20, 5, 2, 1},
-    {13, 12, 17, 40, 3, 1},
+    {13, 12, 17, 40, 3, 1}, {20, 6, 16, 24, 3, 1},
 };
 
 static frl_conv_dims conv_dims_of(const int32_t *sh)
