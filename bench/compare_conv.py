@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
-"""lib/nn/conv.c next to PyTorch's CPU convolutions, same layers, same thread, one run.
+"""lib/nn/conv.c next to PyTorch's CPU convolutions, same layers, same thread.
 
     /tmp/trainvenv/bin/python bench/compare_conv.py [--build build] [--batches 1,32,256]
+                                                    [--rounds 3]
 
 Runs build/bench/bench_conv (fastrl's forward and backward GFLOP/s per layer and batch,
 beside its own GEMM floor and OpenBLAS) and times torch.nn.functional.conv2d forward,
 and its backward (weight, bias and input gradients), on the same shapes with
 torch.set_num_threads(1), in NCHW and in channels_last (PyTorch picks its fastest; the
 better of the two is the one compared). Each figure is the median of 5 samples of at
-least 20 ms. Prints fastrl / PyTorch per layer and batch.
+least 20 ms. The two take turns, a whole pass each, for --rounds rounds, and each side's
+figure is its median over them: on a shared machine a slow phase during one side's
+single pass had moved a ratio by 5-10%. Prints fastrl / PyTorch per layer and batch.
 """
 
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -80,6 +84,22 @@ def fastrl_rates(build, batches):
     return out.splitlines()[0], rates
 
 
+def torch_pass(torch, batches, ours):
+    """PyTorch's (fwd, bwd) GF/s for every layer and batch bench_conv measured."""
+    rates = {}
+    for layer in LAYERS:
+        for batch in batches:
+            key = (layer[0], layer[1], layer[2], batch)
+            if key in ours:
+                rates[key] = torch_rates(torch, layer, batch)
+    return rates
+
+
+def median_rows(rows):
+    """Each column's median over the rounds (percentages stay whole numbers)."""
+    return [type(col[0])(statistics.median(col)) for col in zip(*rows)]
+
+
 def batch_list(text):
     """--batches: 1 to 8 whole numbers in [1, 4096], as bench_conv takes them."""
     try:
@@ -96,6 +116,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--batches", default=[1, 32, 256], type=batch_list,
                     help="comma-separated (default 1,32,256)")
+    ap.add_argument("--rounds", default=3, type=int, choices=range(1, 11), metavar="1..10",
+                    help="turns each side takes, medians compared (default 3)")
     args = ap.parse_args()
     # Said before bench_conv runs, not as a traceback after it.
     try:
@@ -111,17 +133,22 @@ def main():
 
     torch.set_num_threads(1)
     batches = args.batches
-    head, ours = fastrl_rates(args.build, batches)
+    ours_rounds, theirs_rounds = [], []
+    for _ in range(args.rounds):
+        head, ours = fastrl_rates(args.build, batches)
+        ours_rounds.append(ours)
+        theirs_rounds.append(torch_pass(torch, batches, ours))
     print(head + f"; torch {torch.__version__}, 1 thread")
-    print("GF/s; (x%): of the same-run GEMM floor")
+    print(f"GF/s, medians over {args.rounds} alternating rounds; (x%): of the same-run GEMM floor")
     print("layer                      batch   fastrl fwd      torch fwd  ratio   fastrl bwd  "
           "    torch bwd  ratio")
     for layer in LAYERS:
         for batch in batches:
-            f = ours.get((layer[0], layer[1], layer[2], batch))
-            if not f:
+            key = (layer[0], layer[1], layer[2], batch)
+            if key not in ours_rounds[0]:
                 continue
-            t = torch_rates(torch, layer, batch)
+            f = median_rows([r[key] for r in ours_rounds])
+            t = median_rows([r[key] for r in theirs_rounds])
             name = f"{layer[0]} {layer[1]}x{layer[2]}x{layer[3]} {layer[4]} {layer[5]}/{layer[6]}"
             print(f"{name:<26} {batch:5d}   {f[0]:6.1f} ({f[2]:3d}%)  {t[0]:9.1f}  "
                   f"{f[0] / t[0]:5.2f}x  {f[1]:6.1f} ({f[3]:3d}%)  {t[1]:9.1f}  "
