@@ -8,8 +8,11 @@
  * gradients) through the fastest kernel table, in GFLOP/s (2 x rows x k x n per GEMM:
  * one forward, two backward), and the floor: the same GEMMs alone, through the same
  * table (linear_fwd, linear_bwd_weight, linear_bwd_input on a ready patch matrix), and
- * through OpenBLAS's sgemm. conv / floor is what im2col, col2im and the activation
- * cost. Median of 5 samples of at least 20 ms of thread CPU time, one thread. */
+ * through OpenBLAS's sgemm. Below 100%, conv / floor is what gathering the patches,
+ * col2im and the activation cost; above it, the table's direct kernels (conv_fwd,
+ * conv_bwd_weight, conv_bwd_input read the image where it lies and skip the patch
+ * matrices) beat the GEMMs on a patch matrix, which at batch 256 streams from memory.
+ * Median of 5 samples of at least 20 ms of thread CPU time, one thread. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
