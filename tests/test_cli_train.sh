@@ -87,7 +87,8 @@ run "$fastrl" train CartPole-v1 --steps 2048 --quiet --set runtime.device=auto
 # --out is made: junk, overflow, out of range. Whole numbers written as reals still count.
 for bad in "--steps abc" "--steps 99999999999999999999999" "--steps -1" "--steps 2048.5" \
     "--eval-every abc" "--eval-every 0" "--max-seconds abc" "--max-seconds inf" \
-    "--eval-target abc --eval-every 2048" "--eval-episodes 0 --eval-every 2048"; do
+    "--eval-target abc --eval-every 2048" "--eval-episodes 0 --eval-every 2048" \
+    "--eval-max-steps -1 --eval-every 2048" "--eval-max-steps 1e30 --eval-every 2048"; do
     # shellcheck disable=SC2086 # $bad is an option and its value
     run "$fastrl" train CartPole-v1 $bad --out "$dir/bad" --quiet
     [ "$rc" -eq 2 ] && has "${bad%% *}: '" && has "is not a" ||
@@ -97,7 +98,7 @@ done
 run "$fastrl" train CartPole-v1 --steps 2.048e3 --quiet
 [ "$rc" -eq 0 ] && has "steps: 2048" || fail "--steps 2.048e3: exit status $rc: $out"
 # The evaluation's settings without --eval-every would be ignored: refused.
-for opt in "--eval-target 100" "--eval-episodes 5"; do
+for opt in "--eval-target 100" "--eval-episodes 5" "--eval-max-steps 100"; do
     # shellcheck disable=SC2086
     run "$fastrl" train CartPole-v1 --steps 2048 $opt --quiet
     [ "$rc" -eq 2 ] && has "${opt%% *} needs --eval-every" ||
@@ -291,11 +292,19 @@ cd "$here" || exit 1
 
 # A failed periodic evaluation is said in its own words, not as "the metrics callback
 # returned 1": without a time limit Pendulum's episodes never end, and the evaluation
-# runs into its step limit.
+# runs into its step limit, --eval-max-steps (the default, 10M steps, took 290 s of
+# this test's 293 under TSan).
 run "$fastrl" train Pendulum-v1 --steps 4096 --threads 1 --quiet --eval-every 4096 \
-    --eval-episodes 1 --set env.max_episode_steps=0
-[ "$rc" -eq 1 ] && has "FRL_ERR_RANGE" && has "frl_policy_evaluate" && ! has "callback" ||
+    --eval-episodes 1 --eval-max-steps 20000 --set env.max_episode_steps=0
+[ "$rc" -eq 1 ] && has "FRL_ERR_RANGE" && has "frl_policy_evaluate" && ! has "callback" &&
+    has "max_steps 20000 allows no further step" && has "eval-max-steps M sets it" ||
     fail "a failed --eval-every evaluation: exit status $rc: $out"
+
+# --eval-max-steps 0 lifts the limit; episodes that end still end the evaluation.
+run "$fastrl" train CartPole-v1 --steps 2048 --eval-every 2048 --eval-episodes 2 \
+    --eval-max-steps 0 --quiet
+[ "$rc" -eq 0 ] && has "eval: env_steps=2048 " ||
+    fail "--eval-max-steps 0: exit status $rc: $out"
 
 # A launcher's rank (srun, mpirun) is a distributed run's only with dist.mode: rank 1 of
 # a job of single-process runs printed nothing, replaced a run without --overwrite,

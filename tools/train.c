@@ -22,9 +22,11 @@ typedef struct train_opts {
     int overwrite;          /* --overwrite: --out may replace the run it holds */
     int64_t eval_every;     /* greedy evaluations every this many env steps (0: none) */
     int32_t eval_episodes;
+    int64_t eval_max_steps; /* an evaluation's env steps before it gives up (0: none) */
     double eval_target;     /* stop at the first evaluation reaching it (NaN: never) */
     double max_seconds;     /* stop after this much wall time, from the start (0: never) */
-    const char *eval_option; /* --eval-episodes or --eval-target, given: need --eval-every */
+    const char *eval_option; /* --eval-episodes, --eval-target or --eval-max-steps, given:
+                              * need --eval-every */
     int follower;           /* a rank other than 0 under mpirun or srun: prints nothing */
 } train_opts;
 
@@ -138,6 +140,7 @@ typedef struct evaluator {
     frl_vec_env *venv;
     int64_t every, next;
     int32_t episodes;
+    int64_t max_steps;
     double target;
     int reached;    /* an evaluation reached the target: training stops */
     int silent;     /* a follower rank: evaluates (every rank stops alike), prints nothing */
@@ -215,12 +218,16 @@ static int maybe_evaluate(evaluator *e, const frl_metrics *m)
     frl_eval_args a;
     frl_eval_args_init(&a);
     a.episodes = e->episodes;
+    a.max_steps = e->max_steps;
     a.seed = (uint64_t)1000003 * mark;
     e->count++;
     double mean;
     e->st = frl_policy_evaluate(frl_trainer_policy(e->t), e->venv, &a, &mean);
     if (e->st != FRL_OK) {
-        snprintf(e->why, sizeof e->why, "%s", frl_last_error());
+        /* FRL_ERR_RANGE here is the step limit (the options are checked): name the
+         * option that sets it, where the library names its field. */
+        snprintf(e->why, sizeof e->why, "%s%s", frl_last_error(),
+                 e->st == FRL_ERR_RANGE ? " [fastrl train: --eval-max-steps M sets it]" : "");
         return 1;
     }
     e->last_steps = m->env_steps;
@@ -264,6 +271,9 @@ static int train_number(const char *a, const char *v, train_opts *o)
     } else if (!strcmp(a, "--eval-episodes")) {
         rc = cli_parse_int("train", a, v, 1, INT32_MAX, &n);
         o->eval_episodes = (int32_t)n;
+        o->eval_option = a;
+    } else if (!strcmp(a, "--eval-max-steps")) {
+        rc = cli_parse_int("train", a, v, 0, INT64_MAX, &o->eval_max_steps);
         o->eval_option = a;
     } else if (!strcmp(a, "--eval-target")) {
         rc = cli_parse_real("train", a, v, -HUGE_VAL, HUGE_VAL, &o->eval_target);
@@ -701,7 +711,8 @@ static int train_and_save(frl_runtime *rt, const train_opts *o, const frl_config
     progress p = {o->steps, 0, strcmp(mode, "async") == 0, o->quiet, NULL, t, o->max_seconds,
                   0, -1};
     evaluator ev = {.t = t, .every = o->eval_every, .episodes = o->eval_episodes,
-                    .target = o->eval_target, .silent = o->follower};
+                    .max_steps = o->eval_max_steps, .target = o->eval_target,
+                    .silent = o->follower};
     if (o->eval_every && (st = open_evaluator(&ev, rt, o, t)) != FRL_OK) {
         frl_trainer_destroy(t);
         return cli_fail("the evaluation env", st);
@@ -767,13 +778,15 @@ static void train_usage(void)
 {
     printf("usage: fastrl train ENV [--steps N] [--seed S] [--threads T] [--set key=value ...]\n"
            "       [--out DIR [--overwrite]] [--resume DIR] [--quiet] [--verbose]\n"
-           "       [--max-seconds S] [--eval-every N [--eval-episodes K] [--eval-target R]]\n"
+           "       [--max-seconds S]\n"
+           "       [--eval-every N [--eval-episodes K] [--eval-target R] [--eval-max-steps M]]\n"
            "(fastrl --help says what each does; fastrl config --list lists the settings)\n");
 }
 
 int cli_train(int argc, char **argv)
 {
-    train_opts o = {.steps = 500000, .eval_episodes = 20, .eval_target = NAN};
+    train_opts o = {.steps = 500000, .eval_episodes = 20, .eval_max_steps = 10000000,
+                    .eval_target = NAN};
     frl_config *cfg;
     if (frl_config_create(&cfg, NULL) != FRL_OK)
         return cli_fail("config", FRL_ERR_NOMEM);
