@@ -1339,6 +1339,23 @@ static frl_conv_dims conv_dims_of(const int32_t *sh)
                            (sh[1] - sh[4]) / sh[5] + 1, sh[3], sh[4], sh[4], sh[5]};
 }
 
+/* Case si of 2 * COUNT(conv_shapes): each shape with 1-3 images, then with 19: more
+ * than a tile's rows, which a table may tile down when an image's output is small, and
+ * a remainder. Returns the images; *d the shape. */
+static int32_t conv_case(size_t si, frl_conv_dims *d)
+{
+    *d = conv_dims_of(conv_shapes[si % COUNT(conv_shapes)]);
+    return si < COUNT(conv_shapes) ? 1 + (int32_t)(si % 3) : 19;
+}
+
+/* The sanitizer builds leave out the 19 images of outputs 8 x 8 or larger (the
+ * encoders' first layers: 6 of conv_fwd's test's 13 s under ASan), where no table
+ * tiles down. */
+static int sanitizer_skips(const frl_conv_dims *d, int32_t images)
+{
+    return FRL_TEST_SANITIZED && images == 19 && d->out_h >= 8 && d->out_w >= 8;
+}
+
 /* Every table's conv_fwd against the same table's im2col + linear_fwd, bit for bit, over
  * shapes with every tail (narrow outputs of 1-7 channels included: linear_fwd gives them
  * to another path), strides 1-4, kernels 1-8, the four activations and no bias. */
@@ -1348,14 +1365,9 @@ START_TEST(conv_fwd_is_im2col_bit_for_bit)
     static const frl_nn_act conv_acts[] = {FRL_NN_RELU, FRL_NN_LINEAR, FRL_NN_TANH, FRL_NN_ELU};
     int done = 0, declined = 0, runs = 0;
     for (size_t si = 0; si < 2 * COUNT(conv_shapes); si++) {
-        /* each shape with 1-3 images, then with 19: more than a tile's rows, which a
-         * table may tile down when an image's output is small. The sanitizer builds
-         * leave out the 19 images of outputs 8 x 8 or larger (the encoders' first
-         * layers: 6 of this test's 13 s under ASan), where no table tiles down. */
-        const int32_t *sh = conv_shapes[si % COUNT(conv_shapes)];
-        const frl_conv_dims d = conv_dims_of(sh);
-        int32_t images = si < COUNT(conv_shapes) ? 1 + (int32_t)(si % 3) : 19;
-        if (FRL_TEST_SANITIZED && images == 19 && d.out_h >= 8 && d.out_w >= 8)
+        frl_conv_dims d;
+        const int32_t images = conv_case(si, &d);
+        if (sanitizer_skips(&d, images))
             continue;
         runs++;
         int64_t in = (int64_t)images * d.in_h * d.in_w * d.in_c;
@@ -1402,9 +1414,8 @@ START_TEST(conv_bwd_weight_is_im2col_bit_for_bit)
     rng_seed(22);
     int done = 0, runs = 0;
     for (size_t si = 0; si < 2 * COUNT(conv_shapes); si++) {
-        const int32_t *sh = conv_shapes[si % COUNT(conv_shapes)];
-        const frl_conv_dims d = conv_dims_of(sh);
-        int32_t images = si < COUNT(conv_shapes) ? 1 + (int32_t)(si % 3) : 19;
+        frl_conv_dims d;
+        const int32_t images = conv_case(si, &d);
         if (images == 19 && d.out_h * d.out_w >= 64)
             continue;
         runs++;
@@ -1475,10 +1486,9 @@ START_TEST(conv_bwd_input_is_col2im_bit_for_bit)
     rng_seed(23);
     int done = 0, declined = 0, runs = 0;
     for (size_t si = 0; si < 2 * COUNT(conv_shapes); si++) {
-        const int32_t *sh = conv_shapes[si % COUNT(conv_shapes)];
-        const frl_conv_dims d = conv_dims_of(sh);
-        int32_t images = si < COUNT(conv_shapes) ? 1 + (int32_t)(si % 3) : 19;
-        if (FRL_TEST_SANITIZED && images == 19 && d.out_h >= 8 && d.out_w >= 8)
+        frl_conv_dims d;
+        const int32_t images = conv_case(si, &d);
+        if (sanitizer_skips(&d, images))
             continue;
         runs++;
         int64_t in = (int64_t)images * d.in_h * d.in_w * d.in_c, n = d.out_c;
